@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import { APP_NAME_RE } from './names.js';
+
+const ms = (max: number) => z.number().int().nonnegative().max(max);
+
+const restartSchema = z.strictObject({
+  baseMs: ms(86_400_000).default(5_000),
+  capMs: ms(86_400_000).default(300_000),
+  maxAttempts: z.number().int().min(1).max(1000).default(5),
+  healthyMs: ms(86_400_000).default(600_000),
+});
+
+const quarantineSchema = z.strictObject({
+  baseMs: ms(86_400_000 * 30).default(300_000),
+  capMs: ms(86_400_000 * 30).default(86_400_000),
+});
+
+const userNameSchema = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$/, 'a POSIX user or group name');
+
+const processAppSchema = z.strictObject({
+  runner: z.literal('process'),
+  user: userNameSchema.optional(),
+  group: userNameSchema.optional(),
+  keepReleases: z.number().int().min(2).max(100).default(3),
+  restart: restartSchema.default(() => restartSchema.parse({})),
+  quarantine: quarantineSchema.default(() => quarantineSchema.parse({})),
+});
+
+const unitAppSchema = z.strictObject({
+  runner: z.literal('unit'),
+  unit: z.string().regex(/^[A-Za-z0-9:_.@-]{1,250}\.service$/, 'a systemd unit name ending in .service'),
+  keepReleases: z.number().int().min(2).max(100).default(3),
+  quarantine: quarantineSchema.default(() => quarantineSchema.parse({})),
+});
+
+const appSchema = z.preprocess(
+  (v) => (v && typeof v === 'object' && !Array.isArray(v) && !('runner' in v) ? { ...v, runner: 'process' } : v),
+  z.discriminatedUnion('runner', [processAppSchema, unitAppSchema]),
+);
+
+const apiSchema = z.strictObject({
+  idleTimeoutMs: ms(3_600_000).min(100).default(10_000),
+  maxConnections: z.number().int().min(2).max(10_000).default(64),
+  maxRequestBytes: z.number().int().min(1024).max(1024 * 1024).default(64 * 1024),
+});
+
+const fetchSchema = z.strictObject({
+  deadlineMs: ms(86_400_000).min(1000).default(600_000),
+  minBytesPerSecond: z.number().int().nonnegative().default(1024),
+  minSpeedWindowMs: ms(3_600_000).min(100).default(30_000),
+  maxRedirects: z.number().int().min(0).max(20).default(5),
+  caFile: z.string().min(1).optional(),
+  diskReserveBytes: z.number().int().nonnegative().default(10 * 1024 * 1024),
+  maxUnsignedBytes: z.number().int().positive().default(2 * 1024 * 1024 * 1024),
+});
+
+const extractSchema = z.strictObject({
+  maxEntries: z.number().int().positive().default(100_000),
+  maxBytes: z.number().int().positive().default(2 * 1024 * 1024 * 1024),
+  maxPathLength: z.number().int().positive().max(4096).default(4096),
+  maxDepth: z.number().int().positive().max(1024).default(64),
+  maxRatio: z.number().int().positive().default(200),
+});
+
+const controlPlaneSchema = z.strictObject({
+  url: z.string().url(),
+  caFile: z.string().min(1).optional(),
+  insecure: z.boolean().default(false),
+});
+
+// The host config of DESIGN §2. Unknown keys are an error at every level.
+export const hostConfigSchema = z.strictObject({
+  apps: z.record(z.string().regex(APP_NAME_RE, 'app names are [a-z0-9][a-z0-9_-]{0,62}'), appSchema).default({}),
+  controlPlane: controlPlaneSchema.optional(),
+  api: apiSchema.default(() => apiSchema.parse({})),
+  fetch: fetchSchema.default(() => fetchSchema.parse({})),
+  extract: extractSchema.default(() => extractSchema.parse({})),
+});
+
+export type HostConfig = z.infer<typeof hostConfigSchema>;
+export type AppConfig = HostConfig['apps'][string];
+export type ProcessAppConfig = Extract<AppConfig, { runner: 'process' }>;
+export type ExtractLimits = HostConfig['extract'];
+export type FetchSettings = HostConfig['fetch'];
+export type ApiSettings = HostConfig['api'];
+
+// Formats zod issues as "key.path: message" lines for an error naming the file.
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .slice(0, 10)
+    .map((i) => {
+      const key = i.path.length ? i.path.map(String).join('.') : '(top level)';
+      const extra = i.code === 'unrecognized_keys' ? ` (${(i as { keys?: string[] }).keys?.join(', ')})` : '';
+      return `${key}: ${i.message}${extra}`;
+    })
+    .join('; ');
+}

@@ -1,0 +1,112 @@
+// The closed set of reason codes. DESIGN §4 lists the transaction's codes; the
+// rest name failures of the local API, the CLI and the host itself.
+export const REFUSAL_CODES = [
+  'BUSY',
+  'RECOVERING',
+  'HELD',
+  'BLOCKED',
+  'QUARANTINED',
+  'DOWNGRADE_REFUSED',
+  'DISK_FULL',
+] as const;
+
+export const RELEASE_PROBLEM_CODES = [
+  'INTEGRITY_MISMATCH',
+  'SIGNATURE_INVALID',
+  'MANIFEST_EXPIRED',
+  'UNSAFE_ARCHIVE',
+  'RELEASE_INVALID',
+  'FETCH_FAILED',
+] as const;
+
+export const OUTCOME_CODES = [
+  'REPLACEMENT_UNHEALTHY',
+  'ROLLBACK_UNHEALTHY',
+  'ACTIVATION_INTERRUPTED',
+  'ALREADY_ACTIVE',
+  'JOURNAL_INVALID',
+] as const;
+
+// Codes that are not part of an update's outcome: a request the helper will not
+// take, a host that is misconfigured, a helper that cannot be reached.
+export const OPERATIONAL_CODES = [
+  'BAD_REQUEST', // malformed, oversized or unknown request on a socket
+  'FORBIDDEN', // an op or option this socket may not use
+  'UNKNOWN_APP', // the app is not in the host config
+  'NOT_FOUND', // a named version or file does not exist
+  'CONFIG_INVALID', // the host config does not parse or validate
+  'ROOT_UNSAFE', // the root prefix is writable by someone other than root
+  'STATE_INVALID', // a state file is unreadable, invalid or from a newer steward
+  'HELPER_LOCKED', // another helper holds helper.lock for this root
+  'HELPER_UNREACHABLE', // the CLI could not talk to the helper
+  'IO_ERROR', // a file system operation failed (other than a full disk)
+  'USAGE', // the command line is wrong
+  'INTERNAL', // a bug: the message says where
+] as const;
+
+export type RefusalCode = (typeof REFUSAL_CODES)[number];
+export type ReleaseProblemCode = (typeof RELEASE_PROBLEM_CODES)[number];
+export type OutcomeCode = (typeof OUTCOME_CODES)[number];
+export type OperationalCode = (typeof OPERATIONAL_CODES)[number];
+export type ReasonCode = RefusalCode | ReleaseProblemCode | OutcomeCode | OperationalCode;
+
+export const REASON_CODES: readonly ReasonCode[] = [
+  ...REFUSAL_CODES,
+  ...RELEASE_PROBLEM_CODES,
+  ...OUTCOME_CODES,
+  ...OPERATIONAL_CODES,
+];
+
+const codeSet = new Set<string>(REASON_CODES);
+
+// Whether a string is one of the closed reason codes.
+export function isReasonCode(value: unknown): value is ReasonCode {
+  return typeof value === 'string' && codeSet.has(value);
+}
+
+// Whether a code means "nothing changed": a refusal or a problem with the release.
+export function isNothingChanged(code: ReasonCode): boolean {
+  return (
+    (REFUSAL_CODES as readonly string[]).includes(code) ||
+    (RELEASE_PROBLEM_CODES as readonly string[]).includes(code)
+  );
+}
+
+export interface StewardErrorDetails {
+  attemptId?: string;
+  [key: string]: unknown;
+}
+
+// The one error type of steward: a closed reason code, a message naming the app,
+// version or path involved, and the original error as `cause`.
+export class StewardError extends Error {
+  readonly code: ReasonCode;
+  readonly details: StewardErrorDetails;
+
+  constructor(code: ReasonCode, message: string, options: { cause?: unknown; details?: StewardErrorDetails } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'StewardError';
+    this.code = code;
+    this.details = options.details ?? {};
+  }
+}
+
+// Wraps anything thrown into a StewardError, keeping a StewardError as it is.
+export function toStewardError(err: unknown, fallback: ReasonCode = 'INTERNAL', context?: string): StewardError {
+  if (err instanceof StewardError) return err;
+  const e = err as NodeJS.ErrnoException | undefined;
+  if (e && (e.code === 'ENOSPC' || e.code === 'EDQUOT')) {
+    return new StewardError('DISK_FULL', `${context ? context + ': ' : ''}no space left on device`, { cause: err });
+  }
+  const message = e instanceof Error ? e.message : String(err);
+  return new StewardError(fallback, context ? `${context}: ${message}` : message, { cause: err });
+}
+
+// Truncates a message to at most `maxBytes` UTF-8 bytes without splitting a character.
+export function truncateUtf8(message: string, maxBytes = 512): string {
+  const buf = Buffer.from(message, 'utf8');
+  if (buf.length <= maxBytes) return message;
+  let end = maxBytes - 3;
+  while (end > 0 && ((buf[end] ?? 0) & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8') + '...';
+}

@@ -1,0 +1,100 @@
+import path from 'node:path';
+import { isAppName, isVersion } from './names.js';
+
+// Every absolute path of DESIGN §2 under a root prefix ('' in production).
+// Builders check app names and versions before joining them into a path.
+export interface HostPaths {
+  root: string;
+  configFile: string;
+  trustedKeysDir: string;
+  appsDir: string;
+  varLib: string;
+  journalDir: string;
+  stateDir: string;
+  supervisorDir: string;
+  receiptsDir: string;
+  keysDir: string;
+  helperKey: string;
+  helperPub: string;
+  nodeState: string;
+  receiptSeq: string;
+  appStateRoot: string;
+  logDir: string;
+  runDir: string;
+  helperSock: string;
+  adminSock: string;
+  helperLock: string;
+  agentDir: string;
+}
+
+// The layout under `root` (an absolute, resolved folder or '').
+export function hostPaths(root: string): HostPaths {
+  const r = (p: string) => (root ? path.join(root, p) : p);
+  return {
+    root,
+    configFile: r('/etc/steward/steward.json'),
+    trustedKeysDir: r('/etc/steward/trusted-keys'),
+    appsDir: r('/opt/steward/apps'),
+    varLib: r('/var/lib/steward'),
+    journalDir: r('/var/lib/steward/journal'),
+    stateDir: r('/var/lib/steward/state'),
+    supervisorDir: r('/var/lib/steward/supervisor'),
+    receiptsDir: r('/var/lib/steward/receipts'),
+    keysDir: r('/var/lib/steward/keys'),
+    helperKey: r('/var/lib/steward/keys/helper.key'),
+    helperPub: r('/var/lib/steward/helper.pub'),
+    nodeState: r('/var/lib/steward/state/node.json'),
+    receiptSeq: r('/var/lib/steward/state/receipt-seq.json'),
+    appStateRoot: r('/var/lib/steward-apps'),
+    logDir: r('/var/log/steward'),
+    runDir: r('/run/steward'),
+    helperSock: r('/run/steward/helper.sock'),
+    adminSock: r('/run/steward/admin.sock'),
+    helperLock: r('/run/steward/helper.lock'),
+    agentDir: r('/var/lib/steward-agent'),
+  };
+}
+
+function checkApp(app: string): string {
+  if (!isAppName(app)) throw new TypeError(`not an app name: ${JSON.stringify(app)}`);
+  return app;
+}
+
+function checkVersion(version: string): string {
+  if (!isVersion(version)) throw new TypeError(`not a version: ${JSON.stringify(version)}`);
+  return version;
+}
+
+export function appDir(p: HostPaths, app: string): string {
+  return path.join(p.appsDir, checkApp(app));
+}
+export function versionsDir(p: HostPaths, app: string): string {
+  return path.join(appDir(p, app), 'versions');
+}
+export function versionDir(p: HostPaths, app: string, version: string): string {
+  return path.join(versionsDir(p, app), checkVersion(version));
+}
+export function currentLink(p: HostPaths, app: string): string {
+  return path.join(appDir(p, app), 'current');
+}
+export function stagingDir(p: HostPaths, app: string): string {
+  return path.join(appDir(p, app), '.staging');
+}
+export function trustedKeysFor(p: HostPaths, app: string): string {
+  return path.join(p.trustedKeysDir, checkApp(app));
+}
+export function stateFile(p: HostPaths, app: string): string {
+  return path.join(p.stateDir, `${checkApp(app)}.json`);
+}
+export function journalFile(p: HostPaths, app: string): string {
+  return path.join(p.journalDir, `${checkApp(app)}.json`);
+}
+export function receiptsFile(p: HostPaths, app: string): string {
+  return path.join(p.receiptsDir, `${checkApp(app)}.json`);
+}
+export function supervisorFile(p: HostPaths, app: string): string {
+  return path.join(p.supervisorDir, `${checkApp(app)}.json`);
+}
+export function appLogFile(p: HostPaths, app: string): string {
+  return path.join(p.logDir, `${checkApp(app)}.log`);
+}

@@ -1,0 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { constants as fsc, promises as fsp } from 'node:fs';
+import path from 'node:path';
+
+// Fsyncs a directory so that a rename, create or unlink inside it is durable.
+// A failed fsync is never retried (the page cache may have dropped the error): it throws.
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+function tmpName(target: string, kind: string): string {
+  return path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.${kind}`);
+}
+
+// Atomic file replace (DESIGN §2): a fresh temp file opened with O_EXCL|O_NOFOLLOW
+// and the final mode, written, fsynced, renamed over the target, then the folder fsynced.
+export async function writeFileAtomic(target: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  const tmp = tmpName(target, 'tmp');
+  const fh = await fsp.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, mode);
+  let renamed = false;
+  try {
+    await fh.writeFile(data);
+    // The data must be on disk before the rename can make it visible under the real name.
+    await fh.sync();
+    await fh.close();
+    await fsp.rename(tmp, target);
+    renamed = true;
+    await fsyncDir(path.dirname(target));
+  } finally {
+    if (!renamed) {
+      await fh.close().catch(() => {});
+      await fsp.rm(tmp, { force: true }).catch(() => {});
+    }
+  }
+}
+
+// Writes JSON with the atomic file replace, with a trailing newline.
+export async function writeJsonAtomic(target: string, value: unknown, mode = 0o600): Promise<void> {
+  await writeFileAtomic(target, JSON.stringify(value, null, 2) + '\n', mode);
+}
+
+// Atomic symlink swap (DESIGN §2): symlink to a temp name, rename over `link`, fsync the folder.
+// Never unlink-then-create: a crash between the two would leave no link at all.
+export async function swapSymlink(link: string, target: string): Promise<void> {
+  const tmp = tmpName(link, 'lnk');
+  await fsp.symlink(target, tmp);
+  try {
+    await fsp.rename(tmp, link);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+  await fsyncDir(path.dirname(link));
+}
+
+// Creates a folder (and its parents) if missing and sets its mode exactly.
+// Refuses a symlink or non-folder in its place rather than following it.
+export async function ensureDir(dir: string, mode: number): Promise<void> {
+  await fsp.mkdir(dir, { recursive: true, mode });
+  const st = await fsp.lstat(dir);
+  if (!st.isDirectory()) throw Object.assign(new Error(`${dir} is not a folder`), { code: 'ENOTDIR' });
+  if ((st.mode & 0o7777) !== mode) await fsp.chmod(dir, mode);
+}
+
+// Removes a tree that may hold read-only folders: makes each folder writable by its
+// owner first (needed when not root), never following symlinks, then removes it.
+export async function removeTree(dir: string): Promise<void> {
+  let st;
+  try {
+    st = await fsp.lstat(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (st.isDirectory() && process.getuid?.() !== 0) await makeFoldersWritable(dir);
+  await fsp.rm(dir, { recursive: true, force: true });
+}
+
+async function makeFoldersWritable(dir: string): Promise<void> {
+  const stack = [dir];
+  while (stack.length) {
+    const d = stack.pop() as string;
+    await fsp.chmod(d, 0o700).catch(() => {});
+    let names: string[] = [];
+    try {
+      names = await fsp.readdir(d);
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      const p = path.join(d, n);
+      const s = await fsp.lstat(p).catch(() => null);
+      if (s?.isDirectory()) stack.push(p);
+    }
+  }
+}
+
+// Reads a file of at most `maxBytes` through O_NOFOLLOW; null when it does not exist.
+export async function readFileNoFollow(file: string, maxBytes: number): Promise<Buffer | null> {
+  let fh;
+  try {
+    fh = await fsp.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'EINVAL' });
+    if (st.size > maxBytes) throw Object.assign(new Error(`${file} is larger than ${maxBytes} bytes`), { code: 'EFBIG' });
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < st.size) {
+      const { bytesRead } = await fh.read(buf, off, st.size - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    await fh.close();
+  }
+}
