@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+import { constants as fsc, promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { StewardError, toStewardError } from '../core/errors.js';
+
+// The bytes written and their SRI token (`sha512-<base64>`).
+export interface HashedFile {
+  bytes: number;
+  integrity: string;
+}
+
+// A sink that hashes and writes each chunk, in order. `write` throws a StewardError
+// (DISK_FULL on ENOSPC, else IO_ERROR) and must not be called again after it throws.
+export interface HashingWriter {
+  readonly bytes: number;
+  write(chunk: Uint8Array): Promise<void>;
+}
+
+export interface HashedFileOptions {
+  destFile: string;
+  // Passed to onProgress as the expected total.
+  total: number;
+  onProgress?: (bytes: number, total: number) => void;
+}
+
+// Creates destFile (O_EXCL|O_NOFOLLOW, 0600), lets `fill` write into it through a hashing
+// writer, fsyncs it and returns the hash. On any failure the file is removed, unless it
+// could not be created (an existing file is not ours to remove).
+export async function writeHashedFile(
+  opts: HashedFileOptions,
+  fill: (writer: HashingWriter) => Promise<void>,
+): Promise<HashedFile> {
+  let fh: FileHandle;
+  try {
+    fh = await fsp.open(opts.destFile, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
+  } catch (err) {
+    throw toStewardError(err, 'IO_ERROR', `cannot create ${opts.destFile}`);
+  }
+  const hash = createHash('sha512');
+  let bytes = 0;
+  const writer: HashingWriter = {
+    get bytes() {
+      return bytes;
+    },
+    async write(chunk) {
+      try {
+        let off = 0;
+        while (off < chunk.length) {
+          const { bytesWritten } = await fh.write(chunk, off, chunk.length - off);
+          off += bytesWritten;
+        }
+      } catch (err) {
+        throw toStewardError(err, 'IO_ERROR', `writing ${opts.destFile}`);
+      }
+      hash.update(chunk);
+      bytes += chunk.length;
+      opts.onProgress?.(bytes, opts.total);
+    },
+  };
+  try {
+    await fill(writer);
+    // The bytes must be on disk before anyone trusts the file by its hash.
+    // A failed fsync is never retried: the page cache may have dropped the error.
+    await fh.sync().catch((err: unknown) => {
+      throw toStewardError(err, 'IO_ERROR', `fsync of ${opts.destFile}`);
+    });
+    await fh.close();
+  } catch (err) {
+    await fh.close().catch(() => {});
+    // A partial or unverified download must never be mistaken for a good one.
+    await fsp.rm(opts.destFile, { force: true }).catch(() => {});
+    throw err instanceof StewardError ? err : toStewardError(err, 'INTERNAL', `writing ${opts.destFile}`);
+  }
+  return { bytes, integrity: `sha512-${hash.digest('base64')}` };
+}
