@@ -1,0 +1,154 @@
+import { mkdirSync, symlinkSync } from 'node:fs';
+import path from 'node:path';
+import { UnpackSync, type ReadEntry } from 'tar';
+import type { ExtractLimits } from '../core/config-schema.js';
+import { StewardError } from '../core/errors.js';
+import { EntryRules, normalizeEntryPath, unsafeMessage } from './tar-entry-rules.js';
+import { TarScanner } from './tar-scan.js';
+
+function unsafe(message: string, cause?: unknown): StewardError {
+  return new StewardError('UNSAFE_ARCHIVE', message, cause === undefined ? {} : { cause });
+}
+
+// Maps what node-tar emits: a file system error is ours (IO_ERROR, DISK_FULL), anything
+// else (TAR_ENTRY_ERROR, TAR_BAD_ARCHIVE, TAR_SYMLINK_ERROR, ...) is the archive's fault.
+function fromTarError(err: unknown): StewardError {
+  const e = err as NodeJS.ErrnoException & { entry?: { path?: string } };
+  if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') {
+    return new StewardError('DISK_FULL', 'extracting the archive: no space left on device', { cause: err });
+  }
+  const tarCode = typeof e?.code === 'string' && e.code.startsWith('TAR_');
+  if (!tarCode && typeof e?.syscall === 'string') {
+    return new StewardError('IO_ERROR', `extracting the archive: ${e.message}`, { cause: err });
+  }
+  const message = e instanceof Error ? e.message : String(err);
+  return unsafe(unsafeMessage(e?.entry?.path ?? null, `node-tar refused it: ${message}`), err);
+}
+
+// Feeds decompressed tar bytes to our scanner first, then to node-tar's UnpackSync whose
+// filter applies our entry rules before anything is written. The first failure is kept,
+// every later entry is skipped, and feed() throws it so the caller stops reading.
+// Also enforces the decompressed-size caps (gzip bomb) before any more bytes reach node-tar.
+export class UnpackFeed {
+  // The first failure; pipeline() may report its own AbortError instead once the sink throws.
+  failure: StewardError | null = null;
+  private decompressed = 0;
+  private finished = false;
+  private readonly scanner = new TarScanner();
+  private readonly rules: EntryRules;
+  private readonly unpack: UnpackSync;
+  // Symlinks are made by us after every file is written (see createSymlinks).
+  private readonly symlinks: Array<{ rel: string; target: string }> = [];
+
+  constructor(
+    private readonly dest: string,
+    private readonly limits: ExtractLimits,
+    private readonly compressedSize: number,
+  ) {
+    this.rules = new EntryRules(limits);
+    this.unpack = new UnpackSync({
+      cwd: dest,
+      strict: true,
+      preserveOwner: false,
+      preservePaths: false,
+      unlink: false,
+      // The bytes are already gunzipped: never let node-tar sniff and decompress a nested stream.
+      brotli: false,
+      zstd: false,
+      maxDepth: limits.maxDepth + 1, // node-tar counts the '' after a folder's trailing '/'
+      filter: (_path, entry) => this.filter(entry as ReadEntry),
+      onwarn: (code, message) => this.fail(unsafe(unsafeMessage(null, `node-tar warned ${code}: ${message}`))),
+    });
+    this.unpack.on('error', (err: unknown) => this.fail(fromTarError(err)));
+    this.unpack.on('finish', () => (this.finished = true));
+  }
+
+  get progress(): { entries: number; bytes: number } {
+    return { entries: this.rules.entries, bytes: this.rules.declaredBytes };
+  }
+
+  feed(chunk: Buffer): void {
+    this.throwIfFailed();
+    this.decompressed += chunk.length;
+    if (this.decompressed > this.limits.maxBytes) {
+      this.fail(unsafe(unsafeMessage(null, `it decompresses to more than ${this.limits.maxBytes} bytes`)));
+    } else if (this.decompressed > this.limits.maxRatio * this.compressedSize) {
+      this.fail(unsafe(unsafeMessage(null, `it decompresses to more than ${this.limits.maxRatio} times its size (gzip bomb)`)));
+    }
+    this.throwIfFailed();
+    const rule = this.scanner.write(chunk);
+    if (rule) this.fail(unsafe(rule));
+    this.throwIfFailed();
+    try {
+      this.unpack.write(chunk);
+    } catch (err) {
+      this.fail(fromTarError(err));
+    }
+    this.throwIfFailed();
+  }
+
+  // Ends the stream: refuses a truncated archive and a disagreement between scanner and node-tar.
+  finish(): void {
+    this.throwIfFailed();
+    const rule = this.scanner.end();
+    if (rule) this.fail(unsafe(rule));
+    this.throwIfFailed();
+    try {
+      this.unpack.end();
+    } catch (err) {
+      this.fail(fromTarError(err));
+    }
+    this.throwIfFailed();
+    if (!this.finished) this.fail(new StewardError('INTERNAL', 'node-tar did not finish a synchronous extraction'));
+    this.throwIfFailed();
+    this.createSymlinks();
+    if (this.scanner.entries !== this.rules.entries) {
+      const counts = `scanner ${this.scanner.entries}, node-tar ${this.rules.entries}`;
+      this.fail(unsafe(unsafeMessage(null, `the tar headers are ambiguous (entry counts differ: ${counts})`)));
+    }
+    this.throwIfFailed();
+  }
+
+  private filter(entry: ReadEntry): boolean {
+    if (this.failure) return false;
+    const v = this.rules.check(entry);
+    if (v.verdict === 'refuse') {
+      this.fail(unsafe(v.message));
+      return false;
+    }
+    // Why: defense in depth; the tree walk chmods every entry to an exact mode anyway.
+    if (typeof entry.mode === 'number') entry.mode &= 0o777;
+    if (v.verdict === 'write' && entry.type === 'SymbolicLink') {
+      this.symlinks.push({ rel: normalizeEntryPath(entry.path), target: String(entry.linkpath) });
+      return false;
+    }
+    return v.verdict === 'write';
+  }
+
+  // Why symlinks are deferred: while files are written no symlink exists in the tree, so
+  // nothing can be written through one whatever node-tar does; and node-tar refuses any
+  // symlink whose target runs through another symlink (libfoo.so -> libfoo.so.1 -> ...),
+  // which real releases have. Our rules already placed every symlink outside any other
+  // symlink's path and inside the tree lexically; the tree walk then resolves each one.
+  private createSymlinks(): void {
+    for (const { rel, target } of this.symlinks) {
+      const at = path.join(this.dest, rel);
+      try {
+        // Parents are real folders: no archive path runs below a symlink (EntryRules).
+        mkdirSync(path.dirname(at), { recursive: true, mode: 0o755 });
+        symlinkSync(target, at);
+      } catch (err) {
+        this.fail(fromTarError(err));
+        return;
+      }
+    }
+  }
+
+  private fail(err: StewardError): void {
+    this.failure ??= err;
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure;
+  }
+}

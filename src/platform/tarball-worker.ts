@@ -1,0 +1,94 @@
+// The extraction worker (worker_threads): node-tar's fast sync path blocks its event loop,
+// never the helper's. Reads the archive, gunzips it, feeds UnpackFeed, then checks and
+// seals the tree. Posts progress about every 250 ms, then one 'done' or 'error'.
+import fs from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { parentPort, workerData } from 'node:worker_threads';
+import zlib from 'node:zlib';
+import type { ExtractLimits } from '../core/config-schema.js';
+import { StewardError, type ReasonCode } from '../core/errors.js';
+import { unsafeMessage } from './tar-entry-rules.js';
+import { UnpackFeed } from './tar-unpack-feed.js';
+import { checkAndSealTree, type SealedTree } from './tree-walk.js';
+
+export interface WorkerJob {
+  archivePath: string;
+  dest: string;
+  limits: ExtractLimits;
+}
+
+export type WorkerMessage =
+  | { type: 'progress'; entries: number; bytes: number }
+  | { type: 'done'; result: SealedTree }
+  | { type: 'error'; code: ReasonCode; message: string };
+
+const CHUNK = 64 * 1024;
+const PROGRESS_MS = 250;
+
+function classify(err: unknown, job: WorkerJob): { code: ReasonCode; message: string } {
+  if (err instanceof StewardError) return { code: err.code, message: err.message };
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') return { code: 'DISK_FULL', message: `extracting ${job.archivePath}: no space left on device` };
+  // zlib's own errors (Z_BUF_ERROR "unexpected end of file", Z_DATA_ERROR, ...) mean bad input.
+  if (typeof e?.code === 'string' && e.code.startsWith('Z_')) {
+    return { code: 'UNSAFE_ARCHIVE', message: unsafeMessage(null, `the gzip data is corrupt or truncated (${e.message})`) };
+  }
+  return { code: 'IO_ERROR', message: `extracting ${job.archivePath} into ${job.dest}: ${e?.message ?? String(err)}` };
+}
+
+function openArchive(file: string): { fd: number; size: number } {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  const st = fs.fstatSync(fd);
+  const magic = Buffer.alloc(2);
+  const n = st.isFile() ? fs.readSync(fd, magic, 0, 2, 0) : 0;
+  if (!st.isFile()) {
+    fs.closeSync(fd);
+    throw new StewardError('IO_ERROR', `${file} is not a regular file`);
+  }
+  if (n < 2 || magic[0] !== 0x1f || magic[1] !== 0x8b) {
+    fs.closeSync(fd);
+    throw new StewardError('UNSAFE_ARCHIVE', unsafeMessage(null, 'it is not a gzip file (no 1f 8b magic)'));
+  }
+  return { fd, size: st.size };
+}
+
+// Extracts job.archivePath into job.dest (created here, 0700; it must not exist yet).
+export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree> {
+  const { fd, size } = openArchive(job.archivePath);
+  const input = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: CHUNK });
+  try {
+    // Not recursive: EEXIST refuses a dest that exists already, or a symlink planted in its place.
+    fs.mkdirSync(job.dest, { mode: 0o700 });
+  } catch (err) {
+    input.destroy();
+    throw err;
+  }
+  const feed = new UnpackFeed(job.dest, job.limits, size);
+  let last = Date.now();
+  try {
+    await pipeline(input, zlib.createGunzip({ chunkSize: CHUNK }), async (source: AsyncIterable<Buffer>) => {
+      for await (const chunk of source) {
+        feed.feed(chunk);
+        if (Date.now() - last >= PROGRESS_MS) {
+          last = Date.now();
+          post({ type: 'progress', ...feed.progress });
+        }
+      }
+    });
+  } catch (err) {
+    throw feed.failure ?? err;
+  }
+  feed.finish();
+  post({ type: 'progress', ...feed.progress });
+  return checkAndSealTree(job.dest);
+}
+
+if (parentPort) {
+  const port = parentPort;
+  const job = workerData as WorkerJob;
+  const post = (m: WorkerMessage): void => port.postMessage(m);
+  extractInWorker(job, post).then(
+    (result) => post({ type: 'done', result }),
+    (err: unknown) => post({ type: 'error', ...classify(err, job) }),
+  );
+}

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { StewardError } from '../../src/core/errors.js';
+import { extractArchive } from '../../src/platform/tarball.js';
+import { DEFAULT_LIMITS, expectExtracts, expectRefused, makeSandbox, removeSandbox } from '../fixtures/extract-sandbox.js';
+import { manyFiles } from '../fixtures/hostile-archives.js';
+import { gzipTar, makeReleaseTar, makeTar } from '../fixtures/tar-writer.js';
+
+test('a release extracts with its contents, counts and a sha256 tree digest', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  const tar = makeReleaseTar('web', '1.0.0', [
+    { path: './server.js', content: 'console.log("hi")\n' },
+    { path: './lib/', type: 'dir' },
+    { path: './lib/a.js', content: 'a' },
+    { path: './lib/b.js', content: 'bb' },
+  ]);
+  const r = await expectExtracts(sb, gzipTar(tar));
+  assert.equal(r.entries, 5);
+  assert.equal(r.bytes, (await fsp.stat(path.join(sb.dest, 'steward-release.json'))).size + 18 + 1 + 2);
+  assert.match(r.treeDigest, /^sha256-[A-Za-z0-9+/]{43}=$/);
+  assert.equal(await fsp.readFile(path.join(sb.dest, 'lib/b.js'), 'utf8'), 'bb');
+  assert.equal(JSON.parse(await fsp.readFile(path.join(sb.dest, 'steward-release.json'), 'utf8')).version, '1.0.0');
+});
+
+for (const format of ['gnu', 'pax']) {
+  test(`an archive made by GNU tar (${format} format, long names, a "./" root entry) extracts and leaves dest at 0700`, async (t) => {
+    const sb = await makeSandbox();
+    t.after(() => removeSandbox(sb));
+    const src = path.join(sb.root, 'src');
+    const long = 'very-long-folder-name-'.repeat(6);
+    await fsp.mkdir(path.join(src, 'bin', long), { recursive: true });
+    await fsp.writeFile(path.join(src, 'steward-release.json'), '{}');
+    await fsp.writeFile(path.join(src, 'bin', 'run'), '#!/bin/sh\n', { mode: 0o755 });
+    await fsp.writeFile(path.join(src, 'bin', long, 'file.txt'), 'deep');
+    await fsp.symlink('bin/run', path.join(src, 'run'));
+    await fsp.symlink(`bin/${long}/file.txt`, path.join(src, 'long-link'));
+    await fsp.chmod(src, 0o777);
+    execFileSync('tar', [`--format=${format}`, '-czf', sb.archive, '-C', src, '.']);
+    const r = await extractArchive({ archivePath: sb.archive, dest: sb.dest, limits: DEFAULT_LIMITS });
+    assert.equal(r.entries, 7);
+    assert.equal((await fsp.lstat(sb.dest)).mode & 0o7777, 0o700);
+    assert.equal((await fsp.lstat(path.join(sb.dest, 'bin/run'))).mode & 0o7777, 0o555);
+    assert.equal(await fsp.readlink(path.join(sb.dest, 'run')), 'bin/run');
+    assert.equal(await fsp.readFile(path.join(sb.dest, 'long-link'), 'utf8'), 'deep');
+  });
+}
+
+test('a dangling symlink that stays inside the tree is accepted', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  await expectExtracts(sb, gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'conf/current', type: 'symlink', linkpath: '../missing/file' }])));
+  assert.equal(await fsp.readlink(path.join(sb.dest, 'conf/current')), '../missing/file');
+});
+
+test('a dest that already exists is refused without touching it', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  await fsp.mkdir(sb.dest);
+  await fsp.writeFile(sb.archive, gzipTar(makeReleaseTar('web', '1.0.0')));
+  await assert.rejects(extractArchive({ archivePath: sb.archive, dest: sb.dest, limits: DEFAULT_LIMITS }), (err: unknown) => {
+    assert.ok(err instanceof StewardError);
+    assert.equal(err.code, 'IO_ERROR');
+    assert.match(err.message, /EEXIST/);
+    return true;
+  });
+  assert.deepEqual(await fsp.readdir(sb.dest), []);
+});
+
+test('a missing archive file is an IO_ERROR', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  await assert.rejects(extractArchive({ archivePath: sb.archive, dest: sb.dest, limits: DEFAULT_LIMITS }), { code: 'IO_ERROR' });
+});
+
+test('the path length and depth limits come from the limits given', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  await expectRefused(sb, gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'a/b/c/d.txt', content: 'x' }])), /path is deeper than 3 folders \(4\)/, { maxDepth: 3 });
+  const sb2 = await makeSandbox();
+  t.after(() => removeSandbox(sb2));
+  await expectRefused(sb2, gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'x'.repeat(65), content: 'x' }])), /path is longer than 64 bytes/, { maxPathLength: 64 });
+});
+
+test('progress is reported while a large archive extracts and the main thread keeps ticking', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  const entries = [...manyFiles(3000), { path: 'big.bin', content: randomBytes(4 * 1024 * 1024) }];
+  await fsp.writeFile(sb.archive, gzipTar(makeTar(entries)));
+  const progress: Array<{ entries: number; bytes: number }> = [];
+  let ticks = 0;
+  let longestGap = 0;
+  let last = Date.now();
+  const timer = setInterval(() => {
+    ticks++;
+    longestGap = Math.max(longestGap, Date.now() - last);
+    last = Date.now();
+  }, 10);
+  const started = Date.now();
+  let r;
+  try {
+    r = await extractArchive({ archivePath: sb.archive, dest: sb.dest, limits: DEFAULT_LIMITS, onProgress: (p) => progress.push(p) });
+  } finally {
+    clearInterval(timer);
+  }
+  const elapsed = Date.now() - started;
+  assert.equal(r.entries, 3001 + 3);
+  assert.ok(progress.length >= 1, 'at least the final progress report arrived');
+  assert.deepEqual(progress.at(-1), { entries: 3001, bytes: 4 * 1024 * 1024 });
+  for (let i = 1; i < progress.length; i++) assert.ok((progress[i]?.entries ?? 0) >= (progress[i - 1]?.entries ?? 0), 'progress never goes back');
+  // The interval ran throughout: roughly one tick per 10 ms and no pause of a blocked event loop.
+  assert.ok(ticks >= elapsed / 10 / 4, `ticks=${ticks} over ${elapsed} ms`);
+  assert.ok(longestGap < 500, `the longest gap between ticks was ${longestGap} ms`);
+});
+
+test('an abort terminates the worker and rejects with the abort reason', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  await fsp.writeFile(sb.archive, gzipTar(makeTar(manyFiles(3000))));
+  const ac = new AbortController();
+  // Aborting on the first progress report (at the latest the final one, always before 'done').
+  const onProgress = (): void => ac.abort(new Error('stop now'));
+  const pending = extractArchive({ archivePath: sb.archive, dest: sb.dest, limits: DEFAULT_LIMITS, signal: ac.signal, onProgress });
+  await assert.rejects(pending, /stop now/);
+});
+
+test('an already aborted signal starts nothing', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  await fsp.writeFile(sb.archive, gzipTar(makeReleaseTar('web', '1.0.0')));
+  await assert.rejects(extractArchive({ archivePath: sb.archive, dest: sb.dest, limits: DEFAULT_LIMITS, signal: AbortSignal.abort() }), { name: 'AbortError' });
+  await assert.rejects(fsp.lstat(sb.dest), { code: 'ENOENT' });
+});
