@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { formatIssues } from '../../core/config-schema.js';
+import { StewardError } from '../../core/errors.js';
+import { ALL_OPS, PROTOCOL_VERSION, requestSchemas, type OpName } from '../../protocol/schemas.js';
+import type { Dispatch, OpContext } from './api-server.js';
+import { checkSocketPolicy } from './socket-policy.js';
+
+// Ops whose request may be followed by upload bytes.
+const UPLOAD_OPS: readonly OpName[] = ['stage', 'update'];
+// Ops that only read; every other op waits until start-up recovery is over (DESIGN §4).
+const READ_ONLY_OPS: readonly OpName[] = ['status', 'receipts', 'releases'];
+
+type Schemas = typeof requestSchemas;
+// The validated request a handler of `K` receives.
+export type RequestOf<K extends OpName> = K extends keyof Schemas ? z.infer<Schemas[K]> : never;
+// A handler answers with a JSON-serializable result or throws a StewardError.
+export type OpHandler<K extends OpName = OpName> = (request: RequestOf<K>, ctx: OpContext) => unknown;
+export type Handlers = { [K in OpName]?: OpHandler<K> };
+
+export interface DispatchOptions {
+  // True while start-up recovery runs: mutating ops are refused with RECOVERING.
+  recovering?: () => boolean;
+}
+
+const envelopeSchema = z.looseObject({
+  v: z.literal(PROTOCOL_VERSION),
+  id: z.union([z.string().max(128), z.number().int().safe()]),
+  op: z.string().max(64),
+});
+
+// Builds the Dispatch of the API server: checks the envelope, the op, the socket's
+// policy and the op's schema, in that order, then calls the op's handler.
+export function makeDispatch(handlers: Handlers, opts: DispatchOptions = {}): Dispatch {
+  return async (raw, ctx) => {
+    const env = envelopeSchema.safeParse(raw);
+    if (!env.success) throw new StewardError('BAD_REQUEST', `invalid request: ${formatIssues(env.error.issues)}`);
+    const request = env.data as Record<string, unknown> & { op: string };
+    const op = request.op;
+    if (!(ALL_OPS as readonly string[]).includes(op)) {
+      throw new StewardError('BAD_REQUEST', `unknown op ${JSON.stringify(op)}`);
+    }
+    const name = op as OpName;
+    checkSocketPolicy(ctx.kind, name, request);
+    const handler = handlers[name] as OpHandler | undefined;
+    const schema = (requestSchemas as Partial<Record<OpName, z.ZodType>>)[name];
+    if (!handler || !schema) throw new StewardError('BAD_REQUEST', `op "${name}" not supported by this helper`);
+    if (request.upload !== undefined && !UPLOAD_OPS.includes(name)) {
+      throw new StewardError('BAD_REQUEST', `op "${name}" takes no upload`);
+    }
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) throw new StewardError('BAD_REQUEST', `invalid ${name} request: ${formatIssues(parsed.error.issues)}`);
+    if (!READ_ONLY_OPS.includes(name) && opts.recovering?.()) {
+      throw new StewardError('RECOVERING', `op "${name}" refused: the helper is still recovering after start; try again shortly`);
+    }
+    return handler(parsed.data as never, ctx);
+  };
+}

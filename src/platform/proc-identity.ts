@@ -1,0 +1,63 @@
+import { promises as fsp } from 'node:fs';
+
+// Who a process is, beyond its pid (DESIGN §5): pids are reused, so a process is
+// the same one only if its start time (in clock ticks since boot) and the boot match.
+export interface ProcIdentity {
+  pid: number;
+  startTicks: number;
+  bootId: string;
+}
+
+// Parses /proc/<pid>/stat text and returns field 22 (starttime). The command name
+// (field 2) is in parentheses and may itself hold ')' or spaces, so fields are
+// counted from after the LAST ')'.
+export function parseStartTicks(statText: string): number | null {
+  const close = statText.lastIndexOf(')');
+  if (close < 0) return null;
+  // After ')' come fields 3, 4, ...; field 22 is the 20th of them.
+  const fields = statText.slice(close + 1).trim().split(/\s+/);
+  const raw = fields[22 - 3];
+  if (raw === undefined || !/^\d+$/.test(raw)) return null;
+  const ticks = Number(raw);
+  return Number.isSafeInteger(ticks) ? ticks : null;
+}
+
+// The current boot's id from /proc/sys/kernel/random/boot_id.
+export async function readBootId(): Promise<string> {
+  return (await fsp.readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
+}
+
+// The identity of a live process, or null when no process has that pid.
+export async function readProcIdentity(pid: number): Promise<ProcIdentity | null> {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return null;
+  let text: string;
+  try {
+    text = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ESRCH') return null;
+    throw err;
+  }
+  const startTicks = parseStartTicks(text);
+  if (startTicks === null) return null;
+  return { pid, startTicks, bootId: await readBootId() };
+}
+
+// Whether `recorded` names a process that is still running: same pid, same start
+// time, same boot. A zombie counts as dead (it can hold nothing any more).
+export async function isSameProcessAlive(recorded: ProcIdentity): Promise<boolean> {
+  const now = await readProcIdentity(recorded.pid);
+  if (!now) return false;
+  if (now.bootId !== recorded.bootId || now.startTicks !== recorded.startTicks) return false;
+  const state = await readProcState(recorded.pid);
+  return state !== null && state !== 'Z' && state !== 'X';
+}
+
+async function readProcState(pid: number): Promise<string | null> {
+  try {
+    const text = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 1).trim().split(/\s+/)[0] ?? null;
+  } catch {
+    return null;
+  }
+}

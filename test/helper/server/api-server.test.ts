@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { test } from 'node:test';
+import { StewardError } from '../../../src/core/errors.js';
+import { callHelper } from '../../../src/protocol/client.js';
+import { assertStillAnswers, rejectsWithCode, startTestServers, testHandlers } from '../../helpers/api-server-harness.js';
+
+test('progress lines reach the client before the final line, and StewardError details travel', async () => {
+  const s = await startTestServers({}, {
+    ...testHandlers,
+    stage: async (_req, ctx) => {
+      ctx.progress({ attemptId: 'a1', phase: 'fetch', bytes: 1, total: 2 });
+      throw new StewardError('INTEGRITY_MISMATCH', 'web 1.0.0: bytes do not match', { details: { attemptId: 'a1' } });
+    },
+  });
+  try {
+    const events: unknown[] = [];
+    const req = { v: 1, id: 9, op: 'stage', app: 'web', version: '1.0.0' };
+    const err = await rejectsWithCode(callHelper(s.adminSock, req, { onProgress: (e) => events.push(e) }), 'INTEGRITY_MISMATCH');
+    assert.equal(err.details.attemptId, 'a1');
+    assert.deepEqual(events, [{ id: 9, event: 'progress', attemptId: 'a1', phase: 'fetch', bytes: 1, total: 2 }]);
+  } finally {
+    await s.close();
+  }
+});
+
+test('a client that goes away mid-op aborts ctx.closed, the op still finishes, and nothing crashes', async () => {
+  let finished = false;
+  let sawClosed = false;
+  const s = await startTestServers({}, {
+    ...testHandlers,
+    releases: async (_req, ctx) => {
+      ctx.closed.addEventListener('abort', () => (sawClosed = true));
+      for (let i = 0; i < 20; i++) {
+        ctx.progress({ attemptId: 'a', phase: 'work', bytes: i });
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      finished = true;
+      return 'done';
+    },
+  });
+  try {
+    const sock = net.createConnection(s.adminSock);
+    sock.on('error', () => {});
+    sock.write('{"v":1,"id":1,"op":"releases","app":"web"}\n');
+    await new Promise((r) => setTimeout(r, 50));
+    sock.destroy();
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(finished, true);
+    assert.equal(sawClosed, true);
+    await assertStillAnswers(s);
+  } finally {
+    await s.close();
+  }
+});
+
+test('an upload refused before it is read still gets its error line to the client', async () => {
+  const s = await startTestServers();
+  try {
+    // status takes no upload: dispatch refuses at once while the client is still sending 8 MB.
+    const size = 8 * 1024 * 1024;
+    const { Readable } = await import('node:stream');
+    const stream = Readable.from((function* () {
+      for (let i = 0; i < 128; i++) yield Buffer.alloc(size / 128);
+    })());
+    await rejectsWithCode(callHelper(s.helperSock, { v: 1, id: 1, op: 'status', upload: size }, { upload: { size, stream } }), 'BAD_REQUEST');
+    await assertStillAnswers(s);
+  } finally {
+    await s.close();
+  }
+});
+
+test('close() stops the server and removes its socket file', async () => {
+  const s = await startTestServers();
+  await s.admin.close();
+  await s.helper.close();
+  await rejectsWithCode(callHelper(s.adminSock, { v: 1, id: 1, op: 'status' }), 'HELPER_UNREACHABLE');
+  await s.close();
+});
