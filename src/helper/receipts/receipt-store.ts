@@ -1,0 +1,240 @@
+import type { KeyObject } from 'node:crypto';
+import { constants as fsc, promises as fsp } from 'node:fs';
+import { StewardError, truncateUtf8 } from '../../core/errors.js';
+import { formatIssues } from '../../core/config-schema.js';
+import { APP_NAME_RE } from '../../core/names.js';
+import { receiptsFile, type HostPaths } from '../../core/paths.js';
+import {
+  RECEIPT_SEQ_SCHEMA_VERSION,
+  RECEIPTS_FILE_SCHEMA_VERSION,
+  receiptPayloadSchema,
+  receiptSeqFileSchema,
+  receiptsFileSchema,
+  type ReceiptOutcome,
+  type ReceiptPayload,
+  type ReceiptsFile,
+} from '../../core/receipt-schema.js';
+import type { Envelope } from '../../core/release-schemas.js';
+import type { Clock } from '../../platform/clock.js';
+import { ensureDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { DOMAINS, signEnvelope } from '../../platform/keys.js';
+import { logger } from '../../platform/log.js';
+import { lookupGroup } from '../../platform/users.js';
+import { decodeStored, readVersionedJson } from './receipts-file.js';
+import { writeFileAtomicFd } from './write-file-fd.js';
+
+const log = logger('helper:receipts');
+// DESIGN §2: receipts/<app>.json keeps the last 64 receipts.
+export const RECEIPTS_KEPT = 64;
+// DESIGN §4: a reason message is at most 512 bytes.
+const REASON_MAX_BYTES = 512;
+
+export interface ReceiptInput {
+  app: string;
+  attemptId: string;
+  fromVersion: string | null;
+  targetVersion: string | null;
+  integrity: string | null;
+  outcome: ReceiptOutcome;
+  startedAt: number;
+  updatedAt: number;
+  retryAfter?: number;
+  rollbackHealthy?: boolean;
+  reason?: { code: string; message: string };
+  logFile?: string;
+}
+
+export interface StoredReceipt {
+  envelope: Envelope;
+  payload: ReceiptPayload;
+}
+
+export interface ReceiptStoreOptions {
+  paths: HostPaths;
+  clock: Clock;
+  signer: { privateKey: KeyObject; keyId: string };
+  // The enrolled nodeId, or null before enrollment (see readNodeId).
+  nodeId: () => Promise<string | null>;
+  // group(5) file naming group `steward` (tests); default /etc/group.
+  groupFile?: string;
+}
+
+interface AppReceipts {
+  file: ReceiptsFile;
+  stored: StoredReceipt[];
+}
+
+// One host-wide lock per root: one helper per root holds helper.lock, so an
+// in-process chain is enough to allocate seqs and make receipts durable in order.
+const hostLocks = new Map<string, Promise<void>>();
+
+function withHostLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const run = (hostLocks.get(key) ?? Promise.resolve()).then(fn);
+  const tail = run.then(() => undefined, () => undefined);
+  hostLocks.set(key, tail);
+  void tail.then(() => {
+    if (hostLocks.get(key) === tail) hostLocks.delete(key);
+  });
+  return run;
+}
+
+// The helper's signed receipts (DESIGN §6): seqs are allocated and receipts made durable
+// under one lock, in order, never reused. emit is idempotent per (app, attemptId).
+export class ReceiptStore {
+  readonly keyId: string;
+  private readonly opts: ReceiptStoreOptions;
+  private next: number | null = null;
+  private group: Promise<number | null> | null = null;
+
+  constructor(opts: ReceiptStoreOptions) {
+    this.opts = opts;
+    this.keyId = opts.signer.keyId;
+  }
+
+  // Signs and stores the receipt of an attempt's terminal outcome; when that attempt
+  // already has a receipt, returns it and writes nothing.
+  emit(input: ReceiptInput): Promise<StoredReceipt> {
+    return withHostLock(this.opts.paths.varLib, () => this.emitLocked(input));
+  }
+
+  // The receipt of one attempt, or null.
+  async find(app: string, attemptId: string): Promise<StoredReceipt | null> {
+    return (await this.readApp(app))?.stored.find((r) => r.payload.attemptId === attemptId) ?? null;
+  }
+
+  // The stored receipts of one app, or of every app, sorted by seq.
+  async list(app?: string): Promise<StoredReceipt[]> {
+    const apps = app === undefined ? await this.storedApps() : [app];
+    const out: StoredReceipt[] = [];
+    for (const a of apps) out.push(...((await this.readApp(a))?.stored ?? []));
+    return out.sort((x, y) => x.payload.seq - y.payload.seq);
+  }
+
+  private async emitLocked(input: ReceiptInput): Promise<StoredReceipt> {
+    const { paths } = this.opts;
+    const file = receiptsFile(paths, input.app);
+    // An unreadable receipts file throws here: it is never written over.
+    const current = await this.readApp(input.app);
+    const existing = current?.stored.find((r) => r.payload.attemptId === input.attemptId);
+    if (existing) {
+      log('receipt exists app=%s attemptId=%s seq=%d', input.app, input.attemptId, existing.payload.seq);
+      return existing;
+    }
+    const seq = await this.allocate(input.app);
+    const payload = this.buildPayload(input, seq, await this.opts.nodeId());
+    const envelope = signEnvelope(DOMAINS.receipt, payload, this.opts.signer.privateKey);
+    const lastTransaction = input.outcome === 'refused' ? (current?.file.lastTransaction ?? null) : { attemptId: input.attemptId, seq };
+    const kept = trimReceipts([...(current?.stored ?? []), { envelope, payload }], lastTransaction);
+    const body: ReceiptsFile = { schemaVersion: RECEIPTS_FILE_SCHEMA_VERSION, app: input.app, lastTransaction, receipts: kept.map((r) => r.envelope) };
+    // From here the seq counts as used, even if a write below fails: a receipts file
+    // renamed into place but not yet fsynced may already have been read by the agent.
+    this.next = seq + 1;
+    const gid = await this.stewardGid();
+    await ensureDir(paths.stateDir, 0o700);
+    await ensureDir(paths.receiptsDir, 0o750);
+    if (gid !== null) await setDirGroup(paths.receiptsDir, gid);
+    // Order matters: the receipts file first, then the seq. A crash between the two leaves
+    // a seq file behind the receipts, and allocate() takes the higher of the two.
+    await writeFileAtomicFd(file, JSON.stringify(body, null, 2) + '\n', 0o640, gid);
+    await writeJsonAtomic(paths.receiptSeq, { schemaVersion: RECEIPT_SEQ_SCHEMA_VERSION, next: seq + 1 }, 0o600);
+    log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
+    return { envelope, payload };
+  }
+
+  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null): ReceiptPayload {
+    const candidate = {
+      v: 1,
+      nodeId,
+      app: input.app,
+      attemptId: input.attemptId,
+      seq,
+      fromVersion: input.fromVersion,
+      targetVersion: input.targetVersion,
+      integrity: input.integrity,
+      outcome: input.outcome,
+      startedAt: input.startedAt,
+      updatedAt: input.updatedAt,
+      ...(input.retryAfter !== undefined ? { retryAfter: input.retryAfter } : {}),
+      ...(input.rollbackHealthy !== undefined ? { rollbackHealthy: input.rollbackHealthy } : {}),
+      ...(input.reason ? { reason: { code: input.reason.code, message: truncateUtf8(input.reason.message, REASON_MAX_BYTES) } } : {}),
+      ...(input.logFile !== undefined ? { logFile: input.logFile } : {}),
+    };
+    const parsed = receiptPayloadSchema.safeParse(candidate);
+    if (!parsed.success) {
+      throw new StewardError('INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid: ${formatIssues(parsed.error.issues)}`);
+    }
+    return parsed.data;
+  }
+
+  // next = max(receipt-seq.json's next, 1 + the highest seq in any receipts file),
+  // computed once per process; afterwards this store is the only writer.
+  private async allocate(app: string): Promise<number> {
+    if (this.next === null) {
+      const { paths } = this.opts;
+      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, receiptSeqFileSchema, 64 * 1024);
+      let highest = 0;
+      for (const a of await this.storedApps()) {
+        try {
+          for (const r of (await this.readApp(a))?.stored ?? []) highest = Math.max(highest, r.payload.seq);
+        } catch (err) {
+          // Another app's unreadable file must not stop this app's receipts; receipt-seq.json
+          // already covers every seq except one lost between two writes of that very file.
+          if (a === app) throw err;
+          log('seq scan skips %s: %s', receiptsFile(paths, a), (err as Error).message);
+        }
+      }
+      this.next = Math.max(seqFile?.next ?? 1, highest + 1);
+      log('receipt seq starts at %d (seq file %s, highest stored %d)', this.next, seqFile?.next ?? 'absent', highest);
+    }
+    return this.next;
+  }
+
+  private async readApp(app: string): Promise<AppReceipts | null> {
+    const file = receiptsFile(this.opts.paths, app);
+    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, receiptsFileSchema);
+    if (!data) return null;
+    if (data.app !== app) throw new StewardError('STATE_INVALID', `${file}: holds receipts of app ${data.app}`);
+    const stored = data.receipts.map((envelope) => ({ envelope, payload: decodeStored(file, envelope) }));
+    if (stored.some((r) => r.payload.app !== app)) throw new StewardError('STATE_INVALID', `${file}: holds a receipt of another app`);
+    return { file: data, stored };
+  }
+
+  private async storedApps(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.opts.paths.receiptsDir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    return names.filter((n) => n.endsWith('.json') && APP_NAME_RE.test(n.slice(0, -5))).map((n) => n.slice(0, -5)).sort();
+  }
+
+  // As root, receipts are readable by group `steward` (the agent); otherwise left as created.
+  private stewardGid(): Promise<number | null> {
+    if (process.geteuid?.() !== 0) return Promise.resolve(null);
+    this.group ??= lookupGroup('steward', this.opts.groupFile).then((g) => g?.gid ?? null);
+    return this.group;
+  }
+}
+
+// Keeps the newest RECEIPTS_KEPT receipts, oldest first; the receipt named by
+// lastTransaction stays however old, since the helper's start looks for it.
+export function trimReceipts(stored: StoredReceipt[], lastTransaction: { attemptId: string; seq: number } | null): StoredReceipt[] {
+  if (stored.length <= RECEIPTS_KEPT) return stored;
+  const pinned = (r: StoredReceipt) => lastTransaction !== null && r.payload.seq === lastTransaction.seq && r.payload.attemptId === lastTransaction.attemptId;
+  const keep = stored.find(pinned);
+  const newest = stored.filter((r) => !pinned(r)).slice(-(keep ? RECEIPTS_KEPT - 1 : RECEIPTS_KEPT));
+  return keep ? [keep, ...newest].sort((a, b) => a.payload.seq - b.payload.seq) : newest;
+}
+
+// Gives the receipts folder to group `steward` through an O_NOFOLLOW fd, never by path.
+async function setDirGroup(dir: string, gid: number): Promise<void> {
+  const fh = await fsp.open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW);
+  try {
+    const st = await fh.stat();
+    if (st.gid !== gid) await fh.chown(st.uid, gid);
+  } finally {
+    await fh.close();
+  }
+}
