@@ -1,0 +1,23 @@
+import os from 'node:os';
+import type { StartSpec } from './runner.js';
+
+export const APP_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+// The environment of a `process` app, built from nothing (DESIGN §5): nothing of the
+// helper's own environment leaks into the app; start.env comes last.
+export function buildAppEnv(spec: StartSpec): Record<string, string> {
+  const self = spec.runAs ? null : os.userInfo();
+  const user = spec.runAs ? spec.runAs.name : (self?.username ?? '');
+  const home = spec.runAs ? spec.runAs.home : (self?.homedir ?? '/');
+  return {
+    PATH: APP_PATH,
+    HOME: home,
+    USER: user,
+    LOGNAME: user,
+    LANG: 'C.UTF-8',
+    STEWARD_APP: spec.app,
+    STEWARD_VERSION: spec.version,
+    STATE_DIRECTORY: spec.stateDir,
+    ...spec.env,
+  };
+}

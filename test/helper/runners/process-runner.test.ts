@@ -1,0 +1,265 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { StewardError } from '../../../src/core/errors.js';
+import { systemClock } from '../../../src/platform/clock.js';
+import { readBootId, readProcIdentity, type ProcIdentity } from '../../../src/platform/proc-identity.js';
+import { lookupUser } from '../../../src/platform/users.js';
+import { readProcStat } from '../../../src/helper/runners/process-group.js';
+import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
+import type { StartSpec } from '../../../src/helper/runners/runner.js';
+import { IS_ROOT, REPO } from '../../helpers/host.js';
+
+const APPS = path.join(REPO, 'test/fixtures/apps');
+const runner = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT });
+// Apps are unref()'d children: awaiting only `exited` would let this process end, as the
+// helper would without its server. A timer keeps the loop up, as the server does.
+const keepAlive = setInterval(() => {}, 1000);
+after(() => clearInterval(keepAlive));
+
+// A scratch layout readable by any user: app folder, log file and state folder.
+function makeSpec(fixture: string, extra: Partial<StartSpec> = {}): StartSpec & { cleanup(): void } {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'steward-runner-'));
+  chmodSync(base, 0o755);
+  const cwd = path.join(base, 'versions', '1.0.0');
+  mkdirSync(cwd, { recursive: true, mode: 0o755 });
+  return {
+    app: 'web',
+    version: '1.0.0',
+    cwd,
+    command: [process.execPath, path.join(APPS, fixture)],
+    env: {},
+    runAs: null,
+    logFile: path.join(base, 'log', 'web.log'),
+    stateDir: path.join(base, 'lib', 'web'),
+    ...extra,
+    cleanup: () => rmSync(base, { recursive: true, force: true }),
+  };
+}
+
+async function waitFor<T>(what: string, get: () => T | null | undefined | Promise<T | null | undefined>, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await get();
+    if (v !== null && v !== undefined && v !== false) return v;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function logText(spec: StartSpec): string {
+  try {
+    return readFileSync(spec.logFile, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+const logLine = (spec: StartSpec, re: RegExp) => waitFor(`${re} in the log`, () => re.exec(logText(spec)));
+
+// Gone means no /proc entry or a zombie nobody reaped (orphans may wait for a lazy init).
+async function isGone(pid: number): Promise<boolean> {
+  const st = await readProcStat(pid);
+  return st === null || st.state === 'Z';
+}
+
+test('the app environment is built from nothing: the listed keys, then start.env', async (t) => {
+  const spec = makeSpec('print-env.mjs', { env: { PORT: '8080', LANG: 'en_US.UTF-8' } });
+  process.env.STEWARD_LEAK_CANARY = 'must-not-leak';
+  t.after(() => {
+    delete process.env.STEWARD_LEAK_CANARY;
+    spec.cleanup();
+  });
+  const started = await runner.start(spec);
+  t.after(() => runner.stop(started.identity, { timeoutMs: 2000 }));
+  const env = JSON.parse((await logLine(spec, /^\{.*\}$/m))[0]) as Record<string, string>;
+  const me = os.userInfo();
+  assert.deepEqual(env, {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: me.homedir,
+    USER: me.username,
+    LOGNAME: me.username,
+    LANG: 'en_US.UTF-8',
+    STEWARD_APP: 'web',
+    STEWARD_VERSION: '1.0.0',
+    STATE_DIRECTORY: spec.stateDir,
+    PORT: '8080',
+  });
+});
+
+test('the app output is appended to its log file, created 0640', async (t) => {
+  const spec = makeSpec('crash.mjs');
+  t.after(() => spec.cleanup());
+  const first = await runner.start(spec);
+  assert.deepEqual(await first.exited, { code: 3, signal: null });
+  const second = await runner.start(spec);
+  await second.exited;
+  assert.equal(logText(spec), 'crashing\ncrashing\n');
+  const held = readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === spec.logFile;
+    } catch {
+      return false;
+    }
+  });
+  assert.deepEqual(held, [], 'the test process (the helper) holds no fd of the log');
+  assert.equal(statSync(spec.logFile).mode & 0o777, 0o640);
+  assert.equal(statSync(spec.stateDir).mode & 0o777, 0o750);
+});
+
+test('the app runs in its own session and process group', async (t) => {
+  const spec = makeSpec('ignore-sigterm.mjs');
+  t.after(() => spec.cleanup());
+  const started = await runner.start(spec);
+  t.after(() => runner.stop(started.identity, { timeoutMs: 100 }));
+  const st = await readProcStat(started.identity.pid);
+  assert.ok(st);
+  assert.equal(st.pgid, started.identity.pid);
+  assert.equal(st.sid, started.identity.pid);
+  assert.deepEqual(await readProcIdentity(started.identity.pid), started.identity);
+});
+
+test('stop kills an app that ignores SIGTERM once the timeout has passed', async (t) => {
+  const spec = makeSpec('ignore-sigterm.mjs');
+  t.after(() => spec.cleanup());
+  const started = await runner.start(spec);
+  await logLine(spec, /^ready$/m);
+  const t0 = performance.now();
+  await runner.stop(started.identity, { timeoutMs: 300 });
+  assert.ok(performance.now() - t0 >= 290, 'SIGKILL came only after the timeout');
+  assert.match(logText(spec), /ignoring SIGTERM/);
+  assert.deepEqual(await started.exited, { code: null, signal: 'SIGKILL' });
+  assert.equal(await runner.isAlive(started.identity), false);
+});
+
+test('stop also kills a child the app forked into its process group', async (t) => {
+  const spec = makeSpec('forker.mjs');
+  t.after(() => spec.cleanup());
+  const started = await runner.start(spec);
+  const childPid = Number((await logLine(spec, /^child (\d+)$/m))[1]);
+  assert.equal((await readProcStat(childPid))?.pgid, started.identity.pid);
+  await runner.stop(started.identity, { timeoutMs: 2000 });
+  assert.equal(await isGone(childPid), true);
+  assert.equal(await runner.isAlive(started.identity), false);
+});
+
+test('stop kills the rest of the group when its leader is already gone', async (t) => {
+  const spec = makeSpec('forker.mjs');
+  t.after(() => spec.cleanup());
+  const started = await runner.start(spec);
+  const childPid = Number((await logLine(spec, /^child (\d+)$/m))[1]);
+  process.kill(started.identity.pid, 'SIGKILL');
+  await started.exited;
+  await waitFor('the leader to be reaped', async () => (await readProcStat(started.identity.pid)) === null);
+  assert.equal(await isGone(childPid), false, 'the forked child outlived its leader');
+  await runner.stop(started.identity, { timeoutMs: 2000 });
+  assert.equal(await isGone(childPid), true);
+});
+
+test('stop is idempotent: a second stop and a stop after exit both succeed', async (t) => {
+  const spec = makeSpec('ignore-sigterm.mjs');
+  t.after(() => spec.cleanup());
+  const started = await runner.start(spec);
+  await runner.stop(started.identity, { timeoutMs: 100 });
+  await runner.stop(started.identity, { timeoutMs: 100 });
+  const crashed = await runner.start({ ...spec, command: [process.execPath, path.join(APPS, 'crash.mjs')] });
+  await crashed.exited;
+  await runner.stop(crashed.identity);
+});
+
+test('stop signals nothing when the recorded pid now belongs to another process', async (t) => {
+  // An unrelated group leader: signalling its group by mistake would kill it.
+  const other = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+  t.after(() => other.kill('SIGKILL'));
+  const real = await waitFor('sleep to start', () => readProcIdentity(other.pid as number));
+  const reused: ProcIdentity = { ...real, startTicks: real.startTicks - 1 };
+  await runner.stop(reused, { timeoutMs: 100 });
+  const otherBoot: ProcIdentity = { ...real, bootId: '00000000-0000-0000-0000-000000000000' };
+  await runner.stop(otherBoot, { timeoutMs: 100 });
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(other.exitCode, null);
+  assert.equal(other.signalCode, null);
+  assert.equal(await runner.isAlive(real), true);
+  assert.equal(await runner.isAlive(reused), false);
+  assert.equal(await runner.isAlive(otherBoot), false);
+});
+
+test('isAlive is false once the app exited', async (t) => {
+  const spec = makeSpec('crash.mjs');
+  t.after(() => spec.cleanup());
+  const started = await runner.start(spec);
+  await started.exited;
+  assert.equal(await runner.isAlive(started.identity), false);
+});
+
+test('isAlive counts a zombie as dead', async (t) => {
+  // `sleep 0` becomes a zombie: its parent turns into `sleep 30` and never reaps it.
+  const sh = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.after(() => sh.kill('SIGKILL'));
+  const zpid = await waitFor('the zombie pid', () => /^(\d+)$/m.exec(String(sh.stdout.read() ?? ''))?.[1]);
+  const id = await waitFor('the zombie', async () => {
+    const st = await readProcStat(Number(zpid));
+    return st?.state === 'Z' ? readProcIdentity(Number(zpid)) : null;
+  });
+  assert.equal(id.bootId, await readBootId());
+  assert.equal(await runner.isAlive(id), false);
+});
+
+test('a command that cannot be run is RELEASE_INVALID and leaves nothing running', async (t) => {
+  const spec = makeSpec('crash.mjs');
+  t.after(() => spec.cleanup());
+  const notExec = path.join(spec.cwd, 'not-executable');
+  writeFileSync(notExec, '#!/bin/sh\nsleep 30\n', { mode: 0o644 });
+  for (const command of [['/nonexistent/app'], ['no-such-command-on-path'], [notExec]]) {
+    await assert.rejects(runner.start({ ...spec, command }), (err: unknown) => {
+      assert.ok(err instanceof StewardError);
+      assert.equal(err.code, 'RELEASE_INVALID');
+      assert.match(err.message, /^cannot start web 1\.0\.0: /);
+      return true;
+    });
+  }
+  assert.equal(logText(spec), '');
+});
+
+test('as root, the app runs as its user and owns its state folder', async (t) => {
+  if (!IS_ROOT) {
+    t.skip('needs root to switch users');
+    return;
+  }
+  const nobody = await lookupUser('nobody');
+  assert.ok(nobody, 'nobody is in /etc/passwd');
+  const spec = makeSpec('print-env.mjs', { runAs: nobody });
+  t.after(() => spec.cleanup());
+  const started = await runner.start(spec);
+  t.after(() => runner.stop(started.identity, { timeoutMs: 2000 }));
+  const env = JSON.parse((await logLine(spec, /^\{.*\}$/m))[0]) as Record<string, string>;
+  assert.equal(env.USER, 'nobody');
+  assert.equal(env.HOME, nobody.home);
+  const status = readFileSync(`/proc/${started.identity.pid}/status`, 'utf8');
+  assert.match(status, new RegExp(`^Uid:\\s+${nobody.uid}\\s+${nobody.uid}\\s+${nobody.uid}\\s+${nobody.uid}$`, 'm'));
+  assert.match(status, new RegExp(`^Gid:\\s+${nobody.gid}\\s+${nobody.gid}\\s+${nobody.gid}\\s+${nobody.gid}$`, 'm'));
+  assert.match(status, /^Groups:\s*$/m);
+  const st = statSync(spec.stateDir);
+  assert.equal(st.uid, nobody.uid);
+  assert.equal(st.gid, nobody.gid);
+  assert.equal(st.mode & 0o777, 0o750);
+});
+
+test('the app keeps running after the helper that started it exits', async (t) => {
+  const spec = makeSpec('ignore-sigterm.mjs');
+  t.after(() => spec.cleanup());
+  const { cleanup: _c, ...plain } = spec;
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile(process.execPath, [path.join(APPS, 'start-and-exit.mjs'), JSON.stringify(plain)], { timeout: 10_000 }, (err, stdout) =>
+      err ? reject(err) : resolve(stdout),
+    );
+  });
+  const identity = JSON.parse(out) as ProcIdentity;
+  await logLine(spec, /^ready$/m);
+  assert.equal(await runner.isAlive(identity), true);
+  await runner.stop(identity, { timeoutMs: 200 });
+  assert.equal(await runner.isAlive(identity), false);
+});
