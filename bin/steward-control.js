@@ -1,2 +1,4 @@
 #!/usr/bin/env node
-import '../dist/src/control/main.js';
+// steward-control arrives with the control plane issue; until then it says so plainly.
+process.stderr.write('steward-control: not built yet in this version of steward (see the README roadmap)\n');
+process.exitCode = 1;

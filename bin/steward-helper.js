@@ -1,2 +1,4 @@
 #!/usr/bin/env node
-import '../dist/src/helper/main.js';
+import { main } from '../dist/src/helper/main.js';
+
+process.exitCode = await main(process.argv.slice(2));

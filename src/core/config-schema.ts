@@ -24,6 +24,8 @@ const processAppSchema = z.strictObject({
   keepReleases: z.number().int().min(2).max(100).default(3),
   restart: restartSchema.default(() => restartSchema.parse({})),
   quarantine: quarantineSchema.default(() => quarantineSchema.parse({})),
+  // How long a stopped process gets after SIGTERM before SIGKILL.
+  stopTimeoutMs: ms(3_600_000).default(10_000),
 });
 
 const unitAppSchema = z.strictObject({
@@ -91,7 +93,9 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
     .map((i) => {
       const key = i.path.length ? i.path.map(String).join('.') : '(top level)';
       const extra = i.code === 'unrecognized_keys' ? ` (${(i as { keys?: string[] }).keys?.join(', ')})` : '';
-      return `${key}: ${i.message}${extra}`;
+      // A bad record key (an app name) carries the key's own issues inside.
+      const inner = i.code === 'invalid_key' ? (i as { issues?: Array<{ message: string }> }).issues?.[0]?.message : undefined;
+      return `${key}: ${inner ?? i.message}${extra}`;
     })
     .join('; ');
 }

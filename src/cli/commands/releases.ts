@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { callHelper } from '../../protocol/client.js';
+import type { ReleasesResult } from '../../helper/ops/releases.js';
+import { cliContext, type GlobalOptions } from '../context.js';
+import { printJson, table, when } from '../output.js';
+
+// `agentctl releases <app>`
+export function registerReleases(program: Command): void {
+  program
+    .command('releases <app>')
+    .description('staged versions with their markers, current/previous and quarantine')
+    .action(async (app: string, _o, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'releases', app })) as ReleasesResult;
+      if (ctx.json) return printJson(r);
+      const rows = [['VERSION', 'STATE', 'SIGNED', 'STAGED', 'NOTES']];
+      for (const rel of r.releases) {
+        const notes: string[] = [];
+        if (rel.current) notes.push('current');
+        if (rel.previous) notes.push('previous');
+        if (rel.quarantine) notes.push(`quarantined until ${when(rel.quarantine.retryAfter)} (${rel.quarantine.failures} failures)`);
+        rows.push([rel.version, rel.valid ? 'valid' : 'NO MARKER', rel.signed === null ? '-' : rel.signed ? `key ${rel.keyId}` : 'unsigned', when(rel.stagedAt), notes.join(', ')]);
+      }
+      process.stdout.write(r.releases.length ? table(rows) : `no releases of ${app} are staged\n`);
+      if (r.staging.length) process.stdout.write(`staging now: ${r.staging.join(', ')}\n`);
+    });
+}

@@ -1,0 +1,32 @@
+import type { Command } from 'commander';
+import { callHelper } from '../../protocol/client.js';
+import type { StageResult } from '../../protocol/schemas.js';
+import { cliContext, type GlobalOptions } from '../context.js';
+import { printJson } from '../output.js';
+import { createProgressBar } from '../progress-bar.js';
+import { addReleaseSourceOptions, buildReleaseRequest, type ReleaseSourceOptions } from '../release-source.js';
+
+// `agentctl stage <app> <version> ...`: fetch, verify and stage now; activate later.
+export function registerStage(program: Command): void {
+  addReleaseSourceOptions(
+    program.command('stage <app> <version>').description('fetch, verify and stage a release now; activate it later'),
+  ).action(async (app: string, version: string, o: ReleaseSourceOptions, cmd: Command) => {
+    const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+    const { fields, upload } = await buildReleaseRequest(o, ctx.socket.kind);
+    const bar = createProgressBar(!ctx.json);
+    let result: StageResult;
+    try {
+      result = (await callHelper(
+        ctx.socket.path,
+        { v: 1, id: 1, op: 'stage', app, version, ...fields },
+        { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
+      )) as StageResult;
+    } finally {
+      bar.done();
+    }
+    if (ctx.json) return printJson(result);
+    const how = result.signed ? `signed by key ${result.keyId}` : 'UNSIGNED';
+    const what = result.reused ? 'already staged' : `staged (${result.entries ?? '?'} entries)`;
+    process.stdout.write(`${app} ${version} ${what} at ${result.path}, ${how}\n`);
+  });
+}

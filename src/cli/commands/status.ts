@@ -1,0 +1,33 @@
+import type { Command } from 'commander';
+import { callHelper } from '../../protocol/client.js';
+import type { StatusResult } from '../../helper/ops/status.js';
+import { cliContext, type GlobalOptions } from '../context.js';
+import { printJson, table, when } from '../output.js';
+
+// `agentctl status [app]`
+export function registerStatus(program: Command): void {
+  program
+    .command('status [app]')
+    .description('current, previous, hold, blocked and running work per app')
+    .action(async (app: string | undefined, _o, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const result = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'status', ...(app ? { app } : {}) })) as StatusResult;
+      if (ctx.json) return printJson(result);
+      const rows = [['APP', 'RUNNER', 'CURRENT', 'PREVIOUS', 'HIGHEST', 'LAST ATTEMPT', 'NOTES']];
+      for (const a of result.apps) {
+        const notes: string[] = [];
+        if (a.currentState === 'invalid') notes.push('current INVALID');
+        if (a.hold) notes.push(`held by ${a.hold.by} since ${when(a.hold.at)}`);
+        if (a.blocked) notes.push(`BLOCKED ${a.blocked.reason} since ${when(a.blocked.since)}`);
+        if (a.quarantined.length) notes.push(`quarantined ${a.quarantined.join(',')}`);
+        if (a.running) notes.push(`${a.running.op} ${a.running.attemptId} (${a.running.phase})`);
+        if (a.stateError) notes.push(`state error: ${a.stateError}`);
+        if (a.journalError) notes.push(`journal error: ${a.journalError}`);
+        const l = a.lastAttempt;
+        const last = l ? `${l.outcome}${l.reason ? ' ' + l.reason.code : ''} ${l.fromVersion ?? '-'}->${l.targetVersion} (${l.attemptId})` : '-';
+        rows.push([a.name, a.runner, a.current ?? '-', a.previous ?? '-', a.highestActive ?? '-', last, notes.join('; ')]);
+      }
+      process.stdout.write(`helper pid ${result.pid}, root ${result.root}${result.recovering ? ', RECOVERING' : ''}\n`);
+      process.stdout.write(result.apps.length ? table(rows) : 'no apps in the host config\n');
+    });
+}

@@ -1,0 +1,61 @@
+import type { ReasonCode } from '../core/errors.js';
+import { isNothingChanged } from '../core/errors.js';
+
+// DESIGN §8 exit codes.
+export const EXIT = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  refused: 3,
+  rolledBack: 4,
+  unreachable: 5,
+} as const;
+
+// The one place that maps reason codes to what an operator reads and the exit code.
+const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
+  BUSY: { exit: EXIT.refused, hint: 'another operation on this app is running; wait for it or attach with its --attempt-id' },
+  RECOVERING: { exit: EXIT.refused, hint: 'the helper is still recovering after its start; try again in a moment' },
+  HELD: { exit: EXIT.refused, hint: 'an operator holds this app; `agentctl release-hold <app>` clears it' },
+  BLOCKED: { exit: EXIT.refused, hint: 'the app is blocked; see `agentctl status <app>` and `agentctl recover <app>`' },
+  QUARANTINED: { exit: EXIT.refused, hint: 'this version failed recently; wait for its retry time or pass --force' },
+  DOWNGRADE_REFUSED: { exit: EXIT.refused, hint: 'versions below the highest active one are refused (rollback attack); --allow-downgrade over admin.sock to insist' },
+  DISK_FULL: { exit: EXIT.refused, hint: 'free disk space on the release store and try again' },
+  INTEGRITY_MISMATCH: { exit: EXIT.refused, hint: 'the bytes are not the ones the manifest or --integrity names' },
+  SIGNATURE_INVALID: { exit: EXIT.refused, hint: 'the manifest is not signed by a key in /etc/steward/trusted-keys/<app>/' },
+  MANIFEST_EXPIRED: { exit: EXIT.refused, hint: 'the signed manifest has expired; publish a fresh one' },
+  UNSAFE_ARCHIVE: { exit: EXIT.refused, hint: 'the archive breaks an extraction rule; nothing was installed' },
+  RELEASE_INVALID: { exit: EXIT.refused, hint: 'the release or its steward-release.json is not valid for this app' },
+  FETCH_FAILED: { exit: EXIT.refused, hint: 'the release could not be downloaded' },
+  REPLACEMENT_UNHEALTHY: { exit: EXIT.rolledBack, hint: 'the new version failed its health check and was rolled back' },
+  ROLLBACK_UNHEALTHY: { exit: EXIT.failure, hint: 'the new version failed and the previous one is unhealthy too' },
+  ACTIVATION_INTERRUPTED: { exit: EXIT.rolledBack, hint: 'an activation was interrupted and rolled back at the helper start' },
+  ALREADY_ACTIVE: { exit: EXIT.ok, hint: 'that version is already active' },
+  JOURNAL_INVALID: { exit: EXIT.failure, hint: 'the app journal is unreadable; `agentctl recover <app>`' },
+  BAD_REQUEST: { exit: EXIT.failure, hint: 'the helper rejected the request as malformed' },
+  FORBIDDEN: { exit: EXIT.refused, hint: 'helper.sock does not allow this; run as root to use admin.sock' },
+  UNKNOWN_APP: { exit: EXIT.refused, hint: 'the app is not in /etc/steward/steward.json' },
+  NOT_FOUND: { exit: EXIT.failure, hint: 'a named file or version does not exist' },
+  CONFIG_INVALID: { exit: EXIT.failure, hint: 'fix the host config named in the message' },
+  ROOT_UNSAFE: { exit: EXIT.failure, hint: 'the root prefix must be root-owned and not writable by others' },
+  STATE_INVALID: { exit: EXIT.failure, hint: 'a state file is unreadable or from a newer steward' },
+  HELPER_LOCKED: { exit: EXIT.failure, hint: 'another steward-helper already runs for this root' },
+  HELPER_UNREACHABLE: { exit: EXIT.unreachable, hint: 'is steward-helper running? (`systemctl status steward-helper`)' },
+  IO_ERROR: { exit: EXIT.failure, hint: 'a file system operation failed' },
+  USAGE: { exit: EXIT.usage, hint: 'see `agentctl --help`' },
+  INTERNAL: { exit: EXIT.failure, hint: 'this is a bug in steward; please report it with the message' },
+};
+
+// The exit code for an error with this reason code.
+export function exitCodeFor(code: ReasonCode): number {
+  return TEXT[code]?.exit ?? (isNothingChanged(code) ? EXIT.refused : EXIT.failure);
+}
+
+// The operator's one-line explanation of a reason code.
+export function hintFor(code: ReasonCode): string {
+  return TEXT[code]?.hint ?? '';
+}
+
+// Every code with its exit code and hint, for the README and `agentctl --help`.
+export function reasonTable(): Array<{ code: ReasonCode; exit: number; hint: string }> {
+  return (Object.keys(TEXT) as ReasonCode[]).map((code) => ({ code, ...(TEXT[code] as { exit: number; hint: string }) }));
+}

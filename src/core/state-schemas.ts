@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { epochMsSchema, versionSchema } from './names.js';
+
+export const APP_STATE_SCHEMA_VERSION = 1;
+
+const holdSchema = z.strictObject({
+  by: z.string().max(256),
+  at: epochMsSchema,
+  reason: z.string().max(512),
+});
+
+const blockedSchema = z.strictObject({
+  reason: z.string().max(64),
+  message: z.string().max(512).optional(),
+  since: epochMsSchema,
+});
+
+const quarantineEntrySchema = z.strictObject({
+  failures: z.number().int().nonnegative(),
+  retryAfter: epochMsSchema,
+});
+
+// state/<app>.json (DESIGN §2): previous, highest active version, quarantine, hold, blocked.
+export const appStateSchema = z.strictObject({
+  schemaVersion: z.literal(APP_STATE_SCHEMA_VERSION),
+  previous: versionSchema.nullable(),
+  highestActive: versionSchema.nullable(),
+  quarantine: z.record(versionSchema, quarantineEntrySchema),
+  hold: holdSchema.nullable(),
+  blocked: blockedSchema.nullable(),
+});
+export type AppState = z.infer<typeof appStateSchema>;
+
+// The state of an app that has never been updated.
+export function emptyAppState(): AppState {
+  return { schemaVersion: APP_STATE_SCHEMA_VERSION, previous: null, highestActive: null, quarantine: {}, hold: null, blocked: null };
+}

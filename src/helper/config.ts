@@ -1,0 +1,67 @@
+import { promises as fsp } from 'node:fs';
+import { formatIssues, hostConfigSchema, type HostConfig } from '../core/config-schema.js';
+import { StewardError } from '../core/errors.js';
+import { readFileNoFollow } from '../platform/fs-atomic.js';
+
+export interface Identity {
+  name: string;
+  id: number;
+}
+
+// How the config check looks up users and groups (the host's /etc/passwd and /etc/group).
+export interface AccountLookup {
+  // Returns the user's uid, or null when there is no such user.
+  user(name: string): Promise<Identity | null>;
+  // Returns the group's gid, or null when there is no such group.
+  group(name: string): Promise<Identity | null>;
+}
+
+// Reads and validates the host config; errors name the file and the key.
+export async function loadHostConfig(file: string, opts: { isRoot: boolean; accounts: AccountLookup }): Promise<HostConfig> {
+  let raw: Buffer | null;
+  try {
+    raw = await readFileNoFollow(file, 1024 * 1024);
+  } catch (err) {
+    throw new StewardError('CONFIG_INVALID', `${file}: ${(err as Error).message}`, { cause: err });
+  }
+  if (raw === null) throw new StewardError('CONFIG_INVALID', `${file}: the host config does not exist`);
+  if (opts.isRoot) await checkConfigFileOwner(file);
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new StewardError('CONFIG_INVALID', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  const parsed = hostConfigSchema.safeParse(json);
+  if (!parsed.success) throw new StewardError('CONFIG_INVALID', `${file}: ${formatIssues(parsed.error.issues)}`);
+  await checkAppAccounts(file, parsed.data, opts);
+  return parsed.data;
+}
+
+// Root reads this file as config, so nobody but root may be able to write it.
+async function checkConfigFileOwner(file: string): Promise<void> {
+  const st = await fsp.lstat(file);
+  if (st.uid !== 0 || (st.mode & 0o022) !== 0) {
+    throw new StewardError(
+      'CONFIG_INVALID',
+      `${file}: must be owned by root and not writable by group or others (uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)})`,
+    );
+  }
+}
+
+// DESIGN §2: as root, process apps name a user and group, neither uid/gid 0.
+async function checkAppAccounts(file: string, config: HostConfig, opts: { isRoot: boolean; accounts: AccountLookup }): Promise<void> {
+  for (const [name, app] of Object.entries(config.apps)) {
+    if (app.runner !== 'process') continue;
+    if (!opts.isRoot) continue;
+    if (!app.user || !app.group) {
+      throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}: "user" and "group" are required for process apps when the helper runs as root`);
+    }
+    const user = await opts.accounts.user(app.user);
+    if (!user) throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}.user: no user named ${app.user}`);
+    if (user.id === 0) throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}.user: ${app.user} is uid 0; apps never run as root`);
+    const group = await opts.accounts.group(app.group);
+    if (!group) throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}.group: no group named ${app.group}`);
+    if (group.id === 0) throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}.group: ${app.group} is gid 0; apps never run as root`);
+  }
+}

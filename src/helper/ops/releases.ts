@@ -1,0 +1,60 @@
+import { StewardError } from '../../core/errors.js';
+import type { HostConfig } from '../../core/config-schema.js';
+import { stagingDir, type HostPaths } from '../../core/paths.js';
+import { promises as fsp } from 'node:fs';
+import { readAppState } from '../state/app-state.js';
+import { listVersionDirs, readCurrent, readMarker } from '../release-store.js';
+
+export interface ReleaseInfo {
+  version: string;
+  valid: boolean;
+  current: boolean;
+  previous: boolean;
+  signed: boolean | null;
+  keyId: string | null;
+  tarballIntegrity: string | null;
+  stagedAt: number | null;
+  quarantine: { failures: number; retryAfter: number } | null;
+}
+
+export interface ReleasesResult {
+  app: string;
+  current: string | null;
+  currentState: 'absent' | 'valid' | 'invalid';
+  previous: string | null;
+  highestActive: string | null;
+  releases: ReleaseInfo[];
+  staging: string[];
+}
+
+// Lists an app's staged versions with their markers, current/previous and quarantine.
+export async function listReleases(paths: HostPaths, config: HostConfig, app: string): Promise<ReleasesResult> {
+  if (!config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  const [state, cur, versions] = await Promise.all([readAppState(paths, app), readCurrent(paths, app), listVersionDirs(paths, app)]);
+  const current = cur.state === 'valid' ? cur.version : null;
+  const releases: ReleaseInfo[] = [];
+  for (const version of versions) {
+    const m = await readMarker(paths, app, version);
+    releases.push({
+      version,
+      valid: !!m,
+      current: version === current,
+      previous: version === state.previous,
+      signed: m?.signed ?? null,
+      keyId: m?.keyId ?? null,
+      tarballIntegrity: m?.tarballIntegrity ?? null,
+      stagedAt: m?.stagedAt ?? null,
+      quarantine: state.quarantine[version] ?? null,
+    });
+  }
+  const staging = await fsp.readdir(stagingDir(paths, app)).catch(() => [] as string[]);
+  return {
+    app,
+    current,
+    currentState: cur.state,
+    previous: state.previous,
+    highestActive: state.highestActive,
+    releases,
+    staging: staging.sort(),
+  };
+}

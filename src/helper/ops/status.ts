@@ -1,0 +1,106 @@
+import type { HostConfig } from '../../core/config-schema.js';
+import { StewardError } from '../../core/errors.js';
+import type { HostPaths } from '../../core/paths.js';
+import type { AppState } from '../../core/state-schemas.js';
+import type { RunningWork } from '../app-locks.js';
+import { readAppState } from '../state/app-state.js';
+import { readCurrent } from '../release-store.js';
+import { readJournal } from '../update/journal.js';
+
+export interface AppStatus {
+  name: string;
+  runner: 'process' | 'unit';
+  current: string | null;
+  currentState: 'absent' | 'valid' | 'invalid';
+  previous: string | null;
+  highestActive: string | null;
+  hold: AppState['hold'];
+  blocked: AppState['blocked'];
+  quarantined: string[];
+  running: RunningWork | null;
+  lastAttempt: {
+    attemptId: string;
+    outcome: string;
+    fromVersion: string | null;
+    targetVersion: string;
+    updatedAt: number;
+    reason?: { code: string; message: string };
+    retryAfter?: number;
+    logFile?: string;
+  } | null;
+  journalError?: string;
+  stateError?: string;
+}
+
+export interface StatusResult {
+  root: string;
+  pid: number;
+  startedAt: number;
+  recovering: boolean;
+  apps: AppStatus[];
+}
+
+// The helper's status: per app, what `current` resolves to and what state says.
+// A broken state file shows as `stateError` on that app instead of failing the answer.
+export async function readStatus(
+  ctx: StatusContext,
+  app?: string,
+): Promise<StatusResult> {
+  const names = app ? [app] : Object.keys(ctx.config.apps).sort();
+  if (app && !ctx.config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  const apps = await Promise.all(names.map((n) => appStatus(ctx, n)));
+  return { root: ctx.paths.root || '/', pid: process.pid, startedAt: ctx.startedAt, recovering: ctx.recovering, apps };
+}
+
+export interface StatusContext {
+  paths: HostPaths;
+  config: HostConfig;
+  startedAt: number;
+  recovering: boolean;
+  running: (app: string) => RunningWork | undefined;
+  blockedInMemory: ReadonlyMap<string, { reason: string; message: string; since: number }>;
+  now: number;
+}
+
+async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
+  const cfg = ctx.config.apps[name];
+  const cur = await readCurrent(ctx.paths, name).catch(() => ({ state: 'invalid' as const }));
+  const j = await readJournal(ctx.paths, name);
+  const base = {
+    name,
+    runner: cfg?.runner ?? 'process',
+    current: cur.state === 'valid' ? cur.version : null,
+    currentState: cur.state,
+    running: ctx.running(name) ?? null,
+    lastAttempt:
+      j.state === 'ok'
+        ? {
+            attemptId: j.journal.attemptId,
+            outcome: j.journal.outcome,
+            fromVersion: j.journal.fromVersion,
+            targetVersion: j.journal.targetVersion,
+            updatedAt: j.journal.updatedAt,
+            ...(j.journal.reason ? { reason: j.journal.reason } : {}),
+            ...(j.journal.retryAfter !== undefined ? { retryAfter: j.journal.retryAfter } : {}),
+            ...(j.journal.logFile ? { logFile: j.journal.logFile } : {}),
+          }
+        : null,
+    ...(j.state === 'invalid' ? { journalError: j.why } : {}),
+  };
+  try {
+    const s = await readAppState(ctx.paths, name);
+    return {
+      ...base,
+      previous: s.previous,
+      highestActive: s.highestActive,
+      hold: s.hold,
+      blocked: ctx.blockedInMemory.get(name) ?? s.blocked,
+      quarantined: Object.entries(s.quarantine)
+        .filter(([, q]) => q.retryAfter > ctx.now)
+        .map(([v]) => v)
+        .sort(),
+    };
+  } catch (err) {
+    return { ...base, previous: null, highestActive: null, hold: null, blocked: ctx.blockedInMemory.get(name) ?? null, quarantined: [], stateError: (err as Error).message };
+  }
+}

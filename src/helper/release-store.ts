@@ -1,0 +1,75 @@
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { currentLink, versionDir, versionsDir, type HostPaths } from '../core/paths.js';
+import { MARKER_FILE_NAME, markerSchema, type Marker } from '../core/release-schemas.js';
+import { isVersion } from '../core/version.js';
+import { fsyncDir, readFileNoFollow, removeTree } from '../platform/fs-atomic.js';
+
+export type CurrentLink =
+  | { state: 'absent' }
+  | { state: 'valid'; version: string }
+  | { state: 'invalid'; target: string | null; why: string };
+
+// What `current` points at: absent, a valid `versions/<ver>` with a valid marker, or invalid.
+export async function readCurrent(paths: HostPaths, app: string): Promise<CurrentLink> {
+  const link = currentLink(paths, app);
+  let target: string;
+  try {
+    target = await fsp.readlink(link);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { state: 'absent' };
+    if (code === 'EINVAL') return { state: 'invalid', target: null, why: `${link} is not a symlink` };
+    throw err;
+  }
+  const m = /^versions\/([^/]+)$/.exec(target);
+  if (!m || !isVersion(m[1])) return { state: 'invalid', target, why: `${link} -> ${target} is not versions/<version>` };
+  const version = m[1] as string;
+  const marker = await readMarker(paths, app, version);
+  if (!marker) return { state: 'invalid', target, why: `${link} -> ${target} has no valid marker` };
+  return { state: 'valid', version };
+}
+
+// The marker of versions/<ver>, or null when it is missing, unreadable or invalid, or
+// when the tree is not a real folder.
+export async function readMarker(paths: HostPaths, app: string, version: string): Promise<Marker | null> {
+  const dir = versionDir(paths, app, version);
+  try {
+    const st = await fsp.lstat(dir);
+    if (!st.isDirectory()) return null;
+    const raw = await readFileNoFollow(path.join(dir, MARKER_FILE_NAME), 64 * 1024);
+    if (!raw) return null;
+    const parsed = markerSchema.safeParse(JSON.parse(raw.toString('utf8')));
+    if (!parsed.success || parsed.data.version !== version) return null;
+    return parsed.data;
+  } catch {
+    return null;
+  }
+}
+
+// The versions present under versions/ (valid version names only), sorted by name.
+export async function listVersionDirs(paths: HostPaths, app: string): Promise<string[]> {
+  try {
+    return (await fsp.readdir(versionsDir(paths, app))).filter((n) => isVersion(n)).sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+// Removes versions/<ver>: the marker first, made durable, then the tree, so a crash
+// in between leaves a tree without a marker, which is never used and is cleaned at start.
+export async function removeRelease(paths: HostPaths, app: string, version: string, afterMarker?: () => void): Promise<void> {
+  const dir = versionDir(paths, app, version);
+  const st = await fsp.lstat(dir).catch(() => null);
+  if (!st) return;
+  if (st.isDirectory()) {
+    // The tree's top folder is read-only (0555): open it for the unlink, as its owner.
+    await fsp.chmod(dir, 0o700);
+    await fsp.rm(path.join(dir, MARKER_FILE_NAME), { force: true });
+    await fsyncDir(dir);
+  }
+  afterMarker?.();
+  await removeTree(dir);
+  await fsyncDir(versionsDir(paths, app));
+}

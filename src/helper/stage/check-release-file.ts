@@ -1,0 +1,40 @@
+import path from 'node:path';
+import type { AppConfig } from '../../core/config-schema.js';
+import { formatIssues } from '../../core/config-schema.js';
+import { StewardError } from '../../core/errors.js';
+import { RELEASE_FILE_NAME, releaseFileSchema, type ReleaseFile } from '../../core/release-schemas.js';
+import { readFileNoFollow } from '../../platform/fs-atomic.js';
+
+// Reads and checks steward-release.json at the root of an extracted tree (DESIGN §3.5):
+// a regular file (never through a symlink), the schema, and name and version equal to
+// the request. `process` apps need `start`; `unit` apps must not have one.
+export async function checkReleaseFile(tree: string, expect: { app: string; version: string; appConfig: AppConfig }): Promise<ReleaseFile> {
+  const file = path.join(tree, RELEASE_FILE_NAME);
+  let raw: Buffer | null;
+  try {
+    raw = await readFileNoFollow(file, 64 * 1024);
+  } catch (err) {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME}: ${(err as NodeJS.ErrnoException).code === 'ELOOP' ? 'is a symlink' : (err as Error).message}`, { cause: err });
+  }
+  if (!raw) throw new StewardError('RELEASE_INVALID', `the archive has no ${RELEASE_FILE_NAME} at its root`);
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} is not valid JSON`);
+  }
+  const parsed = releaseFileSchema.safeParse(json);
+  if (!parsed.success) throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME}: ${formatIssues(parsed.error.issues)}`);
+  const rf = parsed.data;
+  if (rf.name !== expect.app) throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} names app ${rf.name}, not ${expect.app}`);
+  if (rf.version !== expect.version) {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} says version ${rf.version}, not ${expect.version}`);
+  }
+  if (expect.appConfig.runner === 'process' && !rf.start) {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} has no "start" and ${expect.app} is a process app`);
+  }
+  if (expect.appConfig.runner === 'unit' && rf.start) {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} has "start" but ${expect.app} runs as a unit; its unit starts it`);
+  }
+  return rf;
+}

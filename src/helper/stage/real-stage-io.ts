@@ -1,0 +1,15 @@
+import { ensureFreeSpace } from '../../platform/disk.js';
+import { syncFileSystem } from '../../platform/exec.js';
+import { copyLocalToFile, fetchToFile, streamToFile } from '../../platform/http-fetch.js';
+import { extractArchive } from '../../platform/tarball.js';
+import type { StageIO } from './stage-io.js';
+
+// The real side effects of staging.
+export const realStageIO: StageIO = {
+  fetchToFile,
+  copyLocalToFile,
+  streamToFile,
+  extractArchive,
+  ensureFreeSpace,
+  syncFileSystem,
+};

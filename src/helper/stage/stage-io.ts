@@ -1,0 +1,39 @@
+import type { ExtractLimits, FetchSettings } from '../../core/config-schema.js';
+import type { Readable } from 'node:stream';
+
+export interface BytesResult {
+  bytes: number;
+  integrity: string;
+}
+
+export interface ExtractResultLike {
+  entries: number;
+  bytes: number;
+  treeDigest: string;
+}
+
+// The side effects of staging, one adapter each, so that tests and the fault seam can
+// replace them. Every method removes what it created when it fails.
+export interface StageIO {
+  // Downloads `url` into `destFile` (created exclusively), hashing while streaming.
+  fetchToFile(opts: {
+    url: string;
+    destFile: string;
+    maxBytes: number;
+    settings: FetchSettings;
+    caFile?: string;
+    allowFile?: boolean;
+    signal?: AbortSignal;
+    onProgress?: (bytes: number, total: number) => void;
+  }): Promise<BytesResult>;
+  // Copies a local regular file (opened with O_NOFOLLOW) into `destFile`, hashing it.
+  copyLocalToFile(opts: { path: string; destFile: string; maxBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
+  // Writes exactly `expectedBytes` of an upload into `destFile`, hashing it.
+  streamToFile(opts: { stream: Readable; destFile: string; expectedBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
+  // Safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only.
+  extractArchive(opts: { archivePath: string; dest: string; limits: ExtractLimits; onProgress?: (p: { entries: number; bytes: number }) => void }): Promise<ExtractResultLike>;
+  // Throws DISK_FULL unless `needBytes` plus `reserveBytes` are free on the file system of `dir`.
+  ensureFreeSpace(dir: string, needBytes: number, reserveBytes: number): Promise<void>;
+  // Makes every write on the file system of `dir` durable (syncfs).
+  syncFileSystem(dir: string): Promise<void>;
+}

@@ -1,0 +1,249 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Readable } from 'node:stream';
+import type { HostConfig } from '../../core/config-schema.js';
+import { StewardError, toStewardError } from '../../core/errors.js';
+import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
+import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, type Envelope, type Marker } from '../../core/release-schemas.js';
+import type { SocketKind, StageResult } from '../../protocol/schemas.js';
+import { ensureDir, fsyncDir, removeTree, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import type { Clock } from '../../platform/clock.js';
+import { logger } from '../../platform/log.js';
+import { readAppState } from '../state/app-state.js';
+import { readCurrent, readMarker, removeRelease } from '../release-store.js';
+import { checkReleaseFile } from './check-release-file.js';
+import { checkRefusals } from './refusals.js';
+import type { StageIO } from './stage-io.js';
+import { verifyManifest } from './verify-manifest.js';
+
+const log = logger('helper:stage');
+
+export interface StageDeps {
+  paths: HostPaths;
+  config: HostConfig;
+  clock: Clock;
+  io: StageIO;
+}
+
+export interface StageInput {
+  kind: SocketKind;
+  app: string;
+  version: string;
+  attemptId?: string | undefined;
+  manifest?: Envelope | undefined;
+  integrity?: string | undefined;
+  path?: string | undefined;
+  upload?: { stream: Readable; size: number } | null | undefined;
+  allowUnsigned?: boolean | undefined;
+  allowDowngrade?: boolean | undefined;
+  force?: boolean | undefined;
+  progress?: (phase: string, bytes?: number, total?: number) => void;
+}
+
+// Makes a fresh attempt id when a request carries none.
+export function newAttemptId(now: number): string {
+  return `a-${now.toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+// Stages a release exactly as DESIGN §3 steps 1–6: trust, refusals, reuse, fetch,
+// integrity, safe extraction, release file check, durable read-only tree, marker last.
+// Never touches `current`; any failure removes the staging folder.
+export async function stageRelease(deps: StageDeps, input: StageInput): Promise<StageResult> {
+  const { paths, config, clock, io } = deps;
+  const { app, version } = input;
+  const appConfig = config.apps[app];
+  if (!appConfig) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  const attemptId = input.attemptId ?? newAttemptId(clock.now());
+  const progress = input.progress ?? (() => {});
+
+  // 1–2. Who vouches for these bytes: a signed manifest, or an admin's --allow-unsigned.
+  const trust = await resolveTrust(deps, input);
+  // 3. Refusals: nothing changes.
+  const state = await readAppState(paths, app);
+  checkRefusals({ app, version, state, now: clock.now(), kind: input.kind, allowDowngrade: input.allowDowngrade, force: input.force });
+
+  // 6. Reuse a tree staged from the same bytes; never replace one that is in use.
+  const existing = await readMarker(paths, app, version);
+  if (existing && existing.tarballIntegrity === trust.integrity && (!trust.signed || existing.signed)) {
+    log('reuse app=%s version=%s attempt=%s', app, version, attemptId);
+    return resultOf(paths, app, version, attemptId, existing, true);
+  }
+  await refuseReplacingInUse(paths, app, version, state.previous);
+
+  await ensureDir(appDir(paths, app), 0o755);
+  await io.ensureFreeSpace(appDir(paths, app), trust.size, config.fetch.diskReserveBytes);
+  await ensureDir(stagingDir(paths, app), 0o700);
+  const work = path.join(stagingDir(paths, app), attemptId);
+  try {
+    await fsp.mkdir(work, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new StewardError('BUSY', `attempt ${attemptId} of ${app} is already staging`, { details: { attemptId } });
+    }
+    throw toStewardError(err, 'IO_ERROR', `creating ${work}`);
+  }
+  try {
+    const archive = path.join(work, 'archive.tgz');
+    const got = await obtainBytes(deps, input, trust, archive, (b, t) => progress('fetch', b, t));
+    // 2. Integrity before anything reads the archive. The message names only the expected
+    // digest unless the caller sent the bytes itself.
+    if (got.integrity !== trust.integrity) {
+      const callerSent = !!input.upload || !!input.path;
+      throw new StewardError(
+        'INTEGRITY_MISMATCH',
+        `${app} ${version}: the archive does not match integrity ${trust.integrity}` + (callerSent ? ` (it is ${got.integrity})` : ''),
+        { details: { attemptId } },
+      );
+    }
+    progress('extract', 0);
+    const tree = path.join(work, 'tree');
+    const ex = await io.extractArchive({
+      archivePath: archive,
+      dest: tree,
+      limits: config.extract,
+      onProgress: (p) => progress('extract', p.bytes),
+    });
+    // 5. The release file, then a durable read-only tree renamed into versions/, marker last.
+    await checkReleaseFile(tree, { app, version, appConfig });
+    progress('commit');
+    // The top folder was 0700 while staging; open it to the app's user before it becomes visible.
+    await fsp.chmod(tree, 0o755);
+    await io.syncFileSystem(tree);
+    await ensureDir(versionsDir(paths, app), 0o755);
+    // A tree already at versions/<ver> failed the reuse test above and is not in use: replace it.
+    await removeRelease(paths, app, version);
+    const final = versionDir(paths, app, version);
+    await fsp.rename(tree, final);
+    await fsyncDir(versionsDir(paths, app));
+    const marker: Marker = {
+      schemaVersion: MARKER_SCHEMA_VERSION,
+      tarballIntegrity: trust.integrity,
+      treeDigest: ex.treeDigest,
+      signed: trust.signed,
+      keyId: trust.keyId,
+      version,
+      stagedAt: clock.now(),
+    };
+    // Written last: a tree without its marker is never used.
+    await writeJsonAtomic(path.join(final, MARKER_FILE_NAME), marker, 0o444);
+    await fsp.chmod(final, 0o555);
+    log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
+    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes };
+  } catch (err) {
+    const e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
+    if (e.details.attemptId === undefined) e.details.attemptId = attemptId;
+    throw e;
+  } finally {
+    await removeTree(work).catch((err) => log('could not remove %s: %s', work, (err as Error).message));
+  }
+}
+
+interface Trust {
+  signed: boolean;
+  keyId: string | null;
+  integrity: string;
+  size: number;
+  url: string | null;
+}
+
+async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> {
+  const { app, version } = input;
+  if (input.manifest) {
+    const m = await verifyManifest(input.manifest, {
+      app,
+      version,
+      trustedDir: trustedKeysFor(deps.paths, app),
+      now: deps.clock.now(),
+    });
+    if (input.integrity && input.integrity !== m.payload.integrity) {
+      throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: --integrity disagrees with the signed manifest`);
+    }
+    if (input.upload && input.upload.size !== m.payload.size) {
+      throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the upload is ${input.upload.size} bytes, the manifest says ${m.payload.size}`);
+    }
+    return { signed: true, keyId: m.keyId, integrity: m.payload.integrity, size: m.payload.size, url: m.payload.url };
+  }
+  if (input.kind !== 'admin') {
+    throw new StewardError('SIGNATURE_INVALID', `${app} ${version}: helper.sock takes only releases with a signed manifest`);
+  }
+  if (!input.allowUnsigned) {
+    throw new StewardError('SIGNATURE_INVALID', `${app} ${version}: no signed manifest; an unsigned tarball needs --allow-unsigned`);
+  }
+  if (!input.integrity) throw new StewardError('BAD_REQUEST', `${app} ${version}: an unsigned tarball needs --integrity`);
+  if (!input.path && !input.upload) throw new StewardError('BAD_REQUEST', `${app} ${version}: an unsigned tarball needs --file`);
+  const size = input.upload ? input.upload.size : await localSize(input.path as string);
+  if (size > deps.config.fetch.maxUnsignedBytes) {
+    throw new StewardError('UNSAFE_ARCHIVE', `${app} ${version}: the archive is ${size} bytes, over the ${deps.config.fetch.maxUnsignedBytes}-byte cap`);
+  }
+  return { signed: false, keyId: null, integrity: input.integrity, size, url: null };
+}
+
+function localPath(p: string): string {
+  return p.startsWith('file:') ? fileURLToPath(p) : path.resolve(p);
+}
+
+async function localSize(p: string): Promise<number> {
+  try {
+    const st = await fsp.lstat(localPath(p));
+    return st.size;
+  } catch (err) {
+    throw new StewardError('NOT_FOUND', `${p}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+async function obtainBytes(
+  deps: StageDeps,
+  input: StageInput,
+  trust: Trust,
+  destFile: string,
+  onProgress: (bytes: number, total: number) => void,
+) {
+  const { io, config } = deps;
+  if (input.upload) {
+    return io.streamToFile({ stream: input.upload.stream, destFile, expectedBytes: input.upload.size, onProgress });
+  }
+  if (input.path) {
+    if (input.kind !== 'admin') throw new StewardError('FORBIDDEN', 'helper.sock never opens a local path');
+    return io.copyLocalToFile({ path: localPath(input.path), destFile, maxBytes: trust.size, onProgress });
+  }
+  if (!trust.url) throw new StewardError('BAD_REQUEST', 'no source for the release bytes');
+  return io.fetchToFile({
+    url: trust.url,
+    destFile,
+    maxBytes: trust.size,
+    settings: config.fetch,
+    ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}),
+    allowFile: input.kind === 'admin',
+    onProgress,
+  });
+}
+
+// A tree that is `current` or `previous` is never replaced by staging, even if the request
+// brings different bytes under the same version: that would change a running release.
+async function refuseReplacingInUse(paths: HostPaths, app: string, version: string, previous: string | null): Promise<void> {
+  const cur = await readCurrent(paths, app);
+  const inUse = (cur.state === 'valid' && cur.version === version) || previous === version;
+  const exists = await fsp.lstat(versionDir(paths, app, version)).then(() => true, () => false);
+  if (inUse && exists) {
+    throw new StewardError(
+      'RELEASE_INVALID',
+      `${app} ${version} is installed from other bytes and is ${previous === version ? 'previous' : 'current'}; publish a new version instead`,
+    );
+  }
+}
+
+function resultOf(paths: HostPaths, app: string, version: string, attemptId: string, m: Marker, reused: boolean): StageResult {
+  return {
+    app,
+    version,
+    attemptId,
+    reused,
+    path: versionDir(paths, app, version),
+    signed: m.signed,
+    keyId: m.keyId,
+    tarballIntegrity: m.tarballIntegrity,
+    treeDigest: m.treeDigest,
+  };
+}

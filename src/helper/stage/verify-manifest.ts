@@ -1,0 +1,50 @@
+import { formatIssues } from '../../core/config-schema.js';
+import { StewardError } from '../../core/errors.js';
+import { manifestPayloadSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
+import { DOMAINS, loadPublicKeys, openEnvelope } from '../../platform/keys.js';
+
+export interface VerifiedManifest {
+  payload: ManifestPayload;
+  keyId: string;
+}
+
+// Verifies a manifest envelope against the keys trusted for `app` (DESIGN §3.2, §6):
+// the signature over the exact payload bytes first, then the payload's schema, app,
+// version and expiry. Every failure is a StewardError with its reason code.
+export async function verifyManifest(
+  envelope: Envelope,
+  expect: { app: string; version: string; trustedDir: string; now: number },
+): Promise<VerifiedManifest> {
+  const keys = await loadPublicKeys(expect.trustedDir);
+  if (keys.size === 0) {
+    throw new StewardError('SIGNATURE_INVALID', `no keys are trusted for app ${expect.app} (${expect.trustedDir} holds no *.pub)`);
+  }
+  const opened = openEnvelope(envelope, DOMAINS.manifest, keys);
+  if (!opened.ok) {
+    const why = {
+      'unknown-key': `is signed by key ${envelope.keyId}, which is not trusted for app ${expect.app} (${expect.trustedDir})`,
+      'bad-signature': `signature does not verify with trusted key ${envelope.keyId}`,
+      'bad-encoding': 'payload or signature is not canonical base64 of the right length',
+      'bad-json': 'payload is not JSON',
+    }[opened.reason];
+    throw new StewardError('SIGNATURE_INVALID', `manifest for ${expect.app} ${expect.version}: ${why}`);
+  }
+  const parsed = manifestPayloadSchema.safeParse(opened.payload);
+  if (!parsed.success) {
+    throw new StewardError('RELEASE_INVALID', `manifest for ${expect.app} ${expect.version}: ${formatIssues(parsed.error.issues)}`);
+  }
+  const m = parsed.data;
+  if (m.name !== expect.app) {
+    throw new StewardError('RELEASE_INVALID', `manifest is for app ${m.name}, not ${expect.app}`);
+  }
+  if (m.version !== expect.version) {
+    throw new StewardError('RELEASE_INVALID', `manifest is for ${m.name} ${m.version}, not ${expect.version}`);
+  }
+  if (m.expires <= expect.now) {
+    throw new StewardError(
+      'MANIFEST_EXPIRED',
+      `manifest for ${m.name} ${m.version} expired at ${new Date(m.expires).toISOString()}`,
+    );
+  }
+  return { payload: m, keyId: opened.keyId };
+}

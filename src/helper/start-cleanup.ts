@@ -1,0 +1,32 @@
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { HostPaths } from '../core/paths.js';
+import { stagingDir } from '../core/paths.js';
+import { removeTree } from '../platform/fs-atomic.js';
+import { logger } from '../platform/log.js';
+import { listVersionDirs, readCurrent, readMarker, removeRelease } from './release-store.js';
+
+const log = logger('helper:start');
+
+// At start, under helper.lock (DESIGN §4): remove `.staging/*` (no stage survives a
+// restart) and every versions/<v> without a valid marker (a stage that died between
+// rename and marker). The tree `current` points at is never removed here: an invalid
+// current is recovery's business, not the cleaner's.
+export async function cleanStaleStaging(paths: HostPaths, app: string): Promise<string[]> {
+  const removed: string[] = [];
+  const staging = stagingDir(paths, app);
+  for (const name of await fsp.readdir(staging).catch(() => [] as string[])) {
+    await removeTree(path.join(staging, name));
+    removed.push(path.join(staging, name));
+  }
+  const cur = await readCurrent(paths, app).catch(() => null);
+  const curTarget = cur && cur.state === 'invalid' ? cur.target : cur && cur.state === 'valid' ? `versions/${cur.version}` : null;
+  for (const v of await listVersionDirs(paths, app)) {
+    if (curTarget === `versions/${v}`) continue;
+    if (await readMarker(paths, app, v)) continue;
+    await removeRelease(paths, app, v);
+    removed.push(v);
+  }
+  if (removed.length) log('cleaned app=%s removed=%s', app, removed.join(','));
+  return removed;
+}

@@ -1,0 +1,55 @@
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { StewardError } from '../core/errors.js';
+
+export interface RootChoice {
+  flag?: string | undefined;
+  env?: string | undefined;
+  isRoot: boolean;
+}
+
+// Picks the root prefix (DESIGN §1): `--root DIR`, else STEWARD_ROOT unless the caller is
+// root (root must say --root explicitly), else '' (production). Returns a resolved real path.
+export async function resolveRootPrefix(choice: RootChoice): Promise<string> {
+  const raw = choice.flag ?? (choice.isRoot ? undefined : choice.env);
+  if (raw === undefined || raw === '') return '';
+  let real: string;
+  try {
+    real = await fsp.realpath(path.resolve(raw));
+  } catch (err) {
+    throw new StewardError('ROOT_UNSAFE', `root prefix ${raw} does not exist`, { cause: err });
+  }
+  const st = await fsp.stat(real);
+  if (!st.isDirectory()) throw new StewardError('ROOT_UNSAFE', `root prefix ${real} is not a folder`);
+  if (real === '/') return '';
+  if (choice.isRoot) await checkRootOwnedPath(real);
+  return real;
+}
+
+// As root, the prefix and every folder above it must be root-owned and not writable by
+// group or others; a sticky folder above it (such as /tmp) is fine, since nobody else may
+// rename or remove what root made there. Otherwise another user could swap paths under root.
+export async function checkRootOwnedPath(real: string): Promise<void> {
+  const parts = real.split('/').filter(Boolean);
+  let cur = '/';
+  const chain = ['/'];
+  for (const p of parts) {
+    cur = path.join(cur, p);
+    chain.push(cur);
+  }
+  for (const dir of chain) {
+    const st = await fsp.lstat(dir);
+    const isPrefix = dir === real;
+    const writableByOthers = (st.mode & 0o022) !== 0;
+    const sticky = (st.mode & 0o1000) !== 0;
+    if (st.uid !== 0) {
+      throw new StewardError('ROOT_UNSAFE', `root prefix ${real}: ${dir} is owned by uid ${st.uid}, not root`);
+    }
+    if (writableByOthers && (isPrefix || !sticky)) {
+      throw new StewardError(
+        'ROOT_UNSAFE',
+        `root prefix ${real}: ${dir} is writable by group or others (mode ${(st.mode & 0o7777).toString(8)})`,
+      );
+    }
+  }
+}

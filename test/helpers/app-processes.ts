@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { agentctl, type TestHost } from './host.js';
+
+// The pid the run record supervisor/<app>.json names, or null.
+export function recordedPid(host: TestHost, app: string): number | null {
+  try {
+    const rec = JSON.parse(readFileSync(path.join(host.paths.supervisorDir, `${app}.json`), 'utf8'));
+    return typeof rec?.process?.pid === 'number' ? rec.process.pid : null;
+  } catch {
+    return null;
+  }
+}
+
+// Kills the recorded process group of each app (a session leader), so no test leaves
+// an app holding its port. `agentctl stop` does not exist yet.
+export function killApps(host: TestHost, apps: string[]): void {
+  for (const app of apps) {
+    const pid = recordedPid(host, app);
+    if (pid === null) continue;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+// Polls `agentctl status` until no app has running work.
+export async function waitIdle(host: TestHost, timeoutMs = 30_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await agentctl(host, ['status', '--json']);
+    if (r.code === 0 && r.json.apps.every((a: { running: unknown }) => a.running === null)) return r.json;
+    if (Date.now() > deadline) throw new Error(`work still running after ${timeoutMs} ms: ${r.stdout}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+// The app's entry in `agentctl status --json`.
+export async function appStatus(host: TestHost, app: string): Promise<any> {
+  const r = await agentctl(host, ['status', app, '--json']);
+  if (r.code !== 0) throw new Error(`status ${app} exited ${r.code}: ${r.stderr}${r.stdout}`);
+  return r.json.apps[0];
+}
+
+// Every receipt, decoded and verified by agentctl (exit 0 only when all verify).
+export async function allReceipts(host: TestHost, app?: string): Promise<{ code: number; receipts: any[] }> {
+  const r = await agentctl(host, ['receipts', ...(app ? [app] : []), '--json']);
+  return { code: r.code, receipts: r.json?.receipts ?? [] };
+}

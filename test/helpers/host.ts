@@ -1,0 +1,188 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync, chmodSync, rmSync, promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { hostPaths, trustedKeysFor, type HostPaths } from '../../src/core/paths.js';
+import { generateKeyPair, parsePrivateKey, signEnvelope, DOMAINS } from '../../src/platform/keys.js';
+import type { Envelope } from '../../src/core/release-schemas.js';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const BIN = {
+  agentctl: path.join(REPO, 'bin/agentctl.js'),
+  helper: path.join(REPO, 'bin/steward-helper.js'),
+};
+export const IS_ROOT = process.getuid?.() === 0;
+
+// A process app's config for tests: as root it needs a non-root user and group.
+export function processApp(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { runner: 'process', ...(IS_ROOT ? { user: 'nobody', group: 'nogroup' } : {}), ...extra };
+}
+
+export interface TestHost {
+  root: string;
+  paths: HostPaths;
+  // A scratch folder outside the root prefix, for tarballs and sentinels.
+  scratch: string;
+  writeConfig(config: Record<string, unknown>): void;
+  cleanup(): void;
+}
+
+// A whole host layout in a temp folder (the root prefix), root-owned 0755 when root.
+export function makeHost(config: Record<string, unknown> = { apps: { web: processApp() } }): TestHost {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'steward-test-'));
+  chmodSync(base, 0o755);
+  const root = path.join(base, 'root');
+  const scratch = path.join(base, 'scratch');
+  mkdirSync(root, { mode: 0o755 });
+  mkdirSync(scratch, { mode: 0o755 });
+  const paths = hostPaths(root);
+  const host: TestHost = {
+    root,
+    paths,
+    scratch,
+    writeConfig(c) {
+      mkdirSync(path.dirname(paths.configFile), { recursive: true, mode: 0o755 });
+      writeFileSync(paths.configFile, JSON.stringify(c, null, 2), { mode: 0o644 });
+    },
+    cleanup() {
+      rmSync(base, { recursive: true, force: true });
+    },
+  };
+  host.writeConfig(config);
+  return host;
+}
+
+export interface ReleaseKey {
+  keyId: string;
+  publicPem: string;
+  privatePem: string;
+  // Signs a manifest payload into an envelope.
+  sign(payload: Record<string, unknown>): Envelope;
+}
+
+// A fresh release key; `trustFor` apps get its public half in trusted-keys/<app>/.
+export function makeReleaseKey(host?: TestHost, trustFor: string[] = []): ReleaseKey {
+  const kp = generateKeyPair();
+  const priv = parsePrivateKey(kp.privatePem);
+  for (const app of trustFor) {
+    if (!host) break;
+    const dir = trustedKeysFor(host.paths, app);
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    writeFileSync(path.join(dir, `${kp.keyId}.pub`), kp.publicPem, { mode: 0o644 });
+  }
+  return { ...kp, sign: (payload) => signEnvelope(DOMAINS.manifest, payload, priv) };
+}
+
+// sha512 SRI of bytes.
+export function sri(bytes: Buffer): string {
+  return 'sha512-' + createHash('sha512').update(bytes).digest('base64');
+}
+
+// A manifest payload for bytes, expiring in a day unless told otherwise.
+export function manifestFor(app: string, version: string, bytes: Buffer, extra: Record<string, unknown> = {}) {
+  return {
+    name: app,
+    version,
+    url: `https://releases.invalid/${app}-${version}.tgz`,
+    size: bytes.length,
+    integrity: sri(bytes),
+    expires: Date.now() + 86_400_000,
+    ...extra,
+  };
+}
+
+export interface HelperProcess {
+  child: ChildProcess;
+  stderr(): string;
+  stop(): Promise<number | null>;
+  kill(): Promise<void>;
+}
+
+// Starts steward-helper on a host and waits until its status answers.
+export async function startHelper(host: TestHost, env: Record<string, string> = {}): Promise<HelperProcess> {
+  const child = spawn(process.execPath, [BIN.helper, '--root', host.root], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, DEBUG: 'steward:*', ...env },
+  });
+  let err = '';
+  child.stderr?.on('data', (c) => (err += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`steward-helper exited ${child.exitCode}: ${err}`);
+    const r = await agentctl(host, ['status', '--json']).catch(() => null);
+    // Ready once the start (recovery, first pass) is done: until then updates get RECOVERING.
+    if (r && r.code === 0 && r.json?.recovering === false) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`steward-helper did not answer status within 15 s: ${err}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    child,
+    stderr: () => err,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    kill: async () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
+
+// Runs agentctl against a host (adds --root).
+export function agentctl(host: TestHost, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN.agentctl, '--root', host.root, ...args],
+      { env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        let json: unknown = undefined;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          /* not JSON */
+        }
+        resolve({ code, stdout, stderr, json });
+      },
+    );
+  });
+}
+
+// Every path under `dir` with its type, size and mode: a snapshot to compare.
+export async function snapshotTree(dir: string, skip: (p: string) => boolean = () => false): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const stack = [dir];
+  while (stack.length) {
+    const d = stack.pop() as string;
+    let names: string[];
+    try {
+      names = await fsp.readdir(d);
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      const p = path.join(d, n);
+      if (skip(p)) continue;
+      const st = await fsp.lstat(p);
+      const kind = st.isDirectory() ? 'd' : st.isSymbolicLink() ? `l:${await fsp.readlink(p)}` : st.isFile() ? 'f' : 'other';
+      out.set(path.relative(dir, p), `${kind} ${st.size} ${(st.mode & 0o7777).toString(8)}`);
+      if (st.isDirectory()) stack.push(p);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { promises as fsp, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { hostConfigSchema } from '../../src/core/config-schema.js';
+import { StewardError } from '../../src/core/errors.js';
+import { currentLink, stagingDir, versionDir } from '../../src/core/paths.js';
+import { systemClock } from '../../src/platform/clock.js';
+import { swapSymlink } from '../../src/platform/fs-atomic.js';
+import { readCurrent, readMarker } from '../../src/helper/release-store.js';
+import { ensureLayout } from '../../src/helper/layout.js';
+import { realStageIO } from '../../src/helper/stage/real-stage-io.js';
+import { stageRelease, type StageInput } from '../../src/helper/stage/stage-release.js';
+import { makeHost, processApp, sri, snapshotTree, type TestHost } from './host.js';
+import { gzipTar, makeReleaseTar } from '../fixtures/tar-writer.js';
+
+export interface StagedHost {
+  host: TestHost;
+  deps: Parameters<typeof stageRelease>[0];
+}
+
+// A host whose app `web` already runs 1.0.0 (staged for real, `current` pointing at it),
+// so every attack can check that `current` is untouched.
+export async function hostWithCurrent(configExtra: Record<string, unknown> = {}): Promise<StagedHost> {
+  const config = { apps: { web: processApp() }, ...configExtra };
+  const host = makeHost(config);
+  await ensureLayout(host.paths);
+  const deps = { paths: host.paths, config: hostConfigSchema.parse(config), clock: systemClock, io: realStageIO };
+  const v1 = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'server.js', content: 'console.log(1)\n' }]));
+  const file = path.join(host.scratch, 'web-1.0.0.tgz');
+  writeFileSync(file, v1);
+  await stageRelease(deps, { kind: 'admin', app: 'web', version: '1.0.0', path: file, integrity: sri(v1), allowUnsigned: true });
+  await swapSymlink(currentLink(host.paths, 'web'), 'versions/1.0.0');
+  return { host, deps };
+}
+
+// Stages `tgz` as web 2.0.0 over admin.sock rules (unsigned allowed) and returns the error.
+export async function stageBytes(s: StagedHost, tgz: Buffer, extra: Partial<StageInput> = {}): Promise<StewardError | null> {
+  const file = path.join(s.host.scratch, `attack-${Date.now()}-${Math.random().toString(36).slice(2)}.tgz`);
+  writeFileSync(file, tgz);
+  try {
+    await stageRelease(s.deps, { kind: 'admin', app: 'web', version: '2.0.0', path: file, integrity: sri(tgz), allowUnsigned: true, ...extra });
+    return null;
+  } catch (err) {
+    if (err instanceof StewardError) return err;
+    throw err;
+  }
+}
+
+// Runs an attack through the whole staging pipeline and checks the promise of the issue:
+// refused with `code`, nothing written outside the staging folder, the staging folder
+// gone, no versions/2.0.0, and `current` untouched and valid.
+export async function assertStageRefused(
+  tgz: Buffer,
+  code: string,
+  extra: Partial<StageInput> | ((s: StagedHost) => Partial<StageInput> | Promise<Partial<StageInput>>) = {},
+): Promise<StewardError> {
+  const s = await hostWithCurrent();
+  try {
+    const input = typeof extra === 'function' ? await extra(s) : extra;
+    const base = path.dirname(s.host.root);
+    const staging = stagingDir(s.host.paths, 'web');
+    const before = await snapshotTree(base, (p) => p.startsWith(staging) || p.startsWith(s.host.scratch));
+    const err = await stageBytes(s, tgz, input);
+    assert.ok(err, `expected a refusal with ${code}, but the archive was staged`);
+    assert.equal(err.code, code, `expected ${code}, got ${err.code}: ${err.message}`);
+    const after = await snapshotTree(base, (p) => p.startsWith(staging) || p.startsWith(s.host.scratch));
+    assert.deepEqual([...after.entries()].sort(), [...before.entries()].sort(), 'something outside the staging folder changed');
+    assert.deepEqual(await fsp.readdir(staging), [], 'the staging folder is not empty');
+    await assert.rejects(fsp.lstat(versionDir(s.host.paths, 'web', '2.0.0')), 'versions/2.0.0 exists');
+    assert.equal(await fsp.readlink(currentLink(s.host.paths, 'web')), 'versions/1.0.0');
+    assert.deepEqual(await readCurrent(s.host.paths, 'web'), { state: 'valid', version: '1.0.0' });
+    assert.ok(await readMarker(s.host.paths, 'web', '1.0.0'));
+    return err;
+  } finally {
+    s.host.cleanup();
+  }
+}
