@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { REASON_CODES } from '../core/errors.js';
 import { appNameSchema, attemptIdSchema, integritySchema, versionSchema } from '../core/names.js';
-import { envelopeSchema } from '../core/release-schemas.js';
+import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
 
 // The local API of DESIGN §7: newline-delimited JSON, one request per connection,
 // optionally followed by exactly `upload` raw bytes.
@@ -52,18 +52,95 @@ const releaseSource = {
 export const statusRequestSchema = z.strictObject({ ...base, op: z.literal('status'), app: appNameSchema.optional() });
 export const releasesRequestSchema = z.strictObject({ ...base, op: z.literal('releases'), app: appNameSchema });
 export const stageRequestSchema = z.strictObject({ ...base, op: z.literal('stage'), ...releaseSource });
+export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('receipts'), app: appNameSchema.optional() });
+
+const whoSchema = z.string().max(128).optional();
+
+export const updateRequestSchema = z.strictObject({
+  ...base,
+  op: z.literal('update'),
+  ...releaseSource,
+  noWait: z.boolean().optional(),
+  by: whoSchema,
+});
+export const rollbackRequestSchema = z.strictObject({
+  ...base,
+  op: z.literal('rollback'),
+  app: appNameSchema,
+  to: versionSchema.optional(),
+  attemptId: attemptIdSchema.optional(),
+  noWait: z.boolean().optional(),
+  by: whoSchema,
+});
+export const recoverRequestSchema = z.strictObject({
+  ...base,
+  op: z.literal('recover'),
+  app: appNameSchema,
+  to: versionSchema.optional(),
+  attemptId: attemptIdSchema.optional(),
+  by: whoSchema,
+});
+export const pruneRequestSchema = z.strictObject({
+  ...base,
+  op: z.literal('prune'),
+  app: appNameSchema,
+  keep: z.number().int().min(2).max(100).optional(),
+});
+export const releaseHoldRequestSchema = z.strictObject({ ...base, op: z.literal('release-hold'), app: appNameSchema });
 
 export const requestSchemas = {
+  update: updateRequestSchema,
+  rollback: rollbackRequestSchema,
+  recover: recoverRequestSchema,
+  prune: pruneRequestSchema,
+  'release-hold': releaseHoldRequestSchema,
   status: statusRequestSchema,
   releases: releasesRequestSchema,
   stage: stageRequestSchema,
+  receipts: receiptsRequestSchema,
 } as const;
 export type ImplementedOp = keyof typeof requestSchemas;
 
 export type StatusRequest = z.infer<typeof statusRequestSchema>;
 export type ReleasesRequest = z.infer<typeof releasesRequestSchema>;
 export type StageRequest = z.infer<typeof stageRequestSchema>;
-export type Request = StatusRequest | ReleasesRequest | StageRequest;
+export type ReceiptsRequest = z.infer<typeof receiptsRequestSchema>;
+export type UpdateRequest = z.infer<typeof updateRequestSchema>;
+export type RollbackRequest = z.infer<typeof rollbackRequestSchema>;
+export type RecoverRequest = z.infer<typeof recoverRequestSchema>;
+export type PruneRequest = z.infer<typeof pruneRequestSchema>;
+export type ReleaseHoldRequest = z.infer<typeof releaseHoldRequestSchema>;
+export type Request =
+  | StatusRequest
+  | ReleasesRequest
+  | StageRequest
+  | ReceiptsRequest
+  | UpdateRequest
+  | RollbackRequest
+  | RecoverRequest
+  | PruneRequest
+  | ReleaseHoldRequest;
+
+// What update, rollback and recover answer: the attempt's terminal outcome with its receipt,
+// or, with noWait, that it was accepted.
+export interface UpdateAnswer {
+  attemptId: string;
+  app: string;
+  outcome: 'active' | 'rolled-back' | 'failed' | 'refused';
+  fromVersion: string | null;
+  targetVersion: string | null;
+  reason?: { code: string; message: string };
+  retryAfter?: number;
+  logFile?: string;
+  receipt: Envelope | null;
+  // True when answered from an earlier attempt's receipt (a retried attemptId).
+  settled?: boolean;
+}
+export interface AcceptedAnswer {
+  attemptId: string;
+  app: string;
+  accepted: true;
+}
 
 export const progressEventSchema = z.object({
   id: idSchema.nullable(),

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
+
+export const JOURNAL_SCHEMA_VERSION = 1;
+
+// Where an attempt is: `activating` until a verdict is durable, then one terminal outcome.
+export const JOURNAL_OUTCOMES = ['activating', 'active', 'rolled-back', 'failed'] as const;
+export type JournalOutcome = (typeof JOURNAL_OUTCOMES)[number];
+export const TERMINAL_OUTCOMES = ['active', 'rolled-back', 'failed'] as const;
+
+export const reasonSchema = z.strictObject({
+  code: z.string().max(64),
+  message: z.string().max(2048),
+});
+export type Reason = z.infer<typeof reasonSchema>;
+
+// journal/<app>.json (DESIGN §4): the update transaction of one app.
+export const journalSchema = z.strictObject({
+  schemaVersion: z.literal(JOURNAL_SCHEMA_VERSION),
+  attemptId: attemptIdSchema,
+  app: appNameSchema,
+  fromVersion: versionSchema.nullable(),
+  targetVersion: versionSchema,
+  integrity: integritySchema,
+  outcome: z.enum(JOURNAL_OUTCOMES),
+  startedAt: epochMsSchema,
+  updatedAt: epochMsSchema,
+  retryAfter: epochMsSchema.optional(),
+  rollbackHealthy: z.boolean().optional(),
+  reason: reasonSchema.optional(),
+  logFile: z.string().max(4096).optional(),
+});
+export type Journal = z.infer<typeof journalSchema>;
+
+// Whether an outcome is terminal (the attempt is over).
+export function isTerminal(outcome: JournalOutcome): outcome is (typeof TERMINAL_OUTCOMES)[number] {
+  return outcome !== 'activating';
+}

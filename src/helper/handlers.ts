@@ -1,0 +1,93 @@
+import type { UpdateAnswer } from '../protocol/schemas.js';
+import type {
+  PruneRequest,
+  ReceiptsRequest,
+  RecoverRequest,
+  ReleaseHoldRequest,
+  ReleasesRequest,
+  RollbackRequest,
+  StageRequest,
+  StatusRequest,
+  UpdateRequest,
+} from '../protocol/schemas.js';
+import { StewardError } from '../core/errors.js';
+import { listReceipts } from './ops/receipts.js';
+import { listReleases } from './ops/releases.js';
+import { readStatus } from './ops/status.js';
+import { releaseHold } from './ops/hold.js';
+import { handleRecover, handleRollback } from './ops/rollback.js';
+import type { TransactionCore } from './ops/run-transaction.js';
+import { handleUpdate } from './ops/update.js';
+import type { ReceiptStore } from './receipts/receipt-store.js';
+import type { OpContext } from './server/api-server.js';
+import { newAttemptId, stageRelease } from './stage/stage-release.js';
+import { pruneReleases } from './update/prune.js';
+import type { Attempts } from './update/attempts.js';
+
+export interface HelperCore extends TransactionCore {
+  attempts: Attempts<UpdateAnswer>;
+  receiptStore: ReceiptStore;
+  startedAt: number;
+}
+
+// The op handlers the local API dispatches to, bound to one helper's state.
+export function makeHandlers(core: HelperCore) {
+  return {
+    status: (req: unknown) =>
+      readStatus(
+        {
+          paths: core.paths,
+          config: core.config,
+          startedAt: core.startedAt,
+          recovering: core.recovering(),
+          running: (app) => core.locks.get(app),
+          blockedInMemory: core.blockedInMemory,
+          now: core.clock.now(),
+        },
+        (req as StatusRequest).app,
+      ),
+    releases: (req: unknown) => listReleases(core.paths, core.config, (req as ReleasesRequest).app),
+    receipts: (req: unknown) => listReceipts(core.receiptStore, core.config, (req as ReceiptsRequest).app),
+    stage: async (req: unknown, ctx: OpContext) => {
+      const r = req as StageRequest;
+      if (core.recovering()) throw new StewardError('RECOVERING', 'the helper is recovering interrupted updates; try again shortly');
+      const attemptId = r.attemptId ?? newAttemptId(core.clock.now());
+      const held = core.locks.acquire(r.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
+      try {
+        return await stageRelease(core, {
+          kind: ctx.kind,
+          app: r.app,
+          version: r.version,
+          attemptId,
+          manifest: r.manifest,
+          integrity: r.integrity,
+          path: r.path,
+          upload: ctx.upload ? { stream: ctx.upload, size: ctx.uploadSize } : null,
+          allowUnsigned: r.allowUnsigned,
+          allowDowngrade: r.allowDowngrade,
+          force: r.force,
+          progress: (phase, bytes, total) => {
+            held.work.phase = phase;
+            ctx.progress({ attemptId, phase, ...(bytes !== undefined ? { bytes } : {}), ...(total !== undefined ? { total } : {}) });
+          },
+        });
+      } finally {
+        held.release();
+      }
+    },
+    update: (req: unknown, ctx: OpContext) => handleUpdate(core, req as UpdateRequest, ctx),
+    rollback: (req: unknown, ctx: OpContext) => handleRollback(core, req as RollbackRequest, ctx),
+    recover: (req: unknown, ctx: OpContext) => handleRecover(core, req as RecoverRequest, ctx),
+    'release-hold': (req: unknown) => releaseHold(core, (req as ReleaseHoldRequest).app),
+    prune: async (req: unknown) => {
+      const r = req as PruneRequest;
+      if (!core.config.apps[r.app]) throw new StewardError('UNKNOWN_APP', `app ${r.app} is not in the host config`);
+      const held = core.locks.acquire(r.app, { attemptId: 'prune', op: 'prune', phase: 'prune', startedAt: core.clock.now() });
+      try {
+        return { app: r.app, removed: await pruneReleases(core, r.app, r.keep) };
+      } finally {
+        held.release();
+      }
+    },
+  };
+}

@@ -1,0 +1,159 @@
+import { Command } from 'commander';
+import { StewardError, toStewardError } from '../core/errors.js';
+import type { HostConfig } from '../core/config-schema.js';
+import { hostPaths, type HostPaths } from '../core/paths.js';
+import type { UpdateAnswer } from '../protocol/schemas.js';
+import { systemClock } from '../platform/clock.js';
+import { faultsFromEnv } from '../platform/faults.js';
+import { enableDefaultLogs, logger } from '../platform/log.js';
+import { acquireHelperLock, type HelperLock } from '../platform/lock.js';
+import { resolveRootPrefix } from '../platform/root-prefix.js';
+import { lookupGroup, lookupUser } from '../platform/users.js';
+import { AppLocks } from './app-locks.js';
+import { loadHostConfig } from './config.js';
+import { makeHandlers, type HelperCore } from './handlers.js';
+import { ensureLayout } from './layout.js';
+import { loadOrCreateHelperKey } from './receipts/helper-key.js';
+import { readNodeId } from './receipts/node-id.js';
+import { ReceiptStore } from './receipts/receipt-store.js';
+import { createProcessRunner } from './runners/process-runner.js';
+import type { RunAs } from './runners/runner.js';
+import { realStageIO } from './stage/real-stage-io.js';
+import { makeDispatch } from './server/dispatch.js';
+import { startApiServer, type ApiServer } from './server/api-server.js';
+import { openRunDir, prepareRunDir } from './server/bind-sockets.js';
+import { cleanStaleStaging } from './start-cleanup.js';
+import { Attempts } from './update/attempts.js';
+import { ensureRunning } from './update/first-pass.js';
+import { probeRelease } from './update/probe.js';
+import { recoverApp } from './update/recover.js';
+
+const log = logger('helper:main');
+
+// steward-helper [--root DIR] [--config FILE]: the root helper, in the foreground.
+export async function main(argv: string[]): Promise<number> {
+  enableDefaultLogs();
+  const program = new Command('steward-helper')
+    .option('--root <dir>', 'root prefix of the host layout (tests, demos)')
+    .option('--config <file>', 'host config (default <root>/etc/steward/steward.json)')
+    .exitOverride();
+  try {
+    program.parse(argv, { from: 'user' });
+  } catch {
+    return 2;
+  }
+  const opts = program.opts<{ root?: string; config?: string }>();
+  const isRoot = process.getuid?.() === 0;
+  let lock: HelperLock | null = null;
+  const servers: ApiServer[] = [];
+  try {
+    const root = await resolveRootPrefix({ flag: opts.root, env: process.env.STEWARD_ROOT, isRoot });
+    const paths = hostPaths(root);
+    const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts });
+    if (!isRoot) log("not running as root: apps run as this helper's own user (uid %d)", process.getuid?.() ?? -1);
+
+    // 1. One helper per root.
+    await prepareRunDir(paths.runDir);
+    lock = await acquireHelperLock(paths.helperLock, {
+      onCompromised: (err) => {
+        // Another helper owns this root now; two would corrupt the journal. Stop at once.
+        process.stderr.write(`steward-helper: helper.lock compromised (${err.message}); exiting\n`);
+        process.exit(1);
+      },
+    });
+    await ensureLayout(paths);
+    const core = await buildCore(paths, config, isRoot);
+
+    // Sockets answer at once; mutating requests get RECOVERING until the start is done.
+    let recovering = true;
+    core.recovering = () => recovering;
+    const dispatch = makeDispatch(makeHandlers(core), { recovering: core.recovering });
+    servers.push(await startApiServer({ socketPath: paths.adminSock, kind: 'admin', settings: config.api, dispatch, log }));
+    servers.push(await startApiServer({ socketPath: paths.helperSock, kind: 'helper', settings: config.api, dispatch, log }));
+    await openRunDir(paths.runDir);
+
+    // 2. For each app: validate and recover the journal, re-emit a missing receipt, run the
+    // first pass, clean staging. One app's trouble never stops the others.
+    for (const app of Object.keys(config.apps).sort()) {
+      try {
+        const r = await recoverApp(core, app);
+        if (r.action !== 'none') log('start app=%s %s', app, JSON.stringify(r));
+        await ensureRunning(core, app);
+        await cleanStaleStaging(paths, app);
+      } catch (err) {
+        log('start of app=%s failed: %s', app, (err as Error).message);
+      }
+    }
+    recovering = false;
+    log('ready root=%s pid=%d apps=%s', root || '/', process.pid, Object.keys(config.apps).join(',') || '(none)');
+
+    await new Promise<void>((resolve) => {
+      const stop = (sig: string) => {
+        log('stopping on %s (apps keep running)', sig);
+        resolve();
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+    return 0;
+  } catch (err) {
+    const e = err instanceof StewardError ? err : toStewardError(err, 'INTERNAL');
+    process.stderr.write(`steward-helper: ${e.code}: ${e.message}\n`);
+    return 1;
+  } finally {
+    for (const s of servers) await s.close().catch(() => {});
+    await lock?.release().catch(() => {});
+  }
+}
+
+const accounts = {
+  user: async (n: string) => {
+    const u = await lookupUser(n);
+    return u && { name: u.name, id: u.uid };
+  },
+  group: async (n: string) => {
+    const g = await lookupGroup(n);
+    return g && { name: g.name, id: g.gid };
+  },
+};
+
+// Builds the real adapters of one helper.
+async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean): Promise<HelperCore> {
+  const key = await loadOrCreateHelperKey(paths);
+  const receiptStore = new ReceiptStore({
+    paths,
+    clock: systemClock,
+    signer: { privateKey: key.privateKey, keyId: key.keyId },
+    nodeId: () => readNodeId(paths),
+  });
+  return {
+    paths,
+    config,
+    clock: systemClock,
+    io: realStageIO,
+    runner: createProcessRunner({ clock: systemClock, isRoot }),
+    receipts: receiptStore,
+    receiptStore,
+    faults: faultsFromEnv(process.env, paths.root),
+    locks: new AppLocks(),
+    probe: probeRelease,
+    runAs: (app) => runAsFor(config, app, isRoot),
+    blockedInMemory: new Map(),
+    stopTimeoutMs: 10_000,
+    attempts: new Attempts<UpdateAnswer>(),
+    startedAt: systemClock.now(),
+    recovering: () => true,
+  };
+}
+
+// The account a process app runs as: its configured user and group as root, else the helper's.
+async function runAsFor(config: HostConfig, app: string, isRoot: boolean): Promise<RunAs | null> {
+  const cfg = config.apps[app];
+  if (!isRoot || !cfg || cfg.runner !== 'process' || !cfg.user || !cfg.group) return null;
+  const u = await lookupUser(cfg.user);
+  const g = await lookupGroup(cfg.group);
+  if (!u || !g || u.uid === 0 || g.gid === 0) {
+    throw new StewardError('CONFIG_INVALID', `apps.${app}: user ${cfg.user} / group ${cfg.group} cannot run the app`);
+  }
+  return { name: u.name, uid: u.uid, gid: g.gid, home: u.home };
+}

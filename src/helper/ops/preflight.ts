@@ -1,0 +1,26 @@
+import { StewardError } from '../../core/errors.js';
+import type { AppState } from '../../core/state-schemas.js';
+import type { SocketKind } from '../../protocol/schemas.js';
+import { readAppState } from '../state/app-state.js';
+import type { UpdateContext } from '../update/context.js';
+
+// The refusals every version- or run-state-changing request meets first (DESIGN §4):
+// RECOVERING while the helper starts, BLOCKED, and HELD for helper.sock callers.
+export async function preflight(
+  ctx: UpdateContext & { recovering: () => boolean },
+  app: string,
+  kind: SocketKind,
+  opts: { allowBlocked?: boolean } = {},
+): Promise<AppState> {
+  if (!ctx.config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  if (ctx.recovering()) throw new StewardError('RECOVERING', 'the helper is recovering interrupted updates; try again shortly');
+  const state = await readAppState(ctx.paths, app);
+  const blocked = ctx.blockedInMemory.get(app) ?? state.blocked;
+  if (blocked && !opts.allowBlocked) {
+    throw new StewardError('BLOCKED', `${app} is blocked (${blocked.reason}${blocked.message ? ': ' + blocked.message : ''}); \`agentctl recover ${app}\``);
+  }
+  if (state.hold && kind === 'helper') {
+    throw new StewardError('HELD', `${app} is held by ${state.hold.by} since ${new Date(state.hold.at).toISOString()} (${state.hold.reason})`);
+  }
+  return state;
+}

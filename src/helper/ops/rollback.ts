@@ -1,0 +1,50 @@
+import { StewardError } from '../../core/errors.js';
+import type { AcceptedAnswer, RecoverRequest, RollbackRequest, UpdateAnswer } from '../../protocol/schemas.js';
+import type { OpContext } from '../server/api-server.js';
+import { readCurrent, readMarker } from '../release-store.js';
+import { readAppState, writeAppState } from '../state/app-state.js';
+import { activate } from '../update/activate.js';
+import { answerOf } from './answer.js';
+import { setHold } from './hold.js';
+import { runTransaction, type TransactionCore } from './run-transaction.js';
+
+async function requireStaged(core: TransactionCore, app: string, version: string): Promise<void> {
+  if (!(await readMarker(core.paths, app, version))) {
+    throw new StewardError('RELEASE_INVALID', `${app} ${version} is not staged with a valid marker (\`agentctl releases ${app}\`)`);
+  }
+}
+
+// `rollback`: activates `previous` (or, on admin.sock, --to VERSION) through the same
+// transaction. Not a downgrade refusal: that tree was verified when it was staged.
+// It puts a hold on the app, so a control plane cannot undo it within a heartbeat.
+export async function handleRollback(core: TransactionCore, req: RollbackRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
+  const state = await readAppState(core.paths, req.app).catch(() => null);
+  const target = req.to ?? state?.previous ?? null;
+  return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
+    if (!target) throw new StewardError('RELEASE_INVALID', `${req.app} has no previous version to roll back to`);
+    await requireStaged(core, req.app, target);
+    const cur = await readCurrent(core.paths, req.app);
+    if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; \`agentctl recover ${req.app}\``);
+    if (cur.version === target) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is already current`);
+    await setHold(core, req.app, { by: req.by ?? (ctx.kind === 'admin' ? 'root (admin.sock)' : 'helper.sock'), reason: `rollback to ${target}` });
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: cur.version, targetVersion: target, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    return answerOf(r.journal, r.receipt);
+  });
+}
+
+// `recover` (admin.sock): a normal activation of VERSION (default: what `current` resolves
+// to) as a new attempt, allowed while the app is blocked; clears `blocked` once it ends.
+export async function handleRecover(core: TransactionCore, req: RecoverRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
+  const cur = await readCurrent(core.paths, req.app).catch(() => null);
+  const target = req.to ?? (cur?.state === 'valid' ? cur.version : null);
+  return runTransaction(core, { op: 'recover', app: req.app, attemptId: req.attemptId, targetVersion: target, allowBlocked: true }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
+    if (!target) throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; name one with --to VERSION`);
+    await requireStaged(core, req.app, target);
+    const from = cur?.state === 'valid' ? cur.version : null;
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: target, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    core.blockedInMemory.delete(req.app);
+    const state = await readAppState(core.paths, req.app);
+    if (state.blocked) await writeAppState(core.paths, req.app, { ...state, blocked: null });
+    return answerOf(r.journal, r.receipt);
+  });
+}

@@ -1,0 +1,84 @@
+import { StewardError } from '../../core/errors.js';
+import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
+import type { AppLocks } from '../app-locks.js';
+import type { OpContext } from '../server/api-server.js';
+import { newAttemptId } from '../stage/stage-release.js';
+import { readCurrent } from '../release-store.js';
+import type { Attempts, ProgressLine } from '../update/attempts.js';
+import type { UpdateContext } from '../update/context.js';
+import { answerFromReceipt, emitRefusal } from './answer.js';
+import { preflight } from './preflight.js';
+
+export interface TransactionCore extends UpdateContext {
+  attempts: Attempts<UpdateAnswer>;
+  recovering: () => boolean;
+  locks: AppLocks;
+}
+
+export interface TransactionRequest {
+  op: 'update' | 'rollback' | 'recover';
+  app: string;
+  attemptId?: string | undefined;
+  targetVersion: string | null;
+  noWait?: boolean | undefined;
+  allowBlocked?: boolean;
+}
+
+type Body = (ids: { attemptId: string; startedAt: number }, progress: (p: Omit<ProgressLine, 'attemptId'>) => void, accept: () => void) => Promise<UpdateAnswer>;
+
+// The frame every version-changing op shares (DESIGN §4): attach to a running attempt
+// with the same attemptId, answer a finished one from its receipt, refuse (with a refused
+// receipt when an attemptId was given), take the app's lock, and run `body` as an attempt
+// that no disconnect cancels.
+export async function runTransaction(
+  core: TransactionCore,
+  req: TransactionRequest,
+  ctx: OpContext,
+  body: Body,
+): Promise<UpdateAnswer | AcceptedAnswer> {
+  const relay = (p: ProgressLine) => ctx.progress(p);
+  if (req.attemptId) {
+    const live = core.attempts.get(req.attemptId);
+    if (live) {
+      if (live.app !== req.app) throw new StewardError('BAD_REQUEST', `attempt ${req.attemptId} belongs to app ${live.app}`);
+      return core.attempts.follow(live, relay);
+    }
+    const settled = await core.receipts.find(req.app, req.attemptId);
+    if (settled) return answerFromReceipt(settled);
+  }
+  const attemptId = req.attemptId ?? newAttemptId(core.clock.now());
+  const startedAt = core.clock.now();
+  const cur = await readCurrent(core.paths, req.app).catch(() => null);
+  const refusal = { app: req.app, attemptId: req.attemptId, targetVersion: req.targetVersion, fromVersion: cur?.state === 'valid' ? cur.version : null, startedAt };
+  let lock;
+  try {
+    await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
+    lock = core.locks.acquire(req.app, { attemptId, op: req.op, phase: 'checks', startedAt });
+  } catch (err) {
+    return emitRefusal(core, err, refusal);
+  }
+  const held = lock;
+  const entry = core.attempts.start(attemptId, req.app, async (progress, accept) => {
+    try {
+      return await body(
+        { attemptId, startedAt },
+        (p) => {
+          held.work.phase = p.phase;
+          progress(p);
+        },
+        accept,
+      );
+    } catch (err) {
+      return emitRefusal(core, err, refusal);
+    } finally {
+      held.release();
+    }
+  });
+  if (req.noWait) {
+    const accepted = entry.accepted.then((): AcceptedAnswer => ({ attemptId, app: req.app, accepted: true }));
+    return Promise.race([accepted, core.attempts.follow(entry, relay)]);
+  }
+  return core.attempts.follow(entry, relay);
+}
+
+export type { SocketKind };

@@ -1,0 +1,65 @@
+import { StewardError } from '../../core/errors.js';
+import type { AcceptedAnswer, UpdateAnswer, UpdateRequest } from '../../protocol/schemas.js';
+import type { OpContext } from '../server/api-server.js';
+import { readCurrent } from '../release-store.js';
+import { stageRelease } from '../stage/stage-release.js';
+import { activate } from '../update/activate.js';
+import { readJournal } from '../update/journal.js';
+import { answerOf } from './answer.js';
+import { setHold } from './hold.js';
+import { runTransaction, type TransactionCore } from './run-transaction.js';
+
+// `update`: stage (or reuse) the release, then activate it through the transaction.
+// A request for the version `current` already runs answers ALREADY_ACTIVE with a receipt.
+export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
+  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
+    const staged = await stageRelease(core, {
+      kind: ctx.kind,
+      app: req.app,
+      version: req.version,
+      attemptId,
+      manifest: req.manifest,
+      integrity: req.integrity,
+      path: req.path,
+      upload: ctx.upload ? { stream: ctx.upload, size: ctx.uploadSize } : null,
+      allowUnsigned: req.allowUnsigned,
+      allowDowngrade: req.allowDowngrade,
+      force: req.force,
+      progress: (phase, bytes, total) => progress({ phase, ...(bytes !== undefined ? { bytes } : {}), ...(total !== undefined ? { total } : {}) }),
+    });
+    const cur = await readCurrent(core.paths, req.app);
+    if (cur.state === 'invalid') {
+      throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);
+    }
+    if (ctx.kind === 'admin') await setHold(core, req.app, { by: req.by ?? 'root (admin.sock)', reason: `update to ${req.version}` });
+    const from = cur.state === 'valid' ? cur.version : null;
+    if (from === req.version) {
+      const j = await readJournal(core.paths, req.app);
+      if (j.state !== 'ok' || j.journal.outcome === 'active' || j.journal.targetVersion !== from) {
+        accept();
+        const receipt = await core.receipts.emit({
+          app: req.app,
+          attemptId,
+          fromVersion: from,
+          targetVersion: req.version,
+          integrity: staged.tarballIntegrity,
+          outcome: 'active',
+          startedAt,
+          updatedAt: core.clock.now(),
+          reason: { code: 'ALREADY_ACTIVE', message: `${req.app} ${req.version} is already active` },
+        });
+        return {
+          attemptId,
+          app: req.app,
+          outcome: 'active',
+          fromVersion: from,
+          targetVersion: req.version,
+          reason: receipt.payload.reason ?? { code: 'ALREADY_ACTIVE', message: '' },
+          receipt: receipt.envelope,
+        };
+      }
+    }
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    return answerOf(r.journal, r.receipt);
+  });
+}

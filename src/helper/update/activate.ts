@@ -1,0 +1,246 @@
+import { StewardError, truncateUtf8 } from '../../core/errors.js';
+import { JOURNAL_SCHEMA_VERSION, type Journal } from '../../core/journal-schema.js';
+import { nextQuarantine } from '../../core/quarantine.js';
+import type { AppState } from '../../core/state-schemas.js';
+import { compareVersions } from '../../core/version.js';
+import { logger } from '../../platform/log.js';
+import { readMarker } from '../release-store.js';
+import { readRunRecord } from '../runners/run-record.js';
+import type { StartedProcess } from '../runners/runner.js';
+import { readAppState, writeAppState } from '../state/app-state.js';
+import { probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
+import type { StoredReceipt, UpdateContext } from './context.js';
+import { writeJournal } from './journal.js';
+import { keepFailedLog } from './keep-failed-log.js';
+import { pruneReleases } from './prune.js';
+import { pointCurrent, removeCurrent } from './swap.js';
+
+const log = logger('helper:update');
+
+export interface ActivateInput {
+  app: string;
+  attemptId: string;
+  fromVersion: string | null;
+  targetVersion: string;
+  startedAt: number;
+  progress: (phase: string) => void;
+  // Resolves once journal{activating} is durable (for --no-wait).
+  onAccepted?: () => void;
+}
+
+export interface ActivateResult {
+  journal: Journal;
+  receipt: StoredReceipt | null;
+}
+
+function reasonOf(code: string, message: string) {
+  return { code, message: truncateUtf8(message, 512) };
+}
+
+// The update transaction of DESIGN §4 from the journal on: stop old, swap, start new,
+// probe; on success state, journal{active}, receipt, prune; on failure stop new, swap
+// back, start old, probe old, quarantine, journal{rolled-back|failed}, receipt.
+// The caller holds the app's lock and has checked the preconditions.
+export async function activate(ctx: UpdateContext, input: ActivateInput): Promise<ActivateResult> {
+  const { app, attemptId, fromVersion: from, targetVersion: target } = input;
+  const { paths, faults, clock } = ctx;
+  const marker = await readMarker(paths, app, target);
+  if (!marker) throw new StewardError('RELEASE_INVALID', `${app} ${target} is not staged with a valid marker`);
+  const targetRelease = await readReleaseOf(ctx, app, target);
+  const state0 = await readAppState(paths, app);
+
+  const journal: Journal = {
+    schemaVersion: JOURNAL_SCHEMA_VERSION,
+    attemptId,
+    app,
+    fromVersion: from,
+    targetVersion: target,
+    integrity: marker.tarballIntegrity,
+    outcome: 'activating',
+    startedAt: input.startedAt,
+    updatedAt: clock.now(),
+  };
+  try {
+    await writeJournal(paths, journal);
+  } catch (err) {
+    // Nothing has changed yet: this is a refusal.
+    const code = (err as NodeJS.ErrnoException).code === 'ENOSPC' ? 'DISK_FULL' : 'IO_ERROR';
+    throw new StewardError(code, `${app}: could not write the journal: ${(err as Error).message}`, { cause: err });
+  }
+  input.onAccepted?.();
+  faults.hit('after-journal-activating');
+
+  let verdict: Verdict;
+  try {
+    input.progress('stop-old');
+    await stopApp(ctx, app);
+    faults.hit('after-stop-old');
+    input.progress('swap');
+    await pointCurrent(paths, app, target, faults, 'forward');
+    input.progress('start');
+    verdict = await startAndProbe(ctx, app, target, targetRelease, {
+      afterStart: () => faults.hit('after-start-new'),
+      onProbe: () => faults.hit('during-probe'),
+    });
+  } catch (err) {
+    // Any failure on the way forward is a failed activation: undo it like a failed probe.
+    verdict = { ok: false, reason: `the activation failed: ${(err as Error).message}` };
+  }
+
+  if (verdict.ok) {
+    const highest = state0.highestActive && compareVersions(state0.highestActive, target) > 0 ? state0.highestActive : target;
+    const { [target]: _cleared, ...quarantine } = state0.quarantine;
+    const done: Journal = { ...journal, outcome: 'active', updatedAt: clock.now() };
+    try {
+      // Highest active version and previous are durable before the journal says active.
+      faults.write('verdict');
+      await writeAppState(paths, app, { ...state0, previous: from ?? state0.previous, highestActive: highest, quarantine });
+      await writeJournal(paths, done);
+    } catch (err) {
+      verdict = { ok: false, reason: `the verdict could not be written: ${(err as Error).message}` };
+    }
+    if (verdict.ok) {
+      faults.hit('after-verdict-before-receipt');
+      const receipt = await emitFor(ctx, done);
+      faults.hit('after-receipt-before-prune');
+      await pruneReleases(ctx, app).catch((err) => log('prune failed app=%s: %s', app, (err as Error).message));
+      return { journal: done, receipt };
+    }
+  }
+
+  try {
+    return await undoActivation(ctx, input, journal, state0, verdict.reason);
+  } catch (err) {
+    if (err instanceof StewardError && err.code === 'DISK_FULL') throw err;
+    // The way back failed too: the journal still says `activating`; block the app so that
+    // nothing else touches it until the next start recovers it (or an operator does).
+    await blockApp(ctx, app, state0, 'ACTIVATION_INTERRUPTED', `the rollback of ${attemptId} failed: ${(err as Error).message}`);
+    throw new StewardError('IO_ERROR', `${app}: ${verdict.reason}; and the rollback failed: ${(err as Error).message}; the app is blocked`, {
+      cause: err,
+      details: { attemptId },
+    });
+  }
+}
+
+// The failure path: stop the new version, swap back, start and probe the old one, record
+// the blame and the outcome, and emit the receipt.
+async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal: Journal, state0: AppState, why: string): Promise<ActivateResult> {
+  const { app, attemptId, fromVersion: from, targetVersion: target } = input;
+  const { paths, faults, clock } = ctx;
+  const verdict = { reason: why };
+  // The new version failed: stop it before the old one starts, so it cannot hold a port.
+  const record = await readRunRecord(paths, app).catch(() => null);
+  const logFile = await keepFailedLog(paths, app, attemptId, record?.logOffset ?? 0);
+  input.progress('stop-new');
+  await stopApp(ctx, app);
+  let outcome: Journal['outcome'];
+  let reason;
+  let rollbackHealthy: boolean | undefined;
+  let blame: boolean;
+  if (from) {
+    input.progress('swap-back');
+    await pointCurrent(paths, app, from, faults, 'back');
+    input.progress('start-old');
+    const old = await startAndProbe(ctx, app, from, await readReleaseOf(ctx, app, from), {});
+    rollbackHealthy = old.ok;
+    blame = old.ok;
+    outcome = old.ok ? 'rolled-back' : 'failed';
+    reason = old.ok
+      ? reasonOf('REPLACEMENT_UNHEALTHY', `${app} ${target}: ${verdict.reason}; rolled back to ${from}`)
+      : reasonOf('ROLLBACK_UNHEALTHY', `${app} ${target}: ${verdict.reason}; ${from} failed too: ${old.reason}`);
+  } else {
+    // A failed first install leaves no `current` behind.
+    await removeCurrent(paths, app);
+    blame = false;
+    outcome = 'failed';
+    reason = reasonOf('REPLACEMENT_UNHEALTHY', `${app} ${target}: ${verdict.reason}; first install, nothing to roll back to`);
+  }
+  const policy = ctx.config.apps[app]?.quarantine ?? { baseMs: 300_000, capMs: 86_400_000 };
+  const q = nextQuarantine(state0, target, policy, clock.now(), blame);
+  const ended: Journal = {
+    ...journal,
+    outcome,
+    updatedAt: clock.now(),
+    retryAfter: q.retryAfter,
+    ...(rollbackHealthy !== undefined ? { rollbackHealthy } : {}),
+    reason,
+    ...(logFile ? { logFile } : {}),
+  };
+  try {
+    faults.write('rollback-verdict');
+    await writeAppState(paths, app, { ...state0, quarantine: { ...state0.quarantine, [target]: q } });
+    await writeJournal(paths, ended);
+  } catch (err) {
+    // Neither verdict is durable: block the app; the journal still says `activating`, so the
+    // next start recovers it.
+    await blockApp(ctx, app, state0, 'DISK_FULL', `the verdict of ${attemptId} could not be written: ${(err as Error).message}`);
+    throw new StewardError('DISK_FULL', `${app}: the outcome (${outcome}) could not be recorded; the app is blocked until the helper restarts and recovers it`, {
+      cause: err,
+      details: { attemptId },
+    });
+  }
+  const receipt = await emitFor(ctx, ended);
+  return { journal: ended, receipt };
+}
+
+type Verdict = { ok: true } | { ok: false; reason: string };
+
+async function startAndProbe(
+  ctx: UpdateContext,
+  app: string,
+  version: string,
+  release: Awaited<ReturnType<typeof readReleaseOf>>,
+  hooks: { afterStart?: () => void; onProbe?: () => void },
+): Promise<Verdict> {
+  let proc: StartedProcess;
+  try {
+    proc = await startVersion(ctx, app, version);
+  } catch (err) {
+    return { ok: false, reason: `it did not start: ${(err as Error).message}` };
+  }
+  hooks.afterStart?.();
+  let first = true;
+  return ctx.probe(probeSpecOf(release), {
+    clock: ctx.clock,
+    isAlive: () => {
+      if (first) {
+        first = false;
+        hooks.onProbe?.();
+      }
+      return ctx.runner.isAlive(proc.identity);
+    },
+  });
+}
+
+// Records `blocked` in state, or in memory when even that cannot be written.
+export async function blockApp(ctx: UpdateContext, app: string, state: AppState, reason: string, message: string): Promise<void> {
+  const blocked = { reason, message: truncateUtf8(message, 512), since: ctx.clock.now() };
+  ctx.blockedInMemory.set(app, blocked);
+  await writeAppState(ctx.paths, app, { ...state, blocked }).catch((err) =>
+    log('could not persist blocked app=%s: %s', app, (err as Error).message),
+  );
+}
+
+// Emits the receipt of a terminal journal; a failure to write it is logged, not fatal:
+// the helper re-emits missing receipts at its next start.
+export async function emitFor(ctx: UpdateContext, j: Journal): Promise<StoredReceipt | null> {
+  try {
+    return await ctx.receipts.emit({
+      app: j.app,
+      attemptId: j.attemptId,
+      fromVersion: j.fromVersion,
+      targetVersion: j.targetVersion,
+      integrity: j.integrity,
+      outcome: j.outcome as 'active' | 'rolled-back' | 'failed',
+      startedAt: j.startedAt,
+      updatedAt: j.updatedAt,
+      ...(j.retryAfter !== undefined ? { retryAfter: j.retryAfter } : {}),
+      ...(j.rollbackHealthy !== undefined ? { rollbackHealthy: j.rollbackHealthy } : {}),
+      ...(j.reason ? { reason: j.reason } : {}),
+      ...(j.logFile ? { logFile: j.logFile } : {}),
+    });
+  } catch (err) {
+    log('receipt not written app=%s attempt=%s: %s (re-emitted at the next start)', j.app, j.attemptId, (err as Error).message);
+    return null;
+  }
+}

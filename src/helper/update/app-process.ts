@@ -1,0 +1,81 @@
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { StewardError } from '../../core/errors.js';
+import { appLogFile, versionDir } from '../../core/paths.js';
+import type { ReleaseFile } from '../../core/release-schemas.js';
+import { logger } from '../../platform/log.js';
+import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
+import type { StartedProcess } from '../runners/runner.js';
+import { checkReleaseFile } from '../stage/check-release-file.js';
+import type { UpdateContext } from './context.js';
+import type { ProbeSpec } from './probe.js';
+import { findAppProcesses } from './find-app-processes.js';
+
+const log = logger('helper:update');
+
+// The release file of a staged version (checked again: it is read as root).
+export async function readReleaseOf(ctx: UpdateContext, app: string, version: string): Promise<ReleaseFile> {
+  const appConfig = ctx.config.apps[app];
+  if (!appConfig) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  return checkReleaseFile(versionDir(ctx.paths, app, version), { app, version, appConfig });
+}
+
+// The probe of a release: its health block, or "stays up for 5 s" without one.
+export function probeSpecOf(rf: ReleaseFile): ProbeSpec {
+  const h = rf.health;
+  if (!h) return { timeoutMs: 0, stableMs: 5000 };
+  return { ...(h.http ? { http: h.http } : {}), ...(h.tcp ? { tcp: h.tcp } : {}), timeoutMs: h.timeoutMs, stableMs: h.stableMs };
+}
+
+// Starts `version` of the app from its resolved tree and records the process.
+export async function startVersion(ctx: UpdateContext, app: string, version: string): Promise<StartedProcess> {
+  const rf = await readReleaseOf(ctx, app, version);
+  if (!rf.start) throw new StewardError('RELEASE_INVALID', `${app} ${version} has no start command`);
+  const logFile = appLogFile(ctx.paths, app);
+  const logOffset = await fsp.stat(logFile).then((s) => s.size, () => 0);
+  const proc = await ctx.runner.start({
+    app,
+    version,
+    cwd: versionDir(ctx.paths, app, version),
+    command: rf.start.command,
+    env: rf.start.env,
+    runAs: await ctx.runAs(app),
+    logFile,
+    stateDir: path.join(ctx.paths.appStateRoot, app),
+  });
+  await writeRunRecord(ctx.paths, {
+    schemaVersion: 1,
+    app,
+    expected: 'running',
+    version,
+    process: proc.identity,
+    startedAt: proc.startedAt,
+    logOffset,
+  });
+  log('started app=%s version=%s pid=%d', app, version, proc.identity.pid);
+  return proc;
+}
+
+// Stops every process of the app: the recorded one, and any process still running from
+// the app's release trees (one a crash left unrecorded between spawn and record).
+// The record says `stopped` before anything is signalled.
+export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
+  const rec = await readRunRecord(ctx.paths, app).catch(() => null);
+  await writeRunRecord(ctx.paths, {
+    schemaVersion: 1,
+    app,
+    expected: 'stopped',
+    version: rec?.version ?? null,
+    process: rec?.process ?? null,
+    startedAt: rec?.startedAt ?? null,
+    ...(rec?.logOffset !== undefined ? { logOffset: rec.logOffset } : {}),
+  });
+  const cfg = ctx.config.apps[app];
+  const timeoutMs = cfg?.runner === 'process' ? cfg.stopTimeoutMs : ctx.stopTimeoutMs;
+  if (rec?.process) await ctx.runner.stop(rec.process, { timeoutMs });
+  for (const orphan of await findAppProcesses(ctx.paths, app)) {
+    log('stopping unrecorded process app=%s pid=%d', app, orphan.pid);
+    await ctx.runner.stop(orphan, { timeoutMs });
+  }
+  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null });
+}

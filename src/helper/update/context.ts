@@ -1,0 +1,35 @@
+import type { HostConfig } from '../../core/config-schema.js';
+import type { HostPaths } from '../../core/paths.js';
+import type { ReceiptInput, StoredReceipt } from '../receipts/receipt-store.js';
+import type { Clock } from '../../platform/clock.js';
+import type { Faults } from '../../platform/faults.js';
+import type { AppLocks } from '../app-locks.js';
+import type { AppRunner, RunAs } from '../runners/runner.js';
+import type { StageIO } from '../stage/stage-io.js';
+import type { ProbeResult, ProbeSpec } from './probe.js';
+
+// Where receipts go: seq allocated and durable under one lock; idempotent per attempt.
+export interface ReceiptSink {
+  emit(input: ReceiptInput): Promise<StoredReceipt>;
+  find(app: string, attemptId: string): Promise<StoredReceipt | null>;
+}
+
+export type { ReceiptInput, StoredReceipt };
+
+// Everything the update transaction touches, built once by the helper's main.
+export interface UpdateContext {
+  paths: HostPaths;
+  config: HostConfig;
+  clock: Clock;
+  io: StageIO;
+  runner: AppRunner;
+  receipts: ReceiptSink;
+  faults: Faults;
+  locks: AppLocks;
+  probe: (spec: ProbeSpec, opts: { clock: Clock; isAlive: () => Promise<boolean>; signal?: AbortSignal }) => Promise<ProbeResult>;
+  // The account a process app runs as; null means the helper's own user.
+  runAs: (app: string) => Promise<RunAs | null>;
+  // Apps blocked in memory because even `blocked` could not be written (a full disk).
+  blockedInMemory: Map<string, { reason: string; message: string; since: number }>;
+  stopTimeoutMs: number;
+}

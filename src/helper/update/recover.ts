@@ -1,0 +1,111 @@
+import { truncateUtf8 } from '../../core/errors.js';
+import { isTerminal, type Journal } from '../../core/journal-schema.js';
+import { logger } from '../../platform/log.js';
+import { readMarker } from '../release-store.js';
+import { readAppState, writeAppState } from '../state/app-state.js';
+import { probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
+import { blockApp, emitFor } from './activate.js';
+import type { UpdateContext } from './context.js';
+import { readJournal, writeJournal } from './journal.js';
+import { pointCurrent, removeCurrent, removeStrayCurrentLinks } from './swap.js';
+
+const log = logger('helper:recover');
+
+// Blocks that mean "an activation was left without a durable verdict": recovery resolves them.
+const BLOCKS_CLEARED_BY_RECOVERY = new Set(['DISK_FULL', 'ACTIVATION_INTERRUPTED']);
+
+export type RecoveryOutcome =
+  | { app: string; action: 'none' }
+  | { app: string; action: 'blocked'; reason: string; message: string }
+  | { app: string; action: 'recovered'; journal: Journal }
+  | { app: string; action: 'receipt-reemitted'; attemptId: string };
+
+// At the helper's start (DESIGN §4), for one app: validate the journal; recover an
+// interrupted activation; re-emit the receipt of a terminal journal whose receipt is missing.
+export async function recoverApp(ctx: UpdateContext, app: string): Promise<RecoveryOutcome> {
+  await removeStrayCurrentLinks(ctx.paths, app);
+  const read = await readJournal(ctx.paths, app);
+  if (read.state === 'absent') return { app, action: 'none' };
+  if (read.state === 'invalid') {
+    // Never rewritten until `agentctl recover`: the operator must look at it.
+    const state = await readAppState(ctx.paths, app).catch(() => null);
+    if (state) await blockApp(ctx, app, state, 'JOURNAL_INVALID', read.why);
+    else ctx.blockedInMemory.set(app, { reason: 'JOURNAL_INVALID', message: truncateUtf8(read.why, 512), since: ctx.clock.now() });
+    return { app, action: 'blocked', reason: 'JOURNAL_INVALID', message: read.why };
+  }
+  const j = read.journal;
+  if (isTerminal(j.outcome)) {
+    if (await ctx.receipts.find(app, j.attemptId)) return { app, action: 'none' };
+    await emitFor(ctx, j);
+    log('re-emitted receipt app=%s attempt=%s', app, j.attemptId);
+    return { app, action: 'receipt-reemitted', attemptId: j.attemptId };
+  }
+  return recoverInterrupted(ctx, j);
+}
+
+// An activation whose verdict never became durable: stop every process of the app, point
+// `current` back at fromVersion (or remove it after a first install), start and probe it,
+// and record rolled-back (ACTIVATION_INTERRUPTED) or failed. A missing or invalid previous
+// tree blocks the app.
+async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<RecoveryOutcome> {
+  const { app } = j;
+  log('recovering app=%s attempt=%s from=%s target=%s', app, j.attemptId, j.fromVersion, j.targetVersion);
+  await stopApp(ctx, app);
+  let ended: Journal;
+  if (j.fromVersion === null) {
+    await removeCurrent(ctx.paths, app);
+    ended = {
+      ...j,
+      outcome: 'failed',
+      updatedAt: ctx.clock.now(),
+      reason: { code: 'ACTIVATION_INTERRUPTED', message: `${app} ${j.targetVersion}: the first install was interrupted; nothing is installed` },
+    };
+  } else {
+    const marker = await readMarker(ctx.paths, app, j.fromVersion);
+    if (!marker) {
+      const message = `${app}: the activation of ${j.targetVersion} was interrupted and ${j.fromVersion} is missing or invalid`;
+      const state = await readAppState(ctx.paths, app);
+      await blockApp(ctx, app, state, 'RELEASE_INVALID', message);
+      return { app, action: 'blocked', reason: 'RELEASE_INVALID', message };
+    }
+    await pointCurrent(ctx.paths, app, j.fromVersion, ctx.faults, 'back');
+    let healthy: boolean;
+    let why = '';
+    try {
+      const rf = await readReleaseOf(ctx, app, j.fromVersion);
+      const proc = await startVersion(ctx, app, j.fromVersion);
+      const r = await ctx.probe(probeSpecOf(rf), { clock: ctx.clock, isAlive: () => ctx.runner.isAlive(proc.identity) });
+      healthy = r.ok;
+      if (!r.ok) why = r.reason;
+    } catch (err) {
+      healthy = false;
+      why = (err as Error).message;
+    }
+    ended = {
+      ...j,
+      outcome: healthy ? 'rolled-back' : 'failed',
+      updatedAt: ctx.clock.now(),
+      rollbackHealthy: healthy,
+      reason: healthy
+        ? { code: 'ACTIVATION_INTERRUPTED', message: `${app}: the activation of ${j.targetVersion} was interrupted; back on ${j.fromVersion}` }
+        : {
+            code: 'ROLLBACK_UNHEALTHY',
+            message: truncateUtf8(`${app}: the activation of ${j.targetVersion} was interrupted and ${j.fromVersion} is unhealthy: ${why}`, 512),
+          },
+    };
+  }
+  try {
+    await writeJournal(ctx.paths, ended);
+  } catch (err) {
+    const state = await readAppState(ctx.paths, app).catch(() => null);
+    if (state) await blockApp(ctx, app, state, 'DISK_FULL', `recovery verdict not written: ${(err as Error).message}`);
+    return { app, action: 'blocked', reason: 'DISK_FULL', message: (err as Error).message };
+  }
+  // A block that only stood for "the verdict could not be written" ends with this verdict.
+  const state = await readAppState(ctx.paths, app).catch(() => null);
+  if (state?.blocked && BLOCKS_CLEARED_BY_RECOVERY.has(state.blocked.reason)) {
+    await writeAppState(ctx.paths, app, { ...state, blocked: null }).catch((err) => log('could not clear blocked app=%s: %s', app, (err as Error).message));
+  }
+  await emitFor(ctx, ended);
+  return { app, action: 'recovered', journal: ended };
+}

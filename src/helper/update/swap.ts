@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { appDir, currentLink, type HostPaths } from '../../core/paths.js';
+import { fsyncDir } from '../../platform/fs-atomic.js';
+import type { Faults } from '../../platform/faults.js';
+
+// Points `current` at versions/<version> with the atomic symlink swap (DESIGN §2):
+// symlink to a temp name, rename over `current`, fsync the app folder. Never unlink-then-create.
+export async function pointCurrent(paths: HostPaths, app: string, version: string, faults: Faults, direction: 'forward' | 'back'): Promise<void> {
+  const dir = appDir(paths, app);
+  const tmp = path.join(dir, `.current.${randomBytes(6).toString('hex')}`);
+  await fsp.symlink(`versions/${version}`, tmp);
+  faults.hit(direction === 'forward' ? 'after-symlink-before-rename' : 'during-swap-back');
+  try {
+    await fsp.rename(tmp, currentLink(paths, app));
+  } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+  if (direction === 'forward') faults.hit('after-rename-before-fsync');
+  // The rename is only durable once the folder holding `current` is fsynced.
+  await fsyncDir(dir);
+}
+
+// Removes `current` (a failed first install), durably.
+export async function removeCurrent(paths: HostPaths, app: string): Promise<void> {
+  await fsp.rm(currentLink(paths, app), { force: true });
+  await fsyncDir(appDir(paths, app));
+}
+
+// Removes temp links a crash left between symlink() and rename().
+export async function removeStrayCurrentLinks(paths: HostPaths, app: string): Promise<void> {
+  const dir = appDir(paths, app);
+  for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+    if (name.startsWith('.current.')) await fsp.rm(path.join(dir, name), { force: true });
+  }
+}
