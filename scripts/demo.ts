@@ -4,11 +4,12 @@
 // the receipts are verified, and a helper killed during an activation recovers at restart.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { removeTree } from '../src/platform/fs-atomic.js';
 import { generateKeyPair, parsePrivateKey, signEnvelope, DOMAINS } from '../src/platform/keys.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -178,7 +179,8 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     if (helper && helper.exitCode === null) helper.kill('SIGKILL');
-    rmSync(base, { recursive: true, force: true });
+    // Release trees are read-only; removeTree opens them first when not root.
+    await removeTree(base);
   }
 }
 
