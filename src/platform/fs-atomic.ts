@@ -17,13 +17,17 @@ function tmpName(target: string, kind: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.${kind}`);
 }
 
-// Atomic file replace (DESIGN §2): a fresh temp file opened with O_EXCL|O_NOFOLLOW
-// and the final mode, written, fsynced, renamed over the target, then the folder fsynced.
-export async function writeFileAtomic(target: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+// Atomic file replace (DESIGN §2): a fresh temp file opened with O_EXCL|O_NOFOLLOW, its mode
+// (and optionally its group) set through the fd so no umask or race on the name can change
+// them, written, fsynced, renamed over the target, then the folder fsynced.
+export async function writeFileAtomic(target: string, data: string | Uint8Array, mode = 0o600, opts: { gid?: number | null } = {}): Promise<void> {
   const tmp = tmpName(target, 'tmp');
   const fh = await fsp.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, mode);
   let renamed = false;
   try {
+    // fchown/fchmod on the fd, never by path: the name could be swapped under us.
+    if (opts.gid !== undefined && opts.gid !== null) await fh.chown(process.geteuid?.() ?? 0, opts.gid);
+    await fh.chmod(mode);
     await fh.writeFile(data);
     // The data must be on disk before the rename can make it visible under the real name.
     await fh.sync();
@@ -34,6 +38,7 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
   } finally {
     if (!renamed) {
       await fh.close().catch(() => {});
+      // Why: a failed write leaves no stray temp file behind in a root-owned folder.
       await fsp.rm(tmp, { force: true }).catch(() => {});
     }
   }
@@ -100,28 +105,32 @@ async function makeFoldersWritable(dir: string): Promise<void> {
   }
 }
 
-// Reads a file of at most `maxBytes` through O_NOFOLLOW; null when it does not exist.
-export async function readFileNoFollow(file: string, maxBytes: number): Promise<Buffer | null> {
+// Opens `file` without following a symlink (and without blocking on a FIFO) and returns its
+// bytes and fstat, or null when it does not exist. Anything other than a regular file of at
+// most `maxBytes` throws.
+export async function readRegularFile(file: string, maxBytes: number): Promise<{ bytes: Buffer; uid: number; mode: number } | null> {
   let fh;
   try {
-    fh = await fsp.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+    fh = await fsp.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    if (code === 'ELOOP') throw Object.assign(new Error(`${file} is a symlink`), { code });
     throw err;
   }
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'EINVAL' });
     if (st.size > maxBytes) throw Object.assign(new Error(`${file} is larger than ${maxBytes} bytes`), { code: 'EFBIG' });
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < st.size) {
-      const { bytesRead } = await fh.read(buf, off, st.size - off, off);
-      if (bytesRead === 0) break;
-      off += bytesRead;
-    }
-    return buf.subarray(0, off);
+    const bytes = await fh.readFile();
+    if (bytes.length > maxBytes) throw Object.assign(new Error(`${file} is larger than ${maxBytes} bytes`), { code: 'EFBIG' });
+    return { bytes, uid: st.uid, mode: st.mode & 0o7777 };
   } finally {
     await fh.close();
   }
+}
+
+// The bytes of a regular file read through O_NOFOLLOW; null when it does not exist.
+export async function readFileNoFollow(file: string, maxBytes: number): Promise<Buffer | null> {
+  return (await readRegularFile(file, maxBytes))?.bytes ?? null;
 }

@@ -2,10 +2,9 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
 import type { HostPaths } from '../../core/paths.js';
-import { ensureDir } from '../../platform/fs-atomic.js';
 import { generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, rawPublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
-import { readRegularFile, writeFileAtomicFd } from './write-file-fd.js';
+import { ensureDir, readRegularFile, writeFileAtomic } from '../../platform/fs-atomic.js';
 
 const log = logger('helper:receipts');
 const MAX_PEM = 16 * 1024;
@@ -39,7 +38,7 @@ async function loadOrCreate(paths: HostPaths): Promise<HelperKey> {
   let privateKey = await readPrivateKey(paths.helperKey);
   if (!privateKey) {
     const kp = generateKeyPair();
-    await writeFileAtomicFd(paths.helperKey, kp.privatePem, 0o600);
+    await writeFileAtomic(paths.helperKey, kp.privatePem, 0o600);
     log('created helper key keyId=%s file=%s', kp.keyId, paths.helperKey);
     privateKey = parsePrivateKey(kp.privatePem);
   }
@@ -87,5 +86,5 @@ async function ensurePublicFile(file: string, publicKey: KeyObject): Promise<voi
     // Not a readable Ed25519 public key: replaced below.
   }
   log('writing helper.pub keyId=%s file=%s', keyIdOf(publicKey), file);
-  await writeFileAtomicFd(file, publicKey.export({ format: 'pem', type: 'spki' }).toString(), 0o644);
+  await writeFileAtomic(file, publicKey.export({ format: 'pem', type: 'spki' }).toString(), 0o644);
 }

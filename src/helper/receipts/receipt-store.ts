@@ -16,12 +16,11 @@ import {
 } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { Clock } from '../../platform/clock.js';
-import { ensureDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import { DOMAINS, signEnvelope } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { lookupGroup } from '../../platform/users.js';
 import { decodeStored, readVersionedJson } from './receipts-file.js';
-import { writeFileAtomicFd } from './write-file-fd.js';
 
 const log = logger('helper:receipts');
 // DESIGN §2: receipts/<app>.json keeps the last 64 receipts.
@@ -135,7 +134,7 @@ export class ReceiptStore {
     if (gid !== null) await setDirGroup(paths.receiptsDir, gid);
     // Order matters: the receipts file first, then the seq. A crash between the two leaves
     // a seq file behind the receipts, and allocate() takes the higher of the two.
-    await writeFileAtomicFd(file, JSON.stringify(body, null, 2) + '\n', 0o640, gid);
+    await writeFileAtomic(file, JSON.stringify(body, null, 2) + '\n', 0o640, { gid });
     await writeJsonAtomic(paths.receiptSeq, { schemaVersion: RECEIPT_SEQ_SCHEMA_VERSION, next: seq + 1 }, 0o600);
     log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
     return { envelope, payload };
