@@ -18,22 +18,26 @@ export interface StagedHost {
   deps: Parameters<typeof stageRelease>[0];
 }
 
-// A host whose app `web` already runs 1.0.0 (staged for real, `current` pointing at it),
+export const CURRENT_VERSION = '0.9.0';
+
+// A host whose app `web` already runs 0.9.0 (staged for real, `current` pointing at it),
 // so every attack can check that `current` is untouched.
 export async function hostWithCurrent(configExtra: Record<string, unknown> = {}): Promise<StagedHost> {
   const config = { apps: { web: processApp() }, ...configExtra };
   const host = makeHost(config);
   await ensureLayout(host.paths);
   const deps = { paths: host.paths, config: hostConfigSchema.parse(config), clock: systemClock, io: realStageIO };
-  const v1 = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'server.js', content: 'console.log(1)\n' }]));
-  const file = path.join(host.scratch, 'web-1.0.0.tgz');
-  writeFileSync(file, v1);
-  await stageRelease(deps, { kind: 'admin', app: 'web', version: '1.0.0', path: file, integrity: sri(v1), allowUnsigned: true });
-  await swapSymlink(currentLink(host.paths, 'web'), 'versions/1.0.0');
+  const v = CURRENT_VERSION;
+  const tgz = gzipTar(makeReleaseTar('web', v, [{ path: 'server.js', content: 'console.log(1)\n' }]));
+  const file = path.join(host.scratch, `web-${v}.tgz`);
+  writeFileSync(file, tgz);
+  await stageRelease(deps, { kind: 'admin', app: 'web', version: v, path: file, integrity: sri(tgz), allowUnsigned: true });
+  await swapSymlink(currentLink(host.paths, 'web'), `versions/${v}`);
   return { host, deps };
 }
 
-// Stages `tgz` as web 2.0.0 over admin.sock rules (unsigned allowed) and returns the error.
+// Stages `tgz` as web 2.0.0 (unless `extra.version` says otherwise) over admin.sock rules
+// (unsigned allowed) and returns the error.
 export async function stageBytes(s: StagedHost, tgz: Buffer, extra: Partial<StageInput> = {}): Promise<StewardError | null> {
   const file = path.join(s.host.scratch, `attack-${Date.now()}-${Math.random().toString(36).slice(2)}.tgz`);
   writeFileSync(file, tgz);
@@ -48,9 +52,10 @@ export async function stageBytes(s: StagedHost, tgz: Buffer, extra: Partial<Stag
 
 // Runs an attack through the whole staging pipeline and checks the promise of the issue:
 // refused with `code`, nothing written outside the staging folder, the staging folder
-// gone, no versions/2.0.0, and `current` untouched and valid.
+// gone, no versions/<version>, and `current` untouched and valid. `tgz` may be a function
+// of the host (for archives aiming at absolute paths under it).
 export async function assertStageRefused(
-  tgz: Buffer,
+  tgz: Buffer | ((s: StagedHost) => Buffer),
   code: string,
   extra: Partial<StageInput> | ((s: StagedHost) => Partial<StageInput> | Promise<Partial<StageInput>>) = {},
 ): Promise<StewardError> {
@@ -60,16 +65,17 @@ export async function assertStageRefused(
     const base = path.dirname(s.host.root);
     const staging = stagingDir(s.host.paths, 'web');
     const before = await snapshotTree(base, (p) => p.startsWith(staging) || p.startsWith(s.host.scratch));
-    const err = await stageBytes(s, tgz, input);
+    const err = await stageBytes(s, typeof tgz === 'function' ? tgz(s) : tgz, input);
     assert.ok(err, `expected a refusal with ${code}, but the archive was staged`);
     assert.equal(err.code, code, `expected ${code}, got ${err.code}: ${err.message}`);
     const after = await snapshotTree(base, (p) => p.startsWith(staging) || p.startsWith(s.host.scratch));
     assert.deepEqual([...after.entries()].sort(), [...before.entries()].sort(), 'something outside the staging folder changed');
     assert.deepEqual(await fsp.readdir(staging), [], 'the staging folder is not empty');
-    await assert.rejects(fsp.lstat(versionDir(s.host.paths, 'web', '2.0.0')), 'versions/2.0.0 exists');
-    assert.equal(await fsp.readlink(currentLink(s.host.paths, 'web')), 'versions/1.0.0');
-    assert.deepEqual(await readCurrent(s.host.paths, 'web'), { state: 'valid', version: '1.0.0' });
-    assert.ok(await readMarker(s.host.paths, 'web', '1.0.0'));
+    const version = input.version ?? '2.0.0';
+    await assert.rejects(fsp.lstat(versionDir(s.host.paths, 'web', version)), `versions/${version} exists`);
+    assert.equal(await fsp.readlink(currentLink(s.host.paths, 'web')), `versions/${CURRENT_VERSION}`);
+    assert.deepEqual(await readCurrent(s.host.paths, 'web'), { state: 'valid', version: CURRENT_VERSION });
+    assert.ok(await readMarker(s.host.paths, 'web', CURRENT_VERSION));
     return err;
   } finally {
     s.host.cleanup();
