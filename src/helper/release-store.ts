@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { currentLink, versionDir, versionsDir, type HostPaths } from '../core/paths.js';
-import { MARKER_FILE_NAME, markerSchema, type Marker } from '../core/release-schemas.js';
+import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Marker } from '../core/release-schemas.js';
 import { isVersion } from '../core/version.js';
 import { fsyncDir, readFileNoFollow, removeTree } from '../platform/fs-atomic.js';
 
@@ -30,21 +30,38 @@ export async function readCurrent(paths: HostPaths, app: string): Promise<Curren
   return { state: 'valid', version };
 }
 
-// The marker of versions/<ver>, or null when it is missing, unreadable or invalid, or
-// when the tree is not a real folder.
-export async function readMarker(paths: HostPaths, app: string, version: string): Promise<Marker | null> {
+export type MarkerRead =
+  | { state: 'valid'; marker: Marker }
+  | { state: 'absent' }
+  | { state: 'invalid'; why: string }
+  | { state: 'newer'; schemaVersion: number };
+
+// What the marker of versions/<ver> says. `newer` is a marker written by a newer steward
+// (DESIGN §10): never used by this one, and never taken for a broken tree and removed.
+export async function inspectMarker(paths: HostPaths, app: string, version: string): Promise<MarkerRead> {
   const dir = versionDir(paths, app, version);
   try {
     const st = await fsp.lstat(dir);
-    if (!st.isDirectory()) return null;
+    if (!st.isDirectory()) return { state: 'invalid', why: `${dir} is not a folder` };
     const raw = await readFileNoFollow(path.join(dir, MARKER_FILE_NAME), 64 * 1024);
-    if (!raw) return null;
-    const parsed = markerSchema.safeParse(JSON.parse(raw.toString('utf8')));
-    if (!parsed.success || parsed.data.version !== version) return null;
-    return parsed.data;
-  } catch {
-    return null;
+    if (!raw) return { state: 'absent' };
+    const json: unknown = JSON.parse(raw.toString('utf8'));
+    const sv = (json as { schemaVersion?: unknown } | null)?.schemaVersion;
+    if (typeof sv === 'number' && sv > MARKER_SCHEMA_VERSION) return { state: 'newer', schemaVersion: sv };
+    const parsed = markerSchema.safeParse(json);
+    if (!parsed.success) return { state: 'invalid', why: 'the marker does not validate' };
+    if (parsed.data.version !== version) return { state: 'invalid', why: `the marker names version ${parsed.data.version}` };
+    return { state: 'valid', marker: parsed.data };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent' };
+    return { state: 'invalid', why: (err as Error).message };
   }
+}
+
+// The marker of versions/<ver> when it is valid for this steward, else null.
+export async function readMarker(paths: HostPaths, app: string, version: string): Promise<Marker | null> {
+  const m = await inspectMarker(paths, app, version);
+  return m.state === 'valid' ? m.marker : null;
 }
 
 // The versions present under versions/ (valid version names only), sorted by name.

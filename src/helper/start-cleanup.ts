@@ -4,7 +4,7 @@ import type { HostPaths } from '../core/paths.js';
 import { stagingDir } from '../core/paths.js';
 import { removeTree } from '../platform/fs-atomic.js';
 import { logger } from '../platform/log.js';
-import { listVersionDirs, readCurrent, readMarker, removeRelease } from './release-store.js';
+import { inspectMarker, listVersionDirs, readCurrent, removeRelease } from './release-store.js';
 
 const log = logger('helper:start');
 
@@ -23,7 +23,9 @@ export async function cleanStaleStaging(paths: HostPaths, app: string): Promise<
   const curTarget = cur && cur.state === 'invalid' ? cur.target : cur && cur.state === 'valid' ? `versions/${cur.version}` : null;
   for (const v of await listVersionDirs(paths, app)) {
     if (curTarget === `versions/${v}`) continue;
-    if (await readMarker(paths, app, v)) continue;
+    const m = await inspectMarker(paths, app, v);
+    // A tree staged by a newer steward is not broken: leave it for that steward.
+    if (m.state === 'valid' || m.state === 'newer') continue;
     await removeRelease(paths, app, v);
     removed.push(v);
   }

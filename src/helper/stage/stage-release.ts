@@ -12,7 +12,7 @@ import { ensureDir, fsyncDir, removeTree, writeJsonAtomic } from '../../platform
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import { readAppState } from '../state/app-state.js';
-import { readCurrent, readMarker, removeRelease } from '../release-store.js';
+import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
 import { checkRefusals } from './refusals.js';
 import type { StageIO } from './stage-io.js';
@@ -65,7 +65,11 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   checkRefusals({ app, version, state, now: clock.now(), kind: input.kind, allowDowngrade: input.allowDowngrade, force: input.force });
 
   // 6. Reuse a tree staged from the same bytes; never replace one that is in use.
-  const existing = await readMarker(paths, app, version);
+  const seen = await inspectMarker(paths, app, version);
+  if (seen.state === 'newer') {
+    throw new StewardError('RELEASE_INVALID', `${app} ${version} was staged by a newer steward (marker schemaVersion ${seen.schemaVersion}); this one leaves it alone`);
+  }
+  const existing = seen.state === 'valid' ? seen.marker : null;
   if (existing && existing.tarballIntegrity === trust.integrity && (!trust.signed || existing.signed)) {
     log('reuse app=%s version=%s attempt=%s', app, version, attemptId);
     return resultOf(paths, app, version, attemptId, existing, true);
