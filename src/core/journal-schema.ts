@@ -14,6 +14,15 @@ export const reasonSchema = z.strictObject({
 });
 export type Reason = z.infer<typeof reasonSchema>;
 
+// What the app's state said before the attempt. A verdict is two writes (state, then the
+// journal); recovery of an attempt whose journal never left `activating` puts these back, so a
+// version that never reached `active` cannot stay the highest active one.
+export const priorStateSchema = z.strictObject({
+  previous: versionSchema.nullable(),
+  highestActive: versionSchema.nullable(),
+  quarantine: z.strictObject({ failures: z.number().int().nonnegative(), retryAfter: epochMsSchema }).nullable(),
+});
+
 // journal/<app>.json (DESIGN §4): the update transaction of one app.
 export const journalSchema = z.strictObject({
   schemaVersion: z.literal(JOURNAL_SCHEMA_VERSION),
@@ -29,6 +38,7 @@ export const journalSchema = z.strictObject({
   rollbackHealthy: z.boolean().optional(),
   reason: reasonSchema.optional(),
   logFile: z.string().max(4096).optional(),
+  prior: priorStateSchema.optional(),
 });
 export type Journal = z.infer<typeof journalSchema>;
 

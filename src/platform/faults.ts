@@ -24,6 +24,7 @@ export const FAULT_POINTS = [
   'after-rename-before-fsync',
   'after-start-new',
   'during-probe',
+  'after-verdict-state',
   'after-verdict-before-receipt',
   'after-receipt-before-prune',
   'during-prune',

@@ -49,3 +49,14 @@ export async function allReceipts(host: TestHost, app?: string): Promise<{ code:
   const r = await agentctl(host, ['receipts', ...(app ? [app] : []), '--json']);
   return { code: r.code, receipts: r.json?.receipts ?? [] };
 }
+
+// Polls `agentctl status` until the helper's start (recovery, first pass, cleanup) is over.
+export async function waitReady(host: TestHost, timeoutMs = 30_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await agentctl(host, ['status', '--json']);
+    if (r.code === 0 && r.json.recovering === false) return r.json;
+    if (Date.now() > deadline) throw new Error(`the helper still recovers after ${timeoutMs} ms: ${r.stdout}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}

@@ -59,6 +59,7 @@ export async function runTransaction(
   }
   const held = lock;
   const entry = core.attempts.start(attemptId, req.app, async (progress, accept) => {
+    let journaled = false;
     try {
       return await body(
         { attemptId, startedAt },
@@ -66,9 +67,16 @@ export async function runTransaction(
           held.work.phase = p.phase;
           progress(p);
         },
-        accept,
+        () => {
+          journaled = true;
+          accept();
+        },
       );
     } catch (err) {
+      // Once the journal says `activating` the attempt has changed things: its outcome is the
+      // journal's (recovered at the next start), never a `refused` receipt, which would take
+      // the attemptId and keep the real outcome's receipt from ever being written.
+      if (journaled) throw err;
       return emitRefusal(core, err, refusal);
     } finally {
       held.release();

@@ -59,6 +59,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
     outcome: 'activating',
     startedAt: input.startedAt,
     updatedAt: clock.now(),
+    prior: { previous: state0.previous, highestActive: state0.highestActive, quarantine: state0.quarantine[target] ?? null },
   };
   try {
     await writeJournal(paths, journal);
@@ -94,7 +95,10 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
     try {
       // Highest active version and previous are durable before the journal says active.
       faults.write('verdict');
-      await writeAppState(paths, app, { ...state0, previous: from ?? state0.previous, highestActive: highest, quarantine });
+      // Re-activating the current version (`recover`) is not a move away from it: previous stays.
+      const previous = from !== null && from !== target ? from : state0.previous;
+      await writeAppState(paths, app, { ...state0, previous, highestActive: highest, quarantine });
+      faults.hit('after-verdict-state');
       await writeJournal(paths, done);
     } catch (err) {
       verdict = { ok: false, reason: `the verdict could not be written: ${(err as Error).message}` };
@@ -111,7 +115,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   try {
     return await undoActivation(ctx, input, journal, state0, verdict.reason);
   } catch (err) {
-    if (err instanceof StewardError && err.code === 'DISK_FULL') throw err;
+    if (err instanceof StewardError && err.details.blockedBy === 'DISK_FULL') throw err;
     // The way back failed too: the journal still says `activating`; block the app so that
     // nothing else touches it until the next start recovers it (or an operator does).
     await blockApp(ctx, app, state0, 'ACTIVATION_INTERRUPTED', `the rollback of ${attemptId} failed: ${(err as Error).message}`);
@@ -174,9 +178,10 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
     // Neither verdict is durable: block the app; the journal still says `activating`, so the
     // next start recovers it.
     await blockApp(ctx, app, state0, 'DISK_FULL', `the verdict of ${attemptId} could not be written: ${(err as Error).message}`);
-    throw new StewardError('DISK_FULL', `${app}: the outcome (${outcome}) could not be recorded; the app is blocked until the helper restarts and recovers it`, {
+    // Not DISK_FULL: that code means "refused, nothing changed", and here things did change.
+    throw new StewardError('IO_ERROR', `${app}: disk full: the outcome (${outcome}) could not be recorded; the app is blocked (DISK_FULL) until the helper restarts and recovers it`, {
       cause: err,
-      details: { attemptId },
+      details: { attemptId, blockedBy: 'DISK_FULL' },
     });
   }
   const receipt = await emitFor(ctx, ended);

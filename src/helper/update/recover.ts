@@ -50,6 +50,7 @@ export async function recoverApp(ctx: UpdateContext, app: string): Promise<Recov
 async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<RecoveryOutcome> {
   const { app } = j;
   log('recovering app=%s attempt=%s from=%s target=%s', app, j.attemptId, j.fromVersion, j.targetVersion);
+  await restorePriorState(ctx, j);
   await stopApp(ctx, app);
   let ended: Journal;
   if (j.fromVersion === null) {
@@ -108,4 +109,14 @@ async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<Recov
   }
   await emitFor(ctx, ended);
   return { app, action: 'recovered', journal: ended };
+}
+
+// The verdict never became durable, so nothing it wrote to state stands: put back previous,
+// the highest active version and the target's quarantine as they were before the attempt.
+async function restorePriorState(ctx: UpdateContext, j: Journal): Promise<void> {
+  if (!j.prior) return;
+  const state = await readAppState(ctx.paths, j.app);
+  const { [j.targetVersion]: _dropped, ...others } = state.quarantine;
+  const quarantine = j.prior.quarantine ? { ...others, [j.targetVersion]: j.prior.quarantine } : others;
+  await writeAppState(ctx.paths, j.app, { ...state, previous: j.prior.previous, highestActive: j.prior.highestActive, quarantine });
 }
