@@ -1,0 +1,88 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, startHelper, type HelperProcess, type ReleaseKey, type TestHost } from '../helpers/host.js';
+import { appStatus, killApps } from '../helpers/app-processes.js';
+import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
+
+let host: TestHost;
+let helper: HelperProcess;
+let key: ReleaseKey;
+let port: number;
+
+before(async () => {
+  port = await freePort();
+  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  key = makeReleaseKey(host, ['web']);
+  helper = await startHelper(host);
+});
+
+after(async () => {
+  await helper?.stop();
+  if (host) killApps(host, ['web']);
+  host?.cleanup();
+});
+
+// A signed update over helper.sock: the tarball is uploaded, the manifest names its bytes.
+function helperSockUpdate(version: string) {
+  const tgz = appRelease('web', version, port);
+  const file = path.join(host.scratch, `web-${version}-signed.tgz`);
+  const mf = path.join(host.scratch, `web-${version}.manifest.json`);
+  writeFileSync(file, tgz);
+  writeFileSync(mf, JSON.stringify(key.sign(manifestFor('web', version, tgz))));
+  return agentctl(host, ['--socket', host.paths.helperSock, 'update', 'web', version, '--manifest', mf, '--file', file, '--json']);
+}
+
+test('an update over admin.sock puts a hold on the app', { timeout: 60_000 }, async () => {
+  const r = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  const web = await appStatus(host, 'web');
+  assert.ok(web.hold, 'status shows the hold');
+  assert.equal(typeof web.hold.by, 'string');
+  assert.equal(typeof web.hold.at, 'number');
+  assert.match(web.hold.reason, /1\.0\.0/);
+});
+
+test('a signed update over helper.sock is refused HELD while the app is held', { timeout: 60_000 }, async () => {
+  const r = await helperSockUpdate('2.0.0');
+  assert.equal(r.code, 3, r.stderr + r.stdout);
+  assert.equal(r.json.error.code, 'HELD');
+  const web = await appStatus(host, 'web');
+  assert.equal(web.current, '1.0.0');
+  assert.equal(await fetchVersion(port), '1.0.0');
+});
+
+test('agentctl release-hold clears the hold and the helper.sock update then works', { timeout: 60_000 }, async () => {
+  const rel = await agentctl(host, ['release-hold', 'web', '--json']);
+  assert.equal(rel.code, 0, rel.stderr + rel.stdout);
+  assert.equal(rel.json.released, true);
+  assert.equal((await appStatus(host, 'web')).hold, null);
+  const r = await helperSockUpdate('2.0.0');
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+  assert.equal(r.json.outcome, 'active');
+  assert.equal(await fetchVersion(port), '2.0.0');
+  assert.equal((await appStatus(host, 'web')).hold, null, 'a helper.sock update puts no hold');
+});
+
+test('agentctl rollback activates previous, sets a hold, and helper.sock cannot undo it', { timeout: 60_000 }, async () => {
+  const rb = await agentctl(host, ['rollback', 'web', '--json']);
+  assert.equal(rb.code, 0, rb.stderr + rb.stdout);
+  assert.equal(rb.json.outcome, 'active');
+  assert.equal(rb.json.fromVersion, '2.0.0');
+  assert.equal(rb.json.targetVersion, '1.0.0');
+  assert.equal(await fetchVersion(port), '1.0.0');
+  const web = await appStatus(host, 'web');
+  assert.equal(web.current, '1.0.0');
+  assert.ok(web.hold, 'the rollback holds the app');
+  assert.match(web.hold.reason, /rollback/);
+
+  const undo = await helperSockUpdate('2.0.0');
+  assert.equal(undo.code, 3, undo.stderr + undo.stdout);
+  assert.equal(undo.json.error.code, 'HELD');
+  const rbAgain = await agentctl(host, ['--socket', host.paths.helperSock, 'rollback', 'web', '--json']);
+  assert.equal(rbAgain.code, 3, rbAgain.stderr + rbAgain.stdout);
+  assert.equal(rbAgain.json.error.code, 'HELD');
+  assert.equal((await appStatus(host, 'web')).current, '1.0.0');
+  assert.equal(await fetchVersion(port), '1.0.0');
+});

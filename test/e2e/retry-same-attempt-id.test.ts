@@ -1,0 +1,118 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { agentctl, makeHost, processApp, sri, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { allReceipts, appStatus, killApps, waitIdle } from '../helpers/app-processes.js';
+import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
+
+let host: TestHost;
+let helper: HelperProcess;
+let port: number;
+
+before(async () => {
+  port = await freePort();
+  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  helper = await startHelper(host);
+  const r = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+});
+
+after(async () => {
+  await helper?.stop();
+  if (host) killApps(host, ['web']);
+  host?.cleanup();
+});
+
+// A release whose activation takes a few seconds (a long stable period), written to scratch.
+function slowRelease(version: string): { file: string; integrity: string } {
+  const tgz = appRelease('web', version, port, { stableMs: 4000 });
+  const file = path.join(host.scratch, `web-${version}-slow.tgz`);
+  writeFileSync(file, tgz);
+  return { file, integrity: sri(tgz) };
+}
+
+// Sends an update over admin.sock and hangs up as soon as the request is written: the reply is lost.
+function sendAndHangUp(version: string, attemptId: string, rel: { file: string; integrity: string }): Promise<void> {
+  const request = { v: 1, id: 1, op: 'update', app: 'web', version, path: rel.file, integrity: rel.integrity, allowUnsigned: true, attemptId };
+  return new Promise((resolve, reject) => {
+    const s = net.createConnection(host.paths.adminSock);
+    s.once('error', reject);
+    s.once('connect', () => {
+      s.write(JSON.stringify(request) + '\n', () => {
+        s.destroy();
+        resolve();
+      });
+    });
+  });
+}
+
+async function waitRunning(attemptId: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const web = await appStatus(host, 'web');
+    if (web.running?.attemptId === attemptId) return;
+    assert.ok(Date.now() < deadline, `attempt ${attemptId} never showed as running: ${JSON.stringify(web)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const updateArgs = (version: string, rel: { file: string; integrity: string }, attemptId: string) =>
+  ['update', 'web', version, '--file', rel.file, '--integrity', rel.integrity, '--allow-unsigned', '--attempt-id', attemptId, '--json'];
+
+test('a retried request with the same attemptId after a lost reply gets the settled receipt; no second attempt runs', { timeout: 60_000 }, async () => {
+  const X = 'lost-reply-1';
+  const rel = slowRelease('2.0.0');
+  await sendAndHangUp('2.0.0', X, rel);
+  await waitRunning(X);
+  await waitIdle(host);
+  const web = await appStatus(host, 'web');
+  assert.equal(web.lastAttempt.attemptId, X, 'the attempt ran to its end although its client went away');
+  assert.equal(web.lastAttempt.outcome, 'active');
+  assert.equal(await fetchVersion(port), '2.0.0');
+  const journalBefore = web.lastAttempt;
+
+  const retry = await agentctl(host, updateArgs('2.0.0', rel, X));
+  assert.equal(retry.code, 0, retry.stderr + retry.stdout);
+  assert.equal(retry.json.settled, true);
+  assert.equal(retry.json.attemptId, X);
+  assert.equal(retry.json.outcome, 'active');
+  const { code, receipts } = await allReceipts(host, 'web');
+  assert.equal(code, 0);
+  const forX = receipts.filter((r) => r.payload.attemptId === X);
+  assert.equal(forX.length, 1, 'exactly one receipt for the attempt');
+  assert.deepEqual(retry.json.receipt, forX[0].envelope, 'the answer is the settled receipt');
+  assert.deepEqual((await appStatus(host, 'web')).lastAttempt, journalBefore, 'no second attempt ran');
+});
+
+test('a second request with the same attemptId while it runs attaches, and another attemptId gets BUSY with a refused receipt', { timeout: 60_000 }, async () => {
+  const X = 'attach-1';
+  const Y = 'other-1';
+  const rel = slowRelease('3.0.0');
+  await sendAndHangUp('3.0.0', X, rel);
+  await waitRunning(X);
+  const [attached, busy] = await Promise.all([agentctl(host, updateArgs('3.0.0', rel, X)), agentctl(host, updateArgs('3.0.0', rel, Y))]);
+
+  assert.equal(attached.code, 0, attached.stderr + attached.stdout);
+  assert.equal(attached.json.attemptId, X);
+  assert.equal(attached.json.outcome, 'active');
+  assert.notEqual(attached.json.settled, true, 'it attached to the running attempt');
+  assert.ok(attached.json.receipt?.payload);
+
+  assert.equal(busy.code, 3, busy.stderr + busy.stdout);
+  assert.equal(busy.json.error.code, 'BUSY');
+  assert.match(busy.json.error.message, new RegExp(X));
+
+  await waitIdle(host);
+  const { code, receipts } = await allReceipts(host, 'web');
+  assert.equal(code, 0);
+  const forX = receipts.filter((r) => r.payload.attemptId === X);
+  assert.equal(forX.length, 1);
+  assert.deepEqual(forX[0].envelope, attached.json.receipt);
+  const forY = receipts.filter((r) => r.payload.attemptId === Y);
+  assert.equal(forY.length, 1, 'the refusal of a request with an attemptId has a receipt');
+  assert.equal(forY[0].payload.outcome, 'refused');
+  assert.equal(forY[0].payload.reason.code, 'BUSY');
+  assert.equal(await fetchVersion(port), '3.0.0');
+});
