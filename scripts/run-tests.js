@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Runs every compiled test file (dist/test/**/*.test.js) with node:test.
-// Node 20's --test takes no globs, so the files are listed here.
-import { spawnSync } from 'node:child_process';
+// Runs every compiled test file (dist/test/**/*.test.js) with node:test. Node 20's --test
+// takes no globs, so the files are listed here. Files whose name holds ".serial." (latency
+// checks that a busy machine would disturb) run afterwards, alone. The last line sums both.
+import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
@@ -18,11 +19,37 @@ function walk(dir, out) {
   return out;
 }
 
+function run(files, concurrency) {
+  return new Promise((resolve) => {
+    const counts = { pass: 0, fail: 0, skipped: 0 };
+    const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let tail = '';
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      const text = tail + chunk.toString('utf8');
+      const lines = text.split('\n');
+      tail = lines.pop() ?? '';
+      for (const line of lines) {
+        const m = /^# (pass|fail|skipped) (\d+)$/.exec(line);
+        if (m) counts[m[1]] = Number(m[2]);
+      }
+    });
+    child.on('close', (code) => resolve({ code: code ?? 1, counts }));
+  });
+}
+
 let files = walk(testDir, []);
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 if (files.length === 0) {
   console.error('no test files found under dist/test');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+const serial = files.filter((f) => path.basename(f).includes('.serial.'));
+const parallel = files.filter((f) => !serial.includes(f));
+const results = [];
+if (parallel.length) results.push(await run(parallel, 2));
+if (serial.length) results.push(await run(serial, 1));
+const total = { pass: 0, fail: 0, skipped: 0 };
+for (const r of results) for (const k of Object.keys(total)) total[k] += r.counts[k];
+console.log(`${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
+process.exit(results.some((r) => r.code !== 0) ? 1 : 0);

@@ -30,6 +30,8 @@ test('1000 idle connections never stop status from answering, and each is closed
   const exited = new Promise<number | null>((r) => child.once('exit', r));
 
   const latencies: number[] = [];
+  let maxOpen = 0;
+  const sampler = setInterval(() => (maxOpen = Math.max(maxOpen, s.helper.connectionCount())), 5);
   // Status calls while the flood is being opened...
   while (!out.includes('opened') && latencies.length < 200) {
     latencies.push(await timedStatus(latencies.length));
@@ -45,11 +47,18 @@ test('1000 idle connections never stop status from answering, and each is closed
   assert.ok(med < 50, `median status latency ${med} ms`);
 
   assert.equal(await exited, 0);
+  clearInterval(sampler);
+  console.log(`# most connections open at once on the helper side: ${maxOpen}`);
+  // The cap holds: never far above 64 (evicted ones may still be closing for a moment).
+  assert.ok(maxOpen <= 2 * 64, `${maxOpen} connections open at once`);
   const summary = JSON.parse(out.trim().split('\n').at(-1)!) as { opened: number; eagainRetries: number; outcomes: Record<string, number> };
   console.log(`# how the idle connections ended: ${JSON.stringify(summary)}`);
   assert.equal(summary.opened, 1000);
   for (const [how, n] of Object.entries(summary.outcomes)) {
     assert.match(how, /^(BUSY|BAD_REQUEST): /, `${n} connections ended as: ${how}`);
   }
+  // All but the last 64 were evicted for newer ones rather than left to time out.
+  const evicted = Object.entries(summary.outcomes).find(([how]) => how.startsWith('BUSY: too many connections'))?.[1] ?? 0;
+  assert.ok(evicted >= 1000 - 64 - 5, `${evicted} evicted`);
   await assertStillAnswers(s);
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync, symlinkSync, mkdirSync } from 'node:fs';
+import { linkSync, lstatSync, mkdtempSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -49,8 +49,12 @@ test('a stale socket file left by a killed helper is replaced', async () => {
   const dispatch = makeDispatch(testHandlers);
   try {
     const first = await startApiServer({ socketPath: sock, kind: 'admin', settings, dispatch });
-    // Simulate a SIGKILL: the file stays, nobody listens.
+    // Simulate a SIGKILL: the socket file stays and nobody listens (close() would unlink it,
+    // so keep a second name for the inode and put it back).
+    linkSync(sock, sock + '.keep');
     await first.close();
+    renameSync(sock + '.keep', sock);
+    assert.ok(lstatSync(sock).isSocket());
     const again = await startApiServer({ socketPath: sock, kind: 'admin', settings, dispatch });
     assert.deepEqual(await callHelper(sock, { v: 1, id: 1, op: 'status' }), { helper: 'up' });
     await again.close();
