@@ -7,6 +7,7 @@ import { registerUpdate } from './commands/update.js';
 import { registerRollback } from './commands/rollback.js';
 import { registerMaintenance } from './commands/maintenance.js';
 import { registerReceipts } from './commands/receipts.js';
+import { registerRunState } from './commands/run-state.js';
 import { EXIT } from './error-message.js';
 import { reportError } from './output.js';
 
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerRollback(program);
   registerMaintenance(program);
   registerReceipts(program);
+  registerRunState(program);
   return program;
 }
 

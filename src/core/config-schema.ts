@@ -64,6 +64,13 @@ const extractSchema = z.strictObject({
   maxRatio: z.number().int().positive().default(200),
 });
 
+const supervisorSchema = z.strictObject({
+  // The periodic reconcile pass.
+  sweepMs: ms(3_600_000).min(100).default(60_000),
+  // How often an adopted process (not the helper's child) is checked.
+  pollMs: ms(600_000).min(50).default(2_000),
+});
+
 const controlPlaneSchema = z.strictObject({
   url: z.string().url(),
   caFile: z.string().min(1).optional(),
@@ -77,6 +84,7 @@ export const hostConfigSchema = z.strictObject({
   api: apiSchema.default(() => apiSchema.parse({})),
   fetch: fetchSchema.default(() => fetchSchema.parse({})),
   extract: extractSchema.default(() => extractSchema.parse({})),
+  supervisor: supervisorSchema.default(() => supervisorSchema.parse({})),
 });
 
 export type HostConfig = z.infer<typeof hostConfigSchema>;

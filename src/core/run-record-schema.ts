@@ -9,6 +9,19 @@ export const procIdentitySchema = z.strictObject({
   bootId: z.string().min(1).max(64),
 });
 
+const exitSchema = z.strictObject({ code: z.number().int().nullable(), signal: z.string().max(32).nullable() });
+
+// The supervisor's part of the record (src/core/supervisor-decision.ts SupervisorRecordState).
+export const supervisorStateSchema = z.strictObject({
+  state: z.enum(['running', 'waiting', 'error', 'stopped']),
+  attempts: z.number().int().nonnegative(),
+  lastStartAt: epochMsSchema.nullable(),
+  lastExitAt: epochMsSchema.nullable(),
+  nextAttemptAt: epochMsSchema.nullable(),
+  lastExit: exitSchema.nullable(),
+  giveUpReason: z.string().max(1024).nullable(),
+});
+
 // supervisor/<app>.json: what should run and which process is it.
 export const runRecordSchema = z.strictObject({
   schemaVersion: z.literal(RUN_RECORD_SCHEMA_VERSION),
@@ -19,5 +32,7 @@ export const runRecordSchema = z.strictObject({
   startedAt: epochMsSchema.nullable(),
   // Where the current process's output starts in the app's log file.
   logOffset: z.number().int().nonnegative().optional(),
+  // The respawn budget and state (absent in records written before the supervisor).
+  supervisor: supervisorStateSchema.optional(),
 });
 export type RunRecord = z.infer<typeof runRecordSchema>;

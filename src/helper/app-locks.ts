@@ -12,6 +12,9 @@ export interface RunningWork {
 export class AppLocks {
   private readonly running = new Map<string, RunningWork>();
 
+  // Hears every release (the supervisor reconciles an app once an update ends).
+  onRelease: ((app: string, work: RunningWork) => void) | undefined;
+
   // Takes the app's lock or throws BUSY. The returned work record's `phase` may be updated.
   acquire(app: string, work: RunningWork): { work: RunningWork; release: () => void } {
     const busy = this.running.get(app);
@@ -30,6 +33,7 @@ export class AppLocks {
         if (released) return;
         released = true;
         if (this.running.get(app) === work) this.running.delete(app);
+        this.onRelease?.(app, work);
       },
     };
   }

@@ -6,6 +6,7 @@ import type {
   ReleaseHoldRequest,
   ReleasesRequest,
   RollbackRequest,
+  RunStateRequest,
   StageRequest,
   StatusRequest,
   UpdateRequest,
@@ -18,6 +19,7 @@ import { releaseHold } from './ops/hold.js';
 import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
+import { handleRunState } from './ops/run-state.js';
 import type { ReceiptStore } from './receipts/receipt-store.js';
 import type { OpContext } from './server/api-server.js';
 import { newAttemptId, stageRelease } from './stage/stage-release.js';
@@ -79,6 +81,9 @@ export function makeHandlers(core: HelperCore) {
     rollback: (req: unknown, ctx: OpContext) => handleRollback(core, req as RollbackRequest, ctx),
     recover: (req: unknown, ctx: OpContext) => handleRecover(core, req as RecoverRequest, ctx),
     'release-hold': (req: unknown) => releaseHold(core, (req as ReleaseHoldRequest).app),
+    start: (req: unknown, ctx: OpContext) => handleRunState(core, req as RunStateRequest, ctx),
+    stop: (req: unknown, ctx: OpContext) => handleRunState(core, req as RunStateRequest, ctx),
+    restart: (req: unknown, ctx: OpContext) => handleRunState(core, req as RunStateRequest, ctx),
     prune: async (req: unknown) => {
       const r = req as PruneRequest;
       if (!core.config.apps[r.app]) throw new StewardError('UNKNOWN_APP', `app ${r.app} is not in the host config`);

@@ -27,6 +27,7 @@ import { Attempts } from './update/attempts.js';
 import { ensureRunning } from './update/first-pass.js';
 import { probeRelease } from './update/probe.js';
 import { recoverApp } from './update/recover.js';
+import { Supervisor } from './supervisor/supervisor.js';
 
 const log = logger('helper:main');
 
@@ -63,6 +64,12 @@ export async function main(argv: string[]): Promise<number> {
     });
     await ensureLayout(paths);
     const core = await buildCore(paths, config, isRoot);
+    const supervisor = new Supervisor(core, config.supervisor);
+    core.onStarted = (app, proc) => supervisor.watch(app, proc);
+    // An update, start or stop that ends hands its app back to the supervisor at once.
+    core.locks.onRelease = (app, work) => {
+      if (work.op !== 'supervise') void supervisor.requestPass(`${work.op} of ${app} ended`);
+    };
 
     // Sockets answer at once; mutating requests get RECOVERING until the start is done.
     let recovering = true;
@@ -85,6 +92,8 @@ export async function main(argv: string[]): Promise<number> {
       }
     }
     recovering = false;
+    supervisor.start();
+    void supervisor.requestPass('start');
     log('ready root=%s pid=%d apps=%s', root || '/', process.pid, Object.keys(config.apps).join(',') || '(none)');
 
     await new Promise<void>((resolve) => {
@@ -95,6 +104,7 @@ export async function main(argv: string[]): Promise<number> {
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
     });
+    supervisor.close();
     return 0;
   } catch (err) {
     const e = err instanceof StewardError ? err : toStewardError(err, 'INTERNAL');

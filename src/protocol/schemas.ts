@@ -88,7 +88,16 @@ export const pruneRequestSchema = z.strictObject({
 });
 export const releaseHoldRequestSchema = z.strictObject({ ...base, op: z.literal('release-hold'), app: appNameSchema });
 
+const runStateRequest = <T extends 'start' | 'stop' | 'restart'>(op: T) =>
+  z.strictObject({ ...base, op: z.literal(op), app: appNameSchema, by: whoSchema });
+export const startRequestSchema = runStateRequest('start');
+export const stopRequestSchema = runStateRequest('stop');
+export const restartRequestSchema = runStateRequest('restart');
+
 export const requestSchemas = {
+  start: startRequestSchema,
+  stop: stopRequestSchema,
+  restart: restartRequestSchema,
   update: updateRequestSchema,
   rollback: rollbackRequestSchema,
   recover: recoverRequestSchema,
@@ -110,7 +119,9 @@ export type RollbackRequest = z.infer<typeof rollbackRequestSchema>;
 export type RecoverRequest = z.infer<typeof recoverRequestSchema>;
 export type PruneRequest = z.infer<typeof pruneRequestSchema>;
 export type ReleaseHoldRequest = z.infer<typeof releaseHoldRequestSchema>;
+export type RunStateRequest = z.infer<typeof startRequestSchema> | z.infer<typeof stopRequestSchema> | z.infer<typeof restartRequestSchema>;
 export type Request =
+  | RunStateRequest
   | StatusRequest
   | ReleasesRequest
   | StageRequest

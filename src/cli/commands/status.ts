@@ -23,6 +23,14 @@ export function registerStatus(program: Command): void {
         if (a.running) notes.push(`${a.running.op} ${a.running.attemptId} (${a.running.phase})`);
         if (a.stateError) notes.push(`state error: ${a.stateError}`);
         if (a.journalError) notes.push(`journal error: ${a.journalError}`);
+        const sv = a.supervisor;
+        if (sv) {
+          const exit = sv.lastExit ? ` last exit ${sv.lastExit.signal ?? 'code ' + sv.lastExit.code}` : '';
+          if (sv.state === 'running') notes.push(`running pid ${sv.pid ?? '?'}${sv.attempts ? ` (${sv.attempts} respawns)` : ''}`);
+          else if (sv.state === 'waiting') notes.push(`CRASHED, respawn ${sv.attempts + 1} at ${when(sv.nextAttemptAt)}${exit}`);
+          else if (sv.state === 'error') notes.push(`ERROR: ${sv.giveUpReason ?? 'gave up'} (agentctl restart ${a.name})`);
+          else notes.push('stopped');
+        }
         const l = a.lastAttempt;
         const last = l ? `${l.outcome}${l.reason ? ' ' + l.reason.code : ''} ${l.fromVersion ?? '-'}->${l.targetVersion} (${l.attemptId})` : '-';
         rows.push([a.name, a.runner, a.current ?? '-', a.previous ?? '-', a.highestActive ?? '-', last, notes.join('; ')]);

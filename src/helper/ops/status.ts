@@ -6,6 +6,7 @@ import type { RunningWork } from '../app-locks.js';
 import { readAppState } from '../state/app-state.js';
 import { readCurrent } from '../release-store.js';
 import { readJournal } from '../update/journal.js';
+import { readRunRecord } from '../runners/run-record.js';
 
 export interface AppStatus {
   name: string;
@@ -30,6 +31,18 @@ export interface AppStatus {
   } | null;
   journalError?: string;
   stateError?: string;
+  // The supervisor's view (process apps): what should run, which pid, the respawn budget.
+  supervisor: {
+    expected: 'running' | 'stopped';
+    state: 'running' | 'waiting' | 'error' | 'stopped';
+    pid: number | null;
+    version: string | null;
+    attempts: number;
+    nextAttemptAt: number | null;
+    lastExit: { code: number | null; signal: string | null } | null;
+    giveUpReason: string | null;
+    since: number | null;
+  } | null;
 }
 
 export interface StatusResult {
@@ -66,7 +79,22 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   const cfg = ctx.config.apps[name];
   const cur = await readCurrent(ctx.paths, name).catch(() => ({ state: 'invalid' as const }));
   const j = await readJournal(ctx.paths, name);
+  const rec = await readRunRecord(ctx.paths, name).catch(() => null);
+  const sup = rec?.supervisor;
   const base = {
+    supervisor: rec
+      ? {
+          expected: rec.expected,
+          state: sup?.state ?? (rec.expected === 'running' ? ('running' as const) : ('stopped' as const)),
+          pid: rec.process?.pid ?? null,
+          version: rec.version,
+          attempts: sup?.attempts ?? 0,
+          nextAttemptAt: sup?.nextAttemptAt ?? null,
+          lastExit: sup?.lastExit ?? null,
+          giveUpReason: sup?.giveUpReason ?? null,
+          since: (sup?.state === 'running' ? sup.lastStartAt : sup?.lastExitAt) ?? rec.startedAt,
+        }
+      : null,
     name,
     runner: cfg?.runner ?? 'process',
     current: cur.state === 'valid' ? cur.version : null,

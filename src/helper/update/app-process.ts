@@ -10,6 +10,7 @@ import { checkReleaseFile } from '../stage/check-release-file.js';
 import type { UpdateContext } from './context.js';
 import type { ProbeSpec } from './probe.js';
 import { findAppProcesses } from './find-app-processes.js';
+import { decide, initialSupervisorState, type Observation, type RestartPolicy, type SupervisorRecordState } from '../../core/supervisor-decision.js';
 
 const log = logger('helper:update');
 
@@ -27,8 +28,24 @@ export function probeSpecOf(rf: ReleaseFile): ProbeSpec {
   return { ...(h.http ? { http: h.http } : {}), ...(h.tcp ? { tcp: h.tcp } : {}), timeoutMs: h.timeoutMs, stableMs: h.stableMs };
 }
 
+// Why a process is started: only a respawn spends the restart budget; a manual start
+// (agentctl start|restart) gives a fresh one (DESIGN §5).
+export type StartCause = 'update' | 'first-pass' | 'respawn' | 'manual';
+
+// The restart policy of a process app.
+export function restartPolicyOf(ctx: UpdateContext, app: string): RestartPolicy {
+  const cfg = ctx.config.apps[app];
+  return cfg?.runner === 'process' ? cfg.restart : { baseMs: 5000, capMs: 300_000, maxAttempts: 5, healthyMs: 600_000 };
+}
+
+// The record's supervisor part after an observation.
+function observe(ctx: UpdateContext, app: string, sup: SupervisorRecordState | undefined, obs: Observation): SupervisorRecordState {
+  const now = ctx.clock.now();
+  return decide(sup ?? initialSupervisorState(), obs, restartPolicyOf(ctx, app), now).next;
+}
+
 // Starts `version` of the app from its resolved tree and records the process.
-export async function startVersion(ctx: UpdateContext, app: string, version: string): Promise<StartedProcess> {
+export async function startVersion(ctx: UpdateContext, app: string, version: string, cause: StartCause = 'update'): Promise<StartedProcess> {
   const rf = await readReleaseOf(ctx, app, version);
   if (!rf.start) throw new StewardError('RELEASE_INVALID', `${app} ${version} has no start command`);
   const logFile = appLogFile(ctx.paths, app);
@@ -43,6 +60,9 @@ export async function startVersion(ctx: UpdateContext, app: string, version: str
     logFile,
     stateDir: path.join(ctx.paths.appStateRoot, app),
   });
+  const prev = await readRunRecord(ctx.paths, app).catch(() => null);
+  const at = ctx.clock.now();
+  const supervisor = observe(ctx, app, prev?.supervisor, cause === 'manual' ? { kind: 'manual-start', at } : { kind: 'started', at, respawn: cause === 'respawn' });
   await writeRunRecord(ctx.paths, {
     schemaVersion: 1,
     app,
@@ -51,8 +71,10 @@ export async function startVersion(ctx: UpdateContext, app: string, version: str
     process: proc.identity,
     startedAt: proc.startedAt,
     logOffset,
+    supervisor,
   });
-  log('started app=%s version=%s pid=%d', app, version, proc.identity.pid);
+  log('started app=%s version=%s pid=%d cause=%s', app, version, proc.identity.pid, cause);
+  ctx.onStarted?.(app, proc);
   return proc;
 }
 
@@ -61,6 +83,7 @@ export async function startVersion(ctx: UpdateContext, app: string, version: str
 // The record says `stopped` before anything is signalled.
 export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
   const rec = await readRunRecord(ctx.paths, app).catch(() => null);
+  const supervisor = observe(ctx, app, rec?.supervisor, { kind: 'stopped', at: ctx.clock.now() });
   await writeRunRecord(ctx.paths, {
     schemaVersion: 1,
     app,
@@ -69,6 +92,7 @@ export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
     process: rec?.process ?? null,
     startedAt: rec?.startedAt ?? null,
     ...(rec?.logOffset !== undefined ? { logOffset: rec.logOffset } : {}),
+    supervisor,
   });
   const cfg = ctx.config.apps[app];
   const timeoutMs = cfg?.runner === 'process' ? cfg.stopTimeoutMs : ctx.stopTimeoutMs;
@@ -77,5 +101,5 @@ export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
     log('stopping unrecorded process app=%s pid=%d', app, orphan.pid);
     await ctx.runner.stop(orphan, { timeoutMs });
   }
-  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null });
+  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, supervisor });
 }

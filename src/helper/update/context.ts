@@ -4,7 +4,7 @@ import type { ReceiptInput, StoredReceipt } from '../receipts/receipt-store.js';
 import type { Clock } from '../../platform/clock.js';
 import type { Faults } from '../../platform/faults.js';
 import type { AppLocks } from '../app-locks.js';
-import type { AppRunner, RunAs } from '../runners/runner.js';
+import type { AppRunner, RunAs, StartedProcess } from '../runners/runner.js';
 import type { StageIO } from '../stage/stage-io.js';
 import type { ProbeResult, ProbeSpec } from './probe.js';
 
@@ -32,4 +32,6 @@ export interface UpdateContext {
   // Apps blocked in memory because even `blocked` could not be written (a full disk).
   blockedInMemory: Map<string, { reason: string; message: string; since: number }>;
   stopTimeoutMs: number;
+  // Told of every process started, so the supervisor hears its exit at once.
+  onStarted?: (app: string, proc: StartedProcess) => void;
 }

@@ -26,6 +26,6 @@ export async function ensureRunning(ctx: UpdateContext, app: string): Promise<'a
     }
     await stopApp(ctx, app);
   }
-  await startVersion(ctx, app, cur.version);
+  await startVersion(ctx, app, cur.version, 'first-pass');
   return 'started';
 }

@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { callHelper } from '../../protocol/client.js';
+import type { RunStateAnswer } from '../../helper/ops/run-state.js';
+import { cliContext, type GlobalOptions } from '../context.js';
+import { printJson } from '../output.js';
+import { operator } from '../operator.js';
+
+// `agentctl start|stop|restart <app>`.
+export function registerRunState(program: Command): void {
+  const what = {
+    start: 'start the app if it does not run (a fresh respawn budget, also out of `error`)',
+    stop: 'stop the app and put a hold on it',
+    restart: 'stop and start the app with a fresh respawn budget',
+  } as const;
+  for (const op of ['start', 'stop', 'restart'] as const) {
+    program
+      .command(`${op} <app>`)
+      .description(what[op])
+      .action(async (app: string, _o, cmd: Command) => {
+        const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+        const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op, app, by: operator() })) as RunStateAnswer;
+        if (ctx.json) return printJson(r);
+        if (op === 'stop') process.stdout.write(r.changed ? `${app} stopped (held: \`agentctl release-hold ${app}\` lets the control plane act again)\n` : `${app} was not running; held\n`);
+        else process.stdout.write(r.changed ? `${app} ${r.version} ${op}ed, pid ${r.pid}\n` : `${app} ${r.version} already runs, pid ${r.pid}\n`);
+      });
+  }
+}

@@ -1,0 +1,49 @@
+import { StewardError } from '../../core/errors.js';
+import type { RunStateRequest } from '../../protocol/schemas.js';
+import type { OpContext } from '../server/api-server.js';
+import { readCurrent } from '../release-store.js';
+import { readRunRecord } from '../runners/run-record.js';
+import { startVersion, stopApp } from '../update/app-process.js';
+import { setHold } from './hold.js';
+import { preflight } from './preflight.js';
+import type { TransactionCore } from './run-transaction.js';
+
+export interface RunStateAnswer {
+  app: string;
+  op: 'start' | 'stop' | 'restart';
+  changed: boolean;
+  pid: number | null;
+  version: string | null;
+}
+
+// `start`, `stop`, `restart` (DESIGN §5): manual starts give the supervisor a fresh budget
+// (they revive an app in `error`); `stop` puts a hold, like a rollback, so a control plane
+// does not start it again. They take the app's lock like an update.
+export async function handleRunState(core: TransactionCore, req: RunStateRequest, ctx: OpContext): Promise<RunStateAnswer> {
+  const cfg = core.config.apps[req.app];
+  if (cfg && cfg.runner !== 'process') {
+    throw new StewardError('BAD_REQUEST', `${req.app} runs as the unit ${cfg.unit}; systemctl ${req.op} it`);
+  }
+  await preflight(core, req.app, ctx.kind, { allowBlocked: req.op === 'stop' });
+  const held = core.locks.acquire(req.app, { attemptId: req.op, op: req.op, phase: req.op, startedAt: core.clock.now() });
+  try {
+    if (req.op === 'stop') {
+      await setHold(core, req.app, { by: req.by ?? (ctx.kind === 'admin' ? 'root (admin.sock)' : 'helper.sock'), reason: 'stop' });
+      const rec = await readRunRecord(core.paths, req.app).catch(() => null);
+      await stopApp(core, req.app);
+      return { app: req.app, op: 'stop', changed: rec?.expected === 'running', pid: null, version: rec?.version ?? null };
+    }
+    const cur = await readCurrent(core.paths, req.app);
+    if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app} has no valid current release to ${req.op}`);
+    const rec = await readRunRecord(core.paths, req.app).catch(() => null);
+    const alive = rec?.process && rec.version === cur.version ? await core.runner.isAlive(rec.process) : false;
+    if (req.op === 'start' && alive && rec?.expected === 'running' && rec.supervisor?.state !== 'error') {
+      return { app: req.app, op: 'start', changed: false, pid: rec.process?.pid ?? null, version: cur.version };
+    }
+    await stopApp(core, req.app);
+    const proc = await startVersion(core, req.app, cur.version, 'manual');
+    return { app: req.app, op: req.op, changed: true, pid: proc.identity.pid, version: cur.version };
+  } finally {
+    held.release();
+  }
+}

@@ -1,0 +1,180 @@
+import { decide, initialSupervisorState, type SupervisorRecordState } from '../../core/supervisor-decision.js';
+import { logger } from '../../platform/log.js';
+import { readCurrent } from '../release-store.js';
+import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
+import type { ExitInfo, StartedProcess } from '../runners/runner.js';
+import { readAppState } from '../state/app-state.js';
+import { restartPolicyOf, startVersion } from '../update/app-process.js';
+import type { UpdateContext } from '../update/context.js';
+
+const log = logger('helper:supervisor');
+
+export interface SupervisorOptions {
+  // The periodic sweep (DESIGN §5: 60 s).
+  sweepMs: number;
+  // Adopted processes are not the helper's children: their exit is polled (2 s).
+  pollMs: number;
+}
+
+// The supervisor of DESIGN §5 for `process` apps. Invariant: an app whose record says
+// `expected: running` has exactly one live process. One reconcile pass, three triggers (start,
+// an exit heard at once, a periodic sweep); passes are serialized and a burst of exits
+// coalesces into one queued pass; one bad record never ends a pass. An app whose lock is held
+// (an update, start, stop) is left to its owner: a sweep never undoes an update's stop or start,
+// and an exit during a probe is the probe's business, not a respawn.
+export class Supervisor {
+  private chain: Promise<void> = Promise.resolve();
+  private queued: Promise<void> | null = null;
+  private readonly exits = new Map<string, { pid: number; info: ExitInfo }>();
+  private readonly children = new Map<string, number>();
+  private readonly waits = new Map<string, NodeJS.Timeout>();
+  private sweep: NodeJS.Timeout | null = null;
+  private poll: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly ctx: UpdateContext,
+    private readonly opts: SupervisorOptions = { sweepMs: 60_000, pollMs: 2_000 },
+  ) {}
+
+  // Hears the exit of a process this helper started (wired as UpdateContext.onStarted).
+  watch(app: string, proc: StartedProcess): void {
+    const pid = proc.identity.pid;
+    this.children.set(app, pid);
+    void proc.exited.then((info) => {
+      if (this.children.get(app) !== pid) return;
+      this.children.delete(app);
+      this.exits.set(app, { pid, info });
+      void this.requestPass(`exit of ${app} pid ${pid}`);
+    });
+  }
+
+  // Starts the periodic sweep and the poll of adopted processes.
+  start(): void {
+    this.sweep = setInterval(() => void this.requestPass('sweep'), this.opts.sweepMs);
+    this.poll = setInterval(() => void this.pollAdopted(), this.opts.pollMs);
+  }
+
+  // Stops every timer; processes keep running.
+  close(): void {
+    this.closed = true;
+    if (this.sweep) clearInterval(this.sweep);
+    if (this.poll) clearInterval(this.poll);
+    for (const t of this.waits.values()) clearTimeout(t);
+    this.waits.clear();
+  }
+
+  // Queues one pass; a pass already queued (not yet running) serves this request too.
+  requestPass(why: string): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.queued) return this.queued;
+    const pass = this.chain.then(async () => {
+      this.queued = null;
+      log('pass (%s)', why);
+      await this.passNow();
+    });
+    this.queued = pass;
+    this.chain = pass.catch(() => {});
+    return pass;
+  }
+
+  private async passNow(): Promise<void> {
+    for (const [app, cfg] of Object.entries(this.ctx.config.apps).sort()) {
+      if (cfg.runner !== 'process') continue;
+      try {
+        await this.reconcile(app);
+      } catch (err) {
+        log('reconcile app=%s failed: %s', app, (err as Error).message);
+      }
+    }
+  }
+
+  private async pollAdopted(): Promise<void> {
+    for (const [app, cfg] of Object.entries(this.ctx.config.apps)) {
+      if (cfg.runner !== 'process' || this.children.has(app) || this.ctx.locks.get(app)) continue;
+      const rec = await readRunRecord(this.ctx.paths, app).catch(() => null);
+      if (rec?.expected === 'running' && rec.process && !(await this.ctx.runner.isAlive(rec.process))) {
+        void this.requestPass(`adopted ${app} pid ${rec.process.pid} is gone`);
+      }
+    }
+  }
+
+  // One app's reconcile, under its lock.
+  private async reconcile(app: string): Promise<void> {
+    const { ctx } = this;
+    if (ctx.locks.get(app) || ctx.blockedInMemory.has(app)) return;
+    const held = ctx.locks.acquire(app, { attemptId: 'supervisor', op: 'supervise', phase: 'reconcile', startedAt: ctx.clock.now() });
+    try {
+      const state = await readAppState(ctx.paths, app);
+      if (state.blocked) return;
+      const rec = await readRunRecord(ctx.paths, app);
+      if (!rec || rec.expected !== 'running') return;
+      const cur = await readCurrent(ctx.paths, app);
+      if (cur.state !== 'valid') return;
+      const sup: SupervisorRecordState = rec.supervisor ?? { ...initialSupervisorState(), state: 'running', lastStartAt: rec.startedAt };
+      const policy = restartPolicyOf(ctx, app);
+      const now = ctx.clock.now();
+      const alive = rec.process ? await ctx.runner.isAlive(rec.process) : false;
+      let d;
+      if (alive) {
+        d = decide(sup, { kind: 'tick', at: now }, policy, now);
+      } else if (sup.state === 'running') {
+        const heard = this.exits.get(app);
+        const info = heard && rec.process && heard.pid === rec.process.pid ? heard.info : { code: null, signal: null };
+        d = decide(sup, { kind: 'exited', at: now, ...info }, policy, now);
+        log('exit app=%s pid=%s code=%s signal=%s -> %s', app, rec.process?.pid, info.code, info.signal, d.decision.action);
+      } else {
+        d = decide(sup, { kind: 'tick', at: now }, policy, now);
+      }
+      this.exits.delete(app);
+      if (JSON.stringify(d.next) !== JSON.stringify(sup)) await writeRunRecord(ctx.paths, { ...rec, supervisor: d.next });
+      switch (d.decision.action) {
+        case 'respawn-now':
+          // Whatever is left of the old process group goes first (never a reused pid).
+          if (rec.process) await ctx.runner.stop(rec.process, { timeoutMs: 2_000 });
+          await this.respawn(app, cur.version);
+          break;
+        case 'wait-until':
+          this.wakeAt(app, d.decision.at - now);
+          break;
+        case 'give-up':
+          // `error` is already durable (written above) before anything is stopped.
+          log('gave up app=%s: %s', app, d.decision.reason);
+          if (rec.process) await ctx.runner.stop(rec.process, { timeoutMs: 2_000 });
+          break;
+        default:
+          break;
+      }
+    } finally {
+      held.release();
+    }
+  }
+
+  private async respawn(app: string, version: string): Promise<void> {
+    try {
+      await startVersion(this.ctx, app, version, 'respawn');
+    } catch (err) {
+      // A spawn that fails at once is a start and an exit.
+      log('respawn app=%s failed: %s', app, (err as Error).message);
+      const rec = await readRunRecord(this.ctx.paths, app);
+      if (!rec) return;
+      const policy = restartPolicyOf(this.ctx, app);
+      const now = this.ctx.clock.now();
+      const started = decide(rec.supervisor ?? initialSupervisorState(), { kind: 'started', at: now, respawn: true }, policy, now).next;
+      const d = decide(started, { kind: 'exited', at: now, code: null, signal: null }, policy, now);
+      await writeRunRecord(this.ctx.paths, { ...rec, process: null, supervisor: d.next });
+      if (d.decision.action === 'wait-until') this.wakeAt(app, d.decision.at - now);
+      if (d.decision.action === 'respawn-now') this.wakeAt(app, 0);
+    }
+  }
+
+  private wakeAt(app: string, delayMs: number): void {
+    const old = this.waits.get(app);
+    if (old) clearTimeout(old);
+    const t = setTimeout(() => {
+      this.waits.delete(app);
+      void this.requestPass(`respawn due for ${app}`);
+    }, Math.max(0, delayMs));
+    this.waits.set(app, t);
+  }
+}
