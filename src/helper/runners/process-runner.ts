@@ -13,6 +13,7 @@ import {
 } from '../../platform/proc-identity.js';
 import { buildAppEnv } from './app-env.js';
 import { readProcStat, stopProcessGroup } from './process-group.js';
+import { prepareStateDir } from './state-dir.js';
 import type { AppRunner, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 
 const debug = logger('helper:runner');
@@ -75,26 +76,6 @@ async function openLog(file: string, what: string): Promise<fsp.FileHandle> {
     return h;
   } catch (err) {
     throw toStewardError(err, 'IO_ERROR', `cannot start ${what}: log file ${file}`);
-  }
-}
-
-// Creates the app's state folder 0750, owned by the app user. The chown goes through an
-// fd opened with O_NOFOLLOW, so a symlink put in its place cannot hand root's chown elsewhere.
-async function prepareStateDir(spec: StartSpec, isRoot: boolean, what: string): Promise<void> {
-  try {
-    await fsp.mkdir(path.dirname(spec.stateDir), { recursive: true, mode: 0o755 });
-    await fsp.mkdir(spec.stateDir, { mode: 0o750 }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    });
-    const h = await fsp.open(spec.stateDir, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
-    try {
-      if (isRoot && spec.runAs) await h.chown(spec.runAs.uid, spec.runAs.gid);
-      await h.chmod(0o750);
-    } finally {
-      await h.close();
-    }
-  } catch (err) {
-    throw toStewardError(err, 'IO_ERROR', `cannot start ${what}: state folder ${spec.stateDir}`);
   }
 }
 

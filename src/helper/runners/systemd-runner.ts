@@ -1,0 +1,327 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants as C, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { StewardError, toStewardError } from '../../core/errors.js';
+import { APP_NAME_RE } from '../../core/names.js';
+import type { Clock } from '../../platform/clock.js';
+import { logger } from '../../platform/log.js';
+import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
+import { APP_PATH, buildAppEnv } from './app-env.js';
+import { prepareStateDir } from './state-dir.js';
+import type { AppRunner, ExitInfo, StartSpec, StartedProcess } from './runner.js';
+import { systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
+
+const debug = logger('helper:systemd');
+
+// A unit that holds an app: steward-app-<app>.service (app names are [a-z0-9][a-z0-9_-]*).
+const APP_UNIT_RE = /^steward-app-([a-z0-9][a-z0-9_-]{0,62})\.service$/;
+
+export interface SystemdRunnerOptions {
+  clock: Clock;
+  isRoot: boolean;
+  // TimeoutStopSec= of the unit: systemd's own SIGKILL deadline when something else stops it.
+  // stop() escalates on its own `timeoutMs` as well.
+  stopTimeoutMs?: number;
+  // How long start() waits for the unit's start job and its MainPID.
+  startTimeoutMs?: number;
+}
+
+// The unit an app runs in under the systemd runner.
+export function appUnitName(app: string): string {
+  return `steward-app-${app}.service`;
+}
+
+// Whether PID 1 is systemd and answers: /run/systemd/system exists (sd_booted) and
+// `systemctl is-system-running` says anything but "offline".
+export async function systemdAvailable(): Promise<boolean> {
+  const st = await fsp.stat('/run/systemd/system').catch(() => null);
+  if (!st?.isDirectory()) return false;
+  const r = await execa('systemctl', ['is-system-running'], {
+    extendEnv: false,
+    env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
+    stdin: 'ignore',
+    reject: false,
+    timeout: 10_000,
+  });
+  // It exits non-zero for "degraded", "starting", ...: only its answer counts.
+  const state = String(r.stdout ?? '').trim();
+  return state !== '' && state !== 'offline' && state !== 'unknown';
+}
+
+// The `process` runner under systemd (DESIGN §5): each app is its own transient service,
+// steward-app-<app>.service, started by `systemd-run --wait --collect`. The systemd-run client
+// stays the helper's child so the app's exit is heard at once; the unit does not depend on
+// the client, so a crash of the helper (or of the client) leaves the app running.
+export function createSystemdRunner(opts: SystemdRunnerOptions): AppRunner {
+  return {
+    start: (spec) => startUnitApp(spec, opts),
+    stop: (identity, o) => stopUnitApp(identity, opts.clock, o?.timeoutMs ?? opts.stopTimeoutMs ?? 10_000),
+    isAlive: (identity) => isUnitAppAlive(identity),
+  };
+}
+
+// The steward-app unit a process runs in and its cgroup path, from /proc/<pid>/cgroup, or null
+// when it is gone or not in one. The path ends in the unit: 0::/system.slice/steward-app-web.service.
+export async function appUnitOfPid(pid: number): Promise<AppCgroup | null> {
+  if (!Number.isSafeInteger(pid) || pid <= 1) return null;
+  const text = await fsp.readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => null);
+  return text === null ? null : parseAppUnit(text);
+}
+
+export interface AppCgroup {
+  unit: string;
+  cgroup: string;
+}
+
+// Parses /proc/<pid>/cgroup for a steward-app unit: the v2 line ("0::/path") where there is
+// one (unified and hybrid layouts: systemd tracks processes there), else the v1
+// "n:name=systemd:/path" line (legacy layout).
+export function parseAppUnit(cgroupText: string): AppCgroup | null {
+  let v1: string | null = null;
+  let v2: string | null = null;
+  for (const line of cgroupText.split('\n')) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line);
+    if (!m) continue;
+    const [, num, controllers, cgPath = ''] = m;
+    if (num === '0' && controllers === '') v2 = cgPath;
+    else if (controllers === 'name=systemd') v1 = cgPath;
+  }
+  const cgPath = v2 !== null && v2 !== '/' ? v2 : v1;
+  if (cgPath === null) return null;
+  const last = cgPath.split('/').pop() ?? '';
+  return APP_UNIT_RE.test(last) ? { unit: last, cgroup: cgPath } : null;
+}
+
+// Alive: the same process (pid, start time, boot), in its steward-app unit, which is not
+// inactive or failed and whose MainPID it still is.
+async function isUnitAppAlive(identity: ProcIdentity): Promise<boolean> {
+  if (!(await isSameProcessAlive(identity))) return false;
+  const found = await appUnitOfPid(identity.pid);
+  if (!found) return false;
+  const st = await unitStatus(found.unit);
+  return st.mainPid === identity.pid && isUp(st);
+}
+
+function isUp(st: UnitStatus): boolean {
+  return st.loadState === 'loaded' && st.activeState !== 'inactive' && st.activeState !== 'failed';
+}
+
+async function startUnitApp(spec: StartSpec, opts: SystemdRunnerOptions): Promise<StartedProcess> {
+  const what = `${spec.app} ${spec.version}`;
+  if (!opts.isRoot) throw new StewardError('CONFIG_INVALID', `cannot start ${what} as a systemd unit: the helper is not root`);
+  if (!APP_NAME_RE.test(spec.app)) throw new StewardError('CONFIG_INVALID', `cannot start ${what}: not an app name`);
+  const st = await fsp.stat(spec.cwd).catch(() => null);
+  if (!st?.isDirectory()) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the folder ${spec.cwd} does not exist`);
+  await prepareStateDir(spec, true, what);
+  const unit = appUnitName(spec.app);
+  await clearOldUnit(unit, opts, what);
+  return spawnClient(spec, unit, opts, what);
+}
+
+// A unit of the same name that is still winding down (or failed and not yet collected)
+// would make systemd-run refuse the name: wait for it, then forget a failed one.
+async function clearOldUnit(unit: string, opts: SystemdRunnerOptions, what: string): Promise<void> {
+  const deadline = opts.clock.monotonic() + (opts.stopTimeoutMs ?? 10_000) + 5000;
+  for (;;) {
+    const st = await unitStatus(unit);
+    if (st.loadState !== 'loaded' || st.activeState === 'inactive') return;
+    if (st.activeState === 'failed') {
+      await systemctl(['reset-failed', '--', unit]).catch(() => undefined);
+      return;
+    }
+    if (st.activeState !== 'deactivating') {
+      throw new StewardError('INTERNAL', `cannot start ${what}: ${unit} is already ${st.activeState} (main pid ${st.mainPid})`);
+    }
+    if (opts.clock.monotonic() > deadline) throw new StewardError('IO_ERROR', `cannot start ${what}: ${unit} does not finish stopping`);
+    await opts.clock.sleep(100);
+  }
+}
+
+// The systemd-run command line. No shell anywhere: --setenv takes NAME=VALUE verbatim, and
+// `$` in the command is doubled because systemd expands $VAR in ExecStart arguments.
+export function systemdRunArgs(spec: StartSpec, unit: string, stopTimeoutMs: number): string[] {
+  const [file] = spec.command;
+  if (file === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${spec.app} ${spec.version}: the command is empty`);
+  if (file.includes('$')) throw new StewardError('RELEASE_INVALID', `cannot start ${spec.app} ${spec.version}: "$" in the program name ${file}`);
+  const args = [
+    '--wait',
+    '--collect',
+    `--unit=${unit.replace(/\.service$/, '')}`,
+    // Type=exec: the start job (and so "Running as unit") completes only once execve worked.
+    '--service-type=exec',
+    `--description=steward app ${spec.app} ${spec.version}`,
+    '-p', `WorkingDirectory=${spec.cwd}`,
+    '-p', 'KillMode=mixed',
+    '-p', `TimeoutStopSec=${Math.max(1, Math.ceil(stopTimeoutMs / 1000))}s`,
+    '-p', 'StandardOutput=journal',
+    '-p', 'StandardError=journal',
+    '-p', `SyslogIdentifier=steward-app-${spec.app}`,
+  ];
+  if (spec.runAs) args.push('-p', `User=${spec.runAs.name}`, '-p', `Group=${spec.runAs.gid}`);
+  for (const [k, v] of Object.entries(buildAppEnv(spec))) args.push(`--setenv=${k}=${v}`);
+  args.push('--', ...spec.command.map((a, i) => (i === 0 ? a : a.replaceAll('$', () => '$$'))));
+  return args;
+}
+
+async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOptions, what: string): Promise<StartedProcess> {
+  const args = systemdRunArgs(spec, unit, opts.stopTimeoutMs ?? 10_000);
+  let child: ChildProcess;
+  try {
+    // cwd: systemd-run resolves a relative program name here, as the process runner would.
+    child = spawn('systemd-run', args, {
+      cwd: spec.cwd,
+      env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
+      // Its own process group: a signal to the helper's group does not reach the client.
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      shell: false,
+    });
+  } catch (err) {
+    throw toStewardError(err, 'IO_ERROR', `cannot start ${what}: systemd-run`);
+  }
+  const out = collectOutput(child);
+  const closed = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+    child.once('close', (code, signal) => resolve({ code, signal }));
+    child.once('error', (err) => {
+      out.add(`spawn failed: ${err.message}\n`);
+      resolve({ code: null, signal: null });
+    });
+  });
+  // The helper may exit while the app runs on: neither the client nor its pipes keep it up.
+  child.unref();
+  const running = (await Promise.race([out.running, closed.then(() => false)])) || out.text().includes('Running as unit');
+  if (!running) {
+    const text = out.text().trim();
+    const code = /Failed to find executable|Job for .* failed|Failed to (start|set up)/.test(text) ? 'RELEASE_INVALID' : 'IO_ERROR';
+    throw new StewardError(code, `cannot start ${what} as ${unit}: ${text || 'systemd-run exited'}`);
+  }
+  const identity = await waitMainPid(unit, closed, opts, what, out);
+  const startedAt = opts.clock.now();
+  debug('started app=%s version=%s unit=%s pid=%d', spec.app, spec.version, unit, identity.pid);
+  const exited = closed.then((c) => exitOf(out.text(), c, identity, unit, opts.clock));
+  return { identity, startedAt, exited };
+}
+
+// The client's output (a few lines), and when "Running as unit" appeared: with --wait and
+// Type=exec, systemd-run prints it once the start job is done, before waiting for the end.
+function collectOutput(child: ChildProcess) {
+  let buf = '';
+  let onRunning: (v: boolean) => void = () => undefined;
+  const running = new Promise<boolean>((resolve) => (onRunning = resolve));
+  const add = (s: string) => {
+    buf = (buf + s).slice(-16_384);
+    if (buf.includes('Running as unit')) onRunning(true);
+  };
+  for (const s of [child.stdout, child.stderr]) {
+    s?.setEncoding('utf8');
+    s?.on('data', add);
+    (s as unknown as { unref?: () => void } | null)?.unref?.();
+  }
+  return { running, add, text: () => buf };
+}
+
+// The unit's MainPID as a process identity, polled until systemd has one.
+async function waitMainPid(
+  unit: string,
+  closed: Promise<unknown>,
+  opts: SystemdRunnerOptions,
+  what: string,
+  out: { text(): string },
+): Promise<ProcIdentity> {
+  let done = false;
+  void closed.then(() => (done = true));
+  const deadline = opts.clock.monotonic() + (opts.startTimeoutMs ?? 10_000);
+  for (;;) {
+    const st = await unitStatus(unit);
+    if (st.mainPid > 0) {
+      const id = await readProcIdentity(st.mainPid);
+      // Check it is still the unit's main process: the pid may have exited in between.
+      if (id && (await appUnitOfPid(st.mainPid))?.unit === unit) return id;
+    }
+    if (done) {
+      // The app ended before its pid could be read (it lived only a few milliseconds).
+      throw new StewardError('RELEASE_INVALID', `cannot start ${what}: it exited at once (${lastLines(out.text())})`);
+    }
+    if (opts.clock.monotonic() > deadline) {
+      throw new StewardError('IO_ERROR', `cannot start ${what}: ${unit} has no main process after ${opts.startTimeoutMs ?? 10_000} ms`);
+    }
+    await opts.clock.sleep(20);
+  }
+}
+
+// How the app ended, from the client's last lines ("Main processes terminated with:
+// code=exited/status=3"). A client that died without them (killed) says nothing of the app:
+// then the unit is watched until its main process is gone.
+async function exitOf(
+  text: string,
+  client: { code: number | null; signal: string | null },
+  identity: ProcIdentity,
+  unit: string,
+  clock: Clock,
+): Promise<ExitInfo> {
+  const parsed = parseExitLine(text);
+  if (parsed) return parsed;
+  debug('systemd-run client ended without a result unit=%s code=%s signal=%s; watching the unit', unit, client.code, client.signal);
+  for (;;) {
+    const alive = await isUnitAppAlive(identity).catch(() => true);
+    if (!alive) return { code: null, signal: null };
+    await clock.sleep(500);
+  }
+}
+
+// Parses systemd-run's "Main processes terminated with: code=<exited|killed|dumped>/status=<n|SIG>".
+export function parseExitLine(text: string): ExitInfo | null {
+  const m = /Main processes terminated with: code=(\w+)\/status=([\w+-]+)/.exec(text);
+  if (!m) return null;
+  const [, how, status] = m;
+  if (how === 'exited' && status !== undefined && /^\d+$/.test(status)) return { code: Number(status), signal: null };
+  if ((how === 'killed' || how === 'dumped') && status) return { code: null, signal: status.startsWith('SIG') ? status : `SIG${status}` };
+  return { code: null, signal: null };
+}
+
+function lastLines(text: string): string {
+  return text.trim().split('\n').slice(-3).join('; ');
+}
+
+// Stops the app's unit: SIGTERM to the main process (KillMode=mixed), SIGKILL to the whole
+// cgroup after `timeoutMs`, and waits until the unit is gone. Only a process that is still the
+// recorded one and sits in a steward-app unit is acted on; anything else is left alone.
+async function stopUnitApp(identity: ProcIdentity, clock: Clock, timeoutMs: number): Promise<void> {
+  if (!(await isSameProcessAlive(identity))) return;
+  const found = await appUnitOfPid(identity.pid);
+  if (!found) {
+    debug('not stopping a process outside a steward-app unit pid=%d', identity.pid);
+    return;
+  }
+  const { unit } = found;
+  // The system manager's unit of that name must own exactly this cgroup: a user's own
+  // `systemd-run --user --unit=steward-app-web` ends in the same name but is not ours.
+  const st = await unitStatus(unit);
+  if (st.controlGroup !== found.cgroup) {
+    debug('not stopping pid=%d: its cgroup %s is not %s of the system manager (%s)', identity.pid, found.cgroup, unit, st.controlGroup);
+    return;
+  }
+  // Read again: the cgroup read above must have been of the recorded process, not a new one.
+  if (!(await isSameProcessAlive(identity))) return;
+  debug('stopping unit=%s pid=%d timeoutMs=%d', unit, identity.pid, timeoutMs);
+  // --no-block: the deadline is ours (the unit's TimeoutStopSec was fixed at start).
+  await systemctl(['stop', '--no-block', '--', unit]);
+  if (await waitUnitDown(unit, clock, timeoutMs)) return;
+  // Why SIGKILL to all: the app ignored SIGTERM past its stop timeout (DESIGN §5).
+  debug('stop timed out, killing the whole unit unit=%s', unit);
+  await systemctl(['kill', '--kill-whom=all', '--signal=SIGKILL', '--', unit]).catch(() => undefined);
+  if (!(await waitUnitDown(unit, clock, 10_000))) {
+    throw new StewardError('IO_ERROR', `${unit} is still running after SIGKILL`);
+  }
+}
+
+async function waitUnitDown(unit: string, clock: Clock, ms: number): Promise<boolean> {
+  const deadline = clock.monotonic() + ms;
+  for (;;) {
+    const st = await unitStatus(unit);
+    if (!isUp(st)) return true;
+    if (clock.monotonic() > deadline) return false;
+    await clock.sleep(50);
+  }
+}

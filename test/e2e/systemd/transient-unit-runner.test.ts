@@ -1,0 +1,216 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ProcIdentity } from '../../../src/platform/proc-identity.js';
+import type { StartSpec } from '../../../src/helper/runners/runner.js';
+import { APP_PATH } from '../../../src/helper/runners/app-env.js';
+import { bootOrSkip, CONTAINER_REPO, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { startDriver, SYSTEMD_FIXTURES, type Driver, type ExitEvent } from '../../helpers/runner-driver.js';
+
+// The systemd runner against a real systemd 252 booted in a container (the repository is
+// mounted read-only at /opt/src): each app is its own transient unit and user, its output goes
+// to the journal, the helper's death leaves it running, and its crash is heard at once.
+
+const APPS = `${CONTAINER_REPO}/test/fixtures/apps`;
+const ODD = 'a $HOME %n "q" \\ x';
+
+async function showUnit(box: SystemdContainer, unit: string): Promise<Record<string, string>> {
+  const r = await box.exec('systemctl', ['show', '-p', 'User,MainPID,ActiveState,LoadState', '--', unit]);
+  return Object.fromEntries(r.stdout.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+}
+
+async function journalOf(box: SystemdContainer, unit: string, want: (text: string) => boolean): Promise<string> {
+  let text = '';
+  for (let i = 0; i < 50; i++) {
+    text = (await box.exec('journalctl', ['-u', unit, '-o', 'cat', '--no-pager'])).stdout;
+    if (want(text)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return text;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('the systemd runner runs each app as its own transient unit in a real systemd', { timeout: 120_000 }, async (t) => {
+  const box = await bootOrSkip(t);
+  if (!box) return;
+  const drivers: Driver[] = [];
+  try {
+    const add = await box.exec('useradd', ['--system', '--home-dir', '/nonexistent', '--no-create-home', '--shell', '/usr/sbin/nologin', 'stwapp']);
+    assert.equal(add.code, 0, `useradd: ${add.stderr}`);
+    const uid = Number((await box.exec('id', ['-u', 'stwapp'])).stdout.trim());
+    const gid = Number((await box.exec('id', ['-g', 'stwapp'])).stdout.trim());
+    assert.ok(uid > 0 && gid > 0);
+    const spec = (app: string, command: string[], env: Record<string, string> = {}, cwd = APPS): StartSpec => ({
+      app,
+      version: '1.0.0',
+      cwd,
+      command,
+      env,
+      runAs: { name: 'stwapp', uid, gid, home: '/nonexistent' },
+      logFile: `/var/log/steward/${app}.log`,
+      stateDir: `/var/lib/steward-apps/${app}`,
+    });
+
+    let helper = startDriver(box);
+    drivers.push(helper);
+    await helper.ready;
+    assert.equal((await helper.call<{ available: boolean }>('available')).available, true, 'systemdAvailable() inside the container');
+
+    let web: ProcIdentity;
+    await t.test('an app runs as its own unit and user, with its output in the journal', async () => {
+      const r = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('web', ['/usr/bin/node', 'http-server.mjs'], { PORT: '0' }) });
+      web = r.identity;
+      const show = await showUnit(box, 'steward-app-web.service');
+      assert.equal(show.ActiveState, 'active');
+      assert.equal(show.User, 'stwapp');
+      assert.equal(Number(show.MainPID), web.pid);
+      const status = (await box.exec('cat', [`/proc/${web.pid}/status`])).stdout;
+      assert.match(status, new RegExp(`^Uid:\\s+${uid}\\s`, 'm'), 'the main process runs as stwapp');
+      const cgroup = (await box.exec('cat', [`/proc/${web.pid}/cgroup`])).stdout;
+      assert.match(cgroup, /^0::\/system\.slice\/steward-app-web\.service$/m);
+      const journal = await journalOf(box, 'steward-app-web.service', (s) => s.includes('listening'));
+      assert.match(journal, /listening \d+/);
+      assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity: web })).alive, true);
+    });
+
+    await t.test("the app's environment is built from nothing and taken verbatim", async () => {
+      // systemd expands $VAR in ExecStart arguments: the runner must hand them over as written.
+      const argv = ['$HOME', '${USER}', '$$X', '%n', 'a b'];
+      const script = 'console.log(JSON.stringify({ argv: process.argv.slice(1), env: process.env })); setInterval(() => {}, 1000)';
+      const r = await helper.call<{ identity: ProcIdentity }>('start', {
+        spec: spec('envcheck', ['/usr/bin/node', '-e', script, ...argv], { ODD }),
+      });
+      const journal = await journalOf(box, 'steward-app-envcheck.service', (s) => s.includes('STEWARD_APP'));
+      const line = journal.split('\n').find((l) => l.startsWith('{'));
+      assert.ok(line, `no env line in the journal: ${journal}`);
+      const printed = JSON.parse(line) as { argv: string[]; env: Record<string, string> };
+      assert.deepEqual(printed.argv, argv, 'arguments arrive as written');
+      const env = printed.env;
+      assert.equal(env.HELPER_SECRET, undefined, "the helper's environment leaked into the app");
+      assert.equal(env.ODD, ODD, 'a value with $, %, quotes and a backslash arrives as written');
+      assert.equal(env.PATH, APP_PATH);
+      assert.equal(env.STEWARD_APP, 'envcheck');
+      assert.equal(env.STATE_DIRECTORY, '/var/lib/steward-apps/envcheck');
+      assert.equal(env.USER, 'stwapp');
+      const extra = Object.keys(env).filter((k) => !/^(PATH|HOME|USER|LOGNAME|LANG|STEWARD_APP|STEWARD_VERSION|STATE_DIRECTORY|ODD)$/.test(k));
+      console.log(`variables systemd adds to an app's environment: ${extra.sort().join(' ')}`);
+      await helper.call('stop', { identity: r.identity });
+    });
+
+    await t.test('killing the systemd-run client, then the helper, leaves the unit running with the same MainPID', async () => {
+      const { clients } = await helper.call<{ clients: Array<{ pid: number; unit: string }> }>('clients');
+      const client = clients.find((c) => c.unit === 'steward-app-web');
+      assert.ok(client, `no systemd-run client for web among ${JSON.stringify(clients)}`);
+      assert.equal((await box.exec('kill', ['-KILL', String(client.pid)])).code, 0);
+      await sleep(1000);
+      let show = await showUnit(box, 'steward-app-web.service');
+      assert.equal(show.ActiveState, 'active', 'the unit outlives its client');
+      assert.equal(Number(show.MainPID), web.pid);
+      assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity: web })).alive, true);
+
+      // A helper crash: SIGKILL the stand-in itself, then a fresh one adopts the recorded identity.
+      const helperPid = await helper.ready;
+      assert.equal((await box.exec('kill', ['-KILL', String(helperPid)])).code, 0);
+      await sleep(500);
+      show = await showUnit(box, 'steward-app-web.service');
+      assert.equal(show.ActiveState, 'active', 'the unit outlives the helper');
+      assert.equal(Number(show.MainPID), web.pid);
+      helper = startDriver(box);
+      drivers.push(helper);
+      await helper.ready;
+      assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity: web })).alive, true, 'a new helper sees it alive');
+    });
+
+    await t.test('stop() stops the unit of a recorded process, and nothing outside a steward-app unit', async () => {
+      const r = await helper.call<{ ms: number }>('stop', { identity: web });
+      console.log(`stop() of web took ${r.ms.toFixed(0)} ms`);
+      const show = await showUnit(box, 'steward-app-web.service');
+      assert.equal(show.ActiveState, 'inactive');
+      assert.equal(show.LoadState, 'not-found', '--collect unloaded it');
+      assert.notEqual((await box.exec('kill', ['-0', String(web.pid)])).code, 0, 'the process is gone');
+      assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity: web })).alive, false);
+      await helper.call('stop', { identity: web }); // idempotent
+
+      // A process of the container that is not in a steward-app unit is left alone.
+      const r2 = await box.exec('systemd-run', ['--unit=not-steward', '/usr/bin/sleep', '300']);
+      assert.equal(r2.code, 0, r2.stderr);
+      const other = Number((await box.exec('systemctl', ['show', '-p', 'MainPID', '--value', 'not-steward.service'])).stdout.trim());
+      const { identity } = await helper.call<{ identity: ProcIdentity }>('identity', { pid: other });
+      await helper.call('stop', { identity });
+      assert.equal((await box.exec('kill', ['-0', String(other)])).code, 0, 'a process outside steward-app units was signalled');
+      assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity })).alive, false, 'not ours, so not alive to the runner');
+
+      // A decoy: a process in a cgroup whose last segment is steward-app-decoy.service but which
+      // is not the system unit of that name (as a user's `systemd-run --user` would make).
+      const real = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('decoy', ['/usr/bin/node', 'hang.mjs']) });
+      // Moved there from a unit of the container: cgroup v2 only moves within the namespace.
+      assert.equal((await box.exec('systemd-run', ['--unit=decoy-src', '/usr/bin/sleep', '300'])).code, 0);
+      const fakePid = Number((await box.exec('systemctl', ['show', '-p', 'MainPID', '--value', 'decoy-src.service'])).stdout.trim());
+      // The writable cgroup v2 tree: /sys/fs/cgroup/unified in a hybrid layout, else /sys/fs/cgroup.
+      const fake = await box.exec('sh', [
+        '-c',
+        'v2=/sys/fs/cgroup; [ -d $v2/unified ] && v2=$v2/unified; d=$v2/fake.slice/steward-app-decoy.service; ' +
+          'mkdir -p $d && echo "$1" > $d/cgroup.procs',
+        'sh',
+        String(fakePid),
+      ]);
+      assert.equal(fake.code, 0, fake.stderr);
+      await sleep(200);
+      assert.match((await box.exec('cat', [`/proc/${fakePid}/cgroup`])).stdout, /^0::\/fake\.slice\/steward-app-decoy\.service$/m);
+      const fakeId = (await helper.call<{ identity: ProcIdentity }>('identity', { pid: fakePid })).identity;
+      await helper.call('stop', { identity: fakeId });
+      assert.equal((await showUnit(box, 'steward-app-decoy.service')).ActiveState, 'active', 'the real unit was stopped for a decoy');
+      assert.equal((await box.exec('kill', ['-0', String(fakePid)])).code, 0);
+      await box.exec('kill', ['-KILL', String(fakePid)]);
+      await helper.call('stop', { identity: real.identity });
+      assert.equal((await showUnit(box, 'steward-app-decoy.service')).ActiveState, 'inactive');
+    });
+
+    await t.test('stop() kills an app that ignores SIGTERM once its timeout passes', async () => {
+      const r = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('stubborn', ['/usr/bin/node', 'ignore-sigterm.mjs']) });
+      await journalOf(box, 'steward-app-stubborn.service', (s) => s.includes('ready'));
+      const s = await helper.call<{ ms: number }>('stop', { identity: r.identity, timeoutMs: 1000 });
+      console.log(`stop() of a SIGTERM-ignoring app with timeoutMs=1000 took ${s.ms.toFixed(0)} ms`);
+      assert.ok(s.ms >= 900, `it waited the timeout (${s.ms} ms)`);
+      assert.equal((await showUnit(box, 'steward-app-stubborn.service')).ActiveState, 'inactive');
+      const ev = (await helper.nextEvent((e) => e.app === 'stubborn', 5000)) as unknown as ExitEvent;
+      assert.equal(ev.info.signal, 'SIGKILL');
+    });
+
+    await t.test('a crash is heard within a second, with its signal or exit code', async () => {
+      const r = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('crasher', ['/usr/bin/node', 'http-server.mjs'], { PORT: '0' }) });
+      await helper.call('kill', { pid: r.identity.pid, signal: 'SIGKILL' });
+      const ev = (await helper.nextEvent((e) => e.app === 'crasher', 5000)) as unknown as ExitEvent;
+      console.log(`SIGKILL of the app heard as exited after ${ev.heardMs!.toFixed(1)} ms: ${JSON.stringify(ev.info)}`);
+      assert.deepEqual(ev.info, { code: null, signal: 'SIGKILL' });
+      assert.ok(ev.heardMs! < 1000, `heard after ${ev.heardMs} ms`);
+
+      await helper.call('start', { spec: spec('exit7', ['/usr/bin/node', 'exit-later.mjs'], { EXIT_AFTER_MS: '500' }, SYSTEMD_FIXTURES) });
+      const ev7 = (await helper.nextEvent((e) => e.app === 'exit7', 5000)) as unknown as ExitEvent;
+      const exitAt = Number((await box.exec('cat', ['/var/lib/steward-apps/exit7/exit-at'])).stdout.trim());
+      const heard = ev7.heardAt - exitAt;
+      console.log(`exit code 7 heard ${heard} ms after the app's exit`);
+      assert.deepEqual(ev7.info, { code: 7, signal: null });
+      assert.ok(heard >= 0 && heard < 1000, `heard after ${heard} ms`);
+      assert.equal((await showUnit(box, 'steward-app-exit7.service')).LoadState, 'not-found', 'a failed unit is collected too');
+    });
+
+    await t.test('an app that exits at once is reported, and leaves no unit behind', async () => {
+      const r = await helper.call<{ ok: boolean }>('start', { spec: spec('instant', ['/usr/bin/true']) }).then(
+        () => 'started',
+        (err: Error) => err.message,
+      );
+      if (r === 'started') {
+        const ev = (await helper.nextEvent((e) => e.app === 'instant', 5000)) as unknown as ExitEvent;
+        assert.deepEqual(ev.info, { code: 0, signal: null });
+      } else {
+        assert.match(r, /exited at once/);
+      }
+      console.log(`start of an app that exits at once: ${r}`);
+      assert.equal((await showUnit(box, 'steward-app-instant.service')).LoadState, 'not-found');
+    });
+  } finally {
+    for (const d of drivers) d.child.stdin?.end();
+    await box.stop();
+  }
+});

@@ -1,0 +1,170 @@
+import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync, promises as fsp } from 'node:fs';
+import type { TestContext } from 'node:test';
+import { REPO, IS_ROOT } from './host.js';
+
+// A real systemd (PID 1 of a container) for tests of the systemd runner, booted per
+// /work/shared/recipes/systemd-container.md: the host's own root with a read-only /usr and a
+// fresh tmpfs for the rest, the repository bind-mounted read-only at /opt/src.
+
+export const CONTAINER_REPO = '/opt/src';
+const NSPAWN = '/usr/bin/systemd-nspawn';
+const INSTALL_HINT = 'apt-get install -y systemd-container';
+let booted = 0;
+
+export interface ExecResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface SystemdContainer {
+  machine: string;
+  // The container's PID 1 (systemd), as the host sees it.
+  pid: number;
+  // Milliseconds from spawning systemd-nspawn to `is-system-running` answering running/degraded.
+  bootMs: number;
+  // Runs a command inside (nsenter into every namespace of PID 1); never rejects on exit codes.
+  exec(cmd: string, args?: string[], opts?: { timeoutMs?: number }): Promise<ExecResult>;
+  // Spawns a long-running command inside, with pipes to the test.
+  spawn(cmd: string, args?: string[], opts?: SpawnOptions): ChildProcess;
+  // Powers the container off; kills systemd-nspawn if it does not end within 15 s. Idempotent.
+  stop(): Promise<void>;
+  // What systemd-nspawn printed (the boot console), for failure messages.
+  console(): string;
+}
+
+// Why the systemd suites cannot run here, or null when they can. Under CI (CI=true) a missing
+// piece is an error, not a skip: the suite must not pass by silently doing nothing.
+export function systemdContainerSkipReason(): string | null {
+  let reason: string | null = null;
+  if (process.platform !== 'linux') reason = 'systemd containers need Linux';
+  else if (!IS_ROOT) reason = 'booting a systemd container needs root (CI runs as root)';
+  else if (!existsSync(NSPAWN)) reason = `systemd-nspawn is missing: ${INSTALL_HINT}`;
+  else if (!existsSync('/usr/bin/nsenter')) reason = 'nsenter (util-linux) is missing';
+  if (reason && process.env.CI === 'true') {
+    throw new Error(`CI must run the systemd runner tests, but: ${reason} (add \`${INSTALL_HINT}\` to .ci/run)`);
+  }
+  return reason;
+}
+
+// Boots a container for a test, or skips the test with the printed reason when this machine
+// cannot (not root, no systemd-nspawn, no boot). Under CI every one of those fails instead.
+export async function bootOrSkip(t: TestContext): Promise<SystemdContainer | null> {
+  const reason = systemdContainerSkipReason();
+  if (reason) {
+    console.log(`skipping: ${reason}`);
+    t.skip(reason);
+    return null;
+  }
+  try {
+    const box = await bootSystemdContainer();
+    console.log(`systemd container booted in ${box.bootMs.toFixed(0)} ms (machine ${box.machine}, PID 1 = ${box.pid})`);
+    return box;
+  } catch (err) {
+    if (process.env.CI === 'true') throw err;
+    console.log(`skipping: ${(err as Error).message}`);
+    t.skip((err as Error).message.split('\n')[0]);
+    return null;
+  }
+}
+
+// Boots systemd in a container and waits until it is up; throws with the console output when
+// it cannot boot.
+export async function bootSystemdContainer(opts: { machine?: string; timeoutMs?: number } = {}): Promise<SystemdContainer> {
+  const machine = opts.machine ?? `steward-test-${process.pid}-${++booted}`;
+  const t0 = performance.now();
+  const nspawn = spawn(
+    NSPAWN,
+    [
+      '-D', '/',
+      '--volatile=yes',
+      '--register=no',
+      '--keep-unit',
+      `--machine=${machine}`,
+      `--bind-ro=${REPO}:${CONTAINER_REPO}`,
+      '-b',
+      '--',
+      // Without firstboot=off the first-boot wizard waits for a key press.
+      'systemd.firstboot=off',
+      'systemd.unit=multi-user.target',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let consoleText = '';
+  const keep = (c: Buffer) => (consoleText = (consoleText + c.toString('utf8')).slice(-32_768));
+  nspawn.stdout?.on('data', keep);
+  nspawn.stderr?.on('data', keep);
+  const nspawnExit = new Promise<void>((resolve) => nspawn.once('close', () => resolve()));
+  nspawn.once('error', (err) => keep(Buffer.from(`spawn failed: ${err.message}\n`)));
+
+  let pid1 = 0;
+  const exec = (cmd: string, args: string[] = [], o: { timeoutMs?: number } = {}) =>
+    run('/usr/bin/nsenter', ['-t', String(pid1), '-a', cmd, ...args], o.timeoutMs ?? 30_000);
+  const kill = async () => {
+    if (nspawn.exitCode !== null || nspawn.signalCode !== null) return;
+    nspawn.kill('SIGKILL');
+    await nspawnExit;
+  };
+  let stopped: Promise<void> | null = null;
+  const stop = () =>
+    (stopped ??= (async () => {
+      if (nspawn.exitCode !== null || nspawn.signalCode !== null) return;
+      if (pid1) await exec('systemctl', ['poweroff', '--no-block'], { timeoutMs: 5000 }).catch(() => null);
+      const t = setTimeout(() => nspawn.kill('SIGKILL'), 15_000);
+      await nspawnExit;
+      clearTimeout(t);
+    })());
+
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const deadline = t0 + timeoutMs;
+  let last = '';
+  try {
+    for (;;) {
+      if (nspawn.exitCode !== null || nspawn.signalCode !== null) throw new Error('systemd-nspawn exited during boot');
+      if (!pid1 && nspawn.pid !== undefined) pid1 = await findChild(nspawn.pid, 'systemd');
+      if (pid1) {
+        const r = await exec('systemctl', ['is-system-running'], { timeoutMs: 5000 });
+        last = r.stdout.trim() || r.stderr.trim();
+        if (last === 'running' || last === 'degraded') break;
+      }
+      if (performance.now() > deadline) throw new Error(`not booted within ${timeoutMs} ms (is-system-running: ${last || 'no PID 1 yet'})`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } catch (err) {
+    await kill();
+    throw new Error(`cannot boot a systemd container: ${(err as Error).message}\n--- systemd-nspawn output ---\n${consoleText}`);
+  }
+  const bootMs = performance.now() - t0;
+  return {
+    machine,
+    pid: pid1,
+    bootMs,
+    exec,
+    spawn: (cmd, args = [], o = {}) => spawn('/usr/bin/nsenter', ['-t', String(pid1), '-a', cmd, ...args], { stdio: 'pipe', ...o }),
+    stop,
+    console: () => consoleText,
+  };
+}
+
+// The pid of the child of `parent` whose command name is `comm`, or 0.
+async function findChild(parent: number, comm: string): Promise<number> {
+  for (const name of await fsp.readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await fsp.readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    const close = stat.lastIndexOf(')');
+    if (close < 0) continue;
+    const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+    if (ppid === parent && stat.slice(stat.indexOf('(') + 1, close) === comm) return Number(name);
+  }
+  return 0;
+}
+
+function run(file: string, args: string[], timeoutMs: number): Promise<ExecResult> {
+  return new Promise((resolve) => {
+    execFile(file, args, { timeout: timeoutMs, maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : null) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
