@@ -7,17 +7,37 @@ export interface RunningWork {
   startedAt: number;
 }
 
+export interface HeldLock {
+  work: RunningWork;
+  release: () => void;
+}
+
+// Work that yields to requests: a request finding it waits for it to end (a supervisor
+// pass lasts milliseconds, at most a stop timeout) instead of failing with BUSY.
+const BACKGROUND_OPS = new Set(['supervise']);
+
 // One piece of work per app at a time inside the helper (DESIGN §4). A second request
-// for a busy app gets BUSY naming the running attempt, its phase and start time.
+// for an app busy with another request gets BUSY naming the running attempt, its phase and
+// start time.
 export class AppLocks {
-  private readonly running = new Map<string, RunningWork>();
+  private readonly running = new Map<string, { work: RunningWork; released: Promise<void> }>();
 
   // Hears every release (the supervisor reconciles an app once an update ends).
   onRelease: ((app: string, work: RunningWork) => void) | undefined;
 
-  // Takes the app's lock or throws BUSY. The returned work record's `phase` may be updated.
-  acquire(app: string, work: RunningWork): { work: RunningWork; release: () => void } {
-    const busy = this.running.get(app);
+  // Takes the app's lock for a request: waits out background work, throws BUSY for another
+  // request. The returned work record's `phase` may be updated.
+  async acquire(app: string, work: RunningWork): Promise<HeldLock> {
+    for (;;) {
+      const busy = this.running.get(app);
+      if (!busy || !BACKGROUND_OPS.has(busy.work.op)) return this.tryAcquire(app, work);
+      await busy.released;
+    }
+  }
+
+  // Takes the app's lock now or throws BUSY.
+  tryAcquire(app: string, work: RunningWork): HeldLock {
+    const busy = this.running.get(app)?.work;
     if (busy) {
       throw new StewardError(
         'BUSY',
@@ -25,14 +45,17 @@ export class AppLocks {
         { details: { attemptId: busy.attemptId, phase: busy.phase, startedAt: busy.startedAt } },
       );
     }
-    this.running.set(app, work);
+    let resolve!: () => void;
+    const entry = { work, released: new Promise<void>((r) => (resolve = r)) };
+    this.running.set(app, entry);
     let released = false;
     return {
       work,
       release: () => {
         if (released) return;
         released = true;
-        if (this.running.get(app) === work) this.running.delete(app);
+        if (this.running.get(app) === entry) this.running.delete(app);
+        resolve();
         this.onRelease?.(app, work);
       },
     };
@@ -40,6 +63,6 @@ export class AppLocks {
 
   // The work running for `app`, if any.
   get(app: string): RunningWork | undefined {
-    return this.running.get(app);
+    return this.running.get(app)?.work;
   }
 }

@@ -54,7 +54,7 @@ export function makeHandlers(core: HelperCore) {
       const r = req as StageRequest;
       if (core.recovering()) throw new StewardError('RECOVERING', 'the helper is recovering interrupted updates; try again shortly');
       const attemptId = r.attemptId ?? newAttemptId(core.clock.now());
-      const held = core.locks.acquire(r.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
+      const held = await core.locks.acquire(r.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
       try {
         return await stageRelease(core, {
           kind: ctx.kind,
@@ -87,7 +87,7 @@ export function makeHandlers(core: HelperCore) {
     prune: async (req: unknown) => {
       const r = req as PruneRequest;
       if (!core.config.apps[r.app]) throw new StewardError('UNKNOWN_APP', `app ${r.app} is not in the host config`);
-      const held = core.locks.acquire(r.app, { attemptId: 'prune', op: 'prune', phase: 'prune', startedAt: core.clock.now() });
+      const held = await core.locks.acquire(r.app, { attemptId: 'prune', op: 'prune', phase: 'prune', startedAt: core.clock.now() });
       try {
         return { app: r.app, removed: await pruneReleases(core, r.app, r.keep) };
       } finally {

@@ -13,7 +13,7 @@ export async function setHold(ctx: UpdateContext, app: string, hold: { by: strin
 // `release-hold`: clears the hold. Nothing to clear is success.
 export async function releaseHold(ctx: UpdateContext & { locks: AppLocks }, app: string): Promise<{ app: string; released: boolean }> {
   if (!ctx.config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
-  const held = ctx.locks.acquire(app, { attemptId: 'release-hold', op: 'release-hold', phase: 'write', startedAt: ctx.clock.now() });
+  const held = await ctx.locks.acquire(app, { attemptId: 'release-hold', op: 'release-hold', phase: 'write', startedAt: ctx.clock.now() });
   try {
     const state = await readAppState(ctx.paths, app);
     if (!state.hold) return { app, released: false };

@@ -25,7 +25,7 @@ export async function handleRunState(core: TransactionCore, req: RunStateRequest
     throw new StewardError('BAD_REQUEST', `${req.app} runs as the unit ${cfg.unit}; systemctl ${req.op} it`);
   }
   await preflight(core, req.app, ctx.kind, { allowBlocked: req.op === 'stop' });
-  const held = core.locks.acquire(req.app, { attemptId: req.op, op: req.op, phase: req.op, startedAt: core.clock.now() });
+  const held = await core.locks.acquire(req.app, { attemptId: req.op, op: req.op, phase: req.op, startedAt: core.clock.now() });
   try {
     if (req.op === 'stop') {
       await setHold(core, req.app, { by: req.by ?? (ctx.kind === 'admin' ? 'root (admin.sock)' : 'helper.sock'), reason: 'stop' });

@@ -53,7 +53,7 @@ export async function runTransaction(
   let lock;
   try {
     await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
-    lock = core.locks.acquire(req.app, { attemptId, op: req.op, phase: 'checks', startedAt });
+    lock = await core.locks.acquire(req.app, { attemptId, op: req.op, phase: 'checks', startedAt });
   } catch (err) {
     return emitRefusal(core, err, refusal);
   }

@@ -103,7 +103,7 @@ export class Supervisor {
   private async reconcile(app: string): Promise<void> {
     const { ctx } = this;
     if (ctx.locks.get(app) || ctx.blockedInMemory.has(app)) return;
-    const held = ctx.locks.acquire(app, { attemptId: 'supervisor', op: 'supervise', phase: 'reconcile', startedAt: ctx.clock.now() });
+    const held = ctx.locks.tryAcquire(app, { attemptId: 'supervisor', op: 'supervise', phase: 'reconcile', startedAt: ctx.clock.now() });
     try {
       const state = await readAppState(ctx.paths, app);
       if (state.blocked) return;
