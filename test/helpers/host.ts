@@ -100,8 +100,9 @@ export interface HelperProcess {
   kill(): Promise<void>;
 }
 
-// Starts steward-helper on a host and waits until its status answers.
-export async function startHelper(host: TestHost, env: Record<string, string> = {}): Promise<HelperProcess> {
+// Starts steward-helper on a host and waits until its status answers and, unless
+// `untilRecovered` is false, until its start (recovery, first pass) is over.
+export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean } = {}): Promise<HelperProcess> {
   const child = spawn(process.execPath, [BIN.helper, '--root', host.root], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DEBUG: 'steward:*', ...env },
@@ -114,7 +115,7 @@ export async function startHelper(host: TestHost, env: Record<string, string> = 
     if (child.exitCode !== null) throw new Error(`steward-helper exited ${child.exitCode}: ${err}`);
     const r = await agentctl(host, ['status', '--json']).catch(() => null);
     // Ready once the start (recovery, first pass) is done: until then updates get RECOVERING.
-    if (r && r.code === 0 && r.json?.recovering === false) break;
+    if (r && r.code === 0 && (r.json?.recovering === false || opts.untilRecovered === false)) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`steward-helper did not answer status within 15 s: ${err}`);

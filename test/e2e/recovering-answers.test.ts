@@ -1,0 +1,40 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { agentctl, makeHost, processApp, startHelper } from '../helpers/host.js';
+import { freePort, releaseArgs } from '../fixtures/app-releases.js';
+import { killApps, waitReady } from '../helpers/app-processes.js';
+
+// DESIGN §4: at its start the helper recovers before it takes any request that would change
+// an app; those get RECOVERING meanwhile, and status answers at once.
+test('while the helper recovers an interrupted activation, status answers and changes get RECOVERING', { timeout: 90_000 }, async (t) => {
+  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  const port = await freePort();
+  t.after(async () => {
+    killApps(host, ['web']);
+    host.cleanup();
+  });
+  let helper = await startHelper(host);
+  // 2.0.0 takes 4 s to prove itself stable: its recovery probe keeps the start busy that long.
+  assert.equal((await agentctl(host, ['update', 'web', '2.0.0', ...releaseArgs(host.scratch, 'web', '2.0.0', port, { stableMs: 4000 })])).code, 0);
+  await helper.stop();
+  helper = await startHelper(host, { STEWARD_FAULTS: 'after-start-new' });
+  const dying = await agentctl(host, ['update', 'web', '3.0.0', ...releaseArgs(host.scratch, 'web', '3.0.0', port, { stableMs: 200 })]);
+  assert.equal(dying.code, 5, 'the helper died at the kill point');
+  await helper.kill();
+
+  helper = await startHelper(host, {}, { untilRecovered: false });
+  t.after(() => helper.stop());
+  const st = await agentctl(host, ['status', '--json']);
+  assert.equal(st.code, 0);
+  assert.equal(st.json.recovering, true, 'status answers during recovery and says so');
+  const refused = await agentctl(host, ['update', 'web', '3.0.0', ...releaseArgs(host.scratch, 'web', '3.0.0', port), '--json']);
+  assert.equal(refused.code, 3);
+  assert.equal(refused.json.error.code, 'RECOVERING');
+  const stage = await agentctl(host, ['stage', 'web', '3.0.0', ...releaseArgs(host.scratch, 'web', '3.0.0', port), '--json']);
+  assert.equal(stage.json.error.code, 'RECOVERING');
+
+  const ready = await waitReady(host);
+  const web = ready.apps.find((a: { name: string }) => a.name === 'web');
+  assert.equal(web.current, '2.0.0');
+  assert.equal(web.lastAttempt.reason.code, 'ACTIVATION_INTERRUPTED');
+});
