@@ -65,6 +65,9 @@ const extractSchema = z.strictObject({
 });
 
 const supervisorSchema = z.strictObject({
+  // How `process` apps run: as transient units under systemd ("systemd"), as detached children
+  // with a log file ("detached"), or "auto": systemd when PID 1 is systemd and the helper is root.
+  processRunner: z.enum(['auto', 'systemd', 'detached']).default('auto'),
   // The periodic reconcile pass.
   sweepMs: ms(3_600_000).min(100).default(60_000),
   // How often an adopted process (not the helper's child) is checked.

@@ -44,6 +44,7 @@ export function makeHandlers(core: HelperCore) {
           recovering: core.recovering(),
           running: (app) => core.locks.get(app),
           blockedInMemory: core.blockedInMemory,
+          units: core.units,
           now: core.clock.now(),
         },
         (req as StatusRequest).app,

@@ -17,7 +17,8 @@ import { loadOrCreateHelperKey } from './receipts/helper-key.js';
 import { readNodeId } from './receipts/node-id.js';
 import { ReceiptStore } from './receipts/receipt-store.js';
 import { createProcessRunner } from './runners/process-runner.js';
-import type { RunAs } from './runners/runner.js';
+import type { AppRunner, RunAs } from './runners/runner.js';
+import { createSystemdRunner, systemdAvailable } from './runners/systemd-runner.js';
 import { realStageIO } from './stage/real-stage-io.js';
 import { makeDispatch } from './server/dispatch.js';
 import { startApiServer, type ApiServer } from './server/api-server.js';
@@ -27,6 +28,7 @@ import { Attempts } from './update/attempts.js';
 import { ensureRunning } from './update/first-pass.js';
 import { probeRelease } from './update/probe.js';
 import { recoverApp } from './update/recover.js';
+import { systemdUnits } from './runners/unit-runner.js';
 import { Supervisor } from './supervisor/supervisor.js';
 
 const log = logger('helper:main');
@@ -141,7 +143,8 @@ async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean):
     config,
     clock: systemClock,
     io: realStageIO,
-    runner: createProcessRunner({ clock: systemClock, isRoot }),
+    runner: await chooseProcessRunner(isRoot, config.supervisor.processRunner),
+    units: systemdUnits,
     receipts: receiptStore,
     receiptStore,
     faults: faultsFromEnv(process.env, paths.root),
@@ -154,6 +157,21 @@ async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean):
     startedAt: systemClock.now(),
     recovering: () => true,
   };
+}
+
+// The `process` runner (DESIGN §5): each app its own transient unit when PID 1 is systemd and
+// the helper is root, else a detached child with its output in /var/log/steward/<app>.log.
+async function chooseProcessRunner(isRoot: boolean, choice: HostConfig['supervisor']['processRunner']): Promise<AppRunner> {
+  const systemd = choice === 'systemd' || (choice === 'auto' && isRoot && (await systemdAvailable().catch(() => false)));
+  if (systemd) {
+    if (!isRoot || !(await systemdAvailable().catch(() => false))) {
+      throw new StewardError('CONFIG_INVALID', 'supervisor.processRunner is "systemd" but systemd is not PID 1 or the helper is not root');
+    }
+    log('process runner=systemd: each app runs as its own unit steward-app-<app>.service, output in the journal');
+    return createSystemdRunner({ clock: systemClock, isRoot });
+  }
+  log('process runner=detached (%s): apps run as detached children with a log file', choice === 'detached' ? 'configured' : isRoot ? 'systemd is not PID 1' : 'systemd needs root');
+  return createProcessRunner({ clock: systemClock, isRoot });
 }
 
 // The account a process app runs as: its configured user and group as root, else the helper's.

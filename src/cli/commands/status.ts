@@ -24,7 +24,10 @@ export function registerStatus(program: Command): void {
         if (a.stateError) notes.push(`state error: ${a.stateError}`);
         if (a.journalError) notes.push(`journal error: ${a.journalError}`);
         const sv = a.supervisor;
-        if (sv) {
+        if (a.unit) {
+          const u = a.unit;
+          notes.push('error' in u ? `unit ${u.name}: ${u.error}` : `unit ${u.name} ${u.activeState}/${u.subState} pid ${u.mainPid || '-'} restarts ${u.nRestarts}`);
+        } else if (sv) {
           const exit = sv.lastExit ? ` last exit ${sv.lastExit.signal ?? 'code ' + sv.lastExit.code}` : '';
           if (sv.state === 'running') notes.push(`running pid ${sv.pid ?? '?'}${sv.attempts ? ` (${sv.attempts} respawns)` : ''}`);
           else if (sv.state === 'waiting') notes.push(`CRASHED, respawn ${sv.attempts + 1} at ${when(sv.nextAttemptAt)}${exit}`);

@@ -3,7 +3,7 @@ import type { RunStateRequest } from '../../protocol/schemas.js';
 import type { OpContext } from '../server/api-server.js';
 import { readCurrent } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
-import { startVersion, stopApp } from '../update/app-process.js';
+import { isAppAlive, startVersion, stopApp } from '../update/app-process.js';
 import { setHold } from './hold.js';
 import { preflight } from './preflight.js';
 import type { TransactionCore } from './run-transaction.js';
@@ -36,7 +36,7 @@ export async function handleRunState(core: TransactionCore, req: RunStateRequest
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app} has no valid current release to ${req.op}`);
     const rec = await readRunRecord(core.paths, req.app).catch(() => null);
-    const alive = rec?.process && rec.version === cur.version ? await core.runner.isAlive(rec.process) : false;
+    const alive = rec?.process && rec.version === cur.version ? await isAppAlive(core, req.app, rec.process) : false;
     if (req.op === 'start' && alive && rec?.expected === 'running' && rec.supervisor?.state !== 'error') {
       return { app: req.app, op: 'start', changed: false, pid: rec.process?.pid ?? null, version: cur.version };
     }

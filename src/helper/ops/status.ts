@@ -7,6 +7,7 @@ import { readAppState } from '../state/app-state.js';
 import { readCurrent } from '../release-store.js';
 import { readJournal } from '../update/journal.js';
 import { readRunRecord } from '../runners/run-record.js';
+import type { UnitControl } from '../update/context.js';
 
 export interface AppStatus {
   name: string;
@@ -43,6 +44,8 @@ export interface AppStatus {
     giveUpReason: string | null;
     since: number | null;
   } | null;
+  // A `unit` app: what systemd says of its unit (its own Restart= keeps it up).
+  unit?: { name: string; activeState: string; subState: string; mainPid: number; nRestarts: number } | { name: string; error: string };
 }
 
 export interface StatusResult {
@@ -72,6 +75,7 @@ export interface StatusContext {
   recovering: boolean;
   running: (app: string) => RunningWork | undefined;
   blockedInMemory: ReadonlyMap<string, { reason: string; message: string; since: number }>;
+  units?: UnitControl;
   now: number;
 }
 
@@ -81,7 +85,9 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   const j = await readJournal(ctx.paths, name);
   const rec = await readRunRecord(ctx.paths, name).catch(() => null);
   const sup = rec?.supervisor;
+  const unit = cfg?.runner === 'unit' && ctx.units ? await unitInfo(ctx.units, cfg.unit) : undefined;
   const base = {
+    ...(unit ? { unit } : {}),
     supervisor: rec
       ? {
           expected: rec.expected,
@@ -130,5 +136,13 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
     };
   } catch (err) {
     return { ...base, previous: null, highestActive: null, hold: null, blocked: ctx.blockedInMemory.get(name) ?? null, quarantined: [], stateError: (err as Error).message };
+  }
+}
+
+async function unitInfo(units: UnitControl, name: string): Promise<AppStatus['unit']> {
+  try {
+    return { name, ...(await units.status(name)) };
+  } catch (err) {
+    return { name, error: (err as Error).message };
   }
 }

@@ -46,4 +46,8 @@ export interface AppRunner {
   stop(identity: ProcIdentity, opts?: { timeoutMs?: number }): Promise<void>;
   // Whether the recorded process is alive and is still the same process.
   isAlive(identity: ProcIdentity): Promise<boolean>;
+  // The app's last `lines` lines of output since `sinceMs` (wall clock), for a runner whose
+  // output does not go to StartSpec.logFile (the systemd runner: journald). '' when there is
+  // none. Absent: the output is in the log file.
+  tailLog?(app: string, sinceMs: number, lines: number): Promise<string>;
 }

@@ -58,7 +58,28 @@ export function createSystemdRunner(opts: SystemdRunnerOptions): AppRunner {
     start: (spec) => startUnitApp(spec, opts),
     stop: (identity, o) => stopUnitApp(identity, opts.clock, o?.timeoutMs ?? opts.stopTimeoutMs ?? 10_000),
     isAlive: (identity) => isUnitAppAlive(identity),
+    tailLog: (app, sinceMs, lines) => tailUnitLog(app, sinceMs, lines),
   };
+}
+
+// The app unit's last `lines` journal lines since `sinceMs`: its output and systemd's own lines
+// about it ("Main process exited, code=exited, status=3"). '' when the journal has none.
+export async function tailUnitLog(app: string, sinceMs: number, lines: number): Promise<string> {
+  if (!APP_NAME_RE.test(app) || lines <= 0) return '';
+  const since = (Math.max(0, sinceMs) / 1000).toFixed(3);
+  const r = await execa('journalctl', ['-u', appUnitName(app), `--since=@${since}`, '-n', String(lines), '-o', 'cat', '--no-pager', '-q'], {
+    extendEnv: false,
+    env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
+    stdin: 'ignore',
+    reject: false,
+    timeout: 10_000,
+    maxBuffer: 4 * 1024 * 1024,
+  });
+  if (r.exitCode !== 0) {
+    throw new StewardError('IO_ERROR', `cannot read the journal of ${appUnitName(app)}: ${String(r.stderr ?? '').trim() || `exit ${r.exitCode}`}`);
+  }
+  const text = String(r.stdout ?? '');
+  return text === '' || text.endsWith('\n') ? text : text + '\n';
 }
 
 // The steward-app unit a process runs in and its cgroup path, from /proc/<pid>/cgroup, or null
@@ -166,6 +187,9 @@ export function systemdRunArgs(spec: StartSpec, unit: string, stopTimeoutMs: num
 
 async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOptions, what: string): Promise<StartedProcess> {
   const args = systemdRunArgs(spec, unit, opts.stopTimeoutMs ?? 10_000);
+  // Taken before the unit exists: the journal of this run (tailLog) starts here, and the
+  // previous run's lines all came before (its unit was gone before this start).
+  const startedAt = opts.clock.now();
   let child: ChildProcess;
   try {
     // cwd: systemd-run resolves a relative program name here, as the process runner would.
@@ -197,7 +221,6 @@ async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOpt
     throw new StewardError(code, `cannot start ${what} as ${unit}: ${text || 'systemd-run exited'}`);
   }
   const identity = await waitMainPid(unit, closed, opts, what, out);
-  const startedAt = opts.clock.now();
   debug('started app=%s version=%s unit=%s pid=%d', spec.app, spec.version, unit, identity.pid);
   const exited = closed.then((c) => exitOf(out.text(), c, identity, unit, opts.clock));
   return { identity, startedAt, exited };

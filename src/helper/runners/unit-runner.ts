@@ -96,3 +96,10 @@ export function parseUnitShow(text: string): UnitStatus {
 function checkUnitName(unit: string): void {
   if (!UNIT_RE.test(unit)) throw new StewardError('CONFIG_INVALID', `not a systemd service unit name: ${JSON.stringify(unit)}`);
 }
+
+// The real `unit` runner seam for the update transaction (UpdateContext.units).
+export const systemdUnits = {
+  start: (unit: string) => startUnit(unit),
+  stop: (unit: string) => stopUnit(unit),
+  status: (unit: string) => unitStatus(unit),
+};

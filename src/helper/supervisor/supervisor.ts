@@ -93,7 +93,10 @@ export class Supervisor {
     for (const [app, cfg] of Object.entries(this.ctx.config.apps)) {
       if (cfg.runner !== 'process' || this.children.has(app) || this.ctx.locks.get(app)) continue;
       const rec = await readRunRecord(this.ctx.paths, app).catch(() => null);
-      if (rec?.expected === 'running' && rec.process && !(await this.ctx.runner.isAlive(rec.process))) {
+      // Only a process believed up is polled: an app in `error` stays down, and a `waiting` one
+      // has its respawn timer.
+      const believedUp = !rec?.supervisor || rec.supervisor.state === 'running';
+      if (rec?.expected === 'running' && believedUp && rec.process && !(await this.ctx.runner.isAlive(rec.process))) {
         void this.requestPass(`adopted ${app} pid ${rec.process.pid} is gone`);
       }
     }

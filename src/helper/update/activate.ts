@@ -8,7 +8,7 @@ import { readMarker } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
 import type { StartedProcess } from '../runners/runner.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
-import { probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
+import { isAppAlive, probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
 import type { StoredReceipt, UpdateContext } from './context.js';
 import { writeJournal } from './journal.js';
 import { keepFailedLog } from './keep-failed-log.js';
@@ -134,7 +134,10 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
   const verdict = { reason: why };
   // The new version failed: stop it before the old one starts, so it cannot hold a port.
   const record = await readRunRecord(paths, app).catch(() => null);
-  const logFile = await keepFailedLog(paths, app, attemptId, record?.logOffset ?? 0);
+  const logFile = await keepFailedLog(paths, app, attemptId, record?.logOffset ?? 0, {
+    runner: ctx.config.apps[app]?.runner === 'process' ? ctx.runner : undefined,
+    sinceMs: record?.startedAt,
+  });
   input.progress('stop-new');
   await stopApp(ctx, app);
   let outcome: Journal['outcome'];
@@ -212,7 +215,7 @@ async function startAndProbe(
         first = false;
         hooks.onProbe?.();
       }
-      return ctx.runner.isAlive(proc.identity);
+      return isAppAlive(ctx, app, proc.identity);
     },
   });
 }

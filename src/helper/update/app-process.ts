@@ -10,6 +10,7 @@ import { checkReleaseFile } from '../stage/check-release-file.js';
 import type { UpdateContext } from './context.js';
 import type { ProbeSpec } from './probe.js';
 import { findAppProcesses } from './find-app-processes.js';
+import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
 import { decide, initialSupervisorState, type Observation, type RestartPolicy, type SupervisorRecordState } from '../../core/supervisor-decision.js';
 
 const log = logger('helper:update');
@@ -46,6 +47,8 @@ function observe(ctx: UpdateContext, app: string, sup: SupervisorRecordState | u
 
 // Starts `version` of the app from its resolved tree and records the process.
 export async function startVersion(ctx: UpdateContext, app: string, version: string, cause: StartCause = 'update'): Promise<StartedProcess> {
+  const cfg = ctx.config.apps[app];
+  if (cfg?.runner === 'unit') return startUnitApp(ctx, app, version, cfg.unit);
   const rf = await readReleaseOf(ctx, app, version);
   if (!rf.start) throw new StewardError('RELEASE_INVALID', `${app} ${version} has no start command`);
   const logFile = appLogFile(ctx.paths, app);
@@ -95,6 +98,12 @@ export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
     supervisor,
   });
   const cfg = ctx.config.apps[app];
+  if (cfg?.runner === 'unit') {
+    // Its unit's own KillMode= and TimeoutStopSec= apply.
+    await ctx.units.stop(cfg.unit);
+    await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, supervisor });
+    return;
+  }
   const timeoutMs = cfg?.runner === 'process' ? cfg.stopTimeoutMs : ctx.stopTimeoutMs;
   if (rec?.process) await ctx.runner.stop(rec.process, { timeoutMs });
   for (const orphan of await findAppProcesses(ctx.paths, app)) {
@@ -102,4 +111,34 @@ export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
     await ctx.runner.stop(orphan, { timeoutMs });
   }
   await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, supervisor });
+}
+
+// A `unit` app (DESIGN §5): its unit runs it from `current`, which the transaction already
+// points at `version`; starting the unit starts that version. Its identity is the unit's
+// MainPID, so the probe's "still alive" is "the same main process": a restart by the unit's
+// own Restart= during the probe counts as a death.
+async function startUnitApp(ctx: UpdateContext, app: string, version: string, unit: string): Promise<StartedProcess> {
+  await ctx.units.start(unit);
+  const deadline = ctx.clock.monotonic() + 10_000;
+  let st = await ctx.units.status(unit);
+  while (st.mainPid === 0 && st.activeState === 'activating' && ctx.clock.monotonic() < deadline) {
+    await ctx.clock.sleep(50);
+    st = await ctx.units.status(unit);
+  }
+  const identity = st.mainPid > 0 ? await readProcIdentity(st.mainPid) : null;
+  if (!identity) throw new StewardError('RELEASE_INVALID', `${app} ${version}: the unit ${unit} has no main process (${st.activeState}/${st.subState})`);
+  const startedAt = ctx.clock.now();
+  const prev = await readRunRecord(ctx.paths, app).catch(() => null);
+  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'running', version, process: identity, startedAt, ...(prev?.supervisor ? { supervisor: prev.supervisor } : {}) });
+  log('started unit app=%s unit=%s version=%s pid=%d', app, unit, version, identity.pid);
+  // systemd, not this helper, watches a unit's exits.
+  return { identity, startedAt, exited: new Promise(() => {}) };
+}
+
+// Whether the recorded process of the app is still the same live process: the runner's
+// answer for a process app, the identity alone (pid, start time, boot) for a unit app,
+// whose main process lives in its own unit's cgroup.
+export async function isAppAlive(ctx: UpdateContext, app: string, identity: ProcIdentity): Promise<boolean> {
+  if (ctx.config.apps[app]?.runner === 'unit') return isSameProcessAlive(identity);
+  return ctx.runner.isAlive(identity);
 }

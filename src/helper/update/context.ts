@@ -16,6 +16,16 @@ export interface ReceiptSink {
 
 export type { ReceiptInput, StoredReceipt };
 
+// The `unit` runner's seam: an existing systemd unit whose own Restart= governs it.
+export interface UnitControl {
+  // Starts the unit and waits for its start job. Idempotent.
+  start(unit: string): Promise<void>;
+  // Stops the unit and waits for its stop job. Idempotent: stopped or unknown is success.
+  stop(unit: string): Promise<void>;
+  // What systemd says of it; mainPid 0 when no main process runs.
+  status(unit: string): Promise<{ activeState: string; subState: string; mainPid: number; nRestarts: number }>;
+}
+
 // Everything the update transaction touches, built once by the helper's main.
 export interface UpdateContext {
   paths: HostPaths;
@@ -23,6 +33,7 @@ export interface UpdateContext {
   clock: Clock;
   io: StageIO;
   runner: AppRunner;
+  units: UnitControl;
   receipts: ReceiptSink;
   faults: Faults;
   locks: AppLocks;

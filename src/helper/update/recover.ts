@@ -3,7 +3,7 @@ import { isTerminal, type Journal } from '../../core/journal-schema.js';
 import { logger } from '../../platform/log.js';
 import { readMarker } from '../release-store.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
-import { probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
+import { isAppAlive, probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
 import { blockApp, emitFor } from './activate.js';
 import type { UpdateContext } from './context.js';
 import { readJournal, writeJournal } from './journal.js';
@@ -75,7 +75,7 @@ async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<Recov
     try {
       const rf = await readReleaseOf(ctx, app, j.fromVersion);
       const proc = await startVersion(ctx, app, j.fromVersion);
-      const r = await ctx.probe(probeSpecOf(rf), { clock: ctx.clock, isAlive: () => ctx.runner.isAlive(proc.identity) });
+      const r = await ctx.probe(probeSpecOf(rf), { clock: ctx.clock, isAlive: () => isAppAlive(ctx, app, proc.identity) });
       healthy = r.ok;
       if (!r.ok) why = r.reason;
     } catch (err) {
