@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants as C, promises as fsp } from 'node:fs';
-import path from 'node:path';
+import { promises as fsp } from 'node:fs';
 import { execa } from 'execa';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { APP_NAME_RE } from '../../core/names.js';
