@@ -1,0 +1,197 @@
+// The control plane's check of one `POST /v1/heartbeat` body (DESIGN §6), pure: the body, the
+// node and attempt lookups and the clock go in; a verdict comes out. No I/O, no Date.now.
+// Nothing in the body is trusted before the node key's signature over its payload bytes holds.
+import type { KeyObject } from 'node:crypto';
+import { z } from 'zod';
+import { heartbeatPayloadSchema, type HeartbeatPayload } from '../../core/heartbeat-schema.js';
+import { receiptPayloadSchema, type ReceiptPayload } from '../../core/receipt-schema.js';
+import type { Envelope } from '../../core/release-schemas.js';
+import { DOMAINS, keyIdOf, openEnvelope } from '../../platform/keys.js';
+
+export const DEFAULT_MAX_HEARTBEAT_BYTES = 1024 * 1024;
+export const DEFAULT_CLOCK_SKEW_MS = 5 * 60 * 1000;
+
+// A node as the store knows it. `lastSeq` is the highest heartbeat seq accepted (0 before the
+// first); `storedReceiptSeqs` the seqs of this node's receipts already stored.
+export interface KnownNode {
+  nodeId: string;
+  nodeKey: KeyObject;
+  helperKey: KeyObject;
+  lastSeq: number;
+  storedReceiptSeqs: ReadonlySet<number>;
+}
+
+// One attemptId a run of the control plane issued, to one node for one app.
+export interface RunAttempt {
+  attemptId: string;
+  nodeId: string;
+  app: string;
+}
+
+// `counts`: the receipt carries an attemptId a run issued to this node for this app, so it may be
+// that run's verdict (the planner still takes only its own run's, DESIGN §9). A receipt that does
+// not count (an operator's manual update, an attempt the lookup does not know, a receipt made
+// before enrollment) is still stored and acked: the agent relays every receipt, and refusing one
+// would wedge its outbox.
+export interface VerifiedReceipt {
+  envelope: Envelope;
+  payload: ReceiptPayload;
+  counts: boolean;
+}
+
+export type HeartbeatRejectCode = 'BAD_BODY' | 'UNKNOWN_NODE' | 'BAD_SIGNATURE' | 'SEQ_REPLAYED' | 'CLOCK_SKEW' | 'RECEIPT_REJECTED';
+
+// ok: the heartbeat to record, the receipts to store (new ones only, in body order) and the seqs
+// of receipts already stored or repeated in the body, which are acknowledged and not stored again.
+export type HeartbeatVerdict =
+  | { ok: true; heartbeat: HeartbeatPayload; receipts: VerifiedReceipt[]; duplicateSeqs: number[] }
+  | {
+      ok: false;
+      status: 400 | 401 | 409 | 422;
+      code: HeartbeatRejectCode;
+      message: string;
+      lastSeq?: number;
+      serverTime?: number;
+    };
+
+export interface VerifyHeartbeatOptions {
+  maxBytes?: number;
+  skewMs?: number;
+}
+
+// The outer envelope: the body limit already bounds the payload, so no tighter cap here
+// (envelopeSchema's 48 KiB would refuse a heartbeat carrying 64 receipts).
+const heartbeatEnvelopeSchema = z.strictObject({
+  payload: z.string().min(1),
+  sig: z.string().min(1).max(256),
+  keyId: z.string().regex(/^[0-9a-f]{16}$/),
+});
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+type Rejection = Extract<HeartbeatVerdict, { ok: false }>;
+
+function reject(status: Rejection['status'], code: HeartbeatRejectCode, message: string, extra: { lastSeq?: number; serverTime?: number } = {}): Rejection {
+  return { ok: false, status, code, message, ...extra };
+}
+
+// The nodeId the payload claims, read before any signature is checked so the node's key can be
+// looked up. Untrusted: used only for that lookup.
+function claimedNodeId(payloadB64: string): string | null {
+  try {
+    const claimed = (JSON.parse(utf8.decode(Buffer.from(payloadB64, 'base64'))) as { nodeId?: unknown } | null)?.nodeId;
+    return typeof claimed === 'string' && claimed.length > 0 && claimed.length <= 128 ? claimed : null;
+  } catch {
+    return null;
+  }
+}
+
+// Checks one heartbeat body in the order of DESIGN §6: size, JSON, envelope, node, signature,
+// schema, seq, clock, then every receipt. Any receipt whose signature, helper key or nodeId does
+// not match rejects the heartbeat whole, so the caller stores nothing of it.
+export function verifyHeartbeat(
+  body: Buffer,
+  lookupNode: (nodeId: string) => KnownNode | null,
+  // The attempt a run issued under this attemptId, of any run the store remembers, or null.
+  issued: (attemptId: string) => RunAttempt | null,
+  now: number,
+  opts: VerifyHeartbeatOptions = {},
+): HeartbeatVerdict {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_HEARTBEAT_BYTES;
+  const skewMs = opts.skewMs ?? DEFAULT_CLOCK_SKEW_MS;
+
+  if (body.length > maxBytes) return reject(400, 'BAD_BODY', `heartbeat body is ${body.length} bytes, over the limit of ${maxBytes}`);
+  let json: unknown;
+  try {
+    json = JSON.parse(utf8.decode(body));
+  } catch {
+    return reject(400, 'BAD_BODY', 'heartbeat body is not valid UTF-8 JSON');
+  }
+  const env = heartbeatEnvelopeSchema.safeParse(json);
+  if (!env.success) return reject(400, 'BAD_BODY', 'heartbeat body is not a signature envelope {payload, sig, keyId}');
+  const envelope = env.data;
+
+  const nodeId = claimedNodeId(envelope.payload);
+  if (nodeId === null) return reject(400, 'BAD_BODY', 'heartbeat payload does not decode to an object with a nodeId');
+  const node = lookupNode(nodeId);
+  if (!node || node.nodeId !== nodeId) return reject(401, 'UNKNOWN_NODE', `node ${JSON.stringify(nodeId)} is not enrolled`);
+
+  const opened = openEnvelope(envelope, DOMAINS.heartbeat, new Map([[keyIdOf(node.nodeKey), node.nodeKey]]));
+  if (!opened.ok) {
+    if (opened.reason === 'bad-encoding') return reject(400, 'BAD_BODY', `heartbeat envelope of node ${nodeId} is not strict base64`);
+    return reject(401, 'BAD_SIGNATURE', `heartbeat of node ${nodeId} is not signed by its node key under ${DOMAINS.heartbeat} (${opened.reason})`);
+  }
+
+  const parsed = heartbeatPayloadSchema.safeParse(opened.payload);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue ? `${issue.path.join('.') || '(payload)'}: ${issue.message}` : 'invalid';
+    return reject(400, 'BAD_BODY', `heartbeat of node ${nodeId} does not match the schema (${where})`);
+  }
+  const heartbeat = parsed.data;
+  // The same bytes were parsed twice; the lookup key and the signed nodeId must agree.
+  if (heartbeat.nodeId !== node.nodeId) return reject(401, 'BAD_SIGNATURE', `heartbeat nodeId does not match node ${node.nodeId}`);
+
+  if (heartbeat.seq <= node.lastSeq) {
+    return reject(409, 'SEQ_REPLAYED', `heartbeat seq=${heartbeat.seq} of node ${nodeId} is not above lastSeq=${node.lastSeq}`, { lastSeq: node.lastSeq });
+  }
+  if (Math.abs(heartbeat.sentAt - now) > skewMs) {
+    return reject(422, 'CLOCK_SKEW', `heartbeat of node ${nodeId} was sent at ${heartbeat.sentAt}, more than ${skewMs} ms from ${now}`, { serverTime: now });
+  }
+
+  const receipts = verifyRelayedReceipts(heartbeat, node, issued);
+  if (!receipts.ok) return receipts;
+  return { ok: true, heartbeat, receipts: receipts.fresh, duplicateSeqs: receipts.duplicateSeqs };
+}
+
+// Every relayed receipt must verify under the node's helper key and name this node (or no node:
+// made before enrollment). All are checked before any is classified, so a forged receipt
+// reusing a stored seq still rejects the heartbeat.
+function verifyRelayedReceipts(
+  heartbeat: HeartbeatPayload,
+  node: KnownNode,
+  issued: (attemptId: string) => RunAttempt | null,
+): Rejection | { ok: true; fresh: VerifiedReceipt[]; duplicateSeqs: number[] } {
+  const helperKeys = new Map([[keyIdOf(node.helperKey), node.helperKey]]);
+  const verified: Array<{ envelope: Envelope; payload: ReceiptPayload }> = [];
+  for (const [i, envelope] of heartbeat.receipts.entries()) {
+    const opened = openEnvelope(envelope, DOMAINS.receipt, helperKeys);
+    if (!opened.ok) {
+      return reject(400, 'RECEIPT_REJECTED', `receipt ${i} of node ${node.nodeId} is not signed by its helper key under ${DOMAINS.receipt} (${opened.reason})`);
+    }
+    const payload = receiptPayloadSchema.safeParse(opened.payload);
+    if (!payload.success) return reject(400, 'RECEIPT_REJECTED', `receipt ${i} of node ${node.nodeId} does not match the receipt schema`);
+    if (payload.data.nodeId !== null && payload.data.nodeId !== node.nodeId) {
+      return reject(400, 'RECEIPT_REJECTED', `receipt ${i} (seq=${payload.data.seq}) names node ${payload.data.nodeId}, not ${node.nodeId}`);
+    }
+    verified.push({ envelope, payload: payload.data });
+  }
+
+  const fresh: VerifiedReceipt[] = [];
+  const duplicateSeqs: number[] = [];
+  const seen = new Set<number>();
+  for (const r of verified) {
+    const seq = r.payload.seq;
+    if (node.storedReceiptSeqs.has(seq) || seen.has(seq)) {
+      duplicateSeqs.push(seq);
+      continue;
+    }
+    seen.add(seq);
+    fresh.push({ ...r, counts: countsForRun(r.payload, node.nodeId, issued) });
+  }
+  return { ok: true, fresh, duplicateSeqs };
+}
+
+// Whether a run issued this receipt's attemptId to this node for this app. A receipt made
+// before enrollment (nodeId null) never counts: nothing ties it to a run's issue.
+function countsForRun(payload: ReceiptPayload, nodeId: string, issued: (attemptId: string) => RunAttempt | null): boolean {
+  if (payload.nodeId !== nodeId) return false;
+  const attempt = issued(payload.attemptId);
+  return attempt !== null && attempt.nodeId === nodeId && attempt.app === payload.app;
+}
+
+// The receipt seqs the 200 answer acknowledges: stored now or stored before. None on a rejection.
+export function ackedSeqs(verdict: HeartbeatVerdict): number[] {
+  if (!verdict.ok) return [];
+  return [...new Set([...verdict.receipts.map((r) => r.payload.seq), ...verdict.duplicateSeqs])].sort((a, b) => a - b);
+}
