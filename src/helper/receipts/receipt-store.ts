@@ -102,12 +102,17 @@ export class ReceiptStore {
     return (await this.readApp(app))?.stored.find((r) => r.payload.attemptId === attemptId) ?? null;
   }
 
-  // The stored receipts of one app, or of every app, sorted by seq.
-  async list(app?: string): Promise<StoredReceipt[]> {
-    const apps = app === undefined ? await this.storedApps() : [app];
-    const out: StoredReceipt[] = [];
-    for (const a of apps) out.push(...((await this.readApp(a))?.stored ?? []));
-    return out.sort((x, y) => x.payload.seq - y.payload.seq);
+  // The stored receipts of one app, or of every app, sorted by seq. Read under the host-wide
+  // lock: seqs are host-wide and every emit writes one app's file, so a listing read while an
+  // emit runs could show seq N+1 (one app) without N (another); a reader that keeps only seqs
+  // above the highest it has seen (the agent's outbox) would then skip N forever.
+  list(app?: string): Promise<StoredReceipt[]> {
+    return withHostLock(this.opts.paths.varLib, async () => {
+      const apps = app === undefined ? await this.storedApps() : [app];
+      const out: StoredReceipt[] = [];
+      for (const a of apps) out.push(...((await this.readApp(a))?.stored ?? []));
+      return out.sort((x, y) => x.payload.seq - y.payload.seq);
+    });
   }
 
   private async emitLocked(input: ReceiptInput): Promise<StoredReceipt> {

@@ -203,3 +203,20 @@ test('a non-refused receipt without a target version is a bug and writes nothing
     assert.throws(() => readFileSync(receiptsFile(host.paths, 'web')), { code: 'ENOENT' });
     assert.equal((await store.emit(input('web', 'w1'))).payload.seq, 1, 'no seq was spent');
   }));
+
+test('a listing taken while receipts are emitted never shows a seq without every lower one (no gap an outbox would skip)', async () => {
+  await withHost(async (host) => {
+    const store = await storeFor(host);
+    const listings: number[][] = [];
+    const all: Promise<unknown>[] = [];
+    for (let i = 0; i < 40; i++) {
+      all.push(store.emit(input(i % 2 ? 'api' : 'web', `gap-${i}`)));
+      all.push(store.list().then((r) => listings.push(r.map((x) => x.payload.seq))));
+    }
+    await Promise.all(all);
+    for (const seqs of listings) {
+      assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1), `a listing with a gap: ${seqs.join(',')}`);
+    }
+    assert.ok(listings.some((l) => l.length > 0 && l.length < 40), 'some listings were taken mid-stream');
+  });
+});
