@@ -1,0 +1,195 @@
+// The agent's outbox (DESIGN §6): the helper's signed receipts waiting for the control plane's
+// acknowledgement, kept in outbox.json so that an agent restart neither loses nor repeats one.
+import type { KeyObject } from 'node:crypto';
+import { StewardError, toStewardError } from '../core/errors.js';
+import { OUTBOX_SCHEMA_VERSION, outboxFileSchema, type OutboxFile } from '../core/outbox-schema.js';
+import { receiptPayloadSchema } from '../core/receipt-schema.js';
+import type { Envelope } from '../core/release-schemas.js';
+import { verifyReceipt } from '../helper/receipts/verify-receipt.js';
+import { readVersionedJson } from '../helper/state/versioned-file.js';
+import { writeJsonAtomic } from '../platform/fs-atomic.js';
+import { keyIdOf } from '../platform/keys.js';
+import { logger } from '../platform/log.js';
+
+const log = logger('agent:outbox');
+
+// DESIGN §6: at most 64 of the oldest pending receipts go in one heartbeat.
+export const HEARTBEAT_RECEIPTS_MAX = 64;
+// The outbox grows only while the control plane does not acknowledge; 64 MiB is far more
+// receipts (~1 KiB each) than a host makes, yet still refuses a runaway file.
+const OUTBOX_MAX_BYTES = 64 * 1024 * 1024;
+
+interface PendingReceipt {
+  seq: number;
+  envelope: Envelope;
+}
+
+interface OutboxState {
+  helperKeyId: string | null;
+  highestSeq: number;
+  pending: readonly PendingReceipt[];
+}
+
+export interface TakeResult {
+  // Receipts newly copied into pending.
+  added: number;
+  // Receipts that did not verify against the helper key (forged, another key, bad shape): never taken.
+  rejected: number;
+  // Pending receipts signed by the previous helper key, dropped because the key changed.
+  dropped: number;
+}
+
+// The receipt seq inside an envelope's payload, or null when the payload is not a receipt.
+// Used only on the agent's own outbox file; what comes from the helper is verified instead.
+function seqOfStored(envelope: Envelope): number | null {
+  try {
+    const parsed = receiptPayloadSchema.safeParse(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')));
+    return parsed.success ? parsed.data.seq : null;
+  } catch {
+    return null;
+  }
+}
+
+function decodeFile(file: string, body: OutboxFile): OutboxState {
+  const pending: PendingReceipt[] = [];
+  let last = 0;
+  for (const [i, envelope] of body.pending.entries()) {
+    const seq = seqOfStored(envelope);
+    if (seq === null) throw new StewardError('STATE_INVALID', `${file}: pending[${i}] is not a receipt`);
+    if (seq <= last || seq > body.highestSeq) {
+      throw new StewardError('STATE_INVALID', `${file}: pending[${i}] has seq ${seq}, out of order or above highestSeq ${body.highestSeq}`);
+    }
+    if (envelope.keyId !== body.helperKeyId) {
+      throw new StewardError('STATE_INVALID', `${file}: pending[${i}] (seq=${seq}) is signed by key ${envelope.keyId}, not helperKeyId ${body.helperKeyId}`);
+    }
+    pending.push({ seq, envelope });
+    last = seq;
+  }
+  return { helperKeyId: body.helperKeyId, highestSeq: body.highestSeq, pending };
+}
+
+function encodeFile(state: OutboxState): OutboxFile {
+  return {
+    schemaVersion: OUTBOX_SCHEMA_VERSION,
+    helperKeyId: state.helperKeyId,
+    highestSeq: state.highestSeq,
+    pending: state.pending.map((p) => p.envelope),
+  };
+}
+
+// The outbox of DESIGN §6. Every mutation computes the next state, writes it with the atomic
+// file replace and only then adopts it: a crash leaves the old or the new file, and a failed
+// write leaves this object as it was. Mutations run one at a time, in call order.
+export class Outbox {
+  private state: OutboxState;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly file: string,
+    state: OutboxState,
+  ) {
+    this.state = state;
+  }
+
+  // Opens the outbox at `file`: absent is empty; unreadable, invalid or newer than this steward
+  // throws STATE_INVALID and the file is left as it is (never overwritten silently).
+  static async open(file: string): Promise<Outbox> {
+    const body = await readVersionedJson(file, OUTBOX_SCHEMA_VERSION, outboxFileSchema, OUTBOX_MAX_BYTES);
+    if (body === null) return new Outbox(file, { helperKeyId: null, highestSeq: 0, pending: [] });
+    return new Outbox(file, decodeFile(file, body));
+  }
+
+  get helperKeyId(): string | null {
+    return this.state.helperKeyId;
+  }
+
+  get highestSeq(): number {
+    return this.state.highestSeq;
+  }
+
+  get pending(): readonly Envelope[] {
+    return this.state.pending.map((p) => p.envelope);
+  }
+
+  // The seqs of the pending receipts, oldest first.
+  get pendingSeqs(): readonly number[] {
+    return this.state.pending.map((p) => p.seq);
+  }
+
+  // Copies every receipt that verifies against `helperKey` and has a seq above highestSeq into
+  // pending, and raises highestSeq; durable before it returns. The seq is read from the signed
+  // payload, so a caller cannot pair a receipt with the wrong seq. When the key's id differs from
+  // the outbox's, the helper key changed: highestSeq restarts at 0 and the pending receipts signed
+  // by the old key are dropped, because the control plane rejects a heartbeat whole for a receipt
+  // its recorded helper key does not verify, and one such receipt would block every later one.
+  async take(helperKey: KeyObject, receipts: readonly Envelope[]): Promise<TakeResult> {
+    return this.serialized(async () => {
+      const keyId = keyIdOf(helperKey);
+      const cur = this.state;
+      const keyChanged = cur.helperKeyId !== null && cur.helperKeyId !== keyId;
+      const base: OutboxState = keyChanged || cur.helperKeyId === null ? { helperKeyId: keyId, highestSeq: 0, pending: [] } : cur;
+
+      let rejected = 0;
+      const fresh = new Map<number, Envelope>();
+      for (const envelope of receipts) {
+        const payload = verifyReceipt(envelope, helperKey);
+        if (payload === null) {
+          rejected++;
+          continue;
+        }
+        if (payload.seq > base.highestSeq && !fresh.has(payload.seq)) fresh.set(payload.seq, envelope);
+      }
+      const added = [...fresh].map(([seq, envelope]) => ({ seq, envelope })).sort((a, b) => a.seq - b.seq);
+      const dropped = keyChanged ? cur.pending.length : 0;
+      if (rejected > 0) log('receipts not signed by the helper key skipped count=%d keyId=%s', rejected, keyId);
+      if (added.length === 0 && base === cur) return { added: 0, rejected, dropped };
+
+      const next: OutboxState = {
+        helperKeyId: keyId,
+        highestSeq: added.length ? Math.max(base.highestSeq, (added[added.length - 1] as PendingReceipt).seq) : base.highestSeq,
+        pending: [...base.pending, ...added],
+      };
+      await this.persist(next);
+      if (keyChanged) {
+        log('helper key changed from=%s to=%s; dropped pending seqs=%s', cur.helperKeyId, keyId, cur.pending.map((p) => p.seq).join(',') || 'none');
+      }
+      log('receipts taken added=%d highestSeq=%d pending=%d', added.length, next.highestSeq, next.pending.length);
+      return { added: added.length, rejected, dropped };
+    });
+  }
+
+  // The oldest `max` pending receipts (at most 64 by default), for the next heartbeat.
+  batch(max = HEARTBEAT_RECEIPTS_MAX): Envelope[] {
+    if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`batch size must be a non-negative integer, got ${max}`);
+    return this.state.pending.slice(0, max).map((p) => p.envelope);
+  }
+
+  // Removes the receipts whose seqs the control plane acknowledged; durable before it returns.
+  // Seqs that are not pending are ignored; when nothing is removed nothing is written.
+  async ack(seqs: readonly number[]): Promise<void> {
+    return this.serialized(async () => {
+      const acked = new Set(seqs);
+      const cur = this.state;
+      const kept = cur.pending.filter((p) => !acked.has(p.seq));
+      if (kept.length === cur.pending.length) return;
+      await this.persist({ ...cur, pending: kept });
+      log('receipts acknowledged removed=%d pending=%d', cur.pending.length - kept.length, kept.length);
+    });
+  }
+
+  // Writes `next` (0600, atomic replace with fsyncs) and only then adopts it in memory.
+  private async persist(next: OutboxState): Promise<void> {
+    try {
+      await writeJsonAtomic(this.file, encodeFile(next), 0o600);
+    } catch (err) {
+      throw toStewardError(err, 'IO_ERROR', `${this.file}: cannot write the outbox`);
+    }
+    this.state = next;
+  }
+
+  private serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+}
