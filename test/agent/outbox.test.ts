@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -34,9 +34,20 @@ function r(seq: number): Envelope {
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 const seqOf = (e: Envelope): number => (JSON.parse(Buffer.from(e.payload, 'base64').toString('utf8')) as { seq: number }).seq;
 
-async function tmpFile(): Promise<string> {
+// Every temp folder this file makes, removed once its tests are done.
+const tmpDirs: string[] = [];
+after(async () => {
+  for (const d of tmpDirs) await fsp.rm(d, { recursive: true, force: true });
+});
+
+async function tmpDir(): Promise<string> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'steward-outbox-'));
-  return path.join(dir, 'outbox.json');
+  tmpDirs.push(dir);
+  return dir;
+}
+
+async function tmpFile(): Promise<string> {
+  return path.join(await tmpDir(), 'outbox.json');
 }
 
 async function assertStateInvalid(file: string): Promise<void> {
@@ -203,7 +214,7 @@ test('a new helper key with nothing to take still resets the outbox durably', as
 });
 
 test('a write that fails leaves the outbox as it was', async () => {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'steward-outbox-'));
+  const dir = await tmpDir();
   const file = path.join(dir, 'gone', 'outbox.json');
   const box = await Outbox.open(file);
   await assert.rejects(box.take(helper.publicKey, [r(1)]), (err: unknown) => err instanceof StewardError && err.code === 'IO_ERROR');

@@ -389,8 +389,11 @@ describe('fetchToFile refuses unsafe URLs before connecting', () => {
 describe('fetchToFile over https', () => {
   let tlsFiles: { key: Buffer; cert: Buffer };
   let caFile: string;
+  let tlsDir: string;
+  after(() => rmSync(tlsDir, { recursive: true, force: true }));
   before(() => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-tls-'));
+    tlsDir = dir;
     const key = path.join(dir, 'key.pem');
     caFile = path.join(dir, 'cert.pem');
     execFileSync('openssl', [
