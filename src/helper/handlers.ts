@@ -20,6 +20,7 @@ import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
 import { handleRunState } from './ops/run-state.js';
+import { progressFields, stageInputOf } from './ops/stage-input.js';
 import type { ReceiptStore } from './receipts/receipt-store.js';
 import type { OpContext } from './server/api-server.js';
 import { newAttemptId, stageRelease } from './stage/stage-release.js';
@@ -53,27 +54,16 @@ export function makeHandlers(core: HelperCore) {
     receipts: (req: unknown) => listReceipts(core.receiptStore, core.config, (req as ReceiptsRequest).app),
     stage: async (req: unknown, ctx: OpContext) => {
       const r = req as StageRequest;
-      if (core.recovering()) throw new StewardError('RECOVERING', 'the helper is recovering interrupted updates; try again shortly');
       const attemptId = r.attemptId ?? newAttemptId(core.clock.now());
       const held = await core.locks.acquire(r.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
       try {
-        return await stageRelease(core, {
-          kind: ctx.kind,
-          app: r.app,
-          version: r.version,
-          attemptId,
-          manifest: r.manifest,
-          integrity: r.integrity,
-          path: r.path,
-          upload: ctx.upload ? { stream: ctx.upload, size: ctx.uploadSize } : null,
-          allowUnsigned: r.allowUnsigned,
-          allowDowngrade: r.allowDowngrade,
-          force: r.force,
-          progress: (phase, bytes, total) => {
+        return await stageRelease(
+          core,
+          stageInputOf(r, ctx, attemptId, (phase, bytes, total) => {
             held.work.phase = phase;
-            ctx.progress({ attemptId, phase, ...(bytes !== undefined ? { bytes } : {}), ...(total !== undefined ? { total } : {}) });
-          },
-        });
+            ctx.progress({ attemptId, ...progressFields(phase, bytes, total) });
+          }),
+        );
       } finally {
         held.release();
       }

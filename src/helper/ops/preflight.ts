@@ -4,16 +4,15 @@ import type { SocketKind } from '../../protocol/schemas.js';
 import { readAppState } from '../state/app-state.js';
 import type { UpdateContext } from '../update/context.js';
 
-// The refusals every version- or run-state-changing request meets first (DESIGN §4):
-// RECOVERING while the helper starts, BLOCKED, and HELD for helper.sock callers.
+// The refusals every version- or run-state-changing request meets first (DESIGN §4): BLOCKED,
+// and HELD for helper.sock callers. (RECOVERING is the dispatcher's, before any handler runs.)
 export async function preflight(
-  ctx: UpdateContext & { recovering: () => boolean },
+  ctx: UpdateContext,
   app: string,
   kind: SocketKind,
   opts: { allowBlocked?: boolean } = {},
 ): Promise<AppState> {
   if (!ctx.config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
-  if (ctx.recovering()) throw new StewardError('RECOVERING', 'the helper is recovering interrupted updates; try again shortly');
   const state = await readAppState(ctx.paths, app);
   const blocked = ctx.blockedInMemory.get(app) ?? state.blocked;
   if (blocked && !opts.allowBlocked) {

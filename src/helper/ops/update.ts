@@ -7,26 +7,14 @@ import { activate } from '../update/activate.js';
 import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
+import { progressFields, stageInputOf } from './stage-input.js';
 import { runTransaction, type TransactionCore } from './run-transaction.js';
 
 // `update`: stage (or reuse) the release, then activate it through the transaction.
 // A request for the version `current` already runs answers ALREADY_ACTIVE with a receipt.
 export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
-    const staged = await stageRelease(core, {
-      kind: ctx.kind,
-      app: req.app,
-      version: req.version,
-      attemptId,
-      manifest: req.manifest,
-      integrity: req.integrity,
-      path: req.path,
-      upload: ctx.upload ? { stream: ctx.upload, size: ctx.uploadSize } : null,
-      allowUnsigned: req.allowUnsigned,
-      allowDowngrade: req.allowDowngrade,
-      force: req.force,
-      progress: (phase, bytes, total) => progress({ phase, ...(bytes !== undefined ? { bytes } : {}), ...(total !== undefined ? { total } : {}) }),
-    });
+    const staged = await stageRelease(core, stageInputOf(req, ctx, attemptId, (phase, bytes, total) => progress(progressFields(phase, bytes, total))));
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
       throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);

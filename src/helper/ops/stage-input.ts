@@ -1,0 +1,31 @@
+import type { StageRequest, UpdateRequest } from '../../protocol/schemas.js';
+import type { OpContext } from '../server/api-server.js';
+import type { StageInput } from '../stage/stage-release.js';
+
+// A progress line's fields, leaving out what is unknown.
+export function progressFields(phase: string, bytes?: number, total?: number): { phase: string; bytes?: number; total?: number } {
+  return { phase, ...(bytes !== undefined ? { bytes } : {}), ...(total !== undefined ? { total } : {}) };
+}
+
+// What a stage or update request asks staging for: its fields and the upload that followed it.
+export function stageInputOf(
+  req: StageRequest | UpdateRequest,
+  ctx: OpContext,
+  attemptId: string,
+  progress: (phase: string, bytes?: number, total?: number) => void,
+): StageInput {
+  return {
+    kind: ctx.kind,
+    app: req.app,
+    version: req.version,
+    attemptId,
+    manifest: req.manifest,
+    integrity: req.integrity,
+    path: req.path,
+    upload: ctx.upload ? { stream: ctx.upload, size: ctx.uploadSize } : null,
+    allowUnsigned: req.allowUnsigned,
+    allowDowngrade: req.allowDowngrade,
+    force: req.force,
+    progress,
+  };
+}
