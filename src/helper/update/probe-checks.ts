@@ -57,16 +57,7 @@ export async function checkHttp(url: string, timeoutMs: number, signal?: AbortSi
   const ip = u && (await resolveLoopback(u.hostname));
   if (!u || !ip) return { ok: false, detail: `GET ${url} refused: not a loopback http URL` };
   const what = `GET ${url}`;
-  return new Promise<CheckResult>((resolve) => {
-    let done = false;
-    const finish = (r: CheckResult) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      req.destroy();
-      resolve(r);
-    };
+  return settleOnce(what, timeoutMs, signal, (finish) => {
     const req = http.request({
       host: ip,
       port: u.port === '' ? 80 : Number(u.port),
@@ -75,10 +66,6 @@ export async function checkHttp(url: string, timeoutMs: number, signal?: AbortSi
       headers: { host: u.host, connection: 'close' },
       agent: false,
     });
-    // A real timer on purpose: this bounds socket I/O, which no injected clock can speed up.
-    const timer = setTimeout(() => finish({ ok: false, detail: `${what} timed out after ${Math.round(timeoutMs)} ms`, timedOut: true }), timeoutMs);
-    const onAbort = () => finish({ ok: false, detail: `${what} was cancelled` });
-    signal?.addEventListener('abort', onAbort, { once: true });
     req.on('socket', (s) => s.on('connect', () => {
       if (s.remoteAddress && !isLoopbackIp(s.remoteAddress)) finish({ ok: false, detail: `${what} reached a non-loopback address` });
     }));
@@ -98,6 +85,7 @@ export async function checkHttp(url: string, timeoutMs: number, signal?: AbortSi
       res.on('error', () => finish(result));
     });
     req.end();
+    return req;
   });
 }
 
@@ -107,21 +95,38 @@ export async function checkTcp(target: string, timeoutMs: number, signal?: Abort
   const ip = t && (await resolveLoopback(t.host));
   const what = `connect ${target}`;
   if (!t || !ip) return { ok: false, detail: `${what} refused: not a loopback host:port` };
+  return settleOnce(what, timeoutMs, signal, (finish) => {
+    const sock = net.connect({ host: ip, port: t.port });
+    sock.on('connect', () => finish({ ok: true }));
+    sock.on('error', (err) => finish({ ok: false, detail: `${what} ${describe(err)}` }));
+    return sock;
+  });
+}
+
+// Runs one check that settles once: on its own answer, after `timeoutMs`, or when `signal`
+// aborts; then its request or socket is destroyed.
+function settleOnce(
+  what: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  open: (finish: (r: CheckResult) => void) => { destroy(): void },
+): Promise<CheckResult> {
   return new Promise<CheckResult>((resolve) => {
     let done = false;
+    let handle: { destroy(): void } | null = null;
     const finish = (r: CheckResult) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      sock.destroy();
+      handle?.destroy();
       resolve(r);
     };
-    const sock = net.connect({ host: ip, port: t.port });
+    // A real timer on purpose: this bounds socket I/O, which no injected clock can speed up.
     const timer = setTimeout(() => finish({ ok: false, detail: `${what} timed out after ${Math.round(timeoutMs)} ms`, timedOut: true }), timeoutMs);
     const onAbort = () => finish({ ok: false, detail: `${what} was cancelled` });
     signal?.addEventListener('abort', onAbort, { once: true });
-    sock.on('connect', () => finish({ ok: true }));
-    sock.on('error', (err) => finish({ ok: false, detail: `${what} ${describe(err)}` }));
+    handle = open(finish);
+    if (done) handle.destroy();
   });
 }
