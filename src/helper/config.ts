@@ -1,5 +1,5 @@
 import { promises as fsp } from 'node:fs';
-import { formatIssues, hostConfigSchema, type HostConfig } from '../core/config-schema.js';
+import { formatIssues, hostConfigSchema, type AppConfig, type HostConfig } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
 
@@ -64,4 +64,11 @@ async function checkAppAccounts(file: string, config: HostConfig, opts: { isRoot
     if (!group) throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}.group: no group named ${app.group}`);
     if (group.id === 0) throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}.group: ${app.group} is gid 0; apps never run as root`);
   }
+}
+
+// The config of `app`, or UNKNOWN_APP when the host config does not name it.
+export function requireApp(config: HostConfig, app: string): AppConfig {
+  const cfg = config.apps[app];
+  if (!cfg) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  return cfg;
 }

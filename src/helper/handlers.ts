@@ -1,4 +1,5 @@
 import type { UpdateAnswer } from '../protocol/schemas.js';
+import { requireApp } from './config.js';
 import type {
   PruneRequest,
   ReceiptsRequest,
@@ -11,7 +12,6 @@ import type {
   StatusRequest,
   UpdateRequest,
 } from '../protocol/schemas.js';
-import { StewardError } from '../core/errors.js';
 import { listReceipts } from './ops/receipts.js';
 import { listReleases } from './ops/releases.js';
 import { readStatus } from './ops/status.js';
@@ -77,7 +77,7 @@ export function makeHandlers(core: HelperCore) {
     restart: (req: unknown, ctx: OpContext) => handleRunState(core, req as RunStateRequest, ctx),
     prune: async (req: unknown) => {
       const r = req as PruneRequest;
-      if (!core.config.apps[r.app]) throw new StewardError('UNKNOWN_APP', `app ${r.app} is not in the host config`);
+      requireApp(core.config, r.app);
       const held = await core.locks.acquire(r.app, { attemptId: 'prune', op: 'prune', phase: 'prune', startedAt: core.clock.now() });
       try {
         return { app: r.app, removed: await pruneReleases(core, r.app, r.keep) };

@@ -1,4 +1,4 @@
-import { StewardError } from '../../core/errors.js';
+import { requireApp } from '../config.js';
 import type { AppLocks } from '../app-locks.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
 import type { UpdateContext } from '../update/context.js';
@@ -12,7 +12,7 @@ export async function setHold(ctx: UpdateContext, app: string, hold: { by: strin
 
 // `release-hold`: clears the hold. Nothing to clear is success.
 export async function releaseHold(ctx: UpdateContext & { locks: AppLocks }, app: string): Promise<{ app: string; released: boolean }> {
-  if (!ctx.config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  requireApp(ctx.config, app);
   const held = await ctx.locks.acquire(app, { attemptId: 'release-hold', op: 'release-hold', phase: 'write', startedAt: ctx.clock.now() });
   try {
     const state = await readAppState(ctx.paths, app);

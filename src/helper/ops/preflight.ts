@@ -1,4 +1,5 @@
 import { StewardError } from '../../core/errors.js';
+import { requireApp } from '../config.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { SocketKind } from '../../protocol/schemas.js';
 import { readAppState } from '../state/app-state.js';
@@ -12,7 +13,7 @@ export async function preflight(
   kind: SocketKind,
   opts: { allowBlocked?: boolean } = {},
 ): Promise<AppState> {
-  if (!ctx.config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  requireApp(ctx.config, app);
   const state = await readAppState(ctx.paths, app);
   const blocked = ctx.blockedInMemory.get(app) ?? state.blocked;
   if (blocked && !opts.allowBlocked) {

@@ -1,5 +1,5 @@
 import type { HostConfig } from '../../core/config-schema.js';
-import { StewardError } from '../../core/errors.js';
+import { requireApp } from '../config.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { ReceiptStore } from '../receipts/receipt-store.js';
 
@@ -12,7 +12,7 @@ export interface ReceiptsResult {
 
 // Lists the signed receipts of one app (which must be in the config), or of every app.
 export async function listReceipts(store: Pick<ReceiptStore, 'keyId' | 'list'>, config: HostConfig, app?: string): Promise<ReceiptsResult> {
-  if (app !== undefined && !config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  if (app !== undefined) requireApp(config, app);
   const stored = await store.list(app);
   return { helperKeyId: store.keyId, receipts: stored.map((r) => r.envelope) };
 }

@@ -1,4 +1,4 @@
-import { StewardError } from '../../core/errors.js';
+import { requireApp } from '../config.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { stagingDir, type HostPaths } from '../../core/paths.js';
 import { promises as fsp } from 'node:fs';
@@ -29,7 +29,7 @@ export interface ReleasesResult {
 
 // Lists an app's staged versions with their markers, current/previous and quarantine.
 export async function listReleases(paths: HostPaths, config: HostConfig, app: string): Promise<ReleasesResult> {
-  if (!config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  requireApp(config, app);
   const [state, cur, versions] = await Promise.all([readAppState(paths, app), readCurrent(paths, app), listVersionDirs(paths, app)]);
   const current = cur.state === 'valid' ? cur.version : null;
   const releases: ReleaseInfo[] = [];

@@ -1,5 +1,5 @@
 import type { HostConfig } from '../../core/config-schema.js';
-import { StewardError } from '../../core/errors.js';
+import { requireApp } from '../config.js';
 import type { HostPaths } from '../../core/paths.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { RunningWork } from '../app-locks.js';
@@ -63,7 +63,7 @@ export async function readStatus(
   app?: string,
 ): Promise<StatusResult> {
   const names = app ? [app] : Object.keys(ctx.config.apps).sort();
-  if (app && !ctx.config.apps[app]) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  if (app) requireApp(ctx.config, app);
   const apps = await Promise.all(names.map((n) => appStatus(ctx, n)));
   return { root: ctx.paths.root || '/', pid: process.pid, startedAt: ctx.startedAt, recovering: ctx.recovering, apps };
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { requireApp } from '../config.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,8 +54,7 @@ export function newAttemptId(now: number): string {
 export async function stageRelease(deps: StageDeps, input: StageInput): Promise<StageResult> {
   const { paths, config, clock, io } = deps;
   const { app, version } = input;
-  const appConfig = config.apps[app];
-  if (!appConfig) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  const appConfig = requireApp(config, app);
   const attemptId = input.attemptId ?? newAttemptId(clock.now());
   const progress = input.progress ?? (() => {});
 

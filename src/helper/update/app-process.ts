@@ -1,4 +1,5 @@
 import { promises as fsp } from 'node:fs';
+import { requireApp } from '../config.js';
 import path from 'node:path';
 import { StewardError } from '../../core/errors.js';
 import { appLogFile, versionDir } from '../../core/paths.js';
@@ -17,8 +18,7 @@ const log = logger('helper:update');
 
 // The release file of a staged version (checked again: it is read as root).
 export async function readReleaseOf(ctx: UpdateContext, app: string, version: string): Promise<ReleaseFile> {
-  const appConfig = ctx.config.apps[app];
-  if (!appConfig) throw new StewardError('UNKNOWN_APP', `app ${app} is not in the host config`);
+  const appConfig = requireApp(ctx.config, app);
   return checkReleaseFile(versionDir(ctx.paths, app, version), { app, version, appConfig });
 }
 
