@@ -26,7 +26,7 @@ export class Supervisor {
   private chain: Promise<void> = Promise.resolve();
   private queued: Promise<void> | null = null;
   private readonly exits = new Map<string, { pid: number; info: ExitInfo }>();
-  private readonly children = new Map<string, number>();
+  private readonly children = new Map<string, { pid: number; exited: Promise<ExitInfo> }>();
   private readonly waits = new Map<string, NodeJS.Timeout>();
   private sweep: NodeJS.Timeout | null = null;
   private poll: NodeJS.Timeout | null = null;
@@ -40,9 +40,9 @@ export class Supervisor {
   // Hears the exit of a process this helper started (wired as UpdateContext.onStarted).
   watch(app: string, proc: StartedProcess): void {
     const pid = proc.identity.pid;
-    this.children.set(app, pid);
+    this.children.set(app, { pid, exited: proc.exited });
     void proc.exited.then((info) => {
-      if (this.children.get(app) !== pid) return;
+      if (this.children.get(app)?.pid !== pid) return;
       this.children.delete(app);
       this.exits.set(app, { pid, info });
       void this.requestPass(`exit of ${app} pid ${pid}`);
@@ -118,6 +118,13 @@ export class Supervisor {
       const policy = restartPolicyOf(ctx, app);
       const now = ctx.clock.now();
       const alive = rec.process ? await ctx.runner.isAlive(rec.process) : false;
+      // Our own child, dead, whose exit Node may not have delivered yet: wait for it briefly
+      // (bounded, so a runner that never reports cannot stall the app) to learn its code or signal.
+      const child = this.children.get(app);
+      if (!alive && rec.process && child?.pid === rec.process.pid && !this.exits.has(app)) {
+        const info = await Promise.race([child.exited, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+        if (info) this.exits.set(app, { pid: child.pid, info });
+      }
       let d;
       if (alive) {
         d = decide(sup, { kind: 'tick', at: now }, policy, now);
