@@ -124,8 +124,13 @@ test('the systemd runner runs each app as its own transient unit in a real syste
     await t.test('stop() stops the unit of a recorded process, and nothing outside a steward-app unit', async () => {
       const r = await helper.call<{ ms: number }>('stop', { identity: web });
       console.log(`stop() of web took ${r.ms.toFixed(0)} ms`);
-      const show = await showUnit(box, 'steward-app-web.service');
+      let show = await showUnit(box, 'steward-app-web.service');
       assert.equal(show.ActiveState, 'inactive');
+      // systemd garbage-collects a --collect unit asynchronously after it stops: wait for it (bounded).
+      for (let i = 0; i < 50 && show.LoadState !== 'not-found'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        show = await showUnit(box, 'steward-app-web.service');
+      }
       assert.equal(show.LoadState, 'not-found', '--collect unloaded it');
       assert.notEqual((await box.exec('kill', ['-0', String(web.pid)])).code, 0, 'the process is gone');
       assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity: web })).alive, false);
