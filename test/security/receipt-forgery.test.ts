@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { checkReceipts } from '../../src/cli/commands/receipts.js';
-import { verifyReceipt } from '../../src/helper/receipts/verify-receipt.js';
+import { verifyReceipt } from '../../src/platform/verify-receipt.js';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
 

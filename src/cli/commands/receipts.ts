@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { ReceiptsResult } from '../../helper/ops/receipts.js';
-import { verifyReceipt } from '../../helper/receipts/verify-receipt.js';
+import { verifyReceipt } from '../../platform/verify-receipt.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
 import { callHelper } from '../../protocol/client.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { HostPaths } from '../../core/paths.js';
-import { readVersionedJson } from '../state/versioned-file.js';
+import { readVersionedJson } from '../../platform/versioned-file.js';
 
 const NODE_STATE_SCHEMA_VERSION = 1;
 // Enrollment may add fields beside nodeId; only these two are read here.

@@ -21,7 +21,7 @@ import { DOMAINS, signEnvelope } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { lookupGroup } from '../../platform/users.js';
 import { decodeStored } from './receipts-file.js';
-import { readVersionedJson } from '../state/versioned-file.js';
+import { readVersionedJson } from '../../platform/versioned-file.js';
 
 const log = logger('helper:receipts');
 // DESIGN §2: receipts/<app>.json keeps the last 64 receipts.

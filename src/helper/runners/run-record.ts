@@ -1,7 +1,7 @@
 import { supervisorFile, type HostPaths } from '../../core/paths.js';
 import { RUN_RECORD_SCHEMA_VERSION, runRecordSchema, type RunRecord } from '../../core/run-record-schema.js';
 import { writeJsonAtomic } from '../../platform/fs-atomic.js';
-import { readVersionedJson } from '../state/versioned-file.js';
+import { readVersionedJson } from '../../platform/versioned-file.js';
 
 // Reads supervisor/<app>.json; null when absent. Invalid or newer files are refused.
 export async function readRunRecord(paths: HostPaths, app: string): Promise<RunRecord | null> {

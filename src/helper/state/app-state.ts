@@ -1,7 +1,7 @@
 import { stateFile, type HostPaths } from '../../core/paths.js';
 import { APP_STATE_SCHEMA_VERSION, appStateSchema, emptyAppState, type AppState } from '../../core/state-schemas.js';
 import { writeJsonAtomic } from '../../platform/fs-atomic.js';
-import { readVersionedJson } from './versioned-file.js';
+import { readVersionedJson } from '../../platform/versioned-file.js';
 
 // Reads state/<app>.json; a missing file is the empty state. A file from a newer
 // steward or one that does not validate is refused (STATE_INVALID), never guessed at.

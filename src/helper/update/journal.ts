@@ -1,7 +1,7 @@
 import { journalFile, type HostPaths } from '../../core/paths.js';
 import { JOURNAL_SCHEMA_VERSION, journalSchema, type Journal } from '../../core/journal-schema.js';
 import { writeJsonAtomic } from '../../platform/fs-atomic.js';
-import { readVersionedJson } from '../state/versioned-file.js';
+import { readVersionedJson } from '../../platform/versioned-file.js';
 
 export type JournalRead = { state: 'absent' } | { state: 'ok'; journal: Journal } | { state: 'invalid'; why: string };
 

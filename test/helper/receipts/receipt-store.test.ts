@@ -6,7 +6,7 @@ import { receiptsFile } from '../../../src/core/paths.js';
 import { loadOrCreateHelperKey } from '../../../src/helper/receipts/helper-key.js';
 import { readNodeId } from '../../../src/helper/receipts/node-id.js';
 import { ReceiptStore, type ReceiptInput } from '../../../src/helper/receipts/receipt-store.js';
-import { verifyReceipt } from '../../../src/helper/receipts/verify-receipt.js';
+import { verifyReceipt } from '../../../src/platform/verify-receipt.js';
 import { DOMAINS, generateKeyPair, openEnvelope, parsePrivateKey, parsePublicKey, signEnvelope } from '../../../src/platform/keys.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { IS_ROOT, makeHost, type TestHost } from '../../helpers/host.js';

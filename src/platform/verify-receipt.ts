@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import { receiptPayloadSchema, type ReceiptPayload } from '../../core/receipt-schema.js';
-import { envelopeSchema, type Envelope } from '../../core/release-schemas.js';
-import { DOMAINS, keyIdOf, openEnvelope } from '../../platform/keys.js';
+import { receiptPayloadSchema, type ReceiptPayload } from '../core/receipt-schema.js';
+import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
+import { DOMAINS, keyIdOf, openEnvelope } from './keys.js';
 
 // The payload of a receipt envelope signed by `publicKey` under the receipt domain, or
 // null: a wrong key, domain, signature or shape is never a receipt. Safe on untrusted input.

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import { formatIssues } from '../../core/config-schema.js';
-import { StewardError } from '../../core/errors.js';
-import { readFileNoFollow } from '../../platform/fs-atomic.js';
+import { formatIssues } from '../core/config-schema.js';
+import { StewardError } from '../core/errors.js';
+import { readFileNoFollow } from './fs-atomic.js';
 
 // Reads a versioned JSON state file through O_NOFOLLOW: null when absent; a file that
 // is unreadable, not JSON, from a newer steward or invalid throws STATE_INVALID naming it.

@@ -1,0 +1,82 @@
+// The HTTP contract between steward-agent (and `agentctl enroll`) and a control plane
+// (DESIGN §6, §9). Shared by both sides so they cannot drift; the README documents it.
+//
+//   POST /v1/enroll     body: envelope (node key, domain steward-enroll-v1) of EnrollPayload
+//                       200 EnrollAnswer | 400 BAD_BODY | 401 TOKEN_INVALID / BAD_SIGNATURE
+//   POST /v1/heartbeat  body: envelope (node key, domain steward-heartbeat-v1) of HeartbeatPayload
+//                       200 HeartbeatAnswer | 400 BAD_BODY / RECEIPT_REJECTED
+//                       | 401 UNKNOWN_NODE / BAD_SIGNATURE | 409 SEQ_REPLAYED {lastSeq}
+//                       | 422 CLOCK_SKEW {serverTime}
+//   GET  /v1/artifacts/<app>/<version>.tgz   the release tarball, when the catalog keeps it
+//
+// Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
+import { z } from 'zod';
+import { appNameSchema, attemptIdSchema, epochMsSchema, versionSchema } from './names.js';
+import { envelopeSchema } from './release-schemas.js';
+
+export const ENROLL_PATH = '/v1/enroll';
+export const HEARTBEAT_PATH = '/v1/heartbeat';
+export const ARTIFACTS_PREFIX = '/v1/artifacts/';
+// The largest body either POST accepts (DESIGN §6: over 1 MiB is a 400).
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+const pemSchema = z.string().min(1).max(4096);
+
+// What a node signs with its fresh node key to enroll. `nodePublicKey` must verify the
+// envelope's signature; `helperPublicKey` is the key every receipt of this node must verify
+// under from now on. Tokens are single use and expire.
+export const enrollPayloadSchema = z.strictObject({
+  v: z.literal(1),
+  token: z.string().min(16).max(256),
+  nodePublicKey: pemSchema,
+  helperPublicKey: pemSchema,
+  hostname: z.string().min(1).max(253),
+  sentAt: epochMsSchema,
+});
+export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
+
+export const enrollAnswerSchema = z.strictObject({
+  nodeId: z.string().min(1).max(128),
+  heartbeatSeconds: z.number().int().min(1).max(86_400),
+});
+export type EnrollAnswer = z.infer<typeof enrollAnswerSchema>;
+
+// One version the control plane wants on this node, under the attemptId a rollout issued.
+// The agent hands it to the helper once; the helper verifies the manifest itself.
+export const desiredEntrySchema = z.strictObject({
+  app: appNameSchema,
+  version: versionSchema,
+  attemptId: attemptIdSchema,
+  manifest: envelopeSchema,
+});
+export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
+
+const seqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+export const heartbeatAnswerSchema = z.strictObject({
+  // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.
+  ackedSeqs: z.array(seqSchema).max(4096),
+  desired: z.array(desiredEntrySchema).max(256),
+  heartbeatSeconds: z.number().int().min(1).max(86_400),
+});
+export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
+
+export const CONTROL_ERROR_CODES = [
+  'BAD_BODY',
+  'TOKEN_INVALID',
+  'UNKNOWN_NODE',
+  'BAD_SIGNATURE',
+  'SEQ_REPLAYED',
+  'CLOCK_SKEW',
+  'RECEIPT_REJECTED',
+  'NOT_FOUND',
+  'INTERNAL',
+] as const;
+export type ControlErrorCode = (typeof CONTROL_ERROR_CODES)[number];
+
+export const errorAnswerSchema = z.object({
+  error: z.object({ code: z.string().max(64), message: z.string().max(4096) }),
+  lastSeq: z.number().int().nonnegative().optional(),
+  serverTime: epochMsSchema.optional(),
+});
+export type ErrorAnswer = z.infer<typeof errorAnswerSchema>;
