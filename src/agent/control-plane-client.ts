@@ -22,7 +22,8 @@ export interface PostAnswer {
 // throws CONTROL_PLANE_UNREACHABLE when there is none (network, TLS, timeout, oversized body).
 export interface ControlPlaneClient {
   readonly url: URL;
-  post(endpoint: string, body: unknown): Promise<PostAnswer>;
+  // `signal` aborts a request in flight (the agent stopping): it then throws CONTROL_PLANE_UNREACHABLE.
+  post(endpoint: string, body: unknown, signal?: AbortSignal): Promise<PostAnswer>;
 }
 
 // A client for the control plane at `settings.url` (checked by the URL policy first).
@@ -34,7 +35,7 @@ export async function createControlPlaneClient(settings: ControlPlaneSettings, t
   } catch (err) {
     throw new StewardError('CONFIG_INVALID', `cannot read controlPlane.caFile ${settings.caFile}: ${(err as Error).message}`, { cause: err });
   }
-  return { url, post: (endpoint, body) => postJson(endpointUrl(url, endpoint), body, ca, timeoutMs) };
+  return { url, post: (endpoint, body, signal) => postJson(endpointUrl(url, endpoint), body, ca, timeoutMs, signal) };
 }
 
 const USER_AGENT = `steward-agent/${readOwnVersion()}`;
@@ -43,7 +44,7 @@ function unreachable(where: URL, message: string, cause?: unknown): StewardError
   return new StewardError('CONTROL_PLANE_UNREACHABLE', `${where.origin}${where.pathname}: ${message}`, cause === undefined ? {} : { cause });
 }
 
-function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: number): Promise<PostAnswer> {
+function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<PostAnswer> {
   const data = Buffer.from(JSON.stringify(body), 'utf8');
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -51,6 +52,7 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       req.destroy();
       if (err) reject(err);
       else resolve(value as PostAnswer);
@@ -72,6 +74,9 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
     }
     const req = (u.protocol === 'https:' ? https : http).request(options);
     const timer = setTimeout(() => done(unreachable(u, `no complete answer within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => done(unreachable(u, 'the request was aborted (stopping)'));
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
     req.once('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));
     req.once('response', (res) => {
       const chunks: Buffer[] = [];

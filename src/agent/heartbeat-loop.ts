@@ -53,6 +53,8 @@ export class HeartbeatLoop {
   private apps: HeartbeatApp[] = [];
   private helperKey: KeyObject | null = null;
   private converging: Promise<void> | null = null;
+  // Aborts a heartbeat in flight when the agent stops.
+  private signal: AbortSignal | undefined;
 
   constructor(private readonly d: HeartbeatDeps) {
     this.heartbeatSeconds = d.heartbeatSeconds;
@@ -60,8 +62,10 @@ export class HeartbeatLoop {
 
   // Runs ticks until `signal` aborts; then waits for a convergence pass in flight and returns.
   async run(signal: AbortSignal): Promise<void> {
+    this.signal = signal;
     while (!signal.aborted) {
       const r = await this.tick();
+      if (signal.aborted) break;
       try {
         await this.d.clock.sleep(r.delayMs, signal);
       } catch {
@@ -158,7 +162,7 @@ export class HeartbeatLoop {
     const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
     let outcome: HeartbeatOutcome;
     try {
-      const answer = await this.d.controlPlane.post(HEARTBEAT_PATH, envelope);
+      const answer = await this.d.controlPlane.post(HEARTBEAT_PATH, envelope, this.signal);
       outcome = classifyHeartbeatAnswer(answer.status, answer.json);
     } catch (err) {
       outcome = { kind: 'unavailable', message: (err as Error).message };
