@@ -73,11 +73,13 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
       if (ca) options.ca = ca;
     }
     const req = (u.protocol === 'https:' ? https : http).request(options);
+    // Before anything can destroy it: a destroyed request emits 'error' (socket hang up), and an
+    // 'error' without a listener would crash the agent.
+    req.on('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));
     const timer = setTimeout(() => done(unreachable(u, `no complete answer within ${timeoutMs} ms`)), timeoutMs);
     const onAbort = () => done(unreachable(u, 'the request was aborted (stopping)'));
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    req.once('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));
     req.once('response', (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -86,7 +88,7 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
         if (size > MAX_ANSWER_BYTES) return done(unreachable(u, `the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
         chunks.push(c);
       });
-      res.once('error', (err) => done(unreachable(u, `reading the answer failed: ${err.message}`, err)));
+      res.on('error', (err) => done(unreachable(u, `reading the answer failed: ${err.message}`, err)));
       res.once('end', () => {
         let json: unknown;
         try {

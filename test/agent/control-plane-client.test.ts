@@ -107,3 +107,22 @@ test('https with controlPlane.caFile trusts a self-signed control plane; without
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a post whose signal is already aborted rejects with CONTROL_PLANE_UNREACHABLE and sends nothing', async () => {
+  let got = 0;
+  const server = http.createServer((_q, res) => {
+    got++;
+    res.end('{}');
+  });
+  const port = await serve(server);
+  try {
+    const client = await createControlPlaneClient({ url: `http://127.0.0.1:${port}` });
+    await assert.rejects(client.post('/v1/heartbeat', {}, AbortSignal.abort()), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE' && /aborted/.test(e.message));
+    // A request that gets through afterwards shows the server was reachable all along.
+    assert.equal((await client.post('/v1/heartbeat', {})).status, 200);
+    assert.equal(got, 1);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
