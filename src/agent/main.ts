@@ -80,6 +80,10 @@ const accounts = {
 async function loadContext(o: AgentOptions): Promise<{ root: string; config: HostConfig }> {
   const isRoot = process.getuid?.() === 0;
   const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
+  if (isRoot && root === '') {
+    // DESIGN §1: the agent is the unprivileged half; as root, a compromise of it would be root's.
+    throw new StewardError('CONFIG_INVALID', 'steward-agent runs as user steward, not root (systemd: User=steward); --root DIR is for tests and demos');
+  }
   const config = await loadHostConfig(o.config ?? hostPaths(root).configFile, { isRoot, accounts });
   return { root, config };
 }
