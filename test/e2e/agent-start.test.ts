@@ -109,3 +109,24 @@ test('SIGTERM aborts a heartbeat that the control plane never answers and stops 
     server.close();
   }
 });
+
+test('agentctl enroll takes the agent folder lock: while an agent runs it is refused with AGENT_LOCKED and changes nothing', { timeout: 30_000 }, async () => {
+  const { agentctl } = await import('../helpers/host.js');
+  const cp = new FakeControlPlane();
+  await cp.listen();
+  cp.tokens.add('locked-token-0123456789');
+  const h = enrolledHost({ url: cp.url });
+  const before = readFileSync(path.join(h.paths.agentDir, 'node.key'), 'utf8');
+  const a = startAgent(h);
+  try {
+    await a.waitFor('the agent to start', () => /started nodeId/.test(a.stderr()));
+    const r = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', 'locked-token-0123456789', '--force', '--json']);
+    assert.equal(r.code, 1, r.stderr + r.stdout);
+    assert.equal(r.json.error.code, 'AGENT_LOCKED');
+    assert.equal(cp.enrollBodies.length, 0, 'nothing was sent');
+    assert.equal(readFileSync(path.join(h.paths.agentDir, 'node.key'), 'utf8'), before);
+  } finally {
+    await a.stop();
+    await cp.stop();
+  }
+});
