@@ -117,6 +117,13 @@ export interface AppReport {
   blocked?: boolean;
 }
 
+// What a fake node needs of a control plane: its clock, its URL and a way to get a token.
+export interface ControlLike {
+  clock: { now(): number };
+  server: { url: string };
+  token(): string;
+}
+
 // A node as the agent and helper would be, with keys made in the test.
 export class FakeNode {
   readonly node = generateKeyPairSync('ed25519');
@@ -126,7 +133,7 @@ export class FakeNode {
   receiptSeq = 0;
   apps: AppReport[] = [];
 
-  constructor(private readonly control: Control, readonly hostname = 'host') {}
+  constructor(private readonly control: ControlLike, readonly hostname = 'host') {}
 
   pem(key: KeyObject): string {
     return key.export({ format: 'pem', type: 'spki' }).toString();
