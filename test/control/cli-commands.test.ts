@@ -130,6 +130,10 @@ test('a fleet through the CLI: serve, token, enroll, rollout start/status, nodes
     assert.deepEqual([nodes.json.nodes[0].nodeId, nodes.json.nodes[0].hostname, nodes.json.nodes[0].apps[0].current, nodes.json.nodes[0].receiptLost], [node.nodeId, 'cli-host', '1.0.0', []]);
     const receipts = await cli('receipts', '--node', node.nodeId, '--json');
     assert.deepEqual(receipts.json.receipts.map((r: Record<string, unknown>) => [r.seq, r.app, r.outcome, r.fromVersion, r.targetVersion, r.counts]), [[1, 'web', 'active', '1.0.0', '1.0.0', true]]);
+    for (const args of [['rollout', 'retry', 'web'], ['rollout', 'stop', 'web'], ['nodes', 'remove', 'n-000000000000']]) {
+      const r = await cli(...args, '--json');
+      assert.deepEqual([r.code, r.json.ok, r.json.error.code], [1, false, 'NOT_FOUND'], args.join(' '));
+    }
     for (const human of [['rollout', 'status'], ['nodes'], ['receipts'], ['release', 'list']]) {
       const r = await cli(...human);
       assert.equal(r.code, 0, human.join(' '));

@@ -25,12 +25,14 @@ before(async () => {
   assert.equal((await a.heartbeat()).status, 200);
   assert.equal((await b.heartbeat()).status, 200);
   await c.addRelease('web', '1.1.0');
-  // Run 1 issues to node b, then stops; run 2 issues to node a.
+  // Earlier runs: run 1 issues to node b, run 2 to node a; both stop. Run 3 (to node a) runs.
   startRun(c.store, 'web', '1.1.0', { canary: b.nodeId }, c.clock.now());
   issuedToB = (c.store.db.prepare('SELECT attemptId FROM issued WHERE nodeId = ?').get(b.nodeId) as { attemptId: string }).attemptId;
   stopRun(c.store, 'web', c.clock.now());
   startRun(c.store, 'web', '1.1.0', { canary: a.nodeId }, c.clock.now());
   issuedToA = (c.store.db.prepare('SELECT attemptId FROM issued WHERE nodeId = ?').get(a.nodeId) as { attemptId: string }).attemptId;
+  stopRun(c.store, 'web', c.clock.now());
+  startRun(c.store, 'web', '1.1.0', { canary: a.nodeId }, c.clock.now());
   // A stored receipt of node a under seq 1 (an operator's update).
   assert.equal((await a.heartbeat({ receipts: [a.receipt({ seq: 1, attemptId: 'cli-1' })] })).status, 200);
 });
@@ -57,7 +59,7 @@ const rejections: Array<{ name: string; body: () => string | Buffer; status: num
   },
   { name: "another node's receipt", body: () => a.body({ receipts: [b.receipt({ seq: 2 })] }), status: 400, code: 'RECEIPT_REJECTED' },
   { name: 'a receipt whose attemptId an earlier run issued to another node', body: () => a.body({ receipts: [a.receipt({ seq: 2, attemptId: issuedToB })] }), status: 400, code: 'RECEIPT_REJECTED' },
-  { name: 'a receipt whose attemptId a run issued for another version', body: () => a.body({ receipts: [a.receipt({ seq: 2, attemptId: issuedToA, targetVersion: '1.2.0' })] }), status: 400, code: 'RECEIPT_REJECTED' },
+  { name: 'a receipt whose attemptId an earlier run issued for another version', body: () => a.body({ receipts: [a.receipt({ seq: 2, attemptId: issuedToA, targetVersion: '1.2.0' })] }), status: 400, code: 'RECEIPT_REJECTED' },
   { name: 'a conflicting envelope for an already-stored seq', body: () => a.body({ receipts: [a.receipt({ seq: 1, attemptId: 'cli-2' })] }), status: 400, code: 'RECEIPT_REJECTED' },
   { name: 'a body over 1 MiB', body: () => Buffer.alloc(MAX_BODY_BYTES + 1, 0x20), status: 400, code: 'BAD_BODY' },
   { name: 'invalid JSON', body: () => '{"payload": ', status: 400, code: 'BAD_BODY' },
