@@ -187,3 +187,14 @@ test('serve with TLS answers over https with a self-signed certificate made by o
     assert.equal(await server.stop(), 0);
   }
 });
+
+test('release add with --url signs that url and keeps no tarball; a release added so is not served', async () => {
+  const tgz = path.join(dir, 'api-2.0.0.tgz');
+  writeFileSync(tgz, Buffer.from('api tarball'));
+  const r = await cli('release', 'add', 'api', '2.0.0', '--file', tgz, '--url', 'https://cdn.example/api-2.0.0.tgz', '--key', path.join(dir, 'keys', 'release.key'), '--expires-days', '2', '--json');
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual([r.json.payload.url, r.json.artifactPath], ['https://cdn.example/api-2.0.0.tgz', null]);
+  assert.ok(r.json.payload.expires < Date.now() + 2 * 86_400_000 + 60_000);
+  const both = await cli('release', 'add', 'api', '2.0.0', '--file', tgz, '--url', 'https://x.example/a.tgz', '--base-url', 'http://127.0.0.1:1', '--key', path.join(dir, 'keys', 'release.key'), '--json');
+  assert.deepEqual([both.code, both.json.error.code], [2, 'USAGE']);
+});

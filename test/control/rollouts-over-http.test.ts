@@ -192,3 +192,19 @@ test('a run refuses a release missing from the catalog or whose manifest expires
   assert.throws(() => startRun(c.store, 'web', '1.2.0', { verdictTimeoutMs: 2 * 86_400_000 }, c.clock.now()), { code: 'MANIFEST_EXPIRED' });
   assert.equal(startRun(c.store, 'web', '1.2.0', { verdictTimeoutMs: 3_600_000 }, c.clock.now()).status, 'running');
 });
+
+test("serve's tick timer, on the injected clock, halts a silent node's run with no heartbeat at all", async () => {
+  c = await startControl({ tickMs: 1000 });
+  const n = await new FakeNode(c).enroll();
+  n.setCurrent('web', '1.0.0');
+  await n.heartbeat();
+  await c.addRelease('web', '1.1.0');
+  startRun(c.store, 'web', '1.1.0', { verdictTimeoutMs: 5000 }, c.clock.now());
+  for (let i = 0; i < 6; i++) {
+    c.clock.advance(1000);
+    // Let the timer's loop run its tick before the clock moves on.
+    await new Promise((r) => setImmediate(r));
+  }
+  const run = latestRun(c.store, 'web');
+  assert.deepEqual([run?.status, run?.haltCode], ['halted', 'TIMED_OUT']);
+});

@@ -18,16 +18,27 @@ import { createToken } from '../../src/control/store/tokens.js';
 export const T0 = 1_800_000_000_000;
 export const MINUTE = 60_000;
 
-// A clock that moves only when told; sleeps never end by themselves (the tick timer stays idle
-// and tests call server.tick()), only by their signal.
+// A clock that moves only when told. A sleep ends when advance() passes its deadline, or by its
+// signal; with tickMs 0 the server has no timer and tests call server.tick() themselves.
 export class FakeClock implements Clock {
+  private sleepers: Array<{ until: number; resolve: () => void }> = [];
   constructor(public t = T0) {}
   now = () => this.t;
   monotonic = () => this.t;
-  sleep = (_ms: number, signal?: AbortSignal) =>
-    new Promise<void>((_resolve, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  sleep = (ms: number, signal?: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      const entry = { until: this.t + ms, resolve };
+      this.sleepers.push(entry);
+      signal?.addEventListener('abort', () => {
+        this.sleepers = this.sleepers.filter((x) => x !== entry);
+        reject(signal.reason);
+      }, { once: true });
+    });
   advance(ms: number): void {
     this.t += ms;
+    const due = this.sleepers.filter((x) => x.until <= this.t);
+    this.sleepers = this.sleepers.filter((x) => x.until > this.t);
+    for (const x of due) x.resolve();
   }
 }
 
@@ -44,14 +55,14 @@ export interface Control {
 }
 
 // Starts a control plane with a fresh database.
-export async function startControl(opts: { heartbeatSeconds?: number } = {}): Promise<Control> {
+export async function startControl(opts: { heartbeatSeconds?: number; tickMs?: number } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const store = openStore(dbFile);
   const clock = new FakeClock();
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   store.db.prepare(`INSERT INTO settings (key, value) VALUES ('heartbeatSeconds', ?)`).run(String(heartbeatSeconds));
-  const server = await startControlServer({ store, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: 0 });
+  const server = await startControlServer({ store, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0 });
   const releaseKey = generateKeyPair();
   return {
     dir,
