@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-// steward-control arrives with the control plane issue; until then it says so plainly.
-process.stderr.write('steward-control: not built yet in this version of steward (see the README roadmap)\n');
-process.exitCode = 1;
+import { runControlCli } from '../dist/src/control/cli/main.js';
+
+process.exitCode = await runControlCli(process.argv.slice(2));

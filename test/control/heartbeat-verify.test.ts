@@ -23,19 +23,21 @@ function keys() {
 const a = keys();
 const b = keys();
 
+// node-a's receipts seq 3 and 4 are stored (built below, once receipt() exists).
+const storedA = new Map<number, Envelope>();
 const nodes: Record<string, KnownNode> = {
-  'node-a': { nodeId: 'node-a', nodeKey: a.node.publicKey, helperKey: a.helper.publicKey, lastSeq: 41, storedReceiptSeqs: new Set([3, 4]) },
-  'node-b': { nodeId: 'node-b', nodeKey: b.node.publicKey, helperKey: b.helper.publicKey, lastSeq: 0, storedReceiptSeqs: new Set() },
+  'node-a': { nodeId: 'node-a', nodeKey: a.node.publicKey, helperKey: a.helper.publicKey, lastSeq: 41, storedReceipt: (seq) => storedA.get(seq) ?? null },
+  'node-b': { nodeId: 'node-b', nodeKey: b.node.publicKey, helperKey: b.helper.publicKey, lastSeq: 0, storedReceipt: () => null },
 };
 const lookupNode = (nodeId: string): KnownNode | null => nodes[nodeId] ?? null;
 
 // What the control plane's runs issued: the current run's attempt to node-a for web, an earlier
 // run's, and attempts issued to another node and for another app.
 const attempts: RunAttempt[] = [
-  { attemptId: 'run-2.node-a', nodeId: 'node-a', app: 'web' },
-  { attemptId: 'run-1.node-a', nodeId: 'node-a', app: 'web' },
-  { attemptId: 'run-2.node-b', nodeId: 'node-b', app: 'web' },
-  { attemptId: 'run-3.node-a', nodeId: 'node-a', app: 'api' },
+  { attemptId: 'run-2.node-a', nodeId: 'node-a', app: 'web', version: '1.1.0' },
+  { attemptId: 'run-1.node-a', nodeId: 'node-a', app: 'web', version: '1.1.0' },
+  { attemptId: 'run-2.node-b', nodeId: 'node-b', app: 'web', version: '1.1.0' },
+  { attemptId: 'run-3.node-a', nodeId: 'node-a', app: 'api', version: '1.1.0' },
 ];
 const issued = (attemptId: string): RunAttempt | null => attempts.find((x) => x.attemptId === attemptId) ?? null;
 
@@ -49,6 +51,9 @@ function receiptPayload(over: Record<string, unknown> = {}): Record<string, unkn
 function receipt(over: Record<string, unknown> = {}, key: KeyObject = a.helper.privateKey, domain: Domain = DOMAINS.receipt): Envelope {
   return signEnvelope(domain, receiptPayload(over), key);
 }
+
+storedA.set(3, receipt({ seq: 3 }));
+storedA.set(4, receipt({ seq: 4 }));
 
 function heartbeatPayload(over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -154,6 +159,22 @@ const rejections: Array<{ name: string; body: () => Buffer; status: number; code
     status: 400,
     code: 'RECEIPT_REJECTED',
   },
+  { name: 'a receipt carrying an attemptId a run issued to another node', body: () => body({ receipts: [receipt({ attemptId: 'run-2.node-b', seq: 7 })] }), status: 400, code: 'RECEIPT_REJECTED' },
+  { name: 'a receipt carrying an attemptId a run issued for another app', body: () => body({ receipts: [receipt({ attemptId: 'run-3.node-a', seq: 7 })] }), status: 400, code: 'RECEIPT_REJECTED' },
+  { name: "a receipt whose targetVersion is not its run's version", body: () => body({ receipts: [receipt({ targetVersion: '9.9.9', seq: 7 })] }), status: 400, code: 'RECEIPT_REJECTED' },
+  {
+    name: 'a before-enrollment receipt carrying an attemptId a run issued to another node',
+    body: () => body({ receipts: [receipt({ nodeId: null, attemptId: 'run-2.node-b', seq: 7 })] }),
+    status: 400,
+    code: 'RECEIPT_REJECTED',
+  },
+  { name: 'a genuine receipt with another envelope under a seq already stored', body: () => body({ receipts: [receipt({ seq: 3, outcome: 'failed' })] }), status: 400, code: 'RECEIPT_REJECTED' },
+  {
+    name: 'two genuine receipts under one seq in one heartbeat',
+    body: () => body({ receipts: [receipt({ seq: 8 }), receipt({ seq: 8, attemptId: 'cli-1' })] }),
+    status: 400,
+    code: 'RECEIPT_REJECTED',
+  },
   {
     name: 'a forged receipt reusing a seq already stored',
     body: () => body({ receipts: [receipt({ seq: 3 }, b.helper.privateKey)] }),
@@ -214,8 +235,6 @@ test('the body limit is a setting: a body one byte over it is refused, one at it
 // acked so the agent's outbox drains, never a rollout verdict.
 const nonCounting: Array<{ name: string; over: Record<string, unknown> }> = [
   { name: "an operator's manual update", over: { attemptId: 'cli-7f3a', seq: 7 } },
-  { name: 'an attempt a run issued to another node', over: { attemptId: 'run-2.node-b', seq: 7 } },
-  { name: 'an attempt a run issued for another app', over: { attemptId: 'run-3.node-a', seq: 7 } },
   { name: 'a receipt made before enrollment (nodeId null)', over: { nodeId: null, attemptId: 'run-2.node-a', seq: 7 } },
 ];
 
@@ -262,7 +281,8 @@ test('a resent heartbeat after a lost answer needs a new seq; its receipts are t
   const receipts = [receipt({ seq: 5 })];
   const first = verify(body({ seq: 42, receipts }));
   assert.ok(first.ok);
-  const stored: KnownNode = { ...(nodes['node-a'] as KnownNode), lastSeq: 42, storedReceiptSeqs: new Set([3, 4, 5]) };
+  const storedNow = new Map([...storedA, [5, receipts[0] as Envelope]]);
+  const stored: KnownNode = { ...(nodes['node-a'] as KnownNode), lastSeq: 42, storedReceipt: (seq) => storedNow.get(seq) ?? null };
   const again = verifyHeartbeat(body({ seq: 42, receipts }), () => stored, issued, NOW);
   assert.deepEqual(again.ok ? null : [again.status, again.code, again.lastSeq], [409, 'SEQ_REPLAYED', 42]);
   const next = verifyHeartbeat(body({ seq: 43, receipts }), () => stored, issued, NOW);
@@ -293,4 +313,10 @@ test('garbage of any shape is a rejection, never a throw', () => {
     assert.equal(v.ok, false, text);
     if (!v.ok) assert.deepEqual([v.status, v.code], [400, 'BAD_BODY'], text);
   }
+});
+
+test('a refused receipt without a targetVersion agrees with the issue it answers and counts', () => {
+  const v = verify(body({ receipts: [receipt({ seq: 7, outcome: 'refused', targetVersion: null, reason: { code: 'BUSY', message: 'busy' } })] }));
+  assert.ok(v.ok, v.ok ? '' : v.message);
+  assert.deepEqual(v.receipts.map((x) => [x.payload.seq, x.counts]), [[7, true]]);
 });

@@ -12,27 +12,29 @@ export const DEFAULT_MAX_HEARTBEAT_BYTES = 1024 * 1024;
 export const DEFAULT_CLOCK_SKEW_MS = 5 * 60 * 1000;
 
 // A node as the store knows it. `lastSeq` is the highest heartbeat seq accepted (0 before the
-// first); `storedReceiptSeqs` the seqs of this node's receipts already stored.
+// first); `storedReceipt` the envelope of this node's receipt already stored under a seq, or null.
 export interface KnownNode {
   nodeId: string;
   nodeKey: KeyObject;
   helperKey: KeyObject;
   lastSeq: number;
-  storedReceiptSeqs: ReadonlySet<number>;
+  storedReceipt: (seq: number) => Envelope | null;
 }
 
-// One attemptId a run of the control plane issued, to one node for one app.
+// One attemptId a run of the control plane issued, to one node for one version of one app.
 export interface RunAttempt {
   attemptId: string;
   nodeId: string;
   app: string;
+  version: string;
 }
 
-// `counts`: the receipt carries an attemptId a run issued to this node for this app, so it may be
-// that run's verdict (the planner still takes only its own run's, DESIGN §9). A receipt that does
-// not count (an operator's manual update, an attempt the lookup does not know, a receipt made
-// before enrollment) is still stored and acked: the agent relays every receipt, and refusing one
-// would wedge its outbox.
+// `counts`: the receipt carries an attemptId a run issued to this node for this app and version,
+// so it may be that run's verdict (the planner still takes only its own run's, DESIGN §9). A
+// receipt that does not count (an operator's manual update, an attempt no run issued, a receipt
+// made before enrollment) is still stored and acked: the agent relays every receipt, and refusing
+// one would wedge its outbox. A receipt that claims a run's attemptId but contradicts that issue
+// (another node, app or version) is no honest agent's and rejects the heartbeat.
 export interface VerifiedReceipt {
   envelope: Envelope;
   payload: ReceiptPayload;
@@ -144,16 +146,18 @@ export function verifyHeartbeat(
   return { ok: true, heartbeat, receipts: receipts.fresh, duplicateSeqs: receipts.duplicateSeqs };
 }
 
-// Every relayed receipt must verify under the node's helper key and name this node (or no node:
-// made before enrollment). All are checked before any is classified, so a forged receipt
-// reusing a stored seq still rejects the heartbeat.
+// Every relayed receipt must verify under the node's helper key, name this node (or no node:
+// made before enrollment) and agree with the issue its attemptId names, if a run issued it. All
+// are checked before any is classified, so a forged receipt reusing a stored seq still rejects
+// the heartbeat. A seq already stored (or repeated in the body) with the same envelope is a
+// resend after a lost answer: acked, not stored again; with another envelope it is rejected.
 function verifyRelayedReceipts(
   heartbeat: HeartbeatPayload,
   node: KnownNode,
   issued: (attemptId: string) => RunAttempt | null,
 ): Rejection | { ok: true; fresh: VerifiedReceipt[]; duplicateSeqs: number[] } {
   const helperKeys = new Map([[keyIdOf(node.helperKey), node.helperKey]]);
-  const verified: Array<{ envelope: Envelope; payload: ReceiptPayload }> = [];
+  const verified: Array<{ envelope: Envelope; payload: ReceiptPayload; attempt: RunAttempt | null }> = [];
   for (const [i, envelope] of heartbeat.receipts.entries()) {
     const opened = openEnvelope(envelope, DOMAINS.receipt, helperKeys);
     if (!opened.ok) {
@@ -161,33 +165,46 @@ function verifyRelayedReceipts(
     }
     const payload = receiptPayloadSchema.safeParse(opened.payload);
     if (!payload.success) return reject(400, 'RECEIPT_REJECTED', `receipt ${i} of node ${node.nodeId} does not match the receipt schema`);
-    if (payload.data.nodeId !== null && payload.data.nodeId !== node.nodeId) {
-      return reject(400, 'RECEIPT_REJECTED', `receipt ${i} (seq=${payload.data.seq}) names node ${payload.data.nodeId}, not ${node.nodeId}`);
+    const p = payload.data;
+    if (p.nodeId !== null && p.nodeId !== node.nodeId) {
+      return reject(400, 'RECEIPT_REJECTED', `receipt ${i} (seq=${p.seq}) names node ${p.nodeId}, not ${node.nodeId}`);
     }
-    verified.push({ envelope, payload: payload.data });
+    const attempt = issued(p.attemptId);
+    const conflict = attempt ? issueConflict(p, attempt, node.nodeId) : null;
+    if (conflict) return reject(400, 'RECEIPT_REJECTED', `receipt ${i} (seq=${p.seq}) of node ${node.nodeId} carries attemptId ${p.attemptId}, which a run issued ${conflict}`);
+    verified.push({ envelope, payload: p, attempt });
   }
 
   const fresh: VerifiedReceipt[] = [];
   const duplicateSeqs: number[] = [];
-  const seen = new Set<number>();
+  const seen = new Map<number, Envelope>();
   for (const r of verified) {
     const seq = r.payload.seq;
-    if (node.storedReceiptSeqs.has(seq) || seen.has(seq)) {
+    const before = seen.get(seq) ?? node.storedReceipt(seq);
+    if (before) {
+      if (!sameEnvelope(before, r.envelope)) {
+        return reject(400, 'RECEIPT_REJECTED', `receipt seq=${seq} of node ${node.nodeId} differs from the receipt already stored under that seq`);
+      }
       duplicateSeqs.push(seq);
       continue;
     }
-    seen.add(seq);
-    fresh.push({ ...r, counts: countsForRun(r.payload, node.nodeId, issued) });
+    seen.set(seq, r.envelope);
+    fresh.push({ envelope: r.envelope, payload: r.payload, counts: r.attempt !== null && r.payload.nodeId === node.nodeId });
   }
   return { ok: true, fresh, duplicateSeqs };
 }
 
-// Whether a run issued this receipt's attemptId to this node for this app. A receipt made
-// before enrollment (nodeId null) never counts: nothing ties it to a run's issue.
-function countsForRun(payload: ReceiptPayload, nodeId: string, issued: (attemptId: string) => RunAttempt | null): boolean {
-  if (payload.nodeId !== nodeId) return false;
-  const attempt = issued(payload.attemptId);
-  return attempt !== null && attempt.nodeId === nodeId && attempt.app === payload.app;
+// How a receipt contradicts the issue its attemptId names, or null when it agrees. A refusal
+// without a targetVersion (the helper refused before it learnt one) agrees on the version.
+function issueConflict(p: ReceiptPayload, attempt: RunAttempt, nodeId: string): string | null {
+  if (attempt.nodeId !== nodeId) return `to node ${attempt.nodeId}`;
+  if (attempt.app !== p.app) return `for app ${attempt.app}, not ${p.app}`;
+  if (p.targetVersion !== null && p.targetVersion !== attempt.version) return `for ${attempt.app} ${attempt.version}, not ${p.targetVersion}`;
+  return null;
+}
+
+function sameEnvelope(a: Envelope, b: Envelope): boolean {
+  return a.payload === b.payload && a.sig === b.sig && a.keyId === b.keyId;
 }
 
 // The receipt seqs the 200 answer acknowledges: stored now or stored before. None on a rejection.

@@ -1,0 +1,44 @@
+import type { Command } from 'commander';
+import type { ReceiptPayload } from '../../../core/receipt-schema.js';
+import { printJson, table, when } from '../../../cli/output.js';
+import { listReceipts } from '../../store/receipts.js';
+import { attemptById } from '../../store/runs.js';
+import { jsonOf, withStore } from '../context.js';
+
+// `steward-control receipts [--node N] [--app A]`
+export function registerReceipts(program: Command): void {
+  program
+    .command('receipts')
+    .description('the receipts nodes relayed, as verified when stored, in the order they arrived')
+    .option('--node <nodeId>', 'only this node')
+    .option('--app <app>', 'only this app')
+    .action(async (o: { node?: string; app?: string }, cmd: Command) => {
+      const view = await withStore(cmd, (store) =>
+        listReceipts(store, { ...(o.node ? { nodeId: o.node } : {}), ...(o.app ? { app: o.app } : {}) }).map((r) => {
+          const envelope = JSON.parse(r.envelope) as { payload: string };
+          const payload = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as ReceiptPayload;
+          return {
+            seq: r.seq,
+            nodeId: r.nodeId,
+            app: r.app,
+            attemptId: r.attemptId,
+            runId: attemptById(store, r.attemptId)?.runId ?? null,
+            outcome: r.outcome,
+            reasonCode: r.reasonCode,
+            reasonMessage: payload.reason?.message ?? null,
+            fromVersion: r.fromVersion,
+            targetVersion: r.targetVersion,
+            startedAt: payload.startedAt,
+            updatedAt: r.updatedAt,
+            receivedAt: r.receivedAt,
+            counts: r.counts === 1,
+            envelope,
+          };
+        }),
+      );
+      if (jsonOf(cmd)) return printJson({ receipts: view });
+      const rows = [['WHEN', 'NODE', 'SEQ', 'APP', 'FROM→TO', 'OUTCOME', 'REASON', 'ATTEMPT', 'COUNTS']];
+      for (const r of view) rows.push([when(r.updatedAt), r.nodeId, String(r.seq), r.app, `${r.fromVersion ?? '-'}→${r.targetVersion ?? '-'}`, r.outcome, r.reasonCode ?? '-', r.attemptId, r.counts ? `run ${r.runId}` : 'no']);
+      process.stdout.write(view.length ? table(rows) : 'no receipts\n');
+    });
+}

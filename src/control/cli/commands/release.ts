@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { StewardError } from '../../../core/errors.js';
+import { appNameSchema, versionSchema } from '../../../core/names.js';
+import type { ManifestPayload } from '../../../core/release-schemas.js';
+import { printJson, table, when } from '../../../cli/output.js';
+import { systemClock } from '../../../platform/clock.js';
+import { addRelease, DEFAULT_EXPIRES_DAYS } from '../../catalog/add-release.js';
+import { listReleases, manifestOf } from '../../store/releases.js';
+import { jsonOf, withStore } from '../context.js';
+import { parsePositiveInt } from '../parse-options.js';
+
+// Checks an app name and version given on the command line.
+export function checkNames(app: string, version?: string): void {
+  if (!appNameSchema.safeParse(app).success) throw new StewardError('USAGE', `${JSON.stringify(app)} is not an app name ([a-z0-9][a-z0-9_-]{0,62})`);
+  if (version !== undefined && !versionSchema.safeParse(version).success) throw new StewardError('USAGE', `${JSON.stringify(version)} is not a version (semver without build metadata)`);
+}
+
+function checkUrl(url: string, flag: string): string {
+  try {
+    const u = new URL(url);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return url;
+  } catch {
+    // fall through
+  }
+  throw new StewardError('USAGE', `${flag} ${JSON.stringify(url)} is not an http(s) URL`);
+}
+
+// `steward-control release add|list`
+export function registerRelease(program: Command): void {
+  const release = program.command('release').description('the signed release catalog');
+  release
+    .command('add <app> <version>')
+    .description('sign a manifest for a tarball and keep it (served at /v1/artifacts/<app>/<version>.tgz unless --url)')
+    .requiredOption('--file <tgz>', 'the release tarball')
+    .option('--url <url>', 'where nodes fetch it (the tarball is then not kept)')
+    .option('--base-url <url>', "this control plane's public URL, to serve the kept tarball from")
+    .requiredOption('--key <pem>', 'the Ed25519 release private key (PEM)')
+    .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
+    .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string }, cmd: Command) => {
+      checkNames(app, version);
+      if (!o.url === !o.baseUrl) throw new StewardError('USAGE', 'pass exactly one of --url (fetch elsewhere) and --base-url (serve the tarball from this control plane)');
+      const expiresDays = parsePositiveInt(o.expiresDays, '--expires-days', 3650);
+      let privateKeyPem: string;
+      try {
+        privateKeyPem = readFileSync(o.key, 'utf8');
+      } catch (err) {
+        throw new StewardError('NOT_FOUND', `cannot read the release key ${o.key}: ${(err as Error).message}`, { cause: err });
+      }
+      const r = await withStore(cmd, (store) =>
+        addRelease(store, {
+          app,
+          version,
+          file: o.file,
+          url: o.url ? checkUrl(o.url, '--url') : null,
+          baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null,
+          privateKeyPem,
+          expiresDays,
+          now: systemClock.now(),
+        }),
+      );
+      if (jsonOf(cmd)) return printJson({ app: r.app, version: r.version, keyId: r.keyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath });
+      const p = r.payload;
+      process.stdout.write(`added ${app} ${version}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n`);
+    });
+  release
+    .command('list [app]')
+    .description('the releases in the catalog')
+    .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
+      if (app) checkNames(app);
+      const now = systemClock.now();
+      const rows = await withStore(cmd, (store) => listReleases(store, app));
+      const out = rows.map((r) => {
+        const manifest = manifestOf(r);
+        const payload = JSON.parse(Buffer.from(manifest.payload, 'base64').toString('utf8')) as ManifestPayload;
+        return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired: r.expires <= now, keyId: manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest };
+      });
+      if (jsonOf(cmd)) return printJson({ releases: out });
+      const t = [['APP', 'VERSION', 'SIZE', 'EXPIRES', 'KEY', 'URL']];
+      for (const r of out) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : when(r.expires), r.keyId, r.url]);
+      process.stdout.write(out.length ? table(t) : 'no releases\n');
+    });
+}

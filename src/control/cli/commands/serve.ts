@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { StewardError } from '../../../core/errors.js';
+import { systemClock } from '../../../platform/clock.js';
+import { enableDefaultLogs, logger } from '../../../platform/log.js';
+import { startControlServer } from '../../server/control-server.js';
+import { openStore } from '../../store/open-store.js';
+import { DEFAULT_HEARTBEAT_SECONDS, writeSetting } from '../../store/settings.js';
+import { dbFileOf, jsonOf } from '../context.js';
+import { parseListen, parsePositiveInt } from '../parse-options.js';
+
+const log = logger('control:serve');
+
+function readPem(file: string, what: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new StewardError('NOT_FOUND', `cannot read ${what} ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+// `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]`
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('serve enrollment, heartbeats and artifacts; advance rollouts')
+    .requiredOption('--listen <host:port>', 'address to listen on (port 0: any free port)')
+    .option('--tls-cert <file>', 'TLS certificate (PEM)')
+    .option('--tls-key <file>', 'TLS private key (PEM)')
+    .option('--heartbeat-seconds <n>', 'heartbeat interval nodes are told', String(DEFAULT_HEARTBEAT_SECONDS))
+    .option('--insecure', 'allow plain http on a non-loopback address')
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean }, cmd: Command) => {
+      enableDefaultLogs('steward:control:*');
+      const listen = parseListen(o.listen);
+      const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
+      if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
+      const tls = o.tlsCert && o.tlsKey ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key') } : undefined;
+      if (!tls && !listen.loopback && !o.insecure) {
+        throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
+      }
+      const store = openStore(dbFileOf(cmd));
+      try {
+        store.write(() => writeSetting(store, 'heartbeatSeconds', String(heartbeatSeconds)));
+        const server = await startControlServer({ store, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock });
+        process.stdout.write(jsonOf(cmd) ? JSON.stringify({ listening: server.url }) + '\n' : `steward-control listening on ${server.url}\n`);
+        log('listening url=%s db=%s heartbeatSeconds=%d', server.url, store.file, heartbeatSeconds);
+        await new Promise<void>((resolve) => {
+          const stop = (sig: string) => {
+            log('stopping on %s', sig);
+            resolve();
+          };
+          process.once('SIGTERM', () => stop('SIGTERM'));
+          process.once('SIGINT', () => stop('SIGINT'));
+        });
+        await server.close();
+      } finally {
+        store.close();
+      }
+    });
+}

@@ -1,0 +1,51 @@
+import { Command, CommanderError } from 'commander';
+import { StewardError } from '../../core/errors.js';
+import { EXIT } from '../../cli/error-message.js';
+import { registerKeys } from './commands/keys.js';
+import { registerNodes } from './commands/nodes.js';
+import { registerReceipts } from './commands/receipts.js';
+import { registerRelease } from './commands/release.js';
+import { registerRollout } from './commands/rollout.js';
+import { registerServe } from './commands/serve.js';
+import { registerToken } from './commands/token.js';
+import { reportControlError } from './report.js';
+
+// The steward-control program (DESIGN §9).
+export function buildControlProgram(): Command {
+  const program = new Command('steward-control')
+    .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
+    .option('--db <file>', 'the SQLite database (default: STEWARD_CONTROL_DB)')
+    .option('--json', 'print one JSON document on stdout')
+    .exitOverride()
+    .showHelpAfterError();
+  registerServe(program);
+  registerToken(program);
+  registerKeys(program);
+  registerRelease(program);
+  registerRollout(program);
+  registerNodes(program);
+  registerReceipts(program);
+  // Subcommands exit through runControlCli too, not process.exit.
+  for (const c of program.commands) {
+    c.exitOverride();
+    for (const s of c.commands) s.exitOverride();
+  }
+  return program;
+}
+
+// Runs steward-control with `argv` and returns its exit code: 0 ok, 1 failure, 2 usage, 3 refused.
+export async function runControlCli(argv: string[]): Promise<number> {
+  const program = buildControlProgram();
+  const json = argv.includes('--json');
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.ok;
+      if (json) reportControlError(new StewardError('USAGE', err.message), true);
+      return EXIT.usage;
+    }
+    return reportControlError(err, json);
+  }
+}

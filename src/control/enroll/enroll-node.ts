@@ -1,0 +1,75 @@
+// `POST /v1/enroll` (DESIGN §6): a node proves it holds the node key named in its payload and
+// spends a single-use token; the store gains the node and its helper key in one transaction.
+import { randomBytes, type KeyObject } from 'node:crypto';
+import { enrollPayloadSchema } from '../../core/control-api.js';
+import { envelopeSchema } from '../../core/release-schemas.js';
+import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey } from '../../platform/keys.js';
+import { logger } from '../../platform/log.js';
+import { errorAnswer, type Answer } from '../server/answer.js';
+import type { ControlStore } from '../store/open-store.js';
+import { insertNode } from '../store/nodes.js';
+import { consumeToken } from '../store/tokens.js';
+
+const log = logger('control:enroll');
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+// A new nodeId: `n-` and 12 random hex characters. Random rather than derived from the node key,
+// so a host that re-enrolls with the same key still gets a fresh identity and seq space.
+export function newNodeId(): string {
+  return 'n-' + randomBytes(6).toString('hex');
+}
+
+function parseKey(pem: unknown): KeyObject | null {
+  if (typeof pem !== 'string' || pem.length > 4096) return null;
+  try {
+    return parsePublicKey(pem);
+  } catch {
+    return null;
+  }
+}
+
+// Checks one enrollment body and enrolls the node. The payload is parsed first only to find the
+// key to verify it with; nothing else in it is trusted before that signature holds.
+export function enrollNode(store: ControlStore, body: Buffer, now: number, heartbeatSeconds: number): Answer {
+  let json: unknown;
+  try {
+    json = JSON.parse(utf8.decode(body));
+  } catch {
+    return errorAnswer(400, 'BAD_BODY', 'enrollment body is not valid UTF-8 JSON');
+  }
+  const env = envelopeSchema.safeParse(json);
+  if (!env.success) return errorAnswer(400, 'BAD_BODY', 'enrollment body is not a signature envelope {payload, sig, keyId}');
+  let claimed: unknown;
+  try {
+    claimed = (JSON.parse(utf8.decode(Buffer.from(env.data.payload, 'base64'))) as { nodePublicKey?: unknown } | null)?.nodePublicKey;
+  } catch {
+    return errorAnswer(400, 'BAD_BODY', 'enrollment payload does not decode to JSON');
+  }
+  const nodeKey = parseKey(claimed);
+  if (!nodeKey) return errorAnswer(400, 'BAD_BODY', 'enrollment nodePublicKey is not an Ed25519 public key (PEM)');
+  const opened = openEnvelope(env.data, DOMAINS.enroll, new Map([[keyIdOf(nodeKey), nodeKey]]));
+  if (!opened.ok) {
+    if (opened.reason === 'bad-encoding' || opened.reason === 'bad-json') return errorAnswer(400, 'BAD_BODY', `enrollment envelope is malformed (${opened.reason})`);
+    return errorAnswer(401, 'BAD_SIGNATURE', `enrollment is not signed by its nodePublicKey under ${DOMAINS.enroll} (${opened.reason})`);
+  }
+  const parsed = enrollPayloadSchema.safeParse(opened.payload);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return errorAnswer(400, 'BAD_BODY', `enrollment payload does not match the schema (${issue ? `${issue.path.join('.') || '(payload)'}: ${issue.message}` : 'invalid'})`);
+  }
+  const p = parsed.data;
+  if (!parseKey(p.helperPublicKey)) return errorAnswer(400, 'BAD_BODY', 'enrollment helperPublicKey is not an Ed25519 public key (PEM)');
+
+  const nodeId = newNodeId();
+  const enrolled = store.write(() => {
+    if (!consumeToken(store, p.token, now, nodeId)) return false;
+    insertNode(store, { nodeId, hostname: p.hostname, nodePublicKey: p.nodePublicKey, helperPublicKey: p.helperPublicKey, enrolledAt: now });
+    return true;
+  });
+  if (!enrolled) {
+    log('enrollment refused hostname=%s: token unknown, used or expired', JSON.stringify(p.hostname));
+    return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used or expired');
+  }
+  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(parsePublicKey(p.helperPublicKey)));
+  return { status: 200, body: { nodeId, heartbeatSeconds } };
+}

@@ -1,0 +1,54 @@
+// `POST /v1/heartbeat` (DESIGN §6): verify, then in one transaction record the heartbeat and its
+// fresh receipts, advance the rollouts and answer what this node should run. A rejection is
+// logged and changes nothing.
+import { MAX_BODY_BYTES, type HeartbeatAnswer } from '../../core/control-api.js';
+import { parsePublicKey } from '../../platform/keys.js';
+import { logger } from '../../platform/log.js';
+import { advanceAllRuns } from '../rollouts/advance-runs.js';
+import { desiredFor } from '../rollouts/desired.js';
+import { errorAnswer, type Answer } from '../server/answer.js';
+import { readNode, recordHeartbeat } from '../store/nodes.js';
+import type { ControlStore } from '../store/open-store.js';
+import { insertReceipt, storedReceiptEnvelope } from '../store/receipts.js';
+import { attemptById } from '../store/runs.js';
+import { ackedSeqs, verifyHeartbeat, type KnownNode } from './verify-heartbeat.js';
+
+const log = logger('control:heartbeat');
+
+function knownNode(store: ControlStore, nodeId: string): KnownNode | null {
+  const row = readNode(store, nodeId);
+  if (!row) return null;
+  try {
+    return {
+      nodeId: row.nodeId,
+      nodeKey: parsePublicKey(row.nodePublicKey),
+      helperKey: parsePublicKey(row.helperPublicKey),
+      lastSeq: row.lastSeq,
+      storedReceipt: (seq) => storedReceiptEnvelope(store, row.nodeId, seq),
+    };
+  } catch {
+    log('node=%s has an unparsable key in the store; treated as unknown', nodeId);
+    return null;
+  }
+}
+
+// Handles one heartbeat body at `now`.
+export function acceptHeartbeat(store: ControlStore, body: Buffer, now: number, heartbeatSeconds: number): Answer {
+  return store.write((): Answer => {
+    const verdict = verifyHeartbeat(body, (id) => knownNode(store, id), (id) => attemptById(store, id), now, { maxBytes: MAX_BODY_BYTES });
+    if (!verdict.ok) {
+      log('heartbeat rejected status=%d code=%s: %s', verdict.status, verdict.code, verdict.message);
+      const extra = { ...(verdict.lastSeq !== undefined ? { lastSeq: verdict.lastSeq } : {}), ...(verdict.serverTime !== undefined ? { serverTime: verdict.serverTime } : {}) };
+      return errorAnswer(verdict.status, verdict.code, verdict.message, extra);
+    }
+    const hb = verdict.heartbeat;
+    recordHeartbeat(store, hb, now);
+    for (const r of verdict.receipts) insertReceipt(store, hb.nodeId, r, now);
+    if (verdict.receipts.length) {
+      log('node=%s stored receipts %s', hb.nodeId, verdict.receipts.map((r) => `seq=${r.payload.seq} ${r.payload.app} ${r.payload.outcome}${r.counts ? '' : ' (not counting)'}`).join(', '));
+    }
+    advanceAllRuns(store, now);
+    const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: desiredFor(store, hb.nodeId), heartbeatSeconds };
+    return { status: 200, body: answer };
+  });
+}

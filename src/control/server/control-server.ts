@@ -1,0 +1,134 @@
+// The control plane's HTTP(S) server (DESIGN §6, §9): enrollment, heartbeats, artifacts, and a
+// tick that advances every running rollout even when no node calls.
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from '../../core/control-api.js';
+import type { Clock } from '../../platform/clock.js';
+import { logger } from '../../platform/log.js';
+import { enrollNode } from '../enroll/enroll-node.js';
+import { acceptHeartbeat } from '../heartbeat/accept-heartbeat.js';
+import { advanceAllRuns } from '../rollouts/advance-runs.js';
+import type { ControlStore } from '../store/open-store.js';
+import { errorAnswer } from './answer.js';
+import { sendArtifact } from './artifacts.js';
+import { readBody } from './read-body.js';
+import { sendJson } from './send.js';
+
+const log = logger('control:server');
+
+export interface ControlServerOptions {
+  store: ControlStore;
+  host: string;
+  port: number;
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  heartbeatSeconds: number;
+  clock: Clock;
+  // How often running rollouts advance without a heartbeat; 0 turns the timer off (tests call tick()).
+  tickMs?: number;
+}
+
+export interface ControlServer {
+  url: string;
+  // Advances every running rollout now, as the timer does.
+  tick(): void;
+  // Stops the timer and the listener, and drops idle connections. Idempotent.
+  close(): Promise<void>;
+}
+
+// Starts the server and resolves once it listens.
+export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
+  const { store, clock } = opts;
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    handle(opts, req, res).catch((err: unknown) => {
+      log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
+      sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
+    });
+  };
+  const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler) : http.createServer(handler);
+  // Per-request limits: a slow or stalled client cannot hold a connection for long.
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 15_000;
+  server.keepAliveTimeout = 5_000;
+  server.setTimeout(60_000, (socket) => socket.destroy());
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
+  const url = `${opts.tls ? 'https' : 'http'}://${host}:${addr.port}`;
+
+  const tick = () => {
+    try {
+      store.write(() => advanceAllRuns(store, clock.now()));
+    } catch (err) {
+      log('rollout tick failed: %s', (err as Error).message);
+    }
+  };
+  const abort = new AbortController();
+  const tickMs = opts.tickMs ?? 1000;
+  if (tickMs > 0) {
+    void (async () => {
+      while (!abort.signal.aborted) {
+        try {
+          await clock.sleep(tickMs, abort.signal);
+        } catch {
+          return;
+        }
+        tick();
+      }
+    })();
+  }
+
+  let closed: Promise<void> | null = null;
+  return {
+    url,
+    tick,
+    close: () =>
+      (closed ??= new Promise<void>((resolve) => {
+        abort.abort();
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      })),
+  };
+}
+
+async function handle(opts: ControlServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const { store, clock } = opts;
+  const pathOnly = (req.url ?? '/').split('?')[0] ?? '/';
+  if (pathOnly === ENROLL_PATH || pathOnly === HEARTBEAT_PATH) {
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'POST');
+      return sendJson(res, errorAnswer(405, 'NOT_FOUND', `${pathOnly} takes POST`));
+    }
+    const body = await readBody(req, MAX_BODY_BYTES);
+    if (!body.ok) {
+      if (body.reason === 'aborted') return void res.destroy();
+      log('%s body over %d bytes refused', pathOnly, MAX_BODY_BYTES);
+      sendJson(res, errorAnswer(400, 'BAD_BODY', `the body is over the limit of ${MAX_BODY_BYTES} bytes`), true);
+      // Why: the rest of an oversized body is never read; the connection goes once the answer is out.
+      res.once('finish', () => setTimeout(() => req.socket.destroy(), 1000).unref());
+      return;
+    }
+    const now = clock.now();
+    const answer = pathOnly === ENROLL_PATH ? enrollNode(store, body.body, now, opts.heartbeatSeconds) : acceptHeartbeat(store, body.body, now, opts.heartbeatSeconds);
+    return sendJson(res, answer);
+  }
+  if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return sendJson(res, errorAnswer(405, 'NOT_FOUND', 'artifacts take GET'));
+    }
+    return sendArtifact(store, pathOnly.slice(ARTIFACTS_PREFIX.length), res, req.method === 'HEAD');
+  }
+  return sendJson(res, errorAnswer(404, 'NOT_FOUND', `no such path ${JSON.stringify(pathOnly.slice(0, 200))}`));
+}
