@@ -7,6 +7,7 @@ import type { KeyObject } from 'node:crypto';
 import { enrollPayloadSchema, type DesiredEntry } from '../../src/core/control-api.js';
 import type { HeartbeatPayload } from '../../src/core/heartbeat-schema.js';
 import type { ReceiptPayload } from '../../src/core/receipt-schema.js';
+import type { Envelope } from '../../src/core/release-schemas.js';
 import { ackedSeqs, verifyHeartbeat, type KnownNode } from '../../src/control/heartbeat/verify-heartbeat.js';
 import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey } from '../../src/platform/keys.js';
 
@@ -26,6 +27,7 @@ interface Node {
   helperKey: KeyObject;
   lastSeq: number;
   receipts: Map<number, ReceiptPayload>;
+  envelopes: Map<number, Envelope>;
 }
 
 export class FakeControlPlane {
@@ -45,7 +47,7 @@ export class FakeControlPlane {
 
   // Enrolls a node directly (in-process tests).
   addNode(nodeId: string, nodeKey: KeyObject, helperKey: KeyObject, lastSeq = 0): Node {
-    const n = { nodeId, nodeKey, helperKey, lastSeq, receipts: new Map<number, ReceiptPayload>() };
+    const n = { nodeId, nodeKey, helperKey, lastSeq, receipts: new Map<number, ReceiptPayload>(), envelopes: new Map<number, Envelope>() };
     this.nodes.set(nodeId, n);
     return n;
   }
@@ -97,7 +99,7 @@ export class FakeControlPlane {
     if (scripted) return record(scripted);
     const lookup = (id: string): KnownNode | null => {
       const n = this.nodes.get(id);
-      return n ? { nodeId: n.nodeId, nodeKey: n.nodeKey, helperKey: n.helperKey, lastSeq: n.lastSeq, storedReceiptSeqs: new Set(n.receipts.keys()) } : null;
+      return n ? { nodeId: n.nodeId, nodeKey: n.nodeKey, helperKey: n.helperKey, lastSeq: n.lastSeq, storedReceipt: (seq: number) => n.envelopes.get(seq) ?? null } : null;
     };
     const v = verifyHeartbeat(body, lookup, () => null, this.now());
     if (!v.ok) {
@@ -105,7 +107,10 @@ export class FakeControlPlane {
     }
     const node = this.nodes.get(v.heartbeat.nodeId) as Node;
     node.lastSeq = v.heartbeat.seq;
-    for (const r of v.receipts) node.receipts.set(r.payload.seq, r.payload);
+    for (const r of v.receipts) {
+      node.receipts.set(r.payload.seq, r.payload);
+      node.envelopes.set(r.payload.seq, r.envelope);
+    }
     return record({ status: 200, json: { ackedSeqs: ackedSeqs(v), desired: this.desired, heartbeatSeconds: this.heartbeatSeconds } });
   }
 
