@@ -40,7 +40,7 @@ export interface TickResult {
   outcome: HeartbeatOutcome | { kind: 'error'; message: string };
   // The wait before the next tick.
   delayMs: number;
-  // Whether the last heartbeat sent carried receipts.
+  // How many receipts the last heartbeat sent in this tick carried.
   sentReceipts: number;
 }
 
