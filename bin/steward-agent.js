@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-// steward-agent arrives with the heartbeat issue; until then it says so plainly.
-process.stderr.write('steward-agent: not built yet in this version of steward (see the README roadmap)\n');
-process.exitCode = 1;
+import { main } from '../dist/src/agent/main.js';
+
+process.exitCode = await main(process.argv.slice(2));

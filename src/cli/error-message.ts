@@ -43,6 +43,12 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   IO_ERROR: { exit: EXIT.failure, hint: 'a file system operation failed' },
   USAGE: { exit: EXIT.usage, hint: 'see `agentctl --help`' },
   INTERNAL: { exit: EXIT.failure, hint: 'this is a bug in steward; please report it with the message' },
+  AGENT_LOCKED: { exit: EXIT.failure, hint: 'steward-agent (or another enrollment) runs for this root; stop it first (`systemctl stop steward-agent`)' },
+  NOT_ENROLLED: { exit: EXIT.failure, hint: 'enroll this node first: `agentctl enroll --control-plane URL --token T`' },
+  ALREADY_ENROLLED: { exit: EXIT.refused, hint: 'this node is enrolled already; `agentctl enroll --force` makes a new node key and identity' },
+  TOKEN_INVALID: { exit: EXIT.refused, hint: 'the enrollment token is unknown, used or expired; create a new one (`steward-control token create`)' },
+  CONTROL_PLANE_UNREACHABLE: { exit: EXIT.unreachable, hint: 'check the control plane URL, the network and the TLS CA (`controlPlane.caFile`)' },
+  CONTROL_PLANE_REFUSED: { exit: EXIT.failure, hint: 'the control plane refused the request; its message says why' },
 };
 
 // The exit code for an error with this reason code.

@@ -8,6 +8,7 @@ import { registerRollback } from './commands/rollback.js';
 import { registerMaintenance } from './commands/maintenance.js';
 import { registerReceipts } from './commands/receipts.js';
 import { registerRunState } from './commands/run-state.js';
+import { registerEnroll } from './commands/enroll.js';
 import { EXIT } from './error-message.js';
 import { reportError } from './output.js';
 
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerMaintenance(program);
   registerReceipts(program);
   registerRunState(program);
+  registerEnroll(program);
   return program;
 }
 

@@ -42,6 +42,13 @@ export const OPERATIONAL_CODES = [
   'IO_ERROR', // a file system operation failed (other than a full disk)
   'USAGE', // the command line is wrong
   'INTERNAL', // a bug: the message says where
+  // steward-agent and `agentctl enroll`, talking to a control plane:
+  'AGENT_LOCKED', // another steward-agent (or enrollment) holds the agent folder's lock
+  'NOT_ENROLLED', // the agent folder has no enrollment (run `agentctl enroll`)
+  'ALREADY_ENROLLED', // enrollment refused: this node is enrolled (use --force to re-enroll)
+  'TOKEN_INVALID', // the control plane refused the enrollment token
+  'CONTROL_PLANE_UNREACHABLE', // no usable answer from the control plane (network, TLS, 5xx, malformed)
+  'CONTROL_PLANE_REFUSED', // the control plane answered a 4xx other than TOKEN_INVALID
 ] as const;
 
 export type RefusalCode = (typeof REFUSAL_CODES)[number];

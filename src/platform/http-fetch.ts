@@ -1,9 +1,8 @@
-import { readFileSync, promises as fsp, constants as fsc } from 'node:fs';
+import { promises as fsp, constants as fsc } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +11,7 @@ import { StewardError, toStewardError } from '../core/errors.js';
 import { isLoopbackHost } from '../core/release-schemas.js';
 import { writeHashedFile, type HashedFile, type HashingWriter } from './hashing-writer.js';
 import { logger } from './log.js';
+import { readOwnVersion } from './own-version.js';
 
 const log = logger('platform:fetch');
 
@@ -156,7 +156,7 @@ function checkContentLength(header: string | undefined, maxBytes: number, where:
 }
 
 // `localhost` is pinned to 127.0.0.1: a loopback name must never reach DNS, which could point it elsewhere.
-const pinLoopback = ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+export const pinLoopback = ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
   if (options?.all) cb(null, [{ address: '127.0.0.1', family: 4 }]);
   else cb(null, '127.0.0.1', 4);
 }) as unknown as LookupFunction;
@@ -264,7 +264,8 @@ class TransferGuard {
   }
 }
 
-async function readExtraCa(caFile: string | undefined): Promise<string[] | undefined> {
+// Node's default CAs plus the PEM in `caFile`, or undefined when no file is named.
+export async function readExtraCa(caFile: string | undefined): Promise<string[] | undefined> {
   if (!caFile) return undefined;
   try {
     return [...tls.rootCertificates, await fsp.readFile(caFile, 'utf8')];
@@ -364,17 +365,4 @@ export async function streamToFile(opts: StreamToFileOptions): Promise<FetchResu
       throw fetchFailed(`the upload is shorter than its announced size (${w.bytes} of ${opts.expectedBytes} bytes)`);
     }
   });
-}
-
-function readOwnVersion(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++, dir = path.dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
-      if (pkg.name === 'steward' && typeof pkg.version === 'string') return pkg.version;
-    } catch {
-      // not this folder: keep walking up
-    }
-  }
-  return 'unknown';
 }

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
-import { StewardError, toStewardError } from '../core/errors.js';
+import { StewardError, toStewardError, type ReasonCode } from '../core/errors.js';
 import { logger } from './log.js';
 import { isSameProcessAlive, readBootId, readProcIdentity, type ProcIdentity } from './proc-identity.js';
 
@@ -20,6 +20,10 @@ export interface HelperLockOptions {
   // Milliseconds after the last refresh at which proper-lockfile calls a lock stale.
   stale?: number;
   update?: number;
+  // Who holds this kind of lock, for the error (default steward-helper), and the code a held
+  // lock throws (default HELPER_LOCKED). The agent folder's lock uses steward-agent / AGENT_LOCKED.
+  holder?: string;
+  lockedCode?: ReasonCode;
 }
 
 // Takes the one-helper-per-root lock at `lockPath` (a folder made by proper-lockfile).
@@ -46,7 +50,7 @@ export async function acquireHelperLock(lockPath: string, opts: HelperLockOption
   } catch (err) {
     if (!isHeldError(err)) throw toStewardError(err, 'IO_ERROR', `cannot take ${lockPath}`);
     const owner = await readOwner(lockPath);
-    if (!owner || (await isSameProcessAlive(owner))) throw lockedError(lockPath, owner);
+    if (!owner || (await isSameProcessAlive(owner))) throw lockedError(lockPath, owner, opts);
     log('taking over lock=%s from dead owner pid=%d', lockPath, owner.pid);
     // Why: proper-lockfile removes a stale lock with rmdir, which needs an empty
     // folder, and decides staleness by mtime alone; the owner is provably dead, so
@@ -57,7 +61,7 @@ export async function acquireHelperLock(lockPath: string, opts: HelperLockOption
       release = await lockfile.lock(target, options);
     } catch (err2) {
       if (!isHeldError(err2)) throw toStewardError(err2, 'IO_ERROR', `cannot take ${lockPath}`);
-      throw lockedError(lockPath, await readOwner(lockPath));
+      throw lockedError(lockPath, await readOwner(lockPath), opts);
     }
   }
   await writeOwner(lockPath);
@@ -86,9 +90,9 @@ function isHeldError(err: unknown): boolean {
   return code === 'ELOCKED' || code === 'ENOTEMPTY' || code === 'EEXIST';
 }
 
-function lockedError(lockPath: string, owner: ProcIdentity | null): StewardError {
+function lockedError(lockPath: string, owner: ProcIdentity | null, opts: HelperLockOptions): StewardError {
   const who = owner ? `pid ${owner.pid}` : 'pid unknown';
-  return new StewardError('HELPER_LOCKED', `another steward-helper (${who}) holds ${lockPath}`);
+  return new StewardError(opts.lockedCode ?? 'HELPER_LOCKED', `another ${opts.holder ?? 'steward-helper'} (${who}) holds ${lockPath}`);
 }
 
 async function readOwner(lockPath: string): Promise<ProcIdentity | null> {

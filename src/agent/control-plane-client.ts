@@ -1,0 +1,104 @@
+// POSTs one JSON body to the control plane and reads its answer, with a deadline and a cap on
+// the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`.
+import http from 'node:http';
+import https from 'node:https';
+import { StewardError } from '../core/errors.js';
+import { pinLoopback, readExtraCa } from '../platform/http-fetch.js';
+import { readOwnVersion } from '../platform/own-version.js';
+import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from './control-plane-url.js';
+
+// An answer bigger than this is refused: a heartbeat answer holds at most 256 desired entries
+// of ~2 KiB each and 4,096 acked seqs, far below 4 MiB.
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface PostAnswer {
+  status: number;
+  // The parsed JSON body, or undefined when the body is empty or not JSON.
+  json: unknown;
+}
+
+// The seam the heartbeat loop and enrollment use. post resolves with any HTTP answer and
+// throws CONTROL_PLANE_UNREACHABLE when there is none (network, TLS, timeout, oversized body).
+export interface ControlPlaneClient {
+  readonly url: URL;
+  // `signal` aborts a request in flight (the agent stopping): it then throws CONTROL_PLANE_UNREACHABLE.
+  post(endpoint: string, body: unknown, signal?: AbortSignal): Promise<PostAnswer>;
+}
+
+// A client for the control plane at `settings.url` (checked by the URL policy first).
+export async function createControlPlaneClient(settings: ControlPlaneSettings, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<ControlPlaneClient> {
+  const url = checkControlPlaneUrl(settings.url, settings.insecure === true);
+  let ca: string[] | undefined;
+  try {
+    ca = await readExtraCa(settings.caFile);
+  } catch (err) {
+    throw new StewardError('CONFIG_INVALID', `cannot read controlPlane.caFile ${settings.caFile}: ${(err as Error).message}`, { cause: err });
+  }
+  return { url, post: (endpoint, body, signal) => postJson(endpointUrl(url, endpoint), body, ca, timeoutMs, signal) };
+}
+
+const USER_AGENT = `steward-agent/${readOwnVersion()}`;
+
+function unreachable(where: URL, message: string, cause?: unknown): StewardError {
+  return new StewardError('CONTROL_PLANE_UNREACHABLE', `${where.origin}${where.pathname}: ${message}`, cause === undefined ? {} : { cause });
+}
+
+function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<PostAnswer> {
+  const data = Buffer.from(JSON.stringify(body), 'utf8');
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const done = (err: Error | null, value?: PostAnswer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      req.destroy();
+      if (err) reject(err);
+      else resolve(value as PostAnswer);
+    };
+    const hostname = u.hostname.replace(/^\[|\]$/g, '');
+    const options: https.RequestOptions = {
+      protocol: u.protocol,
+      hostname,
+      port: u.port === '' ? undefined : Number(u.port),
+      path: u.pathname,
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json' },
+      agent: false,
+    };
+    if (hostname === 'localhost') options.lookup = pinLoopback;
+    if (u.protocol === 'https:') {
+      options.rejectUnauthorized = true;
+      if (ca) options.ca = ca;
+    }
+    const req = (u.protocol === 'https:' ? https : http).request(options);
+    // Before anything can destroy it: a destroyed request emits 'error' (socket hang up), and an
+    // 'error' without a listener would crash the agent.
+    req.on('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));
+    const timer = setTimeout(() => done(unreachable(u, `no complete answer within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => done(unreachable(u, 'the request was aborted (stopping)'));
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    req.once('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_ANSWER_BYTES) return done(unreachable(u, `the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+        chunks.push(c);
+      });
+      res.on('error', (err) => done(unreachable(u, `reading the answer failed: ${err.message}`, err)));
+      res.once('end', () => {
+        let json: unknown;
+        try {
+          json = size === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          json = undefined;
+        }
+        done(null, { status: res.statusCode ?? 0, json });
+      });
+    });
+    req.end(data);
+  });
+}

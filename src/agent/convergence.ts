@@ -1,0 +1,59 @@
+// Convergence (DESIGN §6): each desired entry goes to the helper once, under the control
+// plane's attemptId. The helper's answer, accepted or refused, is final for that attemptId:
+// a refusal (HELD, BLOCKED, QUARANTINED, BUSY, a release problem...) makes a signed `refused`
+// receipt, which is how the control plane learns; the agent does not retry it.
+import type { DesiredEntry } from '../core/control-api.js';
+import { StewardError } from '../core/errors.js';
+import type { Clock } from '../platform/clock.js';
+import type { ActedStore } from './acted-store.js';
+import type { HelperPort } from './helper-port.js';
+
+export type Logf = (format: string, ...args: unknown[]) => void;
+
+export interface ConvergeDeps {
+  helper: Pick<HelperPort, 'update'>;
+  acted: ActedStore;
+  clock: Pick<Clock, 'now'>;
+  log: Logf;
+}
+
+export type ConvergeResult =
+  | { attemptId: string; app: string; result: 'already-acted' }
+  | { attemptId: string; app: string; result: 'accepted' | 'settled' }
+  | { attemptId: string; app: string; result: 'refused'; code: string }
+  // The helper did not answer (unreachable, still recovering): tried again at the next heartbeat.
+  | { attemptId: string; app: string; result: 'deferred'; code: string };
+
+// Codes that mean the helper did not take a decision on this attemptId.
+const NOT_ANSWERED = new Set(['HELPER_UNREACHABLE', 'RECOVERING']);
+
+// Hands every desired entry not yet acted on to the helper, one at a time, in order.
+export async function convergeDesired(desired: readonly DesiredEntry[], deps: ConvergeDeps): Promise<ConvergeResult[]> {
+  const results: ConvergeResult[] = [];
+  for (const e of desired) {
+    const base = { attemptId: e.attemptId, app: e.app };
+    if (deps.acted.has(e.attemptId)) {
+      results.push({ ...base, result: 'already-acted' });
+      continue;
+    }
+    let answer: string;
+    try {
+      const a = await deps.helper.update(e);
+      answer = 'accepted' in a ? 'accepted' : a.settled ? 'settled' : `outcome:${a.outcome}`;
+      deps.log('desired handed to the helper app=%s version=%s attemptId=%s answer=%s', e.app, e.version, e.attemptId, answer);
+      results.push({ ...base, result: 'settled' === answer ? 'settled' : 'accepted' });
+    } catch (err) {
+      const code = err instanceof StewardError ? err.code : 'INTERNAL';
+      if (NOT_ANSWERED.has(code)) {
+        deps.log('desired deferred app=%s version=%s attemptId=%s code=%s: trying again at the next heartbeat', e.app, e.version, e.attemptId, code);
+        results.push({ ...base, result: 'deferred', code });
+        continue;
+      }
+      answer = `refused:${code}`;
+      deps.log('desired refused by the helper app=%s version=%s attemptId=%s code=%s message=%j: not retried', e.app, e.version, e.attemptId, code, (err as Error).message);
+      results.push({ ...base, result: 'refused', code });
+    }
+    await deps.acted.add({ attemptId: e.attemptId, app: e.app, at: deps.clock.now(), answer });
+  }
+  return results;
+}

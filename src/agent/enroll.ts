@@ -1,0 +1,122 @@
+// The agent user's half of enrollment (DESIGN §6): runs as `steward` (as the current user under
+// a root prefix), in its own folder. It makes the node key, signs the enroll payload with it,
+// POSTs it, and writes node.key and enrollment.json; nobody else ever reads the node key.
+import os from 'node:os';
+import { promises as fsp } from 'node:fs';
+import { z } from 'zod';
+import { ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollPayload } from '../core/control-api.js';
+import { StewardError } from '../core/errors.js';
+import type { Clock } from '../platform/clock.js';
+import { DOMAINS, generateKeyPair, parsePrivateKey, signEnvelope } from '../platform/keys.js';
+import { acquireHelperLock } from '../platform/lock.js';
+import { agentFiles, ensureAgentDir, readEnrollment, writeEnrollment, writeNodeKey, type AgentFiles } from './agent-files.js';
+import type { ControlPlaneClient } from './control-plane-client.js';
+import type { Logf } from './convergence.js';
+import { Outbox } from './outbox.js';
+import type { HostPaths } from '../core/paths.js';
+
+// What the root side hands the agent user's process on stdin (the token never goes in argv).
+export const enrollRequestSchema = z.strictObject({
+  controlPlaneUrl: z.string().url(),
+  token: z.string().min(1).max(256),
+  helperPublicKey: z.string().min(1).max(4096),
+  caFile: z.string().min(1).optional(),
+  insecure: z.boolean().optional(),
+  force: z.boolean().optional(),
+});
+export type EnrollRequest = z.infer<typeof enrollRequestSchema>;
+
+// What it prints on stdout: one JSON line.
+export const enrollResultSchema = z.union([
+  z.strictObject({ ok: z.literal(true), nodeId: z.string().min(1).max(128), heartbeatSeconds: z.number().int(), nodeKeyId: z.string(), controlPlaneUrl: z.string() }),
+  z.strictObject({ ok: z.literal(false), error: z.strictObject({ code: z.string(), message: z.string() }) }),
+]);
+export type EnrollResult = z.infer<typeof enrollResultSchema>;
+
+export interface EnrollDeps {
+  paths: HostPaths;
+  client: Pick<ControlPlaneClient, 'post' | 'url'>;
+  clock: Pick<Clock, 'now'>;
+  log: Logf;
+  // Stops the process when the folder lock is taken over (DESIGN §10).
+  onCompromised: (err: Error) => void;
+}
+
+// Enrolls this node: refuses ALREADY_ENROLLED unless `force`; writes nothing unless the control
+// plane answers 200. Holds the agent folder's lock throughout, so no agent runs meanwhile.
+export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<Extract<EnrollResult, { ok: true }>> {
+  const files = agentFiles(deps.paths);
+  await ensureAgentDir(files);
+  const lock = await acquireHelperLock(files.lock, { holder: 'steward-agent', lockedCode: 'AGENT_LOCKED', onCompromised: deps.onCompromised });
+  try {
+    const existing = await readEnrollment(files);
+    const hasKey = await exists(files.nodeKey);
+    if ((existing || hasKey) && !req.force) {
+      const who = existing ? `as node ${existing.nodeId} with ${existing.controlPlaneUrl}` : `(${files.nodeKey} exists)`;
+      throw new StewardError('ALREADY_ENROLLED', `this node is enrolled already ${who}; pass --force to enroll again with a new node key`);
+    }
+    const kp = generateKeyPair();
+    const payload: EnrollPayload = {
+      v: 1,
+      token: req.token,
+      nodePublicKey: kp.publicPem,
+      helperPublicKey: req.helperPublicKey,
+      hostname: (os.hostname() || 'localhost').slice(0, 253),
+      sentAt: deps.clock.now(),
+    };
+    const envelope = signEnvelope(DOMAINS.enroll, payload, parsePrivateKey(kp.privatePem));
+    deps.log('enrolling url=%s nodeKeyId=%s hostname=%s', deps.client.url.origin, kp.keyId, payload.hostname);
+    const answer = await askEnroll(deps.client, envelope);
+
+    // The key goes to disk only now: a refused enrollment leaves nothing behind.
+    await writeNodeKey(files, kp.privatePem);
+    if (existing || hasKey) await dropOldReceipts(files, deps.log);
+    await writeEnrollment(files, {
+      nodeId: answer.nodeId,
+      controlPlaneUrl: deps.client.url.href,
+      enrolledAt: deps.clock.now(),
+      heartbeatSeconds: answer.heartbeatSeconds,
+      nodeKeyId: kp.keyId,
+    });
+    deps.log('enrolled nodeId=%s nodeKeyId=%s heartbeatSeconds=%d', answer.nodeId, kp.keyId, answer.heartbeatSeconds);
+    return { ok: true, nodeId: answer.nodeId, heartbeatSeconds: answer.heartbeatSeconds, nodeKeyId: kp.keyId, controlPlaneUrl: deps.client.url.href };
+  } finally {
+    await lock.release().catch(() => {});
+  }
+}
+
+async function askEnroll(client: Pick<ControlPlaneClient, 'post'>, envelope: unknown): Promise<EnrollAnswer> {
+  const { status, json } = await client.post(ENROLL_PATH, envelope);
+  if (status === 200) {
+    const ok = enrollAnswerSchema.safeParse(json);
+    if (ok.success) return ok.data;
+    throw new StewardError('CONTROL_PLANE_UNREACHABLE', 'the control plane answered 200 with a body that is not an enroll answer {nodeId, heartbeatSeconds}');
+  }
+  const err = errorAnswerSchema.safeParse(json);
+  const code = err.success ? err.data.error.code : 'UNKNOWN';
+  const message = err.success ? err.data.error.message : `HTTP ${status}`;
+  if (status === 401 && code === 'TOKEN_INVALID') throw new StewardError('TOKEN_INVALID', `the control plane refused the enrollment token: ${message}`);
+  if (status >= 400 && status < 500) throw new StewardError('CONTROL_PLANE_REFUSED', `the control plane refused the enrollment (HTTP ${status} ${code}): ${message}`);
+  throw new StewardError('CONTROL_PLANE_UNREACHABLE', `the control plane answered HTTP ${status} ${code}: ${message}`);
+}
+
+// Why: after a re-enrollment the control plane knows this node under a new nodeId, and refuses a
+// whole heartbeat for one receipt naming the old one; those receipts can no longer be delivered.
+// Acking them empties pending but keeps highestSeq, so they are not taken from the helper again.
+async function dropOldReceipts(files: AgentFiles, log: Logf): Promise<void> {
+  const outbox = await Outbox.open(files.outbox);
+  const seqs = [...outbox.pendingSeqs];
+  if (seqs.length === 0) return;
+  await outbox.ack(seqs);
+  log('re-enrolled: dropped receipts pending for the old node identity seqs=%s', seqs.join(','));
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fsp.lstat(file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}

@@ -1,0 +1,37 @@
+// The `apps` of a heartbeat from the helper's status answer (DESIGN §6), pure.
+import { heartbeatAppSchema, MAX_HEARTBEAT_APPS, type HeartbeatApp } from '../core/heartbeat-schema.js';
+import type { AppStatus } from '../helper/ops/status.js';
+
+// Maps each app of a status answer to a heartbeat app; an app that does not fit the schema
+// (a version the helper reports that is not one) is left out and named in `skipped`.
+export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[]; skipped: string[] } {
+  const out: HeartbeatApp[] = [];
+  const skipped: string[] = [];
+  for (const a of apps.slice(0, MAX_HEARTBEAT_APPS)) {
+    const parsed = heartbeatAppSchema.safeParse({
+      name: a.name,
+      current: a.current,
+      previous: a.previous,
+      held: a.hold !== null && a.hold !== undefined,
+      blocked: a.blocked !== null && a.blocked !== undefined,
+      supervisor: supervisorOf(a),
+    });
+    if (parsed.success) out.push(parsed.data);
+    else skipped.push(a.name);
+  }
+  return { apps: out, skipped };
+}
+
+function supervisorOf(a: AppStatus): HeartbeatApp['supervisor'] {
+  if (a.supervisor) {
+    const s = a.supervisor;
+    return { state: s.state, ...(s.pid !== null && s.pid > 0 ? { pid: s.pid } : {}), attempts: s.attempts, since: s.since };
+  }
+  // A `unit` app: systemd restarts it; report what it says.
+  if (a.unit && 'activeState' in a.unit) {
+    const u = a.unit;
+    const state = u.activeState === 'active' ? 'running' : u.activeState === 'failed' ? 'error' : u.activeState === 'activating' ? 'waiting' : 'stopped';
+    return { state, ...(u.mainPid > 0 ? { pid: u.mainPid } : {}), attempts: Math.max(0, Math.min(u.nRestarts, 1_000_000)), since: null };
+  }
+  return { state: 'stopped', attempts: 0, since: null };
+}

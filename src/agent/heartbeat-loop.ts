@@ -1,0 +1,237 @@
+// The heartbeat loop (DESIGN §6): collect the helper's receipts and status, send one signed
+// heartbeat with a seq made durable first, act on the answer, wait, repeat. Nothing the
+// control plane or the helper does makes it crash: every failure becomes a logged backoff.
+import type { KeyObject } from 'node:crypto';
+import { HEARTBEAT_PATH } from '../core/control-api.js';
+import { MAX_HEARTBEAT_RECEIPTS, type HeartbeatApp, type HeartbeatPayload } from '../core/heartbeat-schema.js';
+import type { Clock } from '../platform/clock.js';
+import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
+import type { Outbox } from './outbox.js';
+import type { ActedStore } from './acted-store.js';
+import { backoffDelayMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
+import type { ControlPlaneClient } from './control-plane-client.js';
+import { convergeDesired, type Logf } from './convergence.js';
+import { heartbeatApps } from './heartbeat-apps.js';
+import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
+import type { HelperPort } from './helper-port.js';
+import type { SeqStore } from './seq-store.js';
+
+export interface HeartbeatDeps {
+  clock: Clock;
+  // Uniform in [0, 1): jitter for intervals and backoffs.
+  random: () => number;
+  helper: HelperPort;
+  controlPlane: Pick<ControlPlaneClient, 'post'>;
+  seq: SeqStore;
+  outbox: Outbox;
+  acted: ActedStore;
+  nodeId: string;
+  nodeKey: KeyObject;
+  // Reads helper.pub afresh; called when the helper names a key id the agent has not loaded.
+  loadHelperKey(): Promise<KeyObject>;
+  bootId: string;
+  agentVersion: string;
+  // The interval until the first answer says otherwise (enrollment's heartbeatSeconds).
+  heartbeatSeconds: number;
+  log: Logf;
+}
+
+export interface TickResult {
+  outcome: HeartbeatOutcome | { kind: 'error'; message: string };
+  // The wait before the next tick.
+  delayMs: number;
+  // How many receipts the last heartbeat sent in this tick carried.
+  sentReceipts: number;
+}
+
+export class HeartbeatLoop {
+  private failures = 0;
+  private receiptFailures = 0;
+  // Monotonic ms before which heartbeats go without receipts (after RECEIPT_REJECTED).
+  private receiptRetryAt: number | null = null;
+  private heartbeatSeconds: number;
+  private apps: HeartbeatApp[] = [];
+  private helperKey: KeyObject | null = null;
+  private converging: Promise<void> | null = null;
+  // Aborts a heartbeat in flight when the agent stops.
+  private signal: AbortSignal | undefined;
+
+  constructor(private readonly d: HeartbeatDeps) {
+    this.heartbeatSeconds = d.heartbeatSeconds;
+  }
+
+  // Runs ticks until `signal` aborts; then waits for a convergence pass in flight and returns.
+  async run(signal: AbortSignal): Promise<void> {
+    this.signal = signal;
+    while (!signal.aborted) {
+      const r = await this.tick();
+      if (signal.aborted) break;
+      try {
+        await this.d.clock.sleep(r.delayMs, signal);
+      } catch {
+        break;
+      }
+    }
+    await this.idle();
+  }
+
+  // Resolves when no convergence pass is running.
+  async idle(): Promise<void> {
+    while (this.converging) await this.converging;
+  }
+
+  // One heartbeat, with its retries at once (a 409, or a receipt rejection), and its wait.
+  async tick(): Promise<TickResult> {
+    try {
+      await this.collect();
+      const withReceipts = this.receiptRetryAt === null || this.d.clock.monotonic() >= this.receiptRetryAt;
+      let sent = await this.send(withReceipts);
+      if (sent.outcome.kind === 'replayed') {
+        // The control plane has seen a higher seq (a lost seq.json, a restored backup): jump past it once.
+        this.d.log('heartbeat seq replayed seq=%d lastSeq=%d: sending again with seq=%d', sent.seq, sent.outcome.lastSeq, Math.max(this.d.seq.lastSeq, sent.outcome.lastSeq) + 1);
+        await this.d.seq.raise(sent.outcome.lastSeq);
+        sent = await this.send(withReceipts);
+      }
+      if (sent.outcome.kind === 'receipt-rejected' && sent.receipts > 0) {
+        this.receiptFailures++;
+        const wait = backoffDelayMs(this.receiptFailures, this.d.random, RECEIPT_RETRY_BACKOFF);
+        this.receiptRetryAt = this.d.clock.monotonic() + wait;
+        this.d.log(
+          'WARNING: the control plane REJECTED the relayed receipts (%s); pending=%d seqs=%s kept; heartbeats go without receipts, receipts retried in %d ms',
+          sent.outcome.message,
+          this.d.outbox.pendingSeqs.length,
+          this.d.outbox.pendingSeqs.slice(0, 8).join(',') || 'none',
+          wait,
+        );
+        sent = await this.send(false);
+      }
+      return { ...(await this.settle(sent.outcome, sent.receipts)), sentReceipts: sent.receipts };
+    } catch (err) {
+      // A local failure (seq.json or the outbox cannot be written): back off like a network failure.
+      const message = (err as Error).message;
+      this.failures++;
+      const delayMs = backoffDelayMs(this.failures, this.d.random);
+      this.d.log('WARNING: heartbeat tick failed: %s; next try in %d ms', message, delayMs);
+      return { outcome: { kind: 'error', message }, delayMs, sentReceipts: 0 };
+    }
+  }
+
+  // Copies the helper's new receipts into the outbox and refreshes the apps. A helper that does
+  // not answer leaves both as they were: the heartbeat still goes, with the last apps seen.
+  private async collect(): Promise<void> {
+    try {
+      const r = await this.d.helper.receipts();
+      const key = await this.helperKeyFor(r.helperKeyId);
+      if (key) await this.d.outbox.take(key, r.receipts);
+    } catch (err) {
+      this.d.log('helper receipts unavailable: %s; relaying what the outbox holds', (err as Error).message);
+    }
+    try {
+      const st = await this.d.helper.status();
+      const { apps, skipped } = heartbeatApps(st.apps);
+      if (skipped.length) this.d.log('apps left out of the heartbeat (not reportable): %s', skipped.join(','));
+      this.apps = apps;
+    } catch (err) {
+      this.d.log('helper status unavailable: %s; reporting the last apps seen count=%d', (err as Error).message, this.apps.length);
+    }
+  }
+
+  private async helperKeyFor(keyId: string): Promise<KeyObject | null> {
+    if (this.helperKey && keyIdOf(this.helperKey) === keyId) return this.helperKey;
+    const key = await this.d.loadHelperKey();
+    this.helperKey = key;
+    if (keyIdOf(key) === keyId) return key;
+    this.d.log('WARNING: helper.pub has keyId=%s but the helper signs with keyId=%s; receipts not taken', keyIdOf(key), keyId);
+    return null;
+  }
+
+  private async send(withReceipts: boolean): Promise<{ seq: number; receipts: number; outcome: HeartbeatOutcome }> {
+    const receipts = withReceipts ? this.d.outbox.batch(MAX_HEARTBEAT_RECEIPTS) : [];
+    // DESIGN §6: the seq is durable before the heartbeat leaves, so no restart reuses it.
+    const seq = await this.d.seq.next();
+    const payload: HeartbeatPayload = {
+      v: 1,
+      nodeId: this.d.nodeId,
+      seq,
+      sentAt: this.d.clock.now(),
+      bootId: this.d.bootId,
+      agentVersion: this.d.agentVersion,
+      apps: this.apps,
+      receipts,
+    };
+    const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
+    let outcome: HeartbeatOutcome;
+    try {
+      const answer = await this.d.controlPlane.post(HEARTBEAT_PATH, envelope, this.signal);
+      outcome = classifyHeartbeatAnswer(answer.status, answer.json);
+    } catch (err) {
+      outcome = { kind: 'unavailable', message: (err as Error).message };
+    }
+    this.d.log('heartbeat sent seq=%d apps=%d receipts=%d result=%s', seq, this.apps.length, receipts.length, outcome.kind);
+    return { seq, receipts: receipts.length, outcome };
+  }
+
+  private async settle(outcome: HeartbeatOutcome, sentReceipts: number): Promise<Omit<TickResult, 'sentReceipts'>> {
+    if (outcome.kind === 'ok') {
+      this.failures = 0;
+      if (sentReceipts > 0) {
+        this.receiptFailures = 0;
+        this.receiptRetryAt = null;
+      }
+      this.heartbeatSeconds = outcome.answer.heartbeatSeconds;
+      await this.d.outbox.ack(outcome.answer.ackedSeqs);
+      this.startConvergence(outcome.answer.desired);
+      const delayMs = heartbeatIntervalMs(this.heartbeatSeconds, this.d.random);
+      return { outcome, delayMs };
+    }
+    this.failures++;
+    const delayMs = backoffDelayMs(this.failures, this.d.random);
+    switch (outcome.kind) {
+      case 'clock-skew': {
+        const ours = this.d.clock.now();
+        const off = outcome.serverTime === null ? 'unknown' : String(ours - outcome.serverTime);
+        this.d.log(
+          'WARNING: CLOCK SKEW: the control plane refused our time; serverTime=%s ourTime=%d offsetMs=%s; fix this host clock (NTP); next try in %d ms',
+          outcome.serverTime === null ? 'unknown' : new Date(outcome.serverTime).toISOString(),
+          ours,
+          off,
+          delayMs,
+        );
+        break;
+      }
+      case 'unauthorized':
+        this.d.log('WARNING: the control plane does not accept this node code=%s message=%j (not enrolled there, or the node key does not match); next try in %d ms', outcome.code, outcome.message, delayMs);
+        break;
+      case 'replayed':
+        this.d.log('WARNING: heartbeat seq replayed twice lastSeq=%d; next try in %d ms', outcome.lastSeq, delayMs);
+        break;
+      case 'receipt-rejected':
+      case 'refused':
+        this.d.log('WARNING: the control plane refused the heartbeat kind=%s message=%j; next try in %d ms', outcome.kind, outcome.message, delayMs);
+        break;
+      case 'unavailable':
+        this.d.log('control plane unavailable: %s; failures=%d next try in %d ms', outcome.message, this.failures, delayMs);
+        break;
+    }
+    return { outcome, delayMs };
+  }
+
+  // Convergence after a 200. The helper's answers never hold up the next heartbeat: one pass
+  // runs at a time, and a pass still running when the next answer arrives makes that answer's
+  // desired list wait for the one after (the control plane repeats it until a receipt decides).
+  private startConvergence(desired: Parameters<typeof convergeDesired>[0]): void {
+    const pending = desired.filter((e) => !this.d.acted.has(e.attemptId));
+    if (pending.length === 0) return;
+    if (this.converging) {
+      this.d.log('convergence pass still running; desired=%d waits for the next answer', pending.length);
+      return;
+    }
+    const pass = convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log }).then(
+      () => undefined,
+      (err: Error) => this.d.log('WARNING: convergence pass failed: %s', err.message),
+    );
+    this.converging = pass.finally(() => {
+      this.converging = null;
+    });
+  }
+}

@@ -1,0 +1,179 @@
+// steward-agent: the composition root (DESIGN §10). `steward-agent [--root DIR] [--config FILE]`
+// heartbeats in the foreground until SIGTERM; `steward-agent enroll-node` is the agent user's
+// half of `agentctl enroll`, reading its request on stdin and printing one JSON line.
+import { text } from 'node:stream/consumers';
+import { Command } from 'commander';
+import { StewardError, toStewardError } from '../core/errors.js';
+import type { HostConfig } from '../core/config-schema.js';
+import { hostPaths } from '../core/paths.js';
+import { systemClock } from '../platform/clock.js';
+import { readFileNoFollow } from '../platform/fs-atomic.js';
+import { keyIdOf, parsePublicKey } from '../platform/keys.js';
+import { acquireHelperLock, type HelperLock } from '../platform/lock.js';
+import { enableDefaultLogs, logger } from '../platform/log.js';
+import { readOwnVersion } from '../platform/own-version.js';
+import { readBootId } from '../platform/proc-identity.js';
+import { resolveRootPrefix } from '../platform/root-prefix.js';
+import { lookupGroup, lookupUser } from '../platform/users.js';
+import { loadHostConfig } from '../helper/config.js';
+import { ActedStore } from './acted-store.js';
+import { agentFiles, ensureAgentDir, readEnrollment, readNodeKey } from './agent-files.js';
+import { createControlPlaneClient } from './control-plane-client.js';
+import { isInsecureUrl } from './control-plane-url.js';
+import { enrollNode, enrollRequestSchema, type EnrollResult } from './enroll.js';
+import { HeartbeatLoop } from './heartbeat-loop.js';
+import { socketHelper } from './helper-port.js';
+import { Outbox } from './outbox.js';
+import { SeqStore } from './seq-store.js';
+
+const log = logger('agent:main');
+const hbLog = logger('agent:heartbeat');
+
+interface AgentOptions {
+  root?: string;
+  config?: string;
+}
+
+// Runs steward-agent with `argv` and returns its exit code.
+export async function main(argv: string[]): Promise<number> {
+  enableDefaultLogs();
+  let code = 0;
+  const program = new Command('steward-agent')
+    .description('heartbeat to the control plane, relay the helper receipts, converge apps')
+    .option('--root <dir>', 'root prefix of the host layout (tests, demos)')
+    .option('--config <file>', 'host config (default <root>/etc/steward/steward.json)')
+    .exitOverride()
+    .action(async (o: AgentOptions) => {
+      code = await runAgent(o);
+    });
+  program
+    .command('enroll-node', { hidden: true })
+    .description('internal: the agent user half of `agentctl enroll` (request on stdin)')
+    .action(async (_o: unknown, cmd: Command) => {
+      code = await runEnrollNode(cmd.optsWithGlobals<AgentOptions>());
+    });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch {
+    return 2;
+  }
+  return code;
+}
+
+function fail(err: unknown): number {
+  const e = err instanceof StewardError ? err : toStewardError(err, 'INTERNAL');
+  process.stderr.write(`steward-agent: ${e.code}: ${e.message}\n`);
+  return 1;
+}
+
+const accounts = {
+  user: async (n: string) => {
+    const u = await lookupUser(n);
+    return u && { name: u.name, id: u.uid };
+  },
+  group: async (n: string) => {
+    const g = await lookupGroup(n);
+    return g && { name: g.name, id: g.gid };
+  },
+};
+
+async function loadContext(o: AgentOptions): Promise<{ root: string; config: HostConfig }> {
+  const isRoot = process.getuid?.() === 0;
+  const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
+  if (isRoot && root === '') {
+    // DESIGN §1: the agent is the unprivileged half; as root, a compromise of it would be root's.
+    throw new StewardError('CONFIG_INVALID', 'steward-agent runs as user steward, not root (systemd: User=steward); --root DIR is for tests and demos');
+  }
+  const config = await loadHostConfig(o.config ?? hostPaths(root).configFile, { isRoot, accounts });
+  return { root, config };
+}
+
+function exitOnCompromised(err: Error): void {
+  // Two agents on one folder would reuse seqs and act twice on an attempt: stop at once.
+  process.stderr.write(`steward-agent: the agent folder lock was compromised (${err.message}); exiting\n`);
+  process.exit(1);
+}
+
+async function runAgent(o: AgentOptions): Promise<number> {
+  let lock: HelperLock | null = null;
+  try {
+    const { root, config } = await loadContext(o);
+    const paths = hostPaths(root);
+    const files = agentFiles(paths);
+    await ensureAgentDir(files);
+    lock = await acquireHelperLock(files.lock, { holder: 'steward-agent', lockedCode: 'AGENT_LOCKED', onCompromised: exitOnCompromised });
+    const enrollment = await readEnrollment(files);
+    if (!enrollment) throw new StewardError('NOT_ENROLLED', `${files.enrollment} does not exist: run \`agentctl enroll --control-plane URL --token T\` first`);
+    const nodeKey = await readNodeKey(files);
+    if (keyIdOf(nodeKey) !== enrollment.nodeKeyId) {
+      throw new StewardError('STATE_INVALID', `${files.nodeKey} has keyId ${keyIdOf(nodeKey)}, not the enrolled ${enrollment.nodeKeyId}; enroll again with --force`);
+    }
+    const cp = config.controlPlane;
+    const client = await createControlPlaneClient({ url: cp?.url ?? enrollment.controlPlaneUrl, caFile: cp?.caFile, insecure: cp?.insecure });
+    if (isInsecureUrl(client.url)) {
+      log('WARNING: controlPlane.insecure is set: heartbeats go over plain http to %s, readable and forgeable on the way', client.url.host);
+    }
+    const loop = new HeartbeatLoop({
+      clock: systemClock,
+      random: Math.random,
+      helper: socketHelper(paths.helperSock),
+      controlPlane: client,
+      seq: await SeqStore.open(files.seq),
+      outbox: await Outbox.open(files.outbox),
+      acted: await ActedStore.open(files.acted),
+      nodeId: enrollment.nodeId,
+      nodeKey,
+      loadHelperKey: async () => {
+        const pem = await readFileNoFollow(paths.helperPub, 16 * 1024);
+        if (!pem) throw new StewardError('STATE_INVALID', `${paths.helperPub} does not exist (has steward-helper ever started?)`);
+        return parsePublicKey(pem);
+      },
+      bootId: (await readBootId()) || 'unknown',
+      agentVersion: agentVersion(),
+      heartbeatSeconds: enrollment.heartbeatSeconds,
+      log: hbLog,
+    });
+    const stop = new AbortController();
+    const onSignal = (sig: string) => {
+      log('stopping on %s', sig);
+      stop.abort(new Error(sig));
+    };
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+    log('started nodeId=%s controlPlane=%s root=%s pid=%d', enrollment.nodeId, client.url.origin, root || '/', process.pid);
+    await loop.run(stop.signal);
+    log('stopped');
+    return 0;
+  } catch (err) {
+    return fail(err);
+  } finally {
+    await lock?.release().catch(() => {});
+  }
+}
+
+function agentVersion(): string {
+  const v = readOwnVersion();
+  return /^\d+\.\d+\.\d+/.test(v) ? v : '0.0.0';
+}
+
+async function runEnrollNode(o: AgentOptions): Promise<number> {
+  const print = (r: EnrollResult) => process.stdout.write(JSON.stringify(r) + '\n');
+  try {
+    const isRoot = process.getuid?.() === 0;
+    const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
+    let req;
+    try {
+      req = enrollRequestSchema.parse(JSON.parse(await text(process.stdin)));
+    } catch (err) {
+      throw new StewardError('USAGE', `enroll-node reads one JSON request on stdin: ${(err as Error).message}`);
+    }
+    const client = await createControlPlaneClient({ url: req.controlPlaneUrl, caFile: req.caFile, insecure: req.insecure });
+    const result = await enrollNode(req, { paths: hostPaths(root), client, clock: systemClock, log: logger('agent:enroll'), onCompromised: exitOnCompromised });
+    print(result);
+    return 0;
+  } catch (err) {
+    const e = err instanceof StewardError ? err : toStewardError(err, 'INTERNAL');
+    print({ ok: false, error: { code: e.code, message: e.message } });
+    return 1;
+  }
+}

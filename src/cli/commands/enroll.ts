@@ -1,0 +1,69 @@
+import type { Command } from 'commander';
+import { hostPaths } from '../../core/paths.js';
+import { StewardError } from '../../core/errors.js';
+import type { HostConfig } from '../../core/config-schema.js';
+import { checkControlPlaneUrl } from '../../agent/control-plane-url.js';
+import { agentIdentity, prepareAgentDir, spawnEnrollNode } from '../../agent/spawn-enroll-node.js';
+import { loadHostConfig } from '../../helper/config.js';
+import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
+import { ensureDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { clientRoot, type GlobalOptions } from '../context.js';
+import { printJson } from '../output.js';
+
+interface EnrollOptions {
+  controlPlane: string;
+  token: string;
+  force?: boolean;
+}
+
+// `agentctl enroll --control-plane URL --token T [--force]` (DESIGN §6), as root at install time.
+export function registerEnroll(program: Command): void {
+  program
+    .command('enroll')
+    .description('enroll this node with a control plane: make the node key (as the agent user) and record the nodeId')
+    .requiredOption('--control-plane <url>', 'the control plane base URL (https, or http to a loopback host)')
+    .requiredOption('--token <token>', 'a single-use enrollment token from the control plane')
+    .option('--force', 'enroll again although this node is enrolled: a new node key and a new nodeId')
+    .action(async (o: EnrollOptions, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const paths = hostPaths(clientRoot(g));
+      const config = await readConfigIfAny(paths.configFile);
+      const cp = config?.controlPlane;
+      const insecure = cp?.insecure === true;
+      checkControlPlaneUrl(o.controlPlane, insecure);
+      // The helper key exists before enrollment, as the helper would make it, so the control plane
+      // learns the key every receipt of this node will verify under.
+      const helperKey = await loadOrCreateHelperKey(paths);
+      const who = await agentIdentity(paths);
+      await prepareAgentDir(paths, who);
+      const result = await spawnEnrollNode(paths, who, {
+        controlPlaneUrl: o.controlPlane,
+        token: o.token,
+        helperPublicKey: helperKey.publicKey.export({ format: 'pem', type: 'spki' }).toString(),
+        ...(cp?.caFile ? { caFile: cp.caFile } : {}),
+        ...(insecure ? { insecure } : {}),
+        ...(o.force ? { force: true } : {}),
+      });
+      // state/node.json is root's: the helper puts this nodeId in every receipt it signs.
+      await ensureDir(paths.stateDir, 0o700);
+      await writeJsonAtomic(paths.nodeState, { schemaVersion: 1, nodeId: result.nodeId }, 0o600);
+      const out = { ok: true, nodeId: result.nodeId, controlPlaneUrl: result.controlPlaneUrl, nodeKeyId: result.nodeKeyId, helperKeyId: helperKey.keyId, heartbeatSeconds: result.heartbeatSeconds };
+      if (g.json) printJson(out);
+      else {
+        process.stdout.write(`enrolled node ${result.nodeId} with ${result.controlPlaneUrl}\n`);
+        process.stdout.write(`  node key ${result.nodeKeyId} (kept by the agent), helper key ${helperKey.keyId}, heartbeat every ${result.heartbeatSeconds} s\n`);
+        process.stdout.write('  start the agent: systemctl enable --now steward-agent\n');
+      }
+    });
+}
+
+// The host config when there is one (for controlPlane.caFile and insecure); enrollment does
+// not need it otherwise. A config that exists but does not validate is an error.
+async function readConfigIfAny(file: string): Promise<HostConfig | null> {
+  try {
+    return await loadHostConfig(file, { isRoot: false, accounts: { user: async () => null, group: async () => null } });
+  } catch (err) {
+    if (err instanceof StewardError && /does not exist/.test(err.message)) return null;
+    throw err;
+  }
+}

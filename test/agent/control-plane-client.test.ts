@@ -1,0 +1,128 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createControlPlaneClient, MAX_ANSWER_BYTES } from '../../src/agent/control-plane-client.js';
+import { checkControlPlaneUrl, endpointUrl, isInsecureUrl } from '../../src/agent/control-plane-url.js';
+import { StewardError } from '../../src/core/errors.js';
+
+const codeOf = (fn: () => unknown): string | null => {
+  try {
+    fn();
+    return null;
+  } catch (err) {
+    return err instanceof StewardError ? err.code : 'not a StewardError';
+  }
+};
+
+test('plain http goes only to a loopback host unless insecure; https always; credentials and other schemes never', () => {
+  const table: Array<[string, boolean, string | null]> = [
+    ['https://cp.example:8443', false, null],
+    ['http://127.0.0.1:8080', false, null],
+    ['http://localhost:8080', false, null],
+    ['http://[::1]:8080', false, null],
+    ['http://cp.example:8080', false, 'CONFIG_INVALID'],
+    ['http://10.0.0.5', false, 'CONFIG_INVALID'],
+    ['http://cp.example:8080', true, null],
+    ['https://user:pw@cp.example', false, 'CONFIG_INVALID'],
+    ['https://cp.example/?token=x', false, 'CONFIG_INVALID'],
+    ['ftp://cp.example', true, 'CONFIG_INVALID'],
+    ['file:///etc/passwd', true, 'CONFIG_INVALID'],
+    ['not a url', false, 'CONFIG_INVALID'],
+  ];
+  for (const [url, insecure, want] of table) assert.equal(codeOf(() => checkControlPlaneUrl(url, insecure)), want, `${url} insecure=${insecure}`);
+  assert.equal(isInsecureUrl(checkControlPlaneUrl('http://cp.example', true)), true);
+  assert.equal(isInsecureUrl(checkControlPlaneUrl('http://127.0.0.1:1')), false);
+  assert.equal(endpointUrl(new URL('https://cp.example/steward/'), '/v1/heartbeat').href, 'https://cp.example/steward/v1/heartbeat');
+});
+
+async function serve(server: http.Server | https.Server): Promise<number> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return (server.address() as AddressInfo).port;
+}
+
+test('a control plane that does not answer in time, or answers more than 4 MiB, is CONTROL_PLANE_UNREACHABLE', async () => {
+  const server = http.createServer((req, res) => {
+    if (req.url === '/slow') return; // never answers
+    res.setHeader('Content-Type', 'application/json');
+    res.end(Buffer.alloc(MAX_ANSWER_BYTES + 10, 0x20));
+  });
+  const port = await serve(server);
+  try {
+    const client = await createControlPlaneClient({ url: `http://127.0.0.1:${port}` }, 300);
+    await assert.rejects(client.post('/slow', {}), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE' && /within 300 ms/.test(e.message));
+    await assert.rejects(client.post('/big', {}), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE' && /larger than/.test(e.message));
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+function hasOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('https with controlPlane.caFile trusts a self-signed control plane; without the CA file it is refused', async (t) => {
+  if (!hasOpenssl()) {
+    t.skip('openssl is not installed: cannot make a self-signed certificate');
+    return;
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-tls-'));
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+  const bodies: unknown[] = [];
+  const server = https.createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ hello: req.url }));
+    });
+  });
+  const port = await serve(server);
+  try {
+    for (const host of ['localhost', '127.0.0.1']) {
+      const client = await createControlPlaneClient({ url: `https://${host}:${port}`, caFile: cert });
+      assert.deepEqual(await client.post('/v1/heartbeat', { n: 1 }), { status: 200, json: { hello: '/v1/heartbeat' } });
+    }
+    assert.deepEqual(bodies, [{ n: 1 }, { n: 1 }]);
+    const untrusting = await createControlPlaneClient({ url: `https://localhost:${port}` });
+    await assert.rejects(untrusting.post('/v1/heartbeat', {}), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE');
+    assert.equal(bodies.length, 2, 'nothing was sent to an untrusted server');
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a post whose signal is already aborted rejects with CONTROL_PLANE_UNREACHABLE and sends nothing', async () => {
+  let got = 0;
+  const server = http.createServer((_q, res) => {
+    got++;
+    res.end('{}');
+  });
+  const port = await serve(server);
+  try {
+    const client = await createControlPlaneClient({ url: `http://127.0.0.1:${port}` });
+    await assert.rejects(client.post('/v1/heartbeat', {}, AbortSignal.abort()), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE' && /aborted/.test(e.message));
+    // A request that gets through afterwards shows the server was reachable all along.
+    assert.equal((await client.post('/v1/heartbeat', {})).status, 200);
+    assert.equal(got, 1);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { heartbeatApps } from '../../src/agent/heartbeat-apps.js';
+import type { AppStatus } from '../../src/helper/ops/status.js';
+
+function app(over: Partial<AppStatus>): AppStatus {
+  return {
+    name: 'web', runner: 'process', current: '1.0.0', currentState: 'valid', previous: null, highestActive: '1.0.0', hold: null, blocked: null,
+    quarantined: [], running: null, lastAttempt: null, supervisor: null, ...over,
+  } as AppStatus;
+}
+
+const sup = (over: Record<string, unknown>) =>
+  ({ expected: 'running', state: 'running', pid: 42, version: '1.0.0', attempts: 0, nextAttemptAt: null, lastExit: null, giveUpReason: null, since: 5, ...over }) as AppStatus['supervisor'];
+
+test('the helper status maps to heartbeat apps: hold and blocked as booleans, the supervisor as the agent reports it', () => {
+  const { apps, skipped } = heartbeatApps([
+    app({ name: 'web', previous: '0.9.0', supervisor: sup({}) }),
+    app({ name: 'api', hold: { by: 'root', at: 1, reason: 'manual' } as never, supervisor: sup({ state: 'waiting', pid: null, attempts: 3, since: 9 }) }),
+    app({ name: 'db', current: null, currentState: 'absent', blocked: { reason: 'x', message: 'y', since: 2 } as never }),
+    app({ name: 'agent', runner: 'unit', unit: { name: 'steward-agent.service', activeState: 'active', subState: 'running', mainPid: 77, nRestarts: 2 } }),
+    app({ name: 'gone', runner: 'unit', unit: { name: 'x.service', error: 'no systemd' } }),
+    app({ name: 'bad', current: 'not-a-version' }),
+  ]);
+  assert.deepEqual(skipped, ['bad']);
+  assert.deepEqual(apps, [
+    { name: 'web', current: '1.0.0', previous: '0.9.0', held: false, blocked: false, supervisor: { state: 'running', pid: 42, attempts: 0, since: 5 } },
+    { name: 'api', current: '1.0.0', previous: null, held: true, blocked: false, supervisor: { state: 'waiting', attempts: 3, since: 9 } },
+    { name: 'db', current: null, previous: null, held: false, blocked: true, supervisor: { state: 'stopped', attempts: 0, since: null } },
+    { name: 'agent', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', pid: 77, attempts: 2, since: null } },
+    { name: 'gone', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'stopped', attempts: 0, since: null } },
+  ]);
+});

@@ -1,0 +1,306 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ActedStore } from '../../src/agent/acted-store.js';
+import { HeartbeatLoop } from '../../src/agent/heartbeat-loop.js';
+import type { HelperPort } from '../../src/agent/helper-port.js';
+import { Outbox } from '../../src/agent/outbox.js';
+import { SeqStore } from '../../src/agent/seq-store.js';
+import type { DesiredEntry } from '../../src/core/control-api.js';
+import { StewardError } from '../../src/core/errors.js';
+import type { Envelope } from '../../src/core/release-schemas.js';
+import type { Clock } from '../../src/platform/clock.js';
+import { DOMAINS, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
+import { FakeControlPlane } from '../helpers/fake-control-plane.js';
+
+const NOW = 1_800_000_000_000;
+
+interface Rig {
+  dir: string;
+  cp: FakeControlPlane;
+  nodeKey: KeyObject;
+  helperKey: { privateKey: KeyObject; publicKey: KeyObject };
+  receipts: Envelope[];
+  updates: DesiredEntry[];
+  updateAnswer: (e: DesiredEntry) => Promise<unknown>;
+  logs: string[];
+  clock: Clock & { t: number; mono: number };
+  // A fresh agent over the same files (a restart).
+  agent(): Promise<{ loop: HeartbeatLoop; seq: SeqStore; outbox: Outbox; acted: ActedStore }>;
+  cleanup(): void;
+}
+
+function receipt(rig: Pick<Rig, 'helperKey'>, seq: number, over: Record<string, unknown> = {}): Envelope {
+  return signEnvelope(
+    DOMAINS.receipt,
+    { v: 1, nodeId: 'node-1', app: 'web', attemptId: `a-${seq}`, seq, fromVersion: '1.0.0', targetVersion: '1.1.0', integrity: null, outcome: 'active', startedAt: NOW, updatedAt: NOW, ...over },
+    rig.helperKey.privateKey,
+  );
+}
+
+function makeRig(): Rig {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-loop-'));
+  const node = generateKeyPairSync('ed25519');
+  const helperKey = generateKeyPairSync('ed25519');
+  const cp = new FakeControlPlane();
+  cp.now = () => NOW;
+  cp.heartbeatSeconds = 30;
+  cp.addNode('node-1', node.publicKey, helperKey.publicKey);
+  const clock = {
+    t: NOW,
+    mono: 0,
+    now: () => clock.t,
+    monotonic: () => clock.mono,
+    sleep: async () => {},
+  };
+  const rig: Rig = {
+    dir,
+    cp,
+    nodeKey: node.privateKey,
+    helperKey,
+    receipts: [],
+    updates: [],
+    updateAnswer: async (e) => ({ attemptId: e.attemptId, app: e.app, accepted: true }),
+    logs: [],
+    clock,
+    async agent() {
+      const seq = await SeqStore.open(path.join(dir, 'seq.json'));
+      const outbox = await Outbox.open(path.join(dir, 'outbox.json'));
+      const acted = await ActedStore.open(path.join(dir, 'acted.json'));
+      const helper: HelperPort = {
+        receipts: async () => ({ helperKeyId: keyIdOf(helperKey.publicKey), receipts: rig.receipts }),
+        status: async () => ({ root: '/', pid: 1, startedAt: NOW, recovering: false, apps: [] }),
+        update: async (e) => {
+          rig.updates.push(e);
+          return (await rig.updateAnswer(e)) as never;
+        },
+      };
+      const loop = new HeartbeatLoop({
+        clock,
+        random: () => 0.5,
+        helper,
+        controlPlane: {
+          post: async (endpoint, body) => {
+            // What is on disk at the moment of sending: the seq must already be durable.
+            const onDisk = JSON.parse(readFileSync(path.join(dir, 'seq.json'), 'utf8')).lastSeq;
+            const sentSeq = JSON.parse(Buffer.from((body as Envelope).payload, 'base64').toString('utf8')).seq;
+            assert.equal(onDisk, sentSeq, 'seq.json holds the seq before the heartbeat leaves');
+            const r = cp.handle('POST', endpoint, Buffer.from(JSON.stringify(body)));
+            return { status: r.status, json: r.json };
+          },
+        },
+        seq,
+        outbox,
+        acted,
+        nodeId: 'node-1',
+        nodeKey: node.privateKey,
+        loadHelperKey: async () => helperKey.publicKey,
+        bootId: 'boot-1',
+        agentVersion: '0.1.0',
+        heartbeatSeconds: 30,
+        log: (fmt: string, ...args: unknown[]) => rig.logs.push([fmt, ...args.map(String)].join(' ')),
+      });
+      return { loop, seq, outbox, acted };
+    },
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+  return rig;
+}
+
+test('each heartbeat seq is durable before it is sent, and a restarted agent never reuses one', async () => {
+  const rig = makeRig();
+  try {
+    let a = await rig.agent();
+    for (let i = 0; i < 3; i++) assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    a = await rig.agent();
+    for (let i = 0; i < 2; i++) assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.deepEqual(rig.cp.heartbeats.map((h) => h.payload.seq), [1, 2, 3, 4, 5]);
+    assert.ok(rig.cp.heartbeats.every((h) => h.status === 200));
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('a 409 SEQ_REPLAYED with lastSeq=N makes the agent persist N and send again at once with seq N+1', async () => {
+  const rig = makeRig();
+  try {
+    (rig.cp.nodes.get('node-1') as { lastSeq: number }).lastSeq = 57;
+    const a = await rig.agent();
+    const r = await a.loop.tick();
+    assert.equal(r.outcome.kind, 'ok');
+    assert.deepEqual(rig.cp.heartbeats.map((h) => [h.payload.seq, h.status]), [[1, 409], [58, 200]]);
+    assert.equal(a.seq.lastSeq, 58);
+    assert.equal((await rig.agent()).seq.lastSeq, 58, 'the jump is durable');
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('a 422 CLOCK_SKEW is logged with both times and backed off, doubling while it lasts', async () => {
+  const rig = makeRig();
+  try {
+    rig.clock.t = NOW + 10 * 60_000;
+    const a = await rig.agent();
+    const first = await a.loop.tick();
+    const second = await a.loop.tick();
+    assert.equal(first.outcome.kind, 'clock-skew');
+    assert.equal(first.delayMs, 1000);
+    assert.equal(second.delayMs, 2000);
+    const line = rig.logs.find((l) => l.includes('CLOCK SKEW'));
+    assert.ok(line, rig.logs.join('\n'));
+    assert.match(line, new RegExp(new Date(NOW).toISOString().replace(/[.]/g, '\\.')));
+    assert.match(line, /600000/, 'the offset is in the line');
+    rig.clock.t = NOW;
+    const third = await a.loop.tick();
+    assert.equal(third.outcome.kind, 'ok');
+    assert.equal(third.delayMs, 30_000, 'back to the interval once the clock is right');
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('a 401 for an unknown node is logged and backed off', async () => {
+  const rig = makeRig();
+  try {
+    rig.cp.nodes.clear();
+    const a = await rig.agent();
+    const r1 = await a.loop.tick();
+    const r2 = await a.loop.tick();
+    const r3 = await a.loop.tick();
+    assert.equal(r1.outcome.kind, 'unauthorized');
+    assert.deepEqual([r1.delayMs, r2.delayMs, r3.delayMs], [1000, 2000, 4000]);
+    assert.ok(rig.logs.some((l) => l.includes('does not accept this node') && l.includes('UNKNOWN_NODE')), rig.logs.join('\n'));
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('a 400 RECEIPT_REJECTED keeps the receipts pending; the next heartbeats go without them until the slower retry', async () => {
+  const rig = makeRig();
+  try {
+    // The control plane knows another helper key for this node: every relayed receipt is rejected.
+    const other = generateKeyPairSync('ed25519');
+    (rig.cp.nodes.get('node-1') as { helperKey: KeyObject }).helperKey = other.publicKey;
+    rig.receipts = [receipt(rig, 1), receipt(rig, 2)];
+    const a = await rig.agent();
+    const r = await a.loop.tick();
+    assert.equal(r.outcome.kind, 'ok', 'the heartbeat without receipts went through');
+    assert.deepEqual(rig.cp.heartbeats.map((h) => [h.payload.receipts.length, h.status]), [[2, 400], [0, 200]]);
+    assert.deepEqual(a.outbox.pendingSeqs, [1, 2], 'the receipts stay pending');
+    assert.ok(rig.logs.some((l) => l.includes('REJECTED')), rig.logs.join('\n'));
+
+    await a.loop.tick();
+    assert.equal(rig.cp.heartbeats.at(-1)?.payload.receipts.length, 0, 'before the retry time: no receipts');
+
+    // The control plane is fixed and the retry time passes: the receipts go and are acked.
+    (rig.cp.nodes.get('node-1') as { helperKey: KeyObject }).helperKey = rig.helperKey.publicKey;
+    rig.clock.mono += 60_000;
+    const later = await a.loop.tick();
+    assert.equal(later.outcome.kind, 'ok');
+    assert.equal(rig.cp.heartbeats.at(-1)?.payload.receipts.length, 2);
+    assert.deepEqual(a.outbox.pendingSeqs, []);
+    assert.deepEqual(rig.cp.storedReceipts().map((p) => p.seq), [1, 2]);
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('receipts are relayed, acked and leave the outbox; a receipt not signed by helper.pub is never relayed', async () => {
+  const rig = makeRig();
+  try {
+    const forger = generateKeyPairSync('ed25519');
+    rig.receipts = [receipt(rig, 1), receipt({ helperKey: forger }, 2), receipt(rig, 3)];
+    const a = await rig.agent();
+    await a.loop.tick();
+    assert.deepEqual(rig.cp.heartbeats[0]?.payload.receipts.length, 2);
+    assert.deepEqual(rig.cp.storedReceipts().map((p) => p.seq), [1, 3]);
+    assert.deepEqual(a.outbox.pendingSeqs, []);
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('a malformed 200 answer or a control plane that throws is a backoff, never a crash', async () => {
+  const rig = makeRig();
+  try {
+    rig.cp.script.push({ status: 200, json: { ackedSeqs: 'all' } }, { status: 502, json: undefined });
+    const a = await rig.agent();
+    const r1 = await a.loop.tick();
+    const r2 = await a.loop.tick();
+    assert.equal(r1.outcome.kind, 'unavailable');
+    assert.equal(r2.outcome.kind, 'unavailable');
+    assert.deepEqual([r1.delayMs, r2.delayMs], [1000, 2000]);
+    assert.equal((await a.loop.tick()).delayMs, 30_000);
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('the helper being unreachable still sends a heartbeat with the last apps seen', async () => {
+  const rig = makeRig();
+  try {
+    const a = await rig.agent();
+    const broken = new HeartbeatLoop({
+      ...(a.loop as unknown as { d: ConstructorParameters<typeof HeartbeatLoop>[0] }).d,
+      helper: {
+        receipts: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
+        status: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
+        update: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
+      },
+    });
+    const r = await broken.tick();
+    assert.equal(r.outcome.kind, 'ok');
+    assert.deepEqual(rig.cp.heartbeats[0]?.payload.apps, []);
+    assert.ok(rig.logs.some((l) => l.includes('helper status unavailable')));
+  } finally {
+    rig.cleanup();
+  }
+});
+
+function desired(attemptId: string, app = 'web'): DesiredEntry {
+  return { app, version: '2.0.0', attemptId, manifest: { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' } };
+}
+
+test('a desired entry is handed to the helper once, also across a restart', async () => {
+  const rig = makeRig();
+  try {
+    rig.cp.desired = [desired('run1.node-1')];
+    let a = await rig.agent();
+    await a.loop.tick();
+    await a.loop.idle();
+    await a.loop.tick();
+    await a.loop.idle();
+    a = await rig.agent();
+    await a.loop.tick();
+    await a.loop.idle();
+    assert.deepEqual(rig.updates.map((u) => u.attemptId), ['run1.node-1']);
+    assert.ok(a.acted.has('run1.node-1'));
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('a helper refusal (HELD) is final for the attempt; an unreachable or recovering helper is asked again', async () => {
+  const rig = makeRig();
+  try {
+    rig.cp.desired = [desired('held-1'), desired('later-1', 'api')];
+    const answers: Record<string, string[]> = { 'held-1': ['HELD'], 'later-1': ['HELPER_UNREACHABLE', 'RECOVERING', 'ok'] };
+    rig.updateAnswer = async (e) => {
+      const next = (answers[e.attemptId] as string[]).shift();
+      if (next !== 'ok') throw new StewardError(next as 'HELD', `${next} for ${e.app}`);
+      return { attemptId: e.attemptId, app: e.app, accepted: true };
+    };
+    const a = await rig.agent();
+    for (let i = 0; i < 4; i++) {
+      await a.loop.tick();
+      await a.loop.idle();
+    }
+    assert.deepEqual(rig.updates.map((u) => u.attemptId), ['held-1', 'later-1', 'later-1', 'later-1']);
+    assert.deepEqual(a.acted.all.map((e) => [e.attemptId, e.answer]), [['held-1', 'refused:HELD'], ['later-1', 'accepted']]);
+  } finally {
+    rig.cleanup();
+  }
+});

@@ -1,0 +1,40 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { socketHelper } from '../../src/agent/helper-port.js';
+
+test('the update the agent sends to helper.sock carries the control plane attemptId and noWait, and never force, allowDowngrade or allowUnsigned', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-port-'));
+  const sock = path.join(dir, 'helper.sock');
+  const lines: string[] = [];
+  const server = net.createServer((s) => {
+    let buf = '';
+    s.on('data', (c) => {
+      buf += c;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      lines.push(buf.slice(0, nl));
+      const req = JSON.parse(buf.slice(0, nl));
+      s.end(JSON.stringify({ id: req.id, ok: true, result: { attemptId: req.attemptId, app: req.app, accepted: true } }) + '\n');
+    });
+  });
+  await new Promise<void>((r) => server.listen(sock, () => r()));
+  try {
+    const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
+    const answer = await socketHelper(sock).update({ app: 'web', version: '2.0.0', attemptId: 'run-9.web', manifest });
+    assert.deepEqual(answer, { attemptId: 'run-9.web', app: 'web', accepted: true });
+    assert.equal(lines.length, 1);
+    const req = JSON.parse(lines[0] as string);
+    assert.equal(req.op, 'update');
+    assert.equal(req.attemptId, 'run-9.web');
+    assert.equal(req.noWait, true);
+    assert.deepEqual(req.manifest, manifest);
+    for (const k of ['force', 'allowDowngrade', 'allowUnsigned', 'path', 'upload', 'integrity']) assert.equal(k in req, false, `${k} is never sent`);
+  } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
