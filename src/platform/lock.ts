@@ -44,27 +44,19 @@ export async function acquireHelperLock(lockPath: string, opts: HelperLockOption
     },
   };
   const target = path.dirname(lockPath);
+  // Why an intent file: a process killed between proper-lockfile's mkdir and the owner record
+  // would leave a lock with no owner, which only the 30 s stale time could take over. Our
+  // identity is written beside the lock first and renamed into it once we hold it, so a lock
+  // without owner.json always has its would-be owner's intent next to it.
+  const intent = await writeIntent(lockPath);
   let release: () => Promise<void>;
   try {
-    release = await lockfile.lock(target, options);
+    release = await lockOrTakeOver(target, lockPath, options, opts);
   } catch (err) {
-    if (!isHeldError(err)) throw toStewardError(err, 'IO_ERROR', `cannot take ${lockPath}`);
-    const owner = await readOwner(lockPath);
-    if (!owner || (await isSameProcessAlive(owner))) throw lockedError(lockPath, owner, opts);
-    log('taking over lock=%s from dead owner pid=%d', lockPath, owner.pid);
-    // Why: proper-lockfile removes a stale lock with rmdir, which needs an empty
-    // folder, and decides staleness by mtime alone; the owner is provably dead, so
-    // empty the folder and age it so that its own takeover runs now instead of in 30 s.
-    await fsp.rm(path.join(lockPath, OWNER_FILE), { force: true });
-    await fsp.utimes(lockPath, 0, 0);
-    try {
-      release = await lockfile.lock(target, options);
-    } catch (err2) {
-      if (!isHeldError(err2)) throw toStewardError(err2, 'IO_ERROR', `cannot take ${lockPath}`);
-      throw lockedError(lockPath, await readOwner(lockPath), opts);
-    }
+    await fsp.rm(intent, { force: true });
+    throw err;
   }
-  await writeOwner(lockPath);
+  await adoptIntent(lockPath, intent);
   let released = false;
   return {
     async release() {
@@ -83,6 +75,34 @@ export async function acquireHelperLock(lockPath: string, opts: HelperLockOption
   };
 }
 
+async function lockOrTakeOver(target: string, lockPath: string, options: lockfile.LockOptions, opts: HelperLockOptions): Promise<() => Promise<void>> {
+  try {
+    return await lockfile.lock(target, options);
+  } catch (err) {
+    if (!isHeldError(err)) throw toStewardError(err, 'IO_ERROR', `cannot take ${lockPath}`);
+  }
+  const owner = (await readOwner(path.join(lockPath, OWNER_FILE))) ?? (await liveIntent(lockPath));
+  if (owner === 'none-alive') {
+    log('taking over lock=%s whose owner died before recording itself', lockPath);
+  } else if (!owner || (await isSameProcessAlive(owner))) {
+    throw lockedError(lockPath, owner, opts);
+  } else {
+    log('taking over lock=%s from dead owner pid=%d', lockPath, owner.pid);
+  }
+  // Why: proper-lockfile removes a stale lock with rmdir, which needs an empty
+  // folder, and decides staleness by mtime alone; the owner is provably dead, so
+  // empty the folder and age it so that its own takeover runs now instead of in 30 s.
+  await fsp.rm(path.join(lockPath, OWNER_FILE), { force: true });
+  await fsp.utimes(lockPath, 0, 0);
+  try {
+    return await lockfile.lock(target, options);
+  } catch (err2) {
+    if (!isHeldError(err2)) throw toStewardError(err2, 'IO_ERROR', `cannot take ${lockPath}`);
+    const now = await readOwner(path.join(lockPath, OWNER_FILE));
+    throw lockedError(lockPath, now, opts);
+  }
+}
+
 function isHeldError(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   // ENOTEMPTY: proper-lockfile found the lock stale by mtime but owner.json is still
@@ -95,9 +115,9 @@ function lockedError(lockPath: string, owner: ProcIdentity | null, opts: HelperL
   return new StewardError(opts.lockedCode ?? 'HELPER_LOCKED', `another ${opts.holder ?? 'steward-helper'} (${who}) holds ${lockPath}`);
 }
 
-async function readOwner(lockPath: string): Promise<ProcIdentity | null> {
+async function readOwner(file: string): Promise<ProcIdentity | null> {
   try {
-    const raw = JSON.parse(await fsp.readFile(path.join(lockPath, OWNER_FILE), 'utf8')) as Partial<ProcIdentity>;
+    const raw = JSON.parse(await fsp.readFile(file, 'utf8')) as Partial<ProcIdentity>;
     if (
       Number.isSafeInteger(raw.pid) &&
       Number.isSafeInteger(raw.startTicks) &&
@@ -108,16 +128,47 @@ async function readOwner(lockPath: string): Promise<ProcIdentity | null> {
     }
     return null;
   } catch {
-    // Missing or half-written: the owner is unknown, so only proper-lockfile's stale time may take it over.
+    // Missing or unreadable: the owner is unknown here.
     return null;
   }
 }
 
-async function writeOwner(lockPath: string): Promise<void> {
+const intentPrefix = (lockPath: string) => `${path.basename(lockPath)}.owner-`;
+
+// Writes this process's identity beside the lock (`<lock>.owner-<pid>`), atomically.
+async function writeIntent(lockPath: string): Promise<string> {
   const me = (await readProcIdentity(process.pid)) ?? { pid: process.pid, startTicks: 0, bootId: await readBootId() };
+  const file = `${lockPath}.owner-${process.pid}`;
+  const tmp = `${file}.tmp`;
+  await fsp.writeFile(tmp, JSON.stringify(me) + '\n', { mode: 0o600 });
+  await fsp.rename(tmp, file);
+  return file;
+}
+
+// Once the lock is ours, the intent becomes its owner.json in one rename.
+async function adoptIntent(lockPath: string, intent: string): Promise<void> {
   // proper-lockfile checks on every refresh that the folder's mtime is the one it set;
-  // creating owner.json moves it, so put it back or the next refresh reports a takeover.
+  // adding owner.json moves it, so put it back or the next refresh reports a takeover.
   const before = await fsp.stat(lockPath);
-  await fsp.writeFile(path.join(lockPath, OWNER_FILE), JSON.stringify(me) + '\n', { mode: 0o600 });
+  await fsp.rename(intent, path.join(lockPath, OWNER_FILE));
   await fsp.utimes(lockPath, before.atime, before.mtime);
+}
+
+// For a lock without owner.json: the identity of another live process that meant to take it
+// (its owner may be between the mkdir and the rename), or 'none-alive' when every intent beside
+// it belongs to a dead process, so the lock's owner died before it could record itself. Dead
+// intents are removed.
+async function liveIntent(lockPath: string): Promise<ProcIdentity | 'none-alive'> {
+  const dir = path.dirname(lockPath);
+  const prefix = intentPrefix(lockPath);
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    if (!name.startsWith(prefix) || name.endsWith('.tmp') || name === `${prefix}${process.pid}`) continue;
+    const file = path.join(dir, name);
+    const who = await readOwner(file);
+    if (who && (await isSameProcessAlive(who))) return who;
+    // Why: a dead process's intent can never become an owner record; it only misleads.
+    await fsp.rm(file, { force: true });
+  }
+  return 'none-alive';
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,6 +101,53 @@ test('writing owner.json does not make the holder think its lock was taken over'
     await lock.release();
     assert.equal(existsSync(lockPath), false);
   } finally {
+    cleanup();
+  }
+});
+
+// A process that has exited, with the identity it had: pid, start ticks and boot id.
+async function deadIdentity(): Promise<{ pid: number; startTicks: number; bootId: string }> {
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 10000)'], { stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, 100));
+  const who = await readProcIdentity(child.pid as number);
+  assert.ok(who, 'the child is running');
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  return who;
+}
+
+test('a lock whose owner died before recording itself is taken over at once, and its intent removed', async () => {
+  const { lockPath, cleanup } = tempLock();
+  try {
+    // What a SIGKILL between proper-lockfile's mkdir and the owner record leaves behind.
+    const dead = await deadIdentity();
+    mkdirSync(lockPath);
+    const intent = `${lockPath}.owner-${dead.pid}`;
+    writeFileSync(intent, JSON.stringify(dead));
+    const lock = await acquireHelperLock(lockPath, { onCompromised: noCompromise });
+    const owner = JSON.parse(readFileSync(path.join(lockPath, 'owner.json'), 'utf8')) as { pid: number };
+    assert.equal(owner.pid, process.pid);
+    assert.equal(existsSync(intent), false, "the dead process's intent is gone");
+    assert.equal(existsSync(`${lockPath}.owner-${process.pid}`), false, 'our intent became owner.json');
+    await lock.release();
+  } finally {
+    cleanup();
+  }
+});
+
+test('a lock without owner.json is not taken over while the process that meant to take it lives', async () => {
+  const { lockPath, cleanup } = tempLock();
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { stdio: 'ignore' });
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    const live = await readProcIdentity(child.pid as number);
+    mkdirSync(lockPath);
+    writeFileSync(`${lockPath}.owner-${child.pid}`, JSON.stringify(live));
+    const err = await rejectsWithCode(acquireHelperLock(lockPath, { onCompromised: noCompromise }), 'HELPER_LOCKED');
+    assert.match(err.message, new RegExp(`pid ${child.pid}`));
+    assert.equal(existsSync(`${lockPath}.owner-${process.pid}`), false, 'a refused locker leaves no intent behind');
+  } finally {
+    child.kill('SIGKILL');
     cleanup();
   }
 });
