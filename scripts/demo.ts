@@ -1,184 +1,149 @@
-// npm run demo: steward doing its job end to end in a temp folder, no root needed.
-// A release key signs three releases of app `web` (v1, a healthy v2, a v3 whose health
-// check fails); the helper installs v1, updates to v2, rolls v3 back and quarantines it,
-// the receipts are verified, and a helper killed during an activation recovers at restart.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+// npm run demo: the whole loop in a temp folder, no root needed. A control plane on loopback
+// (SQLite in the temp folder) and three hosts, each a steward-helper and a steward-agent in its
+// own root prefix. The hosts enroll; a rollout of v1 and one of v2 confirm on all three; a
+// rollout of a broken v3 is rolled back by its canary and halts before the other two are
+// touched; an operator's manual rollback on one host is left alone by the control plane; and
+// the receipts the control plane verified are printed as a timeline.
+import { chmodSync, mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { removeTree } from '../src/platform/fs-atomic.js';
-import { generateKeyPair, parsePrivateKey, signEnvelope, DOMAINS } from '../src/platform/keys.js';
-
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const AGENTCTL = path.join(REPO, 'bin/agentctl.js');
-const HELPER = path.join(REPO, 'bin/steward-helper.js');
-const isRoot = process.getuid?.() === 0;
+import { currentOf, enrollHost, makeFleetHost, startHostAgent, startHostHelper, stopHost, type FleetHost } from './demo/fleet-host.js';
+import { run, runJson, startDaemon, waitFor, type Daemon } from './demo/processes.js';
+import { buildRelease } from './demo/releases.js';
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
+const say = (s: string) => process.stdout.write(s + '\n');
 function step(title: string): void {
-  process.stdout.write(`\n${bold('== ' + title)}\n`);
+  say(`\n${bold('== ' + title)}`);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
+// Runs steward-control and shows the command and its human output, indented.
+async function control(db: string, args: string[]): Promise<void> {
+  say(`$ steward-control ${args.join(' ')}`);
+  const r = await run('control', ['--db', db, ...args]);
+  process.stdout.write(r.stdout.replace(/^/gm, '  ').replace(/ +$/, ''));
+  if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+}
+
+interface RolloutStatus {
+  version: string;
+  status: string;
+  haltReason?: { code: string; nodeId?: string; message: string } | null;
+}
+
+// Starts a rollout and waits for its end; returns the final status document.
+async function rollout(db: string, version: string, extra: string[]): Promise<RolloutStatus> {
+  await control(db, ['rollout', 'start', 'web', version, '--verdict-timeout', '60s', ...extra]);
+  const final = await waitFor(`the rollout of web ${version} to end`, 120_000, async () => {
+    const { runs } = await runJson<{ runs: RolloutStatus[] }>('control', ['--db', db, 'rollout', 'status', 'web']);
+    const st = runs[0];
+    return !st || st.version !== version || st.status === 'running' ? undefined : st;
   });
-}
-
-const SERVER = `const http = require('http');
-const healthy = process.env.HEALTHY !== 'no';
-http.createServer((q, s) => { s.statusCode = q.url === '/healthz' && !healthy ? 500 : 200; s.end('web ' + process.env.STEWARD_VERSION + '\\n'); })
-  .listen(Number(process.env.PORT), '127.0.0.1', () => console.log('web', process.env.STEWARD_VERSION, 'listening'));
-`;
-
-function buildRelease(dir: string, version: string, port: number, healthy: boolean): string {
-  const src = path.join(dir, `src-${version}`);
-  mkdirSync(src, { recursive: true });
-  writeFileSync(path.join(src, 'server.js'), SERVER);
-  writeFileSync(
-    path.join(src, 'steward-release.json'),
-    JSON.stringify({
-      name: 'web',
-      version,
-      start: { command: ['node', 'server.js'], env: { PORT: String(port), HEALTHY: healthy ? 'yes' : 'no' } },
-      health: { http: `http://127.0.0.1:${port}/healthz`, timeoutMs: 3000, stableMs: 500 },
-    }),
-  );
-  const tgz = path.join(dir, `web-${version}.tgz`);
-  execFileSync('tar', ['czf', tgz, '-C', src, '.']);
-  return tgz;
-}
-
-function agentctl(root: string, args: string[]): { code: number; out: string } {
-  try {
-    const out = execFileSync(process.execPath, [AGENTCTL, '--root', root, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    return { code: 0, out };
-  } catch (err) {
-    const e = err as { status: number; stdout: string; stderr: string };
-    return { code: e.status, out: e.stdout + e.stderr };
-  }
-}
-
-function show(root: string, args: string[]): number {
-  process.stdout.write(`$ agentctl ${args.join(' ')}\n`);
-  const r = agentctl(root, args);
-  process.stdout.write(r.out.replace(/^/gm, '  ') + `  (exit ${r.code})\n`);
-  return r.code;
-}
-
-async function startHelper(root: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; log: () => string }> {
-  let log = '';
-  const child = spawn(process.execPath, [HELPER, '--root', root], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
-  child.stderr?.on('data', (c) => (log += c));
-  for (let i = 0; i < 200; i++) {
-    if (child.exitCode !== null) throw new Error(`the helper exited: ${log}`);
-    const st = agentctl(root, ['status', '--json']);
-    // Ready once the start (recovery, first pass) is done: until then updates get RECOVERING.
-    if (st.code === 0 && JSON.parse(st.out).recovering === false) return { child, log: () => log };
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`the helper did not start: ${log}`);
-}
-
-function stopped(child: ChildProcess): Promise<NodeJS.Signals | null> {
-  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.signalCode) : child.once('exit', (_c, s) => resolve(s))));
+  await control(db, ['rollout', 'status', 'web']);
+  return final;
 }
 
 async function main(): Promise<number> {
-  const base = mkdtempSync(path.join(os.tmpdir(), 'steward-demo-'));
+  const base = mkdtempSync(path.join(os.tmpdir(), 'steward-fleet-demo-'));
   chmodSync(base, 0o755);
-  const root = path.join(base, 'host');
   const work = path.join(base, 'work');
-  mkdirSync(path.join(root, 'etc/steward/trusted-keys/web'), { recursive: true, mode: 0o755 });
+  const cpDir = path.join(base, 'control');
   mkdirSync(work, { mode: 0o755 });
-  let helper: ChildProcess | null = null;
+  mkdirSync(cpDir, { mode: 0o700 });
+  const db = path.join(cpDir, 'control.db');
+  const hosts: FleetHost[] = [];
+  let cp: Daemon | null = null;
   try {
-    step('A host in a temp folder');
-    const app = { runner: 'process', keepReleases: 3, ...(isRoot ? { user: 'nobody', group: 'nogroup' } : {}) };
-    writeFileSync(path.join(root, 'etc/steward/steward.json'), JSON.stringify({ apps: { web: app } }, null, 2));
-    process.stdout.write(`root prefix ${root}\nhost config: ${JSON.stringify({ apps: { web: app } })}\n`);
+    step('A control plane on loopback, its SQLite database in the temp folder');
+    cp = startDaemon('steward-control', 'control', ['--db', db, 'serve', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
+    const url = await waitFor('steward-control to listen', 15_000, async () => {
+      if (cp?.child.exitCode !== null) throw new Error(`steward-control exited: ${cp?.output()}`);
+      return /listening on (\S+)/.exec(cp.output())?.[1];
+    });
+    say(`steward-control listening on ${url}, database ${db}`);
 
-    step('A release key, trusted for app web');
-    const key = generateKeyPair();
-    writeFileSync(path.join(root, `etc/steward/trusted-keys/web/${key.keyId}.pub`), key.publicPem);
-    process.stdout.write(`key ${key.keyId} -> etc/steward/trusted-keys/web/\n`);
-
-    step('Three releases, each with a signed manifest');
-    const port = await freePort();
-    const priv = parsePrivateKey(key.privatePem);
-    const manifests: Record<string, { tgz: string; manifest: string }> = {};
-    for (const [version, healthy] of [['1.0.0', true], ['2.0.0', true], ['3.0.0', false]] as const) {
-      const tgz = buildRelease(work, version, port, healthy);
-      const bytes = readFileSync(tgz);
-      const payload = {
-        name: 'web',
-        version,
-        url: `https://releases.example/web-${version}.tgz`,
-        size: bytes.length,
-        integrity: 'sha512-' + createHash('sha512').update(bytes).digest('base64'),
-        expires: Date.now() + 86_400_000,
-      };
-      const manifest = path.join(work, `web-${version}.manifest.json`);
-      writeFileSync(manifest, JSON.stringify(signEnvelope(DOMAINS.manifest, payload, priv)));
-      manifests[version] = { tgz, manifest };
-      process.stdout.write(`web ${version}: ${bytes.length} bytes, health ${healthy ? 'ok' : 'FAILS'}, manifest signed by ${key.keyId}\n`);
+    step('A release key, and three releases of web in the catalog (v3 is broken: it exits at start)');
+    await control(db, ['keys', 'create', '--out', path.join(cpDir, 'keys')]);
+    const key = path.join(cpDir, 'keys/release.key');
+    for (const [version, broken] of [['1.0.0', false], ['2.0.0', false], ['3.0.0', true]] as const) {
+      const tgz = buildRelease(work, version, broken);
+      await control(db, ['release', 'add', 'web', version, '--file', tgz, '--base-url', url, '--key', key]);
     }
-    const src = (v: string) => ['--manifest', manifests[v]!.manifest, '--file', manifests[v]!.tgz];
 
-    step('Start steward-helper');
-    let h = await startHelper(root);
-    helper = h.child;
-    process.stdout.write(`helper pid ${helper.pid}\n`);
+    step('Three hosts: each a helper and an agent in its own root prefix, enrolled with a one-use token');
+    for (const name of ['host-1', 'host-2', 'host-3']) {
+      const host = makeFleetHost(base, name, url, path.join(cpDir, 'keys/release.pub'));
+      hosts.push(host);
+      await startHostHelper(host);
+      const { token } = await runJson<{ token: string }>('control', ['--db', db, 'token', 'create', '--ttl', '10m']);
+      const nodeId = await enrollHost(host, url, token);
+      startHostAgent(host);
+      say(`${name}: root ${host.root}, enrolled as node ${nodeId}`);
+    }
+    await waitFor('three nodes heartbeating', 30_000, async () => {
+      const nodes = await runJson<{ nodes: Array<{ lastHeartbeatAt: number | null }> }>('control', ['--db', db, 'nodes']);
+      return nodes.nodes.filter((n) => n.lastHeartbeatAt !== null).length === 3 ? true : undefined;
+    });
+    await control(db, ['nodes']);
+    say(hosts.map((h) => `${h.name} = ${h.nodeId}`).join(', '));
+    const [h1, h2, h3] = hosts as [FleetHost, FleetHost, FleetHost];
 
-    step('Install v1, then update to v2');
-    if (show(root, ['update', 'web', '1.0.0', ...src('1.0.0')]) !== 0) throw new Error('v1 did not install');
-    if (show(root, ['update', 'web', '2.0.0', ...src('2.0.0')]) !== 0) throw new Error('v2 did not activate');
-    process.stdout.write(`the app answers: ${await (await fetch(`http://127.0.0.1:${port}/`)).text()}`);
+    step('Roll out v1, then v2: the canary first, then a batch of two');
+    for (const version of ['1.0.0', '2.0.0']) {
+      const r = await rollout(db, version, ['--canary', h1.nodeId as string, '--batch', '2']);
+      if (r.status !== 'succeeded') throw new Error(`the rollout of ${version} ended ${r.status}`);
+      for (const h of hosts) if ((await currentOf(h)) !== version) throw new Error(`${h.name} does not run ${version}`);
+    }
+    say(`all three hosts run web 2.0.0`);
 
-    step('Try v3, whose health check fails: rolled back, quarantined');
-    if (show(root, ['update', 'web', '3.0.0', ...src('3.0.0')]) !== 4) throw new Error('v3 was not rolled back');
-    process.stdout.write(`the app still answers: ${await (await fetch(`http://127.0.0.1:${port}/`)).text()}`);
-    if (show(root, ['update', 'web', '3.0.0', ...src('3.0.0')]) !== 3) throw new Error('v3 was not refused as quarantined');
+    step('Roll out the broken v3: the canary rolls it back and the run halts');
+    const r3 = await rollout(db, '3.0.0', ['--canary', h1.nodeId as string, '--batch', '2']);
+    if (r3.status !== 'halted') throw new Error(`the rollout of 3.0.0 ended ${r3.status}, not halted`);
+    for (const h of hosts) {
+      const cur = await currentOf(h);
+      say(`${h.name} runs web ${cur}`);
+      if (cur !== '2.0.0') throw new Error(`${h.name} runs ${cur}, not 2.0.0`);
+    }
+    say(`host-2 and host-3 were never asked for 3.0.0; host-1 rolled it back and quarantined it`);
 
-    step('The verified receipts');
-    show(root, ['receipts', 'web']);
+    step("An operator rolls host-3 back by hand; the control plane does not undo it");
+    say(`$ agentctl --root ${h3.root} rollback web`);
+    const rb = await run('agentctl', ['--root', h3.root, 'rollback', 'web']);
+    process.stdout.write(rb.stdout.replace(/^/gm, '  ').replace(/ +$/, ''));
+    if (rb.code !== 0) throw new Error(`the manual rollback exited ${rb.code}: ${rb.stderr}`);
+    // Several heartbeats later host-3 still runs 1.0.0, and the control plane has its receipt.
+    await waitFor('the rollback receipt to reach the control plane', 30_000, async () => {
+      const { receipts } = await runJson<{ receipts: Array<{ nodeId: string; outcome: string; fromVersion: string | null; targetVersion: string | null }> }>('control', [
+        '--db',
+        db,
+        'receipts',
+      ]);
+      return receipts.some((x) => x.nodeId === h3.nodeId && x.fromVersion === '2.0.0' && x.targetVersion === '1.0.0' && x.outcome === 'active') ? true : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 4000));
+    if ((await currentOf(h3)) !== '1.0.0') throw new Error('host-3 no longer runs 1.0.0');
+    if ((await currentOf(h2)) !== '2.0.0') throw new Error('host-2 no longer runs 2.0.0');
+    await control(db, ['nodes']);
+    say(`${h3.name} (${h3.nodeId}) still runs 1.0.0 several heartbeats later: no rollout is running, and the manual rollback put a hold`);
 
-    step('Kill the helper (SIGKILL) during an activation: a rollback to v1, just after v1 started');
-    helper.kill('SIGTERM');
-    await stopped(helper);
-    h = await startHelper(root, { STEWARD_FAULTS: 'after-start-new' });
-    helper = h.child;
-    show(root, ['rollback', 'web', '--attempt-id', 'demo-interrupted']);
-    process.stdout.write(`helper died by ${await stopped(helper)} at: ${h.log().split('\n').filter((l) => l.includes('steward-fault-kill')).join(' ')}\n`);
-    const journal = JSON.parse(readFileSync(path.join(root, 'var/lib/steward/journal/web.json'), 'utf8'));
-    process.stdout.write(`the journal says ${journal.outcome} ${journal.fromVersion} -> ${journal.targetVersion}; current -> ${readlinkSync(path.join(root, 'opt/steward/apps/web/current'))}\n`);
-
-    step('Restart: the helper recovers the interrupted activation before taking requests');
-    h = await startHelper(root);
-    helper = h.child;
-    show(root, ['status', 'web']);
-    show(root, ['receipts', 'web']);
-    process.stdout.write(`the app answers: ${await (await fetch(`http://127.0.0.1:${port}/`)).text()}`);
+    step('The timeline: every receipt as the control plane verified it');
+    await control(db, ['receipts']);
 
     step('Clean up');
-    const record = JSON.parse(readFileSync(path.join(root, 'var/lib/steward/supervisor/web.json'), 'utf8'));
-    helper.kill('SIGTERM');
-    await stopped(helper);
-    helper = null;
-    // The app outlives the helper by design; the demo stops it (its own process group).
-    if (record.process?.pid) process.kill(-record.process.pid, 'SIGKILL');
-    process.stdout.write('helper stopped, app stopped, temp folder removed\n');
+    for (const h of hosts) await stopHost(h);
+    await cp.stop();
+    cp = null;
+    say('agents, helpers, apps and the control plane stopped; temp folder removed');
     return 0;
+  } catch (err) {
+    for (const d of [cp, ...hosts.flatMap((h) => [h.helper, h.agent])]) {
+      if (d) process.stderr.write(`\n--- ${d.name} output (last 3000 characters) ---\n${d.output().slice(-3000)}\n`);
+    }
+    throw err;
   } finally {
-    if (helper && helper.exitCode === null) helper.kill('SIGKILL');
+    for (const h of hosts) await stopHost(h).catch(() => undefined);
+    await cp?.stop();
     // Release trees are read-only; removeTree opens them first when not root.
     await removeTree(base);
   }
