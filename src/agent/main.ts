@@ -14,7 +14,7 @@ import { enableDefaultLogs, logger } from '../platform/log.js';
 import { readOwnVersion } from '../platform/own-version.js';
 import { readBootId } from '../platform/proc-identity.js';
 import { resolveRootPrefix } from '../platform/root-prefix.js';
-import { lookupGroup, lookupUser } from '../platform/users.js';
+import { systemAccounts } from '../platform/users.js';
 import { loadHostConfig } from '../helper/config.js';
 import { ActedStore } from './acted-store.js';
 import { agentFiles, ensureAgentDir, readEnrollment, readNodeKey } from './agent-files.js';
@@ -66,17 +66,6 @@ function fail(err: unknown): number {
   return 1;
 }
 
-const accounts = {
-  user: async (n: string) => {
-    const u = await lookupUser(n);
-    return u && { name: u.name, id: u.uid };
-  },
-  group: async (n: string) => {
-    const g = await lookupGroup(n);
-    return g && { name: g.name, id: g.gid };
-  },
-};
-
 async function loadContext(o: AgentOptions): Promise<{ root: string; config: HostConfig }> {
   const isRoot = process.getuid?.() === 0;
   const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
@@ -84,7 +73,7 @@ async function loadContext(o: AgentOptions): Promise<{ root: string; config: Hos
     // DESIGN §1: the agent is the unprivileged half; as root, a compromise of it would be root's.
     throw new StewardError('CONFIG_INVALID', 'steward-agent runs as user steward, not root (systemd: User=steward); --root DIR is for tests and demos');
   }
-  const config = await loadHostConfig(o.config ?? hostPaths(root).configFile, { isRoot, accounts });
+  const config = await loadHostConfig(o.config ?? hostPaths(root).configFile, { isRoot, accounts: systemAccounts });
   return { root, config };
 }
 

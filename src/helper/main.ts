@@ -8,7 +8,7 @@ import { faultsFromEnv } from '../platform/faults.js';
 import { enableDefaultLogs, logger } from '../platform/log.js';
 import { acquireHelperLock, type HelperLock } from '../platform/lock.js';
 import { resolveRootPrefix } from '../platform/root-prefix.js';
-import { lookupGroup, lookupUser } from '../platform/users.js';
+import { lookupGroup, lookupUser, systemAccounts } from '../platform/users.js';
 import { AppLocks } from './app-locks.js';
 import { loadHostConfig } from './config.js';
 import { makeHandlers, type HelperCore } from './handlers.js';
@@ -52,7 +52,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const root = await resolveRootPrefix({ flag: opts.root, env: process.env.STEWARD_ROOT, isRoot });
     const paths = hostPaths(root);
-    const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts });
+    const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts: systemAccounts });
     if (!isRoot) log("not running as root: apps run as this helper's own user (uid %d)", process.getuid?.() ?? -1);
 
     // 1. One helper per root.
@@ -117,17 +117,6 @@ export async function main(argv: string[]): Promise<number> {
     await lock?.release().catch(() => {});
   }
 }
-
-const accounts = {
-  user: async (n: string) => {
-    const u = await lookupUser(n);
-    return u && { name: u.name, id: u.uid };
-  },
-  group: async (n: string) => {
-    const g = await lookupGroup(n);
-    return g && { name: g.name, id: g.gid };
-  },
-};
 
 // Builds the real adapters of one helper.
 async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean): Promise<HelperCore> {

@@ -54,3 +54,16 @@ export async function lookupUser(name: string, passwdFile = '/etc/passwd'): Prom
   }
   return null;
 }
+
+// The account lookups the host config check needs (DESIGN §2: process apps' user and group),
+// from /etc/passwd and /etc/group.
+export const systemAccounts = {
+  user: async (n: string): Promise<{ name: string; id: number } | null> => {
+    const u = await lookupUser(n);
+    return u && { name: u.name, id: u.uid };
+  },
+  group: async (n: string): Promise<{ name: string; id: number } | null> => {
+    const g = await lookupGroup(n);
+    return g && { name: g.name, id: g.gid };
+  },
+};

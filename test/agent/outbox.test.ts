@@ -8,6 +8,7 @@ import type { Envelope } from '../../src/core/release-schemas.js';
 import { StewardError } from '../../src/core/errors.js';
 import { Outbox } from '../../src/agent/outbox.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
+import { mulberry32 } from '../helpers/prng.js';
 
 const NOW = 1_700_000_000_000;
 
@@ -233,18 +234,6 @@ test('concurrent takes and acknowledgements are all durable', async () => {
   assert.deepEqual(box.pendingSeqs, expected);
   assert.deepEqual((await Outbox.open(file)).pendingSeqs, expected);
 });
-
-// A seeded generator, so a failure names a run that can be replayed.
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('over random overlapping windows, acks and restarts every receipt enters pending once and is acknowledged', async () => {
   const TOTAL = 200;

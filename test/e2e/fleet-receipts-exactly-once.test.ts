@@ -8,23 +8,12 @@ import path from 'node:path';
 import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { allReceipts, killApps } from '../helpers/app-processes.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
+import { mulberry32 } from '../helpers/prng.js';
 import { controlCli, startAgent, startControl, waitUntil, type Daemon } from '../helpers/fleet.js';
 
 const APPS = ['web', 'api'] as const;
 const UPDATES = 20;
 const SEED = Number(process.env.STEWARD_TEST_SEED ?? 20261130);
-
-// mulberry32: a small seeded PRNG, so a failing schedule can be replayed with STEWARD_TEST_SEED.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,7 +31,7 @@ after(async () => {
 });
 
 test('40 receipts reach the control plane exactly once through agent SIGKILLs and a control plane outage', { timeout: 300_000 }, async () => {
-  const random = prng(SEED);
+  const random = mulberry32(SEED);
   process.stdout.write(`# seed ${SEED} (replay with STEWARD_TEST_SEED=${SEED})\n`);
   const cpPort = await freePort();
   const ports = { web: await freePort(), api: await freePort() };
