@@ -90,3 +90,13 @@ test('a missing steward account fails in production; under a root prefix the cur
   assert.deepEqual(r.map((x) => x.status), ['ok']);
   assert.match(r[0]?.detail ?? '', /stands in/);
 });
+
+test('a folder above the trees root reads must be root-owned and not writable unless sticky', () => {
+  const check = (e: Entry) => checkPermissions(walkOf(healthy()), [], RULES, OWNERS, [dir('/', 0o755), e]);
+  assert.deepEqual(check(dir('/opt', 0o755)).map((x) => x.status), ['ok']);
+  assert.deepEqual(check(dir('/tmp', 0o1777)).map((x) => x.status), ['ok']);
+  const writable = check(dir('/var/lib', 0o775));
+  assert.deepEqual(writable.map((x) => x.status), ['fail']);
+  assert.match(writable[0]?.detail ?? '', /^\/var\/lib: a folder above what root reads, but mode 0775 is writable by group or others and not sticky/);
+  assert.match(check(dir('/opt', 0o755, 1000)).map((x) => x.detail).join(), /\/opt: .*owner uid 1000, expected root/);
+});

@@ -36,6 +36,24 @@ export function readByRoot(paths: HostPaths): string[] {
   return [path.dirname(paths.configFile), path.dirname(paths.appsDir), paths.varLib];
 }
 
+// The folders above `roots` up to and including the root prefix (or /), each once.
+export async function gatherAncestors(paths: HostPaths, roots: string[]): Promise<Entry[]> {
+  const top = paths.root || '/';
+  const seen = new Set<string>();
+  for (const r of roots) {
+    for (let d = path.dirname(r); ; d = path.dirname(d)) {
+      seen.add(d);
+      if (d === top || d === path.dirname(d)) break;
+    }
+  }
+  const out: Entry[] = [];
+  for (const d of [...seen].sort()) {
+    const e = await lstatEntry(d).catch(() => null);
+    if (e) out.push(e);
+  }
+  return out;
+}
+
 // Every entry under `roots` (the roots included), never following a symlink, at most `cap` entries.
 export async function walkTrees(roots: string[], cap = WALK_CAP): Promise<TreeWalk> {
   const walk: TreeWalk = { roots, entries: [], capped: false, cap, unreadable: [] };
@@ -83,6 +101,6 @@ export async function gatherOwners(paths: HostPaths): Promise<Owners> {
     stewardUid: user?.uid ?? null,
     stewardGid: group?.gid ?? null,
     note: '',
-    accountProblem: missing.length ? `no ${missing.join(' and ')} on this host, expected from sysusers.d (agentctl install)` : '',
+    accountProblem: missing.length ? `no ${missing.join(', no ')} on this host, expected from sysusers.d (agentctl install)` : '',
   };
 }

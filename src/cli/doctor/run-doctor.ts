@@ -10,7 +10,7 @@ import type { HostPaths } from '../../core/paths.js';
 import type { StatusResult } from '../../helper/ops/status.js';
 import { callHelper, pickSocket } from '../../protocol/client.js';
 import { probeControlPlaneClock } from './control-plane-clock.js';
-import { gatherOwners, lstatEntry, readByRoot, walkTrees } from './gather-files.js';
+import { gatherAncestors, gatherOwners, lstatEntry, readByRoot, walkTrees } from './gather-files.js';
 import { gatherConfig, gatherDisk, gatherKeys, gatherNtp, gatherUnits } from './gather-host.js';
 
 const STATUS_TIMEOUT_MS = 5_000;
@@ -30,25 +30,27 @@ async function gatherSockets(paths: HostPaths, socket?: string): Promise<Sockets
 // Runs every check against the host at `paths`; the order is the output's.
 export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}): Promise<CheckResult[]> {
   const owners = await gatherOwners(paths);
+  const roots = readByRoot(paths);
   const [keys, config, sockets, units, ntp, walk, disk] = await Promise.all([
     gatherKeys(paths),
     gatherConfig(paths),
     gatherSockets(paths, opts.socket),
     gatherUnits(paths),
     gatherNtp(),
-    walkTrees(readByRoot(paths)),
+    walkTrees(roots),
     gatherDisk(paths),
   ]);
   const extra = (await Promise.all([paths.runDir, paths.agentDir, path.join(paths.agentDir, 'node.key')].map((p) => lstatEntry(p).catch(() => null)))).filter(
     (e): e is Entry => e !== null,
   );
+  const ancestors = await gatherAncestors(paths, roots);
   const skew = config.ok && config.controlPlane ? await probeControlPlaneClock(config.controlPlane) : ({ state: 'no-control-plane' } as const);
   const enrolled = keys.nodeState.state === 'ok';
   const reserve = config.ok ? config.diskReserveBytes : 10 * 1024 * 1024;
   return [
     ...checkUnits(units, enrolled),
     ...checkSockets(sockets, paths, owners),
-    ...checkPermissions(walk, extra, layoutRules(paths), owners),
+    ...checkPermissions(walk, extra, layoutRules(paths), owners, ancestors),
     ...checkKeys(keys),
     checkConfig(config),
     ...checkClock(ntp, skew),

@@ -35,12 +35,27 @@ export function writeRuleViolation(e: Entry, owners: Owners): string | null {
   return problems.length ? `root reads it, but ${problems.join(', ')}` : null;
 }
 
+// What is wrong with a folder above a walked tree (/opt, /var/lib, ...), or null: whoever may
+// write to it could swap the whole tree. A sticky folder (such as /tmp) is fine.
+export function ancestorViolation(e: Entry, owners: Owners): string | null {
+  if (e.type !== 'dir') return `is a ${e.type}, expected a folder`;
+  const problems: string[] = [];
+  if (e.uid !== owners.rootUid) problems.push(`owner uid ${e.uid}, expected ${ownerName(owners.rootUid, owners, 'root')}`);
+  if ((e.mode & 0o022) !== 0 && (e.mode & 0o1000) === 0) problems.push(`mode ${octal(e.mode)} is writable by group or others and not sticky`);
+  return problems.length ? `a folder above what root reads, but ${problems.join(', ')}` : null;
+}
+
 // One fail per path that breaks a layout rule or the write rule (a path is reported once, its
 // layout rule first), a warn for a capped or unreadable walk, else one ok.
 // `extra` holds lstats of rule paths outside the walked trees (/run/steward, the agent folder).
-export function checkPermissions(walk: TreeWalk, extra: readonly Entry[], rules: readonly LayoutRule[], owners: Owners): CheckResult[] {
+// `ancestors` are the folders above the walked trees, up to the root prefix (or /).
+export function checkPermissions(walk: TreeWalk, extra: readonly Entry[], rules: readonly LayoutRule[], owners: Owners, ancestors: readonly Entry[] = []): CheckResult[] {
   const out: CheckResult[] = [];
   if (owners.accountProblem) out.push(fail(PERMISSIONS, owners.accountProblem));
+  for (const e of ancestors) {
+    const why = ancestorViolation(e, owners);
+    if (why) out.push(fail(PERMISSIONS, `${e.path}: ${why}`));
+  }
   for (const e of [...walk.entries, ...extra]) {
     const rule = ruleFor(rules, e.path, e.type);
     const inWalk = walk.roots.some((r) => e.path === r || e.path.startsWith(r + '/'));
@@ -51,7 +66,7 @@ export function checkPermissions(walk: TreeWalk, extra: readonly Entry[], rules:
   for (const u of walk.unreadable) out.push(warn(PERMISSIONS, `${u.path}: could not be checked (${u.error})`));
   if (out.length === 0) {
     const note = owners.note ? `; ${owners.note}` : '';
-    out.push(ok(PERMISSIONS, `${walk.entries.length + extra.length} entries match DESIGN §2 and only root can write what root reads${note}`));
+    out.push(ok(PERMISSIONS, `${walk.entries.length + extra.length + ancestors.length} entries match DESIGN §2 and only root can write what root reads${note}`));
   }
   return out;
 }
