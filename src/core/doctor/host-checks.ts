@@ -44,10 +44,11 @@ function socketProblem(e: Entry | null, file: string, mode: number, withGroup: b
 export function checkSockets(obs: SocketsObservation, files: { helperSock: string; adminSock: string }, owners: Owners): CheckResult[] {
   const h = socketProblem(obs.helperSock, files.helperSock, 0o660, true, owners);
   const a = socketProblem(obs.adminSock, files.adminSock, 0o600, false, owners);
+  const owner = owners.note ? `uid ${owners.rootUid}` : 'root';
   const group = owners.stewardGid === null ? '' : ':steward';
   return [
-    h ? fail('helper.sock', h) : ok('helper.sock', `${files.helperSock} socket 0660 root${group}`),
-    a ? fail('admin.sock', a) : ok('admin.sock', `${files.adminSock} socket 0600 root`),
+    h ? fail('helper.sock', h) : ok('helper.sock', `${files.helperSock} socket 0660 ${owner}${group}`),
+    a ? fail('admin.sock', a) : ok('admin.sock', `${files.adminSock} socket 0600 ${owner}`),
     obs.status.ok
       ? ok('helper status', `steward-helper pid ${obs.status.pid} answers over ${obs.status.socket}${obs.status.recovering ? ' (still recovering)' : ''}`)
       : fail('helper status', `no answer: ${obs.status.error}`),
