@@ -16,8 +16,9 @@ export interface AccountLookup {
   group(name: string): Promise<Identity | null>;
 }
 
-// Reads and validates the host config; errors name the file and the key.
-export async function loadHostConfig(file: string, opts: { isRoot: boolean; accounts: AccountLookup }): Promise<HostConfig> {
+// Reads and validates the host config; errors name the file and the key. As root it also checks
+// the file's owner and mode unless `checkOwner` is false (`agentctl doctor` reports those itself).
+export async function loadHostConfig(file: string, opts: { isRoot: boolean; accounts: AccountLookup; checkOwner?: boolean }): Promise<HostConfig> {
   let raw: Buffer | null;
   try {
     raw = await readFileNoFollow(file, 1024 * 1024);
@@ -25,7 +26,7 @@ export async function loadHostConfig(file: string, opts: { isRoot: boolean; acco
     throw new StewardError('CONFIG_INVALID', `${file}: ${(err as Error).message}`, { cause: err });
   }
   if (raw === null) throw new StewardError('CONFIG_INVALID', `${file}: the host config does not exist`);
-  if (opts.isRoot) await checkConfigFileOwner(file);
+  if (opts.isRoot && opts.checkOwner !== false) await checkConfigFileOwner(file);
   let json: unknown;
   try {
     json = JSON.parse(raw.toString('utf8'));

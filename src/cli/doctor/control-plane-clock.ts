@@ -1,0 +1,63 @@
+// Measures this host's clock against the control plane's: one GET of /v1/heartbeat (any answer
+// will do, usually 405) and its HTTP Date header, honoring controlPlane.caFile and insecure.
+import http from 'node:http';
+import https from 'node:https';
+import { HEARTBEAT_PATH } from '../../core/control-api.js';
+import type { SkewObservation } from '../../core/doctor/observations.js';
+import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from '../../agent/control-plane-url.js';
+import { pinLoopback, readExtraCa } from '../../platform/http-fetch.js';
+
+export const CLOCK_PROBE_TIMEOUT_MS = 5_000;
+
+// The skew (server minus local, at the middle of the request) or why there is none. Never throws.
+export async function probeControlPlaneClock(settings: ControlPlaneSettings, timeoutMs = CLOCK_PROBE_TIMEOUT_MS, now = () => Date.now()): Promise<SkewObservation> {
+  let u: URL;
+  let ca: string[] | undefined;
+  try {
+    u = endpointUrl(checkControlPlaneUrl(settings.url, settings.insecure === true), HEARTBEAT_PATH);
+    ca = await readExtraCa(settings.caFile);
+  } catch (err) {
+    return { state: 'unreachable', url: settings.url, why: (err as Error).message };
+  }
+  const url = settings.url;
+  return new Promise((resolve) => {
+    const sentAt = now();
+    const hostname = u.hostname.replace(/^\[|\]$/g, '');
+    const options: https.RequestOptions = {
+      protocol: u.protocol,
+      hostname,
+      port: u.port === '' ? undefined : Number(u.port),
+      path: u.pathname,
+      method: 'GET',
+      headers: { 'User-Agent': 'agentctl-doctor' },
+      agent: false,
+      timeout: timeoutMs,
+    };
+    if (hostname === 'localhost') options.lookup = pinLoopback;
+    if (u.protocol === 'https:') {
+      options.rejectUnauthorized = true;
+      if (ca) options.ca = ca;
+    }
+    let settled = false;
+    const done = (v: SkewObservation) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      resolve(v);
+    };
+    const req = (u.protocol === 'https:' ? https : http).request(options);
+    req.on('error', (err: NodeJS.ErrnoException) => done({ state: 'unreachable', url, why: `${err.message}${err.code ? ` (${err.code})` : ''}` }));
+    const timer = setTimeout(() => done({ state: 'unreachable', url, why: `no answer within ${timeoutMs} ms` }), timeoutMs);
+    req.once('response', (res) => {
+      const receivedAt = now();
+      res.resume();
+      const date = res.headers.date;
+      const server = date ? Date.parse(date) : NaN;
+      if (!Number.isFinite(server)) return done({ state: 'unreachable', url, why: `HTTP ${res.statusCode} without a valid Date header` });
+      // The Date header has a resolution of one second: the skew is exact to about ±1 s.
+      done({ state: 'measured', url, skewMs: server - Math.round((sentAt + receivedAt) / 2) });
+    });
+    req.end();
+  });
+}

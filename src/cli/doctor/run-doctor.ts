@@ -1,0 +1,59 @@
+// `agentctl doctor`'s composition: gather observations with the real adapters, then judge them
+// with the pure checks of src/core/doctor/.
+import path from 'node:path';
+import type { CheckResult } from '../../core/doctor/check-result.js';
+import { checkClock, checkConfig, checkDisk, checkKeys, checkSockets, checkUnits } from '../../core/doctor/host-checks.js';
+import { layoutRules } from '../../core/doctor/layout-rules.js';
+import type { Entry, SocketsObservation } from '../../core/doctor/observations.js';
+import { checkPermissions } from '../../core/doctor/permission-checks.js';
+import type { HostPaths } from '../../core/paths.js';
+import type { StatusResult } from '../../helper/ops/status.js';
+import { callHelper, pickSocket } from '../../protocol/client.js';
+import { probeControlPlaneClock } from './control-plane-clock.js';
+import { gatherAncestors, gatherOwners, lstatEntry, readByRoot, walkTrees } from './gather-files.js';
+import { gatherConfig, gatherDisk, gatherKeys, gatherNtp, gatherUnits } from './gather-host.js';
+
+const STATUS_TIMEOUT_MS = 5_000;
+
+async function gatherSockets(paths: HostPaths, socket?: string): Promise<SocketsObservation> {
+  const chosen = await pickSocket(paths, socket);
+  let status: SocketsObservation['status'];
+  try {
+    const r = (await callHelper(chosen.path, { v: 1, id: 1, op: 'status' }, { timeoutMs: STATUS_TIMEOUT_MS })) as StatusResult;
+    status = { ok: true, socket: chosen.path, pid: r.pid, recovering: r.recovering };
+  } catch (err) {
+    status = { ok: false, error: (err as Error).message };
+  }
+  return { helperSock: await lstatEntry(paths.helperSock), adminSock: await lstatEntry(paths.adminSock), status };
+}
+
+// Runs every check against the host at `paths`; the order is the output's.
+export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}): Promise<CheckResult[]> {
+  const owners = await gatherOwners(paths);
+  const roots = readByRoot(paths);
+  const [keys, config, sockets, units, ntp, walk, disk] = await Promise.all([
+    gatherKeys(paths),
+    gatherConfig(paths),
+    gatherSockets(paths, opts.socket),
+    gatherUnits(paths),
+    gatherNtp(),
+    walkTrees(roots),
+    gatherDisk(paths),
+  ]);
+  const extra = (await Promise.all([paths.runDir, paths.agentDir, path.join(paths.agentDir, 'node.key')].map((p) => lstatEntry(p).catch(() => null)))).filter(
+    (e): e is Entry => e !== null,
+  );
+  const ancestors = await gatherAncestors(paths, roots);
+  const skew = config.ok && config.controlPlane ? await probeControlPlaneClock(config.controlPlane) : ({ state: 'no-control-plane' } as const);
+  const enrolled = keys.nodeState.state === 'ok';
+  const reserve = config.ok ? config.diskReserveBytes : 10 * 1024 * 1024;
+  return [
+    ...checkUnits(units, enrolled),
+    ...checkSockets(sockets, paths, owners),
+    ...checkPermissions(walk, extra, layoutRules(paths), owners, ancestors),
+    ...checkKeys(keys),
+    checkConfig(config),
+    ...checkClock(ntp, skew),
+    ...disk.map((d) => checkDisk(d, reserve)),
+  ];
+}

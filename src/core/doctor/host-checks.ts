@@ -1,0 +1,137 @@
+// The pure checks of `agentctl doctor` besides permissions: each takes observations and returns
+// results; none does I/O. Thresholds are exported so the tests and the docs name the same numbers.
+import { fail, octal, ok, warn, type CheckResult } from './check-result.js';
+import type { ConfigObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SkewObservation, SocketsObservation, UnitsObservation } from './observations.js';
+
+export const HELPER_UNIT = 'steward-helper.service';
+export const AGENT_UNIT = 'steward-agent.service';
+
+// The heartbeat's CLOCK_SKEW window is ±5 min (DESIGN §6): beyond it every heartbeat is refused.
+export const SKEW_WARN_MS = 60_000;
+export const SKEW_FAIL_MS = 5 * 60_000;
+
+export const GIB = 1024 ** 3;
+export const MIB = 1024 ** 2;
+// Disk: warn below 1 GiB or 10 % free; fail below the fetch reserve plus 100 MiB, where the
+// helper would refuse (DISK_FULL) any release bigger than a few MiB.
+export const DISK_WARN_BYTES = GIB;
+export const DISK_WARN_FRACTION = 0.1;
+export const DISK_FAIL_MARGIN_BYTES = 100 * MIB;
+
+// units: steward-helper must be active; steward-agent too once the node is enrolled.
+export function checkUnits(obs: UnitsObservation, enrolled: boolean): CheckResult[] {
+  if (obs.kind === 'skipped') return [warn('units', `skipped: ${obs.why}`)];
+  if (obs.kind === 'no-systemd') return [warn('units', `not under systemd: ${obs.why}`)];
+  return obs.units.map((u) => {
+    const name = `unit ${u.name}`;
+    if (u.activeState === 'active') return ok(name, 'active');
+    if (u.name === AGENT_UNIT && !enrolled) return warn(name, `${u.activeState}; this node is not enrolled yet (agentctl enroll)`);
+    return fail(name, `${u.activeState}, expected active (systemctl status ${u.name})`);
+  });
+}
+
+function socketProblem(e: Entry | null, file: string, mode: number, withGroup: boolean, owners: Owners): string | null {
+  if (!e) return `${file} does not exist (is steward-helper running?)`;
+  const problems: string[] = [];
+  if (e.type !== 'socket') problems.push(`is a ${e.type}, expected a socket`);
+  if (e.uid !== owners.rootUid) problems.push(`owner uid ${e.uid}, expected uid ${owners.rootUid}`);
+  if (withGroup && owners.stewardGid !== null && e.gid !== owners.stewardGid) problems.push(`group gid ${e.gid}, expected steward (gid ${owners.stewardGid})`);
+  if (e.mode !== mode) problems.push(`mode ${octal(e.mode)}, expected ${octal(mode)}`);
+  return problems.length ? `${file}: ${problems.join(', ')}` : null;
+}
+
+// helper socket: both sockets with their owners and modes, and `status` answering.
+export function checkSockets(obs: SocketsObservation, files: { helperSock: string; adminSock: string }, owners: Owners): CheckResult[] {
+  const h = socketProblem(obs.helperSock, files.helperSock, 0o660, true, owners);
+  const a = socketProblem(obs.adminSock, files.adminSock, 0o600, false, owners);
+  const owner = owners.note ? `uid ${owners.rootUid}` : 'root';
+  const group = owners.stewardGid === null ? '' : ':steward';
+  return [
+    h ? fail('helper.sock', h) : ok('helper.sock', `${files.helperSock} socket 0660 ${owner}${group}`),
+    a ? fail('admin.sock', a) : ok('admin.sock', `${files.adminSock} socket 0600 ${owner}`),
+    obs.status.ok
+      ? ok('helper status', `steward-helper pid ${obs.status.pid} answers over ${obs.status.socket}${obs.status.recovering ? ' (still recovering)' : ''}`)
+      : fail('helper status', `no answer: ${obs.status.error}`),
+  ];
+}
+
+// keys: the helper key pair, the trusted release keys, and the enrollment's nodeId.
+export function checkKeys(obs: KeysObservation): CheckResult[] {
+  const out: CheckResult[] = [];
+  const k = obs.helperKey;
+  const p = obs.helperPub;
+  if (k.state === 'missing') out.push(fail('helper key', `${obs.helperKeyFile} does not exist (steward-helper makes it at its start)`));
+  else if (k.state === 'invalid') out.push(fail('helper key', `${obs.helperKeyFile}: ${k.error}`));
+  else if (p.state === 'missing') out.push(fail('helper key', `${obs.helperPubFile} does not exist, expected the public half of ${obs.helperKeyFile}`));
+  else if (p.state === 'invalid') out.push(fail('helper key', `${obs.helperPubFile}: ${p.error}`));
+  else if (p.rawPublicKey !== k.rawPublicKey) out.push(fail('helper key', `${obs.helperPubFile} does not match ${obs.helperKeyFile} (restarting steward-helper rewrites it)`));
+  else out.push(ok('helper key', `${obs.helperKeyFile} is Ed25519 and matches helper.pub`));
+
+  const bad = obs.trustedKeys.filter((t) => t.error !== null);
+  for (const t of bad) out.push(fail('trusted keys', `${t.file}: ${t.error}`));
+  if (bad.length === 0) {
+    if (obs.trustedKeys.length === 0) out.push(warn('trusted keys', 'no trusted release keys: signed updates will be refused (SIGNATURE_INVALID)'));
+    else out.push(ok('trusted keys', `${obs.trustedKeys.length} Ed25519 key(s) parse`));
+  }
+  out.push(checkEnrollment(obs));
+  return out;
+}
+
+function checkEnrollment(obs: KeysObservation): CheckResult {
+  const n = obs.nodeState;
+  const e = obs.enrollment;
+  if (n.state === 'invalid') return fail('enrollment', `${obs.nodeStateFile}: ${n.error}`);
+  if (e.state === 'invalid') return fail('enrollment', `${obs.enrollmentFile}: ${e.error}`);
+  if (n.state === 'missing' && e.state === 'missing') return warn('enrollment', 'not enrolled yet (agentctl enroll --control-plane URL --token T)');
+  if (n.state === 'missing') return fail('enrollment', `${obs.nodeStateFile} does not exist but ${obs.enrollmentFile} names node ${(e as { nodeId: string }).nodeId}`);
+  if (e.state === 'missing') return fail('enrollment', `${obs.enrollmentFile} does not exist but ${obs.nodeStateFile} names node ${n.nodeId}`);
+  if (n.nodeId !== e.nodeId) return fail('enrollment', `${obs.nodeStateFile} names node ${n.nodeId} but ${obs.enrollmentFile} names ${e.nodeId}`);
+  return ok('enrollment', `node ${n.nodeId}`);
+}
+
+// config: the host config loads as the helper would load it.
+export function checkConfig(obs: ConfigObservation): CheckResult {
+  if (!obs.ok) return fail('config', obs.error);
+  if (obs.apps.length === 0) return warn('config', `${obs.file} loads but names no apps`);
+  return ok('config', `${obs.file}: ${obs.apps.map((a) => `${a.name} (${a.runner})`).join(', ')}`);
+}
+
+function minutes(ms: number): string {
+  return `${(Math.abs(ms) / 60_000).toFixed(1)} min`;
+}
+
+// clock: NTP synchronization, and the skew against the control plane (warn over 1 min, fail over 5).
+export function checkClock(ntp: NtpObservation, skew: SkewObservation): CheckResult[] {
+  const out: CheckResult[] = [];
+  if (ntp.state === 'synced') out.push(ok('clock ntp', 'NTPSynchronized=yes'));
+  else if (ntp.state === 'not-synced') out.push(warn('clock ntp', 'NTPSynchronized=no: the system clock is not synchronized'));
+  else out.push(warn('clock ntp', `cannot tell: ${ntp.why}`));
+  if (skew.state === 'no-control-plane') out.push(ok('clock skew', 'no control plane configured'));
+  else if (skew.state === 'unreachable') out.push(warn('clock skew', `cannot reach the control plane ${skew.url}: ${skew.why}`));
+  else {
+    const side = skew.skewMs > 0 ? 'behind' : 'ahead of';
+    const text = `this host is ${minutes(skew.skewMs)} ${side} the control plane ${skew.url}`;
+    const abs = Math.abs(skew.skewMs);
+    if (abs > SKEW_FAIL_MS) out.push(fail('clock skew', `${text}: over 5 min, heartbeats are refused (CLOCK_SKEW)`));
+    else if (abs > SKEW_WARN_MS) out.push(warn('clock skew', `${text}: over 1 min`));
+    else out.push(ok('clock skew', `${text}`));
+  }
+  return out;
+}
+
+function gib(bytes: number): string {
+  return bytes >= GIB ? `${(bytes / GIB).toFixed(1)} GiB` : `${(bytes / MIB).toFixed(0)} MiB`;
+}
+
+// disk: free space for releases and state.
+export function checkDisk(obs: DiskObservation, reserveBytes: number): CheckResult {
+  const name = `disk ${obs.label}`;
+  if (!obs.space.ok) return warn(name, `cannot tell the free space of ${obs.dir}: ${obs.space.error}`);
+  const { freeBytes, totalBytes } = obs.space;
+  const pct = totalBytes > 0 ? (freeBytes / totalBytes) * 100 : 0;
+  const text = `${gib(freeBytes)} free of ${gib(totalBytes)} (${pct.toFixed(0)} %) on ${obs.dir}`;
+  const failBelow = reserveBytes + DISK_FAIL_MARGIN_BYTES;
+  if (freeBytes < failBelow) return fail(name, `${text}: below ${gib(failBelow)} (the fetch reserve plus 100 MiB), updates will be refused`);
+  if (freeBytes < DISK_WARN_BYTES || freeBytes < totalBytes * DISK_WARN_FRACTION) return warn(name, `${text}: below 1 GiB or 10 %`);
+  return ok(name, text);
+}

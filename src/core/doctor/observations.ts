@@ -1,0 +1,88 @@
+// What `agentctl doctor` gathers from the host (src/cli/doctor/gather.ts) and the pure checks
+// judge (the other files of this folder). Plain data: tests build it by hand.
+
+export type EntryType = 'file' | 'dir' | 'symlink' | 'socket' | 'other';
+
+// One lstat of a path.
+export interface Entry {
+  path: string;
+  type: EntryType;
+  uid: number;
+  gid: number;
+  // Permission bits only (& 0o7777).
+  mode: number;
+}
+
+// Who should own what. In production root is uid 0 and steward is the `steward` account; under a
+// root prefix (tests, demos) the current user stands in for both, and `note` says so.
+export interface Owners {
+  rootUid: number;
+  // The agent's user; null when that account does not exist (then `accountProblem` says so).
+  stewardUid: number | null;
+  // The group of helper.sock, /run/steward and the receipts; null: not checked (`note` says why).
+  stewardGid: number | null;
+  // '' in production; else why ownership expectations differ.
+  note: string;
+  // In production: the missing `steward` user or group, '' when both exist.
+  accountProblem: string;
+}
+
+// The walk of the trees root reads (etc/steward, opt/steward, var/lib/steward).
+export interface TreeWalk {
+  roots: string[];
+  entries: Entry[];
+  // Set when the walk stopped at its cap before seeing everything.
+  capped: boolean;
+  cap: number;
+  // Paths that could not be read (readdir or lstat failed), with the reason.
+  unreadable: Array<{ path: string; error: string }>;
+}
+
+// Either a value or why there is none.
+export type Probe<T> = ({ ok: true } & T) | { ok: false; error: string };
+
+export type UnitsObservation =
+  | { kind: 'skipped'; why: string }
+  | { kind: 'no-systemd'; why: string }
+  | { kind: 'observed'; units: Array<{ name: string; activeState: string }> };
+
+export interface SocketsObservation {
+  helperSock: Entry | null;
+  adminSock: Entry | null;
+  status: Probe<{ socket: string; pid: number; recovering: boolean }>;
+}
+
+// A parsed key file: `rawPublicKey` is the hex of the 32-byte Ed25519 public key.
+export type KeyFile = { state: 'missing' } | { state: 'invalid'; error: string } | { state: 'ok'; rawPublicKey: string };
+export type NodeIdFile = { state: 'missing' } | { state: 'invalid'; error: string } | { state: 'ok'; nodeId: string };
+
+export interface KeysObservation {
+  helperKeyFile: string;
+  helperPubFile: string;
+  helperKey: KeyFile;
+  helperPub: KeyFile;
+  trustedKeys: Array<{ file: string; error: string | null }>;
+  nodeStateFile: string;
+  enrollmentFile: string;
+  nodeState: NodeIdFile;
+  enrollment: NodeIdFile;
+}
+
+export type ConfigObservation = Probe<{ file: string; apps: Array<{ name: string; runner: string }>; controlPlane: { url: string; caFile?: string | undefined; insecure?: boolean | undefined } | null; diskReserveBytes: number }> & {
+  file: string;
+};
+
+export type NtpObservation = { state: 'synced' } | { state: 'not-synced' } | { state: 'unavailable'; why: string };
+
+export type SkewObservation =
+  | { state: 'no-control-plane' }
+  | { state: 'unreachable'; url: string; why: string }
+  // skewMs: the control plane's clock minus ours (positive: ours is behind).
+  | { state: 'measured'; url: string; skewMs: number };
+
+export interface DiskObservation {
+  // The steward folder the space is for (/opt/steward, /var/lib/steward), as an operator names it.
+  label: string;
+  dir: string;
+  space: Probe<{ freeBytes: number; totalBytes: number }>;
+}

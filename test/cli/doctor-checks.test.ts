@@ -1,0 +1,150 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { passed, type CheckResult } from '../../src/core/doctor/check-result.js';
+import {
+  checkClock,
+  checkConfig,
+  checkDisk,
+  checkKeys,
+  checkSockets,
+  checkUnits,
+  DISK_FAIL_MARGIN_BYTES,
+  GIB,
+  MIB,
+  SKEW_FAIL_MS,
+  SKEW_WARN_MS,
+} from '../../src/core/doctor/host-checks.js';
+import type { Entry, KeysObservation, Owners, SocketsObservation } from '../../src/core/doctor/observations.js';
+import { formatChecks } from '../../src/cli/commands/doctor.js';
+
+const PROD: Owners = { rootUid: 0, stewardUid: 990, stewardGid: 990, note: '', accountProblem: '' };
+const statuses = (rs: CheckResult[]) => rs.map((r) => `${r.status} ${r.name}`);
+
+test('clock skew: ok up to 1 min, warn up to 5 min, fail beyond, either direction', () => {
+  const cases: Array<[number, string]> = [
+    [0, 'ok'],
+    [SKEW_WARN_MS, 'ok'],
+    [SKEW_WARN_MS + 1, 'warn'],
+    [-(SKEW_WARN_MS + 1), 'warn'],
+    [SKEW_FAIL_MS, 'warn'],
+    [SKEW_FAIL_MS + 1, 'fail'],
+    [-10 * 60_000, 'fail'],
+  ];
+  for (const [skewMs, want] of cases) {
+    const [, skew] = checkClock({ state: 'synced' }, { state: 'measured', url: 'http://127.0.0.1:1', skewMs });
+    assert.equal(skew?.status, want, `skew ${skewMs} ms`);
+    assert.match(skew?.detail ?? '', /127\.0\.0\.1/);
+  }
+});
+
+test('clock: an unsynchronized clock, a missing timedatectl and an unreachable control plane warn', () => {
+  assert.deepEqual(statuses(checkClock({ state: 'not-synced' }, { state: 'no-control-plane' })), ['warn clock ntp', 'ok clock skew']);
+  const r = checkClock({ state: 'unavailable', why: 'timedatectl is not installed' }, { state: 'unreachable', url: 'https://cp', why: 'ECONNREFUSED' });
+  assert.deepEqual(statuses(r), ['warn clock ntp', 'warn clock skew']);
+  assert.match(r[1]?.detail ?? '', /ECONNREFUSED/);
+});
+
+test('disk: fail below the reserve plus 100 MiB, warn below 1 GiB or 10 %, else ok', () => {
+  const reserve = 10 * MIB;
+  const at = (freeBytes: number, totalBytes = 1000 * GIB) => checkDisk({ label: '/opt/steward', dir: '/opt/steward', space: { ok: true, freeBytes, totalBytes } }, reserve).status;
+  assert.equal(at(reserve + DISK_FAIL_MARGIN_BYTES - 1), 'fail');
+  assert.equal(at(reserve + DISK_FAIL_MARGIN_BYTES), 'warn');
+  assert.equal(at(GIB - 1, 2 * GIB), 'warn');
+  assert.equal(at(GIB, 10 * GIB), 'ok');
+  assert.equal(at(99 * GIB, 1000 * GIB), 'warn', 'below 10 %');
+  assert.equal(at(100 * GIB, 1000 * GIB), 'ok');
+  assert.equal(checkDisk({ label: '/opt/steward', dir: '/x', space: { ok: false, error: 'EACCES' } }, reserve).status, 'warn');
+});
+
+test('units: active is ok, an inactive helper fails, an inactive agent only warns before enrollment', () => {
+  const units = (helper: string, agent: string) => ({ kind: 'observed' as const, units: [{ name: 'steward-helper.service', activeState: helper }, { name: 'steward-agent.service', activeState: agent }] });
+  assert.deepEqual(statuses(checkUnits(units('active', 'active'), true)), ['ok unit steward-helper.service', 'ok unit steward-agent.service']);
+  assert.deepEqual(statuses(checkUnits(units('failed', 'inactive'), false)), ['fail unit steward-helper.service', 'warn unit steward-agent.service']);
+  assert.deepEqual(statuses(checkUnits(units('active', 'inactive'), true)), ['ok unit steward-helper.service', 'fail unit steward-agent.service']);
+  assert.deepEqual(statuses(checkUnits({ kind: 'no-systemd', why: 'PID 1 is not systemd' }, true)), ['warn units']);
+  assert.deepEqual(statuses(checkUnits({ kind: 'skipped', why: 'root prefix' }, true)), ['warn units']);
+});
+
+const sock = (path: string, mode: number, gid = 990): Entry => ({ path, type: 'socket', uid: 0, gid, mode });
+const sockets = (over: Partial<SocketsObservation> = {}): SocketsObservation => ({
+  helperSock: sock('/run/steward/helper.sock', 0o660),
+  adminSock: sock('/run/steward/admin.sock', 0o600, 0),
+  status: { ok: true, socket: '/run/steward/admin.sock', pid: 42, recovering: false },
+  ...over,
+});
+const files = { helperSock: '/run/steward/helper.sock', adminSock: '/run/steward/admin.sock' };
+
+test('sockets: modes, the steward group, existence and a status answer are each checked', () => {
+  assert.ok(passed(checkSockets(sockets(), files, PROD)));
+  const cases: Array<[Partial<SocketsObservation>, string, RegExp]> = [
+    [{ helperSock: sock('/run/steward/helper.sock', 0o666) }, 'helper.sock', /mode 0666, expected 0660/],
+    [{ helperSock: sock('/run/steward/helper.sock', 0o660, 0) }, 'helper.sock', /group gid 0, expected steward/],
+    [{ adminSock: sock('/run/steward/admin.sock', 0o660) }, 'admin.sock', /mode 0660, expected 0600/],
+    [{ adminSock: null }, 'admin.sock', /does not exist/],
+    [{ status: { ok: false, error: 'ECONNREFUSED' } }, 'helper status', /ECONNREFUSED/],
+  ];
+  for (const [over, name, detail] of cases) {
+    const failed = checkSockets(sockets(over), files, PROD).filter((r) => r.status === 'fail');
+    assert.deepEqual(failed.map((r) => r.name), [name]);
+    assert.match(failed[0]?.detail ?? '', detail);
+  }
+  // Under a root prefix without the steward group, the group is not checked.
+  assert.ok(passed(checkSockets(sockets({ helperSock: sock('/r/helper.sock', 0o660, 0) }), files, { ...PROD, stewardGid: null })));
+});
+
+const keys = (over: Partial<KeysObservation> = {}): KeysObservation => ({
+  helperKeyFile: '/k/helper.key',
+  helperPubFile: '/k/helper.pub',
+  helperKey: { state: 'ok', rawPublicKey: 'aa' },
+  helperPub: { state: 'ok', rawPublicKey: 'aa' },
+  trustedKeys: [{ file: '/t/web/a.pub', error: null }],
+  nodeStateFile: '/s/node.json',
+  enrollmentFile: '/a/enrollment.json',
+  nodeState: { state: 'ok', nodeId: 'n1' },
+  enrollment: { state: 'ok', nodeId: 'n1' },
+  ...over,
+});
+
+test('keys: a matching pair, parsing trusted keys and an agreeing enrollment are ok', () => {
+  assert.deepEqual(statuses(checkKeys(keys())), ['ok helper key', 'ok trusted keys', 'ok enrollment']);
+});
+
+test('keys: each broken piece fails its own line naming the file', () => {
+  const cases: Array<[Partial<KeysObservation>, string, RegExp]> = [
+    [{ helperKey: { state: 'missing' } }, 'helper key', /helper\.key does not exist/],
+    [{ helperKey: { state: 'invalid', error: 'not an Ed25519 private key' } }, 'helper key', /helper\.key: not an Ed25519/],
+    [{ helperPub: { state: 'ok', rawPublicKey: 'bb' } }, 'helper key', /helper\.pub does not match/],
+    [{ helperPub: { state: 'missing' } }, 'helper key', /helper\.pub does not exist/],
+    [{ trustedKeys: [{ file: '/t/web/bad.pub', error: 'not a key' }] }, 'trusted keys', /\/t\/web\/bad\.pub: not a key/],
+    [{ enrollment: { state: 'ok', nodeId: 'n2' } }, 'enrollment', /n1 .* n2/],
+    [{ enrollment: { state: 'missing' } }, 'enrollment', /enrollment\.json does not exist/],
+    [{ nodeState: { state: 'invalid', error: 'bad json' } }, 'enrollment', /node\.json: bad json/],
+  ];
+  for (const [over, name, detail] of cases) {
+    const failed = checkKeys(keys(over)).filter((r) => r.status === 'fail');
+    assert.deepEqual(failed.map((r) => r.name), [name], JSON.stringify(over));
+    assert.match(failed[0]?.detail ?? '', detail);
+  }
+});
+
+test('keys: not enrolled and no trusted keys are warnings', () => {
+  const r = checkKeys(keys({ nodeState: { state: 'missing' }, enrollment: { state: 'missing' }, trustedKeys: [] }));
+  assert.deepEqual(statuses(r), ['ok helper key', 'warn trusted keys', 'warn enrollment']);
+});
+
+test('config: loads with apps is ok, without apps warns, an error fails with its message', () => {
+  const base = { file: '/etc/steward/steward.json', controlPlane: null, diskReserveBytes: 0 };
+  assert.equal(checkConfig({ ok: true, ...base, apps: [{ name: 'web', runner: 'process' }] }).status, 'ok');
+  assert.equal(checkConfig({ ok: true, ...base, apps: [] }).status, 'warn');
+  const r = checkConfig({ ok: false, file: base.file, error: '/etc/steward/steward.json: apps.web.user: no user named web' });
+  assert.equal(r.status, 'fail');
+  assert.match(r.detail, /no user named web/);
+});
+
+test('the human output is one line per check: status, padded name, detail', () => {
+  const text = formatChecks([
+    { name: 'config', status: 'ok', detail: 'fine' },
+    { name: 'clock skew', status: 'fail', detail: 'two\nlines' },
+  ]);
+  assert.equal(text, 'ok    config      fine\nfail  clock skew  two lines\n');
+});

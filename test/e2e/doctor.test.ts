@@ -1,0 +1,165 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { receiptsFile, trustedKeysFor } from '../../src/core/paths.js';
+import { generateKeyPair } from '../../src/platform/keys.js';
+import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { killApps } from '../helpers/app-processes.js';
+import { freePort, releaseArgs } from '../fixtures/app-releases.js';
+
+let host: TestHost;
+let helper: HelperProcess;
+const apps = { web: processApp({ stopTimeoutMs: 1000 }) };
+
+before(async () => {
+  host = makeHost({ apps });
+  helper = await startHelper(host);
+  // One real update: a release tree, a current symlink and a receipts file to check.
+  const port = await freePort();
+  const r = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
+  assert.equal(r.code, 0, r.stderr + r.stdout);
+});
+
+after(async () => {
+  await helper?.stop();
+  if (host) killApps(host, ['web']);
+  host?.cleanup();
+});
+
+interface Check {
+  name: string;
+  status: 'ok' | 'warn' | 'fail';
+  detail: string;
+}
+
+async function doctor(): Promise<{ code: number; checks: Check[]; failed: Check[] }> {
+  const r = await agentctl(host, ['doctor', '--json']);
+  assert.ok(r.json, `doctor --json printed JSON: ${r.stdout} ${r.stderr}`);
+  const checks = r.json.checks as Check[];
+  assert.equal(r.json.ok, checks.every((c) => c.status !== 'fail'));
+  return { code: r.code, checks, failed: checks.filter((c) => c.status === 'fail') };
+}
+
+// Plants a problem, expects exactly `name` to fail with a detail naming `file`, then undoes it.
+async function expectOnlyFailure(name: string, file: string, plant: () => void, undo: () => void): Promise<void> {
+  plant();
+  try {
+    const r = await doctor();
+    assert.deepEqual(r.failed.map((c) => c.name), [name], JSON.stringify(r.failed));
+    assert.ok(r.failed[0]?.detail.includes(file), `${r.failed[0]?.detail} names ${file}`);
+    assert.equal(r.code, 1);
+  } finally {
+    undo();
+  }
+}
+
+test('a healthy host is all ok or warn, exits 0, and prints one line per check', { timeout: 60_000 }, async () => {
+  const r = await doctor();
+  assert.deepEqual(r.failed, []);
+  assert.equal(r.code, 0);
+  const names = r.checks.map((c) => c.name);
+  for (const n of ['units', 'helper.sock', 'admin.sock', 'helper status', 'permissions', 'helper key', 'trusted keys', 'enrollment', 'config', 'clock ntp', 'clock skew']) {
+    assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
+  }
+  assert.equal(r.checks.find((c) => c.name === 'permissions')?.status, 'ok');
+  const human = await agentctl(host, ['doctor']);
+  assert.equal(human.code, 0);
+  const lines = human.stdout.trimEnd().split('\n');
+  assert.equal(lines.length, r.checks.length);
+  for (const line of lines) assert.match(line, /^(ok  |warn|fail)  \S/);
+});
+
+test('a group-writable config fails the permissions check only', { timeout: 60_000 }, async () => {
+  const f = host.paths.configFile;
+  await expectOnlyFailure('permissions', f, () => chmodSync(f, 0o664), () => chmodSync(f, 0o644));
+});
+
+test('a world-writable folder under /opt/steward fails the permissions check only', { timeout: 60_000 }, async () => {
+  const d = path.join(host.paths.appsDir, 'web', 'planted');
+  const plant = () => {
+    mkdirSync(d);
+    chmodSync(d, 0o777);
+  };
+  await expectOnlyFailure('permissions', d, plant, () => rmdirSync(d));
+});
+
+test('a helper.key with mode 0644 fails the permissions check only', { timeout: 60_000 }, async () => {
+  const f = host.paths.helperKey;
+  await expectOnlyFailure('permissions', f, () => chmodSync(f, 0o644), () => chmodSync(f, 0o600));
+});
+
+test('a helper.pub that does not match helper.key fails the helper key check only', { timeout: 60_000 }, async () => {
+  const f = host.paths.helperPub;
+  const original = readFileSync(f);
+  await expectOnlyFailure('helper key', f, () => writeFileSync(f, generateKeyPair().publicPem), () => writeFileSync(f, original));
+});
+
+test('a trusted key that is not a key fails the trusted keys check only', { timeout: 60_000 }, async () => {
+  const dir = trustedKeysFor(host.paths, 'web');
+  const f = path.join(dir, 'not-a-key.pub');
+  const plant = () => {
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    writeFileSync(f, 'hello, I am not a PEM key\n', { mode: 0o644 });
+  };
+  await expectOnlyFailure('trusted keys', f, plant, () => rmSync(f));
+});
+
+test('a receipts file with the wrong mode fails the permissions check only', { timeout: 60_000 }, async () => {
+  const f = receiptsFile(host.paths, 'web');
+  await expectOnlyFailure('permissions', f, () => chmodSync(f, 0o644), () => chmodSync(f, 0o640));
+});
+
+// A control plane on loopback whose Date header is `offsetMs` off this host's clock.
+async function skewedControlPlane(offsetMs: number): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((_req, res) => {
+    res.setHeader('Date', new Date(Date.now() + offsetMs).toUTCString());
+    res.writeHead(405, { 'Content-Type': 'application/json' });
+    res.end('{"error":{"code":"BAD_BODY","message":"POST only"}}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+async function clockSkewWith(url: string): Promise<{ code: number; skew: Check | undefined; failed: Check[] }> {
+  host.writeConfig({ apps, controlPlane: { url } });
+  try {
+    const r = await doctor();
+    return { code: r.code, skew: r.checks.find((c) => c.name === 'clock skew'), failed: r.failed };
+  } finally {
+    host.writeConfig({ apps });
+  }
+}
+
+test('a control plane 10 minutes off fails the clock check, 2 minutes off warns', { timeout: 60_000 }, async () => {
+  const far = await skewedControlPlane(10 * 60_000);
+  try {
+    const r = await clockSkewWith(far.url);
+    assert.deepEqual(r.failed.map((c) => c.name), ['clock skew']);
+    assert.match(r.skew?.detail ?? '', /10\.0 min behind the control plane/);
+    assert.equal(r.code, 1);
+  } finally {
+    await far.close();
+  }
+  const near = await skewedControlPlane(-2 * 60_000);
+  try {
+    const r = await clockSkewWith(near.url);
+    assert.equal(r.skew?.status, 'warn');
+    assert.match(r.skew?.detail ?? '', /2\.0 min ahead of the control plane/);
+    assert.equal(r.code, 0);
+  } finally {
+    await near.close();
+  }
+});
+
+test('a control plane that is down is a warning naming why', { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  const r = await clockSkewWith(`http://127.0.0.1:${port}`);
+  assert.equal(r.skew?.status, 'warn');
+  assert.match(r.skew?.detail ?? '', /ECONNREFUSED/);
+  assert.deepEqual(r.failed, []);
+  assert.equal(r.code, 0);
+});
