@@ -9,6 +9,7 @@ import { registerMaintenance } from './commands/maintenance.js';
 import { registerReceipts } from './commands/receipts.js';
 import { registerRunState } from './commands/run-state.js';
 import { registerEnroll } from './commands/enroll.js';
+import { registerInstall } from './commands/install.js';
 import { EXIT } from './error-message.js';
 import { reportError } from './output.js';
 
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerReceipts(program);
   registerRunState(program);
   registerEnroll(program);
+  registerInstall(program);
   return program;
 }
 
