@@ -112,10 +112,11 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
     } else {
       did('start', 'unchanged', `${HELPER_UNIT} is enabled and active`);
     }
-    if (changed || unitActions[AGENT_UNIT] !== 'unchanged') {
-      // try-restart: only if it runs; a not-yet-enrolled host has no agent running.
+    const agentActive = (await opts.tools.run('systemctl', ['is-active', AGENT_UNIT], { allowFail: true })).stdout.trim() === 'active';
+    if (agentActive && (changed || unitActions[AGENT_UNIT] !== 'unchanged')) {
+      // Only a running agent (an enrolled host) is restarted onto the new code.
       await opts.tools.run('systemctl', ['try-restart', AGENT_UNIT]);
-      did('agent', 'ran', `systemctl try-restart ${AGENT_UNIT}`);
+      did('agent', 'ran', `systemctl try-restart ${AGENT_UNIT} (new code or unit)`);
     }
   }
   return steps;
