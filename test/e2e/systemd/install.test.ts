@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { appRelease, freePort } from '../../fixtures/app-releases.js';
+import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, type SystemdContainer } from '../../helpers/systemd-container.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
@@ -41,6 +43,16 @@ async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined |
   }
 }
 
+// Writes bytes to a file inside the container.
+async function writeIn(box: SystemdContainer, file: string, bytes: Buffer | string): Promise<void> {
+  const child = box.spawn('/bin/sh', ['-c', 'umask 022 && cat > "$1"', 'sh', file]);
+  const code = await new Promise<number | null>((resolve) => {
+    child.once('close', (c) => resolve(c));
+    child.stdin?.end(bytes);
+  });
+  assert.equal(code, 0, `writing ${file} in the container`);
+}
+
 // Connects to a Unix socket as the steward user: 'connected' or the errno code.
 const CONNECT = "require('net').connect(process.argv[1]).on('connect',()=>{console.log('connected');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})";
 
@@ -48,7 +60,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
   const box = await bootOrSkip(t);
   if (!box) return;
   const ran: string[] = [];
-  const planned = 8;
+  const planned = 9;
   t.after(async () => {
     console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
     if (ran.length < planned) {
@@ -121,6 +133,37 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const status = await asSteward(box, ['/usr/bin/node', `${INSTALLED}/agentctl.js`, 'status', '--json']);
     assert.equal(status.code, 0, `status over helper.sock as steward: ${status.text}`);
     ran.push('steward denied admin.sock, journal, key');
+  });
+
+  await t.test('the hardened helper unit updates an app (a tarball in /tmp, over admin.sock) that runs as its own unit and outlives a helper restart', async () => {
+    assert.equal((await run(box, 'useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'stwweb'])).code, 0);
+    const config = { apps: { web: { runner: 'process', user: 'stwweb', group: 'stwweb' } } };
+    await writeIn(box, '/etc/steward/steward.json', JSON.stringify(config, null, 2));
+    assert.equal((await run(box, 'systemctl', ['restart', 'steward-helper'])).code, 0);
+    const ctl = ['/usr/bin/node', `${INSTALLED}/agentctl.js`];
+    await waitFor('the restarted helper', async () => (await run(box, ctl[0] as string, [ctl[1] as string, 'status', '--json'])).json?.recovering === false);
+    const port = await freePort();
+    const tgz = appRelease('web', '1.0.0', port, { stableMs: 200 });
+    await writeIn(box, '/tmp/web-1.0.0.tgz', tgz);
+    const up = await run(box, ctl[0] as string, [ctl[1] as string, 'update', 'web', '1.0.0', '--file', '/tmp/web-1.0.0.tgz', '--integrity', sri(tgz), '--allow-unsigned', '--json'], 120_000);
+    assert.equal(up.code, 0, up.text);
+    assert.equal(up.json.outcome, 'active', up.text);
+    const show = async () => (await run(box, 'systemctl', ['show', '-p', 'MainPID', '-p', 'User', '-p', 'ActiveState', 'steward-app-web.service'])).stdout;
+    const before = await show();
+    assert.match(before, /User=stwweb/);
+    assert.match(before, /ActiveState=active/);
+    assert.equal((await run(box, 'systemctl', ['restart', 'steward-helper'])).code, 0);
+    const st = await waitFor('the helper to adopt web', async () => {
+      const r = await run(box, ctl[0] as string, [ctl[1] as string, 'status', 'web', '--json']);
+      return r.json?.recovering === false && r.json.apps[0]?.supervisor?.state === 'running' ? r.json.apps[0] : null;
+    });
+    assert.equal(await show(), before, 'the app unit (and its pid) is untouched by the helper restart');
+    assert.equal(`MainPID=${st.supervisor.pid}`, before.split('\n').find((l) => l.startsWith('MainPID=')));
+    // Leave the host config as install made it for the idempotence check below.
+    assert.equal((await run(box, ctl[0] as string, [ctl[1] as string, 'stop', 'web', '--json'])).code, 0);
+    await writeIn(box, '/etc/steward/steward.json', JSON.stringify({ apps: {} }, null, 2) + '\n');
+    assert.equal((await run(box, 'systemctl', ['restart', 'steward-helper'])).code, 0);
+    ran.push('app update + survives helper restart under the hardened unit');
   });
 
   await t.test('enrolled against steward-control on the loopback, the agent unit heartbeats as steward', async () => {
