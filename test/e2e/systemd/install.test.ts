@@ -60,7 +60,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
   const box = await bootOrSkip(t);
   if (!box) return;
   const ran: string[] = [];
-  const planned = 9;
+  const planned = 10;
   t.after(async () => {
     console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
     if (ran.length < planned) {
@@ -211,6 +211,29 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const human = await run(box, '/usr/bin/node', [AGENTCTL, 'install'], 180_000);
     assert.match(human.stdout, /nothing to do: steward is installed and up to date/);
     ran.push('second install idempotent');
+  });
+
+  await t.test('uninstall keeps the state; install --no-start resumes it without starting; install starts it', async () => {
+    const key = (await run(box, 'sha256sum', ['/var/lib/steward/keys/helper.key'])).stdout;
+    const un = await run(box, '/usr/bin/node', [AGENTCTL, 'uninstall', '--json'], 120_000);
+    assert.equal(un.code, 0, un.text);
+    assert.notEqual((await run(box, 'systemctl', ['is-active', 'steward-helper'])).stdout.trim(), 'active');
+    assert.equal((await run(box, 'test', ['-e', '/etc/systemd/system/steward-helper.service'])).code, 1);
+    assert.equal((await run(box, 'test', ['-e', '/opt/steward/lib'])).code, 1);
+    assert.equal((await run(box, 'sha256sum', ['/var/lib/steward/keys/helper.key'])).stdout, key, 'the helper key is kept');
+    assert.equal((await run(box, 'test', ['-f', '/var/lib/steward/state/node.json'])).code, 0, 'the enrollment is kept');
+    const noStart = await run(box, '/usr/bin/node', [AGENTCTL, 'install', '--no-start', '--json'], 180_000);
+    assert.equal(noStart.code, 0, noStart.text);
+    const by = Object.fromEntries(noStart.json.steps.map((s: any) => [s.step, s.action]));
+    assert.equal(by['helper key'], 'unchanged');
+    assert.equal(by.config, 'unchanged');
+    assert.equal(by.start, 'skipped');
+    assert.notEqual((await run(box, 'systemctl', ['is-active', 'steward-helper'])).stdout.trim(), 'active');
+    const start = await run(box, '/usr/bin/node', [AGENTCTL, 'install', '--json'], 180_000);
+    assert.equal(start.code, 0, start.text);
+    assert.equal(start.json.steps.find((s: any) => s.step === 'start').action, 'ran');
+    assert.equal((await run(box, 'systemctl', ['is-active', 'steward-helper'])).stdout.trim(), 'active');
+    ran.push('uninstall keeps state, install --no-start, install starts');
   });
 
   await t.test('uninstall as another user is refused and changes nothing', async () => {
