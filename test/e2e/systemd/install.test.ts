@@ -170,9 +170,16 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const db = '/var/tmp/control.db';
     const control = ['/usr/bin/node', `${CONTAINER_REPO}/bin/steward-control.js`];
     const serve = box.spawn(control[0] as string, [control[1] as string, 'serve', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '2']);
-    t.after(() => {
+    // Ended here, before the container stops: nsenter's child would outlive a poweroff and
+    // keep this test process alive on the pipe.
+    const served = new Promise<void>((resolve) => serve.once('close', () => resolve()));
+    const stopServe = async () => {
+      await box.exec('/usr/bin/pkill', ['-TERM', '-f', '^/usr/bin/node /opt/src/bin/steward-control.js serve']);
       serve.kill('SIGTERM');
-    });
+      const k = setTimeout(() => serve.kill('SIGKILL'), 5000);
+      await served;
+      clearTimeout(k);
+    };
     const url = await new Promise<string>((resolve, reject) => {
       let out = '';
       serve.stdout?.on('data', (c) => {
@@ -198,6 +205,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const user = (await run(box, 'systemctl', ['show', '-p', 'User', '-p', 'ActiveState', 'steward-agent'])).stdout;
     assert.match(user, /User=steward/);
     assert.match(user, /ActiveState=active/);
+    await stopServe();
     ran.push(`enroll + agent unit heartbeat (node ${nodeId})`);
   });
 
