@@ -49,6 +49,9 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   TOKEN_INVALID: { exit: EXIT.refused, hint: 'the enrollment token is unknown, used or expired; create a new one (`steward-control token create`)' },
   CONTROL_PLANE_UNREACHABLE: { exit: EXIT.unreachable, hint: 'check the control plane URL, the network and the TLS CA (`controlPlane.caFile`)' },
   CONTROL_PLANE_REFUSED: { exit: EXIT.failure, hint: 'the control plane refused the request; its message says why' },
+  NEEDS_ROOT: { exit: EXIT.refused, hint: 'run it as root (sudo agentctl ...); nothing was changed' },
+  SYSTEMD_UNAVAILABLE: { exit: EXIT.failure, hint: 'steward installs as systemd units; this host (or container) was not booted with systemd' },
+  SYSTEM_COMMAND_FAILED: { exit: EXIT.failure, hint: 'a systemd tool failed; its output is in the message, and `journalctl -xe` may say more' },
 };
 
 // The exit code for an error with this reason code.

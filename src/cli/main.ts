@@ -10,6 +10,7 @@ import { registerReceipts } from './commands/receipts.js';
 import { registerRunState } from './commands/run-state.js';
 import { registerEnroll } from './commands/enroll.js';
 import { registerDoctor } from './commands/doctor.js';
+import { registerInstall } from './commands/install.js';
 import { EXIT } from './error-message.js';
 import { reportError } from './output.js';
 
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerRunState(program);
   registerEnroll(program);
   registerDoctor(program);
+  registerInstall(program);
   return program;
 }
 

@@ -49,6 +49,10 @@ export const OPERATIONAL_CODES = [
   'TOKEN_INVALID', // the control plane refused the enrollment token
   'CONTROL_PLANE_UNREACHABLE', // no usable answer from the control plane (network, TLS, 5xx, malformed)
   'CONTROL_PLANE_REFUSED', // the control plane answered a 4xx other than TOKEN_INVALID
+  // `agentctl install` and `uninstall`:
+  'NEEDS_ROOT', // the command changes the host and must run as root
+  'SYSTEMD_UNAVAILABLE', // PID 1 is not systemd, so there is no systemctl to talk to
+  'SYSTEM_COMMAND_FAILED', // systemctl, systemd-sysusers or systemd-tmpfiles exited non-zero
 ] as const;
 
 export type RefusalCode = (typeof REFUSAL_CODES)[number];

@@ -1,0 +1,52 @@
+import type { Command } from 'commander';
+import { StewardError } from '../../core/errors.js';
+import { installSteward } from '../install/install.js';
+import type { Step } from '../install/install-layout.js';
+import { realSystemTools } from '../install/system-tools.js';
+import { uninstallSteward } from '../install/uninstall.js';
+import type { GlobalOptions } from '../context.js';
+import { printJson } from '../output.js';
+
+const CHANGES: ReadonlyArray<Step['action']> = ['created', 'updated', 'ran', 'removed'];
+
+function printStep(s: Step): void {
+  process.stdout.write(`${s.action.padEnd(9)} ${s.step.padEnd(30)} ${s.detail}\n`);
+}
+
+// Install and uninstall act on the real host only: a root prefix makes no sense for units.
+function refusePrefix(g: GlobalOptions, command: string): void {
+  if (g.root) throw new StewardError('USAGE', `agentctl ${command} installs onto this host; --root is not supported`);
+}
+
+// `agentctl install [--no-start]` and `agentctl uninstall [--purge]` (DESIGN §8, issue 6).
+export function registerInstall(program: Command): void {
+  program
+    .command('install')
+    .description('install steward on this host as systemd units (root): code, units, user, folders, helper key, default config')
+    .option('--no-start', 'do not enable and start steward-helper.service')
+    .action(async (o: { start: boolean }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      refusePrefix(g, 'install');
+      const steps = await installSteward({ start: o.start, tools: realSystemTools, ...(g.json ? {} : { onStep: printStep }) });
+      const changed = steps.some((s) => CHANGES.includes(s.action) && s.step !== 'folders');
+      if (g.json) return printJson({ ok: true, changed, steps });
+      process.stdout.write(changed ? 'steward is installed.\n' : 'nothing to do: steward is installed and up to date.\n');
+      process.stdout.write('next: agentctl enroll --control-plane URL --token T, then systemctl enable --now steward-agent\n');
+    });
+  program
+    .command('uninstall')
+    .description('stop and disable steward units and remove what install dropped (root); --purge also removes all state')
+    .option('--purge', 'ALSO REMOVE /var/lib/steward, /var/lib/steward-agent, /opt/steward (release trees), /etc/steward')
+    .action(async (o: { purge?: boolean }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      refusePrefix(g, 'uninstall');
+      if (o.purge && !g.json) {
+        process.stderr.write('agentctl: PURGE: removing every release tree, journal, receipt, key, the host config and the node identity of this host\n');
+      }
+      const steps = await uninstallSteward({ purge: !!o.purge, tools: realSystemTools, ...(g.json ? {} : { onStep: printStep }) });
+      if (g.json) return printJson({ ok: true, purged: !!o.purge, steps });
+      process.stdout.write(o.purge
+        ? 'steward is uninstalled and PURGED. Kept: the user and group steward, /var/lib/steward-apps (app data), /var/log/steward.\n'
+        : 'steward is uninstalled; its state is kept (agentctl install resumes it; uninstall --purge removes it).\n');
+    });
+}
