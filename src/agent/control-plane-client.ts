@@ -1,9 +1,7 @@
 // POSTs one JSON body to the control plane and reads its answer, with a deadline and a cap on
 // the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`.
-import http from 'node:http';
-import https from 'node:https';
 import { StewardError } from '../core/errors.js';
-import { pinLoopback, readExtraCa } from '../platform/http-fetch.js';
+import { readExtraCa, startRequest } from '../platform/http-fetch.js';
 import { readOwnVersion } from '../platform/own-version.js';
 import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from './control-plane-url.js';
 
@@ -57,22 +55,7 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
       if (err) reject(err);
       else resolve(value as PostAnswer);
     };
-    const hostname = u.hostname.replace(/^\[|\]$/g, '');
-    const options: https.RequestOptions = {
-      protocol: u.protocol,
-      hostname,
-      port: u.port === '' ? undefined : Number(u.port),
-      path: u.pathname,
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json' },
-      agent: false,
-    };
-    if (hostname === 'localhost') options.lookup = pinLoopback;
-    if (u.protocol === 'https:') {
-      options.rejectUnauthorized = true;
-      if (ca) options.ca = ca;
-    }
-    const req = (u.protocol === 'https:' ? https : http).request(options);
+    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json' }, ca);
     // Before anything can destroy it: a destroyed request emits 'error' (socket hang up), and an
     // 'error' without a listener would crash the agent.
     req.on('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));

@@ -161,25 +161,33 @@ export const pinLoopback = ((_host: string, options: { all?: boolean }, cb: (...
   else cb(null, '127.0.0.1', 4);
 }) as unknown as LookupFunction;
 
+// Starts one request to `u` the way every steward client does: no connection reuse, `localhost`
+// pinned to 127.0.0.1, https verified against Node's CAs plus `ca`. The caller attaches its
+// 'error' listener at once.
+export function startRequest(u: URL, method: string, headers: http.OutgoingHttpHeaders, ca: string[] | undefined, extra: https.RequestOptions = {}): ClientRequest {
+  const hostname = u.hostname.replace(/^\[|\]$/g, '');
+  const options: https.RequestOptions = {
+    protocol: u.protocol,
+    hostname,
+    port: u.port === '' ? undefined : Number(u.port),
+    path: `${u.pathname}${u.search}`,
+    method,
+    headers,
+    agent: false,
+    ...extra,
+  };
+  if (hostname === 'localhost') options.lookup = pinLoopback;
+  if (u.protocol === 'https:') {
+    options.rejectUnauthorized = true;
+    if (ca) options.ca = ca;
+  }
+  return (u.protocol === 'https:' ? https : http).request(options);
+}
+
 function request(u: URL, ca: string[] | undefined, guard: TransferGuard): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const hostname = u.hostname.replace(/^\[|\]$/g, '');
-    const options: https.RequestOptions = {
-      protocol: u.protocol,
-      hostname,
-      port: u.port === '' ? undefined : Number(u.port),
-      path: `${u.pathname}${u.search}`,
-      method: 'GET',
-      // No cookies, no compression: the hashed bytes are exactly the bytes the manifest names.
-      headers: { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' },
-      agent: false,
-    };
-    if (hostname === 'localhost') options.lookup = pinLoopback;
-    if (u.protocol === 'https:') {
-      options.rejectUnauthorized = true;
-      if (ca) options.ca = ca;
-    }
-    const req = (u.protocol === 'https:' ? https : http).request(options);
+    // No cookies, no compression: the hashed bytes are exactly the bytes the manifest names.
+    const req = startRequest(u, 'GET', { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' }, ca);
     guard.attachRequest(req);
     req.once('response', (res) => {
       guard.attachResponse(res);

@@ -1,11 +1,9 @@
 // Measures this host's clock against the control plane's: one GET of /v1/heartbeat (any answer
 // will do, usually 405) and its HTTP Date header, honoring controlPlane.caFile and insecure.
-import http from 'node:http';
-import https from 'node:https';
 import { HEARTBEAT_PATH } from '../../core/control-api.js';
 import type { SkewObservation } from '../../core/doctor/observations.js';
 import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from '../../agent/control-plane-url.js';
-import { pinLoopback, readExtraCa } from '../../platform/http-fetch.js';
+import { readExtraCa, startRequest } from '../../platform/http-fetch.js';
 
 export const CLOCK_PROBE_TIMEOUT_MS = 5_000;
 
@@ -22,22 +20,6 @@ export async function probeControlPlaneClock(settings: ControlPlaneSettings, tim
   const url = settings.url;
   return new Promise((resolve) => {
     const sentAt = now();
-    const hostname = u.hostname.replace(/^\[|\]$/g, '');
-    const options: https.RequestOptions = {
-      protocol: u.protocol,
-      hostname,
-      port: u.port === '' ? undefined : Number(u.port),
-      path: u.pathname,
-      method: 'GET',
-      headers: { 'User-Agent': 'agentctl-doctor' },
-      agent: false,
-      timeout: timeoutMs,
-    };
-    if (hostname === 'localhost') options.lookup = pinLoopback;
-    if (u.protocol === 'https:') {
-      options.rejectUnauthorized = true;
-      if (ca) options.ca = ca;
-    }
     let settled = false;
     const done = (v: SkewObservation) => {
       if (settled) return;
@@ -46,7 +28,7 @@ export async function probeControlPlaneClock(settings: ControlPlaneSettings, tim
       req.destroy();
       resolve(v);
     };
-    const req = (u.protocol === 'https:' ? https : http).request(options);
+    const req = startRequest(u, 'GET', { 'User-Agent': 'agentctl-doctor' }, ca, { timeout: timeoutMs });
     req.on('error', (err: NodeJS.ErrnoException) => done({ state: 'unreachable', url, why: `${err.message}${err.code ? ` (${err.code})` : ''}` }));
     const timer = setTimeout(() => done({ state: 'unreachable', url, why: `no answer within ${timeoutMs} ms` }), timeoutMs);
     req.once('response', (res) => {
