@@ -168,3 +168,15 @@ function run(file: string, args: string[], timeoutMs: number): Promise<ExecResul
     });
   });
 }
+
+// Polls `fn` every `everyMs` until it returns something truthy, and returns that; throws naming
+// `what` after `timeoutMs`. Each poll inside a container is an nsenter, so callers pick the cadence.
+export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appRelease, freePort, type AppBehavior } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
-import { bootOrSkip, CONTAINER_REPO, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 
 // steward-helper itself as a unit of a real systemd 252 (booted in a container; the repository
 // is mounted read-only at /opt/src), with the systemd runner it picks there: the app is its own
@@ -68,16 +68,6 @@ async function webStatus(box: SystemdContainer): Promise<any> {
 async function show(box: SystemdContainer, unit: string, props = 'User,MainPID,ActiveState,LoadState'): Promise<Record<string, string>> {
   const r = await box.exec('systemctl', ['show', '-p', props, '--', unit]);
   return Object.fromEntries(r.stdout.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 // Installs (or updates to) `version` of web from a tarball built here and copied in.

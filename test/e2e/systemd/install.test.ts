@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appRelease, freePort } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
-import { bootOrSkip, CONTAINER_REPO, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
 // read-only at /opt/src, so install copies steward from there): the user, the units, the modes of
@@ -11,7 +11,6 @@ import { bootOrSkip, CONTAINER_REPO, type SystemdContainer } from '../../helpers
 
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const INSTALLED = '/opt/steward/lib/bin';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function run(box: SystemdContainer, cmd: string, args: string[] = [], timeoutMs = 60_000) {
   const r = await box.exec(cmd, args, { timeoutMs });
@@ -31,16 +30,6 @@ async function sh(box: SystemdContainer, script: string, ...args: string[]) {
 // Runs `args` as the steward user with its groups (setpriv: no login shell, no PAM).
 async function asSteward(box: SystemdContainer, args: string[]) {
   return run(box, 'setpriv', ['--reuid=steward', '--regid=steward', '--init-groups', '--', ...args]);
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 // Writes bytes to a file inside the container.
@@ -94,7 +83,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const st = await waitFor('agentctl status', async () => {
       const r = await run(box, '/usr/bin/node', [`${INSTALLED}/agentctl.js`, 'status', '--json']);
       return r.code === 0 && r.json?.recovering === false ? r : null;
-    });
+    }, 30_000, 200);
     assert.deepEqual(st.json.apps, []);
     assert.equal(st.json.root, '/');
     ran.push('helper active, status as root');
@@ -141,7 +130,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     await writeIn(box, '/etc/steward/steward.json', JSON.stringify(config, null, 2));
     assert.equal((await run(box, 'systemctl', ['restart', 'steward-helper'])).code, 0);
     const ctl = ['/usr/bin/node', `${INSTALLED}/agentctl.js`];
-    await waitFor('the restarted helper', async () => (await run(box, ctl[0] as string, [ctl[1] as string, 'status', '--json'])).json?.recovering === false);
+    await waitFor('the restarted helper', async () => (await run(box, ctl[0] as string, [ctl[1] as string, 'status', '--json'])).json?.recovering === false, 30_000, 200);
     const port = await freePort();
     const tgz = appRelease('web', '1.0.0', port, { stableMs: 200 });
     await writeIn(box, '/tmp/web-1.0.0.tgz', tgz);
@@ -156,7 +145,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const st = await waitFor('the helper to adopt web', async () => {
       const r = await run(box, ctl[0] as string, [ctl[1] as string, 'status', 'web', '--json']);
       return r.json?.recovering === false && r.json.apps[0]?.supervisor?.state === 'running' ? r.json.apps[0] : null;
-    });
+    }, 30_000, 200);
     assert.equal(await show(), before, 'the app unit (and its pid) is untouched by the helper restart');
     assert.equal(`MainPID=${st.supervisor.pid}`, before.split('\n').find((l) => l.startsWith('MainPID=')));
     // Leave the host config as install made it for the idempotence check below.
