@@ -196,8 +196,11 @@ test('isAlive is false once the app exited', async (t) => {
 });
 
 test('isAlive counts a zombie as dead', async (t) => {
-  // `sleep 0` becomes a zombie: its parent turns into `sleep 30` and never reaps it.
-  const sh = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // The background subshell becomes a zombie: it exits only once its parent has turned into
+  // `sleep 30`, which never reaps it. (`sleep 0 &` raced the exec: a shell that reaped it first
+  // left no zombie to find.)
+  const script = 'p=$$; (while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done) & echo $!; exec sleep 30';
+  const sh = spawn('sh', ['-c', script], { stdio: ['ignore', 'pipe', 'ignore'] });
   t.after(() => sh.kill('SIGKILL'));
   const zpid = await waitFor('the zombie pid', () => /^(\d+)$/m.exec(String(sh.stdout.read() ?? ''))?.[1]);
   const id = await waitFor('the zombie', async () => {
