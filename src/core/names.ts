@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { isVersion, MAX_VERSION_LENGTH, VERSION_RE } from './version.js';
 
+// The app the agent itself is installed as (issue 6): its releases are only ever signed ones.
+export const AGENT_APP = 'steward-agent';
+
 // App names become folder names and unit names (`steward-app-<app>`): lowercase
 // letters, digits, `-` and `_`, starting with a letter or digit.
 export const APP_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;

@@ -22,12 +22,13 @@ function refusePrefix(g: GlobalOptions, command: string): void {
 export function registerInstall(program: Command): void {
   program
     .command('install')
-    .description('install steward on this host as systemd units (root): code, units, user, folders, helper key, default config')
+    .description('install steward on this host as systemd units (root): code, units, user, folders, helper key, default config, the agent release')
     .option('--no-start', 'do not enable and start steward-helper.service')
-    .action(async (o: { start: boolean }, cmd: Command) => {
+    .option('--agent-key <pem>', 'trust this Ed25519 release public key (PEM) for steward-agent updates')
+    .action(async (o: { start: boolean; agentKey?: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       refusePrefix(g, 'install');
-      const steps = await installSteward({ start: o.start, tools: realSystemTools, ...(g.json ? {} : { onStep: printStep }) });
+      const steps = await installSteward({ start: o.start, agentKey: o.agentKey, tools: realSystemTools, ...(g.json ? {} : { onStep: printStep }) });
       const changed = steps.some((s) => CHANGES.includes(s.action) && s.step !== 'folders');
       if (g.json) return printJson({ ok: true, changed, steps });
       process.stdout.write(changed ? 'steward is installed.\n' : 'nothing to do: steward is installed and up to date.\n');

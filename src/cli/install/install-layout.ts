@@ -13,8 +13,10 @@ export const CONFIG_DIR = '/etc/steward';
 // What of the package is copied (relative to the package root). dist/test is left behind.
 export const CODE_ITEMS = ['package.json', 'bin', 'dist/src', 'node_modules', 'systemd', 'docs', 'README.md'];
 
-// The default host config: no apps yet. Every other setting has its documented default.
-export const DEFAULT_CONFIG = { apps: {} };
+// The default host config: the agent as the app `steward-agent`, run by its own unit (DESIGN §2).
+// Every other setting has its documented default.
+export const AGENT_APP_CONFIG = { runner: 'unit', unit: 'steward-agent.service' } as const;
+export const DEFAULT_CONFIG = { apps: { 'steward-agent': AGENT_APP_CONFIG } };
 
 // Config files dropped from the package's systemd/ folder: [source under systemd/, target].
 export const DROPPED_FILES: Array<[string, string]> = [

@@ -1,13 +1,16 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { StewardError } from '../../core/errors.js';
+import { AGENT_APP } from '../../core/names.js';
 import { hostPaths } from '../../core/paths.js';
 import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
 import { packageRoot } from '../../platform/own-version.js';
 import { lookupGroup, lookupUser } from '../../platform/users.js';
+import { installAgentRelease } from './agent-release.js';
+import { trustAgentKey } from './agent-key.js';
 import { installCode } from './copy-code.js';
 import {
-  AGENT_UNIT, CODE_ITEMS, CONFIG_DIR, DEFAULT_CONFIG, DROPPED_FILES, HELPER_UNIT, LIB_DIR, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step,
+  AGENT_APP_CONFIG, AGENT_UNIT, CODE_ITEMS, CONFIG_DIR, DEFAULT_CONFIG, DROPPED_FILES, HELPER_UNIT, LIB_DIR, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step,
 } from './install-layout.js';
 import { checkRootFolder, writeIfChanged } from './root-files.js';
 import { requireRoot, requireSystemd, type SystemTools } from './system-tools.js';
@@ -16,6 +19,8 @@ export interface InstallOptions {
   // Skip `systemctl enable --now steward-helper` (and any restart of a running helper).
   start: boolean;
   tools: SystemTools;
+  // A PEM Ed25519 public key to trust for steward-agent releases (trusted-keys/steward-agent/).
+  agentKey?: string | undefined;
   // Called with each step as it is done, for the one-line-per-step output.
   onStep?: (s: Step) => void;
 }
@@ -91,10 +96,20 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
     did('config', 'unchanged', `${paths.configFile} exists and is left as it is`);
   } else {
     await writeIfChanged(paths.configFile, Buffer.from(JSON.stringify(DEFAULT_CONFIG, null, 2) + '\n'), 0o644);
-    did('config', 'created', `${paths.configFile} with no apps`);
+    did('config', 'created', `${paths.configFile} with the app ${AGENT_APP} (runner unit)`);
+  }
+  const agentEntry = await configHasAgent(paths.configFile);
+  if (!agentEntry) {
+    did('config agent', 'skipped', `${paths.configFile} has no app ${AGENT_APP}: steward cannot update the agent until you add "${AGENT_APP}": ${JSON.stringify(AGENT_APP_CONFIG)} and restart ${HELPER_UNIT}`);
   }
 
-  // 7. The helper running the installed code. The agent is enabled by the operator once the
+  // 7. The agent as a release of the app steward-agent, and the key its updates must be signed by.
+  const trust = await trustAgentKey(paths, opts.agentKey);
+  did('agent key', trust.action, trust.detail);
+  const agent = await installAgentRelease(pkg, paths);
+  did('agent release', agent.action, agent.detail);
+
+  // 8. The helper running the installed code. The agent is enabled by the operator once the
   // host is enrolled (`agentctl enroll`, then `systemctl enable --now steward-agent`).
   const changed = code !== 'unchanged';
   if (!opts.start) {
@@ -113,13 +128,25 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
       did('start', 'unchanged', `${HELPER_UNIT} is enabled and active`);
     }
     const agentActive = (await opts.tools.run('systemctl', ['is-active', AGENT_UNIT], { allowFail: true })).stdout.trim() === 'active';
-    if (agentActive && (changed || unitActions[AGENT_UNIT] !== 'unchanged')) {
-      // Only a running agent (an enrolled host) is restarted onto the new code.
+    if (agentActive && unitActions[AGENT_UNIT] !== 'unchanged') {
+      // Only a running agent (an enrolled host) is restarted onto its new unit. New code in
+      // /opt/steward/lib does not concern it: it runs its own release tree.
       await opts.tools.run('systemctl', ['try-restart', AGENT_UNIT]);
-      did('agent', 'ran', `systemctl try-restart ${AGENT_UNIT} (new code or unit)`);
+      did('agent', 'ran', `systemctl try-restart ${AGENT_UNIT} (new unit)`);
     }
   }
   return steps;
+}
+
+// Whether the host config names the app steward-agent (an unreadable config says no: the
+// helper reports its own error about it at start).
+async function configHasAgent(file: string): Promise<boolean> {
+  try {
+    const cfg = JSON.parse(await fsp.readFile(file, 'utf8')) as { apps?: Record<string, unknown> };
+    return !!cfg.apps && Object.prototype.hasOwnProperty.call(cfg.apps, AGENT_APP);
+  } catch {
+    return false;
+  }
 }
 
 // Owner, group and mode of every folder a tmpfiles.d `d` line names, to tell whether

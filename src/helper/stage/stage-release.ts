@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import type { HostConfig } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
+import { AGENT_APP } from '../../core/names.js';
 import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, type Envelope, type Marker } from '../../core/release-schemas.js';
 import type { SocketKind, StageResult } from '../../protocol/schemas.js';
@@ -40,6 +41,9 @@ export interface StageInput {
   allowUnsigned?: boolean | undefined;
   allowDowngrade?: boolean | undefined;
   force?: boolean | undefined;
+  // The folder of keys trusted for this one staging instead of trusted-keys/<app>/: only
+  // `agentctl install` sets it (its one-time key); no socket request can (stageInputOf).
+  trustedDir?: string | undefined;
   progress?: (phase: string, bytes?: number, total?: number) => void;
 }
 
@@ -158,7 +162,7 @@ async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> 
     const m = await verifyManifest(input.manifest, {
       app,
       version,
-      trustedDir: trustedKeysFor(deps.paths, app),
+      trustedDir: input.trustedDir ?? trustedKeysFor(deps.paths, app),
       now: deps.clock.now(),
     });
     if (input.integrity && input.integrity !== m.payload.integrity) {
@@ -171,6 +175,10 @@ async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> 
   }
   if (input.kind !== 'admin') {
     throw new StewardError('SIGNATURE_INVALID', `${app} ${version}: helper.sock takes only releases with a signed manifest`);
+  }
+  if (app === AGENT_APP) {
+    // Why never unsigned: the agent holds the node key and speaks for the host to the control plane.
+    throw new StewardError('SIGNATURE_INVALID', `${app} ${version}: the agent is only ever installed from a release signed by a key in ${trustedKeysFor(deps.paths, app)}; --allow-unsigned does not apply to it`);
   }
   if (!input.allowUnsigned) {
     throw new StewardError('SIGNATURE_INVALID', `${app} ${version}: no signed manifest; an unsigned tarball needs --allow-unsigned`);
