@@ -41,7 +41,10 @@ export async function runTransaction(
     const live = core.attempts.get(req.attemptId);
     if (live) {
       if (live.app !== req.app) throw new StewardError('BAD_REQUEST', `attempt ${req.attemptId} belongs to app ${live.app}`);
-      return core.attempts.follow(live, relay);
+      // noWait holds for an attach too: the agent re-sending an attemptId that is updating the
+      // agent itself must not wait for the attempt that stops it (its unit's stop would wait
+      // for it in turn, until the agent's own timeout).
+      return req.noWait ? acceptedOrDone(core, live, req.attemptId, req.app, relay) : core.attempts.follow(live, relay);
     }
     const settled = await core.receipts.find(req.app, req.attemptId);
     if (settled) return answerFromReceipt(settled);
@@ -82,11 +85,20 @@ export async function runTransaction(
       held.release();
     }
   });
-  if (req.noWait) {
-    const accepted = entry.accepted.then((): AcceptedAnswer => ({ attemptId, app: req.app, accepted: true }));
-    return Promise.race([accepted, core.attempts.follow(entry, relay)]);
-  }
-  return core.attempts.follow(entry, relay);
+  return req.noWait ? acceptedOrDone(core, entry, attemptId, req.app, relay) : core.attempts.follow(entry, relay);
+}
+
+// For noWait: `accepted` once the attempt's journal is durable, or its answer if it ends first
+// (a refusal before the journal).
+function acceptedOrDone(
+  core: TransactionCore,
+  entry: NonNullable<ReturnType<Attempts<UpdateAnswer>['get']>>,
+  attemptId: string,
+  app: string,
+  relay: (p: ProgressLine) => void,
+): Promise<UpdateAnswer | AcceptedAnswer> {
+  const accepted = entry.accepted.then((): AcceptedAnswer => ({ attemptId, app, accepted: true }));
+  return Promise.race([accepted, core.attempts.follow(entry, relay)]);
 }
 
 export type { SocketKind };
