@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { removeTree } from '../../platform/fs-atomic.js';
 import { AGENT_UNIT, HELPER_UNIT, LIB_DIR, PURGED_DIRS, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step } from './install-layout.js';
+import { HELPER_CGROUP, stopCgroupLeftovers } from './cgroup-leftovers.js';
 import { removeIfPresent } from './root-files.js';
 import { requireRoot, requireSystemd, type SystemTools } from './system-tools.js';
 
@@ -35,9 +36,14 @@ export async function uninstallSteward(opts: UninstallOptions): Promise<Step[]> 
     did(`stop ${unit}`, 'ran', `systemctl disable --now ${unit}`);
   }
   if (opts.purge) {
-    // Why: the apps' release trees are about to be removed; transient app units would run on deleted files.
+    // Why: the apps' release trees are about to be removed; apps would run on deleted files.
     await opts.tools.run('systemctl', ['stop', 'steward-app-*.service'], { allowFail: true });
-    did('stop apps', 'ran', 'systemctl stop steward-app-*.service (detached apps, if any, are not stopped)');
+    did('stop apps', 'ran', 'systemctl stop steward-app-*.service (apps run by the systemd runner)');
+    // Apps of the detached runner outlive the helper in its cgroup (KillMode=process).
+    const cgroup = (await opts.tools.run('systemctl', ['show', '-p', 'ControlGroup', '--value', HELPER_UNIT], { allowFail: true })).stdout.trim();
+    const dir = cgroup ? path.join('/sys/fs/cgroup', cgroup) : HELPER_CGROUP;
+    const pids = await stopCgroupLeftovers(dir);
+    did('stop detached apps', pids.length ? 'ran' : 'skipped', pids.length ? `stopped pids ${pids.join(', ')} left in ${dir}` : `none left in ${dir}`);
   }
 
   // 2. What install dropped.

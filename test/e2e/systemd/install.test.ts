@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appRelease, freePort } from '../../fixtures/app-releases.js';
-import { sri } from '../../helpers/host.js';
+import { REPO, sri } from '../../helpers/host.js';
+import { packageVersion } from '../../../src/cli/install/agent-release-pack.js';
+import { DEFAULT_CONFIG } from '../../../src/cli/install/install-layout.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
@@ -84,7 +86,8 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
       const r = await run(box, '/usr/bin/node', [`${INSTALLED}/agentctl.js`, 'status', '--json']);
       return r.code === 0 && r.json?.recovering === false ? r : null;
     }, 30_000, 200);
-    assert.deepEqual(st.json.apps, []);
+    // The agent itself is the one app of a fresh install (issue 6 item 3; agent-as-app.test.ts).
+    assert.deepEqual(st.json.apps.map((a: any) => [a.name, a.runner, a.current]), [['steward-agent', 'unit', packageVersion(REPO)]]);
     assert.equal(st.json.root, '/');
     ran.push('helper active, status as root');
   });
@@ -93,8 +96,9 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const r = await run(box, 'find', ['/opt/steward', '/etc/steward', '/var/lib/steward', '/run/steward', '(', '-user', 'steward', '-o', '-perm', '/022', ')']);
     assert.equal(r.code, 0, r.text);
     const hits = r.stdout.split('\n').filter(Boolean);
-    // Symlinks always read 0777 (their mode means nothing on Linux): node_modules/.bin's links.
-    const links = hits.filter((p) => p.startsWith('/opt/steward/lib/node_modules/') && p.includes('/.bin/'));
+    // Symlinks always read 0777 (their mode means nothing on Linux): node_modules/.bin's links and
+    // the `current` link of the agent's release.
+    const links = hits.filter((p) => (p.startsWith('/opt/steward/lib/node_modules/') && p.includes('/.bin/')) || p === '/opt/steward/apps/steward-agent/current');
     for (const l of links) assert.equal((await run(box, 'test', ['-L', l])).code, 0, `${l} is a symlink`);
     assert.deepEqual(hits.filter((p) => !links.includes(p)), ['/run/steward/helper.sock']);
     const modes = await run(box, 'stat', ['-c', '%n %a %U:%G', '/run/steward', '/run/steward/helper.sock', '/run/steward/admin.sock', '/var/lib/steward/receipts', '/var/lib/steward/keys/helper.key', '/var/lib/steward-agent', '/etc/steward/steward.json']);
@@ -126,7 +130,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
 
   await t.test('the hardened helper unit updates an app (a tarball in /tmp, over admin.sock) that runs as its own unit and outlives a helper restart', async () => {
     assert.equal((await run(box, 'useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'stwweb'])).code, 0);
-    const config = { apps: { web: { runner: 'process', user: 'stwweb', group: 'stwweb' } } };
+    const config = { apps: { ...DEFAULT_CONFIG.apps, web: { runner: 'process', user: 'stwweb', group: 'stwweb' } } };
     await writeIn(box, '/etc/steward/steward.json', JSON.stringify(config, null, 2));
     assert.equal((await run(box, 'systemctl', ['restart', 'steward-helper'])).code, 0);
     const ctl = ['/usr/bin/node', `${INSTALLED}/agentctl.js`];
@@ -150,7 +154,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     assert.equal(`MainPID=${st.supervisor.pid}`, before.split('\n').find((l) => l.startsWith('MainPID=')));
     // Leave the host config as install made it for the idempotence check below.
     assert.equal((await run(box, ctl[0] as string, [ctl[1] as string, 'stop', 'web', '--json'])).code, 0);
-    await writeIn(box, '/etc/steward/steward.json', JSON.stringify({ apps: {} }, null, 2) + '\n');
+    await writeIn(box, '/etc/steward/steward.json', JSON.stringify(DEFAULT_CONFIG, null, 2) + '\n');
     assert.equal((await run(box, 'systemctl', ['restart', 'steward-helper'])).code, 0);
     ran.push('app update + survives helper restart under the hardened unit');
   });
