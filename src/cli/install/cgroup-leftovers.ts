@@ -1,10 +1,23 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 
-// The helper unit's cgroup (cgroup v2, systemd's default layout). With the `detached` process
-// runner, apps are children of the helper that KillMode=process leaves in this cgroup when the
-// helper stops: once the helper is stopped, every process still in it is such an app.
-export const HELPER_CGROUP = '/sys/fs/cgroup/system.slice/steward-helper.service';
+// With the `detached` process runner, apps are children of the helper that KillMode=process
+// leaves in the helper unit's cgroup when the helper stops: once the helper is stopped, every
+// process still in that cgroup is such an app.
+
+// Where a unit's cgroup (`ControlGroup=` of `systemctl show`, e.g. /system.slice/x.service) is
+// mounted: cgroup v2 (unified), or the hybrid and legacy layouts' unified and name=systemd
+// hierarchies, which also hold every process of the unit.
+const CGROUP_MOUNTS = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified', '/sys/fs/cgroup/systemd'];
+
+// The folder of `cgroup` under the first mount that has it, or null.
+export async function cgroupDir(cgroup: string): Promise<string | null> {
+  for (const mount of CGROUP_MOUNTS) {
+    const dir = path.join(mount, cgroup);
+    if (await fsp.access(path.join(dir, 'cgroup.procs')).then(() => true, () => false)) return dir;
+  }
+  return null;
+}
 
 // The pids in a cgroup (and its sub-cgroups), or [] when it does not exist.
 async function cgroupPids(dir: string): Promise<number[]> {

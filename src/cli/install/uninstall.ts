@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { removeTree } from '../../platform/fs-atomic.js';
 import { AGENT_UNIT, HELPER_UNIT, LIB_DIR, PURGED_DIRS, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step } from './install-layout.js';
-import { HELPER_CGROUP, stopCgroupLeftovers } from './cgroup-leftovers.js';
+import { cgroupDir, stopCgroupLeftovers } from './cgroup-leftovers.js';
 import { removeIfPresent } from './root-files.js';
 import { requireRoot, requireSystemd, type SystemTools } from './system-tools.js';
 
@@ -41,9 +41,9 @@ export async function uninstallSteward(opts: UninstallOptions): Promise<Step[]> 
     did('stop apps', 'ran', 'systemctl stop steward-app-*.service (apps run by the systemd runner)');
     // Apps of the detached runner outlive the helper in its cgroup (KillMode=process).
     const cgroup = (await opts.tools.run('systemctl', ['show', '-p', 'ControlGroup', '--value', HELPER_UNIT], { allowFail: true })).stdout.trim();
-    const dir = cgroup ? path.join('/sys/fs/cgroup', cgroup) : HELPER_CGROUP;
-    const pids = await stopCgroupLeftovers(dir);
-    did('stop detached apps', pids.length ? 'ran' : 'skipped', pids.length ? `stopped pids ${pids.join(', ')} left in ${dir}` : `none left in ${dir}`);
+    const dir = await cgroupDir(cgroup || `/system.slice/${HELPER_UNIT}`);
+    const pids = dir ? await stopCgroupLeftovers(dir) : [];
+    did('stop detached apps', pids.length ? 'ran' : 'skipped', pids.length ? `stopped pids ${pids.join(', ')} left in ${dir}` : `none left in the ${HELPER_UNIT} cgroup`);
   }
 
   // 2. What install dropped.

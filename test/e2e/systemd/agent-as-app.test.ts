@@ -228,7 +228,8 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     // What a `detached`-runner app is to systemd: a process in the helper's cgroup that
     // KillMode=process leaves running when the helper stops.
     const cg = (await run(box, 'systemctl', ['show', '-p', 'ControlGroup', '--value', 'steward-helper.service'])).stdout.trim();
-    const spawned = await run(box, '/bin/sh', ['-c', 'sleep 600 </dev/null >/dev/null 2>&1 & echo $! > "/sys/fs/cgroup$1/cgroup.procs" && echo $!', 'sh', cg]);
+    // (cgroup v2, or the name=systemd hierarchy of a hybrid host such as this one may be.)
+    const spawned = await run(box, '/bin/sh', ['-c', 'sleep 600 </dev/null >/dev/null 2>&1 & for m in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do [ -f "$m$1/cgroup.procs" ] && echo $! > "$m$1/cgroup.procs" && echo $! && exit 0; done; exit 1', 'sh', cg]);
     const pid = Number(spawned.stdout.trim());
     assert.ok(pid > 0, spawned.text);
     const r = await run(box, '/usr/bin/node', [AGENTCTL, 'uninstall', '--purge', '--json'], 120_000);
