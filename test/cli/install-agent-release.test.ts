@@ -6,22 +6,18 @@ import path from 'node:path';
 import { installAgentRelease } from '../../src/cli/install/agent-release.js';
 import { trustAgentKey } from '../../src/cli/install/agent-key.js';
 import { AGENT_ENTRY, AGENT_IMPORTS, packageVersion } from '../../src/cli/install/agent-release-pack.js';
-import { hostConfigSchema } from '../../src/core/config-schema.js';
 import { StewardError } from '../../src/core/errors.js';
 import { AGENT_APP } from '../../src/core/names.js';
 import { currentLink, trustedKeysFor, versionDir } from '../../src/core/paths.js';
 import { readAppState } from '../../src/helper/state/app-state.js';
 import { readMarker } from '../../src/helper/release-store.js';
-import { realStageIO } from '../../src/helper/stage/real-stage-io.js';
-import { stageRelease } from '../../src/helper/stage/stage-release.js';
-import { systemClock } from '../../src/platform/clock.js';
 import { generateKeyPair } from '../../src/platform/keys.js';
 import { IS_ROOT, makeHost, REPO, sri } from '../helpers/host.js';
 
 // `agentctl install`'s agent release: the agent packed from the steward package, staged through
 // the helper's own staging as a signed release of the app steward-agent, `current` pointing at
-// it; idempotent; never replacing a version steward has since updated to. Unsigned agent
-// releases are refused even on admin.sock.
+// it; idempotent; never replacing a version steward has since updated to. (Unsigned agent
+// releases: test/security/agent-release-unsigned.test.ts.)
 
 const agentHost = () => makeHost({ apps: { [AGENT_APP]: { runner: 'unit', unit: 'steward-agent.service' } } });
 
@@ -75,22 +71,6 @@ test('a version steward has since updated the agent to is left alone by install'
   const r = await installAgentRelease(REPO, host.paths);
   assert.equal(r.action, 'skipped', r.detail);
   assert.equal(readlinkSync(link), 'versions/99.0.0');
-});
-
-test('an unsigned steward-agent release is refused on admin.sock even with --allow-unsigned', async (t) => {
-  const host = agentHost();
-  t.after(() => host.cleanup());
-  const tgz = path.join(host.scratch, 'agent.tgz');
-  writeFileSync(tgz, 'not even read');
-  const config = hostConfigSchema.parse({ apps: { [AGENT_APP]: { runner: 'unit', unit: 'steward-agent.service' } } });
-  await assert.rejects(
-    stageRelease(
-      { paths: host.paths, config, clock: systemClock, io: realStageIO },
-      { kind: 'admin', app: AGENT_APP, version: '1.0.0', path: tgz, integrity: sri(Buffer.from('not even read')), allowUnsigned: true },
-    ),
-    (err: unknown) => err instanceof StewardError && err.code === 'SIGNATURE_INVALID' && /only ever installed from a release signed/.test(err.message),
-  );
-  assert.equal(existsSync(versionDir(host.paths, AGENT_APP, '1.0.0')), false);
 });
 
 test('--agent-key trusts a public key for steward-agent by its keyId and refuses a private key', async (t) => {

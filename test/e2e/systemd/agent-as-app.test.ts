@@ -173,6 +173,9 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     const after = await agentProcess(box);
     assert.notEqual(after.pid, before.pid, 'a new main process');
     assert.equal(after.cwd, `${APP_DIR}/versions/${v1}`);
+    assert.equal(after.cmdline, `/usr/bin/node ${APP_DIR}/current/bin/steward-agent.js`);
+    // The version the running agent reads from its own package.json: the new code runs.
+    await waitFor(`a heartbeat from agent ${v1}`, async () => (await control(['nodes'])).json?.nodes?.[0]?.agentVersion === v1, 30_000, 500);
     const st = await run(box, '/usr/bin/node', [AGENTCTL, 'status', 'steward-agent', '--json']);
     assert.equal(st.json.apps[0].current, v1);
     assert.equal(st.json.apps[0].unit.mainPid, after.pid);
