@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/cli/install/agent-release-pack.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { CONTROL_BIN, runIn, serveControl, writeIn } from '../../helpers/container-commands.js';
 import { makeReleaseKey, manifestFor, REPO } from '../../helpers/host.js';
 
 // The agent as the steward app `steward-agent` under a real systemd 252 (issue 6, item 3): install
@@ -15,28 +16,10 @@ import { makeReleaseKey, manifestFor, REPO } from '../../helpers/host.js';
 // noWait and the new agent process relays the receipt).
 
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
-const CONTROL = `${CONTAINER_REPO}/bin/steward-control.js`;
+const CONTROL = CONTROL_BIN;
 const APP_DIR = '/opt/steward/apps/steward-agent';
 
-async function run(box: SystemdContainer, cmd: string, args: string[] = [], timeoutMs = 60_000) {
-  const r = await box.exec(cmd, args, { timeoutMs });
-  let json: any = null;
-  try {
-    json = JSON.parse(r.stdout);
-  } catch {
-    // not JSON
-  }
-  return { ...r, json, text: `${r.stdout}${r.stderr}` };
-}
-
-async function writeIn(box: SystemdContainer, file: string, bytes: Buffer | string): Promise<void> {
-  const child = box.spawn('/bin/sh', ['-c', 'umask 022 && cat > "$1"', 'sh', file]);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', (c) => resolve(c));
-    child.stdin?.end(bytes);
-  });
-  assert.equal(code, 0, `writing ${file} in the container`);
-}
+const run = runIn;
 
 // The agent unit's main process: its pid, the release folder it runs in and its command line.
 async function agentProcess(box: SystemdContainer): Promise<{ pid: number; cwd: string; cmdline: string }> {
@@ -113,25 +96,9 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
 
   // Enrolled against steward-control on the container's loopback: the agent unit can start.
   const db = '/var/tmp/control.db';
-  const serve = box.spawn('/usr/bin/node', [CONTROL, 'serve', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
-  const served = new Promise<void>((resolve) => serve.once('close', () => resolve()));
-  stopServe = async () => {
-    if (serve.exitCode !== null || serve.signalCode !== null) return;
-    await box.exec('/usr/bin/pkill', ['-TERM', '-f', `^/usr/bin/node ${CONTROL} serve`]);
-    serve.kill('SIGTERM');
-    const k = setTimeout(() => serve.kill('SIGKILL'), 5000);
-    await served;
-    clearTimeout(k);
-  };
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    serve.stdout?.on('data', (c) => {
-      out += c;
-      const m = /listening on (\S+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    serve.once('close', (code) => reject(new Error(`steward-control serve exited ${code}`)));
-  });
+  const served = await serveControl(box, db, 1);
+  stopServe = served.stop;
+  const url = served.url;
   const control = (args: string[]) => run(box, '/usr/bin/node', [CONTROL, ...args, '--db', db, '--json']);
   const cpReceipt = (version: string) =>
     waitFor(`the control plane to hold a receipt for steward-agent ${version}`, async () => {

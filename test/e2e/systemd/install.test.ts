@@ -5,6 +5,7 @@ import { REPO, sri } from '../../helpers/host.js';
 import { packageVersion } from '../../../src/cli/install/agent-release-pack.js';
 import { DEFAULT_CONFIG } from '../../../src/cli/install/install-layout.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { CONTROL_BIN, runIn, serveControl, writeIn } from '../../helpers/container-commands.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
 // read-only at /opt/src, so install copies steward from there): the user, the units, the modes of
@@ -14,16 +15,7 @@ import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../.
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const INSTALLED = '/opt/steward/lib/bin';
 
-async function run(box: SystemdContainer, cmd: string, args: string[] = [], timeoutMs = 60_000) {
-  const r = await box.exec(cmd, args, { timeoutMs });
-  let json: any = null;
-  try {
-    json = JSON.parse(r.stdout);
-  } catch {
-    // not JSON
-  }
-  return { ...r, json, text: `${r.stdout}${r.stderr}` };
-}
+const run = runIn;
 
 async function sh(box: SystemdContainer, script: string, ...args: string[]) {
   return run(box, '/bin/sh', ['-c', script, 'sh', ...args]);
@@ -32,16 +24,6 @@ async function sh(box: SystemdContainer, script: string, ...args: string[]) {
 // Runs `args` as the steward user with its groups (setpriv: no login shell, no PAM).
 async function asSteward(box: SystemdContainer, args: string[]) {
   return run(box, 'setpriv', ['--reuid=steward', '--regid=steward', '--init-groups', '--', ...args]);
-}
-
-// Writes bytes to a file inside the container.
-async function writeIn(box: SystemdContainer, file: string, bytes: Buffer | string): Promise<void> {
-  const child = box.spawn('/bin/sh', ['-c', 'umask 022 && cat > "$1"', 'sh', file]);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', (c) => resolve(c));
-    child.stdin?.end(bytes);
-  });
-  assert.equal(code, 0, `writing ${file} in the container`);
 }
 
 // Connects to a Unix socket as the steward user: 'connected' or the errno code.
@@ -111,7 +93,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
       '/var/lib/steward-agent 700 steward:steward',
       '/etc/steward/steward.json 644 root:root',
     ]);
-    ran.push(`find: only helper.sock (+${links.length} node_modules/.bin symlinks)`);
+    ran.push(`find: only helper.sock (+${links.length} symlinks: node_modules/.bin, the agent's current)`);
   });
 
   await t.test('the steward user is denied admin.sock, the journal folder and the helper key, and may use helper.sock', async () => {
@@ -161,27 +143,8 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
 
   await t.test('enrolled against steward-control on the loopback, the agent unit heartbeats as steward', async () => {
     const db = '/var/tmp/control.db';
-    const control = ['/usr/bin/node', `${CONTAINER_REPO}/bin/steward-control.js`];
-    const serve = box.spawn(control[0] as string, [control[1] as string, 'serve', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '2']);
-    // Ended here, before the container stops: nsenter's child would outlive a poweroff and
-    // keep this test process alive on the pipe.
-    const served = new Promise<void>((resolve) => serve.once('close', () => resolve()));
-    const stopServe = async () => {
-      await box.exec('/usr/bin/pkill', ['-TERM', '-f', '^/usr/bin/node /opt/src/bin/steward-control.js serve']);
-      serve.kill('SIGTERM');
-      const k = setTimeout(() => serve.kill('SIGKILL'), 5000);
-      await served;
-      clearTimeout(k);
-    };
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      serve.stdout?.on('data', (c) => {
-        out += c;
-        const m = /listening on (\S+)/.exec(out);
-        if (m?.[1]) resolve(m[1]);
-      });
-      serve.once('close', (code) => reject(new Error(`steward-control serve exited ${code}`)));
-    });
+    const control = ['/usr/bin/node', CONTROL_BIN];
+    const { url, stop: stopServe } = await serveControl(box, db, 2);
     const token = await run(box, control[0] as string, [control[1] as string, 'token', 'create', '--db', db, '--json']);
     assert.equal(token.code, 0, token.text);
     const enroll = await run(box, '/usr/bin/node', [`${INSTALLED}/agentctl.js`, 'enroll', '--control-plane', url, '--token', token.json.token, '--json']);
