@@ -174,7 +174,9 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
   await t.test('a rollout from steward-control makes the agent update itself; the new agent relays the receipt', async () => {
     const before = await agentProcess(box);
     const v3 = next(3);
-    await release(v3);
+    // Packed by the operator's command this time (the other releases are packed by the test).
+    const pack = await control(['release', 'pack-agent', '--out', `/root/steward-agent-${v3}.tgz`, '--version', v3]);
+    assert.equal(pack.code, 0, pack.text);
     // agentctl update (admin.sock) held the app; the operator hands it back to the control plane.
     assert.equal((await run(box, '/usr/bin/node', [AGENTCTL, 'release-hold', 'steward-agent'])).code, 0);
     const add = await control(['release', 'add', 'steward-agent', v3, '--file', `/root/steward-agent-${v3}.tgz`, '--base-url', url, '--key', '/root/agent-release.key']);

@@ -1,10 +1,14 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
-import { appNameSchema, versionSchema } from '../../../core/names.js';
+import { AGENT_APP, appNameSchema, versionSchema } from '../../../core/names.js';
 import type { ManifestPayload } from '../../../core/release-schemas.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { systemClock } from '../../../platform/clock.js';
+import { packageRoot } from '../../../platform/own-version.js';
+import { layOutAgentTree, packageVersion, packTree } from '../../../cli/install/agent-release-pack.js';
 import { addRelease, DEFAULT_EXPIRES_DAYS } from '../../catalog/add-release.js';
 import { listReleases, manifestOf } from '../../store/releases.js';
 import { jsonOf, withStore } from '../context.js';
@@ -62,6 +66,29 @@ export function registerRelease(program: Command): void {
       if (jsonOf(cmd)) return printJson({ app: r.app, version: r.version, keyId: r.keyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath });
       const p = r.payload;
       process.stdout.write(`added ${app} ${version}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n`);
+    });
+  release
+    .command('pack-agent')
+    .description('pack the agent of this steward package as a release tarball of the app steward-agent (sign it with release add)')
+    .requiredOption('--out <tgz>', 'the tarball to write (must not exist)')
+    .option('--version <version>', "the release version (default: this package's version)")
+    .action(async (o: { out: string; version?: string }, cmd: Command) => {
+      const pkg = packageRoot();
+      if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package (package.json) to pack the agent from');
+      const version = o.version ?? packageVersion(pkg);
+      checkNames(AGENT_APP, version);
+      if (existsSync(o.out)) throw new StewardError('USAGE', `--out ${o.out} exists; a release tarball is never overwritten`);
+      const work = mkdtempSync(path.join(os.tmpdir(), 'steward-pack-agent-'));
+      try {
+        await layOutAgentTree(pkg, path.join(work, 'tree'), version);
+        await packTree(path.join(work, 'tree'), o.out);
+      } finally {
+        // Why: the laid-out tree is only the tarball's source.
+        rmSync(work, { recursive: true, force: true });
+      }
+      const size = statSync(o.out).size;
+      if (jsonOf(cmd)) return printJson({ app: AGENT_APP, version, file: path.resolve(o.out), size });
+      process.stdout.write(`packed ${AGENT_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${AGENT_APP} ${version} --file ${o.out} --key <agent release key> --base-url <url>\n`);
     });
   release
     .command('list [app]')
