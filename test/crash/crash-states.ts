@@ -144,6 +144,8 @@ export interface Generated {
   // Distinct states enumerated: every prefix and every single loss (exhaustively), plus the
   // random multi-loss states drawn; `states` is a seeded sample of at most `cap` of them.
   enumerated: number;
+  // How many of each kind were enumerated.
+  kinds: Record<CrashState['kind'], number>;
 }
 
 // Every prefix, every single loss (with what needs it) at every cut, and random multi-loss
@@ -176,13 +178,14 @@ export function generateCrashStates(ops: readonly FsOp[], opts: { cap: number; s
     offer({ crashAt: w.crashAt, lost: closure(g, w.crashAt, seeds), kind: 'drop-many' });
   }
   const enumerated = seen.size;
+  const kinds = { prefix: pools.prefix.length, 'drop-one': pools['drop-one'].length, 'drop-many': pools['drop-many'].length };
   // Take from the three pools in turn, each in a seeded random order, up to the cap.
   const order = (['prefix', 'drop-one', 'drop-many'] as const).map((k) => shuffle(pools[k], rng));
   const states: CrashState[] = [];
   for (let round = 0; states.length < opts.cap && order.some((p) => p.length > round); round++) {
     for (const p of order) if (round < p.length && states.length < opts.cap) states.push(p[round] as CrashState);
   }
-  return { states, enumerated };
+  return { states, enumerated, kinds };
 }
 
 function shuffle<T>(xs: T[], rng: () => number): T[] {

@@ -4,7 +4,7 @@ import { rmSync } from 'node:fs';
 import { agentctl } from '../helpers/host.js';
 import { explore, formatViolations, stateWorkDir } from './explorer.js';
 import { APP, beforeOf, crashHost, helperCheck, installVersions, releaseTrees, sleepReleaseArgs, traceHelper } from './helper-scenario.js';
-import { withoutFolderFsyncAfterCurrentRename, withoutJournalFileFsync } from './mutations.js';
+import { withoutFolderFsyncAfterCurrentRename, withoutJournalFileFsync, withoutTreeSyncfs } from './mutations.js';
 import { crashCap, crashSeed, mutationCap, requireStrace } from './settings.js';
 
 // Issue 7, items 1-3, for an update (stage: the durable tree; activation: the journal and the
@@ -36,4 +36,9 @@ test('every crash state of an update from 2.0.0 to 3.0.0 recovers, and a missing
   const m2 = await explore('update without the journal file fsync', { snapshot: rec.snapshot, ops: withoutJournalFileFsync(rec.ops) }, work, helperCheck(before), mutated);
   assert.ok(m2.violations.length > 0, 'the explorer finds no state broken by the missing journal fsync');
   console.log(formatViolations(m2, 1));
+
+  // And the durable tree: without its syncfs, `current` can end up on a tree whose files are empty.
+  const m3 = await explore('update without the syncfs of the staged tree', { snapshot: rec.snapshot, ops: withoutTreeSyncfs(rec.ops) }, work, helperCheck(before), mutated);
+  assert.ok(m3.violations.length > 0, 'the explorer finds no state broken by the missing syncfs');
+  console.log(formatViolations(m3, 1));
 });

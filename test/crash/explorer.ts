@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { processesUnder } from '../helpers/app-processes.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { generateCrashStates, type CrashState } from './crash-states.js';
 import { FsModel, loadTree, writeTree, type FsOp } from './fs-model.js';
@@ -32,22 +33,6 @@ export async function tracedPid(strace: ChildProcess): Promise<number> {
     if (Date.now() > deadline) throw new Error('strace started nothing');
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-// Pids of every live process whose working folder is inside `dir` (the apps of a root).
-export async function processesUnder(dir: string): Promise<number[]> {
-  const root = await fsp.realpath(dir).catch(() => null);
-  if (!root) return [];
-  const out: number[] = [];
-  for (const name of await fsp.readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name)) continue;
-    const cwd = await fsp.readlink(`/proc/${name}/cwd`).catch(() => null);
-    if (!cwd || !(cwd === root || cwd.startsWith(root + '/'))) continue;
-    const stat = await fsp.readFile(`/proc/${name}/stat`, 'utf8').catch(() => null);
-    if (!stat || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
-    out.push(Number(name));
-  }
-  return out;
 }
 
 // SIGKILLs every process running inside `dir`.
@@ -109,6 +94,7 @@ export interface Exploration {
   scenario: string;
   ops: number;
   enumerated: number;
+  kinds: Record<CrashState['kind'], number>;
   made: number;
   distinct: number;
   checked: number;
@@ -124,6 +110,9 @@ export async function explore(
   check: (root: string) => Promise<string[]>,
   opts: { cap: number; seed: number; concurrency?: number },
 ): Promise<Exploration> {
+  if (process.env.STEWARD_CRASH_OPS) {
+    console.log(`operations of [${scenario}]:\n${rec.ops.map((o, i) => `  #${i} ${o.k} ${o.path}`).join('\n')}`);
+  }
   const gen = generateCrashStates(rec.ops, { cap: opts.cap, seed: opts.seed, rng: mulberry32(opts.seed) });
   const byDigest = new Map<string, { state: CrashState; model: FsModel }>();
   for (const s of gen.states) {
@@ -131,7 +120,7 @@ export async function explore(
     const d = model.digest();
     if (!byDigest.has(d)) byDigest.set(d, { state: s, model });
   }
-  const result: Exploration = { scenario, ops: rec.ops.length, enumerated: gen.enumerated, made: gen.states.length, distinct: byDigest.size, checked: 0, violations: [] };
+  const result: Exploration = { scenario, ops: rec.ops.length, enumerated: gen.enumerated, kinds: gen.kinds, made: gen.states.length, distinct: byDigest.size, checked: 0, violations: [] };
   await fsp.mkdir(workDir, { recursive: true, mode: 0o755 });
   const queue = [...byDigest.values()];
   let n = 0;
@@ -164,7 +153,8 @@ export async function explore(
   // Whatever a start left running that its run record did not name.
   await killProcessesUnder(workDir);
   console.log(
-    `crash explorer [${scenario}]: ${result.ops} file-system operations traced; ${result.enumerated} crash states enumerated, ` +
+    `crash explorer [${scenario}]: ${result.ops} file-system operations traced; ${result.enumerated} distinct crash states enumerated ` +
+      `(${gen.kinds.prefix} prefixes and ${gen.kinds['drop-one']} single losses, all of them; ${gen.kinds['drop-many']} multi-loss drawn), ` +
       `${result.made} made (cap ${opts.cap}, seed ${opts.seed}), ${result.distinct} distinct on disk, ${result.checked} checked, ` +
       `${result.violations.length} violating; ${((Date.now() - started) / 1000).toFixed(1)} s ` +
       `(summed over workers: write ${ms.write} ms, start+check ${ms.check} ms, clean ${ms.clean} ms)`,

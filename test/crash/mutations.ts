@@ -22,3 +22,10 @@ export function withoutJournalFileFsync(ops: readonly FsOp[]): FsOp[] {
   if (!ops.some(isJournalTmp)) throw new Error('the trace has no fsync of a journal temp file');
   return ops.filter((op) => !isJournalTmp(op));
 }
+
+// Without the syncfs that makes an extracted release tree durable before it is renamed into
+// versions/ (the durable tree recipe).
+export function withoutTreeSyncfs(ops: readonly FsOp[]): FsOp[] {
+  if (!ops.some((op) => op.k === 'syncfs')) throw new Error('the trace has no syncfs');
+  return ops.filter((op) => op.k !== 'syncfs');
+}
