@@ -20,7 +20,8 @@ export const SKIP = (rel: string) => rel === 'run' || rel.startsWith('run/') || 
 // Starts `argv` under `strace -f`, writing the trace to `traceFile`.
 export function spawnTraced(argv: string[], traceFile: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
   const flags = ['-f', '-y', '-qq', '--seccomp-bpf', '-s', '4194304', '-o', traceFile, '-e', `trace=${TRACED_SYSCALLS.join(',')}`];
-  return spawn('strace', [...flags, ...argv], { stdio: ['ignore', 'ignore', 'pipe'], env });
+  // UV_USE_IO_URING=0: libuv may submit file operations through io_uring, which strace cannot see.
+  return spawn('strace', [...flags, ...argv], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, UV_USE_IO_URING: '0' } });
 }
 
 // The pid of the program strace started (its first child).
@@ -65,6 +66,8 @@ export function recordOps(traceFile: string, root: string, snapshot: FsModel): R
   const text = readFileSync(traceFile, 'utf8');
   const events = parseStrace(text);
   const ops = traceToOps(events, snapshot, { root, skip: SKIP });
+  // A run that wrote durably but shows no fsync was not seen whole (io_uring, a filtered call).
+  if (!ops.some((o) => o.k === 'fsync')) throw new Error(`the trace ${traceFile} shows no fsync on ${root}: the run was not traced whole`);
   return { snapshot, ops, traceLines: text.split('\n').length };
 }
 

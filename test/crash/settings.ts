@@ -4,11 +4,11 @@ import type { TestContext } from 'node:test';
 // States checked per scenario, and the sampling seed: STEWARD_CRASH_CAP and STEWARD_CRASH_SEED
 // override them (a failing run prints its seed, so it can be replayed).
 export function crashCap(): number {
-  return Number(process.env.STEWARD_CRASH_CAP) || 200;
+  return Number(process.env.STEWARD_CRASH_CAP) || 150;
 }
 // States checked per mutation test: enough to meet a violation, which is all it must show.
 export function mutationCap(): number {
-  return Math.min(crashCap(), 80);
+  return Math.min(crashCap(), 50);
 }
 export function crashSeed(): number {
   return Number(process.env.STEWARD_CRASH_SEED) || 7;
