@@ -1,34 +1,26 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { agentctl } from '../helpers/host.js';
-import { explore, formatViolations, stateWorkDir } from './explorer.js';
-import { APP, beforeOf, crashHost, helperCheck, installVersions, releaseTrees, sleepReleaseArgs, traceHelper } from './helper-scenario.js';
+import { explore, formatViolations } from './explorer.js';
+import { APP, exploreHelperScenario, helperCheck, sleepReleaseArgs } from './helper-scenario.js';
 import { withoutFolderFsyncAfterCurrentRename, withoutJournalFileFsync, withoutTreeSyncfs } from './mutations.js';
-import { crashCap, crashSeed, mutationCap, requireStrace } from './settings.js';
+import { crashSeed, mutationCap, requireStrace } from './settings.js';
 
 // Issue 7, items 1-3, for an update (stage: the durable tree; activation: the journal and the
 // atomic symlink swap; verdict, receipt, prune): every crash state a power cut could leave
 // recovers to a consistent host, and the explorer finds the bug when an fsync is left out.
 test('every crash state of an update from 2.0.0 to 3.0.0 recovers, and a missing fsync is found', async (t) => {
   if (!requireStrace(t)) return;
-  const host = crashHost();
-  t.after(() => host.cleanup());
-  await installVersions(host, ['1.0.0', '2.0.0']);
-  const before = await beforeOf(host);
-  const rec = await traceHelper(host, (h) => agentctl(h, ['update', APP, '3.0.0', ...sleepReleaseArgs(h, '3.0.0'), '--attempt-id', 'crash-update', '--json']));
-  assert.equal(rec.result?.json?.outcome, 'active', `the traced update: ${rec.result?.stdout} ${rec.result?.stderr}`);
-  await releaseTrees(host, before.trees);
-  const work = await stateWorkDir(host.scratch);
-  t.after(() => rmSync(work, { recursive: true, force: true }));
-  const opts = { cap: crashCap(), seed: crashSeed() };
-  const mutated = { cap: mutationCap(), seed: crashSeed() };
-
-  const x = await explore('update', rec, work, helperCheck(before), opts);
+  const { x, rec, before, work } = await exploreHelperScenario(t, 'update', {
+    installed: ['1.0.0', '2.0.0'],
+    act: (h) => agentctl(h, ['update', APP, '3.0.0', ...sleepReleaseArgs(h, '3.0.0'), '--attempt-id', 'crash-update', '--json']),
+    expect: (r) => assert.equal(r?.json?.outcome, 'active', `the traced update: ${r?.stdout} ${r?.stderr}`),
+  });
   assert.ok(x.checked > 0);
   assert.equal(x.violations.length, 0, formatViolations(x));
 
-  // The mutations: the same trace without one fsync must show at least one violating state.
+  // The mutations: the same trace without one sync must show at least one violating state.
+  const mutated = { cap: mutationCap(), seed: crashSeed() };
   const m1 = await explore('update without the folder fsync after the current rename', { snapshot: rec.snapshot, ops: withoutFolderFsyncAfterCurrentRename(rec.ops) }, work, helperCheck(before), mutated);
   assert.ok(m1.violations.length > 0, 'the explorer finds no state broken by the missing folder fsync');
   console.log(formatViolations(m1, 1));

@@ -152,9 +152,12 @@ export async function explore(
       ms.clean += Date.now() - t;
     }
   };
-  await Promise.all(Array.from({ length: opts.concurrency ?? 3 }, worker));
-  // Whatever a start left running that its run record did not name.
-  await killProcessesUnder(workDir);
+  try {
+    await Promise.all(Array.from({ length: opts.concurrency ?? 3 }, worker));
+  } finally {
+    // Whatever a start left running that its run record did not name.
+    await killProcessesUnder(workDir);
+  }
   console.log(
     `crash explorer [${scenario}]: ${result.ops} file-system operations traced; ${result.enumerated} distinct crash states enumerated ` +
       `(${gen.kinds.prefix} prefixes and ${gen.kinds['drop-one']} single losses, all of them; ${gen.kinds['drop-many']} multi-loss drawn), ` +

@@ -1,7 +1,8 @@
 // Helper scenarios for the crash explorer: a host whose app is a cheap `sleep` (so that each
 // crash state's recovery starts and probes a real process in milliseconds), set up by a normal
 // helper, then one operation run by a helper under strace.
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import type { TestContext } from 'node:test';
 import path from 'node:path';
 import { callHelper } from '../../src/protocol/client.js';
 import { readAppState } from '../../src/helper/state/app-state.js';
@@ -12,7 +13,8 @@ import { listVersionDirs } from '../../src/helper/release-store.js';
 import { versionDir } from '../../src/core/paths.js';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 import { agentctl, BIN, makeHost, processApp, sri, startHelper, type CliResult, type TestHost } from '../helpers/host.js';
-import { killProcessesUnder, recordOps, snapshotRoot, spawnTraced, tracedPid, waitExit, type Recorded } from './explorer.js';
+import { explore, killProcessesUnder, recordOps, snapshotRoot, spawnTraced, stateWorkDir, tracedPid, waitExit, type Exploration, type Recorded } from './explorer.js';
+import { crashCap, crashSeed } from './settings.js';
 import { checkRecoveredRoot, treeListing, type Before } from './invariants.js';
 import { runHelperStart } from './run-start.js';
 
@@ -127,4 +129,39 @@ export function helperCheck(before: Before): (root: string) => Promise<string[]>
       await started.close();
     }
   };
+}
+
+export interface HelperScenario {
+  // Versions installed (untraced) before the run.
+  installed: string[];
+  // Anything else to do to the host before the snapshot (untraced).
+  prepare?: (host: TestHost) => Promise<void>;
+  // The traced operation against the traced helper; its result is checked by `expect`.
+  act: (host: TestHost) => Promise<CliResult | void>;
+  expect: (result: CliResult | void, host: TestHost) => Promise<void> | void;
+}
+
+export interface ScenarioRun {
+  host: TestHost;
+  before: Before;
+  rec: Recorded;
+  work: string;
+  x: Exploration;
+}
+
+// Sets up a host, traces one helper operation on it and explores its crash states with the
+// helper's start and the invariants; the host and the states' folder go when the test ends.
+export async function exploreHelperScenario(t: TestContext, name: string, s: HelperScenario): Promise<ScenarioRun> {
+  const host = crashHost();
+  t.after(() => host.cleanup());
+  if (s.installed.length) await installVersions(host, s.installed);
+  await s.prepare?.(host);
+  const before = await beforeOf(host);
+  const rec = await traceHelper(host, s.act);
+  await s.expect(rec.result, host);
+  await releaseTrees(host, before.trees);
+  const work = await stateWorkDir(host.scratch);
+  t.after(() => rmSync(work, { recursive: true, force: true }));
+  const x = await explore(name, rec, work, helperCheck(before), { cap: crashCap(), seed: crashSeed() });
+  return { host, before, rec, work, x };
 }
