@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { agentctl } from '../helpers/host.js';
 import { explore, formatViolations } from './explorer.js';
-import { APP, exploreHelperScenario, helperCheck, sleepReleaseArgs } from './helper-scenario.js';
+import { APP, binaryCheck, exploreHelperScenario, helperCheck, sleepReleaseArgs } from './helper-scenario.js';
 import { withoutFolderFsyncAfterCurrentRename, withoutJournalFileFsync, withoutTreeSyncfs } from './mutations.js';
 import { crashSeed, mutationCap, requireStrace } from './settings.js';
 
@@ -18,12 +18,24 @@ test('every crash state of an update from 2.0.0 to 3.0.0 recovers, and a missing
   });
   assert.ok(x.checked > 0);
   assert.equal(x.violations.length, 0, formatViolations(x));
+  // A few of the same states, started by the real steward-helper binary instead of startApps.
+  const xbin = await explore('update, started by the steward-helper binary', rec, work, binaryCheck(before), { cap: 6, seed: crashSeed() });
+  assert.equal(xbin.violations.length, 0, formatViolations(xbin));
 
   // The mutations: the same trace without one sync must show at least one violating state.
   const mutated = { cap: mutationCap(), seed: crashSeed() };
   const m1 = await explore('update without the folder fsync after the current rename', { snapshot: rec.snapshot, ops: withoutFolderFsyncAfterCurrentRename(rec.ops) }, work, helperCheck(before), mutated);
   assert.ok(m1.violations.length > 0, 'the explorer finds no state broken by the missing folder fsync');
   console.log(formatViolations(m1, 1));
+  // The real steward-helper binary, started with --root on the same broken states, breaks the same way.
+  const m1bin = await explore(
+    'the same states, started by the steward-helper binary',
+    { snapshot: rec.snapshot, ops: withoutFolderFsyncAfterCurrentRename(rec.ops) },
+    work,
+    binaryCheck(before),
+    { ...mutated, states: m1.violations.slice(0, 3).map((v) => v.state) },
+  );
+  assert.equal(m1bin.violations.length, m1bin.checked, formatViolations(m1bin));
 
   const m2 = await explore('update without the journal file fsync', { snapshot: rec.snapshot, ops: withoutJournalFileFsync(rec.ops) }, work, helperCheck(before), mutated);
   assert.ok(m2.violations.length > 0, 'the explorer finds no state broken by the missing journal fsync');

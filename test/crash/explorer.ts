@@ -111,12 +111,15 @@ export async function explore(
   rec: { snapshot: FsModel; ops: FsOp[] },
   workDir: string,
   check: (root: string) => Promise<string[]>,
-  opts: { cap: number; seed: number; concurrency?: number },
+  // `states`: check exactly these (a re-check of earlier findings) instead of generating them.
+  opts: { cap: number; seed: number; concurrency?: number; states?: CrashState[] },
 ): Promise<Exploration> {
   if (process.env.STEWARD_CRASH_OPS) {
     console.log(`operations of [${scenario}]:\n${rec.ops.map((o, i) => `  #${i} ${o.k} ${o.path}`).join('\n')}`);
   }
-  const gen = generateCrashStates(rec.ops, { cap: opts.cap, seed: opts.seed, rng: mulberry32(opts.seed) });
+  const gen = opts.states
+    ? { states: opts.states, enumerated: opts.states.length, kinds: { prefix: 0, 'drop-one': 0, 'drop-many': 0 } }
+    : generateCrashStates(rec.ops, { cap: opts.cap, seed: opts.seed, rng: mulberry32(opts.seed) });
   const byDigest = new Map<string, { state: CrashState; model: FsModel }>();
   for (const s of gen.states) {
     const model = materialize(rec.snapshot, rec.ops, s);
@@ -159,8 +162,11 @@ export async function explore(
     await killProcessesUnder(workDir);
   }
   console.log(
-    `crash explorer [${scenario}]: ${result.ops} file-system operations traced; ${result.enumerated} distinct crash states enumerated ` +
-      `(${gen.kinds.prefix} prefixes and ${gen.kinds['drop-one']} single losses, all of them; ${gen.kinds['drop-many']} multi-loss drawn), ` +
+    `crash explorer [${scenario}]: ${result.ops} file-system operations traced; ` +
+      (opts.states
+        ? `${opts.states.length} crash states given (a re-check), `
+        : `${result.enumerated} distinct crash states enumerated ` +
+          `(${gen.kinds.prefix} prefixes and ${gen.kinds['drop-one']} single losses, all of them; ${gen.kinds['drop-many']} multi-loss drawn), `) +
       `${result.made} made (cap ${opts.cap}, seed ${opts.seed}), ${result.distinct} distinct on disk, ${result.checked} checked, ` +
       `${result.violations.length} violating; ${((Date.now() - started) / 1000).toFixed(1)} s ` +
       `(summed over workers: write ${ms.write} ms, start+check ${ms.check} ms, clean ${ms.clean} ms)`,

@@ -1,6 +1,8 @@
 // Helper scenarios for the crash explorer: a host whose app is a cheap `sleep` (so that each
 // crash state's recovery starts and probes a real process in milliseconds), set up by a normal
 // helper, then one operation run by a helper under strace.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { rmSync, writeFileSync } from 'node:fs';
 import type { TestContext } from 'node:test';
 import path from 'node:path';
@@ -10,7 +12,10 @@ import { ReceiptStore } from '../../src/helper/receipts/receipt-store.js';
 import { loadOrCreateHelperKey } from '../../src/helper/receipts/helper-key.js';
 import { systemClock } from '../../src/platform/clock.js';
 import { listVersionDirs } from '../../src/helper/release-store.js';
-import { versionDir } from '../../src/core/paths.js';
+import { hostPaths, versionDir } from '../../src/core/paths.js';
+import { buildCore } from '../../src/helper/build-core.js';
+import { loadHostConfig } from '../../src/helper/config.js';
+import { systemAccounts } from '../../src/platform/users.js';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 import { agentctl, BIN, makeHost, processApp, sri, startHelper, type CliResult, type TestHost } from '../helpers/host.js';
 import { explore, killProcessesUnder, recordOps, snapshotRoot, spawnTraced, stateWorkDir, tracedPid, waitExit, type Exploration, type Recorded } from './explorer.js';
@@ -164,4 +169,38 @@ export async function exploreHelperScenario(t: TestContext, name: string, s: Hel
   t.after(() => rmSync(work, { recursive: true, force: true }));
   const x = await explore(name, rec, work, helperCheck(before), { cap: crashCap(), seed: crashSeed() });
   return { host, before, rec, work, x };
+}
+
+// The same check with the real steward-helper binary doing the start: it runs with --root on
+// the state until its status says the start is over, then is stopped; the invariants are then
+// read from the disk (a block it kept only in memory is not seen here).
+export function binaryCheck(before: Before): (root: string) => Promise<string[]> {
+  return async (root) => {
+    const child = spawn(process.execPath, [BIN.helper, '--root', root], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, DEBUG: '' } });
+    let stderr = '';
+    child.stderr?.on('data', (c) => (stderr += c));
+    const paths = hostPaths(root);
+    try {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const s = (await callHelper(paths.adminSock, { v: 1, id: 1, op: 'status' }).catch(() => null)) as { recovering?: boolean } | null;
+        if (s?.recovering === false) break;
+        if (child.exitCode !== null) return [`steward-helper exited ${child.exitCode}: ${stderr}`];
+        if (Date.now() > deadline) return ['steward-helper did not finish its start within 30 s'];
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+    }
+    const config = await loadHostConfig(paths.configFile, { isRoot: process.getuid?.() === 0, accounts: systemAccounts });
+    const core = await buildCore(paths, config, process.getuid?.() === 0);
+    try {
+      return await checkRecoveredRoot({ paths, core, close: async () => {} }, before);
+    } finally {
+      await killProcessesUnder(root);
+    }
+  };
 }
