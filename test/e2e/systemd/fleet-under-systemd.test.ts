@@ -221,10 +221,14 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     // A signed receipt on the host, relayed to steward-control, which halts the run.
     const local = await agentctl(box, ['receipts', 'web', '--json']);
     assert.equal(local.code, 0, local.text);
-    const mine = JSON.stringify(local.json).includes(attemptId);
-    assert.ok(mine, `a receipt of ${attemptId} on the host: ${local.text}`);
+    const mine = local.json.receipts.filter((r: any) => r.payload?.attemptId === attemptId);
+    assert.deepEqual(mine.map((r: any) => [r.verified, r.payload.outcome, r.payload.reason?.code]), [[true, 'rolled-back', 'ACTIVATION_INTERRUPTED']], local.text);
     const receipt = await receiptOf(box, attemptId);
-    assert.deepEqual([receipt.outcome, receipt.reasonCode, receipt.targetVersion], ['rolled-back', 'ACTIVATION_INTERRUPTED', '4.0.0']);
+    assert.deepEqual([receipt.outcome, receipt.reasonCode, receipt.targetVersion, receipt.seq], ['rolled-back', 'ACTIVATION_INTERRUPTED', '4.0.0', mine[0].seq]);
+    // Exactly once, and no seq lost to the kill.
+    const { receipts } = await ctl(box, 'receipts');
+    assert.equal(receipts.filter((r: any) => r.attemptId === attemptId).length, 1);
+    assert.deepEqual((await ctl(box, 'nodes')).nodes[0].receiptLost, []);
     const run = await waitFor('the run to halt', async () => {
       const r = (await ctl(box, 'rollout', 'status', 'web')).runs[0];
       return r.status !== 'running' ? r : null;
