@@ -28,9 +28,10 @@ export async function makeContainerCgroups(name: string): Promise<string[]> {
   return made;
 }
 
-// The shell prefix that moves the shell into `dirs` before it execs the command after it.
+// The shell script that moves the shell into `dirs`, then execs its arguments. A move the
+// kernel refuses is said on stderr (the boot console) and the container boots where it is.
 export function enterCgroupsScript(dirs: string[]): string {
-  return dirs.map((d) => `echo $$ > '${d}/cgroup.procs' && `).join('') + 'exec "$@"';
+  return dirs.map((d) => `{ echo $$ > '${d}/cgroup.procs'; } 2>/dev/null || echo 'cannot enter the cgroup ${d}' >&2; `).join('') + 'exec "$@"';
 }
 
 // Removes the folders once the container is gone, deepest first; a cgroup with a process left
