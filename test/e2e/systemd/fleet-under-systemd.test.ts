@@ -137,8 +137,10 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     ['1.0.0', { stableMs: 200 }],
     ['2.0.0', { stableMs: 200, crashAfterMs: 0, crashIfExists: CRASH_FILE }],
     ['3.0.0', { health: 'fail', timeoutMs: 1500, stableMs: 200 }],
-    // Healthy, but only after staying up for 5 s: the window to kill the helper in.
-    ['4.0.0', { stableMs: 5000 }],
+    // Healthy, but only after staying up for 15 s: the window to kill the helper in. It costs
+    // nothing when the test passes (the kill comes as soon as 4.0.0 listens) and leaves room for
+    // a slow, loaded machine to see it.
+    ['4.0.0', { stableMs: 15_000 }],
   ];
   for (const [version, behavior] of releases) await addRelease(box, url, keys.privateKeyFile, 'web', version, webPort, behavior);
 
@@ -193,7 +195,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     const cursor = (await box.exec('journalctl', ['-n', '0', '--show-cursor', '--no-pager'])).stdout.match(/cursor: (\S+)/)?.[1] ?? '';
 
     await ctl(box, 'rollout', 'start', 'web', '4.0.0', '--verdict-timeout', '90s');
-    // In the middle of the activation: 4.0.0 is up and listening, its 5 s stability window open.
+    // In the middle of the activation: 4.0.0 is up and listening, its stability window open.
     const attemptId = await waitFor('web 4.0.0 to be up and probed', async () => {
       const web = await appStatus(box, 'web');
       if (web.running?.phase !== 'start') return null;
