@@ -99,7 +99,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
   if (!box) return;
   const t0 = Date.now();
   const ran: string[] = [];
-  const planned = 5;
+  const planned = 6;
   t.after(async () => {
     console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
     if (ran.length < planned) {
@@ -280,6 +280,14 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     assert.equal(Number((await show(box, 'steward-app-web.service')).MainPID), revived.supervisor.pid);
     assert.equal(await waitFor('web to answer', () => fetchVersion(webPort), 10_000, 200), '2.0.0');
     ran.push('crash loop -> error after 5 respawns -> agentctl restart');
+  });
+
+  await t.test("after all that, the steward user owns nothing of root's and only helper.sock is writable by others", async () => {
+    // Symlinks always read 0777 (their mode means nothing on Linux), so -perm only for the rest.
+    const r = await runIn(box, 'find', ['/opt/steward', '/etc/steward', '/var/lib/steward', '/run/steward', '/var/log/steward', '(', '-user', 'steward', '-o', '(', '-perm', '/022', '!', '-type', 'l', ')', ')']);
+    assert.equal(r.code, 0, r.text);
+    assert.deepEqual(r.stdout.split('\n').filter(Boolean), ['/run/steward/helper.sock']);
+    ran.push('find after the fleet scenarios: only helper.sock');
   });
 
   console.log(`whole test (boot excluded): ${Date.now() - t0} ms`);
