@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { appRelease, freePort } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { runIn as run, shIn as sh, writeIn } from '../../helpers/container-exec.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
 // read-only at /opt/src, so install copies steward from there): the user, the units, the modes of
@@ -12,34 +13,9 @@ import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../.
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const INSTALLED = '/opt/steward/lib/bin';
 
-async function run(box: SystemdContainer, cmd: string, args: string[] = [], timeoutMs = 60_000) {
-  const r = await box.exec(cmd, args, { timeoutMs });
-  let json: any = null;
-  try {
-    json = JSON.parse(r.stdout);
-  } catch {
-    // not JSON
-  }
-  return { ...r, json, text: `${r.stdout}${r.stderr}` };
-}
-
-async function sh(box: SystemdContainer, script: string, ...args: string[]) {
-  return run(box, '/bin/sh', ['-c', script, 'sh', ...args]);
-}
-
 // Runs `args` as the steward user with its groups (setpriv: no login shell, no PAM).
 async function asSteward(box: SystemdContainer, args: string[]) {
   return run(box, 'setpriv', ['--reuid=steward', '--regid=steward', '--init-groups', '--', ...args]);
-}
-
-// Writes bytes to a file inside the container.
-async function writeIn(box: SystemdContainer, file: string, bytes: Buffer | string): Promise<void> {
-  const child = box.spawn('/bin/sh', ['-c', 'umask 022 && cat > "$1"', 'sh', file]);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', (c) => resolve(c));
-    child.stdin?.end(bytes);
-  });
-  assert.equal(code, 0, `writing ${file} in the container`);
 }
 
 // Connects to a Unix socket as the steward user: 'connected' or the errno code.
