@@ -14,6 +14,7 @@ import { readRunRecord } from '../../src/helper/runners/run-record.js';
 import { callHelper } from '../../src/protocol/client.js';
 import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
+import { processesUnder } from '../helpers/app-processes.js';
 
 // The issue's crash test: for each kill point, a helper with STEWARD_FAULTS=<point> is
 // SIGKILLed there in the middle of `update web 3.0.0`; a fresh helper then starts, and the
@@ -37,22 +38,6 @@ after(() => {
   const lines = FAULT_POINTS.map((p) => `  ${p}: ${reached.get(p) === true ? 'reached' : reached.get(p) === false ? 'NOT reached' : 'not run'}`);
   console.log(`kill points summary (${[...reached.values()].filter(Boolean).length}/${FAULT_POINTS.length} reached):\n${lines.join('\n')}`);
 });
-
-// Pids of every live (non-zombie) process whose working folder is inside `dir`.
-async function processesUnder(dir: string): Promise<number[]> {
-  const root = await fsp.realpath(dir).catch(() => null);
-  if (!root) return [];
-  const out: number[] = [];
-  for (const name of await fsp.readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(name)) continue;
-    const cwd = await fsp.readlink(`/proc/${name}/cwd`).catch(() => null);
-    if (!cwd || !(cwd === root || cwd.startsWith(root + '/'))) continue;
-    const stat = await fsp.readFile(`/proc/${name}/stat`, 'utf8').catch(() => null);
-    if (!stat || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
-    out.push(Number(name));
-  }
-  return out;
-}
 
 // Kills whatever a test left running from the host's release trees (apps outlive helpers).
 async function killAppProcesses(host: TestHost): Promise<void> {

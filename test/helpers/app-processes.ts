@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, type TestHost } from './host.js';
 
@@ -59,4 +59,21 @@ export async function waitReady(host: TestHost, timeoutMs = 30_000): Promise<any
     if (Date.now() > deadline) throw new Error(`the helper still recovers after ${timeoutMs} ms: ${r.stdout}`);
     await new Promise((res) => setTimeout(res, 100));
   }
+}
+
+// Pids of every live (non-zombie) process whose working folder is inside `dir`: the apps a
+// test host's helpers started, which outlive the helpers.
+export async function processesUnder(dir: string): Promise<number[]> {
+  const root = await fsp.realpath(dir).catch(() => null);
+  if (!root) return [];
+  const out: number[] = [];
+  for (const name of await fsp.readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const cwd = await fsp.readlink(`/proc/${name}/cwd`).catch(() => null);
+    if (!cwd || !(cwd === root || cwd.startsWith(root + '/'))) continue;
+    const stat = await fsp.readFile(`/proc/${name}/stat`, 'utf8').catch(() => null);
+    if (!stat || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
+    out.push(Number(name));
+  }
+  return out;
 }

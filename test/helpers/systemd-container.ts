@@ -2,6 +2,7 @@ import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:chil
 import { existsSync, promises as fsp } from 'node:fs';
 import type { TestContext } from 'node:test';
 import { REPO, IS_ROOT } from './host.js';
+import { enterCgroupsScript, makeContainerCgroups, removeContainerCgroups } from './container-cgroup.js';
 
 // A real systemd (PID 1 of a container) for tests of the systemd runner, booted per
 // /work/shared/recipes/systemd-container.md: the host's own root with a read-only /usr and a
@@ -74,9 +75,15 @@ export async function bootOrSkip(t: TestContext): Promise<SystemdContainer | nul
 export async function bootSystemdContainer(opts: { machine?: string; timeoutMs?: number } = {}): Promise<SystemdContainer> {
   const machine = opts.machine ?? `steward-test-${process.pid}-${++booted}`;
   const t0 = performance.now();
+  // Its own cgroup, so no other container's units share its units' cgroups (container-cgroup.ts).
+  const cgroups = await makeContainerCgroups(machine);
   const nspawn = spawn(
-    NSPAWN,
+    '/bin/sh',
     [
+      '-c',
+      enterCgroupsScript(cgroups),
+      'sh',
+      NSPAWN,
       '-D', '/',
       '--volatile=yes',
       '--register=no',
@@ -95,7 +102,7 @@ export async function bootSystemdContainer(opts: { machine?: string; timeoutMs?:
   const keep = (c: Buffer) => (consoleText = (consoleText + c.toString('utf8')).slice(-32_768));
   nspawn.stdout?.on('data', keep);
   nspawn.stderr?.on('data', keep);
-  const nspawnExit = new Promise<void>((resolve) => nspawn.once('close', () => resolve()));
+  const nspawnExit = new Promise<void>((resolve) => nspawn.once('close', () => resolve())).then(() => removeContainerCgroups(cgroups));
   nspawn.once('error', (err) => keep(Buffer.from(`spawn failed: ${err.message}\n`)));
 
   let pid1 = 0;

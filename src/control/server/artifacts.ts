@@ -1,6 +1,7 @@
 // `GET /v1/artifacts/<app>/<version>.tgz`: the kept tarball of a catalog release.
 import { constants as fsc, createReadStream, promises as fsp } from 'node:fs';
 import type { ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
 import { isAppName, isVersion } from '../../core/names.js';
 import { artifactPath } from '../catalog/artifact-path.js';
 import type { ControlStore } from '../store/open-store.js';
@@ -42,7 +43,9 @@ export async function sendArtifact(store: ControlStore, rest: string, res: Serve
     res.end();
     return;
   }
-  const stream = createReadStream('', { fd: fh, autoClose: true });
-  stream.on('error', () => res.destroy());
-  stream.pipe(res);
+  // pipeline, not pipe: when the client hangs up mid-download, pipe() leaves the file stream
+  // paused and open (its handle closed only by the garbage collector, a descriptor held per
+  // aborted download meanwhile); pipeline destroys it, which closes the file, and ends the
+  // response on a read error.
+  pipeline(createReadStream('', { fd: fh, autoClose: true }), res, () => undefined);
 }

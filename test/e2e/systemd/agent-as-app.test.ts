@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/cli/install/agent-release-pack.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { CONTROL_BIN, runIn, serveControl, writeIn } from '../../helpers/container-commands.js';
+import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
+import { runIn, writeIn } from '../../helpers/container-exec.js';
 import { makeReleaseKey, manifestFor, REPO } from '../../helpers/host.js';
 
 // The agent as the steward app `steward-agent` under a real systemd 252 (issue 6, item 3): install

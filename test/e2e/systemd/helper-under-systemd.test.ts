@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { appRelease, freePort, type AppBehavior } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { writeIn } from '../../helpers/container-exec.js';
 
 // steward-helper itself as a unit of a real systemd 252 (booted in a container; the repository
 // is mounted read-only at /opt/src), with the systemd runner it picks there: the app is its own
@@ -34,18 +35,6 @@ async function sh(box: SystemdContainer, script: string, ...args: string[]): Pro
   const r = await box.exec('/bin/sh', ['-c', script, 'sh', ...args]);
   assert.equal(r.code, 0, `sh -c ${script}: ${r.stderr}`);
   return r.stdout;
-}
-
-// Writes bytes to a file inside the container (its /tmp is its own tmpfs).
-async function writeIn(box: SystemdContainer, file: string, bytes: Buffer | string): Promise<void> {
-  const child = box.spawn('/bin/sh', ['-c', 'umask 022 && cat > "$1"', 'sh', file]);
-  let err = '';
-  child.stderr?.on('data', (c) => (err += c));
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', (c) => resolve(c));
-    child.stdin?.end(bytes);
-  });
-  assert.equal(code, 0, `writing ${file} in the container: ${err}`);
 }
 
 async function agentctl(box: SystemdContainer, args: string[]): Promise<{ code: number | null; json: any; text: string }> {

@@ -5,7 +5,8 @@ import { REPO, sri } from '../../helpers/host.js';
 import { packageVersion } from '../../../src/cli/install/agent-release-pack.js';
 import { DEFAULT_CONFIG } from '../../../src/cli/install/install-layout.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { CONTROL_BIN, runIn, serveControl, writeIn } from '../../helpers/container-commands.js';
+import { runIn as run, shIn as sh, writeIn } from '../../helpers/container-exec.js';
+import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
 // read-only at /opt/src, so install copies steward from there): the user, the units, the modes of
@@ -14,12 +15,6 @@ import { CONTROL_BIN, runIn, serveControl, writeIn } from '../../helpers/contain
 
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const INSTALLED = '/opt/steward/lib/bin';
-
-const run = runIn;
-
-async function sh(box: SystemdContainer, script: string, ...args: string[]) {
-  return run(box, '/bin/sh', ['-c', script, 'sh', ...args]);
-}
 
 // Runs `args` as the steward user with its groups (setpriv: no login shell, no PAM).
 async function asSteward(box: SystemdContainer, args: string[]) {

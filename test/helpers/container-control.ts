@@ -1,39 +1,6 @@
-import assert from 'node:assert/strict';
 import { CONTAINER_REPO, type SystemdContainer } from './systemd-container.js';
 
-// Commands the systemd container suites run inside their container, shared by them.
-
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  // stdout parsed as JSON, or null.
-  json: any;
-  // stdout then stderr, for assertion messages.
-  text: string;
-}
-
-// Runs a command inside the container; never rejects on its exit code.
-export async function runIn(box: SystemdContainer, cmd: string, args: string[] = [], timeoutMs = 60_000): Promise<RunResult> {
-  const r = await box.exec(cmd, args, { timeoutMs });
-  let json: any = null;
-  try {
-    json = JSON.parse(r.stdout);
-  } catch {
-    // not JSON
-  }
-  return { ...r, json, text: `${r.stdout}${r.stderr}` };
-}
-
-// Writes bytes to a file inside the container (umask 022).
-export async function writeIn(box: SystemdContainer, file: string, bytes: Buffer | string): Promise<void> {
-  const child = box.spawn('/bin/sh', ['-c', 'umask 022 && cat > "$1"', 'sh', file]);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('close', (c) => resolve(c));
-    child.stdin?.end(bytes);
-  });
-  assert.equal(code, 0, `writing ${file} in the container`);
-}
+// steward-control inside a booted test container, for the suites that enroll a host there.
 
 export const CONTROL_BIN = `${CONTAINER_REPO}/bin/steward-control.js`;
 

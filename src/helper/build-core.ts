@@ -1,0 +1,80 @@
+import type { HostConfig } from '../core/config-schema.js';
+import { StewardError } from '../core/errors.js';
+import type { HostPaths } from '../core/paths.js';
+import type { UpdateAnswer } from '../protocol/schemas.js';
+import { systemClock } from '../platform/clock.js';
+import { faultsFromEnv } from '../platform/faults.js';
+import { logger } from '../platform/log.js';
+import { lookupGroup, lookupUser } from '../platform/users.js';
+import { AppLocks } from './app-locks.js';
+import type { HelperCore } from './handlers.js';
+import { loadOrCreateHelperKey } from './receipts/helper-key.js';
+import { readNodeId } from './receipts/node-id.js';
+import { ReceiptStore } from './receipts/receipt-store.js';
+import { createProcessRunner } from './runners/process-runner.js';
+import type { AppRunner, RunAs } from './runners/runner.js';
+import { createSystemdRunner, systemdAvailable } from './runners/systemd-runner.js';
+import { systemdUnits } from './runners/unit-runner.js';
+import { realStageIO } from './stage/real-stage-io.js';
+import { Attempts } from './update/attempts.js';
+import { probeRelease } from './update/probe.js';
+
+const log = logger('helper:main');
+
+// Builds the real adapters of one helper (its composition root, shared by main and the
+// crash explorer's start driver, test/crash/run-start.ts).
+export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean): Promise<HelperCore> {
+  const key = await loadOrCreateHelperKey(paths);
+  const receiptStore = new ReceiptStore({
+    paths,
+    clock: systemClock,
+    signer: { privateKey: key.privateKey, keyId: key.keyId },
+    nodeId: () => readNodeId(paths),
+  });
+  return {
+    paths,
+    config,
+    clock: systemClock,
+    io: realStageIO,
+    runner: await chooseProcessRunner(isRoot, config.supervisor.processRunner),
+    units: systemdUnits,
+    receipts: receiptStore,
+    receiptStore,
+    faults: faultsFromEnv(process.env, paths.root),
+    locks: new AppLocks(),
+    probe: probeRelease,
+    runAs: (app) => runAsFor(config, app, isRoot),
+    blockedInMemory: new Map(),
+    stopTimeoutMs: 10_000,
+    attempts: new Attempts<UpdateAnswer>(),
+    startedAt: systemClock.now(),
+    recovering: () => true,
+  };
+}
+
+// The `process` runner (DESIGN §5): each app its own transient unit when PID 1 is systemd and
+// the helper is root, else a detached child with its output in /var/log/steward/<app>.log.
+async function chooseProcessRunner(isRoot: boolean, choice: HostConfig['supervisor']['processRunner']): Promise<AppRunner> {
+  const systemd = choice === 'systemd' || (choice === 'auto' && isRoot && (await systemdAvailable().catch(() => false)));
+  if (systemd) {
+    if (!isRoot || !(await systemdAvailable().catch(() => false))) {
+      throw new StewardError('CONFIG_INVALID', 'supervisor.processRunner is "systemd" but systemd is not PID 1 or the helper is not root');
+    }
+    log('process runner=systemd: each app runs as its own unit steward-app-<app>.service, output in the journal');
+    return createSystemdRunner({ clock: systemClock, isRoot });
+  }
+  log('process runner=detached (%s): apps run as detached children with a log file', choice === 'detached' ? 'configured' : isRoot ? 'systemd is not PID 1' : 'systemd needs root');
+  return createProcessRunner({ clock: systemClock, isRoot });
+}
+
+// The account a process app runs as: its configured user and group as root, else the helper's.
+async function runAsFor(config: HostConfig, app: string, isRoot: boolean): Promise<RunAs | null> {
+  const cfg = config.apps[app];
+  if (!isRoot || !cfg || cfg.runner !== 'process' || !cfg.user || !cfg.group) return null;
+  const u = await lookupUser(cfg.user);
+  const g = await lookupGroup(cfg.group);
+  if (!u || !g || u.uid === 0 || g.gid === 0) {
+    throw new StewardError('CONFIG_INVALID', `apps.${app}: user ${cfg.user} / group ${cfg.group} cannot run the app`);
+  }
+  return { name: u.name, uid: u.uid, gid: g.gid, home: u.home };
+}

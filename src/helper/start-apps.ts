@@ -1,0 +1,25 @@
+import type { HostConfig } from '../core/config-schema.js';
+import type { HostPaths } from '../core/paths.js';
+import { logger } from '../platform/log.js';
+import type { HelperCore } from './handlers.js';
+import { cleanStaleStaging } from './start-cleanup.js';
+import { ensureRunning } from './update/first-pass.js';
+import { recoverApp } from './update/recover.js';
+
+const log = logger('helper:main');
+
+// The helper's start for every app (DESIGN §4), under helper.lock: validate and recover the
+// journal, re-emit a missing receipt, run the first pass, clean staging. One app's trouble
+// never stops the others.
+export async function startApps(core: HelperCore, paths: HostPaths, config: HostConfig): Promise<void> {
+  for (const app of Object.keys(config.apps).sort()) {
+    try {
+      const r = await recoverApp(core, app);
+      if (r.action !== 'none') log('start app=%s %s', app, JSON.stringify(r));
+      await ensureRunning(core, app);
+      await cleanStaleStaging(paths, app);
+    } catch (err) {
+      log('start of app=%s failed: %s', app, (err as Error).message);
+    }
+  }
+}

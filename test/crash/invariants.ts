@@ -1,0 +1,95 @@
+// What must hold on a root once the helper's start has recovered it from a crash state
+// (issue 7, item 2). Each check returns the sentences that are false; none means it holds.
+import { promises as fsp } from 'node:fs';
+import { stagingDir, versionDir } from '../../src/core/paths.js';
+import { isTerminal } from '../../src/core/journal-schema.js';
+import { compareVersions } from '../../src/core/version.js';
+import { MARKER_FILE_NAME } from '../../src/core/release-schemas.js';
+import { readCurrent } from '../../src/helper/release-store.js';
+import { readAppState } from '../../src/helper/state/app-state.js';
+import { readJournal } from '../../src/helper/update/journal.js';
+import type { StartedRoot } from './run-start.js';
+import { loadTree } from './fs-model.js';
+
+// What the root held before the traced run, and the reference content of each release tree.
+export interface Before {
+  app: string;
+  highestActive: string | null;
+  receiptSeqs: number[];
+  // versions/<v> content (marker left out) as the traced run left it or found it.
+  trees: Map<string, string[]>;
+}
+
+// The listing of a release tree without its marker, comparable between two roots.
+export async function treeListing(dir: string): Promise<string[]> {
+  const m = await loadTree(dir, (rel) => rel === MARKER_FILE_NAME);
+  // The top folder's own line carries its mode, which staging changes (0700 -> 0555): left out.
+  return m.listing().slice(1);
+}
+
+// Every invariant of a recovered root; returns the violations.
+export async function checkRecoveredRoot(started: StartedRoot, before: Before): Promise<string[]> {
+  const { paths, core } = started;
+  const { app } = before;
+  const bad: string[] = [];
+
+  // `current` resolves to a complete release with a valid marker.
+  const cur = await readCurrent(paths, app).catch((err: Error) => ({ state: 'invalid' as const, target: null, why: err.message }));
+  let currentVersion: string | null = null;
+  if (cur.state === 'valid') {
+    currentVersion = cur.version;
+    const want = before.trees.get(cur.version);
+    const got = await treeListing(versionDir(paths, app, cur.version));
+    if (!want) bad.push(`current -> ${cur.version}, a version the run never had`);
+    else if (want.join('\n') !== got.join('\n')) {
+      const missing = want.filter((l) => !got.includes(l));
+      bad.push(`current -> ${cur.version} is not the complete release: ${missing.length} entries differ, e.g. ${missing.slice(0, 2).join(' | ')}`);
+    }
+  } else if (cur.state === 'invalid') bad.push(`current is invalid: ${cur.why}`);
+  else if (before.highestActive !== null) bad.push('current is absent, but a version was active before');
+
+  // The journal parses and is terminal, and agrees with `current`.
+  const read = await readJournal(paths, app);
+  let attemptId: string | null = null;
+  if (read.state === 'invalid') bad.push(`the journal is invalid: ${read.why}`);
+  else if (read.state === 'ok') {
+    const j = read.journal;
+    attemptId = j.attemptId;
+    if (!isTerminal(j.outcome)) bad.push(`the journal is not terminal: ${j.outcome}`);
+    const says = j.outcome === 'active' ? j.targetVersion : j.fromVersion;
+    if (isTerminal(j.outcome) && says !== currentVersion) {
+      bad.push(`the journal says ${j.outcome} (${j.fromVersion} -> ${j.targetVersion}) but current -> ${currentVersion ?? 'nothing'}`);
+    }
+  }
+
+  // Every terminal journal has its receipt; no receipt made durable before the run is gone.
+  let seqs: number[] = [];
+  try {
+    const stored = await core.receiptStore.list(app);
+    seqs = stored.map((r) => r.payload.seq);
+    if (attemptId !== null && !stored.some((r) => r.payload.attemptId === attemptId)) bad.push(`no receipt for the journal's attempt ${attemptId}`);
+    if (new Set(seqs).size !== seqs.length) bad.push(`receipt seqs repeat: ${seqs.join(',')}`);
+  } catch (err) {
+    bad.push(`the receipts cannot be read: ${(err as Error).message}`);
+  }
+  const lost = before.receiptSeqs.filter((s) => !seqs.includes(s));
+  if (lost.length) bad.push(`receipts that were durable before the run are gone: seq ${lost.join(',')}`);
+
+  // Nothing is left in .staging.
+  const staged = await fsp.readdir(stagingDir(paths, app)).catch(() => [] as string[]);
+  if (staged.length) bad.push(`.staging still holds ${staged.join(', ')}`);
+
+  // The highest active version never went down; the app is not left blocked.
+  try {
+    const state = await readAppState(paths, app);
+    const h = state.highestActive;
+    if (before.highestActive !== null && (h === null || compareVersions(h, before.highestActive) < 0)) {
+      bad.push(`the highest active version went down: ${before.highestActive} -> ${h}`);
+    }
+    if (state.blocked) bad.push(`the app is blocked: ${state.blocked.reason} ${state.blocked.message ?? ''}`);
+  } catch (err) {
+    bad.push(`state/${app}.json cannot be read: ${(err as Error).message}`);
+  }
+  if (core.blockedInMemory.has(app)) bad.push(`the app is blocked in memory: ${JSON.stringify(core.blockedInMemory.get(app))}`);
+  return bad;
+}
