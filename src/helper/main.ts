@@ -121,11 +121,13 @@ export async function main(argv: string[]): Promise<number> {
 // Builds the real adapters of one helper.
 async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean): Promise<HelperCore> {
   const key = await loadOrCreateHelperKey(paths);
+  const faults = faultsFromEnv(process.env, paths.root);
   const receiptStore = new ReceiptStore({
     paths,
     clock: systemClock,
     signer: { privateKey: key.privateKey, keyId: key.keyId },
     nodeId: () => readNodeId(paths),
+    faults,
   });
   return {
     paths,
@@ -136,7 +138,7 @@ async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean):
     units: systemdUnits,
     receipts: receiptStore,
     receiptStore,
-    faults: faultsFromEnv(process.env, paths.root),
+    faults,
     locks: new AppLocks(),
     probe: probeRelease,
     runAs: (app) => runAsFor(config, app, isRoot),
