@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, promises as fsp, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,7 +27,7 @@ import type { UnitControl, UpdateContext } from '../../src/helper/update/context
 import { readJournal } from '../../src/helper/update/journal.js';
 import { probeRelease } from '../../src/helper/update/probe.js';
 import { recoverApp } from '../../src/helper/update/recover.js';
-import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
+import { gzipTar, makeTar, type TarEntrySpec } from '../fixtures/tar-writer.js';
 import { makeHost, sri, type TestHost } from './host.js';
 
 // An in-process host for fault tests: app `web` is a `unit` app whose "unit" is this very test
@@ -54,10 +55,11 @@ export function instantClock(start = 1_800_000_000_000): Clock & { jump(ms: numb
   };
 }
 
-function fakeUnits(paths: HostPaths, unhealthy: Set<string>): UnitControl {
+function fakeUnits(paths: HostPaths, unhealthy: Set<string>, hooks: { onStart?: () => void }): UnitControl {
   let running = false;
   return {
     async start() {
+      hooks.onStart?.();
       const target = await fsp.readlink(currentLink(paths, 'web')).catch(() => '');
       running = !unhealthy.has(path.basename(target));
     },
@@ -76,6 +78,8 @@ export interface FaultHost {
   host: TestHost;
   paths: HostPaths;
   unhealthy: Set<string>;
+  // Called as the fake unit starts (after the swap, before the probe).
+  onStart?: () => void;
   // A context as a helper would build it; `spec` arms the real seam (STEWARD_FAULTS) for it.
   context(spec?: string, clock?: Clock): UpdateContext & { fired: string[] };
   // Stages `version` from a fresh tarball (no faults unless the context has them).
@@ -92,7 +96,7 @@ const key = parsePrivateKey(generateKeyPair().privatePem);
 
 // A host with the layout and an armed-or-not context factory; the root is `root` when given
 // (a tmpfs, say), else a fresh temp folder.
-export async function makeFaultHost(root?: string): Promise<FaultHost> {
+export async function makeFaultHost(root?: string, scratchDir?: string): Promise<FaultHost> {
   const host = root ? null : makeHost(CONFIG);
   const paths = root ? hostPaths(root) : (host as TestHost).paths;
   if (root) {
@@ -101,7 +105,7 @@ export async function makeFaultHost(root?: string): Promise<FaultHost> {
   }
   await ensureLayout(paths);
   const unhealthy = new Set<string>();
-  const scratch = host ? host.scratch : path.join(root as string, 'scratch');
+  const scratch = scratchDir ?? (host ? host.scratch : path.join(root as string, 'scratch'));
   await fsp.mkdir(scratch, { recursive: true });
   const config = hostConfigSchema.parse(CONFIG);
   const fh: FaultHost = {
@@ -131,7 +135,7 @@ export async function makeFaultHost(root?: string): Promise<FaultHost> {
         clock,
         io: realStageIO,
         runner: createProcessRunner({ clock, isRoot: false }),
-        units: fakeUnits(paths, unhealthy),
+        units: fakeUnits(paths, unhealthy, fh),
         receipts: new ReceiptStore({ paths, clock, signer: { privateKey: key, keyId: keyIdOf(key) }, nodeId: async () => null, faults }),
         faults,
         locks: new AppLocks(),
@@ -143,9 +147,9 @@ export async function makeFaultHost(root?: string): Promise<FaultHost> {
     },
     async stage(ctx, version, extraBytes = 0) {
       const release = { name: 'web', version };
-      const entries = [{ path: 'steward-release.json', content: JSON.stringify(release) }];
+      const entries: TarEntrySpec[] = [{ path: 'steward-release.json', content: JSON.stringify(release) }];
       // Random bytes do not compress: the tarball and the tree are about extraBytes big.
-      if (extraBytes) entries.push({ path: 'blob.bin', content: execFileSync('head', ['-c', String(extraBytes), '/dev/urandom']) as unknown as string });
+      if (extraBytes) entries.push({ path: 'blob.bin', content: randomBytes(extraBytes) });
       const tgz = gzipTar(makeTar(entries));
       const file = path.join(scratch, `web-${version}.tgz`);
       writeFileSync(file, tgz);

@@ -154,7 +154,11 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
     return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes };
   } catch (err) {
-    const e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
+    let e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
+    // A disk error from below (the extraction worker) does not know which release it hit.
+    if ((e.code === 'DISK_FULL' || e.code === 'IO_ERROR') && !e.message.includes(`${app} ${version}`)) {
+      e = new StewardError(e.code, `staging ${app} ${version}: ${e.message}`, { cause: e, details: e.details });
+    }
     if (e.details.attemptId === undefined) e.details.attemptId = attemptId;
     throw e;
   } finally {
