@@ -66,7 +66,16 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   const trust = await resolveTrust(deps, input);
   // 3. Refusals: nothing changes.
   const state = await readAppState(paths, app);
-  checkRefusals({ app, version, state, now: clock.now(), kind: input.kind, allowDowngrade: input.allowDowngrade, force: input.force });
+  checkRefusals({
+    app,
+    version,
+    state,
+    now: clock.now(),
+    kind: input.kind,
+    allowDowngrade: input.allowDowngrade,
+    force: input.force,
+    quarantineCapMs: appConfig.quarantine.capMs,
+  });
 
   // 6. Reuse a tree staged from the same bytes; never replace one that is in use.
   const seen = await inspectMarker(paths, app, version);

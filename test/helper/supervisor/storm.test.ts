@@ -308,3 +308,42 @@ for (const when of ['at the helper start', 'in a supervisor pass'] as const) {
   });
 }
 
+
+test('a clock jumping back a day during a backoff wait does not stretch the wait; jumping forward respawns at once and keeps the budget', async (t) => {
+  const bootId = await readBootId();
+  const fake = stormRunner(bootId, (_app, nth) => (nth <= 3 ? 'crash' : 'stay'));
+  const clock = movableClock();
+  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 30_000, capMs: 300_000, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, clock);
+  let sup: Supervisor | null = null;
+  t.after(() => {
+    sup?.close();
+    host.cleanup();
+  });
+  sup = await helperStart(ctx);
+  const waitingFor = async (attempts: number) =>
+    waitFor(`the wait after ${attempts} respawns`, async () => {
+      const r = await readRunRecord(ctx.paths, 'web');
+      return r?.supervisor?.state === 'waiting' && r.supervisor.attempts === attempts && (r.supervisor.nextAttemptAt ?? 0) > clock.now() ? r.supervisor : null;
+    });
+  const first = await waitingFor(1);
+  assert.equal(first.nextAttemptAt, clock.now() + 60_000);
+
+  // Back a day: the persisted time is a day and a minute away now; it counts as at most the
+  // longest wait the attempts give (60 s), not a day.
+  const day = 86_400_000;
+  clock.set(clock.now() - day);
+  await sup.requestPass('sweep');
+  assert.equal(fake.starts.get('web'), 2, 'not respawned early');
+  clock.set(clock.now() + 60_000);
+  await sup.requestPass('sweep');
+  assert.equal(fake.starts.get('web'), 3, 'respawned 60 s after the jump, not a day later');
+
+  // Forward a day during the next wait: due at once, and the budget is not refilled by the jump.
+  const second = await waitingFor(2);
+  assert.equal(second.nextAttemptAt, clock.now() + 120_000);
+  clock.set(clock.now() + day);
+  await sup.requestPass('sweep');
+  assert.equal(fake.starts.get('web'), 4);
+  const rec = await readRunRecord(ctx.paths, 'web');
+  assert.equal(rec?.supervisor?.attempts, 3, 'the jump refilled nothing');
+});
