@@ -24,6 +24,10 @@ import { pointCurrent } from '../../../src/helper/update/swap.js';
 import { gzipTar, makeTar } from '../../fixtures/tar-writer.js';
 import { fastScratch } from '../../helpers/fault-host.js';
 import { sri } from '../../helpers/host.js';
+import { waitFor as poll } from '../../helpers/systemd-container.js';
+
+// Polls every 10 ms (records on a tmpfs are cheap to read), for up to 20 s.
+const waitFor = <T>(what: string, fn: () => Promise<T | null | undefined | false>) => poll(what, fn, 20_000, 10);
 
 // Issue 7 item 6: the supervisor under a storm of exits, a helper restart during a backoff
 // wait, and a dead app's pid reused by an unrelated process.
@@ -117,15 +121,6 @@ async function helperStart(ctx: UpdateContext, onCreated: (sup: Supervisor) => v
   return sup;
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | null | false | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 test('200 exits in a burst: passes coalesce, one process per app at a time, the budget counted exactly, no crash', async (t) => {
   // a, b and c crash 65, 65 and 64 times and then stay up; d crashes for good and must be given
