@@ -25,11 +25,13 @@ const log = logger('helper:main');
 // crash explorer's start driver, test/crash/run-start.ts).
 export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean): Promise<HelperCore> {
   const key = await loadOrCreateHelperKey(paths);
+  const faults = faultsFromEnv(process.env, paths.root);
   const receiptStore = new ReceiptStore({
     paths,
     clock: systemClock,
     signer: { privateKey: key.privateKey, keyId: key.keyId },
     nodeId: () => readNodeId(paths),
+    faults,
   });
   return {
     paths,
@@ -40,7 +42,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     units: systemdUnits,
     receipts: receiptStore,
     receiptStore,
-    faults: faultsFromEnv(process.env, paths.root),
+    faults,
     locks: new AppLocks(),
     probe: probeRelease,
     runAs: (app) => runAsFor(config, app, isRoot),

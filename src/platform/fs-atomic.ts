@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants as fsc, promises as fsp } from 'node:fs';
 import path from 'node:path';
+import type { IoStep } from './faults.js';
 
 // Fsyncs a directory so that a rename, create or unlink inside it is durable.
 // A failed fsync is never retried (the page cache may have dropped the error): it throws.
@@ -19,8 +20,15 @@ function tmpName(target: string, kind: string): string {
 
 // Atomic file replace (DESIGN §2): a fresh temp file opened with O_EXCL|O_NOFOLLOW, its mode
 // (and optionally its group) set through the fd so no umask or race on the name can change
-// them, written, fsynced, renamed over the target, then the folder fsynced.
-export async function writeFileAtomic(target: string, data: string | Uint8Array, mode = 0o600, opts: { gid?: number | null } = {}): Promise<void> {
+// them, written, fsynced, renamed over the target, then the folder fsynced. `step` is the
+// fault seam's hook, called before each step (it throws to make that step fail).
+export async function writeFileAtomic(
+  target: string,
+  data: string | Uint8Array,
+  mode = 0o600,
+  opts: { gid?: number | null; step?: IoStep } = {},
+): Promise<void> {
+  const step = opts.step ?? (() => {});
   const tmp = tmpName(target, 'tmp');
   const fh = await fsp.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, mode);
   let renamed = false;
@@ -28,12 +36,16 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
     // fchown/fchmod on the fd, never by path: the name could be swapped under us.
     if (opts.gid !== undefined && opts.gid !== null) await fh.chown(process.geteuid?.() ?? 0, opts.gid);
     await fh.chmod(mode);
+    step('write');
     await fh.writeFile(data);
     // The data must be on disk before the rename can make it visible under the real name.
+    step('fsync');
     await fh.sync();
     await fh.close();
+    step('rename');
     await fsp.rename(tmp, target);
     renamed = true;
+    step('fsyncdir');
     await fsyncDir(path.dirname(target));
   } finally {
     if (!renamed) {
@@ -45,8 +57,8 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
 }
 
 // Writes JSON with the atomic file replace, with a trailing newline.
-export async function writeJsonAtomic(target: string, value: unknown, mode = 0o600): Promise<void> {
-  await writeFileAtomic(target, JSON.stringify(value, null, 2) + '\n', mode);
+export async function writeJsonAtomic(target: string, value: unknown, mode = 0o600, step?: IoStep): Promise<void> {
+  await writeFileAtomic(target, JSON.stringify(value, null, 2) + '\n', mode, step ? { step } : {});
 }
 
 // Atomic symlink swap (DESIGN §2): symlink to a temp name, rename over `link`, fsync the folder.

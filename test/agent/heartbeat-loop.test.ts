@@ -304,3 +304,26 @@ test('a helper refusal (HELD) is final for the attempt; an unreachable or recove
     rig.cleanup();
   }
 });
+
+test('a clock jumping back and forward between heartbeats: each sentAt is the clock at sending, a skewed heartbeat changes nothing, and no receipt or seq is lost', async () => {
+  const rig = makeRig();
+  try {
+    rig.receipts = [receipt(rig, 1), receipt(rig, 2)];
+    const a = await rig.agent();
+    const stamps: Array<[number, string]> = [];
+    // Back an hour, forward an hour, then right: only the last is inside the ±5 min window.
+    for (const offset of [-3_600_000, 3_600_000, 0]) {
+      rig.clock.t = NOW + offset;
+      const r = await a.loop.tick();
+      stamps.push([offset, r.outcome.kind]);
+      if (offset !== 0) assert.deepEqual(a.outbox.pendingSeqs, [1, 2], 'a refused heartbeat acks nothing');
+    }
+    assert.deepEqual(stamps, [[-3_600_000, 'clock-skew'], [3_600_000, 'clock-skew'], [0, 'ok']]);
+    assert.deepEqual(rig.cp.heartbeats.map((h) => h.payload.sentAt - NOW), [-3_600_000, 3_600_000, 0], 'sentAt is read at every send');
+    assert.deepEqual(rig.cp.heartbeats.map((h) => h.payload.seq), [1, 2, 3], 'seqs keep rising through the skew');
+    assert.deepEqual(rig.cp.storedReceipts().map((p) => p.seq), [1, 2], 'the receipts got through once the clock was right');
+    assert.deepEqual(a.outbox.pendingSeqs, []);
+  } finally {
+    rig.cleanup();
+  }
+});

@@ -1,4 +1,4 @@
-import { StewardError } from '../../core/errors.js';
+import { StewardError, toStewardError } from '../../core/errors.js';
 import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
 import type { AppLocks } from '../app-locks.js';
 import type { OpContext } from '../server/api-server.js';
@@ -80,7 +80,9 @@ export async function runTransaction(
       // journal's (recovered at the next start), never a `refused` receipt, which would take
       // the attemptId and keep the real outcome's receipt from ever being written.
       if (journaled) throw err;
-      return emitRefusal(core, err, refusal);
+      // A file-system error before the journal (a hold or the state on a full disk) changed
+      // nothing: a full disk is the DISK_FULL refusal, anything else an IO_ERROR, never INTERNAL.
+      return emitRefusal(core, isErrnoError(err) ? toStewardError(err, 'IO_ERROR', req.app) : err, refusal);
     } finally {
       held.release();
     }
@@ -99,6 +101,11 @@ function acceptedOrDone(
 ): Promise<UpdateAnswer | AcceptedAnswer> {
   const accepted = entry.accepted.then((): AcceptedAnswer => ({ attemptId, app, accepted: true }));
   return Promise.race([accepted, core.attempts.follow(entry, relay)]);
+}
+
+// Whether `err` is a system call's error (it carries an errno code such as ENOSPC or EIO).
+function isErrnoError(err: unknown): boolean {
+  return !(err instanceof StewardError) && err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && /^E[A-Z0-9]+$/.test((err as NodeJS.ErrnoException).code as string);
 }
 
 export type { SocketKind };

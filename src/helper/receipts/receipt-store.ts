@@ -18,6 +18,7 @@ import type { Envelope } from '../../core/release-schemas.js';
 import type { Clock } from '../../platform/clock.js';
 import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import { DOMAINS, signEnvelope } from '../../platform/keys.js';
+import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { logger } from '../../platform/log.js';
 import { lookupGroup } from '../../platform/users.js';
 import { decodeStored } from './receipts-file.js';
@@ -57,6 +58,8 @@ export interface ReceiptStoreOptions {
   nodeId: () => Promise<string | null>;
   // group(5) file naming group `steward` (tests); default /etc/group.
   groupFile?: string;
+  // The fault seam (tests): steps of the receipts and seq writes may be made to fail.
+  faults?: Faults;
 }
 
 interface AppReceipts {
@@ -140,8 +143,9 @@ export class ReceiptStore {
     if (gid !== null) await setDirGroup(paths.receiptsDir, gid);
     // Order matters: the receipts file first, then the seq. A crash between the two leaves
     // a seq file behind the receipts, and allocate() takes the higher of the two.
-    await writeFileAtomic(file, JSON.stringify(body, null, 2) + '\n', 0o640, { gid });
-    await writeJsonAtomic(paths.receiptSeq, { schemaVersion: RECEIPT_SEQ_SCHEMA_VERSION, next: seq + 1 }, 0o600);
+    const step = ioStep(this.opts.faults ?? noFaults, 'receipt');
+    await writeFileAtomic(file, JSON.stringify(body, null, 2) + '\n', 0o640, { gid, step });
+    await writeJsonAtomic(paths.receiptSeq, { schemaVersion: RECEIPT_SEQ_SCHEMA_VERSION, next: seq + 1 }, 0o600, step);
     log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
     return { envelope, payload };
   }

@@ -6,6 +6,10 @@ import type { SocketKind } from '../../protocol/schemas.js';
 // The refusals of DESIGN §3.3 that depend on the app's state: a version below the highest
 // that ever reached `active` (unless an admin allows the downgrade), and a quarantined
 // version before its retryAfter (unless forced). Nothing changes when one applies.
+// A retryAfter more than `quarantineCapMs` away cannot come from a steady clock: it was stamped
+// before the clock went back, and is not trusted (as a persisted time in the future counts as
+// now, DESIGN §5): the version may be tried, and a new failure quarantines it by today's clock.
+// Otherwise a clock set back a year would quarantine a version for a year.
 export function checkRefusals(input: {
   app: string;
   version: string;
@@ -14,6 +18,7 @@ export function checkRefusals(input: {
   kind: SocketKind;
   allowDowngrade?: boolean | undefined;
   force?: boolean | undefined;
+  quarantineCapMs?: number;
 }): void {
   const { app, version, state, now } = input;
   if (state.highestActive && compareVersions(version, state.highestActive) < 0) {
@@ -26,11 +31,13 @@ export function checkRefusals(input: {
     }
   }
   const q = state.quarantine[version];
-  if (q && q.retryAfter > now && !input.force) {
+  const stale = q !== undefined && q.retryAfter > now + (input.quarantineCapMs ?? Infinity);
+  const retryAfter = q?.retryAfter ?? 0;
+  if (q && !stale && retryAfter > now && !input.force) {
     throw new StewardError(
       'QUARANTINED',
-      `${app} ${version} failed ${q.failures} time(s) and is quarantined until ${new Date(q.retryAfter).toISOString()} (--force to try now)`,
-      { details: { retryAfter: q.retryAfter } },
+      `${app} ${version} failed ${q.failures} time(s) and is quarantined until ${new Date(retryAfter).toISOString()} (--force to try now)`,
+      { details: { retryAfter } },
     );
   }
 }

@@ -12,6 +12,7 @@ import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, type Envelope, type Marker } f
 import type { SocketKind, StageResult } from '../../protocol/schemas.js';
 import { ensureDir, fsyncDir, removeTree, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import type { Clock } from '../../platform/clock.js';
+import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { logger } from '../../platform/log.js';
 import { readAppState } from '../state/app-state.js';
 import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
@@ -27,6 +28,8 @@ export interface StageDeps {
   config: HostConfig;
   clock: Clock;
   io: StageIO;
+  // The fault seam (tests): steps of the staging writes may be made to fail.
+  faults?: Faults;
 }
 
 export interface StageInput {
@@ -57,6 +60,7 @@ export function newAttemptId(now: number): string {
 // Never touches `current`; any failure removes the staging folder.
 export async function stageRelease(deps: StageDeps, input: StageInput): Promise<StageResult> {
   const { paths, config, clock, io } = deps;
+  const faults = deps.faults ?? noFaults;
   const { app, version } = input;
   const appConfig = requireApp(config, app);
   const attemptId = input.attemptId ?? newAttemptId(clock.now());
@@ -66,7 +70,16 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   const trust = await resolveTrust(deps, input);
   // 3. Refusals: nothing changes.
   const state = await readAppState(paths, app);
-  checkRefusals({ app, version, state, now: clock.now(), kind: input.kind, allowDowngrade: input.allowDowngrade, force: input.force });
+  checkRefusals({
+    app,
+    version,
+    state,
+    now: clock.now(),
+    kind: input.kind,
+    allowDowngrade: input.allowDowngrade,
+    force: input.force,
+    quarantineCapMs: appConfig.quarantine.capMs,
+  });
 
   // 6. Reuse a tree staged from the same bytes; never replace one that is in use.
   const seen = await inspectMarker(paths, app, version);
@@ -95,6 +108,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   try {
     const archive = path.join(work, 'archive.tgz');
     const got = await obtainBytes(deps, input, trust, archive, (b, t) => progress('fetch', b, t));
+    faults.io('staging', 'write');
     // 2. Integrity before anything reads the archive. The message names only the expected
     // digest unless the caller sent the bytes itself.
     if (got.integrity !== trust.integrity) {
@@ -118,13 +132,21 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     progress('commit');
     // The top folder was 0700 while staging; open it to the app's user before it becomes visible.
     await fsp.chmod(tree, 0o755);
+    faults.io('staging', 'fsync');
     await io.syncFileSystem(tree);
     await ensureDir(versionsDir(paths, app), 0o755);
     // A tree already at versions/<ver> failed the reuse test above and is not in use: replace it.
     await removeRelease(paths, app, version);
     const final = versionDir(paths, app, version);
+    faults.io('staging', 'rename');
     await fsp.rename(tree, final);
-    await fsyncDir(versionsDir(paths, app));
+    try {
+      faults.io('staging', 'fsyncdir');
+      await fsyncDir(versionsDir(paths, app));
+    } catch (err) {
+      await removeUnfinished(paths, app, version);
+      throw err;
+    }
     const marker: Marker = {
       schemaVersion: MARKER_SCHEMA_VERSION,
       tarballIntegrity: trust.integrity,
@@ -135,17 +157,34 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
       stagedAt: clock.now(),
     };
     // Written last: a tree without its marker is never used.
-    await writeJsonAtomic(path.join(final, MARKER_FILE_NAME), marker, 0o444);
-    await fsp.chmod(final, 0o555);
+    try {
+      await writeJsonAtomic(path.join(final, MARKER_FILE_NAME), marker, 0o444, ioStep(faults, 'marker'));
+      await fsp.chmod(final, 0o555);
+    } catch (err) {
+      await removeUnfinished(paths, app, version);
+      throw err;
+    }
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
     return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes };
   } catch (err) {
-    const e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
+    let e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
+    // A disk error from below (the extraction worker) does not know which release it hit.
+    if ((e.code === 'DISK_FULL' || e.code === 'IO_ERROR') && !e.message.includes(`${app} ${version}`)) {
+      e = new StewardError(e.code, `staging ${app} ${version}: ${e.message}`, { cause: e, details: e.details });
+    }
     if (e.details.attemptId === undefined) e.details.attemptId = attemptId;
     throw e;
   } finally {
     await removeTree(work).catch((err) => log('could not remove %s: %s', work, (err as Error).message));
   }
+}
+
+// A stage that failed after its tree reached versions/ takes the tree back out (marker first):
+// a marker renamed into place whose folder fsync failed may not survive a power cut, and a
+// failed stage must leave nothing that looks staged. What cannot be removed now the next
+// start's cleanup removes.
+async function removeUnfinished(paths: HostPaths, app: string, version: string): Promise<void> {
+  await removeRelease(paths, app, version).catch((err) => log('could not remove unfinished %s %s: %s', app, version, (err as Error).message));
 }
 
 interface Trust {

@@ -10,7 +10,7 @@ import type { StartedProcess } from '../runners/runner.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
 import { isAppAlive, probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
 import type { StoredReceipt, UpdateContext } from './context.js';
-import { writeJournal } from './journal.js';
+import { readJournal, removeJournal, writeJournal, type JournalRead } from './journal.js';
 import { keepFailedLog } from './keep-failed-log.js';
 import { pruneReleases } from './prune.js';
 import { pointCurrent, removeCurrent } from './swap.js';
@@ -48,6 +48,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   if (!marker) throw new StewardError('RELEASE_INVALID', `${app} ${target} is not staged with a valid marker`);
   const targetRelease = await readReleaseOf(ctx, app, target);
   const state0 = await readAppState(paths, app);
+  const priorJournal = await readJournal(paths, app);
 
   const journal: Journal = {
     schemaVersion: JOURNAL_SCHEMA_VERSION,
@@ -62,11 +63,9 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
     prior: { previous: state0.previous, highestActive: state0.highestActive, quarantine: state0.quarantine[target] ?? null },
   };
   try {
-    await writeJournal(paths, journal);
+    await writeJournal(paths, journal, faults);
   } catch (err) {
-    // Nothing has changed yet: this is a refusal.
-    const code = (err as NodeJS.ErrnoException).code === 'ENOSPC' ? 'DISK_FULL' : 'IO_ERROR';
-    throw new StewardError(code, `${app}: could not write the journal: ${(err as Error).message}`, { cause: err });
+    return journalNotWritten(ctx, input, state0, priorJournal, err);
   }
   input.onAccepted?.();
   faults.hit('after-journal-activating');
@@ -97,9 +96,9 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
       faults.write('verdict');
       // Re-activating the current version (`recover`) is not a move away from it: previous stays.
       const previous = from !== null && from !== target ? from : state0.previous;
-      await writeAppState(paths, app, { ...state0, previous, highestActive: highest, quarantine });
+      await writeAppState(paths, app, { ...state0, previous, highestActive: highest, quarantine }, faults);
       faults.hit('after-verdict-state');
-      await writeJournal(paths, done);
+      await writeJournal(paths, done, faults);
     } catch (err) {
       verdict = { ok: false, reason: `the verdict could not be written: ${(err as Error).message}` };
     }
@@ -124,6 +123,31 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
       details: { attemptId },
     });
   }
+}
+
+// The `activating` journal could not be written. If its rename never happened, nothing changed:
+// a refusal. If it did (a folder fsync failed after it), the journal may say `activating`
+// although the caller is told the attempt failed: put the journal before it back, and it is a
+// refusal again. If even that fails, the attempt has begun as far as the disk knows: the app is
+// blocked and the next start recovers it, and `onAccepted` keeps a `refused` receipt from taking
+// the attemptId that recovery's receipt needs.
+async function journalNotWritten(ctx: UpdateContext, input: ActivateInput, state0: AppState, prior: JournalRead, err: unknown): Promise<never> {
+  const { app, attemptId } = input;
+  const code = (err as NodeJS.ErrnoException).code === 'ENOSPC' ? 'DISK_FULL' : 'IO_ERROR';
+  const refusal = new StewardError(code, `${app}: could not write the journal: ${(err as Error).message}`, { cause: err });
+  const now = await readJournal(ctx.paths, app).catch(() => null);
+  if (!(now?.state === 'ok' && now.journal.attemptId === attemptId)) throw refusal;
+  try {
+    if (prior.state === 'ok') await writeJournal(ctx.paths, prior.journal, ctx.faults);
+    else if (prior.state === 'absent') await removeJournal(ctx.paths, app);
+    else throw new Error('the journal before it was invalid');
+  } catch (undoErr) {
+    input.onAccepted?.();
+    const why = `the journal of ${attemptId} may say activating (${(err as Error).message}) and could not be put back (${(undoErr as Error).message})`;
+    await blockApp(ctx, app, state0, 'ACTIVATION_INTERRUPTED', why);
+    throw new StewardError('IO_ERROR', `${app}: ${why}; the app is blocked until the helper's next start recovers it`, { cause: err, details: { attemptId } });
+  }
+  throw refusal;
 }
 
 // The failure path: stop the new version, swap back, start and probe the old one, record
@@ -175,14 +199,15 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
   };
   try {
     faults.write('rollback-verdict');
-    await writeAppState(paths, app, { ...state0, quarantine: { ...state0.quarantine, [target]: q } });
-    await writeJournal(paths, ended);
+    await writeAppState(paths, app, { ...state0, quarantine: { ...state0.quarantine, [target]: q } }, faults);
+    await writeJournal(paths, ended, faults);
   } catch (err) {
     // Neither verdict is durable: block the app; the journal still says `activating`, so the
     // next start recovers it.
     await blockApp(ctx, app, state0, 'DISK_FULL', `the verdict of ${attemptId} could not be written: ${(err as Error).message}`);
     // Not DISK_FULL: that code means "refused, nothing changed", and here things did change.
-    throw new StewardError('IO_ERROR', `${app}: disk full: the outcome (${outcome}) could not be recorded; the app is blocked (DISK_FULL) until the helper restarts and recovers it`, {
+    const what = (err as NodeJS.ErrnoException).code === 'ENOSPC' ? 'disk full' : 'I/O error';
+    throw new StewardError('IO_ERROR', `${app}: ${what}: the outcome (${outcome}) could not be recorded (${(err as Error).message}); the app is blocked (DISK_FULL) until the helper restarts and recovers it`, {
       cause: err,
       details: { attemptId, blockedBy: 'DISK_FULL' },
     });
@@ -224,7 +249,7 @@ async function startAndProbe(
 export async function blockApp(ctx: UpdateContext, app: string, state: AppState, reason: string, message: string): Promise<void> {
   const blocked = { reason, message: truncateUtf8(message, 512), since: ctx.clock.now() };
   ctx.blockedInMemory.set(app, blocked);
-  await writeAppState(ctx.paths, app, { ...state, blocked }).catch((err) =>
+  await writeAppState(ctx.paths, app, { ...state, blocked }, ctx.faults).catch((err) =>
     log('could not persist blocked app=%s: %s', app, (err as Error).message),
   );
 }

@@ -1,4 +1,5 @@
 import { logger } from '../../platform/log.js';
+import { readBootId } from '../../platform/proc-identity.js';
 import { readCurrent } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
 import { readAppState } from '../state/app-state.js';
@@ -26,7 +27,20 @@ export async function ensureRunning(ctx: UpdateContext, app: string): Promise<'a
       return 'adopted';
     }
     await stopApp(ctx, app);
+  } else if (await isSupervisorsOwn(rec)) {
+    log('left app=%s to the supervisor: %s since this boot', app, rec?.supervisor?.state);
+    return 'left';
   }
   await startVersion(ctx, app, cur.version, 'first-pass');
   return 'started';
+}
+
+// A respawn that waits for its time (`waiting`) or a budget that is spent (`error`), in this
+// boot, is the supervisor's: a helper restart must neither bring the respawn forward nor revive
+// an app given up on (only `agentctl restart` does). After a reboot the first pass starts it.
+// A record without a process (its respawn failed to spawn) is taken to be of this boot.
+async function isSupervisorsOwn(rec: Awaited<ReturnType<typeof readRunRecord>>): Promise<boolean> {
+  const state = rec?.supervisor?.state;
+  if (state !== 'waiting' && state !== 'error') return false;
+  return !rec?.process || rec.process.bootId === (await readBootId());
 }

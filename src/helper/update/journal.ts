@@ -1,6 +1,9 @@
 import { journalFile, type HostPaths } from '../../core/paths.js';
 import { JOURNAL_SCHEMA_VERSION, journalSchema, type Journal } from '../../core/journal-schema.js';
-import { writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { fsyncDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { readVersionedJson } from '../../platform/versioned-file.js';
 
 export type JournalRead = { state: 'absent' } | { state: 'ok'; journal: Journal } | { state: 'invalid'; why: string };
@@ -22,6 +25,26 @@ export async function readJournal(paths: HostPaths, app: string): Promise<Journa
 
 // Writes the journal with the atomic file replace (0600). Throws on any failure,
 // including a failed fsync, which is never retried.
-export async function writeJournal(paths: HostPaths, journal: Journal): Promise<void> {
-  await writeJsonAtomic(journalFile(paths, journal.app), journalSchema.parse(journal), 0o600);
+export async function writeJournal(paths: HostPaths, journal: Journal, faults: Faults = noFaults): Promise<void> {
+  await writeJsonAtomic(journalFile(paths, journal.app), journalSchema.parse(journal), 0o600, ioStep(faults, 'journal'));
+}
+
+// Removes journal/<app>.json durably (the undo of a first `activating` journal whose write
+// failed after its rename).
+export async function removeJournal(paths: HostPaths, app: string): Promise<void> {
+  const file = journalFile(paths, app);
+  await fsp.rm(file, { force: true });
+  await fsyncDir(path.dirname(file));
+}
+
+// Makes the journal as it reads now durable: its data, then its name in the folder.
+export async function syncJournal(paths: HostPaths, app: string): Promise<void> {
+  const file = journalFile(paths, app);
+  const fh = await fsp.open(file, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await fsyncDir(path.dirname(file));
 }

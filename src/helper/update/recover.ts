@@ -6,7 +6,7 @@ import { readAppState, writeAppState } from '../state/app-state.js';
 import { isAppAlive, probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
 import { blockApp, emitFor } from './activate.js';
 import type { UpdateContext } from './context.js';
-import { readJournal, writeJournal } from './journal.js';
+import { readJournal, syncJournal, writeJournal } from './journal.js';
 import { pointCurrent, removeCurrent, removeStrayCurrentLinks } from './swap.js';
 
 const log = logger('helper:recover');
@@ -35,6 +35,7 @@ export async function recoverApp(ctx: UpdateContext, app: string): Promise<Recov
   }
   const j = read.journal;
   if (isTerminal(j.outcome)) {
+    await clearVerdictBlock(ctx, app, j);
     if (await ctx.receipts.find(app, j.attemptId)) return { app, action: 'none' };
     await emitFor(ctx, j);
     log('re-emitted receipt app=%s attempt=%s', app, j.attemptId);
@@ -96,7 +97,7 @@ async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<Recov
     };
   }
   try {
-    await writeJournal(ctx.paths, ended);
+    await writeJournal(ctx.paths, ended, ctx.faults);
   } catch (err) {
     const state = await readAppState(ctx.paths, app).catch(() => null);
     if (state) await blockApp(ctx, app, state, 'DISK_FULL', `recovery verdict not written: ${(err as Error).message}`);
@@ -105,10 +106,25 @@ async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<Recov
   // A block that only stood for "the verdict could not be written" ends with this verdict.
   const state = await readAppState(ctx.paths, app).catch(() => null);
   if (state?.blocked && BLOCKS_CLEARED_BY_RECOVERY.has(state.blocked.reason)) {
-    await writeAppState(ctx.paths, app, { ...state, blocked: null }).catch((err) => log('could not clear blocked app=%s: %s', app, (err as Error).message));
+    await writeAppState(ctx.paths, app, { ...state, blocked: null }, ctx.faults).catch((err) => log('could not clear blocked app=%s: %s', app, (err as Error).message));
   }
   await emitFor(ctx, ended);
   return { app, action: 'recovered', journal: ended };
+}
+
+// A terminal journal under a block that stood for "the verdict could not be written": the write
+// failed after its rename (a folder fsync), so the verdict is there after all. Made durable now,
+// it ends the block; left in place, nothing would ever clear it.
+async function clearVerdictBlock(ctx: UpdateContext, app: string, j: Journal): Promise<void> {
+  const state = await readAppState(ctx.paths, app).catch(() => null);
+  if (!state?.blocked || !BLOCKS_CLEARED_BY_RECOVERY.has(state.blocked.reason)) return;
+  try {
+    await syncJournal(ctx.paths, app);
+    await writeAppState(ctx.paths, app, { ...state, blocked: null }, ctx.faults);
+    log('cleared block app=%s reason=%s: the verdict of %s is durable', app, state.blocked.reason, j.attemptId);
+  } catch (err) {
+    log('could not clear block app=%s: %s', app, (err as Error).message);
+  }
 }
 
 // The verdict never became durable, so nothing it wrote to state stands: put back previous,
@@ -118,5 +134,5 @@ async function restorePriorState(ctx: UpdateContext, j: Journal): Promise<void> 
   const state = await readAppState(ctx.paths, j.app);
   const { [j.targetVersion]: _dropped, ...others } = state.quarantine;
   const quarantine = j.prior.quarantine ? { ...others, [j.targetVersion]: j.prior.quarantine } : others;
-  await writeAppState(ctx.paths, j.app, { ...state, previous: j.prior.previous, highestActive: j.prior.highestActive, quarantine });
+  await writeAppState(ctx.paths, j.app, { ...state, previous: j.prior.previous, highestActive: j.prior.highestActive, quarantine }, ctx.faults);
 }

@@ -10,9 +10,11 @@ import type { Faults } from '../../platform/faults.js';
 export async function pointCurrent(paths: HostPaths, app: string, version: string, faults: Faults, direction: 'forward' | 'back'): Promise<void> {
   const dir = appDir(paths, app);
   const tmp = path.join(dir, `.current.${randomBytes(6).toString('hex')}`);
+  faults.io('current', 'write');
   await fsp.symlink(`versions/${version}`, tmp);
   faults.hit(direction === 'forward' ? 'after-symlink-before-rename' : 'during-swap-back');
   try {
+    faults.io('current', 'rename');
     await fsp.rename(tmp, currentLink(paths, app));
   } catch (err) {
     await fsp.rm(tmp, { force: true }).catch(() => {});
@@ -20,6 +22,7 @@ export async function pointCurrent(paths: HostPaths, app: string, version: strin
   }
   if (direction === 'forward') faults.hit('after-rename-before-fsync');
   // The rename is only durable once the folder holding `current` is fsynced.
+  faults.io('current', 'fsyncdir');
   await fsyncDir(dir);
 }
 
