@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { agentctl, makeHost, processApp, startHelper } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 import { killApps, waitReady } from '../helpers/app-processes.js';
@@ -14,8 +16,12 @@ test('while the helper recovers an interrupted activation, status answers and ch
     host.cleanup();
   });
   let helper = await startHelper(host);
-  // 2.0.0 takes 4 s to prove itself stable: its recovery probe keeps the start busy that long.
-  assert.equal((await agentctl(host, ['update', 'web', '2.0.0', ...releaseArgs(host.scratch, 'web', '2.0.0', port, { stableMs: 4000 })])).code, 0);
+  // 2.0.0's health fails while the gate file exists: once the gate is in place, its recovery
+  // probe keeps the start busy until the test removes it (no timing window to lose on a
+  // loaded machine).
+  const gate = path.join(host.scratch, 'recovery-gate');
+  assert.equal((await agentctl(host, ['update', 'web', '2.0.0', ...releaseArgs(host.scratch, 'web', '2.0.0', port, { failIfExists: gate, timeoutMs: 60_000 })])).code, 0);
+  writeFileSync(gate, 'x');
   await helper.stop();
   helper = await startHelper(host, { STEWARD_FAULTS: 'after-start-new' });
   const dying = await agentctl(host, ['update', 'web', '3.0.0', ...releaseArgs(host.scratch, 'web', '3.0.0', port, { stableMs: 200 })]);
@@ -32,7 +38,10 @@ test('while the helper recovers an interrupted activation, status answers and ch
   assert.equal(refused.json.error.code, 'RECOVERING');
   const stage = await agentctl(host, ['stage', 'web', '3.0.0', ...releaseArgs(host.scratch, 'web', '3.0.0', port), '--json']);
   assert.equal(stage.json.error.code, 'RECOVERING');
+  const still = await agentctl(host, ['status', '--json']);
+  assert.equal(still.json.recovering, true, 'the gate holds the recovery');
 
+  rmSync(gate);
   const ready = await waitReady(host);
   const web = ready.apps.find((a: { name: string }) => a.name === 'web');
   assert.equal(web.current, '2.0.0');

@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, sri, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
@@ -25,9 +25,11 @@ after(async () => {
   host?.cleanup();
 });
 
-// A release whose activation takes a few seconds (a long stable period), written to scratch.
-function slowRelease(version: string): { file: string; integrity: string } {
-  const tgz = appRelease('web', version, port, { stableMs: 4000 });
+// A release whose activation lasts until the test removes `gate`: its health fails while the
+// file exists (no timing window that a loaded machine could miss). Written to scratch.
+function gatedRelease(version: string, gate: string): { file: string; integrity: string } {
+  writeFileSync(gate, 'x');
+  const tgz = appRelease('web', version, port, { failIfExists: gate, timeoutMs: 60_000 });
   const file = path.join(host.scratch, `web-${version}-slow.tgz`);
   writeFileSync(file, tgz);
   return { file, integrity: sri(tgz) };
@@ -63,9 +65,11 @@ const updateArgs = (version: string, rel: { file: string; integrity: string }, a
 
 test('a retried request with the same attemptId after a lost reply gets the settled receipt; no second attempt runs', { timeout: 60_000 }, async () => {
   const X = 'lost-reply-1';
-  const rel = slowRelease('2.0.0');
+  const gate = path.join(host.scratch, 'gate-2.0.0');
+  const rel = gatedRelease('2.0.0', gate);
   await sendAndHangUp('2.0.0', X, rel);
   await waitRunning(X);
+  rmSync(gate);
   await waitIdle(host);
   const web = await appStatus(host, 'web');
   assert.equal(web.lastAttempt.attemptId, X, 'the attempt ran to its end although its client went away');
@@ -89,10 +93,21 @@ test('a retried request with the same attemptId after a lost reply gets the sett
 test('a second request with the same attemptId while it runs attaches, and another attemptId gets BUSY with a refused receipt', { timeout: 60_000 }, async () => {
   const X = 'attach-1';
   const Y = 'other-1';
-  const rel = slowRelease('3.0.0');
+  const gate = path.join(host.scratch, 'gate-3.0.0');
+  const rel = gatedRelease('3.0.0', gate);
   await sendAndHangUp('3.0.0', X, rel);
   await waitRunning(X);
-  const [attached, busy] = await Promise.all([agentctl(host, updateArgs('3.0.0', rel, X)), agentctl(host, updateArgs('3.0.0', rel, Y))]);
+  const attaching = agentctl(host, updateArgs('3.0.0', rel, X));
+  const busy = await agentctl(host, updateArgs('3.0.0', rel, Y));
+  // The attempt ends only once the second request has attached to it (the helper says so).
+  const attachedLine = `request over admin.sock attached to running attempt=${X}`;
+  const deadline = Date.now() + 20_000;
+  while (!helper.stderr().includes(attachedLine)) {
+    assert.ok(Date.now() < deadline, `the helper never logged: ${attachedLine}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  rmSync(gate);
+  const attached = await attaching;
 
   assert.equal(attached.code, 0, attached.stderr + attached.stdout);
   assert.equal(attached.json.attemptId, X);

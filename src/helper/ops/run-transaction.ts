@@ -1,4 +1,5 @@
 import { StewardError, toStewardError } from '../../core/errors.js';
+import { logger } from '../../platform/log.js';
 import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
 import type { AppLocks } from '../app-locks.js';
 import type { OpContext } from '../server/api-server.js';
@@ -24,6 +25,8 @@ export interface TransactionRequest {
   allowBlocked?: boolean;
 }
 
+const log = logger('helper:transaction');
+
 type Body = (ids: { attemptId: string; startedAt: number }, progress: (p: Omit<ProgressLine, 'attemptId'>) => void, accept: () => void) => Promise<UpdateAnswer>;
 
 // The frame every version-changing op shares (DESIGN §4): attach to a running attempt
@@ -41,6 +44,7 @@ export async function runTransaction(
     const live = core.attempts.get(req.attemptId);
     if (live) {
       if (live.app !== req.app) throw new StewardError('BAD_REQUEST', `attempt ${req.attemptId} belongs to app ${live.app}`);
+      log('app=%s request over %s.sock attached to running attempt=%s', req.app, ctx.kind, req.attemptId);
       // noWait holds for an attach too: the agent re-sending an attemptId that is updating the
       // agent itself must not wait for the attempt that stops it (its unit's stop would wait
       // for it in turn, until the agent's own timeout).
