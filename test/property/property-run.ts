@@ -1,0 +1,28 @@
+// Seeded fast-check runs for the property suites (issue 7 item 5). Every property runs from one
+// seed, printed on stdout, so a failure in CI replays with STEWARD_TEST_SEED=<seed> (the
+// convention of test/helpers/prng.ts users). STEWARD_PROPERTY_RUNS=<factor> multiplies every
+// run count, for a longer local search; CI runs the counts written in the tests.
+import fc from 'fast-check';
+
+export const SEED = Number(process.env.STEWARD_TEST_SEED ?? 20261130);
+const FACTOR = Number(process.env.STEWARD_PROPERTY_RUNS ?? 1);
+
+if (!Number.isSafeInteger(SEED)) throw new Error(`STEWARD_TEST_SEED must be an integer, got ${process.env.STEWARD_TEST_SEED}`);
+if (!(FACTOR > 0)) throw new Error(`STEWARD_PROPERTY_RUNS must be a positive number, got ${process.env.STEWARD_PROPERTY_RUNS}`);
+
+// Total runs made by this test file, printed at its end by the caller if it wants.
+export const runsMade = { count: 0 };
+
+// Runs `property` `numRuns` times (times STEWARD_PROPERTY_RUNS) from SEED, printing the seed and
+// the run count. On a failure it throws fast-check's report (counterexample, shrunk, and the
+// seed/path that replays it) with the replay command in front.
+export async function checkProperty<Ts>(name: string, property: fc.IAsyncPropertyWithHooks<Ts> | fc.IPropertyWithHooks<Ts>, numRuns: number): Promise<void> {
+  const runs = Math.max(1, Math.round(numRuns * FACTOR));
+  const details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: SEED, numRuns: runs, endOnFailure: false });
+  runsMade.count += details.numRuns;
+  process.stdout.write(`# property "${name}": seed ${SEED}, ${details.numRuns} runs${details.failed ? `, FAILED after ${details.numRuns} runs (${details.numShrinks} shrinks)` : ''}\n`);
+  if (details.failed) {
+    const report = fc.defaultReportMessage(details) ?? 'failed';
+    throw new Error(`property "${name}" failed; replay with STEWARD_TEST_SEED=${SEED}\n${report}`);
+  }
+}
