@@ -157,9 +157,11 @@ export function mutatedBytes(base: Buffer | fc.Arbitrary<Buffer>, maxEdits = 4):
 }
 
 // A JSON text: valid JSON mutated structurally, then sometimes at the byte level too.
+// One edit most often: the further from valid, the sooner the schema stops it.
 export function nearValidJsonBytes<T>(base: T | fc.Arbitrary<T>): fc.Arbitrary<Buffer> {
-  const structural = mutatedJson(base).map((v) => Buffer.from(JSON.stringify(v) ?? 'null'));
-  return fc.oneof(structural, mutatedBytes(structural, 2));
+  const text = (v: unknown) => Buffer.from(JSON.stringify(v) ?? 'null');
+  const oneEdit = mutatedJson(base, 1).map(text);
+  return fc.oneof({ weight: 4, arbitrary: oneEdit }, { weight: 2, arbitrary: mutatedJson(base, 3).map(text) }, { weight: 1, arbitrary: mutatedBytes(oneEdit, 2) });
 }
 
 export type { Json };
