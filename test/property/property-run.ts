@@ -23,6 +23,15 @@ export async function checkProperty<Ts>(name: string, property: fc.IAsyncPropert
   process.stdout.write(`# property "${name}": seed ${SEED}, ${details.numRuns} runs${details.failed ? `, FAILED after ${details.numRuns} runs (${details.numShrinks} shrinks)` : ''}\n`);
   if (details.failed) {
     const report = fc.defaultReportMessage(details) ?? 'failed';
-    throw new Error(`property "${name}" failed; replay with STEWARD_TEST_SEED=${SEED}\n${report}`);
+    const why = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
+    throw new Error(`property "${name}" failed; replay with STEWARD_TEST_SEED=${SEED}\n${report}\nCounterexample with bytes as text: ${asText(details.counterexample)}\nError: ${why}`);
   }
+}
+
+// The counterexample as JSON, with Buffers shown as their UTF-8 text.
+function asText(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => {
+    const b = v as { type?: unknown; data?: unknown };
+    return b && b.type === 'Buffer' && Array.isArray(b.data) ? `<bytes ${JSON.stringify(Buffer.from(b.data as number[]).toString('utf8'))}>` : v;
+  });
 }
