@@ -15,7 +15,7 @@ import { verifyHeartbeat, type HeartbeatRejectCode, type KnownNode, type RunAtte
 import { startRun } from '../../src/control/rollouts/start-run.js';
 import { dumpStore, FakeNode, post, startControl, T0, type Control } from '../helpers/control-harness.js';
 import { mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
-import { checkProperty, runsMade } from './property-run.js';
+import { checkProperty, guarded, runsMade } from './property-run.js';
 
 const CODES: readonly HeartbeatRejectCode[] = ['BAD_BODY', 'UNKNOWN_NODE', 'BAD_SIGNATURE', 'SEQ_REPLAYED', 'CLOCK_SKEW', 'RECEIPT_REJECTED'];
 const STATUS_OF: Record<HeartbeatRejectCode, number> = { BAD_BODY: 400, RECEIPT_REJECTED: 400, UNKNOWN_NODE: 401, BAD_SIGNATURE: 401, SEQ_REPLAYED: 409, CLOCK_SKEW: 422 };
@@ -168,7 +168,7 @@ test('over HTTP, a mutated or re-signed heartbeat is never a 500, and a rejectio
   const seen = new Map<string, number>();
   await checkProperty(
     'control server: heartbeat rejections change nothing',
-    fc.asyncProperty(bodyArb, async (body) => {
+    fc.asyncProperty(bodyArb, guarded(async (body) => {
       const answer = await post(c.server.url, HEARTBEAT_PATH, body);
       const now = dumpStore(c.store);
       const label = answer.status === 200 ? '200' : `${answer.status} ${answer.body?.error?.code}`;
@@ -182,7 +182,7 @@ test('over HTTP, a mutated or re-signed heartbeat is never a 500, and a rejectio
         assert.deepEqual(now, baseline, `a ${answer.status} ${code} rejection changed the store`);
       }
       baseline = now;
-    }),
+    })),
     300,
   );
   process.stdout.write(`# answers: ${JSON.stringify(Object.fromEntries([...seen].sort()))}\n`);

@@ -13,7 +13,7 @@ import { responseSchema } from '../../src/protocol/schemas.js';
 import { rawExchange } from '../helpers/api-server-harness.js';
 import { makeHost, makeReleaseKey, manifestFor, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { nearValidJsonBytes } from './mutate.js';
-import { checkProperty } from './property-run.js';
+import { checkProperty, guarded } from './property-run.js';
 import { validRequests } from './requests.js';
 
 // Codes the API answers before any op touches the host: nothing may change.
@@ -63,7 +63,7 @@ test('the real helper refuses any near-valid request with a closed code and, at 
   const seen = new Map<string, number>();
   await checkProperty(
     'helper process: gate rejections change nothing',
-    fc.asyncProperty(wire, fc.constantFrom('adminSock' as const, 'helperSock' as const), async (bytes, sock) => {
+    fc.asyncProperty(wire, fc.constantFrom('adminSock' as const, 'helperSock' as const), guarded(async (bytes, sock) => {
       const answer = await rawExchange(host.paths[sock], bytes, { end: true });
       assert.equal(helper.child.exitCode, null, `the helper exited: ${helper.stderr().slice(-3000)}`);
       const final = answer.lines.at(-1);
@@ -79,7 +79,7 @@ test('the real helper refuses any near-valid request with a closed code and, at 
       if (GATE_CODES.has(code)) assert.deepEqual(now, baseline, `a ${code} rejection changed files: ${final.error.message}`);
       // An op that ran may change the host (a refused update writes its receipt): the next baseline.
       baseline = now;
-    }),
+    })),
     400,
   );
   process.stdout.write(`# answers by code: ${JSON.stringify(Object.fromEntries([...seen].sort()))}\n`);

@@ -13,7 +13,7 @@ import { ADMIN_ONLY_OPS, ALL_OPS, requestSchemas, responseSchema, type OpName, t
 import { callHelper } from '../../src/protocol/client.js';
 import { rawExchange, startTestServers, type TestServers } from '../helpers/api-server-harness.js';
 import { mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
-import { checkProperty, runsMade } from './property-run.js';
+import { checkProperty, guarded, runsMade } from './property-run.js';
 import { validRequestArb, validRequests } from './requests.js';
 
 // Every op answers with what it got; `calls` records each handler call.
@@ -51,7 +51,7 @@ function helperSockMayRun(op: OpName, r: Record<string, unknown>): boolean {
 test('the dispatcher answers any request with a handler call its schema and socket allow, or a BAD_REQUEST/FORBIDDEN', async () => {
   await checkProperty(
     'dispatch: schema and policy gate every handler',
-    fc.asyncProperty(anyRequest, kindArb, async (raw, kind) => {
+    fc.asyncProperty(anyRequest, kindArb, guarded(async (raw, kind) => {
       calls.length = 0;
       const json = JSON.parse(JSON.stringify(raw) ?? 'null') as unknown;
       let result: unknown;
@@ -69,7 +69,7 @@ test('the dispatcher answers any request with a handler call its schema and sock
       assert.deepEqual(result, { op, bytes: 0 });
       assert.ok(requestSchemas[op].safeParse(json).success, 'the handler got a request its schema refuses');
       if (kind === 'helper') assert.ok(helperSockMayRun(op, request), `helper.sock ran ${op} against its policy`);
-    }),
+    })),
     1500,
   );
 });
@@ -96,7 +96,7 @@ const chunksArb = fc.oneof(
 test('readRequestLine returns the bytes before the first newline when they fit, else BAD_REQUEST', async () => {
   await checkProperty(
     'framing: request line model',
-    fc.asyncProperty(chunksArb, fc.integer({ min: 0, max: 200 }), async (chunks, maxBytes) => {
+    fc.asyncProperty(chunksArb, fc.integer({ min: 0, max: 200 }), guarded(async (chunks, maxBytes) => {
       const all = Buffer.concat(chunks);
       const nl = all.indexOf(0x0a);
       const fits = nl >= 0 && nl <= maxBytes;
@@ -109,7 +109,7 @@ test('readRequestLine returns the bytes before the first newline when they fit, 
         assert.ok(err instanceof StewardError && err.code === 'BAD_REQUEST', String(err));
         assert.ok(!fits, `refused a line of ${nl} bytes with maxBytes ${maxBytes}: ${err.message}`);
       }
-    }),
+    })),
     800,
   );
 });
@@ -121,7 +121,7 @@ test('an upload stream yields exactly the announced bytes, or fails with BAD_REQ
       fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
       fc.array(fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)), { maxLength: 5 }),
       fc.nat(120),
-      async (leftover, chunks, size) => {
+      guarded(async (leftover, chunks, size) => {
         const all = Buffer.concat([leftover, ...chunks]);
         const got: Buffer[] = [];
         try {
@@ -133,7 +133,7 @@ test('an upload stream yields exactly the announced bytes, or fails with BAD_REQ
         }
         assert.ok(Buffer.concat(got).equals(all.subarray(0, size)), 'the upload is not the first `size` bytes');
         assert.ok(all.length >= size);
-      },
+      }),
     ),
     500,
   );
@@ -158,33 +158,21 @@ const wireArb = fc.oneof(
   mutatedBytes(Buffer.from(JSON.stringify(validRequests()[4]) + '\nabc')),
 );
 
-// An exception no one catches would end a helper; here it is caught and pinned on the input.
-const uncaught: unknown[] = [];
-const onUncaught = (err: unknown) => void uncaught.push(err);
-
 test('the real server answers any bytes on either socket with one well-formed final line, and keeps serving', async () => {
-  process.on('uncaughtException', onUncaught);
-  try {
-    await checkProperty(
-      'server: any bytes get a closed answer',
-      fc.asyncProperty(wireArb, kindArb, async (bytes, kind) => {
-        uncaught.length = 0;
-        const answer = await rawExchange(kind === 'admin' ? servers.adminSock : servers.helperSock, bytes, { end: true });
-        await new Promise((r) => setImmediate(r));
-        assert.deepEqual(uncaught.map(String), [], 'an exception escaped the server');
-        const final = answer.lines.at(-1);
-        assert.ok(final, `no answer (client error ${answer.errorCode})`);
-        assert.ok(responseSchema.safeParse(final).success, `not a response line: ${JSON.stringify(final)}`);
-        if (final.ok === false) {
-          assert.ok(isReasonCode(final.error.code));
-          assert.notEqual(final.error.code, 'INTERNAL', final.error.message);
-        }
-      }),
-      400,
-    );
-  } finally {
-    process.off('uncaughtException', onUncaught);
-  }
+  await checkProperty(
+    'server: any bytes get a closed answer',
+    fc.asyncProperty(wireArb, kindArb, guarded(async (bytes, kind) => {
+      const answer = await rawExchange(kind === 'admin' ? servers.adminSock : servers.helperSock, bytes, { end: true });
+      const final = answer.lines.at(-1);
+      assert.ok(final, `no answer (client error ${answer.errorCode})`);
+      assert.ok(responseSchema.safeParse(final).success, `not a response line: ${JSON.stringify(final)}`);
+      if (final.ok === false) {
+        assert.ok(isReasonCode(final.error.code));
+        assert.notEqual(final.error.code, 'INTERNAL', final.error.message);
+      }
+    })),
+    400,
+  );
   for (const sock of [servers.adminSock, servers.helperSock]) {
     assert.deepEqual(await callHelper(sock, { v: 1, id: 'check', op: 'status' }, { timeoutMs: 5000 }), { op: 'status', bytes: 0 });
   }

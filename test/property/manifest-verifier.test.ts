@@ -16,7 +16,7 @@ import { envelopeSchema, manifestPayloadSchema, type Envelope } from '../../src/
 import { DOMAINS, generateKeyPair, parsePrivateKey } from '../../src/platform/keys.js';
 import { verifyManifest } from '../../src/helper/stage/verify-manifest.js';
 import { mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
-import { checkProperty, runsMade } from './property-run.js';
+import { checkProperty, guarded, runsMade } from './property-run.js';
 import { INTEGRITY } from './requests.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-manifest-'));
@@ -93,13 +93,13 @@ test('a signed manifest changed without the key verifies only when payload, sign
   const tally = new Map<string, number>();
   await checkProperty(
     'verifyManifest: no unsigned change verifies',
-    fc.asyncProperty(envelopes, async (raw) => {
+    fc.asyncProperty(envelopes, guarded(async (raw) => {
       // What the request schema lets through is what reaches the verifier.
       const env = envelopeSchema.safeParse(raw);
       const v = env.success ? await verdict(env.data) : 'schema';
       tally.set(v, (tally.get(v) ?? 0) + 1);
       if (v === 'ok') assert.deepEqual([env.data?.payload, env.data?.sig, env.data?.keyId], [good.payload, good.sig, good.keyId], 'a changed manifest verified');
-    }),
+    })),
     1000,
   );
   process.stdout.write(`# verdicts: ${JSON.stringify(Object.fromEntries([...tally].sort()))}\n`);
@@ -110,7 +110,7 @@ test('a manifest re-signed after a change verifies only under a trusted key and 
   const tally = new Map<string, number>();
   await checkProperty(
     'verifyManifest: re-signed changes',
-    fc.asyncProperty(arb, async ([payload, byTrusted]) => {
+    fc.asyncProperty(arb, guarded(async ([payload, byTrusted]) => {
       const key = byTrusted ? trusted : untrusted;
       const env = envelopeSchema.safeParse(signAny(payload, key.privatePem, key.keyId));
       if (!env.success) return; // a payload over 48 KiB: the request schema refuses it first
@@ -122,7 +122,7 @@ test('a manifest re-signed after a change verifies only under a trusted key and 
       assert.ok(m.success, 'an invalid manifest verified');
       assert.deepEqual([m.data.name, m.data.version], ['web', '1.2.0'], 'a manifest of another release verified');
       assert.ok(m.data.expires > NOW, 'an expired manifest verified');
-    }),
+    })),
     600,
   );
   process.stdout.write(`# verdicts: ${JSON.stringify(Object.fromEntries([...tally].sort()))}\n`);

@@ -2,6 +2,7 @@
 // seed, printed on stdout, so a failure in CI replays with STEWARD_TEST_SEED=<seed> (the
 // convention of test/helpers/prng.ts users). STEWARD_PROPERTY_RUNS=<factor> multiplies every
 // run count, for a longer local search; CI runs the counts written in the tests.
+import assert from 'node:assert/strict';
 import fc from 'fast-check';
 
 export const SEED = Number(process.env.STEWARD_TEST_SEED ?? 20261130);
@@ -9,6 +10,23 @@ const FACTOR = Number(process.env.STEWARD_PROPERTY_RUNS ?? 1);
 
 if (!Number.isSafeInteger(SEED)) throw new Error(`STEWARD_TEST_SEED must be an integer, got ${process.env.STEWARD_TEST_SEED}`);
 if (!(FACTOR > 0)) throw new Error(`STEWARD_PROPERTY_RUNS must be a positive number, got ${process.env.STEWARD_PROPERTY_RUNS}`);
+
+const uncaught: unknown[] = [];
+const onUncaught = (err: unknown) => void uncaught.push(err);
+
+// An async predicate that, after its own checks, lets pending callbacks (socket events, timers
+// due now) run and fails if one threw with no one to catch it: an exception that would end a
+// helper or control plane is then pinned on the input that caused it, and shrunk, instead of
+// failing the test file anonymously. (fast-check's afterEach hook cannot fail a run.)
+export function guarded<Ts extends unknown[]>(predicate: (...args: Ts) => Promise<void>): (...args: Ts) => Promise<void> {
+  return async (...args: Ts) => {
+    uncaught.length = 0;
+    await predicate(...args);
+    await new Promise((r) => setImmediate(r));
+    const errors = uncaught.splice(0);
+    assert.deepEqual(errors.map((e) => (e instanceof Error ? e.stack : String(e))), [], 'an exception escaped: it would crash the process');
+  };
+}
 
 // Total runs made by this test file, printed at its end by the caller if it wants.
 export const runsMade = { count: 0 };
@@ -18,7 +36,14 @@ export const runsMade = { count: 0 };
 // seed/path that replays it) with the replay command in front.
 export async function checkProperty<Ts>(name: string, property: fc.IAsyncPropertyWithHooks<Ts> | fc.IPropertyWithHooks<Ts>, numRuns: number): Promise<void> {
   const runs = Math.max(1, Math.round(numRuns * FACTOR));
-  const details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: SEED, numRuns: runs, endOnFailure: false });
+  // Collects what `guarded` predicates check (see there).
+  process.on('uncaughtException', onUncaught);
+  let details: fc.RunDetails<Ts>;
+  try {
+    details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: SEED, numRuns: runs, endOnFailure: false });
+  } finally {
+    process.off('uncaughtException', onUncaught);
+  }
   runsMade.count += details.numRuns;
   process.stdout.write(`# property "${name}": seed ${SEED}, ${details.numRuns} runs${details.failed ? `, FAILED after ${details.numRuns} runs (${details.numShrinks} shrinks)` : ''}\n`);
   if (details.failed) {

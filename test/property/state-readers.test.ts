@@ -35,7 +35,7 @@ import { readRunRecord } from '../../src/helper/runners/run-record.js';
 import { readAppState } from '../../src/helper/state/app-state.js';
 import { readJournal } from '../../src/helper/update/journal.js';
 import { mutatedBytes, nearValidJsonBytes } from './mutate.js';
-import { checkProperty, runsMade } from './property-run.js';
+import { checkProperty, guarded, runsMade } from './property-run.js';
 import { INTEGRITY } from './requests.js';
 
 const base = mkdtempSync(path.join(os.tmpdir(), 'steward-readers-'));
@@ -218,7 +218,7 @@ for (const r of readers) {
     const outcomes = new Map<string, number>();
     await checkProperty(
       `reader ${r.name}`,
-      fc.asyncProperty(content, async (bytes) => {
+      fc.asyncProperty(content, guarded(async (bytes) => {
         await fsp.writeFile(r.file, bytes);
         const ino = (await fsp.lstat(r.file)).ino;
         let outcome: string;
@@ -236,7 +236,7 @@ for (const r of readers) {
         // The file itself, read back: same inode (no atomic replace) and same bytes.
         assert.equal((await fsp.lstat(r.file)).ino, ino, 'reading replaced the file');
         assert.ok((await fsp.readFile(r.file)).equals(bytes), 'reading changed the file');
-      }),
+      })),
       150,
     );
     // Every other file, and no new one (a temp file of an atomic write), once for all runs.
