@@ -11,6 +11,11 @@ const FACTOR = Number(process.env.STEWARD_PROPERTY_RUNS ?? 1);
 if (!Number.isSafeInteger(SEED)) throw new Error(`STEWARD_TEST_SEED must be an integer, got ${process.env.STEWARD_TEST_SEED}`);
 if (!(FACTOR > 0)) throw new Error(`STEWARD_PROPERTY_RUNS must be a positive number, got ${process.env.STEWARD_PROPERTY_RUNS}`);
 
+// A run that never settles fails instead of hanging the file (a reader that throws inside a
+// stream's 'data' handler stalls the stream, and the promise waiting on it never settles).
+// Far above any run's time, even on a loaded machine.
+const RUN_TIMEOUT_MS = 10_000;
+
 const uncaught: unknown[] = [];
 const onUncaught = (err: unknown) => void uncaught.push(err);
 
@@ -22,7 +27,8 @@ export function guarded<Ts extends unknown[]>(predicate: (...args: Ts) => Promis
   return async (...args: Ts) => {
     uncaught.length = 0;
     await predicate(...args);
-    await new Promise((r) => setImmediate(r));
+    // A few turns of the event loop: a stream's next 'data' may be one more turn away.
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
     const errors = uncaught.splice(0);
     assert.deepEqual(errors.map((e) => (e instanceof Error ? e.stack : String(e))), [], 'an exception escaped: it would crash the process');
   };
@@ -40,7 +46,7 @@ export async function checkProperty<Ts>(name: string, property: fc.IAsyncPropert
   process.on('uncaughtException', onUncaught);
   let details: fc.RunDetails<Ts>;
   try {
-    details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: SEED, numRuns: runs, endOnFailure: false });
+    details = await fc.check(property as fc.IAsyncProperty<Ts>, { seed: SEED, numRuns: runs, endOnFailure: false, timeout: RUN_TIMEOUT_MS });
   } finally {
     process.off('uncaughtException', onUncaught);
   }
@@ -57,6 +63,8 @@ export async function checkProperty<Ts>(name: string, property: fc.IAsyncPropert
 function asText(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => {
     const b = v as { type?: unknown; data?: unknown };
-    return b && b.type === 'Buffer' && Array.isArray(b.data) ? `<bytes ${JSON.stringify(Buffer.from(b.data as number[]).toString('utf8'))}>` : v;
+    if (!(b && b.type === 'Buffer' && Array.isArray(b.data))) return v;
+    const bytes = Buffer.from(b.data as number[]);
+    return `<bytes ${JSON.stringify(bytes.toString('utf8'))}${bytes.length <= 64 ? ` hex ${bytes.toString('hex')}` : ''}>`;
   });
 }
