@@ -58,6 +58,14 @@ test('the real helper refuses any near-valid request with a closed code and, at 
   const wire = fc.oneof(
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 120 }).map((a) => Buffer.concat([Buffer.from(a), Buffer.from('\n')])) },
     { weight: 6, arbitrary: nearValidJsonBytes(fc.constantFrom(...bases)).map((b) => Buffer.concat([b, Buffer.from('\n')])) },
+    // Valid requests naming an app that is not configured, or another version: they pass every
+    // schema and reach the handlers' own checks.
+    {
+      weight: 2,
+      arbitrary: fc.tuple(fc.constantFrom(...bases), fc.constantFrom('web', 'api', 'web-2'), fc.constantFrom('1.2.0', '2.0.0', '0.0.1')).map(([r, app, version]) =>
+        Buffer.from(JSON.stringify({ ...r, ...('app' in r ? { app } : {}), ...('version' in r ? { version } : {}) }) + '\n'),
+      ),
+    },
   );
   let baseline = await snapshot(host.root);
   const seen = new Map<string, number>();

@@ -9,6 +9,8 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 const nasty: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(null, true, false, 0, -1, 1, 1.5, -0, 2 ** 53, -(2 ** 53), 1e308, '', '0', 'web', '1.0.0', '__proto__', 'constructor', [], {}),
   fc.constantFrom('a'.repeat(129), 'é'.repeat(70), '\u0000', '\n', '../x', '/etc/passwd', 'A'.repeat(4097)),
+  // Valid names and versions other than the ones configured: they pass schemas and reach handlers.
+  fc.constantFrom('api', 'web-2', 'a'.repeat(63), '0.0.1', '2.0.0', '1.2.0-rc.1', 'cli-9'),
   fc.string({ maxLength: 12 }),
   fc.integer(),
   fc.double(),
