@@ -15,7 +15,7 @@ import { StewardError } from '../../src/core/errors.js';
 import { envelopeSchema, manifestPayloadSchema, type Envelope } from '../../src/core/release-schemas.js';
 import { DOMAINS, generateKeyPair, parsePrivateKey } from '../../src/platform/keys.js';
 import { verifyManifest } from '../../src/helper/stage/verify-manifest.js';
-import { mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
+import { base64TextEdit, mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
 import { checkProperty, guarded, runsMade } from './property-run.js';
 import { INTEGRITY } from './requests.js';
 
@@ -88,6 +88,9 @@ test('a signed manifest changed without the key verifies only when payload, sign
     b64edit(good.payload).map((payload) => ({ ...good, payload })),
     b64edit(good.sig).map((sig) => ({ ...good, sig })),
     fc.constant({ ...good, sig: malleable(good.sig) }),
+    // The base64 text itself, padding bits included.
+    base64TextEdit(good.payload).map((payload) => ({ ...good, payload })),
+    base64TextEdit(good.sig).map((sig) => ({ ...good, sig })),
     fc.constant({ ...good, keyId: untrusted.keyId }),
   );
   const tally = new Map<string, number>();

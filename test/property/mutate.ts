@@ -167,3 +167,13 @@ export function nearValidJsonBytes<T>(base: T | fc.Arbitrary<T>): fc.Arbitrary<B
 }
 
 export type { Json };
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+// Base64 text with one character swapped for another of the alphabet, often the last one before
+// the padding: whose low bits are padding, so that a decoder that does not insist on canonical
+// text reads the same bytes from a different string.
+export function base64TextEdit(text: string): fc.Arbitrary<string> {
+  const data = text.replace(/=+$/, '').length;
+  return fc.tuple(fc.oneof(fc.constant(data - 1), fc.nat(data - 1)), fc.nat(63)).map(([i, j]) => text.slice(0, i) + B64[j] + text.slice(i + 1));
+}
