@@ -3,7 +3,7 @@
 // signing. verifyHeartbeat never throws and never accepts signed bytes it did not get signed;
 // over HTTP a rejection has its closed code, leaves every table as it was, and nothing is a 500.
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
@@ -15,17 +15,11 @@ import { verifyHeartbeat, type HeartbeatRejectCode, type KnownNode, type RunAtte
 import { startRun } from '../../src/control/rollouts/start-run.js';
 import { dumpStore, FakeNode, post, startControl, T0, type Control } from '../helpers/control-harness.js';
 import { base64TextEdit, mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
+import { signAny } from './sign-any.js';
 import { checkProperty, guarded, runsMade } from './property-run.js';
 
 const CODES: readonly HeartbeatRejectCode[] = ['BAD_BODY', 'UNKNOWN_NODE', 'BAD_SIGNATURE', 'SEQ_REPLAYED', 'CLOCK_SKEW', 'RECEIPT_REJECTED'];
 const STATUS_OF: Record<HeartbeatRejectCode, number> = { BAD_BODY: 400, RECEIPT_REJECTED: 400, UNKNOWN_NODE: 401, BAD_SIGNATURE: 401, SEQ_REPLAYED: 409, CLOCK_SKEW: 422 };
-
-// Signs any JSON value as an attacker holding the key could: over its JSON.stringify bytes, which
-// need not be canonical (signEnvelope refuses floats and unsafe integers).
-function signAny(domain: string, payload: unknown, key: KeyObject): Envelope {
-  const bytes = Buffer.from(JSON.stringify(payload) ?? 'null');
-  return { payload: bytes.toString('base64'), sig: sign(null, Buffer.concat([Buffer.from(domain + '\n'), bytes]), key).toString('base64'), keyId: keyIdOf(key) };
-}
 
 // --- The pure verifier --------------------------------------------------------------------
 

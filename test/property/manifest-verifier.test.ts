@@ -9,13 +9,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { sign } from 'node:crypto';
 import fc from 'fast-check';
 import { StewardError } from '../../src/core/errors.js';
 import { envelopeSchema, manifestPayloadSchema, type Envelope } from '../../src/core/release-schemas.js';
 import { DOMAINS, generateKeyPair, parsePrivateKey } from '../../src/platform/keys.js';
 import { verifyManifest } from '../../src/helper/stage/verify-manifest.js';
 import { base64TextEdit, mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
+import { signAny } from './sign-any.js';
 import { checkProperty, guarded, runsMade } from './property-run.js';
 import { INTEGRITY } from './requests.js';
 
@@ -35,13 +35,8 @@ const expect = { app: 'web', version: '1.2.0', trustedDir, now: NOW };
 const CODES = new Set(['SIGNATURE_INVALID', 'RELEASE_INVALID', 'MANIFEST_EXPIRED']);
 const goodPayload = { name: 'web', version: '1.2.0', url: 'https://releases.example/web-1.2.0.tgz', size: 1234, integrity: INTEGRITY, expires: NOW + 86_400_000 };
 
-// Signs any JSON value's JSON.stringify bytes, canonical or not, as a key holder could.
-function signAny(payload: unknown, pem: string, keyId: string): Envelope {
-  const bytes = Buffer.from(JSON.stringify(payload) ?? 'null');
-  const sig = sign(null, Buffer.concat([Buffer.from(DOMAINS.manifest + '\n'), bytes]), parsePrivateKey(pem));
-  return { payload: bytes.toString('base64'), sig: sig.toString('base64'), keyId };
-}
-const good = signAny(goodPayload, trusted.privatePem, trusted.keyId);
+const signManifest = (payload: unknown, key: { privatePem: string }) => signAny(DOMAINS.manifest, payload, parsePrivateKey(key.privatePem));
+const good = signManifest(goodPayload, trusted);
 
 // The same signature with S + L (the group order): a valid-looking twin that must not verify.
 const L = 2n ** 252n + 27742317777372353535851937790883648493n;
@@ -115,7 +110,7 @@ test('a manifest re-signed after a change verifies only under a trusted key and 
     'verifyManifest: re-signed changes',
     fc.asyncProperty(arb, guarded(async ([payload, byTrusted]) => {
       const key = byTrusted ? trusted : untrusted;
-      const env = envelopeSchema.safeParse(signAny(payload, key.privatePem, key.keyId));
+      const env = envelopeSchema.safeParse(signManifest(payload, key));
       if (!env.success) return; // a payload over 48 KiB: the request schema refuses it first
       const v = await verdict(env.data);
       tally.set(v, (tally.get(v) ?? 0) + 1);
