@@ -102,7 +102,16 @@ test('a heartbeat re-signed after a mutation is accepted only if its payload hol
   // The payload mutated and signed again by the node key; some receipts too, by the helper key
   // (still valid) or not (altered after signing).
   const receiptEdits = fc.array(fc.record({ i: fc.nat(2), resign: fc.boolean(), edit: mutatedJson(receiptPayload(2), 2) }), { maxLength: 2 });
-  const arb = fc.tuple(mutatedJson(goodPayload, 2), receiptEdits, fc.boolean());
+  // Also well-formed payloads at the edges of the seq and clock checks, and for another node.
+  const SKEW = 5 * 60 * 1000;
+  const edges = fc
+    .record({
+      seq: fc.constantFrom(LAST_SEQ - 1, LAST_SEQ, LAST_SEQ + 1, Number.MAX_SAFE_INTEGER),
+      sentAt: fc.constantFrom(NOW, NOW - SKEW, NOW + SKEW, NOW - SKEW - 1, NOW + SKEW + 1),
+      nodeId: fc.constantFrom('n-1', 'n-1', 'n-2'),
+    })
+    .map((o) => ({ ...goodPayload, ...o }));
+  const arb = fc.tuple(fc.oneof({ weight: 3, arbitrary: mutatedJson(goodPayload, 2) }, { weight: 1, arbitrary: edges }), receiptEdits, fc.boolean());
   await checkProperty(
     'verifyHeartbeat: re-signed mutations',
     fc.property(arb, ([payload, edits, editPayload]) => {
@@ -122,7 +131,9 @@ test('a heartbeat re-signed after a mutation is accepted only if its payload hol
       if (!v.ok) return;
       const parsed = heartbeatPayloadSchema.safeParse(p);
       assert.ok(parsed.success, 'accepted a payload its schema refuses');
-      assert.ok(parsed.data.seq > LAST_SEQ && parsed.data.nodeId === 'n-1');
+      assert.ok(parsed.data.seq > LAST_SEQ, `accepted seq ${parsed.data.seq}, not above lastSeq ${LAST_SEQ}`);
+      assert.ok(Math.abs(parsed.data.sentAt - NOW) <= SKEW, `accepted sentAt ${parsed.data.sentAt - NOW} ms off`);
+      assert.equal(parsed.data.nodeId, 'n-1');
       const helperKeys = new Map([[keyIdOf(helperKey.publicKey), helperKey.publicKey]]);
       for (const r of v.receipts) {
         assert.ok(openEnvelope(r.envelope, DOMAINS.receipt, helperKeys).ok, 'a receipt to store does not verify');

@@ -104,7 +104,11 @@ test('a signed manifest changed without the key verifies only when payload, sign
 });
 
 test('a manifest re-signed after a change verifies only under a trusted key and as a valid, unexpired manifest of the asked release', async () => {
-  const arb = fc.tuple(mutatedJson(goodPayload, 2), fc.boolean());
+  // Also valid manifests of another release, or expired: they pass the schema and must still fail.
+  const otherRelease = fc
+    .record({ name: fc.constantFrom('web', 'api'), version: fc.constantFrom('1.2.0', '1.2.1', '1.2.0-rc.1', '0.0.1'), expires: fc.constantFrom(NOW + 1, NOW, NOW - 1, goodPayload.expires) })
+    .map((o) => ({ ...goodPayload, ...o }));
+  const arb = fc.tuple(fc.oneof({ weight: 3, arbitrary: mutatedJson(goodPayload, 2) }, { weight: 1, arbitrary: otherRelease }), fc.boolean());
   const tally = new Map<string, number>();
   await checkProperty(
     'verifyManifest: re-signed changes',

@@ -99,7 +99,7 @@ export function applyEdit(root: unknown, e: JsonEdit): unknown {
     case 3: // edit a string, or turn the slot into a string
       return setAt(root, p, typeof target === 'string' ? editString(target, e) : JSON.stringify(target) ?? '');
     case 4: // nudge a number, or turn the slot into one
-      return setAt(root, p, typeof target === 'number' ? [target + e.n, -target, target / 3, target * 2 ** 40, NaN][Math.abs(e.n) % 5] : e.n);
+      return setAt(root, p, typeof target === 'number' ? [target + 1, target - 1, target + e.n, -target, target / 3, target * 2 ** 40, 2 ** 53, NaN][e.at % 8] : e.n);
     case 5: // wrap the slot in an array
       return setAt(root, p, [target]);
     case 6: // copy another slot here
