@@ -112,6 +112,10 @@ export function serveConnection(socket: net.Socket, opts: ConnectionOptions): Co
     }
     if (size !== null) {
       upload = createUploadStream(socket, request.rest, size, (waiting) => (waiting ? idle.start() : idle.stop()));
+      // Why: the upload can fail before any handler reads it (bytes beyond the announced size in
+      // the first read, then a refused op); an 'error' with no listener would crash the helper.
+      // A handler that reads still gets the error through its own iteration.
+      upload.on('error', (err) => debug('upload failed: %s', err.message));
     }
     const ctx: OpContext = { kind: opts.kind, id, progress, upload, uploadSize: size ?? 0, closed: closed.signal };
     try {
