@@ -74,8 +74,9 @@ export async function installAgentRelease(pkgRoot: string, paths: HostPaths): Pr
       { paths, config, clock: systemClock, io: realStageIO },
       { kind: 'admin', app: AGENT_APP, version, manifest, path: tgz, trustedDir: trusted },
     );
-    // Staging refused a version below the highest active one. Highest active version before `current`: a crash in between leaves no current (the next
-    // install makes it), never a current that an older signed release could replace.
+    // The highest active version is written before `current`: a crash in between leaves no
+    // current (the next install makes it), never a current that an older signed release could
+    // replace (staging refuses a version below the highest active one).
     await ensureDir(path.dirname(paths.stateDir), 0o755);
     await ensureDir(paths.stateDir, 0o700);
     const state = await readAppState(paths, AGENT_APP);

@@ -1,7 +1,7 @@
-import { journalFile, type HostPaths } from '../../core/paths.js';
-import { JOURNAL_SCHEMA_VERSION, journalSchema, type Journal } from '../../core/journal-schema.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { journalFile, type HostPaths } from '../../core/paths.js';
+import { JOURNAL_SCHEMA_VERSION, journalSchema, type Journal } from '../../core/journal-schema.js';
 import { fsyncDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { readVersionedJson } from '../../platform/versioned-file.js';
