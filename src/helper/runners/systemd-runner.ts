@@ -262,8 +262,10 @@ async function waitMainPid(
       if (id && (await appUnitOfPid(st.mainPid))?.unit === unit) return id;
     }
     if (done) {
-      // The app ended before its pid could be read (it lived only a few milliseconds).
-      throw new StewardError('RELEASE_INVALID', `cannot start ${what}: it exited at once (${lastLines(out.text())})`);
+      // The app ended before its pid could be read (it lived only a few milliseconds). How it
+      // ended goes with the error: the supervisor records it as that start's exit.
+      const exit = parseExitLine(out.text());
+      throw new StewardError('RELEASE_INVALID', `cannot start ${what}: it exited at once (${lastLines(out.text())})`, exit ? { details: { exit } } : {});
     }
     if (opts.clock.monotonic() > deadline) {
       throw new StewardError('IO_ERROR', `cannot start ${what}: ${unit} has no main process after ${opts.startTimeoutMs ?? 10_000} ms`);

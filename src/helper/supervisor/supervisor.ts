@@ -171,7 +171,8 @@ export class Supervisor {
       const policy = restartPolicyOf(this.ctx, app);
       const now = this.ctx.clock.now();
       const started = decide(rec.supervisor ?? initialSupervisorState(), { kind: 'started', at: now, respawn: true }, policy, now).next;
-      const d = decide(started, { kind: 'exited', at: now, code: null, signal: null }, policy, now);
+      const exit = exitOfFailedStart(err);
+      const d = decide(started, { kind: 'exited', at: now, ...exit }, policy, now);
       await writeRunRecord(this.ctx.paths, { ...rec, process: null, supervisor: d.next });
       if (d.decision.action === 'wait-until') this.wakeAt(app, d.decision.at - now);
       if (d.decision.action === 'respawn-now') this.wakeAt(app, 0);
@@ -187,4 +188,14 @@ export class Supervisor {
     }, Math.max(0, delayMs));
     this.waits.set(app, t);
   }
+}
+
+// How a process that exited before its start completed ended, when the runner could tell
+// (systemd's "code=exited/status=3"): the give-up reason then names it, not a bare "exited".
+function exitOfFailedStart(err: unknown): { code: number | null; signal: string | null } {
+  const exit = (err as { details?: { exit?: { code?: unknown; signal?: unknown } } })?.details?.exit;
+  return {
+    code: typeof exit?.code === 'number' ? exit.code : null,
+    signal: typeof exit?.signal === 'string' ? exit.signal : null,
+  };
 }

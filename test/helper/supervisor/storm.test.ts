@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { hostConfigSchema } from '../../../src/core/config-schema.js';
+import { StewardError } from '../../../src/core/errors.js';
 import { hostPaths } from '../../../src/core/paths.js';
 import type { Clock } from '../../../src/platform/clock.js';
 import { systemClock } from '../../../src/platform/clock.js';
@@ -242,6 +243,31 @@ test('an app given up on stays down across a helper restart in the same boot', a
   sup = await helperStart({ ...ctx, locks: new AppLocks(), blockedInMemory: new Map() });
   assert.equal(fake.starts.get('web'), 3, 'no start after the budget is spent');
   assert.equal((await readRunRecord(ctx.paths, 'web'))?.supervisor?.state, 'error');
+});
+
+test('respawns whose process exits before its start completes count as attempts, and the give-up reason says how it exited', async (t) => {
+  const bootId = await readBootId();
+  const fake = stormRunner(bootId, () => 'crash');
+  // The systemd runner's refusal when the app exits before its MainPID is read.
+  const start = fake.runner.start;
+  fake.runner.start = async (spec) => {
+    if ((fake.starts.get(spec.app) ?? 0) === 0) return start(spec);
+    fake.starts.set(spec.app, (fake.starts.get(spec.app) ?? 0) + 1);
+    throw new StewardError('RELEASE_INVALID', `cannot start ${spec.app}: it exited at once`, { details: { exit: { code: 3, signal: null } } });
+  };
+  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 2, healthyMs: 600_000 } } }, fake.runner, systemClock);
+  let sup: Supervisor | null = null;
+  t.after(() => {
+    sup?.close();
+    host.cleanup();
+  });
+  sup = await helperStart(ctx);
+  const rec = await waitFor('error', async () => {
+    const r = await readRunRecord(ctx.paths, 'web');
+    return r?.supervisor?.state === 'error' ? r : null;
+  });
+  assert.equal(fake.starts.get('web'), 3, 'the first start and two respawns that failed to start');
+  assert.match(rec.supervisor?.giveUpReason ?? '', /^gave up after 2 respawns: the last process exited with code 3/);
 });
 
 // A live process that is none of steward's, in its own process group.
