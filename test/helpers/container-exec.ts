@@ -40,3 +40,18 @@ export async function writeIn(box: SystemdContainer, file: string, bytes: Buffer
   });
   assert.equal(code, 0, `writing ${file} in the container: ${err}`);
 }
+
+// Prints which scenarios of a container suite ran; when fewer than `planned` did, also the last
+// `lines` lines of the `units`' journal, which is what a failure there needs to be understood.
+export async function reportScenarios(
+  box: SystemdContainer,
+  ran: string[],
+  planned: number,
+  opts: { units: string[]; lines: number; output?: 'cat' | 'short-monotonic' },
+): Promise<void> {
+  console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
+  if (ran.length >= planned) return;
+  const units = opts.units.flatMap((u) => ['-u', u]);
+  const j = await box.exec('journalctl', [...units, '-o', opts.output ?? 'cat', '--no-pager', '-n', String(opts.lines)]);
+  console.log(`--- last lines of the journal of ${opts.units.join(', ')} ---\n${j.stdout}`);
+}

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/cli/install/agent-release-pack.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
-import { runIn, writeIn } from '../../helpers/container-exec.js';
+import { reportScenarios, runIn, writeIn } from '../../helpers/container-exec.js';
 import { makeReleaseKey, manifestFor, REPO } from '../../helpers/host.js';
 
 // The agent as the steward app `steward-agent` under a real systemd 252 (issue 6, item 3): install
@@ -40,11 +40,7 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
   const work = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-app-'));
   let stopServe: () => Promise<void> = async () => {};
   t.after(async () => {
-    console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
-    if (ran.length < planned) {
-      const j = await box.exec('journalctl', ['-u', 'steward-helper', '-u', 'steward-agent', '-o', 'cat', '--no-pager', '-n', '80']);
-      console.log(`--- last lines of the units' journal ---\n${j.stdout}`);
-    }
+    await reportScenarios(box, ran, planned, { units: ['steward-helper', 'steward-agent'], lines: 80 });
     await stopServe();
     await box.stop();
     rmSync(work, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { appRelease, fetchVersion, freePort, type AppBehavior } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { runIn, shIn, writeIn } from '../../helpers/container-exec.js';
+import { reportScenarios, runIn, shIn, writeIn } from '../../helpers/container-exec.js';
 
 // The fleet under a real systemd 252 (booted in a container; the repository is mounted read-only
 // at /opt/src): `agentctl install`, steward-control on the container's loopback (a unit of its
@@ -101,11 +101,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
   const ran: string[] = [];
   const planned = 6;
   t.after(async () => {
-    console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
-    if (ran.length < planned) {
-      const j = await box.exec('journalctl', [...UNITS.flatMap((u) => ['-u', u]), '-o', 'short-monotonic', '--no-pager', '-n', '150']);
-      console.log(`--- last lines of the units' journal ---\n${j.stdout}`);
-    }
+    await reportScenarios(box, ran, planned, { units: UNITS, lines: 150, output: 'short-monotonic' });
     await box.exec('systemctl', ['stop', 'steward-control']);
     await box.stop();
   });

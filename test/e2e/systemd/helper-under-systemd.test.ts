@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { appRelease, freePort, type AppBehavior } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { writeIn } from '../../helpers/container-exec.js';
+import { reportScenarios, writeIn } from '../../helpers/container-exec.js';
 
 // steward-helper itself as a unit of a real systemd 252 (booted in a container; the repository
 // is mounted read-only at /opt/src), with the systemd runner it picks there: the app is its own
@@ -122,11 +122,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   const ran: string[] = [];
   const planned = 6;
   t.after(async () => {
-    console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
-    if (ran.length < planned) {
-      const j = await box.exec('journalctl', ['-u', HELPER_UNIT, '-o', 'cat', '--no-pager', '-n', '60']);
-      console.log(`--- last lines of the helper's journal ---\n${j.stdout}`);
-    }
+    await reportScenarios(box, ran, planned, { units: [HELPER_UNIT], lines: 60 });
     await box.stop();
   });
 

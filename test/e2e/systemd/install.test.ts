@@ -5,7 +5,7 @@ import { REPO, sri } from '../../helpers/host.js';
 import { packageVersion } from '../../../src/cli/install/agent-release-pack.js';
 import { DEFAULT_CONFIG } from '../../../src/cli/install/install-layout.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { runIn as run, shIn as sh, writeIn } from '../../helpers/container-exec.js';
+import { reportScenarios, runIn as run, shIn as sh, writeIn } from '../../helpers/container-exec.js';
 import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
@@ -30,11 +30,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
   const ran: string[] = [];
   const planned = 10;
   t.after(async () => {
-    console.log(`scenarios run (${ran.length}/${planned}): ${ran.length ? ran.join('; ') : 'none'}`);
-    if (ran.length < planned) {
-      const j = await box.exec('journalctl', ['-u', 'steward-helper', '-u', 'steward-agent', '-o', 'cat', '--no-pager', '-n', '60']);
-      console.log(`--- last lines of the units' journal ---\n${j.stdout}`);
-    }
+    await reportScenarios(box, ran, planned, { units: ['steward-helper', 'steward-agent'], lines: 60 });
     await box.stop();
   });
 
