@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +14,8 @@ import { instantClock, makeFaultHost } from '../../helpers/fault-host.js';
 
 const DAY = 86_400_000;
 
-test('a clock set back two days after a failure does not stretch the quarantine: the stamp past the cap is not trusted, and a new failure quarantines by the new clock', async (t) => {
+// A host where 1.0.0 is active and 3.0.0 failed once, so it is quarantined for 5 min.
+async function quarantinedHost(t: TestContext) {
   const fh = await makeFaultHost();
   t.after(() => fh.cleanup());
   const clock = instantClock();
@@ -23,6 +24,11 @@ test('a clock set back two days after a failure does not stretch the quarantine:
   assert.equal((await fh.update(ctx, '1.0.0', 'one')).outcome, 'active');
   fh.unhealthy.add('3.0.0');
   assert.equal((await fh.update(ctx, '3.0.0', 'fail-1')).outcome, 'rolled-back');
+  return { fh, clock, ctx };
+}
+
+test('a clock set back two days after a failure does not stretch the quarantine: the stamp past the cap is not trusted, and a new failure quarantines by the new clock', async (t) => {
+  const { fh, clock, ctx } = await quarantinedHost(t);
   const q = (await readAppState(fh.paths, 'web')).quarantine['3.0.0'];
   assert.equal(q?.retryAfter, clock.now() + 300_000, 'quarantined for 5 min');
 
@@ -36,14 +42,7 @@ test('a clock set back two days after a failure does not stretch the quarantine:
 });
 
 test('a clock that jumps forward ends a quarantine early (it fails open) and blames nothing more', async (t) => {
-  const fh = await makeFaultHost();
-  t.after(() => fh.cleanup());
-  const clock = instantClock();
-  const ctx = fh.context(undefined, clock);
-  for (const v of ['1.0.0', '3.0.0']) await fh.stage(ctx, v);
-  assert.equal((await fh.update(ctx, '1.0.0', 'one')).outcome, 'active');
-  fh.unhealthy.add('3.0.0');
-  assert.equal((await fh.update(ctx, '3.0.0', 'fail-1')).outcome, 'rolled-back');
+  const { fh, clock, ctx } = await quarantinedHost(t);
   clock.jump(DAY);
   fh.unhealthy.delete('3.0.0');
   assert.equal((await fh.update(ctx, '3.0.0', 'ok-now')).outcome, 'active');
