@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, writeFileSync, chmodSync, rmSync, promises as fsp } from 'node:fs';
+import { accessSync, chmodSync, constants as fsConstants, mkdirSync, mkdtempSync, rmSync, writeFileSync, promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,21 @@ export const BIN = {
   helper: path.join(REPO, 'bin/steward-helper.js'),
 };
 export const IS_ROOT = process.getuid?.() === 0;
+
+// Where a test that writes a huge number of files makes its temp folder: /dev/shm (a tmpfs on
+// Linux) when it is there and writable, else the usual temp folder. On a disk, writing 100,000
+// files took four times as long on this machine.
+export function tempBase(inMemory = false): string {
+  if (inMemory) {
+    try {
+      accessSync('/dev/shm', fsConstants.W_OK);
+      return '/dev/shm';
+    } catch {
+      // no /dev/shm: the usual temp folder
+    }
+  }
+  return os.tmpdir();
+}
 
 // A process app's config for tests: as root it needs a non-root user and group.
 export function processApp(extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -30,8 +45,8 @@ export interface TestHost {
 }
 
 // A whole host layout in a temp folder (the root prefix), root-owned 0755 when root.
-export function makeHost(config: Record<string, unknown> = { apps: { web: processApp() } }): TestHost {
-  const base = mkdtempSync(path.join(os.tmpdir(), 'steward-test-'));
+export function makeHost(config: Record<string, unknown> = { apps: { web: processApp() } }, opts: { inMemory?: boolean } = {}): TestHost {
+  const base = mkdtempSync(path.join(tempBase(opts.inMemory), 'steward-test-'));
   chmodSync(base, 0o755);
   const root = path.join(base, 'root');
   const scratch = path.join(base, 'scratch');

@@ -22,9 +22,9 @@ export const CURRENT_VERSION = '0.9.0';
 
 // A host whose app `web` already runs 0.9.0 (staged for real, `current` pointing at it),
 // so every attack can check that `current` is untouched.
-export async function hostWithCurrent(configExtra: Record<string, unknown> = {}): Promise<StagedHost> {
+export async function hostWithCurrent(configExtra: Record<string, unknown> = {}, opts: { inMemory?: boolean } = {}): Promise<StagedHost> {
   const config = { apps: { web: processApp() }, ...configExtra };
-  const host = makeHost(config);
+  const host = makeHost(config, opts);
   await ensureLayout(host.paths);
   const deps = { paths: host.paths, config: hostConfigSchema.parse(config), clock: systemClock, io: realStageIO };
   const v = CURRENT_VERSION;
@@ -58,8 +58,9 @@ export async function assertStageRefused(
   tgz: Buffer | ((s: StagedHost) => Buffer),
   code: string,
   extra: Partial<StageInput> | ((s: StagedHost) => Partial<StageInput> | Promise<Partial<StageInput>>) = {},
+  opts: { inMemory?: boolean } = {},
 ): Promise<StewardError> {
-  const s = await hostWithCurrent();
+  const s = await hostWithCurrent({}, opts);
   try {
     const input = typeof extra === 'function' ? await extra(s) : extra;
     const base = path.dirname(s.host.root);

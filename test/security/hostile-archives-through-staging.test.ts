@@ -12,9 +12,12 @@ import { assertStageRefused, hostWithCurrent, stageBytes } from '../helpers/stag
 // staging folder gone, `current` untouched. The sanitized ones stage, root-owned and read-only.
 for (const attack of HOSTILE_ARCHIVES.filter((a) => a.expect === 'refused')) {
   test(`staging refuses the ${attack.name} archive and leaves nothing behind`, async () => {
-    const err = await assertStageRefused((s) => attack.build({ outside: path.join(path.dirname(s.host.root), 'outside') }), 'UNSAFE_ARCHIVE', {
-      version: HOSTILE_VERSION,
-    });
+    const err = await assertStageRefused(
+      (s) => attack.build({ outside: path.join(path.dirname(s.host.root), 'outside') }),
+      'UNSAFE_ARCHIVE',
+      { version: HOSTILE_VERSION },
+      { inMemory: attack.manyFiles },
+    );
     assert.match(err.message, /unsafe archive/);
   });
 }
