@@ -73,7 +73,9 @@ async function inContainer(box: SystemdContainer): Promise<void> {
   await sh('mkdir -p -m 0755 "$1/etc/steward" /tmp/steward-bench/scratch && chmod 0755 /tmp/steward-bench "$1"', CONTAINER_ROOT);
   await writeIn(box, `${CONTAINER_ROOT}/etc/steward/steward.json`, JSON.stringify({ apps: { bench: appConfig({ user: APP_USER, group: APP_USER }) } }));
   // steward-helper as a unit, as a host runs it: it then picks the systemd runner.
-  await sh(`systemd-run --unit=steward-helper /usr/bin/node ${CONTAINER_REPO}/bin/steward-helper.js --root "$1"`, CONTAINER_ROOT);
+  // STEWARD_BENCH_DEBUG=1: the helper logs with debug (timestamps), and its journal is printed at the end.
+  const debugEnv = process.env.STEWARD_BENCH_DEBUG ? '--setenv=DEBUG=steward:* ' : '';
+  await sh(`systemd-run --unit=steward-helper ${debugEnv}/usr/bin/node ${CONTAINER_REPO}/bin/steward-helper.js --root "$1"`, CONTAINER_ROOT);
   const agentctlIn = (a: string[]) => box.exec('/usr/bin/node', [`${CONTAINER_REPO}/bin/agentctl.js`, '--root', CONTAINER_ROOT, ...a], { timeoutMs: 60_000 });
   await waitFor('the helper in the container to answer', async () => {
     const r = await agentctlIn(['status', '--json']);
@@ -128,6 +130,11 @@ async function main(): Promise<void> {
       }
     }
     report(subjects);
+    if (box && process.env.STEWARD_BENCH_DEBUG) {
+      const j = await box.exec('journalctl', ['-u', 'steward-helper', '-o', 'cat', '--no-pager', '-n', '80']);
+      process.stderr.write(`--- helper journal (container) ---\n${j.stdout}\n`);
+      for (const s of subjects) process.stderr.write(`${s.key}: ${s.samples.map((r) => `${r.oldPid}->${r.newPid} ${r.ms.toFixed(1)}ms`).join(', ')}\n`);
+    }
   } finally {
     for (const c of cleanups.reverse()) await c().catch((e) => note(args, `cleanup: ${(e as Error).message}`));
     if (box) await box.stop();
