@@ -165,8 +165,10 @@ function report(watched: Watched[]): void {
   for (const [w, rssMax] of [[helper, 60], [agent, 50]] as const) {
     const wake = series(w.wakeups);
     const rss = series(w.rss);
+    const mainThread = [...w.byThread].filter(([k]) => k.endsWith(`#${w.pid}`)).reduce((a, [, v]) => a + v, 0);
     const extra = {
       'wakeups/s (median, min, max over slices)': fmt3(wake),
+      'main thread wakeups/s over the window': Number((mainThread / (IDLE_MS / 1000)).toFixed(2)),
       [`${pm2.name} wakeups/s`]: fmt3(series(pm2.wakeups)),
       'CPU ms per slice (median, min, max)': fmt3(series(w.cpuMs)),
       [`${pm2.name} CPU ms per slice`]: fmt3(series(pm2.cpuMs)),
