@@ -52,12 +52,28 @@ export async function ownedGroup(identity: ProcIdentity): Promise<number | null>
     return null;
   }
   const now = await readProcIdentity(pid);
-  if (now === null) return (await listGroupMembers(pid)).length > 0 ? pid : null;
+  if (now === null) {
+    // The usual case on a respawn: the leader was reaped and its group is empty. kill(2) answers
+    // for the whole group at once, so the /proc scan (tens of ms on a loaded host, and on the
+    // respawn path before the new spawn) runs only when the group still has someone in it.
+    if (!groupHasAnyone(pid)) return null;
+    return (await listGroupMembers(pid)).length > 0 ? pid : null;
+  }
   if (now.startTicks !== identity.startTicks) {
     debug('pid was reused, leaving it alone pid=%d recorded=%d now=%d', pid, identity.startTicks, now.startTicks);
     return null;
   }
   return pid;
+}
+
+// Whether any process, a zombie included, is in group `pgid` (kill -0; EPERM means someone is).
+function groupHasAnyone(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
 }
 
 // Sends `signal` to every member of group `pgid`; false when the group has no member left.
