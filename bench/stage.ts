@@ -10,7 +10,7 @@ import { makeAppTree, tarballOf } from './stage-input.js';
 // what a shell script would do with the same tarball: sha512sum, GNU tar xzf, sync -f.
 // The two run in turn, A B A B, each on a fresh tarball; the ratio is taken pair by pair.
 
-const args = benchArgs(5, 2);
+const args = benchArgs(5, 1);
 for (const cmd of ['tar', 'sha512sum', 'sync']) if (!haveCommand(cmd)) throw new Error(`bench/stage needs ${cmd} on PATH`);
 
 const host = makeHost({ apps: { web: processApp({ keepReleases: 2 }) } });
