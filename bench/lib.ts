@@ -1,0 +1,91 @@
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+
+// What every bench script shares: its flags, the figures of a series, and one row printed
+// as text or, with --json, as one JSON object per line for bench/run-all.
+
+export interface BenchArgs {
+  quick: boolean;
+  json: boolean;
+  runs: number;
+}
+
+// `--quick` (few runs, small inputs, for CI), `--json`, `--runs N`.
+export function benchArgs(defaultRuns: number, quickRuns: number): BenchArgs {
+  const argv = process.argv.slice(2);
+  const quick = argv.includes('--quick');
+  const json = argv.includes('--json');
+  const i = argv.indexOf('--runs');
+  const runs = i >= 0 ? Math.max(1, Number(argv[i + 1]) | 0) : quick ? quickRuns : defaultRuns;
+  return { quick, json, runs };
+}
+
+export interface Series {
+  median: number;
+  min: number;
+  max: number;
+  p99: number;
+  n: number;
+}
+
+export function series(xs: number[]): Series {
+  if (xs.length === 0) return { median: NaN, min: NaN, max: NaN, p99: NaN, n: 0 };
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  const median = s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+  const p99 = s[Math.min(s.length - 1, Math.ceil(0.99 * s.length) - 1)] as number;
+  return { median, min: s[0] as number, max: s[s.length - 1] as number, p99, n: s.length };
+}
+
+export interface Row {
+  row: number;
+  what: string;
+  unit: string;
+  steward: Series;
+  // The peer's figures in the same run (absent for an absolute target).
+  peer?: Series;
+  peerWhat?: string;
+  // steward/peer pair by pair, so drift of the machine's speed cancels out.
+  ratio?: Series;
+  target: string;
+  met: boolean;
+  extra?: Record<string, unknown>;
+}
+
+function fmt(s: Series, digits = 2): string {
+  return `${s.median.toFixed(digits)} (min ${s.min.toFixed(digits)}, max ${s.max.toFixed(digits)})`;
+}
+
+// Prints a row; the load average goes with it because the machine is shared.
+export function printRow(args: BenchArgs, row: Row): void {
+  const load = os.loadavg().map((x) => Number(x.toFixed(2)));
+  if (args.json) {
+    process.stdout.write(JSON.stringify({ ...row, runs: row.steward.n, load }) + '\n');
+    return;
+  }
+  const lines = [`row ${row.row}: ${row.what}`, `  steward: ${fmt(row.steward)} ${row.unit}`];
+  if (row.peer) lines.push(`  peer (${row.peerWhat}): ${fmt(row.peer)} ${row.unit}`);
+  if (row.ratio) lines.push(`  ratio steward/peer: ${fmt(row.ratio)}`);
+  for (const [k, v] of Object.entries(row.extra ?? {})) lines.push(`  ${k}: ${typeof v === 'number' ? v.toFixed(2) : JSON.stringify(v)}`);
+  lines.push(`  target: ${row.target}: ${row.met ? 'met' : 'MISSED'}   (runs ${row.steward.n}, load ${load.join(' ')})`);
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+// Pairwise ratios a[i]/b[i].
+export function ratios(a: number[], b: number[]): number[] {
+  return a.map((x, i) => x / (b[i] as number));
+}
+
+export function ms(startNs: bigint): number {
+  return Number(process.hrtime.bigint() - startNs) / 1e6;
+}
+
+// Is a command on PATH (the peers need GNU tar, sha512sum, sync)?
+export function haveCommand(cmd: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}

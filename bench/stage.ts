@@ -1,0 +1,68 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { BIN, makeHost, processApp, startHelper } from '../test/helpers/host.js';
+import { benchArgs, haveCommand, ms, printRow, ratios, series } from './lib.js';
+import { makeAppTree, tarballOf } from './stage-input.js';
+
+// Row 1: `agentctl stage` of a local tarball through a real helper (on a temp --root) against
+// what a shell script would do with the same tarball: sha512sum, GNU tar xzf, sync -f.
+// The two run in turn, A B A B, each on a fresh tarball; the ratio is taken pair by pair.
+
+const args = benchArgs(5, 1);
+for (const cmd of ['tar', 'sha512sum', 'sync']) if (!haveCommand(cmd)) throw new Error(`bench/stage needs ${cmd} on PATH`);
+
+const host = makeHost({ apps: { web: processApp({ keepReleases: 2 }) } });
+const helper = await startHelper(host);
+try {
+  const tree = makeAppTree(path.join(host.scratch, 'tree'), args.quick);
+  const steward: number[] = [];
+  const peer: number[] = [];
+  let size = 0;
+  for (let i = 0; i <= args.runs; i++) {
+    // Run 0 is a warm-up, not counted.
+    const version = `1.0.${i}`;
+    const tgz = path.join(host.scratch, `web-${version}.tgz`);
+    tarballOf(tree, 'web', version, tgz);
+    size = statSync(tgz).size;
+    const integrity = 'sha512-' + createHash('sha512').update(readFileSync(tgz)).digest('base64');
+    execFileSync('sync');
+
+    let t = process.hrtime.bigint();
+    const r = spawnSync(process.execPath, [BIN.agentctl, '--root', host.root, 'stage', 'web', version, '--file', tgz, '--integrity', integrity, '--allow-unsigned', '--json'], { encoding: 'utf8' });
+    const a = ms(t);
+    if (r.status !== 0) throw new Error(`agentctl stage exited ${r.status}: ${r.stderr}${r.stdout}`);
+
+    const dest = path.join(host.scratch, `peer-${version}`);
+    mkdirSync(dest);
+    t = process.hrtime.bigint();
+    const p = spawnSync('sh', ['-c', 'sha512sum "$1" >/dev/null && tar -xzf "$1" -C "$2" && sync -f "$2"', 'sh', tgz, dest]);
+    const b = ms(t);
+    if (p.status !== 0) throw new Error(`the peer script exited ${p.status}: ${p.stderr}`);
+    rmSync(dest, { recursive: true, force: true });
+    rmSync(tgz);
+    if (i > 0) {
+      steward.push(a);
+      peer.push(b);
+    }
+    // Keep the host small: the staged tree is not needed any more (nothing is current).
+    rmSync(path.join(host.paths.appsDir, 'web/versions', version), { recursive: true, force: true });
+  }
+  const ratio = series(ratios(steward, peer));
+  printRow(args, {
+    row: 1,
+    what: `stage a ${(size / 1e6).toFixed(1)} MB tarball of ${tree.files} files from a local file`,
+    unit: 'ms',
+    steward: series(steward),
+    peer: series(peer),
+    peerWhat: 'sha512sum + tar xzf + sync -f',
+    ratio,
+    target: 'ratio <= 1.5',
+    met: ratio.median <= 1.5,
+    extra: { tarballBytes: size, files: tree.files },
+  });
+} finally {
+  await helper.stop();
+  host.cleanup();
+}

@@ -1,0 +1,36 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildProgram, commandWord } from '../../src/cli/main.js';
+
+// agentctl imports only the module of the command it runs; these tests hold that every
+// command is still reachable that way and that help and errors still see them all.
+
+test('the command word skips the global options and their values', () => {
+  assert.equal(commandWord(['--root', '/r', '--socket', '/s', '--json', 'releases', 'web']), 'releases');
+  assert.equal(commandWord(['--root=/r', 'status']), 'status');
+  assert.equal(commandWord(['--json']), undefined);
+  assert.equal(commandWord(['--root', 'status']), undefined, 'a value is not a command');
+});
+
+test('every command, named alone, is registered without the others and the same as in the full program', async () => {
+  const full = await buildProgram([]);
+  const names = full.commands.map((c) => c.name());
+  assert.ok(names.length >= 16, names.join(' '));
+  for (const name of names) {
+    const one = await buildProgram(['--root', '/r', name, 'x']);
+    // Its module may register its siblings too (rollback and recover), but not the others.
+    assert.ok(one.commands.length < names.length, `agentctl ${name} registers ${one.commands.length} commands`);
+    const a = full.commands.find((c) => c.name() === name);
+    const b = one.commands.find((c) => c.name() === name);
+    assert.ok(b, `agentctl ${name} is registered when named`);
+    assert.equal(b?.description(), a?.description());
+    assert.deepEqual(b?.options.map((o) => o.flags), a?.options.map((o) => o.flags));
+  }
+});
+
+test('help, an unknown command and no command register every command', async () => {
+  const all = (await buildProgram([])).commands.length;
+  for (const argv of [['--help'], ['help'], ['bogus'], ['--root', '/r']]) {
+    assert.equal((await buildProgram(argv)).commands.length, all, argv.join(' '));
+  }
+});
