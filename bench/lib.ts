@@ -60,20 +60,26 @@ function fmt(s: Series, digits = 2): string {
 export function printRow(args: BenchArgs, row: Row): void {
   const load = os.loadavg().map((x) => Number(x.toFixed(2)));
   if (args.json) {
-    process.stdout.write(JSON.stringify({ ...row, runs: row.steward.n, load }) + '\n');
+    process.stdout.write(JSON.stringify({ ...row, runs: row.steward.n, quick: args.quick, load }) + '\n');
     return;
   }
   const lines = [`row ${row.row}: ${row.what}`, `  steward: ${fmt(row.steward)} ${row.unit}`];
   if (row.peer) lines.push(`  peer (${row.peerWhat}): ${fmt(row.peer)} ${row.unit}`);
   if (row.ratio) lines.push(`  ratio steward/peer: ${fmt(row.ratio)}`);
   for (const [k, v] of Object.entries(row.extra ?? {})) lines.push(`  ${k}: ${typeof v === 'number' ? v.toFixed(2) : JSON.stringify(v)}`);
-  lines.push(`  target: ${row.target}: ${row.met ? 'met' : 'MISSED'}   (runs ${row.steward.n}, load ${load.join(' ')})`);
+  lines.push(`  target: ${row.target}: ${row.met ? 'met' : 'MISSED'}   (runs ${row.steward.n}${args.quick ? ', --quick' : ''}, load ${load.join(' ')})`);
   process.stdout.write(lines.join('\n') + '\n');
 }
 
-// Pairwise ratios a[i]/b[i].
+// Pairwise ratios a[i]/b[i] (runs interleaved, so drift of the machine's speed cancels out).
 export function ratios(a: number[], b: number[]): number[] {
-  return a.map((x, i) => x / (b[i] as number));
+  const n = Math.min(a.length, b.length);
+  return a.slice(0, n).map((x, i) => x / (b[i] as number));
+}
+
+// Prints a note (text mode only: --json output stays one object per row).
+export function note(args: BenchArgs, text: string): void {
+  if (!args.json) process.stderr.write(text + '\n');
 }
 
 export function ms(startNs: bigint): number {

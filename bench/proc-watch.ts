@@ -1,25 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
 
 // What the respawn and footprint benches share: finding an app's process by its command line in
 // the host's /proc (which also shows every process of a container on this host), timing a
-// SIGKILL until a replacement exists, reading a process's footprint, and printing a row.
-
-export interface BenchArgs {
-  quick: boolean;
-  json: boolean;
-  runs: number;
-}
-
-// `--quick` (few runs, for CI), `--json` (one JSON object per row), `--runs N`.
-export function benchArgs(defaultRuns: number, quickRuns: number): BenchArgs {
-  const argv = process.argv.slice(2);
-  const quick = argv.includes('--quick');
-  const json = argv.includes('--json');
-  const i = argv.indexOf('--runs');
-  const runs = i >= 0 ? Math.max(1, Number(argv[i + 1]) | 0) : quick ? quickRuns : defaultRuns;
-  return { quick, json, runs };
-}
+// SIGKILL until a replacement exists, reading a process's footprint. Flags, figures and rows are
+// bench/lib.ts's, re-exported here for those two scripts.
+export { benchArgs, note, printRow, ratios, series, type BenchArgs, type Row, type Series } from './lib.js';
 
 // The command line of a pid as its arguments, or null when it is gone (or a zombie: empty).
 function argvOf(pid: string): string[] | null {
@@ -99,63 +84,4 @@ export async function waitForApp(marker: string, timeoutMs = 30_000): Promise<nu
     if (Date.now() > deadline) throw new Error(`timed out waiting for one process running sleep ${marker} (found ${pids.length})`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-export interface Series {
-  median: number;
-  min: number;
-  max: number;
-  n: number;
-}
-
-export function series(xs: number[]): Series {
-  if (xs.length === 0) return { median: NaN, min: NaN, max: NaN, n: 0 };
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  const median = s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-  return { median, min: s[0] as number, max: s[s.length - 1] as number, n: s.length };
-}
-
-// Pairwise ratios a[i]/b[i] (runs interleaved, so drift of the machine's speed cancels out).
-export function ratios(a: number[], b: number[]): number[] {
-  const n = Math.min(a.length, b.length);
-  return a.slice(0, n).map((x, i) => x / (b[i] as number));
-}
-
-export interface Row {
-  row: number;
-  what: string;
-  unit: string;
-  steward: Series;
-  peer?: Series;
-  peerWhat?: string;
-  ratio?: Series;
-  target: string;
-  met: boolean;
-  extra?: Record<string, unknown>;
-}
-
-function fmt(s: Series, digits = 2): string {
-  return `${s.median.toFixed(digits)} (min ${s.min.toFixed(digits)}, max ${s.max.toFixed(digits)})`;
-}
-
-// Prints a row as text, or with --json as one JSON object on one line; the load average goes
-// with it because the machine is shared.
-export function printRow(args: BenchArgs, row: Row): void {
-  const load = os.loadavg().map((x) => Number(x.toFixed(2)));
-  if (args.json) {
-    process.stdout.write(JSON.stringify({ ...row, runs: row.steward.n, quick: args.quick, load }) + '\n');
-    return;
-  }
-  const lines = [`row ${row.row}: ${row.what}`, `  steward: ${fmt(row.steward)} ${row.unit}`];
-  if (row.peer) lines.push(`  peer (${row.peerWhat}): ${fmt(row.peer)} ${row.unit}`);
-  if (row.ratio) lines.push(`  ratio steward/peer: ${fmt(row.ratio)}`);
-  for (const [k, v] of Object.entries(row.extra ?? {})) lines.push(`  ${k}: ${typeof v === 'number' ? v.toFixed(2) : JSON.stringify(v)}`);
-  lines.push(`  target: ${row.target}: ${row.met ? 'met' : 'MISSED'}   (runs ${row.steward.n}${args.quick ? ', --quick' : ''}, load ${load.join(' ')})`);
-  process.stdout.write(lines.join('\n') + '\n');
-}
-
-// Prints a note (text mode only: --json output stays one object per row).
-export function note(args: BenchArgs, text: string): void {
-  if (!args.json) process.stderr.write(text + '\n');
 }
