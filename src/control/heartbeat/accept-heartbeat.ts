@@ -12,16 +12,18 @@ import { readNode, recordHeartbeat } from '../store/nodes.js';
 import type { ControlStore } from '../store/open-store.js';
 import { insertReceipt, storedReceiptEnvelope } from '../store/receipts.js';
 import { attemptById } from '../store/runs.js';
+import { createKeyCache } from './node-key-cache.js';
 import { ackedSeqs, verifyHeartbeat, type KnownNode } from './verify-heartbeat.js';
 
 const log = logger('control:heartbeat');
+const nodeKeys = createKeyCache();
 
 function knownNode(store: ControlStore, nodeId: string): KnownNode | null {
   const row = readNode(store, nodeId);
   if (!row) return null;
   let nodeKey: KeyObject;
   try {
-    nodeKey = parsePublicKey(row.nodePublicKey);
+    nodeKey = nodeKeys.parse(row.nodePublicKey);
   } catch {
     log('node=%s has an unparsable node key in the store; treated as unknown', nodeId);
     return null;
