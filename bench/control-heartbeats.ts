@@ -199,7 +199,7 @@ async function main(): Promise<void> {
     const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
     const steward = median(rates);
     printRow({
-      row: 'control-heartbeats',
+      row: '7',
       what: `steward-control verified heartbeats/s, ${NODES} enrolled nodes, ${LANES} keep-alive connections, ${SECONDS} s per run`,
       steward, peer: median(trivial.map((p) => p.perSecond)), ratio: median(ratios),
       target: `>= ${TARGET}/s`, met: steward >= TARGET && errs.size === 0, unit: '/s', runs: RUNS, min: Math.min(...rates), max: Math.max(...rates),
@@ -208,7 +208,7 @@ async function main(): Promise<void> {
     }, args.json);
     const p99s = hb.map((p) => p.p99);
     printRow({
-      row: 'control-heartbeat-latency',
+      row: '7 p99',
       what: `steward-control heartbeat p99 latency at full load (p50 ${median(hb.map((p) => p.p50)).toFixed(2)} ms)`,
       steward: median(p99s), peer: median(trivial.map((p) => p.p99)), ratio: median(hb.map((p, i) => p.p99 / trivial[i]!.p99)),
       target: 'none (reported)', met: true, unit: 'ms', runs: RUNS, min: Math.min(...p99s), max: Math.max(...p99s),

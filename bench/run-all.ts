@@ -1,10 +1,10 @@
-// Runs every bench script (each `dist/bench/<row>.js` but this one; helpers live in dist/bench/lib/)
-// with --json (and --quick when given), one after another, and prints one table of their rows.
-// Exit status 1 when a script failed or printed no row; a missed target is shown, not an error.
+// Runs every row script of issue 8 (ROW_SCRIPTS, as dist/bench/<name>.js) with --json (and
+// --quick when given), one after another, and prints one table of their rows. Exit status 1 when
+// a script failed or printed no row; a missed target is shown, not an error.
 //
 //   node dist/bench/run-all.js [--quick] [--only SUBSTRING]
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,12 @@ import type { BenchRow } from './lib/row.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const self = path.basename(fileURLToPath(import.meta.url));
+
+// The row scripts in the order of issue 8's rows. bench/ also holds shared modules (lib.ts,
+// stage-input.ts, pm2.ts, proc-watch.ts, lib/), so a script is a row only when listed here; a
+// .js in dist/bench/ that is neither listed nor known as shared is named on stderr.
+export const ROW_SCRIPTS = ['stage', 'stage-status', 'activation', 'respawn', 'footprint', 'status-cli', 'control-heartbeats'];
+const SHARED = ['lib', 'stage-input', 'pm2', 'proc-watch'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -21,24 +27,52 @@ for (const [i, a] of argv.entries()) {
   if (a !== '--quick' && a !== '--only' && !(i === onlyAt + 1 && onlyAt >= 0)) throw new Error(`unknown argument ${a} (takes --quick, --only SUBSTRING)`);
 }
 
-// The row scripts: every .js file directly in dist/bench/ except this one, sorted by name.
-export function benchScripts(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.js') && e.name !== self)
-    .map((e) => e.name)
-    .sort();
+// The listed scripts that are built, and the .js files nobody listed (named so they get listed).
+function benchScripts(dir: string): { present: string[]; absent: string[]; unlisted: string[] } {
+  const files = readdirSync(dir).filter((n) => n.endsWith('.js') && n !== self).map((n) => n.slice(0, -3));
+  return {
+    present: ROW_SCRIPTS.filter((n) => existsSync(path.join(dir, `${n}.js`))).map((n) => `${n}.js`),
+    absent: ROW_SCRIPTS.filter((n) => !existsSync(path.join(dir, `${n}.js`))),
+    unlisted: files.filter((n) => !ROW_SCRIPTS.includes(n) && !SHARED.includes(n)),
+  };
 }
 
 // A row as a script printed it, checked field by field: the scripts are ours, but a row with a
 // missing figure must show as a failure, not as a blank cell.
 function asRow(x: unknown): BenchRow | null {
-  const r = x as Partial<BenchRow> | null;
-  if (!r || typeof r !== 'object' || typeof r.row !== 'string') return null;
-  const num = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+  const r = x as Record<string, unknown> | null;
+  if (!r || typeof r !== 'object' || (typeof r.row !== 'string' && typeof r.row !== 'number')) return null;
+  const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+  // bench/lib.ts and bench/proc-watch.ts print each figure as a series {median, min, max, n}.
+  const series = (v: unknown) => (v && typeof v === 'object' && num((v as { median?: unknown }).median) ? (v as { median: number; min: number; max: number; n: number }) : null);
+  const s = series(r.steward);
+  const flat = {
+    row: String(r.row),
+    what: r.what,
+    steward: s ? s.median : r.steward,
+    peer: r.peer === undefined || r.peer === null ? null : (series(r.peer)?.median ?? r.peer),
+    ratio: r.ratio === undefined || r.ratio === null ? null : (series(r.ratio)?.median ?? r.ratio),
+    target: r.target,
+    met: r.met,
+    unit: r.unit,
+    runs: s ? s.n : r.runs,
+    min: s ? s.min : r.min,
+    max: s ? s.max : r.max,
+    notes: typeof r.notes === 'string' ? r.notes : s ? seriesNotes(r) : undefined,
+  };
   const numOrNull = (v: unknown) => v === null || num(v);
-  if (typeof r.what !== 'string' || !num(r.steward) || !numOrNull(r.peer) || !numOrNull(r.ratio) || typeof r.target !== 'string' || typeof r.met !== 'boolean') return null;
-  if (typeof r.unit !== 'string' || !num(r.runs) || !num(r.min) || !num(r.max)) return null;
-  return r as BenchRow;
+  if (typeof flat.what !== 'string' || !num(flat.steward) || !numOrNull(flat.peer) || !numOrNull(flat.ratio) || typeof flat.target !== 'string' || typeof flat.met !== 'boolean') return null;
+  if (typeof flat.unit !== 'string' || !num(flat.runs) || !num(flat.min) || !num(flat.max)) return null;
+  return flat as BenchRow;
+}
+
+// The peer's name, the extra figures and the load of a series-style row, as one notes line.
+function seriesNotes(r: Record<string, unknown>): string {
+  const parts: string[] = [];
+  if (typeof r.peerWhat === 'string') parts.push(`peer: ${r.peerWhat}`);
+  for (const [k, v] of Object.entries((r.extra as Record<string, unknown> | undefined) ?? {})) parts.push(`${k} ${typeof v === 'number' ? Number(v.toPrecision(4)) : JSON.stringify(v)}`);
+  if (Array.isArray(r.load)) parts.push(`load ${r.load.join(' ')}`);
+  return parts.join('; ');
 }
 
 interface Outcome {
@@ -92,7 +126,9 @@ function table(head: string[], body: string[][]): string {
 }
 
 async function main(): Promise<number> {
-  const scripts = benchScripts(here).filter((s) => !only || s.includes(only));
+  const found = benchScripts(here);
+  for (const n of found.unlisted) process.stderr.write(`bench: dist/bench/${n}.js is not in run-all's ROW_SCRIPTS (nor a shared module): not run\n`);
+  const scripts = found.present.filter((s) => !only || s.includes(only));
   if (scripts.length === 0) {
     process.stderr.write(`no bench scripts in ${here}${only ? ` matching ${only}` : ''}\n`);
     return 1;
@@ -110,6 +146,7 @@ async function main(): Promise<number> {
   if (notes.length) process.stdout.write('\n' + notes.join('\n') + '\n');
   const failed = outcomes.filter((o) => o.problem);
   for (const o of failed) process.stdout.write(`FAILED ${o.script}: ${o.problem}\n`);
+  if (found.absent.length) process.stdout.write(`not built here: ${found.absent.join(', ')}\n`);
   process.stdout.write(`\n${outcomes.length} scripts, ${body.length} rows, ${failed.length} failed; ${outcomes.reduce((s, o) => s + o.seconds, 0).toFixed(0)} s; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
   return failed.length ? 1 : 0;
 }
