@@ -26,8 +26,8 @@ const b = keys();
 // node-a's receipts seq 3 and 4 are stored (built below, once receipt() exists).
 const storedA = new Map<number, Envelope>();
 const nodes: Record<string, KnownNode> = {
-  'node-a': { nodeId: 'node-a', nodeKey: a.node.publicKey, helperKey: a.helper.publicKey, lastSeq: 41, storedReceipt: (seq) => storedA.get(seq) ?? null },
-  'node-b': { nodeId: 'node-b', nodeKey: b.node.publicKey, helperKey: b.helper.publicKey, lastSeq: 0, storedReceipt: () => null },
+  'node-a': { nodeId: 'node-a', nodeKey: a.node.publicKey, helperKey: () => a.helper.publicKey, lastSeq: 41, storedReceipt: (seq) => storedA.get(seq) ?? null },
+  'node-b': { nodeId: 'node-b', nodeKey: b.node.publicKey, helperKey: () => b.helper.publicKey, lastSeq: 0, storedReceipt: () => null },
 };
 const lookupNode = (nodeId: string): KnownNode | null => nodes[nodeId] ?? null;
 

@@ -99,7 +99,7 @@ export class FakeControlPlane {
     if (scripted) return record(scripted);
     const lookup = (id: string): KnownNode | null => {
       const n = this.nodes.get(id);
-      return n ? { nodeId: n.nodeId, nodeKey: n.nodeKey, helperKey: n.helperKey, lastSeq: n.lastSeq, storedReceipt: (seq: number) => n.envelopes.get(seq) ?? null } : null;
+      return n ? { nodeId: n.nodeId, nodeKey: n.nodeKey, helperKey: () => n.helperKey, lastSeq: n.lastSeq, storedReceipt: (seq: number) => n.envelopes.get(seq) ?? null } : null;
     };
     const v = verifyHeartbeat(body, lookup, () => null, this.now());
     if (!v.ok) {

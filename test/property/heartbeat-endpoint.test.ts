@@ -35,7 +35,7 @@ const stored = signEnvelope(DOMAINS.receipt, receiptPayload(1), helperKey.privat
 const node: KnownNode = {
   nodeId: 'n-1',
   nodeKey: nodeKey.publicKey,
-  helperKey: helperKey.publicKey,
+  helperKey: () => helperKey.publicKey,
   lastSeq: LAST_SEQ,
   storedReceipt: (seq) => (seq === 1 ? stored : null),
 };

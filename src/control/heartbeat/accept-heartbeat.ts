@@ -1,6 +1,7 @@
 // `POST /v1/heartbeat` (DESIGN §6): verify, then in one transaction record the heartbeat and its
 // fresh receipts, advance the rollouts and answer what this node should run. A rejection is
 // logged and changes nothing.
+import type { KeyObject } from 'node:crypto';
 import { MAX_BODY_BYTES, type HeartbeatAnswer } from '../../core/control-api.js';
 import { parsePublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
@@ -11,25 +12,39 @@ import { readNode, recordHeartbeat } from '../store/nodes.js';
 import type { ControlStore } from '../store/open-store.js';
 import { insertReceipt, storedReceiptEnvelope } from '../store/receipts.js';
 import { attemptById } from '../store/runs.js';
+import { createKeyCache } from './node-key-cache.js';
 import { ackedSeqs, verifyHeartbeat, type KnownNode } from './verify-heartbeat.js';
 
 const log = logger('control:heartbeat');
+const nodeKeys = createKeyCache();
 
 function knownNode(store: ControlStore, nodeId: string): KnownNode | null {
   const row = readNode(store, nodeId);
   if (!row) return null;
+  let nodeKey: KeyObject;
   try {
-    return {
-      nodeId: row.nodeId,
-      nodeKey: parsePublicKey(row.nodePublicKey),
-      helperKey: parsePublicKey(row.helperPublicKey),
-      lastSeq: row.lastSeq,
-      storedReceipt: (seq) => storedReceiptEnvelope(store, row.nodeId, seq),
-    };
+    nodeKey = nodeKeys.parse(row.nodePublicKey);
   } catch {
-    log('node=%s has an unparsable key in the store; treated as unknown', nodeId);
+    log('node=%s has an unparsable node key in the store; treated as unknown', nodeId);
     return null;
   }
+  // Why lazy: most heartbeats relay no receipt, and a PEM parse costs more than a signature check.
+  let helperKey: KeyObject | null | undefined;
+  const parseHelperKey = (): KeyObject | null => {
+    try {
+      return parsePublicKey(row.helperPublicKey);
+    } catch {
+      log('node=%s has an unparsable helper key in the store; its receipts are refused', nodeId);
+      return null;
+    }
+  };
+  return {
+    nodeId: row.nodeId,
+    nodeKey,
+    helperKey: () => (helperKey === undefined ? (helperKey = parseHelperKey()) : helperKey),
+    lastSeq: row.lastSeq,
+    storedReceipt: (seq) => storedReceiptEnvelope(store, row.nodeId, seq),
+  };
 }
 
 // Handles one heartbeat body at `now`.

@@ -16,7 +16,9 @@ export const DEFAULT_CLOCK_SKEW_MS = 5 * 60 * 1000;
 export interface KnownNode {
   nodeId: string;
   nodeKey: KeyObject;
-  helperKey: KeyObject;
+  // The helper key that signs this node's receipts, parsed only when a heartbeat relays one (most
+  // carry none, and parsing a PEM costs more than verifying a signature); null when unusable.
+  helperKey: () => KeyObject | null;
   lastSeq: number;
   storedReceipt: (seq: number) => Envelope | null;
 }
@@ -156,7 +158,10 @@ function verifyRelayedReceipts(
   node: KnownNode,
   issued: (attemptId: string) => RunAttempt | null,
 ): Rejection | { ok: true; fresh: VerifiedReceipt[]; duplicateSeqs: number[] } {
-  const helperKeys = new Map([[keyIdOf(node.helperKey), node.helperKey]]);
+  if (heartbeat.receipts.length === 0) return { ok: true, fresh: [], duplicateSeqs: [] };
+  const helperKey = node.helperKey();
+  if (!helperKey) return reject(401, 'UNKNOWN_NODE', `node ${node.nodeId} has no usable helper key in the store to check its receipts with`);
+  const helperKeys = new Map([[keyIdOf(helperKey), helperKey]]);
   const verified: Array<{ envelope: Envelope; payload: ReceiptPayload; attempt: RunAttempt | null }> = [];
   for (const [i, envelope] of heartbeat.receipts.entries()) {
     const opened = openEnvelope(envelope, DOMAINS.receipt, helperKeys);

@@ -16,24 +16,24 @@ export interface NodeRow {
 
 // Inserts a freshly enrolled node.
 export function insertNode(store: ControlStore, n: { nodeId: string; hostname: string; nodePublicKey: string; helperPublicKey: string; enrolledAt: number }): void {
-  store.db
+  store
     .prepare('INSERT INTO nodes (nodeId, hostname, nodePublicKey, helperPublicKey, enrolledAt) VALUES (?, ?, ?, ?, ?)')
     .run(n.nodeId, n.hostname, n.nodePublicKey, n.helperPublicKey, n.enrolledAt);
 }
 
 // One node, or null.
 export function readNode(store: ControlStore, nodeId: string): NodeRow | null {
-  return (store.db.prepare('SELECT * FROM nodes WHERE nodeId = ?').get(nodeId) as NodeRow | undefined) ?? null;
+  return (store.prepare('SELECT * FROM nodes WHERE nodeId = ?').get(nodeId) as NodeRow | undefined) ?? null;
 }
 
 // Every enrolled node, by nodeId.
 export function listNodes(store: ControlStore): NodeRow[] {
-  return store.db.prepare('SELECT * FROM nodes ORDER BY nodeId').all() as NodeRow[];
+  return store.prepare('SELECT * FROM nodes ORDER BY nodeId').all() as NodeRow[];
 }
 
 // Records an accepted heartbeat: its seq, time and report.
 export function recordHeartbeat(store: ControlStore, hb: HeartbeatPayload, now: number): void {
-  store.db
+  store
     .prepare('UPDATE nodes SET lastSeq = ?, lastHeartbeatAt = ?, apps = ?, bootId = ?, agentVersion = ? WHERE nodeId = ?')
     .run(hb.seq, now, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.nodeId);
 }
@@ -41,8 +41,8 @@ export function recordHeartbeat(store: ControlStore, hb: HeartbeatPayload, now: 
 // Removes a node from the fleet; its stored receipts stay as history. True when it existed.
 export function removeNode(store: ControlStore, nodeId: string): boolean {
   return store.write(() => {
-    store.db.prepare('DELETE FROM run_nodes WHERE nodeId = ?').run(nodeId);
-    return store.db.prepare('DELETE FROM nodes WHERE nodeId = ?').run(nodeId).changes === 1;
+    store.prepare('DELETE FROM run_nodes WHERE nodeId = ?').run(nodeId);
+    return store.prepare('DELETE FROM nodes WHERE nodeId = ?').run(nodeId).changes === 1;
   });
 }
 

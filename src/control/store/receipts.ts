@@ -20,7 +20,7 @@ export interface ReceiptRow {
 // Stores one verified receipt of `nodeId` (the relaying node, which the verifier tied it to).
 export function insertReceipt(store: ControlStore, nodeId: string, r: { envelope: Envelope; payload: ReceiptPayload; counts: boolean }, receivedAt: number): void {
   const p = r.payload;
-  store.db
+  store
     .prepare(
       `INSERT INTO receipts (nodeId, seq, app, attemptId, outcome, reasonCode, fromVersion, targetVersion, updatedAt, receivedAt, counts, envelope)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -30,7 +30,7 @@ export function insertReceipt(store: ControlStore, nodeId: string, r: { envelope
 
 // The envelope stored for a node's receipt seq, or null.
 export function storedReceiptEnvelope(store: ControlStore, nodeId: string, seq: number): Envelope | null {
-  const row = store.db.prepare('SELECT envelope FROM receipts WHERE nodeId = ? AND seq = ?').get(nodeId, seq) as { envelope: string } | undefined;
+  const row = store.prepare('SELECT envelope FROM receipts WHERE nodeId = ? AND seq = ?').get(nodeId, seq) as { envelope: string } | undefined;
   return row ? (JSON.parse(row.envelope) as Envelope) : null;
 }
 
@@ -41,21 +41,21 @@ export function listReceipts(store: ControlStore, filter: { nodeId?: string; app
   if (filter.nodeId) (where.push('nodeId = ?'), args.push(filter.nodeId));
   if (filter.app) (where.push('app = ?'), args.push(filter.app));
   const sql = `SELECT * FROM receipts ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY receivedAt, nodeId, seq`;
-  return store.db.prepare(sql).all(...args) as ReceiptRow[];
+  return store.prepare(sql).all(...args) as ReceiptRow[];
 }
 
 // The counting receipts that answer any of the given attemptIds.
 export function countingReceiptsFor(store: ControlStore, attemptIds: string[]): ReceiptRow[] {
   if (attemptIds.length === 0) return [];
   const out: ReceiptRow[] = [];
-  const stmt = store.db.prepare('SELECT * FROM receipts WHERE attemptId = ? AND counts = 1');
+  const stmt = store.prepare('SELECT * FROM receipts WHERE attemptId = ? AND counts = 1');
   for (const id of attemptIds) out.push(...(stmt.all(id) as ReceiptRow[]));
   return out;
 }
 
 // Versions of `app` this node rolled back or failed, from any stored receipt (any run or none).
 export function revertedVersions(store: ControlStore, nodeId: string, app: string): string[] {
-  const rows = store.db
+  const rows = store
     .prepare(`SELECT DISTINCT targetVersion FROM receipts WHERE nodeId = ? AND app = ? AND outcome IN ('rolled-back', 'failed') AND targetVersion IS NOT NULL`)
     .all(nodeId, app) as Array<{ targetVersion: string }>;
   return rows.map((r) => r.targetVersion);
@@ -63,7 +63,7 @@ export function revertedVersions(store: ControlStore, nodeId: string, app: strin
 
 // Missing seqs between a node's lowest and highest stored receipt seq: receipts lost on the way.
 export function receiptGaps(store: ControlStore, nodeId: string): number[] {
-  const seqs = (store.db.prepare('SELECT seq FROM receipts WHERE nodeId = ? ORDER BY seq').all(nodeId) as Array<{ seq: number }>).map((r) => r.seq);
+  const seqs = (store.prepare('SELECT seq FROM receipts WHERE nodeId = ? ORDER BY seq').all(nodeId) as Array<{ seq: number }>).map((r) => r.seq);
   const gaps: number[] = [];
   for (let i = 1; i < seqs.length; i++) {
     const prev = seqs[i - 1] as number;

@@ -14,18 +14,18 @@ export interface ReleaseRow {
 
 // One release of the catalog, or null.
 export function readRelease(store: ControlStore, app: string, version: string): ReleaseRow | null {
-  return (store.db.prepare('SELECT * FROM releases WHERE app = ? AND version = ?').get(app, version) as ReleaseRow | undefined) ?? null;
+  return (store.prepare('SELECT * FROM releases WHERE app = ? AND version = ?').get(app, version) as ReleaseRow | undefined) ?? null;
 }
 
 // The catalog, by app then time added.
 export function listReleases(store: ControlStore, app?: string): ReleaseRow[] {
-  if (app) return store.db.prepare('SELECT * FROM releases WHERE app = ? ORDER BY addedAt, version').all(app) as ReleaseRow[];
-  return store.db.prepare('SELECT * FROM releases ORDER BY app, addedAt, version').all() as ReleaseRow[];
+  if (app) return store.prepare('SELECT * FROM releases WHERE app = ? ORDER BY addedAt, version').all(app) as ReleaseRow[];
+  return store.prepare('SELECT * FROM releases ORDER BY app, addedAt, version').all() as ReleaseRow[];
 }
 
 // Inserts or replaces a release's signed manifest (a re-add of the same bytes re-signs it).
 export function upsertRelease(store: ControlStore, r: Omit<ReleaseRow, 'manifest'> & { manifest: Envelope }): void {
-  store.db
+  store
     .prepare(
       `INSERT INTO releases (app, version, manifest, integrity, size, expires, artifactPath, addedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(app, version) DO UPDATE SET manifest = excluded.manifest, expires = excluded.expires, artifactPath = excluded.artifactPath`,

@@ -10,14 +10,14 @@ export function hashToken(token: string): string {
 export function createToken(store: ControlStore, now: number, ttlMs: number): { token: string; expiresAt: number } {
   const token = 'st_' + randomBytes(24).toString('base64url');
   const expiresAt = now + ttlMs;
-  store.db.prepare('INSERT INTO tokens (hash, createdAt, expiresAt) VALUES (?, ?, ?)').run(hashToken(token), now, expiresAt);
+  store.prepare('INSERT INTO tokens (hash, createdAt, expiresAt) VALUES (?, ?, ?)').run(hashToken(token), now, expiresAt);
   return { token, expiresAt };
 }
 
 // Marks a token used by `nodeId` when it exists, is unused and has not expired; false otherwise.
 // Call inside the transaction that creates the node, so both happen or neither.
 export function consumeToken(store: ControlStore, token: string, now: number, nodeId: string): boolean {
-  const r = store.db
+  const r = store
     .prepare('UPDATE tokens SET usedAt = ?, usedBy = ? WHERE hash = ? AND usedAt IS NULL AND expiresAt > ?')
     .run(now, nodeId, hashToken(token), now);
   return r.changes === 1;

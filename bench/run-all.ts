@@ -1,0 +1,154 @@
+// Runs every row script of issue 8 (ROW_SCRIPTS, as dist/bench/<name>.js) with --json (and
+// --quick when given), one after another, and prints one table of their rows. Exit status 1 when
+// a script failed or printed no row; a missed target is shown, not an error.
+//
+//   node dist/bench/run-all.js [--quick] [--only SUBSTRING]
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BenchRow } from './lib/row.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const self = path.basename(fileURLToPath(import.meta.url));
+
+// The row scripts in the order of issue 8's rows. bench/ also holds shared modules (lib.ts,
+// stage-input.ts, pm2.ts, proc-watch.ts, lib/), so a script is a row only when listed here; a
+// .js in dist/bench/ that is neither listed nor known as shared is named on stderr.
+export const ROW_SCRIPTS = ['stage', 'stage-status', 'activation', 'respawn', 'footprint', 'status-cli', 'control-heartbeats'];
+const SHARED = ['lib', 'stage-input', 'pm2', 'proc-watch'];
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const onlyAt = argv.indexOf('--only');
+const only = onlyAt >= 0 ? argv[onlyAt + 1] : undefined;
+for (const [i, a] of argv.entries()) {
+  if (a !== '--quick' && a !== '--only' && !(i === onlyAt + 1 && onlyAt >= 0)) throw new Error(`unknown argument ${a} (takes --quick, --only SUBSTRING)`);
+}
+
+// The listed scripts that are built, and the .js files nobody listed (named so they get listed).
+function benchScripts(dir: string): { present: string[]; absent: string[]; unlisted: string[] } {
+  const files = readdirSync(dir).filter((n) => n.endsWith('.js') && n !== self).map((n) => n.slice(0, -3));
+  return {
+    present: ROW_SCRIPTS.filter((n) => existsSync(path.join(dir, `${n}.js`))).map((n) => `${n}.js`),
+    absent: ROW_SCRIPTS.filter((n) => !existsSync(path.join(dir, `${n}.js`))),
+    unlisted: files.filter((n) => !ROW_SCRIPTS.includes(n) && !SHARED.includes(n)),
+  };
+}
+
+// A row as a script printed it, checked field by field: the scripts are ours, but a row with a
+// missing figure must show as a failure, not as a blank cell.
+function asRow(x: unknown): BenchRow | null {
+  const r = x as Record<string, unknown> | null;
+  if (!r || typeof r !== 'object' || (typeof r.row !== 'string' && typeof r.row !== 'number')) return null;
+  const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+  // bench/lib.ts and bench/proc-watch.ts print each figure as a series {median, min, max, n}.
+  const series = (v: unknown) => (v && typeof v === 'object' && num((v as { median?: unknown }).median) ? (v as { median: number; min: number; max: number; n: number }) : null);
+  const s = series(r.steward);
+  const flat = {
+    row: String(r.row),
+    what: r.what,
+    steward: s ? s.median : r.steward,
+    peer: r.peer === undefined || r.peer === null ? null : (series(r.peer)?.median ?? r.peer),
+    ratio: r.ratio === undefined || r.ratio === null ? null : (series(r.ratio)?.median ?? r.ratio),
+    target: r.target,
+    met: r.met,
+    unit: r.unit,
+    runs: s ? s.n : r.runs,
+    min: s ? s.min : r.min,
+    max: s ? s.max : r.max,
+    notes: typeof r.notes === 'string' ? r.notes : s ? seriesNotes(r) : undefined,
+  };
+  const numOrNull = (v: unknown) => v === null || num(v);
+  if (typeof flat.what !== 'string' || !num(flat.steward) || !numOrNull(flat.peer) || !numOrNull(flat.ratio) || typeof flat.target !== 'string' || typeof flat.met !== 'boolean') return null;
+  if (typeof flat.unit !== 'string' || !num(flat.runs) || !num(flat.min) || !num(flat.max)) return null;
+  return flat as BenchRow;
+}
+
+// The peer's name, the extra figures and the load of a series-style row, as one notes line.
+function seriesNotes(r: Record<string, unknown>): string {
+  const parts: string[] = [];
+  if (typeof r.peerWhat === 'string') parts.push(`peer: ${r.peerWhat}`);
+  for (const [k, v] of Object.entries((r.extra as Record<string, unknown> | undefined) ?? {})) parts.push(`${k} ${typeof v === 'number' ? Number(v.toPrecision(4)) : JSON.stringify(v)}`);
+  if (Array.isArray(r.load)) parts.push(`load ${r.load.join(' ')}`);
+  return parts.join('; ');
+}
+
+interface Outcome {
+  script: string;
+  rows: BenchRow[];
+  problem: string | null;
+  seconds: number;
+}
+
+// Runs one script; its stderr passes through, its stdout is read for JSON rows (other lines ignored).
+function runScript(script: string): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, [path.join(here, script), '--json', ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.on('error', (err) => resolve({ script, rows: [], problem: err.message, seconds: 0 }));
+    child.on('close', (code, signal) => {
+      const rows: BenchRow[] = [];
+      let bad = 0;
+      for (const line of out.split('\n')) {
+        if (!line.startsWith('{')) continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          bad++;
+          continue;
+        }
+        const row = asRow(parsed);
+        if (row) rows.push(row);
+        else bad++;
+      }
+      const problem = code !== 0 ? `exited ${code ?? signal}` : rows.length === 0 ? 'printed no row' : bad ? `${bad} malformed row(s)` : null;
+      resolve({ script, rows, problem, seconds: (performance.now() - t0) / 1000 });
+    });
+  });
+}
+
+function fmt(x: number | null): string {
+  if (x === null) return '-';
+  if (Math.abs(x) >= 100) return Math.round(x).toString();
+  return Number(x.toPrecision(3)).toString();
+}
+
+// A plain-text table, columns padded to their widest cell.
+function table(head: string[], body: string[][]): string {
+  const w = head.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(w[i]!)).join('  ').trimEnd();
+  return [line(head), line(w.map((n) => '-'.repeat(n))), ...body.map(line)].join('\n') + '\n';
+}
+
+async function main(): Promise<number> {
+  const found = benchScripts(here);
+  for (const n of found.unlisted) process.stderr.write(`bench: dist/bench/${n}.js is not in run-all's ROW_SCRIPTS (nor a shared module): not run\n`);
+  const scripts = found.present.filter((s) => !only || s.includes(only));
+  if (scripts.length === 0) {
+    process.stderr.write(`no bench scripts in ${here}${only ? ` matching ${only}` : ''}\n`);
+    return 1;
+  }
+  const outcomes: Outcome[] = [];
+  for (const s of scripts) {
+    process.stderr.write(`bench: ${s}${quick ? ' --quick' : ''}\n`);
+    outcomes.push(await runScript(s));
+  }
+  const body = outcomes.flatMap((o) =>
+    o.rows.map((r) => [r.row, r.what, `${fmt(r.steward)} ${r.unit}`, r.peer === null ? '-' : `${fmt(r.peer)} ${r.unit}`, fmt(r.ratio), r.target, r.met ? 'yes' : 'NO', `${fmt(r.steward)} / ${fmt(r.min)} / ${fmt(r.max)} (${r.runs})`]),
+  );
+  process.stdout.write(table(['row', 'what', 'steward', 'peer', 'ratio', 'target', 'met?', 'median / min / max (runs)'], body));
+  const notes = outcomes.flatMap((o) => o.rows.filter((r) => r.notes).map((r) => `${r.row}: ${r.notes}`));
+  if (notes.length) process.stdout.write('\n' + notes.join('\n') + '\n');
+  const failed = outcomes.filter((o) => o.problem);
+  for (const o of failed) process.stdout.write(`FAILED ${o.script}: ${o.problem}\n`);
+  if (found.absent.length) process.stdout.write(`not built here: ${found.absent.join(', ')}\n`);
+  process.stdout.write(`\n${outcomes.length} scripts, ${body.length} rows, ${failed.length} failed; ${outcomes.reduce((s, o) => s + o.seconds, 0).toFixed(0)} s; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
+  return failed.length ? 1 : 0;
+}
+
+process.exitCode = await main();
