@@ -32,6 +32,10 @@ export function openStore(file: string, opts: { create?: boolean } = {}): Contro
   try {
     db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
+    // Why: opened as above, the store answered synchronous=NORMAL (1), which in WAL mode does not
+    // fsync a commit. A heartbeat's answer acknowledges its receipts and the agent then deletes
+    // them from its outbox: a power cut after the answer must not lose the commit behind it.
+    db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     migrate(db, file);
   } catch (err) {
