@@ -2,7 +2,10 @@
 // --quick when given), one after another, and prints one table of their rows. Exit status 1 when
 // a script failed or printed no row; a missed target is shown, not an error.
 //
-//   node dist/bench/run-all.js [--quick] [--only SUBSTRING]
+//   node dist/bench/run-all.js [--quick] [--only SUBSTRING] [--json]
+//
+// With --json, stdout is one JSON object instead of the table: {rows, failed: [{script, problem}],
+// notBuilt, seconds, load}; CI's quick run (test/bench/run-all-quick.test.ts) reads it.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import os from 'node:os';
@@ -21,10 +24,11 @@ const SHARED = ['lib', 'stage-input', 'pm2', 'proc-watch'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
+const json = argv.includes('--json');
 const onlyAt = argv.indexOf('--only');
 const only = onlyAt >= 0 ? argv[onlyAt + 1] : undefined;
 for (const [i, a] of argv.entries()) {
-  if (a !== '--quick' && a !== '--only' && !(i === onlyAt + 1 && onlyAt >= 0)) throw new Error(`unknown argument ${a} (takes --quick, --only SUBSTRING)`);
+  if (a !== '--quick' && a !== '--json' && a !== '--only' && !(i === onlyAt + 1 && onlyAt >= 0)) throw new Error(`unknown argument ${a} (takes --quick, --only SUBSTRING, --json)`);
 }
 
 // The listed scripts that are built, and the .js files nobody listed (named so they get listed).
@@ -138,16 +142,22 @@ async function main(): Promise<number> {
     process.stderr.write(`bench: ${s}${quick ? ' --quick' : ''}\n`);
     outcomes.push(await runScript(s));
   }
+  const failed = outcomes.filter((o) => o.problem);
+  const seconds = outcomes.reduce((s, o) => s + o.seconds, 0);
+  if (json) {
+    const rows = outcomes.flatMap((o) => o.rows.map((r) => ({ script: o.script, ...r })));
+    process.stdout.write(JSON.stringify({ rows, failed: failed.map((o) => ({ script: o.script, problem: o.problem })), notBuilt: found.absent, seconds, load: os.loadavg() }) + '\n');
+    return failed.length ? 1 : 0;
+  }
   const body = outcomes.flatMap((o) =>
     o.rows.map((r) => [r.row, r.what, `${fmt(r.steward)} ${r.unit}`, r.peer === null ? '-' : `${fmt(r.peer)} ${r.unit}`, fmt(r.ratio), r.target, r.met ? 'yes' : 'NO', `${fmt(r.steward)} / ${fmt(r.min)} / ${fmt(r.max)} (${r.runs})`]),
   );
   process.stdout.write(table(['row', 'what', 'steward', 'peer', 'ratio', 'target', 'met?', 'median / min / max (runs)'], body));
   const notes = outcomes.flatMap((o) => o.rows.filter((r) => r.notes).map((r) => `${r.row}: ${r.notes}`));
   if (notes.length) process.stdout.write('\n' + notes.join('\n') + '\n');
-  const failed = outcomes.filter((o) => o.problem);
   for (const o of failed) process.stdout.write(`FAILED ${o.script}: ${o.problem}\n`);
   if (found.absent.length) process.stdout.write(`not built here: ${found.absent.join(', ')}\n`);
-  process.stdout.write(`\n${outcomes.length} scripts, ${body.length} rows, ${failed.length} failed; ${outcomes.reduce((s, o) => s + o.seconds, 0).toFixed(0)} s; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
+  process.stdout.write(`\n${outcomes.length} scripts, ${body.length} rows, ${failed.length} failed; ${seconds.toFixed(0)} s; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
   return failed.length ? 1 : 0;
 }
 

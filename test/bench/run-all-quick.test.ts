@@ -1,0 +1,45 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Issue 8: "CI runs the bench once in a quick mode only to keep it working". This runs
+// `run-all --quick` exactly as `npm run bench -- --quick` does and holds only that every row
+// script ran and printed well-formed rows; no figure and no target is asserted (a missed target is
+// a `met: false` row, never a failure here).
+
+const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench');
+
+interface Summary {
+  rows: { script: string; row: string; steward: number; met: boolean }[];
+  failed: { script: string; problem: string }[];
+  notBuilt: string[];
+}
+
+function runAllQuick(): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(benchDir, 'run-all.js'), '--quick', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    // The scripts' own progress lines; kept for the failure message only.
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: code === 0 ? stdout : `${stdout}\n--- stderr ---\n${stderr.slice(-20_000)}` }));
+  });
+}
+
+test('npm run bench -- --quick runs every row script and each prints its rows', { timeout: 10 * 60_000 }, async () => {
+  const { code, stdout } = await runAllQuick();
+  const line = stdout.split('\n').find((l) => l.startsWith('{'));
+  assert.ok(line, `run-all printed no JSON summary:\n${stdout}`);
+  const summary = JSON.parse(line) as Summary;
+  assert.deepEqual(summary.failed, [], `bench scripts failed:\n${stdout}`);
+  assert.deepEqual(summary.notBuilt, [], 'every listed row script is built by tsc');
+  assert.equal(code, 0, stdout);
+  // Issue 8's seven rows, each from the script that owns it.
+  const rows = new Set(summary.rows.map((r) => r.row.split(' ')[0]));
+  assert.deepEqual([...rows].sort(), ['1', '2', '3', '4', '5', '6', '7']);
+  for (const r of summary.rows) assert.ok(Number.isFinite(r.steward) && r.steward > 0, `row ${r.row} of ${r.script}: steward figure ${r.steward}`);
+});
