@@ -20,3 +20,11 @@ export function nextQuarantine(
   const wait = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(failures, 40));
   return { failures: raise ? failures + 1 : failures, retryAfter: now + wait };
 }
+
+// Whether a quarantine entry holds a version back at `now`: its retryAfter is still ahead, and no
+// further ahead than `capMs`. A retryAfter beyond the cap cannot come from a steady clock (it was
+// stamped before the clock went back) and is not trusted, as a persisted time in the future counts
+// as now (DESIGN §5). The stage refusal, `status` and `releases` all answer with this one test.
+export function quarantineInForce(q: { retryAfter: number } | undefined, now: number, capMs: number): boolean {
+  return q !== undefined && q.retryAfter > now && q.retryAfter <= now + capMs;
+}

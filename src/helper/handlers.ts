@@ -50,7 +50,7 @@ export function makeHandlers(core: HelperCore) {
         },
         (req as StatusRequest).app,
       ),
-    releases: (req: unknown) => listReleases(core.paths, core.config, (req as ReleasesRequest).app),
+    releases: (req: unknown) => listReleases(core.paths, core.config, (req as ReleasesRequest).app, core.clock.now()),
     receipts: (req: unknown) => listReceipts(core.receiptStore, core.config, (req as ReceiptsRequest).app),
     stage: async (req: unknown, ctx: OpContext) => {
       const r = req as StageRequest;

@@ -18,7 +18,9 @@ export function registerReleases(program: Command): void {
         const notes: string[] = [];
         if (rel.current) notes.push('current');
         if (rel.previous) notes.push('previous');
-        if (rel.quarantine) notes.push(`quarantined until ${when(rel.quarantine.retryAfter)} (${rel.quarantine.failures} failures)`);
+        const q = rel.quarantine;
+        if (q?.inForce) notes.push(`quarantined until ${when(q.retryAfter)} (${q.failures} failures)`);
+        else if (q) notes.push(`not quarantined now (${q.failures} earlier failures)`);
         rows.push([rel.version, rel.valid ? 'valid' : 'NO MARKER', rel.signed === null ? '-' : rel.signed ? `key ${rel.keyId}` : 'unsigned', when(rel.stagedAt), notes.join(', ')]);
       }
       process.stdout.write(r.releases.length ? table(rows) : `no releases of ${app} are staged\n`);

@@ -1,4 +1,5 @@
 import { requireApp } from '../config.js';
+import { quarantineInForce } from '../../core/quarantine.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { stagingDir, type HostPaths } from '../../core/paths.js';
 import { promises as fsp } from 'node:fs';
@@ -14,7 +15,8 @@ export interface ReleaseInfo {
   keyId: string | null;
   tarballIntegrity: string | null;
   stagedAt: number | null;
-  quarantine: { failures: number; retryAfter: number } | null;
+  // inForce: the version is held back now (quarantineInForce: retryAfter ahead, and trusted).
+  quarantine: { failures: number; retryAfter: number; inForce: boolean } | null;
 }
 
 export interface ReleasesResult {
@@ -28,13 +30,15 @@ export interface ReleasesResult {
 }
 
 // Lists an app's staged versions with their markers, current/previous and quarantine.
-export async function listReleases(paths: HostPaths, config: HostConfig, app: string): Promise<ReleasesResult> {
+export async function listReleases(paths: HostPaths, config: HostConfig, app: string, now: number): Promise<ReleasesResult> {
   requireApp(config, app);
   const [state, cur, versions] = await Promise.all([readAppState(paths, app), readCurrent(paths, app), listVersionDirs(paths, app)]);
   const current = cur.state === 'valid' ? cur.version : null;
   const releases: ReleaseInfo[] = [];
+  const capMs = config.apps[app]?.quarantine.capMs ?? Infinity;
   for (const version of versions) {
     const m = await readMarker(paths, app, version);
+    const q = state.quarantine[version];
     releases.push({
       version,
       valid: !!m,
@@ -44,7 +48,7 @@ export async function listReleases(paths: HostPaths, config: HostConfig, app: st
       keyId: m?.keyId ?? null,
       tarballIntegrity: m?.tarballIntegrity ?? null,
       stagedAt: m?.stagedAt ?? null,
-      quarantine: state.quarantine[version] ?? null,
+      quarantine: q ? { ...q, inForce: quarantineInForce(q, now, capMs) } : null,
     });
   }
   const staging = await fsp.readdir(stagingDir(paths, app)).catch(() => [] as string[]);

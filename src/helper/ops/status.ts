@@ -1,4 +1,5 @@
 import type { HostConfig } from '../../core/config-schema.js';
+import { quarantineInForce } from '../../core/quarantine.js';
 import { requireApp } from '../config.js';
 import type { HostPaths } from '../../core/paths.js';
 import type { AppState } from '../../core/state-schemas.js';
@@ -130,7 +131,7 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
       hold: s.hold,
       blocked: ctx.blockedInMemory.get(name) ?? s.blocked,
       quarantined: Object.entries(s.quarantine)
-        .filter(([, q]) => q.retryAfter > ctx.now)
+        .filter(([, q]) => quarantineInForce(q, ctx.now, cfg?.quarantine.capMs ?? Infinity))
         .map(([v]) => v)
         .sort(),
     };

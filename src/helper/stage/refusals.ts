@@ -1,4 +1,5 @@
 import { StewardError } from '../../core/errors.js';
+import { quarantineInForce } from '../../core/quarantine.js';
 import type { AppState } from '../../core/state-schemas.js';
 import { compareVersions } from '../../core/version.js';
 import type { SocketKind } from '../../protocol/schemas.js';
@@ -31,13 +32,11 @@ export function checkRefusals(input: {
     }
   }
   const q = state.quarantine[version];
-  const stale = q !== undefined && q.retryAfter > now + (input.quarantineCapMs ?? Infinity);
-  const retryAfter = q?.retryAfter ?? 0;
-  if (q && !stale && retryAfter > now && !input.force) {
+  if (q && quarantineInForce(q, now, input.quarantineCapMs ?? Infinity) && !input.force) {
     throw new StewardError(
       'QUARANTINED',
-      `${app} ${version} failed ${q.failures} time(s) and is quarantined until ${new Date(retryAfter).toISOString()} (--force to try now)`,
-      { details: { retryAfter } },
+      `${app} ${version} failed ${q.failures} time(s) and is quarantined until ${new Date(q.retryAfter).toISOString()} (--force to try now)`,
+      { details: { retryAfter: q.retryAfter } },
     );
   }
 }

@@ -7,7 +7,10 @@ import type { Clock } from '../../../src/platform/clock.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { probeRelease } from '../../../src/helper/update/probe.js';
 import { readAppState } from '../../../src/helper/state/app-state.js';
-import { instantClock, makeFaultHost } from '../../helpers/fault-host.js';
+import { readStatus } from '../../../src/helper/ops/status.js';
+import { listReleases } from '../../../src/helper/ops/releases.js';
+import { hostConfigSchema } from '../../../src/core/config-schema.js';
+import { CONFIG, instantClock, makeFaultHost, type FaultHost } from '../../helpers/fault-host.js';
 
 // Issue 7 item 4: a clock jumping back and forward (a quarantine, a probe) and a hung probe.
 // (A backoff wait under a jumping clock is in test/helper/supervisor/storm.test.ts.)
@@ -27,13 +30,25 @@ async function quarantinedHost(t: TestContext) {
   return { fh, clock, ctx };
 }
 
+// What `status` and `releases` answer about 3.0.0's quarantine at `now`.
+async function quarantineSeen(fh: FaultHost, now: number): Promise<{ status: string[]; releases: boolean | undefined }> {
+  const config = hostConfigSchema.parse(CONFIG);
+  const st = await readStatus({ paths: fh.paths, config, startedAt: now, recovering: false, running: () => undefined, blockedInMemory: new Map(), now }, 'web');
+  const rel = await listReleases(fh.paths, config, 'web', now);
+  return { status: st.apps[0]?.quarantined ?? ['missing'], releases: rel.releases.find((r) => r.version === '3.0.0')?.quarantine?.inForce };
+}
+
 test('a clock set back two days after a failure does not stretch the quarantine: the stamp past the cap is not trusted, and a new failure quarantines by the new clock', async (t) => {
   const { fh, clock, ctx } = await quarantinedHost(t);
   const q = (await readAppState(fh.paths, 'web')).quarantine['3.0.0'];
   assert.equal(q?.retryAfter, clock.now() + 300_000, 'quarantined for 5 min');
 
+  assert.deepEqual(await quarantineSeen(fh, clock.now()), { status: ['3.0.0'], releases: true }, 'status and releases show the quarantine');
+
   clock.jump(-2 * DAY);
-  // The stamp is now two days and five minutes ahead, past the 24 h cap: it is not trusted.
+  // The stamp is now two days and five minutes ahead, past the 24 h cap: it is not trusted, and
+  // status and releases say what the stage refusal does.
+  assert.deepEqual(await quarantineSeen(fh, clock.now()), { status: [], releases: false }, 'an untrusted stamp holds nothing back');
   assert.equal((await fh.update(ctx, '3.0.0', 'fail-2')).outcome, 'rolled-back', 'the retry ran');
   const again = (await readAppState(fh.paths, 'web')).quarantine['3.0.0'];
   assert.equal(again?.failures, 2);
