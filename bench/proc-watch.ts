@@ -47,6 +47,8 @@ export interface Respawn {
   newPid: number;
   // How many /proc scans it took (each followed by a 1 ms sleep).
   scans: number;
+  // Wall clock (epoch ms) just before the kill: lines up with a supervisor's own timestamped logs.
+  killedAtMs: number;
 }
 
 // SIGKILLs the one process running `sleep <marker>` and polls /proc every 1 ms until another
@@ -58,6 +60,7 @@ export function killAndTimeRespawn(marker: string, timeoutMs = 20_000): Respawn 
   if (now.length !== 1) throw new Error(`expected one process running sleep ${marker}, found ${now.length}: ${now.join(' ')}`);
   const oldPid = now[0] as number;
   const known = new Set(readdirSync('/proc'));
+  const killedAtMs = Date.now();
   const t0 = process.hrtime.bigint();
   process.kill(oldPid, 'SIGKILL');
   let scans = 0;
@@ -67,7 +70,7 @@ export function killAndTimeRespawn(marker: string, timeoutMs = 20_000): Respawn 
       if (known.has(name) || name.charCodeAt(0) > 57) continue;
       if (isApp(argvOf(name), marker)) {
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-        return { ms, oldPid, newPid: Number(name), scans };
+        return { ms, oldPid, newPid: Number(name), scans, killedAtMs };
       }
     }
     if (Number(process.hrtime.bigint() - t0) / 1e6 > timeoutMs) throw new Error(`no replacement for sleep ${marker} within ${timeoutMs} ms`);

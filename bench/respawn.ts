@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     if (box && process.env.STEWARD_BENCH_DEBUG) {
       const j = await box.exec('journalctl', ['-u', 'steward-helper', '-o', 'cat', '--no-pager', '-n', '80']);
       process.stderr.write(`--- helper journal (container) ---\n${j.stdout}\n`);
-      for (const s of subjects) process.stderr.write(`${s.key}: ${s.samples.map((r) => `${r.oldPid}->${r.newPid} ${r.ms.toFixed(1)}ms`).join(', ')}\n`);
+      for (const s of subjects) process.stderr.write(`${s.key}: ${s.samples.map((r) => `${r.oldPid}->${r.newPid} ${r.ms.toFixed(1)}ms (killed at ${new Date(r.killedAtMs).toISOString()})`).join(', ')}\n`);
     }
   } finally {
     for (const c of cleanups.reverse()) await c().catch((e) => note(args, `cleanup: ${(e as Error).message}`));

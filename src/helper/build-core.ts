@@ -73,8 +73,8 @@ async function chooseProcessRunner(isRoot: boolean, choice: HostConfig['supervis
 async function runAsFor(config: HostConfig, app: string, isRoot: boolean): Promise<RunAs | null> {
   const cfg = config.apps[app];
   if (!isRoot || !cfg || cfg.runner !== 'process' || !cfg.user || !cfg.group) return null;
-  const u = await lookupUser(cfg.user);
-  const g = await lookupGroup(cfg.group);
+  // Both files read at once: every start (a respawn's included) waits on this.
+  const [u, g] = await Promise.all([lookupUser(cfg.user), lookupGroup(cfg.group)]);
   if (!u || !g || u.uid === 0 || g.gid === 0) {
     throw new StewardError('CONFIG_INVALID', `apps.${app}: user ${cfg.user} / group ${cfg.group} cannot run the app`);
   }

@@ -22,9 +22,14 @@ export function parseStartTicks(statText: string): number | null {
   return Number.isSafeInteger(ticks) ? ticks : null;
 }
 
-// The current boot's id from /proc/sys/kernel/random/boot_id.
-export async function readBootId(): Promise<string> {
-  return (await fsp.readFile('/proc/sys/kernel/random/boot_id', 'utf8')).trim();
+// The current boot's id from /proc/sys/kernel/random/boot_id. Read once per process: it cannot
+// change while this process lives, and every identity check (a respawn's included) needs it.
+let bootId: Promise<string> | null = null;
+export function readBootId(): Promise<string> {
+  bootId ??= fsp.readFile('/proc/sys/kernel/random/boot_id', 'utf8').then((t) => t.trim());
+  // A failed read is not remembered: the next call tries again.
+  bootId.catch(() => (bootId = null));
+  return bootId;
 }
 
 // The identity of a live process, or null when no process has that pid.

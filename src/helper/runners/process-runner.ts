@@ -45,14 +45,19 @@ async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions): Promis
   if (spec.runAs && !opts.isRoot && spec.runAs.uid !== process.getuid?.()) {
     throw new StewardError('CONFIG_INVALID', `cannot start ${what}: it runs as ${spec.runAs.name} but the helper is not root`);
   }
-  await checkCwd(spec.cwd, what);
-  const log = await openLog(spec.logFile, what);
+  // Three independent preparations, issued together (a respawn waits on them); their errors are
+  // reported in this order, and an opened log is closed whatever happens.
+  const cwdP = checkCwd(spec.cwd, what);
+  const logP = openLog(spec.logFile, what);
+  const stateP = prepareStateDir(spec, opts.isRoot, what);
+  const settled = await Promise.allSettled([cwdP, logP, stateP]);
+  const log = settled[1].status === 'fulfilled' ? settled[1].value : null;
   try {
-    await prepareStateDir(spec, opts.isRoot, what);
-    return await spawnApp(spec, log.fd, opts.clock, what);
+    for (const r of settled) if (r.status === 'rejected') throw r.reason;
+    return await spawnApp(spec, (log as fsp.FileHandle).fd, opts.clock, what);
   } finally {
     // The child holds its own copies of the fd; the helper keeps none (DESIGN §5).
-    await log.close();
+    await log?.close();
   }
 }
 

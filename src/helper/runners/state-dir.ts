@@ -8,10 +8,22 @@ import type { StartSpec } from './runner.js';
 // put in its place cannot hand root's chown to another path.
 export async function prepareStateDir(spec: StartSpec, isRoot: boolean, what: string): Promise<void> {
   try {
-    await fsp.mkdir(path.dirname(spec.stateDir), { recursive: true, mode: 0o755 });
-    await fsp.mkdir(spec.stateDir, { mode: 0o750 }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    });
+    // The folder usually exists (every start after the first): one mkdir says so; its parent
+    // is made only when it is missing.
+    const made = await fsp.mkdir(spec.stateDir, { mode: 0o750 }).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EEXIST') return true;
+        if (err.code === 'ENOENT') return false;
+        throw err;
+      },
+    );
+    if (!made) {
+      await fsp.mkdir(path.dirname(spec.stateDir), { recursive: true, mode: 0o755 });
+      await fsp.mkdir(spec.stateDir, { mode: 0o750 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+    }
     const h = await fsp.open(spec.stateDir, C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW);
     try {
       if (isRoot && spec.runAs) await h.chown(spec.runAs.uid, spec.runAs.gid);

@@ -135,20 +135,32 @@ async function startUnitApp(spec: StartSpec, opts: SystemdRunnerOptions): Promis
   if (!st?.isDirectory()) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the folder ${spec.cwd} does not exist`);
   await prepareStateDir(spec, true, what);
   const unit = appUnitName(spec.app);
-  await clearOldUnit(unit, opts, what);
-  return spawnClient(spec, unit, opts, what);
+  // systemd-run at once: systemd itself refuses a second unit of this name ("already loaded"),
+  // so no `systemctl show` (a process, tens of ms on the respawn path) has to ask first. Only a
+  // unit still there (winding down, failed, or dead but not yet collected) costs a look and a retry.
+  const deadline = opts.clock.monotonic() + (opts.stopTimeoutMs ?? 10_000) + 5000;
+  for (let tries = 1; ; tries++) {
+    const started = await spawnClient(spec, unit, opts, what);
+    if (started !== 'unit-exists') return started;
+    debug('%s is still loaded (try %d): clearing it before starting again', unit, tries);
+    if (opts.clock.monotonic() > deadline) throw new StewardError('IO_ERROR', `cannot start ${what}: ${unit} stays loaded`);
+    // A unit of that name that is up is not ours to replace: clearOldUnit says so (INTERNAL).
+    if ((await clearOldUnit(unit, opts, what)) === 'inactive') await opts.clock.sleep(Math.min(20 * tries, 200));
+  }
 }
 
 // A unit of the same name that is still winding down (or failed and not yet collected)
-// would make systemd-run refuse the name: wait for it, then forget a failed one.
-async function clearOldUnit(unit: string, opts: SystemdRunnerOptions, what: string): Promise<void> {
+// makes systemd-run refuse the name: wait for it, then forget a failed one. 'inactive': it is
+// dead and only waits for systemd to collect it (its last client has just let go).
+async function clearOldUnit(unit: string, opts: SystemdRunnerOptions, what: string): Promise<'gone' | 'inactive' | 'reset'> {
   const deadline = opts.clock.monotonic() + (opts.stopTimeoutMs ?? 10_000) + 5000;
   for (;;) {
     const st = await unitStatus(unit);
-    if (st.loadState !== 'loaded' || st.activeState === 'inactive') return;
+    if (st.loadState !== 'loaded') return 'gone';
+    if (st.activeState === 'inactive') return 'inactive';
     if (st.activeState === 'failed') {
       await systemctl(['reset-failed', '--', unit]).catch(() => undefined);
-      return;
+      return 'reset';
     }
     if (st.activeState !== 'deactivating') {
       throw new StewardError('INTERNAL', `cannot start ${what}: ${unit} is already ${st.activeState} (main pid ${st.mainPid})`);
@@ -184,7 +196,12 @@ export function systemdRunArgs(spec: StartSpec, unit: string, stopTimeoutMs: num
   return args;
 }
 
-async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOptions, what: string): Promise<StartedProcess> {
+// systemd's answer when a unit of the name is still loaded (BUS_ERROR_UNIT_EXISTS).
+const UNIT_EXISTS_RE = /Unit \S+ was already loaded or has a fragment file|Unit \S+ already exists/;
+
+// Starts the client; 'unit-exists' when systemd refused the name because such a unit is still
+// loaded (nothing was started).
+async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOptions, what: string): Promise<StartedProcess | 'unit-exists'> {
   const args = systemdRunArgs(spec, unit, opts.stopTimeoutMs ?? 10_000);
   // Taken before the unit exists: the journal of this run (tailLog) starts here, and the
   // previous run's lines all came before (its unit was gone before this start).
@@ -216,6 +233,7 @@ async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOpt
   const running = (await Promise.race([out.running, closed.then(() => false)])) || out.text().includes('Running as unit');
   if (!running) {
     const text = out.text().trim();
+    if (UNIT_EXISTS_RE.test(text)) return 'unit-exists';
     const code = /Failed to find executable|Job for .* failed|Failed to (start|set up)/.test(text) ? 'RELEASE_INVALID' : 'IO_ERROR';
     throw new StewardError(code, `cannot start ${what} as ${unit}: ${text || 'systemd-run exited'}`);
   }

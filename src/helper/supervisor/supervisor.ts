@@ -108,11 +108,16 @@ export class Supervisor {
     if (ctx.locks.get(app) || ctx.blockedInMemory.has(app)) return;
     const held = ctx.locks.tryAcquire(app, { attemptId: 'supervisor', op: 'supervise', phase: 'reconcile', startedAt: ctx.clock.now() });
     try {
-      const state = await readAppState(ctx.paths, app);
+      // The three reads are independent: issued together (an exit's respawn waits on them),
+      // used in order, so an error is reported as before and a later read's is never seen first.
+      const [stateP, recP, curP] = [readAppState(ctx.paths, app), readRunRecord(ctx.paths, app), readCurrent(ctx.paths, app)];
+      recP.catch(() => {});
+      curP.catch(() => {});
+      const state = await stateP;
       if (state.blocked) return;
-      const rec = await readRunRecord(ctx.paths, app);
+      const rec = await recP;
       if (!rec || rec.expected !== 'running') return;
-      const cur = await readCurrent(ctx.paths, app);
+      const cur = await curP;
       if (cur.state !== 'valid') return;
       const sup: SupervisorRecordState = rec.supervisor ?? { ...initialSupervisorState(), state: 'running', lastStartAt: rec.startedAt };
       const policy = restartPolicyOf(ctx, app);
@@ -137,12 +142,18 @@ export class Supervisor {
         d = decide(sup, { kind: 'tick', at: now }, policy, now);
       }
       this.exits.delete(app);
-      if (JSON.stringify(d.next) !== JSON.stringify(sup)) await writeRunRecord(ctx.paths, { ...rec, supervisor: d.next });
+      // A respawn now records the exit with the new process, in the one record write that
+      // follows the spawn: a crash before that write leaves the record as it was before the exit,
+      // a state a crash just before the exit was heard leaves too (the restarted helper's first
+      // pass starts the app; a process the crash left unrecorded is stopped first). Every other
+      // decision is durable before anything acts on it (`error` before the stop, DESIGN §5).
+      const changed = JSON.stringify(d.next) !== JSON.stringify(sup);
+      if (changed && d.decision.action !== 'respawn-now') await writeRunRecord(ctx.paths, { ...rec, supervisor: d.next });
       switch (d.decision.action) {
         case 'respawn-now':
           // Whatever is left of the old process group goes first (never a reused pid).
           if (rec.process) await ctx.runner.stop(rec.process, { timeoutMs: 2_000 });
-          await this.respawn(app, cur.version);
+          await this.respawn(app, cur.version, d.next);
           break;
         case 'wait-until':
           this.wakeAt(app, d.decision.at - now);
@@ -160,9 +171,10 @@ export class Supervisor {
     }
   }
 
-  private async respawn(app: string, version: string): Promise<void> {
+  // `sup`: the supervisor state the exit (or the due wait) left, not yet written.
+  private async respawn(app: string, version: string, sup: SupervisorRecordState): Promise<void> {
     try {
-      await startVersion(this.ctx, app, version, 'respawn');
+      await startVersion(this.ctx, app, version, 'respawn', sup);
     } catch (err) {
       // A spawn that fails at once is a start and an exit.
       log('respawn app=%s failed: %s', app, (err as Error).message);
@@ -170,7 +182,7 @@ export class Supervisor {
       if (!rec) return;
       const policy = restartPolicyOf(this.ctx, app);
       const now = this.ctx.clock.now();
-      const started = decide(rec.supervisor ?? initialSupervisorState(), { kind: 'started', at: now, respawn: true }, policy, now).next;
+      const started = decide(sup, { kind: 'started', at: now, respawn: true }, policy, now).next;
       const exit = exitOfFailedStart(err);
       const d = decide(started, { kind: 'exited', at: now, ...exit }, policy, now);
       await writeRunRecord(this.ctx.paths, { ...rec, process: null, supervisor: d.next });

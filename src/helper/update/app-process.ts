@@ -45,27 +45,40 @@ function observe(ctx: UpdateContext, app: string, sup: SupervisorRecordState | u
   return decide(sup ?? initialSupervisorState(), obs, restartPolicyOf(ctx, app), now).next;
 }
 
-// Starts `version` of the app from its resolved tree and records the process.
-export async function startVersion(ctx: UpdateContext, app: string, version: string, cause: StartCause = 'update'): Promise<StartedProcess> {
+// Starts `version` of the app from its resolved tree and records the process. `supBefore`: the
+// supervisor state to observe the start from when the caller holds one not yet written (a
+// respawn's exit); else the record's.
+export async function startVersion(
+  ctx: UpdateContext,
+  app: string,
+  version: string,
+  cause: StartCause = 'update',
+  supBefore?: SupervisorRecordState,
+): Promise<StartedProcess> {
   const cfg = ctx.config.apps[app];
   if (cfg?.runner === 'unit') return startUnitApp(ctx, app, version, cfg.unit);
-  const rf = await readReleaseOf(ctx, app, version);
-  if (!rf.start) throw new StewardError('RELEASE_INVALID', `${app} ${version} has no start command`);
   const logFile = appLogFile(ctx.paths, app);
-  const logOffset = await fsp.stat(logFile).then((s) => s.size, () => 0);
+  // Independent reads, issued together (a respawn waits on them), checked in order.
+  const [rfP, offsetP, runAsP] = [readReleaseOf(ctx, app, version), fsp.stat(logFile).then((s) => s.size, () => 0), ctx.runAs(app)];
+  offsetP.catch(() => {});
+  runAsP.catch(() => {});
+  const rf = await rfP;
+  if (!rf.start) throw new StewardError('RELEASE_INVALID', `${app} ${version} has no start command`);
+  const logOffset = await offsetP;
+  const runAs = await runAsP;
   const proc = await ctx.runner.start({
     app,
     version,
     cwd: versionDir(ctx.paths, app, version),
     command: rf.start.command,
     env: rf.start.env,
-    runAs: await ctx.runAs(app),
+    runAs,
     logFile,
     stateDir: path.join(ctx.paths.appStateRoot, app),
   });
-  const prev = await readRunRecord(ctx.paths, app).catch(() => null);
+  const before = supBefore ?? (await readRunRecord(ctx.paths, app).catch(() => null))?.supervisor;
   const at = ctx.clock.now();
-  const supervisor = observe(ctx, app, prev?.supervisor, cause === 'manual' ? { kind: 'manual-start', at } : { kind: 'started', at, respawn: cause === 'respawn' });
+  const supervisor = observe(ctx, app, before, cause === 'manual' ? { kind: 'manual-start', at } : { kind: 'started', at, respawn: cause === 'respawn' });
   await writeRunRecord(ctx.paths, {
     schemaVersion: 1,
     app,

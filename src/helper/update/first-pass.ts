@@ -4,6 +4,7 @@ import { readCurrent } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
 import { readAppState } from '../state/app-state.js';
 import { isAppAlive, startVersion, stopApp } from './app-process.js';
+import { findAppProcesses } from './find-app-processes.js';
 import type { UpdateContext } from './context.js';
 
 const log = logger('helper:start');
@@ -27,12 +28,30 @@ export async function ensureRunning(ctx: UpdateContext, app: string): Promise<'a
       return 'adopted';
     }
     await stopApp(ctx, app);
-  } else if (await isSupervisorsOwn(rec)) {
+    await startVersion(ctx, app, cur.version, 'first-pass');
+    return 'started';
+  }
+  // The recorded process is gone. A start (a respawn's included) spawns before it records the
+  // new process, so a crash in between leaves that process running unrecorded: it is stopped
+  // here, before anything starts another (one process per app, DESIGN §5).
+  await stopUnrecorded(ctx, app);
+  if (await isSupervisorsOwn(rec)) {
     log('left app=%s to the supervisor: %s since this boot', app, rec?.supervisor?.state);
     return 'left';
   }
   await startVersion(ctx, app, cur.version, 'first-pass');
   return 'started';
+}
+
+// Session leaders running from the app's release trees that no record names: left by a crash
+// between a spawn and its record.
+async function stopUnrecorded(ctx: UpdateContext, app: string): Promise<void> {
+  const cfg = ctx.config.apps[app];
+  const timeoutMs = cfg?.runner === 'process' ? cfg.stopTimeoutMs : ctx.stopTimeoutMs;
+  for (const orphan of await findAppProcesses(ctx.paths, app)) {
+    log('stopping unrecorded process app=%s pid=%d', app, orphan.pid);
+    await ctx.runner.stop(orphan, { timeoutMs });
+  }
 }
 
 // A respawn that waits for its time (`waiting`) or a budget that is spent (`error`), in this

@@ -200,6 +200,31 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       assert.equal((await showUnit(box, 'steward-app-exit7.service')).LoadState, 'not-found', 'a failed unit is collected too');
     });
 
+    await t.test('a unit of the name still loaded: a failed one is cleared and the start goes on; a running one is refused', async () => {
+      // systemd-run is tried at once; systemd refuses the name while such a unit is loaded.
+      // Without --collect, a failed unit stays loaded until reset-failed.
+      const left = await box.exec('systemd-run', ['--unit=steward-app-leftover', '--service-type=exec', '/usr/bin/false']);
+      assert.equal(left.code, 0, left.stderr);
+      for (let i = 0; i < 50 && (await showUnit(box, 'steward-app-leftover.service')).ActiveState !== 'failed'; i++) await sleep(100);
+      assert.equal((await showUnit(box, 'steward-app-leftover.service')).ActiveState, 'failed');
+      const r = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('leftover', ['/usr/bin/node', 'hang.mjs']) });
+      const show = await showUnit(box, 'steward-app-leftover.service');
+      assert.equal(show.ActiveState, 'active');
+      assert.equal(show.User, 'stwapp', 'the new unit, not the failed one');
+      assert.equal(Number(show.MainPID), r.identity.pid);
+      await helper.call('stop', { identity: r.identity });
+
+      const busy = await box.exec('systemd-run', ['--unit=steward-app-busy', '/usr/bin/sleep', '300']);
+      assert.equal(busy.code, 0, busy.stderr);
+      const refused = await helper.call('start', { spec: spec('busy', ['/usr/bin/node', 'hang.mjs']) }).then(
+        () => 'started',
+        (err: Error) => err.message,
+      );
+      assert.match(refused, /steward-app-busy\.service is already active/);
+      assert.equal((await showUnit(box, 'steward-app-busy.service')).User, '', 'the running unit was left as it was');
+      await box.exec('systemctl', ['stop', 'steward-app-busy.service']);
+    });
+
     await t.test('an app that exits at once is reported, and leaves no unit behind', async () => {
       const r = await helper.call<{ ok: boolean }>('start', { spec: spec('instant', ['/usr/bin/true']) }).then(
         () => 'started',

@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { hostConfigSchema } from '../../../src/core/config-schema.js';
 import { StewardError } from '../../../src/core/errors.js';
-import { hostPaths } from '../../../src/core/paths.js';
+import { hostPaths, versionDir } from '../../../src/core/paths.js';
 import type { Clock } from '../../../src/platform/clock.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { noFaults } from '../../../src/platform/faults.js';
@@ -21,6 +21,7 @@ import { Supervisor } from '../../../src/helper/supervisor/supervisor.js';
 import { startVersion } from '../../../src/helper/update/app-process.js';
 import type { UpdateContext } from '../../../src/helper/update/context.js';
 import { ensureRunning } from '../../../src/helper/update/first-pass.js';
+import { findAppProcesses } from '../../../src/helper/update/find-app-processes.js';
 import { pointCurrent } from '../../../src/helper/update/swap.js';
 import { gzipTar, makeTar } from '../../fixtures/tar-writer.js';
 import { fastScratch } from '../../helpers/fault-host.js';
@@ -367,4 +368,70 @@ test('a clock jumping back a day during a backoff wait does not stretch the wait
   assert.equal(fake.starts.get('web'), 4);
   const rec = await readRunRecord(ctx.paths, 'web');
   assert.equal(rec?.supervisor?.attempts, 3, 'the jump refilled nothing');
+});
+
+test('a respawn writes the exit and the new process in one record, after the spawn; the exit is not lost', async (t) => {
+  const bootId = await readBootId();
+  const fake = stormRunner(bootId, (_app, nth) => (nth === 1 ? 'crash' : 'stay'));
+  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, systemClock);
+  // What the record said when each start was asked for.
+  const seenAtStart: Array<Awaited<ReturnType<typeof readRunRecord>>> = [];
+  const start = fake.runner.start;
+  fake.runner.start = async (spec) => {
+    seenAtStart.push(await readRunRecord(ctx.paths, spec.app));
+    return start(spec);
+  };
+  let sup: Supervisor | null = null;
+  t.after(() => {
+    sup?.close();
+    host.cleanup();
+  });
+  sup = await helperStart(ctx);
+  const rec = await waitFor('the respawn', async () => {
+    const r = await readRunRecord(ctx.paths, 'web');
+    return fake.starts.get('web') === 2 && r?.process && fake.live.has(r.process.pid) ? r : null;
+  });
+  const [, atRespawn] = seenAtStart;
+  // Nothing was written between the exit and the respawn's spawn: the record still names the
+  // first process as running.
+  assert.equal(atRespawn?.supervisor?.state, 'running');
+  assert.equal(atRespawn?.supervisor?.lastExit, null);
+  assert.equal(atRespawn?.process?.pid, 4_000_000, 'the first (dead) process');
+  // The one write after it holds both: the exit heard and the respawn spent.
+  assert.equal(rec.supervisor?.state, 'running');
+  assert.deepEqual(rec.supervisor?.lastExit, { code: 3, signal: null });
+  assert.equal(typeof rec.supervisor?.lastExitAt, 'number');
+  assert.equal(rec.supervisor?.attempts, 1);
+  assert.notEqual(rec.process?.pid, atRespawn?.process?.pid);
+});
+
+test('a process a crash left unrecorded (between a spawn and its record) is stopped at the helper start before another starts', async (t) => {
+  const runner = createProcessRunner({ clock: systemClock, isRoot: process.getuid?.() === 0 });
+  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, stopTimeoutMs: 1000 } }, runner, systemClock);
+  // The spawn that the crash left: the app's command, in its own session, in its release tree.
+  const orphan = spawn('sleep', ['30'], { cwd: versionDir(ctx.paths, 'web', '1.0.0'), detached: true, stdio: 'ignore' });
+  const orphanGone = new Promise<string>((r) => orphan.once('exit', () => r('gone')));
+  const dead = await unrelatedProcess();
+  dead.kill();
+  let sup: Supervisor | null = null;
+  t.after(async () => {
+    sup?.close();
+    orphan.kill('SIGKILL');
+    const rec = await readRunRecord(ctx.paths, 'web').catch(() => null);
+    if (rec?.process) await runner.stop(rec.process, { timeoutMs: 500 });
+    host.cleanup();
+  });
+  await waitFor('the orphan', () => readProcIdentity(orphan.pid as number));
+  await waitFor('the dead process', async () => !(await dead.alive()));
+  // The record as the crash left it: the previous process (gone), still `running`.
+  const supervisor = { state: 'running' as const, attempts: 0, lastStartAt: Date.now() - 1000, lastExitAt: null, nextAttemptAt: null, lastExit: null, giveUpReason: null };
+  await writeRunRecord(ctx.paths, { schemaVersion: 1, app: 'web', expected: 'running', version: '1.0.0', process: dead.identity, startedAt: Date.now() - 1000, supervisor });
+  sup = await helperStart(ctx);
+  const within = await Promise.race([orphanGone, new Promise<string>((r) => setTimeout(() => r('still running'), 5000))]);
+  assert.equal(within, 'gone', 'the unrecorded process was stopped');
+  const rec = await readRunRecord(ctx.paths, 'web');
+  assert.ok(rec?.process && (await runner.isAlive(rec.process)), 'the app runs, recorded');
+  assert.notEqual(rec.process.pid, orphan.pid);
+  const pids = (await findAppProcesses(ctx.paths, 'web')).map((p) => p.pid);
+  assert.deepEqual(pids, [rec.process.pid], 'exactly one process of the app');
 });
