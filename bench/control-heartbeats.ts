@@ -116,6 +116,8 @@ interface Phase {
   // CPU seconds per wall second (1 = one core busy) of the server and of the load generator.
   serverCpu: number;
   clientCpu: number;
+  // Seconds per wall second the server's main thread was runnable but waited for a CPU.
+  serverWait: number;
 }
 
 // CPU seconds (user + system) a process has used, from /proc/<pid>/stat.
@@ -124,16 +126,26 @@ function cpuSecondsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
 }
 
+// Nanoseconds the main thread of a process has waited on a run queue (runnable, no CPU free for
+// it), from /proc/<pid>/schedstat: on a machine shared with other work, the part of a phase the
+// server could not run at all.
+function runQueueWaitOf(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]);
+}
+
 // Sends for `seconds` (or until the bodies run out) over LANES connections spread over the load
 // pool's threads; each lane sends its own list one request at a time. Counts only the answers
 // with `okStatus`, and measures the CPU of the server and of the load generator meanwhile.
 async function runPhase(pool: LoadPool, server: { child: ChildProcess; url: string }, lanes: LoadRequest[][], seconds: number, okStatus: number): Promise<Phase> {
   const pid = server.child.pid!;
   const cpu0 = cpuSecondsOf(pid);
+  const wait0 = runQueueWaitOf(pid);
   const t0 = performance.now();
   const r = await pool.run(server.url, lanes, seconds, okStatus);
-  const serverCpu = (cpuSecondsOf(pid) - cpu0) / ((performance.now() - t0) / 1000);
-  return { ok: r.ok, errors: r.errors, perSecond: r.perSecond, p50: quantile(r.latencies, 0.5), p99: quantile(r.latencies, 0.99), serverCpu, clientCpu: r.clientCpu };
+  const wall = (performance.now() - t0) / 1000;
+  const serverCpu = (cpuSecondsOf(pid) - cpu0) / wall;
+  const serverWait = (runQueueWaitOf(pid) - wait0) / 1e9 / wall;
+  return { ok: r.ok, errors: r.errors, perSecond: r.perSecond, p50: quantile(r.latencies, 0.5), p99: quantile(r.latencies, 0.99), serverCpu, serverWait, clientCpu: r.clientCpu };
 }
 
 // Signs this run's heartbeats before the clock starts, so the load generator only sends.
@@ -205,7 +217,7 @@ async function main(): Promise<void> {
       target: `>= ${TARGET}/s`, met: steward >= TARGET && errs.size === 0, unit: '/s', runs: RUNS, min: Math.min(...rates), max: Math.max(...rates),
       notes: `peer: the same server answering GET of an unknown path (404); raw Ed25519 verify ${Math.round(verifyRate)}/s on one core of the load generator; ` +
         `enrollment ${Math.round(enrollRate)}/s; CPU during the heartbeat runs (cores): server ${median(hb.map((p) => p.serverCpu)).toFixed(2)} ` +
-        `(${Math.round(median(hb.map((p) => (p.serverCpu / p.perSecond) * 1e6)))} us a heartbeat), ` +
+        `(${Math.round(median(hb.map((p) => (p.serverCpu / p.perSecond) * 1e6)))} us a heartbeat; its main thread waited for a CPU ${median(hb.map((p) => p.serverWait)).toFixed(2)} s/s), ` +
         `load generator ${median(hb.map((p) => p.clientCpu)).toFixed(2)}; ${errs.size ? `errors ${errorText(errs)}; ` : ''}load ${load}`,
     }, args.json);
     const p99s = hb.map((p) => p.p99);

@@ -12,7 +12,7 @@ import { logger } from '../../platform/log.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import { desiredFor } from '../rollouts/desired.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
-import { readNode, recordHeartbeat } from '../store/nodes.js';
+import { readNode, readNodeKey, recordHeartbeat } from '../store/nodes.js';
 import type { ControlStore } from '../store/open-store.js';
 import { insertReceipt, storedReceiptEnvelope } from '../store/receipts.js';
 import { attemptById } from '../store/runs.js';
@@ -22,17 +22,22 @@ import { ackedSeqs, checkHeartbeat, openHeartbeat, verifyHeartbeat, type Heartbe
 const log = logger('control:heartbeat');
 const nodeKeys = createKeyCache();
 
-// A node as the store holds it now, with the PEM its key was parsed from.
-function knownNode(store: ControlStore, nodeId: string): { node: KnownNode; nodeKeyPem: string } | null {
-  const row = readNode(store, nodeId);
-  if (!row) return null;
-  let nodeKey: KeyObject;
+// A node's parsed key, or null when the store holds an unparsable one (the node is then unknown).
+function parseNodeKey(nodeId: string, pem: string): KeyObject | null {
   try {
-    nodeKey = nodeKeys.parse(row.nodePublicKey);
+    return nodeKeys.parse(pem);
   } catch {
     log('node=%s has an unparsable node key in the store; treated as unknown', nodeId);
     return null;
   }
+}
+
+// A node as the store holds it now, with the PEM its key was parsed from.
+function knownNode(store: ControlStore, nodeId: string): { node: KnownNode; nodeKeyPem: string } | null {
+  const row = readNode(store, nodeId);
+  if (!row) return null;
+  const nodeKey = parseNodeKey(nodeId, row.nodePublicKey);
+  if (!nodeKey) return null;
   // Why lazy: most heartbeats relay no receipt, and a PEM parse costs more than a signature check.
   let helperKey: KeyObject | null | undefined;
   const parseHelperKey = (): KeyObject | null => {
@@ -72,10 +77,12 @@ export interface OpenedHeartbeatBody {
 // answer is final and changes nothing.
 export function openHeartbeatBody(store: ControlStore, body: Buffer): OpenedHeartbeatBody | { ok: false; answer: Answer } {
   let nodeKeyPem = '';
-  const opened = openHeartbeat(body, (id) => {
-    const known = knownNode(store, id);
-    nodeKeyPem = known?.nodeKeyPem ?? '';
-    return known?.node ?? null;
+  const opened = openHeartbeat(body, (nodeId) => {
+    const pem = readNodeKey(store, nodeId);
+    const nodeKey = pem === null ? null : parseNodeKey(nodeId, pem);
+    if (!nodeKey) return null;
+    nodeKeyPem = pem!;
+    return { nodeId, nodeKey };
   }, { maxBytes: MAX_BODY_BYTES });
   if (!opened.ok) return { ok: false, answer: rejectionAnswer(opened) };
   return { ok: true, body, heartbeat: opened.heartbeat, nodeKeyPem };

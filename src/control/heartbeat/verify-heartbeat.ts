@@ -107,13 +107,16 @@ export function verifyHeartbeat(
   return checkHeartbeat(opened.heartbeat, opened.node, issued, now, opts);
 }
 
+// What openHeartbeat needs of a node: its id and its key.
+export type NodeKey = Pick<KnownNode, 'nodeId' | 'nodeKey'>;
+
 // A heartbeat whose node key signature holds, and the node it was checked against.
-export type OpenedHeartbeat = { ok: true; heartbeat: HeartbeatPayload; node: KnownNode } | Rejection;
+export type OpenedHeartbeat<N extends NodeKey = NodeKey> = { ok: true; heartbeat: HeartbeatPayload; node: N } | Rejection;
 
 // The steps of verifyHeartbeat that need only the node's key, not its state: size, JSON,
 // envelope, node, signature, schema. They are most of a heartbeat's CPU, so the control plane
 // runs them before it takes the write lock (see group-commit.ts).
-export function openHeartbeat(body: Buffer, lookupNode: (nodeId: string) => KnownNode | null, opts: VerifyHeartbeatOptions = {}): OpenedHeartbeat {
+export function openHeartbeat<N extends NodeKey>(body: Buffer, lookupNode: (nodeId: string) => N | null, opts: VerifyHeartbeatOptions = {}): OpenedHeartbeat<N> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_HEARTBEAT_BYTES;
   if (body.length > maxBytes) return reject(400, 'BAD_BODY', `heartbeat body is ${body.length} bytes, over the limit of ${maxBytes}`);
   let json: unknown;
