@@ -3,10 +3,13 @@
 // the same run and through the same server, connections and client: a trivial request the server
 // answers without a body, a store or a signature (GET of an unknown path, a 404). See bench/README.md.
 //
-//   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--cpu-prof DIR]
+// The load generator runs in worker threads (bench/lib/http-load.ts): one thread of node:http
+// could not send faster than the server answered.
+//
+//   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--threads T] [--cpu-prof DIR]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,15 +19,18 @@ import { ENROLL_PATH, HEARTBEAT_PATH } from '../src/core/control-api.js';
 import { openStore } from '../src/control/store/open-store.js';
 import { createToken } from '../src/control/store/tokens.js';
 import { DOMAINS, signEnvelope } from '../src/platform/keys.js';
+import { startLoadPool, type LoadPool, type LoadRequest } from './lib/http-load.js';
 import { median, parseBenchArgs, printRow, quantile } from './lib/row.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TARGET = 2000;
 
-const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--cpu-prof']);
+const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--cpu-prof']);
 const NODES = Number(args.rest.nodes ?? (args.quick ? 40 : 500));
 const SECONDS = Number(args.rest.seconds ?? (args.quick ? 1 : 6));
 const RUNS = args.quick ? 1 : 3;
+// Load generator threads: one per core by default.
+const THREADS = Number(args.rest.threads ?? Math.max(1, Math.min(4, os.availableParallelism())));
 // Concurrent keep-alive connections, each a lane of nodes sent in turn (a node's seqs stay in order).
 const LANES = Math.min(32, NODES);
 // A bound on the requests of one timed phase whatever the server's speed.
@@ -53,9 +59,8 @@ async function startServer(db: string, profDir?: string): Promise<{ child: Child
   return { child, url: (JSON.parse(first) as { listening: string }).listening };
 }
 
-// A fresh keep-alive agent per phase: a socket left idle past the server's keepAliveTimeout (5 s)
-// while the next phase's bodies are signed could be reused just as the server closes it.
-let agent = new http.Agent({ keepAlive: true, maxSockets: LANES });
+// Enrollment's connections (the timed phases use the load pool's own, one agent per phase).
+const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
 function send(url: string, p: string, method: string, body?: Buffer): Promise<{ status: number; raw: Buffer }> {
   return new Promise((resolve, reject) => {
@@ -108,48 +113,54 @@ interface Phase {
   perSecond: number;
   p50: number;
   p99: number;
+  // CPU seconds per wall second (1 = one core busy) of the server and of the load generator.
+  serverCpu: number;
+  clientCpu: number;
+  // Seconds per wall second the server's main thread was runnable but waited for a CPU.
+  serverWait: number;
 }
 
-// Sends for `seconds` (or until the bodies run out) over LANES connections; each lane sends its
-// own queue one request at a time. Counts only the answers with `okStatus`.
-async function runPhase(url: string, queues: Array<() => { p: string; method: string; body?: Buffer } | null>, seconds: number, okStatus: number): Promise<Phase> {
-  agent.destroy();
-  agent = new http.Agent({ keepAlive: true, maxSockets: LANES });
-  const latencies: number[] = [];
-  const errors = new Map<number, number>();
-  let ok = 0;
+// CPU seconds (user + system) a process has used, from /proc/<pid>/stat.
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
+
+// Nanoseconds the main thread of a process has waited on a run queue (runnable, no CPU free for
+// it), from /proc/<pid>/schedstat: on a machine shared with other work, the part of a phase the
+// server could not run at all.
+function runQueueWaitOf(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]);
+}
+
+// Sends for `seconds` (or until the bodies run out) over LANES connections spread over the load
+// pool's threads; each lane sends its own list one request at a time. Counts only the answers
+// with `okStatus`, and measures the CPU of the server and of the load generator meanwhile.
+async function runPhase(pool: LoadPool, server: { child: ChildProcess; url: string }, lanes: LoadRequest[][], seconds: number, okStatus: number): Promise<Phase> {
+  const pid = server.child.pid!;
+  const cpu0 = cpuSecondsOf(pid);
+  const wait0 = runQueueWaitOf(pid);
   const t0 = performance.now();
-  const deadline = t0 + seconds * 1000;
-  await Promise.all(queues.map(async (nextReq) => {
-    for (let r = nextReq(); r && performance.now() < deadline; r = nextReq()) {
-      const s = performance.now();
-      const a = await send(url, r.p, r.method, r.body);
-      latencies.push(performance.now() - s);
-      if (a.status === okStatus) ok++;
-      else errors.set(a.status, (errors.get(a.status) ?? 0) + 1);
-    }
-  }));
-  const elapsed = (performance.now() - t0) / 1000;
-  return { ok, errors, perSecond: ok / elapsed, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
+  const r = await pool.run(server.url, lanes, seconds, okStatus);
+  const wall = (performance.now() - t0) / 1000;
+  const serverCpu = (cpuSecondsOf(pid) - cpu0) / wall;
+  const serverWait = (runQueueWaitOf(pid) - wait0) / 1e9 / wall;
+  return { ok: r.ok, errors: r.errors, perSecond: r.perSecond, p50: quantile(r.latencies, 0.5), p99: quantile(r.latencies, 0.99), serverCpu, serverWait, clientCpu: r.clientCpu };
 }
 
 // Signs this run's heartbeats before the clock starts, so the load generator only sends.
-function heartbeatQueues(nodes: SimNode[]): Array<() => { p: string; method: string; body: Buffer } | null> {
+function heartbeatQueues(nodes: SimNode[]): LoadRequest[][] {
   const perNode = Math.max(1, Math.floor(MAX_PER_RUN / nodes.length));
   return Array.from({ length: LANES }, (_, lane) => {
     const mine = nodes.filter((_, i) => i % LANES === lane);
-    const bodies: Buffer[] = [];
-    for (let round = 0; round < perNode; round++) for (const n of mine) bodies.push(heartbeatBody(n));
-    let i = 0;
-    return () => (i < bodies.length ? { p: HEARTBEAT_PATH, method: 'POST', body: bodies[i++]! } : null);
+    const lanes: LoadRequest[] = [];
+    for (let round = 0; round < perNode; round++) for (const n of mine) lanes.push({ p: HEARTBEAT_PATH, method: 'POST', body: heartbeatBody(n) });
+    return lanes;
   });
 }
 
-function trivialQueues(): Array<() => { p: string; method: string } | null> {
-  return Array.from({ length: LANES }, () => {
-    let left = MAX_PER_RUN / LANES;
-    return () => (left-- > 0 ? { p: '/v1/bench-trivial', method: 'GET' } : null);
-  });
+function trivialQueues(): LoadRequest[][] {
+  return Array.from({ length: LANES }, () => Array.from({ length: MAX_PER_RUN / LANES }, () => ({ p: '/v1/bench-trivial', method: 'GET' })));
 }
 
 // node:crypto Ed25519 verifies per second of one real heartbeat's signed bytes, in this process.
@@ -175,6 +186,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-control-'));
   const db = path.join(dir, 'control.db');
   let server: { child: ChildProcess; url: string } | null = null;
+  const pool = startLoadPool(THREADS);
   try {
     // Tokens straight into the store (the CLI would be a process per token); enrollment itself is real.
     const store = openStore(db);
@@ -185,11 +197,11 @@ async function main(): Promise<void> {
     const hb: Phase[] = [];
     const trivial: Phase[] = [];
     // Warm-up: a short phase of each, not counted.
-    await runPhase(server.url, heartbeatQueues(nodes), 0.3, 200);
-    await runPhase(server.url, trivialQueues(), 0.3, 404);
+    await runPhase(pool, server, heartbeatQueues(nodes), 0.3, 200);
+    await runPhase(pool, server, trivialQueues(), 0.3, 404);
     for (let r = 0; r < RUNS; r++) {
-      hb.push(await runPhase(server.url, heartbeatQueues(nodes), SECONDS, 200));
-      trivial.push(await runPhase(server.url, trivialQueues(), SECONDS, 404));
+      hb.push(await runPhase(pool, server, heartbeatQueues(nodes), SECONDS, 200));
+      trivial.push(await runPhase(pool, server, trivialQueues(), SECONDS, 404));
     }
     const verifyRate = rawVerifyRate(nodes[0]!, args.quick ? 0.2 : 1);
     const rates = hb.map((p) => p.perSecond);
@@ -200,11 +212,13 @@ async function main(): Promise<void> {
     const steward = median(rates);
     printRow({
       row: '7',
-      what: `steward-control verified heartbeats/s, ${NODES} enrolled nodes, ${LANES} keep-alive connections, ${SECONDS} s per run`,
+      what: `steward-control verified heartbeats/s, ${NODES} enrolled nodes, ${LANES} keep-alive connections from ${THREADS} load threads, ${SECONDS} s per run`,
       steward, peer: median(trivial.map((p) => p.perSecond)), ratio: median(ratios),
       target: `>= ${TARGET}/s`, met: steward >= TARGET && errs.size === 0, unit: '/s', runs: RUNS, min: Math.min(...rates), max: Math.max(...rates),
       notes: `peer: the same server answering GET of an unknown path (404); raw Ed25519 verify ${Math.round(verifyRate)}/s on one core of the load generator; ` +
-        `enrollment ${Math.round(enrollRate)}/s; ${errs.size ? `errors ${errorText(errs)}; ` : ''}load ${load}`,
+        `enrollment ${Math.round(enrollRate)}/s; CPU during the heartbeat runs (cores): server ${median(hb.map((p) => p.serverCpu)).toFixed(2)} ` +
+        `(${Math.round(median(hb.map((p) => (p.serverCpu / p.perSecond) * 1e6)))} us a heartbeat; its main thread waited for a CPU ${median(hb.map((p) => p.serverWait)).toFixed(2)} s/s), ` +
+        `load generator ${median(hb.map((p) => p.clientCpu)).toFixed(2)}; ${errs.size ? `errors ${errorText(errs)}; ` : ''}load ${load}`,
     }, args.json);
     const p99s = hb.map((p) => p.p99);
     printRow({
@@ -216,6 +230,7 @@ async function main(): Promise<void> {
     }, args.json);
   } finally {
     agent.destroy();
+    await pool.close();
     if (server) {
       const exited = new Promise((r) => server!.child.once('exit', r));
       server.child.kill('SIGTERM');

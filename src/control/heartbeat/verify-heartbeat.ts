@@ -73,7 +73,8 @@ const heartbeatEnvelopeSchema = z.strictObject({
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-type Rejection = Extract<HeartbeatVerdict, { ok: false }>;
+export type HeartbeatRejection = Extract<HeartbeatVerdict, { ok: false }>;
+type Rejection = HeartbeatRejection;
 
 function reject(status: Rejection['status'], code: HeartbeatRejectCode, message: string, extra: { lastSeq?: number; serverTime?: number } = {}): Rejection {
   return { ok: false, status, code, message, ...extra };
@@ -101,9 +102,22 @@ export function verifyHeartbeat(
   now: number,
   opts: VerifyHeartbeatOptions = {},
 ): HeartbeatVerdict {
-  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_HEARTBEAT_BYTES;
-  const skewMs = opts.skewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  const opened = openHeartbeat(body, lookupNode, opts);
+  if (!opened.ok) return opened;
+  return checkHeartbeat(opened.heartbeat, opened.node, issued, now, opts);
+}
 
+// What openHeartbeat needs of a node: its id and its key.
+export type NodeKey = Pick<KnownNode, 'nodeId' | 'nodeKey'>;
+
+// A heartbeat whose node key signature holds, and the node it was checked against.
+export type OpenedHeartbeat<N extends NodeKey = NodeKey> = { ok: true; heartbeat: HeartbeatPayload; node: N } | Rejection;
+
+// The steps of verifyHeartbeat that need only the node's key, not its state: size, JSON,
+// envelope, node, signature, schema. They are most of a heartbeat's CPU, so the control plane
+// runs them before it takes the write lock (see group-commit.ts).
+export function openHeartbeat<N extends NodeKey>(body: Buffer, lookupNode: (nodeId: string) => N | null, opts: VerifyHeartbeatOptions = {}): OpenedHeartbeat<N> {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_HEARTBEAT_BYTES;
   if (body.length > maxBytes) return reject(400, 'BAD_BODY', `heartbeat body is ${body.length} bytes, over the limit of ${maxBytes}`);
   let json: unknown;
   try {
@@ -135,7 +149,20 @@ export function verifyHeartbeat(
   const heartbeat = parsed.data;
   // The same bytes were parsed twice; the lookup key and the signed nodeId must agree.
   if (heartbeat.nodeId !== node.nodeId) return reject(401, 'BAD_SIGNATURE', `heartbeat nodeId does not match node ${node.nodeId}`);
+  return { ok: true, heartbeat, node };
+}
 
+// The steps of verifyHeartbeat that read the node's state: seq, clock, then every receipt.
+// `node` must be the node the heartbeat was opened against (same nodeId and key), as it is now.
+export function checkHeartbeat(
+  heartbeat: HeartbeatPayload,
+  node: KnownNode,
+  issued: (attemptId: string) => RunAttempt | null,
+  now: number,
+  opts: VerifyHeartbeatOptions = {},
+): HeartbeatVerdict {
+  const skewMs = opts.skewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  const nodeId = node.nodeId;
   if (heartbeat.seq <= node.lastSeq) {
     return reject(409, 'SEQ_REPLAYED', `heartbeat seq=${heartbeat.seq} of node ${nodeId} is not above lastSeq=${node.lastSeq}`, { lastSeq: node.lastSeq });
   }

@@ -7,7 +7,7 @@ import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from '.
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import { enrollNode } from '../enroll/enroll-node.js';
-import { acceptHeartbeat } from '../heartbeat/accept-heartbeat.js';
+import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import type { ControlStore } from '../store/open-store.js';
 import { errorAnswer } from './answer.js';
@@ -26,12 +26,16 @@ export interface ControlServerOptions {
   clock: Clock;
   // How often running rollouts advance without a heartbeat; 0 turns the timer off (tests call tick()).
   tickMs?: number;
+  // Group commit of heartbeats (group-commit.ts): the most heartbeats in one commit, and test seams.
+  heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
 }
 
 export interface ControlServer {
   url: string;
   // Advances every running rollout now, as the timer does.
   tick(): void;
+  // Heartbeat commits made so far and the heartbeats they held.
+  heartbeatStats(): { commits: number; heartbeats: number };
   // Stops the timer and the listener, and drops idle connections. Idempotent.
   close(): Promise<void>;
 }
@@ -39,8 +43,9 @@ export interface ControlServer {
 // Starts the server and resolves once it listens.
 export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
   const { store, clock } = opts;
+  const heartbeats = createHeartbeatBatcher({ store, clock, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks });
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    handle(opts, req, res).catch((err: unknown) => {
+    handle(opts, heartbeats, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
@@ -93,6 +98,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   return {
     url,
     tick,
+    heartbeatStats: heartbeats.stats,
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         abort.abort();
@@ -102,7 +108,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   };
 }
 
-async function handle(opts: ControlServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const { store, clock } = opts;
   const pathOnly = (req.url ?? '/').split('?')[0] ?? '/';
   if (pathOnly === ENROLL_PATH || pathOnly === HEARTBEAT_PATH) {
@@ -119,8 +125,8 @@ async function handle(opts: ControlServerOptions, req: http.IncomingMessage, res
       res.once('finish', () => setTimeout(() => req.socket.destroy(), 1000).unref());
       return;
     }
-    const now = clock.now();
-    const answer = pathOnly === ENROLL_PATH ? enrollNode(store, body.body, now, opts.heartbeatSeconds) : acceptHeartbeat(store, body.body, now, opts.heartbeatSeconds);
+    // A heartbeat's answer waits for the commit that holds it, shared with those arriving beside it.
+    const answer = pathOnly === ENROLL_PATH ? enrollNode(store, body.body, clock.now(), opts.heartbeatSeconds) : await heartbeats.submit(body.body);
     return sendJson(res, answer);
   }
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {

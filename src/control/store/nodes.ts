@@ -26,6 +26,11 @@ export function readNode(store: ControlStore, nodeId: string): NodeRow | null {
   return (store.prepare('SELECT * FROM nodes WHERE nodeId = ?').get(nodeId) as NodeRow | undefined) ?? null;
 }
 
+// A node's public key PEM, or null: all a heartbeat's signature check needs.
+export function readNodeKey(store: ControlStore, nodeId: string): string | null {
+  return (store.prepare('SELECT nodePublicKey FROM nodes WHERE nodeId = ?').get(nodeId) as { nodePublicKey: string } | undefined)?.nodePublicKey ?? null;
+}
+
 // Every enrolled node, by nodeId.
 export function listNodes(store: ControlStore): NodeRow[] {
   return store.prepare('SELECT * FROM nodes ORDER BY nodeId').all() as NodeRow[];

@@ -1,0 +1,146 @@
+// Group commit of heartbeats. The store fsyncs every commit (synchronous=FULL), and that fsync
+// costs more than all the rest of a heartbeat. So the heartbeats that arrive together are
+// recorded in one BEGIN IMMEDIATE transaction, each in its own savepoint, and all are answered
+// once that one commit (one fsync) has returned: nothing is acknowledged before it is on disk.
+//
+// Each heartbeat keeps the meaning it has alone: it is checked against the store as the earlier
+// heartbeats of its batch left it (two of one node behave as if sent one after the other), a
+// rejected one rolls back to its savepoint and changes nothing, rollouts advance after each.
+// When the commit fails, every heartbeat of the batch fails with that error and none is recorded.
+//
+// Batching adds no wait when idle: the first heartbeat is committed on the event loop's next
+// turn (setImmediate), and those that arrive while a commit runs (it blocks the loop; better-sqlite3
+// is synchronous) are read on the turn after it and share the next commit.
+import type { Clock } from '../../platform/clock.js';
+import { logger } from '../../platform/log.js';
+import type { Answer } from '../server/answer.js';
+import type { ControlStore } from '../store/open-store.js';
+import { openHeartbeatBody, recordOpenedHeartbeat, type OpenedHeartbeatBody } from './accept-heartbeat.js';
+
+const log = logger('control:heartbeat');
+
+// At most this many heartbeats in one transaction, so the write lock (which CLI commands and
+// enrollments wait for) is held for a few milliseconds, not for a whole backlog.
+export const MAX_HEARTBEAT_BATCH = 64;
+
+// Test seams; both run inside the batch's write transaction.
+export interface GroupCommitHooks {
+  // After one heartbeat's writes, before its savepoint is released. A throw fails that
+  // heartbeat alone: its savepoint rolls back and its request gets the error.
+  afterRecord?: (nodeId: string) => void;
+  // After every heartbeat of the batch, just before COMMIT. A throw, or a write that makes the
+  // COMMIT fail, fails the whole batch as a failing commit does.
+  beforeCommit?: (store: ControlStore) => void;
+}
+
+export interface HeartbeatBatcher {
+  // Verifies and records one heartbeat body. Resolves with its answer once the commit holding
+  // it has returned (a rejection found before the transaction at once: it changes nothing);
+  // rejects with the error when its own savepoint or its batch's commit fails.
+  submit(body: Buffer): Promise<Answer>;
+  // Commits made so far, and the heartbeats they held (accepted or rejected).
+  stats(): { commits: number; heartbeats: number };
+}
+
+export interface HeartbeatBatcherOptions {
+  store: ControlStore;
+  clock: Clock;
+  heartbeatSeconds: number;
+  maxBatch?: number;
+  hooks?: GroupCommitHooks;
+}
+
+interface Pending {
+  opened: OpenedHeartbeatBody;
+  resolve: (a: Answer) => void;
+  reject: (err: unknown) => void;
+}
+
+type Outcome = { answer: Answer } | { error: unknown };
+
+// Thrown out of a savepoint to roll back a rejected heartbeat (it wrote nothing; the savepoint
+// makes sure of it).
+class Rejected {
+  constructor(readonly answer: Answer) {}
+}
+
+export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): HeartbeatBatcher {
+  const { store, clock, heartbeatSeconds } = opts;
+  const maxBatch = opts.maxBatch ?? MAX_HEARTBEAT_BATCH;
+  const hooks = opts.hooks ?? {};
+  const queue: Pending[] = [];
+  let scheduled = false;
+  let commits = 0;
+  let heartbeats = 0;
+
+  // Nested in the batch's transaction, better-sqlite3 runs this as SAVEPOINT ... RELEASE, and
+  // ROLLBACK TO the savepoint when it throws.
+  const inSavepoint = store.db.transaction((opened: OpenedHeartbeatBody, now: number): Answer => {
+    const answer = recordOpenedHeartbeat(store, opened, now, heartbeatSeconds);
+    if (answer.status !== 200) throw new Rejected(answer);
+    hooks.afterRecord?.(opened.heartbeat.nodeId);
+    return answer;
+  });
+
+  const recordOne = (p: Pending): Outcome => {
+    try {
+      return { answer: inSavepoint(p.opened, clock.now()) };
+    } catch (err) {
+      if (err instanceof Rejected) return { answer: err.answer };
+      // Why: some errors (I/O, disk full) make SQLite roll back the whole transaction; then
+      // nothing of this batch can commit, and the batch fails as a failed commit does.
+      if (!store.db.inTransaction) throw err;
+      log('heartbeat of node=%s failed and was rolled back alone: %s', p.opened.heartbeat.nodeId, (err as Error)?.message ?? String(err));
+      return { error: err };
+    }
+  };
+
+  const flush = () => {
+    scheduled = false;
+    const batch = queue.splice(0, maxBatch);
+    if (queue.length > 0) schedule();
+    let outcomes: Outcome[];
+    try {
+      outcomes = store.write(() => {
+        const out = batch.map(recordOne);
+        hooks.beforeCommit?.(store);
+        return out;
+      });
+    } catch (err) {
+      log('commit of %d heartbeats failed, none recorded: %s', batch.length, (err as Error)?.message ?? String(err));
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    commits++;
+    heartbeats += batch.length;
+    batch.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if ('answer' in o) p.resolve(o.answer);
+      else p.reject(o.error);
+    });
+  };
+
+  function schedule(): void {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(flush);
+  }
+
+  return {
+    submit(body) {
+      let opened: ReturnType<typeof openHeartbeatBody>;
+      try {
+        opened = openHeartbeatBody(store, body);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      if (!opened.ok) return Promise.resolve(opened.answer);
+      const ok = opened;
+      return new Promise<Answer>((resolve, reject) => {
+        queue.push({ opened: ok, resolve, reject });
+        schedule();
+      });
+    },
+    stats: () => ({ commits, heartbeats }),
+  };
+}
