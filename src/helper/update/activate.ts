@@ -73,7 +73,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   let verdict: Verdict;
   try {
     input.progress('stop-old');
-    await stopApp(ctx, app);
+    await stopApp(ctx, app, { startsNext: true });
     faults.hit('after-stop-old');
     input.progress('swap');
     await pointCurrent(paths, app, target, faults, 'forward');
