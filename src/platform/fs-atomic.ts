@@ -36,11 +36,32 @@ export async function writeFileAtomic(
   mode = 0o600,
   opts: { gid?: number | null; step?: IoStep } = {},
 ): Promise<void> {
+  const prepared = await prepareFileAtomic(target, data, mode, opts);
+  await prepared.commit();
+}
+
+// The two halves of the atomic replace, for two files that must become durable in order (A
+// before B): B's temp file can be written and fsynced while A's rename and folder fsync run,
+// and B is committed after A. What a crash can leave is the same as with two writeFileAtomic
+// one after the other, plus at most a temp file nobody reads; only the waits overlap.
+export interface PreparedFile {
+  // Renames the temp file over the target and fsyncs the folder; call at most once.
+  commit(): Promise<void>;
+  // Removes the temp file instead (the write it was for is not to happen).
+  abandon(): void;
+}
+
+// The first half: the temp file is written and fsynced (and closed); nothing visible changed.
+export async function prepareFileAtomic(
+  target: string,
+  data: string | Uint8Array,
+  mode = 0o600,
+  opts: { gid?: number | null; step?: IoStep } = {},
+): Promise<PreparedFile> {
   const step = opts.step ?? (() => {});
   const tmp = tmpName(target, 'tmp');
   const fd = openSync(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, mode);
-  let open = true;
-  let renamed = false;
+  let ok = false;
   try {
     // fchown/fchmod on the fd, never by path: the name could be swapped under us.
     if (opts.gid !== undefined && opts.gid !== null) fchownSync(fd, process.geteuid?.() ?? 0, opts.gid);
@@ -50,29 +71,48 @@ export async function writeFileAtomic(
     // The data must be on disk before the rename can make it visible under the real name.
     step('fsync');
     await fsyncFd(fd);
-    open = false;
-    closeSync(fd);
-    step('rename');
-    renameSync(tmp, target);
-    renamed = true;
-    step('fsyncdir');
-    await fsyncDir(path.dirname(target));
+    ok = true;
   } finally {
-    if (open) {
-      try {
-        closeSync(fd);
-      } catch {
-        /* already failing */
+    try {
+      closeSync(fd);
+    } catch (err) {
+      // A close that fails after a good fsync still fails the write.
+      if (ok) {
+        removeTemp(tmp);
+        throw err;
       }
     }
-    // Why: a failed write leaves no stray temp file behind in a root-owned folder.
-    if (!renamed) {
+    if (!ok) removeTemp(tmp);
+  }
+  let done = false;
+  return {
+    async commit() {
+      if (done) throw new Error(`${target}: committed twice`);
+      done = true;
       try {
-        rmSync(tmp, { force: true });
-      } catch {
-        /* the write's own error matters more */
+        step('rename');
+        renameSync(tmp, target);
+      } catch (err) {
+        removeTemp(tmp);
+        throw err;
       }
-    }
+      step('fsyncdir');
+      await fsyncDir(path.dirname(target));
+    },
+    abandon() {
+      if (done) return;
+      done = true;
+      removeTemp(tmp);
+    },
+  };
+}
+
+// Why: a failed write leaves no stray temp file behind in a root-owned folder.
+function removeTemp(tmp: string): void {
+  try {
+    rmSync(tmp, { force: true });
+  } catch {
+    /* the write's own error matters more */
   }
 }
 
@@ -84,7 +124,12 @@ function writeAll(fd: number, bytes: Uint8Array): void {
 
 // Writes JSON with the atomic file replace, with a trailing newline.
 export async function writeJsonAtomic(target: string, value: unknown, mode = 0o600, step?: IoStep): Promise<void> {
-  await writeFileAtomic(target, JSON.stringify(value, null, 2) + '\n', mode, step ? { step } : {});
+  await (await prepareJsonAtomic(target, value, mode, step)).commit();
+}
+
+// The first half of writeJsonAtomic (see prepareFileAtomic).
+export async function prepareJsonAtomic(target: string, value: unknown, mode = 0o600, step?: IoStep): Promise<PreparedFile> {
+  return prepareFileAtomic(target, JSON.stringify(value, null, 2) + '\n', mode, step ? { step } : {});
 }
 
 // Atomic symlink swap (DESIGN §2): symlink to a temp name, rename over `link`, fsync the folder.
