@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { readRegularFile, writeFileAtomic } from '../../src/platform/fs-atomic.js';
+import { prepareFileAtomic, readRegularFile, writeFileAtomic } from '../../src/platform/fs-atomic.js';
 
 // The atomic replace and the no-follow read are made of synchronous calls around an async
 // fsync (issue 8, row 3): what they promise is checked here, apart from any caller.
@@ -93,4 +93,28 @@ test('a step of writeFileAtomic that fails leaves the target as it was and no te
   assert.deepEqual(steps, ['write', 'fsync', 'rename', 'fsyncdir']);
   assert.equal(readFileSync(target, 'utf8'), 'new');
   assert.deepEqual(readdirSync(dir), ['state.json']);
+});
+
+test('prepareFileAtomic changes nothing visible until commit; abandon leaves nothing behind', async (t) => {
+  const dir = tmpDir(t);
+  const a = path.join(dir, 'a.json');
+  const b = path.join(dir, 'b.json');
+  writeFileSync(a, 'old a');
+  const pa = await prepareFileAtomic(a, 'new a', 0o600);
+  const pb = await prepareFileAtomic(b, 'new b', 0o640);
+  assert.equal(readFileSync(a, 'utf8'), 'old a', 'prepared, not committed: the target is unchanged');
+  assert.equal(readdirSync(dir).filter((n) => n.endsWith('.tmp')).length, 2, 'two durable temp files wait');
+  await pa.commit();
+  assert.equal(readFileSync(a, 'utf8'), 'new a');
+  await assert.rejects(pa.commit(), /committed twice/);
+  pb.abandon();
+  assert.deepEqual(readdirSync(dir), ['a.json'], 'abandon removed the temp file; b was never created');
+  // A failed rename in commit removes the temp file too.
+  const pc = await prepareFileAtomic(path.join(dir, 'c.json'), 'c', 0o600, {
+    step: (op) => {
+      if (op === 'rename') throw new Error('planned rename');
+    },
+  });
+  await assert.rejects(pc.commit(), /planned rename/);
+  assert.deepEqual(readdirSync(dir), ['a.json']);
 });
