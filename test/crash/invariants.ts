@@ -8,6 +8,9 @@ import { MARKER_FILE_NAME } from '../../src/core/release-schemas.js';
 import { readCurrent } from '../../src/helper/release-store.js';
 import { readAppState } from '../../src/helper/state/app-state.js';
 import { readJournal } from '../../src/helper/update/journal.js';
+import { findAppProcesses } from '../../src/helper/update/find-app-processes.js';
+import { readRunRecord } from '../../src/helper/runners/run-record.js';
+import { isSameProcessAlive } from '../../src/platform/proc-identity.js';
 import type { StartedRoot } from './run-start.js';
 import { loadTree } from './fs-model.js';
 
@@ -89,6 +92,21 @@ export async function checkRecoveredRoot(started: StartedRoot, before: Before): 
     if (state.blocked) bad.push(`the app is blocked: ${state.blocked.reason} ${state.blocked.message ?? ''}`);
   } catch (err) {
     bad.push(`state/${app}.json cannot be read: ${(err as Error).message}`);
+  }
+  // DESIGN §5: a record that says `expected: running` names the app's one live process, of the
+  // version `current` resolves to; no other process of the app runs, and none runs when the
+  // record does not say running.
+  try {
+    const rec = await readRunRecord(paths, app);
+    const live = (await findAppProcesses(paths, app)).map((p) => p.pid);
+    if (rec?.expected === 'running') {
+      if (!rec.process || !(await isSameProcessAlive(rec.process))) bad.push(`the record says running, but its process ${rec.process?.pid ?? '(none)'} is not alive`);
+      else if (rec.version !== currentVersion) bad.push(`the record says ${rec.version} runs, but current -> ${currentVersion ?? 'nothing'}`);
+      const others = live.filter((pid) => pid !== rec.process?.pid);
+      if (others.length) bad.push(`processes of the app that its record does not name: ${others.join(',')}`);
+    } else if (live.length) bad.push(`the record says ${rec?.expected ?? 'nothing'}, but processes of the app run: ${live.join(',')}`);
+  } catch (err) {
+    bad.push(`supervisor/${app}.json cannot be read: ${(err as Error).message}`);
   }
   if (core.blockedInMemory.has(app)) bad.push(`the app is blocked in memory: ${JSON.stringify(core.blockedInMemory.get(app))}`);
   return bad;

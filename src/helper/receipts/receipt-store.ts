@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { constants as fsc, promises as fsp } from 'node:fs';
+import { constants as fsc, lstatSync, promises as fsp } from 'node:fs';
 import { StewardError, truncateUtf8 } from '../../core/errors.js';
 import { formatIssues } from '../../core/config-schema.js';
 import { APP_NAME_RE } from '../../core/names.js';
@@ -16,7 +16,7 @@ import {
 } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { Clock } from '../../platform/clock.js';
-import { ensureDir, writeFileAtomic, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { ensureDir, prepareFileAtomic, prepareJsonAtomic } from '../../platform/fs-atomic.js';
 import { DOMAINS, signEnvelope } from '../../platform/keys.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { logger } from '../../platform/log.js';
@@ -87,6 +87,8 @@ export class ReceiptStore {
   readonly keyId: string;
   private readonly opts: ReceiptStoreOptions;
   private next: number | null = null;
+  // Per app: the receipts file as last read or written, and the identity of that file.
+  private readonly parsed = new Map<string, { id: string; value: AppReceipts }>();
   private group: Promise<number | null> | null = null;
 
   constructor(opts: ReceiptStoreOptions) {
@@ -143,9 +145,31 @@ export class ReceiptStore {
     if (gid !== null) await setDirGroup(paths.receiptsDir, gid);
     // Order matters: the receipts file first, then the seq. A crash between the two leaves
     // a seq file behind the receipts, and allocate() takes the higher of the two.
+    // The seq file's temp file is written and fsynced while the receipts file's rename and
+    // folder fsync run (see prepareFileAtomic); it is renamed only after them.
     const step = ioStep(this.opts.faults ?? noFaults, 'receipt');
-    await writeFileAtomic(file, JSON.stringify(body, null, 2) + '\n', 0o640, { gid, step });
-    await writeJsonAtomic(paths.receiptSeq, { schemaVersion: RECEIPT_SEQ_SCHEMA_VERSION, next: seq + 1 }, 0o600, step);
+    const [rf, sf] = await Promise.allSettled([
+      prepareFileAtomic(file, JSON.stringify(body, null, 2) + '\n', 0o640, { gid, step }),
+      prepareJsonAtomic(paths.receiptSeq, { schemaVersion: RECEIPT_SEQ_SCHEMA_VERSION, next: seq + 1 }, 0o600, step),
+    ]);
+    const dropSeq = () => {
+      if (sf.status === 'fulfilled') sf.value.abandon();
+    };
+    if (rf.status === 'rejected') {
+      dropSeq();
+      throw rf.reason;
+    }
+    try {
+      await rf.value.commit();
+    } catch (err) {
+      dropSeq();
+      throw err;
+    }
+    // What was just made durable is what the next emit would read back.
+    const id = fileIdentity(file);
+    if (id !== null) this.parsed.set(input.app, { id, value: { file: body, stored: kept } });
+    if (sf.status === 'rejected') throw sf.reason;
+    await sf.value.commit();
     log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
     return { envelope, payload };
   }
@@ -198,14 +222,24 @@ export class ReceiptStore {
     return this.next;
   }
 
+  // An app's receipts file, parsed and checked; the result is kept while the file on disk is
+  // the same (same inode, size, mtime and ctime), since parsing 64 receipts and their payloads
+  // was most of an emit's CPU time. The file is only ever replaced by a rename (a new inode).
   private async readApp(app: string): Promise<AppReceipts | null> {
     const file = receiptsFile(this.opts.paths, app);
+    // Taken before the read: if the file changes in between, the next read sees another id.
+    const id = fileIdentity(file);
+    const cached = this.parsed.get(app);
+    if (id !== null && cached?.id === id) return cached.value;
+    this.parsed.delete(app);
     const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, receiptsFileSchema);
     if (!data) return null;
     if (data.app !== app) throw new StewardError('STATE_INVALID', `${file}: holds receipts of app ${data.app}`);
     const stored = data.receipts.map((envelope) => ({ envelope, payload: decodeStored(file, envelope) }));
     if (stored.some((r) => r.payload.app !== app)) throw new StewardError('STATE_INVALID', `${file}: holds a receipt of another app`);
-    return { file: data, stored };
+    const value = { file: data, stored };
+    if (id !== null) this.parsed.set(app, { id, value });
+    return value;
   }
 
   private async storedApps(): Promise<string[]> {
@@ -235,6 +269,16 @@ export function trimReceipts(stored: StoredReceipt[], lastTransaction: { attempt
   const keep = stored.find(pinned);
   const newest = stored.filter((r) => !pinned(r)).slice(-(keep ? RECEIPTS_KEPT - 1 : RECEIPTS_KEPT));
   return keep ? [keep, ...newest].sort((a, b) => a.payload.seq - b.payload.seq) : newest;
+}
+
+// dev, inode, size, mtime and ctime (in ns) of `file`, or null when it cannot be lstat'ed.
+function fileIdentity(file: string): string | null {
+  try {
+    const st = lstatSync(file, { bigint: true });
+    return st.isFile() ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : null;
+  } catch {
+    return null;
+  }
 }
 
 // Gives the receipts folder to group `steward` through an O_NOFOLLOW fd, never by path.

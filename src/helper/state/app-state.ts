@@ -1,6 +1,6 @@
 import { stateFile, type HostPaths } from '../../core/paths.js';
 import { APP_STATE_SCHEMA_VERSION, appStateSchema, emptyAppState, type AppState } from '../../core/state-schemas.js';
-import { writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { prepareJsonAtomic, writeJsonAtomic, type PreparedFile } from '../../platform/fs-atomic.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { readVersionedJson } from '../../platform/versioned-file.js';
 
@@ -13,4 +13,10 @@ export async function readAppState(paths: HostPaths, app: string): Promise<AppSt
 // Writes state/<app>.json with the atomic file replace (mode 0600).
 export async function writeAppState(paths: HostPaths, app: string, state: AppState, faults: Faults = noFaults): Promise<void> {
   await writeJsonAtomic(stateFile(paths, app), appStateSchema.parse(state), 0o600, ioStep(faults, 'state'));
+}
+
+// The first half of writeAppState (see prepareFileAtomic): the temp file is durable, the
+// state is not changed until commit().
+export async function prepareAppState(paths: HostPaths, app: string, state: AppState, faults: Faults = noFaults): Promise<PreparedFile> {
+  return prepareJsonAtomic(stateFile(paths, app), appStateSchema.parse(state), 0o600, ioStep(faults, 'state'));
 }

@@ -7,10 +7,10 @@ import { logger } from '../../platform/log.js';
 import { readMarker } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
 import type { StartedProcess } from '../runners/runner.js';
-import { readAppState, writeAppState } from '../state/app-state.js';
+import { prepareAppState, readAppState, writeAppState } from '../state/app-state.js';
 import { isAppAlive, probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
 import type { StoredReceipt, UpdateContext } from './context.js';
-import { readJournal, removeJournal, writeJournal, type JournalRead } from './journal.js';
+import { prepareJournal, readJournal, removeJournal, writeJournal, type JournalRead } from './journal.js';
 import { keepFailedLog } from './keep-failed-log.js';
 import { pruneReleases } from './prune.js';
 import { pointCurrent, removeCurrent } from './swap.js';
@@ -73,7 +73,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   let verdict: Verdict;
   try {
     input.progress('stop-old');
-    await stopApp(ctx, app);
+    await stopApp(ctx, app, { startsNext: true });
     faults.hit('after-stop-old');
     input.progress('swap');
     await pointCurrent(paths, app, target, faults, 'forward');
@@ -96,9 +96,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
       faults.write('verdict');
       // Re-activating the current version (`recover`) is not a move away from it: previous stays.
       const previous = from !== null && from !== target ? from : state0.previous;
-      await writeAppState(paths, app, { ...state0, previous, highestActive: highest, quarantine }, faults);
-      faults.hit('after-verdict-state');
-      await writeJournal(paths, done, faults);
+      await writeVerdict(ctx, { ...state0, previous, highestActive: highest, quarantine }, done, () => faults.hit('after-verdict-state'));
     } catch (err) {
       verdict = { ok: false, reason: `the verdict could not be written: ${(err as Error).message}` };
     }
@@ -199,8 +197,7 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
   };
   try {
     faults.write('rollback-verdict');
-    await writeAppState(paths, app, { ...state0, quarantine: { ...state0.quarantine, [target]: q } }, faults);
-    await writeJournal(paths, ended, faults);
+    await writeVerdict(ctx, { ...state0, quarantine: { ...state0.quarantine, [target]: q } }, ended);
   } catch (err) {
     // Neither verdict is durable: block the app; the journal still says `activating`, so the
     // next start recovers it.
@@ -217,6 +214,31 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
 }
 
 type Verdict = { ok: true } | { ok: false; reason: string };
+
+// Writes a verdict: the app's state, then the journal, durable in that order (the state is on
+// disk before the journal names the outcome). The journal's temp file is written and fsynced
+// while the state's rename and folder fsync run; it is renamed only after them. A failure
+// leaves what the two writes one after the other would: the state failed, nothing changed;
+// the journal failed, the state is written.
+async function writeVerdict(ctx: UpdateContext, state: AppState, journal: Journal, afterState?: () => void): Promise<void> {
+  const [st, jr] = await Promise.allSettled([prepareAppState(ctx.paths, journal.app, state, ctx.faults), prepareJournal(ctx.paths, journal, ctx.faults)]);
+  const dropJournal = () => {
+    if (jr.status === 'fulfilled') jr.value.abandon();
+  };
+  if (st.status === 'rejected') {
+    dropJournal();
+    throw st.reason;
+  }
+  try {
+    await st.value.commit();
+  } catch (err) {
+    dropJournal();
+    throw err;
+  }
+  afterState?.();
+  if (jr.status === 'rejected') throw jr.reason;
+  await jr.value.commit();
+}
 
 async function startAndProbe(
   ctx: UpdateContext,

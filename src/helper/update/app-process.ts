@@ -96,8 +96,13 @@ export async function startVersion(
 
 // Stops every process of the app: the recorded one, and any process still running from
 // the app's release trees (one a crash left unrecorded between spawn and record).
-// The record says `stopped` before anything is signalled.
-export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
+// The record says `stopped` before anything is signalled. With `startsNext` (an activation
+// that starts a version right after the stop), the record is not written again once the
+// processes are gone: the start's record (expected running, the new process) replaces it,
+// and until then the `stopped` record names a process that no longer exists, which nothing
+// acts on (a record that is not `expected: running` is never adopted, polled or respawned,
+// and an identity holds the start time, so a reused pid never matches it).
+export async function stopApp(ctx: UpdateContext, app: string, opts: { startsNext?: boolean } = {}): Promise<void> {
   const rec = await readRunRecord(ctx.paths, app).catch(() => null);
   const supervisor = observe(ctx, app, rec?.supervisor, { kind: 'stopped', at: ctx.clock.now() });
   await writeRunRecord(ctx.paths, {
@@ -114,6 +119,7 @@ export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
   if (cfg?.runner === 'unit') {
     // Its unit's own KillMode= and TimeoutStopSec= apply.
     await ctx.units.stop(cfg.unit);
+    if (opts.startsNext) return;
     await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, supervisor });
     return;
   }
@@ -123,6 +129,7 @@ export async function stopApp(ctx: UpdateContext, app: string): Promise<void> {
     log('stopping unrecorded process app=%s pid=%d', app, orphan.pid);
     await ctx.runner.stop(orphan, { timeoutMs });
   }
+  if (opts.startsNext) return;
   await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, supervisor });
 }
 

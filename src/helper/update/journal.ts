@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { journalFile, type HostPaths } from '../../core/paths.js';
 import { JOURNAL_SCHEMA_VERSION, journalSchema, type Journal } from '../../core/journal-schema.js';
-import { fsyncDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { fsyncDir, prepareJsonAtomic, writeJsonAtomic, type PreparedFile } from '../../platform/fs-atomic.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { readVersionedJson } from '../../platform/versioned-file.js';
 
@@ -27,6 +27,11 @@ export async function readJournal(paths: HostPaths, app: string): Promise<Journa
 // including a failed fsync, which is never retried.
 export async function writeJournal(paths: HostPaths, journal: Journal, faults: Faults = noFaults): Promise<void> {
   await writeJsonAtomic(journalFile(paths, journal.app), journalSchema.parse(journal), 0o600, ioStep(faults, 'journal'));
+}
+
+// The first half of writeJournal (see prepareFileAtomic): the journal is not changed until commit().
+export async function prepareJournal(paths: HostPaths, journal: Journal, faults: Faults = noFaults): Promise<PreparedFile> {
+  return prepareJsonAtomic(journalFile(paths, journal.app), journalSchema.parse(journal), 0o600, ioStep(faults, 'journal'));
 }
 
 // Removes journal/<app>.json durably (the undo of a first `activating` journal whose write

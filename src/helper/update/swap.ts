@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, renameSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { appDir, currentLink, type HostPaths } from '../../core/paths.js';
 import { fsyncDir } from '../../platform/fs-atomic.js';
@@ -11,13 +11,19 @@ export async function pointCurrent(paths: HostPaths, app: string, version: strin
   const dir = appDir(paths, app);
   const tmp = path.join(dir, `.current.${randomBytes(6).toString('hex')}`);
   faults.io('current', 'write');
-  await fsp.symlink(`versions/${version}`, tmp);
+  // symlink and rename are synchronous: they only touch the folder in the page cache (see
+  // platform/fs-atomic.ts); the folder's fsync below is the call that waits for the disk.
+  symlinkSync(`versions/${version}`, tmp);
   faults.hit(direction === 'forward' ? 'after-symlink-before-rename' : 'during-swap-back');
   try {
     faults.io('current', 'rename');
-    await fsp.rename(tmp, currentLink(paths, app));
+    renameSync(tmp, currentLink(paths, app));
   } catch (err) {
-    await fsp.rm(tmp, { force: true }).catch(() => {});
+    try {
+      rmSync(tmp, { force: true });
+    } catch {
+      /* the rename's error matters more */
+    }
     throw err;
   }
   if (direction === 'forward') faults.hit('after-rename-before-fsync');

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { receiptsFile } from '../../../src/core/paths.js';
 import { loadOrCreateHelperKey } from '../../../src/helper/receipts/helper-key.js';
@@ -220,3 +220,24 @@ test('a listing taken while receipts are emitted never shows a seq without every
     assert.ok(listings.some((l) => l.length > 0 && l.length < 40), 'some listings were taken mid-stream');
   });
 });
+
+// The store keeps an app's parsed receipts while the file on disk is the same one (issue 8,
+// row 3); a file replaced or changed behind its back is read again, never served stale.
+test('a receipts file replaced or changed on disk after the store read it is read again', () =>
+  withHost(async (host) => {
+    const store = await storeFor(host);
+    await store.emit(input('web', 'a1'));
+    const file = receiptsFile(host.paths, 'web');
+    const afterFirst = readFileSync(file);
+    await store.emit(input('web', 'a2'));
+    assert.ok(await store.find('web', 'a2'), 'a2 is stored');
+    // An older copy put back by a rename (another inode).
+    writeFileSync(file + '.old', afterFirst, { mode: 0o640 });
+    renameSync(file + '.old', file);
+    assert.equal(await store.find('web', 'a2'), null, 'the file put back has no a2, and the store reads it again');
+    assert.ok(await store.find('web', 'a1'));
+    // The same file rewritten in place with something that is not receipts: refused, not the old list.
+    await store.list('web');
+    writeFileSync(file, '{"schemaVersion": 1, "app": "web", "receipts": "not a list"}\n');
+    await assert.rejects(store.list('web'), (e: { code?: string }) => e.code === 'STATE_INVALID');
+  }));
