@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { isAppName, isVersion } from './names.js';
+import { isAppName } from './name-checks.js';
+import { isVersion } from './version.js';
 
 // Every absolute path of DESIGN §2 under a root prefix ('' in production).
 // Builders check app names and versions before joining them into a path.

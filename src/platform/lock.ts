@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { StewardError, toStewardError, type ReasonCode } from '../core/errors.js';
@@ -37,6 +37,7 @@ export async function acquireHelperLock(lockPath: string, opts: HelperLockOption
     stale: opts.stale ?? 30_000,
     update: opts.update ?? 5_000,
     retries: 0,
+    fs: refreshFs,
     onCompromised: (err) => {
       // Releasing removes owner.json, which moves the folder's mtime; that is not a takeover.
       if (state.releasing) return;
@@ -102,6 +103,30 @@ async function lockOrTakeOver(target: string, lockPath: string, options: lockfil
     throw lockedError(lockPath, now, opts);
   }
 }
+
+// The fs proper-lockfile uses, with `stat` and `utimes` done synchronously. Why: it refreshes the
+// lock with a stat then a utimes every `update` ms for as long as the process lives, and through
+// libuv's threadpool each is a round trip that wakes a pool thread and then the main thread; those
+// refreshes were most of an idle helper's wakeups (issue 8 row 5). They touch one folder's
+// metadata (on /run, a tmpfs, for the helper), microseconds without the round trip. Their
+// callbacks still run asynchronously (setImmediate, no extra wakeup), as proper-lockfile expects.
+// The refresh interval, the stale time and the checks it makes on each refresh are unchanged.
+type Callback<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
+function deferred<T>(run: () => T, cb: Callback<T>): void {
+  let value: T;
+  try {
+    value = run();
+  } catch (err) {
+    setImmediate(cb, err as NodeJS.ErrnoException);
+    return;
+  }
+  setImmediate(cb, null, value);
+}
+export const refreshFs = {
+  ...fs,
+  stat: (p: string, cb: Callback<fs.Stats>) => deferred(() => fs.statSync(p), cb),
+  utimes: (p: string, atime: Date, mtime: Date, cb: Callback<void>) => deferred(() => fs.utimesSync(p, atime, mtime), cb),
+};
 
 function isHeldError(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;

@@ -3,7 +3,8 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { progressEventSchema, responseSchema, type ProgressEvent, type SocketKind } from './schemas.js';
+import { readAnswer, readProgressEvent } from './answer.js';
+import type { ProgressEvent, SocketKind } from './schemas.js';
 
 // Errors that mean "no helper there for us": absent, not listening, not allowed.
 const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'EAGAIN']);
@@ -103,20 +104,20 @@ function callOnce(socketPath: string, request: object, opts: CallOptions): Promi
       } catch {
         return done(new StewardError('INTERNAL', 'the helper sent a line that is not JSON'));
       }
-      const ev = progressEventSchema.safeParse(obj);
-      if (ev.success) {
+      const ev = readProgressEvent(obj);
+      if (ev) {
         try {
-          opts.onProgress?.(ev.data);
+          opts.onProgress?.(ev);
         } catch (err) {
           done(toStewardError(err));
         }
         return;
       }
-      const res = responseSchema.safeParse(obj);
-      if (!res.success) return done(new StewardError('INTERNAL', 'the helper sent an answer this client does not understand'));
-      if (res.data.ok) return done(null, res.data.result);
-      const e = res.data.error;
-      done(new StewardError(e.code as StewardError['code'], e.message, { details: e.attemptId ? { attemptId: e.attemptId } : {} }));
+      const res = readAnswer(obj);
+      if (!res) return done(new StewardError('INTERNAL', 'the helper sent an answer this client does not understand'));
+      if (res.ok) return done(null, res.result);
+      const e = res.error;
+      done(new StewardError(e.code, e.message, { details: e.attemptId ? { attemptId: e.attemptId } : {} }));
     };
 
     socket.on('error', (err: NodeJS.ErrnoException) => {

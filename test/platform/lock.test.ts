@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { acquireHelperLock } from '../../src/platform/lock.js';
 import { parseStartTicks, readProcIdentity } from '../../src/platform/proc-identity.js';
 import { rejectsWithCode } from '../helpers/api-server-harness.js';
+import { waitFor } from '../helpers/systemd-container.js';
 
 const HOLDER = fileURLToPath(new URL('../fixtures/hold-helper-lock.js', import.meta.url));
 const noCompromise = (err: Error) => assert.fail(`lock compromised: ${err.message}`);
@@ -100,6 +101,34 @@ test('writing owner.json does not make the holder think its lock was taken over'
     assert.equal(compromised, null);
     await lock.release();
     assert.equal(existsSync(lockPath), false);
+  } finally {
+    cleanup();
+  }
+});
+
+// The refresh runs its stat and utimes synchronously (lock.ts refreshFs, fewer wakeups when idle):
+// it must still move the lock's mtime, and still see another process's change of it.
+test('a held lock is refreshed: its mtime moves forward at each refresh', async () => {
+  const { lockPath, cleanup } = tempLock();
+  try {
+    const lock = await acquireHelperLock(lockPath, { stale: 2000, update: 1000, onCompromised: noCompromise });
+    const first = statSync(lockPath).mtimeMs;
+    await waitFor('a refresh', async () => statSync(lockPath).mtimeMs > first, 20_000, 50);
+    await lock.release();
+  } finally {
+    cleanup();
+  }
+});
+
+test('a lock whose mtime another process moved is reported compromised at the next refresh', async () => {
+  const { lockPath, cleanup } = tempLock();
+  try {
+    let compromised: Error | null = null;
+    const lock = await acquireHelperLock(lockPath, { stale: 2000, update: 1000, onCompromised: (e) => (compromised = e) });
+    utimesSync(lockPath, new Date(5_000_000), new Date(5_000_000));
+    const err = await waitFor('the refresh to see it', async () => compromised, 20_000, 50);
+    assert.match(err.message, /stale threshold/);
+    await lock.release().catch(() => {});
   } finally {
     cleanup();
   }

@@ -12,7 +12,9 @@ const log = logger('helper:supervisor');
 export interface SupervisorOptions {
   // The periodic sweep (DESIGN §5: 60 s).
   sweepMs: number;
-  // Adopted processes are not the helper's children: their exit is polled (2 s).
+  // Adopted processes are not the helper's children: their exit is polled (2 s). The poll runs
+  // only while there is one: a child's exit is heard at once (SIGCHLD), so an idle helper whose
+  // apps are all its children has no timer but the sweep (issue 8 row 5: wakeups).
   pollMs: number;
 }
 
@@ -30,6 +32,8 @@ export class Supervisor {
   private readonly waits = new Map<string, NodeJS.Timeout>();
   private sweep: NodeJS.Timeout | null = null;
   private poll: NodeJS.Timeout | null = null;
+  // Apps whose last reconcile found their process alive but not a child of this helper.
+  private readonly adopted = new Set<string>();
   private closed = false;
 
   constructor(
@@ -49,10 +53,14 @@ export class Supervisor {
     });
   }
 
-  // Starts the periodic sweep and the poll of adopted processes.
+  // Starts the periodic sweep; each pass then arms or disarms the poll of adopted processes.
   start(): void {
     this.sweep = setInterval(() => void this.requestPass('sweep'), this.opts.sweepMs);
-    this.poll = setInterval(() => void this.pollAdopted(), this.opts.pollMs);
+  }
+
+  // Whether the poll of adopted processes is armed (for tests and the footprint bench's reading).
+  get polling(): boolean {
+    return this.poll !== null;
   }
 
   // Stops every timer; processes keep running.
@@ -60,6 +68,7 @@ export class Supervisor {
     this.closed = true;
     if (this.sweep) clearInterval(this.sweep);
     if (this.poll) clearInterval(this.poll);
+    this.poll = null;
     for (const t of this.waits.values()) clearTimeout(t);
     this.waits.clear();
   }
@@ -85,7 +94,22 @@ export class Supervisor {
         await this.reconcile(app);
       } catch (err) {
         log('reconcile app=%s failed: %s', app, (err as Error).message);
+        // Not known to be a child's: keep polling it, as before this pass.
+        this.adopted.add(app);
       }
+    }
+    // Forget apps no longer configured (a config is read at start, but keep the set honest).
+    for (const app of this.adopted) if (this.ctx.config.apps[app]?.runner !== 'process') this.adopted.delete(app);
+    this.armPoll();
+  }
+
+  // The poll runs while some app's process is adopted, at pollMs (DESIGN §5: 2 s).
+  private armPoll(): void {
+    if (this.closed || this.sweep === null) return;
+    if (this.adopted.size > 0 && !this.poll) this.poll = setInterval(() => void this.pollAdopted(), this.opts.pollMs);
+    if (this.adopted.size === 0 && this.poll) {
+      clearInterval(this.poll);
+      this.poll = null;
     }
   }
 
@@ -108,6 +132,9 @@ export class Supervisor {
     if (ctx.locks.get(app) || ctx.blockedInMemory.has(app)) return;
     const held = ctx.locks.tryAcquire(app, { attemptId: 'supervisor', op: 'supervise', phase: 'reconcile', startedAt: ctx.clock.now() });
     try {
+      // Until this pass learns otherwise, the app has no adopted process to poll: a blocked app, one
+      // expected stopped or without a valid current is left alone by a pass, so a poll would not help.
+      this.adopted.delete(app);
       // The three reads are independent: issued together (an exit's respawn waits on them),
       // used in order, so an error is reported as before and a later read's is never seen first.
       const [stateP, recP, curP] = [readAppState(ctx.paths, app), readRunRecord(ctx.paths, app), readCurrent(ctx.paths, app)];
@@ -123,6 +150,7 @@ export class Supervisor {
       const policy = restartPolicyOf(ctx, app);
       const now = ctx.clock.now();
       const alive = rec.process ? await ctx.runner.isAlive(rec.process) : false;
+      if (alive && rec.process && this.children.get(app)?.pid !== rec.process.pid) this.adopted.add(app);
       // Our own child, dead, whose exit Node may not have delivered yet: wait for it briefly
       // (bounded, so a runner that never reports cannot stall the app) to learn its code or signal.
       const child = this.children.get(app);

@@ -1,0 +1,19 @@
+// The name rules as plain regular expressions, without zod: modules on agentctl's start-up path
+// (core/paths, the protocol client) check names with these, so `agentctl status` need not load
+// zod (~100 ms of CPU here, a third of its run; see bench/status-cli). names.ts builds its zod
+// schemas from these same expressions.
+
+// The app the agent itself is installed as (issue 6): its releases are only ever signed ones.
+export const AGENT_APP = 'steward-agent';
+
+// App names become folder names and unit names (`steward-app-<app>`): lowercase
+// letters, digits, `-` and `_`, starting with a letter or digit.
+export const APP_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const ATTEMPT_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+// Exactly one SRI token with a sha512 digest (64 bytes, 88 base64 characters).
+export const INTEGRITY_RE = /^sha512-[A-Za-z0-9+/]{86}==$/;
+
+// Whether a string is a valid app name.
+export function isAppName(value: unknown): value is string {
+  return typeof value === 'string' && APP_NAME_RE.test(value);
+}
