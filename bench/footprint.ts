@@ -166,7 +166,11 @@ function report(watched: Watched[]): void {
     const wake = series(w.wakeups);
     const rss = series(w.rss);
     const mainThread = [...w.byThread].filter(([k]) => k.endsWith(`#${w.pid}`)).reduce((a, [, v]) => a + v, 0);
+    // The target is judged on the mean over the whole window (every thread), not on the median
+    // slice: a heartbeat every 30 s lands in one slice, and a median would hide it.
+    const windowMean = [...w.byThread.values()].reduce((a, v) => a + v, 0) / (IDLE_MS / 1000);
     const extra = {
+      'wakeups/s over the window, all threads (judged)': Number(windowMean.toFixed(2)),
       'wakeups/s (median, min, max over slices)': fmt3(wake),
       'main thread wakeups/s over the window': Number((mainThread / (IDLE_MS / 1000)).toFixed(2)),
       [`${pm2.name} wakeups/s`]: fmt3(series(pm2.wakeups)),
@@ -184,7 +188,7 @@ function report(watched: Watched[]): void {
       peerWhat: pm2.name,
       ratio: series(ratios(w.rss, pm2.rss)),
       target: `RSS <= ${rssMax} MB and < 1 wakeup/s`,
-      met: rss.max <= rssMax && wake.median < 1,
+      met: rss.max <= rssMax && windowMean < 1,
       extra,
     });
   }
