@@ -89,7 +89,8 @@ export class TarTreeWriter {
       }
     };
     entry.on('data', (chunk: Buffer) => {
-      if (failed) return;
+      // After closeOpen() the number may belong to someone else (the worker shares the helper's fds).
+      if (failed || this.openFd !== fd) return;
       try {
         for (let off = 0; off < chunk.length; ) off += fs.writeSync(fd, chunk, off, chunk.length - off);
       } catch (err) {
@@ -98,7 +99,7 @@ export class TarTreeWriter {
       }
     });
     entry.on('end', () => {
-      if (!failed && entry.mtime) {
+      if (!failed && this.openFd === fd && entry.mtime) {
         try {
           fs.futimesSync(fd, entry.atime ?? new Date(), entry.mtime);
         } catch (err) {
