@@ -1,10 +1,11 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { UnpackSync, type ReadEntry } from 'tar';
+import { Parser, type ReadEntry } from 'tar';
 import type { ExtractLimits } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
 import { EntryRules, normalizeEntryPath, unsafeMessage } from './tar-entry-rules.js';
 import { TarScanner } from './tar-scan.js';
+import { TarTreeWriter } from './tar-tree-writer.js';
 
 function unsafe(message: string, cause?: unknown): StewardError {
   return new StewardError('UNSAFE_ARCHIVE', message, cause === undefined ? {} : { cause });
@@ -25,8 +26,8 @@ function fromTarError(err: unknown): StewardError {
   return unsafe(unsafeMessage(e?.entry?.path ?? null, `node-tar refused it: ${message}`), err);
 }
 
-// Feeds decompressed tar bytes to our scanner first, then to node-tar's UnpackSync whose
-// filter applies our entry rules before anything is written. The first failure is kept,
+// Feeds decompressed tar bytes to our scanner first, then to node-tar's Parser whose
+// filter applies our entry rules; only entries they let through reach TarTreeWriter. The first failure is kept,
 // every later entry is skipped, and feed() throws it so the caller stops reading.
 // Also enforces the decompressed-size caps (gzip bomb) before any more bytes reach node-tar.
 export class UnpackFeed {
@@ -36,7 +37,8 @@ export class UnpackFeed {
   private finished = false;
   private readonly scanner = new TarScanner();
   private readonly rules: EntryRules;
-  private readonly unpack: UnpackSync;
+  private readonly unpack: Parser;
+  private readonly writer: TarTreeWriter;
   // Symlinks are made by us after every file is written (see createSymlinks).
   private readonly symlinks: Array<{ rel: string; target: string }> = [];
 
@@ -46,19 +48,18 @@ export class UnpackFeed {
     private readonly compressedSize: number,
   ) {
     this.rules = new EntryRules(limits);
-    this.unpack = new UnpackSync({
-      cwd: dest,
+    this.writer = new TarTreeWriter(dest, (err) => this.fail(err instanceof StewardError ? err : fromTarError(err)));
+    // Parsing only: owners are never applied (everything is ours), nothing is unlinked or
+    // followed; what is written, and how, is TarTreeWriter's.
+    this.unpack = new Parser({
       strict: true,
-      preserveOwner: false,
-      preservePaths: false,
-      unlink: false,
       // The bytes are already gunzipped: never let node-tar sniff and decompress a nested stream.
       brotli: false,
       zstd: false,
-      maxDepth: limits.maxDepth + 1, // node-tar counts the '' after a folder's trailing '/'
       filter: (_path, entry) => this.filter(entry as ReadEntry),
       onwarn: (code, message) => this.fail(unsafe(unsafeMessage(null, `node-tar warned ${code}: ${message}`))),
     });
+    this.unpack.on('entry', (entry: ReadEntry) => this.writer.write(entry));
     this.unpack.on('error', (err: unknown) => this.fail(fromTarError(err)));
     this.unpack.on('finish', () => (this.finished = true));
   }
@@ -146,6 +147,7 @@ export class UnpackFeed {
 
   private fail(err: StewardError): void {
     this.failure ??= err;
+    this.writer.closeOpen();
   }
 
   private throwIfFailed(): void {

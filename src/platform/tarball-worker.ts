@@ -1,6 +1,7 @@
 // The extraction worker (worker_threads): node-tar's fast sync path blocks its event loop,
 // never the helper's. Reads the archive, gunzips it, feeds UnpackFeed, then checks and
 // seals the tree. Posts progress about every 250 ms, then one 'done' or 'error'.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -19,7 +20,7 @@ export interface WorkerJob {
 
 export type WorkerMessage =
   | { type: 'progress'; entries: number; bytes: number }
-  | { type: 'done'; result: SealedTree }
+  | { type: 'done'; result: SealedTree & { integrity: string } }
   | { type: 'error'; code: ReasonCode; message: string };
 
 const CHUNK = 64 * 1024;
@@ -53,7 +54,9 @@ function openArchive(file: string): { fd: number; size: number } {
 }
 
 // Extracts job.archivePath into job.dest (created here, 0700; it must not exist yet).
-export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree> {
+// Also returns the SRI sha512 of every byte it read: the caller checks that what was
+// extracted is what was verified, so the archive copy needs no fsync of its own.
+export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree & { integrity: string }> {
   const { fd, size } = openArchive(job.archivePath);
   const input = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: CHUNK });
   try {
@@ -64,9 +67,16 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
     throw err;
   }
   const feed = new UnpackFeed(job.dest, job.limits, size);
+  const hash = createHash('sha512');
+  const hashed = async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    for await (const chunk of source) {
+      hash.update(chunk);
+      yield chunk;
+    }
+  };
   let last = Date.now();
   try {
-    await pipeline(input, zlib.createGunzip({ chunkSize: CHUNK }), async (source: AsyncIterable<Buffer>) => {
+    await pipeline(input, hashed, zlib.createGunzip({ chunkSize: CHUNK }), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) {
         feed.feed(chunk);
         if (Date.now() - last >= PROGRESS_MS) {
@@ -80,7 +90,7 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   }
   feed.finish();
   post({ type: 'progress', ...feed.progress });
-  return checkAndSealTree(job.dest);
+  return { ...checkAndSealTree(job.dest), integrity: `sha512-${hash.digest('base64')}` };
 }
 
 if (parentPort) {

@@ -15,6 +15,7 @@ export interface ExtractResult {
   entries: number;
   bytes: number;
   treeDigest: string; // 'sha256-' + base64 (44 characters)
+  integrity: string; // 'sha512-' + base64 of every archive byte the extraction read
 }
 
 // Extracts a .tar.gz into `dest` inside a worker thread (the helper keeps answering while it

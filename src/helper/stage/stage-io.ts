@@ -10,6 +10,8 @@ export interface ExtractResultLike {
   entries: number;
   bytes: number;
   treeDigest: string;
+  // The SRI sha512 of the archive bytes the extraction read.
+  integrity: string;
 }
 
 // The side effects of staging, one adapter each, so that tests and the fault seam can
@@ -30,7 +32,7 @@ export interface StageIO {
   copyLocalToFile(opts: { path: string; destFile: string; maxBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
   // Writes exactly `expectedBytes` of an upload into `destFile`, hashing it.
   streamToFile(opts: { stream: Readable; destFile: string; expectedBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
-  // Safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only.
+  // Safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only; hashes what it reads.
   extractArchive(opts: { archivePath: string; dest: string; limits: ExtractLimits; onProgress?: (p: { entries: number; bytes: number }) => void }): Promise<ExtractResultLike>;
   // Throws DISK_FULL unless `needBytes` plus `reserveBytes` are free on the file system of `dir`.
   ensureFreeSpace(dir: string, needBytes: number, reserveBytes: number): Promise<void>;

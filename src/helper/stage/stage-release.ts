@@ -127,6 +127,15 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
       limits: config.extract,
       onProgress: (p) => progress('extract', p.bytes),
     });
+    // The archive was never fsynced (writeHashedFile): what the extraction read must be the
+    // bytes verified above, or the tree is not what was vouched for.
+    if (ex.integrity !== trust.integrity) {
+      throw new StewardError('IO_ERROR', `${app} ${version}: the archive read back for extraction is not the one verified (the disk lost or changed it)`, {
+        details: { attemptId },
+      });
+    }
+    // Removed before the syncfs below, so that its bytes are never written to disk at all.
+    await fsp.rm(archive, { force: true });
     // 5. The release file, then a durable read-only tree renamed into versions/, marker last.
     await checkReleaseFile(tree, { app, version, appConfig });
     progress('commit');
