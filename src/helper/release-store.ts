@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { currentLink, versionDir, versionsDir, type HostPaths } from '../core/paths.js';
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Marker } from '../core/release-schemas.js';
@@ -15,7 +15,9 @@ export async function readCurrent(paths: HostPaths, app: string): Promise<Curren
   const link = currentLink(paths, app);
   let target: string;
   try {
-    target = await fsp.readlink(link);
+    // Synchronous, as the marker read below: local metadata, asked on every status (each
+    // heartbeat), where thread-pool round trips would wake an idle helper (issue 8, row 5).
+    target = readlinkSync(link);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { state: 'absent' };
@@ -41,7 +43,7 @@ export type MarkerRead =
 export async function inspectMarker(paths: HostPaths, app: string, version: string): Promise<MarkerRead> {
   const dir = versionDir(paths, app, version);
   try {
-    const st = await fsp.lstat(dir);
+    const st = lstatSync(dir);
     if (!st.isDirectory()) return { state: 'invalid', why: `${dir} is not a folder` };
     const raw = await readFileNoFollow(path.join(dir, MARKER_FILE_NAME), 64 * 1024);
     if (!raw) return { state: 'absent' };

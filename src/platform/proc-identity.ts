@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 
 // Who a process is, beyond its pid (DESIGN §5): pids are reused, so a process is
 // the same one only if its start time (in clock ticks since boot) and the boot match.
@@ -37,7 +37,9 @@ export async function readProcIdentity(pid: number): Promise<ProcIdentity | null
   if (!Number.isSafeInteger(pid) || pid <= 0) return null;
   let text: string;
   try {
-    text = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
+    // Synchronous: /proc is made by the kernel on read and never waits on a disk, and an async
+    // read costs four thread-pool round trips, each waking an idle helper (issue 8, row 5).
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ESRCH') return null;
@@ -60,7 +62,7 @@ export async function isSameProcessAlive(recorded: ProcIdentity): Promise<boolea
 
 async function readProcState(pid: number): Promise<string | null> {
   try {
-    const text = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return text.slice(text.lastIndexOf(')') + 1).trim().split(/\s+/)[0] ?? null;
   } catch {
     return null;

@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { readBootId, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
@@ -17,7 +17,8 @@ export interface ProcStat {
 export async function readProcStat(pid: number): Promise<ProcStat | null> {
   let text: string;
   try {
-    text = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
+    // Synchronous: see readProcIdentity (/proc never waits on a disk; no thread-pool wakeups).
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return null;
   }
