@@ -25,14 +25,15 @@ import { median, parseBenchArgs, printRow, quantile } from './lib/row.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TARGET = 2000;
 
-const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--cpu-prof']);
+const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof']);
 const NODES = Number(args.rest.nodes ?? (args.quick ? 40 : 500));
 const SECONDS = Number(args.rest.seconds ?? (args.quick ? 1 : 6));
 const RUNS = args.quick ? 1 : 3;
 // Load generator threads: one per core by default.
 const THREADS = Number(args.rest.threads ?? Math.max(1, Math.min(4, os.availableParallelism())));
 // Concurrent keep-alive connections, each a lane of nodes sent in turn (a node's seqs stay in order).
-const LANES = Math.min(32, NODES);
+const LANES = Math.min(Number(args.rest.connections ?? 32), NODES);
+if (!Number.isInteger(LANES) || LANES < 1) throw new Error(`--connections must be a positive integer`);
 // A bound on the requests of one timed phase whatever the server's speed.
 const MAX_PER_RUN = args.quick ? 4000 : 40_000;
 

@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, REPO, sri, startHelper } from '../test/helpers/host.js';
+import { agentctl, makeHost, processApp, REPO, sri, startHelper, unitNodeFlags } from '../test/helpers/host.js';
 import { controlCli, startControl } from '../test/helpers/fleet.js';
 import { freePort } from '../test/fixtures/app-releases.js';
 import { gzipTar, makeTar } from '../test/fixtures/tar-writer.js';
@@ -71,11 +71,12 @@ interface Watched {
   byThread: Map<string, number>;
 }
 
+// The agent as its unit runs it: its node flags from systemd/steward-agent.service.
 function daemon(bin: string, argv: string[]): ChildProcess {
   // Production logging (DEBUG unset): debug output would be a cost of its own.
   const env = { ...process.env };
   delete env.DEBUG;
-  return spawn(process.execPath, [bin, ...argv], { stdio: ['ignore', 'ignore', 'pipe'], env });
+  return spawn(process.execPath, [...unitNodeFlags('steward-agent.service'), bin, ...argv], { stdio: ['ignore', 'ignore', 'pipe'], env });
 }
 
 async function main(): Promise<void> {
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
     cleanups.push(() => control.stop());
     const host = makeHost({ apps: { bench: processApp({ stopTimeoutMs: 2000 }) }, controlPlane: { url: control.url } });
     cleanups.push(async () => host.cleanup());
-    const helper = await startHelper(host, { DEBUG: '' });
+    const helper = await startHelper(host, { DEBUG: '' }, { nodeArgs: unitNodeFlags('steward-helper.service') });
     cleanups.push(async () => {
       await helper.stop();
       for (const pid of findApp(MARKER.steward)) process.kill(-pid, 'SIGKILL');

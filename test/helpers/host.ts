@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, chmodSync, constants as fsConstants, mkdirSync, mkdtempSync, rmSync, writeFileSync, promises as fsp } from 'node:fs';
+import { accessSync, chmodSync, constants as fsConstants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -117,8 +117,17 @@ export interface HelperProcess {
 
 // Starts steward-helper on a host and waits until its status answers and, unless
 // `untilRecovered` is false, until its start (recovery, first pass) is over.
-export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean } = {}): Promise<HelperProcess> {
-  const child = spawn(process.execPath, [BIN.helper, '--root', host.root], {
+// The node options a unit of systemd/ gives its daemon: the words between /usr/bin/node and the
+// script in its ExecStart. The footprint bench runs the daemons with them, as installed.
+export function unitNodeFlags(unit: 'steward-helper.service' | 'steward-agent.service'): string[] {
+  const text = readFileSync(path.join(REPO, 'systemd', unit), 'utf8');
+  const exec = /^ExecStart=\/usr\/bin\/node((?: --[^\s]+)*) \S+\.js$/m.exec(text);
+  if (!exec) throw new Error(`${unit}: no ExecStart=/usr/bin/node [--flags] <script>.js line`);
+  return exec[1]!.split(' ').filter(Boolean);
+}
+
+export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean; nodeArgs?: string[] } = {}): Promise<HelperProcess> {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN.helper, '--root', host.root], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DEBUG: 'steward:*', ...env },
   });
