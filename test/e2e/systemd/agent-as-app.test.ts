@@ -7,7 +7,7 @@ import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../..
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
 import { reportScenarios, runIn, writeIn } from '../../helpers/container-exec.js';
-import { makeReleaseKey, manifestFor, REPO } from '../../helpers/host.js';
+import { makeReleaseKey, manifestFor, REPO, unitNodeFlags } from '../../helpers/host.js';
 
 // The agent as the steward app `steward-agent` under a real systemd 252 (issue 6, item 3): install
 // makes it a signed release with `current` pointing at it and its unit runs it from there; an
@@ -19,6 +19,8 @@ import { makeReleaseKey, manifestFor, REPO } from '../../helpers/host.js';
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const CONTROL = CONTROL_BIN;
 const APP_DIR = '/opt/steward/apps/steward-agent';
+// The agent's command line as its unit starts it (node flags from systemd/steward-agent.service).
+const AGENT_CMDLINE = ['/usr/bin/node', ...unitNodeFlags('steward-agent.service'), `${APP_DIR}/current/bin/steward-agent.js`].join(' ');
 
 const run = runIn;
 
@@ -116,7 +118,7 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
       return a.cmdline.startsWith('/usr/bin/node') ? a : null;
     }, 30_000, 200);
     assert.equal(p.cwd, `${APP_DIR}/versions/${v0}`);
-    assert.equal(p.cmdline, `/usr/bin/node ${APP_DIR}/current/bin/steward-agent.js`);
+    assert.equal(p.cmdline, AGENT_CMDLINE);
     const node = await waitFor('a heartbeat with the agent version', async () => {
       const r = await control(['nodes']);
       const n = r.json?.nodes?.[0];
@@ -137,7 +139,7 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     const after = await agentProcess(box);
     assert.notEqual(after.pid, before.pid, 'a new main process');
     assert.equal(after.cwd, `${APP_DIR}/versions/${v1}`);
-    assert.equal(after.cmdline, `/usr/bin/node ${APP_DIR}/current/bin/steward-agent.js`);
+    assert.equal(after.cmdline, AGENT_CMDLINE);
     // The version the running agent reads from its own package.json: the new code runs.
     await waitFor(`a heartbeat from agent ${v1}`, async () => (await control(['nodes'])).json?.nodes?.[0]?.agentVersion === v1, 30_000, 500);
     const st = await run(box, '/usr/bin/node', [AGENTCTL, 'status', 'steward-agent', '--json']);

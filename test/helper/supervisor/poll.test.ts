@@ -1,25 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { hostConfigSchema } from '../../../src/core/config-schema.js';
-import { hostPaths } from '../../../src/core/paths.js';
 import { systemClock } from '../../../src/platform/clock.js';
-import { noFaults } from '../../../src/platform/faults.js';
 import { readBootId, type ProcIdentity } from '../../../src/platform/proc-identity.js';
 import { AppLocks } from '../../../src/helper/app-locks.js';
-import { ensureLayout } from '../../../src/helper/layout.js';
 import { readRunRecord } from '../../../src/helper/runners/run-record.js';
 import type { AppRunner, ExitInfo } from '../../../src/helper/runners/runner.js';
-import { realStageIO } from '../../../src/helper/stage/real-stage-io.js';
-import { stageRelease } from '../../../src/helper/stage/stage-release.js';
 import { Supervisor } from '../../../src/helper/supervisor/supervisor.js';
 import type { UpdateContext } from '../../../src/helper/update/context.js';
 import { ensureRunning } from '../../../src/helper/update/first-pass.js';
-import { pointCurrent } from '../../../src/helper/update/swap.js';
-import { gzipTar, makeTar } from '../../fixtures/tar-writer.js';
-import { fastScratch } from '../../helpers/fault-host.js';
-import { sri } from '../../helpers/host.js';
+import { supervisedHost } from '../../helpers/supervised-host.js';
 import { waitFor } from '../../helpers/systemd-container.js';
 
 // The poll of adopted processes (DESIGN §5: every 2 s) runs only while some app's process is
@@ -57,33 +46,8 @@ function fakeRunner(bootId: string) {
 }
 
 async function oneAppHost(runner: AppRunner) {
-  const config = { apps: { web: { runner: 'process' } } };
-  const scratch = fastScratch(16);
-  const paths = hostPaths(path.join(scratch.dir, 'root'));
-  mkdirSync(path.dirname(paths.configFile), { recursive: true });
-  writeFileSync(paths.configFile, JSON.stringify(config));
-  await ensureLayout(paths);
-  const ctx: UpdateContext = {
-    paths,
-    config: hostConfigSchema.parse(config),
-    clock: systemClock,
-    io: realStageIO,
-    runner,
-    units: { start: async () => {}, stop: async () => {}, status: async () => ({ activeState: 'inactive', subState: 'dead', mainPid: 0, nRestarts: 0 }) },
-    receipts: { emit: async () => Promise.reject(new Error('no receipts here')), find: async () => null },
-    faults: noFaults,
-    locks: new AppLocks(),
-    probe: async () => ({ ok: true }),
-    runAs: async () => null,
-    blockedInMemory: new Map(),
-    stopTimeoutMs: 1000,
-  };
-  const tgz = gzipTar(makeTar([{ path: 'steward-release.json', content: JSON.stringify({ name: 'web', version: '1.0.0', start: { command: ['sleep', '30'] } }) }]));
-  const file = path.join(scratch.dir, 'web.tgz');
-  writeFileSync(file, tgz);
-  await stageRelease(ctx, { kind: 'admin', app: 'web', version: '1.0.0', path: file, integrity: sri(tgz), allowUnsigned: true });
-  await pointCurrent(paths, 'web', '1.0.0', noFaults, 'forward');
-  return { ctx, cleanup: () => scratch.cleanup() };
+  const { host, ctx } = await supervisedHost({ web: {} }, runner, systemClock);
+  return { ctx, cleanup: host.cleanup };
 }
 
 // A helper's start over `ctx` as main.ts does it: first pass, supervisor started, its first pass.

@@ -1,31 +1,21 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { hostConfigSchema } from '../../../src/core/config-schema.js';
 import { StewardError } from '../../../src/core/errors.js';
-import { hostPaths, versionDir } from '../../../src/core/paths.js';
+import { versionDir } from '../../../src/core/paths.js';
 import type { Clock } from '../../../src/platform/clock.js';
 import { systemClock } from '../../../src/platform/clock.js';
-import { noFaults } from '../../../src/platform/faults.js';
 import { readBootId, readProcIdentity, type ProcIdentity } from '../../../src/platform/proc-identity.js';
 import { AppLocks } from '../../../src/helper/app-locks.js';
-import { ensureLayout } from '../../../src/helper/layout.js';
 import { readRunRecord, writeRunRecord } from '../../../src/helper/runners/run-record.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
 import type { AppRunner, ExitInfo, StartSpec } from '../../../src/helper/runners/runner.js';
-import { realStageIO } from '../../../src/helper/stage/real-stage-io.js';
-import { stageRelease } from '../../../src/helper/stage/stage-release.js';
 import { Supervisor } from '../../../src/helper/supervisor/supervisor.js';
 import { startVersion } from '../../../src/helper/update/app-process.js';
 import type { UpdateContext } from '../../../src/helper/update/context.js';
 import { ensureRunning } from '../../../src/helper/update/first-pass.js';
 import { findAppProcesses } from '../../../src/helper/update/find-app-processes.js';
-import { pointCurrent } from '../../../src/helper/update/swap.js';
-import { gzipTar, makeTar } from '../../fixtures/tar-writer.js';
-import { fastScratch } from '../../helpers/fault-host.js';
-import { sri } from '../../helpers/host.js';
+import { supervisedHost } from '../../helpers/supervised-host.js';
 import { waitFor as poll } from '../../helpers/systemd-container.js';
 
 // Polls every 10 ms (records on a tmpfs are cheap to read), for up to 20 s.
@@ -74,45 +64,6 @@ function movableClock(): Clock & { set(ms: number): void } {
   return { now: () => wall, monotonic: () => performance.now(), sleep: systemClock.sleep, set: (ms) => (wall = ms) };
 }
 
-function releaseTgz(app: string, command: string[]): Buffer {
-  return gzipTar(makeTar([{ path: 'steward-release.json', content: JSON.stringify({ name: app, version: '1.0.0', start: { command } }) }]));
-}
-
-// A host whose apps have 1.0.0 staged and current, and a context over `runner`.
-async function hostWith(apps: Record<string, Record<string, unknown>>, runner: AppRunner, clock: Clock, command = ['sleep', '30']) {
-  const config = { apps: Object.fromEntries(Object.entries(apps).map(([a, extra]) => [a, { runner: 'process', ...extra }])) };
-  // On a tmpfs when root: a storm is hundreds of fsynced record writes.
-  const scratch = fastScratch(64);
-  const paths = hostPaths(path.join(scratch.dir, 'root'));
-  mkdirSync(path.dirname(paths.configFile), { recursive: true });
-  writeFileSync(paths.configFile, JSON.stringify(config));
-  const host = { paths, scratch: scratch.dir, cleanup: () => scratch.cleanup() };
-  await ensureLayout(host.paths);
-  const ctx: UpdateContext = {
-    paths: host.paths,
-    config: hostConfigSchema.parse(config),
-    clock,
-    io: realStageIO,
-    runner,
-    units: { start: async () => {}, stop: async () => {}, status: async () => ({ activeState: 'inactive', subState: 'dead', mainPid: 0, nRestarts: 0 }) },
-    receipts: { emit: async () => Promise.reject(new Error('no receipts here')), find: async () => null },
-    faults: noFaults,
-    locks: new AppLocks(),
-    probe: async () => ({ ok: true }),
-    runAs: async () => null,
-    blockedInMemory: new Map(),
-    stopTimeoutMs: 1000,
-  };
-  for (const app of Object.keys(apps)) {
-    const tgz = releaseTgz(app, command);
-    const file = path.join(host.scratch, `${app}.tgz`);
-    writeFileSync(file, tgz);
-    await stageRelease(ctx, { kind: 'admin', app, version: '1.0.0', path: file, integrity: sri(tgz), allowUnsigned: true });
-    await pointCurrent(host.paths, app, '1.0.0', noFaults, 'forward');
-  }
-  return { host, ctx };
-}
-
 // A helper's start over `ctx`: the first pass for every app, then the supervisor's first pass.
 async function helperStart(ctx: UpdateContext, onCreated: (sup: Supervisor) => void = () => {}): Promise<Supervisor> {
   const sup = new Supervisor(ctx, { sweepMs: 60_000, pollMs: 60_000 });
@@ -131,7 +82,7 @@ test('200 exits in a burst: passes coalesce, one process per app at a time, the 
   const bootId = await readBootId();
   const fake = stormRunner(bootId, (app, nth) => (nth <= (crashes[app] as number) ? 'crash' : 'stay'));
   const many = { restart: { baseMs: 0, capMs: 0, maxAttempts: 1000, healthyMs: 3_600_000 } };
-  const { host, ctx } = await hostWith({ a: many, b: many, c: many, d: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 3_600_000 } } }, fake.runner, systemClock);
+  const { host, ctx } = await supervisedHost({ a: many, b: many, c: many, d: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 3_600_000 } } }, fake.runner, systemClock);
   let requests = 0;
   const passPromises = new Set<Promise<void>>();
   let inside = 0;
@@ -187,7 +138,7 @@ test('a helper restart during a backoff wait keeps the wait and the budget: no r
   const fake = stormRunner(bootId, (_app, nth) => (nth <= 2 ? 'crash' : 'stay'));
   const clock = movableClock();
   // Respawns at +0, then +60 s: the second exit waits a minute.
-  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 30_000, capMs: 300_000, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, clock);
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 30_000, capMs: 300_000, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, clock);
   let sup: Supervisor | null = null;
   t.after(() => {
     sup?.close();
@@ -234,7 +185,7 @@ test('a helper restart during a backoff wait keeps the wait and the budget: no r
 test('an app given up on stays down across a helper restart in the same boot', async (t) => {
   const bootId = await readBootId();
   const fake = stormRunner(bootId, () => 'crash');
-  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 2, healthyMs: 600_000 } } }, fake.runner, systemClock);
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 2, healthyMs: 600_000 } } }, fake.runner, systemClock);
   let sup: Supervisor | null = null;
   t.after(() => {
     sup?.close();
@@ -259,7 +210,7 @@ test('respawns whose process exits before its start completes count as attempts,
     fake.starts.set(spec.app, (fake.starts.get(spec.app) ?? 0) + 1);
     throw new StewardError('RELEASE_INVALID', `cannot start ${spec.app}: it exited at once`, { details: { exit: { code: 3, signal: null } } });
   };
-  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 2, healthyMs: 600_000 } } }, fake.runner, systemClock);
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 2, healthyMs: 600_000 } } }, fake.runner, systemClock);
   let sup: Supervisor | null = null;
   t.after(() => {
     sup?.close();
@@ -294,7 +245,7 @@ async function unrelatedProcess(): Promise<{ pid: number; identity: ProcIdentity
 for (const when of ['at the helper start', 'in a supervisor pass'] as const) {
   test(`a dead app's pid reused by an unrelated process ${when}: never adopted, never signalled, the app respawned`, async (t) => {
     const runner = createProcessRunner({ clock: systemClock, isRoot: process.getuid?.() === 0 });
-    const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, stopTimeoutMs: 1000 } }, runner, systemClock);
+    const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, stopTimeoutMs: 1000 } }, runner, systemClock);
     const other = await unrelatedProcess();
     let sup: Supervisor | null = null;
     const started: number[] = [];
@@ -338,7 +289,7 @@ test('a clock jumping back a day during a backoff wait does not stretch the wait
   const bootId = await readBootId();
   const fake = stormRunner(bootId, (_app, nth) => (nth <= 3 ? 'crash' : 'stay'));
   const clock = movableClock();
-  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 30_000, capMs: 300_000, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, clock);
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 30_000, capMs: 300_000, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, clock);
   let sup: Supervisor | null = null;
   t.after(() => {
     sup?.close();
@@ -376,7 +327,7 @@ test('a clock jumping back a day during a backoff wait does not stretch the wait
 test('a respawn writes the exit and the new process in one record, after the spawn; the exit is not lost', async (t) => {
   const bootId = await readBootId();
   const fake = stormRunner(bootId, (_app, nth) => (nth === 1 ? 'crash' : 'stay'));
-  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, systemClock);
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 } } }, fake.runner, systemClock);
   // What the record said when each start was asked for.
   const seenAtStart: Array<Awaited<ReturnType<typeof readRunRecord>>> = [];
   const start = fake.runner.start;
@@ -410,7 +361,7 @@ test('a respawn writes the exit and the new process in one record, after the spa
 
 test('a process a crash left unrecorded (between a spawn and its record) is stopped at the helper start before another starts', async (t) => {
   const runner = createProcessRunner({ clock: systemClock, isRoot: process.getuid?.() === 0 });
-  const { host, ctx } = await hostWith({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, stopTimeoutMs: 1000 } }, runner, systemClock);
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, stopTimeoutMs: 1000 } }, runner, systemClock);
   // The spawn that the crash left: the app's command, in its own session, in its release tree.
   const orphan = spawn('sleep', ['30'], { cwd: versionDir(ctx.paths, 'web', '1.0.0'), detached: true, stdio: 'ignore' });
   const orphanGone = new Promise<string>((r) => orphan.once('exit', () => r('gone')));
