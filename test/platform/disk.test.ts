@@ -6,6 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { StewardError } from '../../src/core/errors.js';
 import { ensureFreeSpace, freeBytes } from '../../src/platform/disk.js';
+import { skipUnlessCI } from '../helpers/skip.js';
 
 // Mounts a 1 MiB tmpfs (root only) so that free space is known and does not move.
 function withTmpfs(t: { skip(msg: string): void }, fn: (dir: string) => Promise<void>): Promise<void> | void {
@@ -14,7 +15,7 @@ function withTmpfs(t: { skip(msg: string): void }, fn: (dir: string) => Promise<
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
   } catch {
     rmSync(dir, { recursive: true, force: true });
-    t.skip('mounting a tmpfs needs root');
+    skipUnlessCI(t, 'mounting a tmpfs needs root');
     return;
   }
   return fn(dir).finally(() => {

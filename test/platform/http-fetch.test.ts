@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import type { FetchSettings } from '../../src/core/config-schema.js';
 import { StewardError } from '../../src/core/errors.js';
 import { fetchToFile, streamToFile } from '../../src/platform/http-fetch.js';
+import { skipUnlessCI } from '../helpers/skip.js';
 
 interface TestServer {
   origin: string;
@@ -289,7 +290,7 @@ describe('fetchToFile over loopback http', () => {
         hosts, process.execPath, script, url, dest(), String(body.length), JSON.stringify(settings()),
       ]));
     } catch {
-      t.skip('needs root and unshare -m to give the child its own hosts file');
+      skipUnlessCI(t, 'needs root and unshare -m to give the child its own hosts file');
       return;
     }
     const r = JSON.parse(out) as { seen: string; bytes?: number; message?: string };
@@ -430,7 +431,7 @@ describe('fetchToFile on a full disk', () => {
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt], { stdio: 'ignore' });
     } catch {
       rmSync(mnt, { recursive: true, force: true });
-      t.skip('mounting a small tmpfs needs root');
+      skipUnlessCI(t, 'mounting a small tmpfs needs root');
       return;
     }
     try {
