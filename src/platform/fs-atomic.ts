@@ -122,6 +122,30 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
 }
 
+// Makes two prepared files durable in order, A before B: B's temp file is written and fsynced
+// while A's rename and folder fsync run, and B is renamed only after them. A failure leaves what
+// the two writes one after the other would: A failed, nothing changed (B's temp is removed); B
+// failed, A is written. `between` runs once A is durable, before B is renamed.
+export async function commitInOrder(a: Promise<PreparedFile>, b: Promise<PreparedFile>, between?: () => void): Promise<void> {
+  const [first, second] = await Promise.allSettled([a, b]);
+  const dropSecond = () => {
+    if (second.status === 'fulfilled') second.value.abandon();
+  };
+  if (first.status === 'rejected') {
+    dropSecond();
+    throw first.reason;
+  }
+  try {
+    await first.value.commit();
+  } catch (err) {
+    dropSecond();
+    throw err;
+  }
+  between?.();
+  if (second.status === 'rejected') throw second.reason;
+  await second.value.commit();
+}
+
 // Writes JSON with the atomic file replace, with a trailing newline.
 export async function writeJsonAtomic(target: string, value: unknown, mode = 0o600, step?: IoStep): Promise<void> {
   await (await prepareJsonAtomic(target, value, mode, step)).commit();

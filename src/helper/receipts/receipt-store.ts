@@ -16,7 +16,7 @@ import {
 } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { Clock } from '../../platform/clock.js';
-import { ensureDir, prepareFileAtomic, prepareJsonAtomic } from '../../platform/fs-atomic.js';
+import { commitInOrder, ensureDir, prepareFileAtomic, prepareJsonAtomic } from '../../platform/fs-atomic.js';
 import { DOMAINS, signEnvelope } from '../../platform/keys.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { logger } from '../../platform/log.js';
@@ -148,28 +148,15 @@ export class ReceiptStore {
     // The seq file's temp file is written and fsynced while the receipts file's rename and
     // folder fsync run (see prepareFileAtomic); it is renamed only after them.
     const step = ioStep(this.opts.faults ?? noFaults, 'receipt');
-    const [rf, sf] = await Promise.allSettled([
+    await commitInOrder(
       prepareFileAtomic(file, JSON.stringify(body, null, 2) + '\n', 0o640, { gid, step }),
       prepareJsonAtomic(paths.receiptSeq, { schemaVersion: RECEIPT_SEQ_SCHEMA_VERSION, next: seq + 1 }, 0o600, step),
-    ]);
-    const dropSeq = () => {
-      if (sf.status === 'fulfilled') sf.value.abandon();
-    };
-    if (rf.status === 'rejected') {
-      dropSeq();
-      throw rf.reason;
-    }
-    try {
-      await rf.value.commit();
-    } catch (err) {
-      dropSeq();
-      throw err;
-    }
-    // What was just made durable is what the next emit would read back.
-    const id = fileIdentity(file);
-    if (id !== null) this.parsed.set(input.app, { id, value: { file: body, stored: kept } });
-    if (sf.status === 'rejected') throw sf.reason;
-    await sf.value.commit();
+      () => {
+        // What was just made durable is what the next emit would read back.
+        const id = fileIdentity(file);
+        if (id !== null) this.parsed.set(input.app, { id, value: { file: body, stored: kept } });
+      },
+    );
     log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
     return { envelope, payload };
   }

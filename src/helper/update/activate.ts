@@ -3,6 +3,7 @@ import { JOURNAL_SCHEMA_VERSION, type Journal } from '../../core/journal-schema.
 import { nextQuarantine } from '../../core/quarantine.js';
 import type { AppState } from '../../core/state-schemas.js';
 import { compareVersions } from '../../core/version.js';
+import { commitInOrder } from '../../platform/fs-atomic.js';
 import { logger } from '../../platform/log.js';
 import { readMarker } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
@@ -221,23 +222,7 @@ type Verdict = { ok: true } | { ok: false; reason: string };
 // leaves what the two writes one after the other would: the state failed, nothing changed;
 // the journal failed, the state is written.
 async function writeVerdict(ctx: UpdateContext, state: AppState, journal: Journal, afterState?: () => void): Promise<void> {
-  const [st, jr] = await Promise.allSettled([prepareAppState(ctx.paths, journal.app, state, ctx.faults), prepareJournal(ctx.paths, journal, ctx.faults)]);
-  const dropJournal = () => {
-    if (jr.status === 'fulfilled') jr.value.abandon();
-  };
-  if (st.status === 'rejected') {
-    dropJournal();
-    throw st.reason;
-  }
-  try {
-    await st.value.commit();
-  } catch (err) {
-    dropJournal();
-    throw err;
-  }
-  afterState?.();
-  if (jr.status === 'rejected') throw jr.reason;
-  await jr.value.commit();
+  await commitInOrder(prepareAppState(ctx.paths, journal.app, state, ctx.faults), prepareJournal(ctx.paths, journal, ctx.faults), afterState);
 }
 
 async function startAndProbe(
