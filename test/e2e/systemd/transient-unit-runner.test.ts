@@ -202,8 +202,10 @@ test('the systemd runner runs each app as its own transient unit in a real syste
 
     await t.test('a unit of the name still loaded: a failed one is cleared and the start goes on; a running one is refused', async () => {
       // systemd-run is tried at once; systemd refuses the name while such a unit is loaded.
-      // Without --collect, a failed unit stays loaded until reset-failed.
-      const left = await box.exec('systemd-run', ['--unit=steward-app-leftover', '--service-type=exec', '/usr/bin/false']);
+      // Without --collect, a failed unit stays loaded until reset-failed. Type=simple: the job is
+      // done at the fork, so systemd-run succeeds; with exec, /usr/bin/false could exit before the
+      // job finished and fail systemd-run itself (seen once in a fresh-clone run).
+      const left = await box.exec('systemd-run', ['--unit=steward-app-leftover', '--service-type=simple', '/usr/bin/false']);
       assert.equal(left.code, 0, left.stderr);
       for (let i = 0; i < 50 && (await showUnit(box, 'steward-app-leftover.service')).ActiveState !== 'failed'; i++) await sleep(100);
       assert.equal((await showUnit(box, 'steward-app-leftover.service')).ActiveState, 'failed');
