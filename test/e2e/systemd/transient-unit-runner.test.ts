@@ -177,7 +177,14 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       const s = await helper.call<{ ms: number }>('stop', { identity: r.identity, timeoutMs: 1000 });
       console.log(`stop() of a SIGTERM-ignoring app with timeoutMs=1000 took ${s.ms.toFixed(0)} ms`);
       assert.ok(s.ms >= 900, `it waited the timeout (${s.ms} ms)`);
-      assert.equal((await showUnit(box, 'steward-app-stubborn.service')).ActiveState, 'inactive');
+      // Killed by SIGKILL the unit ends `failed` for a moment, until systemd collects it (--collect,
+      // asynchronously; a fresh-clone run once saw it before that): wait for it (bounded).
+      let show = await showUnit(box, 'steward-app-stubborn.service');
+      for (let i = 0; i < 50 && show.LoadState !== 'not-found'; i++) {
+        await sleep(100);
+        show = await showUnit(box, 'steward-app-stubborn.service');
+      }
+      assert.equal(show.ActiveState, 'inactive');
       const ev = (await helper.nextEvent((e) => e.app === 'stubborn', 5000)) as unknown as ExitEvent;
       assert.equal(ev.info.signal, 'SIGKILL');
     });
