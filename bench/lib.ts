@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
+import { startHelper, unitNodeFlags, type HelperProcess, type TestHost } from '../test/helpers/host.js';
 
 // What every bench script shares: its flags, the figures of a series, and one row printed
 // as text or, with --json, as one JSON object per line for bench/run-all.
@@ -94,4 +95,10 @@ export function haveCommand(cmd: string): boolean {
   } catch {
     return false;
   }
+}
+
+// A helper started as its unit starts it: the node flags of systemd/steward-helper.service and
+// no debug log (the tests' helpers log everything, which is not what a host runs).
+export function startInstalledHelper(host: TestHost): Promise<HelperProcess> {
+  return startHelper(host, { DEBUG: '', NODE_ENV: 'production' }, { nodeArgs: unitNodeFlags('steward-helper.service') });
 }

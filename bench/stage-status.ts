@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { callHelper } from '../src/protocol/client.js';
-import { BIN, makeHost, processApp, startHelper } from '../test/helpers/host.js';
-import { benchArgs, printRow, series } from './lib.js';
+import { BIN, makeHost, processApp } from '../test/helpers/host.js';
+import { benchArgs, printRow, series, startInstalledHelper } from './lib.js';
 import { makeAppTree, tarballOf } from './stage-input.js';
 
 // Row 2: how long the helper takes to answer `status` over admin.sock while it stages a
@@ -13,7 +13,7 @@ import { makeAppTree, tarballOf } from './stage-input.js';
 
 const args = benchArgs(3, 1);
 const host = makeHost({ apps: { web: processApp({ keepReleases: 2 }) } });
-const helper = await startHelper(host);
+const helper = await startInstalledHelper(host);
 try {
   const tree = makeAppTree(path.join(host.scratch, 'tree'), args.quick);
   const worst: number[] = [];

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { BIN, makeHost, processApp, startHelper } from '../test/helpers/host.js';
-import { benchArgs, ms, printRow, ratios, series } from './lib.js';
+import { BIN, makeHost, processApp } from '../test/helpers/host.js';
+import { benchArgs, ms, printRow, ratios, series, startInstalledHelper } from './lib.js';
 
 // Row 6: the wall time of `agentctl status --json` (a whole process: node's start, the CLI's
 // imports, one request to a real helper, the answer printed) against `node -e 0`, the floor
@@ -8,7 +8,7 @@ import { benchArgs, ms, printRow, ratios, series } from './lib.js';
 
 const args = benchArgs(10, 3);
 const host = makeHost({ apps: { web: processApp(), api: processApp() } });
-const helper = await startHelper(host);
+const helper = await startInstalledHelper(host);
 try {
   const steward: number[] = [];
   const peer: number[] = [];
