@@ -149,7 +149,10 @@ export class Supervisor {
       const sup: SupervisorRecordState = rec.supervisor ?? { ...initialSupervisorState(), state: 'running', lastStartAt: rec.startedAt };
       const policy = restartPolicyOf(ctx, app);
       const now = ctx.clock.now();
-      const alive = rec.process ? await ctx.runner.isAlive(rec.process) : false;
+      // The exit of our own child, heard for this very pid, is proof enough (it was reaped):
+      // asking /proc again would only delay its respawn (issue 8 row 4).
+      const heardDead = rec.process !== null && this.exits.get(app)?.pid === rec.process.pid;
+      const alive = rec.process && !heardDead ? await ctx.runner.isAlive(rec.process) : false;
       if (alive && rec.process && this.children.get(app)?.pid !== rec.process.pid) this.adopted.add(app);
       // Our own child, dead, whose exit Node may not have delivered yet: wait for it briefly
       // (bounded, so a runner that never reports cannot stall the app) to learn its code or signal.

@@ -21,7 +21,8 @@ import { waitFor } from '../../helpers/systemd-container.js';
 // Every step there is on the clock of the respawn. The reads it needs are synchronous local
 // I/O (no libuv thread-pool round trip, each 0.1-0.5 ms and far more on a loaded host), and
 // the files it reads unchanged since the last check (run record, app state, release marker,
-// release file) are not parsed and validated again. The rules of the pass are unchanged
+// release file) are not parsed and validated again; a pid whose exit was heard is not asked
+// about again. The rules of the pass are unchanged
 // (storm.test.ts, passes.test.ts); this test watches only how the path gets to the spawn.
 
 // async_hooks resource types that are a request to libuv's thread pool (fs and the like).
@@ -81,6 +82,15 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
       o.safeParse = safeParse;
     });
   }
+  // The exit was heard for the recorded pid: /proc is not asked whether it still runs.
+  const isAlive = runner.isAlive;
+  runner.isAlive = (identity) => {
+    if (recording) checks.push('isAlive');
+    return isAlive(identity);
+  };
+  t.after(() => {
+    runner.isAlive = isAlive;
+  });
   hook.enable();
   t.after(() => hook.disable());
   const old = (await readRunRecord(ctx.paths, 'web'))?.process;
@@ -93,7 +103,7 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
   assert.ok(made.includes('PROCESSWRAP'), `the respawn spawned a process (made: ${made.join(' ')})`);
   const pool = made.filter((type) => THREAD_POOL.test(type));
   assert.deepEqual(pool, [], `thread-pool requests before the spawn (all made: ${made.join(' ')})`);
-  assert.deepEqual(checks, [], 'schema checks of files unchanged since the last check, before the spawn');
+  assert.deepEqual(checks, [], 'schema checks of files unchanged since the last check, or a liveness check of a pid whose exit was heard, before the spawn');
 });
 
 test('a release file changed since its last check is checked again: the respawn runs what it now says', async (t) => {
