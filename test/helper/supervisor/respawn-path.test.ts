@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHook } from 'node:async_hooks';
+import createDebug from 'debug';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { format } from 'node:util';
 import { versionDir } from '../../../src/core/paths.js';
 import { appStateSchema } from '../../../src/core/state-schemas.js';
 import { markerSchema, releaseFileSchema } from '../../../src/core/release-schemas.js';
@@ -91,6 +93,21 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
   t.after(() => {
     runner.isAlive = isAlive;
   });
+  // The exit's log line is written after the spawn, not on its clock.
+  const logNow = createDebug.log;
+  const wasEnabled = createDebug.disable();
+  createDebug.enable('steward:helper:supervisor');
+  let exitLogged = false;
+  createDebug.log = (...a: unknown[]) => {
+    if (format(...a).includes('exit app=web')) {
+      exitLogged = true;
+      if (recording) checks.push('exit log line');
+    }
+  };
+  t.after(() => {
+    createDebug.log = logNow;
+    createDebug.enable(wasEnabled);
+  });
   hook.enable();
   t.after(() => hook.disable());
   const old = (await readRunRecord(ctx.paths, 'web'))?.process;
@@ -100,6 +117,7 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
   // Nothing of this test's own runs until the spawn (it would be recorded too).
   await waitFor('the spawn', async () => !recording, 10_000, 10);
   hook.disable();
+  await waitFor("the exit's log line", async () => exitLogged, 10_000, 10);
   assert.ok(made.includes('PROCESSWRAP'), `the respawn spawned a process (made: ${made.join(' ')})`);
   const pool = made.filter((type) => THREAD_POOL.test(type));
   assert.deepEqual(pool, [], `thread-pool requests before the spawn (all made: ${made.join(' ')})`);
