@@ -30,11 +30,12 @@ import { waitFor } from '../../helpers/systemd-container.js';
 // async_hooks resource types that are a request to libuv's thread pool (fs and the like).
 const THREAD_POOL = /^(FSREQ|FILEHANDLE|STATWATCHER|GETADDRINFO|GETNAMEINFO|ZLIB|PBKDF2|RANDOMBYTES|SCRYPT|SIGN|VERIFY|HASH|CIPHER|KEYGEN)/;
 
-test('a respawn reaches its spawn without a thread-pool request or a schema check of unchanged files', async (t) => {
+// A supervised `web` (process runner, real processes) started as a helper starts it; the
+// account lookup is the helper's own (build-core), not the supervised host's stand-in.
+async function supervisedWeb(t: { after(fn: () => Promise<void>): void }, command: string[]) {
   const runner = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT });
   const account = IS_ROOT ? { user: 'nobody', group: 'nogroup' } : {};
-  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, ...account } }, runner, systemClock);
-  // The helper's own account lookup (build-core), not the supervised host's stand-in.
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, ...account } }, runner, systemClock, command);
   ctx.runAs = (app) => runAsFor(ctx.config, app, IS_ROOT);
   const sup = new Supervisor(ctx, { sweepMs: 60_000, pollMs: 60_000 });
   ctx.onStarted = (app, proc) => sup.watch(app, proc);
@@ -46,7 +47,6 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
   });
   await ensureRunning(ctx, 'web');
   await sup.requestPass('start');
-
   // Kills the recorded process and waits until the record names its replacement.
   const killAndWait = async () => {
     const old = (await readRunRecord(ctx.paths, 'web'))?.process;
@@ -57,6 +57,11 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
       return now && now.pid !== old.pid ? now : null;
     }, 10_000, 10);
   };
+  return { runner, ctx, killAndWait };
+}
+
+test('a respawn reaches its spawn without a thread-pool request or a schema check of unchanged files', async (t) => {
+  const { runner, ctx, killAndWait } = await supervisedWeb(t, ['sleep', '30']);
   // The first respawn after the start: what it reads is now known unchanged.
   await killAndWait();
 
@@ -125,29 +130,9 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
 });
 
 test('a release file changed since its last check is checked again: the respawn runs what it now says', async (t) => {
-  const runner = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT });
-  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 } } }, runner, systemClock, ['sleep', '31']);
-  const sup = new Supervisor(ctx, { sweepMs: 60_000, pollMs: 60_000 });
-  ctx.onStarted = (app, proc) => sup.watch(app, proc);
-  t.after(async () => {
-    sup.close();
-    const rec = await readRunRecord(ctx.paths, 'web').catch(() => null);
-    if (rec?.process) await runner.stop(rec.process, { timeoutMs: 500 });
-    host.cleanup();
-  });
-  await ensureRunning(ctx, 'web');
-  await sup.requestPass('start');
+  const { ctx, killAndWait } = await supervisedWeb(t, ['sleep', '31']);
   const argvOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').slice(0, -1);
-  const respawned = async () => {
-    const old = (await readRunRecord(ctx.paths, 'web'))?.process;
-    assert.ok(old);
-    process.kill(old.pid, 'SIGKILL');
-    const now = await waitFor('the respawn', async () => {
-      const p = (await readRunRecord(ctx.paths, 'web'))?.process;
-      return p && p.pid !== old.pid ? p : null;
-    }, 10_000, 10);
-    return argvOf(now.pid);
-  };
+  const respawned = async () => argvOf((await killAndWait()).pid);
   assert.deepEqual(await respawned(), ['sleep', '31'], 'the kept check serves the same text');
   // An edit in place (the tree is read-only to the app, not to root).
   const tree = versionDir(ctx.paths, 'web', '1.0.0');
