@@ -70,10 +70,10 @@ async function chooseProcessRunner(isRoot: boolean, choice: HostConfig['supervis
 }
 
 // The account a process app runs as: its configured user and group as root, else the helper's.
-async function runAsFor(config: HostConfig, app: string, isRoot: boolean): Promise<RunAs | null> {
+export async function runAsFor(config: HostConfig, app: string, isRoot: boolean): Promise<RunAs | null> {
   const cfg = config.apps[app];
   if (!isRoot || !cfg || cfg.runner !== 'process' || !cfg.user || !cfg.group) return null;
-  // Both files read at once: every start (a respawn's included) waits on this.
+  // Every start (a respawn's included) waits on this: both files are read synchronously (users.ts).
   const [u, g] = await Promise.all([lookupUser(cfg.user), lookupGroup(cfg.group)]);
   if (!u || !g || u.uid === 0 || g.gid === 0) {
     throw new StewardError('CONFIG_INVALID', `apps.${app}: user ${cfg.user} / group ${cfg.group} cannot run the app`);

@@ -4,6 +4,7 @@ import { currentLink, versionDir, versionsDir, type HostPaths } from '../core/pa
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Marker } from '../core/release-schemas.js';
 import { isVersion } from '../core/version.js';
 import { fsyncDir, readFileNoFollow, removeTree } from '../platform/fs-atomic.js';
+import { cachedParse, keepParse } from '../platform/parse-cache.js';
 
 export type CurrentLink =
   | { state: 'absent' }
@@ -45,14 +46,20 @@ export async function inspectMarker(paths: HostPaths, app: string, version: stri
   try {
     const st = lstatSync(dir);
     if (!st.isDirectory()) return { state: 'invalid', why: `${dir} is not a folder` };
-    const raw = await readFileNoFollow(path.join(dir, MARKER_FILE_NAME), 64 * 1024);
+    const file = path.join(dir, MARKER_FILE_NAME);
+    const raw = await readFileNoFollow(file, 64 * 1024);
     if (!raw) return { state: 'absent' };
-    const json: unknown = JSON.parse(raw.toString('utf8'));
+    const text = raw.toString('utf8');
+    const same = cachedParse(markerSchema, file, text);
+    if (same !== undefined) return { state: 'valid', marker: same };
+    const json: unknown = JSON.parse(text);
     const sv = (json as { schemaVersion?: unknown } | null)?.schemaVersion;
     if (typeof sv === 'number' && sv > MARKER_SCHEMA_VERSION) return { state: 'newer', schemaVersion: sv };
     const parsed = markerSchema.safeParse(json);
     if (!parsed.success) return { state: 'invalid', why: 'the marker does not validate' };
     if (parsed.data.version !== version) return { state: 'invalid', why: `the marker names version ${parsed.data.version}` };
+    // Kept only once every check passed: the same text of the same file passes them again.
+    keepParse(markerSchema, file, text, parsed.data);
     return { state: 'valid', marker: parsed.data };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent' };

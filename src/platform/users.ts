@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 // Users and groups from /etc/passwd and /etc/group, read directly (no NSS: the
 // helper only needs local system accounts such as `steward`).
@@ -15,9 +15,11 @@ export interface UserEntry {
   home: string;
 }
 
+// Synchronous: two small local files, read on every start of an app (a respawn's included),
+// where an async read is four thread-pool round trips (issue 8 row 4).
 async function readLines(file: string): Promise<string[]> {
   try {
-    return (await fsp.readFile(file, 'utf8')).split('\n');
+    return readFileSync(file, 'utf8').split('\n');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;

@@ -2,15 +2,22 @@ import type { z } from 'zod';
 import { formatIssues } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
 import { readFileNoFollow } from './fs-atomic.js';
+import { cachedParse, keepParse } from './parse-cache.js';
 
 // Reads a versioned JSON state file through O_NOFOLLOW: null when absent; a file that
 // is unreadable, not JSON, from a newer steward or invalid throws STATE_INVALID naming it.
-export async function readVersionedJson<T>(file: string, version: number, schema: z.ZodType<T>, maxBytes = 4 * 1024 * 1024): Promise<T | null> {
+// `keep`: the check of an unchanged text is kept (parse-cache.ts), for the small files read
+// on every supervisor pass; big or rarely read files (receipts, an agent's outbox) keep nothing.
+export async function readVersionedJson<T>(file: string, version: number, schema: z.ZodType<T>, maxBytes = 4 * 1024 * 1024, keep = false): Promise<T | null> {
   let json: unknown;
+  let text: string;
   try {
     const raw = await readFileNoFollow(file, maxBytes);
     if (raw === null) return null;
-    json = JSON.parse(raw.toString('utf8'));
+    text = raw.toString('utf8');
+    const same = keep ? cachedParse(schema, file, text) : undefined;
+    if (same !== undefined) return same;
+    json = JSON.parse(text);
   } catch (err) {
     throw new StewardError('STATE_INVALID', `${file}: ${(err as Error).message}`, { cause: err });
   }
@@ -20,5 +27,6 @@ export async function readVersionedJson<T>(file: string, version: number, schema
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) throw new StewardError('STATE_INVALID', `${file}: ${formatIssues(parsed.error.issues)}`);
+  if (keep) keepParse(schema, file, text, parsed.data);
   return parsed.data;
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants as C, promises as fsp, readFileSync } from 'node:fs';
+import { closeSync, constants as C, fstatSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
@@ -13,7 +13,7 @@ import {
 } from '../../platform/proc-identity.js';
 import { buildAppEnv } from './app-env.js';
 import { readProcStat, stopProcessGroup } from './process-group.js';
-import { prepareStateDir } from './state-dir.js';
+import { prepareStateDirSync } from './state-dir.js';
 import type { AppRunner, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 
 const debug = logger('helper:runner');
@@ -45,40 +45,44 @@ async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions): Promis
   if (spec.runAs && !opts.isRoot && spec.runAs.uid !== process.getuid?.()) {
     throw new StewardError('CONFIG_INVALID', `cannot start ${what}: it runs as ${spec.runAs.name} but the helper is not root`);
   }
-  // Three independent preparations, issued together (a respawn waits on them); their errors are
-  // reported in this order, and an opened log is closed whatever happens.
-  const cwdP = checkCwd(spec.cwd, what);
-  const logP = openLog(spec.logFile, what);
-  const stateP = prepareStateDir(spec, opts.isRoot, what);
-  const settled = await Promise.allSettled([cwdP, logP, stateP]);
-  const log = settled[1].status === 'fulfilled' ? settled[1].value : null;
+  // The preparations are synchronous local metadata calls (stat, mkdir, open, fchown), a few
+  // microseconds each. Every start waits on them, a respawn's included: as async calls each was
+  // a round trip through libuv's thread pool, 0.1-0.5 ms apiece and far more on a loaded host,
+  // which made up most of the time from an exit to its replacement (issue 8 row 4).
+  checkCwd(spec.cwd, what);
+  const logFd = openLog(spec.logFile, what);
   try {
-    for (const r of settled) if (r.status === 'rejected') throw r.reason;
-    return await spawnApp(spec, (log as fsp.FileHandle).fd, opts.clock, what);
+    prepareStateDirSync(spec, opts.isRoot, what);
+    return await spawnApp(spec, logFd, opts.clock, what);
   } finally {
     // The child holds its own copies of the fd; the helper keeps none (DESIGN §5).
-    await log?.close();
+    closeSync(logFd);
   }
 }
 
-async function checkCwd(cwd: string, what: string): Promise<void> {
-  const st = await fsp.stat(cwd).catch(() => null);
-  if (!st?.isDirectory()) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the folder ${cwd} does not exist`);
+function checkCwd(cwd: string, what: string): void {
+  let dir = false;
+  try {
+    dir = statSync(cwd).isDirectory();
+  } catch {
+    // gone or unreadable: refused below
+  }
+  if (!dir) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the folder ${cwd} does not exist`);
 }
 
 // Opens the log for append. O_NOFOLLOW: a symlink planted at the log path must not redirect
 // root's writes; O_NONBLOCK: a FIFO there must not hang the helper (it is refused below).
-async function openLog(file: string, what: string): Promise<fsp.FileHandle> {
+function openLog(file: string, what: string): number {
   try {
-    await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o750 });
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o750 });
     const flags = C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_NOFOLLOW | C.O_NONBLOCK;
-    const h = await fsp.open(file, flags, 0o640);
-    const st = await h.stat();
+    const fd = openSync(file, flags, 0o640);
+    const st = fstatSync(fd);
     if (!st.isFile() || st.nlink !== 1) {
-      await h.close();
+      closeSync(fd);
       throw new Error('not a regular file with a single link');
     }
-    return h;
+    return fd;
   } catch (err) {
     throw toStewardError(err, 'IO_ERROR', `cannot start ${what}: log file ${file}`);
   }

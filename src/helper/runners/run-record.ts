@@ -5,7 +5,7 @@ import { readVersionedJson } from '../../platform/versioned-file.js';
 
 // Reads supervisor/<app>.json; null when absent. Invalid or newer files are refused.
 export async function readRunRecord(paths: HostPaths, app: string): Promise<RunRecord | null> {
-  return readVersionedJson(supervisorFile(paths, app), RUN_RECORD_SCHEMA_VERSION, runRecordSchema, 64 * 1024);
+  return readVersionedJson(supervisorFile(paths, app), RUN_RECORD_SCHEMA_VERSION, runRecordSchema, 64 * 1024, true);
 }
 
 // Writes supervisor/<app>.json with the atomic file replace (0600).

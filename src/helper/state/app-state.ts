@@ -7,7 +7,7 @@ import { readVersionedJson } from '../../platform/versioned-file.js';
 // Reads state/<app>.json; a missing file is the empty state. A file from a newer
 // steward or one that does not validate is refused (STATE_INVALID), never guessed at.
 export async function readAppState(paths: HostPaths, app: string): Promise<AppState> {
-  return (await readVersionedJson(stateFile(paths, app), APP_STATE_SCHEMA_VERSION, appStateSchema, 1024 * 1024)) ?? emptyAppState();
+  return (await readVersionedJson(stateFile(paths, app), APP_STATE_SCHEMA_VERSION, appStateSchema, 1024 * 1024, true)) ?? emptyAppState();
 }
 
 // Writes state/<app>.json with the atomic file replace (mode 0600).

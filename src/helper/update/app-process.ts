@@ -1,9 +1,11 @@
-import { promises as fsp } from 'node:fs';
+import { statSync } from 'node:fs';
 import { requireApp } from '../config.js';
 import path from 'node:path';
 import { StewardError } from '../../core/errors.js';
 import { appLogFile, versionDir } from '../../core/paths.js';
-import type { ReleaseFile } from '../../core/release-schemas.js';
+import { RELEASE_FILE_NAME, releaseFileSchema, type ReleaseFile } from '../../core/release-schemas.js';
+import { readFileNoFollow } from '../../platform/fs-atomic.js';
+import { cachedParse, keepParse } from '../../platform/parse-cache.js';
 import { logger } from '../../platform/log.js';
 import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
 import type { StartedProcess } from '../runners/runner.js';
@@ -16,10 +18,31 @@ import { decide, initialSupervisorState, type Observation, type RestartPolicy, t
 
 const log = logger('helper:update');
 
-// The release file of a staged version (checked again: it is read as root).
+// The release file of a staged version (checked again: it is read as root). The file is read
+// on every start; when its text is the one a full check already passed (same tree, same
+// runner), that check's answer is reused (parse-cache.ts): a respawn waits on this, and the
+// schema check was most of it (issue 8 row 4). A text is kept only when the file read the same
+// before and after the check, so the kept answer is the one of those very bytes.
 export async function readReleaseOf(ctx: UpdateContext, app: string, version: string): Promise<ReleaseFile> {
   const appConfig = requireApp(ctx.config, app);
-  return checkReleaseFile(versionDir(ctx.paths, app, version), { app, version, appConfig });
+  const tree = versionDir(ctx.paths, app, version);
+  const file = path.join(tree, RELEASE_FILE_NAME);
+  const key = `${file}\0${appConfig.runner}`;
+  const before = await readReleaseText(file);
+  const same = before === null ? undefined : cachedParse(releaseFileSchema, key, before);
+  if (same !== undefined) return same;
+  const rf = await checkReleaseFile(tree, { app, version, appConfig });
+  if (before !== null && (await readReleaseText(file)) === before) keepParse(releaseFileSchema, key, before, rf);
+  return rf;
+}
+
+// The release file's text, or null when it cannot be read (checkReleaseFile then says why).
+async function readReleaseText(file: string): Promise<string | null> {
+  try {
+    return (await readFileNoFollow(file, 64 * 1024))?.toString('utf8') ?? null;
+  } catch {
+    return null;
+  }
 }
 
 // The probe of a release: its health block, or "stays up for 5 s" without one.
@@ -58,14 +81,12 @@ export async function startVersion(
   const cfg = ctx.config.apps[app];
   if (cfg?.runner === 'unit') return startUnitApp(ctx, app, version, cfg.unit);
   const logFile = appLogFile(ctx.paths, app);
-  // Independent reads, issued together (a respawn waits on them), checked in order.
-  const [rfP, offsetP, runAsP] = [readReleaseOf(ctx, app, version), fsp.stat(logFile).then((s) => s.size, () => 0), ctx.runAs(app)];
-  offsetP.catch(() => {});
-  runAsP.catch(() => {});
-  const rf = await rfP;
+  // Every read here is synchronous local I/O (a respawn waits on them; see the process
+  // runner): the release file, the log's size and the account files.
+  const rf = await readReleaseOf(ctx, app, version);
   if (!rf.start) throw new StewardError('RELEASE_INVALID', `${app} ${version} has no start command`);
-  const logOffset = await offsetP;
-  const runAs = await runAsP;
+  const logOffset = logSize(logFile);
+  const runAs = await ctx.runAs(app);
   const proc = await ctx.runner.start({
     app,
     version,
@@ -92,6 +113,15 @@ export async function startVersion(
   log('started app=%s version=%s pid=%d cause=%s', app, version, proc.identity.pid, cause);
   ctx.onStarted?.(app, proc);
   return proc;
+}
+
+// Where the app's output starts for this process: the log's size now, 0 when there is none.
+function logSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
 }
 
 // Stops every process of the app: the recorded one, and any process still running from
