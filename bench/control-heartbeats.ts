@@ -6,7 +6,8 @@
 // The load generator runs in worker threads (bench/lib/http-load.ts): one thread of node:http
 // could not send faster than the server answered.
 //
-//   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--threads T] [--cpu-prof DIR]
+//   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--threads T] [--connections C]
+//     [--rates R1,R2,...] [--open-seconds S] [--p99-bound MS] [--cpu-prof DIR] [--server-bin PATH]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,7 +26,9 @@ import { median, parseBenchArgs, printRow, quantile } from './lib/row.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TARGET = 2000;
 
-const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound']);
+const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound', '--server-bin']);
+// Another build's bin/steward-control.js (an A/B against an earlier steward-control, same load).
+const SERVER_BIN = args.rest['server-bin'] ?? path.join(root, 'bin', 'steward-control.js');
 const NODES = Number(args.rest.nodes ?? (args.quick ? 40 : 500));
 const SECONDS = Number(args.rest.seconds ?? (args.quick ? 1 : 6));
 const RUNS = args.quick ? 1 : 3;
@@ -39,7 +42,7 @@ const MAX_PER_RUN = args.quick ? 4000 : 40_000;
 // Open loop (the row's figure, see bench/README.md): the offered rates tried in turn, each for
 // OPEN_SECONDS; a rate is sustained when every heartbeat offered is answered 200 and the p99
 // latency, from each heartbeat's scheduled time, stays within P99_BOUND_MS.
-const RATES = (args.rest.rates ?? (args.quick ? '200,400' : '1000,1500,2000,2500,3000')).split(',').map(Number);
+const RATES = (args.rest.rates ?? (args.quick ? '200,400' : '500,1000,1500,2000,2500,3000')).split(',').map(Number);
 if (RATES.some((r) => !(r > 0))) throw new Error('--rates takes positive numbers, e.g. 1000,2000');
 const OPEN_SECONDS = Number(args.rest['open-seconds'] ?? (args.quick ? 1 : 4));
 const P99_BOUND_MS = Number(args.rest['p99-bound'] ?? 100);
@@ -56,7 +59,7 @@ interface SimNode {
 // Starts `steward-control serve` on 127.0.0.1 port 0 as its own process and waits for its URL.
 async function startServer(db: string, profDir?: string): Promise<{ child: ChildProcess; url: string }> {
   const prof = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const child = spawn(process.execPath, [...prof, path.join(root, 'bin', 'steward-control.js'), '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0'], {
+  const child = spawn(process.execPath, [...prof, SERVER_BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Its log (one line per enrollment) is kept, the last part only, for a failure's message.
