@@ -116,7 +116,8 @@ test('the server connection runs synchronous=NORMAL and its fsync is an fdatasyn
   } finally {
     other.close();
   }
-  // Spy on the file handles the real syncer opens (fs.promises is one shared object).
+  // Spy on the file handles the real syncer opens (fs.promises is one shared object), on a server
+  // started with the spy in place.
   const opened: string[] = [];
   let datasyncs = 0;
   const realOpen = fs.promises.open;
@@ -127,13 +128,20 @@ test('the server connection runs synchronous=NORMAL and its fsync is an fdatasyn
     fh.datasync = async () => (datasyncs++, realDatasync());
     return fh;
   };
+  let wal = '';
   try {
-    const n = nodes[0]!;
-    const a = await n.heartbeat();
-    assert.equal(a.status, 200);
+    const ctl = await startControl();
+    try {
+      wal = walFileOf(ctl.store);
+      const n = await new FakeNode(ctl, 'spied').enroll();
+      n.setCurrent('web', '1.0.0');
+      assert.equal((await n.heartbeat()).status, 200);
+    } finally {
+      await ctl.close();
+    }
   } finally {
     fs.promises.open = realOpen;
   }
-  assert.ok(opened.includes(walFileOf(c.store)), `the WAL was opened to sync: ${opened.join(', ')}`);
-  assert.ok(datasyncs >= 1, 'and fdatasynced');
+  assert.deepEqual(opened.filter((f) => f === wal), [wal], `the WAL was opened once to sync: ${opened.join(', ')}`);
+  assert.ok(datasyncs >= 2, 'and fdatasynced for the enrollment and the heartbeat');
 });

@@ -109,7 +109,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         abort.abort();
-        server.close(() => resolve());
+        server.close(() => void commitSync.close().then(resolve, resolve));
         server.closeIdleConnections();
       })),
   };

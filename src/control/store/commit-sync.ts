@@ -32,6 +32,8 @@ export interface CommitSync {
   durable(): Promise<void>;
   // fsyncs started so far.
   syncs(): number;
+  // Closes the WAL's file handle (after the last durable()).
+  close(): Promise<void>;
 }
 
 // The WAL of the store's main database file (SQLite's default VFS names it so).
@@ -39,21 +41,18 @@ export function walFileOf(store: ControlStore): string {
   return `${store.file}-wal`;
 }
 
-// fdatasync of the file now at `file`. Opened by path each time: the one to sync is the WAL the
-// connection writes now, whatever happened to an earlier one.
-export async function fdatasyncPath(file: string): Promise<void> {
-  const fh = await fsp.open(file, 'r');
-  try {
-    await fh.datasync();
-  } finally {
-    await fh.close();
-  }
-}
-
 // Switches the store's connection to synchronous=NORMAL and returns the syncer that every
 // answer depending on a write must wait for. `sync` is a test seam (default: fdatasync the WAL).
 export function createCommitSync(store: ControlStore, opts: { sync?: () => Promise<void> } = {}): CommitSync {
-  const sync = opts.sync ?? (() => fdatasyncPath(walFileOf(store)));
+  // The WAL is opened once, at the first fsync (a commit has made it by then), and held: while
+  // this connection is open SQLite keeps writing that same file (it truncates it, never replaces
+  // it), and each fsync is then one thread-pool round trip, not three (open, fdatasync, close).
+  // An open that fails fails that fsync and, like any failed fsync, every one after it.
+  let wal: Promise<fsp.FileHandle> | null = null;
+  const sync = opts.sync ?? (async () => {
+    wal ??= fsp.open(walFileOf(store), 'r');
+    await (await wal).datasync();
+  });
   store.db.pragma('synchronous = NORMAL');
   let waiting: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
   let running = false;
@@ -90,5 +89,10 @@ export function createCommitSync(store: ControlStore, opts: { sync?: () => Promi
       });
     },
     syncs: () => count,
+    close: async () => {
+      const fh = await wal?.catch(() => null);
+      wal = null;
+      await fh?.close();
+    },
   };
 }
