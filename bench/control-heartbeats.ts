@@ -1,13 +1,15 @@
 // Row 7 of issue 8: verified heartbeats per second through `steward-control serve` (SQLite), from
-// many simulated nodes with real Ed25519 keys over loopback, with p50/p99 latency. The peer, in
-// the same run and through the same server, connections and client: a trivial request the server
-// answers without a body, a store or a signature (GET of an unknown path, a 404). See bench/README.md.
+// many simulated nodes with real Ed25519 keys over loopback, with p50/p99 latency. The row is the
+// open loop (the fleet's model: arrivals at their own times, a fresh connection each); the closed
+// loop is printed beside it, with its peer, in the same run and through the same server,
+// connections and client: a trivial request the server answers without a body, a store or a
+// signature (GET of an unknown path, a 404). See bench/README.md.
 //
 // The load generator runs in worker threads (bench/lib/http-load.ts): one thread of node:http
 // could not send faster than the server answered.
 //
 //   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--threads T] [--connections C]
-//     [--rates R1,R2,...] [--open-seconds S] [--p99-bound MS] [--cpu-prof DIR] [--server-bin PATH]
+//     [--rates R1,R2,...] [--open-seconds S] [--p99-bound MS] [--keep-alive yes] [--cpu-prof DIR] [--server-bin PATH]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +28,10 @@ import { median, parseBenchArgs, printRow, quantile } from './lib/row.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TARGET = 2000;
 
-const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound', '--server-bin']);
+const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound', '--server-bin', '--keep-alive']);
+// `--keep-alive yes`: the open loop sends on pooled keep-alive connections, not a fresh one per
+// heartbeat (a what-if: agents that kept their connection; not the row's model).
+const KEEP_ALIVE = args.rest['keep-alive'] === 'yes';
 // Another build's bin/steward-control.js (an A/B against an earlier steward-control, same load).
 const SERVER_BIN = args.rest['server-bin'] ?? path.join(root, 'bin', 'steward-control.js');
 const NODES = Number(args.rest.nodes ?? (args.quick ? 40 : 500));
@@ -225,7 +230,7 @@ async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: s
   const cpu0 = cpuSecondsOf(pid);
   const mono0 = process.hrtime.bigint();
   const t0 = performance.now();
-  const r = await pool.runOpen(server.url, sends, 200, OPEN_TIMEOUT_MS);
+  const r = await pool.runOpen(server.url, sends, 200, OPEN_TIMEOUT_MS, KEEP_ALIVE);
   const wall = (performance.now() - t0) / 1000;
   phaseWindows.push({ okStatus: 200, seconds, ok: r.ok, startUs: Number(mono0 / 1000n), endUs: Number(process.hrtime.bigint() / 1000n), open: rate });
   const p99 = quantile(r.latencies, 0.99);
@@ -313,7 +318,7 @@ async function main(): Promise<void> {
     const atTarget = sweeps.map((steps) => steps.find((st) => st.rate === TARGET)).filter((st): st is OpenStep => st !== undefined);
     printRow({
       row: '7',
-      what: `steward-control verified heartbeats/s sustained open-loop (Poisson arrivals, a fresh connection each, as agents send; p99 <= ${P99_BOUND_MS} ms, no errors), ${NODES} enrolled nodes, rates ${RATES.join('/')} for ${OPEN_SECONDS} s each`,
+      what: `steward-control verified heartbeats/s sustained open-loop (Poisson arrivals, ${KEEP_ALIVE ? 'pooled keep-alive connections (what-if, not the fleet)' : 'a fresh connection each, as agents send'}; p99 <= ${P99_BOUND_MS} ms, no errors), ${NODES} enrolled nodes, rates ${RATES.join('/')} for ${OPEN_SECONDS} s each`,
       steward: median(sustained), peer: null, ratio: null,
       target: `>= ${TARGET}/s`, met: median(sustained) >= TARGET, unit: '/s', runs: RUNS, min: Math.min(...sustained), max: Math.max(...sustained),
       notes: `per sweep: ${sweeps.map((steps, i) => `[${i + 1}] ${steps.map(stepText).join('; ')}`).join(' | ')}; closed loop beside it (row 7 closed): ${Math.round(closed)}/s; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`,

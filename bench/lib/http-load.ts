@@ -47,6 +47,9 @@ interface OpenJob {
   okStatus: number;
   // An answer not complete this long after its send counts as an error (status 0).
   timeoutMs: number;
+  // Send on pooled keep-alive connections instead of a fresh one each (what-if: agents that
+  // kept their connection).
+  keepAlive: boolean;
 }
 
 interface WorkerReport {
@@ -100,6 +103,7 @@ async function runJob(job: WorkerJob, deadline: number): Promise<WorkerReport> {
 // Sends each request of an open-loop job at `start + at` on its own connection, and reports what
 // came back once every answer is in (or timed out). Status 0: no answer (error or timeout).
 async function runOpenJob(job: OpenJob, start: number): Promise<WorkerReport> {
+  const agent = job.keepAlive ? new http.Agent({ keepAlive: true }) : false;
   const latencies: number[] = [];
   const errors = new Map<number, number>();
   let ok = 0;
@@ -125,7 +129,7 @@ async function runOpenJob(job: OpenJob, start: number): Promise<WorkerReport> {
         resolve();
       };
       const headers = r.body ? { 'content-type': 'application/json', 'content-length': r.body.length } : {};
-      const req = http.request(job.url + r.p, { method: r.method, agent: false, headers }, (res) => {
+      const req = http.request(job.url + r.p, { method: r.method, agent, headers }, (res) => {
         res.on('data', () => {});
         res.on('end', () => done(res.statusCode ?? 0));
         res.on('error', () => done(0));
@@ -142,6 +146,7 @@ async function runOpenJob(job: OpenJob, start: number): Promise<WorkerReport> {
     if (i < job.sends.length) await new Promise((r) => setTimeout(r, Math.max(0, start + job.sends[i]!.at - wallNow())));
   }
   await Promise.all(pending);
+  if (agent) agent.destroy();
   return { ok, errors: [...errors], latencies, start, end: last, lags };
 }
 
@@ -168,7 +173,7 @@ export interface LoadPool {
   // Open loop: sends every request at its time (ms from the start, ascending), dealt to the
   // workers in turn; waits for every answer. perSecond: answers with `okStatus` per second from
   // the start to the last answer.
-  runOpen(url: string, sends: TimedRequest[], okStatus: number, timeoutMs: number): Promise<LoadResult>;
+  runOpen(url: string, sends: TimedRequest[], okStatus: number, timeoutMs: number, keepAlive?: boolean): Promise<LoadResult>;
   close(): Promise<void>;
 }
 
@@ -216,8 +221,8 @@ export function startLoadPool(threads: number): LoadPool {
     run: (url, lanes, seconds, okStatus) =>
       phase(workers.map((_, i) => ({ url, lanes: lanes.filter((_, l) => l % workers.length === i), okStatus })), () => wallNow() + seconds * 1000),
     // Why a start 20 ms ahead: every worker gets the message before its first send is due.
-    runOpen: (url, sends, okStatus, timeoutMs) =>
-      phase(workers.map((_, i) => ({ open: true, url, sends: sends.filter((_, k) => k % workers.length === i), okStatus, timeoutMs })), () => wallNow() + 20),
+    runOpen: (url, sends, okStatus, timeoutMs, keepAlive = false) =>
+      phase(workers.map((_, i) => ({ open: true, url, sends: sends.filter((_, k) => k % workers.length === i), okStatus, timeoutMs, keepAlive })), () => wallNow() + 20),
     close: async () => {
       await Promise.all(workers.map((w) => w.terminate()));
     },
