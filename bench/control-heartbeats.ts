@@ -1,15 +1,18 @@
 // Row 7 of issue 8: verified heartbeats per second through `steward-control serve` (SQLite), from
-// many simulated nodes with real Ed25519 keys over loopback, with p50/p99 latency. The peer, in
-// the same run and through the same server, connections and client: a trivial request the server
-// answers without a body, a store or a signature (GET of an unknown path, a 404). See bench/README.md.
+// many simulated nodes with real Ed25519 keys over loopback, with p50/p99 latency. The row is the
+// open loop (the fleet's model: arrivals at their own times, a fresh connection each); the closed
+// loop is printed beside it, with its peer, in the same run and through the same server,
+// connections and client: a trivial request the server answers without a body, a store or a
+// signature (GET of an unknown path, a 404). See bench/README.md.
 //
 // The load generator runs in worker threads (bench/lib/http-load.ts): one thread of node:http
 // could not send faster than the server answered.
 //
-//   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--threads T] [--cpu-prof DIR]
+//   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--threads T] [--connections C]
+//     [--rates R1,R2,...] [--open-seconds S] [--p99-bound MS] [--keep-alive yes] [--cpu-prof DIR] [--server-bin PATH]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,13 +22,18 @@ import { ENROLL_PATH, HEARTBEAT_PATH } from '../src/core/control-api.js';
 import { openStore } from '../src/control/store/open-store.js';
 import { createToken } from '../src/control/store/tokens.js';
 import { DOMAINS, signEnvelope } from '../src/platform/keys.js';
-import { startLoadPool, type LoadPool, type LoadRequest } from './lib/http-load.js';
+import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } from './lib/http-load.js';
 import { median, parseBenchArgs, printRow, quantile } from './lib/row.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TARGET = 2000;
 
-const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof']);
+const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound', '--server-bin', '--keep-alive']);
+// `--keep-alive yes`: the open loop sends on pooled keep-alive connections, not a fresh one per
+// heartbeat (a what-if: agents that kept their connection; not the row's model).
+const KEEP_ALIVE = args.rest['keep-alive'] === 'yes';
+// Another build's bin/steward-control.js (an A/B against an earlier steward-control, same load).
+const SERVER_BIN = args.rest['server-bin'] ?? path.join(root, 'bin', 'steward-control.js');
 const NODES = Number(args.rest.nodes ?? (args.quick ? 40 : 500));
 const SECONDS = Number(args.rest.seconds ?? (args.quick ? 1 : 6));
 const RUNS = args.quick ? 1 : 3;
@@ -36,6 +44,16 @@ const LANES = Math.min(Number(args.rest.connections ?? 32), NODES);
 if (!Number.isInteger(LANES) || LANES < 1) throw new Error(`--connections must be a positive integer`);
 // A bound on the requests of one timed phase whatever the server's speed.
 const MAX_PER_RUN = args.quick ? 4000 : 40_000;
+// Open loop (the row's figure, see bench/README.md): the offered rates tried in turn, each for
+// OPEN_SECONDS; a rate is sustained when every heartbeat offered is answered 200 and the p99
+// latency, from each heartbeat's scheduled time, stays within P99_BOUND_MS.
+const RATES = (args.rest.rates ?? (args.quick ? '200,400' : '500,1000,1500,2000,2500,3000')).split(',').map(Number);
+if (RATES.some((r) => !(r > 0))) throw new Error('--rates takes positive numbers, e.g. 1000,2000');
+const OPEN_SECONDS = Number(args.rest['open-seconds'] ?? (args.quick ? 1 : 4));
+const P99_BOUND_MS = Number(args.rest['p99-bound'] ?? 100);
+// An open-loop answer not complete within this counts as an error (the agent waits 30 s; a
+// phase would then never end).
+const OPEN_TIMEOUT_MS = 10_000;
 
 interface SimNode {
   nodeId: string;
@@ -46,7 +64,7 @@ interface SimNode {
 // Starts `steward-control serve` on 127.0.0.1 port 0 as its own process and waits for its URL.
 async function startServer(db: string, profDir?: string): Promise<{ child: ChildProcess; url: string }> {
   const prof = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const child = spawn(process.execPath, [...prof, path.join(root, 'bin', 'steward-control.js'), '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0'], {
+  const child = spawn(process.execPath, [...prof, SERVER_BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Its log (one line per enrollment) is kept, the last part only, for a failure's message.
@@ -142,12 +160,19 @@ async function runPhase(pool: LoadPool, server: { child: ChildProcess; url: stri
   const cpu0 = cpuSecondsOf(pid);
   const wait0 = runQueueWaitOf(pid);
   const t0 = performance.now();
+  const mono0 = process.hrtime.bigint();
   const r = await pool.run(server.url, lanes, seconds, okStatus);
+  phaseWindows.push({ okStatus, seconds, ok: r.ok, startUs: Number(mono0 / 1000n), endUs: Number(process.hrtime.bigint() / 1000n) });
   const wall = (performance.now() - t0) / 1000;
   const serverCpu = (cpuSecondsOf(pid) - cpu0) / wall;
   const serverWait = (runQueueWaitOf(pid) - wait0) / 1e9 / wall;
   return { ok: r.ok, errors: r.errors, perSecond: r.perSecond, p50: quantile(r.latencies, 0.5), p99: quantile(r.latencies, 0.99), serverCpu, serverWait, clientCpu: r.clientCpu };
 }
+
+// Each phase's window on CLOCK_MONOTONIC in microseconds, the clock of a V8 CPU profile's
+// timestamps: with --cpu-prof they are written beside the profile (phases.json), so the server's
+// profile can be cut to the heartbeat phases alone (bench/lib/profile-summary.ts).
+const phaseWindows: Array<{ okStatus: number; seconds: number; ok: number; startUs: number; endUs: number; open?: number }> = [];
 
 // Signs this run's heartbeats before the clock starts, so the load generator only sends.
 function heartbeatQueues(nodes: SimNode[]): LoadRequest[][] {
@@ -158,6 +183,73 @@ function heartbeatQueues(nodes: SimNode[]): LoadRequest[][] {
     for (let round = 0; round < perNode; round++) for (const n of mine) lanes.push({ p: HEARTBEAT_PATH, method: 'POST', body: heartbeatBody(n) });
     return lanes;
   });
+}
+
+// A seeded PRNG (mulberry32): every run offers the same arrival times.
+function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// An open-loop phase's heartbeats at `rate`/s for `seconds`: Poisson arrivals (the sum of many
+// agents each on its own jittered 30 s timer), the nodes in turn, so a node's next heartbeat
+// comes NODES arrivals after its last, signed now, before the clock starts.
+function openSchedule(nodes: SimNode[], rate: number, seconds: number, seed: number): TimedRequest[] {
+  const rand = prng(seed);
+  const out: TimedRequest[] = [];
+  for (let t = 0, k = 0; ; k++) {
+    t += (-Math.log(1 - rand()) * 1000) / rate;
+    if (t >= seconds * 1000) return out;
+    out.push({ at: t, p: HEARTBEAT_PATH, method: 'POST', body: heartbeatBody(nodes[k % nodes.length]!) });
+  }
+}
+
+interface OpenStep {
+  rate: number;
+  offered: number;
+  ok: number;
+  errors: Map<number, number>;
+  achieved: number;
+  p50: number;
+  p99: number;
+  // p99 of how late the generator sent a heartbeat after its scheduled time (part of p99 above).
+  lagP99: number;
+  serverCpu: number;
+  clientCpu: number;
+  sustained: boolean;
+}
+
+// One open-loop step: offers `rate`/s and waits for every answer.
+async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: string }, nodes: SimNode[], rate: number, seed: number, seconds = OPEN_SECONDS): Promise<OpenStep> {
+  const sends = openSchedule(nodes, rate, seconds, seed);
+  const pid = server.child.pid!;
+  const cpu0 = cpuSecondsOf(pid);
+  const mono0 = process.hrtime.bigint();
+  const t0 = performance.now();
+  const r = await pool.runOpen(server.url, sends, 200, OPEN_TIMEOUT_MS, KEEP_ALIVE);
+  const wall = (performance.now() - t0) / 1000;
+  phaseWindows.push({ okStatus: 200, seconds, ok: r.ok, startUs: Number(mono0 / 1000n), endUs: Number(process.hrtime.bigint() / 1000n), open: rate });
+  const p99 = quantile(r.latencies, 0.99);
+  return {
+    rate, offered: sends.length / seconds, ok: r.ok, errors: r.errors, achieved: r.perSecond,
+    p50: quantile(r.latencies, 0.5), p99, lagP99: quantile(r.lags, 0.99), serverCpu: (cpuSecondsOf(pid) - cpu0) / wall, clientCpu: r.clientCpu,
+    sustained: r.ok === sends.length && r.errors.size === 0 && p99 <= P99_BOUND_MS,
+  };
+}
+
+// The rates in turn, up to the first one not sustained (past it the server only falls further behind).
+async function openSweep(pool: LoadPool, server: { child: ChildProcess; url: string }, nodes: SimNode[], run: number): Promise<OpenStep[]> {
+  const steps: OpenStep[] = [];
+  for (const [i, rate] of RATES.entries()) {
+    const step = await runOpenStep(pool, server, nodes, rate, 1 + run * 100 + i);
+    steps.push(step);
+    if (!step.sustained) break;
+  }
+  return steps;
 }
 
 function trivialQueues(): LoadRequest[][] {
@@ -200,22 +292,52 @@ async function main(): Promise<void> {
     // Warm-up: a short phase of each, not counted.
     await runPhase(pool, server, heartbeatQueues(nodes), 0.3, 200);
     await runPhase(pool, server, trivialQueues(), 0.3, 404);
+    // And of the open loop (fresh connections, another path through both sides), at the lowest
+    // rate; without it the first sweep's first step paid for the warm-up, seconds of p99 here.
+    await runOpenStep(pool, server, nodes, RATES[0]!, 0, 1);
+    phaseWindows.length = 0;
+    const sweeps: OpenStep[][] = [];
     for (let r = 0; r < RUNS; r++) {
+      sweeps.push(await openSweep(pool, server, nodes, r));
       hb.push(await runPhase(pool, server, heartbeatQueues(nodes), SECONDS, 200));
       trivial.push(await runPhase(pool, server, trivialQueues(), SECONDS, 404));
     }
+    if (args.rest['cpu-prof']) writeFileSync(path.join(args.rest['cpu-prof'], `phases-${server.child.pid}.json`), JSON.stringify(phaseWindows));
     const verifyRate = rawVerifyRate(nodes[0]!, args.quick ? 0.2 : 1);
     const rates = hb.map((p) => p.perSecond);
     const ratios = hb.map((p, i) => p.perSecond / trivial[i]!.perSecond);
     const errs = new Map<number, number>();
     for (const p of hb) for (const [s, c] of p.errors) errs.set(s, (errs.get(s) ?? 0) + c);
     const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-    const steward = median(rates);
+    const closed = median(rates);
+    // Open loop: per sweep, the highest rate sustained (0 when not even the first was).
+    const sustained = sweeps.map((steps) => Math.max(0, ...steps.filter((st) => st.sustained).map((st) => st.rate)));
+    const stepText = (st: OpenStep) =>
+      `${st.rate}/s: ${Math.round(st.achieved)}/s answered, p50 ${st.p50.toFixed(1)} p99 ${st.p99.toFixed(1)} ms, send lag p99 ${st.lagP99.toFixed(1)} ms, server ${Math.round((st.serverCpu / Math.max(1, st.achieved)) * 1e6)} us/hb, client ${st.clientCpu.toFixed(2)} cores` +
+      `${st.errors.size ? `, errors ${errorText(st.errors)}` : ''}${st.ok < Math.round(st.offered * OPEN_SECONDS) ? `, ${st.ok} of ${Math.round(st.offered * OPEN_SECONDS)} ok` : ''}${st.sustained ? '' : ' (not sustained)'}`;
+    const atTarget = sweeps.map((steps) => steps.find((st) => st.rate === TARGET)).filter((st): st is OpenStep => st !== undefined);
     printRow({
       row: '7',
-      what: `steward-control verified heartbeats/s, ${NODES} enrolled nodes, ${LANES} keep-alive connections from ${THREADS} load threads, ${SECONDS} s per run`,
-      steward, peer: median(trivial.map((p) => p.perSecond)), ratio: median(ratios),
-      target: `>= ${TARGET}/s`, met: steward >= TARGET && errs.size === 0, unit: '/s', runs: RUNS, min: Math.min(...rates), max: Math.max(...rates),
+      what: `steward-control verified heartbeats/s sustained open-loop (Poisson arrivals, ${KEEP_ALIVE ? 'pooled keep-alive connections (what-if, not the fleet)' : 'a fresh connection each, as agents send'}; p99 <= ${P99_BOUND_MS} ms, no errors), ${NODES} enrolled nodes, rates ${RATES.join('/')} for ${OPEN_SECONDS} s each`,
+      steward: median(sustained), peer: null, ratio: null,
+      target: `>= ${TARGET}/s`, met: median(sustained) >= TARGET, unit: '/s', runs: RUNS, min: Math.min(...sustained), max: Math.max(...sustained),
+      notes: `per sweep: ${sweeps.map((steps, i) => `[${i + 1}] ${steps.map(stepText).join('; ')}`).join(' | ')}; closed loop beside it (row 7 closed): ${Math.round(closed)}/s; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`,
+    }, args.json);
+    if (atTarget.length) {
+      const p99s = atTarget.map((st) => st.p99);
+      printRow({
+        row: '7 p99',
+        what: `steward-control heartbeat p99 latency offered ${TARGET}/s open-loop, from the scheduled send (p50 ${median(atTarget.map((st) => st.p50)).toFixed(2)} ms)`,
+        steward: median(p99s), peer: null, ratio: null, target: `<= ${P99_BOUND_MS} ms`, met: median(p99s) <= P99_BOUND_MS, unit: 'ms',
+        runs: atTarget.length, min: Math.min(...p99s), max: Math.max(...p99s),
+        notes: `server CPU ${Math.round(median(atTarget.map((st) => (st.serverCpu / Math.max(1, st.achieved)) * 1e6)))} us a heartbeat at ${TARGET}/s offered`,
+      }, args.json);
+    }
+    printRow({
+      row: '7 closed',
+      what: `steward-control verified heartbeats/s closed-loop (each of ${LANES} keep-alive connections sends again as soon as answered), ${NODES} enrolled nodes, ${THREADS} load threads, ${SECONDS} s per run`,
+      steward: closed, peer: median(trivial.map((p) => p.perSecond)), ratio: median(ratios),
+      target: 'none (reported beside row 7)', met: errs.size === 0, unit: '/s', runs: RUNS, min: Math.min(...rates), max: Math.max(...rates),
       notes: `peer: the same server answering GET of an unknown path (404); raw Ed25519 verify ${Math.round(verifyRate)}/s on one core of the load generator; ` +
         `enrollment ${Math.round(enrollRate)}/s; CPU during the heartbeat runs (cores): server ${median(hb.map((p) => p.serverCpu)).toFixed(2)} ` +
         `(${Math.round(median(hb.map((p) => (p.serverCpu / p.perSecond) * 1e6)))} us a heartbeat; its main thread waited for a CPU ${median(hb.map((p) => p.serverWait)).toFixed(2)} s/s), ` +
@@ -223,8 +345,8 @@ async function main(): Promise<void> {
     }, args.json);
     const p99s = hb.map((p) => p.p99);
     printRow({
-      row: '7 p99',
-      what: `steward-control heartbeat p99 latency at full load (p50 ${median(hb.map((p) => p.p50)).toFixed(2)} ms)`,
+      row: '7 closed p99',
+      what: `steward-control heartbeat p99 latency closed-loop at full load (p50 ${median(hb.map((p) => p.p50)).toFixed(2)} ms)`,
       steward: median(p99s), peer: median(trivial.map((p) => p.p99)), ratio: median(hb.map((p, i) => p.p99 / trivial[i]!.p99)),
       target: 'none (reported)', met: true, unit: 'ms', runs: RUNS, min: Math.min(...p99s), max: Math.max(...p99s),
       notes: `peer: p99 of the trivial 404 at full load (p50 ${median(trivial.map((p) => p.p50)).toFixed(2)} ms); ${LANES} requests in flight`,

@@ -75,7 +75,8 @@ export function signEnvelope(domain: Domain, payload: unknown, privateKey: KeyOb
 
 const B64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 
-function strictBase64(s: string): Buffer | null {
+// The bytes of strict base64 text (canonical padding), or null.
+export function strictBase64(s: string): Buffer | null {
   if (s.length % 4 !== 0 || !B64_RE.test(s)) return null;
   const b = Buffer.from(s, 'base64');
   // Re-encoding must give the same text: no non-canonical padding bits.
@@ -89,17 +90,25 @@ export type OpenResult =
 // Verifies an envelope's signature over the decoded payload bytes, then parses them.
 // The bytes are verified before parsing and never re-canonicalized (DESIGN §6).
 export function openEnvelope(envelope: Envelope, domain: Domain, keys: ReadonlyMap<string, KeyObject>): OpenResult {
-  const key = keys.get(envelope.keyId);
-  if (!key) return { ok: false, reason: 'unknown-key' };
   const bytes = strictBase64(envelope.payload);
-  const sig = strictBase64(envelope.sig);
-  if (!bytes || !sig || sig.length !== 64) return { ok: false, reason: 'bad-encoding' };
-  if (!verify(null, signedBytes(domain, bytes), key, sig)) return { ok: false, reason: 'bad-signature' };
+  const checked = verifyEnvelopeBytes(envelope, bytes, domain, keys);
+  if (!checked.ok) return checked;
   try {
-    return { ok: true, payload: JSON.parse(bytes.toString('utf8')), bytes, keyId: envelope.keyId };
+    return { ok: true, payload: JSON.parse(checked.bytes.toString('utf8')), bytes: checked.bytes, keyId: envelope.keyId };
   } catch {
     return { ok: false, reason: 'bad-json' };
   }
+}
+
+// openEnvelope's checks before parsing, for a caller that decoded the payload already
+// (`bytes`: strictBase64(envelope.payload), null when it is not strict base64).
+export function verifyEnvelopeBytes(envelope: Envelope, bytes: Buffer | null, domain: Domain, keys: ReadonlyMap<string, KeyObject>): { ok: true; bytes: Buffer } | { ok: false; reason: 'unknown-key' | 'bad-signature' | 'bad-encoding' } {
+  const key = keys.get(envelope.keyId);
+  if (!key) return { ok: false, reason: 'unknown-key' };
+  const sig = strictBase64(envelope.sig);
+  if (!bytes || !sig || sig.length !== 64) return { ok: false, reason: 'bad-encoding' };
+  if (!verify(null, signedBytes(domain, bytes), key, sig)) return { ok: false, reason: 'bad-signature' };
+  return { ok: true, bytes };
 }
 
 const keyCache = new Map<string, { mtimeMs: number; size: number; key: KeyObject }>();

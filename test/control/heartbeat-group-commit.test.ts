@@ -3,6 +3,7 @@
 // by timing: bodies submitted in one turn of the event loop are one batch by construction.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { HEARTBEAT_PATH } from '../../src/core/control-api.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../../src/control/heartbeat/group-commit.js';
@@ -209,4 +210,30 @@ test('a node removed or re-keyed after its heartbeat was verified but before the
   } finally {
     await d.close();
   }
+});
+
+test('a node re-keyed by another process after its key was remembered: the new key is accepted, the old one refused', async () => {
+  const n = nodes[5]!;
+  assert.equal((await post(c.server.url, HEARTBEAT_PATH, n.body())).status, 200, 'the old key, remembered now');
+  // Another process (the CLI, a repair) changes the node's key in the store.
+  const other = new Database(c.dbFile);
+  const fresh = generateKeyPairSync('ed25519');
+  other.prepare('UPDATE nodes SET nodePublicKey = ? WHERE nodeId = ?').run(fresh.publicKey.export({ format: 'pem', type: 'spki' }).toString(), n.nodeId);
+  other.close();
+  const byNew = await post(c.server.url, HEARTBEAT_PATH, n.body({}, fresh.privateKey));
+  assert.equal(byNew.status, 200, JSON.stringify(byNew.body));
+  const byOld = await post(c.server.url, HEARTBEAT_PATH, n.body());
+  assert.equal(byOld.status, 401, JSON.stringify(byOld.body));
+  assert.equal(byOld.body.error.code, 'BAD_SIGNATURE');
+});
+
+test('a node removed by another process after its key was remembered is refused as unknown', async () => {
+  const n = nodes[6]!;
+  assert.equal((await post(c.server.url, HEARTBEAT_PATH, n.body())).status, 200);
+  const other = new Database(c.dbFile);
+  other.prepare('DELETE FROM nodes WHERE nodeId = ?').run(n.nodeId);
+  other.close();
+  const after = await post(c.server.url, HEARTBEAT_PATH, n.body());
+  assert.equal(after.status, 401, JSON.stringify(after.body));
+  assert.equal(after.body.error.code, 'UNKNOWN_NODE');
 });

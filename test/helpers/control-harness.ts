@@ -12,6 +12,7 @@ import type { Clock } from '../../src/platform/clock.js';
 import { DOMAINS, generateKeyPair, signEnvelope } from '../../src/platform/keys.js';
 import { addRelease } from '../../src/control/catalog/add-release.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
+import type { CommitSync } from '../../src/control/store/commit-sync.js';
 import { openStore, type ControlStore } from '../../src/control/store/open-store.js';
 import { createToken } from '../../src/control/store/tokens.js';
 
@@ -55,14 +56,15 @@ export interface Control {
 }
 
 // Starts a control plane with a fresh database.
-export async function startControl(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch'] } = {}): Promise<Control> {
+// `commitSync`: makes the server's fsync seam from the store (default: the real one).
+export async function startControl(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; commitSync?: (store: ControlStore) => CommitSync } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const store = openStore(dbFile);
   const clock = new FakeClock();
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   store.db.prepare(`INSERT INTO settings (key, value) VALUES ('heartbeatSeconds', ?)`).run(String(heartbeatSeconds));
-  const server = await startControlServer({ store, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });
+  const server = await startControlServer({ store, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, commitSync: opts.commitSync?.(store) });
   const releaseKey = generateKeyPair();
   return {
     dir,

@@ -16,11 +16,33 @@ import { readNode, readNodeKey, recordHeartbeat } from '../store/nodes.js';
 import type { ControlStore } from '../store/open-store.js';
 import { insertReceipt, storedReceiptEnvelope } from '../store/receipts.js';
 import { attemptById } from '../store/runs.js';
-import { createKeyCache } from './node-key-cache.js';
+import { createKeyCache, NODE_KEY_CACHE_SIZE } from './node-key-cache.js';
 import { ackedSeqs, checkHeartbeat, openHeartbeat, verifyHeartbeat, type HeartbeatRejection, type KnownNode } from './verify-heartbeat.js';
 
 const log = logger('control:heartbeat');
 const nodeKeys = createKeyCache();
+
+// Each store's node key PEMs by nodeId, as last read, so that the check before the transaction
+// does not query the store for every heartbeat (an SQLite read outside a transaction takes and
+// drops the WAL read lock each time). Only a fresh read may reject: a remembered key that does
+// not verify is read again (the node may have been re-keyed by another process), and the check
+// inside the transaction compares the PEM with the store's, so a removed or re-keyed node is
+// judged as the store holds it then. The same bound as the key cache (~150 bytes a PEM).
+const nodePems = new WeakMap<ControlStore, Map<string, string>>();
+
+function pemsOf(store: ControlStore): Map<string, string> {
+  let m = nodePems.get(store);
+  if (!m) nodePems.set(store, (m = new Map()));
+  return m;
+}
+
+function rememberPem(store: ControlStore, nodeId: string, pem: string | null): void {
+  const m = pemsOf(store);
+  m.delete(nodeId);
+  if (pem === null) return;
+  if (m.size >= NODE_KEY_CACHE_SIZE) m.delete(m.keys().next().value as string);
+  m.set(nodeId, pem);
+}
 
 // A node's parsed key, or null when the store holds an unparsable one (the node is then unknown).
 function parseNodeKey(nodeId: string, pem: string): KeyObject | null {
@@ -77,13 +99,24 @@ export interface OpenedHeartbeatBody {
 // answer is final and changes nothing.
 export function openHeartbeatBody(store: ControlStore, body: Buffer): OpenedHeartbeatBody | { ok: false; answer: Answer } {
   let nodeKeyPem = '';
-  const opened = openHeartbeat(body, (nodeId) => {
-    const pem = readNodeKey(store, nodeId);
-    const nodeKey = pem === null ? null : parseNodeKey(nodeId, pem);
+  let remembered = false;
+  const lookup = (fresh: boolean) => (nodeId: string) => {
+    let pem = fresh ? undefined : pemsOf(store).get(nodeId);
+    remembered = pem !== undefined;
+    if (pem === undefined) {
+      pem = readNodeKey(store, nodeId) ?? undefined;
+      rememberPem(store, nodeId, pem ?? null);
+    }
+    const nodeKey = pem === undefined ? null : parseNodeKey(nodeId, pem);
     if (!nodeKey) return null;
     nodeKeyPem = pem!;
     return { nodeId, nodeKey };
-  }, { maxBytes: MAX_BODY_BYTES });
+  };
+  let opened = openHeartbeat(body, lookup(false), { maxBytes: MAX_BODY_BYTES });
+  // Why only these two: every other rejection is the same whatever the node's key.
+  if (!opened.ok && remembered && (opened.code === 'BAD_SIGNATURE' || opened.code === 'UNKNOWN_NODE')) {
+    opened = openHeartbeat(body, lookup(true), { maxBytes: MAX_BODY_BYTES });
+  }
   if (!opened.ok) return { ok: false, answer: rejectionAnswer(opened) };
   return { ok: true, body, heartbeat: opened.heartbeat, nodeKeyPem };
 }
@@ -94,9 +127,11 @@ export function openHeartbeatBody(store: ControlStore, body: Buffer): OpenedHear
 export function recordOpenedHeartbeat(store: ControlStore, opened: OpenedHeartbeatBody, now: number, heartbeatSeconds: number): Answer {
   const issued = (id: string) => attemptById(store, id);
   const known = knownNode(store, opened.heartbeat.nodeId);
+  const sameKey = known !== null && known.nodeKeyPem === opened.nodeKeyPem;
   // Why the full check again when the key differs: the node was removed or re-keyed since its
   // signature was checked, and the heartbeat must be judged as if it arrived now.
-  const verdict = known && known.nodeKeyPem === opened.nodeKeyPem
+  if (!sameKey) rememberPem(store, opened.heartbeat.nodeId, known?.nodeKeyPem ?? null);
+  const verdict = sameKey
     ? checkHeartbeat(opened.heartbeat, known.node, issued, now)
     : verifyHeartbeat(opened.body, (id) => knownNode(store, id)?.node ?? null, issued, now, { maxBytes: MAX_BODY_BYTES });
   if (!verdict.ok) return rejectionAnswer(verdict);
@@ -106,7 +141,9 @@ export function recordOpenedHeartbeat(store: ControlStore, opened: OpenedHeartbe
   if (verdict.receipts.length) {
     log('node=%s stored receipts %s', hb.nodeId, verdict.receipts.map((r) => `seq=${r.payload.seq} ${r.payload.app} ${r.payload.outcome}${r.counts ? '' : ' (not counting)'}`).join(', '));
   }
-  advanceAllRuns(store, now);
-  const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: desiredFor(store, hb.nodeId), heartbeatSeconds };
+  // Why the count: with no run running there is no open attempt to send, and the query for
+  // them is skipped (most heartbeats of a fleet arrive while no rollout runs).
+  const running = advanceAllRuns(store, now);
+  const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: running > 0 ? desiredFor(store, hb.nodeId) : [], heartbeatSeconds };
   return { status: 200, body: answer };
 }

@@ -1,7 +1,10 @@
-// Group commit of heartbeats. The store fsyncs every commit (synchronous=FULL), and that fsync
-// costs more than all the rest of a heartbeat. So the heartbeats that arrive together are
-// recorded in one BEGIN IMMEDIATE transaction, each in its own savepoint, and all are answered
-// once that one commit (one fsync) has returned: nothing is acknowledged before it is on disk.
+// Group commit of heartbeats. A commit must be on disk before its heartbeats are answered, and
+// that fsync costs more than all the rest of a heartbeat. So the heartbeats that arrive together
+// are recorded in one BEGIN IMMEDIATE transaction, each in its own savepoint, and all are
+// answered once that commit has returned and is durable (`durable`: in the server, an fdatasync
+// of the WAL in the thread pool, store/commit-sync.ts, shared by every commit made before it
+// started; by default the commit itself, a store with synchronous=FULL): nothing is acknowledged
+// before it is on disk.
 //
 // Each heartbeat keeps the meaning it has alone: it is checked against the store as the earlier
 // heartbeats of its batch left it (two of one node behave as if sent one after the other), a
@@ -10,7 +13,9 @@
 //
 // Batching adds no wait when idle: the first heartbeat is committed on the event loop's next
 // turn (setImmediate), and those that arrive while a commit runs (it blocks the loop; better-sqlite3
-// is synchronous) are read on the turn after it and share the next commit.
+// is synchronous) are read on the turn after it and share the next commit. A commit does not
+// wait for the fsync of the one before: the loop goes on reading, verifying and committing while
+// the fsync runs, and the next fsync covers all of that.
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import type { Answer } from '../server/answer.js';
@@ -48,6 +53,9 @@ export interface HeartbeatBatcherOptions {
   heartbeatSeconds: number;
   maxBatch?: number;
   hooks?: GroupCommitHooks;
+  // Resolves once every commit made before the call is on disk (store/commit-sync.ts). Default:
+  // at once, for a store whose COMMIT fsyncs (synchronous=FULL).
+  durable?: () => Promise<void>;
 }
 
 interface Pending {
@@ -68,6 +76,7 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
   const { store, clock, heartbeatSeconds } = opts;
   const maxBatch = opts.maxBatch ?? MAX_HEARTBEAT_BATCH;
   const hooks = opts.hooks ?? {};
+  const durable = opts.durable ?? (() => Promise.resolve());
   const queue: Pending[] = [];
   let scheduled = false;
   let commits = 0;
@@ -113,11 +122,20 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     }
     commits++;
     heartbeats += batch.length;
-    batch.forEach((p, i) => {
-      const o = outcomes[i]!;
-      if ('answer' in o) p.resolve(o.answer);
-      else p.reject(o.error);
-    });
+    // Why every member waits, the rejected ones too: a rejection's answer may rest on what the
+    // batch's earlier heartbeats wrote (a SEQ_REPLAYED after an accepted seq of the same node).
+    durable().then(
+      () =>
+        batch.forEach((p, i) => {
+          const o = outcomes[i]!;
+          if ('answer' in o) p.resolve(o.answer);
+          else p.reject(o.error);
+        }),
+      (err: unknown) => {
+        log('commit of %d heartbeats is not known to be on disk, none answered 200: %s', batch.length, (err as Error)?.message ?? String(err));
+        for (const p of batch) p.reject(err);
+      },
+    );
   };
 
   function schedule(): void {

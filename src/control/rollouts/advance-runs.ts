@@ -35,7 +35,10 @@ export function advanceRun(store: ControlStore, runId: number, now: number): Pla
   return plan;
 }
 
-// Advances every running run; call inside a write transaction.
-export function advanceAllRuns(store: ControlStore, now: number): void {
-  for (const run of runningRuns(store)) advanceRun(store, run.id, now);
+// Advances every running run; call inside a write transaction. Returns how many are still
+// running after it (0: no run can have an open attempt for any node).
+export function advanceAllRuns(store: ControlStore, now: number): number {
+  let running = 0;
+  for (const run of runningRuns(store)) if (advanceRun(store, run.id, now)?.status === 'running') running++;
+  return running;
 }

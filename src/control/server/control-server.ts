@@ -9,6 +9,7 @@ import { logger } from '../../platform/log.js';
 import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
+import { createCommitSync, type CommitSync } from '../store/commit-sync.js';
 import type { ControlStore } from '../store/open-store.js';
 import { errorAnswer } from './answer.js';
 import { sendArtifact } from './artifacts.js';
@@ -28,6 +29,9 @@ export interface ControlServerOptions {
   tickMs?: number;
   // Group commit of heartbeats (group-commit.ts): the most heartbeats in one commit, and test seams.
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
+  // The fsync every answer resting on a write waits for (store/commit-sync.ts); a test seam,
+  // made from the store by default (which switches its connection to synchronous=NORMAL).
+  commitSync?: CommitSync;
 }
 
 export interface ControlServer {
@@ -43,9 +47,12 @@ export interface ControlServer {
 // Starts the server and resolves once it listens.
 export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
   const { store, clock } = opts;
-  const heartbeats = createHeartbeatBatcher({ store, clock, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks });
+  const commitSync = opts.commitSync ?? createCommitSync(store);
+  const heartbeats = createHeartbeatBatcher({
+    store, clock, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable: commitSync.durable,
+  });
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    handle(opts, heartbeats, req, res).catch((err: unknown) => {
+    handle(opts, heartbeats, commitSync, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
@@ -102,13 +109,13 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         abort.abort();
-        server.close(() => resolve());
+        server.close(() => void commitSync.close().then(resolve, resolve));
         server.closeIdleConnections();
       })),
   };
 }
 
-async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, commitSync: CommitSync, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const { store, clock } = opts;
   const pathOnly = (req.url ?? '/').split('?')[0] ?? '/';
   if (pathOnly === ENROLL_PATH || pathOnly === HEARTBEAT_PATH) {
@@ -125,8 +132,12 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
       res.once('finish', () => setTimeout(() => req.socket.destroy(), 1000).unref());
       return;
     }
-    // A heartbeat's answer waits for the commit that holds it, shared with those arriving beside it.
-    const answer = pathOnly === ENROLL_PATH ? enrollNode(store, body.body, clock.now(), opts.heartbeatSeconds) : await heartbeats.submit(body.body);
+    // A heartbeat's answer waits for the commit that holds it, shared with those arriving beside
+    // it, and for that commit's fsync. An enrollment's too: the node writes the nodeId it is
+    // answered, and the token it used is spent.
+    if (pathOnly === HEARTBEAT_PATH) return sendJson(res, await heartbeats.submit(body.body));
+    const answer = enrollNode(store, body.body, clock.now(), opts.heartbeatSeconds);
+    await commitSync.durable();
     return sendJson(res, answer);
   }
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
