@@ -90,7 +90,7 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   }
   feed.finish();
   post({ type: 'progress', ...feed.progress });
-  return { ...checkAndSealTree(job.dest), integrity: `sha512-${hash.digest('base64')}` };
+  return { ...checkAndSealTree(job.dest, feed.written), integrity: `sha512-${hash.digest('base64')}` };
 }
 
 if (parentPort) {
