@@ -39,6 +39,9 @@ export function finalFileMode(entryMode: number | undefined): number {
 // - no symlink exists in the tree while files are written (the feed asks for them last), and
 //   every path is checked to lie strictly below `dest` after normalization.
 // Folders are made u+rwx under the umask so they can be filled; the tree walk makes them 0555.
+// Files keep the archive's mtime (a static file server may send it as Last-Modified).
+// Folders do not: each file or folder created in one sets its mtime again, so setting the
+// archive's at the folder's entry was a utimes wasted on all but empty folders.
 export class TarTreeWriter {
   // Everything made so far, by path relative to dest ('' is dest itself, never listed).
   readonly written = new Map<string, WrittenEntry>();
@@ -117,7 +120,6 @@ export class TarTreeWriter {
       fs.mkdirSync(path.join(this.root, rel), mode | 0o700);
       this.written.set(rel, DIR);
     }
-    if (entry.mtime) fs.utimesSync(path.join(this.root, rel), entry.atime ?? new Date(), entry.mtime);
     entry.resume();
   }
 
