@@ -3,8 +3,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { Command, Option } from 'commander';
 import { StewardError } from '../core/errors.js';
-import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
-import { INTEGRITY_RE } from '../core/names.js';
+import type { Envelope } from '../core/release-schemas.js';
+import { INTEGRITY_RE } from '../core/name-checks.js';
 import type { SocketKind } from '../protocol/schemas.js';
 
 export interface ReleaseSourceOptions {
@@ -44,6 +44,8 @@ async function readManifestFile(file: string): Promise<Envelope> {
   } catch {
     throw new StewardError('USAGE', `--manifest ${file}: not JSON`);
   }
+  // Why loaded here: zod is ~100 ms of start-up, and only --manifest needs it (issue 8 row 1).
+  const { envelopeSchema } = await import('../core/release-schemas.js');
   const parsed = envelopeSchema.safeParse(json);
   if (!parsed.success) throw new StewardError('USAGE', `--manifest ${file}: not a signature envelope {payload, sig, keyId}`);
   return parsed.data;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ReadEntry } from 'tar';
@@ -6,21 +7,44 @@ import { normalizeEntryPath, unsafeMessage } from './tar-entry-rules.js';
 
 const O_NEW_FILE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
 
-// Writes the files and folders that EntryRules let through into `dest`, a fresh 0700 folder
-// nothing else writes into. Why not node-tar's UnpackSync: since 7.5 it mkdirs and lstats
-// every parent of every entry again (no folder cache), each failing mkdir a thrown
-// exception; on a 4,000-file tree that was most of the extraction's CPU. Here:
+// One entry the writer made, as the tree walk must find it and the tree digest lists it.
+export interface WrittenEntry {
+  kind: 'file' | 'dir' | 'symlink';
+  // The final mode: files 0444 (0555 when the archive gave any x bit), folders 0555, symlinks 0777.
+  mode: number;
+  size: number; // bytes written (file), target bytes (symlink), 0 (folder)
+  // sha256 hex of the bytes written (file; null until its body ended), target JSON (symlink), '-' (folder).
+  last: string | null;
+}
+
+const DIR: WrittenEntry = Object.freeze({ kind: 'dir', mode: 0o555, size: 0, last: '-' });
+
+// The final mode of a file from its archive mode: read-only for everyone, executable by
+// everyone when the archive gave it any x bit; no setuid/setgid/sticky bit ever.
+export function finalFileMode(entryMode: number | undefined): number {
+  return typeof entryMode === 'number' && (entryMode & 0o111) !== 0 ? 0o555 : 0o444;
+}
+
+// Writes the files, folders and symlinks that EntryRules let through into `dest`, a fresh
+// 0700 folder nothing else writes into, and records each (`written`) with the sha256 and
+// size of the bytes it wrote: the tree walk checks the tree against this record and builds
+// the tree digest from it, so no file is read back. Why not node-tar's UnpackSync: since 7.5
+// it mkdirs and lstats every parent of every entry again (no folder cache), each failing
+// mkdir a thrown exception; on a 4,000-file tree that was most of the extraction's CPU. Here:
 // - every parent is made once, non-recursively, by us, and remembered; an EEXIST on one we
 //   did not make is an error, never "fine, it is there";
 // - files are created O_EXCL|O_NOFOLLOW: nothing that exists is ever opened, overwritten or
 //   followed (node-tar opens with 'w', which follows a symlink);
-// - no symlink exists in the tree while it is written (the feed makes them last), and every
-//   target path is checked to lie strictly below `dest` after normalization.
-// Modes and mtimes as node-tar sets them: the entry's mode (already stripped to 0o777) under
-// the process umask, folders with u+rwx so they can be filled; the tree walk sets the final ones.
+// - files get their final mode at once, through fchmod on the open fd (no umask applies);
+// - no symlink exists in the tree while files are written (the feed asks for them last), and
+//   every path is checked to lie strictly below `dest` after normalization.
+// Folders are made u+rwx under the umask so they can be filled; the tree walk makes them 0555.
+// Files keep the archive's mtime (a static file server may send it as Last-Modified).
+// Folders do not: each file or folder created in one sets its mtime again, so setting the
+// archive's at the folder's entry was a utimes wasted on all but empty folders.
 export class TarTreeWriter {
-  // Folders made so far, relative to dest ('' is dest itself).
-  private readonly dirs = new Set<string>(['']);
+  // Everything made so far, by path relative to dest ('' is dest itself, never listed).
+  readonly written = new Map<string, WrittenEntry>();
   private readonly root: string;
   // The file being written, if any: closed by closeOpen() when the archive ends or fails mid-body.
   private openFd: number | null = null;
@@ -34,49 +58,78 @@ export class TarTreeWriter {
 
   // Called for an entry the rules said to write (a file or a folder); consumes its body.
   write(entry: ReadEntry): void {
-    const rel = normalizeEntryPath(entry.path);
-    const abs = path.join(this.root, rel);
-    // Defence in depth: the rules refused absolute paths and '..' already.
-    if (rel === '' || !abs.startsWith(this.root + '/')) {
-      this.fail(new StewardError('UNSAFE_ARCHIVE', unsafeMessage(entry.path, 'resolves outside the tree')));
+    const rel = this.checkedPath(entry.path);
+    if (rel === null) {
       entry.resume();
       return;
     }
     try {
       this.makeParents(rel);
-      if (entry.type === 'Directory') this.writeDir(entry, rel, abs);
-      else this.writeFile(entry, abs);
+      if (entry.type === 'Directory') this.writeDir(entry, rel);
+      else this.writeFile(entry, rel);
     } catch (err) {
       this.fail(err);
       entry.resume();
     }
   }
 
-  private makeParents(rel: string): void {
-    const parts = rel.split('/');
-    let sofar = '';
-    for (let i = 0; i < parts.length - 1; i++) {
-      sofar = sofar ? `${sofar}/${parts[i]}` : (parts[i] as string);
-      if (this.dirs.has(sofar)) continue;
-      fs.mkdirSync(path.join(this.root, sofar), 0o755);
-      this.dirs.add(sofar);
+  // Makes a symlink the rules let through; called once every file and folder is written.
+  writeSymlink(entryPath: string, target: string): void {
+    const rel = this.checkedPath(entryPath);
+    if (rel === null) return;
+    try {
+      // Parents are real folders: no archive path runs below a symlink (EntryRules).
+      this.makeParents(rel);
+      fs.symlinkSync(target, path.join(this.root, rel));
+      this.written.set(rel, { kind: 'symlink', mode: 0o777, size: Buffer.byteLength(target), last: JSON.stringify(target) });
+    } catch (err) {
+      this.fail(err);
     }
   }
 
-  private writeDir(entry: ReadEntry, rel: string, abs: string): void {
-    if (!this.dirs.has(rel)) {
-      const mode = typeof entry.mode === 'number' ? entry.mode & 0o777 : 0o755;
-      fs.mkdirSync(abs, mode | 0o700);
-      this.dirs.add(rel);
+  // The normalized path of an entry, or null (and a failure) when it is not strictly below dest.
+  private checkedPath(entryPath: string): string | null {
+    const rel = normalizeEntryPath(entryPath);
+    // Defence in depth: the rules refused absolute paths and '..' already.
+    if (rel === '' || !path.join(this.root, rel).startsWith(this.root + '/')) {
+      this.fail(new StewardError('UNSAFE_ARCHIVE', unsafeMessage(entryPath, 'resolves outside the tree')));
+      return null;
     }
-    if (entry.mtime) fs.utimesSync(abs, entry.atime ?? new Date(), entry.mtime);
+    return rel;
+  }
+
+  private isDir(rel: string): boolean {
+    return rel === '' || this.written.get(rel)?.kind === 'dir';
+  }
+
+  private makeParents(rel: string): void {
+    let end = rel.indexOf('/');
+    while (end !== -1) {
+      const sofar = rel.slice(0, end);
+      if (!this.isDir(sofar)) {
+        fs.mkdirSync(path.join(this.root, sofar), 0o755);
+        this.written.set(sofar, DIR);
+      }
+      end = rel.indexOf('/', end + 1);
+    }
+  }
+
+  private writeDir(entry: ReadEntry, rel: string): void {
+    if (!this.isDir(rel)) {
+      const mode = typeof entry.mode === 'number' ? entry.mode & 0o777 : 0o755;
+      fs.mkdirSync(path.join(this.root, rel), mode | 0o700);
+      this.written.set(rel, DIR);
+    }
     entry.resume();
   }
 
-  private writeFile(entry: ReadEntry, abs: string): void {
-    const mode = typeof entry.mode === 'number' ? entry.mode & 0o777 : 0o666;
-    const fd = fs.openSync(abs, O_NEW_FILE, mode);
+  private writeFile(entry: ReadEntry, rel: string): void {
+    const mode = finalFileMode(entry.mode);
+    const fd = fs.openSync(path.join(this.root, rel), O_NEW_FILE, mode);
     this.openFd = fd;
+    const record: WrittenEntry = { kind: 'file', mode, size: 0, last: null };
+    this.written.set(rel, record);
+    const hash = createHash('sha256');
     let failed = false;
     const close = (): void => {
       // closeOpen() may have closed it already: never close a number that may be reused.
@@ -88,24 +141,34 @@ export class TarTreeWriter {
         if (!failed) this.fail(err);
       }
     };
+    try {
+      // Why on the fd: the umask applied to open's mode; this is exact, and never follows a name.
+      fs.fchmodSync(fd, mode);
+    } catch (err) {
+      failed = true;
+      close();
+      throw err;
+    }
     entry.on('data', (chunk: Buffer) => {
       // After closeOpen() the number may belong to someone else (the worker shares the helper's fds).
       if (failed || this.openFd !== fd) return;
       try {
         for (let off = 0; off < chunk.length; ) off += fs.writeSync(fd, chunk, off, chunk.length - off);
+        hash.update(chunk);
+        record.size += chunk.length;
       } catch (err) {
         failed = true;
         this.fail(err);
       }
     });
     entry.on('end', () => {
-      if (!failed && this.openFd === fd && entry.mtime) {
-        try {
-          fs.futimesSync(fd, entry.atime ?? new Date(), entry.mtime);
-        } catch (err) {
-          failed = true;
-          this.fail(err);
-        }
+      if (failed || this.openFd !== fd) return close();
+      try {
+        if (entry.mtime) fs.futimesSync(fd, entry.atime ?? new Date(), entry.mtime);
+        record.last = hash.digest('hex');
+      } catch (err) {
+        failed = true;
+        this.fail(err);
       }
       close();
     });

@@ -1,11 +1,9 @@
-import { mkdirSync, symlinkSync } from 'node:fs';
-import path from 'node:path';
 import { Parser, type ReadEntry } from 'tar';
 import type { ExtractLimits } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
-import { EntryRules, normalizeEntryPath, unsafeMessage } from './tar-entry-rules.js';
+import { EntryRules, unsafeMessage } from './tar-entry-rules.js';
 import { TarScanner } from './tar-scan.js';
-import { TarTreeWriter } from './tar-tree-writer.js';
+import { TarTreeWriter, type WrittenEntry } from './tar-tree-writer.js';
 
 function unsafe(message: string, cause?: unknown): StewardError {
   return new StewardError('UNSAFE_ARCHIVE', message, cause === undefined ? {} : { cause });
@@ -40,10 +38,10 @@ export class UnpackFeed {
   private readonly unpack: Parser;
   private readonly writer: TarTreeWriter;
   // Symlinks are made by us after every file is written (see createSymlinks).
-  private readonly symlinks: Array<{ rel: string; target: string }> = [];
+  private readonly symlinks: Array<{ path: string; target: string }> = [];
 
   constructor(
-    private readonly dest: string,
+    dest: string,
     private readonly limits: ExtractLimits,
     private readonly compressedSize: number,
   ) {
@@ -62,6 +60,11 @@ export class UnpackFeed {
     this.unpack.on('entry', (entry: ReadEntry) => this.writer.write(entry));
     this.unpack.on('error', (err: unknown) => this.fail(fromTarError(err)));
     this.unpack.on('finish', () => (this.finished = true));
+  }
+
+  // Every entry written, as the tree walk must find it (valid once finish() returned).
+  get written(): ReadonlyMap<string, WrittenEntry> {
+    return this.writer.written;
   }
 
   get progress(): { entries: number; bytes: number } {
@@ -120,7 +123,7 @@ export class UnpackFeed {
     // Why: defense in depth; the tree walk chmods every entry to an exact mode anyway.
     if (typeof entry.mode === 'number') entry.mode &= 0o777;
     if (v.verdict === 'write' && entry.type === 'SymbolicLink') {
-      this.symlinks.push({ rel: normalizeEntryPath(entry.path), target: String(entry.linkpath) });
+      this.symlinks.push({ path: entry.path, target: String(entry.linkpath) });
       return false;
     }
     return v.verdict === 'write';
@@ -132,16 +135,9 @@ export class UnpackFeed {
   // which real releases have. Our rules already placed every symlink outside any other
   // symlink's path and inside the tree lexically; the tree walk then resolves each one.
   private createSymlinks(): void {
-    for (const { rel, target } of this.symlinks) {
-      const at = path.join(this.dest, rel);
-      try {
-        // Parents are real folders: no archive path runs below a symlink (EntryRules).
-        mkdirSync(path.dirname(at), { recursive: true, mode: 0o755 });
-        symlinkSync(target, at);
-      } catch (err) {
-        this.fail(fromTarError(err));
-        return;
-      }
+    for (const { path, target } of this.symlinks) {
+      this.writer.writeSymlink(path, target);
+      if (this.failure) return;
     }
   }
 

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import zlib from 'node:zlib';
 import type { ExtractLimits } from '../core/config-schema.js';
 import { StewardError, type ReasonCode } from '../core/errors.js';
@@ -90,15 +90,17 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   }
   feed.finish();
   post({ type: 'progress', ...feed.progress });
-  return { ...checkAndSealTree(job.dest), integrity: `sha512-${hash.digest('base64')}` };
+  return { ...checkAndSealTree(job.dest, feed.written), integrity: `sha512-${hash.digest('base64')}` };
 }
 
+// Started ahead of its job (prepareExtraction): waits for the one job, runs it, and is terminated by the caller.
 if (parentPort) {
   const port = parentPort;
-  const job = workerData as WorkerJob;
   const post = (m: WorkerMessage): void => port.postMessage(m);
-  extractInWorker(job, post).then(
-    (result) => post({ type: 'done', result }),
-    (err: unknown) => post({ type: 'error', ...classify(err, job) }),
-  );
+  port.once('message', (job: WorkerJob) => {
+    extractInWorker(job, post).then(
+      (result) => post({ type: 'done', result }),
+      (err: unknown) => post({ type: 'error', ...classify(err, job) }),
+    );
+  });
 }

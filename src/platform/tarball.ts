@@ -18,6 +18,44 @@ export interface ExtractResult {
   integrity: string; // 'sha512-' + base64 of every archive byte the extraction read
 }
 
+// A started extraction worker waiting for its one job: staging starts it as it begins to
+// obtain the bytes, so the worker's start-up (~0.1 s: a thread, an isolate, node-tar) runs
+// while the archive is copied and hashed. extract() gives it the job; cancel() ends it when
+// no job will come (staging failed before extracting) and resolves once the thread is gone,
+// so no idle worker outlives a stage.
+export interface PreparedExtraction {
+  extract(opts: ExtractOptions): Promise<ExtractResult>;
+  cancel(): Promise<void>;
+}
+
+export function prepareExtraction(): PreparedExtraction {
+  const worker = new Worker(new URL('./tarball-worker.js', import.meta.url));
+  // What happened to the worker before its job came, if anything.
+  let early: { err: unknown } | { code: number } | null = null;
+  const onError = (err: unknown): void => void (early ??= { err });
+  const onExit = (code: number): void => void (early ??= { code });
+  worker.on('error', onError);
+  worker.on('exit', onExit);
+  // Why: a worker waiting for a job that may never come must not keep a process alive.
+  worker.unref();
+  let used = false;
+  return {
+    extract(opts) {
+      if (used) return Promise.reject(new StewardError('INTERNAL', 'a prepared extraction was used twice'));
+      used = true;
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+      worker.ref();
+      return runJob(worker, opts, early);
+    },
+    async cancel() {
+      if (used) return;
+      used = true;
+      await worker.terminate();
+    },
+  };
+}
+
 // Extracts a .tar.gz into `dest` inside a worker thread (the helper keeps answering while it
 // stages), checking every entry before it is written and the whole tree after (DESIGN §3.4).
 // The tree comes back root-owned (when root) and read-only; `dest` itself stays 0700.
@@ -26,8 +64,10 @@ export interface ExtractResult {
 // An abort terminates the worker and rejects with the signal's reason.
 export async function extractArchive(opts: ExtractOptions): Promise<ExtractResult> {
   opts.signal?.throwIfAborted();
-  const job: WorkerJob = { archivePath: opts.archivePath, dest: opts.dest, limits: opts.limits };
-  const worker = new Worker(new URL('./tarball-worker.js', import.meta.url), { workerData: job });
+  return prepareExtraction().extract(opts);
+}
+
+function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | { code: number } | null): Promise<ExtractResult> {
   return new Promise<ExtractResult>((resolve, reject) => {
     let settled = false;
     // Waits for the worker to be gone before settling, so nothing writes into dest afterwards.
@@ -37,16 +77,21 @@ export async function extractArchive(opts: ExtractOptions): Promise<ExtractResul
       opts.signal?.removeEventListener('abort', onAbort);
       void worker.terminate().finally(fn);
     };
+    const failed = (err: unknown): void => settle(() => reject(toStewardError(err, 'IO_ERROR', `extracting ${opts.archivePath}`)));
+    const exited = (code: number): void =>
+      settle(() => reject(new StewardError('IO_ERROR', `extracting ${opts.archivePath}: the worker exited (code ${code})`)));
     const onAbort = (): void => settle(() => reject(opts.signal?.reason));
+    if (opts.signal?.aborted) return onAbort();
+    if (early) return 'err' in early ? failed(early.err) : exited(early.code);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     worker.on('message', (m: WorkerMessage) => {
       if (m.type === 'progress') opts.onProgress?.({ entries: m.entries, bytes: m.bytes });
       else if (m.type === 'done') settle(() => resolve(m.result));
       else settle(() => reject(new StewardError(m.code, m.message)));
     });
-    worker.on('error', (err) => settle(() => reject(toStewardError(err, 'IO_ERROR', `extracting ${opts.archivePath}`))));
-    worker.on('exit', (code) =>
-      settle(() => reject(new StewardError('IO_ERROR', `extracting ${opts.archivePath}: the worker exited (code ${code})`))),
-    );
+    worker.on('error', failed);
+    worker.on('exit', exited);
+    const job: WorkerJob = { archivePath: opts.archivePath, dest: opts.dest, limits: opts.limits };
+    worker.postMessage(job);
   });
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { StewardError } from '../core/errors.js';
 import { findSymlinkEscape } from './symlink-jail.js';
 import { unsafeMessage } from './tar-entry-rules.js';
+import type { WrittenEntry } from './tar-tree-writer.js';
 
 export interface SealedTree {
   entries: number;
@@ -14,13 +15,9 @@ export interface SealedTree {
 interface Node {
   rel: string;
   abs: string;
-  kind: 'file' | 'dir' | 'symlink';
-  size: number;
-  mode: number; // the final mode
-  last: string; // content sha256 hex (file), link target JSON (symlink), '-' (folder)
+  made: WrittenEntry;
 }
 
-const O_FILE = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW;
 const O_DIR = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW;
 
 function refuse(rel: string, rule: string): never {
@@ -34,10 +31,15 @@ function describe(st: fs.Stats): string {
   return 'not a file, folder or symlink';
 }
 
-// Lists the tree below `root` iteratively with lstat (never following a symlink), refusing
-// anything but files with one link, folders and symlinks; as root, lchowns strays to 0:0.
+// Lists the tree below `root` iteratively with lstat (never following a symlink) and checks
+// every entry against what the writer made: the same kind, files with one link, the size
+// and final mode written; nothing the writer did not make. As root, lchowns strays to 0:0.
 // Pre-order: every folder comes before everything below it.
-function listTree(root: string, asRoot: boolean): Node[] {
+// Why UNSAFE_ARCHIVE for a difference: only the worker writes into this fresh 0700 folder,
+// so a difference is a file system that did not keep the archive's names as given (case or
+// Unicode folding, which the archive chooses), or a bug of ours; either way the tree is not
+// the archive's and is refused, as the walk before it did.
+function listTree(root: string, made: ReadonlyMap<string, WrittenEntry>, asRoot: boolean): Node[] {
   const nodes: Node[] = [];
   const stack = [''];
   while (stack.length > 0) {
@@ -48,40 +50,27 @@ function listTree(root: string, asRoot: boolean): Node[] {
       const st = fs.lstatSync(abs);
       const kind = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : null;
       if (kind === null) refuse(rel, `is ${describe(st)}`);
-      if (kind === 'file' && st.nlink !== 1) refuse(rel, `has ${st.nlink} hard links`);
-      // Why: node-tar runs with preserveOwner false, so this only catches a surprise; lchown never follows.
+      const m = made.get(rel);
+      if (m === undefined) refuse(rel, 'is in the tree but the extraction did not make it');
+      if (m.kind !== kind) refuse(rel, `is a ${kind} but the extraction made a ${m.kind}`);
+      if (kind === 'file') {
+        if (st.nlink !== 1) refuse(rel, `has ${st.nlink} hard links`);
+        if (m.last === null) throw new StewardError('INTERNAL', `extracting ${rel}: the file was never finished`);
+        if (st.size !== m.size) refuse(rel, `is ${st.size} bytes but ${m.size} were written`);
+        if ((st.mode & 0o7777) !== m.mode) refuse(rel, `has mode ${(st.mode & 0o7777).toString(8)}, not ${m.mode.toString(8)}`);
+      }
+      // Why: the writer never sets owners, so this only catches a surprise; lchown never follows.
       if (asRoot && (st.uid !== 0 || st.gid !== 0)) fs.lchownSync(abs, 0, 0);
-      const exec = (st.mode & 0o111) !== 0;
-      nodes.push({ rel, abs, kind, size: kind === 'file' ? st.size : 0, mode: kind === 'file' ? (exec ? 0o555 : 0o444) : kind === 'dir' ? 0o555 : 0o777, last: '-' });
+      nodes.push({ rel, abs, made: m });
       if (kind === 'dir') stack.push(rel);
     }
   }
+  if (nodes.length !== made.size) {
+    const seen = new Set(nodes.map((n) => n.rel));
+    const missing = [...made.keys()].find((rel) => !seen.has(rel)) ?? '?';
+    refuse(missing, 'was extracted but is no longer in the tree');
+  }
   return nodes;
-}
-
-function hashFd(fd: number, buf: Buffer): string {
-  const h = createHash('sha256');
-  for (;;) {
-    const n = fs.readSync(fd, buf, 0, buf.length, null);
-    if (n === 0) break;
-    h.update(buf.subarray(0, n));
-  }
-  return h.digest('hex');
-}
-
-// Hashes a file and chmods it through one O_NOFOLLOW fd, so a path swapped for a symlink is never followed.
-function sealFile(node: Node, buf: Buffer): void {
-  const fd = fs.openSync(node.abs, O_FILE);
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.nlink !== 1) refuse(node.rel, 'changed while it was being checked');
-    node.last = hashFd(fd, buf);
-    node.size = st.size;
-    // Why: the release tree is read-only for everyone; no setuid/setgid/sticky bit survives.
-    fs.fchmodSync(fd, node.mode);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 function chmodDir(abs: string, mode: number): void {
@@ -98,40 +87,39 @@ function digestOf(nodes: Node[]): string {
   const keyed = nodes.map((n) => ({ n, key: Buffer.from(n.rel) }));
   keyed.sort((a, b) => Buffer.compare(a.key, b.key));
   const h = createHash('sha256');
-  for (const { n } of keyed) h.update(`${n.kind} ${JSON.stringify(n.rel)} ${n.mode.toString(8)} ${n.size} ${n.last}\n`);
+  for (const { n } of keyed) {
+    const m = n.made;
+    h.update(`${m.kind} ${JSON.stringify(n.rel)} ${m.mode.toString(8)} ${m.size} ${m.last}\n`);
+  }
   return 'sha256-' + h.digest('base64');
 }
 
-// Checks an extracted tree again with lstat (DESIGN §3.4), then makes it read-only:
-// files 0444 (0555 when any x bit was set), folders 0555, symlinks untouched, `root` itself 0700
+// Checks an extracted tree again with lstat (DESIGN §3.4) against `made`, what the writer
+// made (TarTreeWriter.written), then makes it read-only: files are 0444/0555 already (the
+// writer set them), folders become 0555, symlinks are untouched, `root` itself stays 0700
 // (the caller writes the marker there and seals it later). Every symlink must resolve inside
-// the tree. Returns the counts and the digest of the canonical listing:
+// the tree and hold the target the archive gave. Returns the counts and the digest of the
+// canonical listing, built from the sha256 the writer took of the bytes it wrote:
 // `<kind> <path JSON> <mode octal> <size> <sha256 hex | target JSON | ->\n`, sorted by path bytes.
-export function checkAndSealTree(root: string): SealedTree {
+export function checkAndSealTree(root: string, made: ReadonlyMap<string, WrittenEntry>): SealedTree {
   const asRoot = process.getuid?.() === 0;
   const top = fs.lstatSync(root);
   if (!top.isDirectory()) throw new StewardError('UNSAFE_ARCHIVE', `unsafe archive: ${root} is not a folder after extraction`);
   if (asRoot && (top.uid !== 0 || top.gid !== 0)) fs.lchownSync(root, 0, 0);
-  const nodes = listTree(root, asRoot);
+  const nodes = listTree(root, made, asRoot);
+  let bytes = 0;
   for (const n of nodes) {
-    if (n.kind !== 'symlink') continue;
+    if (n.made.kind === 'file') bytes += n.made.size;
+    if (n.made.kind !== 'symlink') continue;
     const escape = findSymlinkEscape(root, n.rel);
     if (escape) refuse(n.rel, escape);
     const target = fs.readlinkSync(n.abs);
-    n.size = Buffer.byteLength(target);
-    n.last = JSON.stringify(target);
+    if (JSON.stringify(target) !== n.made.last) refuse(n.rel, `points to ${JSON.stringify(target)}, not to the target the archive gave`);
   }
-  const buf = Buffer.allocUnsafe(256 * 1024);
-  let bytes = 0;
   // Children before parents: a folder is made read-only only once nothing below it needs changing.
   for (let i = nodes.length - 1; i >= 0; i--) {
     const n = nodes[i] as Node;
-    if (n.kind === 'file') {
-      sealFile(n, buf);
-      bytes += n.size;
-    } else if (n.kind === 'dir') {
-      chmodDir(n.abs, n.mode);
-    }
+    if (n.made.kind === 'dir') chmodDir(n.abs, n.made.mode);
   }
   chmodDir(root, 0o700);
   return { entries: nodes.length, bytes, treeDigest: digestOf(nodes) };

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { StewardError } from '../../src/core/errors.js';
-import { extractArchive } from '../../src/platform/tarball.js';
+import { extractArchive, prepareExtraction } from '../../src/platform/tarball.js';
 import { DEFAULT_LIMITS, expectExtracts, expectRefused, makeSandbox, removeSandbox } from '../fixtures/extract-sandbox.js';
 import { manyFiles } from '../fixtures/hostile-archives.js';
 import { gzipTar, makeReleaseTar, makeTar } from '../fixtures/tar-writer.js';
@@ -134,4 +134,13 @@ test('an already aborted signal starts nothing', async (t) => {
   await fsp.writeFile(sb.archive, gzipTar(makeReleaseTar('web', '1.0.0')));
   await assert.rejects(extractArchive({ archivePath: sb.archive, dest: sb.dest, limits: DEFAULT_LIMITS, signal: AbortSignal.abort() }), { name: 'AbortError' });
   await assert.rejects(fsp.lstat(sb.dest), { code: 'ENOENT' });
+});
+
+test('a prepared extraction that never gets its job ends its thread on cancel', async () => {
+  const threads = (): number => readdirSync('/proc/self/task').length;
+  const before = threads();
+  const prepared = prepareExtraction();
+  assert.equal(threads(), before + 1, 'the worker thread runs from the start');
+  await prepared.cancel();
+  assert.equal(threads(), before, 'the worker thread is gone');
 });

@@ -1,7 +1,7 @@
 import { ensureFreeSpace } from '../../platform/disk.js';
 import { syncFileSystem } from '../../platform/exec.js';
 import { copyLocalToFile, fetchToFile, streamToFile } from '../../platform/http-fetch.js';
-import { extractArchive } from '../../platform/tarball.js';
+import { prepareExtraction } from '../../platform/tarball.js';
 import type { StageIO } from './stage-io.js';
 
 // The real side effects of staging.
@@ -9,7 +9,7 @@ export const realStageIO: StageIO = {
   fetchToFile,
   copyLocalToFile,
   streamToFile,
-  extractArchive,
+  prepareExtraction,
   ensureFreeSpace,
   syncFileSystem,
 };

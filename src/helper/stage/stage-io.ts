@@ -32,8 +32,13 @@ export interface StageIO {
   copyLocalToFile(opts: { path: string; destFile: string; maxBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
   // Writes exactly `expectedBytes` of an upload into `destFile`, hashing it.
   streamToFile(opts: { stream: Readable; destFile: string; expectedBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
-  // Safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only; hashes what it reads.
-  extractArchive(opts: { archivePath: string; dest: string; limits: ExtractLimits; onProgress?: (p: { entries: number; bytes: number }) => void }): Promise<ExtractResultLike>;
+  // Starts an extractor ahead of its job (its start-up overlaps obtaining the bytes). Its
+  // extract() safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only,
+  // hashing what it reads; cancel() ends it (and waits) if extract() was never called.
+  prepareExtraction(): {
+    extract(opts: { archivePath: string; dest: string; limits: ExtractLimits; onProgress?: (p: { entries: number; bytes: number }) => void }): Promise<ExtractResultLike>;
+    cancel(): Promise<void>;
+  };
   // Throws DISK_FULL unless `needBytes` plus `reserveBytes` are free on the file system of `dir`.
   ensureFreeSpace(dir: string, needBytes: number, reserveBytes: number): Promise<void>;
   // Makes every write on the file system of `dir` durable (syncfs).

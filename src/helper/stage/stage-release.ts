@@ -105,7 +105,10 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     }
     throw toStewardError(err, 'IO_ERROR', `creating ${work}`);
   }
+  // Started now so that its start-up runs while the bytes are obtained; ended in `finally`.
+  let extractor: ReturnType<StageIO['prepareExtraction']> | null = null;
   try {
+    extractor = io.prepareExtraction();
     const archive = path.join(work, 'archive.tgz');
     const got = await obtainBytes(deps, input, trust, archive, (b, t) => progress('fetch', b, t));
     faults.io('staging', 'write');
@@ -121,7 +124,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     }
     progress('extract', 0);
     const tree = path.join(work, 'tree');
-    const ex = await io.extractArchive({
+    const ex = await extractor.extract({
       archivePath: archive,
       dest: tree,
       limits: config.extract,
@@ -184,6 +187,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     if (e.details.attemptId === undefined) e.details.attemptId = attemptId;
     throw e;
   } finally {
+    await extractor?.cancel().catch((err) => log('could not end the extraction worker: %s', (err as Error).message));
     await removeTree(work).catch((err) => log('could not remove %s: %s', work, (err as Error).message));
   }
 }
