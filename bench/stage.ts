@@ -2,8 +2,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { BIN, makeHost, processApp, startHelper } from '../test/helpers/host.js';
-import { benchArgs, haveCommand, ms, printRow, ratios, series } from './lib.js';
+import { BIN, makeHost, processApp } from '../test/helpers/host.js';
+import { benchArgs, haveCommand, ms, printRow, ratios, series, startInstalledHelper } from './lib.js';
 import { makeAppTree, tarballOf } from './stage-input.js';
 
 // Row 1: `agentctl stage` of a local tarball through a real helper (on a temp --root) against
@@ -19,7 +19,7 @@ const args = benchArgs(5, 1);
 for (const cmd of ['tar', 'sha512sum', 'sync']) if (!haveCommand(cmd)) throw new Error(`bench/stage needs ${cmd} on PATH`);
 
 const host = makeHost({ apps: { web: processApp({ keepReleases: 2 }) } });
-const helper = await startHelper(host);
+const helper = await startInstalledHelper(host);
 try {
   const tree = makeAppTree(path.join(host.scratch, 'tree'), args.quick);
   const steward: number[] = [];
