@@ -2,7 +2,7 @@
 // heartbeat with a seq made durable first, act on the answer, wait, repeat. Nothing the
 // control plane or the helper does makes it crash: every failure becomes a logged backoff.
 import type { KeyObject } from 'node:crypto';
-import { HEARTBEAT_PATH } from '../core/control-api.js';
+import { HEARTBEAT_PATH } from '../core/control-paths.js';
 import { MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
 import type { HeartbeatApp, HeartbeatPayload } from '../core/heartbeat-schema.js';
 import type { Clock } from '../platform/clock.js';
