@@ -4,6 +4,7 @@
 // accept, and return what they would (test/agent/control-answer.test.ts holds both to the same
 // verdicts, both ways). The body is hostile input: every field is checked before use.
 import type { DesiredEntry, ErrorAnswer, HeartbeatAnswer } from '../core/control-api.js';
+import { checkEnvelope } from '../core/envelope-check.js';
 import { APP_NAME_RE, ATTEMPT_ID_RE } from '../core/name-checks.js';
 import { isVersion } from '../core/version.js';
 
@@ -14,7 +15,6 @@ const isString = (v: unknown, min: number, max: number): v is string => typeof v
 const isInt = (v: unknown, min: number, max: number): v is number => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
 // Only `allowed` keys (zod's strictObject refuses any other, inherited ones aside).
 const onlyKeys = (o: Obj, allowed: readonly string[]) => Object.keys(o).every((k) => allowed.includes(k));
-const KEY_ID_RE = /^[0-9a-f]{16}$/;
 
 // Why an answer was refused: where (a dotted path, '' for the body) and what.
 export interface Refusal {
@@ -26,22 +26,13 @@ export type Read<T> = { ok: true; value: T } | ({ ok: false } & Refusal);
 
 const refuse = (where: string, message: string): { ok: false } & Refusal => ({ ok: false, where, message });
 
-// envelopeSchema: {payload 1..48 KiB, sig 1..256, keyId 16 lowercase hex}, nothing else.
-function readEnvelope(v: unknown, where: string): Read<DesiredEntry['manifest']> {
-  if (!isObject(v) || !onlyKeys(v, ['payload', 'sig', 'keyId'])) return refuse(where, 'not an envelope {payload, sig, keyId}');
-  if (!isString(v.payload, 1, 48 * 1024)) return refuse(`${where}.payload`, 'not a string of 1 to 49152 characters');
-  if (!isString(v.sig, 1, 256)) return refuse(`${where}.sig`, 'not a string of 1 to 256 characters');
-  if (typeof v.keyId !== 'string' || !KEY_ID_RE.test(v.keyId)) return refuse(`${where}.keyId`, 'keyId is 16 lowercase hex characters');
-  return { ok: true, value: { payload: v.payload, sig: v.sig, keyId: v.keyId } };
-}
-
 // desiredEntrySchema: {app, version, attemptId, manifest}, nothing else.
 function readDesired(v: unknown, where: string): Read<DesiredEntry> {
   if (!isObject(v) || !onlyKeys(v, ['app', 'version', 'attemptId', 'manifest'])) return refuse(where, 'not a desired entry {app, version, attemptId, manifest}');
   if (typeof v.app !== 'string' || !APP_NAME_RE.test(v.app)) return refuse(`${where}.app`, 'app names are [a-z0-9][a-z0-9_-]{0,62}');
   if (!isVersion(v.version)) return refuse(`${where}.version`, 'versions are semver without build metadata (1.2.3 or 1.2.3-rc.1)');
   if (typeof v.attemptId !== 'string' || !ATTEMPT_ID_RE.test(v.attemptId)) return refuse(`${where}.attemptId`, 'attempt ids match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$');
-  const manifest = readEnvelope(v.manifest, `${where}.manifest`);
+  const manifest = checkEnvelope(v.manifest, `${where}.manifest`);
   if (!manifest.ok) return manifest;
   return { ok: true, value: { app: v.app, version: v.version, attemptId: v.attemptId, manifest: manifest.value } };
 }

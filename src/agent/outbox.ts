@@ -2,9 +2,10 @@
 // acknowledgement, kept in outbox.json so that an agent restart neither loses nor repeats one.
 import type { KeyObject } from 'node:crypto';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { OUTBOX_SCHEMA_VERSION, outboxFileSchema, type OutboxFile } from '../core/outbox-schema.js';
 import type { Envelope } from '../core/release-schemas.js';
-import { readVersionedJson } from '../platform/versioned-file.js';
+import { readVersionedChecked } from '../platform/versioned-json.js';
+// Checked without zod (agent-file-checks.ts; its test holds it to outboxFileSchema).
+import { checkOutboxFile, OUTBOX_SCHEMA_VERSION, type OutboxFile } from './agent-file-checks.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
 import { keyIdOf } from '../platform/keys.js';
 import { logger } from '../platform/log.js';
@@ -111,7 +112,7 @@ export class Outbox {
   // Opens the outbox at `file`: absent is empty; unreadable, invalid or newer than this steward
   // throws STATE_INVALID and the file is left as it is (never overwritten silently).
   static async open(file: string): Promise<Outbox> {
-    const body = await readVersionedJson(file, OUTBOX_SCHEMA_VERSION, outboxFileSchema, OUTBOX_MAX_BYTES);
+    const body = await readVersionedChecked(file, OUTBOX_SCHEMA_VERSION, checkOutboxFile, OUTBOX_MAX_BYTES);
     if (body === null) return new Outbox(file, { helperKeyId: null, highestSeq: 0, pending: [] });
     return new Outbox(file, await decodeFile(file, body));
   }
