@@ -6,12 +6,8 @@ import { checkEnvelope } from '../core/envelope-check.js';
 import { ATTEMPT_ID_RE } from '../core/name-checks.js';
 import type { Envelope } from '../core/release-schemas.js';
 import type { Checked } from '../platform/versioned-json.js';
+import { isInt, isObject, onlyKeys, type Obj } from '../core/json-checks.js';
 
-type Obj = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isInt = (v: unknown, min: number, max: number): v is number => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
-const onlyKeys = (o: Obj, allowed: readonly string[]) => Object.keys(o).every((k) => allowed.includes(k));
 const refuse = (where: string, message: string): { ok: false; where: string; message: string } => ({ ok: false, where, message });
 
 export const SEQ_SCHEMA_VERSION = 1;

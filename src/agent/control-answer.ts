@@ -7,14 +7,9 @@ import type { DesiredEntry, ErrorAnswer, HeartbeatAnswer } from '../core/control
 import { checkEnvelope } from '../core/envelope-check.js';
 import { APP_NAME_RE, ATTEMPT_ID_RE } from '../core/name-checks.js';
 import { isVersion } from '../core/version.js';
+import { isInt, isObject, isString, onlyKeys, type Obj } from '../core/json-checks.js';
 
-type Obj = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isString = (v: unknown, min: number, max: number): v is string => typeof v === 'string' && v.length >= min && v.length <= max;
-const isInt = (v: unknown, min: number, max: number): v is number => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
 // Only `allowed` keys (zod's strictObject refuses any other, inherited ones aside).
-const onlyKeys = (o: Obj, allowed: readonly string[]) => Object.keys(o).every((k) => allowed.includes(k));
 
 // Why an answer was refused: where (a dotted path, '' for the body) and what.
 export interface Refusal {

@@ -6,13 +6,9 @@
 import type { HeartbeatApp } from '../core/heartbeat-schema.js';
 import { APP_NAME_RE } from '../core/name-checks.js';
 import { isVersion } from '../core/version.js';
+import { isInt, isObject, onlyKeys, type Obj } from '../core/json-checks.js';
 
-type Obj = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isInt = (v: unknown, min: number, max: number): v is number => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
 // Only `allowed` keys (zod's strictObject refuses any other).
-const onlyKeys = (o: Obj, allowed: readonly string[]) => Object.keys(o).every((k) => allowed.includes(k));
 const STATES: readonly string[] = ['running', 'waiting', 'error', 'stopped'];
 
 // `v` as a heartbeat app, or null when heartbeatAppSchema would refuse it.

@@ -5,11 +5,8 @@
 // refused config is explained by the schema itself (helper/config.ts loads it only then).
 import type { HostConfig } from './config-schema.js';
 import { APP_NAME_RE } from './name-checks.js';
+import { isObject, onlyKeys, type Obj } from './json-checks.js';
 
-type Obj = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const onlyKeys = (o: Obj, allowed: readonly string[]) => Object.keys(o).every((k) => allowed.includes(k));
 const USER_RE = /^[a-z_][a-z0-9_.-]{0,31}$/;
 const UNIT_RE = /^[A-Za-z0-9:_.@-]{1,250}\.service$/;
 
