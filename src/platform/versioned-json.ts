@@ -2,7 +2,8 @@ import { StewardError } from '../core/errors.js';
 import { readFileNoFollow } from './fs-atomic.js';
 
 // A versioned JSON state file read without zod (issue 8, row 5: the agent's start-up path must
-// not load it). versioned-file.ts reads the same files with a zod schema.
+// not load it). versioned-file.ts reads the same files with a zod schema (and, on main, a parse
+// cache); the read and the schemaVersion check below are the same as its own.
 
 // What a checker says of one parsed file: its value, or where and why it is not one.
 export type Checked<T> = { ok: true; value: T } | { ok: false; where: string; message: string };
