@@ -1,21 +1,16 @@
 // acted.json: the attemptIds of desired entries the agent has handed to the helper and the
 // helper answered (accepted or refused). The agent never sends one of these again (DESIGN §6).
-import { z } from 'zod';
 import { toStewardError } from '../core/errors.js';
-import { attemptIdSchema, epochMsSchema } from '../core/names.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
-import { readVersionedJson } from '../platform/versioned-file.js';
+import { readVersionedChecked } from '../platform/versioned-json.js';
+// Checked without zod (agent-file-checks.ts; its test holds it to the zod schema).
+import { ACTED_SCHEMA_VERSION, checkActedFile, type ActedEntry } from './agent-file-checks.js';
 
-const ACTED_SCHEMA_VERSION = 1;
+export type { ActedEntry };
 // A control plane re-sends a desired entry only while its rollout is undecided, so a window of
 // the last 1,024 attempts covers far more than any rollout keeps in flight for one node.
 export const ACTED_MAX = 1024;
 
-const actedFileSchema = z.strictObject({
-  schemaVersion: z.literal(ACTED_SCHEMA_VERSION),
-  acted: z.array(z.strictObject({ attemptId: attemptIdSchema, app: z.string().max(64), at: epochMsSchema, answer: z.string().max(64) })),
-});
-export type ActedEntry = z.infer<typeof actedFileSchema>['acted'][number];
 
 export class ActedStore {
   private constructor(
@@ -26,7 +21,7 @@ export class ActedStore {
 
   // Opens acted.json: absent is empty; invalid or newer throws STATE_INVALID.
   static async open(file: string, max = ACTED_MAX): Promise<ActedStore> {
-    const body = await readVersionedJson(file, ACTED_SCHEMA_VERSION, actedFileSchema, 1024 * 1024);
+    const body = await readVersionedChecked(file, ACTED_SCHEMA_VERSION, checkActedFile, 1024 * 1024);
     return new ActedStore(file, body?.acted ?? [], max);
   }
 

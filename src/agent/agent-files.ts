@@ -3,13 +3,13 @@
 import type { KeyObject } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { epochMsSchema } from '../core/names.js';
 import type { HostPaths } from '../core/paths.js';
 import { ensureDir, readRegularFile, writeFileAtomic, writeJsonAtomic } from '../platform/fs-atomic.js';
 import { parsePrivateKey } from '../platform/keys.js';
-import { readVersionedJson } from '../platform/versioned-file.js';
+import { readVersionedChecked } from '../platform/versioned-json.js';
+// Read without zod (agent-file-checks.ts; its test holds it to enrollment-schema.ts).
+import { checkEnrollmentFile, ENROLLMENT_SCHEMA_VERSION, type EnrollmentFile } from './agent-file-checks.js';
 
 export interface AgentFiles {
   dir: string;
@@ -48,22 +48,11 @@ export async function ensureAgentDir(files: AgentFiles): Promise<void> {
   }
 }
 
-export const ENROLLMENT_SCHEMA_VERSION = 1;
-export const enrollmentFileSchema = z.strictObject({
-  schemaVersion: z.literal(ENROLLMENT_SCHEMA_VERSION),
-  nodeId: z.string().min(1).max(128),
-  controlPlaneUrl: z.string().url(),
-  enrolledAt: epochMsSchema,
-  // The control plane's interval at enrollment; each heartbeat answer replaces it in memory.
-  heartbeatSeconds: z.number().int().min(1).max(86_400),
-  // The node key's id, to notice a node.key that is not the enrolled one.
-  nodeKeyId: z.string().regex(/^[0-9a-f]{16}$/),
-});
-export type EnrollmentFile = z.infer<typeof enrollmentFileSchema>;
+export { ENROLLMENT_SCHEMA_VERSION, type EnrollmentFile } from './agent-file-checks.js';
 
 // enrollment.json, or null before enrollment; invalid or newer is STATE_INVALID.
 export function readEnrollment(files: AgentFiles): Promise<EnrollmentFile | null> {
-  return readVersionedJson(files.enrollment, ENROLLMENT_SCHEMA_VERSION, enrollmentFileSchema, 64 * 1024);
+  return readVersionedChecked(files.enrollment, ENROLLMENT_SCHEMA_VERSION, checkEnrollmentFile, 64 * 1024);
 }
 
 // Writes enrollment.json (0600, atomic replace).

@@ -1,6 +1,6 @@
 // Which control-plane URLs the agent and `agentctl enroll` may talk to (DESIGN §2, §6).
 import { StewardError } from '../core/errors.js';
-import { isLoopbackHost } from '../core/release-schemas.js';
+import { isLoopbackHost } from '../core/name-checks.js';
 
 export interface ControlPlaneSettings {
   url: string;

@@ -1,6 +1,8 @@
 // What a control plane's answer to one heartbeat means for the agent, pure (DESIGN §6 and
 // src/core/control-api.ts). Anything unexpected is `unavailable`, never a crash.
-import { errorAnswerSchema, heartbeatAnswerSchema, type HeartbeatAnswer } from '../core/control-api.js';
+// Read without zod (control-answer.ts): this runs on every heartbeat of an idle agent.
+import type { HeartbeatAnswer } from '../core/control-api.js';
+import { readErrorAnswer, readHeartbeatAnswer } from './control-answer.js';
 
 export type HeartbeatOutcome =
   | { kind: 'ok'; answer: HeartbeatAnswer }
@@ -20,19 +22,18 @@ export type HeartbeatOutcome =
 // Classifies an HTTP status and parsed body.
 export function classifyHeartbeatAnswer(status: number, json: unknown): HeartbeatOutcome {
   if (status === 200) {
-    const ok = heartbeatAnswerSchema.safeParse(json);
-    if (ok.success) return { kind: 'ok', answer: ok.data };
-    const issue = ok.error.issues[0];
-    return { kind: 'unavailable', message: `200 answer does not match the contract (${issue ? `${issue.path.join('.') || '(body)'}: ${issue.message}` : 'invalid'})` };
+    const ok = readHeartbeatAnswer(json);
+    if (ok.ok) return { kind: 'ok', answer: ok.value };
+    return { kind: 'unavailable', message: `200 answer does not match the contract (${ok.where || '(body)'}: ${ok.message})` };
   }
-  const err = errorAnswerSchema.safeParse(json);
-  const code = err.success ? err.data.error.code : 'UNKNOWN';
-  const message = err.success ? err.data.error.message : `HTTP ${status} without an error body`;
+  const err = readErrorAnswer(json);
+  const code = err ? err.error.code : 'UNKNOWN';
+  const message = err ? err.error.message : `HTTP ${status} without an error body`;
   if (status >= 500 || status < 400) return { kind: 'unavailable', message: `HTTP ${status}: ${message}` };
-  if (status === 409 && code === 'SEQ_REPLAYED' && err.success && err.data.lastSeq !== undefined) {
-    return { kind: 'replayed', lastSeq: err.data.lastSeq, message };
+  if (status === 409 && code === 'SEQ_REPLAYED' && err && err.lastSeq !== undefined) {
+    return { kind: 'replayed', lastSeq: err.lastSeq, message };
   }
-  if (status === 422 && code === 'CLOCK_SKEW') return { kind: 'clock-skew', serverTime: err.success ? (err.data.serverTime ?? null) : null, message };
+  if (status === 422 && code === 'CLOCK_SKEW') return { kind: 'clock-skew', serverTime: err ? (err.serverTime ?? null) : null, message };
   if (status === 401) return { kind: 'unauthorized', code, message };
   if (status === 400 && code === 'RECEIPT_REJECTED') return { kind: 'receipt-rejected', message };
   return { kind: 'refused', status, code, message };

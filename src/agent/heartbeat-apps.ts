@@ -1,6 +1,9 @@
 // The `apps` of a heartbeat from the helper's status answer (DESIGN §6), pure.
-import { heartbeatAppSchema, MAX_HEARTBEAT_APPS, type HeartbeatApp } from '../core/heartbeat-schema.js';
+import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
+import type { HeartbeatApp } from '../core/heartbeat-schema.js';
 import type { AppStatus } from '../helper/ops/status.js';
+// Checked without zod (heartbeat-app-check.ts): this runs on every heartbeat of an idle agent.
+import { readHeartbeatApp } from './heartbeat-app-check.js';
 
 // Maps each app of a status answer to a heartbeat app; an app that does not fit the schema
 // (a version the helper reports that is not one) is left out and named in `skipped`.
@@ -8,7 +11,7 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
   const out: HeartbeatApp[] = [];
   const skipped: string[] = [];
   for (const a of apps.slice(0, MAX_HEARTBEAT_APPS)) {
-    const parsed = heartbeatAppSchema.safeParse({
+    const parsed = readHeartbeatApp({
       name: a.name,
       current: a.current,
       previous: a.previous,
@@ -16,7 +19,7 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       blocked: a.blocked !== null && a.blocked !== undefined,
       supervisor: supervisorOf(a),
     });
-    if (parsed.success) out.push(parsed.data);
+    if (parsed) out.push(parsed);
     else skipped.push(a.name);
   }
   return { apps: out, skipped };

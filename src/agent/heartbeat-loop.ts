@@ -2,8 +2,9 @@
 // heartbeat with a seq made durable first, act on the answer, wait, repeat. Nothing the
 // control plane or the helper does makes it crash: every failure becomes a logged backoff.
 import type { KeyObject } from 'node:crypto';
-import { HEARTBEAT_PATH } from '../core/control-api.js';
-import { MAX_HEARTBEAT_RECEIPTS, type HeartbeatApp, type HeartbeatPayload } from '../core/heartbeat-schema.js';
+import { HEARTBEAT_PATH } from '../core/control-paths.js';
+import { MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
+import type { HeartbeatApp, HeartbeatPayload } from '../core/heartbeat-schema.js';
 import type { Clock } from '../platform/clock.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
 import type { Outbox } from './outbox.js';

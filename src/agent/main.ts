@@ -20,7 +20,7 @@ import { ActedStore } from './acted-store.js';
 import { agentFiles, ensureAgentDir, readEnrollment, readNodeKey } from './agent-files.js';
 import { createControlPlaneClient } from './control-plane-client.js';
 import { isInsecureUrl } from './control-plane-url.js';
-import { enrollNode, enrollRequestSchema, type EnrollResult } from './enroll.js';
+import type { EnrollResult } from './enroll.js';
 import { HeartbeatLoop } from './heartbeat-loop.js';
 import { socketHelper } from './helper-port.js';
 import { Outbox } from './outbox.js';
@@ -150,6 +150,8 @@ async function runEnrollNode(o: AgentOptions): Promise<number> {
   try {
     const isRoot = process.getuid?.() === 0;
     const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
+    // Loaded here only: enrollment runs once, and its schemas would keep zod in every agent.
+    const { enrollNode, enrollRequestSchema } = await import('./enroll.js');
     let req;
     try {
       req = enrollRequestSchema.parse(JSON.parse(await text(process.stdin)));

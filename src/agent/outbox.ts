@@ -2,11 +2,10 @@
 // acknowledgement, kept in outbox.json so that an agent restart neither loses nor repeats one.
 import type { KeyObject } from 'node:crypto';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { OUTBOX_SCHEMA_VERSION, outboxFileSchema, type OutboxFile } from '../core/outbox-schema.js';
-import { receiptPayloadSchema } from '../core/receipt-schema.js';
 import type { Envelope } from '../core/release-schemas.js';
-import { verifyReceipt } from '../platform/verify-receipt.js';
-import { readVersionedJson } from '../platform/versioned-file.js';
+import { readVersionedChecked } from '../platform/versioned-json.js';
+// Checked without zod (agent-file-checks.ts; its test holds it to outboxFileSchema).
+import { checkOutboxFile, OUTBOX_SCHEMA_VERSION, type OutboxFile } from './agent-file-checks.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
 import { keyIdOf } from '../platform/keys.js';
 import { logger } from '../platform/log.js';
@@ -39,9 +38,23 @@ export interface TakeResult {
   dropped: number;
 }
 
+// The seq an envelope's payload claims, unverified; Infinity when it claims none (then the
+// envelope goes to the verifier, which refuses it). The envelope comes over a socket: every
+// step is checked.
+function claimedSeq(envelope: unknown): number {
+  const payload = (envelope as { payload?: unknown } | null)?.payload;
+  if (typeof payload !== 'string' || payload.length > 48 * 1024) return Infinity;
+  try {
+    const seq = (JSON.parse(Buffer.from(payload, 'base64').toString('utf8')) as { seq?: unknown } | null)?.seq;
+    return Number.isSafeInteger(seq) ? (seq as number) : Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+
 // The receipt seq inside an envelope's payload, or null when the payload is not a receipt.
 // Used only on the agent's own outbox file; what comes from the helper is verified instead.
-function seqOfStored(envelope: Envelope): number | null {
+function seqOfStored(envelope: Envelope, receiptPayloadSchema: ReceiptPayloadSchema): number | null {
   try {
     const parsed = receiptPayloadSchema.safeParse(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')));
     return parsed.success ? parsed.data.seq : null;
@@ -50,11 +63,16 @@ function seqOfStored(envelope: Envelope): number | null {
   }
 }
 
-function decodeFile(file: string, body: OutboxFile): OutboxState {
+type ReceiptPayloadSchema = typeof import('../core/receipt-schema.js').receiptPayloadSchema;
+
+async function decodeFile(file: string, body: OutboxFile): Promise<OutboxState> {
   const pending: PendingReceipt[] = [];
   let last = 0;
+  // Receipts wait here only while the control plane is unreachable: the schema (and zod) is
+  // loaded only then.
+  const { receiptPayloadSchema } = body.pending.length ? await import('../core/receipt-schema.js') : { receiptPayloadSchema: null };
   for (const [i, envelope] of body.pending.entries()) {
-    const seq = seqOfStored(envelope);
+    const seq = seqOfStored(envelope, receiptPayloadSchema!);
     if (seq === null) throw new StewardError('STATE_INVALID', `${file}: pending[${i}] is not a receipt`);
     if (seq <= last || seq > body.highestSeq) {
       throw new StewardError('STATE_INVALID', `${file}: pending[${i}] has seq ${seq}, out of order or above highestSeq ${body.highestSeq}`);
@@ -94,9 +112,9 @@ export class Outbox {
   // Opens the outbox at `file`: absent is empty; unreadable, invalid or newer than this steward
   // throws STATE_INVALID and the file is left as it is (never overwritten silently).
   static async open(file: string): Promise<Outbox> {
-    const body = await readVersionedJson(file, OUTBOX_SCHEMA_VERSION, outboxFileSchema, OUTBOX_MAX_BYTES);
+    const body = await readVersionedChecked(file, OUTBOX_SCHEMA_VERSION, checkOutboxFile, OUTBOX_MAX_BYTES);
     if (body === null) return new Outbox(file, { helperKeyId: null, highestSeq: 0, pending: [] });
-    return new Outbox(file, decodeFile(file, body));
+    return new Outbox(file, await decodeFile(file, body));
   }
 
   get helperKeyId(): string | null {
@@ -131,8 +149,13 @@ export class Outbox {
 
       let rejected = 0;
       const fresh = new Map<number, Envelope>();
-      for (const envelope of receipts) {
-        const payload = verifyReceipt(envelope, helperKey);
+      // The helper lists every receipt it keeps at each heartbeat; one whose payload claims a seq
+      // at or below highestSeq is not taken whatever it holds, so only the new ones are verified,
+      // and the verifier (with zod, ~6 MB of an idle agent) is loaded only when one arrives.
+      const unseen = receipts.filter((e) => !(claimedSeq(e) <= base.highestSeq));
+      const { verifyReceipt } = unseen.length ? await import('../platform/verify-receipt.js') : { verifyReceipt: null };
+      for (const envelope of unseen) {
+        const payload = verifyReceipt!(envelope, helperKey);
         if (payload === null) {
           rejected++;
           continue;

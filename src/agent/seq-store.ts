@@ -1,15 +1,10 @@
 // seq.json: the highest heartbeat seq this agent has used (DESIGN §6). A seq is made durable
 // before the heartbeat carrying it is sent, so no restart can send a seq twice.
-import { z } from 'zod';
 import { toStewardError } from '../core/errors.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
-import { readVersionedJson } from '../platform/versioned-file.js';
-
-const SEQ_SCHEMA_VERSION = 1;
-const seqFileSchema = z.strictObject({
-  schemaVersion: z.literal(SEQ_SCHEMA_VERSION),
-  lastSeq: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
-});
+import { readVersionedChecked } from '../platform/versioned-json.js';
+// Checked without zod (agent-file-checks.ts; its test holds it to the zod schema).
+import { checkSeqFile, SEQ_SCHEMA_VERSION } from './agent-file-checks.js';
 
 export class SeqStore {
   private constructor(
@@ -19,7 +14,7 @@ export class SeqStore {
 
   // Opens seq.json: absent is lastSeq 0; invalid or newer throws STATE_INVALID.
   static async open(file: string): Promise<SeqStore> {
-    const body = await readVersionedJson(file, SEQ_SCHEMA_VERSION, seqFileSchema, 4096);
+    const body = await readVersionedChecked(file, SEQ_SCHEMA_VERSION, checkSeqFile, 4096);
     return new SeqStore(file, body?.lastSeq ?? 0);
   }
 

@@ -14,11 +14,7 @@ import { z } from 'zod';
 import { appNameSchema, attemptIdSchema, epochMsSchema, versionSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 
-export const ENROLL_PATH = '/v1/enroll';
-export const HEARTBEAT_PATH = '/v1/heartbeat';
-export const ARTIFACTS_PREFIX = '/v1/artifacts/';
-// The largest body either POST accepts (DESIGN §6: over 1 MiB is a 400).
-export const MAX_BODY_BYTES = 1024 * 1024;
+export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
 
 const pemSchema = z.string().min(1).max(4096);
 

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { appNameSchema, epochMsSchema, versionSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 
-export const MAX_HEARTBEAT_APPS = 256;
-// DESIGN §6: at most 64 of the oldest pending receipts go in one heartbeat.
-export const MAX_HEARTBEAT_RECEIPTS = 64;
+import { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS } from './heartbeat-limits.js';
+
+export { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS };
 
 const seqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 

@@ -17,3 +17,10 @@ export const INTEGRITY_RE = /^sha512-[A-Za-z0-9+/]{86}==$/;
 export function isAppName(value: unknown): value is string {
   return typeof value === 'string' && APP_NAME_RE.test(value);
 }
+
+// Whether a URL's hostname (or a host of host:port) is a loopback address. Here rather than in
+// release-schemas.ts so that the agent's start-up path need not load zod (issue 8, row 5).
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}

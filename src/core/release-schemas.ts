@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { appNameSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
+import { isLoopbackHost } from './name-checks.js';
 
 // The signed release manifest of DESIGN §1: {name, version, url, size, integrity, expires}.
 export const manifestPayloadSchema = z.strictObject({
@@ -27,10 +28,6 @@ const envValueSchema = z
   .refine((v) => Buffer.byteLength(v, 'utf8') <= 4096, 'env values are at most 4 KiB')
   .refine((v) => !/[\0\n\r]/.test(v), 'env values hold no NUL or newline');
 
-function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
 
 const httpProbeSchema = z
   .string()

@@ -1,5 +1,6 @@
 import { promises as fsp } from 'node:fs';
-import { formatIssues, hostConfigSchema, type AppConfig, type HostConfig } from '../core/config-schema.js';
+import { checkHostConfig } from '../core/config-check.js';
+import type { AppConfig, HostConfig } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
 
@@ -33,10 +34,16 @@ export async function loadHostConfig(file: string, opts: { isRoot: boolean; acco
   } catch (err) {
     throw new StewardError('CONFIG_INVALID', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err });
   }
-  const parsed = hostConfigSchema.safeParse(json);
-  if (!parsed.success) throw new StewardError('CONFIG_INVALID', `${file}: ${formatIssues(parsed.error.issues)}`);
-  await checkAppAccounts(file, parsed.data, opts);
-  return parsed.data;
+  // Checked without zod (core/config-check.ts): the agent must not load it at start. A refused
+  // config is explained by the zod schema, loaded only then.
+  const config = checkHostConfig(json);
+  if (config === null) {
+    const { formatIssues, hostConfigSchema } = await import('../core/config-schema.js');
+    const parsed = hostConfigSchema.safeParse(json);
+    throw new StewardError('CONFIG_INVALID', `${file}: ${parsed.success ? 'refused by the config check' : formatIssues(parsed.error.issues)}`);
+  }
+  await checkAppAccounts(file, config, opts);
+  return config;
 }
 
 // Root reads this file as config, so nobody but root may be able to write it.

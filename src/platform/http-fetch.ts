@@ -8,7 +8,7 @@ import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import type { FetchSettings } from '../core/config-schema.js';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { isLoopbackHost } from '../core/release-schemas.js';
+import { isLoopbackHost } from '../core/name-checks.js';
 import { writeHashedFile, type HashedFile, type HashingWriter } from './hashing-writer.js';
 import { logger } from './log.js';
 import { readOwnVersion } from './own-version.js';

@@ -102,6 +102,20 @@ test('only receipts above highestSeq are copied, sorted by seq, each once', asyn
   assert.equal(box.highestSeq, 8);
 });
 
+test('receipts the helper lists again are not verified again: one claiming a seq at or below highestSeq is skipped, forged or not', async () => {
+  const box = await Outbox.open(await tmpFile());
+  assert.deepEqual(await box.take(helper.publicKey, [r(1), r(2)]), { added: 2, rejected: 0, dropped: 0 });
+  // Forged, yet claiming an old seq: not taken, and not even verified (so not counted as rejected).
+  const forgedOld = { ...receipt(2, helperKey().privateKey), keyId: keyIdOf(helper.publicKey) };
+  // Forged and claiming a new seq: verified, refused.
+  const forgedNew = { ...receipt(3, helperKey().privateKey), keyId: keyIdOf(helper.publicKey) };
+  const notJson = { payload: Buffer.from('{"seq":').toString('base64'), sig: 'x', keyId: keyIdOf(helper.publicKey) };
+  assert.deepEqual(await box.take(helper.publicKey, [r(1), r(2), forgedOld, forgedNew, notJson, null as unknown as Envelope]), { added: 0, rejected: 3, dropped: 0 });
+  assert.deepEqual(box.pendingSeqs, [1, 2]);
+  assert.deepEqual(await box.take(helper.publicKey, [r(2), r(3)]), { added: 1, rejected: 0, dropped: 0 });
+  assert.deepEqual(box.pendingSeqs, [1, 2, 3]);
+});
+
 test('a receipt the helper key does not verify is never taken', async () => {
   const box = await Outbox.open(await tmpFile());
   const forged = receipt(2, helperKey().privateKey);

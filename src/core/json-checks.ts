@@ -1,0 +1,13 @@
+// The small tests the zod-free checkers share (issue 8, row 5: config-check, receipt-check,
+// the agent's answer and file checks). Each mirrors one zod rule as this zod (4.x) applies it.
+
+export type Obj = Record<string, unknown>;
+
+// z.object's input: an object that is not null and not an array.
+export const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+// z.number().int().min(min).max(max): .int() takes safe integers only.
+export const isInt = (v: unknown, min: number, max: number): v is number => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
+// z.string().min(min).max(max): lengths in UTF-16 code units.
+export const isString = (v: unknown, min: number, max: number): v is string => typeof v === 'string' && v.length >= min && v.length <= max;
+// z.strictObject: no own key but `allowed`.
+export const onlyKeys = (o: Obj, allowed: readonly string[]): boolean => Object.keys(o).every((k) => allowed.includes(k));

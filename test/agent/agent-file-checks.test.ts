@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { z } from 'zod';
+import { checkActedFile, checkEnrollmentFile, checkOutboxFile, checkSeqFile } from '../../src/agent/agent-file-checks.js';
+import { enrollmentFileSchema } from '../../src/agent/enrollment-schema.js';
+import { outboxFileSchema } from '../../src/core/outbox-schema.js';
+import { attemptIdSchema, epochMsSchema } from '../../src/core/names.js';
+
+// The agent reads seq.json, acted.json, outbox.json and enrollment.json without zod (agent-file-checks.ts). These are the zod
+// schemas they were read with before (and the rules they stand for); the checkers must give the
+// same verdicts and values, both ways. Each file is a valid one with at most one field moved to
+// the edge of its rule or to junk, so each rule decides a verdict on its own.
+const seqFileSchema = z.strictObject({ schemaVersion: z.literal(1), lastSeq: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER) });
+const actedFileSchema = z.strictObject({
+  schemaVersion: z.literal(1),
+  acted: z.array(z.strictObject({ attemptId: attemptIdSchema, app: z.string().max(64), at: epochMsSchema, answer: z.string().max(64) })),
+});
+
+const junk = fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.double(), fc.constant(null), fc.boolean(), fc.constant([]), fc.constant({}));
+const intEdge = fc.oneof(fc.integer({ min: -3, max: 5 }), fc.constantFrom(2 ** 53 - 1, 2 ** 53, 1e20, 0.5, -0, -1), fc.integer(), junk);
+type Obj = Record<string, unknown>;
+const withKey = (o: fc.Arbitrary<Obj>, key: string, edge: fc.Arbitrary<unknown>) => fc.tuple(o, edge).map(([v, x]) => ({ ...v, [key]: x }));
+const asFile = (v: unknown): unknown => JSON.parse(JSON.stringify(v) ?? 'null');
+
+const validSeq = fc.record({ schemaVersion: fc.constant(1), lastSeq: fc.nat() });
+const seqFile = fc.oneof(
+  validSeq,
+  withKey(validSeq, 'schemaVersion', fc.oneof(fc.constantFrom(0, 2, '1', 1.5), junk)),
+  withKey(validSeq, 'lastSeq', intEdge),
+  withKey(validSeq, 'extra', junk),
+  fc.tuple(validSeq, fc.constantFrom('schemaVersion', 'lastSeq')).map(([v, k]) => ({ ...v, [k]: undefined })),
+  fc.jsonValue(),
+);
+
+const validEntry = fc.record({
+  attemptId: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,5}$/),
+  app: fc.string({ maxLength: 8 }),
+  at: fc.nat(),
+  answer: fc.string({ maxLength: 8 }),
+});
+const entryEdge = fc.oneof(
+  withKey(validEntry, 'attemptId', fc.oneof(fc.constantFrom('a'.repeat(128), 'a'.repeat(129), '.a', 'a b', ''), junk)),
+  withKey(validEntry, 'app', fc.oneof(fc.constantFrom('a'.repeat(64), 'a'.repeat(65)), junk)),
+  withKey(validEntry, 'at', intEdge),
+  withKey(validEntry, 'answer', fc.oneof(fc.constantFrom('a'.repeat(64), 'a'.repeat(65)), junk)),
+  withKey(validEntry, 'extra', junk),
+  junk,
+);
+const validActed = fc.record({ schemaVersion: fc.constant(1), acted: fc.array(validEntry, { maxLength: 3 }) });
+const actedFile = fc.oneof(
+  validActed,
+  withKey(validActed, 'schemaVersion', fc.oneof(fc.constantFrom(0, 2, '1'), junk)),
+  fc.tuple(validActed, entryEdge).map(([v, e]) => ({ ...v, acted: [...v.acted, e] })),
+  withKey(validActed, 'acted', junk),
+  withKey(validActed, 'extra', junk),
+  fc.jsonValue(),
+);
+
+const hex16 = fc.stringMatching(/^[0-9a-f]{16}$/);
+const validEnvelope = fc.record({ payload: fc.string({ minLength: 1, maxLength: 20 }), sig: fc.string({ minLength: 1, maxLength: 10 }), keyId: hex16 });
+const lengths = (ch: string, ...ns: number[]) => fc.constantFrom(...ns.map((n) => ch.repeat(n)));
+const envelopeEdge = fc.oneof(
+  withKey(validEnvelope, 'payload', fc.oneof(lengths('p', 0, 1, 48 * 1024, 48 * 1024 + 1), junk)),
+  withKey(validEnvelope, 'sig', fc.oneof(lengths('s', 0, 1, 256, 257), junk)),
+  withKey(validEnvelope, 'keyId', fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{15,17}$/), fc.constantFrom('0123456789ABCDEF', '0123456789abcdeg'), junk)),
+  withKey(validEnvelope, 'extra', junk),
+  junk,
+);
+const validOutbox = fc.record({ schemaVersion: fc.constant(1), helperKeyId: fc.oneof(fc.constant(null), hex16), highestSeq: fc.nat(), pending: fc.array(validEnvelope, { maxLength: 3 }) });
+const outboxFile = fc.oneof(
+  validOutbox,
+  withKey(validOutbox, 'schemaVersion', fc.oneof(fc.constantFrom(0, 2, '1'), junk)),
+  withKey(validOutbox, 'helperKeyId', fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{15,17}$/), junk)),
+  withKey(validOutbox, 'highestSeq', intEdge),
+  fc.tuple(validOutbox, envelopeEdge).map(([v, e]) => ({ ...v, pending: [...v.pending, e] })),
+  withKey(validOutbox, 'pending', junk),
+  withKey(validOutbox, 'extra', junk),
+  fc.jsonValue(),
+);
+
+const validEnrollment = fc.record({
+  schemaVersion: fc.constant(1),
+  nodeId: fc.string({ minLength: 1, maxLength: 10 }),
+  controlPlaneUrl: fc.oneof(fc.constantFrom('https://cp.example:8443', 'http://127.0.0.1:8080/base'), fc.webUrl()),
+  enrolledAt: fc.nat(),
+  heartbeatSeconds: fc.integer({ min: 1, max: 86_400 }),
+  nodeKeyId: hex16,
+});
+const urlEdge = fc.oneof(
+  fc.constantFrom(' https://cp.example ', 'https://cp.\texample/a\nb', '\u00a0https://cp.example\u2028', 'http:cp.example', 'cp.example', '', 'a:b', 'file:///x', 'https://[::1]:8443', 'https://cp.example:99999', 'https://exa mple'),
+  fc.string({ maxLength: 12 }),
+  junk,
+);
+const enrollmentFile = fc.oneof(
+  validEnrollment,
+  withKey(validEnrollment, 'schemaVersion', fc.oneof(fc.constantFrom(0, 2, '1'), junk)),
+  withKey(validEnrollment, 'nodeId', fc.oneof(lengths('n', 0, 1, 128, 129), junk)),
+  withKey(validEnrollment, 'controlPlaneUrl', urlEdge),
+  withKey(validEnrollment, 'enrolledAt', intEdge),
+  withKey(validEnrollment, 'heartbeatSeconds', fc.oneof(intEdge, fc.constantFrom(86_400, 86_401))),
+  withKey(validEnrollment, 'nodeKeyId', fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{15,17}$/), junk)),
+  withKey(validEnrollment, 'extra', junk),
+  fc.jsonValue(),
+);
+
+const same = <T>(check: (v: unknown) => { ok: boolean; value?: T }, schema: z.ZodType<T>, files: fc.Arbitrary<unknown>) => {
+  let accepted = 0;
+  fc.assert(
+    fc.property(files.map(asFile), (v) => {
+      const zz = schema.safeParse(v);
+      const mine = check(v);
+      assert.equal(mine.ok, zz.success, String(JSON.stringify(v)));
+      if (mine.ok && zz.success) {
+        accepted++;
+        assert.deepEqual(mine.value, zz.data);
+      }
+    }),
+    { numRuns: 2000 },
+  );
+  // Both verdicts were reached, or the property proves nothing.
+  assert.ok(accepted > 200 && accepted < 1800, `${accepted} of 2000 accepted`);
+};
+
+test('checkSeqFile accepts what the seq.json schema accepts and returns what it returns', () => {
+  same(checkSeqFile, seqFileSchema, seqFile);
+});
+
+test('checkActedFile accepts what the acted.json schema accepts and returns what it returns', () => {
+  same(checkActedFile, actedFileSchema, actedFile);
+});
+
+test('checkOutboxFile accepts what outboxFileSchema accepts and returns what it returns', () => {
+  same(checkOutboxFile, outboxFileSchema, outboxFile);
+});
+
+test('checkEnrollmentFile accepts what the enrollment.json schema accepts and returns what it returns', () => {
+  same(checkEnrollmentFile, enrollmentFileSchema, enrollmentFile);
+});
+
+test('a refused file names the key', () => {
+  assert.deepEqual(checkActedFile({ schemaVersion: 1, acted: [{ attemptId: 'a', app: 'w', at: -1, answer: 'x' }] }), {
+    ok: false,
+    where: 'acted.0.at',
+    message: 'not a time in epoch ms',
+  });
+});

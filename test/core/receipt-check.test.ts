@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import { checkReceiptPayload } from '../../src/core/receipt-check.js';
+import { receiptPayloadSchema } from '../../src/core/receipt-schema.js';
+
+// The agent verifies receipts without zod (receipt-check.ts); this holds the payload check to
+// receiptPayloadSchema both ways. Each payload is a valid one with at most one field moved to
+// the edge of its rule or to junk, so each rule decides a verdict on its own.
+
+const junk = fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.double(), fc.constant(null), fc.boolean(), fc.constant([]), fc.constant({}));
+const intEdge = fc.oneof(fc.constantFrom(0, 1, -1, 2 ** 53 - 1, 2 ** 53, 0.5, -0), fc.integer(), junk);
+const lengths = (ch: string, ...ns: number[]) => fc.constantFrom(...ns.map((n) => ch.repeat(n)));
+type Obj = Record<string, unknown>;
+const withKey = (o: fc.Arbitrary<Obj>, key: string, edge: fc.Arbitrary<unknown>) => fc.tuple(o, edge).map(([v, x]) => ({ ...v, [key]: x }));
+const INTEGRITY = `sha512-${'A'.repeat(86)}==`;
+const version = fc.constantFrom('1.0.0', '2.3.4-rc.1');
+const versionEdge = fc.oneof(fc.constantFrom('01.2.3', '1.2', '1.2.3+b', `1.2.3-${'x'.repeat(122)}`, `1.2.3-${'x'.repeat(123)}`), junk);
+const valid = fc.record(
+  {
+    v: fc.constant(1),
+    nodeId: fc.oneof(fc.constant(null), fc.string({ maxLength: 8 })),
+    app: fc.stringMatching(/^[a-z0-9][a-z0-9_-]{0,6}$/),
+    attemptId: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,5}$/),
+    seq: fc.integer({ min: 1, max: 1e9 }),
+    fromVersion: fc.oneof(fc.constant(null), version),
+    targetVersion: version,
+    integrity: fc.oneof(fc.constant(null), fc.constant(INTEGRITY)),
+    outcome: fc.constantFrom('active', 'rolled-back', 'failed', 'refused'),
+    startedAt: fc.nat(),
+    updatedAt: fc.nat(),
+    retryAfter: fc.nat(),
+    rollbackHealthy: fc.boolean(),
+    reason: fc.record({ code: fc.string({ maxLength: 8 }), message: fc.string({ maxLength: 8 }) }),
+    logFile: fc.string({ maxLength: 8 }),
+  },
+  { requiredKeys: ['v', 'nodeId', 'app', 'attemptId', 'seq', 'fromVersion', 'targetVersion', 'integrity', 'outcome', 'startedAt', 'updatedAt'] },
+) as fc.Arbitrary<Obj>;
+const payload = fc.oneof(
+  { arbitrary: valid, weight: 10 },
+  withKey(valid, 'v', fc.oneof(fc.constantFrom(0, 2, '1'), junk)),
+  withKey(valid, 'nodeId', fc.oneof(lengths('n', 0, 128, 129), junk)),
+  withKey(valid, 'app', fc.oneof(fc.constantFrom('Web', '-x', 'a'.repeat(63), 'a'.repeat(64), ''), junk)),
+  withKey(valid, 'attemptId', fc.oneof(fc.constantFrom('a'.repeat(128), 'a'.repeat(129), '.a', ''), junk)),
+  withKey(valid, 'seq', intEdge),
+  withKey(valid, 'fromVersion', versionEdge),
+  withKey(valid, 'targetVersion', fc.oneof(versionEdge, fc.constant(null))),
+  withKey(valid, 'integrity', fc.oneof(fc.constantFrom(`sha512-${'A'.repeat(85)}==`, `sha256-${'A'.repeat(86)}==`, INTEGRITY.toLowerCase()), junk)),
+  withKey(valid, 'outcome', fc.oneof(fc.constantFrom('activating', 'Active'), junk)),
+  withKey(valid, 'startedAt', intEdge),
+  withKey(valid, 'updatedAt', intEdge),
+  withKey(valid, 'retryAfter', intEdge),
+  withKey(valid, 'rollbackHealthy', junk),
+  withKey(
+    valid,
+    'reason',
+    fc.oneof(
+      fc.record({ code: fc.oneof(lengths('c', 64, 65), junk), message: fc.oneof(lengths('m', 2048, 2049), junk), extra: fc.option(junk, { nil: undefined, freq: 3 }) }, { requiredKeys: [] }),
+      junk,
+    ),
+  ),
+  withKey(valid, 'logFile', fc.oneof(lengths('l', 4096, 4097), junk)),
+  withKey(valid, 'extra', junk),
+  fc.jsonValue(),
+);
+const asPayload = (v: unknown): unknown => JSON.parse(JSON.stringify(v) ?? 'null');
+
+test('checkReceiptPayload accepts what receiptPayloadSchema accepts and returns what it returns', () => {
+  let accepted = 0;
+  fc.assert(
+    fc.property(payload.map(asPayload), (v) => {
+      const z = receiptPayloadSchema.safeParse(v);
+      const mine = checkReceiptPayload(v);
+      assert.deepEqual(mine, z.success ? z.data : null, String(JSON.stringify(v)).slice(0, 3000));
+      if (mine) accepted++;
+    }),
+    { numRuns: 3000 },
+  );
+  // Both verdicts were reached, or the property proves nothing.
+  assert.ok(accepted > 300 && accepted < 2700, `${accepted} of 3000 accepted`);
+});
