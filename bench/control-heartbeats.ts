@@ -23,6 +23,7 @@ import { openStore } from '../src/control/store/open-store.js';
 import { createToken } from '../src/control/store/tokens.js';
 import { DOMAINS, signEnvelope } from '../src/platform/keys.js';
 import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } from './lib/http-load.js';
+import { cpuMsOf } from './lib.js';
 import { median, parseBenchArgs, printRow, quantile } from './lib/row.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -139,10 +140,9 @@ interface Phase {
   serverWait: number;
 }
 
-// CPU seconds (user + system) a process has used, from /proc/<pid>/stat.
+// CPU seconds (user + system) a process has used.
 function cpuSecondsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  return cpuMsOf(pid) / 1000;
 }
 
 // Nanoseconds the main thread of a process has waited on a run queue (runnable, no CPU free for

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { startHelper, unitNodeFlags, type HelperProcess, type TestHost } from '../test/helpers/host.js';
 
@@ -101,4 +102,16 @@ export function haveCommand(cmd: string): boolean {
 // no debug log (the tests' helpers log everything, which is not what a host runs).
 export function startInstalledHelper(host: TestHost): Promise<HelperProcess> {
   return startHelper(host, { DEBUG: '', NODE_ENV: 'production' }, { nodeArgs: unitNodeFlags('steward-helper.service') });
+}
+
+// sysconf(_SC_CLK_TCK): 100 on every Linux this runs on.
+const CLOCK_TICKS = 100;
+
+// CPU milliseconds (user + system, every thread) a process has used, from /proc/<pid>/stat; with
+// `children`, those of its children that it has waited for (cutime + cstime) instead.
+export function cpuMsOf(pid: number | 'self', children = false): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // After "pid (comm) ", field 3 (state) is index 0: utime is field 14, stime 15, cutime 16, cstime 17.
+  const at = children ? 13 : 11;
+  return ((Number(fields[at]) + Number(fields[at + 1])) * 1000) / CLOCK_TICKS;
 }
