@@ -1,0 +1,61 @@
+// What the property tests of the hand-written checkers share (the zod-free readers of hostile
+// JSON: control-answer, heartbeat-app-check, agent-file-checks, config-check, receipt-check...):
+// edge-value generators, and the property itself: the checker and its zod schema reach the
+// same verdict on every input and, when they accept, return the same value.
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+
+export type Obj = Record<string, unknown>;
+
+// Values of the wrong type for any field.
+export const junk = fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.double(), fc.constant(null), fc.boolean(), fc.constant([]), fc.constant({}));
+
+// `o` with `key` set to a value of `edge`.
+export const withKey = (o: fc.Arbitrary<Obj>, key: string, edge: fc.Arbitrary<unknown>): fc.Arbitrary<Obj> =>
+  fc.tuple(o, edge).map(([v, x]) => ({ ...v, [key]: x }));
+
+// Strings of `ch` repeated each of `ns` times (a limit and its neighbours).
+export const lengths = (ch: string, ...ns: number[]): fc.Arbitrary<string> => fc.constantFrom(...ns.map((n) => ch.repeat(n)));
+
+export const hex16 = fc.stringMatching(/^[0-9a-f]{16}$/);
+
+// A signature envelope {payload, sig, keyId} as envelopeSchema takes it, and one with a field
+// moved to the edge of its rule (payload <= 48 KiB, sig <= 256, keyId 16 lowercase hex) or to junk.
+export const validEnvelope = fc.record({ payload: fc.string({ minLength: 1, maxLength: 20 }), sig: fc.string({ minLength: 1, maxLength: 10 }), keyId: hex16 });
+export const envelopeEdge = fc.oneof(
+  withKey(validEnvelope, 'payload', fc.oneof(lengths('p', 0, 1, 48 * 1024, 48 * 1024 + 1), junk)),
+  withKey(validEnvelope, 'sig', fc.oneof(lengths('s', 0, 1, 256, 257), junk)),
+  withKey(validEnvelope, 'keyId', fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{15,17}$/), fc.constantFrom('0123456789ABCDEF', '0123456789abcdeg'), junk)),
+  withKey(validEnvelope, 'extra', junk),
+  junk,
+);
+
+// Through JSON, as a daemon reads a file or a body (undefined keys vanish).
+export const throughJson = (v: unknown): unknown => JSON.parse(JSON.stringify(v) ?? 'null');
+
+export interface SchemaLike<T> {
+  safeParse(v: unknown): { success: true; data: T } | { success: false };
+}
+
+// The property: for every input of `inputs`, `check` returns what `schema` returns (deep-equal),
+// or null exactly when `schema` refuses. Both verdicts must be reached often enough (at least
+// `minAccepted` accepted and at most `maxAccepted`), or the property proves nothing.
+export function assertSameAsSchema<T>(
+  check: (v: unknown) => T | null,
+  schema: SchemaLike<T>,
+  inputs: fc.Arbitrary<unknown>,
+  opts: { numRuns: number; minAccepted: number; maxAccepted?: number },
+): void {
+  let accepted = 0;
+  fc.assert(
+    fc.property(inputs, (v) => {
+      const z = schema.safeParse(v);
+      const mine = check(v);
+      assert.deepEqual(mine, z.success ? z.data : null, String(JSON.stringify(v)).slice(0, 3000));
+      if (mine !== null) accepted++;
+    }),
+    { numRuns: opts.numRuns },
+  );
+  const max = opts.maxAccepted ?? opts.numRuns;
+  assert.ok(accepted >= opts.minAccepted && accepted <= max, `${accepted} of ${opts.numRuns} accepted (wanted ${opts.minAccepted}-${max})`);
+}
