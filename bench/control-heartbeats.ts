@@ -23,13 +23,12 @@ import { openStore } from '../src/control/store/open-store.js';
 import { createToken } from '../src/control/store/tokens.js';
 import { DOMAINS, signEnvelope } from '../src/platform/keys.js';
 import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } from './lib/http-load.js';
-import { cpuMsOf } from './lib.js';
-import { median, parseBenchArgs, printRow, quantile } from './lib/row.js';
+import { benchArgs, cpuMsOf, median, printRow, quantile, ratios as ratiosOf, series } from './lib.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TARGET = 2000;
 
-const args = parseBenchArgs(process.argv.slice(2), ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound', '--server-bin', '--keep-alive']);
+const args = benchArgs(3, 1, ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound', '--server-bin', '--keep-alive']);
 // `--keep-alive yes`: the open loop sends on pooled keep-alive connections, not a fresh one per
 // heartbeat (a what-if: agents that kept their connection; not the row's model).
 const KEEP_ALIVE = args.rest['keep-alive'] === 'yes';
@@ -41,7 +40,7 @@ const SERVER_BIN = args.rest['server-bin'] ?? path.join(root, 'bin', 'steward-co
 // each 30 s. 4,000 nodes at 2,000/s is 2 s apart, longer than any answer of a sustained rate.
 const NODES = Number(args.rest.nodes ?? (args.quick ? 40 : 4000));
 const SECONDS = Number(args.rest.seconds ?? (args.quick ? 1 : 6));
-const RUNS = args.quick ? 1 : 3;
+const RUNS = args.runs;
 // Load generator threads: one per core by default.
 const THREADS = Number(args.rest.threads ?? Math.max(1, Math.min(4, os.availableParallelism())));
 // Concurrent keep-alive connections, each a lane of nodes sent in turn (a node's seqs stay in order).
@@ -309,10 +308,8 @@ async function main(): Promise<void> {
     if (args.rest['cpu-prof']) writeFileSync(path.join(args.rest['cpu-prof'], `phases-${server.child.pid}.json`), JSON.stringify(phaseWindows));
     const verifyRate = rawVerifyRate(nodes[0]!, args.quick ? 0.2 : 1);
     const rates = hb.map((p) => p.perSecond);
-    const ratios = hb.map((p, i) => p.perSecond / trivial[i]!.perSecond);
     const errs = new Map<number, number>();
     for (const p of hb) for (const [s, c] of p.errors) errs.set(s, (errs.get(s) ?? 0) + c);
-    const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
     const closed = median(rates);
     // Open loop: per sweep, the highest rate sustained (0 when not even the first was).
     const sustained = sweeps.map((steps) => Math.max(0, ...steps.filter((st) => st.sustained).map((st) => st.rate)));
@@ -320,41 +317,57 @@ async function main(): Promise<void> {
       `${st.rate}/s: ${Math.round(st.achieved)}/s answered, p50 ${st.p50.toFixed(1)} p99 ${st.p99.toFixed(1)} ms, send lag p99 ${st.lagP99.toFixed(1)} ms, server ${Math.round((st.serverCpu / Math.max(1, st.achieved)) * 1e6)} us/hb, client ${st.clientCpu.toFixed(2)} cores` +
       `${st.errors.size ? `, errors ${errorText(st.errors)}` : ''}${st.ok < Math.round(st.offered * OPEN_SECONDS) ? `, ${st.ok} of ${Math.round(st.offered * OPEN_SECONDS)} ok` : ''}${st.sustained ? '' : ' (not sustained)'}`;
     const atTarget = sweeps.map((steps) => steps.find((st) => st.rate === TARGET)).filter((st): st is OpenStep => st !== undefined);
-    printRow({
+    printRow(args, {
       row: '7',
       what: `steward-control verified heartbeats/s sustained open-loop (Poisson arrivals, ${KEEP_ALIVE ? 'pooled keep-alive connections (what-if, not the fleet)' : 'a fresh connection each, as agents send'}; p99 <= ${P99_BOUND_MS} ms, no errors), ${NODES} enrolled nodes, rates ${RATES.join('/')} for ${OPEN_SECONDS} s each`,
-      steward: median(sustained), peer: null, ratio: null,
-      target: `>= ${TARGET}/s`, met: median(sustained) >= TARGET, unit: '/s', runs: RUNS, min: Math.min(...sustained), max: Math.max(...sustained),
-      notes: `per sweep: ${sweeps.map((steps, i) => `[${i + 1}] ${steps.map(stepText).join('; ')}`).join(' | ')}; closed loop beside it (row 7 closed): ${Math.round(closed)}/s; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`,
-    }, args.json);
+      unit: '/s',
+      steward: series(sustained),
+      target: `>= ${TARGET}/s`,
+      met: median(sustained) >= TARGET,
+      notes: `per sweep: ${sweeps.map((steps, i) => `[${i + 1}] ${steps.map(stepText).join('; ')}`).join(' | ')}; closed loop beside it (row 7 closed): ${Math.round(closed)}/s`,
+    });
     if (atTarget.length) {
       const p99s = atTarget.map((st) => st.p99);
-      printRow({
+      printRow(args, {
         row: '7 p99',
         what: `steward-control heartbeat p99 latency offered ${TARGET}/s open-loop, from the scheduled send (p50 ${median(atTarget.map((st) => st.p50)).toFixed(2)} ms)`,
-        steward: median(p99s), peer: null, ratio: null, target: `<= ${P99_BOUND_MS} ms`, met: median(p99s) <= P99_BOUND_MS, unit: 'ms',
-        runs: atTarget.length, min: Math.min(...p99s), max: Math.max(...p99s),
+        unit: 'ms',
+        steward: series(p99s),
+        target: `<= ${P99_BOUND_MS} ms`,
+        met: median(p99s) <= P99_BOUND_MS,
         notes: `server CPU ${Math.round(median(atTarget.map((st) => (st.serverCpu / Math.max(1, st.achieved)) * 1e6)))} us a heartbeat at ${TARGET}/s offered`,
-      }, args.json);
+      });
     }
-    printRow({
+    const trivialRates = trivial.map((p) => p.perSecond);
+    printRow(args, {
       row: '7 closed',
       what: `steward-control verified heartbeats/s closed-loop (each of ${LANES} keep-alive connections sends again as soon as answered), ${NODES} enrolled nodes, ${THREADS} load threads, ${SECONDS} s per run`,
-      steward: closed, peer: median(trivial.map((p) => p.perSecond)), ratio: median(ratios),
-      target: 'none (reported beside row 7)', met: errs.size === 0, unit: '/s', runs: RUNS, min: Math.min(...rates), max: Math.max(...rates),
-      notes: `peer: the same server answering GET of an unknown path (404); raw Ed25519 verify ${Math.round(verifyRate)}/s on one core of the load generator; ` +
+      unit: '/s',
+      steward: series(rates),
+      peer: series(trivialRates),
+      peerWhat: 'the same server answering GET of an unknown path (404)',
+      ratio: series(ratiosOf(rates, trivialRates)),
+      target: 'none (reported beside row 7)',
+      met: errs.size === 0,
+      notes: `raw Ed25519 verify ${Math.round(verifyRate)}/s on one core of the load generator; ` +
         `enrollment ${Math.round(enrollRate)}/s; CPU during the heartbeat runs (cores): server ${median(hb.map((p) => p.serverCpu)).toFixed(2)} ` +
         `(${Math.round(median(hb.map((p) => (p.serverCpu / p.perSecond) * 1e6)))} us a heartbeat; its main thread waited for a CPU ${median(hb.map((p) => p.serverWait)).toFixed(2)} s/s), ` +
-        `load generator ${median(hb.map((p) => p.clientCpu)).toFixed(2)}; ${errs.size ? `errors ${errorText(errs)}; ` : ''}load ${load}`,
-    }, args.json);
+        `load generator ${median(hb.map((p) => p.clientCpu)).toFixed(2)}${errs.size ? `; errors ${errorText(errs)}` : ''}`,
+    });
     const p99s = hb.map((p) => p.p99);
-    printRow({
+    const trivialP99s = trivial.map((p) => p.p99);
+    printRow(args, {
       row: '7 closed p99',
       what: `steward-control heartbeat p99 latency closed-loop at full load (p50 ${median(hb.map((p) => p.p50)).toFixed(2)} ms)`,
-      steward: median(p99s), peer: median(trivial.map((p) => p.p99)), ratio: median(hb.map((p, i) => p.p99 / trivial[i]!.p99)),
-      target: 'none (reported)', met: true, unit: 'ms', runs: RUNS, min: Math.min(...p99s), max: Math.max(...p99s),
-      notes: `peer: p99 of the trivial 404 at full load (p50 ${median(trivial.map((p) => p.p50)).toFixed(2)} ms); ${LANES} requests in flight`,
-    }, args.json);
+      unit: 'ms',
+      steward: series(p99s),
+      peer: series(trivialP99s),
+      peerWhat: `p99 of the trivial 404 at full load (p50 ${median(trivial.map((p) => p.p50)).toFixed(2)} ms)`,
+      ratio: series(ratiosOf(p99s, trivialP99s)),
+      target: 'none (reported)',
+      met: true,
+      notes: `${LANES} requests in flight`,
+    });
   } finally {
     agent.destroy();
     await pool.close();

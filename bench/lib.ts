@@ -10,16 +10,31 @@ export interface BenchArgs {
   quick: boolean;
   json: boolean;
   runs: number;
+  // The values of a script's own options (`--nodes 40` gives rest.nodes = '40').
+  rest: Record<string, string>;
 }
 
-// `--quick` (few runs, small inputs, for CI), `--json`, `--runs N`.
-export function benchArgs(defaultRuns: number, quickRuns: number): BenchArgs {
+// `--quick` (few runs, small inputs, for CI), `--json`, `--runs N`, and the options of
+// `valueOptions` (each followed by its value). Anything else is refused, so that a typo is not
+// a silent full run.
+export function benchArgs(defaultRuns: number, quickRuns: number, valueOptions: string[] = []): BenchArgs {
   const argv = process.argv.slice(2);
-  const quick = argv.includes('--quick');
-  const json = argv.includes('--json');
-  const i = argv.indexOf('--runs');
-  const runs = i >= 0 ? Math.max(1, Number(argv[i + 1]) | 0) : quick ? quickRuns : defaultRuns;
-  return { quick, json, runs };
+  const out: BenchArgs = { quick: false, json: false, runs: 0, rest: {} };
+  let runs: number | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === '--quick') out.quick = true;
+    else if (a === '--json') out.json = true;
+    else if ((a === '--runs' || valueOptions.includes(a)) && argv[i + 1] !== undefined) {
+      const v = argv[++i] as string;
+      if (a === '--runs') runs = Math.max(1, Number(v) | 0);
+      else out.rest[a.slice(2)] = v;
+    } else {
+      throw new Error(`unknown argument ${a} (takes --quick, --json, --runs N${valueOptions.map((o) => `, ${o} VALUE`).join('')})`);
+    }
+  }
+  out.runs = runs ?? (out.quick ? quickRuns : defaultRuns);
+  return out;
 }
 
 export interface Series {
@@ -39,8 +54,22 @@ export function series(xs: number[]): Series {
   return { median, min: s[0] as number, max: s[s.length - 1] as number, p99, n: s.length };
 }
 
+// The median of a non-empty list.
+export function median(xs: number[]): number {
+  if (xs.length === 0) throw new Error('median of no values');
+  return series(xs).median;
+}
+
+// The q-quantile (0..1) of a non-empty list, by nearest rank.
+export function quantile(xs: number[], q: number): number {
+  if (xs.length === 0) throw new Error('quantile of no values');
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] as number;
+}
+
 export interface Row {
-  row: number;
+  // Issue 8's row number, or a name beside it ('7 closed').
+  row: number | string;
   what: string;
   unit: string;
   steward: Series;
@@ -52,6 +81,8 @@ export interface Row {
   target: string;
   met: boolean;
   extra?: Record<string, unknown>;
+  // Anything else a reader needs to trust the figure, in words.
+  notes?: string;
 }
 
 function fmt(s: Series, digits = 2): string {
@@ -69,6 +100,7 @@ export function printRow(args: BenchArgs, row: Row): void {
   if (row.peer) lines.push(`  peer (${row.peerWhat}): ${fmt(row.peer)} ${row.unit}`);
   if (row.ratio) lines.push(`  ratio steward/peer: ${fmt(row.ratio)}`);
   for (const [k, v] of Object.entries(row.extra ?? {})) lines.push(`  ${k}: ${typeof v === 'number' ? v.toFixed(2) : JSON.stringify(v)}`);
+  if (row.notes) lines.push(`  ${row.notes}`);
   lines.push(`  target: ${row.target}: ${row.met ? 'met' : 'MISSED'}   (runs ${row.steward.n}${args.quick ? ', --quick' : ''}, load ${load.join(' ')})`);
   process.stdout.write(lines.join('\n') + '\n');
 }

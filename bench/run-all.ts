@@ -11,7 +11,6 @@ import { existsSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BenchRow } from './lib/row.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const self = path.basename(fileURLToPath(import.meta.url));
@@ -41,40 +40,47 @@ function benchScripts(dir: string): { present: string[]; absent: string[]; unlis
   };
 }
 
+// One line of the table: a row as a script printed it (bench/lib.ts printRow), its series
+// reduced to the median, min and max.
+interface BenchRow {
+  row: string;
+  what: string;
+  steward: number;
+  peer: number | null;
+  ratio: number | null;
+  target: string;
+  met: boolean;
+  unit: string;
+  runs: number;
+  min: number;
+  max: number;
+  notes: string;
+}
+
 // A row as a script printed it, checked field by field: the scripts are ours, but a row with a
 // missing figure must show as a failure, not as a blank cell.
 function asRow(x: unknown): BenchRow | null {
   const r = x as Record<string, unknown> | null;
   if (!r || typeof r !== 'object' || (typeof r.row !== 'string' && typeof r.row !== 'number')) return null;
   const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
-  // bench/lib.ts and bench/proc-watch.ts print each figure as a series {median, min, max, n}.
+  // Each figure is a series {median, min, max, n}.
   const series = (v: unknown) => (v && typeof v === 'object' && num((v as { median?: unknown }).median) ? (v as { median: number; min: number; max: number; n: number }) : null);
   const s = series(r.steward);
-  const flat = {
-    row: String(r.row),
-    what: r.what,
-    steward: s ? s.median : r.steward,
-    peer: r.peer === undefined || r.peer === null ? null : (series(r.peer)?.median ?? r.peer),
-    ratio: r.ratio === undefined || r.ratio === null ? null : (series(r.ratio)?.median ?? r.ratio),
-    target: r.target,
-    met: r.met,
-    unit: r.unit,
-    runs: s ? s.n : r.runs,
-    min: s ? s.min : r.min,
-    max: s ? s.max : r.max,
-    notes: typeof r.notes === 'string' ? r.notes : s ? seriesNotes(r) : undefined,
-  };
-  const numOrNull = (v: unknown) => v === null || num(v);
-  if (typeof flat.what !== 'string' || !num(flat.steward) || !numOrNull(flat.peer) || !numOrNull(flat.ratio) || typeof flat.target !== 'string' || typeof flat.met !== 'boolean') return null;
-  if (typeof flat.unit !== 'string' || !num(flat.runs) || !num(flat.min) || !num(flat.max)) return null;
-  return flat as BenchRow;
+  if (!s || !num(s.min) || !num(s.max) || !num(s.n)) return null;
+  const optional = (v: unknown): number | null | undefined => (v === undefined ? null : (series(v)?.median ?? undefined));
+  const peer = optional(r.peer);
+  const ratio = optional(r.ratio);
+  if (peer === undefined || ratio === undefined) return null;
+  if (typeof r.what !== 'string' || typeof r.target !== 'string' || typeof r.met !== 'boolean' || typeof r.unit !== 'string') return null;
+  return { row: String(r.row), what: r.what, steward: s.median, peer, ratio, target: r.target, met: r.met, unit: r.unit, runs: s.n, min: s.min, max: s.max, notes: notesOf(r) };
 }
 
-// The peer's name, the extra figures and the load of a series-style row, as one notes line.
-function seriesNotes(r: Record<string, unknown>): string {
+// The peer's name, the extra figures, the notes and the load of a row, as one notes line.
+function notesOf(r: Record<string, unknown>): string {
   const parts: string[] = [];
   if (typeof r.peerWhat === 'string') parts.push(`peer: ${r.peerWhat}`);
   for (const [k, v] of Object.entries((r.extra as Record<string, unknown> | undefined) ?? {})) parts.push(`${k} ${typeof v === 'number' ? Number(v.toPrecision(4)) : JSON.stringify(v)}`);
+  if (typeof r.notes === 'string' && r.notes) parts.push(r.notes);
   if (Array.isArray(r.load)) parts.push(`load ${r.load.join(' ')}`);
   return parts.join('; ');
 }

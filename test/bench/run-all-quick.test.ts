@@ -41,5 +41,11 @@ test('npm run bench -- --quick runs every row script and each prints its rows', 
   // Issue 8's seven rows, each from the script that owns it.
   const rows = new Set(summary.rows.map((r) => r.row.split(' ')[0]));
   assert.deepEqual([...rows].sort(), ['1', '2', '3', '4', '5', '6', '7']);
-  for (const r of summary.rows) assert.ok(Number.isFinite(r.steward) && r.steward > 0, `row ${r.row} of ${r.script}: steward figure ${r.steward}`);
+  for (const r of summary.rows) {
+    // Row 7 is the highest rate sustained in the open loop: on a loaded machine even quick
+    // mode's lowest rate may not be, and 0 is then the honest figure. The closed loop beside
+    // it (7 closed) must still have moved heartbeats.
+    const floor = r.row === '7' ? 0 : Number.MIN_VALUE;
+    assert.ok(Number.isFinite(r.steward) && r.steward >= floor, `row ${r.row} of ${r.script}: steward figure ${r.steward}`);
+  }
 });
