@@ -2,7 +2,9 @@
 // acknowledgement, kept in outbox.json so that an agent restart neither loses nor repeats one.
 import type { KeyObject } from 'node:crypto';
 import { StewardError, toStewardError } from '../core/errors.js';
+import { checkReceiptPayload } from '../core/receipt-check.js';
 import type { Envelope } from '../core/release-schemas.js';
+import { verifyReceipt } from '../platform/verify-receipt.js';
 import { readVersionedChecked } from '../platform/versioned-json.js';
 // Checked without zod (agent-file-checks.ts; its test holds it to outboxFileSchema).
 import { checkOutboxFile, OUTBOX_SCHEMA_VERSION, type OutboxFile } from './agent-file-checks.js';
@@ -54,25 +56,20 @@ function claimedSeq(envelope: unknown): number {
 
 // The receipt seq inside an envelope's payload, or null when the payload is not a receipt.
 // Used only on the agent's own outbox file; what comes from the helper is verified instead.
-function seqOfStored(envelope: Envelope, receiptPayloadSchema: ReceiptPayloadSchema): number | null {
+// Checked without zod (receipt-check.ts, held to receiptPayloadSchema by its property test).
+function seqOfStored(envelope: Envelope): number | null {
   try {
-    const parsed = receiptPayloadSchema.safeParse(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')));
-    return parsed.success ? parsed.data.seq : null;
+    return checkReceiptPayload(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')))?.seq ?? null;
   } catch {
     return null;
   }
 }
 
-type ReceiptPayloadSchema = typeof import('../core/receipt-schema.js').receiptPayloadSchema;
-
-async function decodeFile(file: string, body: OutboxFile): Promise<OutboxState> {
+function decodeFile(file: string, body: OutboxFile): OutboxState {
   const pending: PendingReceipt[] = [];
   let last = 0;
-  // Receipts wait here only while the control plane is unreachable: the schema (and zod) is
-  // loaded only then.
-  const { receiptPayloadSchema } = body.pending.length ? await import('../core/receipt-schema.js') : { receiptPayloadSchema: null };
   for (const [i, envelope] of body.pending.entries()) {
-    const seq = seqOfStored(envelope, receiptPayloadSchema!);
+    const seq = seqOfStored(envelope);
     if (seq === null) throw new StewardError('STATE_INVALID', `${file}: pending[${i}] is not a receipt`);
     if (seq <= last || seq > body.highestSeq) {
       throw new StewardError('STATE_INVALID', `${file}: pending[${i}] has seq ${seq}, out of order or above highestSeq ${body.highestSeq}`);
@@ -114,7 +111,7 @@ export class Outbox {
   static async open(file: string): Promise<Outbox> {
     const body = await readVersionedChecked(file, OUTBOX_SCHEMA_VERSION, checkOutboxFile, OUTBOX_MAX_BYTES);
     if (body === null) return new Outbox(file, { helperKeyId: null, highestSeq: 0, pending: [] });
-    return new Outbox(file, await decodeFile(file, body));
+    return new Outbox(file, decodeFile(file, body));
   }
 
   get helperKeyId(): string | null {
@@ -150,12 +147,11 @@ export class Outbox {
       let rejected = 0;
       const fresh = new Map<number, Envelope>();
       // The helper lists every receipt it keeps at each heartbeat; one whose payload claims a seq
-      // at or below highestSeq is not taken whatever it holds, so only the new ones are verified,
-      // and the verifier (with zod, ~6 MB of an idle agent) is loaded only when one arrives.
+      // at or below highestSeq is not taken whatever it holds, so only the new ones pay for a
+      // signature check.
       const unseen = receipts.filter((e) => !(claimedSeq(e) <= base.highestSeq));
-      const { verifyReceipt } = unseen.length ? await import('../platform/verify-receipt.js') : { verifyReceipt: null };
       for (const envelope of unseen) {
-        const payload = verifyReceipt!(envelope, helperKey);
+        const payload = verifyReceipt(envelope, helperKey);
         if (payload === null) {
           rejected++;
           continue;
