@@ -29,11 +29,6 @@ export function prepareStateDirSync(spec: StartSpec, isRoot: boolean, what: stri
   }
 }
 
-// The async form the systemd runner awaits (same calls).
-export async function prepareStateDir(spec: StartSpec, isRoot: boolean, what: string): Promise<void> {
-  prepareStateDirSync(spec, isRoot, what);
-}
-
 // mkdir 0750; true when the folder now exists (made or already there), false when its parent
 // is missing.
 function mkdirUnlessExists(dir: string): boolean {

@@ -6,7 +6,7 @@ import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
 import { APP_PATH, buildAppEnv } from './app-env.js';
-import { prepareStateDir } from './state-dir.js';
+import { prepareStateDirSync } from './state-dir.js';
 import type { AppRunner, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 import { systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
 
@@ -135,7 +135,7 @@ async function startUnitApp(spec: StartSpec, opts: SystemdRunnerOptions): Promis
   if (!APP_NAME_RE.test(spec.app)) throw new StewardError('CONFIG_INVALID', `cannot start ${what}: not an app name`);
   const st = await fsp.stat(spec.cwd).catch(() => null);
   if (!st?.isDirectory()) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the folder ${spec.cwd} does not exist`);
-  await prepareStateDir(spec, true, what);
+  prepareStateDirSync(spec, true, what);
   const unit = appUnitName(spec.app);
   // systemd-run at once: systemd itself refuses a second unit of this name ("already loaded"),
   // so no `systemctl show` (a process, tens of ms on the respawn path) has to ask first. Only a
