@@ -11,7 +11,7 @@ import { createHeartbeatBatcher } from '../../src/control/heartbeat/group-commit
 import type { Answer } from '../../src/control/server/answer.js';
 import { createCommitSync, walFileOf } from '../../src/control/store/commit-sync.js';
 import { openStore } from '../../src/control/store/open-store.js';
-import { FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { enrollNodes, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
 
 // A sync seam whose fsyncs end only when the test says, each as it chooses.
 class GatedSync {
@@ -35,12 +35,11 @@ function watch<T>(p: Promise<T>): { settled: () => boolean; value: () => T | und
 }
 
 let c: Control;
-const nodes: FakeNode[] = [];
+let nodes: FakeNode[] = [];
 
 before(async () => {
   c = await startControl();
-  for (let i = 0; i < 3; i++) nodes.push(await new FakeNode(c, `host-${i}`).enroll());
-  for (const n of nodes) n.setCurrent('web', '1.0.0');
+  nodes = await enrollNodes(c, 3);
 });
 
 after(() => c.close());

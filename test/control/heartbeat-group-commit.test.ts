@@ -9,15 +9,14 @@ import { HEARTBEAT_PATH } from '../../src/core/control-api.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../../src/control/heartbeat/group-commit.js';
 import type { Answer } from '../../src/control/server/answer.js';
 import { removeNode } from '../../src/control/store/nodes.js';
-import { dumpStore, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, enrollNodes, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 let nodes: FakeNode[] = [];
 
 before(async () => {
   c = await startControl();
-  for (let i = 0; i < 12; i++) nodes.push(await new FakeNode(c, `host-${i}`).enroll());
-  for (const n of nodes) n.setCurrent('web', '1.0.0');
+  nodes = await enrollNodes(c, 12);
 });
 
 after(() => c.close());

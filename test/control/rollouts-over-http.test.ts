@@ -8,7 +8,7 @@ import { DOMAINS, keyIdOf, openEnvelope } from '../../src/platform/keys.js';
 import { describeRun, type RunStatusView } from '../../src/control/rollouts/run-status.js';
 import { retryRun, startRun, stopRun } from '../../src/control/rollouts/start-run.js';
 import { latestRun } from '../../src/control/store/runs.js';
-import { FakeNode, MINUTE, startControl, type Control } from '../helpers/control-harness.js';
+import { enrollNodes, FakeNode, MINUTE, startControl, type Control } from '../helpers/control-harness.js';
 
 let c: Control | null = null;
 afterEach(async () => {
@@ -19,13 +19,8 @@ afterEach(async () => {
 // A control plane with `count` enrolled nodes reporting web 1.0.0, sorted by nodeId, and web 1.1.0 in the catalog.
 async function fleet(count: number): Promise<{ c: Control; nodes: FakeNode[] }> {
   c = await startControl();
-  const nodes: FakeNode[] = [];
-  for (let i = 0; i < count; i++) {
-    const n = await new FakeNode(c, `host-${i}`).enroll();
-    n.setCurrent('web', '1.0.0');
-    assert.equal((await n.heartbeat()).status, 200);
-    nodes.push(n);
-  }
+  const nodes = await enrollNodes(c, count);
+  for (const n of nodes) assert.equal((await n.heartbeat()).status, 200);
   nodes.sort((x, y) => (x.nodeId < y.nodeId ? -1 : 1));
   await c.addRelease('web', '1.1.0');
   return { c, nodes };

@@ -213,3 +213,14 @@ export class FakeNode {
     this.apps = [...this.apps.filter((a) => a.name !== app), { name: app, current: version }];
   }
 }
+
+// `count` nodes enrolled with fresh tokens, named host-0, host-1, ..., each reporting web 1.0.0.
+export async function enrollNodes(control: ControlLike, count: number): Promise<FakeNode[]> {
+  const nodes: FakeNode[] = [];
+  for (let i = 0; i < count; i++) {
+    const n = await new FakeNode(control, `host-${i}`).enroll();
+    n.setCurrent('web', '1.0.0');
+    nodes.push(n);
+  }
+  return nodes;
+}
