@@ -3,6 +3,7 @@ import { existsSync, promises as fsp } from 'node:fs';
 import type { TestContext } from 'node:test';
 import { REPO, IS_ROOT } from './host.js';
 import { enterCgroupsScript, makeContainerCgroups, removeContainerCgroups } from './container-cgroup.js';
+import { skipUnlessCI } from './skip.js';
 
 // A real systemd (PID 1 of a container) for tests of the systemd runner, booted per
 // /work/shared/recipes/systemd-container.md: the host's own root with a read-only /usr and a
@@ -54,8 +55,7 @@ export function systemdContainerSkipReason(): string | null {
 export async function bootOrSkip(t: TestContext): Promise<SystemdContainer | null> {
   const reason = systemdContainerSkipReason();
   if (reason) {
-    console.log(`skipping: ${reason}`);
-    t.skip(reason);
+    skipUnlessCI(t, reason);
     return null;
   }
   try {

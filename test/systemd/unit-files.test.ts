@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import os from 'node:os';
 import path from 'node:path';
 import { REPO, IS_ROOT } from '../helpers/host.js';
+import { skipUnlessCI } from '../helpers/skip.js';
 
 // The files of systemd/ are valid for systemd 252: `systemd-analyze verify` accepts each unit
 // with no warning, and sysusers.d/tmpfiles.d make the user, group, folders and modes of DESIGN §2
@@ -31,10 +32,7 @@ function skipReason(bin: string): string | null {
 for (const unit of UNITS) {
   test(`systemd-analyze verify accepts ${unit} without a warning`, async (t) => {
     const reason = skipReason(ANALYZE);
-    if (reason) {
-      console.log(`skipping: ${reason}`);
-      return t.skip(reason);
-    }
+    if (reason) return skipUnlessCI(t, reason);
     // The unit's ExecStart is /usr/bin/node (verify checks it exists); its script argument is the
     // installed path, which verify does not check. A copy in a temp folder keeps the file name.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-units-'));
@@ -50,10 +48,7 @@ for (const unit of UNITS) {
 
 test('sysusers.d and tmpfiles.d make the steward user and the folders of DESIGN §2 with their modes', async (t) => {
   const reason = skipReason('/usr/bin/systemd-sysusers') ?? skipReason('/usr/bin/systemd-tmpfiles') ?? (IS_ROOT ? null : 'chown to steward in a temp root needs root');
-  if (reason) {
-    console.log(`skipping: ${reason}`);
-    return t.skip(reason);
-  }
+  if (reason) return skipUnlessCI(t, reason);
   const root = mkdtempSync(path.join(os.tmpdir(), 'steward-tmpfiles-'));
   t.after(() => rmSync(root, { recursive: true, force: true }));
   mkdirSync(path.join(root, 'etc'));
