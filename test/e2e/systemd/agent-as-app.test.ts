@@ -29,8 +29,11 @@ async function agentProcess(box: SystemdContainer): Promise<{ pid: number; cwd: 
   const show = await run(box, 'systemctl', ['show', '-p', 'MainPID', '--value', 'steward-agent.service']);
   const pid = Number(show.stdout.trim());
   if (!pid) return { pid: 0, cwd: '', cmdline: '' };
-  const cwd = (await run(box, 'readlink', [`/proc/${pid}/cwd`])).stdout.trim();
+  // The command line first: systemd's child sets WorkingDirectory= and then execs node, so once
+  // the command line is node's the cwd read after it is final. Read the other way round, a read
+  // between the fork and the exec paired the fork's '/' with node's command line.
   const cmdline = (await run(box, 'cat', [`/proc/${pid}/cmdline`])).stdout.split('\0').filter(Boolean).join(' ');
+  const cwd = (await run(box, 'readlink', [`/proc/${pid}/cwd`])).stdout.trim();
   return { pid, cwd, cmdline };
 }
 
