@@ -62,12 +62,31 @@ async function supervisedWeb(t: { after(fn: () => Promise<void>): void }, comman
 
 test('a respawn reaches its spawn without a thread-pool request or a schema check of unchanged files', async (t) => {
   const { runner, ctx, killAndWait } = await supervisedWeb(t, ['sleep', '30']);
+  // The exit's log line is written after the spawn, not on its clock: counted from here, so
+  // that the first respawn's own line, which may come after its record names the replacement,
+  // is waited for below and never taken for the second's.
+  const logNow = createDebug.log;
+  const wasEnabled = createDebug.disable();
+  createDebug.enable('steward:helper:supervisor');
+  let recording = false;
+  let exitLines = 0;
+  const checks: string[] = [];
+  createDebug.log = (...a: unknown[]) => {
+    if (format(...a).includes('exit app=web')) {
+      exitLines++;
+      if (recording) checks.push('exit log line');
+    }
+  };
+  t.after(() => {
+    createDebug.log = logNow;
+    createDebug.enable(wasEnabled);
+  });
   // The first respawn after the start: what it reads is now known unchanged.
   await killAndWait();
+  await waitFor("the first exit's log line", async () => exitLines === 1, 10_000, 10);
 
   // From the kill to the spawn: every async resource made, and every schema check of the
   // four files the path reads.
-  let recording = false;
   const made: string[] = [];
   const hook = createHook({
     init(_id, type) {
@@ -76,7 +95,6 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
       if (type === 'PROCESSWRAP') recording = false; // the replacement's spawn
     },
   });
-  const checks: string[] = [];
   const schemas = { runRecordSchema, appStateSchema, markerSchema, releaseFileSchema };
   for (const [name, schema] of Object.entries(schemas)) {
     const o = schema as unknown as { safeParse: (data: unknown, params?: unknown) => unknown };
@@ -98,21 +116,6 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
   t.after(() => {
     runner.isAlive = isAlive;
   });
-  // The exit's log line is written after the spawn, not on its clock.
-  const logNow = createDebug.log;
-  const wasEnabled = createDebug.disable();
-  createDebug.enable('steward:helper:supervisor');
-  let exitLogged = false;
-  createDebug.log = (...a: unknown[]) => {
-    if (format(...a).includes('exit app=web')) {
-      exitLogged = true;
-      if (recording) checks.push('exit log line');
-    }
-  };
-  t.after(() => {
-    createDebug.log = logNow;
-    createDebug.enable(wasEnabled);
-  });
   hook.enable();
   t.after(() => hook.disable());
   const old = (await readRunRecord(ctx.paths, 'web'))?.process;
@@ -122,7 +125,7 @@ test('a respawn reaches its spawn without a thread-pool request or a schema chec
   // Nothing of this test's own runs until the spawn (it would be recorded too).
   await waitFor('the spawn', async () => !recording, 10_000, 10);
   hook.disable();
-  await waitFor("the exit's log line", async () => exitLogged, 10_000, 10);
+  await waitFor("the exit's log line", async () => exitLines === 2, 10_000, 10);
   assert.ok(made.includes('PROCESSWRAP'), `the respawn spawned a process (made: ${made.join(' ')})`);
   const pool = made.filter((type) => THREAD_POOL.test(type));
   assert.deepEqual(pool, [], `thread-pool requests before the spawn (all made: ${made.join(' ')})`);
