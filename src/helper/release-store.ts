@@ -50,7 +50,7 @@ export async function inspectMarker(paths: HostPaths, app: string, version: stri
     const raw = await readFileNoFollow(file, 64 * 1024);
     if (!raw) return { state: 'absent' };
     const text = raw.toString('utf8');
-    const same = cachedParse(markerSchema, file, text);
+    const same = cachedParse<Marker>(markerSchema, file, text);
     if (same !== undefined) return { state: 'valid', marker: same };
     const json: unknown = JSON.parse(text);
     const sv = (json as { schemaVersion?: unknown } | null)?.schemaVersion;

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
+import { zodChecker } from '../../src/core/checker.js';
 import { hostConfigSchema } from '../../src/core/config-schema.js';
 import { StewardError, type ReasonCode } from '../../src/core/errors.js';
 import { journalSchema } from '../../src/core/journal-schema.js';
@@ -102,7 +103,7 @@ const readers: Reader[] = [
     name: 'receipt-seq.json',
     file: paths.receiptSeq,
     valid: { schemaVersion: 1, next: 7 },
-    read: () => readVersionedJson(paths.receiptSeq, 1, receiptSeqFileSchema, 4096),
+    read: () => readVersionedJson(paths.receiptSeq, 1, zodChecker(receiptSeqFileSchema), 4096),
     accepts: schemaAccepts(receiptSeqFileSchema),
     code: 'STATE_INVALID',
   },

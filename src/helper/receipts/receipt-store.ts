@@ -1,3 +1,4 @@
+import { zodChecker } from '../../core/checker.js';
 import type { KeyObject } from 'node:crypto';
 import { constants as fsc, lstatSync, promises as fsp } from 'node:fs';
 import { StewardError, truncateUtf8 } from '../../core/errors.js';
@@ -191,7 +192,7 @@ export class ReceiptStore {
   private async allocate(app: string): Promise<number> {
     if (this.next === null) {
       const { paths } = this.opts;
-      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, receiptSeqFileSchema, 64 * 1024);
+      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, zodChecker(receiptSeqFileSchema), 64 * 1024);
       let highest = 0;
       for (const a of await this.storedApps()) {
         try {
@@ -219,7 +220,7 @@ export class ReceiptStore {
     const cached = this.parsed.get(app);
     if (id !== null && cached?.id === id) return cached.value;
     this.parsed.delete(app);
-    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, receiptsFileSchema);
+    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, zodChecker(receiptsFileSchema));
     if (!data) return null;
     if (data.app !== app) throw new StewardError('STATE_INVALID', `${file}: holds receipts of app ${data.app}`);
     const stored = data.receipts.map((envelope) => ({ envelope, payload: decodeStored(file, envelope) }));

@@ -29,7 +29,7 @@ export async function readReleaseOf(ctx: UpdateContext, app: string, version: st
   const file = path.join(tree, RELEASE_FILE_NAME);
   const key = `${file}\0${appConfig.runner}`;
   const before = await readReleaseText(file);
-  const same = before === null ? undefined : cachedParse(releaseFileSchema, key, before);
+  const same = before === null ? undefined : cachedParse<ReleaseFile>(releaseFileSchema, key, before);
   if (same !== undefined) return same;
   const rf = await checkReleaseFile(tree, { app, version, appConfig });
   if (before !== null && (await readReleaseText(file)) === before) keepParse(releaseFileSchema, key, before, rf);

@@ -1,3 +1,4 @@
+import { zodChecker } from '../../core/checker.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { journalFile, type HostPaths } from '../../core/paths.js';
@@ -14,7 +15,7 @@ export async function readJournal(paths: HostPaths, app: string): Promise<Journa
   const file = journalFile(paths, app);
   let journal: Journal | null;
   try {
-    journal = await readVersionedJson(file, JOURNAL_SCHEMA_VERSION, journalSchema, 256 * 1024);
+    journal = await readVersionedJson(file, JOURNAL_SCHEMA_VERSION, zodChecker(journalSchema), 256 * 1024);
   } catch (err) {
     return { state: 'invalid', why: (err as Error).message };
   }

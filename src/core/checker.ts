@@ -1,0 +1,31 @@
+import type { z } from 'zod';
+import { formatIssues } from './format-issues.js';
+
+// A JSON shape a daemon reads on its idle path, checked without zod (issue 8, row 5: zod alone
+// is ~11 MB of a node process's RSS here). `check` decides; the zod schema, loaded only then,
+// words a refusal. Each hand-written `check` is held to its schema both ways by a property test
+// (test/helpers/check-arbitraries.ts assertSameAsSchema).
+export interface Checker<T> {
+  // The value as the schema would return it (defaults filled in), or null when it would refuse.
+  check(v: unknown): T | null;
+  // The schema `check` mirrors, imported only to explain a refusal.
+  schema(): Promise<z.ZodType<T>>;
+}
+
+// A Checker that is its zod schema: for files read only on rare paths, whose modules load zod anyway.
+export function zodChecker<T>(schema: z.ZodType<T>): Checker<T> {
+  return {
+    check: (v) => {
+      const r = schema.safeParse(v);
+      return r.success ? r.data : null;
+    },
+    schema: async () => schema,
+  };
+}
+
+// Why `checker` refused `v`, in its schema's words.
+export async function refusalOf<T>(checker: Checker<T>, v: unknown): Promise<string> {
+  const r = (await checker.schema()).safeParse(v);
+  // Only a checker that disagrees with its schema gets here; its property test fails first.
+  return r.success ? 'refused by the check' : formatIssues(r.error.issues);
+}
