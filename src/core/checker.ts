@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { StewardError, type ReasonCode } from './errors.js';
 import { formatIssues } from './format-issues.js';
 
 // A JSON shape a daemon reads on its idle path, checked without zod (issue 8, row 5: zod alone
@@ -28,4 +29,13 @@ export async function refusalOf<T>(checker: Checker<T>, v: unknown): Promise<str
   const r = (await checker.schema()).safeParse(v);
   // Only a checker that disagrees with its schema gets here; its property test fails first.
   return r.success ? 'refused by the check' : formatIssues(r.error.issues);
+}
+
+// `v` as `checker` takes it, or a StewardError of `code` naming `what` and why, in the schema's
+// words: for values of a request or a file read once, and for what steward checks before
+// writing its own files (where a refusal is a bug: INTERNAL).
+export async function mustCheck<T>(checker: Checker<T>, v: unknown, code: ReasonCode, what: string): Promise<T> {
+  const value = checker.check(v);
+  if (value === null) throw new StewardError(code, `${what}: ${await refusalOf(checker, v)}`);
+  return value;
 }
