@@ -2,32 +2,21 @@ import { z } from 'zod';
 import { REASON_CODES } from '../core/errors.js';
 import { appNameSchema, attemptIdSchema, integritySchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
+import { PROTOCOL_VERSION } from './ops.js';
 
 // The local API of DESIGN §7: newline-delimited JSON, one request per connection,
-// optionally followed by exactly `upload` raw bytes.
-export const PROTOCOL_VERSION = 1;
-export const MAX_REQUEST_LINE = 64 * 1024;
-
-// Ops any member of group `steward` may use through helper.sock.
-export const HELPER_SOCK_OPS = [
-  'status',
-  'receipts',
-  'releases',
-  'stage',
-  'update',
-  'rollback',
-  'start',
-  'stop',
-  'restart',
-  'release-hold',
-] as const;
-// Ops only root may use, through admin.sock.
-export const ADMIN_ONLY_OPS = ['recover', 'prune'] as const;
-export const ALL_OPS = [...HELPER_SOCK_OPS, ...ADMIN_ONLY_OPS] as const;
-export type OpName = (typeof ALL_OPS)[number];
-export type SocketKind = 'helper' | 'admin';
+// optionally followed by exactly `upload` raw bytes. The op names and limits are in ops.ts
+// (zod-free); request-check.ts checks requests without zod, held to these schemas.
+export { ADMIN_ONLY_OPS, ALL_OPS, HELPER_SOCK_OPS, MAX_REQUEST_LINE, PROTOCOL_VERSION, type OpName, type SocketKind } from './ops.js';
 
 const idSchema = z.union([z.string().max(128), z.number().int().safe()]);
+
+// What every request has, whatever its op: checked before the op's own schema.
+export const requestEnvelopeSchema = z.looseObject({
+  v: z.literal(PROTOCOL_VERSION),
+  id: idSchema,
+  op: z.string().max(64),
+});
 
 const base = {
   v: z.literal(PROTOCOL_VERSION),

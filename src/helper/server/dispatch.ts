@@ -1,7 +1,7 @@
-import { z } from 'zod';
-import { formatIssues } from '../../core/config-schema.js';
+import { refusalOf, type Checker } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
-import { ALL_OPS, PROTOCOL_VERSION, requestSchemas, type OpName } from '../../protocol/schemas.js';
+import { ALL_OPS, type OpName } from '../../protocol/ops.js';
+import { REQUEST_CHECKERS, REQUEST_ENVELOPE_CHECKER, type RequestOf } from '../../protocol/request-check.js';
 import type { Dispatch, OpContext } from './api-server.js';
 import { checkSocketPolicy } from './socket-policy.js';
 
@@ -10,9 +10,8 @@ const UPLOAD_OPS: readonly OpName[] = ['stage', 'update'];
 // Ops that only read; every other op waits until start-up recovery is over (DESIGN §4).
 const READ_ONLY_OPS: readonly OpName[] = ['status', 'receipts', 'releases'];
 
-type Schemas = typeof requestSchemas;
 // The validated request a handler of `K` receives.
-export type RequestOf<K extends OpName> = K extends keyof Schemas ? z.infer<Schemas[K]> : never;
+export type { RequestOf };
 // A handler answers with a JSON-serializable result or throws a StewardError.
 export type OpHandler<K extends OpName = OpName> = (request: RequestOf<K>, ctx: OpContext) => unknown;
 export type Handlers = { [K in OpName]?: OpHandler<K> };
@@ -22,19 +21,13 @@ export interface DispatchOptions {
   recovering?: () => boolean;
 }
 
-const envelopeSchema = z.looseObject({
-  v: z.literal(PROTOCOL_VERSION),
-  id: z.union([z.string().max(128), z.number().int().safe()]),
-  op: z.string().max(64),
-});
-
 // Builds the Dispatch of the API server: checks the envelope, the op, the socket's
-// policy and the op's schema, in that order, then calls the op's handler.
+// policy and the op's schema, in that order, then calls the op's handler. Requests are checked
+// without zod (protocol/request-check.ts); a refused one is worded by its schema, loaded then.
 export function makeDispatch(handlers: Handlers, opts: DispatchOptions = {}): Dispatch {
   return async (raw, ctx) => {
-    const env = envelopeSchema.safeParse(raw);
-    if (!env.success) throw new StewardError('BAD_REQUEST', `invalid request: ${formatIssues(env.error.issues)}`);
-    const request = env.data as Record<string, unknown> & { op: string };
+    const request = REQUEST_ENVELOPE_CHECKER.check(raw);
+    if (request === null) throw new StewardError('BAD_REQUEST', `invalid request: ${await refusalOf(REQUEST_ENVELOPE_CHECKER, raw)}`);
     const op = request.op;
     if (!(ALL_OPS as readonly string[]).includes(op)) {
       throw new StewardError('BAD_REQUEST', `unknown op ${JSON.stringify(op)}`);
@@ -42,16 +35,16 @@ export function makeDispatch(handlers: Handlers, opts: DispatchOptions = {}): Di
     const name = op as OpName;
     checkSocketPolicy(ctx.kind, name, request);
     const handler = handlers[name] as OpHandler | undefined;
-    const schema = (requestSchemas as Partial<Record<OpName, z.ZodType>>)[name];
-    if (!handler || !schema) throw new StewardError('BAD_REQUEST', `op "${name}" not supported by this helper`);
+    const checker = REQUEST_CHECKERS[name] as Checker<unknown>;
+    if (!handler) throw new StewardError('BAD_REQUEST', `op "${name}" not supported by this helper`);
     if (request.upload !== undefined && !UPLOAD_OPS.includes(name)) {
       throw new StewardError('BAD_REQUEST', `op "${name}" takes no upload`);
     }
-    const parsed = schema.safeParse(raw);
-    if (!parsed.success) throw new StewardError('BAD_REQUEST', `invalid ${name} request: ${formatIssues(parsed.error.issues)}`);
+    const parsed = checker.check(raw);
+    if (parsed === null) throw new StewardError('BAD_REQUEST', `invalid ${name} request: ${await refusalOf(checker, raw)}`);
     if (!READ_ONLY_OPS.includes(name) && opts.recovering?.()) {
       throw new StewardError('RECOVERING', `op "${name}" refused: the helper is still recovering after start; try again shortly`);
     }
-    return handler(parsed.data as never, ctx);
+    return handler(parsed as never, ctx);
   };
 }

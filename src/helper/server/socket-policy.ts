@@ -1,5 +1,5 @@
 import { StewardError } from '../../core/errors.js';
-import { ADMIN_ONLY_OPS, type OpName, type SocketKind } from '../../protocol/schemas.js';
+import { ADMIN_ONLY_OPS, type OpName, type SocketKind } from '../../protocol/ops.js';
 
 // What helper.sock (group `steward`) may not ask for (DESIGN §3.1, §7): the admin-only
 // ops, and any stage or update that names a local path, skips the signature or the

@@ -1,0 +1,24 @@
+// The ops of the local API (DESIGN §7), apart from their zod schemas (schemas.ts re-exports
+// these): the helper's dispatch and socket policy need the names without loading zod (issue 8,
+// row 5).
+export const PROTOCOL_VERSION = 1;
+export const MAX_REQUEST_LINE = 64 * 1024;
+
+// Ops any member of group `steward` may use through helper.sock.
+export const HELPER_SOCK_OPS = [
+  'status',
+  'receipts',
+  'releases',
+  'stage',
+  'update',
+  'rollback',
+  'start',
+  'stop',
+  'restart',
+  'release-hold',
+] as const;
+// Ops only root may use, through admin.sock.
+export const ADMIN_ONLY_OPS = ['recover', 'prune'] as const;
+export const ALL_OPS = [...HELPER_SOCK_OPS, ...ADMIN_ONLY_OPS] as const;
+export type OpName = (typeof ALL_OPS)[number];
+export type SocketKind = 'helper' | 'admin';
