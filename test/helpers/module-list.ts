@@ -3,21 +3,31 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+// A loader hook that writes `LOADED <url>` to stderr for every module a node process resolves,
+// static or dynamic (`await import()` on a rare path too): `args` go before the script.
+export function moduleHook(): { args: string[]; loaded(stderr: string): string[]; cleanup(): void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-module-list-'));
+  writeFileSync(
+    path.join(dir, 'hooks.mjs'),
+    "import { writeSync } from 'node:fs';\n" +
+      'export async function resolve(spec, ctx, next) { const r = await next(spec, ctx); writeSync(2, `LOADED ${r.url}\\n`); return r; }\n',
+  );
+  writeFileSync(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
+  return {
+    args: ['--import', path.join(dir, 'register.mjs')],
+    loaded: (stderr) => [...stderr.matchAll(/^LOADED (.*)$/gm)].map((m) => m[1] as string),
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
 // The modules a node process resolves, listed by a loader hook: for tests that hold what a
 // command or a daemon loads at start (start-up time and idle RSS, issue 8 rows 5 and 6).
 export function modulesResolvedBy(args: string[]): { modules: string[]; status: number | null; stderr: string } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-module-list-'));
+  const hook = moduleHook();
   try {
-    writeFileSync(
-      path.join(dir, 'hooks.mjs'),
-      "import { writeSync } from 'node:fs';\n" +
-        'export async function resolve(spec, ctx, next) { const r = await next(spec, ctx); writeSync(2, `LOADED ${r.url}\\n`); return r; }\n',
-    );
-    writeFileSync(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
-    const r = spawnSync(process.execPath, ['--import', path.join(dir, 'register.mjs'), ...args], { encoding: 'utf8' });
-    const modules = [...r.stderr.matchAll(/^LOADED (.*)$/gm)].map((m) => m[1] as string);
-    return { modules, status: r.status, stderr: r.stderr };
+    const r = spawnSync(process.execPath, [...hook.args, ...args], { encoding: 'utf8' });
+    return { modules: hook.loaded(r.stderr), status: r.status, stderr: r.stderr };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    hook.cleanup();
   }
 }
