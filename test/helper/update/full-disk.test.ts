@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { StewardError } from '../../../src/core/errors.js';
@@ -60,6 +60,30 @@ function fillDisk(dir: string): string {
   return file;
 }
 
+// The space of a failed stage comes back: within 2 s (once, a fresh clone saw less free space
+// right after a failed stage, never reproduced; a late return is printed, so a next one says
+// how late). If it does not, the failure lists what this process still holds open under
+// `root`: an fd left open on a removed file keeps its space.
+async function assertSpaceBack(root: string, before: number): Promise<void> {
+  const started = Date.now();
+  let now = await freeBytes(root);
+  while (now < before - 64 * 1024 && Date.now() - started < 2000) {
+    await new Promise((r) => setTimeout(r, 20));
+    now = await freeBytes(root);
+  }
+  if (now >= before - 64 * 1024 && Date.now() - started >= 20) console.log(`# full-disk: the space came back after ${Date.now() - started} ms`);
+  const held = readdirSync('/proc/self/fd')
+    .map((fd) => {
+      try {
+        return `${fd} -> ${readlinkSync(`/proc/self/fd/${fd}`)}`;
+      } catch {
+        return null;
+      }
+    })
+    .filter((l): l is string => l !== null && l.includes(path.dirname(root)));
+  assert.ok(now >= before - 64 * 1024, `the space is given back: ${before - now} bytes short after 2 s; fds open under the disk: ${held.join(', ') || 'none'}`);
+}
+
 async function hostWithOne(root: string, scratch: string): Promise<FaultHost> {
   const fh = await makeFaultHost(root, scratch);
   const ctx = fh.context();
@@ -92,7 +116,7 @@ test('a release bigger than the space left is refused before a byte is written (
     assert.deepEqual(readdirSync(stagingDir(fh.paths, 'web')), [], 'staging is cleaned');
     assert.equal(await readMarker(fh.paths, 'web', '2.0.0'), null, 'nothing half-staged looks staged');
     assert.deepEqual(await readCurrent(fh.paths, 'web'), { state: 'valid', version: '1.0.0' });
-    assert.ok((await freeBytes(root)) >= free - 64 * 1024, 'the space is given back');
+    await assertSpaceBack(root, free);
     // A release that fits still stages and activates.
     await fh.stage(ctx, '2.0.0', MiB);
     assert.equal((await fh.update(ctx, '2.0.0', 'fits')).outcome, 'active');
