@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { StewardError, toStewardError } from '../../core/errors.js';
-import { APP_NAME_RE } from '../../core/names.js';
+import { APP_NAME_RE } from '../../core/name-checks.js';
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
