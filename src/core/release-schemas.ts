@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { appNameSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
 import { isLoopbackHost } from './name-checks.js';
+import { ENV_KEY_RE, isLoopbackHostPort, isLoopbackHttpUrl, MARKER_SCHEMA_VERSION } from './release-check.js';
+
+// The zod-free checkers of release-check.ts mirror these schemas; the constants live there.
+export { ENV_KEY_RE, MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, RELEASE_FILE_NAME } from './release-check.js';
 
 // The signed release manifest of DESIGN §1: {name, version, url, size, integrity, expires}.
 export const manifestPayloadSchema = z.strictObject({
@@ -21,7 +25,6 @@ export const envelopeSchema = z.strictObject({
 });
 export type Envelope = z.infer<typeof envelopeSchema>;
 
-export const ENV_KEY_RE = /^[A-Z_][A-Z0-9_]{0,127}$/;
 const envValueSchema = z
   .string()
   .max(4096)
@@ -32,22 +35,12 @@ const envValueSchema = z
 const httpProbeSchema = z
   .string()
   .max(2048)
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return u.protocol === 'http:' && isLoopbackHost(u.hostname) && u.username === '' && u.password === '';
-    } catch {
-      return false;
-    }
-  }, 'health.http must be an http URL on a loopback address');
+  .refine(isLoopbackHttpUrl, 'health.http must be an http URL on a loopback address');
 
 const tcpProbeSchema = z
   .string()
   .max(256)
-  .refine((v) => {
-    const m = /^(.+):(\d{1,5})$/.exec(v);
-    return !!m && isLoopbackHost(m[1] as string) && Number(m[2]) > 0 && Number(m[2]) < 65536;
-  }, 'health.tcp must be a loopback host:port');
+  .refine(isLoopbackHostPort, 'health.tcp must be a loopback host:port');
 
 const healthSchema = z
   .strictObject({
@@ -71,10 +64,6 @@ export const releaseFileSchema = z.strictObject({
   health: healthSchema.optional(),
 });
 export type ReleaseFile = z.infer<typeof releaseFileSchema>;
-
-export const RELEASE_FILE_NAME = 'steward-release.json';
-export const MARKER_FILE_NAME = '.steward-valid';
-export const MARKER_SCHEMA_VERSION = 1;
 
 // The `.steward-valid` marker, written last into a staged tree and removed first.
 export const markerSchema = z.strictObject({

@@ -1,8 +1,9 @@
 import path from 'node:path';
+import { refusalOf } from '../../core/checker.js';
 import type { AppConfig } from '../../core/config-schema.js';
-import { formatIssues } from '../../core/config-schema.js';
 import { StewardError } from '../../core/errors.js';
-import { RELEASE_FILE_NAME, releaseFileSchema, type ReleaseFile } from '../../core/release-schemas.js';
+import { RELEASE_FILE_NAME, releaseFileChecker } from '../../core/release-check.js';
+import type { ReleaseFile } from '../../core/release-schemas.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 
 // Reads and checks steward-release.json at the root of an extracted tree (DESIGN §3.5):
@@ -23,9 +24,8 @@ export async function checkReleaseFile(tree: string, expect: { app: string; vers
   } catch {
     throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} is not valid JSON`);
   }
-  const parsed = releaseFileSchema.safeParse(json);
-  if (!parsed.success) throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME}: ${formatIssues(parsed.error.issues)}`);
-  const rf = parsed.data;
+  const rf = releaseFileChecker.check(json);
+  if (rf === null) throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME}: ${await refusalOf(releaseFileChecker, json)}`);
   if (rf.name !== expect.app) throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} names app ${rf.name}, not ${expect.app}`);
   if (rf.version !== expect.version) {
     throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} says version ${rf.version}, not ${expect.version}`);

@@ -1,6 +1,7 @@
-import { formatIssues } from '../../core/config-schema.js';
+import { refusalOf } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
-import { manifestPayloadSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
+import { manifestPayloadChecker } from '../../core/release-check.js';
+import type { Envelope, ManifestPayload } from '../../core/release-schemas.js';
 import { DOMAINS, loadPublicKeys, openEnvelope } from '../../platform/keys.js';
 
 export interface VerifiedManifest {
@@ -29,11 +30,10 @@ export async function verifyManifest(
     }[opened.reason];
     throw new StewardError('SIGNATURE_INVALID', `manifest for ${expect.app} ${expect.version}: ${why}`);
   }
-  const parsed = manifestPayloadSchema.safeParse(opened.payload);
-  if (!parsed.success) {
-    throw new StewardError('RELEASE_INVALID', `manifest for ${expect.app} ${expect.version}: ${formatIssues(parsed.error.issues)}`);
+  const m = manifestPayloadChecker.check(opened.payload);
+  if (m === null) {
+    throw new StewardError('RELEASE_INVALID', `manifest for ${expect.app} ${expect.version}: ${await refusalOf(manifestPayloadChecker, opened.payload)}`);
   }
-  const m = parsed.data;
   if (m.name !== expect.app) {
     throw new StewardError('RELEASE_INVALID', `manifest is for app ${m.name}, not ${expect.app}`);
   }

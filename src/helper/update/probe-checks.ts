@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import net from 'node:net';
-import { isLoopbackHost } from '../../core/release-schemas.js';
+import { isLoopbackHost } from '../../core/name-checks.js';
 
 // One probe attempt: ok, or what happened ("answered 500", "refused", ...).
 export type CheckResult = { ok: true } | { ok: false; detail: string; timedOut?: boolean };
