@@ -1,12 +1,9 @@
 import { z } from 'zod';
+import { JOURNAL_OUTCOMES, JOURNAL_SCHEMA_VERSION } from './journal-check.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
 
-export const JOURNAL_SCHEMA_VERSION = 1;
-
-// Where an attempt is: `activating` until a verdict is durable, then one terminal outcome.
-export const JOURNAL_OUTCOMES = ['activating', 'active', 'rolled-back', 'failed'] as const;
-export type JournalOutcome = (typeof JOURNAL_OUTCOMES)[number];
-export const TERMINAL_OUTCOMES = ['active', 'rolled-back', 'failed'] as const;
+// The journal's constants live in the zod-free journal-check.ts (issue 8, row 5).
+export { isTerminal, JOURNAL_OUTCOMES, JOURNAL_SCHEMA_VERSION, TERMINAL_OUTCOMES, type JournalOutcome } from './journal-check.js';
 
 export const reasonSchema = z.strictObject({
   code: z.string().max(64),
@@ -41,8 +38,3 @@ export const journalSchema = z.strictObject({
   prior: priorStateSchema.optional(),
 });
 export type Journal = z.infer<typeof journalSchema>;
-
-// Whether an outcome is terminal (the attempt is over).
-export function isTerminal(outcome: JournalOutcome): outcome is (typeof TERMINAL_OUTCOMES)[number] {
-  return outcome !== 'activating';
-}

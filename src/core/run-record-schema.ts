@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { appNameSchema, epochMsSchema, versionSchema } from './names.js';
+import { RUN_RECORD_SCHEMA_VERSION } from './run-record-check.js';
 
-export const RUN_RECORD_SCHEMA_VERSION = 1;
+// The record's schema version lives in the zod-free run-record-check.ts (issue 8, row 5).
+export { RUN_RECORD_SCHEMA_VERSION } from './run-record-check.js';
 
 export const procIdentitySchema = z.strictObject({
   pid: z.number().int().positive(),

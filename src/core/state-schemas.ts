@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { epochMsSchema, versionSchema } from './names.js';
+import { APP_STATE_SCHEMA_VERSION } from './state-check.js';
 
-export const APP_STATE_SCHEMA_VERSION = 1;
+// The state's constants live in the zod-free state-check.ts (issue 8, row 5).
+export { APP_STATE_SCHEMA_VERSION, emptyAppState } from './state-check.js';
 
 const holdSchema = z.strictObject({
   by: z.string().max(256),
@@ -30,8 +32,3 @@ export const appStateSchema = z.strictObject({
   blocked: blockedSchema.nullable(),
 });
 export type AppState = z.infer<typeof appStateSchema>;
-
-// The state of an app that has never been updated.
-export function emptyAppState(): AppState {
-  return { schemaVersion: APP_STATE_SCHEMA_VERSION, previous: null, highestActive: null, quarantine: {}, hold: null, blocked: null };
-}

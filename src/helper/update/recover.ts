@@ -1,5 +1,6 @@
 import { truncateUtf8 } from '../../core/errors.js';
-import { isTerminal, type Journal } from '../../core/journal-schema.js';
+import { isTerminal } from '../../core/journal-check.js';
+import type { Journal } from '../../core/journal-schema.js';
 import { logger } from '../../platform/log.js';
 import { readMarker } from '../release-store.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
