@@ -10,7 +10,9 @@ import { isObject, type Obj } from './json-checks.js';
 const isEpoch = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 const isStr = (v: unknown, max: number): v is string => typeof v === 'string' && v.length <= max;
 const KEYS = ['v', 'nodeId', 'app', 'attemptId', 'seq', 'fromVersion', 'targetVersion', 'integrity', 'outcome', 'startedAt', 'updatedAt', 'retryAfter', 'rollbackHealthy', 'reason', 'logFile'];
-const OUTCOMES: readonly unknown[] = ['active', 'rolled-back', 'failed', 'refused'];
+// The terminal outcomes a receipt records (receipt-schema.ts re-exports this list).
+export const RECEIPT_OUTCOMES = ['active', 'rolled-back', 'failed', 'refused'] as const;
+const OUTCOMES: readonly unknown[] = RECEIPT_OUTCOMES;
 
 // `v` as a receipt payload, or null when receiptPayloadSchema would refuse it.
 export function checkReceiptPayload(v: unknown): ReceiptPayload | null {

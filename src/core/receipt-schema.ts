@@ -2,8 +2,11 @@ import { z } from 'zod';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
 import { reasonSchema } from './journal-schema.js';
 import { envelopeSchema } from './release-schemas.js';
+import { RECEIPT_OUTCOMES } from './receipt-check.js';
+import { RECEIPT_SEQ_SCHEMA_VERSION, RECEIPTS_FILE_SCHEMA_VERSION } from './receipts-file-check.js';
 
-export const RECEIPT_OUTCOMES = ['active', 'rolled-back', 'failed', 'refused'] as const;
+// The constants live in zod-free modules (the helper's receipt store reads and writes without zod).
+export { RECEIPT_OUTCOMES, RECEIPT_SEQ_SCHEMA_VERSION, RECEIPTS_FILE_SCHEMA_VERSION };
 export type ReceiptOutcome = (typeof RECEIPT_OUTCOMES)[number];
 
 const seqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -34,9 +37,6 @@ export const receiptPayloadSchema = z
     path: ['targetVersion'],
   });
 export type ReceiptPayload = z.infer<typeof receiptPayloadSchema>;
-
-export const RECEIPTS_FILE_SCHEMA_VERSION = 1;
-export const RECEIPT_SEQ_SCHEMA_VERSION = 1;
 
 // receipts/<app>.json (DESIGN §2): the last receipts of one app, oldest first, plus the
 // latest non-refused attempt, whose receipt is never trimmed out of `receipts`.

@@ -11,13 +11,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
-import { zodChecker } from '../../src/core/checker.js';
 import { hostConfigSchema } from '../../src/core/config-schema.js';
 import { StewardError, type ReasonCode } from '../../src/core/errors.js';
 import { journalSchema } from '../../src/core/journal-schema.js';
 import { outboxFileSchema } from '../../src/core/outbox-schema.js';
 import { hostPaths, journalFile, receiptsFile, stateFile, supervisorFile, versionDir } from '../../src/core/paths.js';
 import { receiptPayloadSchema, receiptSeqFileSchema } from '../../src/core/receipt-schema.js';
+import { RECEIPT_SEQ_FILE_CHECKER } from '../../src/core/receipts-file-check.js';
 import { MARKER_FILE_NAME, markerSchema } from '../../src/core/release-schemas.js';
 import { runRecordSchema } from '../../src/core/run-record-schema.js';
 import { appStateSchema } from '../../src/core/state-schemas.js';
@@ -103,7 +103,7 @@ const readers: Reader[] = [
     name: 'receipt-seq.json',
     file: paths.receiptSeq,
     valid: { schemaVersion: 1, next: 7 },
-    read: () => readVersionedJson(paths.receiptSeq, 1, zodChecker(receiptSeqFileSchema), 4096),
+    read: () => readVersionedJson(paths.receiptSeq, 1, RECEIPT_SEQ_FILE_CHECKER, 4096),
     accepts: schemaAccepts(receiptSeqFileSchema),
     code: 'STATE_INVALID',
   },

@@ -1,20 +1,17 @@
-import { zodChecker } from '../../core/checker.js';
+import { mustCheck } from '../../core/checker.js';
 import type { KeyObject } from 'node:crypto';
 import { constants as fsc, lstatSync, promises as fsp } from 'node:fs';
 import { StewardError, truncateUtf8 } from '../../core/errors.js';
-import { formatIssues } from '../../core/config-schema.js';
-import { APP_NAME_RE } from '../../core/names.js';
+import { APP_NAME_RE } from '../../core/name-checks.js';
 import { receiptsFile, type HostPaths } from '../../core/paths.js';
+import type { ReceiptOutcome, ReceiptPayload, ReceiptsFile } from '../../core/receipt-schema.js';
 import {
+  RECEIPT_PAYLOAD_CHECKER,
+  RECEIPT_SEQ_FILE_CHECKER,
   RECEIPT_SEQ_SCHEMA_VERSION,
+  RECEIPTS_FILE_CHECKER,
   RECEIPTS_FILE_SCHEMA_VERSION,
-  receiptPayloadSchema,
-  receiptSeqFileSchema,
-  receiptsFileSchema,
-  type ReceiptOutcome,
-  type ReceiptPayload,
-  type ReceiptsFile,
-} from '../../core/receipt-schema.js';
+} from '../../core/receipts-file-check.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { Clock } from '../../platform/clock.js';
 import { commitInOrder, ensureDir, prepareFileAtomic, prepareJsonAtomic } from '../../platform/fs-atomic.js';
@@ -132,7 +129,7 @@ export class ReceiptStore {
       return existing;
     }
     const seq = await this.allocate(input.app);
-    const payload = this.buildPayload(input, seq, await this.opts.nodeId());
+    const payload = await this.buildPayload(input, seq, await this.opts.nodeId());
     const envelope = signEnvelope(DOMAINS.receipt, payload, this.opts.signer.privateKey);
     const lastTransaction = input.outcome === 'refused' ? (current?.file.lastTransaction ?? null) : { attemptId: input.attemptId, seq };
     const kept = trimReceipts([...(current?.stored ?? []), { envelope, payload }], lastTransaction);
@@ -162,7 +159,7 @@ export class ReceiptStore {
     return { envelope, payload };
   }
 
-  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null): ReceiptPayload {
+  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null): Promise<ReceiptPayload> {
     const candidate = {
       v: 1,
       nodeId,
@@ -180,11 +177,7 @@ export class ReceiptStore {
       ...(input.reason ? { reason: { code: input.reason.code, message: truncateUtf8(input.reason.message, REASON_MAX_BYTES) } } : {}),
       ...(input.logFile !== undefined ? { logFile: input.logFile } : {}),
     };
-    const parsed = receiptPayloadSchema.safeParse(candidate);
-    if (!parsed.success) {
-      throw new StewardError('INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid: ${formatIssues(parsed.error.issues)}`);
-    }
-    return parsed.data;
+    return mustCheck(RECEIPT_PAYLOAD_CHECKER, candidate, 'INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid`);
   }
 
   // next = max(receipt-seq.json's next, 1 + the highest seq in any receipts file),
@@ -192,7 +185,7 @@ export class ReceiptStore {
   private async allocate(app: string): Promise<number> {
     if (this.next === null) {
       const { paths } = this.opts;
-      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, zodChecker(receiptSeqFileSchema), 64 * 1024);
+      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, RECEIPT_SEQ_FILE_CHECKER, 64 * 1024);
       let highest = 0;
       for (const a of await this.storedApps()) {
         try {
@@ -220,10 +213,11 @@ export class ReceiptStore {
     const cached = this.parsed.get(app);
     if (id !== null && cached?.id === id) return cached.value;
     this.parsed.delete(app);
-    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, zodChecker(receiptsFileSchema));
+    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, RECEIPTS_FILE_CHECKER);
     if (!data) return null;
     if (data.app !== app) throw new StewardError('STATE_INVALID', `${file}: holds receipts of app ${data.app}`);
-    const stored = data.receipts.map((envelope) => ({ envelope, payload: decodeStored(file, envelope) }));
+    const stored: StoredReceipt[] = [];
+    for (const envelope of data.receipts) stored.push({ envelope, payload: await decodeStored(file, envelope) });
     if (stored.some((r) => r.payload.app !== app)) throw new StewardError('STATE_INVALID', `${file}: holds a receipt of another app`);
     const value = { file: data, stored };
     if (id !== null) this.parsed.set(app, { id, value });

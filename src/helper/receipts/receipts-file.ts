@@ -1,18 +1,17 @@
-import { formatIssues } from '../../core/config-schema.js';
+import { mustCheck } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
+import type { ReceiptPayload } from '../../core/receipt-schema.js';
+import { RECEIPT_PAYLOAD_CHECKER } from '../../core/receipts-file-check.js';
 import type { Envelope } from '../../core/release-schemas.js';
-import { receiptPayloadSchema, type ReceiptPayload } from '../../core/receipt-schema.js';
 
 // Decodes a stored envelope's payload without verifying it: the helper reads back what it
 // wrote into a root-only folder. Anything that is not a receipt payload is STATE_INVALID.
-export function decodeStored(file: string, envelope: Envelope): ReceiptPayload {
+export async function decodeStored(file: string, envelope: Envelope): Promise<ReceiptPayload> {
   let json: unknown;
   try {
     json = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8'));
   } catch (err) {
     throw new StewardError('STATE_INVALID', `${file}: a receipt payload is not JSON`, { cause: err });
   }
-  const parsed = receiptPayloadSchema.safeParse(json);
-  if (!parsed.success) throw new StewardError('STATE_INVALID', `${file}: a receipt payload is invalid: ${formatIssues(parsed.error.issues)}`);
-  return parsed.data;
+  return mustCheck(RECEIPT_PAYLOAD_CHECKER, json, 'STATE_INVALID', `${file}: a receipt payload is invalid`);
 }
