@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { syncFileSystem } from '../../src/platform/exec.js';
 import { REPO } from '../helpers/host.js';
 import { modulesResolvedBy } from '../helpers/module-list.js';
 
 // An idle helper's RSS is mostly what it loaded (issue 8 row 5): execa alone was ~100 modules and
-// ~10 MB. The helper's module graph must not reach it; `sync -f` after a stage runs through
-// node:child_process so that a stage does not load it for good either.
+// ~10 MB, zod ~11 MB, and a module once loaded stays. The helper's start must load neither, and
+// no path of the helper may load execa at all: `sync -f` after a stage, systemctl and journalctl
+// run through node:child_process (platform/exec.ts). zod is loaded only to word a refusal
+// (test/helper/zod-free-paths.test.ts follows a helper's life with a loader hook).
 test("the helper's modules do not include execa", () => {
   const main = path.join(REPO, 'dist/src/helper/main.js');
   const { modules, stderr } = modulesResolvedBy(['--input-type=module', '-e', `await import(${JSON.stringify(main)})`]);
@@ -17,12 +17,32 @@ test("the helper's modules do not include execa", () => {
   assert.deepEqual(modules.filter((u) => u.includes('/node_modules/execa/')), []);
 });
 
-test('syncFileSystem syncs an existing folder and rejects a missing one', async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-syncfs-'));
-  try {
-    await syncFileSystem(dir);
-    await assert.rejects(syncFileSystem(path.join(dir, 'missing')), /sync -f .*missing failed/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+test("the helper's modules do not include zod", () => {
+  const main = path.join(REPO, 'dist/src/helper/main.js');
+  const { modules, stderr } = modulesResolvedBy(['--input-type=module', '-e', `await import(${JSON.stringify(main)})`]);
+  assert.ok(modules.some((u) => u.endsWith('/helper/main.js')), `the hook saw the helper load:\n${stderr}`);
+  assert.deepEqual(modules.filter((u) => u.includes('/node_modules/zod/')), []);
+});
+
+// Every specifier of a built module: static imports and re-exports, and `import('...')`.
+function specifiersOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)'([^']+)'/gm)].map((m) => m[1] as string);
+}
+
+test('no path of the helper, however rare, imports execa', () => {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const stack = [path.join(REPO, 'dist/src/helper/main.js'), path.join(REPO, 'dist/src/platform/tarball-worker.js')];
+  while (stack.length) {
+    const file = stack.pop() as string;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const spec of specifiersOf(file)) {
+      if (spec.startsWith('.')) stack.push(path.resolve(path.dirname(file), spec));
+      else if (!spec.startsWith('node:')) packages.add(spec.split('/')[0] as string);
+    }
   }
+  assert.ok(seen.size > 100 && packages.has('zod'), `the walk reached the helper's modules (${seen.size}) and the lazy zod imports`);
+  assert.ok(!packages.has('execa'), `packages reached: ${[...packages].sort().join(', ')}`);
 });

@@ -3,15 +3,13 @@ import { promises as fsp } from 'node:fs';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { APP_NAME_RE } from '../../core/name-checks.js';
 import type { Clock } from '../../platform/clock.js';
+import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
 import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
 import { APP_PATH, buildAppEnv } from './app-env.js';
 import { prepareStateDirSync } from './state-dir.js';
 import type { AppRunner, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 import { systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
-
-// execa (~100 modules, ~10 MB of an idle helper's RSS, issue 8 row 5) is imported at its first
-// use, not at start: a helper whose apps are all `process` apps never needs it when idle.
 
 const debug = logger('helper:systemd');
 
@@ -38,15 +36,9 @@ export function appUnitName(app: string): string {
 export async function systemdAvailable(): Promise<boolean> {
   const st = await fsp.stat('/run/systemd/system').catch(() => null);
   if (!st?.isDirectory()) return false;
-  const r = await (await import('execa')).execa('systemctl', ['is-system-running'], {
-    extendEnv: false,
-    env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
-    stdin: 'ignore',
-    reject: false,
-    timeout: 10_000,
-  });
+  const r = await runTool('systemctl', ['is-system-running'], { env: { PATH: APP_PATH, LANG: 'C.UTF-8' }, timeoutMs: 10_000 });
   // It exits non-zero for "degraded", "starting", ...: only its answer counts.
-  const state = String(r.stdout ?? '').trim();
+  const state = r.stdout.trim();
   return state !== '' && state !== 'offline' && state !== 'unknown';
 }
 
@@ -68,18 +60,15 @@ export function createSystemdRunner(opts: SystemdRunnerOptions): AppRunner {
 export async function tailUnitLog(app: string, sinceMs: number, lines: number): Promise<string> {
   if (!APP_NAME_RE.test(app) || lines <= 0) return '';
   const since = (Math.max(0, sinceMs) / 1000).toFixed(3);
-  const r = await (await import('execa')).execa('journalctl', ['-u', appUnitName(app), `--since=@${since}`, '-n', String(lines), '-o', 'cat', '--no-pager', '-q'], {
-    extendEnv: false,
+  const r = await runTool('journalctl', ['-u', appUnitName(app), `--since=@${since}`, '-n', String(lines), '-o', 'cat', '--no-pager', '-q'], {
     env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
-    stdin: 'ignore',
-    reject: false,
-    timeout: 10_000,
+    timeoutMs: 10_000,
     maxBuffer: 4 * 1024 * 1024,
   });
-  if (r.exitCode !== 0) {
-    throw new StewardError('IO_ERROR', `cannot read the journal of ${appUnitName(app)}: ${String(r.stderr ?? '').trim() || `exit ${r.exitCode}`}`);
+  if (r.failure !== null) {
+    throw new StewardError('IO_ERROR', `cannot read the journal of ${appUnitName(app)}: ${r.stderr.trim() || r.failure}`);
   }
-  const text = String(r.stdout ?? '');
+  const text = r.stdout;
   return text === '' || text.endsWith('\n') ? text : text + '\n';
 }
 

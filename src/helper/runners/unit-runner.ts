@@ -1,9 +1,7 @@
 import { StewardError } from '../../core/errors.js';
+import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
 import { APP_PATH } from './app-env.js';
-
-// execa (~100 modules, ~10 MB of an idle helper's RSS, issue 8 row 5) is imported at its first
-// use, not at start: a helper whose apps are all `process` apps never needs it when idle.
 
 const debug = logger('helper:unit');
 
@@ -29,15 +27,9 @@ export interface UnitStatus {
 // Runs systemctl with an environment built from nothing and no shell; returns its stdout.
 // A non-zero exit is an error naming the unit and systemctl's own words.
 export async function systemctl(args: string[], opts: { timeoutMs?: number } = {}): Promise<string> {
-  const r = await (await import('execa')).execa('systemctl', args, {
-    extendEnv: false,
-    env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
-    stdin: 'ignore',
-    reject: false,
-    timeout: opts.timeoutMs ?? 30_000,
-  });
-  if (r.failed) {
-    const why = String(r.stderr || r.stdout || r.shortMessage || `exit code ${r.exitCode}`).trim();
+  const r = await runTool('systemctl', args, { env: { PATH: APP_PATH, LANG: 'C.UTF-8' }, timeoutMs: opts.timeoutMs ?? 30_000 });
+  if (r.failure !== null) {
+    const why = (r.stderr || r.stdout || r.failure).trim();
     throw new StewardError('IO_ERROR', `systemctl ${args.join(' ')} failed: ${why}`, { cause: r });
   }
   return r.stdout;

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { callHelper } from '../../src/protocol/client.js';
+import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, sri, startHelper } from '../helpers/host.js';
+import { moduleHook } from '../helpers/module-list.js';
+import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
+
+// zod is ~11 MB of a node process here, and a module once loaded stays: the helper's idle RSS
+// was over issue 8's 60 MB (row 5) while it loaded zod. What the helper reads and writes on its
+// start, on the agent's status and receipts requests and on an update (a file, a signed
+// manifest, a rollback) is checked by zod-free checkers; the schemas are imported only to word
+// a refusal. Such a life must not load zod (startup-modules.test.ts holds the static graph).
+
+const isZod = (u: string) => u.includes('/node_modules/zod/');
+
+function release(version: string, start: Record<string, unknown>, health: Record<string, unknown>): Buffer {
+  return gzipTar(makeTar([{ path: 'steward-release.json', content: JSON.stringify({ name: 'web', version, start, health }) }]));
+}
+
+test('a helper that starts, updates from a file and from a signed manifest, rolls back and answers status and receipts loads no zod; a refused request does', async (t) => {
+  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 2000 }) } });
+  const hook = moduleHook();
+  t.after(() => {
+    hook.cleanup();
+    host.cleanup();
+  });
+  const key = makeReleaseKey(host, ['web']);
+  const helper = await startHelper(host, { DEBUG: '' }, { nodeArgs: hook.args });
+  t.after(async () => {
+    await agentctl(host, ['stop', 'web', '--json']);
+    await helper.stop();
+  });
+  const up = async (version: string, tgz: Buffer, signed: boolean) => {
+    const file = path.join(host.scratch, `web-${version}.tgz`);
+    writeFileSync(file, tgz);
+    const how = signed ? ['--manifest', path.join(host.scratch, `web-${version}.manifest.json`)] : ['--integrity', sri(tgz), '--allow-unsigned'];
+    if (signed) writeFileSync(how[1]!, JSON.stringify(key.sign(manifestFor('web', version, tgz))));
+    return agentctl(host, ['update', 'web', version, '--file', file, ...how, '--json']);
+  };
+  const keepsRunning = { command: ['sleep', '300'] };
+  const first = await up('1.0.0', release('1.0.0', keepsRunning, { stableMs: 0 }), false);
+  assert.equal(first.json?.outcome, 'active', first.stdout + first.stderr);
+  const signed = await up('1.1.0', release('1.1.0', keepsRunning, { stableMs: 0 }), true);
+  assert.equal(signed.json?.outcome, 'active', signed.stdout + signed.stderr);
+  // Exits at once: the probe fails, and the helper rolls back to 1.1.0 with a receipt saying why.
+  const bad = await up('1.2.0', release('1.2.0', { command: ['sh', '-c', 'exit 3'] }, { stableMs: 2000 }), true);
+  assert.equal(bad.json?.outcome, 'rolled-back', bad.stdout + bad.stderr);
+  for (const args of [['status'], ['receipts', 'web'], ['releases', 'web']]) {
+    const r = await agentctl(host, [...args, '--json']);
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+  }
+  assert.deepEqual(hook.loaded(helper.stderr()).filter(isZod), [], 'no zod module was loaded');
+
+  // The hook sees modules loaded later too: a refused request is worded by its schema.
+  await assert.rejects(callHelper(host.paths.adminSock, { v: 1, id: 1, op: 'status', app: 'Not An App' }), (e: Error & { code?: string }) => {
+    assert.equal(e.code, 'BAD_REQUEST');
+    assert.match(e.message, /invalid status request: app: app names are/);
+    return true;
+  });
+  assert.ok(hook.loaded(helper.stderr()).some(isZod), 'the refusal loaded zod to word it');
+});
