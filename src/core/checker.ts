@@ -13,17 +13,6 @@ export interface Checker<T> {
   schema(): Promise<z.ZodType<T>>;
 }
 
-// A Checker that is its zod schema: for files read only on rare paths, whose modules load zod anyway.
-export function zodChecker<T>(schema: z.ZodType<T>): Checker<T> {
-  return {
-    check: (v) => {
-      const r = schema.safeParse(v);
-      return r.success ? r.data : null;
-    },
-    schema: async () => schema,
-  };
-}
-
 // Why `checker` refused `v`, in its schema's words.
 export async function refusalOf<T>(checker: Checker<T>, v: unknown): Promise<string> {
   const r = (await checker.schema()).safeParse(v);

@@ -11,3 +11,13 @@ export const isInt = (v: unknown, min: number, max: number): v is number => Numb
 export const isString = (v: unknown, min: number, max: number): v is string => typeof v === 'string' && v.length >= min && v.length <= max;
 // z.strictObject: no own key but `allowed`.
 export const onlyKeys = (o: Obj, allowed: readonly string[]): boolean => Object.keys(o).every((k) => allowed.includes(k));
+
+// z.record's input (zod's util.isPlainObject): an object, not an array, whose constructor (when
+// it is a function) has a prototype with its own isPrototypeOf.
+export function isPlainObject(v: unknown): v is Obj {
+  if (!isObject(v)) return false;
+  const ctor = v.constructor;
+  if (ctor === undefined || typeof ctor !== 'function') return true;
+  const prot: unknown = ctor.prototype;
+  return isObject(prot) && Object.prototype.hasOwnProperty.call(prot, 'isPrototypeOf');
+}

@@ -47,16 +47,16 @@ export function checkReceiptSeqFile(v: unknown): ReceiptSeqFile | null {
 }
 
 // Module-level constants: a Checker may be a parse-cache key (versioned-file.ts).
-export const RECEIPTS_FILE_CHECKER: Checker<ReceiptsFile> = {
+export const receiptsFileChecker: Checker<ReceiptsFile> = {
   check: checkReceiptsFile,
   schema: async () => (await import('./receipt-schema.js')).receiptsFileSchema,
 };
-export const RECEIPT_SEQ_FILE_CHECKER: Checker<ReceiptSeqFile> = {
+export const receiptSeqFileChecker: Checker<ReceiptSeqFile> = {
   check: checkReceiptSeqFile,
   schema: async () => (await import('./receipt-schema.js')).receiptSeqFileSchema,
 };
 // A receipt payload (receipt-check.ts), for a payload read back or about to be signed.
-export const RECEIPT_PAYLOAD_CHECKER: Checker<ReceiptPayload> = {
+export const receiptPayloadChecker: Checker<ReceiptPayload> = {
   check: checkReceiptPayload,
   schema: async () => (await import('./receipt-schema.js')).receiptPayloadSchema,
 };

@@ -5,7 +5,7 @@
 // defaults filled in (test/core/release-check.test.ts holds each to its schema both ways); the
 // schema, loaded only then, words a refusal (core/checker.ts refusalOf).
 import type { Checker } from './checker.js';
-import { isObject, type Obj } from './json-checks.js';
+import { isObject, isPlainObject, type Obj } from './json-checks.js';
 import { APP_NAME_RE, INTEGRITY_RE, isLoopbackHost } from './name-checks.js';
 import type { ManifestPayload, Marker, ReleaseFile } from './release-schemas.js';
 import { isVersion } from './version.js';
@@ -58,15 +58,6 @@ function strict(v: unknown, keys: readonly string[]): Obj {
   if (!isObject(v)) return refused();
   for (const k in v) if (!keys.includes(k)) refused();
   return v;
-}
-
-// zod's isPlainObject, what z.record takes.
-function isPlainObject(v: unknown): v is Obj {
-  if (!isObject(v)) return false;
-  const ctor = (v as { constructor?: unknown }).constructor;
-  if (ctor === undefined || typeof ctor !== 'function') return true;
-  const prot: unknown = ctor.prototype;
-  return isObject(prot) && Object.prototype.hasOwnProperty.call(prot, 'isPrototypeOf');
 }
 
 // z.string().min(min).max(max): lengths in UTF-16 code units.

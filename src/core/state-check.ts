@@ -5,7 +5,7 @@
 // APP_STATE_SCHEMA_VERSION and emptyAppState live here so that zod-free code can use them;
 // state-schemas.ts re-exports them.
 import type { Checker } from './checker.js';
-import { isInt, isObject, isString, onlyKeys, type Obj } from './json-checks.js';
+import { isInt, isObject, isPlainObject, isString, onlyKeys, type Obj } from './json-checks.js';
 import type { AppState } from './state-schemas.js';
 import { isVersion } from './version.js';
 
@@ -20,16 +20,6 @@ const KEYS = ['schemaVersion', 'previous', 'highestActive', 'quarantine', 'hold'
 
 // epochMsSchema: a safe integer >= 0.
 const isEpoch = (v: unknown): v is number => isInt(v, 0, Number.MAX_SAFE_INTEGER);
-
-// z.record's input test (zod's util.isPlainObject): an object, not an array, whose constructor
-// (when it is a function) has a prototype with its own isPrototypeOf.
-function isPlainObject(v: unknown): v is Obj {
-  if (!isObject(v)) return false;
-  const ctor = v.constructor;
-  if (ctor === undefined || typeof ctor !== 'function') return true;
-  const prot: unknown = ctor.prototype;
-  return isObject(prot) && Object.prototype.hasOwnProperty.call(prot, 'isPrototypeOf');
-}
 
 // z.record(versionSchema, quarantineEntrySchema) as this zod (4.x) applies it: every own
 // enumerable key must be a version (a symbol or any other string is refused) and its value an

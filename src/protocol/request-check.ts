@@ -89,7 +89,7 @@ function checkRequest(op: OpName, v: unknown): Obj | null {
 }
 
 // One Checker per op.
-export const REQUEST_CHECKERS = Object.fromEntries(
+export const requestCheckers = Object.fromEntries(
   (Object.keys(SHAPES) as OpName[]).map((op) => [
     op,
     {
@@ -101,7 +101,7 @@ export const REQUEST_CHECKERS = Object.fromEntries(
 
 // What every request has before its op is known (schemas.ts requestEnvelopeSchema, a loose
 // object: other keys are the op's to check): {v, id, op}.
-export const REQUEST_ENVELOPE_CHECKER: Checker<Obj & { v: 1; id: string | number; op: string }> = {
+export const requestEnvelopeChecker: Checker<Obj & { v: 1; id: string | number; op: string }> = {
   check: (v) => {
     if (!isObject(v) || v.v !== PROTOCOL_VERSION || id(v.id) === NO || typeof v.op !== 'string' || v.op.length > 64) return null;
     // As the schema returns it: every key but "__proto__" (an own key after JSON.parse), which

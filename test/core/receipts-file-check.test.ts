@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { assertSameAsSchema, envelopeEdge, junk, throughJson, validEnvelope, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { checkReceiptPayload } from '../../src/core/receipt-check.js';
-import { checkReceiptSeqFile, checkReceiptsFile, RECEIPT_PAYLOAD_CHECKER, RECEIPT_SEQ_FILE_CHECKER, RECEIPTS_FILE_CHECKER } from '../../src/core/receipts-file-check.js';
+import { checkReceiptSeqFile, checkReceiptsFile, receiptPayloadChecker, receiptSeqFileChecker, receiptsFileChecker } from '../../src/core/receipts-file-check.js';
 import { receiptPayloadSchema, receiptSeqFileSchema, receiptsFileSchema } from '../../src/core/receipt-schema.js';
 
 // The helper reads its receipt store without zod (receipts-file-check.ts); this holds each check
@@ -72,10 +72,10 @@ test('checkReceiptSeqFile accepts what receiptSeqFileSchema accepts and returns 
 // The Checkers are these checks (and checkReceiptPayload, held to its schema by
 // receipt-check.test.ts) over the schemas that word their refusals.
 test('the receipt Checkers pair each check with its schema', async () => {
-  assert.equal(RECEIPTS_FILE_CHECKER.check, checkReceiptsFile);
-  assert.equal(await RECEIPTS_FILE_CHECKER.schema(), receiptsFileSchema);
-  assert.equal(RECEIPT_SEQ_FILE_CHECKER.check, checkReceiptSeqFile);
-  assert.equal(await RECEIPT_SEQ_FILE_CHECKER.schema(), receiptSeqFileSchema);
-  assert.equal(RECEIPT_PAYLOAD_CHECKER.check, checkReceiptPayload);
-  assert.equal(await RECEIPT_PAYLOAD_CHECKER.schema(), receiptPayloadSchema);
+  assert.equal(receiptsFileChecker.check, checkReceiptsFile);
+  assert.equal(await receiptsFileChecker.schema(), receiptsFileSchema);
+  assert.equal(receiptSeqFileChecker.check, checkReceiptSeqFile);
+  assert.equal(await receiptSeqFileChecker.schema(), receiptSeqFileSchema);
+  assert.equal(receiptPayloadChecker.check, checkReceiptPayload);
+  assert.equal(await receiptPayloadChecker.schema(), receiptPayloadSchema);
 });

@@ -17,7 +17,7 @@ import { journalSchema } from '../../src/core/journal-schema.js';
 import { outboxFileSchema } from '../../src/core/outbox-schema.js';
 import { hostPaths, journalFile, receiptsFile, stateFile, supervisorFile, versionDir } from '../../src/core/paths.js';
 import { receiptPayloadSchema, receiptSeqFileSchema } from '../../src/core/receipt-schema.js';
-import { RECEIPT_SEQ_FILE_CHECKER } from '../../src/core/receipts-file-check.js';
+import { receiptSeqFileChecker } from '../../src/core/receipts-file-check.js';
 import { MARKER_FILE_NAME, markerSchema } from '../../src/core/release-schemas.js';
 import { runRecordSchema } from '../../src/core/run-record-schema.js';
 import { appStateSchema } from '../../src/core/state-schemas.js';
@@ -103,7 +103,7 @@ const readers: Reader[] = [
     name: 'receipt-seq.json',
     file: paths.receiptSeq,
     valid: { schemaVersion: 1, next: 7 },
-    read: () => readVersionedJson(paths.receiptSeq, 1, RECEIPT_SEQ_FILE_CHECKER, 4096),
+    read: () => readVersionedJson(paths.receiptSeq, 1, receiptSeqFileChecker, 4096),
     accepts: schemaAccepts(receiptSeqFileSchema),
     code: 'STATE_INVALID',
   },

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { assertSameAsSchema, envelopeEdge, type SchemaLike, junk, lengths, throughJson, validEnvelope, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { ALL_OPS, type OpName } from '../../src/protocol/ops.js';
-import { REQUEST_CHECKERS, REQUEST_ENVELOPE_CHECKER } from '../../src/protocol/request-check.js';
+import { requestCheckers, requestEnvelopeChecker } from '../../src/protocol/request-check.js';
 import { requestEnvelopeSchema, requestSchemas } from '../../src/protocol/schemas.js';
 
 // The helper checks local API requests without zod (request-check.ts); this holds each op's
@@ -71,7 +71,7 @@ function request(op: OpName): fc.Arbitrary<unknown> {
 
 for (const op of ALL_OPS) {
   test(`the ${op} request checker accepts what its schema accepts and returns what it returns`, () => {
-    const check = REQUEST_CHECKERS[op].check as (v: unknown) => Obj | null;
+    const check = requestCheckers[op].check as (v: unknown) => Obj | null;
     assertSameAsSchema(check, requestSchemas[op] as unknown as SchemaLike<Obj>, request(op).map(throughJson), { numRuns: 600, minAccepted: 120, maxAccepted: 500 });
   });
 }
@@ -81,18 +81,23 @@ test('an optional key sent as undefined (never from JSON) gets the same verdict 
     for (const key of [...FIELDS[op].optional, 'app']) {
       const raw = { v: 1, id: 1, op, app: 'web', version: '1.0.0', [key]: undefined };
       const schema = requestSchemas[op].safeParse(raw);
-      assert.deepEqual(REQUEST_CHECKERS[op].check(raw), schema.success ? schema.data : null, `${op} ${key}`);
+      assert.deepEqual(requestCheckers[op].check(raw), schema.success ? schema.data : null, `${op} ${key}`);
     }
   }
 });
 
 test('the request envelope checker accepts what requestEnvelopeSchema accepts and returns what it returns', () => {
   const any = fc.oneof(...ALL_OPS.map((op) => request(op)));
-  assertSameAsSchema(REQUEST_ENVELOPE_CHECKER.check, requestEnvelopeSchema, any.map(throughJson), { numRuns: 2000, minAccepted: 800, maxAccepted: 1900 });
+  assertSameAsSchema(requestEnvelopeChecker.check, requestEnvelopeSchema, any.map(throughJson), { numRuns: 2000, minAccepted: 800, maxAccepted: 1900 });
   // JSON.parse makes "__proto__" an own key; the loose envelope leaves it out, as zod does.
   const proto = JSON.parse('{"v":1,"id":1,"op":"status","__proto__":{"x":1}}');
   const z = requestEnvelopeSchema.safeParse(proto);
-  assert.deepEqual(REQUEST_ENVELOPE_CHECKER.check(proto), z.success ? z.data : null);
-  assert.equal(Object.getPrototypeOf(REQUEST_ENVELOPE_CHECKER.check(proto)), Object.prototype);
-  assert.deepEqual(REQUEST_CHECKERS.status.check(proto), null, 'an unknown key, even __proto__, is refused by a strict request');
+  assert.deepEqual(requestEnvelopeChecker.check(proto), z.success ? z.data : null);
+  assert.equal(Object.getPrototypeOf(requestEnvelopeChecker.check(proto)), Object.prototype);
+  assert.deepEqual(requestCheckers.status.check(proto), null, 'an unknown key, even __proto__, is refused by a strict request');
+});
+
+test("each request checker words a refusal with its own op's schema", async () => {
+  for (const op of ALL_OPS) assert.equal(await requestCheckers[op].schema(), requestSchemas[op], op);
+  assert.equal(await requestEnvelopeChecker.schema(), requestEnvelopeSchema);
 });

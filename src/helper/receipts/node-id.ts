@@ -21,7 +21,7 @@ export function checkNodeState(v: unknown): NodeState | null {
 }
 
 // A module-level constant: a Checker may be a parse-cache key (versioned-file.ts).
-export const NODE_STATE_CHECKER: Checker<NodeState> = {
+export const nodeStateChecker: Checker<NodeState> = {
   check: checkNodeState,
   schema: async () => (await import('./node-state-schema.js')).nodeStateSchema,
 };
@@ -29,6 +29,6 @@ export const NODE_STATE_CHECKER: Checker<NodeState> = {
 // The nodeId from state/node.json, or null before enrollment. A file that does not
 // parse or comes from a newer steward is refused (STATE_INVALID), never guessed at.
 export async function readNodeId(paths: HostPaths): Promise<string | null> {
-  const state = await readVersionedJson(paths.nodeState, NODE_STATE_SCHEMA_VERSION, NODE_STATE_CHECKER, 64 * 1024);
+  const state = await readVersionedJson(paths.nodeState, NODE_STATE_SCHEMA_VERSION, nodeStateChecker, 64 * 1024);
   return state?.nodeId ?? null;
 }

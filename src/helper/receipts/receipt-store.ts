@@ -6,10 +6,10 @@ import { APP_NAME_RE } from '../../core/name-checks.js';
 import { receiptsFile, type HostPaths } from '../../core/paths.js';
 import type { ReceiptOutcome, ReceiptPayload, ReceiptsFile } from '../../core/receipt-schema.js';
 import {
-  RECEIPT_PAYLOAD_CHECKER,
-  RECEIPT_SEQ_FILE_CHECKER,
+  receiptPayloadChecker,
+  receiptSeqFileChecker,
   RECEIPT_SEQ_SCHEMA_VERSION,
-  RECEIPTS_FILE_CHECKER,
+  receiptsFileChecker,
   RECEIPTS_FILE_SCHEMA_VERSION,
 } from '../../core/receipts-file-check.js';
 import type { Envelope } from '../../core/release-schemas.js';
@@ -177,7 +177,7 @@ export class ReceiptStore {
       ...(input.reason ? { reason: { code: input.reason.code, message: truncateUtf8(input.reason.message, REASON_MAX_BYTES) } } : {}),
       ...(input.logFile !== undefined ? { logFile: input.logFile } : {}),
     };
-    return mustCheck(RECEIPT_PAYLOAD_CHECKER, candidate, 'INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid`);
+    return mustCheck(receiptPayloadChecker, candidate, 'INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid`);
   }
 
   // next = max(receipt-seq.json's next, 1 + the highest seq in any receipts file),
@@ -185,7 +185,7 @@ export class ReceiptStore {
   private async allocate(app: string): Promise<number> {
     if (this.next === null) {
       const { paths } = this.opts;
-      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, RECEIPT_SEQ_FILE_CHECKER, 64 * 1024);
+      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, receiptSeqFileChecker, 64 * 1024);
       let highest = 0;
       for (const a of await this.storedApps()) {
         try {
@@ -213,7 +213,7 @@ export class ReceiptStore {
     const cached = this.parsed.get(app);
     if (id !== null && cached?.id === id) return cached.value;
     this.parsed.delete(app);
-    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, RECEIPTS_FILE_CHECKER);
+    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, receiptsFileChecker);
     if (!data) return null;
     if (data.app !== app) throw new StewardError('STATE_INVALID', `${file}: holds receipts of app ${data.app}`);
     const stored: StoredReceipt[] = [];

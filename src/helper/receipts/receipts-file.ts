@@ -1,7 +1,7 @@
 import { mustCheck } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
-import { RECEIPT_PAYLOAD_CHECKER } from '../../core/receipts-file-check.js';
+import { receiptPayloadChecker } from '../../core/receipts-file-check.js';
 import type { Envelope } from '../../core/release-schemas.js';
 
 // Decodes a stored envelope's payload without verifying it: the helper reads back what it
@@ -13,5 +13,5 @@ export async function decodeStored(file: string, envelope: Envelope): Promise<Re
   } catch (err) {
     throw new StewardError('STATE_INVALID', `${file}: a receipt payload is not JSON`, { cause: err });
   }
-  return mustCheck(RECEIPT_PAYLOAD_CHECKER, json, 'STATE_INVALID', `${file}: a receipt payload is invalid`);
+  return mustCheck(receiptPayloadChecker, json, 'STATE_INVALID', `${file}: a receipt payload is invalid`);
 }

@@ -1,7 +1,7 @@
 import { refusalOf, type Checker } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
 import { ALL_OPS, type OpName } from '../../protocol/ops.js';
-import { REQUEST_CHECKERS, REQUEST_ENVELOPE_CHECKER, type RequestOf } from '../../protocol/request-check.js';
+import { requestCheckers, requestEnvelopeChecker, type RequestOf } from '../../protocol/request-check.js';
 import type { Dispatch, OpContext } from './api-server.js';
 import { checkSocketPolicy } from './socket-policy.js';
 
@@ -26,8 +26,8 @@ export interface DispatchOptions {
 // without zod (protocol/request-check.ts); a refused one is worded by its schema, loaded then.
 export function makeDispatch(handlers: Handlers, opts: DispatchOptions = {}): Dispatch {
   return async (raw, ctx) => {
-    const request = REQUEST_ENVELOPE_CHECKER.check(raw);
-    if (request === null) throw new StewardError('BAD_REQUEST', `invalid request: ${await refusalOf(REQUEST_ENVELOPE_CHECKER, raw)}`);
+    const request = requestEnvelopeChecker.check(raw);
+    if (request === null) throw new StewardError('BAD_REQUEST', `invalid request: ${await refusalOf(requestEnvelopeChecker, raw)}`);
     const op = request.op;
     if (!(ALL_OPS as readonly string[]).includes(op)) {
       throw new StewardError('BAD_REQUEST', `unknown op ${JSON.stringify(op)}`);
@@ -35,7 +35,7 @@ export function makeDispatch(handlers: Handlers, opts: DispatchOptions = {}): Di
     const name = op as OpName;
     checkSocketPolicy(ctx.kind, name, request);
     const handler = handlers[name] as OpHandler | undefined;
-    const checker = REQUEST_CHECKERS[name] as Checker<unknown>;
+    const checker = requestCheckers[name] as Checker<unknown>;
     if (!handler) throw new StewardError('BAD_REQUEST', `op "${name}" not supported by this helper`);
     if (request.upload !== undefined && !UPLOAD_OPS.includes(name)) {
       throw new StewardError('BAD_REQUEST', `op "${name}" takes no upload`);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { assertSameAsSchema, junk, lengths, throughJson, withKey, type Obj } from '../../helpers/check-arbitraries.js';
-import { checkNodeState, NODE_STATE_CHECKER } from '../../../src/helper/receipts/node-id.js';
+import { checkNodeState, nodeStateChecker } from '../../../src/helper/receipts/node-id.js';
 import { nodeStateSchema } from '../../../src/helper/receipts/node-state-schema.js';
 
 // The helper reads state/node.json without zod (checkNodeState); this holds the check to
@@ -48,6 +48,6 @@ test('checkNodeState keeps other keys and drops "__proto__", as nodeStateSchema 
   assert.deepEqual(mine, { schemaVersion: 1, nodeId: 'n-1', enrolledAt: 5 });
   assert.equal(Object.getPrototypeOf(mine), Object.prototype);
   assert.deepEqual(mine, nodeStateSchema.parse(v));
-  assert.equal(await NODE_STATE_CHECKER.schema(), nodeStateSchema);
-  assert.equal(NODE_STATE_CHECKER.check, checkNodeState);
+  assert.equal(await nodeStateChecker.schema(), nodeStateSchema);
+  assert.equal(nodeStateChecker.check, checkNodeState);
 });
