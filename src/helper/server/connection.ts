@@ -9,6 +9,10 @@ import type { Dispatch, OpContext } from './api-server.js';
 const debug = logger('helper:server');
 // Progress lines are advisory: past this much unread output, a client that does not read gets none.
 const MAX_PENDING_PROGRESS = 64 * 1024;
+// A stage reported its copy per 64 KiB chunk: ~300 lines for a 19 MB archive, each a socket
+// write (~35 ms of the helper's main thread a stage) and a redraw in agentctl. Ten a second
+// draw the same bar.
+const PROGRESS_EVERY_MS = 100;
 
 // 'line': no complete request line yet (the only state the connection cap may evict);
 // 'request': a request is being served; 'closing': the final line is written.
@@ -75,8 +79,17 @@ export function serveConnection(socket: net.Socket, opts: ConnectionOptions): Co
     }
   };
 
+  // The last progress line sent: a phase's lines are at most one per PROGRESS_EVERY_MS, but its
+  // first and its last (bytes reaching total) always go.
+  let lastPhase: string | null = null;
+  let lastSentAt = 0;
   const progress: OpContext['progress'] = (ev) => {
     if (state === 'closing' || !socket.writable || socket.writableLength > MAX_PENDING_PROGRESS) return;
+    const now = performance.now();
+    const done = ev.bytes !== undefined && ev.total !== undefined && ev.bytes >= ev.total;
+    if (ev.phase === lastPhase && !done && now - lastSentAt < PROGRESS_EVERY_MS) return;
+    lastPhase = ev.phase;
+    lastSentAt = now;
     const line: Record<string, unknown> = { id, event: 'progress', attemptId: ev.attemptId, phase: ev.phase };
     if (ev.bytes !== undefined) line.bytes = ev.bytes;
     if (ev.total !== undefined) line.total = ev.total;

@@ -24,6 +24,38 @@ test('progress lines reach the client before the final line, and StewardError de
   }
 });
 
+test("a phase's progress lines are at most ten a second, but its first and its last always go", async () => {
+  const s = await startTestServers({}, {
+    ...testHandlers,
+    stage: async (_req, ctx) => {
+      // A 19 MB copy reported per 64 KiB chunk, then a phase without a total, then the next.
+      for (let b = 1; b <= 300; b++) ctx.progress({ attemptId: 'a1', phase: 'fetch', bytes: b, total: 300 });
+      for (let b = 1; b <= 300; b++) ctx.progress({ attemptId: 'a1', phase: 'extract', bytes: b });
+      ctx.progress({ attemptId: 'a1', phase: 'commit' });
+      await new Promise((r) => setTimeout(r, 150));
+      ctx.progress({ attemptId: 'a1', phase: 'commit', bytes: 1 });
+      return { ok: true };
+    },
+  });
+  try {
+    const events: Array<{ phase: string; bytes?: number }> = [];
+    const req = { v: 1, id: 9, op: 'stage', app: 'web', version: '1.0.0' };
+    await callHelper(s.adminSock, req, { onProgress: (e) => events.push(e as { phase: string; bytes?: number }) });
+    assert.deepEqual(
+      events.map((e) => [e.phase, e.bytes]),
+      [
+        ['fetch', 1],
+        ['fetch', 300],
+        ['extract', 1],
+        ['commit', undefined],
+        ['commit', 1],
+      ],
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 test('a client that goes away mid-op aborts ctx.closed, the op still finishes, and nothing crashes', async () => {
   let clientGone!: () => void;
   const gone = new Promise<void>((r) => (clientGone = r));
