@@ -1,6 +1,6 @@
-import { mustCheck } from '../../core/checker.js';
 import type { KeyObject } from 'node:crypto';
 import { constants as fsc, lstatSync, promises as fsp } from 'node:fs';
+import { mustCheck } from '../../core/checker.js';
 import { StewardError, truncateUtf8 } from '../../core/errors.js';
 import { APP_NAME_RE } from '../../core/name-checks.js';
 import { receiptsFile, type HostPaths } from '../../core/paths.js';

@@ -1,6 +1,6 @@
-import { mustCheck } from '../../core/checker.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { mustCheck } from '../../core/checker.js';
 import { journalFile, type HostPaths } from '../../core/paths.js';
 import { JOURNAL_SCHEMA_VERSION, journalChecker } from '../../core/journal-check.js';
 import type { Journal } from '../../core/journal-schema.js';
