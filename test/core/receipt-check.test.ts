@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, junk, lengths, throughJson, withKey, type Obj } from '../helpers/check-arbitraries.js';
+import { appNameEdge, assertSameAsSchema, attemptIdEdge, intEdge, INTEGRITY, integrityEdge, junk, lengths, throughJson, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { checkReceiptPayload } from '../../src/core/receipt-check.js';
 import { receiptPayloadSchema } from '../../src/core/receipt-schema.js';
 
@@ -8,10 +8,7 @@ import { receiptPayloadSchema } from '../../src/core/receipt-schema.js';
 // receiptPayloadSchema both ways. Each payload is a valid one with at most one field moved to
 // the edge of its rule or to junk, so each rule decides a verdict on its own.
 
-const intEdge = fc.oneof(fc.constantFrom(0, 1, -1, 2 ** 53 - 1, 2 ** 53, 0.5, -0), fc.integer(), junk);
-const INTEGRITY = `sha512-${'A'.repeat(86)}==`;
 const version = fc.constantFrom('1.0.0', '2.3.4-rc.1');
-const versionEdge = fc.oneof(fc.constantFrom('01.2.3', '1.2', '1.2.3+b', `1.2.3-${'x'.repeat(122)}`, `1.2.3-${'x'.repeat(123)}`), junk);
 const valid = fc.record(
   {
     v: fc.constant(1),
@@ -36,12 +33,12 @@ const payload = fc.oneof(
   { arbitrary: valid, weight: 10 },
   withKey(valid, 'v', fc.oneof(fc.constantFrom(0, 2, '1'), junk)),
   withKey(valid, 'nodeId', fc.oneof(lengths('n', 0, 128, 129), junk)),
-  withKey(valid, 'app', fc.oneof(fc.constantFrom('Web', '-x', 'a'.repeat(63), 'a'.repeat(64), ''), junk)),
-  withKey(valid, 'attemptId', fc.oneof(fc.constantFrom('a'.repeat(128), 'a'.repeat(129), '.a', ''), junk)),
+  withKey(valid, 'app', appNameEdge),
+  withKey(valid, 'attemptId', attemptIdEdge),
   withKey(valid, 'seq', intEdge),
   withKey(valid, 'fromVersion', versionEdge),
   withKey(valid, 'targetVersion', fc.oneof(versionEdge, fc.constant(null))),
-  withKey(valid, 'integrity', fc.oneof(fc.constantFrom(`sha512-${'A'.repeat(85)}==`, `sha256-${'A'.repeat(86)}==`, INTEGRITY.toLowerCase()), junk)),
+  withKey(valid, 'integrity', integrityEdge),
   withKey(valid, 'outcome', fc.oneof(fc.constantFrom('activating', 'Active'), junk)),
   withKey(valid, 'startedAt', intEdge),
   withKey(valid, 'updatedAt', intEdge),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, junk, lengths, throughJson, withKey, type Obj } from '../helpers/check-arbitraries.js';
+import { appNameEdge, assertSameAsSchema, intEdge, junk, lengths, MAX, throughJson, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { checkRunRecord, runRecordChecker } from '../../src/core/run-record-check.js';
 import { runRecordSchema } from '../../src/core/run-record-schema.js';
 
@@ -9,10 +9,7 @@ import { runRecordSchema } from '../../src/core/run-record-schema.js';
 // (run-record-check.ts); this holds the checker to runRecordSchema both ways. Each record is a
 // valid one with at most one field moved to the edge of its rule or to junk.
 
-const MAX = Number.MAX_SAFE_INTEGER;
-const intEdge = fc.oneof(fc.constantFrom(0, 1, -1, MAX, MAX + 1, -MAX, -MAX - 1, 0.5, -0), fc.integer(), junk);
 const version = fc.constantFrom('1.0.0', '2.3.4-rc.1', `1.2.3-${'x'.repeat(122)}`);
-const versionEdge = fc.oneof(fc.constantFrom('01.2.3', '1.2', '1.2.3+b', `1.2.3-${'x'.repeat(123)}`, ''), junk);
 const epoch = fc.oneof(fc.nat(), fc.constant(MAX));
 const validProc = fc.record({ pid: fc.oneof(fc.integer({ min: 1, max: 4194304 }), fc.constant(MAX)), startTicks: fc.oneof(fc.nat(), fc.constant(MAX)), bootId: fc.oneof(fc.string({ minLength: 1, maxLength: 8 }), lengths('b', 64)) }) as fc.Arbitrary<Obj>;
 const proc = fc.oneof(
@@ -68,7 +65,7 @@ const valid = fc.record(
 const record = fc.oneof(
   { arbitrary: valid, weight: 10 },
   withKey(valid, 'schemaVersion', fc.oneof(fc.constantFrom(0, 2, '1'), junk)),
-  withKey(valid, 'app', fc.oneof(fc.constantFrom('Web', '-x', 'a'.repeat(64), ''), junk)),
+  withKey(valid, 'app', appNameEdge),
   withKey(valid, 'expected', fc.oneof(fc.constantFrom('waiting', 'Running'), junk)),
   withKey(valid, 'version', versionEdge),
   { arbitrary: withKey(valid, 'process', proc), weight: 3 },

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, junk, lengths, withKey, type Obj } from '../helpers/check-arbitraries.js';
+import { assertSameAsSchema, intEdge, junk, lengths, MAX, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { appStateChecker, checkAppState } from '../../src/core/state-check.js';
 import { appStateSchema, emptyAppState } from '../../src/core/state-schemas.js';
 
@@ -11,10 +11,7 @@ import { appStateSchema, emptyAppState } from '../../src/core/state-schemas.js';
 // keys, "constructor", and "__proto__" (an own key after JSON.parse, which this zod skips
 // unchecked and leaves out of the result) are mixed in.
 
-const MAX = Number.MAX_SAFE_INTEGER;
-const intEdge = fc.oneof(fc.constantFrom(0, 1, -1, MAX, MAX + 1, 0.5, -0), fc.integer(), junk);
 const version = fc.constantFrom('1.0.0', '2.3.4-rc.1', '0.0.1', `1.2.3-${'x'.repeat(122)}`);
-const versionEdge = fc.oneof(fc.constantFrom('01.2.3', '1.2', '1.2.3+b', `1.2.3-${'x'.repeat(123)}`, ''), junk);
 const epoch = fc.oneof(fc.nat(), fc.constant(MAX));
 const validEntry = fc.record({ failures: fc.oneof(fc.nat(), fc.constant(MAX)), retryAfter: epoch }) as fc.Arbitrary<Obj>;
 const entry = fc.oneof(

@@ -19,6 +19,20 @@ export const lengths = (ch: string, ...ns: number[]): fc.Arbitrary<string> => fc
 
 export const hex16 = fc.stringMatching(/^[0-9a-f]{16}$/);
 
+// The name rules of name-checks.ts and version.ts (and epochs), and values just past them.
+export const MAX = Number.MAX_SAFE_INTEGER;
+export const INTEGRITY = `sha512-${'A'.repeat(86)}==`;
+export const integrityEdge = fc.oneof(
+  fc.constantFrom(`sha512-${'A'.repeat(85)}==`, `sha512-${'A'.repeat(87)}==`, `sha256-${'A'.repeat(86)}==`, INTEGRITY.toLowerCase(), `${INTEGRITY} `, `sha512-${'A'.repeat(85)}-==`),
+  junk,
+);
+export const appNameEdge = fc.oneof(fc.constantFrom('Web', '-x', 'a'.repeat(63), 'a'.repeat(64), '', 'a b'), junk);
+export const attemptIdEdge = fc.oneof(fc.constantFrom('a'.repeat(128), 'a'.repeat(129), '.a', '', 'a b'), junk);
+// The longest valid version is 128 characters; `1.2.3-` + 122 is one, + 123 is not.
+export const versionEdge = fc.oneof(fc.constantFrom('01.2.3', '1.2', '1.2.3+b', `1.2.3-${'x'.repeat(122)}`, `1.2.3-${'x'.repeat(123)}`, ''), junk);
+// Integers at a safe-integer rule's edges (0, ±1, ±MAX and one past), fractions, -0 and junk.
+export const intEdge = fc.oneof(fc.constantFrom(0, 1, -1, MAX, MAX + 1, -MAX, -MAX - 1, 0.5, -0, NaN, Infinity), fc.integer(), junk);
+
 // A signature envelope {payload, sig, keyId} as envelopeSchema takes it, and one with a field
 // moved to the edge of its rule (payload <= 48 KiB, sig <= 256, keyId 16 lowercase hex) or to junk.
 export const validEnvelope = fc.record({ payload: fc.string({ minLength: 1, maxLength: 20 }), sig: fc.string({ minLength: 1, maxLength: 10 }), keyId: hex16 });
