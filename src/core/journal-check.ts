@@ -6,8 +6,9 @@
 // re-exports them.
 import type { Checker } from './checker.js';
 import type { Journal } from './journal-schema.js';
-import { isInt, isObject, isString, onlyKeys, type Obj } from './json-checks.js';
+import { isEpoch, isObject, isString, onlyKeys, type Obj } from './json-checks.js';
 import { APP_NAME_RE, ATTEMPT_ID_RE, INTEGRITY_RE } from './name-checks.js';
+import { checkQuarantineEntry } from './state-check.js';
 import { isVersion } from './version.js';
 
 export const JOURNAL_SCHEMA_VERSION = 1;
@@ -25,18 +26,16 @@ export function isTerminal(outcome: JournalOutcome): outcome is (typeof TERMINAL
 const KEYS = ['schemaVersion', 'attemptId', 'app', 'fromVersion', 'targetVersion', 'integrity', 'outcome', 'startedAt', 'updatedAt', 'retryAfter', 'rollbackHealthy', 'reason', 'logFile', 'prior'];
 const OUTCOMES: readonly unknown[] = JOURNAL_OUTCOMES;
 
-// epochMsSchema: a safe integer >= 0.
-const isEpoch = (v: unknown): v is number => isInt(v, 0, Number.MAX_SAFE_INTEGER);
 const isVersionOrNull = (v: unknown): boolean => v === null || isVersion(v);
 
 // priorStateSchema's value, or null when it refuses `v`.
 function checkPrior(v: unknown): Obj | null {
   if (!isObject(v) || !onlyKeys(v, ['previous', 'highestActive', 'quarantine'])) return null;
   if (!isVersionOrNull(v.previous) || !isVersionOrNull(v.highestActive)) return null;
-  const q = v.quarantine;
-  if (q === null) return { previous: v.previous, highestActive: v.highestActive, quarantine: null };
-  if (!isObject(q) || !onlyKeys(q, ['failures', 'retryAfter']) || !isInt(q.failures, 0, Number.MAX_SAFE_INTEGER) || !isEpoch(q.retryAfter)) return null;
-  return { previous: v.previous, highestActive: v.highestActive, quarantine: { failures: q.failures, retryAfter: q.retryAfter } };
+  if (v.quarantine === null) return { previous: v.previous, highestActive: v.highestActive, quarantine: null };
+  const quarantine = checkQuarantineEntry(v.quarantine);
+  if (quarantine === null) return null;
+  return { previous: v.previous, highestActive: v.highestActive, quarantine };
 }
 
 // `v` as a journal, or null when journalSchema would refuse it. An optional key present with

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JOURNAL_OUTCOMES, JOURNAL_SCHEMA_VERSION } from './journal-check.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
+import { quarantineEntrySchema } from './state-schemas.js';
 
 // The journal's constants live in the zod-free journal-check.ts (issue 8, row 5).
 export { isTerminal, JOURNAL_OUTCOMES, JOURNAL_SCHEMA_VERSION, TERMINAL_OUTCOMES, type JournalOutcome } from './journal-check.js';
@@ -17,7 +18,7 @@ export type Reason = z.infer<typeof reasonSchema>;
 export const priorStateSchema = z.strictObject({
   previous: versionSchema.nullable(),
   highestActive: versionSchema.nullable(),
-  quarantine: z.strictObject({ failures: z.number().int().nonnegative(), retryAfter: epochMsSchema }).nullable(),
+  quarantine: quarantineEntrySchema.nullable(),
 });
 
 // journal/<app>.json (DESIGN §4): the update transaction of one app.

@@ -7,6 +7,8 @@ export type Obj = Record<string, unknown>;
 export const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 // z.number().int().min(min).max(max): .int() takes safe integers only.
 export const isInt = (v: unknown, min: number, max: number): v is number => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
+// epochMsSchema of names.ts: a safe integer >= 0.
+export const isEpoch = (v: unknown): v is number => isInt(v, 0, Number.MAX_SAFE_INTEGER);
 // z.string().min(min).max(max): lengths in UTF-16 code units.
 export const isString = (v: unknown, min: number, max: number): v is string => typeof v === 'string' && v.length >= min && v.length <= max;
 // z.strictObject: no own key but `allowed`.

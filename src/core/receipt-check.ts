@@ -5,9 +5,8 @@
 import { APP_NAME_RE, ATTEMPT_ID_RE, INTEGRITY_RE } from './name-checks.js';
 import type { ReceiptPayload } from './receipt-schema.js';
 import { isVersion } from './version.js';
-import { isObject, type Obj } from './json-checks.js';
+import { isEpoch, isObject, type Obj } from './json-checks.js';
 
-const isEpoch = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 const isStr = (v: unknown, max: number): v is string => typeof v === 'string' && v.length <= max;
 const KEYS = ['v', 'nodeId', 'app', 'attemptId', 'seq', 'fromVersion', 'targetVersion', 'integrity', 'outcome', 'startedAt', 'updatedAt', 'retryAfter', 'rollbackHealthy', 'reason', 'logFile'];
 // The terminal outcomes a receipt records (receipt-schema.ts re-exports this list).

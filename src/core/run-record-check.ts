@@ -5,7 +5,7 @@
 // RUN_RECORD_SCHEMA_VERSION lives here so that zod-free code can use it; run-record-schema.ts
 // re-exports it.
 import type { Checker } from './checker.js';
-import { isInt, isObject, isString, onlyKeys, type Obj } from './json-checks.js';
+import { isEpoch, isInt, isObject, isString, onlyKeys, type Obj } from './json-checks.js';
 import { APP_NAME_RE } from './name-checks.js';
 import type { RunRecord } from './run-record-schema.js';
 import { isVersion } from './version.js';
@@ -17,8 +17,6 @@ const SUPERVISOR_KEYS = ['state', 'attempts', 'lastStartAt', 'lastExitAt', 'next
 const STATES: readonly unknown[] = ['running', 'waiting', 'error', 'stopped'];
 const MAX = Number.MAX_SAFE_INTEGER;
 
-// epochMsSchema: a safe integer >= 0.
-const isEpoch = (v: unknown): v is number => isInt(v, 0, MAX);
 const isEpochOrNull = (v: unknown): boolean => v === null || isEpoch(v);
 
 // procIdentitySchema's value, or null when it refuses `v`.

@@ -5,7 +5,7 @@
 // APP_STATE_SCHEMA_VERSION and emptyAppState live here so that zod-free code can use them;
 // state-schemas.ts re-exports them.
 import type { Checker } from './checker.js';
-import { isInt, isObject, isPlainObject, isString, onlyKeys, type Obj } from './json-checks.js';
+import { isEpoch, isInt, isObject, isPlainObject, isString, onlyKeys, type Obj } from './json-checks.js';
 import type { AppState } from './state-schemas.js';
 import { isVersion } from './version.js';
 
@@ -18,8 +18,11 @@ export function emptyAppState(): AppState {
 
 const KEYS = ['schemaVersion', 'previous', 'highestActive', 'quarantine', 'hold', 'blocked'];
 
-// epochMsSchema: a safe integer >= 0.
-const isEpoch = (v: unknown): v is number => isInt(v, 0, Number.MAX_SAFE_INTEGER);
+// quarantineEntrySchema (also a journal's prior.quarantine): {failures, retryAfter}.
+export function checkQuarantineEntry(e: unknown): { failures: number; retryAfter: number } | null {
+  if (!isObject(e) || !onlyKeys(e, ['failures', 'retryAfter']) || !isInt(e.failures, 0, Number.MAX_SAFE_INTEGER) || !isEpoch(e.retryAfter)) return null;
+  return { failures: e.failures, retryAfter: e.retryAfter };
+}
 
 // z.record(versionSchema, quarantineEntrySchema) as this zod (4.x) applies it: every own
 // enumerable key must be a version (a symbol or any other string is refused) and its value an
@@ -31,9 +34,9 @@ function checkQuarantine(v: unknown): Record<string, { failures: number; retryAf
   for (const key of Reflect.ownKeys(v)) {
     if (key === '__proto__' || !Object.prototype.propertyIsEnumerable.call(v, key)) continue;
     if (!isVersion(key)) return null;
-    const e = v[key];
-    if (!isObject(e) || !onlyKeys(e, ['failures', 'retryAfter']) || !isInt(e.failures, 0, Number.MAX_SAFE_INTEGER) || !isEpoch(e.retryAfter)) return null;
-    out[key] = { failures: e.failures, retryAfter: e.retryAfter };
+    const entry = checkQuarantineEntry(v[key]);
+    if (entry === null) return null;
+    out[key] = entry;
   }
   return out;
 }

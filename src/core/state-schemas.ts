@@ -17,7 +17,8 @@ const blockedSchema = z.strictObject({
   since: epochMsSchema,
 });
 
-const quarantineEntrySchema = z.strictObject({
+// One version's quarantine (also a journal's prior.quarantine).
+export const quarantineEntrySchema = z.strictObject({
   failures: z.number().int().nonnegative(),
   retryAfter: epochMsSchema,
 });

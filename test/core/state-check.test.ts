@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { assertSameAsSchema, intEdge, junk, lengths, MAX, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
-import { appStateChecker, checkAppState } from '../../src/core/state-check.js';
-import { appStateSchema, emptyAppState } from '../../src/core/state-schemas.js';
+import { appStateChecker, checkAppState, checkQuarantineEntry } from '../../src/core/state-check.js';
+import { appStateSchema, emptyAppState, quarantineEntrySchema } from '../../src/core/state-schemas.js';
 
 // The helper reads state/<app>.json on every supervisor pass without zod (state-check.ts); this
 // holds the checker to appStateSchema both ways. Each state is a valid one with at most one field
@@ -103,4 +103,10 @@ test('checkAppState on values that did not come through JSON', () => {
 
 test('appStateChecker words a refusal as appStateSchema does', async () => {
   assert.equal((await appStateChecker.schema()) as unknown, appStateSchema);
+});
+
+// The quarantine entry is checked by one function for the state's record and for a journal's
+// prior.quarantine; its bounds are held here directly, where each edge comes up often.
+test('checkQuarantineEntry accepts what quarantineEntrySchema accepts and returns what it returns', () => {
+  assertSameAsSchema(checkQuarantineEntry, quarantineEntrySchema, entry, { numRuns: 2000, minAccepted: 300, maxAccepted: 1800 });
 });

@@ -31,7 +31,8 @@ export const attemptIdEdge = fc.oneof(fc.constantFrom('a'.repeat(128), 'a'.repea
 // The longest valid version is 128 characters; `1.2.3-` + 122 is one, + 123 is not.
 export const versionEdge = fc.oneof(fc.constantFrom('01.2.3', '1.2', '1.2.3+b', `1.2.3-${'x'.repeat(122)}`, `1.2.3-${'x'.repeat(123)}`, ''), junk);
 // Integers at a safe-integer rule's edges (0, ±1, ±MAX and one past), fractions, -0 and junk.
-export const intEdge = fc.oneof(fc.constantFrom(0, 1, -1, MAX, MAX + 1, -MAX, -MAX - 1, 0.5, -0, NaN, Infinity), fc.integer(), junk);
+// The edges themselves weigh most: a rule's bound moved by one is found only by its edge value.
+export const intEdge = fc.oneof({ arbitrary: fc.constantFrom(0, 1, -1, MAX, MAX + 1, -MAX, -MAX - 1, 0.5, -0, NaN, Infinity), weight: 4 }, fc.integer(), junk);
 
 // A signature envelope {payload, sig, keyId} as envelopeSchema takes it, and one with a field
 // moved to the edge of its rule (payload <= 48 KiB, sig <= 256, keyId 16 lowercase hex) or to junk.
