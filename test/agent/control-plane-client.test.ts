@@ -10,6 +10,7 @@ import path from 'node:path';
 import { createControlPlaneClient, MAX_ANSWER_BYTES } from '../../src/agent/control-plane-client.js';
 import { checkControlPlaneUrl, endpointUrl, isInsecureUrl } from '../../src/agent/control-plane-url.js';
 import { StewardError } from '../../src/core/errors.js';
+import { skipUnlessCI } from '../helpers/skip.js';
 
 const codeOf = (fn: () => unknown): string | null => {
   try {
@@ -74,7 +75,7 @@ function hasOpenssl(): boolean {
 
 test('https with controlPlane.caFile trusts a self-signed control plane; without the CA file it is refused', async (t) => {
   if (!hasOpenssl()) {
-    t.skip('openssl is not installed: cannot make a self-signed certificate');
+    skipUnlessCI(t, 'openssl is not installed: cannot make a self-signed certificate');
     return;
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-tls-'));

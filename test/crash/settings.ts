@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import type { TestContext } from 'node:test';
+import { skipUnlessCI } from '../helpers/skip.js';
 
 // States checked per scenario, and the sampling seed: STEWARD_CRASH_CAP and STEWARD_CRASH_SEED
 // override them (a failing run prints its seed, so it can be replayed).
@@ -19,7 +20,6 @@ export function crashSeed(): number {
 export function requireStrace(t: TestContext): boolean {
   const ok = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0;
   if (ok) return true;
-  if (process.env.CI === 'true') throw new Error('strace is not installed (apt-get install strace); the crash explorer needs it');
-  t.skip('strace is not installed: the crash explorer cannot record a run');
+  skipUnlessCI(t, 'strace is not installed (apt-get install strace): the crash explorer cannot record a run');
   return false;
 }
