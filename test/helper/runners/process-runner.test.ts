@@ -12,6 +12,7 @@ import { readProcStat } from '../../../src/helper/runners/process-group.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
 import type { StartSpec } from '../../../src/helper/runners/runner.js';
 import { IS_ROOT, REPO } from '../../helpers/host.js';
+import { skipUnlessCI } from '../../helpers/skip.js';
 
 const APPS = path.join(REPO, 'test/fixtures/apps');
 const runner = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT });
@@ -229,7 +230,7 @@ test('a command that cannot be run is RELEASE_INVALID and leaves nothing running
 
 test('as root, the app runs as its user and owns its state folder', async (t) => {
   if (!IS_ROOT) {
-    t.skip('needs root to switch users');
+    skipUnlessCI(t, 'needs root to switch users');
     return;
   }
   const nobody = await lookupUser('nobody');
