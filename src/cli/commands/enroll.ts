@@ -8,7 +8,7 @@ import { loadHostConfig } from '../../helper/config.js';
 import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
 import { ensureDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import { clientRoot, type GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
+import { printJson, printLines } from '../output.js';
 
 interface EnrollOptions {
   controlPlane: string;
@@ -50,9 +50,11 @@ export function registerEnroll(program: Command): void {
       const out = { ok: true, nodeId: result.nodeId, controlPlaneUrl: result.controlPlaneUrl, nodeKeyId: result.nodeKeyId, helperKeyId: helperKey.keyId, heartbeatSeconds: result.heartbeatSeconds };
       if (g.json) printJson(out);
       else {
-        process.stdout.write(`enrolled node ${result.nodeId} with ${result.controlPlaneUrl}\n`);
-        process.stdout.write(`  node key ${result.nodeKeyId} (kept by the agent), helper key ${helperKey.keyId}, heartbeat every ${result.heartbeatSeconds} s\n`);
-        process.stdout.write('  start the agent: systemctl enable --now steward-agent\n');
+        printLines([
+          `enrolled node ${result.nodeId} with ${result.controlPlaneUrl}`,
+          `  node key ${result.nodeKeyId} (kept by the agent), helper key ${helperKey.keyId}, heartbeat every ${result.heartbeatSeconds} s`,
+          '  start the agent: systemctl enable --now steward-agent',
+        ]);
       }
     });
 }

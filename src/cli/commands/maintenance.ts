@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { callHelper } from '../../protocol/client.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
+import { printJson, printLines } from '../output.js';
 
 // `agentctl prune <app> [--keep N]` and `agentctl release-hold <app>`.
 export function registerMaintenance(program: Command): void {
@@ -16,11 +16,11 @@ export function registerMaintenance(program: Command): void {
       if (keep !== undefined && (!Number.isInteger(keep) || keep < 2)) throw new StewardError('USAGE', '--keep must be an integer of at least 2');
       const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'prune', app, ...(keep ? { keep } : {}) })) as { app: string; removed: string[] };
       if (ctx.json) return printJson(r);
-      process.stdout.write(r.removed.length ? `removed ${app} ${r.removed.join(', ')}\n` : `nothing to prune for ${app}\n`);
+      printLines([r.removed.length ? `removed ${app} ${r.removed.join(', ')}` : `nothing to prune for ${app}`]);
     });
   program
     .command('release-hold <app>')
-    .description("clear an operator's hold so the control plane may change the app again")
+    .description("clear an operator's hold so the control plane may change the app again (admin.sock)")
     .action(async (app: string, _o, cmd: Command) => {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
       const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'release-hold', app })) as { app: string; released: boolean };

@@ -9,7 +9,7 @@ import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
 import { callHelper } from '../../protocol/client.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { EXIT } from '../error-message.js';
-import { printJson, table, when } from '../output.js';
+import { printJson, printLines, table, when } from '../output.js';
 
 export interface CheckedReceipt {
   seq: number | null;
@@ -76,7 +76,7 @@ export function registerReceipts(program: Command): void {
       }
       process.stdout.write(checked.length ? table(rows) : `no receipts${app ? ` for ${app}` : ''}\n`);
       const pubId = keyIdOf(publicKey);
-      if (r?.helperKeyId !== pubId) process.stderr.write(`agentctl: the helper says its key is ${str(r?.helperKeyId)}, helper.pub is ${pubId}\n`);
+      if (r?.helperKeyId !== pubId) printLines([`agentctl: the helper says its key is ${str(r?.helperKeyId)}, helper.pub is ${pubId}`], process.stderr);
       if (bad) process.stderr.write(`agentctl: ${bad} receipt(s) NOT VERIFIED against ${ctx.paths.helperPub}\n`);
     });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { callHelper } from '../../protocol/client.js';
 import type { ReleasesResult } from '../../helper/ops/releases.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson, table, when } from '../output.js';
+import { printJson, printLines, table, when } from '../output.js';
 
 // `agentctl releases <app>`
 export function registerReleases(program: Command): void {
@@ -24,6 +24,6 @@ export function registerReleases(program: Command): void {
         rows.push([rel.version, rel.valid ? 'valid' : 'NO MARKER', rel.signed === null ? '-' : rel.signed ? `key ${rel.keyId}` : 'unsigned', when(rel.stagedAt), notes.join(', ')]);
       }
       process.stdout.write(r.releases.length ? table(rows) : `no releases of ${app} are staged\n`);
-      if (r.staging.length) process.stdout.write(`staging now: ${r.staging.join(', ')}\n`);
+      if (r.staging.length) printLines([`staging now: ${r.staging.join(', ')}`]);
     });
 }

@@ -4,7 +4,6 @@ import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/schemas.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { createProgressBar } from '../progress-bar.js';
 import { reportAnswer } from '../update-answer.js';
-import { operator } from '../operator.js';
 
 // `agentctl rollback <app> [--to VERSION]` and `agentctl recover <app> [--to VERSION]`.
 export function registerRollback(program: Command): void {
@@ -25,7 +24,7 @@ export function registerRollback(program: Command): void {
         try {
           answer = (await callHelper(
             ctx.socket.path,
-            { v: 1, id: 1, op, app, ...(o.to ? { to: o.to } : {}), ...(o.attemptId ? { attemptId: o.attemptId } : {}), by: operator() },
+            { v: 1, id: 1, op, app, ...(o.to ? { to: o.to } : {}), ...(o.attemptId ? { attemptId: o.attemptId } : {}) },
             { onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
           )) as UpdateAnswer | AcceptedAnswer;
         } finally {

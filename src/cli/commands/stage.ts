@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { callHelper } from '../../protocol/client.js';
 import type { StageResult } from '../../protocol/schemas.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
+import { printJson, printLines } from '../output.js';
 import { createProgressBar } from '../progress-bar.js';
 import { addReleaseSourceOptions, buildReleaseRequest, type ReleaseSourceOptions } from '../release-source.js';
 
@@ -27,6 +27,6 @@ export function registerStage(program: Command): void {
     if (ctx.json) return printJson(result);
     const how = result.signed ? `signed by key ${result.keyId}` : 'UNSIGNED';
     const what = result.reused ? 'already staged' : `staged (${result.entries ?? '?'} entries)`;
-    process.stdout.write(`${app} ${version} ${what} at ${result.path}, ${how}\n`);
+    printLines([`${app} ${version} ${what} at ${result.path}, ${how}`]);
   });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { callHelper } from '../../protocol/client.js';
 import type { StatusResult } from '../../helper/ops/status.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson, table, when } from '../output.js';
+import { printJson, printLines, table, when } from '../output.js';
 
 // `agentctl status [app]`
 export function registerStatus(program: Command): void {
@@ -38,7 +38,7 @@ export function registerStatus(program: Command): void {
         const last = l ? `${l.outcome}${l.reason ? ' ' + l.reason.code : ''} ${l.fromVersion ?? '-'}->${l.targetVersion} (${l.attemptId})` : '-';
         rows.push([a.name, a.runner, a.current ?? '-', a.previous ?? '-', a.highestActive ?? '-', last, notes.join('; ')]);
       }
-      process.stdout.write(`helper pid ${result.pid}, root ${result.root}${result.recovering ? ', RECOVERING' : ''}\n`);
+      printLines([`helper pid ${result.pid}, root ${result.root}${result.recovering ? ', RECOVERING' : ''}`]);
       process.stdout.write(result.apps.length ? table(rows) : 'no apps in the host config\n');
     });
 }

@@ -5,7 +5,6 @@ import { cliContext, type GlobalOptions } from '../context.js';
 import { createProgressBar } from '../progress-bar.js';
 import { addReleaseSourceOptions, buildReleaseRequest, type ReleaseSourceOptions } from '../release-source.js';
 import { reportAnswer } from '../update-answer.js';
-import { operator } from '../operator.js';
 
 // `agentctl update <app> <version> ...`: stage and activate, with rollback on failure.
 export function registerUpdate(program: Command): void {
@@ -19,7 +18,7 @@ export function registerUpdate(program: Command): void {
       try {
         answer = (await callHelper(
           ctx.socket.path,
-          { v: 1, id: 1, op: 'update', app, version, ...fields, ...(o.wait === false ? { noWait: true } : {}), by: operator() },
+          { v: 1, id: 1, op: 'update', app, version, ...fields, ...(o.wait === false ? { noWait: true } : {}) },
           { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
         )) as UpdateAnswer | AcceptedAnswer;
       } finally {
