@@ -25,7 +25,7 @@ export function addReleaseSourceOptions(cmd: Command): Command {
     .addOption(new Option('--integrity <sri>', 'sha512-<base64> of the tarball (required with --allow-unsigned)'))
     .option('--allow-unsigned', 'accept a tarball without a signed manifest (admin.sock only)')
     .option('--allow-downgrade', 'accept a version below the highest active one (admin.sock only)')
-    .option('--force', 'try a quarantined version before its retry time')
+    .option('--force', 'try a quarantined version before its retry time (admin.sock only)')
     .option('--attempt-id <id>', 'name the attempt (a retry with the same id attaches to it)');
 }
 
