@@ -5,6 +5,7 @@ import { Command, Option } from 'commander';
 import { StewardError } from '../core/errors.js';
 import type { Envelope } from '../core/release-schemas.js';
 import { INTEGRITY_RE } from '../core/name-checks.js';
+import { attemptIdArg } from './arguments.js';
 import type { SocketKind } from '../protocol/schemas.js';
 
 export interface ReleaseSourceOptions {
@@ -60,6 +61,10 @@ export async function buildReleaseRequest(
   if (o.integrity !== undefined && !INTEGRITY_RE.test(o.integrity)) {
     throw new StewardError('USAGE', '--integrity must be one SRI token sha512-<base64> (88 base64 characters)');
   }
+  if (o.allowUnsigned && (!o.file || !o.integrity)) {
+    throw new StewardError('USAGE', '--allow-unsigned needs --file TGZ and --integrity SRI: without a signed manifest, the digest is what the bytes are checked against');
+  }
+  if (o.attemptId !== undefined) attemptIdArg(o.attemptId);
   const fields: Record<string, unknown> = {};
   if (o.manifest) fields.manifest = await readManifestFile(o.manifest);
   if (o.integrity) fields.integrity = o.integrity;

@@ -38,6 +38,7 @@ export async function main(argv: string[]): Promise<number> {
   const servers: ApiServer[] = [];
   try {
     const root = await resolveRootPrefix({ flag: opts.root, env: process.env.STEWARD_ROOT, isRoot });
+    if (isRoot && opts.root === undefined && process.env.STEWARD_ROOT) log('STEWARD_ROOT=%s is ignored for root (DESIGN §1); --root DIR names a prefix', process.env.STEWARD_ROOT);
     const paths = hostPaths(root);
     const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts: systemAccounts });
     if (!isRoot) log("not running as root: apps run as this helper's own user (uid %d)", process.getuid?.() ?? -1);

@@ -30,7 +30,12 @@ export function registerEnroll(program: Command): void {
       const config = await readConfigIfAny(paths.configFile);
       const cp = config?.controlPlane;
       const insecure = cp?.insecure === true;
-      checkControlPlaneUrl(o.controlPlane, insecure);
+      try {
+        checkControlPlaneUrl(o.controlPlane, insecure);
+      } catch (err) {
+        // The URL is the command line's: a usage mistake (exit 2), not a broken host config.
+        throw new StewardError('USAGE', `--control-plane: ${(err as Error).message}`, { cause: err });
+      }
       // The helper key exists before enrollment, as the helper would make it, so the control plane
       // learns the key every receipt of this node will verify under.
       const helperKey = await loadOrCreateHelperKey(paths);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { callHelper } from '../../protocol/client.js';
 import type { ReleasesResult } from '../../helper/ops/releases.js';
+import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines, table, when } from '../output.js';
 
@@ -10,8 +10,9 @@ export function registerReleases(program: Command): void {
     .command('releases <app>')
     .description('staged versions with their markers, current/previous and quarantine')
     .action(async (app: string, _o, cmd: Command) => {
+      const request = { v: 1, id: 1, op: 'releases', app: appArg(app) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'releases', app })) as ReleasesResult;
+      const r = (await ctx.call(request)) as ReleasesResult;
       if (ctx.json) return printJson(r);
       const rows = [['VERSION', 'STATE', 'SIGNED', 'STAGED', 'NOTES']];
       for (const rel of r.releases) {
