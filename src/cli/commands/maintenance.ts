@@ -9,10 +9,10 @@ export function registerMaintenance(program: Command): void {
   program
     .command('prune <app>')
     .description('remove staged versions beyond keepReleases (never current or previous; admin.sock)')
-    .option('--keep <n>', 'versions to keep, at least 2 (default: keepReleases)')
+    .option('--keep <n>', 'versions to keep, from 2 to 100 (default: keepReleases)')
     .action(async (app: string, o: { keep?: string }, cmd: Command) => {
-      const keep = o.keep === undefined ? undefined : Number(o.keep);
-      if (keep !== undefined && (!/^\d+$/.test(o.keep ?? '') || keep < 2 || keep > 100)) throw new StewardError('USAGE', `--keep ${o.keep}: give a whole number from 2 to 100`);
+      const keep = o.keep === undefined ? undefined : /^\d+$/.test(o.keep) ? Number(o.keep) : NaN;
+      if (keep !== undefined && !(keep >= 2 && keep <= 100)) throw new StewardError('USAGE', `--keep ${o.keep}: give a whole number from 2 to 100`);
       const request = { v: 1, id: 1, op: 'prune', app: appArg(app), ...(keep !== undefined ? { keep } : {}) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
       const r = (await ctx.call(request)) as { app: string; removed: string[] };
