@@ -2,7 +2,7 @@
 // heartbeats in the foreground until SIGTERM; `steward-agent enroll-node` is the agent user's
 // half of `agentctl enroll`, reading its request on stdin and printing one JSON line.
 import { text } from 'node:stream/consumers';
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { StewardError, toStewardError } from '../core/errors.js';
 import type { HostConfig } from '../core/config-schema.js';
 import { hostPaths } from '../core/paths.js';
@@ -42,6 +42,7 @@ export async function main(argv: string[]): Promise<number> {
     .description('heartbeat to the control plane, relay the helper receipts, converge apps')
     .option('--root <dir>', 'root prefix of the host layout (tests, demos)')
     .option('--config <file>', 'host config (default <root>/etc/steward/steward.json)')
+    .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride()
     .action(async (o: AgentOptions) => {
       code = await runAgent(o);
@@ -54,8 +55,9 @@ export async function main(argv: string[]): Promise<number> {
     });
   try {
     await program.parseAsync(argv, { from: 'user' });
-  } catch {
-    return 2;
+  } catch (err) {
+    // --help and --version are done; anything else is a usage mistake.
+    return err instanceof CommanderError && err.exitCode === 0 ? 0 : 2;
   }
   return code;
 }

@@ -1,7 +1,10 @@
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { StewardError } from '../core/errors.js';
 import { hostPaths, type HostPaths } from '../core/paths.js';
 import type { SocketKind } from '../protocol/schemas.js';
-import { pickSocket } from '../protocol/client.js';
+import { callHelper, pickSocket, type CallOptions } from '../protocol/client.js';
+import { printLines } from './output.js';
 
 export interface GlobalOptions {
   root?: string;
@@ -13,19 +16,56 @@ export interface CliContext {
   paths: HostPaths;
   json: boolean;
   socket: { path: string; kind: SocketKind };
+  // Sends one request over `socket` (callHelper). When the helper cannot be reached, the error
+  // also says why this socket was the one tried, and where the root prefix came from.
+  call(request: object, opts?: CallOptions): Promise<unknown>;
 }
 
-// The client side of the root prefix rule: --root, else STEWARD_ROOT unless root.
+let noted = false;
+
+// The client side of the root prefix rule: --root, else STEWARD_ROOT unless root. Root is told
+// on stderr (once) when its STEWARD_ROOT is ignored.
 export function clientRoot(opts: GlobalOptions): string {
   const isRoot = process.getuid?.() === 0;
-  const raw = opts.root ?? (isRoot ? undefined : process.env.STEWARD_ROOT);
+  const env = process.env.STEWARD_ROOT;
+  if (isRoot && opts.root === undefined && env && !noted) {
+    noted = true;
+    printLines([`agentctl: note: STEWARD_ROOT=${env} is ignored for root (DESIGN §1); pass --root ${env} to use that prefix`], process.stderr);
+  }
+  const raw = opts.root ?? (isRoot ? undefined : env);
   return raw ? path.resolve(raw) : '';
 }
 
 // Resolves paths and the socket to talk to (DESIGN §8: admin.sock when this process may
 // open it, else helper.sock; --socket overrides, and names admin.sock by its file name).
 export async function cliContext(opts: GlobalOptions): Promise<CliContext> {
-  const paths = hostPaths(clientRoot(opts));
+  const root = clientRoot(opts);
+  const paths = hostPaths(root);
   const socket = await pickSocket(paths, opts.socket);
-  return { paths, json: !!opts.json, socket };
+  return {
+    paths,
+    json: !!opts.json,
+    socket,
+    call: (request, callOpts) =>
+      callHelper(socket.path, request, callOpts).catch(async (err: unknown) => {
+        if (!(err instanceof StewardError) || err.code !== 'HELPER_UNREACHABLE') throw err;
+        throw new StewardError('HELPER_UNREACHABLE', `${err.message} ${await whyThisSocket(opts, root, paths, socket.kind, err.details.connectErrno)}`, { cause: err, details: err.details });
+      }),
+  };
+}
+
+// Why agentctl tried the socket it tried, for an unreachable helper: --socket, or admin.sock
+// openable, or not (absent, or not this user's), and where the root prefix came from.
+async function whyThisSocket(opts: GlobalOptions, root: string, paths: HostPaths, kind: SocketKind, errno: unknown): Promise<string> {
+  const uid = process.getuid?.() ?? -1;
+  let why: string;
+  if (opts.socket !== undefined) why = 'the socket given with --socket';
+  else if (kind === 'admin') why = 'admin.sock, which this user may open';
+  else {
+    const exists = await fsp.lstat(paths.adminSock).then(() => true, () => false);
+    why = `helper.sock, since ${paths.adminSock} ${exists ? `may not be opened by this user (uid ${uid})` : 'does not exist'}`;
+  }
+  const prefix = opts.root === undefined && root !== '' ? `; root prefix ${root} from STEWARD_ROOT` : '';
+  const denied = errno === 'EACCES' || errno === 'EPERM' ? `; this user (uid ${uid}) may not open it: run as root, or as a member of group steward` : '';
+  return `(tried ${why}${prefix})${denied}`;
 }

@@ -15,9 +15,9 @@ export const EXIT = {
 const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   BUSY: { exit: EXIT.refused, hint: 'another operation on this app is running; wait for it or attach with its --attempt-id' },
   RECOVERING: { exit: EXIT.refused, hint: 'the helper is still recovering after its start; try again in a moment' },
-  HELD: { exit: EXIT.refused, hint: 'an operator holds this app; `agentctl release-hold <app>` clears it' },
+  HELD: { exit: EXIT.refused, hint: 'an operator holds this app; `agentctl release-hold <app>` (as root) clears it' },
   BLOCKED: { exit: EXIT.refused, hint: 'the app is blocked; see `agentctl status <app>` and `agentctl recover <app>`' },
-  QUARANTINED: { exit: EXIT.refused, hint: 'this version failed recently; wait for its retry time or pass --force' },
+  QUARANTINED: { exit: EXIT.refused, hint: 'this version failed recently; wait for its retry time, or as root pass --force (admin.sock)' },
   DOWNGRADE_REFUSED: { exit: EXIT.refused, hint: 'versions below the highest active one are refused (rollback attack); --allow-downgrade over admin.sock to insist' },
   DISK_FULL: { exit: EXIT.refused, hint: 'free disk space on the release store and try again' },
   INTEGRITY_MISMATCH: { exit: EXIT.refused, hint: 'the bytes are not the ones the manifest or --integrity names' },

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { StewardError } from '../core/errors.js';
+import { readOwnVersion } from '../platform/own-version.js';
 import { EXIT } from './error-message.js';
 import { reportError } from './output.js';
 
@@ -45,6 +46,7 @@ export async function buildProgram(argv?: string[]): Promise<Command> {
     .option('--root <dir>', 'root prefix of the host layout (tests, demos); default: STEWARD_ROOT unless root, else /')
     .option('--socket <path>', 'the helper socket to use (default: admin.sock if writable, else helper.sock)')
     .option('--json', 'print one JSON document on stdout')
+    .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride()
     .showHelpAfterError();
   const word = argv ? commandWord(argv) : undefined;

@@ -1,5 +1,17 @@
+import { escapeControlChars } from '../core/control-chars.js';
 import { StewardError, toStewardError } from '../core/errors.js';
 import { exitCodeFor, hintFor } from './error-message.js';
+
+// Text from the helper, a state file, a receipt or the network as it may reach a terminal: its
+// control characters escaped (a newline or an escape sequence in a hold's `by` would forge or
+// hide lines). Every such text a human reads goes through here; --json needs nothing (JSON
+// escapes them).
+export const shown = escapeControlChars;
+
+// Writes each line, shown(), with its newline (stdout unless told).
+export function printLines(lines: string[], stream: NodeJS.WritableStream = process.stdout): void {
+  stream.write(lines.map((l) => shown(l) + '\n').join(''));
+}
 
 // Writes one JSON document on stdout (the --json contract).
 export function printJson(value: unknown): void {
@@ -13,7 +25,7 @@ export function reportError(err: unknown, json: boolean): number {
   if (json) {
     printJson({ ok: false, error: { code: e.code, message: e.message, ...(e.details.attemptId ? { attemptId: e.details.attemptId } : {}) } });
   } else {
-    process.stderr.write(`agentctl: ${e.code}: ${e.message}\n`);
+    process.stderr.write(`agentctl: ${e.code}: ${shown(e.message)}\n`);
     const hint = hintFor(e.code);
     if (hint) process.stderr.write(`  ${hint}\n`);
   }
@@ -25,8 +37,9 @@ export function when(ms: number | null | undefined): string {
   return ms ? new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z') : '-';
 }
 
-// Pads columns of a small table.
-export function table(rows: string[][]): string {
+// Pads columns of a small table; each cell is shown().
+export function table(cells: string[][]): string {
+  const rows = cells.map((r) => r.map(shown));
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n';

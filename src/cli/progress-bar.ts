@@ -1,3 +1,5 @@
+import { shown } from './output.js';
+
 // A one-line progress bar on stderr, drawn only when stderr is a TTY and --json is off.
 export interface ProgressBar {
   update(phase: string, bytes?: number, total?: number): void;
@@ -21,7 +23,8 @@ export function createProgressBar(enabled: boolean, stream: NodeJS.WriteStream =
       if (now - last < 100 && phase === 'fetch') return;
       last = now;
       const width = 30;
-      let line = `${phase.padEnd(8)}`;
+      // The phase is the helper's word: its control characters escaped like all such text.
+      let line = `${shown(phase).padEnd(8)}`;
       if (total && bytes !== undefined) {
         const f = Math.min(1, bytes / total);
         line += ` [${'#'.repeat(Math.round(f * width)).padEnd(width)}] ${human(bytes)} / ${human(total)}`;

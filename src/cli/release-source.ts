@@ -5,6 +5,7 @@ import { Command, Option } from 'commander';
 import { StewardError } from '../core/errors.js';
 import type { Envelope } from '../core/release-schemas.js';
 import { INTEGRITY_RE } from '../core/name-checks.js';
+import { attemptIdArg } from './arguments.js';
 import type { SocketKind } from '../protocol/schemas.js';
 
 export interface ReleaseSourceOptions {
@@ -25,7 +26,7 @@ export function addReleaseSourceOptions(cmd: Command): Command {
     .addOption(new Option('--integrity <sri>', 'sha512-<base64> of the tarball (required with --allow-unsigned)'))
     .option('--allow-unsigned', 'accept a tarball without a signed manifest (admin.sock only)')
     .option('--allow-downgrade', 'accept a version below the highest active one (admin.sock only)')
-    .option('--force', 'try a quarantined version before its retry time')
+    .option('--force', 'try a quarantined version before its retry time (admin.sock only)')
     .option('--attempt-id <id>', 'name the attempt (a retry with the same id attaches to it)');
 }
 
@@ -60,6 +61,10 @@ export async function buildReleaseRequest(
   if (o.integrity !== undefined && !INTEGRITY_RE.test(o.integrity)) {
     throw new StewardError('USAGE', '--integrity must be one SRI token sha512-<base64> (88 base64 characters)');
   }
+  if (o.allowUnsigned && (!o.file || !o.integrity)) {
+    throw new StewardError('USAGE', '--allow-unsigned needs --file TGZ and --integrity SRI: without a signed manifest, the digest is what the bytes are checked against');
+  }
+  if (o.attemptId !== undefined) attemptIdArg(o.attemptId);
   const fields: Record<string, unknown> = {};
   if (o.manifest) fields.manifest = await readManifestFile(o.manifest);
   if (o.integrity) fields.integrity = o.integrity;

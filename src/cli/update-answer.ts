@@ -1,6 +1,6 @@
 import type { AcceptedAnswer, UpdateAnswer } from '../protocol/schemas.js';
 import { EXIT } from './error-message.js';
-import { printJson, when } from './output.js';
+import { printJson, printLines, when } from './output.js';
 
 // DESIGN §8: 0 active (also ALREADY_ACTIVE), 4 rolled back, 1 failed, 3 refused.
 export function exitCodeOfAnswer(a: UpdateAnswer | AcceptedAnswer): number {
@@ -25,8 +25,8 @@ export function reportAnswer(a: UpdateAnswer | AcceptedAnswer, json: boolean): n
     return code;
   }
   if ('accepted' in a) {
-    process.stdout.write(`${a.attemptId}\n`);
-    process.stderr.write(`accepted: ${a.app} attempt ${a.attemptId} is running; \`agentctl status ${a.app}\` follows it\n`);
+    printLines([a.attemptId]);
+    printLines([`accepted: ${a.app} attempt ${a.attemptId} is running; \`agentctl status ${a.app}\` follows it`], process.stderr);
     return code;
   }
   const what = `${a.app} ${a.fromVersion ?? '(none)'} -> ${a.targetVersion ?? '?'}`;
@@ -49,6 +49,6 @@ export function reportAnswer(a: UpdateAnswer | AcceptedAnswer, json: boolean): n
   if (a.retryAfter) lines.push(`  ${a.targetVersion} is quarantined until ${when(a.retryAfter)}`);
   if (a.logFile) lines.push(`  last log lines of the failed version: ${a.logFile}`);
   lines.push(`  attempt ${a.attemptId}${a.settled ? ' (answered from its earlier receipt)' : ''}${a.receipt ? ', receipt signed' : ', receipt pending'}`);
-  process.stdout.write(lines.join('\n') + '\n');
+  printLines(lines);
   return code;
 }

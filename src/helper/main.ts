@@ -1,8 +1,9 @@
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { StewardError, toStewardError } from '../core/errors.js';
 import { hostPaths } from '../core/paths.js';
 import { enableDefaultLogs, logger } from '../platform/log.js';
 import { acquireHelperLock, type HelperLock } from '../platform/lock.js';
+import { readOwnVersion } from '../platform/own-version.js';
 import { resolveRootPrefix } from '../platform/root-prefix.js';
 import { systemAccounts } from '../platform/users.js';
 import { buildCore } from './build-core.js';
@@ -23,11 +24,13 @@ export async function main(argv: string[]): Promise<number> {
   const program = new Command('steward-helper')
     .option('--root <dir>', 'root prefix of the host layout (tests, demos)')
     .option('--config <file>', 'host config (default <root>/etc/steward/steward.json)')
+    .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride();
   try {
     program.parse(argv, { from: 'user' });
-  } catch {
-    return 2;
+  } catch (err) {
+    // --help and --version are done; anything else is a usage mistake.
+    return err instanceof CommanderError && err.exitCode === 0 ? 0 : 2;
   }
   const opts = program.opts<{ root?: string; config?: string }>();
   const isRoot = process.getuid?.() === 0;
@@ -35,6 +38,7 @@ export async function main(argv: string[]): Promise<number> {
   const servers: ApiServer[] = [];
   try {
     const root = await resolveRootPrefix({ flag: opts.root, env: process.env.STEWARD_ROOT, isRoot });
+    if (isRoot && opts.root === undefined && process.env.STEWARD_ROOT) log('STEWARD_ROOT=%s is ignored for root (DESIGN §1); --root DIR names a prefix', process.env.STEWARD_ROOT);
     const paths = hostPaths(root);
     const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts: systemAccounts });
     if (!isRoot) log("not running as root: apps run as this helper's own user (uid %d)", process.getuid?.() ?? -1);

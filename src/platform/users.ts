@@ -57,6 +57,18 @@ export async function lookupUser(name: string, passwdFile = '/etc/passwd'): Prom
   return null;
 }
 
+// The first user with uid `uid` in a passwd(5) file, or null.
+export async function lookupUserById(uid: number, passwdFile = '/etc/passwd'): Promise<UserEntry | null> {
+  for (const line of await readLines(passwdFile)) {
+    const f = line.split(':');
+    if (f.length < 7 || toId(f[2]) !== uid) continue;
+    const gid = toId(f[3]);
+    if (gid === null) continue;
+    return { name: f[0] ?? '', uid, gid, home: f[5] ?? '' };
+  }
+  return null;
+}
+
 // The account lookups the host config check needs (DESIGN §2: process apps' user and group),
 // from /etc/passwd and /etc/group.
 export const systemAccounts = {

@@ -15,10 +15,10 @@ export const HELPER_SOCK_OPS = [
   'start',
   'stop',
   'restart',
-  'release-hold',
 ] as const;
-// Ops only root may use, through admin.sock.
-export const ADMIN_ONLY_OPS = ['recover', 'prune'] as const;
+// Ops only root may use, through admin.sock. release-hold among them: a member of group steward
+// (the agent, so the control plane) must never undo an operator's rollback or stop (DESIGN §4).
+export const ADMIN_ONLY_OPS = ['recover', 'prune', 'release-hold'] as const;
 export const ALL_OPS = [...HELPER_SOCK_OPS, ...ADMIN_ONLY_OPS] as const;
 export type OpName = (typeof ALL_OPS)[number];
 export type SocketKind = 'helper' | 'admin';

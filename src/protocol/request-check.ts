@@ -5,6 +5,7 @@
 // loaded only to word a refusal.
 import type { z } from 'zod';
 import type { Checker } from '../core/checker.js';
+import { PLAIN_TEXT_RE } from '../core/control-chars.js';
 import { checkEnvelope } from '../core/envelope-check.js';
 import { isObject, type Obj } from '../core/json-checks.js';
 import { APP_NAME_RE, ATTEMPT_ID_RE, INTEGRITY_RE } from '../core/name-checks.js';
@@ -26,7 +27,8 @@ const bool: Rule = (v) => (typeof v === 'boolean' ? v : NO);
 const app = matching(APP_NAME_RE);
 const version: Rule = (v) => (isVersion(v) ? v : NO);
 const attemptId = matching(ATTEMPT_ID_RE);
-const who = str(0, 128);
+// `by`: accepted from older clients and ignored (a hold names the peer, hold.ts); no control characters.
+const who: Rule = (v) => (str(0, 128)(v) !== NO && PLAIN_TEXT_RE.test(v as string) ? v : NO);
 const envelope: Rule = (v) => {
   const c = checkEnvelope(v, 'manifest');
   return c.ok ? c.value : NO;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PLAIN_TEXT_RE } from '../core/control-chars.js';
 import { REASON_CODES } from '../core/errors.js';
 import { appNameSchema, attemptIdSchema, integritySchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
@@ -43,7 +44,9 @@ export const releasesRequestSchema = z.strictObject({ ...base, op: z.literal('re
 export const stageRequestSchema = z.strictObject({ ...base, op: z.literal('stage'), ...releaseSource });
 export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('receipts'), app: appNameSchema.optional() });
 
-const whoSchema = z.string().max(128).optional();
+// Who the client says it is: kept so that older clients' requests parse, and ignored: a hold's
+// `by` is the peer's credentials (DESIGN §4). Text with control characters is refused.
+const whoSchema = z.string().max(128).regex(PLAIN_TEXT_RE, 'no control characters').optional();
 
 export const updateRequestSchema = z.strictObject({
   ...base,

@@ -8,13 +8,14 @@ import {
   checkKeys,
   checkSockets,
   checkUnits,
+  controlPlaneOf,
   DISK_FAIL_MARGIN_BYTES,
   GIB,
   MIB,
   SKEW_FAIL_MS,
   SKEW_WARN_MS,
 } from '../../src/core/doctor/host-checks.js';
-import type { Entry, KeysObservation, Owners, SocketsObservation } from '../../src/core/doctor/observations.js';
+import type { ConfigObservation, Entry, KeysObservation, Owners, SocketsObservation } from '../../src/core/doctor/observations.js';
 import { formatChecks } from '../../src/cli/commands/doctor.js';
 
 const PROD: Owners = { rootUid: 0, stewardUid: 990, stewardGid: 990, note: '', accountProblem: '' };
@@ -35,6 +36,24 @@ test('clock skew: ok up to 1 min, warn up to 5 min, fail beyond, either directio
     assert.equal(skew?.status, want, `skew ${skewMs} ms`);
     assert.match(skew?.detail ?? '', /127\.0\.0\.1/);
   }
+});
+
+test('the control plane checked is the host config one, else the one the node enrolled with, else none', () => {
+  const file = '/a/enrollment.json';
+  const enrolled = { enrollmentFile: file, enrollment: { state: 'ok', nodeId: 'n1', controlPlaneUrl: 'https://enrolled.example/' } } as const;
+  const none = { enrollmentFile: file, enrollment: { state: 'missing' } } as const;
+  const cfg = (controlPlane: { url: string; caFile?: string } | null): ConfigObservation => ({ ok: true, file: '/c', apps: [], controlPlane, diskReserveBytes: 0 });
+  const broken: ConfigObservation = { ok: false, file: '/c', error: 'bad' };
+  const cases: Array<[ConfigObservation, Pick<KeysObservation, 'enrollment' | 'enrollmentFile'>, ReturnType<typeof controlPlaneOf>]> = [
+    [cfg({ url: 'https://config.example', caFile: '/ca.pem' }), enrolled, { settings: { url: 'https://config.example', caFile: '/ca.pem' } }],
+    [cfg(null), enrolled, { settings: { url: 'https://enrolled.example/' }, from: file }],
+    [broken, enrolled, { settings: { url: 'https://enrolled.example/' }, from: file }],
+    [cfg(null), none, null],
+    [cfg(null), { enrollmentFile: file, enrollment: { state: 'invalid', error: 'bad json' } }, null],
+  ];
+  for (const [config, keys, want] of cases) assert.deepEqual(controlPlaneOf(config, keys), want, JSON.stringify([config, keys]));
+  const [, skew] = checkClock({ state: 'synced' }, { state: 'measured', url: 'https://enrolled.example/', skewMs: 0, from: file });
+  assert.match(skew?.detail ?? '', /the control plane https:\/\/enrolled\.example\/ \(enrolled in \/a\/enrollment\.json\)/);
 });
 
 test('clock: an unsynchronized clock, a missing timedatectl and an unreachable control plane warn', () => {
@@ -101,7 +120,7 @@ const keys = (over: Partial<KeysObservation> = {}): KeysObservation => ({
   nodeStateFile: '/s/node.json',
   enrollmentFile: '/a/enrollment.json',
   nodeState: { state: 'ok', nodeId: 'n1' },
-  enrollment: { state: 'ok', nodeId: 'n1' },
+  enrollment: { state: 'ok', nodeId: 'n1', controlPlaneUrl: 'https://cp.example/' },
   ...over,
 });
 
@@ -116,7 +135,7 @@ test('keys: each broken piece fails its own line naming the file', () => {
     [{ helperPub: { state: 'ok', rawPublicKey: 'bb' } }, 'helper key', /helper\.pub does not match/],
     [{ helperPub: { state: 'missing' } }, 'helper key', /helper\.pub does not exist/],
     [{ trustedKeys: [{ file: '/t/web/bad.pub', error: 'not a key' }] }, 'trusted keys', /\/t\/web\/bad\.pub: not a key/],
-    [{ enrollment: { state: 'ok', nodeId: 'n2' } }, 'enrollment', /n1 .* n2/],
+    [{ enrollment: { state: 'ok', nodeId: 'n2', controlPlaneUrl: 'https://cp.example/' } }, 'enrollment', /n1 .* n2/],
     [{ enrollment: { state: 'missing' } }, 'enrollment', /enrollment\.json does not exist/],
     [{ nodeState: { state: 'invalid', error: 'bad json' } }, 'enrollment', /node\.json: bad json/],
   ];

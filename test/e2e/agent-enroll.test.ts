@@ -121,8 +121,8 @@ test('enrolling an enrolled node is refused (ALREADY_ENROLLED) unless --force, w
 test('plain http to a control plane that is not loopback is refused before any connection', async () => {
   const h = host();
   const r = await agentctl(h, ['enroll', '--control-plane', 'http://cp.example:8080', '--token', TOKEN, '--json']);
-  assert.equal(r.code, 1, r.stderr + r.stdout);
-  assert.equal(r.json.error.code, 'CONFIG_INVALID');
-  assert.match(r.json.error.message, /loopback/);
+  assert.equal(r.code, 2, r.stderr + r.stdout);
+  assert.equal(r.json.error.code, 'USAGE', 'the URL is the command line\'s mistake');
+  assert.match(r.json.error.message, /--control-plane: .*loopback/);
   assert.equal(existsSync(h.paths.agentDir), false);
 });

@@ -163,3 +163,22 @@ test('a control plane that is down is a warning naming why', { timeout: 60_000 }
   assert.deepEqual(r.failed, []);
   assert.equal(r.code, 0);
 });
+
+test('an enrolled node whose host config names no control plane has its clock checked against the one it enrolled with', { timeout: 60_000 }, async () => {
+  const far = await skewedControlPlane(10 * 60_000);
+  const enrollment = path.join(host.paths.agentDir, 'enrollment.json');
+  mkdirSync(host.paths.agentDir, { recursive: true, mode: 0o700 });
+  writeFileSync(enrollment, JSON.stringify({ schemaVersion: 1, nodeId: 'node-1', controlPlaneUrl: far.url, enrolledAt: Date.now(), heartbeatSeconds: 30, nodeKeyId: '0123456789abcdef' }), { mode: 0o600 });
+  writeFileSync(host.paths.nodeState, JSON.stringify({ schemaVersion: 1, nodeId: 'node-1' }), { mode: 0o600 });
+  try {
+    const r = await doctor();
+    const skew = r.checks.find((c) => c.name === 'clock skew');
+    assert.equal(skew?.status, 'fail', JSON.stringify(skew));
+    assert.match(skew?.detail ?? '', /10\.0 min behind the control plane http:\/\/127\.0\.0\.1:\d+\/? \(enrolled in .*enrollment\.json\)/);
+    assert.equal(r.checks.find((c) => c.name === 'enrollment')?.status, 'ok');
+  } finally {
+    rmSync(enrollment, { force: true });
+    rmSync(host.paths.nodeState, { force: true });
+    await far.close();
+  }
+});

@@ -9,7 +9,7 @@ import type { UpdateAnswer } from '../../src/protocol/schemas.js';
 // is durable, not when it ends. The agent relies on it: when it re-sends the attemptId of an
 // update of steward-agent itself, the attempt stops the agent's unit, which waits for the agent.
 
-const ctx: OpContext = { kind: 'helper', id: 1, progress: () => {}, upload: null, uploadSize: 0, closed: new AbortController().signal };
+const ctx: OpContext = { kind: 'helper', id: 1, progress: () => {}, upload: null, uploadSize: 0, closed: new AbortController().signal, peer: async () => ({ ok: false as const, why: 'a test without a socket' }) };
 
 test('noWait on a running, accepted attempt answers accepted while the attempt still runs', async () => {
   const attempts = new Attempts<UpdateAnswer>();

@@ -159,7 +159,7 @@ export async function makeFaultHost(root?: string, scratchDir?: string): Promise
       const file = path.join(scratch, `web-${version}.tgz`);
       const core = { ...ctx, attempts: new Attempts<UpdateAnswer>(), recovering: () => false };
       const req = { v: 1 as const, id: 1, op: 'update' as const, app: 'web', version, path: file, integrity: sri(readFileSync(file)), allowUnsigned: true, attemptId };
-      const op = { kind: 'admin' as const, id: 1, progress: () => {}, upload: null, uploadSize: 0, closed: new AbortController().signal };
+      const op = { kind: 'admin' as const, id: 1, progress: () => {}, upload: null, uploadSize: 0, closed: new AbortController().signal, peer: async () => ({ ok: false as const, why: 'a test without a socket' }) };
       return (await handleUpdate(core, req, op)) as UpdateAnswer;
     },
     async restart() {

@@ -30,7 +30,7 @@ const recording: Handlers = Object.fromEntries(
   ]),
 );
 const dispatch = makeDispatch(recording);
-const ctx = (kind: SocketKind): OpContext => ({ kind, id: null, progress() {}, upload: null, uploadSize: 0, closed: new AbortController().signal });
+const ctx = (kind: SocketKind): OpContext => ({ kind, id: null, progress() {}, upload: null, uploadSize: 0, closed: new AbortController().signal, peer: async () => ({ ok: false as const, why: 'a test without a socket' }) });
 const kindArb = fc.constantFrom<SocketKind>('admin', 'helper');
 
 // Anything a JSON.parse of a request line could give.

@@ -24,7 +24,7 @@ const field: Record<string, [fc.Arbitrary<unknown>, fc.Arbitrary<unknown>]> = {
   force: [fc.boolean(), junk],
   noWait: [fc.boolean(), junk],
   attemptId: [fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,5}$/), attemptIdEdge],
-  by: [fc.string({ maxLength: 8 }), fc.oneof(lengths('b', 0, 128, 129), junk)],
+  by: [fc.string({ maxLength: 8 }), fc.oneof(lengths('b', 0, 128, 129), fc.constantFrom('a\nb', '\u001b[2J', 'x\u007f', '\u0085', '\u202eroot', 'a\u2028b', 'tab\there'), junk)],
   keep: [fc.integer({ min: 2, max: 100 }), fc.oneof(fc.constantFrom(1, 2, 100, 101, 2.5), junk)],
 };
 const SOURCE = ['app', 'version', 'manifest', 'integrity', 'path', 'upload', 'allowUnsigned', 'allowDowngrade', 'force', 'attemptId'];

@@ -39,6 +39,6 @@ test('the same requests on admin.sock reach the handler', async () => {
 
 test('the policy holds for update, whose handler does not exist yet', async () => {
   const dispatch = makeDispatch({});
-  const ctx = { kind: 'helper' as const, id: 1, progress() {}, upload: null, uploadSize: 0, closed: new AbortController().signal };
+  const ctx = { kind: 'helper' as const, id: 1, progress() {}, upload: null, uploadSize: 0, closed: new AbortController().signal, peer: async () => ({ ok: false as const, why: 'a test without a socket' }) };
   await rejectsWithCode(dispatch({ ...base, op: 'update', path: '/x' }, ctx), 'FORBIDDEN');
 });

@@ -4,13 +4,13 @@ import { hostPaths } from '../../core/paths.js';
 import { runDoctor } from '../doctor/run-doctor.js';
 import { clientRoot, type GlobalOptions } from '../context.js';
 import { EXIT } from '../error-message.js';
-import { printJson } from '../output.js';
+import { printJson, shown } from '../output.js';
 
 // One line per check: `ok|warn|fail  <name>  <detail>`, names padded to one column (a detail
 // quoting another tool's multi-line words is folded onto its line).
 export function formatChecks(results: readonly CheckResult[]): string {
   const width = Math.max(0, ...results.map((r) => r.name.length));
-  return results.map((r) => `${r.status.padEnd(4)}  ${r.name.padEnd(width)}  ${r.detail.replace(/\s*\n\s*/g, ' ')}\n`).join('');
+  return results.map((r) => `${r.status.padEnd(4)}  ${r.name.padEnd(width)}  ${shown(r.detail.replace(/\s*\n\s*/g, ' '))}\n`).join('');
 }
 
 // `agentctl doctor` (DESIGN §8): units, sockets, permissions, keys, config, clock, disk.

@@ -8,7 +8,7 @@ import { loadHostConfig } from '../../helper/config.js';
 import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
 import { ensureDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import { clientRoot, type GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
+import { printJson, printLines } from '../output.js';
 
 interface EnrollOptions {
   controlPlane: string;
@@ -30,7 +30,12 @@ export function registerEnroll(program: Command): void {
       const config = await readConfigIfAny(paths.configFile);
       const cp = config?.controlPlane;
       const insecure = cp?.insecure === true;
-      checkControlPlaneUrl(o.controlPlane, insecure);
+      try {
+        checkControlPlaneUrl(o.controlPlane, insecure);
+      } catch (err) {
+        // The URL is the command line's: a usage mistake (exit 2), not a broken host config.
+        throw new StewardError('USAGE', `--control-plane: ${(err as Error).message}`, { cause: err });
+      }
       // The helper key exists before enrollment, as the helper would make it, so the control plane
       // learns the key every receipt of this node will verify under.
       const helperKey = await loadOrCreateHelperKey(paths);
@@ -50,9 +55,11 @@ export function registerEnroll(program: Command): void {
       const out = { ok: true, nodeId: result.nodeId, controlPlaneUrl: result.controlPlaneUrl, nodeKeyId: result.nodeKeyId, helperKeyId: helperKey.keyId, heartbeatSeconds: result.heartbeatSeconds };
       if (g.json) printJson(out);
       else {
-        process.stdout.write(`enrolled node ${result.nodeId} with ${result.controlPlaneUrl}\n`);
-        process.stdout.write(`  node key ${result.nodeKeyId} (kept by the agent), helper key ${helperKey.keyId}, heartbeat every ${result.heartbeatSeconds} s\n`);
-        process.stdout.write('  start the agent: systemctl enable --now steward-agent\n');
+        printLines([
+          `enrolled node ${result.nodeId} with ${result.controlPlaneUrl}`,
+          `  node key ${result.nodeKeyId} (kept by the agent), helper key ${helperKey.keyId}, heartbeat every ${result.heartbeatSeconds} s`,
+          '  start the agent: systemctl enable --now steward-agent',
+        ]);
       }
     });
 }

@@ -5,12 +5,12 @@ import type { Step } from '../install/install-layout.js';
 import { realSystemTools } from '../install/system-tools.js';
 import { uninstallSteward } from '../install/uninstall.js';
 import type { GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
+import { printJson, printLines } from '../output.js';
 
 const CHANGES: ReadonlyArray<Step['action']> = ['created', 'updated', 'ran', 'removed'];
 
 function printStep(s: Step): void {
-  process.stdout.write(`${s.action.padEnd(9)} ${s.step.padEnd(30)} ${s.detail}\n`);
+  printLines([`${s.action.padEnd(9)} ${s.step.padEnd(30)} ${s.detail}`]);
 }
 
 // Install and uninstall act on the real host only: a root prefix makes no sense for units.

@@ -1,29 +1,31 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
-import { callHelper } from '../../protocol/client.js';
+import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
+import { printJson, printLines } from '../output.js';
 
 // `agentctl prune <app> [--keep N]` and `agentctl release-hold <app>`.
 export function registerMaintenance(program: Command): void {
   program
     .command('prune <app>')
     .description('remove staged versions beyond keepReleases (never current or previous; admin.sock)')
-    .option('--keep <n>', 'versions to keep, at least 2 (default: keepReleases)')
+    .option('--keep <n>', 'versions to keep, from 2 to 100 (default: keepReleases)')
     .action(async (app: string, o: { keep?: string }, cmd: Command) => {
+      const keep = o.keep === undefined ? undefined : /^\d+$/.test(o.keep) ? Number(o.keep) : NaN;
+      if (keep !== undefined && !(keep >= 2 && keep <= 100)) throw new StewardError('USAGE', `--keep ${o.keep}: give a whole number from 2 to 100`);
+      const request = { v: 1, id: 1, op: 'prune', app: appArg(app), ...(keep !== undefined ? { keep } : {}) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const keep = o.keep === undefined ? undefined : Number(o.keep);
-      if (keep !== undefined && (!Number.isInteger(keep) || keep < 2)) throw new StewardError('USAGE', '--keep must be an integer of at least 2');
-      const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'prune', app, ...(keep ? { keep } : {}) })) as { app: string; removed: string[] };
+      const r = (await ctx.call(request)) as { app: string; removed: string[] };
       if (ctx.json) return printJson(r);
-      process.stdout.write(r.removed.length ? `removed ${app} ${r.removed.join(', ')}\n` : `nothing to prune for ${app}\n`);
+      printLines([r.removed.length ? `removed ${app} ${r.removed.join(', ')}` : `nothing to prune for ${app}`]);
     });
   program
     .command('release-hold <app>')
-    .description("clear an operator's hold so the control plane may change the app again")
+    .description("clear an operator's hold so the control plane may change the app again (admin.sock)")
     .action(async (app: string, _o, cmd: Command) => {
+      const request = { v: 1, id: 1, op: 'release-hold', app: appArg(app) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'release-hold', app })) as { app: string; released: boolean };
+      const r = (await ctx.call(request)) as { app: string; released: boolean };
       if (ctx.json) return printJson(r);
       process.stdout.write(r.released ? `hold on ${app} released\n` : `${app} was not held\n`);
     });

@@ -6,10 +6,10 @@ import type { ReceiptsResult } from '../../helper/ops/receipts.js';
 import { verifyReceipt } from '../../platform/verify-receipt.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
-import { callHelper } from '../../protocol/client.js';
+import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { EXIT } from '../error-message.js';
-import { printJson, table, when } from '../output.js';
+import { printJson, printLines, table, when } from '../output.js';
 
 export interface CheckedReceipt {
   seq: number | null;
@@ -59,8 +59,9 @@ export function registerReceipts(program: Command): void {
     .command('receipts [app]')
     .description("the helper's signed receipts, verified against helper.pub")
     .action(async (app: string | undefined, _o, cmd: Command) => {
+      const request = { v: 1, id: 1, op: 'receipts', ...(app !== undefined ? { app: appArg(app) } : {}) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'receipts', ...(app ? { app } : {}) })) as ReceiptsResult;
+      const r = (await ctx.call(request)) as ReceiptsResult;
       const publicKey = await readHelperPub(ctx.paths.helperPub);
       const checked = checkReceipts(Array.isArray(r?.receipts) ? r.receipts : [], publicKey, app);
       const bad = checked.filter((c) => !c.verified).length;
@@ -76,7 +77,7 @@ export function registerReceipts(program: Command): void {
       }
       process.stdout.write(checked.length ? table(rows) : `no receipts${app ? ` for ${app}` : ''}\n`);
       const pubId = keyIdOf(publicKey);
-      if (r?.helperKeyId !== pubId) process.stderr.write(`agentctl: the helper says its key is ${str(r?.helperKeyId)}, helper.pub is ${pubId}\n`);
+      if (r?.helperKeyId !== pubId) printLines([`agentctl: the helper says its key is ${str(r?.helperKeyId)}, helper.pub is ${pubId}`], process.stderr);
       if (bad) process.stderr.write(`agentctl: ${bad} receipt(s) NOT VERIFIED against ${ctx.paths.helperPub}\n`);
     });
 }

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { callHelper } from '../../protocol/client.js';
 import type { ReleasesResult } from '../../helper/ops/releases.js';
+import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson, table, when } from '../output.js';
+import { printJson, printLines, table, when } from '../output.js';
 
 // `agentctl releases <app>`
 export function registerReleases(program: Command): void {
@@ -10,8 +10,9 @@ export function registerReleases(program: Command): void {
     .command('releases <app>')
     .description('staged versions with their markers, current/previous and quarantine')
     .action(async (app: string, _o, cmd: Command) => {
+      const request = { v: 1, id: 1, op: 'releases', app: appArg(app) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'releases', app })) as ReleasesResult;
+      const r = (await ctx.call(request)) as ReleasesResult;
       if (ctx.json) return printJson(r);
       const rows = [['VERSION', 'STATE', 'SIGNED', 'STAGED', 'NOTES']];
       for (const rel of r.releases) {
@@ -24,6 +25,6 @@ export function registerReleases(program: Command): void {
         rows.push([rel.version, rel.valid ? 'valid' : 'NO MARKER', rel.signed === null ? '-' : rel.signed ? `key ${rel.keyId}` : 'unsigned', when(rel.stagedAt), notes.join(', ')]);
       }
       process.stdout.write(r.releases.length ? table(rows) : `no releases of ${app} are staged\n`);
-      if (r.staging.length) process.stdout.write(`staging now: ${r.staging.join(', ')}\n`);
+      if (r.staging.length) printLines([`staging now: ${r.staging.join(', ')}`]);
     });
 }

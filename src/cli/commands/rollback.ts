@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import { callHelper } from '../../protocol/client.js';
 import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/schemas.js';
+import { appArg, attemptIdArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { createProgressBar } from '../progress-bar.js';
 import { reportAnswer } from '../update-answer.js';
-import { operator } from '../operator.js';
 
 // `agentctl rollback <app> [--to VERSION]` and `agentctl recover <app> [--to VERSION]`.
 export function registerRollback(program: Command): void {
@@ -19,15 +18,19 @@ export function registerRollback(program: Command): void {
       .option('--to <version>', op === 'rollback' ? 'a staged version other than previous (admin.sock only)' : 'the staged version to activate')
       .option('--attempt-id <id>', 'name the attempt')
       .action(async (app: string, o: { to?: string; attemptId?: string }, cmd: Command) => {
+        const request = {
+          v: 1,
+          id: 1,
+          op,
+          app: appArg(app),
+          ...(o.to !== undefined ? { to: versionArg(o.to, '--to') } : {}),
+          ...(o.attemptId !== undefined ? { attemptId: attemptIdArg(o.attemptId) } : {}),
+        };
         const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
         const bar = createProgressBar(!ctx.json);
         let answer: UpdateAnswer | AcceptedAnswer;
         try {
-          answer = (await callHelper(
-            ctx.socket.path,
-            { v: 1, id: 1, op, app, ...(o.to ? { to: o.to } : {}), ...(o.attemptId ? { attemptId: o.attemptId } : {}), by: operator() },
-            { onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
-          )) as UpdateAnswer | AcceptedAnswer;
+          answer = (await ctx.call(request, { onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) })) as UpdateAnswer | AcceptedAnswer;
         } finally {
           bar.done();
         }

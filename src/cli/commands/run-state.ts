@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
-import { callHelper } from '../../protocol/client.js';
 import type { RunStateAnswer } from '../../helper/ops/run-state.js';
+import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
-import { operator } from '../operator.js';
+import { printJson, printLines } from '../output.js';
 
 // `agentctl start|stop|restart <app>`.
 export function registerRunState(program: Command): void {
@@ -17,11 +16,12 @@ export function registerRunState(program: Command): void {
       .command(`${op} <app>`)
       .description(what[op])
       .action(async (app: string, _o, cmd: Command) => {
+        const request = { v: 1, id: 1, op, app: appArg(app) };
         const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-        const r = (await callHelper(ctx.socket.path, { v: 1, id: 1, op, app, by: operator() })) as RunStateAnswer;
+        const r = (await ctx.call(request)) as RunStateAnswer;
         if (ctx.json) return printJson(r);
-        if (op === 'stop') process.stdout.write(r.changed ? `${app} stopped (held: \`agentctl release-hold ${app}\` lets the control plane act again)\n` : `${app} was not running; held\n`);
-        else process.stdout.write(r.changed ? `${app} ${r.version} ${op}ed, pid ${r.pid}\n` : `${app} ${r.version} already runs, pid ${r.pid}\n`);
+        if (op === 'stop') printLines([r.changed ? `${app} stopped (held: \`agentctl release-hold ${app}\` lets the control plane act again)` : `${app} was not running; held`]);
+        else printLines([r.changed ? `${app} ${r.version} ${op}ed, pid ${r.pid}` : `${app} ${r.version} already runs, pid ${r.pid}`]);
       });
   }
 }

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { callHelper } from '../../protocol/client.js';
 import type { StageResult } from '../../protocol/schemas.js';
+import { appArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson } from '../output.js';
+import { printJson, printLines } from '../output.js';
 import { createProgressBar } from '../progress-bar.js';
 import { addReleaseSourceOptions, buildReleaseRequest, type ReleaseSourceOptions } from '../release-source.js';
 
@@ -11,14 +11,14 @@ export function registerStage(program: Command): void {
   addReleaseSourceOptions(
     program.command('stage <app> <version>').description('fetch, verify and stage a release now; activate it later'),
   ).action(async (app: string, version: string, o: ReleaseSourceOptions, cmd: Command) => {
+    const named = { app: appArg(app), version: versionArg(version) };
     const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
     const { fields, upload } = await buildReleaseRequest(o, ctx.socket.kind);
     const bar = createProgressBar(!ctx.json);
     let result: StageResult;
     try {
-      result = (await callHelper(
-        ctx.socket.path,
-        { v: 1, id: 1, op: 'stage', app, version, ...fields },
+      result = (await ctx.call(
+        { v: 1, id: 1, op: 'stage', ...named, ...fields },
         { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
       )) as StageResult;
     } finally {
@@ -27,6 +27,6 @@ export function registerStage(program: Command): void {
     if (ctx.json) return printJson(result);
     const how = result.signed ? `signed by key ${result.keyId}` : 'UNSIGNED';
     const what = result.reused ? 'already staged' : `staged (${result.entries ?? '?'} entries)`;
-    process.stdout.write(`${app} ${version} ${what} at ${result.path}, ${how}\n`);
+    printLines([`${app} ${version} ${what} at ${result.path}, ${how}`]);
   });
 }

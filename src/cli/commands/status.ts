@@ -1,17 +1,25 @@
 import type { Command } from 'commander';
-import { callHelper } from '../../protocol/client.js';
 import type { StatusResult } from '../../helper/ops/status.js';
+import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { printJson, table, when } from '../output.js';
+import { printJson, printLines, table, when } from '../output.js';
+import { checkStatus } from '../status-check.js';
 
 // `agentctl status [app]`
 export function registerStatus(program: Command): void {
   program
     .command('status [app]')
     .description('current, previous, hold, blocked and running work per app')
-    .action(async (app: string | undefined, _o, cmd: Command) => {
+    .option('--check', 'for monitoring: exit 1 when an app is in error, blocked or broken, else 3 when one is held, else 0')
+    .action(async (app: string | undefined, o: { check?: boolean }, cmd: Command) => {
+      const request = { v: 1, id: 1, op: 'status', ...(app !== undefined ? { app: appArg(app) } : {}) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const result = (await callHelper(ctx.socket.path, { v: 1, id: 1, op: 'status', ...(app ? { app } : {}) })) as StatusResult;
+      const result = (await ctx.call(request)) as StatusResult;
+      if (o.check) {
+        const verdict = checkStatus(result);
+        process.exitCode = verdict.exit;
+        if (!ctx.json) printLines(verdict.problems.map((p) => `agentctl: check: ${p}`), process.stderr);
+      }
       if (ctx.json) return printJson(result);
       const rows = [['APP', 'RUNNER', 'CURRENT', 'PREVIOUS', 'HIGHEST', 'LAST ATTEMPT', 'NOTES']];
       for (const a of result.apps) {
@@ -38,7 +46,7 @@ export function registerStatus(program: Command): void {
         const last = l ? `${l.outcome}${l.reason ? ' ' + l.reason.code : ''} ${l.fromVersion ?? '-'}->${l.targetVersion} (${l.attemptId})` : '-';
         rows.push([a.name, a.runner, a.current ?? '-', a.previous ?? '-', a.highestActive ?? '-', last, notes.join('; ')]);
       }
-      process.stdout.write(`helper pid ${result.pid}, root ${result.root}${result.recovering ? ', RECOVERING' : ''}\n`);
+      printLines([`helper pid ${result.pid}, root ${result.root}${result.recovering ? ', RECOVERING' : ''}`]);
       process.stdout.write(result.apps.length ? table(rows) : 'no apps in the host config\n');
     });
 }

@@ -1,25 +1,24 @@
 import type { Command } from 'commander';
-import { callHelper } from '../../protocol/client.js';
 import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/schemas.js';
+import { appArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { createProgressBar } from '../progress-bar.js';
 import { addReleaseSourceOptions, buildReleaseRequest, type ReleaseSourceOptions } from '../release-source.js';
 import { reportAnswer } from '../update-answer.js';
-import { operator } from '../operator.js';
 
 // `agentctl update <app> <version> ...`: stage and activate, with rollback on failure.
 export function registerUpdate(program: Command): void {
   addReleaseSourceOptions(program.command('update <app> <version>').description('stage and activate a release; roll back on its own if it fails'))
     .option('--no-wait', 'exit once the attempt is accepted (journal written) and print its attemptId')
     .action(async (app: string, version: string, o: ReleaseSourceOptions & { wait: boolean }, cmd: Command) => {
+      const named = { app: appArg(app), version: versionArg(version) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
       const { fields, upload } = await buildReleaseRequest(o, ctx.socket.kind);
       const bar = createProgressBar(!ctx.json);
       let answer: UpdateAnswer | AcceptedAnswer;
       try {
-        answer = (await callHelper(
-          ctx.socket.path,
-          { v: 1, id: 1, op: 'update', app, version, ...fields, ...(o.wait === false ? { noWait: true } : {}), by: operator() },
+        answer = (await ctx.call(
+          { v: 1, id: 1, op: 'update', ...named, ...fields, ...(o.wait === false ? { noWait: true } : {}) },
           { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
         )) as UpdateAnswer | AcceptedAnswer;
       } finally {

@@ -4,7 +4,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { AGENT_UNIT, HELPER_UNIT } from '../../core/doctor/host-checks.js';
-import type { ConfigObservation, DiskObservation, KeyFile, KeysObservation, NodeIdFile, NtpObservation, UnitsObservation } from '../../core/doctor/observations.js';
+import type { ConfigObservation, DiskObservation, KeyFile, KeysObservation, NtpObservation, UnitsObservation } from '../../core/doctor/observations.js';
 import type { HostPaths } from '../../core/paths.js';
 import { agentFiles, readEnrollment } from '../../agent/agent-files.js';
 import { loadHostConfig } from '../../helper/config.js';
@@ -65,11 +65,11 @@ async function readKey(file: string, kind: 'private' | 'public'): Promise<KeyFil
   }
 }
 
-async function readNodeIdFile(read: () => Promise<{ nodeId: string } | string | null>): Promise<NodeIdFile> {
+// A record file read by `read` (null when absent) as missing, invalid (why) or its fields.
+async function readRecord<T extends object>(read: () => Promise<T | null>): Promise<{ state: 'missing' } | { state: 'invalid'; error: string } | ({ state: 'ok' } & T)> {
   try {
     const got = await read();
-    if (got === null) return { state: 'missing' };
-    return { state: 'ok', nodeId: typeof got === 'string' ? got : got.nodeId };
+    return got === null ? { state: 'missing' } : { state: 'ok', ...got };
   } catch (err) {
     return { state: 'invalid', error: message(err) };
   }
@@ -100,8 +100,14 @@ export async function gatherKeys(paths: HostPaths): Promise<KeysObservation> {
     trustedKeys: await listTrustedKeys(paths.trustedKeysDir),
     nodeStateFile: paths.nodeState,
     enrollmentFile: files.enrollment,
-    nodeState: await readNodeIdFile(() => readNodeId(paths)),
-    enrollment: await readNodeIdFile(() => readEnrollment(files)),
+    nodeState: await readRecord(async () => {
+      const nodeId = await readNodeId(paths);
+      return nodeId === null ? null : { nodeId };
+    }),
+    enrollment: await readRecord(async () => {
+      const e = await readEnrollment(files);
+      return e && { nodeId: e.nodeId, controlPlaneUrl: e.controlPlaneUrl };
+    }),
   };
 }
 

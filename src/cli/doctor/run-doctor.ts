@@ -2,7 +2,7 @@
 // with the pure checks of src/core/doctor/.
 import path from 'node:path';
 import type { CheckResult } from '../../core/doctor/check-result.js';
-import { checkClock, checkConfig, checkDisk, checkKeys, checkSockets, checkUnits } from '../../core/doctor/host-checks.js';
+import { checkClock, checkConfig, checkDisk, checkKeys, checkSockets, checkUnits, controlPlaneOf } from '../../core/doctor/host-checks.js';
 import { layoutRules } from '../../core/doctor/layout-rules.js';
 import type { Entry, SocketsObservation } from '../../core/doctor/observations.js';
 import { checkPermissions } from '../../core/doctor/permission-checks.js';
@@ -44,7 +44,8 @@ export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}
     (e): e is Entry => e !== null,
   );
   const ancestors = await gatherAncestors(paths, roots);
-  const skew = config.ok && config.controlPlane ? await probeControlPlaneClock(config.controlPlane) : ({ state: 'no-control-plane' } as const);
+  const cp = controlPlaneOf(config, keys);
+  const skew = cp ? { ...(await probeControlPlaneClock(cp.settings)), ...(cp.from ? { from: cp.from } : {}) } : ({ state: 'no-control-plane' } as const);
   const enrolled = keys.nodeState.state === 'ok';
   const reserve = config.ok ? config.diskReserveBytes : 10 * 1024 * 1024;
   return [

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { EXIT } from '../../cli/error-message.js';
+import { readOwnVersion } from '../../platform/own-version.js';
 import { registerKeys } from './commands/keys.js';
 import { registerNodes } from './commands/nodes.js';
 import { registerReceipts } from './commands/receipts.js';
@@ -16,6 +17,7 @@ export function buildControlProgram(): Command {
     .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
     .option('--db <file>', 'the SQLite database (default: STEWARD_CONTROL_DB)')
     .option('--json', 'print one JSON document on stdout')
+    .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride()
     .showHelpAfterError();
   registerServe(program);

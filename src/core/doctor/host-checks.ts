@@ -3,6 +3,18 @@
 import { fail, octal, ok, warn, type CheckResult } from './check-result.js';
 import type { ConfigObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SkewObservation, SocketsObservation, UnitsObservation } from './observations.js';
 
+// The control plane the agent talks to, as steward-agent picks it: the host config's
+// controlPlane, else the URL the node enrolled with (no caFile then, as for the agent). `from`
+// names enrollment.json in that case. Null: neither.
+export function controlPlaneOf(
+  config: ConfigObservation,
+  keys: Pick<KeysObservation, 'enrollment' | 'enrollmentFile'>,
+): { settings: { url: string; caFile?: string | undefined; insecure?: boolean | undefined }; from?: string } | null {
+  if (config.ok && config.controlPlane) return { settings: config.controlPlane };
+  if (keys.enrollment.state === 'ok') return { settings: { url: keys.enrollment.controlPlaneUrl }, from: keys.enrollmentFile };
+  return null;
+}
+
 export const HELPER_UNIT = 'steward-helper.service';
 export const AGENT_UNIT = 'steward-agent.service';
 
@@ -106,11 +118,15 @@ export function checkClock(ntp: NtpObservation, skew: SkewObservation): CheckRes
   if (ntp.state === 'synced') out.push(ok('clock ntp', 'NTPSynchronized=yes'));
   else if (ntp.state === 'not-synced') out.push(warn('clock ntp', 'NTPSynchronized=no: the system clock is not synchronized'));
   else out.push(warn('clock ntp', `cannot tell: ${ntp.why}`));
-  if (skew.state === 'no-control-plane') out.push(ok('clock skew', 'no control plane configured'));
-  else if (skew.state === 'unreachable') out.push(warn('clock skew', `cannot reach the control plane ${skew.url}: ${skew.why}`));
+  if (skew.state === 'no-control-plane') {
+    out.push(ok('clock skew', 'no control plane configured (host config) or enrolled (agentctl enroll)'));
+    return out;
+  }
+  const cp = `the control plane ${skew.url}${skew.from ? ` (enrolled in ${skew.from})` : ''}`;
+  if (skew.state === 'unreachable') out.push(warn('clock skew', `cannot reach ${cp}: ${skew.why}`));
   else {
     const side = skew.skewMs > 0 ? 'behind' : 'ahead of';
-    const text = `this host is ${minutes(skew.skewMs)} ${side} the control plane ${skew.url}`;
+    const text = `this host is ${minutes(skew.skewMs)} ${side} ${cp}`;
     const abs = Math.abs(skew.skewMs);
     if (abs > SKEW_FAIL_MS) out.push(fail('clock skew', `${text}: over 5 min, heartbeats are refused (CLOCK_SKEW)`));
     else if (abs > SKEW_WARN_MS) out.push(warn('clock skew', `${text}: over 1 min`));

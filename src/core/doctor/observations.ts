@@ -55,6 +55,8 @@ export interface SocketsObservation {
 // A parsed key file: `rawPublicKey` is the hex of the 32-byte Ed25519 public key.
 export type KeyFile = { state: 'missing' } | { state: 'invalid'; error: string } | { state: 'ok'; rawPublicKey: string };
 export type NodeIdFile = { state: 'missing' } | { state: 'invalid'; error: string } | { state: 'ok'; nodeId: string };
+// The agent's enrollment.json: also the control plane it enrolled with.
+export type EnrollmentRecord = { state: 'missing' } | { state: 'invalid'; error: string } | { state: 'ok'; nodeId: string; controlPlaneUrl: string };
 
 export interface KeysObservation {
   helperKeyFile: string;
@@ -65,7 +67,7 @@ export interface KeysObservation {
   nodeStateFile: string;
   enrollmentFile: string;
   nodeState: NodeIdFile;
-  enrollment: NodeIdFile;
+  enrollment: EnrollmentRecord;
 }
 
 export type ConfigObservation = Probe<{ file: string; apps: Array<{ name: string; runner: string }>; controlPlane: { url: string; caFile?: string | undefined; insecure?: boolean | undefined } | null; diskReserveBytes: number }> & {
@@ -74,11 +76,13 @@ export type ConfigObservation = Probe<{ file: string; apps: Array<{ name: string
 
 export type NtpObservation = { state: 'synced' } | { state: 'not-synced' } | { state: 'unavailable'; why: string };
 
+// `from`: the file the control plane's URL came from when it is not the host config (the agent's
+// enrollment.json, when the config has no controlPlane).
 export type SkewObservation =
   | { state: 'no-control-plane' }
-  | { state: 'unreachable'; url: string; why: string }
+  | { state: 'unreachable'; url: string; why: string; from?: string }
   // skewMs: the control plane's clock minus ours (positive: ours is behind).
-  | { state: 'measured'; url: string; skewMs: number };
+  | { state: 'measured'; url: string; skewMs: number; from?: string };
 
 export interface DiskObservation {
   // The steward folder the space is for (/opt/steward, /var/lib/steward), as an operator names it.

@@ -1,16 +1,36 @@
+import { escapeControlChars } from '../../core/control-chars.js';
+import { lookupUserById } from '../../platform/users.js';
 import { requireApp } from '../config.js';
 import type { AppLocks } from '../app-locks.js';
+import type { OpContext } from '../server/api-server.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
 import type { UpdateContext } from '../update/context.js';
 
-// Puts a hold {by, at, reason} on the app (DESIGN §4): an operator acted over admin.sock,
-// so helper.sock requests that would change the app are refused until release-hold.
-export async function setHold(ctx: UpdateContext, app: string, hold: { by: string; reason: string }): Promise<void> {
-  const state = await readAppState(ctx.paths, app);
-  await writeAppState(ctx.paths, app, { ...state, hold: { by: hold.by.slice(0, 256), reason: hold.reason.slice(0, 512), at: ctx.clock.now() } });
+// Who a hold names (DESIGN §4): the peer's credentials as the kernel recorded them at connect
+// (SO_PEERCRED), never what the request says, e.g. "alice (uid 1001) over helper.sock". Without
+// them (no perl, the client already gone), the socket says as much as is known: who may open it.
+export async function holderOf(op: Pick<OpContext, 'kind' | 'peer'>): Promise<string> {
+  const sock = `${op.kind}.sock`;
+  const got = await op.peer();
+  if (!got.ok) {
+    const who = op.kind === 'helper' ? 'a member of group steward' : process.getuid?.() === 0 ? 'root' : `uid ${process.getuid?.()}`;
+    return `${who} over ${sock} (peer unknown: ${got.why})`;
+  }
+  const { uid } = got.peer;
+  const name = (await lookupUserById(uid).catch(() => null))?.name;
+  return `${name ? `${name} (uid ${uid})` : `uid ${uid}`} over ${sock}`;
 }
 
-// `release-hold`: clears the hold. Nothing to clear is success.
+// Puts a hold {by, at, reason} on the app (DESIGN §4): an operator acted, so helper.sock
+// requests that would change the app are refused until release-hold (admin.sock). `by` is
+// the peer of `op`'s connection.
+export async function setHold(ctx: UpdateContext, app: string, op: Pick<OpContext, 'kind' | 'peer'>, reason: string): Promise<void> {
+  const by = await holderOf(op);
+  const state = await readAppState(ctx.paths, app);
+  await writeAppState(ctx.paths, app, { ...state, hold: { by: escapeControlChars(by).slice(0, 256), reason: escapeControlChars(reason).slice(0, 512), at: ctx.clock.now() } });
+}
+
+// `release-hold` (admin.sock only): clears the hold. Nothing to clear is success.
 export async function releaseHold(ctx: UpdateContext & { locks: AppLocks }, app: string): Promise<{ app: string; released: boolean }> {
   requireApp(ctx.config, app);
   const held = await ctx.locks.acquire(app, { attemptId: 'release-hold', op: 'release-hold', phase: 'write', startedAt: ctx.clock.now() });

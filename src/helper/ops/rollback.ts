@@ -18,6 +18,7 @@ async function requireStaged(core: TransactionCore, app: string, version: string
 // transaction. Not a downgrade refusal: that tree was verified when it was staged.
 // It puts a hold on the app, so a control plane cannot undo it within a heartbeat.
 export async function handleRollback(core: TransactionCore, req: RollbackRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
+  void ctx.peer(); // for the hold, while the connection is surely open
   const state = await readAppState(core.paths, req.app).catch(() => null);
   const target = req.to ?? state?.previous ?? null;
   return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
@@ -26,7 +27,7 @@ export async function handleRollback(core: TransactionCore, req: RollbackRequest
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; \`agentctl recover ${req.app}\``);
     if (cur.version === target) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is already current`);
-    await setHold(core, req.app, { by: req.by ?? (ctx.kind === 'admin' ? 'root (admin.sock)' : 'helper.sock'), reason: `rollback to ${target}` });
+    await setHold(core, req.app, ctx, `rollback to ${target}`);
     const r = await activate(core, { app: req.app, attemptId, fromVersion: cur.version, targetVersion: target, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
     return answerOf(r.journal, r.receipt);
   });

@@ -24,11 +24,12 @@ export async function handleRunState(core: TransactionCore, req: RunStateRequest
   if (cfg && cfg.runner !== 'process') {
     throw new StewardError('BAD_REQUEST', `${req.app} runs as the unit ${cfg.unit}; systemctl ${req.op} it`);
   }
+  if (req.op === 'stop') void ctx.peer(); // for the hold, while the connection is surely open
   await preflight(core, req.app, ctx.kind, { allowBlocked: req.op === 'stop' });
   const held = await core.locks.acquire(req.app, { attemptId: req.op, op: req.op, phase: req.op, startedAt: core.clock.now() });
   try {
     if (req.op === 'stop') {
-      await setHold(core, req.app, { by: req.by ?? (ctx.kind === 'admin' ? 'root (admin.sock)' : 'helper.sock'), reason: 'stop' });
+      await setHold(core, req.app, ctx, 'stop');
       const rec = await readRunRecord(core.paths, req.app).catch(() => null);
       await stopApp(core, req.app);
       return { app: req.app, op: 'stop', changed: rec?.expected === 'running', pid: null, version: rec?.version ?? null };

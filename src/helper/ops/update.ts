@@ -13,13 +13,15 @@ import { runTransaction, type TransactionCore } from './run-transaction.js';
 // `update`: stage (or reuse) the release, then activate it through the transaction.
 // A request for the version `current` already runs answers ALREADY_ACTIVE with a receipt.
 export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
+  // An update over admin.sock holds the app: learn who asks while the connection is surely open.
+  if (ctx.kind === 'admin') void ctx.peer();
   return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
     const staged = await stageRelease(core, stageInputOf(req, ctx, attemptId, (phase, bytes, total) => progress(progressFields(phase, bytes, total))));
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
       throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);
     }
-    if (ctx.kind === 'admin') await setHold(core, req.app, { by: req.by ?? 'root (admin.sock)', reason: `update to ${req.version}` });
+    if (ctx.kind === 'admin') await setHold(core, req.app, ctx, `update to ${req.version}`);
     const from = cur.state === 'valid' ? cur.version : null;
     if (from === req.version) {
       const j = await readJournal(core.paths, req.app);

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { ApiSettings } from '../../core/config-schema.js';
 import type { SocketKind } from '../../protocol/schemas.js';
 import { logger } from '../../platform/log.js';
+import type { PeerLookup } from '../../platform/peer-credentials.js';
 import { bindSocket } from './bind-sockets.js';
 import { serveConnection, type Connection } from './connection.js';
 
@@ -20,6 +21,9 @@ export interface OpContext {
   // Aborts when the client goes away. Handlers must NOT cancel work on it (a client
   // that disconnects never cancels an attempt); it only tells them to stop writing.
   closed: AbortSignal;
+  // Who connected (SO_PEERCRED), looked up on the first call and remembered; call it early, while
+  // the connection is open. Never rejects.
+  peer(): Promise<PeerLookup>;
 }
 
 // Validates and runs one request (parsed JSON, unvalidated). Throws a StewardError

@@ -4,6 +4,7 @@ import { StewardError, truncateUtf8 } from '../../core/errors.js';
 import { createUploadStream, readRequestLine, type UploadStream } from '../../protocol/framing.js';
 import type { SocketKind } from '../../protocol/schemas.js';
 import { logger } from '../../platform/log.js';
+import { readPeerCredentials, type PeerLookup } from '../../platform/peer-credentials.js';
 import type { Dispatch, OpContext } from './api-server.js';
 
 const debug = logger('helper:server');
@@ -130,7 +131,8 @@ export function serveConnection(socket: net.Socket, opts: ConnectionOptions): Co
       // A handler that reads still gets the error through its own iteration.
       upload.on('error', (err) => debug('upload failed: %s', err.message));
     }
-    const ctx: OpContext = { kind: opts.kind, id, progress, upload, uploadSize: size ?? 0, closed: closed.signal };
+    let peer: Promise<PeerLookup> | null = null;
+    const ctx: OpContext = { kind: opts.kind, id, progress, upload, uploadSize: size ?? 0, closed: closed.signal, peer: () => (peer ??= readPeerCredentials(socket)) };
     try {
       const result = await opts.dispatch(parsed, ctx);
       finish(okLine(id, result));

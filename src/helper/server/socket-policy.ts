@@ -2,8 +2,9 @@ import { StewardError } from '../../core/errors.js';
 import { ADMIN_ONLY_OPS, type OpName, type SocketKind } from '../../protocol/ops.js';
 
 // What helper.sock (group `steward`) may not ask for (DESIGN §3.1, §7): the admin-only
-// ops, and any stage or update that names a local path, skips the signature or the
-// downgrade check, or comes without a signed manifest. admin.sock (root) may do all.
+// ops (release-hold among them), and any stage or update that names a local path, skips the
+// signature, the downgrade check or a quarantine (`force`), or comes without a signed
+// manifest. admin.sock (root) may do all.
 // Checked on the raw request, before schema validation, so that an op this helper
 // does not implement yet is still refused for the right reason.
 export function checkSocketPolicy(kind: SocketKind, op: OpName, request: Record<string, unknown>): void {
@@ -12,14 +13,14 @@ export function checkSocketPolicy(kind: SocketKind, op: OpName, request: Record<
     throw new StewardError('FORBIDDEN', `op "${op}" is only available on admin.sock`);
   }
   if (op === 'stage' || op === 'update') {
-    const asked = ['path', 'allowUnsigned', 'allowDowngrade'].filter(
+    const asked = ['path', 'allowUnsigned', 'allowDowngrade', 'force'].filter(
       (k) => request[k] !== undefined && request[k] !== false,
     );
     if (asked.length > 0 || request.manifest === undefined) {
       const why = asked.length > 0 ? ` (refused: ${asked.join(', ')})` : ' (no manifest)';
       throw new StewardError(
         'FORBIDDEN',
-        `helper.sock accepts only signed manifests by URL or upload${why}; local paths, unsigned and downgrade requests need admin.sock`,
+        `helper.sock accepts only signed manifests by URL or upload${why}; local paths, unsigned, downgrade and --force requests need admin.sock`,
       );
     }
   }

@@ -5,7 +5,7 @@ import { makeDispatch } from '../../../src/helper/server/dispatch.js';
 import type { SocketKind } from '../../../src/protocol/schemas.js';
 import { FAKE_MANIFEST, rejectsWithCode } from '../../helpers/api-server-harness.js';
 
-const ctx = (kind: SocketKind): OpContext => ({ kind, id: 1, progress() {}, upload: null, uploadSize: 0, closed: new AbortController().signal });
+const ctx = (kind: SocketKind): OpContext => ({ kind, id: 1, progress() {}, upload: null, uploadSize: 0, closed: new AbortController().signal, peer: async () => ({ ok: false as const, why: 'a test without a socket' }) });
 const called: string[] = [];
 const dispatch = makeDispatch({
   status: async (req) => (called.push('status'), { app: req.app ?? null }),
