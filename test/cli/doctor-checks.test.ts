@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { passed, type CheckResult } from '../../src/core/doctor/check-result.js';
 import {
+  checkCaFiles,
   checkClock,
   checkConfig,
   checkDisk,
@@ -133,12 +134,24 @@ test('keys: not enrolled and no trusted keys are warnings', () => {
 });
 
 test('config: loads with apps is ok, without apps warns, an error fails with its message', () => {
-  const base = { file: '/etc/steward/steward.json', controlPlane: null, diskReserveBytes: 0 };
+  const base = { file: '/etc/steward/steward.json', controlPlane: null, caFiles: [], diskReserveBytes: 0 };
   assert.equal(checkConfig({ ok: true, ...base, apps: [{ name: 'web', runner: 'process' }] }).status, 'ok');
   assert.equal(checkConfig({ ok: true, ...base, apps: [] }).status, 'warn');
   const r = checkConfig({ ok: false, file: base.file, error: '/etc/steward/steward.json: apps.web.user: no user named web' });
   assert.equal(r.status, 'fail');
   assert.match(r.detail, /no user named web/);
+});
+
+test('ca file: one line per CA file the config names; missing or untrusted fails naming the file and the flaw', () => {
+  assert.deepEqual(checkCaFiles([]), []);
+  const r = checkCaFiles([
+    { setting: 'fetch.caFile', file: '/etc/steward/ca.pem', state: 'ok' },
+    { setting: 'controlPlane.caFile', file: '/etc/steward/cp.pem', state: 'untrusted', why: '/etc/steward/cp.pem is writable by group or others (mode 664)' },
+    { setting: 'fetch.caFile', file: '/gone.pem', state: 'missing' },
+  ]);
+  assert.deepEqual(statuses(r), ['ok ca file', 'fail ca file', 'fail ca file']);
+  assert.match(r[1]?.detail ?? '', /controlPlane\.caFile \/etc\/steward\/cp\.pem is not trusted: .*mode 664/);
+  assert.match(r[2]?.detail ?? '', /\/gone\.pem does not exist/);
 });
 
 test('the human output is one line per check: status, padded name, detail', () => {
