@@ -34,7 +34,7 @@ export function loadOrCreateHelperKey(paths: HostPaths): Promise<HelperKey> {
 async function loadOrCreate(paths: HostPaths): Promise<HelperKey> {
   await ensureDir(paths.varLib, 0o755);
   await ensureDir(paths.keysDir, 0o700);
-  let privateKey = await readPrivateKey(paths.helperKey, trustScope(paths.keysDir, paths.root));
+  let privateKey = await readHelperKey(paths);
   if (!privateKey) {
     const kp = generateKeyPair();
     await writeFileAtomic(paths.helperKey, kp.privatePem, 0o600);
@@ -44,6 +44,12 @@ async function loadOrCreate(paths: HostPaths): Promise<HelperKey> {
   const publicKey = createPublicKey(privateKey);
   await ensurePublicFile(paths.helperPub, publicKey);
   return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
+}
+
+// keys/helper.key as loadOrCreateHelperKey reads it (the trust rule, 0600, Ed25519), or null
+// when there is none. Creates nothing: `agentctl install` checks it before any change.
+export function readHelperKey(paths: HostPaths): Promise<KeyObject | null> {
+  return readPrivateKey(paths.helperKey, trustScope(paths.keysDir, paths.root));
 }
 
 function refuse(file: string, why: string, cause?: unknown): never {
