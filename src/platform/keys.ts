@@ -135,11 +135,13 @@ export interface TrustedKeys {
 // folders that are too. A bad file is ignored and reported, never the reason to distrust the
 // good keys beside it: only root could have put it in a folder that passes the rule. A missing
 // folder holds no keys.
-export async function loadTrustedKeys(dir: string, scope: TrustScope): Promise<TrustedKeys> {
+export async function loadTrustedKeys(folder: string, scope: TrustScope): Promise<TrustedKeys> {
+  // The folder checked is the folder listed: `..` is resolved the same way for both.
+  const dir = path.resolve(folder);
   const out: TrustedKeys = { keys: new Map(), files: [], ignored: [] };
-  const folder = await folderTrustProblem(dir, scope);
-  if (folder) {
-    out.ignored.push({ file: dir, why: folder });
+  const unfit = await folderTrustProblem(dir, scope);
+  if (unfit) {
+    out.ignored.push({ file: dir, why: unfit });
     return out;
   }
   let names: string[];

@@ -101,11 +101,13 @@ export type TrustedRead = { state: 'missing' } | { state: 'untrusted'; why: stri
 // taken from the open fd. `untrusted` says which path broke the rule and how; other read errors
 // (too big, not readable) throw.
 export async function readTrustedFile(file: string, scope: TrustScope, maxBytes: number): Promise<TrustedRead> {
-  const folder = await folderTrustProblem(path.dirname(file), scope);
+  // The path checked is the path opened: `..` is resolved the same way for both.
+  const target = path.resolve(file);
+  const folder = await folderTrustProblem(path.dirname(target), scope);
   if (folder) return { state: 'untrusted', why: folder };
   let got;
   try {
-    got = await readRegularFile(file, maxBytes);
+    got = await readRegularFile(target, maxBytes);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ELOOP') return { state: 'untrusted', why: `${file} is a symlink (not followed)` };
