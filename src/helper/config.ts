@@ -1,8 +1,11 @@
-import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { checkHostConfig } from '../core/config-check.js';
 import type { AppConfig, HostConfig } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
+import { readTrustedFile, trustRule, trustScope, type TrustScope } from '../platform/trusted-file.js';
+
+const MAX_CONFIG_BYTES = 1024 * 1024;
 
 export interface Identity {
   name: string;
@@ -17,17 +20,16 @@ export interface AccountLookup {
   group(name: string): Promise<Identity | null>;
 }
 
-// Reads and validates the host config; errors name the file and the key. As root it also checks
-// the file's owner and mode unless `checkOwner` is false (`agentctl doctor` reports those itself).
-export async function loadHostConfig(file: string, opts: { isRoot: boolean; accounts: AccountLookup; checkOwner?: boolean }): Promise<HostConfig> {
-  let raw: Buffer | null;
-  try {
-    raw = await readFileNoFollow(file, 1024 * 1024);
-  } catch (err) {
-    throw new StewardError('CONFIG_INVALID', `${file}: ${(err as Error).message}`, { cause: err });
-  }
-  if (raw === null) throw new StewardError('CONFIG_INVALID', `${file}: the host config does not exist`);
-  if (opts.isRoot && opts.checkOwner !== false) await checkConfigFileOwner(file);
+// Reads and validates the host config; errors name the file and the key. The file must pass the
+// trust rule (platform/trusted-file.ts: owned by root, or by this user when not root, and not
+// writable by group or others, nor any folder above it from the root prefix `root` down, or
+// from its own folder when no root is given), unless `checkOwner` is false (`agentctl doctor`
+// reports that itself).
+export async function loadHostConfig(
+  file: string,
+  opts: { isRoot: boolean; accounts: AccountLookup; root?: string; checkOwner?: boolean },
+): Promise<HostConfig> {
+  const raw = await readConfigBytes(file, opts.checkOwner === false ? null : trustScope(path.dirname(file), opts.root));
   let json: unknown;
   try {
     json = JSON.parse(raw.toString('utf8'));
@@ -46,15 +48,24 @@ export async function loadHostConfig(file: string, opts: { isRoot: boolean; acco
   return config;
 }
 
-// Root reads this file as config, so nobody but root may be able to write it.
-async function checkConfigFileOwner(file: string): Promise<void> {
-  const st = await fsp.lstat(file);
-  if (st.uid !== 0 || (st.mode & 0o022) !== 0) {
-    throw new StewardError(
-      'CONFIG_INVALID',
-      `${file}: must be owned by root and not writable by group or others (uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)})`,
-    );
+// The bytes of the host config, through O_NOFOLLOW; with a scope, only if the trust rule holds.
+async function readConfigBytes(file: string, trust: TrustScope | null): Promise<Buffer> {
+  let bytes: Buffer | null;
+  try {
+    if (trust) {
+      const got = await readTrustedFile(file, trust, MAX_CONFIG_BYTES);
+      // Why: root reads this file as config, so nobody but root may be able to write it.
+      if (got.state === 'untrusted') throw new StewardError('CONFIG_INVALID', `${file} is not trusted: ${got.why}; ${trustRule(trust)}`);
+      bytes = got.state === 'ok' ? got.bytes : null;
+    } else {
+      bytes = await readFileNoFollow(file, MAX_CONFIG_BYTES);
+    }
+  } catch (err) {
+    if (err instanceof StewardError) throw err;
+    throw new StewardError('CONFIG_INVALID', `${file}: ${(err as Error).message}`, { cause: err });
   }
+  if (bytes === null) throw new StewardError('CONFIG_INVALID', `${file}: the host config does not exist`);
+  return bytes;
 }
 
 // DESIGN §2: as root, process apps name a user and group, neither uid/gid 0.

@@ -40,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
     const root = await resolveRootPrefix({ flag: opts.root, env: process.env.STEWARD_ROOT, isRoot });
     if (isRoot && opts.root === undefined && process.env.STEWARD_ROOT) log('STEWARD_ROOT=%s is ignored for root (DESIGN §1); --root DIR names a prefix', process.env.STEWARD_ROOT);
     const paths = hostPaths(root);
-    const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts: systemAccounts });
+    const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts: systemAccounts, root });
     if (!isRoot) log("not running as root: apps run as this helper's own user (uid %d)", process.getuid?.() ?? -1);
 
     // 1. One helper per root.

@@ -12,6 +12,7 @@ import { isLoopbackHost } from '../core/name-checks.js';
 import { writeHashedFile, type HashedFile, type HashingWriter } from './hashing-writer.js';
 import { logger } from './log.js';
 import { readOwnVersion } from './own-version.js';
+import { readTrustedFile, trustRule, type TrustScope } from './trusted-file.js';
 
 const log = logger('platform:fetch');
 
@@ -21,6 +22,7 @@ export interface FetchOptions {
   maxBytes: number; // the manifest's `size`: abort at maxBytes + 1 bytes received
   settings: FetchSettings; // deadlineMs (total), minBytesPerSecond over minSpeedWindowMs, maxRedirects
   caFile?: string; // extra CA (PEM) for https, added to Node's default CAs (default: settings.caFile)
+  caTrust?: TrustScope; // when set, the CA file must pass the trust rule (trusted-file.ts): the helper's fetches
   allowFile?: boolean; // `file:` URLs allowed (admin.sock only)
   signal?: AbortSignal;
   onProgress?: (bytes: number, total: number) => void;
@@ -79,7 +81,7 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
     return copyLocalToFile({ path: file, destFile, maxBytes, exactSize: true, signal, onProgress });
   }
   if (opts.signal?.aborted) throw fetchFailed(`fetch of ${describeUrl(url)} aborted`, opts.signal.reason);
-  const ca = await readExtraCa(opts.caFile ?? opts.settings.caFile);
+  const ca = await readExtraCa(opts.caFile ?? opts.settings.caFile, opts.caTrust);
   log('fetch start url=%s maxBytes=%d', describeUrl(url), opts.maxBytes);
   const result = await writeHashedFile({ destFile: opts.destFile, total: opts.maxBytes, onProgress: opts.onProgress }, (w) =>
     download(url, opts, ca, w),
@@ -272,14 +274,28 @@ class TransferGuard {
   }
 }
 
-// Node's default CAs plus the PEM in `caFile`, or undefined when no file is named.
-export async function readExtraCa(caFile: string | undefined): Promise<string[] | undefined> {
+// A CA bundle larger than this is not a CA file (the whole Mozilla bundle is about 220 KB).
+const MAX_CA_BYTES = 4 * 1024 * 1024;
+
+// Node's default CAs plus the PEM in `caFile`, or undefined when no file is named. With `trust`
+// (root reads it: the helper, doctor) the file must pass the trust rule, else CONFIG_INVALID.
+export async function readExtraCa(caFile: string | undefined, trust?: TrustScope): Promise<string[] | undefined> {
   if (!caFile) return undefined;
+  let pem: string;
   try {
-    return [...tls.rootCertificates, await fsp.readFile(caFile, 'utf8')];
+    if (trust) {
+      const got = await readTrustedFile(caFile, trust, MAX_CA_BYTES);
+      if (got.state === 'untrusted') throw new StewardError('CONFIG_INVALID', `the CA file ${caFile} is not trusted: ${got.why}; ${trustRule(trust)}`);
+      if (got.state === 'missing') throw fetchFailed(`cannot read the CA file ${caFile}: it does not exist`);
+      pem = got.bytes.toString('utf8');
+    } else {
+      pem = await fsp.readFile(caFile, 'utf8');
+    }
   } catch (err) {
+    if (err instanceof StewardError) throw err;
     throw fetchFailed(`cannot read the CA file ${caFile}: ${(err as Error).message}`, err);
   }
+  return [...tls.rootCertificates, pem];
 }
 
 export interface CopyLocalOptions {

@@ -3,7 +3,8 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import type { Envelope } from '../core/release-schemas.js';
-import { readFileNoFollow } from './fs-atomic.js';
+import { readRegularFile } from './fs-atomic.js';
+import { fileTrustProblem, folderTrustProblem, type TrustScope } from './trusted-file.js';
 
 export const DOMAINS = {
   manifest: 'steward-manifest-v1',
@@ -111,13 +112,38 @@ export function verifyEnvelopeBytes(envelope: Envelope, bytes: Buffer | null, do
   return { ok: true, bytes };
 }
 
-const keyCache = new Map<string, { mtimeMs: number; size: number; key: KeyObject }>();
+// Parsed keys by path, valid while the file's inode, ctime (owner and mode changes), mtime and
+// size stay the same; the trust rule is checked on every load all the same.
+const keyCache = new Map<string, { stamp: string; key: KeyObject }>();
 
-// Loads every `*.pub` regular file in `dir` as a keyId -> KeyObject map, caching parsed
-// keys by path and mtime. A missing folder is an empty map; an unparsable file is skipped
-// and reported through `onBadKey`.
-export async function loadPublicKeys(dir: string, onBadKey?: (file: string, err: unknown) => void): Promise<Map<string, KeyObject>> {
-  const out = new Map<string, KeyObject>();
+function stampOf(st: { ino: number; ctimeMs: number; mtimeMs: number; size: number }): string {
+  return `${st.ino}:${st.ctimeMs}:${st.mtimeMs}:${st.size}`;
+}
+
+export interface TrustedKeys {
+  // keyId -> key, for every *.pub that passed the trust rule and parsed.
+  keys: Map<string, KeyObject>;
+  // The *.pub files whose keys are trusted.
+  files: string[];
+  // What was not trusted and why: a *.pub file, or the folder itself when a folder on its path
+  // breaks the rule (then none of its keys is).
+  ignored: Array<{ file: string; why: string }>;
+}
+
+// Loads the Ed25519 keys of every `*.pub` in `dir` that the trust rule (trusted-file.ts) lets
+// root rely on: a regular file, never a symlink, owned by root and not group/other-writable, in
+// folders that are too. A bad file is ignored and reported, never the reason to distrust the
+// good keys beside it: only root could have put it in a folder that passes the rule. A missing
+// folder holds no keys.
+export async function loadTrustedKeys(folder: string, scope: TrustScope): Promise<TrustedKeys> {
+  // The folder checked is the folder listed: `..` is resolved the same way for both.
+  const dir = path.resolve(folder);
+  const out: TrustedKeys = { keys: new Map(), files: [], ignored: [] };
+  const unfit = await folderTrustProblem(dir, scope);
+  if (unfit) {
+    out.ignored.push({ file: dir, why: unfit });
+    return out;
+  }
   let names: string[];
   try {
     names = await fsp.readdir(dir);
@@ -128,21 +154,48 @@ export async function loadPublicKeys(dir: string, onBadKey?: (file: string, err:
   for (const name of names.sort()) {
     if (!name.endsWith('.pub')) continue;
     const file = path.join(dir, name);
-    try {
-      const st = await fsp.lstat(file);
-      if (!st.isFile()) continue;
-      const cached = keyCache.get(file);
-      let key = cached && cached.mtimeMs === st.mtimeMs && cached.size === st.size ? cached.key : undefined;
-      if (!key) {
-        const pem = await readFileNoFollow(file, 16 * 1024);
-        if (!pem) continue;
-        key = parsePublicKey(pem);
-        keyCache.set(file, { mtimeMs: st.mtimeMs, size: st.size, key });
-      }
-      out.set(keyIdOf(key), key);
-    } catch (err) {
-      onBadKey?.(file, err);
+    const got = await loadKeyFile(file, scope);
+    if (got === null) continue;
+    if ('why' in got) {
+      out.ignored.push({ file, why: got.why });
+      continue;
     }
+    out.keys.set(keyIdOf(got.key), got.key);
+    out.files.push(file);
   }
   return out;
+}
+
+async function loadKeyFile(file: string, scope: TrustScope): Promise<{ key: KeyObject } | { why: string } | null> {
+  let st;
+  try {
+    st = await fsp.lstat(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    return { why: `${file}: ${(err as Error).message}` };
+  }
+  if (st.isSymbolicLink()) return { why: `${file} is a symlink (not followed)` };
+  if (!st.isFile()) return { why: `${file} is not a regular file` };
+  const bad = fileTrustProblem(file, st.uid, st.mode & 0o7777, scope);
+  if (bad) return { why: bad };
+  const cached = keyCache.get(file);
+  if (cached && cached.stamp === stampOf(st)) return { key: cached.key };
+  let got;
+  try {
+    // The folder passed the rule, so nobody else can swap the file between the lstat and here;
+    // its fd's owner and mode are checked once more all the same.
+    got = await readRegularFile(file, 16 * 1024);
+  } catch (err) {
+    return { why: `${file}: ${(err as Error).message}` };
+  }
+  if (!got) return null;
+  const still = fileTrustProblem(file, got.uid, got.mode, scope);
+  if (still) return { why: still };
+  try {
+    const key = parsePublicKey(got.bytes);
+    keyCache.set(file, { stamp: stampOf(st), key });
+    return { key };
+  } catch (err) {
+    return { why: `${file} is not an Ed25519 public key in PEM (${(err as Error).message})` };
+  }
 }

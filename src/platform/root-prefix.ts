@@ -1,6 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { StewardError } from '../core/errors.js';
+import { folderTrustProblem } from './trusted-file.js';
 
 export interface RootChoice {
   flag?: string | undefined;
@@ -30,26 +31,6 @@ export async function resolveRootPrefix(choice: RootChoice): Promise<string> {
 // group or others; a sticky folder above it (such as /tmp) is fine, since nobody else may
 // rename or remove what root made there. Otherwise another user could swap paths under root.
 export async function checkRootOwnedPath(real: string): Promise<void> {
-  const parts = real.split('/').filter(Boolean);
-  let cur = '/';
-  const chain = ['/'];
-  for (const p of parts) {
-    cur = path.join(cur, p);
-    chain.push(cur);
-  }
-  for (const dir of chain) {
-    const st = await fsp.lstat(dir);
-    const isPrefix = dir === real;
-    const writableByOthers = (st.mode & 0o022) !== 0;
-    const sticky = (st.mode & 0o1000) !== 0;
-    if (st.uid !== 0) {
-      throw new StewardError('ROOT_UNSAFE', `root prefix ${real}: ${dir} is owned by uid ${st.uid}, not root`);
-    }
-    if (writableByOthers && (isPrefix || !sticky)) {
-      throw new StewardError(
-        'ROOT_UNSAFE',
-        `root prefix ${real}: ${dir} is writable by group or others (mode ${(st.mode & 0o7777).toString(8)})`,
-      );
-    }
-  }
+  const why = await folderTrustProblem(real, { from: real, uid: 0 });
+  if (why) throw new StewardError('ROOT_UNSAFE', `root prefix ${real}: ${why}`);
 }

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { passed, type CheckResult } from '../../src/core/doctor/check-result.js';
 import {
+  checkCaFiles,
   checkClock,
   checkConfig,
   checkDisk,
@@ -42,7 +43,7 @@ test('the control plane checked is the host config one, else the one the node en
   const file = '/a/enrollment.json';
   const enrolled = { enrollmentFile: file, enrollment: { state: 'ok', nodeId: 'n1', controlPlaneUrl: 'https://enrolled.example/' } } as const;
   const none = { enrollmentFile: file, enrollment: { state: 'missing' } } as const;
-  const cfg = (controlPlane: { url: string; caFile?: string } | null): ConfigObservation => ({ ok: true, file: '/c', apps: [], controlPlane, diskReserveBytes: 0 });
+  const cfg = (controlPlane: { url: string; caFile?: string } | null): ConfigObservation => ({ ok: true, file: '/c', apps: [], controlPlane, caFiles: [], diskReserveBytes: 0 });
   const broken: ConfigObservation = { ok: false, file: '/c', error: 'bad' };
   const cases: Array<[ConfigObservation, Pick<KeysObservation, 'enrollment' | 'enrollmentFile'>, ReturnType<typeof controlPlaneOf>]> = [
     [cfg({ url: 'https://config.example', caFile: '/ca.pem' }), enrolled, { settings: { url: 'https://config.example', caFile: '/ca.pem' } }],
@@ -152,12 +153,24 @@ test('keys: not enrolled and no trusted keys are warnings', () => {
 });
 
 test('config: loads with apps is ok, without apps warns, an error fails with its message', () => {
-  const base = { file: '/etc/steward/steward.json', controlPlane: null, diskReserveBytes: 0 };
+  const base = { file: '/etc/steward/steward.json', controlPlane: null, caFiles: [], diskReserveBytes: 0 };
   assert.equal(checkConfig({ ok: true, ...base, apps: [{ name: 'web', runner: 'process' }] }).status, 'ok');
   assert.equal(checkConfig({ ok: true, ...base, apps: [] }).status, 'warn');
   const r = checkConfig({ ok: false, file: base.file, error: '/etc/steward/steward.json: apps.web.user: no user named web' });
   assert.equal(r.status, 'fail');
   assert.match(r.detail, /no user named web/);
+});
+
+test('ca file: one line per CA file the config names; missing or untrusted fails naming the file and the flaw', () => {
+  assert.deepEqual(checkCaFiles([]), []);
+  const r = checkCaFiles([
+    { setting: 'fetch.caFile', file: '/etc/steward/ca.pem', state: 'ok' },
+    { setting: 'controlPlane.caFile', file: '/etc/steward/cp.pem', state: 'untrusted', why: '/etc/steward/cp.pem is writable by group or others (mode 664)' },
+    { setting: 'fetch.caFile', file: '/gone.pem', state: 'missing' },
+  ]);
+  assert.deepEqual(statuses(r), ['ok ca file', 'fail ca file', 'fail ca file']);
+  assert.match(r[1]?.detail ?? '', /controlPlane\.caFile \/etc\/steward\/cp\.pem is not trusted: .*mode 664/);
+  assert.match(r[2]?.detail ?? '', /\/gone\.pem does not exist/);
 });
 
 test('the human output is one line per check: status, padded name, detail', () => {

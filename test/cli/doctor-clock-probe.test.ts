@@ -20,7 +20,7 @@ test('the clock probe GETs /v1/heartbeat under the base path and measures the Da
   });
   try {
     let t = Date.parse('2030-01-01T00:00:00Z');
-    const r = await probeControlPlaneClock({ url: cp.url }, 2000, () => (t += 1000));
+    const r = await probeControlPlaneClock({ url: cp.url }, { timeoutMs: 2000, now: () => (t += 1000) });
     assert.equal(seen, 'GET /base/v1/heartbeat');
     // Sent at +1 s, answered at +2 s: the middle is +1.5 s; the server says +180 s.
     assert.deepEqual(r, { state: 'measured', url: cp.url, skewMs: 178_500 });
@@ -36,12 +36,12 @@ test('an answer without a Date header, a silent server and a refused URL are unr
   });
   const silent = await serve(() => {});
   try {
-    const a = await probeControlPlaneClock({ url: noDate.url }, 2000);
+    const a = await probeControlPlaneClock({ url: noDate.url }, { timeoutMs: 2000 });
     assert.equal(a.state, 'unreachable');
     assert.match((a as { why: string }).why, /HTTP 405 without a valid Date header/);
-    const b = await probeControlPlaneClock({ url: silent.url }, 200);
+    const b = await probeControlPlaneClock({ url: silent.url }, { timeoutMs: 200 });
     assert.match((b as { why: string }).why, /no answer within 200 ms/);
-    const c = await probeControlPlaneClock({ url: 'http://cp.example:8443' }, 200);
+    const c = await probeControlPlaneClock({ url: 'http://cp.example:8443' }, { timeoutMs: 200 });
     assert.match((c as { why: string }).why, /plain http to the control plane is allowed only to a loopback host/);
   } finally {
     await noDate.close();

@@ -91,12 +91,13 @@ test('a missing steward account fails in production; under a root prefix the cur
   assert.match(r[0]?.detail ?? '', /stands in/);
 });
 
-test('a folder above the trees root reads must be root-owned and not writable unless sticky', () => {
+test('a folder above the trees root reads, up to the root prefix, must be root-owned and not writable, even if sticky', () => {
   const check = (e: Entry) => checkPermissions(walkOf(healthy()), [], RULES, OWNERS, [dir('/', 0o755), e]);
   assert.deepEqual(check(dir('/opt', 0o755)).map((x) => x.status), ['ok']);
-  assert.deepEqual(check(dir('/tmp', 0o1777)).map((x) => x.status), ['ok']);
   const writable = check(dir('/var/lib', 0o775));
   assert.deepEqual(writable.map((x) => x.status), ['fail']);
-  assert.match(writable[0]?.detail ?? '', /^\/var\/lib: a folder above what root reads, but mode 0775 is writable by group or others and not sticky/);
+  assert.match(writable[0]?.detail ?? '', /^\/var\/lib: a folder above what root reads, but mode 0775 is writable by group or others/);
+  // The helper trusts nothing below a sticky, world-writable folder inside the prefix either.
+  assert.match(check(dir('/var/lib', 0o1777)).map((x) => `${x.status} ${x.detail}`).join(), /^fail \/var\/lib: .*mode 1777 is writable by group or others/);
   assert.match(check(dir('/opt', 0o755, 1000)).map((x) => x.detail).join(), /\/opt: .*owner uid 1000, expected root/);
 });

@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { installAgentRelease } from '../../src/cli/install/agent-release.js';
-import { trustAgentKey } from '../../src/cli/install/agent-key.js';
+import { readAgentKey, trustAgentKey } from '../../src/cli/install/agent-key.js';
 import { AGENT_ENTRY, AGENT_IMPORTS, packageVersion } from '../../src/cli/install/agent-release-pack.js';
 import { StewardError } from '../../src/core/errors.js';
 import { AGENT_APP } from '../../src/core/names.js';
@@ -76,22 +76,23 @@ test('a version steward has since updated the agent to is left alone by install'
 test('--agent-key trusts a public key for steward-agent by its keyId and refuses a private key', async (t) => {
   const host = agentHost();
   t.after(() => host.cleanup());
-  const none = await trustAgentKey(host.paths, undefined);
+  const none = await trustAgentKey(host.paths, null);
   assert.equal(none.action, 'skipped');
   const kp = generateKeyPair();
   const pub = path.join(host.scratch, 'release.pub');
   const priv = path.join(host.scratch, 'release.key');
   writeFileSync(pub, kp.publicPem);
   writeFileSync(priv, kp.privatePem);
-  await assert.rejects(trustAgentKey(host.paths, priv), (err: unknown) => err instanceof StewardError && err.code === 'USAGE' && /private key/.test(err.message));
+  await assert.rejects(readAgentKey(priv), (err: unknown) => err instanceof StewardError && err.code === 'USAGE' && /private key/.test(err.message));
   assert.equal(existsSync(trustedKeysFor(host.paths, AGENT_APP)), false, 'nothing written for a private key');
-  const r = await trustAgentKey(host.paths, pub);
+  const key = await readAgentKey(pub);
+  const r = await trustAgentKey(host.paths, key);
   assert.equal(r.action, 'created');
   const file = path.join(trustedKeysFor(host.paths, AGENT_APP), `${kp.keyId}.pub`);
   assert.equal(readFileSync(file, 'utf8'), kp.publicPem);
   assert.equal(lstatSync(file).mode & 0o7777, 0o644);
-  assert.equal((await trustAgentKey(host.paths, pub)).action, 'unchanged');
-  assert.equal((await trustAgentKey(host.paths, undefined)).action, 'unchanged');
+  assert.equal((await trustAgentKey(host.paths, key)).action, 'unchanged');
+  assert.equal((await trustAgentKey(host.paths, null)).action, 'unchanged');
 });
 
 test('AGENT_IMPORTS is exactly the packages the agent imports', () => {

@@ -107,6 +107,33 @@ test('a trusted key that is not a key fails the trusted keys check only', { time
   await expectOnlyFailure('trusted keys', f, plant, () => rmSync(f));
 });
 
+test('a world-writable trusted key fails permissions, and trusted keys says the helper ignores it', { timeout: 60_000 }, async () => {
+  const dir = trustedKeysFor(host.paths, 'web');
+  const f = path.join(dir, 'open.pub');
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  writeFileSync(f, generateKeyPair().publicPem, { mode: 0o644 });
+  chmodSync(f, 0o666);
+  try {
+    const r = await doctor();
+    assert.deepEqual(r.failed.map((c) => c.name), ['permissions', 'trusted keys'], JSON.stringify(r.failed));
+    assert.match(r.failed[1]?.detail ?? '', /open\.pub is writable by group or others \(mode 666\); the helper ignores it/);
+  } finally {
+    rmSync(f);
+  }
+});
+
+test('a CA file the config names that others can write fails the ca file check only', { timeout: 60_000 }, async () => {
+  const ca = path.join(host.scratch, 'ca.pem');
+  writeFileSync(ca, 'not checked for being a CA, only for who may write it\n', { mode: 0o644 });
+  host.writeConfig({ apps, fetch: { caFile: ca } });
+  try {
+    assert.equal((await doctor()).checks.find((c) => c.name === 'ca file')?.status, 'ok');
+    await expectOnlyFailure('ca file', ca, () => chmodSync(ca, 0o666), () => chmodSync(ca, 0o644));
+  } finally {
+    host.writeConfig({ apps });
+  }
+});
+
 test('a receipts file with the wrong mode fails the permissions check only', { timeout: 60_000 }, async () => {
   const f = receiptsFile(host.paths, 'web');
   await expectOnlyFailure('permissions', f, () => chmodSync(f, 0o644), () => chmodSync(f, 0o640));

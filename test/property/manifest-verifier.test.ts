@@ -14,6 +14,7 @@ import { StewardError } from '../../src/core/errors.js';
 import { envelopeSchema, manifestPayloadSchema, type Envelope } from '../../src/core/release-schemas.js';
 import { DOMAINS, generateKeyPair, parsePrivateKey } from '../../src/platform/keys.js';
 import { verifyManifest } from '../../src/helper/stage/verify-manifest.js';
+import { trustScope } from '../../src/platform/trusted-file.js';
 import { base64TextEdit, mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
 import { signAny } from './sign-any.js';
 import { checkProperty, guarded, runsMade } from './property-run.js';
@@ -31,7 +32,7 @@ after(() => {
 });
 
 const NOW = 1_800_000_000_000;
-const expect = { app: 'web', version: '1.2.0', trustedDir, now: NOW };
+const expect = { app: 'web', version: '1.2.0', trustedDir, trust: trustScope(dir), now: NOW };
 const CODES = new Set(['SIGNATURE_INVALID', 'RELEASE_INVALID', 'MANIFEST_EXPIRED']);
 const goodPayload = { name: 'web', version: '1.2.0', url: 'https://releases.example/web-1.2.0.tgz', size: 1234, integrity: INTEGRITY, expires: NOW + 86_400_000 };
 

@@ -27,7 +27,7 @@ export function registerEnroll(program: Command): void {
     .action(async (o: EnrollOptions, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const paths = hostPaths(clientRoot(g));
-      const config = await readConfigIfAny(paths.configFile);
+      const config = await readConfigIfAny(paths.configFile, paths.root);
       const cp = config?.controlPlane;
       const insecure = cp?.insecure === true;
       try {
@@ -65,10 +65,11 @@ export function registerEnroll(program: Command): void {
 }
 
 // The host config when there is one (for controlPlane.caFile and insecure); enrollment does
-// not need it otherwise. A config that exists but does not validate is an error.
-async function readConfigIfAny(file: string): Promise<HostConfig | null> {
+// not need it otherwise. A config that exists but does not validate, or that breaks the trust
+// rule (root reads it), is an error. The apps' accounts are the helper's to check.
+async function readConfigIfAny(file: string, root: string): Promise<HostConfig | null> {
   try {
-    return await loadHostConfig(file, { isRoot: false, accounts: { user: async () => null, group: async () => null } });
+    return await loadHostConfig(file, { isRoot: false, accounts: { user: async () => null, group: async () => null }, root });
   } catch (err) {
     if (err instanceof StewardError && /does not exist/.test(err.message)) return null;
     throw err;

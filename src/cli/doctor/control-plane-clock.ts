@@ -4,16 +4,25 @@ import { HEARTBEAT_PATH } from '../../core/control-api.js';
 import type { SkewObservation } from '../../core/doctor/observations.js';
 import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from '../../agent/control-plane-url.js';
 import { readExtraCa, startRequest } from '../../platform/http-fetch.js';
+import type { TrustScope } from '../../platform/trusted-file.js';
 
 export const CLOCK_PROBE_TIMEOUT_MS = 5_000;
 
+export interface ClockProbeOptions {
+  timeoutMs?: number;
+  now?: () => number;
+  // The trust rule for controlPlane.caFile (doctor runs as root: it reads it as root would).
+  caTrust?: TrustScope | undefined;
+}
+
 // The skew (server minus local, at the middle of the request) or why there is none. Never throws.
-export async function probeControlPlaneClock(settings: ControlPlaneSettings, timeoutMs = CLOCK_PROBE_TIMEOUT_MS, now = () => Date.now()): Promise<SkewObservation> {
+export async function probeControlPlaneClock(settings: ControlPlaneSettings, opts: ClockProbeOptions = {}): Promise<SkewObservation> {
+  const { timeoutMs = CLOCK_PROBE_TIMEOUT_MS, now = () => Date.now() } = opts;
   let u: URL;
   let ca: string[] | undefined;
   try {
     u = endpointUrl(checkControlPlaneUrl(settings.url, settings.insecure === true), HEARTBEAT_PATH);
-    ca = await readExtraCa(settings.caFile);
+    ca = await readExtraCa(settings.caFile, opts.caTrust);
   } catch (err) {
     return { state: 'unreachable', url: settings.url, why: (err as Error).message };
   }

@@ -4,7 +4,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { AGENT_UNIT, HELPER_UNIT } from '../../core/doctor/host-checks.js';
-import type { ConfigObservation, DiskObservation, KeyFile, KeysObservation, NtpObservation, UnitsObservation } from '../../core/doctor/observations.js';
+import type { CaFileObservation, ConfigObservation, DiskObservation, KeyFile, KeysObservation, NtpObservation, UnitsObservation } from '../../core/doctor/observations.js';
 import type { HostPaths } from '../../core/paths.js';
 import { agentFiles, readEnrollment } from '../../agent/agent-files.js';
 import { loadHostConfig } from '../../helper/config.js';
@@ -12,7 +12,8 @@ import { readNodeId } from '../../helper/receipts/node-id.js';
 import { systemdAvailable } from '../../helper/runners/systemd-runner.js';
 import { diskSpace } from '../../platform/disk.js';
 import { readRegularFile } from '../../platform/fs-atomic.js';
-import { parsePrivateKey, parsePublicKey, rawPublicKey } from '../../platform/keys.js';
+import { loadTrustedKeys, parsePrivateKey, parsePublicKey, rawPublicKey } from '../../platform/keys.js';
+import { readTrustedFile, trustScope, type TrustScope } from '../../platform/trusted-file.js';
 import { lookupGroup, lookupUser } from '../../platform/users.js';
 
 const TOOL_ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' };
@@ -75,15 +76,39 @@ async function readRecord<T extends object>(read: () => Promise<T | null>): Prom
   }
 }
 
-async function listTrustedKeys(dir: string): Promise<KeysObservation['trustedKeys']> {
+// The trust rule as the helper applies it (platform/trusted-file.ts): in production it is root;
+// under a root prefix it runs as the current user, who stands in for root.
+export function helperTrustScope(paths: HostPaths, folder: string): TrustScope {
+  return { ...trustScope(folder, paths.root), uid: paths.root ? (process.geteuid?.() ?? 0) : 0 };
+}
+
+// Every trusted-keys/<app>/*.pub, each with why the helper would ignore it (null: it is trusted).
+async function listTrustedKeys(paths: HostPaths): Promise<KeysObservation['trustedKeys']> {
   const out: KeysObservation['trustedKeys'] = [];
+  const dir = paths.trustedKeysDir;
   const apps = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
   for (const app of apps.filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
-    const names = await fsp.readdir(path.join(dir, app)).catch(() => [] as string[]);
-    for (const name of names.filter((n) => n.endsWith('.pub')).sort()) {
-      const file = path.join(dir, app, name);
-      const k = await readKey(file, 'public');
-      out.push({ file, error: k.state === 'invalid' ? k.error : null });
+    try {
+      const got = await loadTrustedKeys(path.join(dir, app), helperTrustScope(paths, path.join(dir, app)));
+      out.push(...got.files.map((file) => ({ file, error: null })), ...got.ignored.map((i) => ({ file: i.file, error: i.why })));
+    } catch (err) {
+      out.push({ file: path.join(dir, app), error: message(err) });
+    }
+  }
+  return out.sort((a, b) => a.file.localeCompare(b.file));
+}
+
+// The CA files the host config names, each read as the helper (fetch.caFile) or doctor's own
+// clock probe (controlPlane.caFile) would: through the trust rule.
+export async function gatherCaFiles(paths: HostPaths, config: ConfigObservation): Promise<CaFileObservation[]> {
+  if (!config.ok) return [];
+  const out: CaFileObservation[] = [];
+  for (const { setting, file } of config.caFiles) {
+    try {
+      const got = await readTrustedFile(file, helperTrustScope(paths, path.dirname(file)), 4 * 1024 * 1024);
+      out.push(got.state === 'ok' ? { setting, file, state: 'ok' } : got.state === 'missing' ? { setting, file, state: 'missing' } : { setting, file, state: 'untrusted', why: got.why });
+    } catch (err) {
+      out.push({ setting, file, state: 'untrusted', why: message(err) });
     }
   }
   return out;
@@ -97,7 +122,7 @@ export async function gatherKeys(paths: HostPaths): Promise<KeysObservation> {
     helperPubFile: paths.helperPub,
     helperKey: await readKey(paths.helperKey, 'private'),
     helperPub: await readKey(paths.helperPub, 'public'),
-    trustedKeys: await listTrustedKeys(paths.trustedKeysDir),
+    trustedKeys: await listTrustedKeys(paths),
     nodeStateFile: paths.nodeState,
     enrollmentFile: files.enrollment,
     nodeState: await readRecord(async () => {
@@ -133,6 +158,10 @@ export async function gatherConfig(paths: HostPaths): Promise<ConfigObservation>
       file,
       apps: Object.entries(c.apps).map(([name, a]) => ({ name, runner: a.runner })),
       controlPlane: c.controlPlane ?? null,
+      caFiles: [
+        ...(c.fetch.caFile ? [{ setting: 'fetch.caFile' as const, file: c.fetch.caFile }] : []),
+        ...(c.controlPlane?.caFile ? [{ setting: 'controlPlane.caFile' as const, file: c.controlPlane.caFile }] : []),
+      ],
       diskReserveBytes: c.fetch.diskReserveBytes,
     };
   } catch (err) {

@@ -2,7 +2,7 @@
 // with the pure checks of src/core/doctor/.
 import path from 'node:path';
 import type { CheckResult } from '../../core/doctor/check-result.js';
-import { checkClock, checkConfig, checkDisk, checkKeys, checkSockets, checkUnits, controlPlaneOf } from '../../core/doctor/host-checks.js';
+import { checkCaFiles, checkClock, checkConfig, checkDisk, checkKeys, checkSockets, checkUnits, controlPlaneOf } from '../../core/doctor/host-checks.js';
 import { layoutRules } from '../../core/doctor/layout-rules.js';
 import type { Entry, SocketsObservation } from '../../core/doctor/observations.js';
 import { checkPermissions } from '../../core/doctor/permission-checks.js';
@@ -11,7 +11,7 @@ import type { StatusResult } from '../../helper/ops/status.js';
 import { callHelper, pickSocket } from '../../protocol/client.js';
 import { probeControlPlaneClock } from './control-plane-clock.js';
 import { gatherAncestors, gatherOwners, lstatEntry, readByRoot, walkTrees } from './gather-files.js';
-import { gatherConfig, gatherDisk, gatherKeys, gatherNtp, gatherUnits } from './gather-host.js';
+import { gatherCaFiles, gatherConfig, gatherDisk, gatherKeys, gatherNtp, gatherUnits, helperTrustScope } from './gather-host.js';
 
 const STATUS_TIMEOUT_MS = 5_000;
 
@@ -44,8 +44,12 @@ export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}
     (e): e is Entry => e !== null,
   );
   const ancestors = await gatherAncestors(paths, roots);
+  const caFiles = await gatherCaFiles(paths, config);
   const cp = controlPlaneOf(config, keys);
-  const skew = cp ? { ...(await probeControlPlaneClock(cp.settings)), ...(cp.from ? { from: cp.from } : {}) } : ({ state: 'no-control-plane' } as const);
+  const caFile = cp?.settings.caFile;
+  const skew = cp
+    ? { ...(await probeControlPlaneClock(cp.settings, { caTrust: caFile ? helperTrustScope(paths, path.dirname(caFile)) : undefined })), ...(cp.from ? { from: cp.from } : {}) }
+    : ({ state: 'no-control-plane' } as const);
   const enrolled = keys.nodeState.state === 'ok';
   const reserve = config.ok ? config.diskReserveBytes : 10 * 1024 * 1024;
   return [
@@ -54,6 +58,7 @@ export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}
     ...checkPermissions(walk, extra, layoutRules(paths), owners, ancestors),
     ...checkKeys(keys),
     checkConfig(config),
+    ...checkCaFiles(caFiles),
     ...checkClock(ntp, skew),
     ...disk.map((d) => checkDisk(d, reserve)),
   ];

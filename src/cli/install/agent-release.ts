@@ -26,6 +26,16 @@ export interface AgentReleaseResult {
   version: string;
 }
 
+// What `current` of steward-agent is: valid, or absent (a first install). One that is there but
+// not a valid release is refused (RELEASE_INVALID): install checks it before it changes anything.
+export async function readAgentCurrent(paths: HostPaths): Promise<{ state: 'valid'; version: string } | { state: 'absent' }> {
+  const cur = await readCurrent(paths, AGENT_APP);
+  if (cur.state === 'invalid') {
+    throw new StewardError('RELEASE_INVALID', `${AGENT_APP}: current is not a valid release (${cur.why}); \`agentctl recover ${AGENT_APP}\` once the helper runs`);
+  }
+  return cur;
+}
+
 // Installs the agent from the steward package at `pkgRoot` as the first release of the app
 // `steward-agent`, through the helper's own staging (trust, refusals, safe extraction, read-only
 // durable tree, marker last) and atomic `current` swap. What it does, by what is there:
@@ -38,7 +48,7 @@ export interface AgentReleaseResult {
 // Later updates need a manifest signed by a key in /etc/steward/trusted-keys/steward-agent/.
 export async function installAgentRelease(pkgRoot: string, paths: HostPaths): Promise<AgentReleaseResult> {
   const version = packageVersion(pkgRoot);
-  const cur = await readCurrent(paths, AGENT_APP);
+  const cur = await readAgentCurrent(paths);
   if (cur.state === 'valid') {
     if (cur.version === version) return { action: 'unchanged', version, detail: `current -> versions/${version}` };
     return {
@@ -46,9 +56,6 @@ export async function installAgentRelease(pkgRoot: string, paths: HostPaths): Pr
       version: cur.version,
       detail: `current -> versions/${cur.version}, left as it is (this package is ${version}): the agent is updated by steward (agentctl update ${AGENT_APP} ...)`,
     };
-  }
-  if (cur.state === 'invalid') {
-    throw new StewardError('RELEASE_INVALID', `${AGENT_APP}: current is not a valid release (${cur.why}); \`agentctl recover ${AGENT_APP}\` once the helper runs`);
   }
 
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'steward-agent-release-'));

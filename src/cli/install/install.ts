@@ -4,11 +4,11 @@ import { StewardError } from '../../core/errors.js';
 import { AGENT_APP } from '../../core/names.js';
 import { hostPaths } from '../../core/paths.js';
 import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
-import { packageRoot } from '../../platform/own-version.js';
 import { lookupGroup, lookupUser } from '../../platform/users.js';
 import { installAgentRelease } from './agent-release.js';
 import { trustAgentKey } from './agent-key.js';
 import { installCode } from './copy-code.js';
+import { checkInstallInputs } from './install-inputs.js';
 import {
   AGENT_APP_CONFIG, AGENT_UNIT, CODE_ITEMS, CONFIG_DIR, DEFAULT_CONFIG, DROPPED_FILES, HELPER_UNIT, LIB_DIR, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step,
 } from './install-layout.js';
@@ -31,11 +31,9 @@ export interface InstallOptions {
 export async function installSteward(opts: InstallOptions): Promise<Step[]> {
   requireRoot('install');
   requireSystemd('install');
-  const pkg = packageRoot();
-  if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package (package.json) to install from');
-  if (!existsSync('/usr/bin/node')) {
-    throw new StewardError('CONFIG_INVALID', `the units run /usr/bin/node, which does not exist here (this agentctl runs ${process.execPath}); install Node 20+ as /usr/bin/node`);
-  }
+  const paths = hostPaths('');
+  // Every input is checked before the first change: nothing is written for a bad one.
+  const { pkg, agentKey, config } = await checkInstallInputs(paths, { agentKey: opts.agentKey });
   const steps: Step[] = [];
   const did = (step: string, action: Step['action'], detail: string) => {
     const s = { step, action, detail };
@@ -85,26 +83,24 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
   }
 
   // 5. The helper key (the helper would make it at its first start; enrollment needs it earlier).
-  const paths = hostPaths('');
   const hadKey = existsSync(paths.helperKey);
   const key = await loadOrCreateHelperKey(paths);
   did('helper key', hadKey ? 'unchanged' : 'created', `${paths.helperKey} (keyId ${key.keyId}), ${paths.helperPub}`);
 
   // 6. A default host config, never overwriting one.
   await checkRootFolder(CONFIG_DIR);
-  if (existsSync(paths.configFile) || (await fsp.lstat(paths.configFile).then(() => true, () => false))) {
+  if (config) {
     did('config', 'unchanged', `${paths.configFile} exists and is left as it is`);
   } else {
     await writeIfChanged(paths.configFile, Buffer.from(JSON.stringify(DEFAULT_CONFIG, null, 2) + '\n'), 0o644);
     did('config', 'created', `${paths.configFile} with the app ${AGENT_APP} (runner unit)`);
   }
-  const agentEntry = await configHasAgent(paths.configFile);
-  if (!agentEntry) {
+  if (config && !Object.prototype.hasOwnProperty.call(config.apps, AGENT_APP)) {
     did('config agent', 'skipped', `${paths.configFile} has no app ${AGENT_APP}: steward cannot update the agent until you add "${AGENT_APP}": ${JSON.stringify(AGENT_APP_CONFIG)} and restart ${HELPER_UNIT}`);
   }
 
   // 7. The agent as a release of the app steward-agent, and the key its updates must be signed by.
-  const trust = await trustAgentKey(paths, opts.agentKey);
+  const trust = await trustAgentKey(paths, agentKey);
   did('agent key', trust.action, trust.detail);
   const agent = await installAgentRelease(pkg, paths);
   did('agent release', agent.action, agent.detail);
@@ -136,17 +132,6 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
     }
   }
   return steps;
-}
-
-// Whether the host config names the app steward-agent (an unreadable config says no: the
-// helper reports its own error about it at start).
-async function configHasAgent(file: string): Promise<boolean> {
-  try {
-    const cfg = JSON.parse(await fsp.readFile(file, 'utf8')) as { apps?: Record<string, unknown> };
-    return !!cfg.apps && Object.prototype.hasOwnProperty.call(cfg.apps, AGENT_APP);
-  } catch {
-    return false;
-  }
 }
 
 // Owner, group and mode of every folder a tmpfiles.d `d` line names, to tell whether

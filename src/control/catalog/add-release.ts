@@ -69,9 +69,10 @@ export async function addRelease(store: ControlStore, input: AddReleaseInput): P
   const manifest = signEnvelope(DOMAINS.manifest, payload, key);
   const keep = input.url === null;
   if (keep) {
-    await ensureDir(path.dirname(path.dirname(target)), 0o755);
-    await ensureDir(path.dirname(target), 0o755);
-    await writeFileAtomic(target, bytes, 0o644);
+    // Private, as the database beside them: steward-control serves them itself.
+    await ensureDir(path.dirname(path.dirname(target)), 0o700);
+    await ensureDir(path.dirname(target), 0o700);
+    await writeFileAtomic(target, bytes, 0o600);
   }
   store.write(() => {
     const again = readRelease(store, app, version);

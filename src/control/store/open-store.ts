@@ -1,7 +1,10 @@
 import Database from 'better-sqlite3';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fstatSync, openSync, constants as fsc } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
+import { logger } from '../../platform/log.js';
 import { SCHEMA_V1, STORE_SCHEMA_VERSION } from './schema.js';
+
+const log = logger('control:store');
 
 // The control plane's database. Several processes (serve and CLI commands) may open one file at
 // once: WAL lets readers run beside a writer, busy_timeout waits for the write lock.
@@ -25,6 +28,8 @@ export function openStore(file: string, opts: { create?: boolean } = {}): Contro
   }
   let db: Database.Database;
   try {
+    if (opts.create !== false) createPrivate(file);
+    tightenLoose(file);
     db = new Database(file);
   } catch (err) {
     throw new StewardError('IO_ERROR', `cannot open the control plane database ${file}: ${(err as Error).message}`, { cause: err });
@@ -54,6 +59,51 @@ export function openStore(file: string, opts: { create?: boolean } = {}): Contro
     },
     close: () => db.close(),
   };
+}
+
+// Why 0600 whatever the umask: the store holds every node's keys, hostnames and receipts, and
+// the catalog. SQLite gives the -wal and -shm files it makes the database file's own mode.
+function createPrivate(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw err;
+  }
+  try {
+    fchmodSync(fd, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// A store made group- or other-readable (by an older steward-control, or by hand) is made
+// private again, through its open fd, and said so: leaving it readable would leave the data
+// open to every account on the machine. What this process may not chmod is logged and left.
+function tightenLoose(file: string): void {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    let fd: number;
+    try {
+      fd = openSync(f, fsc.O_RDONLY | fsc.O_NONBLOCK);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || (st.mode & 0o077) === 0) continue;
+      const mode = st.mode & 0o7777;
+      try {
+        fchmodSync(fd, mode & 0o700);
+        log('made %s private: mode %s was readable or writable by group or others, now %s', f, mode.toString(8), (mode & 0o700).toString(8));
+      } catch (err) {
+        log('%s is mode %s, readable by group or others, and cannot be made private: %s', f, mode.toString(8), (err as Error).message);
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
 }
 
 function migrate(db: Database.Database, file: string): void {

@@ -1,7 +1,7 @@
 // The pure checks of `agentctl doctor` besides permissions: each takes observations and returns
 // results; none does I/O. Thresholds are exported so the tests and the docs name the same numbers.
 import { fail, octal, ok, warn, type CheckResult } from './check-result.js';
-import type { ConfigObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SkewObservation, SocketsObservation, UnitsObservation } from './observations.js';
+import type { CaFileObservation, ConfigObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SkewObservation, SocketsObservation, UnitsObservation } from './observations.js';
 
 // The control plane the agent talks to, as steward-agent picks it: the host config's
 // controlPlane, else the URL the node enrolled with (no caFile then, as for the agent). `from`
@@ -80,10 +80,10 @@ export function checkKeys(obs: KeysObservation): CheckResult[] {
   else out.push(ok('helper key', `${obs.helperKeyFile} is Ed25519 and matches helper.pub`));
 
   const bad = obs.trustedKeys.filter((t) => t.error !== null);
-  for (const t of bad) out.push(fail('trusted keys', `${t.file}: ${t.error}`));
+  for (const t of bad) out.push(fail('trusted keys', `${t.file}: ${t.error}; the helper ignores it`));
   if (bad.length === 0) {
     if (obs.trustedKeys.length === 0) out.push(warn('trusted keys', 'no trusted release keys: signed updates will be refused (SIGNATURE_INVALID)'));
-    else out.push(ok('trusted keys', `${obs.trustedKeys.length} Ed25519 key(s) parse`));
+    else out.push(ok('trusted keys', `${obs.trustedKeys.length} Ed25519 key(s) parse and pass the trust rule`));
   }
   out.push(checkEnrollment(obs));
   return out;
@@ -106,6 +106,16 @@ export function checkConfig(obs: ConfigObservation): CheckResult {
   if (!obs.ok) return fail('config', obs.error);
   if (obs.apps.length === 0) return warn('config', `${obs.file} loads but names no apps`);
   return ok('config', `${obs.file}: ${obs.apps.map((a) => `${a.name} (${a.runner})`).join(', ')}`);
+}
+
+// ca file: each CA file the host config names passes the trust rule (the helper refuses to fetch
+// with one that does not: CONFIG_INVALID). Nothing to say when none is named.
+export function checkCaFiles(obs: readonly CaFileObservation[]): CheckResult[] {
+  return obs.map((c) => {
+    if (c.state === 'ok') return ok('ca file', `${c.setting} ${c.file} passes the trust rule`);
+    if (c.state === 'missing') return fail('ca file', `${c.setting} ${c.file} does not exist`);
+    return fail('ca file', `${c.setting} ${c.file} is not trusted: ${c.why}`);
+  });
 }
 
 function minutes(ms: number): string {

@@ -63,6 +63,7 @@ export interface KeysObservation {
   helperPubFile: string;
   helperKey: KeyFile;
   helperPub: KeyFile;
+  // Each *.pub (or a folder none of whose keys is trusted) and why the helper ignores it, or null.
   trustedKeys: Array<{ file: string; error: string | null }>;
   nodeStateFile: string;
   enrollmentFile: string;
@@ -70,9 +71,21 @@ export interface KeysObservation {
   enrollment: EnrollmentRecord;
 }
 
-export type ConfigObservation = Probe<{ file: string; apps: Array<{ name: string; runner: string }>; controlPlane: { url: string; caFile?: string | undefined; insecure?: boolean | undefined } | null; diskReserveBytes: number }> & {
+export type ConfigObservation = Probe<{
+  file: string;
+  apps: Array<{ name: string; runner: string }>;
+  controlPlane: { url: string; caFile?: string | undefined; insecure?: boolean | undefined } | null;
+  // The CA files the config names: the helper's fetches read fetch.caFile as root.
+  caFiles: Array<{ setting: CaSetting; file: string }>;
+  diskReserveBytes: number;
+}> & {
   file: string;
 };
+
+export type CaSetting = 'fetch.caFile' | 'controlPlane.caFile';
+
+// One CA file read through the trust rule (platform/trusted-file.ts).
+export type CaFileObservation = { setting: CaSetting; file: string } & ({ state: 'ok' } | { state: 'missing' } | { state: 'untrusted'; why: string });
 
 export type NtpObservation = { state: 'synced' } | { state: 'not-synced' } | { state: 'unavailable'; why: string };
 

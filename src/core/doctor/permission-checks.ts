@@ -35,13 +35,14 @@ export function writeRuleViolation(e: Entry, owners: Owners): string | null {
   return problems.length ? `root reads it, but ${problems.join(', ')}` : null;
 }
 
-// What is wrong with a folder above a walked tree (/opt, /var/lib, ...), or null: whoever may
-// write to it could swap the whole tree. A sticky folder (such as /tmp) is fine.
+// What is wrong with a folder above a walked tree (/opt, /var/lib, ...) up to the root prefix, or
+// null: whoever may write to it could swap the whole tree. A sticky bit does not make it fine:
+// the helper's trust rule (platform/trusted-file.ts) holds every folder from the prefix down.
 export function ancestorViolation(e: Entry, owners: Owners): string | null {
   if (e.type !== 'dir') return `is a ${e.type}, expected a folder`;
   const problems: string[] = [];
   if (e.uid !== owners.rootUid) problems.push(`owner uid ${e.uid}, expected ${ownerName(owners.rootUid, owners, 'root')}`);
-  if ((e.mode & 0o022) !== 0 && (e.mode & 0o1000) === 0) problems.push(`mode ${octal(e.mode)} is writable by group or others and not sticky`);
+  if ((e.mode & 0o022) !== 0) problems.push(`mode ${octal(e.mode)} is writable by group or others`);
   return problems.length ? `a folder above what root reads, but ${problems.join(', ')}` : null;
 }
 

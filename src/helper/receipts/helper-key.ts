@@ -1,10 +1,10 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
 import type { HostPaths } from '../../core/paths.js';
 import { generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, rawPublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { ensureDir, readRegularFile, writeFileAtomic } from '../../platform/fs-atomic.js';
+import { readTrustedFile, trustRule, trustScope, type TrustScope } from '../../platform/trusted-file.js';
 
 const log = logger('helper:receipts');
 const MAX_PEM = 16 * 1024;
@@ -34,8 +34,7 @@ export function loadOrCreateHelperKey(paths: HostPaths): Promise<HelperKey> {
 async function loadOrCreate(paths: HostPaths): Promise<HelperKey> {
   await ensureDir(paths.varLib, 0o755);
   await ensureDir(paths.keysDir, 0o700);
-  await checkOwner(paths.keysDir);
-  let privateKey = await readPrivateKey(paths.helperKey);
+  let privateKey = await readHelperKey(paths);
   if (!privateKey) {
     const kp = generateKeyPair();
     await writeFileAtomic(paths.helperKey, kp.privatePem, 0o600);
@@ -47,27 +46,27 @@ async function loadOrCreate(paths: HostPaths): Promise<HelperKey> {
   return { privateKey, publicKey, keyId: keyIdOf(publicKey) };
 }
 
+// keys/helper.key as loadOrCreateHelperKey reads it (the trust rule, 0600, Ed25519), or null
+// when there is none. Creates nothing: `agentctl install` checks it before any change.
+export function readHelperKey(paths: HostPaths): Promise<KeyObject | null> {
+  return readPrivateKey(paths.helperKey, trustScope(paths.keysDir, paths.root));
+}
+
 function refuse(file: string, why: string, cause?: unknown): never {
   throw new StewardError('STATE_INVALID', `${file}: ${why}; the helper key is refused (fix or remove it)`, cause === undefined ? {} : { cause });
 }
 
-// Why: as root, a key folder someone else owns would let them swap the key file.
-async function checkOwner(dir: string): Promise<void> {
-  const st = await fsp.lstat(dir);
-  const uid = process.geteuid?.() ?? st.uid;
-  if (st.uid !== uid) refuse(dir, `owned by uid ${st.uid}, not ${uid}`);
-}
-
-async function readPrivateKey(file: string): Promise<KeyObject | null> {
+// Why the trust rule (platform/trusted-file.ts): whoever could write the key file, or swap it
+// through a folder above it, could sign receipts as this host.
+async function readPrivateKey(file: string, trust: TrustScope): Promise<KeyObject | null> {
   let got;
   try {
-    got = await readRegularFile(file, MAX_PEM);
+    got = await readTrustedFile(file, trust, MAX_PEM);
   } catch (err) {
     refuse(file, (err as Error).message, err);
   }
-  if (!got) return null;
-  const uid = process.geteuid?.() ?? got.uid;
-  if (got.uid !== uid) refuse(file, `owned by uid ${got.uid}, not ${uid}`);
+  if (got.state === 'missing') return null;
+  if (got.state === 'untrusted') refuse(file, `${got.why} (${trustRule(trust)})`);
   if ((got.mode & 0o077) !== 0) refuse(file, `mode ${got.mode.toString(8)} lets group or others at the key (want 600)`);
   try {
     return parsePrivateKey(got.bytes);

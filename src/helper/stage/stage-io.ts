@@ -1,5 +1,6 @@
 import type { ExtractLimits, FetchSettings } from '../../core/config-schema.js';
 import type { Readable } from 'node:stream';
+import type { TrustScope } from '../../platform/trusted-file.js';
 
 export interface BytesResult {
   bytes: number;
@@ -24,6 +25,8 @@ export interface StageIO {
     maxBytes: number;
     settings: FetchSettings;
     caFile?: string;
+    // When set, the CA file must pass the trust rule (platform/trusted-file.ts).
+    caTrust?: TrustScope;
     allowFile?: boolean;
     signal?: AbortSignal;
     onProgress?: (bytes: number, total: number) => void;

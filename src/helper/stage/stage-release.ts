@@ -16,6 +16,7 @@ import { ensureDir, fsyncDir, removeTree, writeJsonAtomic } from '../../platform
 import type { Clock } from '../../platform/clock.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { logger } from '../../platform/log.js';
+import { trustScope } from '../../platform/trusted-file.js';
 import { readAppState } from '../state/app-state.js';
 import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
@@ -215,10 +216,14 @@ interface Trust {
 async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> {
   const { app, version } = input;
   if (input.manifest) {
+    const trustedDir = input.trustedDir ?? trustedKeysFor(deps.paths, app);
     const m = await verifyManifest(input.manifest, {
       app,
       version,
-      trustedDir: input.trustedDir ?? trustedKeysFor(deps.paths, app),
+      trustedDir,
+      // trusted-keys/<app>/ is held to the trust rule from the root prefix down; install's
+      // one-time folder (outside the layout) from itself down.
+      trust: trustScope(trustedDir, input.trustedDir ? undefined : deps.paths.root),
       now: deps.clock.now(),
     });
     if (input.integrity && input.integrity !== m.payload.integrity) {
@@ -282,7 +287,7 @@ async function obtainBytes(
     destFile,
     maxBytes: trust.size,
     settings: config.fetch,
-    ...(config.fetch.caFile ? { caFile: config.fetch.caFile } : {}),
+    ...(config.fetch.caFile ? { caFile: config.fetch.caFile, caTrust: trustScope(path.dirname(config.fetch.caFile), deps.paths.root) } : {}),
     allowFile: input.kind === 'admin',
     onProgress,
   });

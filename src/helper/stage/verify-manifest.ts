@@ -2,7 +2,11 @@ import { refusalOf } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
 import { manifestPayloadChecker } from '../../core/release-check.js';
 import type { Envelope, ManifestPayload } from '../../core/release-schemas.js';
-import { DOMAINS, loadPublicKeys, openEnvelope } from '../../platform/keys.js';
+import { DOMAINS, loadTrustedKeys, openEnvelope } from '../../platform/keys.js';
+import { logger } from '../../platform/log.js';
+import { trustRule, type TrustScope } from '../../platform/trusted-file.js';
+
+const log = logger('helper:stage');
 
 export interface VerifiedManifest {
   payload: ManifestPayload;
@@ -11,19 +15,23 @@ export interface VerifiedManifest {
 
 // Verifies a manifest envelope against the keys trusted for `app` (DESIGN §3.2, §6):
 // the signature over the exact payload bytes first, then the payload's schema, app,
-// version and expiry. Every failure is a StewardError with its reason code.
+// version and expiry. Every failure is a StewardError with its reason code. A key file that
+// breaks the trust rule (trusted-file.ts) is ignored, logged, and named if the manifest is
+// then refused.
 export async function verifyManifest(
   envelope: Envelope,
-  expect: { app: string; version: string; trustedDir: string; now: number },
+  expect: { app: string; version: string; trustedDir: string; trust: TrustScope; now: number },
 ): Promise<VerifiedManifest> {
-  const keys = await loadPublicKeys(expect.trustedDir);
+  const { keys, ignored } = await loadTrustedKeys(expect.trustedDir, expect.trust);
+  for (const i of ignored) log('ignoring an untrusted release key of app=%s: %s', expect.app, i.why);
+  const notTrusted = ignored.length ? `; not trusted: ${ignored.map((i) => i.why).join('; ')} (${trustRule(expect.trust)})` : '';
   if (keys.size === 0) {
-    throw new StewardError('SIGNATURE_INVALID', `no keys are trusted for app ${expect.app} (${expect.trustedDir} holds no *.pub)`);
+    throw new StewardError('SIGNATURE_INVALID', `no keys are trusted for app ${expect.app} (${expect.trustedDir} holds no trusted *.pub)${notTrusted}`);
   }
   const opened = openEnvelope(envelope, DOMAINS.manifest, keys);
   if (!opened.ok) {
     const why = {
-      'unknown-key': `is signed by key ${envelope.keyId}, which is not trusted for app ${expect.app} (${expect.trustedDir})`,
+      'unknown-key': `is signed by key ${envelope.keyId}, which is not trusted for app ${expect.app} (${expect.trustedDir})${notTrusted}`,
       'bad-signature': `signature does not verify with trusted key ${envelope.keyId}`,
       'bad-encoding': 'payload or signature is not canonical base64 of the right length',
       'bad-json': 'payload is not JSON',

@@ -1,0 +1,71 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { openStore } from '../../src/control/store/open-store.js';
+import { readSetting, writeSetting } from '../../src/control/store/settings.js';
+
+// The attack: steward-control's SQLite database (every node's keys, hostnames, receipts, the
+// signed catalog) and its -wal and -shm files created under the operator's umask, 0644 with the
+// usual 022: any account on the machine reads them. The store is created 0600 whatever the umask,
+// and a store left readable by group or others is made private at the next open.
+
+const mode = (f: string) => statSync(f).mode & 0o777;
+
+function withUmask<T>(mask: number, fn: () => T): T {
+  const old = process.umask(mask);
+  try {
+    return fn();
+  } finally {
+    process.umask(old);
+  }
+}
+
+test('a new database and its -wal and -shm files are 0600 even under umask 000', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-private-'));
+  try {
+    const file = path.join(dir, 'control.db');
+    withUmask(0o000, () => {
+      const store = openStore(file);
+      try {
+        store.write(() => writeSetting(store, 'probe', '1'));
+        assert.ok(existsSync(`${file}-wal`) && existsSync(`${file}-shm`), 'the store runs in WAL mode');
+        assert.deepEqual([file, `${file}-wal`, `${file}-shm`].map(mode), [0o600, 0o600, 0o600]);
+      } finally {
+        store.close();
+      }
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an existing database readable by others is made 0600 when it is opened, its data intact', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-private-'));
+  try {
+    const file = path.join(dir, 'control.db');
+    const first = openStore(file);
+    first.write(() => writeSetting(first, 'kept', 'yes'));
+    first.close();
+    chmodSync(file, 0o644);
+    // A -wal left behind 0664 (a crash, or a copy by hand) is tightened too.
+    const raw = new Database(file);
+    raw.pragma('wal_autocheckpoint = 0');
+    raw.prepare("INSERT INTO settings (key, value) VALUES ('pending', 'in the wal')").run();
+    chmodSync(`${file}-wal`, 0o664);
+    const store = openStore(file);
+    try {
+      assert.equal(mode(file), 0o600);
+      assert.equal(mode(`${file}-wal`), 0o600);
+      assert.equal(readSetting(store, 'kept'), 'yes');
+      assert.equal(readSetting(store, 'pending'), 'in the wal');
+    } finally {
+      store.close();
+      raw.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
