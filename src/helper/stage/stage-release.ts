@@ -130,6 +130,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
       archivePath: archive,
       dest: tree,
       limits: config.extract,
+      finalDir: versionDir(paths, app, version),
       onProgress: (p) => progress('extract', p.bytes),
     });
     // The archive was never fsynced (writeHashedFile): what the extraction read must be the
