@@ -71,7 +71,8 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   }
   // Every entry's path must fit PATH_MAX under dest and under finalDir (the tree is renamed
   // there, and run and removed from there): the longer of the two, with its '/'.
-  const prefixBytes = Math.max(...[job.dest, job.finalDir ?? ''].map((d) => Buffer.byteLength(path.resolve(d), 'utf8'))) + 1;
+  const folders = job.finalDir === undefined ? [job.dest] : [job.dest, job.finalDir];
+  const prefixBytes = Math.max(...folders.map((d) => Buffer.byteLength(path.resolve(d), 'utf8'))) + 1;
   const feed = new UnpackFeed(job.dest, job.limits, size, prefixBytes);
   const hash = createHash('sha512');
   const hashed = async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
