@@ -113,6 +113,14 @@ export function toStewardError(err: unknown, fallback: ReasonCode = 'INTERNAL', 
   return new StewardError(fallback, context ? `${context}: ${message}` : message, { cause: err });
 }
 
+// Whether `err`, or an error it was caused by, is a full disk: ENOSPC or EDQUOT, or DISK_FULL.
+export function isDiskFull(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof StewardError ? e.code === 'DISK_FULL' : ['ENOSPC', 'EDQUOT'].includes((e as NodeJS.ErrnoException).code ?? '')) return true;
+  }
+  return false;
+}
+
 // Truncates a message to at most `maxBytes` UTF-8 bytes without splitting a character.
 export function truncateUtf8(message: string, maxBytes = 512): string {
   const buf = Buffer.from(message, 'utf8');

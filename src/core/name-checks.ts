@@ -9,6 +9,10 @@ export const AGENT_APP = 'steward-agent';
 // App names become folder names and unit names (`steward-app-<app>`): lowercase
 // letters, digits, `-` and `_`, starting with a letter or digit.
 export const APP_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+// The receipts of apps not in the host config (a request naming one is refused UNKNOWN_APP)
+// share one receipts file under this name, which no app can have (it starts with `_`): a caller
+// naming made-up apps makes one bounded file, never one file per name.
+export const UNKNOWN_APPS_RECEIPTS = '_unknown-apps';
 export const ATTEMPT_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 // Exactly one SRI token with a sha512 digest (64 bytes, 88 base64 characters).
 export const INTEGRITY_RE = /^sha512-[A-Za-z0-9+/]{86}==$/;

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { isAppName } from './name-checks.js';
+import { isAppName, UNKNOWN_APPS_RECEIPTS } from './name-checks.js';
 import { isVersion } from './version.js';
 
 // Every absolute path of DESIGN §2 under a root prefix ('' in production).
@@ -90,8 +90,9 @@ export function stateFile(p: HostPaths, app: string): string {
 export function journalFile(p: HostPaths, app: string): string {
   return path.join(p.journalDir, `${checkApp(app)}.json`);
 }
+// receipts/<app>.json, or receipts/_unknown-apps.json for UNKNOWN_APPS_RECEIPTS.
 export function receiptsFile(p: HostPaths, app: string): string {
-  return path.join(p.receiptsDir, `${checkApp(app)}.json`);
+  return path.join(p.receiptsDir, `${app === UNKNOWN_APPS_RECEIPTS ? app : checkApp(app)}.json`);
 }
 export function supervisorFile(p: HostPaths, app: string): string {
   return path.join(p.supervisorDir, `${checkApp(app)}.json`);

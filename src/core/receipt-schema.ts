@@ -4,6 +4,7 @@ import { reasonSchema } from './journal-schema.js';
 import { envelopeSchema } from './release-schemas.js';
 import { RECEIPT_OUTCOMES } from './receipt-check.js';
 import { RECEIPT_SEQ_SCHEMA_VERSION, RECEIPTS_FILE_SCHEMA_VERSION } from './receipts-file-check.js';
+import { UNKNOWN_APPS_RECEIPTS } from './name-checks.js';
 
 // The constants live in zod-free modules (the helper's receipt store reads and writes without zod).
 export { RECEIPT_OUTCOMES, RECEIPT_SEQ_SCHEMA_VERSION, RECEIPTS_FILE_SCHEMA_VERSION };
@@ -42,7 +43,8 @@ export type ReceiptPayload = z.infer<typeof receiptPayloadSchema>;
 // latest non-refused attempt, whose receipt is never trimmed out of `receipts`.
 export const receiptsFileSchema = z.strictObject({
   schemaVersion: z.literal(RECEIPTS_FILE_SCHEMA_VERSION),
-  app: appNameSchema,
+  // The app, or UNKNOWN_APPS_RECEIPTS for the file the apps not in the config share.
+  app: z.union([appNameSchema, z.literal(UNKNOWN_APPS_RECEIPTS)]),
   lastTransaction: z.strictObject({ attemptId: attemptIdSchema, seq: seqSchema }).nullable(),
   receipts: z.array(envelopeSchema).max(1024),
 });

@@ -6,7 +6,7 @@
 import type { Checker } from './checker.js';
 import { checkEnvelope } from './envelope-check.js';
 import { isInt, isObject, onlyKeys } from './json-checks.js';
-import { APP_NAME_RE, ATTEMPT_ID_RE } from './name-checks.js';
+import { APP_NAME_RE, ATTEMPT_ID_RE, UNKNOWN_APPS_RECEIPTS } from './name-checks.js';
 import { checkReceiptPayload } from './receipt-check.js';
 import type { ReceiptPayload, ReceiptSeqFile, ReceiptsFile } from './receipt-schema.js';
 import type { Envelope } from './release-schemas.js';
@@ -21,7 +21,7 @@ const isSeq = (v: unknown): v is number => isInt(v, 1, SEQ_MAX);
 export function checkReceiptsFile(v: unknown): ReceiptsFile | null {
   if (!isObject(v) || !onlyKeys(v, ['schemaVersion', 'app', 'lastTransaction', 'receipts'])) return null;
   if (v.schemaVersion !== RECEIPTS_FILE_SCHEMA_VERSION) return null;
-  if (typeof v.app !== 'string' || !APP_NAME_RE.test(v.app)) return null;
+  if (typeof v.app !== 'string' || !(APP_NAME_RE.test(v.app) || v.app === UNKNOWN_APPS_RECEIPTS)) return null;
   let lastTransaction: ReceiptsFile['lastTransaction'] = null;
   if (v.lastTransaction !== null) {
     const t = v.lastTransaction;

@@ -32,6 +32,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     signer: { privateKey: key.privateKey, keyId: key.keyId },
     nodeId: () => readNodeId(paths),
     faults,
+    knownApp: (app) => Object.hasOwn(config.apps, app),
   });
   return {
     paths,

@@ -4,7 +4,8 @@ import { currentLink, versionDir, versionsDir, type HostPaths } from '../core/pa
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerChecker } from '../core/release-check.js';
 import type { Marker } from '../core/release-schemas.js';
 import { isVersion } from '../core/version.js';
-import { fsyncDir, readFileNoFollow, removeTree } from '../platform/fs-atomic.js';
+import { fsyncDir, readFileNoFollow } from '../platform/fs-atomic.js';
+import { removeOwnTree } from '../platform/remove-tree.js';
 import { cachedParse, keepParse } from '../platform/parse-cache.js';
 
 export type CurrentLink =
@@ -84,8 +85,10 @@ export async function listVersionDirs(paths: HostPaths, app: string): Promise<st
   }
 }
 
-// Removes versions/<ver>: the marker first, made durable, then the tree, so a crash
-// in between leaves a tree without a marker, which is never used and is cleaned at start.
+// Removes versions/<ver> whatever its shape: the marker first, made durable, then the tree,
+// so a crash in between leaves a tree without a marker, which is never used and is cleaned at
+// start. The marker's place may hold a folder or a symlink (an archive of an older steward put
+// it there): it goes the same way, never followed.
 export async function removeRelease(paths: HostPaths, app: string, version: string, afterMarker?: () => void): Promise<void> {
   const dir = versionDir(paths, app, version);
   const st = await fsp.lstat(dir).catch(() => null);
@@ -93,10 +96,10 @@ export async function removeRelease(paths: HostPaths, app: string, version: stri
   if (st.isDirectory()) {
     // The tree's top folder is read-only (0555): open it for the unlink, as its owner.
     await fsp.chmod(dir, 0o700);
-    await fsp.rm(path.join(dir, MARKER_FILE_NAME), { force: true });
+    await removeOwnTree(path.join(dir, MARKER_FILE_NAME));
     await fsyncDir(dir);
   }
   afterMarker?.();
-  await removeTree(dir);
+  await removeOwnTree(dir);
   await fsyncDir(versionsDir(paths, app));
 }

@@ -180,38 +180,8 @@ export async function ensureDir(dir: string, mode: number): Promise<void> {
   if ((st.mode & 0o7777) !== mode) chmodSync(dir, mode);
 }
 
-// Removes a tree that may hold read-only folders: makes each folder writable by its
-// owner first (needed when not root), never following symlinks, then removes it.
-export async function removeTree(dir: string): Promise<void> {
-  let st;
-  try {
-    st = await fsp.lstat(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  if (st.isDirectory() && process.getuid?.() !== 0) await makeFoldersWritable(dir);
-  await fsp.rm(dir, { recursive: true, force: true });
-}
-
-async function makeFoldersWritable(dir: string): Promise<void> {
-  const stack = [dir];
-  while (stack.length) {
-    const d = stack.pop() as string;
-    await fsp.chmod(d, 0o700).catch(() => {});
-    let names: string[] = [];
-    try {
-      names = await fsp.readdir(d);
-    } catch {
-      continue;
-    }
-    for (const n of names) {
-      const p = path.join(d, n);
-      const s = await fsp.lstat(p).catch(() => null);
-      if (s?.isDirectory()) stack.push(p);
-    }
-  }
-}
+// Tree removal lives in remove-tree.ts; re-exported for the callers that import it from here.
+export { removeTree } from './remove-tree.js';
 
 // Opens `file` without following a symlink (and without blocking on a FIFO) and returns its
 // bytes and fstat, or null when it does not exist. Anything other than a regular file of at

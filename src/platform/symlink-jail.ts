@@ -33,6 +33,8 @@ export function findSymlinkEscape(root: string, linkRel: string): string | null 
       st = fs.lstatSync(abs);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
+      // A chain of symlinks can resolve to a path no entry has: one the kernel cannot resolve either.
+      if (code === 'ENAMETOOLONG') return `symlink target ${JSON.stringify(first)} resolves to a path over the kernel's PATH_MAX`;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
       real = false;
       continue;

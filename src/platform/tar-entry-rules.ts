@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { ExtractLimits } from '../core/config-schema.js';
+import { MARKER_FILE_NAME } from '../core/release-check.js';
 
 // The part of a node-tar ReadEntry the rules read: what node-tar will act on.
 export interface EntryHeader {
@@ -7,7 +8,16 @@ export interface EntryHeader {
   type: string;
   linkpath?: string | undefined;
   size?: number | undefined;
+  // node-tar's Dates from the header or a pax record; an Invalid Date when out of range.
+  mtime?: Date | undefined;
+  atime?: Date | undefined;
 }
+
+// Linux limits (linux/limits.h): a path handed to a system call, its NUL included, and one
+// component of it. An entry the kernel would refuse is refused before anything is written, as
+// UNSAFE_ARCHIVE: the archive's fault, not an I/O error of the host.
+export const PATH_MAX = 4096;
+export const NAME_MAX = 255;
 
 export type EntryVerdict = { verdict: 'write' } | { verdict: 'skip' } | { verdict: 'refuse'; message: string };
 
@@ -39,14 +49,28 @@ export function normalizeEntryPath(p: string): string {
   return trimmed === '.' ? '' : trimmed;
 }
 
+// The component of `rel` longer than NAME_MAX bytes, if any.
+function overlongComponent(rel: string): string | undefined {
+  return rel.split('/').find((c) => Buffer.byteLength(c, 'utf8') > NAME_MAX);
+}
+
+function isValidDate(d: Date | undefined): boolean {
+  return d === undefined || Number.isFinite(d.getTime());
+}
+
 // Our rules for one archive entry, checked on its header before node-tar writes anything
 // (DESIGN §3.4). Stateful: it remembers every path so far, so one instance per archive.
+// `prefixBytes` is the length of the longest folder the tree will live in (its staging folder
+// or versions/<ver>), its trailing '/' included: every entry's full path must fit PATH_MAX there.
 export class EntryRules {
   entries = 0;
   declaredBytes = 0;
   private readonly kinds = new Map<string, Kind>();
 
-  constructor(private readonly limits: ExtractLimits) {}
+  constructor(
+    private readonly limits: ExtractLimits,
+    private readonly prefixBytes = 0,
+  ) {}
 
   check(e: EntryHeader): EntryVerdict {
     const refuse = (rule: string): EntryVerdict => ({ verdict: 'refuse', message: unsafeMessage(e.path, rule) });
@@ -64,11 +88,18 @@ export class EntryRules {
       // "./" is the tree root itself, as `tar -C dir .` writes it: skipped, so it cannot change dest's mode.
       return kind === 'dir' ? { verdict: 'skip' } : refuse('path is empty');
     }
-    const depth = rel.split('/').length;
-    if (depth > this.limits.maxDepth) return refuse(`path is deeper than ${this.limits.maxDepth} folders (${depth})`);
+    const parts = rel.split('/');
+    // Why: steward writes the marker into every tree last and trusts what it finds there; an
+    // archive's own, as a file, a folder or a symlink, would sit in versions/ before steward's.
+    if (parts[0] === MARKER_FILE_NAME) return refuse(`${MARKER_FILE_NAME} is the name of steward's marker; no archive may hold it`);
+    if (parts.length > this.limits.maxDepth) return refuse(`path is deeper than ${this.limits.maxDepth} folders (${parts.length})`);
     if (Buffer.byteLength(p, 'utf8') > this.limits.maxPathLength) {
       return refuse(`path is longer than ${this.limits.maxPathLength} bytes`);
     }
+    const limitRule = this.checkKernelLimits(rel);
+    if (limitRule) return refuse(limitRule);
+    // futimes(2) would fail with EINVAL on a time node-tar could not make a Date of.
+    if (!isValidDate(e.mtime) || !isValidDate(e.atime)) return refuse('its modification or access time is out of range (not a valid date)');
 
     this.declaredBytes += e.size ?? 0;
     if (this.declaredBytes > this.limits.maxBytes) {
@@ -76,11 +107,22 @@ export class EntryRules {
     }
 
     if (kind === 'symlink') {
-      const rule = this.checkLinkpath(rel, e.linkpath);
-      if (rule) return refuse(rule);
+      const linkRule = this.checkLinkpath(rel, e.linkpath);
+      if (linkRule) return refuse(linkRule);
     }
-    const rule = this.claimPath(rel, kind);
-    return rule ? refuse(rule) : { verdict: 'write' };
+    const claimRule = this.claimPath(rel, kind);
+    return claimRule ? refuse(claimRule) : { verdict: 'write' };
+  }
+
+  // NAME_MAX per component, and PATH_MAX for the entry's full path where the tree will live.
+  private checkKernelLimits(rel: string): string | null {
+    const long = overlongComponent(rel);
+    if (long !== undefined) return `a path component is ${Buffer.byteLength(long, 'utf8')} bytes, over the kernel's ${NAME_MAX}-byte NAME_MAX`;
+    const full = this.prefixBytes + Buffer.byteLength(rel, 'utf8');
+    if (full >= PATH_MAX) {
+      return `path is ${full} bytes once under the ${this.prefixBytes}-byte folder it is extracted into, over the kernel's ${PATH_MAX}-byte PATH_MAX`;
+    }
+    return null;
   }
 
   private checkLinkpath(rel: string, linkpath: string | undefined): string | null {
@@ -91,7 +133,10 @@ export class EntryRules {
     if (resolved === '..' || resolved.startsWith('../')) {
       return `symlink target ${JSON.stringify(linkpath)} points outside the tree`;
     }
-    return null;
+    // symlink(2) takes a target below PATH_MAX; resolving it walks each component.
+    if (Buffer.byteLength(linkpath, 'utf8') >= PATH_MAX) return `symlink target is over the kernel's ${PATH_MAX}-byte PATH_MAX`;
+    const rule = overlongComponent(linkpath) !== undefined ? this.checkKernelLimits(linkpath) : this.checkKernelLimits(resolved);
+    return rule ? `symlink target ${rule}` : null;
   }
 
   // Records `rel` and refuses a path seen twice, a non-folder replacing a folder, and any

@@ -40,12 +40,14 @@ export class UnpackFeed {
   // Symlinks are made by us after every file is written (see createSymlinks).
   private readonly symlinks: Array<{ path: string; target: string }> = [];
 
+  // `prefixBytes`: see EntryRules (the longest folder the tree will live in, with its '/').
   constructor(
     dest: string,
     private readonly limits: ExtractLimits,
     private readonly compressedSize: number,
+    prefixBytes = 0,
   ) {
-    this.rules = new EntryRules(limits);
+    this.rules = new EntryRules(limits, prefixBytes);
     this.writer = new TarTreeWriter(dest, (err) => this.fail(err instanceof StewardError ? err : fromTarError(err)));
     // Parsing only: owners are never applied (everything is ours), nothing is unlinked or
     // followed; what is written, and how, is TarTreeWriter's.

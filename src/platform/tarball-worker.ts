@@ -3,6 +3,7 @@
 // seals the tree. Posts progress about every 250 ms, then one 'done' or 'error'.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { parentPort } from 'node:worker_threads';
 import zlib from 'node:zlib';
@@ -15,6 +16,8 @@ import { checkAndSealTree, type SealedTree } from './tree-walk.js';
 export interface WorkerJob {
   archivePath: string;
   dest: string;
+  // Where the tree will live once staged (versions/<ver>), if not at dest.
+  finalDir?: string | undefined;
   limits: ExtractLimits;
 }
 
@@ -66,7 +69,11 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
     input.destroy();
     throw err;
   }
-  const feed = new UnpackFeed(job.dest, job.limits, size);
+  // Every entry's path must fit PATH_MAX under dest and under finalDir (the tree is renamed
+  // there, and run and removed from there): the longer of the two, with its '/'.
+  const folders = job.finalDir === undefined ? [job.dest] : [job.dest, job.finalDir];
+  const prefixBytes = Math.max(...folders.map((d) => Buffer.byteLength(path.resolve(d), 'utf8'))) + 1;
+  const feed = new UnpackFeed(job.dest, job.limits, size, prefixBytes);
   const hash = createHash('sha512');
   const hashed = async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     for await (const chunk of source) {

@@ -6,6 +6,9 @@ import type { WorkerJob, WorkerMessage } from './tarball-worker.js';
 export interface ExtractOptions {
   archivePath: string;
   dest: string; // must not exist yet; its parent is a 0700 staging folder the caller made
+  // Where the tree will be renamed to (versions/<ver>): entries whose path would not fit the
+  // kernel's PATH_MAX there (or at dest) are refused up front.
+  finalDir?: string;
   limits: ExtractLimits;
   onProgress?: (p: { entries: number; bytes: number }) => void;
   signal?: AbortSignal;
@@ -91,7 +94,7 @@ function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | 
     });
     worker.on('error', failed);
     worker.on('exit', exited);
-    const job: WorkerJob = { archivePath: opts.archivePath, dest: opts.dest, limits: opts.limits };
+    const job: WorkerJob = { archivePath: opts.archivePath, dest: opts.dest, finalDir: opts.finalDir, limits: opts.limits };
     worker.postMessage(job);
   });
 }

@@ -1,4 +1,4 @@
-import { isNothingChanged, StewardError } from '../../core/errors.js';
+import { isNothingChanged, StewardError, toStewardError, type ReasonCode } from '../../core/errors.js';
 import type { Journal } from '../../core/journal-schema.js';
 import type { UpdateAnswer } from '../../protocol/schemas.js';
 import { logger } from '../../platform/log.js';
@@ -38,30 +38,46 @@ export function answerFromReceipt(r: StoredReceipt): UpdateAnswer {
   };
 }
 
-// DESIGN §6: a refusal of a request that carried an attemptId produces a `refused` receipt.
-// Only refusals and release problems (nothing changed) do; the error is rethrown either way.
-export async function emitRefusal(
+// Requests the helper will not take, beside refusals and release problems: nothing changed.
+const REQUEST_REFUSALS: ReadonlySet<ReasonCode> = new Set(['FORBIDDEN', 'UNKNOWN_APP', 'BAD_REQUEST', 'NOT_FOUND']);
+
+// DESIGN §6: every attempt that carried an attemptId ends in a receipt, also one that ends
+// before its journal. A refusal, a release problem or a request not taken (nothing changed)
+// gets a `refused` receipt; any other failure (an I/O error while staging, a state file that
+// does not read, a bug) a `failed` one with the error's code as its reason, so that a rollout
+// halts at once instead of waiting for its verdict timeout. The error is rethrown either way,
+// as a StewardError (a raw errno error is IO_ERROR, or DISK_FULL; anything else INTERNAL).
+export async function endBeforeJournal(
   ctx: UpdateContext,
   err: unknown,
   req: { app: string; attemptId?: string | undefined; targetVersion: string | null; fromVersion: string | null; startedAt: number },
 ): Promise<never> {
-  if (err instanceof StewardError && req.attemptId && ctx.config.apps[req.app] && (isNothingChanged(err.code) || err.code === 'FORBIDDEN')) {
-    try {
-      await ctx.receipts.emit({
-        app: req.app,
-        attemptId: req.attemptId,
-        fromVersion: req.fromVersion,
-        targetVersion: req.targetVersion,
-        integrity: null,
-        outcome: 'refused',
-        startedAt: req.startedAt,
-        updatedAt: ctx.clock.now(),
-        reason: { code: err.code, message: err.message.slice(0, 512) },
-      });
-    } catch (e) {
-      log('refused receipt not written app=%s attempt=%s: %s', req.app, req.attemptId, (e as Error).message);
-    }
-    err.details.attemptId ??= req.attemptId;
+  const e = err instanceof StewardError ? err : toStewardError(err, isErrnoError(err) ? 'IO_ERROR' : 'INTERNAL', req.app);
+  if (!req.attemptId) throw e;
+  // A receipt other than `refused` must name its target (receipt-check.ts).
+  const refused = isNothingChanged(e.code) || REQUEST_REFUSALS.has(e.code) || req.targetVersion === null;
+  try {
+    await ctx.receipts.emit({
+      app: req.app,
+      attemptId: req.attemptId,
+      fromVersion: req.fromVersion,
+      targetVersion: req.targetVersion,
+      integrity: null,
+      outcome: refused ? 'refused' : 'failed',
+      startedAt: req.startedAt,
+      updatedAt: ctx.clock.now(),
+      reason: { code: e.code, message: e.message },
+      // No journal names this attempt: the journal's own receipt stays the one the start looks for.
+      ofJournal: false,
+    });
+  } catch (emitErr) {
+    log('receipt not written app=%s attempt=%s outcome=%s: %s', req.app, req.attemptId, refused ? 'refused' : 'failed', (emitErr as Error).message);
   }
-  throw err;
+  e.details.attemptId ??= req.attemptId;
+  throw e;
+}
+
+// Whether `err` is a system call's error (it carries an errno code such as ENOSPC or EIO).
+function isErrnoError(err: unknown): boolean {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && /^E[A-Z0-9]+$/.test((err as NodeJS.ErrnoException).code as string);
 }

@@ -1,4 +1,4 @@
-import { StewardError, toStewardError } from '../../core/errors.js';
+import { StewardError } from '../../core/errors.js';
 import { logger } from '../../platform/log.js';
 import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
 import type { AppLocks } from '../app-locks.js';
@@ -7,7 +7,7 @@ import { newAttemptId } from '../stage/stage-release.js';
 import { readCurrent } from '../release-store.js';
 import type { Attempts, ProgressLine } from '../update/attempts.js';
 import type { UpdateContext } from '../update/context.js';
-import { answerFromReceipt, emitRefusal } from './answer.js';
+import { answerFromReceipt, endBeforeJournal } from './answer.js';
 import { preflight } from './preflight.js';
 
 export interface TransactionCore extends UpdateContext {
@@ -56,13 +56,13 @@ export async function runTransaction(
   const attemptId = req.attemptId ?? newAttemptId(core.clock.now());
   const startedAt = core.clock.now();
   const cur = await readCurrent(core.paths, req.app).catch(() => null);
-  const refusal = { app: req.app, attemptId: req.attemptId, targetVersion: req.targetVersion, fromVersion: cur?.state === 'valid' ? cur.version : null, startedAt };
+  const facts = { app: req.app, attemptId: req.attemptId, targetVersion: req.targetVersion, fromVersion: cur?.state === 'valid' ? cur.version : null, startedAt };
   let lock;
   try {
     await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
     lock = await core.locks.acquire(req.app, { attemptId, op: req.op, phase: 'checks', startedAt });
   } catch (err) {
-    return emitRefusal(core, err, refusal);
+    return endBeforeJournal(core, err, facts);
   }
   const held = lock;
   const entry = core.attempts.start(attemptId, req.app, async (progress, accept) => {
@@ -84,9 +84,8 @@ export async function runTransaction(
       // journal's (recovered at the next start), never a `refused` receipt, which would take
       // the attemptId and keep the real outcome's receipt from ever being written.
       if (journaled) throw err;
-      // A file-system error before the journal (a hold or the state on a full disk) changed
-      // nothing: a full disk is the DISK_FULL refusal, anything else an IO_ERROR, never INTERNAL.
-      return emitRefusal(core, isErrnoError(err) ? toStewardError(err, 'IO_ERROR', req.app) : err, refusal);
+      // Before the journal: a refused receipt, or a failed one (staging met an I/O error).
+      return endBeforeJournal(core, err, facts);
     } finally {
       held.release();
     }
@@ -105,11 +104,6 @@ function acceptedOrDone(
 ): Promise<UpdateAnswer | AcceptedAnswer> {
   const accepted = entry.accepted.then((): AcceptedAnswer => ({ attemptId, app, accepted: true }));
   return Promise.race([accepted, core.attempts.follow(entry, relay)]);
-}
-
-// Whether `err` is a system call's error (it carries an errno code such as ENOSPC or EIO).
-function isErrnoError(err: unknown): boolean {
-  return !(err instanceof StewardError) && err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && /^E[A-Z0-9]+$/.test((err as NodeJS.ErrnoException).code as string);
 }
 
 export type { SocketKind };

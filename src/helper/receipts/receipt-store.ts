@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { constants as fsc, lstatSync, promises as fsp } from 'node:fs';
 import { mustCheck } from '../../core/checker.js';
 import { StewardError, truncateUtf8 } from '../../core/errors.js';
-import { APP_NAME_RE } from '../../core/name-checks.js';
+import { APP_NAME_RE, UNKNOWN_APPS_RECEIPTS } from '../../core/name-checks.js';
 import { receiptsFile, type HostPaths } from '../../core/paths.js';
 import type { ReceiptOutcome, ReceiptPayload, ReceiptsFile } from '../../core/receipt-schema.js';
 import {
@@ -41,6 +41,10 @@ export interface ReceiptInput {
   rollbackHealthy?: boolean;
   reason?: { code: string; message: string };
   logFile?: string;
+  // Whether this receipt is the one of the app's journal, which the helper's start looks for
+  // and which retention therefore keeps (lastTransaction). Default: every outcome but `refused`;
+  // false for an attempt that ended before it wrote a journal.
+  ofJournal?: boolean;
 }
 
 export interface StoredReceipt {
@@ -58,6 +62,10 @@ export interface ReceiptStoreOptions {
   groupFile?: string;
   // The fault seam (tests): steps of the receipts and seq writes may be made to fail.
   faults?: Faults;
+  // Whether `app` is in the host config. The receipts of other apps (UNKNOWN_APP refusals) all
+  // go into receipts/_unknown-apps.json, trimmed like any other: requests naming made-up apps
+  // make one bounded file, never one per name. Default: every app is known.
+  knownApp?: (app: string) => boolean;
 }
 
 interface AppReceipts {
@@ -102,7 +110,7 @@ export class ReceiptStore {
 
   // The receipt of one attempt, or null.
   async find(app: string, attemptId: string): Promise<StoredReceipt | null> {
-    return (await this.readApp(app))?.stored.find((r) => r.payload.attemptId === attemptId) ?? null;
+    return (await this.readApp(this.fileKey(app)))?.stored.find((r) => isOf(r, app, attemptId)) ?? null;
   }
 
   // The stored receipts of one app, or of every app, sorted by seq. Read under the host-wide
@@ -111,19 +119,27 @@ export class ReceiptStore {
   // above the highest it has seen (the agent's outbox) would then skip N forever.
   list(app?: string): Promise<StoredReceipt[]> {
     return withHostLock(this.opts.paths.varLib, async () => {
-      const apps = app === undefined ? await this.storedApps() : [app];
+      const keys = app === undefined ? await this.storedApps() : [this.fileKey(app)];
       const out: StoredReceipt[] = [];
-      for (const a of apps) out.push(...((await this.readApp(a))?.stored ?? []));
+      for (const k of keys) {
+        for (const r of (await this.readApp(k))?.stored ?? []) if (app === undefined || r.payload.app === app) out.push(r);
+      }
       return out.sort((x, y) => x.payload.seq - y.payload.seq);
     });
   }
 
+  // The receipts file an app's receipts live in: its own, or the one unknown apps share.
+  private fileKey(app: string): string {
+    return (this.opts.knownApp?.(app) ?? true) ? app : UNKNOWN_APPS_RECEIPTS;
+  }
+
   private async emitLocked(input: ReceiptInput): Promise<StoredReceipt> {
     const { paths } = this.opts;
-    const file = receiptsFile(paths, input.app);
+    const key = this.fileKey(input.app);
+    const file = receiptsFile(paths, key);
     // An unreadable receipts file throws here: it is never written over.
-    const current = await this.readApp(input.app);
-    const existing = current?.stored.find((r) => r.payload.attemptId === input.attemptId);
+    const current = await this.readApp(key);
+    const existing = current?.stored.find((r) => isOf(r, input.app, input.attemptId));
     if (existing) {
       log('receipt exists app=%s attemptId=%s seq=%d', input.app, input.attemptId, existing.payload.seq);
       return existing;
@@ -131,9 +147,10 @@ export class ReceiptStore {
     const seq = await this.allocate(input.app);
     const payload = await this.buildPayload(input, seq, await this.opts.nodeId());
     const envelope = signEnvelope(DOMAINS.receipt, payload, this.opts.signer.privateKey);
-    const lastTransaction = input.outcome === 'refused' ? (current?.file.lastTransaction ?? null) : { attemptId: input.attemptId, seq };
+    const ofJournal = input.ofJournal ?? input.outcome !== 'refused';
+    const lastTransaction = ofJournal ? { attemptId: input.attemptId, seq } : (current?.file.lastTransaction ?? null);
     const kept = trimReceipts([...(current?.stored ?? []), { envelope, payload }], lastTransaction);
-    const body: ReceiptsFile = { schemaVersion: RECEIPTS_FILE_SCHEMA_VERSION, app: input.app, lastTransaction, receipts: kept.map((r) => r.envelope) };
+    const body: ReceiptsFile = { schemaVersion: RECEIPTS_FILE_SCHEMA_VERSION, app: key, lastTransaction, receipts: kept.map((r) => r.envelope) };
     // From here the seq counts as used, even if a write below fails: a receipts file
     // renamed into place but not yet fsynced may already have been read by the agent.
     this.next = seq + 1;
@@ -152,7 +169,7 @@ export class ReceiptStore {
       () => {
         // What was just made durable is what the next emit would read back.
         const id = fileIdentity(file);
-        if (id !== null) this.parsed.set(input.app, { id, value: { file: body, stored: kept } });
+        if (id !== null) this.parsed.set(key, { id, value: { file: body, stored: kept } });
       },
     );
     log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
@@ -193,7 +210,7 @@ export class ReceiptStore {
         } catch (err) {
           // Another app's unreadable file must not stop this app's receipts; receipt-seq.json
           // already covers every seq except one lost between two writes of that very file.
-          if (a === app) throw err;
+          if (a === this.fileKey(app)) throw err;
           log('seq scan skips %s: %s', receiptsFile(paths, a), (err as Error).message);
         }
       }
@@ -203,9 +220,10 @@ export class ReceiptStore {
     return this.next;
   }
 
-  // An app's receipts file, parsed and checked; the result is kept while the file on disk is
-  // the same (same inode, size, mtime and ctime), since parsing 64 receipts and their payloads
-  // was most of an emit's CPU time. The file is only ever replaced by a rename (a new inode).
+  // An app's receipts file (or the one of the unknown apps, by its key), parsed and checked;
+  // the result is kept while the file on disk is the same (same inode, size, mtime and ctime),
+  // since parsing 64 receipts and their payloads was most of an emit's CPU time. The file is
+  // only ever replaced by a rename (a new inode).
   private async readApp(app: string): Promise<AppReceipts | null> {
     const file = receiptsFile(this.opts.paths, app);
     // Taken before the read: if the file changes in between, the next read sees another id.
@@ -218,7 +236,7 @@ export class ReceiptStore {
     if (data.app !== app) throw new StewardError('STATE_INVALID', `${file}: holds receipts of app ${data.app}`);
     const stored: StoredReceipt[] = [];
     for (const envelope of data.receipts) stored.push({ envelope, payload: await decodeStored(file, envelope) });
-    if (stored.some((r) => r.payload.app !== app)) throw new StewardError('STATE_INVALID', `${file}: holds a receipt of another app`);
+    if (app !== UNKNOWN_APPS_RECEIPTS && stored.some((r) => r.payload.app !== app)) throw new StewardError('STATE_INVALID', `${file}: holds a receipt of another app`);
     const value = { file: data, stored };
     if (id !== null) this.parsed.set(app, { id, value });
     return value;
@@ -232,7 +250,8 @@ export class ReceiptStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw err;
     }
-    return names.filter((n) => n.endsWith('.json') && APP_NAME_RE.test(n.slice(0, -5))).map((n) => n.slice(0, -5)).sort();
+    const keys = names.filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -5));
+    return keys.filter((k) => APP_NAME_RE.test(k) || k === UNKNOWN_APPS_RECEIPTS).sort();
   }
 
   // As root, receipts are readable by group `steward` (the agent); otherwise left as created.
@@ -241,6 +260,11 @@ export class ReceiptStore {
     this.group ??= lookupGroup('steward', this.opts.groupFile).then((g) => g?.gid ?? null);
     return this.group;
   }
+}
+
+// Whether a stored receipt is the one of `attemptId` of `app` (the unknown apps' file holds several apps).
+function isOf(r: StoredReceipt, app: string, attemptId: string): boolean {
+  return r.payload.attemptId === attemptId && r.payload.app === app;
 }
 
 // Keeps the newest RECEIPTS_KEPT receipts, oldest first; the receipt named by

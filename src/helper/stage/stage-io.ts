@@ -39,7 +39,14 @@ export interface StageIO {
   // extract() safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only,
   // hashing what it reads; cancel() ends it (and waits) if extract() was never called.
   prepareExtraction(): {
-    extract(opts: { archivePath: string; dest: string; limits: ExtractLimits; onProgress?: (p: { entries: number; bytes: number }) => void }): Promise<ExtractResultLike>;
+    extract(opts: {
+      archivePath: string;
+      dest: string;
+      // Where the tree is renamed to: entries must fit PATH_MAX there too.
+      finalDir?: string;
+      limits: ExtractLimits;
+      onProgress?: (p: { entries: number; bytes: number }) => void;
+    }): Promise<ExtractResultLike>;
     cancel(): Promise<void>;
   };
   // Throws DISK_FULL unless `needBytes` plus `reserveBytes` are free on the file system of `dir`.

@@ -12,7 +12,8 @@ import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostP
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerChecker } from '../../core/release-check.js';
 import type { Envelope, Marker } from '../../core/release-schemas.js';
 import type { SocketKind, StageResult } from '../../protocol/schemas.js';
-import { ensureDir, fsyncDir, removeTree, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { ensureDir, fsyncDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { removeOwnTree } from '../../platform/remove-tree.js';
 import type { Clock } from '../../platform/clock.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { logger } from '../../platform/log.js';
@@ -130,6 +131,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     const ex = await extractor.extract({
       archivePath: archive,
       dest: tree,
+      finalDir: versionDir(paths, app, version),
       limits: config.extract,
       onProgress: (p) => progress('extract', p.bytes),
     });
@@ -193,7 +195,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     throw e;
   } finally {
     await extractor?.cancel().catch((err) => log('could not end the extraction worker: %s', (err as Error).message));
-    await removeTree(work).catch((err) => log('could not remove %s: %s', work, (err as Error).message));
+    await removeOwnTree(work).catch((err) => log('could not remove %s: %s', work, (err as Error).message));
   }
 }
 

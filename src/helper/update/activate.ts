@@ -1,4 +1,4 @@
-import { StewardError, truncateUtf8 } from '../../core/errors.js';
+import { isDiskFull, StewardError, truncateUtf8 } from '../../core/errors.js';
 import { JOURNAL_SCHEMA_VERSION } from '../../core/journal-check.js';
 import type { Journal } from '../../core/journal-schema.js';
 import { nextQuarantine } from '../../core/quarantine.js';
@@ -116,11 +116,13 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   } catch (err) {
     if (err instanceof StewardError && err.details.blockedBy === 'DISK_FULL') throw err;
     // The way back failed too: the journal still says `activating`; block the app so that
-    // nothing else touches it until the next start recovers it (or an operator does).
-    await blockApp(ctx, app, state0, 'ACTIVATION_INTERRUPTED', `the rollback of ${attemptId} failed: ${(err as Error).message}`);
-    throw new StewardError('IO_ERROR', `${app}: ${verdict.reason}; and the rollback failed: ${(err as Error).message}; the app is blocked`, {
+    // nothing else touches it until the next start recovers it (or an operator does). On a full
+    // disk the way back fails at its first write, before its verdict: the block names the disk.
+    const blockedBy = isDiskFull(err) ? 'DISK_FULL' : 'ACTIVATION_INTERRUPTED';
+    await blockApp(ctx, app, state0, blockedBy, `the rollback of ${attemptId} failed: ${(err as Error).message}`);
+    throw new StewardError('IO_ERROR', `${app}: ${verdict.reason}; and the rollback failed: ${(err as Error).message}; the app is blocked (${blockedBy})`, {
       cause: err,
-      details: { attemptId },
+      details: { attemptId, blockedBy },
     });
   }
 }
@@ -253,10 +255,12 @@ async function startAndProbe(
   });
 }
 
-// Records `blocked` in state, or in memory when even that cannot be written.
-export async function blockApp(ctx: UpdateContext, app: string, state: AppState, reason: string, message: string): Promise<void> {
+// Records `blocked` in state, or only in memory when even that cannot be written (or the
+// state could not be read: `state` null); the next start's recovery blocks the app again.
+export async function blockApp(ctx: UpdateContext, app: string, state: AppState | null, reason: string, message: string): Promise<void> {
   const blocked = { reason, message: truncateUtf8(message, 512), since: ctx.clock.now() };
   ctx.blockedInMemory.set(app, blocked);
+  if (!state) return;
   await writeAppState(ctx.paths, app, { ...state, blocked }, ctx.faults).catch((err) =>
     log('could not persist blocked app=%s: %s', app, (err as Error).message),
   );

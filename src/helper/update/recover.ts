@@ -1,4 +1,4 @@
-import { truncateUtf8 } from '../../core/errors.js';
+import { isDiskFull, truncateUtf8 } from '../../core/errors.js';
 import { isTerminal } from '../../core/journal-check.js';
 import type { Journal } from '../../core/journal-schema.js';
 import { logger } from '../../platform/log.js';
@@ -30,8 +30,7 @@ export async function recoverApp(ctx: UpdateContext, app: string): Promise<Recov
   if (read.state === 'invalid') {
     // Never rewritten until `agentctl recover`: the operator must look at it.
     const state = await readAppState(ctx.paths, app).catch(() => null);
-    if (state) await blockApp(ctx, app, state, 'JOURNAL_INVALID', read.why);
-    else ctx.blockedInMemory.set(app, { reason: 'JOURNAL_INVALID', message: truncateUtf8(read.why, 512), since: ctx.clock.now() });
+    await blockApp(ctx, app, state, 'JOURNAL_INVALID', read.why);
     return { app, action: 'blocked', reason: 'JOURNAL_INVALID', message: read.why };
   }
   const j = read.journal;
@@ -42,7 +41,18 @@ export async function recoverApp(ctx: UpdateContext, app: string): Promise<Recov
     log('re-emitted receipt app=%s attempt=%s', app, j.attemptId);
     return { app, action: 'receipt-reemitted', attemptId: j.attemptId };
   }
-  return recoverInterrupted(ctx, j);
+  return recoverInterrupted(ctx, j).catch((err) => blockUnrecovered(ctx, j, err));
+}
+
+// The recovery itself failed (its first write on a disk still full, say): the journal still
+// says `activating`, so the app is blocked, in memory at least, and no request acts on it until
+// a start recovers it or an operator runs `agentctl recover`.
+async function blockUnrecovered(ctx: UpdateContext, j: Journal, err: unknown): Promise<RecoveryOutcome> {
+  const reason = isDiskFull(err) ? 'DISK_FULL' : 'ACTIVATION_INTERRUPTED';
+  const message = `${j.app}: the recovery of ${j.attemptId} failed: ${(err as Error).message}`;
+  log('recovery failed app=%s attempt=%s blocked=%s: %s', j.app, j.attemptId, reason, (err as Error).message);
+  await blockApp(ctx, j.app, await readAppState(ctx.paths, j.app).catch(() => null), reason, message);
+  return { app: j.app, action: 'blocked', reason, message };
 }
 
 // An activation whose verdict never became durable: stop every process of the app, point
@@ -101,7 +111,7 @@ async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<Recov
     await writeJournal(ctx.paths, ended, ctx.faults);
   } catch (err) {
     const state = await readAppState(ctx.paths, app).catch(() => null);
-    if (state) await blockApp(ctx, app, state, 'DISK_FULL', `recovery verdict not written: ${(err as Error).message}`);
+    await blockApp(ctx, app, state, 'DISK_FULL', `recovery verdict not written: ${(err as Error).message}`);
     return { app, action: 'blocked', reason: 'DISK_FULL', message: (err as Error).message };
   }
   // A block that only stood for "the verdict could not be written" ends with this verdict.

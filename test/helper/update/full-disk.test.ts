@@ -1,8 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, writeSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readlinkSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { StewardError } from '../../../src/core/errors.js';
 import { stagingDir } from '../../../src/core/paths.js';
@@ -11,54 +9,12 @@ import { readCurrent, readMarker } from '../../../src/helper/release-store.js';
 import { readAppState } from '../../../src/helper/state/app-state.js';
 import { readJournal } from '../../../src/helper/update/journal.js';
 import { assertHostSound, makeFaultHost, type FaultHost } from '../../helpers/fault-host.js';
+import { fillDisk, withSmallDisk } from '../../helpers/small-disk.js';
 
 // Issue 7 item 4, a REAL full disk: the host (release store and /var/lib/steward) lives on a
 // 16 MiB tmpfs, so ENOSPC comes from the kernel, not from the seam.
 
 const MiB = 1024 * 1024;
-
-// Mounts a tmpfs for the host; the release tarballs stay outside it. Root only: without root
-// the test is skipped with the reason, and under CI=true it fails instead.
-function withSmallDisk(t: { skip(msg: string): void }, fn: (root: string, scratch: string) => Promise<void>): Promise<void> | void {
-  const base = mkdtempSync(path.join(os.tmpdir(), 'steward-full-disk-'));
-  const disk = path.join(base, 'disk');
-  const scratch = path.join(base, 'scratch');
-  mkdirSync(disk, { mode: 0o755 });
-  mkdirSync(scratch);
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m,mode=0755', 'tmpfs', disk], { stdio: 'pipe' });
-  } catch (err) {
-    rmSync(base, { recursive: true, force: true });
-    const why = `mounting a tmpfs needs root (${(err as Error).message.split('\n')[0]})`;
-    if (process.env.CI === 'true') throw new Error(`CI=true: the full-disk test must run: ${why}`);
-    console.log(`full-disk test skipped: ${why}`);
-    t.skip(why);
-    return;
-  }
-  return fn(path.join(disk, 'root'), scratch).finally(() => {
-    execFileSync('umount', ['--lazy', disk]);
-    rmSync(base, { recursive: true, force: true });
-  });
-}
-
-// Fills the file system of `dir` to the last byte with one file; returns its path.
-function fillDisk(dir: string): string {
-  const file = path.join(dir, 'filler');
-  const fd = openSync(file, 'w');
-  try {
-    for (const size of [MiB, 64 * 1024, 4096]) {
-      const chunk = Buffer.alloc(size, 1);
-      try {
-        for (;;) writeSync(fd, chunk);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return file;
-}
 
 // The space of a failed stage comes back: within 2 s (once, a fresh clone saw less free space
 // right after a failed stage, never reproduced; a late return is printed, so a next one says
@@ -145,35 +101,4 @@ test('a disk full before the activation refuses it (DISK_FULL) and changes nothi
     assert.equal((await fh.update(fh.context(), '2.0.0', 'after-space-freed')).outcome, 'active');
   }));
 
-test('a disk that fills during the activation: the app is blocked with the journal activating; once space is freed the next start rolls back with one receipt', (t) =>
-  withSmallDisk(t, async (root, scratch) => {
-    const fh = await hostWithOne(root, scratch);
-    const ctx = fh.context();
-    await fh.stage(ctx, '2.0.0', MiB);
-    let filler: string | null = null;
-    // The disk fills as the new version starts: after the journal and the swap, before the verdict.
-    fh.onStart = () => {
-      if (filler === null) filler = fillDisk(root);
-    };
-    await assert.rejects(fh.update(ctx, '2.0.0', 'fills-up'), (err: unknown) => {
-      assert.ok(err instanceof StewardError, String(err));
-      // Not DISK_FULL: that code means nothing changed, and the journal was written.
-      assert.equal(err.code, 'IO_ERROR', err.message);
-      assert.match(err.message, /no space left on device/);
-      return true;
-    });
-    fh.onStart = undefined;
-    assert.ok(filler, 'the disk was filled during the activation');
-    const j = await readJournal(fh.paths, 'web');
-    assert.equal(j.state === 'ok' && j.journal.outcome, 'activating', 'the journal still says activating');
-    assert.ok(ctx.blockedInMemory.get('web') ?? (await readAppState(fh.paths, 'web')).blocked, 'the app is blocked');
-    // The way back stopped at its first write; current is still a complete release meanwhile.
-    assert.equal((await readCurrent(fh.paths, 'web')).state, 'valid', 'current is a complete release');
-
-    rmSync(filler);
-    await fh.restart();
-    const after = await assertHostSound(fh, { versions: ['1.0.0', '2.0.0'], highestAtLeast: '1.0.0' });
-    assert.equal(after.attemptId, 'fills-up');
-    assert.equal(after.outcome, 'rolled-back');
-    assert.equal(after.reason?.code, 'ACTIVATION_INTERRUPTED');
-  }));
+// A disk that fills during the activation: test/security/verdict-and-rollback-verdict-enospc.test.ts.
