@@ -8,6 +8,7 @@ import { packageRoot } from '../../platform/own-version.js';
 import { lookupGroup, lookupUser } from '../../platform/users.js';
 import { installAgentRelease } from './agent-release.js';
 import { trustAgentKey } from './agent-key.js';
+import { installLauncher } from './agentctl-launcher.js';
 import { installCode } from './copy-code.js';
 import {
   AGENT_APP_CONFIG, AGENT_UNIT, CODE_ITEMS, CONFIG_DIR, DEFAULT_CONFIG, DROPPED_FILES, HELPER_UNIT, LIB_DIR, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step,
@@ -67,6 +68,8 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
   await checkRootFolder(path.dirname(LIB_DIR));
   const code = pkg === LIB_DIR ? 'unchanged' : await installCode(pkg, CODE_ITEMS, LIB_DIR);
   did('code', code, `${LIB_DIR} (from ${pkg})`);
+  const launcher = await installLauncher();
+  did('agentctl', launcher.action, launcher.detail);
 
   // 4. The units.
   let unitsChanged = false;
