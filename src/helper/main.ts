@@ -87,8 +87,8 @@ export async function main(argv: string[]): Promise<number> {
     // One line on the terminal that says why, whatever DEBUG enables: a helper started in the
     // background is otherwise only an agentctl HELPER_UNREACHABLE. A file system error is the
     // host's (a file where a folder belongs, a read-only mount), not a bug in steward.
-    const errno = typeof (err as NodeJS.ErrnoException | null)?.code === 'string' && (err as NodeJS.ErrnoException).syscall !== undefined;
-    const e = toStewardError(err, errno ? 'IO_ERROR' : 'INTERNAL', 'cannot start');
+    const syscallFailed = (err as NodeJS.ErrnoException | null)?.syscall !== undefined;
+    const e = toStewardError(err, syscallFailed ? 'IO_ERROR' : 'INTERNAL', 'cannot start');
     process.stderr.write(`steward-helper: ${e.code}: ${e.message}\n`);
     return 1;
   } finally {

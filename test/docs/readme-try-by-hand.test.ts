@@ -119,7 +119,6 @@ test('the README\'s "Try it by hand" works pasted as it is, as an unprivileged u
   assert.ok(nobody, 'nobody is in /etc/passwd');
   const code = readableCopy(['package.json', 'bin', 'dist/src', 'node_modules', 'examples']);
   t.after(() => code.cleanup());
-  chmodSync(code.dir, 0o755);
   const r = await paste(t, code.dir, { uid: nobody.uid, gid: nobody.gid, home: nobody.home, name: nobody.name });
   checkPasted(r, 'nobody');
   assert.match(r.out, /not running as root: apps run as this helper's own user/, r.out);

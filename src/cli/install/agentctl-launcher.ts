@@ -33,13 +33,12 @@ async function inspect(target: string): Promise<string> {
 // Writes the launcher at `target`. Idempotent ('unchanged' when it is there as written). Someone
 // else's file or symlink there is left as it is ('skipped'), as is a read-only /usr.
 export async function installLauncher(target = LAUNCHER): Promise<Pick<Step, 'action' | 'detail'>> {
-  const runs = `runs ${LIB_DIR}/bin/agentctl.js`;
   const found = await inspect(target);
   if (found !== 'absent' && found !== 'ours') {
     return { action: 'skipped', detail: `${target} is ${found}: left as it is; run ${LIB_DIR}/bin/agentctl.js, or remove it and install again` };
   }
   try {
-    return { action: await writeIfChanged(target, launcherScript(), 0o755), detail: `${target} (${runs})` };
+    return { action: await writeIfChanged(target, launcherScript(), 0o755), detail: `${target} (runs ${LIB_DIR}/bin/agentctl.js)` };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EROFS') {
       return { action: 'skipped', detail: `${target} is on a read-only file system: run ${LIB_DIR}/bin/agentctl.js` };
