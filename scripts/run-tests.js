@@ -2,6 +2,8 @@
 // Runs every compiled test file (dist/test/**/*.test.js) with node:test. Node 20's --test
 // takes no globs, so the files are listed here. Files whose name holds ".serial." (latency
 // checks that a busy machine would disturb) run afterwards, alone. The last line sums both.
+// The reporter is named: from Node 23 on, --test defaults to the spec reporter, whose summary
+// lines are not TAP's `# pass N` that the counts below are read from.
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -21,8 +23,8 @@ function walk(dir, out) {
 
 function run(files, concurrency) {
   return new Promise((resolve) => {
-    const counts = { pass: 0, fail: 0, skipped: 0 };
-    const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const counts = { pass: 0, fail: 0, cancelled: 0, skipped: 0 };
+    const child = spawn(process.execPath, ['--test', '--test-reporter=tap', '--test-reporter-destination=stdout', `--test-concurrency=${concurrency}`, ...files], { stdio: ['ignore', 'pipe', 'inherit'] });
     let tail = '';
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
@@ -30,7 +32,7 @@ function run(files, concurrency) {
       const lines = text.split('\n');
       tail = lines.pop() ?? '';
       for (const line of lines) {
-        const m = /^# (pass|fail|skipped) (\d+)$/.exec(line);
+        const m = /^# (pass|fail|cancelled|skipped) (\d+)$/.exec(line);
         if (m) counts[m[1]] = Number(m[2]);
       }
     });
@@ -50,6 +52,10 @@ const results = [];
 if (parallel.length) results.push(await run(parallel, 2));
 if (serial.length) results.push(await run(serial, 1));
 const total = { pass: 0, fail: 0, skipped: 0 };
-for (const r of results) for (const k of Object.keys(total)) total[k] += r.counts[k];
+for (const r of results) {
+  total.pass += r.counts.pass;
+  total.fail += r.counts.fail + r.counts.cancelled; // a test its timeout cancelled failed too
+  total.skipped += r.counts.skipped;
+}
 console.log(`${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
 process.exit(results.some((r) => r.code !== 0) ? 1 : 0);

@@ -39,7 +39,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   ROOT_UNSAFE: { exit: EXIT.failure, hint: 'the root prefix, and every folder steward keeps state in or installs into, must be root-owned and not writable by group or others' },
   STATE_INVALID: { exit: EXIT.failure, hint: 'a state file is unreadable or from a newer steward' },
   HELPER_LOCKED: { exit: EXIT.failure, hint: 'another steward-helper already runs for this root' },
-  HELPER_UNREACHABLE: { exit: EXIT.unreachable, hint: 'is steward-helper running? (`systemctl status steward-helper`)' },
+  HELPER_UNREACHABLE: { exit: EXIT.unreachable, hint: 'is steward-helper running? `systemctl status steward-helper` says why not; one started by hand prints why it exited on its terminal (run it in the foreground to see)' },
   IO_ERROR: { exit: EXIT.failure, hint: 'a file system operation failed' },
   USAGE: { exit: EXIT.usage, hint: 'see `agentctl --help`' },
   INTERNAL: { exit: EXIT.failure, hint: 'this is a bug in steward; please report it with the message' },

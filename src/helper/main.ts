@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { StewardError, toStewardError } from '../core/errors.js';
+import { toStewardError } from '../core/errors.js';
 import { hostPaths } from '../core/paths.js';
 import { enableDefaultLogs, logger } from '../platform/log.js';
 import { acquireHelperLock, type HelperLock } from '../platform/lock.js';
@@ -88,7 +88,11 @@ export async function main(argv: string[]): Promise<number> {
     supervisor.close();
     return 0;
   } catch (err) {
-    const e = err instanceof StewardError ? err : toStewardError(err, 'INTERNAL');
+    // One line on the terminal that says why, whatever DEBUG enables: a helper started in the
+    // background is otherwise only an agentctl HELPER_UNREACHABLE. A file system error is the
+    // host's (a file where a folder belongs, a read-only mount), not a bug in steward.
+    const syscallFailed = (err as NodeJS.ErrnoException | null)?.syscall !== undefined;
+    const e = toStewardError(err, syscallFailed ? 'IO_ERROR' : 'INTERNAL', 'cannot start');
     process.stderr.write(`steward-helper: ${e.code}: ${e.message}\n`);
     return 1;
   } finally {

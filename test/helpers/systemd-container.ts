@@ -7,7 +7,10 @@ import { skipUnlessCI } from './skip.js';
 
 // A real systemd (PID 1 of a container) for tests of the systemd runner, booted per
 // /work/shared/recipes/systemd-container.md: the host's own root with a read-only /usr and a
-// fresh tmpfs for the rest, the repository bind-mounted read-only at /opt/src.
+// fresh tmpfs for the rest, the repository bind-mounted read-only at /opt/src. Its /usr/bin/node
+// is the node running the tests (the host's /usr/bin/node may be another version, which the
+// native addons in node_modules were not built for). Root reads /opt/src; another user inside
+// runs code from a readableCopy (readable-copy.ts) bound in with `bindRo`.
 
 export const CONTAINER_REPO = '/opt/src';
 const NSPAWN = '/usr/bin/systemd-nspawn';
@@ -52,14 +55,14 @@ export function systemdContainerSkipReason(): string | null {
 
 // Boots a container for a test, or skips the test with the printed reason when this machine
 // cannot (not root, no systemd-nspawn, no boot). Under CI every one of those fails instead.
-export async function bootOrSkip(t: TestContext): Promise<SystemdContainer | null> {
+export async function bootOrSkip(t: TestContext, opts: BootOptions = {}): Promise<SystemdContainer | null> {
   const reason = systemdContainerSkipReason();
   if (reason) {
     skipUnlessCI(t, reason);
     return null;
   }
   try {
-    const box = await bootSystemdContainer();
+    const box = await bootSystemdContainer(opts);
     console.log(`systemd container booted in ${box.bootMs.toFixed(0)} ms (machine ${box.machine}, PID 1 = ${box.pid})`);
     return box;
   } catch (err) {
@@ -70,9 +73,18 @@ export async function bootOrSkip(t: TestContext): Promise<SystemdContainer | nul
   }
 }
 
+export interface BootOptions {
+  machine?: string;
+  timeoutMs?: number;
+  // Host folders mounted read-only inside: [host path, path in the container].
+  bindRo?: Array<[string, string]>;
+  // Folders given an empty writable tmpfs inside (under the read-only /usr, say).
+  tmpfs?: string[];
+}
+
 // Boots systemd in a container and waits until it is up; throws with the console output when
 // it cannot boot.
-export async function bootSystemdContainer(opts: { machine?: string; timeoutMs?: number } = {}): Promise<SystemdContainer> {
+export async function bootSystemdContainer(opts: BootOptions = {}): Promise<SystemdContainer> {
   const machine = opts.machine ?? `steward-test-${process.pid}-${++booted}`;
   const t0 = performance.now();
   // Its own cgroup, so no other container's units share its units' cgroups (container-cgroup.ts).
@@ -90,6 +102,9 @@ export async function bootSystemdContainer(opts: { machine?: string; timeoutMs?:
       '--keep-unit',
       `--machine=${machine}`,
       `--bind-ro=${REPO}:${CONTAINER_REPO}`,
+      ...(process.execPath === '/usr/bin/node' ? [] : [`--bind-ro=${process.execPath}:/usr/bin/node`]),
+      ...(opts.bindRo ?? []).map(([from, to]) => `--bind-ro=${from}:${to}`),
+      ...(opts.tmpfs ?? []).map((dir) => `--tmpfs=${dir}`),
       '-b',
       '--',
       // Without firstboot=off the first-boot wizard waits for a key press.

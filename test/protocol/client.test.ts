@@ -5,10 +5,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { callHelper, pickSocket } from '../../src/protocol/client.js';
 import { rejectsWithCode } from '../helpers/api-server-harness.js';
+import { readableCopy } from '../helpers/readable-copy.js';
 
 let dir: string;
 const servers: net.Server[] = [];
@@ -84,11 +84,14 @@ test('a missing socket, a socket nobody listens on and a connection closed witho
   assert.match(err.message, /without an answer/);
 });
 
-test('a socket this user may not open is HELPER_UNREACHABLE (EACCES)', { skip: process.getuid?.() !== 0 ? 'needs root to run a child as nobody' : false }, async () => {
+test('a socket this user may not open is HELPER_UNREACHABLE (EACCES)', { skip: process.getuid?.() !== 0 ? 'needs root to run a child as nobody' : false }, async (t) => {
   const sock = await fakeHelper('private.sock', () => {});
   chmodSync(dir, 0o755);
   chmodSync(sock, 0o600);
-  const client = fileURLToPath(new URL('../../src/protocol/client.js', import.meta.url));
+  // nobody runs the client from a copy it can read, not from the checkout.
+  const code = readableCopy(['dist/src']);
+  t.after(() => code.cleanup());
+  const client = code.path('dist/src/protocol/client.js');
   const script = path.join(dir, 'try.mjs');
   writeFileSync(
     script,

@@ -9,6 +9,8 @@ export const AGENT_UNIT = 'steward-agent.service';
 export const SYSUSERS_FILE = '/etc/sysusers.d/steward.conf';
 export const TMPFILES_FILE = '/etc/tmpfiles.d/steward.conf';
 export const CONFIG_DIR = '/etc/steward';
+// agentctl on the PATH (sudo's secure_path included): a launcher of LIB_DIR's (agentctl-launcher.ts).
+export const LAUNCHER = '/usr/local/bin/agentctl';
 
 // What of the package is copied (relative to the package root). dist/test is left behind.
 export const CODE_ITEMS = ['package.json', 'bin', 'dist/src', 'node_modules', 'systemd', 'docs', 'README.md'];

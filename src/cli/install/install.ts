@@ -7,6 +7,7 @@ import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
 import { lookupGroup, lookupUser } from '../../platform/users.js';
 import { installAgentRelease } from './agent-release.js';
 import { trustAgentKey } from './agent-key.js';
+import { installLauncher } from './agentctl-launcher.js';
 import { installCode } from './copy-code.js';
 import { checkInstallInputs } from './install-inputs.js';
 import {
@@ -65,6 +66,8 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
   await checkRootFolder(path.dirname(LIB_DIR));
   const code = pkg === LIB_DIR ? 'unchanged' : await installCode(pkg, CODE_ITEMS, LIB_DIR);
   did('code', code, `${LIB_DIR} (from ${pkg})`);
+  const launcher = await installLauncher();
+  did('agentctl', launcher.action, launcher.detail);
 
   // 4. The units.
   let unitsChanged = false;

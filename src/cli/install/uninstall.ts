@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { removeTree } from '../../platform/fs-atomic.js';
 import { AGENT_UNIT, HELPER_UNIT, LIB_DIR, PURGED_DIRS, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step } from './install-layout.js';
+import { removeLauncher } from './agentctl-launcher.js';
 import { cgroupDir, stopCgroupLeftovers } from './cgroup-leftovers.js';
 import { removeIfPresent } from './root-files.js';
 import { requireRoot, requireSystemd, type SystemTools } from './system-tools.js';
@@ -59,6 +60,8 @@ export async function uninstallSteward(opts: UninstallOptions): Promise<Step[]> 
   }
   did('sysusers.d', await removeIfPresent(SYSUSERS_FILE), `${SYSUSERS_FILE} (the user and group steward stay: a uid is never reused for someone else's files)`);
   did('tmpfiles.d', await removeIfPresent(TMPFILES_FILE), TMPFILES_FILE);
+  const launcher = await removeLauncher();
+  did('agentctl', launcher.action, launcher.detail);
   const hadCode = existsSync(LIB_DIR);
   await removeTree(LIB_DIR);
   did('code', hadCode ? 'removed' : 'absent', LIB_DIR);

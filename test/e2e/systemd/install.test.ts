@@ -7,6 +7,7 @@ import { DEFAULT_CONFIG } from '../../../src/cli/install/install-layout.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { reportScenarios, runIn as run, shIn as sh, writeIn } from '../../helpers/container-exec.js';
 import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
+import { exampleLines, printedPattern, readmeShellBlocks } from '../../helpers/readme.js';
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
 // read-only at /opt/src, so install copies steward from there): the user, the units, the modes of
@@ -15,6 +16,11 @@ import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
 
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const INSTALLED = '/opt/steward/lib/bin';
+// Where install puts agentctl on the PATH. /usr is the host's, read-only, in the container: the
+// suite gives /usr/local/bin a tmpfs of its own.
+const LAUNCHER = '/usr/local/bin/agentctl';
+// sudo's secure_path on Debian: what `sudo agentctl` searches.
+const SUDO_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 // Runs `args` as the steward user with its groups (setpriv: no login shell, no PAM).
 async function asSteward(box: SystemdContainer, args: string[]) {
@@ -25,10 +31,10 @@ async function asSteward(box: SystemdContainer, args: string[]) {
 const CONNECT = "require('net').connect(process.argv[1]).on('connect',()=>{console.log('connected');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})";
 
 test('agentctl install sets steward up under a real systemd, idempotently, and uninstall --purge removes it', { timeout: 300_000 }, async (t) => {
-  const box = await bootOrSkip(t);
+  const box = await bootOrSkip(t, { tmpfs: ['/usr/local/bin'] });
   if (!box) return;
   const ran: string[] = [];
-  const planned = 10;
+  const planned = 11;
   t.after(async () => {
     await reportScenarios(box, ran, planned, { units: ['steward-helper', 'steward-agent'], lines: 60 });
     await box.stop();
@@ -38,6 +44,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
   console.log(`first install:\n${first.stdout}`);
   assert.equal(first.code, 0, first.text);
   assert.match(first.stdout, /^created\s+code\s+\/opt\/steward\/lib/m);
+  assert.match(first.stdout, /^created\s+agentctl\s+\/usr\/local\/bin\/agentctl \(runs \/opt\/steward\/lib\/bin\/agentctl\.js\)$/m);
   assert.match(first.stdout, /^ran\s+start\s+systemctl enable --now steward-helper\.service/m);
 
   await t.test('the steward user and group exist, without a login shell', async () => {
@@ -63,6 +70,20 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     assert.deepEqual(st.json.apps.map((a: any) => [a.name, a.runner, a.current]), [['steward-agent', 'unit', packageVersion(REPO)]]);
     assert.equal(st.json.root, '/');
     ran.push('helper active, status as root');
+  });
+
+  await t.test('the README\'s "Check it" lines work as printed, agentctl found on sudo\'s PATH', async () => {
+    const lines = exampleLines(readmeShellBlocks('## Install on a host', 'Check it:')[0] as string);
+    assert.ok(lines.some((l) => /^sudo agentctl /.test(l.command)), JSON.stringify(lines));
+    for (const { command, prints } of lines) {
+      // The suite is root, for whom sudo adds nothing (and the container has none): its PATH is.
+      const r = await run(box, '/usr/bin/env', [`PATH=${SUDO_PATH}`, '/bin/sh', '-c', command.replace(/^sudo /, '')]);
+      assert.equal(r.code, 0, `${command}: ${r.text}`);
+      if (prints) assert.match(r.stdout, printedPattern(prints), `${command}`);
+    }
+    const st = await run(box, 'stat', ['-c', '%a %U:%G %F', LAUNCHER]);
+    assert.equal(st.stdout.trim(), '755 root:root regular file');
+    ran.push('README check lines, agentctl on the PATH');
   });
 
   await t.test('nothing under /opt/steward /etc/steward /var/lib/steward /run/steward is the steward user\'s or writable by others but helper.sock', async () => {
@@ -170,11 +191,13 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
 
   await t.test('uninstall keeps the state; install --no-start resumes it without starting; install starts it', async () => {
     const key = (await run(box, 'sha256sum', ['/var/lib/steward/keys/helper.key'])).stdout;
-    const un = await run(box, '/usr/bin/node', [AGENTCTL, 'uninstall', '--json'], 120_000);
+    // Through the launcher, as the README has it: agentctl removes /opt/steward/lib, its own code.
+    const un = await run(box, '/usr/bin/env', [`PATH=${SUDO_PATH}`, 'agentctl', 'uninstall', '--json'], 120_000);
     assert.equal(un.code, 0, un.text);
     assert.notEqual((await run(box, 'systemctl', ['is-active', 'steward-helper'])).stdout.trim(), 'active');
     assert.equal((await run(box, 'test', ['-e', '/etc/systemd/system/steward-helper.service'])).code, 1);
     assert.equal((await run(box, 'test', ['-e', '/opt/steward/lib'])).code, 1);
+    assert.equal((await run(box, 'test', ['-e', LAUNCHER])).code, 1, `${LAUNCHER} is removed`);
     assert.equal((await run(box, 'sha256sum', ['/var/lib/steward/keys/helper.key'])).stdout, key, 'the helper key is kept');
     assert.equal((await run(box, 'test', ['-f', '/var/lib/steward/state/node.json'])).code, 0, 'the enrollment is kept');
     const noStart = await run(box, '/usr/bin/node', [AGENTCTL, 'install', '--no-start', '--json'], 180_000);
@@ -209,7 +232,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const left = await sh(box, 'for p in "$@"; do [ -e "$p" ] && echo "$p"; done; true',
       '/opt/steward', '/etc/steward', '/var/lib/steward', '/var/lib/steward-agent', '/run/steward',
       '/etc/systemd/system/steward-helper.service', '/etc/systemd/system/steward-agent.service',
-      '/etc/sysusers.d/steward.conf', '/etc/tmpfiles.d/steward.conf');
+      '/etc/sysusers.d/steward.conf', '/etc/tmpfiles.d/steward.conf', LAUNCHER);
     assert.equal(left.stdout, '', `left behind:\n${left.stdout}`);
     const again = await run(box, '/usr/bin/node', [AGENTCTL, 'uninstall', '--purge', '--json']);
     assert.equal(again.code, 0, again.text);

@@ -3,14 +3,17 @@ import assert from 'node:assert/strict';
 import type { ProcIdentity } from '../../../src/platform/proc-identity.js';
 import type { StartSpec } from '../../../src/helper/runners/runner.js';
 import { APP_PATH } from '../../../src/helper/runners/app-env.js';
-import { bootOrSkip, CONTAINER_REPO, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { startDriver, SYSTEMD_FIXTURES, type Driver, type ExitEvent } from '../../helpers/runner-driver.js';
+import { readableCopy } from '../../helpers/readable-copy.js';
+import { bootOrSkip, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { startDriver, type Driver, type ExitEvent } from '../../helpers/runner-driver.js';
 
 // The systemd runner against a real systemd 252 booted in a container (the repository is
 // mounted read-only at /opt/src): each app is its own transient unit and user, its output goes
 // to the journal, the helper's death leaves it running, and its crash is heard at once.
 
-const APPS = `${CONTAINER_REPO}/test/fixtures/apps`;
+// The apps run as the user stwapp, from a copy of the fixtures it can read (bound at /opt/fixtures).
+const FIXTURES = '/opt/fixtures';
+const APPS = `${FIXTURES}/apps`;
 const ODD = 'a $HOME %n "q" \\ x';
 
 async function showUnit(box: SystemdContainer, unit: string): Promise<Record<string, string>> {
@@ -31,7 +34,9 @@ async function journalOf(box: SystemdContainer, unit: string, want: (text: strin
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('the systemd runner runs each app as its own transient unit in a real systemd', { timeout: 120_000 }, async (t) => {
-  const box = await bootOrSkip(t);
+  const fixtures = readableCopy(['test/fixtures/apps', 'test/fixtures/systemd']);
+  t.after(() => fixtures.cleanup());
+  const box = await bootOrSkip(t, { bindRo: [[fixtures.path('test/fixtures'), FIXTURES]] });
   if (!box) return;
   const drivers: Driver[] = [];
   try {
@@ -197,7 +202,7 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       assert.deepEqual(ev.info, { code: null, signal: 'SIGKILL' });
       assert.ok(ev.heardMs! < 1000, `heard after ${ev.heardMs} ms`);
 
-      await helper.call('start', { spec: spec('exit7', ['/usr/bin/node', 'exit-later.mjs'], { EXIT_AFTER_MS: '500' }, SYSTEMD_FIXTURES) });
+      await helper.call('start', { spec: spec('exit7', ['/usr/bin/node', 'exit-later.mjs'], { EXIT_AFTER_MS: '500' }, `${FIXTURES}/systemd`) });
       const ev7 = (await helper.nextEvent((e) => e.app === 'exit7', 5000)) as unknown as ExitEvent;
       const exitAt = Number((await box.exec('cat', ['/var/lib/steward-apps/exit7/exit-at'])).stdout.trim());
       const heard = ev7.heardAt - exitAt;

@@ -12,9 +12,13 @@ import { readProcStat } from '../../../src/helper/runners/process-group.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
 import type { StartSpec } from '../../../src/helper/runners/runner.js';
 import { IS_ROOT, REPO } from '../../helpers/host.js';
+import { readableCopy } from '../../helpers/readable-copy.js';
 import { skipUnlessCI } from '../../helpers/skip.js';
 
-const APPS = path.join(REPO, 'test/fixtures/apps');
+// The fixture apps, from a copy any user can read: one test runs them as nobody.
+const fixtures = readableCopy(['test/fixtures/apps']);
+after(() => fixtures.cleanup());
+const APPS = fixtures.path('test/fixtures/apps');
 const runner = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT });
 // Apps are unref()'d children: awaiting only `exited` would let this process end, as the
 // helper would without its server. A timer keeps the loop up, as the server does.
@@ -257,7 +261,7 @@ test('the app keeps running after the helper that started it exits', async (t) =
   t.after(() => spec.cleanup());
   const { cleanup: _c, ...plain } = spec;
   const out = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [path.join(APPS, 'start-and-exit.mjs'), JSON.stringify(plain)], { timeout: 10_000 }, (err, stdout) =>
+    execFile(process.execPath, [path.join(REPO, 'test/fixtures/apps/start-and-exit.mjs'), JSON.stringify(plain)], { timeout: 10_000 }, (err, stdout) =>
       err ? reject(err) : resolve(stdout),
     );
   });
