@@ -8,13 +8,14 @@ import { z } from 'zod';
 import { ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
-import { DOMAINS, generateKeyPair, parsePrivateKey, signEnvelope } from '../platform/keys.js';
+import { DOMAINS, generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, signEnvelope } from '../platform/keys.js';
 import { acquireHelperLock } from '../platform/lock.js';
 import { agentFiles, ensureAgentDir, readEnrollment, writeEnrollment, writeNodeKey, type AgentFiles } from './agent-files.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import type { Logf } from './convergence.js';
 import { Outbox } from './outbox.js';
 import type { HostPaths } from '../core/paths.js';
+import { relayMarkFile } from '../core/relay-mark.js';
 
 // What the root side hands the agent user's process on stdin (the token never goes in argv).
 export const enrollRequestSchema = z.strictObject({
@@ -84,7 +85,10 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
 
     // The key goes to disk only now: a refused enrollment leaves nothing behind.
     await writeNodeKey(files, kp.privatePem);
-    if (existing || hasKey) await dropOldReceipts(files, deps.log);
+    const outbox = await Outbox.open(files.outbox, { markFile: relayMarkFile(deps.paths) });
+    if (existing || hasKey) await dropOldReceipts(outbox, deps.log);
+    // From enrollment on, the helper keeps every receipt this agent has not relayed.
+    await outbox.publishRelayMark(keyIdOf(parsePublicKey(req.helperPublicKey)));
     await writeEnrollment(files, {
       nodeId: answer.nodeId,
       controlPlaneUrl: deps.client.url.href,
@@ -117,8 +121,7 @@ async function askEnroll(client: Pick<ControlPlaneClient, 'post'>, envelope: unk
 // Why: after a re-enrollment the control plane knows this node under a new nodeId, and refuses a
 // whole heartbeat for one receipt naming the old one; those receipts can no longer be delivered.
 // Acking them empties pending but keeps highestSeq, so they are not taken from the helper again.
-async function dropOldReceipts(files: AgentFiles, log: Logf): Promise<void> {
-  const outbox = await Outbox.open(files.outbox);
+async function dropOldReceipts(outbox: Outbox, log: Logf): Promise<void> {
   const seqs = [...outbox.pendingSeqs];
   if (seqs.length === 0) return;
   await outbox.ack(seqs);

@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { StewardError, toStewardError } from '../core/errors.js';
 import type { HostConfig } from '../core/config-schema.js';
 import { hostPaths } from '../core/paths.js';
+import { relayMarkFile } from '../core/relay-mark.js';
 import { systemClock } from '../platform/clock.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
 import { keyIdOf, parsePublicKey } from '../platform/keys.js';
@@ -102,13 +103,16 @@ async function runAgent(o: AgentOptions): Promise<number> {
     if (isInsecureUrl(client.url)) {
       log('WARNING: controlPlane.insecure is set: heartbeats go over plain http to %s, readable and forgeable on the way', client.url.host);
     }
+    // The helper keeps every receipt above the relay mark: publish it before the first heartbeat.
+    const outbox = await Outbox.open(files.outbox, { markFile: relayMarkFile(paths) });
+    await outbox.publishRelayMark();
     const loop = new HeartbeatLoop({
       clock: systemClock,
       random: Math.random,
       helper: socketHelper(paths.helperSock),
       controlPlane: client,
       seq: await SeqStore.open(files.seq),
-      outbox: await Outbox.open(files.outbox),
+      outbox,
       acted: await ActedStore.open(files.acted),
       nodeId: enrollment.nodeId,
       nodeKey,

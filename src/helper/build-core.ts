@@ -10,6 +10,7 @@ import { AppLocks } from './app-locks.js';
 import type { HelperCore } from './handlers.js';
 import { loadOrCreateHelperKey } from './receipts/helper-key.js';
 import { readNodeId } from './receipts/node-id.js';
+import { readRelayedSeq } from './receipts/read-relay-mark.js';
 import { ReceiptStore } from './receipts/receipt-store.js';
 import { createProcessRunner } from './runners/process-runner.js';
 import type { AppRunner, RunAs } from './runners/runner.js';
@@ -32,6 +33,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     signer: { privateKey: key.privateKey, keyId: key.keyId },
     nodeId: () => readNodeId(paths),
     faults,
+    relayedSeq: () => readRelayedSeq(paths, key.keyId),
   });
   return {
     paths,

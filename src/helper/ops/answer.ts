@@ -59,6 +59,8 @@ export async function emitRefusal(
         reason: { code: err.code, message: err.message.slice(0, 512) },
       });
     } catch (e) {
+      // No room for one more unrelayed receipt: the caller must learn that no receipt was made.
+      if (e instanceof StewardError && e.code === 'RECEIPTS_UNRELAYED') throw new StewardError(e.code, `${e.message}; the request was refused: ${err.code}: ${err.message}`, { details: { attemptId: req.attemptId } });
       log('refused receipt not written app=%s attempt=%s: %s', req.app, req.attemptId, (e as Error).message);
     }
     err.details.attemptId ??= req.attemptId;
