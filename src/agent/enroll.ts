@@ -10,7 +10,7 @@ import { StewardError } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
 import { DOMAINS, generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, signEnvelope } from '../platform/keys.js';
 import { acquireHelperLock } from '../platform/lock.js';
-import { agentFiles, ensureAgentDir, readEnrollment, writeEnrollment, writeNodeKey, type AgentFiles } from './agent-files.js';
+import { agentFiles, ensureAgentDir, readEnrollment, writeEnrollment, writeNodeKey } from './agent-files.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import type { Logf } from './convergence.js';
 import { Outbox } from './outbox.js';

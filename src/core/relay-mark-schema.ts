@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { RELAY_MARK_SCHEMA_VERSION } from './relay-mark.js';
 
-// relayed.json in the agent's folder (relay-mark.ts), imported only to word a refusal: the rule
-// checkRelayMark mirrors (test/core/relay-mark-check.test.ts holds the two together).
+// relayed.json in the agent's folder (relay-mark.ts): the rule checkRelayMark mirrors (held to it
+// by test/core/relay-mark-check.test.ts) and the type both sides use; no daemon loads it.
 export const relayMarkSchema = z.strictObject({
   schemaVersion: z.literal(RELAY_MARK_SCHEMA_VERSION),
   // The helper key the agent took the receipts under: a mark for another key says nothing.

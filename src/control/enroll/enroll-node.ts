@@ -76,7 +76,7 @@ export function enrollNode(store: ControlStore, body: Buffer, now: number, heart
     log('enrollment refused hostname=%s: token unknown, used or expired', JSON.stringify(p.hostname));
     return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used or expired');
   }
-  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(parsePublicKey(p.helperPublicKey)));
+  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(helperKey));
   return { status: 200, body: { nodeId, heartbeatSeconds } };
 }
 
