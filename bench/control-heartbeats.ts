@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { ENROLL_PATH, HEARTBEAT_PATH } from '../src/core/control-api.js';
 import { openStore } from '../src/control/store/open-store.js';
 import { createToken } from '../src/control/store/tokens.js';
-import { DOMAINS, signEnvelope } from '../src/platform/keys.js';
+import { DOMAINS, signEnvelope, signPayloadBytes } from '../src/platform/keys.js';
 import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } from './lib/http-load.js';
 import { benchArgs, cpuMsOf, median, printRow, quantile, ratios as ratiosOf, series } from './lib.js';
 
@@ -111,7 +111,9 @@ async function enrollAll(url: string, tokens: string[]): Promise<{ nodes: SimNod
       const helper = generateKeyPairSync('ed25519');
       const pem = (k: KeyObject) => k.export({ format: 'pem', type: 'spki' }).toString();
       const payload = { v: 1, token, nodePublicKey: pem(node.publicKey), helperPublicKey: pem(helper.publicKey), hostname: `sim-${next}`, sentAt: Date.now() };
-      const a = await send(url, ENROLL_PATH, 'POST', Buffer.from(JSON.stringify(signEnvelope(DOMAINS.enroll, payload, node.privateKey))));
+      const envelope = signEnvelope(DOMAINS.enroll, payload, node.privateKey);
+      const helperSig = signPayloadBytes(DOMAINS.enrollHelper, Buffer.from(envelope.payload, 'base64'), helper.privateKey);
+      const a = await send(url, ENROLL_PATH, 'POST', Buffer.from(JSON.stringify({ ...envelope, helperSig })));
       if (a.status !== 200) throw new Error(`enroll answered ${a.status}: ${a.raw.toString()}`);
       nodes.push({ nodeId: (JSON.parse(a.raw.toString()) as { nodeId: string }).nodeId, key: node.privateKey, seq: 0 });
     }

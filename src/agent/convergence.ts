@@ -24,8 +24,9 @@ export type ConvergeResult =
   // The helper did not answer (unreachable, still recovering): tried again at the next heartbeat.
   | { attemptId: string; app: string; result: 'deferred'; code: string };
 
-// Codes that mean the helper did not take a decision on this attemptId.
-const NOT_ANSWERED = new Set(['HELPER_UNREACHABLE', 'RECOVERING']);
+// Codes that mean the helper did not take a decision on this attemptId (RECEIPTS_UNRELAYED: it
+// started nothing and made no receipt, until this agent has relayed what waits).
+const NOT_ANSWERED = new Set(['HELPER_UNREACHABLE', 'RECOVERING', 'RECEIPTS_UNRELAYED']);
 
 // Hands every desired entry not yet acted on to the helper, one at a time, in order.
 export async function convergeDesired(desired: readonly DesiredEntry[], deps: ConvergeDeps): Promise<ConvergeResult[]> {

@@ -1,19 +1,21 @@
 // The agent user's half of enrollment (DESIGN §6): runs as `steward` (as the current user under
 // a root prefix), in its own folder. It makes the node key, signs the enroll payload with it,
-// POSTs it, and writes node.key and enrollment.json; nobody else ever reads the node key.
+// has root sign the same payload with the helper key (proveHelperKey), POSTs both, and writes
+// node.key and enrollment.json; nobody else ever reads the node key.
 import os from 'node:os';
 import { promises as fsp } from 'node:fs';
 import { z } from 'zod';
-import { ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollPayload } from '../core/control-api.js';
+import { ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
-import { DOMAINS, generateKeyPair, parsePrivateKey, signEnvelope } from '../platform/keys.js';
+import { DOMAINS, generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, signEnvelope } from '../platform/keys.js';
 import { acquireHelperLock } from '../platform/lock.js';
-import { agentFiles, ensureAgentDir, readEnrollment, writeEnrollment, writeNodeKey, type AgentFiles } from './agent-files.js';
+import { agentFiles, ensureAgentDir, readEnrollment, writeEnrollment, writeNodeKey } from './agent-files.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import type { Logf } from './convergence.js';
 import { Outbox } from './outbox.js';
 import type { HostPaths } from '../core/paths.js';
+import { relayMarkFile } from '../core/relay-mark.js';
 
 // What the root side hands the agent user's process on stdin (the token never goes in argv).
 export const enrollRequestSchema = z.strictObject({
@@ -26,7 +28,16 @@ export const enrollRequestSchema = z.strictObject({
 });
 export type EnrollRequest = z.infer<typeof enrollRequestSchema>;
 
-// What it prints on stdout: one JSON line.
+// What it may ask root for, once, on a line of its stdout before its result: the helper key's
+// signature over the enroll payload bytes P (base64). Root answers on the child's stdin.
+export const enrollProveRequestSchema = z.strictObject({ prove: z.string().min(1).max(48 * 1024) });
+export const enrollProveAnswerSchema = z.union([
+  z.strictObject({ helperSig: z.string().min(1).max(256) }),
+  z.strictObject({ error: z.strictObject({ code: z.string().max(64), message: z.string().max(4096) }) }),
+]);
+export type EnrollProveAnswer = z.infer<typeof enrollProveAnswerSchema>;
+
+// What it prints on stdout last: one JSON line.
 export const enrollResultSchema = z.union([
   z.strictObject({ ok: z.literal(true), nodeId: z.string().min(1).max(128), heartbeatSeconds: z.number().int(), nodeKeyId: z.string(), controlPlaneUrl: z.string() }),
   z.strictObject({ ok: z.literal(false), error: z.strictObject({ code: z.string(), message: z.string() }) }),
@@ -40,6 +51,9 @@ export interface EnrollDeps {
   log: Logf;
   // Stops the process when the folder lock is taken over (DESIGN §10).
   onCompromised: (err: Error) => void;
+  // The helper key's signature (base64, domain steward-enroll-helper-v1) over the enroll
+  // payload's bytes P, made by root, who alone reads the helper key (spawn-enroll-node.ts).
+  proveHelperKey: (payload: Buffer) => Promise<string>;
 }
 
 // Enrolls this node: refuses ALREADY_ENROLLED unless `force`; writes nothing unless the control
@@ -65,12 +79,16 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
       sentAt: deps.clock.now(),
     };
     const envelope = signEnvelope(DOMAINS.enroll, payload, parsePrivateKey(kp.privatePem));
+    const body: EnrollBody = { ...envelope, helperSig: await deps.proveHelperKey(Buffer.from(envelope.payload, 'base64')) };
     deps.log('enrolling url=%s nodeKeyId=%s hostname=%s', deps.client.url.origin, kp.keyId, payload.hostname);
-    const answer = await askEnroll(deps.client, envelope);
+    const answer = await askEnroll(deps.client, body);
 
     // The key goes to disk only now: a refused enrollment leaves nothing behind.
     await writeNodeKey(files, kp.privatePem);
-    if (existing || hasKey) await dropOldReceipts(files, deps.log);
+    const outbox = await Outbox.open(files.outbox, { markFile: relayMarkFile(deps.paths) });
+    if (existing || hasKey) await dropOldReceipts(outbox, deps.log);
+    // From enrollment on, the helper keeps every receipt this agent has not relayed.
+    await outbox.publishRelayMark(keyIdOf(parsePublicKey(req.helperPublicKey)));
     await writeEnrollment(files, {
       nodeId: answer.nodeId,
       controlPlaneUrl: deps.client.url.href,
@@ -103,8 +121,7 @@ async function askEnroll(client: Pick<ControlPlaneClient, 'post'>, envelope: unk
 // Why: after a re-enrollment the control plane knows this node under a new nodeId, and refuses a
 // whole heartbeat for one receipt naming the old one; those receipts can no longer be delivered.
 // Acking them empties pending but keeps highestSeq, so they are not taken from the helper again.
-async function dropOldReceipts(files: AgentFiles, log: Logf): Promise<void> {
-  const outbox = await Outbox.open(files.outbox);
+async function dropOldReceipts(outbox: Outbox, log: Logf): Promise<void> {
   const seqs = [...outbox.pendingSeqs];
   if (seqs.length === 0) return;
   await outbox.ack(seqs);

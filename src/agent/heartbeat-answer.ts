@@ -2,6 +2,7 @@
 // src/core/control-api.ts). Anything unexpected is `unavailable`, never a crash.
 // Read without zod (control-answer.ts): this runs on every heartbeat of an idle agent.
 import type { HeartbeatAnswer } from '../core/control-api.js';
+import { MAX_ADOPTED_SEQ, MAX_DATE_MS } from '../core/heartbeat-limits.js';
 import { readErrorAnswer, readHeartbeatAnswer } from './control-answer.js';
 
 export type HeartbeatOutcome =
@@ -19,7 +20,10 @@ export type HeartbeatOutcome =
   // No usable answer: network, timeout, 5xx, an answer that is not the contract's.
   | { kind: 'unavailable'; message: string };
 
-// Classifies an HTTP status and parsed body.
+// Classifies an HTTP status and parsed body. The numbers an answer carries are bounded here,
+// before the loop uses or stores them: a 409 whose lastSeq is above MAX_ADOPTED_SEQ is a refusal
+// (the agent would persist a seq it could barely increment), and a serverTime that is no Date is
+// unknown.
 export function classifyHeartbeatAnswer(status: number, json: unknown): HeartbeatOutcome {
   if (status === 200) {
     const ok = readHeartbeatAnswer(json);
@@ -31,9 +35,21 @@ export function classifyHeartbeatAnswer(status: number, json: unknown): Heartbea
   const message = err ? err.error.message : `HTTP ${status} without an error body`;
   if (status >= 500 || status < 400) return { kind: 'unavailable', message: `HTTP ${status}: ${message}` };
   if (status === 409 && code === 'SEQ_REPLAYED' && err && err.lastSeq !== undefined) {
+    if (err.lastSeq > MAX_ADOPTED_SEQ) {
+      return {
+        kind: 'refused',
+        status,
+        code,
+        message: `lastSeq=${err.lastSeq} is above ${MAX_ADOPTED_SEQ}, the highest seq this agent adopts: not adopted (a broken or hostile control plane; if it really holds that seq for this node, enroll again with --force) (${message})`,
+      };
+    }
     return { kind: 'replayed', lastSeq: err.lastSeq, message };
   }
-  if (status === 422 && code === 'CLOCK_SKEW') return { kind: 'clock-skew', serverTime: err ? (err.serverTime ?? null) : null, message };
+  if (status === 422 && code === 'CLOCK_SKEW') {
+    const serverTime = err?.serverTime ?? null;
+    if (serverTime !== null && serverTime > MAX_DATE_MS) return { kind: 'clock-skew', serverTime: null, message: `${message} (its serverTime=${serverTime} is no time: ignored)` };
+    return { kind: 'clock-skew', serverTime, message };
+  }
   if (status === 401) return { kind: 'unauthorized', code, message };
   if (status === 400 && code === 'RECEIPT_REJECTED') return { kind: 'receipt-rejected', message };
   return { kind: 'refused', status, code, message };

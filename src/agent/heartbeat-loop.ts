@@ -192,11 +192,12 @@ export class HeartbeatLoop {
         const ours = this.d.clock.now();
         const off = outcome.serverTime === null ? 'unknown' : String(ours - outcome.serverTime);
         this.d.log(
-          'WARNING: CLOCK SKEW: the control plane refused our time; serverTime=%s ourTime=%d offsetMs=%s; fix this host clock (NTP); next try in %d ms',
+          'WARNING: CLOCK SKEW: the control plane refused our time; serverTime=%s ourTime=%d offsetMs=%s; fix this host clock (NTP); next try in %d ms (message=%j)',
           outcome.serverTime === null ? 'unknown' : new Date(outcome.serverTime).toISOString(),
           ours,
           off,
           delayMs,
+          outcome.message,
         );
         break;
       }

@@ -1,11 +1,12 @@
 // steward-agent: the composition root (DESIGN §10). `steward-agent [--root DIR] [--config FILE]`
 // heartbeats in the foreground until SIGTERM; `steward-agent enroll-node` is the agent user's
 // half of `agentctl enroll`, reading its request on stdin and printing one JSON line.
-import { text } from 'node:stream/consumers';
+import { createInterface } from 'node:readline';
 import { Command, CommanderError } from 'commander';
 import { StewardError, toStewardError } from '../core/errors.js';
 import type { HostConfig } from '../core/config-schema.js';
 import { hostPaths } from '../core/paths.js';
+import { relayMarkFile } from '../core/relay-mark.js';
 import { systemClock } from '../platform/clock.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
 import { keyIdOf, parsePublicKey } from '../platform/keys.js';
@@ -104,13 +105,16 @@ async function runAgent(o: AgentOptions): Promise<number> {
     if (isInsecureUrl(client.url)) {
       log('WARNING: controlPlane.insecure is set: heartbeats go over plain http to %s, readable and forgeable on the way', client.url.host);
     }
+    // The helper keeps every receipt above the relay mark: publish it before the first heartbeat.
+    const outbox = await Outbox.open(files.outbox, { markFile: relayMarkFile(paths) });
+    await outbox.publishRelayMark();
     const loop = new HeartbeatLoop({
       clock: systemClock,
       random: Math.random,
       helper: socketHelper(paths.helperSock),
       controlPlane: client,
       seq: await SeqStore.open(files.seq),
-      outbox: await Outbox.open(files.outbox),
+      outbox,
       acted: await ActedStore.open(files.acted),
       nodeId: enrollment.nodeId,
       nodeKey,
@@ -147,26 +151,47 @@ function agentVersion(): string {
   return /^\d+\.\d+\.\d+/.test(v) ? v : '0.0.0';
 }
 
+// The agent user's half of `agentctl enroll`, talking JSON lines with root (spawn-enroll-node.ts):
+// the request on stdin; `{prove}` out and root's `{helperSig}` back; the result out, last.
 async function runEnrollNode(o: AgentOptions): Promise<number> {
-  const print = (r: EnrollResult) => process.stdout.write(JSON.stringify(r) + '\n');
+  const print = (r: unknown) => process.stdout.write(JSON.stringify(r) + '\n');
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+  const nextLine = async (what: string): Promise<unknown> => {
+    const line = await lines.next();
+    if (line.done) throw new StewardError('USAGE', `enroll-node: stdin ended before ${what}`);
+    try {
+      return JSON.parse(line.value);
+    } catch (err) {
+      throw new StewardError('USAGE', `enroll-node: ${what} is not JSON: ${(err as Error).message}`);
+    }
+  };
   try {
     const isRoot = process.getuid?.() === 0;
     const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
     // Loaded here only: enrollment runs once, and its schemas would keep zod in every agent.
-    const { enrollNode, enrollRequestSchema } = await import('./enroll.js');
-    let req;
-    try {
-      req = enrollRequestSchema.parse(JSON.parse(await text(process.stdin)));
-    } catch (err) {
-      throw new StewardError('USAGE', `enroll-node reads one JSON request on stdin: ${(err as Error).message}`);
-    }
+    const { enrollNode, enrollProveAnswerSchema, enrollRequestSchema } = await import('./enroll.js');
+    const asked = enrollRequestSchema.safeParse(await nextLine('the request'));
+    if (!asked.success) throw new StewardError('USAGE', `enroll-node reads one JSON request on stdin: ${asked.error.message}`);
+    const req = asked.data;
+    const proveHelperKey = async (payload: Buffer): Promise<string> => {
+      print({ prove: payload.toString('base64') });
+      const answer = enrollProveAnswerSchema.safeParse(await nextLine("root's helper key signature"));
+      if (!answer.success) throw new StewardError('INTERNAL', "enroll-node: root's answer to prove is not {helperSig} or {error}");
+      if ('error' in answer.data) throw new StewardError('INTERNAL', answer.data.error.message);
+      return answer.data.helperSig;
+    };
     const client = await createControlPlaneClient({ url: req.controlPlaneUrl, caFile: req.caFile, insecure: req.insecure });
-    const result = await enrollNode(req, { paths: hostPaths(root), client, clock: systemClock, log: logger('agent:enroll'), onCompromised: exitOnCompromised });
-    print(result);
+    const result = await enrollNode(req, { paths: hostPaths(root), client, clock: systemClock, log: logger('agent:enroll'), onCompromised: exitOnCompromised, proveHelperKey });
+    print(result satisfies EnrollResult);
     return 0;
   } catch (err) {
     const e = err instanceof StewardError ? err : toStewardError(err, 'INTERNAL');
-    print({ ok: false, error: { code: e.code, message: e.message } });
+    print({ ok: false, error: { code: e.code, message: e.message } } satisfies EnrollResult);
     return 1;
+  } finally {
+    // Why destroy: a closed readline leaves stdin open, and root keeps its end open until this
+    // process exits (it may still have to answer a prove), so neither would ever go first.
+    await lines.return?.();
+    process.stdin.destroy();
   }
 }

@@ -3,6 +3,7 @@
 import type { KeyObject } from 'node:crypto';
 import { StewardError, toStewardError } from '../core/errors.js';
 import { checkReceiptPayload } from '../core/receipt-check.js';
+import { RELAY_MARK_SCHEMA_VERSION, type RelayMark } from '../core/relay-mark.js';
 import type { Envelope } from '../core/release-schemas.js';
 import { verifyReceipt } from '../platform/verify-receipt.js';
 import { readVersionedChecked } from '../platform/versioned-json.js';
@@ -19,6 +20,10 @@ export const HEARTBEAT_RECEIPTS_MAX = 64;
 // The outbox grows only while the control plane does not acknowledge; 64 MiB is far more
 // receipts (~1 KiB each) than a host makes, yet still refuses a runaway file.
 const OUTBOX_MAX_BYTES = 64 * 1024 * 1024;
+// The most receipts pending at once (~18 MiB of outbox.json, well inside what open() reads):
+// past it take() leaves the newer receipts with the helper, which keeps every receipt above the
+// relay mark, so none is lost and the agent can always read back its own outbox.
+export const OUTBOX_MAX_PENDING = 16_384;
 
 interface PendingReceipt {
   seq: number;
@@ -98,20 +103,53 @@ function encodeFile(state: OutboxState): OutboxFile {
 export class Outbox {
   private state: OutboxState;
   private queue: Promise<unknown> = Promise.resolve();
+  // The relay mark last written by this object, as JSON ('' before the first).
+  private markWritten = '';
 
   private constructor(
     private readonly file: string,
     state: OutboxState,
+    private readonly markFile: string | null,
+    private readonly maxPending: number,
   ) {
     this.state = state;
   }
 
   // Opens the outbox at `file`: absent is empty; unreadable, invalid or newer than this steward
-  // throws STATE_INVALID and the file is left as it is (never overwritten silently).
-  static async open(file: string): Promise<Outbox> {
+  // throws STATE_INVALID and the file is left as it is (never overwritten silently). With
+  // `markFile`, every change is followed by the relay mark (core/relay-mark.ts) it implies.
+  // `maxPending` (default OUTBOX_MAX_PENDING) bounds what take() adds, never what open() reads.
+  static async open(file: string, opts: { markFile?: string; maxPending?: number } = {}): Promise<Outbox> {
     const body = await readVersionedChecked(file, OUTBOX_SCHEMA_VERSION, checkOutboxFile, OUTBOX_MAX_BYTES);
-    if (body === null) return new Outbox(file, { helperKeyId: null, highestSeq: 0, pending: [] });
-    return new Outbox(file, decodeFile(file, body));
+    const state = body === null ? { helperKeyId: null, highestSeq: 0, pending: [] } : decodeFile(file, body);
+    return new Outbox(file, state, opts.markFile ?? null, opts.maxPending ?? OUTBOX_MAX_PENDING);
+  }
+
+  // The relay mark: every receipt at or below `relayedSeq` has left the outbox acknowledged (or
+  // was dropped for good), so the helper may let it go. null before any receipt was taken.
+  get relayMark(): RelayMark | null {
+    const { helperKeyId, highestSeq, pending } = this.state;
+    if (helperKeyId === null) return null;
+    const first = pending[0];
+    return { schemaVersion: RELAY_MARK_SCHEMA_VERSION, helperKeyId, relayedSeq: first ? first.seq - 1 : highestSeq };
+  }
+
+  // Writes the relay mark when it differs from the one last written; before any receipt was
+  // taken, a mark of nothing relayed under helper key `keyId` (enrollment knows that key). A
+  // failed write is logged, never thrown: without a fresh mark the helper only keeps more.
+  async publishRelayMark(keyId?: string): Promise<void> {
+    if (this.markFile === null) return;
+    const mark = this.relayMark ?? (keyId ? { schemaVersion: RELAY_MARK_SCHEMA_VERSION, helperKeyId: keyId, relayedSeq: 0 } : null);
+    if (mark === null) return;
+    const json = JSON.stringify(mark);
+    if (json === this.markWritten) return;
+    try {
+      await writeJsonAtomic(this.markFile, mark, 0o600);
+      this.markWritten = json;
+      log('relay mark helperKeyId=%s relayedSeq=%d', mark.helperKeyId, mark.relayedSeq);
+    } catch (err) {
+      log('WARNING: %s: cannot write the relay mark (%s); the helper keeps the receipts above the last one', this.markFile, (err as Error).message);
+    }
   }
 
   get helperKeyId(): string | null {
@@ -158,7 +196,11 @@ export class Outbox {
         }
         if (payload.seq > base.highestSeq && !fresh.has(payload.seq)) fresh.set(payload.seq, envelope);
       }
-      const added = [...fresh].map(([seq, envelope]) => ({ seq, envelope })).sort((a, b) => a.seq - b.seq);
+      const fits = Math.max(0, this.maxPending - base.pending.length);
+      const sorted = [...fresh].map(([seq, envelope]) => ({ seq, envelope })).sort((a, b) => a.seq - b.seq);
+      // In seq order, so that highestSeq (the last taken) still means "every one up to here".
+      const added = sorted.slice(0, fits);
+      if (added.length < sorted.length) log('WARNING: the outbox holds %d receipts, its most: %d newer ones left with the helper until the control plane acknowledges', base.pending.length + added.length, sorted.length - added.length);
       const dropped = keyChanged ? cur.pending.length : 0;
       if (rejected > 0) log('receipts not signed by the helper key skipped count=%d keyId=%s', rejected, keyId);
       if (added.length === 0 && base === cur) return { added: 0, rejected, dropped };
@@ -196,7 +238,8 @@ export class Outbox {
     });
   }
 
-  // Writes `next` (0600, atomic replace with fsyncs) and only then adopts it in memory.
+  // Writes `next` (0600, atomic replace with fsyncs) and only then adopts it in memory; then the
+  // relay mark, which must never run ahead of what the outbox holds durably.
   private async persist(next: OutboxState): Promise<void> {
     try {
       await writeJsonAtomic(this.file, encodeFile(next), 0o600);
@@ -204,6 +247,7 @@ export class Outbox {
       throw toStewardError(err, 'IO_ERROR', `${this.file}: cannot write the outbox`);
     }
     this.state = next;
+    await this.publishRelayMark();
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {

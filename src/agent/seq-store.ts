@@ -1,7 +1,9 @@
 // seq.json: the highest heartbeat seq this agent has used (DESIGN §6). A seq is made durable
 // before the heartbeat carrying it is sent, so no restart can send a seq twice.
 import { toStewardError } from '../core/errors.js';
+import { MAX_ADOPTED_SEQ } from '../core/heartbeat-limits.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
+import { logger } from '../platform/log.js';
 import { readVersionedChecked } from '../platform/versioned-json.js';
 // Checked without zod (agent-file-checks.ts; its test holds it to the zod schema).
 import { checkSeqFile, SEQ_SCHEMA_VERSION } from './agent-file-checks.js';
@@ -12,10 +14,18 @@ export class SeqStore {
     private last: number,
   ) {}
 
-  // Opens seq.json: absent is lastSeq 0; invalid or newer throws STATE_INVALID.
-  static async open(file: string): Promise<SeqStore> {
+  // Opens seq.json: absent is lastSeq 0; invalid or newer throws STATE_INVALID. A lastSeq above
+  // MAX_ADOPTED_SEQ (an older agent adopted it from a control plane's 409) starts again at 0, with
+  // a warning: the control plane's next 409 names the seq to jump past, and a seq near the safe
+  // integers' end would soon be one the agent cannot send or store.
+  static async open(file: string, log: (format: string, ...args: unknown[]) => void = logger('agent:seq')): Promise<SeqStore> {
     const body = await readVersionedChecked(file, SEQ_SCHEMA_VERSION, checkSeqFile, 4096);
-    return new SeqStore(file, body?.lastSeq ?? 0);
+    const last = body?.lastSeq ?? 0;
+    if (last > MAX_ADOPTED_SEQ) {
+      log('WARNING: %s holds lastSeq=%d, above %d, the highest seq this agent keeps: starting again from 0 (the control plane answers 409 with the seq to jump past)', file, last, MAX_ADOPTED_SEQ);
+      return new SeqStore(file, 0);
+    }
+    return new SeqStore(file, last);
   }
 
   get lastSeq(): number {
@@ -29,8 +39,10 @@ export class SeqStore {
     return seq;
   }
 
-  // Raises lastSeq to at least `seq` (the control plane saw a higher one); durable. Never lowers it.
+  // Raises lastSeq to at least `seq` (the control plane saw a higher one); durable. Never lowers
+  // it; a seq above MAX_ADOPTED_SEQ is a RangeError (the answer's reader refuses those first).
   async raise(seq: number): Promise<void> {
+    if (!Number.isSafeInteger(seq) || seq > MAX_ADOPTED_SEQ) throw new RangeError(`${this.file}: will not adopt heartbeat seq ${seq} (above ${MAX_ADOPTED_SEQ})`);
     if (seq <= this.last) return;
     await this.persist(seq);
   }

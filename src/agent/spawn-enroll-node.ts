@@ -1,14 +1,22 @@
 // The root side of enrollment: runs `steward-agent enroll-node` as the agent's user, so the
 // node key is made, used and stored only by that user (DESIGN §6). Root never reads it and
-// never writes inside the agent's folder.
+// never writes inside the agent's folder. Root alone reads the helper key: it signs the enroll
+// payload the agent user's process made with it, once that payload is the one it asked for.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { execa } from 'execa';
+import { enrollPayloadSchema } from '../core/control-api.js';
 import { StewardError, isReasonCode } from '../core/errors.js';
 import type { HostPaths } from '../core/paths.js';
+import { strictBase64 } from '../platform/keys.js';
 import { packageRoot } from '../platform/own-version.js';
 import { lookupUser } from '../platform/users.js';
-import { enrollResultSchema, type EnrollRequest, type EnrollResult } from './enroll.js';
+import { enrollProveRequestSchema, enrollResultSchema, type EnrollProveAnswer, type EnrollRequest, type EnrollResult } from './enroll.js';
+
+// What root signs with the helper key: payload bytes P, already checked (signs under
+// steward-enroll-helper-v1 and returns the base64 signature).
+export type SignEnrollPayload = (payload: Buffer) => string;
 
 export const AGENT_USER = 'steward';
 
@@ -46,28 +54,95 @@ export async function prepareAgentDir(paths: HostPaths, who: AgentIdentity): Pro
   }
 }
 
-// Runs the agent user's half and returns its result; its logs go to this process's stderr.
-export async function spawnEnrollNode(paths: HostPaths, who: AgentIdentity, req: EnrollRequest): Promise<Extract<EnrollResult, { ok: true }>> {
+// Runs the agent user's half and returns its result; its logs go to this process's stderr. The
+// two talk in JSON lines: root writes the request; the child may ask once `{prove: base64(P)}`,
+// which root answers `{helperSig}` (or `{error}`) after checking that P is an enroll payload for
+// this request's token and helper key; the child's last line is its result. Everything the child
+// says comes from a less privileged user: each line is bounded and checked.
+export async function spawnEnrollNode(paths: HostPaths, who: AgentIdentity, req: EnrollRequest, signPayload: SignEnrollPayload): Promise<Extract<EnrollResult, { ok: true }>> {
   const pkg = packageRoot();
   if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package to run steward-agent from');
   const bin = path.join(pkg, 'bin', 'steward-agent.js');
-  const r = await execa(process.execPath, [bin, 'enroll-node', ...(paths.root ? ['--root', paths.root] : [])], {
-    input: JSON.stringify(req),
+  const child = execa(process.execPath, [bin, 'enroll-node', ...(paths.root ? ['--root', paths.root] : [])], {
+    stdin: 'pipe',
     stdout: 'pipe',
     stderr: 'inherit',
+    buffer: false,
     reject: false,
     cwd: '/',
     ...(who.uid !== null && who.gid !== null ? { uid: who.uid, gid: who.gid } : {}),
   });
-  let parsed: EnrollResult | null = null;
+  // Why: a child that exits early (ALREADY_ENROLLED) closes its stdin; writing to it then is
+  // EPIPE, which must not crash agentctl: the child's result line says what happened.
+  child.stdin.on('error', () => {});
+  child.stdin.write(JSON.stringify(req) + '\n');
+  let last: string | null = null;
+  let proved = false;
   try {
-    const lines = String(r.stdout).trim().split('\n');
-    const res = enrollResultSchema.safeParse(JSON.parse(lines[lines.length - 1] ?? ''));
-    parsed = res.success ? res.data : null;
-  } catch {
-    parsed = null;
+    for await (const line of boundedLines(child.stdout, CHILD_LINE_MAX)) {
+      const ask = parseLine(line, enrollProveRequestSchema);
+      if (ask && !proved) {
+        proved = true;
+        child.stdin.end(JSON.stringify(proveAnswer(req, ask.prove, signPayload)) + '\n');
+        continue;
+      }
+      last = line;
+    }
+  } catch (err) {
+    child.kill();
+    throw new StewardError('INTERNAL', `steward-agent enroll-node: ${(err as Error).message}`, { cause: err });
+  } finally {
+    if (!child.stdin.writableEnded) child.stdin.end();
   }
+  const r = await child;
+  const parsed = last === null ? null : parseLine(last, enrollResultSchema);
   if (!parsed) throw new StewardError('INTERNAL', `steward-agent enroll-node exited ${r.exitCode ?? r.signal} without a result`);
   if (!parsed.ok) throw new StewardError(isReasonCode(parsed.error.code) ? parsed.error.code : 'INTERNAL', parsed.error.message);
   return parsed;
+}
+
+// The child's lines are small JSON objects; the longest is a payload of two PEM keys and a token.
+const CHILD_LINE_MAX = 64 * 1024;
+
+// Root's answer to the child's `prove`: a signature only over an enroll payload for the token and
+// helper key this enrollment was started with, so the helper key signs nothing else.
+function proveAnswer(req: EnrollRequest, b64: string, signPayload: SignEnrollPayload): EnrollProveAnswer {
+  const refuse = (message: string): EnrollProveAnswer => ({ error: { code: 'INTERNAL', message: `root refuses to sign the enroll payload with the helper key: ${message}` } });
+  const bytes = strictBase64(b64);
+  if (!bytes) return refuse('not strict base64');
+  let json: unknown;
+  try {
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return refuse('not JSON');
+  }
+  const p = enrollPayloadSchema.safeParse(json);
+  if (!p.success) return refuse('not an enroll payload');
+  if (p.data.token !== req.token || p.data.helperPublicKey !== req.helperPublicKey) return refuse('not for this enrollment\'s token and helper key');
+  return { helperSig: signPayload(bytes) };
+}
+
+function parseLine<T>(line: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }): T | null {
+  try {
+    const r = schema.safeParse(JSON.parse(line));
+    return r.success ? r.data : null;
+  } catch {
+    return null;
+  }
+}
+
+// The lines of `stream` ('\n'-terminated, the last one may lack it); throws on a line over `max` bytes.
+async function* boundedLines(stream: Readable, max: number): AsyncGenerator<string> {
+  let pending = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    pending = Buffer.concat([pending, chunk as Buffer]);
+    let nl: number;
+    while ((nl = pending.indexOf(0x0a)) >= 0) {
+      if (nl > max) break;
+      yield pending.subarray(0, nl).toString('utf8');
+      pending = pending.subarray(nl + 1);
+    }
+    if (pending.length > max) throw new Error(`a line longer than ${max} bytes on stdout`);
+  }
+  if (pending.length > 0) yield pending.toString('utf8');
 }

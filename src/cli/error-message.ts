@@ -41,6 +41,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   HELPER_LOCKED: { exit: EXIT.failure, hint: 'another steward-helper already runs for this root' },
   HELPER_UNREACHABLE: { exit: EXIT.unreachable, hint: 'is steward-helper running? `systemctl status steward-helper` says why not; one started by hand prints why it exited on its terminal (run it in the foreground to see)' },
   IO_ERROR: { exit: EXIT.failure, hint: 'a file system operation failed' },
+  RECEIPTS_UNRELAYED: { exit: EXIT.refused, hint: 'the receipts steward-agent has not relayed yet fill this app\'s share; nothing changed and no receipt was made: check `systemctl status steward-agent` and its control plane, then try again' },
   USAGE: { exit: EXIT.usage, hint: 'see `agentctl --help`' },
   INTERNAL: { exit: EXIT.failure, hint: 'this is a bug in steward; please report it with the message' },
   AGENT_LOCKED: { exit: EXIT.failure, hint: 'steward-agent (or another enrollment) runs for this root; stop it first (`systemctl stop steward-agent`)' },

@@ -1,7 +1,8 @@
 // The HTTP contract between steward-agent (and `agentctl enroll`) and a control plane
 // (DESIGN §6, §9). Shared by both sides so they cannot drift; the README documents it.
 //
-//   POST /v1/enroll     body: envelope (node key, domain steward-enroll-v1) of EnrollPayload
+//   POST /v1/enroll     body: EnrollBody: an envelope (node key, domain steward-enroll-v1) of
+//                       EnrollPayload, plus helperSig (helper key, steward-enroll-helper-v1)
 //                       200 EnrollAnswer | 400 BAD_BODY | 401 TOKEN_INVALID / BAD_SIGNATURE
 //   POST /v1/heartbeat  body: envelope (node key, domain steward-heartbeat-v1) of HeartbeatPayload
 //                       200 HeartbeatAnswer | 400 BAD_BODY / RECEIPT_REJECTED
@@ -30,6 +31,19 @@ export const enrollPayloadSchema = z.strictObject({
   sentAt: epochMsSchema,
 });
 export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
+
+// The body of `POST /v1/enroll`: the node key's envelope of an EnrollPayload P, and `helperSig`,
+// base64(Ed25519(helper key, utf8("steward-enroll-helper-v1\n") || P)) over the same bytes P.
+// It proves the enrolling host holds the private half of `helperPublicKey`: without it a node
+// could enroll with another node's helper public key and relay that node's receipts as its own.
+// P holds the token and the node public key, so the proof enrolls that node key once, nothing
+// else. `helperSig` is optional here only so that a control plane can name what an older
+// agentctl's body lacks; enrollment refuses a body without it.
+export const enrollBodySchema = z.strictObject({
+  ...envelopeSchema.shape,
+  helperSig: z.string().min(1).max(256).optional(),
+});
+export type EnrollBody = z.infer<typeof enrollBodySchema>;
 
 export const enrollAnswerSchema = z.strictObject({
   nodeId: z.string().min(1).max(128),

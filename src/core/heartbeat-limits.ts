@@ -3,3 +3,11 @@
 export const MAX_HEARTBEAT_APPS = 256;
 // DESIGN §6: at most 64 of the oldest pending receipts go in one heartbeat.
 export const MAX_HEARTBEAT_RECEIPTS = 64;
+// The highest heartbeat seq the agent adopts from a control plane's 409 or keeps in seq.json.
+// Why 2^50 and not the safe integers' end: a seq adopted there must still be incremented, and
+// 2^53 - 2^50 (7.9e15) more heartbeats take longer than any host lives, at one a second; no
+// honest node reaches 2^50 either (35 million years at one heartbeat a second).
+export const MAX_ADOPTED_SEQ = 2 ** 50;
+// The latest time a JavaScript Date holds (8.64e15 ms, the year 275760): a control plane's
+// serverTime beyond it is no time at all (`new Date(t).toISOString()` throws).
+export const MAX_DATE_MS = 8.64e15;

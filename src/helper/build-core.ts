@@ -10,6 +10,7 @@ import { AppLocks } from './app-locks.js';
 import type { HelperCore } from './handlers.js';
 import { loadOrCreateHelperKey } from './receipts/helper-key.js';
 import { readNodeId } from './receipts/node-id.js';
+import { readRelayedSeq } from './receipts/read-relay-mark.js';
 import { ReceiptStore } from './receipts/receipt-store.js';
 import { createProcessRunner } from './runners/process-runner.js';
 import type { AppRunner, RunAs } from './runners/runner.js';
@@ -33,6 +34,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     nodeId: () => readNodeId(paths),
     faults,
     knownApp: (app) => Object.hasOwn(config.apps, app),
+    relayedSeq: () => readRelayedSeq(paths, key.keyId),
   });
   return {
     paths,

@@ -11,6 +11,8 @@ export const DOMAINS = {
   receipt: 'steward-receipt-v1',
   heartbeat: 'steward-heartbeat-v1',
   enroll: 'steward-enroll-v1',
+  // The helper key's signature over the same enrollment payload bytes P (its proof of possession).
+  enrollHelper: 'steward-enroll-helper-v1',
 } as const;
 export type Domain = (typeof DOMAINS)[keyof typeof DOMAINS];
 
@@ -67,11 +69,13 @@ function signedBytes(domain: string, payload: Buffer): Buffer {
 // Signs `payload` (canonical JSON) under `domain` into an envelope.
 export function signEnvelope(domain: Domain, payload: unknown, privateKey: KeyObject): Envelope {
   const p = canonicalBytes(payload);
-  return {
-    payload: p.toString('base64'),
-    sig: sign(null, signedBytes(domain, p), privateKey).toString('base64'),
-    keyId: keyIdOf(privateKey),
-  };
+  return { payload: p.toString('base64'), sig: signPayloadBytes(domain, p, privateKey), keyId: keyIdOf(privateKey) };
+}
+
+// The base64 signature under `domain` over payload bytes P that are already canonical (a second
+// signature over an envelope's P, as enrollment's helper key makes).
+export function signPayloadBytes(domain: Domain, payload: Buffer, privateKey: KeyObject): string {
+  return sign(null, signedBytes(domain, payload), privateKey).toString('base64');
 }
 
 const B64_RE = /^[A-Za-z0-9+/]*={0,2}$/;

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ActedStore } from '../../src/agent/acted-store.js';
 import { SeqStore } from '../../src/agent/seq-store.js';
+import { MAX_ADOPTED_SEQ } from '../../src/core/heartbeat-limits.js';
 import { StewardError } from '../../src/core/errors.js';
 
 function tmp(): string {
@@ -38,6 +39,25 @@ test('seq.json only rises: raise never lowers it, and next continues from the fi
     assert.equal(await s.next(), 11);
     assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { schemaVersion: 1, lastSeq: 11 });
     assert.equal(await (await SeqStore.open(file)).next(), 12);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('seq.json keeps no seq above MAX_ADOPTED_SEQ: raise refuses one, and a file holding one opens at 0 with a warning', async () => {
+  const dir = tmp();
+  try {
+    const file = path.join(dir, 'seq.json');
+    const s = await SeqStore.open(file);
+    await s.raise(MAX_ADOPTED_SEQ);
+    await assert.rejects(s.raise(MAX_ADOPTED_SEQ + 1), RangeError);
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).lastSeq, MAX_ADOPTED_SEQ, 'the refused raise wrote nothing');
+    assert.equal(await s.next(), MAX_ADOPTED_SEQ + 1, 'the adopted seq still increments');
+    const logs: string[] = [];
+    const reopened = await SeqStore.open(file, (...a: unknown[]) => logs.push(a.map(String).join(' ')));
+    assert.equal(reopened.lastSeq, 0);
+    assert.match(logs.join('\n'), /WARNING: .*starting again from 0/);
+    assert.equal(await reopened.next(), 1);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -298,3 +298,35 @@ test('over random overlapping windows, acks and restarts every receipt enters pe
     assert.deepEqual((await Outbox.open(file)).pending, []);
   }
 });
+
+test('the relay mark follows every change: the seq below the oldest pending receipt, or highestSeq when none is pending', async () => {
+  const dir = await tmpDir();
+  const markFile = path.join(dir, 'relayed.json');
+  const mark = async () => JSON.parse(await fsp.readFile(markFile, 'utf8'));
+  const o = await Outbox.open(path.join(dir, 'outbox.json'), { markFile });
+  await o.publishRelayMark();
+  await assert.rejects(fsp.access(markFile), 'no mark before any receipt was taken or any key is known');
+  await o.publishRelayMark('0123456789abcdef');
+  assert.deepEqual(await mark(), { schemaVersion: 1, helperKeyId: '0123456789abcdef', relayedSeq: 0 }, 'enrollment: nothing relayed yet');
+
+  await o.take(helper.publicKey, range(1, 5).map(r));
+  assert.deepEqual(await mark(), { schemaVersion: 1, helperKeyId: keyIdOf(helper.publicKey), relayedSeq: 0 }, 'taken is not relayed');
+  await o.ack([1, 2, 4]);
+  assert.equal((await mark()).relayedSeq, 2, 'seq 3 still waits for its acknowledgement');
+  await o.ack([3, 5]);
+  assert.equal((await mark()).relayedSeq, 5);
+  assert.equal((await fsp.stat(markFile)).mode & 0o777, 0o600);
+});
+
+test('past its most pending receipts the newer ones stay with the helper, in seq order, and are taken once acknowledgements make room', async () => {
+  const file = await tmpFile();
+  const o = await Outbox.open(file, { maxPending: 10 });
+  await o.take(helper.publicKey, range(1, 25).map(r));
+  assert.deepEqual(o.pendingSeqs, range(1, 10));
+  assert.equal(o.highestSeq, 10, 'highestSeq is the last taken: 11 to 25 are still to take');
+  await o.ack(range(1, 4));
+  await o.take(helper.publicKey, range(1, 25).map(r));
+  assert.deepEqual(o.pendingSeqs, range(5, 14));
+  const reopened = await Outbox.open(file, { maxPending: 5 });
+  assert.deepEqual(reopened.pendingSeqs, range(5, 14), 'an outbox past a smaller cap still opens, whole');
+});

@@ -57,7 +57,7 @@ test('enrollment writes node.key 0600 in a 0700 agent folder, enrollment.json an
   assert.equal(r.json.helperKeyId, keyIdOf(parsePublicKey(readFileSync(h.paths.helperPub))), 'the helper key was made as the helper would');
 });
 
-test('the enroll envelope verifies with the node public key under steward-enroll-v1 and carries the helper key', async () => {
+test('the enroll envelope verifies with the node public key under steward-enroll-v1 and carries the helper key, signed by the helper key', async () => {
   const h = host();
   cp.tokens.add(TOKEN + 'b');
   const before = cp.enrollBodies.length;
@@ -70,7 +70,12 @@ test('the enroll envelope verifies with the node public key under steward-enroll
   assert.equal(openEnvelope(env, DOMAINS.enroll, new Map([[keyIdOf(nodePub), nodePub]])).ok, true);
   assert.equal(openEnvelope(env, DOMAINS.heartbeat, new Map([[keyIdOf(nodePub), nodePub]])).ok, false, 'not valid under another domain');
   assert.equal(payload.token, TOKEN + 'b');
-  assert.equal(keyIdOf(parsePublicKey(payload.helperPublicKey)), r.json.helperKeyId);
+  const helperPub = parsePublicKey(payload.helperPublicKey);
+  assert.equal(keyIdOf(helperPub), r.json.helperKeyId);
+  // The helper key's proof: its signature over the same payload bytes, under its own domain.
+  const proof = { payload: env.payload, sig: (env as { helperSig?: string }).helperSig ?? '', keyId: keyIdOf(helperPub) };
+  assert.equal(openEnvelope(proof, DOMAINS.enrollHelper, new Map([[keyIdOf(helperPub), helperPub]])).ok, true, 'helperSig verifies under steward-enroll-helper-v1');
+  assert.equal(openEnvelope(proof, DOMAINS.enroll, new Map([[keyIdOf(helperPub), helperPub]])).ok, false);
 });
 
 test('a TOKEN_INVALID answer is a clear error and writes nothing', async () => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { ENROLL_PATH, HEARTBEAT_PATH } from '../../src/core/control-api.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import type { Clock } from '../../src/platform/clock.js';
-import { DOMAINS, generateKeyPair, signEnvelope } from '../../src/platform/keys.js';
+import { DOMAINS, generateKeyPair, signEnvelope, signPayloadBytes } from '../../src/platform/keys.js';
 import { addRelease } from '../../src/control/catalog/add-release.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
 import type { CommitSync } from '../../src/control/store/commit-sync.js';
@@ -152,9 +152,19 @@ export class FakeNode {
     return key.export({ format: 'pem', type: 'spki' }).toString();
   }
 
-  enrollBody(token: string, over: Record<string, unknown> = {}, signer: KeyObject = this.node.privateKey, domain: (typeof DOMAINS)[keyof typeof DOMAINS] = DOMAINS.enroll): string {
+  // An enrollment body: the envelope signed by `signer` under `domain`, and the helper key's proof
+  // (helperSig) over the same payload bytes, made by `helperSigner` (null: no helperSig at all).
+  enrollBody(
+    token: string,
+    over: Record<string, unknown> = {},
+    signer: KeyObject = this.node.privateKey,
+    domain: (typeof DOMAINS)[keyof typeof DOMAINS] = DOMAINS.enroll,
+    helperSigner: KeyObject | null = this.helper.privateKey,
+  ): string {
     const payload = { v: 1, token, nodePublicKey: this.pem(this.node.publicKey), helperPublicKey: this.pem(this.helper.publicKey), hostname: this.hostname, sentAt: this.control.clock.now(), ...over };
-    return JSON.stringify(signEnvelope(domain, payload, signer));
+    const envelope = signEnvelope(domain, payload, signer);
+    if (!helperSigner) return JSON.stringify(envelope);
+    return JSON.stringify({ ...envelope, helperSig: signPayloadBytes(DOMAINS.enrollHelper, Buffer.from(envelope.payload, 'base64'), helperSigner) });
   }
 
   // Enrolls with a fresh token and keeps the nodeId.

@@ -9,7 +9,7 @@ import type { HeartbeatPayload } from '../../src/core/heartbeat-schema.js';
 import type { ReceiptPayload } from '../../src/core/receipt-schema.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import { ackedSeqs, verifyHeartbeat, type KnownNode } from '../../src/control/heartbeat/verify-heartbeat.js';
-import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey } from '../../src/platform/keys.js';
+import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey, verifyEnvelopeBytes } from '../../src/platform/keys.js';
 
 export interface Scripted {
   status: number;
@@ -78,9 +78,13 @@ export class FakeControlPlane {
     const nodeKey = parsePublicKey(payload.nodePublicKey);
     const opened = openEnvelope(env, DOMAINS.enroll, new Map([[keyIdOf(nodeKey), nodeKey]]));
     if (!opened.ok) return { status: 401, json: { error: { code: 'BAD_SIGNATURE', message: opened.reason } } };
+    // The helper key's proof over the same payload bytes (the contract's helperSig).
+    const helperKey = parsePublicKey(payload.helperPublicKey);
+    const proof = typeof env.helperSig === 'string' ? verifyEnvelopeBytes({ payload: env.payload, sig: env.helperSig, keyId: keyIdOf(helperKey) }, opened.bytes, DOMAINS.enrollHelper, new Map([[keyIdOf(helperKey), helperKey]])) : null;
+    if (!proof?.ok) return { status: 401, json: { error: { code: 'BAD_SIGNATURE', message: `helperSig: ${proof ? proof.reason : 'missing'}` } } };
     if (!this.tokens.delete(payload.token)) return { status: 401, json: { error: { code: 'TOKEN_INVALID', message: 'unknown or used token' } } };
     const nodeId = `node-${this.nextNode++}`;
-    this.addNode(nodeId, nodeKey, parsePublicKey(payload.helperPublicKey));
+    this.addNode(nodeId, nodeKey, helperKey);
     return { status: 200, json: { nodeId, heartbeatSeconds: this.heartbeatSeconds } };
   }
 

@@ -39,7 +39,7 @@ export async function supervisedHost(apps: Record<string, Record<string, unknown
     io: realStageIO,
     runner,
     units: { start: async () => {}, stop: async () => {}, status: async () => ({ activeState: 'inactive', subState: 'dead', mainPid: 0, nRestarts: 0 }) },
-    receipts: { emit: async () => Promise.reject(new Error('no receipts here')), find: async () => null },
+    receipts: { emit: async () => Promise.reject(new Error('no receipts here')), find: async () => null, checkRoom: async () => {} },
     faults: noFaults,
     locks: new AppLocks(),
     probe: async () => ({ ok: true }),

@@ -7,6 +7,7 @@ import { agentIdentity, prepareAgentDir, spawnEnrollNode } from '../../agent/spa
 import { loadHostConfig } from '../../helper/config.js';
 import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
 import { ensureDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
+import { DOMAINS, signPayloadBytes } from '../../platform/keys.js';
 import { clientRoot, type GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
 
@@ -41,6 +42,9 @@ export function registerEnroll(program: Command): void {
       const helperKey = await loadOrCreateHelperKey(paths);
       const who = await agentIdentity(paths);
       await prepareAgentDir(paths, who);
+      // The helper key proves itself to the control plane: it signs the very payload the node
+      // key signs (DESIGN §6, issue 15), so no node can enroll with another host's helper key.
+      const signPayload = (payload: Buffer) => signPayloadBytes(DOMAINS.enrollHelper, payload, helperKey.privateKey);
       const result = await spawnEnrollNode(paths, who, {
         controlPlaneUrl: o.controlPlane,
         token: o.token,
@@ -48,7 +52,7 @@ export function registerEnroll(program: Command): void {
         ...(cp?.caFile ? { caFile: cp.caFile } : {}),
         ...(insecure ? { insecure } : {}),
         ...(o.force ? { force: true } : {}),
-      });
+      }, signPayload);
       // state/node.json is root's: the helper puts this nodeId in every receipt it signs.
       await ensureDir(paths.stateDir, 0o700);
       await writeJsonAtomic(paths.nodeState, { schemaVersion: 1, nodeId: result.nodeId }, 0o600);

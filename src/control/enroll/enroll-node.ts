@@ -1,9 +1,9 @@
-// `POST /v1/enroll` (DESIGN §6): a node proves it holds the node key named in its payload and
-// spends a single-use token; the store gains the node and its helper key in one transaction.
+// `POST /v1/enroll` (DESIGN §6): a node proves it holds the node key and the helper key named in
+// its payload and spends a single-use token; the store gains the node and its helper key in one
+// transaction.
 import { randomBytes, type KeyObject } from 'node:crypto';
-import { enrollPayloadSchema } from '../../core/control-api.js';
-import { envelopeSchema } from '../../core/release-schemas.js';
-import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey } from '../../platform/keys.js';
+import { enrollBodySchema, enrollPayloadSchema } from '../../core/control-api.js';
+import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey, verifyEnvelopeBytes } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
 import type { ControlStore } from '../store/open-store.js';
@@ -37,8 +37,8 @@ export function enrollNode(store: ControlStore, body: Buffer, now: number, heart
   } catch {
     return errorAnswer(400, 'BAD_BODY', 'enrollment body is not valid UTF-8 JSON');
   }
-  const env = envelopeSchema.safeParse(json);
-  if (!env.success) return errorAnswer(400, 'BAD_BODY', 'enrollment body is not a signature envelope {payload, sig, keyId}');
+  const env = enrollBodySchema.safeParse(json);
+  if (!env.success) return errorAnswer(400, 'BAD_BODY', 'enrollment body is not a signature envelope {payload, sig, keyId, helperSig}');
   let claimed: unknown;
   try {
     claimed = (JSON.parse(utf8.decode(Buffer.from(env.data.payload, 'base64'))) as { nodePublicKey?: unknown } | null)?.nodePublicKey;
@@ -58,7 +58,13 @@ export function enrollNode(store: ControlStore, body: Buffer, now: number, heart
     return errorAnswer(400, 'BAD_BODY', `enrollment payload does not match the schema (${issue ? `${issue.path.join('.') || '(payload)'}: ${issue.message}` : 'invalid'})`);
   }
   const p = parsed.data;
-  if (!parseKey(p.helperPublicKey)) return errorAnswer(400, 'BAD_BODY', 'enrollment helperPublicKey is not an Ed25519 public key (PEM)');
+  const helperKey = parseKey(p.helperPublicKey);
+  if (!helperKey) return errorAnswer(400, 'BAD_BODY', 'enrollment helperPublicKey is not an Ed25519 public key (PEM)');
+  const proof = checkHelperProof(env.data.helperSig, opened.bytes, helperKey);
+  if (proof) {
+    log('enrollment refused hostname=%s helperKey=%s: %s', JSON.stringify(p.hostname), keyIdOf(helperKey), proof);
+    return errorAnswer(401, 'BAD_SIGNATURE', proof);
+  }
 
   const nodeId = newNodeId();
   const enrolled = store.write(() => {
@@ -70,6 +76,17 @@ export function enrollNode(store: ControlStore, body: Buffer, now: number, heart
     log('enrollment refused hostname=%s: token unknown, used or expired', JSON.stringify(p.hostname));
     return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used or expired');
   }
-  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(parsePublicKey(p.helperPublicKey)));
+  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(helperKey));
   return { status: 200, body: { nodeId, heartbeatSeconds } };
+}
+
+// Why the enrollment does not prove the helper key, or null when it does: `helperSig` must be the
+// helper key's signature over the very payload bytes the node key signed (DESIGN §6, issue 15).
+// Checked before the token is spent, so a refused enrollment leaves the token usable.
+function checkHelperProof(helperSig: string | undefined, payload: Buffer, helperKey: KeyObject): string | null {
+  if (helperSig === undefined) {
+    return `enrollment carries no helperSig, the signature of helperPublicKey under ${DOMAINS.enrollHelper} that proves the host holds the helper key (agentctl older than this control plane? upgrade steward on the host)`;
+  }
+  const checked = verifyEnvelopeBytes({ payload: payload.toString('base64'), sig: helperSig, keyId: keyIdOf(helperKey) }, payload, DOMAINS.enrollHelper, new Map([[keyIdOf(helperKey), helperKey]]));
+  return checked.ok ? null : `enrollment helperSig is not a signature of its helperPublicKey (keyId ${keyIdOf(helperKey)}) under ${DOMAINS.enrollHelper} over the payload (${checked.reason}): the host does not prove it holds that helper key`;
 }

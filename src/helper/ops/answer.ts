@@ -71,6 +71,10 @@ export async function endBeforeJournal(
       ofJournal: false,
     });
   } catch (emitErr) {
+    // No room for one more unrelayed receipt: the caller must learn that no receipt was made.
+    if (emitErr instanceof StewardError && emitErr.code === 'RECEIPTS_UNRELAYED') {
+      throw new StewardError(emitErr.code, `${emitErr.message}; the attempt ended without one: ${e.code}: ${e.message}`, { details: { attemptId: req.attemptId } });
+    }
     log('receipt not written app=%s attempt=%s outcome=%s: %s', req.app, req.attemptId, refused ? 'refused' : 'failed', (emitErr as Error).message);
   }
   e.details.attemptId ??= req.attemptId;

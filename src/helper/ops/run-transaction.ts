@@ -53,6 +53,9 @@ export async function runTransaction(
     const settled = await core.receipts.find(req.app, req.attemptId);
     if (settled) return answerFromReceipt(settled);
   }
+  // A group member's flood of attempts must not push out receipts the agent has not relayed: past
+  // the unrelayed cap helper.sock starts nothing and makes no receipt (receipt-store.ts).
+  if (ctx.kind === 'helper') await core.receipts.checkRoom(req.app);
   const attemptId = req.attemptId ?? newAttemptId(core.clock.now());
   const startedAt = core.clock.now();
   const cur = await readCurrent(core.paths, req.app).catch(() => null);

@@ -23,8 +23,18 @@ import { decodeStored } from './receipts-file.js';
 import { readVersionedJson } from '../../platform/versioned-file.js';
 
 const log = logger('helper:receipts');
-// DESIGN §2: receipts/<app>.json keeps the last 64 receipts.
+// DESIGN §2: receipts/<app>.json keeps the last 64 receipts; and, while the agent publishes a relay
+// mark (core/relay-mark.ts), every receipt above it too (issue 15): a receipt leaves the file only
+// once the agent has relayed it, whatever the load on helper.sock.
 export const RECEIPTS_KEPT = 64;
+// The most one receipts file holds: what every steward's reader takes (receiptsFileSchema). Past
+// it the oldest receipts go, relayed or not, with a warning; only admin.sock gets there (below).
+export const RECEIPTS_FILE_MAX = 1024;
+// Unrelayed receipts of one app at which the helper mints no more receipts for attempts that
+// changed nothing (refusals), and starts no attempt for helper.sock (checkRoom): a group member
+// flooding helper.sock fills no more than this, and every attempt that did start can still end
+// in a receipt. The rest of the file is room for the journal receipts of admin.sock's attempts.
+export const UNRELAYED_MAX = 768;
 // DESIGN §4: a reason message is at most 512 bytes.
 const REASON_MAX_BYTES = 512;
 
@@ -66,6 +76,9 @@ export interface ReceiptStoreOptions {
   // go into receipts/_unknown-apps.json, trimmed like any other: requests naming made-up apps
   // make one bounded file, never one per name. Default: every app is known.
   knownApp?: (app: string) => boolean;
+  // The seq up to which the agent relayed every receipt (read-relay-mark.ts), or null when no
+  // agent publishes one: then only the newest RECEIPTS_KEPT are kept, as before. Default: null.
+  relayedSeq?: () => Promise<number | null>;
 }
 
 interface AppReceipts {
@@ -113,6 +126,16 @@ export class ReceiptStore {
     return (await this.readApp(this.fileKey(app)))?.stored.find((r) => isOf(r, app, attemptId)) ?? null;
   }
 
+  // Throws RECEIPTS_UNRELAYED when `app` has UNRELAYED_MAX receipts the agent has not relayed:
+  // helper.sock then starts no attempt of it, since every attempt must be able to end in a
+  // receipt. Reads only; nothing to do without a relay mark.
+  async checkRoom(app: string): Promise<void> {
+    const relayed = await this.relayedSeq();
+    if (relayed === null) return;
+    const waiting = unrelayedOf((await this.readApp(this.fileKey(app)))?.stored ?? [], relayed);
+    if (waiting.length >= UNRELAYED_MAX) throw backlogError(app, waiting);
+  }
+
   // The stored receipts of one app, or of every app, sorted by seq. Read under the host-wide
   // lock: seqs are host-wide and every emit writes one app's file, so a listing read while an
   // emit runs could show seq N+1 (one app) without N (another); a reader that keeps only seqs
@@ -144,12 +167,25 @@ export class ReceiptStore {
       log('receipt exists app=%s attemptId=%s seq=%d', input.app, input.attemptId, existing.payload.seq);
       return existing;
     }
+    const relayed = await this.relayedSeq();
+    const ofJournal = input.ofJournal ?? input.outcome !== 'refused';
+    // An attempt that ended before its journal changed nothing: past the unrelayed cap it gets no
+    // receipt (the caller is told so), which keeps a flood of refusals (or of requests that fail
+    // before their journal) from filling the disk or pushing out what is unrelayed.
+    if (relayed !== null && !ofJournal) {
+      const waiting = unrelayedOf(current?.stored ?? [], relayed);
+      if (waiting.length >= UNRELAYED_MAX) throw backlogError(input.app, waiting);
+    }
     const seq = await this.allocate(input.app);
     const payload = await this.buildPayload(input, seq, await this.opts.nodeId());
     const envelope = signEnvelope(DOMAINS.receipt, payload, this.opts.signer.privateKey);
-    const ofJournal = input.ofJournal ?? input.outcome !== 'refused';
     const lastTransaction = ofJournal ? { attemptId: input.attemptId, seq } : (current?.file.lastTransaction ?? null);
-    const kept = trimReceipts([...(current?.stored ?? []), { envelope, payload }], lastTransaction);
+    // A mark above every seq signed so far is bounded to them: the receipts still to come are unrelayed.
+    const { kept, dropped } = trimReceipts([...(current?.stored ?? []), { envelope, payload }], lastTransaction, relayed === null ? null : Math.min(relayed, seq - 1));
+    const lost = relayed === null ? [] : unrelayedOf(dropped, relayed);
+    if (lost.length > 0) {
+      log('WARNING: receipts of %s not yet relayed by steward-agent dropped to keep %s at %d receipts: seqs=%s', input.app, file, RECEIPTS_FILE_MAX, lost.map((r) => r.payload.seq).join(','));
+    }
     const body: ReceiptsFile = { schemaVersion: RECEIPTS_FILE_SCHEMA_VERSION, app: key, lastTransaction, receipts: kept.map((r) => r.envelope) };
     // From here the seq counts as used, even if a write below fails: a receipts file
     // renamed into place but not yet fsynced may already have been read by the agent.
@@ -254,6 +290,10 @@ export class ReceiptStore {
     return keys.filter((k) => APP_NAME_RE.test(k) || k === UNKNOWN_APPS_RECEIPTS).sort();
   }
 
+  private relayedSeq(): Promise<number | null> {
+    return this.opts.relayedSeq?.() ?? Promise.resolve(null);
+  }
+
   // As root, receipts are readable by group `steward` (the agent); otherwise left as created.
   private stewardGid(): Promise<number | null> {
     if (process.geteuid?.() !== 0) return Promise.resolve(null);
@@ -267,14 +307,36 @@ function isOf(r: StoredReceipt, app: string, attemptId: string): boolean {
   return r.payload.attemptId === attemptId && r.payload.app === app;
 }
 
-// Keeps the newest RECEIPTS_KEPT receipts, oldest first; the receipt named by
-// lastTransaction stays however old, since the helper's start looks for it.
-export function trimReceipts(stored: StoredReceipt[], lastTransaction: { attemptId: string; seq: number } | null): StoredReceipt[] {
-  if (stored.length <= RECEIPTS_KEPT) return stored;
+// Keeps, oldest first: the receipt named by lastTransaction however old (the helper's start looks
+// for it), the newest RECEIPTS_KEPT others and, when `relayedSeq` is not null, every receipt above
+// it (not yet relayed by the agent); at most RECEIPTS_FILE_MAX, the oldest others going first.
+// `stored` is in seq order; `dropped` is what is not kept.
+export function trimReceipts(
+  stored: StoredReceipt[],
+  lastTransaction: { attemptId: string; seq: number } | null,
+  relayedSeq: number | null = null,
+): { kept: StoredReceipt[]; dropped: StoredReceipt[] } {
   const pinned = (r: StoredReceipt) => lastTransaction !== null && r.payload.seq === lastTransaction.seq && r.payload.attemptId === lastTransaction.attemptId;
-  const keep = stored.find(pinned);
-  const newest = stored.filter((r) => !pinned(r)).slice(-(keep ? RECEIPTS_KEPT - 1 : RECEIPTS_KEPT));
-  return keep ? [keep, ...newest].sort((a, b) => a.payload.seq - b.payload.seq) : newest;
+  const hasPin = stored.some(pinned);
+  const others = stored.filter((r) => !pinned(r));
+  const newest = new Set(others.slice(-(hasPin ? RECEIPTS_KEPT - 1 : RECEIPTS_KEPT)));
+  const wanted = others.filter((r) => newest.has(r) || (relayedSeq !== null && r.payload.seq > relayedSeq));
+  const room = RECEIPTS_FILE_MAX - (hasPin ? 1 : 0);
+  const keep = new Set([...stored.filter(pinned), ...wanted.slice(Math.max(0, wanted.length - room))]);
+  return { kept: stored.filter((r) => keep.has(r)), dropped: stored.filter((r) => !keep.has(r)) };
+}
+
+// The receipts above `relayedSeq`: not yet relayed by the agent.
+function unrelayedOf(stored: readonly StoredReceipt[], relayedSeq: number): StoredReceipt[] {
+  return stored.filter((r) => r.payload.seq > relayedSeq);
+}
+
+function backlogError(app: string, waiting: readonly StoredReceipt[]): StewardError {
+  const seqs = waiting.map((r) => r.payload.seq);
+  return new StewardError(
+    'RECEIPTS_UNRELAYED',
+    `${app}: ${waiting.length} receipts (seqs ${seqs[0]} to ${seqs[seqs.length - 1]}) wait for steward-agent to relay them, and at most ${UNRELAYED_MAX} may wait per app: refused without a receipt, nothing changed (is steward-agent running, and its control plane acknowledging?)`,
+  );
 }
 
 // dev, inode, size, mtime and ctime (in ns) of `file`, or null when it cannot be lstat'ed.

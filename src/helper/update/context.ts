@@ -12,6 +12,9 @@ import type { ProbeResult, ProbeSpec } from './probe.js';
 export interface ReceiptSink {
   emit(input: ReceiptInput): Promise<StoredReceipt>;
   find(app: string, attemptId: string): Promise<StoredReceipt | null>;
+  // Throws RECEIPTS_UNRELAYED when the app's receipts the agent has not relayed leave no room for
+  // one more attempt; read-only.
+  checkRoom(app: string): Promise<void>;
 }
 
 export type { ReceiptInput, StoredReceipt };
