@@ -32,6 +32,13 @@ export function readBootId(): Promise<string> {
   return bootId;
 }
 
+// readBootId for synchronous code (the search for an app's processes, app-members.ts).
+let bootIdText: string | null = null;
+export function readBootIdSync(): string {
+  bootIdText ??= readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  return bootIdText;
+}
+
 // The identity of a live process, or null when no process has that pid.
 export async function readProcIdentity(pid: number): Promise<ProcIdentity | null> {
   if (!Number.isSafeInteger(pid) || pid <= 0) return null;
@@ -67,4 +74,17 @@ async function readProcState(pid: number): Promise<string | null> {
   } catch {
     return null;
   }
+}
+
+// isSameProcessAlive for synchronous code (app-members.ts).
+export function isSameProcessAliveSync(recorded: ProcIdentity): boolean {
+  if (!Number.isSafeInteger(recorded.pid) || recorded.pid <= 0 || recorded.bootId !== readBootIdSync()) return false;
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${recorded.pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  const state = text.slice(text.lastIndexOf(')') + 1).trim().split(/\s+/)[0];
+  return parseStartTicks(text) === recorded.startTicks && state !== undefined && state !== 'Z' && state !== 'X';
 }

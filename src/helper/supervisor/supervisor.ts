@@ -4,7 +4,7 @@ import { readCurrent } from '../release-store.js';
 import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
 import type { ExitInfo, StartedProcess } from '../runners/runner.js';
 import { readAppState } from '../state/app-state.js';
-import { restartPolicyOf, startVersion } from '../update/app-process.js';
+import { appTarget, restartPolicyOf, startVersion } from '../update/app-process.js';
 import type { UpdateContext } from '../update/context.js';
 
 const log = logger('helper:supervisor');
@@ -161,6 +161,8 @@ export class Supervisor {
         const info = await Promise.race([child.exited, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
         if (info) this.exits.set(app, { pid: child.pid, info });
       }
+      // A heard exit comes from the runner once everything the process started has ended with it.
+      const heard = rec.process !== null && this.exits.get(app)?.pid === rec.process.pid;
       let d;
       let exitLine: (() => void) | null = null;
       if (alive) {
@@ -186,11 +188,13 @@ export class Supervisor {
       // decision is durable before anything acts on it (`error` before the stop, DESIGN §5).
       const changed = JSON.stringify(d.next) !== JSON.stringify(sup);
       if (changed && d.decision.action !== 'respawn-now') await writeRunRecord(ctx.paths, { ...rec, supervisor: d.next });
+      // A process found dead rather than heard (adopted, or its exit not reported): whatever it
+      // started is killed now, at once, as its runner does after an exit it hears (DESIGN §5:
+      // exactly one live instance). After a decision that is durable (`error` before any stop).
+      if (!alive && rec.process && !heard) await ctx.runner.stop(await appTarget(ctx, app, rec), { timeoutMs: 0 });
       switch (d.decision.action) {
         case 'respawn-now':
-          // Whatever is left of the old process group goes first (never a reused pid).
           try {
-            if (rec.process) await ctx.runner.stop(rec.process, { timeoutMs: 2_000 });
             await this.respawn(app, cur.version, d.next);
           } finally {
             exitLine?.();
@@ -200,9 +204,7 @@ export class Supervisor {
           this.wakeAt(app, d.decision.at - now);
           break;
         case 'give-up':
-          // `error` is already durable (written above) before anything is stopped.
           log('gave up app=%s: %s', app, d.decision.reason);
-          if (rec.process) await ctx.runner.stop(rec.process, { timeoutMs: 2_000 });
           break;
         default:
           break;

@@ -16,6 +16,7 @@ const spec: StartSpec = {
   runAs: { name: 'web', uid: 990, gid: 991, home: '/home/web' },
   logFile: '/var/log/steward/web.log',
   stateDir: '/var/lib/steward-apps/web',
+  instance: '0123456789abcdef0123456789abcdef',
 };
 
 test('the unit of a process is read from the v2 line of its cgroup file, else the name=systemd line', () => {
