@@ -138,12 +138,12 @@ const SCRATCH = '/tmp/steward-e2e/scratch';
 const HELPER_UNIT = 'steward-helper.service';
 const STATE = `${ROOT}/var/lib/steward-apps/web`;
 
-test('under systemd, a crashed app takes its daemons with it', { timeout: 180_000 }, async (t) => {
+test('under systemd, a crashed app takes its daemons with it, and agentctl logs reads its journal', { timeout: 180_000 }, async (t) => {
   const box = await bootOrSkip(t);
   if (!box) return;
   const ran: string[] = [];
   t.after(async () => {
-    await reportScenarios(box, ran, 1, { units: [HELPER_UNIT, 'steward-app-web.service'], lines: 60 });
+    await reportScenarios(box, ran, 2, { units: [HELPER_UNIT, 'steward-app-web.service'], lines: 60 });
     await box.stop();
   });
   const user = 'stwweb';
@@ -192,5 +192,18 @@ test('under systemd, a crashed app takes its daemons with it', { timeout: 180_00
     }, 30_000, 50);
     assert.deepEqual(alive(await daemons(), old), [], 'the daemons of the killed process outlived it');
     ran.push('daemons end with their main process');
+  });
+
+  await t.test('agentctl logs web reads the app unit journal', async () => {
+    const r = await waitFor('the journal lines', async () => {
+      const l = await agentctlIn(['logs', 'web', '-n', '50', '--json']);
+      return l.code === 0 && l.json?.lines?.some((x: string) => x.includes(`listening ${port}`)) ? l : null;
+    }, 10_000, 200);
+    assert.equal(r.json.source, 'journal');
+    assert.equal(r.json.unit, 'steward-app-web.service');
+    const human = await agentctlIn(['logs', 'web', '-n', '3']);
+    assert.equal(human.code, 0, human.text);
+    assert.equal(human.stdout.trim().split('\n').length, 3, human.stdout);
+    ran.push('agentctl logs from journald');
   });
 });
