@@ -1,4 +1,4 @@
-import { promises as fsp, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 // Who a process is, beyond its pid (DESIGN §5): pids are reused, so a process is
 // the same one only if its start time (in clock ticks since boot) and the boot match.
@@ -24,19 +24,16 @@ export function parseStartTicks(statText: string): number | null {
 
 // The current boot's id from /proc/sys/kernel/random/boot_id. Read once per process: it cannot
 // change while this process lives, and every identity check (a respawn's included) needs it.
-let bootId: Promise<string> | null = null;
-export function readBootId(): Promise<string> {
-  bootId ??= fsp.readFile('/proc/sys/kernel/random/boot_id', 'utf8').then((t) => t.trim());
-  // A failed read is not remembered: the next call tries again.
-  bootId.catch(() => (bootId = null));
+// A failed read is not remembered: the next call tries again.
+let bootId: string | null = null;
+export function readBootIdSync(): string {
+  bootId ??= readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
   return bootId;
 }
 
-// readBootId for synchronous code (the search for an app's processes, app-members.ts).
-let bootIdText: string | null = null;
-export function readBootIdSync(): string {
-  bootIdText ??= readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  return bootIdText;
+// readBootIdSync for callers that await.
+export async function readBootId(): Promise<string> {
+  return readBootIdSync();
 }
 
 // The identity of a live process, or null when no process has that pid.
@@ -60,20 +57,7 @@ export async function readProcIdentity(pid: number): Promise<ProcIdentity | null
 // Whether `recorded` names a process that is still running: same pid, same start
 // time, same boot. A zombie counts as dead (it can hold nothing any more).
 export async function isSameProcessAlive(recorded: ProcIdentity): Promise<boolean> {
-  const now = await readProcIdentity(recorded.pid);
-  if (!now) return false;
-  if (now.bootId !== recorded.bootId || now.startTicks !== recorded.startTicks) return false;
-  const state = await readProcState(recorded.pid);
-  return state !== null && state !== 'Z' && state !== 'X';
-}
-
-async function readProcState(pid: number): Promise<string | null> {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 1).trim().split(/\s+/)[0] ?? null;
-  } catch {
-    return null;
-  }
+  return isSameProcessAliveSync(recorded);
 }
 
 // isSameProcessAlive for synchronous code (app-members.ts).

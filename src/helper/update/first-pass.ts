@@ -11,10 +11,10 @@ const log = logger('helper:start');
 // The start's first pass for one process app (DESIGN §4, §5): a recorded process that is
 // still the same live process of the current version is adopted; one that should run but
 // does not is started (not a respawn: it spends no budget); of one whose record says stopped,
-// whatever still runs is stopped. A blocked app is left as
-// recovery left it; a record from another boot is never adopted or signalled. It holds the
-// app's lock, as every start does: a supervisor pass that another app's exit brings meanwhile
-// leaves this one alone, and never sees its record between the spawn and its write.
+// whatever still runs is stopped. A blocked app is left as recovery left it; a record from
+// another boot is never adopted or signalled. It holds the app's lock, as every start does: a
+// supervisor pass that another app's exit brings meanwhile leaves this one alone, and never
+// sees its record between the spawn and its write.
 export async function ensureRunning(ctx: UpdateContext, app: string): Promise<'adopted' | 'started' | 'left'> {
   // A unit app's own unit and Restart= keep it running; the helper only starts it for updates.
   if (ctx.config.apps[app]?.runner !== 'process') return 'left';
