@@ -73,7 +73,7 @@ test('under the detached runner, a crashed app takes its daemons with it: as the
     assert.equal(loop.code, 0, loop.stdout + loop.stderr);
     await waitFor('error', async () => (await agentctl(host, ['status', 'web', '--json'])).json?.apps?.[0]?.supervisor?.state === 'error', 60_000, 100);
     const all = registeredDaemons(stateDir);
-    assert.ok(all.length >= 8, `daemons of at least four processes registered: ${all.length}`);
+    assert.ok(all.length >= 8, `the processes of the crash loop registered their daemons: ${all.length} in all`);
     assert.deepEqual(alive(all), [], 'daemons of the crash loop outlived it');
   });
 });
