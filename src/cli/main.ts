@@ -19,6 +19,7 @@ const COMMANDS: Array<[names: string[], load: () => Promise<Register>]> = [
   [['prune', 'release-hold'], async () => (await import('./commands/maintenance.js')).registerMaintenance],
   [['receipts'], async () => (await import('./commands/receipts.js')).registerReceipts],
   [['start', 'stop', 'restart'], async () => (await import('./commands/run-state.js')).registerRunState],
+  [['logs'], async () => (await import('./commands/logs.js')).registerLogs],
   [['enroll'], async () => (await import('./commands/enroll.js')).registerEnroll],
   [['doctor'], async () => (await import('./commands/doctor.js')).registerDoctor],
   [['install', 'uninstall'], async () => (await import('./commands/install.js')).registerInstall],

@@ -56,7 +56,7 @@ function app(v: unknown): HostConfig['apps'][string] {
   const a = isObject(v) && !('runner' in v) ? { ...v, runner: 'process' } : v;
   if (!isObject(a)) return refused();
   if (a.runner === 'process') {
-    const o = obj(a, ['runner', 'user', 'group', 'keepReleases', 'restart', 'quarantine', 'stopTimeoutMs']);
+    const o = obj(a, ['runner', 'user', 'group', 'keepReleases', 'restart', 'quarantine', 'stopTimeoutMs', 'logMaxBytes']);
     const out: Obj = { runner: 'process' };
     optName(o, 'user', USER_RE, out);
     optName(o, 'group', USER_RE, out);
@@ -64,6 +64,7 @@ function app(v: unknown): HostConfig['apps'][string] {
     out.restart = restart(o.restart === undefined ? {} : o.restart);
     out.quarantine = quarantine(o.quarantine === undefined ? {} : o.quarantine);
     out.stopTimeoutMs = int(o, 'stopTimeoutMs', 0, 3_600_000, 10_000);
+    out.logMaxBytes = int(o, 'logMaxBytes', 64 * 1024, MAX, 50 * 1024 * 1024);
     return out as HostConfig['apps'][string];
   }
   if (a.runner === 'unit') {
@@ -128,10 +129,15 @@ function check(v: unknown): HostConfig {
     maxDepth: int(e, 'maxDepth', 1, 1024, 64),
     maxRatio: int(e, 'maxRatio', 1, MAX, 200),
   };
-  const s = obj(o.supervisor === undefined ? {} : o.supervisor, ['processRunner', 'sweepMs', 'pollMs']);
+  const s = obj(o.supervisor === undefined ? {} : o.supervisor, ['processRunner', 'sweepMs', 'pollMs', 'logCheckMs']);
   const runner = s.processRunner === undefined ? 'auto' : s.processRunner;
   if (runner !== 'auto' && runner !== 'systemd' && runner !== 'detached') refused();
-  out.supervisor = { processRunner: runner, sweepMs: int(s, 'sweepMs', 100, 3_600_000, 60_000), pollMs: int(s, 'pollMs', 50, 600_000, 2_000) };
+  out.supervisor = {
+    processRunner: runner,
+    sweepMs: int(s, 'sweepMs', 100, 3_600_000, 60_000),
+    pollMs: int(s, 'pollMs', 50, 600_000, 2_000),
+    logCheckMs: int(s, 'logCheckMs', 100, 3_600_000, 5_000),
+  };
   return out as unknown as HostConfig;
 }
 

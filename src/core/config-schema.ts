@@ -26,6 +26,9 @@ const processAppSchema = z.strictObject({
   quarantine: quarantineSchema.default(() => quarantineSchema.parse({})),
   // How long a stopped process gets after SIGTERM before SIGKILL.
   stopTimeoutMs: ms(3_600_000).default(10_000),
+  // The cap of the app's log file (detached runner; under systemd journald keeps the output):
+  // past it, the helper cuts the file to its newest half.
+  logMaxBytes: z.number().int().min(64 * 1024).default(50 * 1024 * 1024),
 });
 
 const unitAppSchema = z.strictObject({
@@ -72,6 +75,8 @@ const supervisorSchema = z.strictObject({
   sweepMs: ms(3_600_000).min(100).default(60_000),
   // How often an adopted process (not the helper's child) is checked.
   pollMs: ms(600_000).min(50).default(2_000),
+  // How often the size of a running app's log file is checked against its logMaxBytes.
+  logCheckMs: ms(3_600_000).min(100).default(5_000),
 });
 
 const controlPlaneSchema = z.strictObject({

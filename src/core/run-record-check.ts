@@ -12,7 +12,10 @@ import { isVersion } from './version.js';
 
 export const RUN_RECORD_SCHEMA_VERSION = 1;
 
-const KEYS = ['schemaVersion', 'app', 'expected', 'version', 'process', 'startedAt', 'logOffset', 'supervisor'];
+// An instance token (run-record-schema.ts `instance`): 128 random bits in lowercase hex.
+export const INSTANCE_TOKEN_RE = /^[0-9a-f]{32}$/;
+
+const KEYS = ['schemaVersion', 'app', 'expected', 'version', 'process', 'startedAt', 'logOffset', 'instance', 'supervisor'];
 const SUPERVISOR_KEYS = ['state', 'attempts', 'lastStartAt', 'lastExitAt', 'nextAttemptAt', 'lastExit', 'giveUpReason'];
 const STATES: readonly unknown[] = ['running', 'waiting', 'error', 'stopped'];
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -60,6 +63,10 @@ export function checkRunRecord(v: unknown): RunRecord | null {
   if ('logOffset' in v) {
     if (v.logOffset !== undefined && !isInt(v.logOffset, 0, MAX)) return null;
     out.logOffset = v.logOffset;
+  }
+  if ('instance' in v) {
+    if (v.instance !== undefined && !(typeof v.instance === 'string' && INSTANCE_TOKEN_RE.test(v.instance))) return null;
+    out.instance = v.instance;
   }
   if ('supervisor' in v) {
     if (v.supervisor === undefined) out.supervisor = undefined;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { appNameSchema, epochMsSchema, versionSchema } from './names.js';
-import { RUN_RECORD_SCHEMA_VERSION } from './run-record-check.js';
+import { INSTANCE_TOKEN_RE, RUN_RECORD_SCHEMA_VERSION } from './run-record-check.js';
 
 // The record's schema version lives in the zod-free run-record-check.ts (issue 8, row 5).
 export { RUN_RECORD_SCHEMA_VERSION } from './run-record-check.js';
@@ -34,6 +34,10 @@ export const runRecordSchema = z.strictObject({
   startedAt: epochMsSchema.nullable(),
   // Where the current process's output starts in the app's log file.
   logOffset: z.number().int().nonnegative().optional(),
+  // The app's instance token: a random secret made before the app's first spawn and kept, put in
+  // the environment of every process steward spawns for it (STEWARD_INSTANCE). Only root and the
+  // app's own processes know it, so a process of the app's user that holds it is the app's.
+  instance: z.string().regex(INSTANCE_TOKEN_RE).optional(),
   // The respawn budget and state (absent in records written before the supervisor).
   supervisor: supervisorStateSchema.optional(),
 });

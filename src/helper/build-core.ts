@@ -12,6 +12,7 @@ import { loadOrCreateHelperKey } from './receipts/helper-key.js';
 import { readNodeId } from './receipts/node-id.js';
 import { readRelayedSeq } from './receipts/read-relay-mark.js';
 import { ReceiptStore } from './receipts/receipt-store.js';
+import { findCgroupHome } from './runners/app-cgroup.js';
 import { createProcessRunner } from './runners/process-runner.js';
 import type { AppRunner, RunAs } from './runners/runner.js';
 import { createSystemdRunner, systemdAvailable } from './runners/systemd-runner.js';
@@ -41,7 +42,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     config,
     clock: systemClock,
     io: realStageIO,
-    runner: await chooseProcessRunner(isRoot, config.supervisor.processRunner),
+    runner: await chooseProcessRunner(paths, isRoot, config.supervisor.processRunner),
     units: systemdUnits,
     receipts: receiptStore,
     receiptStore,
@@ -59,7 +60,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
 
 // The `process` runner (DESIGN §5): each app its own transient unit when PID 1 is systemd and
 // the helper is root, else a detached child with its output in /var/log/steward/<app>.log.
-async function chooseProcessRunner(isRoot: boolean, choice: HostConfig['supervisor']['processRunner']): Promise<AppRunner> {
+async function chooseProcessRunner(paths: HostPaths, isRoot: boolean, choice: HostConfig['supervisor']['processRunner']): Promise<AppRunner> {
   const systemd = choice === 'systemd' || (choice === 'auto' && isRoot && (await systemdAvailable().catch(() => false)));
   if (systemd) {
     if (!isRoot || !(await systemdAvailable().catch(() => false))) {
@@ -69,7 +70,9 @@ async function chooseProcessRunner(isRoot: boolean, choice: HostConfig['supervis
     return createSystemdRunner({ clock: systemClock, isRoot });
   }
   log('process runner=detached (%s): apps run as detached children with a log file', choice === 'detached' ? 'configured' : isRoot ? 'systemd is not PID 1' : 'systemd needs root');
-  return createProcessRunner({ clock: systemClock, isRoot });
+  const cgroups = findCgroupHome(paths.root);
+  log(cgroups ? 'each app runs in its own cgroup under %s' : 'no cgroup of their own for apps here%s: the instance token tells their processes apart', cgroups?.dir ?? '');
+  return createProcessRunner({ clock: systemClock, isRoot, cgroups });
 }
 
 // The account a process app runs as: its configured user and group as root, else the helper's.

@@ -56,9 +56,10 @@ export async function main(argv: string[]): Promise<number> {
     const core = await buildCore(paths, config, isRoot);
     const supervisor = new Supervisor(core, config.supervisor);
     core.onStarted = (app, proc) => supervisor.watch(app, proc);
-    // An update, start or stop that ends hands its app back to the supervisor at once.
+    // An update, start or stop that ends hands its app back to the supervisor at once. (A first
+    // pass does not: the supervisor's own first pass follows the helper's start.)
     core.locks.onRelease = (app, work) => {
-      if (work.op !== 'supervise') void supervisor.requestPass(`${work.op} of ${app} ended`);
+      if (work.op !== 'supervise' && work.op !== 'first-pass') void supervisor.requestPass(`${work.op} of ${app} ended`);
     };
 
     // Sockets answer at once; mutating requests get RECOVERING until the start is done.

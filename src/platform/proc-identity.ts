@@ -1,4 +1,4 @@
-import { promises as fsp, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 // Who a process is, beyond its pid (DESIGN §5): pids are reused, so a process is
 // the same one only if its start time (in clock ticks since boot) and the boot match.
@@ -24,12 +24,16 @@ export function parseStartTicks(statText: string): number | null {
 
 // The current boot's id from /proc/sys/kernel/random/boot_id. Read once per process: it cannot
 // change while this process lives, and every identity check (a respawn's included) needs it.
-let bootId: Promise<string> | null = null;
-export function readBootId(): Promise<string> {
-  bootId ??= fsp.readFile('/proc/sys/kernel/random/boot_id', 'utf8').then((t) => t.trim());
-  // A failed read is not remembered: the next call tries again.
-  bootId.catch(() => (bootId = null));
+// A failed read is not remembered: the next call tries again.
+let bootId: string | null = null;
+export function readBootIdSync(): string {
+  bootId ??= readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
   return bootId;
+}
+
+// readBootIdSync for callers that await.
+export async function readBootId(): Promise<string> {
+  return readBootIdSync();
 }
 
 // The identity of a live process, or null when no process has that pid.
@@ -53,18 +57,18 @@ export async function readProcIdentity(pid: number): Promise<ProcIdentity | null
 // Whether `recorded` names a process that is still running: same pid, same start
 // time, same boot. A zombie counts as dead (it can hold nothing any more).
 export async function isSameProcessAlive(recorded: ProcIdentity): Promise<boolean> {
-  const now = await readProcIdentity(recorded.pid);
-  if (!now) return false;
-  if (now.bootId !== recorded.bootId || now.startTicks !== recorded.startTicks) return false;
-  const state = await readProcState(recorded.pid);
-  return state !== null && state !== 'Z' && state !== 'X';
+  return isSameProcessAliveSync(recorded);
 }
 
-async function readProcState(pid: number): Promise<string | null> {
+// isSameProcessAlive for synchronous code (app-members.ts).
+export function isSameProcessAliveSync(recorded: ProcIdentity): boolean {
+  if (!Number.isSafeInteger(recorded.pid) || recorded.pid <= 0 || recorded.bootId !== readBootIdSync()) return false;
+  let text: string;
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 1).trim().split(/\s+/)[0] ?? null;
+    text = readFileSync(`/proc/${recorded.pid}/stat`, 'utf8');
   } catch {
-    return null;
+    return false;
   }
+  const state = text.slice(text.lastIndexOf(')') + 1).trim().split(/\s+/)[0];
+  return parseStartTicks(text) === recorded.startTicks && state !== undefined && state !== 'Z' && state !== 'X';
 }

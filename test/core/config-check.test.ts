@@ -33,6 +33,7 @@ const processApp = section({
   restart: [restart, junk],
   quarantine: [quarantine, junk],
   stopTimeoutMs: ranged(0, 3_600_000),
+  logMaxBytes: ranged(64 * 1024, MAX),
 });
 const unitApp = section({
   runner: [fc.constant('unit'), fc.oneof(fc.constantFrom('process', 'units'), junk)],
@@ -65,7 +66,7 @@ const config = section({
     junk,
   ],
   extract: [section({ maxEntries: ranged(1, MAX), maxBytes: ranged(1, MAX), maxPathLength: ranged(1, 4096), maxDepth: ranged(1, 1024), maxRatio: ranged(1, MAX) }), junk],
-  supervisor: [section({ processRunner: [fc.constantFrom('auto', 'systemd', 'detached'), fc.oneof(fc.constantFrom('Auto', 'none', ''), junk)], sweepMs: ranged(100, 3_600_000), pollMs: ranged(50, 600_000) }), junk],
+  supervisor: [section({ processRunner: [fc.constantFrom('auto', 'systemd', 'detached'), fc.oneof(fc.constantFrom('Auto', 'none', ''), junk)], sweepMs: ranged(100, 3_600_000), pollMs: ranged(50, 600_000), logCheckMs: ranged(100, 3_600_000) }), junk],
 });
 // The deepest rules (an app's restart and quarantine) also each on their own, or they are rarely reached.
 const deep = fc

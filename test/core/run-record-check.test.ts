@@ -49,7 +49,8 @@ const supervisor = fc.oneof(
   fc.record({ state: fc.constant('running'), attempts: fc.nat(), lastStartAt: fc.constant(null), lastExitAt: fc.constant(null), nextAttemptAt: fc.constant(null), lastExit: fc.constant(null), giveUpReason: fc.constant(null) }, { requiredKeys: [] }),
   junk,
 );
-const OPTIONAL = { logOffset: fc.oneof(fc.nat(), fc.constant(MAX)), supervisor: validSupervisor };
+const token = fc.stringMatching(/^[0-9a-f]{32}$/);
+const OPTIONAL = { logOffset: fc.oneof(fc.nat(), fc.constant(MAX)), instance: token, supervisor: validSupervisor };
 const valid = fc.record(
   {
     schemaVersion: fc.constant(1),
@@ -71,6 +72,7 @@ const record = fc.oneof(
   { arbitrary: withKey(valid, 'process', proc), weight: 3 },
   withKey(valid, 'startedAt', intEdge),
   withKey(valid, 'logOffset', intEdge),
+  withKey(valid, 'instance', fc.oneof(token.map((t) => t.toUpperCase()), token.map((t) => t.slice(1)), token.map((t) => `${t}0`), token.map((t) => `${t}\n`), junk)),
   { arbitrary: withKey(valid, 'supervisor', supervisor), weight: 6 },
   withKey(valid, 'extra', junk),
   withKey(valid, '__proto__', junk),

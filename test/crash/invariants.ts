@@ -1,18 +1,18 @@
 // What must hold on a root once the helper's start has recovered it from a crash state
 // (issue 7, item 2). Each check returns the sentences that are false; none means it holds.
 import { promises as fsp } from 'node:fs';
-import { stagingDir, versionDir } from '../../src/core/paths.js';
+import { stagingDir, versionDir, versionsDir } from '../../src/core/paths.js';
 import { isTerminal } from '../../src/core/journal-schema.js';
 import { compareVersions } from '../../src/core/version.js';
 import { MARKER_FILE_NAME } from '../../src/core/release-schemas.js';
 import { readCurrent } from '../../src/helper/release-store.js';
 import { readAppState } from '../../src/helper/state/app-state.js';
 import { readJournal } from '../../src/helper/update/journal.js';
-import { findAppProcesses } from '../../src/helper/update/find-app-processes.js';
 import { readRunRecord } from '../../src/helper/runners/run-record.js';
 import { isSameProcessAlive } from '../../src/platform/proc-identity.js';
 import type { StartedRoot } from './run-start.js';
 import { loadTree } from './fs-model.js';
+import { processesUnder } from '../helpers/app-processes.js';
 
 // What the root held before the traced run, and the reference content of each release tree.
 export interface Before {
@@ -98,7 +98,9 @@ export async function checkRecoveredRoot(started: StartedRoot, before: Before): 
   // record does not say running.
   try {
     const rec = await readRunRecord(paths, app);
-    const live = (await findAppProcesses(paths, app)).map((p) => p.pid);
+    // Found the way the helper does not (by working folder): an oracle of its own. The apps here
+    // (/bin/sleep) neither fork nor leave their release tree.
+    const live = await processesUnder(versionsDir(paths, app));
     if (rec?.expected === 'running') {
       if (!rec.process || !(await isSameProcessAlive(rec.process))) bad.push(`the record says running, but its process ${rec.process?.pid ?? '(none)'} is not alive`);
       else if (rec.version !== currentVersion) bad.push(`the record says ${rec.version} runs, but current -> ${currentVersion ?? 'nothing'}`);

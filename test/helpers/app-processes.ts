@@ -1,4 +1,4 @@
-import { promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, type TestHost } from './host.js';
 
@@ -76,4 +76,48 @@ export async function processesUnder(dir: string): Promise<number[]> {
     out.push(Number(name));
   }
   return out;
+}
+
+export interface Daemon {
+  // The main process that started it.
+  main: number;
+  pid: number;
+  alive: boolean;
+}
+
+// Whether `pid` runs (a zombie does not).
+export function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
+  }
+}
+
+// The daemonized children that the app's releases registered (test/fixtures/app-releases.ts,
+// behavior.daemons) in `stateDir` (the app's STATE_DIRECTORY).
+export function registeredDaemons(stateDir: string): Daemon[] {
+  let names: string[];
+  try {
+    names = readdirSync(path.join(stateDir, 'daemons'));
+  } catch {
+    return [];
+  }
+  return names
+    .map((n) => /^(\d+)-(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ main: Number(m[1]), pid: Number(m[2]), alive: isRunning(Number(m[2])) }));
+}
+
+// SIGKILLs every registered daemon still running (a test's cleanup: steward under test may not).
+export function killDaemons(stateDir: string): void {
+  for (const d of registeredDaemons(stateDir)) {
+    if (!d.alive) continue;
+    try {
+      process.kill(d.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
 }

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { hostPaths, trustedKeysFor, type HostPaths } from '../../src/core/paths.js';
 import { generateKeyPair, parsePrivateKey, signEnvelope, DOMAINS } from '../../src/platform/keys.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
+import { findCgroupHome, removeCgroupHome } from '../../src/helper/runners/app-cgroup.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = {
@@ -63,6 +64,9 @@ export function makeHost(config: Record<string, unknown> = { apps: { web: proces
     },
     cleanup() {
       rmSync(base, { recursive: true, force: true });
+      // The apps' cgroups a helper made for this host (as root, without systemd), once empty.
+      const cgroups = findCgroupHome(root);
+      if (cgroups) removeCgroupHome(cgroups);
     },
   };
   host.writeConfig(config);

@@ -4,7 +4,8 @@ import type { StartSpec } from './runner.js';
 export const APP_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 // The environment of a `process` app, built from nothing (DESIGN §5): nothing of the
-// helper's own environment leaks into the app; start.env comes last.
+// helper's own environment leaks into the app; start.env comes after steward's own variables,
+// except STEWARD_INSTANCE, which a release cannot set: it is the proof of the app's processes.
 export function buildAppEnv(spec: StartSpec): Record<string, string> {
   const self = spec.runAs ? null : os.userInfo();
   const user = spec.runAs ? spec.runAs.name : (self?.username ?? '');
@@ -19,5 +20,6 @@ export function buildAppEnv(spec: StartSpec): Record<string, string> {
     STEWARD_VERSION: spec.version,
     STATE_DIRECTORY: spec.stateDir,
     ...spec.env,
+    STEWARD_INSTANCE: spec.instance,
   };
 }

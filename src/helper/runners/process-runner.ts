@@ -8,27 +8,83 @@ import {
   isSameProcessAlive,
   parseStartTicks,
   readBootId,
+  readBootIdSync,
   readProcIdentity,
   type ProcIdentity,
 } from '../../platform/proc-identity.js';
 import { buildAppEnv } from './app-env.js';
-import { readProcStat, stopProcessGroup } from './process-group.js';
+import { appCgroupDir, enterCgroup, leaveCgroup, removeAppCgroup, type CgroupHome } from './app-cgroup.js';
+import { findAppMembers } from './app-members.js';
+import { readProcStat } from './process-group.js';
 import { prepareStateDirSync } from './state-dir.js';
-import type { AppRunner, ExitInfo, StartSpec, StartedProcess } from './runner.js';
+import { stopMembers } from './stop-members.js';
+import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 
 const debug = logger('helper:runner');
 
 export interface ProcessRunnerOptions {
   clock: Clock;
   isRoot: boolean;
+  // Where each app gets a cgroup of its own (findCgroupHome); null or absent: none, and the
+  // instance token in the environment is the proof of the app's processes (app-members.ts).
+  cgroups?: CgroupHome | null;
 }
 
-// The `process` runner without systemd: a detached child in its own session, output
-// appended to the app's log file, stopped by signalling its whole process group.
+// The `process` runner without systemd: a detached child in its own session (and, where the
+// helper can make one, its own cgroup), output appended to the app's log file. When the main
+// process ends, whatever it started is killed at once, as systemd's KillMode=mixed does for a
+// unit, so an app never leaves processes behind (DESIGN §5: exactly one live instance).
 export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
+  const home = opts.cgroups ?? null;
+  // Set once a spawn could not enter its cgroup: the token is the proof from then on.
+  let cgroupsOff = home === null;
+  // The stop in flight per app: an exit it causes leaves the rest to it (and to its timeout).
+  const stopping = new Map<string, Promise<unknown>>();
+
+  const stopAll = async (target: AppTarget, timeoutMs: number): Promise<void> => {
+    const cgroupDir = home ? appCgroupDir(home, target.app) : null;
+    const find = () => findAppMembers(target, { cgroupDir, scanEnviron: cgroupsOff });
+    const n = await stopMembers(find, `app ${target.app}`, { clock: opts.clock, timeoutMs });
+    if (n > 0) debug('stopped app=%s processes=%d', target.app, n);
+    if (home && cgroupDir) removeAppCgroup(home, cgroupDir);
+  };
+  const stop = async (target: AppTarget, timeoutMs: number): Promise<void> => {
+    const p = stopAll(target, timeoutMs);
+    stopping.set(target.app, p);
+    try {
+      await p;
+    } finally {
+      if (stopping.get(target.app) === p) stopping.delete(target.app);
+    }
+  };
+  // After the main process ended: what it left is killed at once, unless a stop is at work.
+  const endRest = async (target: AppTarget): Promise<void> => {
+    const inFlight = stopping.get(target.app);
+    if (inFlight) await inFlight.catch(() => undefined);
+    else await stopAll(target, 0);
+  };
+  // Spawns in the app's cgroup where there is one; a cgroup that cannot be entered turns
+  // cgroups off for good (said once), and the token proves the app's processes from then on.
+  const spawnIn = (app: string, fn: () => ChildProcess): ChildProcess => {
+    if (!home || cgroupsOff) return fn();
+    let own: string;
+    try {
+      own = enterCgroup(home, appCgroupDir(home, app));
+    } catch (err) {
+      cgroupsOff = true;
+      debug('cannot start app=%s in its cgroup (%s): apps are told apart by their instance token from now on', app, (err as Error).message);
+      return fn();
+    }
+    try {
+      return fn();
+    } finally {
+      leaveCgroup(own);
+    }
+  };
+
   return {
-    start: (spec) => startProcess(spec, opts),
-    stop: (identity, o) => stopProcessGroup(identity, { clock: opts.clock, timeoutMs: o?.timeoutMs ?? 10_000 }),
+    start: (spec) => startProcess(spec, opts, spawnIn, endRest),
+    stop: (target, o) => stop(target, o?.timeoutMs ?? 10_000),
     isAlive: (identity) => isProcessAlive(identity),
   };
 }
@@ -40,7 +96,10 @@ async function isProcessAlive(identity: ProcIdentity): Promise<boolean> {
   return st !== null && st.state !== 'Z' && st.state !== 'X';
 }
 
-async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions): Promise<StartedProcess> {
+type SpawnIn = (app: string, fn: () => ChildProcess) => ChildProcess;
+type EndRest = (target: AppTarget) => Promise<void>;
+
+async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
   const what = `${spec.app} ${spec.version}`;
   if (spec.runAs && !opts.isRoot && spec.runAs.uid !== process.getuid?.()) {
     throw new StewardError('CONFIG_INVALID', `cannot start ${what}: it runs as ${spec.runAs.name} but the helper is not root`);
@@ -53,7 +112,7 @@ async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions): Promis
   const logFd = openLog(spec.logFile, what);
   try {
     prepareStateDirSync(spec, opts.isRoot, what);
-    return await spawnApp(spec, logFd, opts.clock, what);
+    return await spawnApp(spec, logFd, opts.clock, what, spawnIn, endRest);
   } finally {
     // The child holds its own copies of the fd; the helper keeps none (DESIGN §5).
     closeSync(logFd);
@@ -88,26 +147,43 @@ function openLog(file: string, what: string): number {
   }
 }
 
-async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: string): Promise<StartedProcess> {
+async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: string, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
   const [file, ...args] = spec.command;
   if (file === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
   const ids = spec.runAs && process.getuid?.() === 0 ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {};
   let child: ChildProcess;
   try {
-    child = spawn(file, args, {
-      cwd: spec.cwd,
-      env: buildAppEnv(spec),
-      detached: true, // setsid(): its own session and process group, stopped as a group
-      stdio: ['ignore', logFd, logFd],
-      shell: false,
-      ...ids,
-    });
+    child = spawnIn(spec.app, () =>
+      spawn(file, args, {
+        cwd: spec.cwd,
+        env: buildAppEnv(spec),
+        detached: true, // setsid(): its own session and process group
+        stdio: ['ignore', logFd, logFd],
+        shell: false,
+        ...ids,
+      }),
+    );
   } catch (err) {
+    if (err instanceof StewardError) throw err;
     throw spawnError(err, file, what);
   }
-  const exited = new Promise<ExitInfo>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   // Read at once, before the event loop can reap a child that exits immediately.
   const statText = child.pid === undefined ? null : readStatSync(child.pid);
+  let identity: ProcIdentity | null = null;
+  const exited = new Promise<ExitInfo>((resolve) =>
+    child.once('exit', (code, signal) => {
+      const pid = child.pid as number;
+      const leader = identity ?? { pid, startTicks: (statText === null ? null : parseStartTicks(statText)) ?? -1, bootId: readBootIdSync() };
+      const target: AppTarget = { app: spec.app, process: leader, instance: spec.instance, uid: spec.runAs?.uid ?? (process.getuid?.() ?? -1) };
+      endRest(target).then(
+        () => resolve({ code, signal }),
+        (err) => {
+          debug('after the exit of app=%s pid=%d, what it left could not all be killed: %s', spec.app, pid, (err as Error).message);
+          resolve({ code, signal });
+        },
+      );
+    }),
+  );
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);
@@ -118,7 +194,7 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
   // The helper may exit while the app runs on; 'exit' is still heard while the helper lives.
   child.unref();
   const pid = child.pid as number;
-  const identity = await identityOf(pid, statText);
+  identity = await identityOf(pid, statText);
   debug('started app=%s version=%s pid=%d', spec.app, spec.version, pid);
   return { identity, startedAt: clock.now(), exited };
 }

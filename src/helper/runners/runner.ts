@@ -21,6 +21,21 @@ export interface StartSpec {
   logFile: string;
   // /var/lib/steward-apps/<app>: created if missing, owned by the app user, 0750.
   stateDir: string;
+  // The app's instance token (run record `instance`), already durable in its record: it goes into
+  // the app's environment as STEWARD_INSTANCE, where it is the proof that a process is the app's.
+  instance: string;
+}
+
+// What a runner may stop of one app: its recorded main process and every process that proves to
+// be the app's (DESIGN §5: a process with no such proof is never signalled).
+export interface AppTarget {
+  app: string;
+  // The recorded main process, when the record names one.
+  process: ProcIdentity | null;
+  // The app's instance token from its record, when it has one.
+  instance: string | null;
+  // The app's user: a process that runs as another user is never signalled.
+  uid: number;
 }
 
 export interface ExitInfo {
@@ -35,15 +50,17 @@ export interface StartedProcess {
   exited: Promise<ExitInfo>;
 }
 
-// Runs an app's process. Under this issue, a detached child in its own session
-// (setsid: its own process group) with output to the app's log file.
+// Runs an app's processes: a detached child in its own session with output to the app's log file
+// (process-runner.ts), or a transient systemd unit (systemd-runner.ts).
 export interface AppRunner {
-  // Starts one process. The caller guarantees that no process of the app runs.
+  // Starts one process. The caller guarantees that no process of the app runs. When that
+  // process ends, everything it started ends with it, before `exited` resolves.
   start(spec: StartSpec): Promise<StartedProcess>;
-  // Stops the app's process group: SIGTERM, then SIGKILL after `timeoutMs`, and waits until
-  // no member is left. Idempotent: nothing running is success. Never signals a process
-  // that is not provably ours (a reused pid is left alone).
-  stop(identity: ProcIdentity, opts?: { timeoutMs?: number }): Promise<void>;
+  // Stops every process of the app it can prove is the app's: SIGTERM to all of them at once,
+  // SIGKILL to whatever is left after `timeoutMs` (one deadline for all, not one per process), and
+  // waits until none is left. Idempotent: nothing running is success. Never signals a process
+  // without that proof or of another user than `target.uid` (a reused pid is left alone).
+  stop(target: AppTarget, opts?: { timeoutMs?: number }): Promise<void>;
   // Whether the recorded process is alive and is still the same process.
   isAlive(identity: ProcIdentity): Promise<boolean>;
   // The app's last `lines` lines of output since `sinceMs` (wall clock), for a runner whose

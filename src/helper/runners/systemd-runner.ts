@@ -2,14 +2,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { APP_NAME_RE } from '../../core/name-checks.js';
+import { INSTANCE_TOKEN_RE } from '../../core/run-record-check.js';
 import type { Clock } from '../../platform/clock.js';
 import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
 import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
 import { APP_PATH, buildAppEnv } from './app-env.js';
 import { prepareStateDirSync } from './state-dir.js';
-import type { AppRunner, ExitInfo, StartSpec, StartedProcess } from './runner.js';
-import { systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
+import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
+import { parseUnitShow, systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
 
 const debug = logger('helper:systemd');
 
@@ -49,7 +50,7 @@ export async function systemdAvailable(): Promise<boolean> {
 export function createSystemdRunner(opts: SystemdRunnerOptions): AppRunner {
   return {
     start: (spec) => startUnitApp(spec, opts),
-    stop: (identity, o) => stopUnitApp(identity, opts.clock, o?.timeoutMs ?? opts.stopTimeoutMs ?? 10_000),
+    stop: (target, o) => stopUnitApp(target, opts.clock, o?.timeoutMs ?? opts.stopTimeoutMs ?? 10_000),
     isAlive: (identity) => isUnitAppAlive(identity),
     tailLog: (app, sinceMs, lines) => tailUnitLog(app, sinceMs, lines),
   };
@@ -318,26 +319,23 @@ function lastLines(text: string): string {
 }
 
 // Stops the app's unit: SIGTERM to the main process (KillMode=mixed), SIGKILL to the whole
-// cgroup after `timeoutMs`, and waits until the unit is gone. Only a process that is still the
-// recorded one and sits in a steward-app unit is acted on; anything else is left alone.
-async function stopUnitApp(identity: ProcIdentity, clock: Clock, timeoutMs: number): Promise<void> {
-  if (!(await isSameProcessAlive(identity))) return;
-  const found = await appUnitOfPid(identity.pid);
-  if (!found) {
-    debug('not stopping a process outside a steward-app unit pid=%d', identity.pid);
+// cgroup after `timeoutMs`, and waits until the unit is gone. The unit steward-app-<app>.service
+// of the system manager is acted on only with a proof that it is this app's (DESIGN §5):
+// - its main process is the recorded one, in that very unit's cgroup; or
+// - its environment holds the app's instance token, which the record held before the unit was
+//   made: so a unit that a crash left unrecorded is still found (its processes may have left
+//   versions/, which proves nothing anyway).
+// Anything else of that name, and any process outside it, is left alone.
+async function stopUnitApp(target: AppTarget, clock: Clock, timeoutMs: number): Promise<void> {
+  if (!APP_NAME_RE.test(target.app)) return;
+  const unit = appUnitName(target.app);
+  const st = await unitShow(unit);
+  if (!isUp(st)) return;
+  if (!(await isRecordedMain(target.process, unit, st)) && !holdsInstance(st.environment, target.instance)) {
+    debug('not stopping %s: neither its main process (%d) nor its environment is the recorded one', unit, st.mainPid);
     return;
   }
-  const { unit } = found;
-  // The system manager's unit of that name must own exactly this cgroup: a user's own
-  // `systemd-run --user --unit=steward-app-web` ends in the same name but is not ours.
-  const st = await unitStatus(unit);
-  if (st.controlGroup !== found.cgroup) {
-    debug('not stopping pid=%d: its cgroup %s is not %s of the system manager (%s)', identity.pid, found.cgroup, unit, st.controlGroup);
-    return;
-  }
-  // Read again: the cgroup read above must have been of the recorded process, not a new one.
-  if (!(await isSameProcessAlive(identity))) return;
-  debug('stopping unit=%s pid=%d timeoutMs=%d', unit, identity.pid, timeoutMs);
+  debug('stopping unit=%s pid=%d timeoutMs=%d', unit, st.mainPid, timeoutMs);
   // --no-block: the deadline is ours (the unit's TimeoutStopSec was fixed at start).
   await systemctl(['stop', '--no-block', '--', unit]);
   if (await waitUnitDown(unit, clock, timeoutMs)) return;
@@ -347,6 +345,33 @@ async function stopUnitApp(identity: ProcIdentity, clock: Clock, timeoutMs: numb
   if (!(await waitUnitDown(unit, clock, 10_000))) {
     throw new StewardError('IO_ERROR', `${unit} is still running after SIGKILL`);
   }
+}
+
+// Whether `recorded` is alive and sits in `unit`'s own cgroup: a user's own `systemd-run --user
+// --unit=steward-app-web` ends in the same name but is not the system manager's unit.
+async function isRecordedMain(recorded: ProcIdentity | null, unit: string, st: UnitStatus): Promise<boolean> {
+  if (!recorded || !(await isSameProcessAlive(recorded))) return false;
+  const found = await appUnitOfPid(recorded.pid);
+  if (found?.unit !== unit || st.controlGroup !== found.cgroup) {
+    debug('pid=%d is not in %s of the system manager (%s, its cgroup %s)', recorded.pid, unit, st.controlGroup, found?.cgroup);
+    return false;
+  }
+  // Read again: the cgroup read above must have been of the recorded process, not a new one.
+  return isSameProcessAlive(recorded);
+}
+
+// Whether a unit's Environment= (as `systemctl show` prints it: space-separated, quoted where a
+// value needs it) holds STEWARD_INSTANCE=<instance> as one whole assignment.
+export function holdsInstance(environment: string, instance: string | null): boolean {
+  if (!instance || !INSTANCE_TOKEN_RE.test(instance)) return false;
+  return environment.split(/\s+/).includes(`STEWARD_INSTANCE=${instance}`);
+}
+
+// What stopUnitApp needs of the unit: its state, cgroup and environment, in one `systemctl show`.
+async function unitShow(unit: string): Promise<UnitStatus & { environment: string }> {
+  const out = await systemctl(['show', '--property=LoadState,ActiveState,SubState,MainPID,NRestarts,ControlGroup,Environment', '--', unit]);
+  const env = out.split('\n').find((l) => l.startsWith('Environment='));
+  return { ...parseUnitShow(out), environment: env ? env.slice('Environment='.length) : '' };
 }
 
 async function waitUnitDown(unit: string, clock: Clock, ms: number): Promise<boolean> {

@@ -4,8 +4,9 @@ import { readCurrent } from '../release-store.js';
 import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
 import type { ExitInfo, StartedProcess } from '../runners/runner.js';
 import { readAppState } from '../state/app-state.js';
-import { restartPolicyOf, startVersion } from '../update/app-process.js';
+import { appTarget, restartPolicyOf, startVersion } from '../update/app-process.js';
 import type { UpdateContext } from '../update/context.js';
+import { capAppLogs } from './cap-logs.js';
 
 const log = logger('helper:supervisor');
 
@@ -16,6 +17,9 @@ export interface SupervisorOptions {
   // only while there is one: a child's exit is heard at once (SIGCHLD), so an idle helper whose
   // apps are all its children has no timer but the sweep (issue 8 row 5: wakeups).
   pollMs: number;
+  // How often the log files of apps that should run are held to their logMaxBytes (cap-logs.ts);
+  // only while there is one, and only for a runner whose output goes to those files.
+  logCheckMs?: number;
 }
 
 // The supervisor of DESIGN §5 for `process` apps. Invariant: an app whose record says
@@ -32,6 +36,10 @@ export class Supervisor {
   private readonly waits = new Map<string, NodeJS.Timeout>();
   private sweep: NodeJS.Timeout | null = null;
   private poll: NodeJS.Timeout | null = null;
+  private logCheck: NodeJS.Timeout | null = null;
+  private capping: Promise<void> | null = null;
+  // Apps whose last reconcile found them expected to run: their log files may grow.
+  private readonly expectedUp = new Set<string>();
   // Apps whose last reconcile found their process alive but not a child of this helper.
   private readonly adopted = new Set<string>();
   private closed = false;
@@ -69,6 +77,8 @@ export class Supervisor {
     if (this.sweep) clearInterval(this.sweep);
     if (this.poll) clearInterval(this.poll);
     this.poll = null;
+    if (this.logCheck) clearInterval(this.logCheck);
+    this.logCheck = null;
     for (const t of this.waits.values()) clearTimeout(t);
     this.waits.clear();
   }
@@ -101,6 +111,26 @@ export class Supervisor {
     // Forget apps no longer configured (a config is read at start, but keep the set honest).
     for (const app of this.adopted) if (this.ctx.config.apps[app]?.runner !== 'process') this.adopted.delete(app);
     this.armPoll();
+    this.armLogCheck();
+  }
+
+  // The log check runs while some app should run (its output may grow), for a runner whose
+  // output goes to the app's log file; a pass also looks once.
+  private armLogCheck(): void {
+    const every = this.opts.logCheckMs;
+    if (this.closed || this.sweep === null || !every || this.ctx.runner.tailLog) return;
+    void this.capLogs();
+    if (this.expectedUp.size > 0 && !this.logCheck) this.logCheck = setInterval(() => void this.capLogs(), every);
+    if (this.expectedUp.size === 0 && this.logCheck) {
+      clearInterval(this.logCheck);
+      this.logCheck = null;
+    }
+  }
+
+  // One look at the log files at a time.
+  private capLogs(): Promise<void> {
+    this.capping ??= capAppLogs(this.ctx).finally(() => (this.capping = null));
+    return this.capping;
   }
 
   // The poll runs while some app's process is adopted, at pollMs (DESIGN §5: 2 s).
@@ -135,6 +165,7 @@ export class Supervisor {
       // Until this pass learns otherwise, the app has no adopted process to poll: a blocked app, one
       // expected stopped or without a valid current is left alone by a pass, so a poll would not help.
       this.adopted.delete(app);
+      this.expectedUp.delete(app);
       // The three reads are independent: issued together (an exit's respawn waits on them),
       // used in order, so an error is reported as before and a later read's is never seen first.
       const [stateP, recP, curP] = [readAppState(ctx.paths, app), readRunRecord(ctx.paths, app), readCurrent(ctx.paths, app)];
@@ -144,6 +175,7 @@ export class Supervisor {
       if (state.blocked) return;
       const rec = await recP;
       if (!rec || rec.expected !== 'running') return;
+      this.expectedUp.add(app);
       const cur = await curP;
       if (cur.state !== 'valid') return;
       const sup: SupervisorRecordState = rec.supervisor ?? { ...initialSupervisorState(), state: 'running', lastStartAt: rec.startedAt };
@@ -161,6 +193,8 @@ export class Supervisor {
         const info = await Promise.race([child.exited, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
         if (info) this.exits.set(app, { pid: child.pid, info });
       }
+      // A heard exit comes from the runner once everything the process started has ended with it.
+      const heard = rec.process !== null && this.exits.get(app)?.pid === rec.process.pid;
       let d;
       let exitLine: (() => void) | null = null;
       if (alive) {
@@ -186,11 +220,13 @@ export class Supervisor {
       // decision is durable before anything acts on it (`error` before the stop, DESIGN §5).
       const changed = JSON.stringify(d.next) !== JSON.stringify(sup);
       if (changed && d.decision.action !== 'respawn-now') await writeRunRecord(ctx.paths, { ...rec, supervisor: d.next });
+      // A process found dead rather than heard (adopted, or its exit not reported): whatever it
+      // started is killed now, at once, as its runner does after an exit it hears (DESIGN §5:
+      // exactly one live instance). After a decision that is durable (`error` before any stop).
+      if (!alive && rec.process && !heard) await ctx.runner.stop(await appTarget(ctx, app, rec), { timeoutMs: 0 });
       switch (d.decision.action) {
         case 'respawn-now':
-          // Whatever is left of the old process group goes first (never a reused pid).
           try {
-            if (rec.process) await ctx.runner.stop(rec.process, { timeoutMs: 2_000 });
             await this.respawn(app, cur.version, d.next);
           } finally {
             exitLine?.();
@@ -200,9 +236,7 @@ export class Supervisor {
           this.wakeAt(app, d.decision.at - now);
           break;
         case 'give-up':
-          // `error` is already durable (written above) before anything is stopped.
           log('gave up app=%s: %s', app, d.decision.reason);
-          if (rec.process) await ctx.runner.stop(rec.process, { timeoutMs: 2_000 });
           break;
         default:
           break;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { requireApp } from '../config.js';
 import path from 'node:path';
@@ -9,11 +10,11 @@ import { readFileNoFollow } from '../../platform/fs-atomic.js';
 import { cachedParse, keepParse } from '../../platform/parse-cache.js';
 import { logger } from '../../platform/log.js';
 import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
-import type { StartedProcess } from '../runners/runner.js';
+import type { AppTarget, StartedProcess } from '../runners/runner.js';
+import type { RunRecord } from '../../core/run-record-schema.js';
 import { checkReleaseFile } from '../stage/check-release-file.js';
 import type { UpdateContext } from './context.js';
 import type { ProbeSpec } from './probe.js';
-import { findAppProcesses } from './find-app-processes.js';
 import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
 import { decide, initialSupervisorState, type Observation, type RestartPolicy, type SupervisorRecordState } from '../../core/supervisor-decision.js';
 
@@ -88,6 +89,8 @@ export async function startVersion(
   if (!rf.start) throw new StewardError('RELEASE_INVALID', `${app} ${version} has no start command`);
   const logOffset = logSize(logFile);
   const runAs = await ctx.runAs(app);
+  const rec = await readRunRecord(ctx.paths, app).catch(() => null);
+  const instance = await ensureInstance(ctx, app, version, rec);
   const proc = await ctx.runner.start({
     app,
     version,
@@ -97,8 +100,9 @@ export async function startVersion(
     runAs,
     logFile,
     stateDir: path.join(ctx.paths.appStateRoot, app),
+    instance,
   });
-  const before = supBefore ?? (await readRunRecord(ctx.paths, app).catch(() => null))?.supervisor;
+  const before = supBefore ?? rec?.supervisor;
   const at = ctx.clock.now();
   const supervisor = observe(ctx, app, before, cause === 'manual' ? { kind: 'manual-start', at } : { kind: 'started', at, respawn: cause === 'respawn' });
   await writeRunRecord(ctx.paths, {
@@ -109,11 +113,32 @@ export async function startVersion(
     process: proc.identity,
     startedAt: proc.startedAt,
     logOffset,
+    instance,
     supervisor,
   });
   log('started app=%s version=%s pid=%d cause=%s', app, version, proc.identity.pid, cause);
   ctx.onStarted?.(app, proc);
   return proc;
+}
+
+// The app's instance token, made and made durable in its record before the first spawn that
+// carries it: a crash between a spawn and the record of its process then still leaves the proof
+// that the process is the app's. Kept from then on, so a start (a respawn's included) writes
+// nothing more before it spawns. The rest of the record is left as it was (or, with no record
+// yet, says what is about to run, with no process).
+async function ensureInstance(ctx: UpdateContext, app: string, version: string, rec: RunRecord | null): Promise<string> {
+  if (rec?.instance) return rec.instance;
+  const instance = randomBytes(16).toString('hex');
+  const base: RunRecord = rec ?? { schemaVersion: 1, app, expected: 'running', version, process: null, startedAt: null };
+  await writeRunRecord(ctx.paths, { ...base, instance });
+  return instance;
+}
+
+// What the runner may stop of the app (AppTarget): the record's process and instance token,
+// and the app's user.
+export async function appTarget(ctx: UpdateContext, app: string, rec: RunRecord | null): Promise<AppTarget> {
+  const runAs = await ctx.runAs(app);
+  return { app, process: rec?.process ?? null, instance: rec?.instance ?? null, uid: runAs?.uid ?? process.getuid?.() ?? -1 };
 }
 
 // Where the app's output starts for this process: the log's size now, 0 when there is none.
@@ -125,8 +150,9 @@ function logSize(file: string): number {
   }
 }
 
-// Stops every process of the app: the recorded one, and any process still running from
-// the app's release trees (one a crash left unrecorded between spawn and record).
+// Stops every process of the app: the recorded one and every other the runner can prove is the
+// app's (its instance token, its cgroup or unit; one a crash left unrecorded between a spawn and
+// its record included), all within one stop timeout.
 // The record says `stopped` before anything is signalled. With `startsNext` (an activation
 // that starts a version right after the stop), the record is not written again once the
 // processes are gone: the start's record (expected running, the new process) replaces it,
@@ -136,6 +162,7 @@ function logSize(file: string): number {
 export async function stopApp(ctx: UpdateContext, app: string, opts: { startsNext?: boolean } = {}): Promise<void> {
   const rec = await readRunRecord(ctx.paths, app).catch(() => null);
   const supervisor = observe(ctx, app, rec?.supervisor, { kind: 'stopped', at: ctx.clock.now() });
+  const kept = { ...(rec?.instance ? { instance: rec.instance } : {}), supervisor };
   await writeRunRecord(ctx.paths, {
     schemaVersion: 1,
     app,
@@ -144,24 +171,20 @@ export async function stopApp(ctx: UpdateContext, app: string, opts: { startsNex
     process: rec?.process ?? null,
     startedAt: rec?.startedAt ?? null,
     ...(rec?.logOffset !== undefined ? { logOffset: rec.logOffset } : {}),
-    supervisor,
+    ...kept,
   });
   const cfg = ctx.config.apps[app];
   if (cfg?.runner === 'unit') {
     // Its unit's own KillMode= and TimeoutStopSec= apply.
     await ctx.units.stop(cfg.unit);
     if (opts.startsNext) return;
-    await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, supervisor });
+    await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, ...kept });
     return;
   }
   const timeoutMs = cfg?.runner === 'process' ? cfg.stopTimeoutMs : ctx.stopTimeoutMs;
-  if (rec?.process) await ctx.runner.stop(rec.process, { timeoutMs });
-  for (const orphan of await findAppProcesses(ctx.paths, app)) {
-    log('stopping unrecorded process app=%s pid=%d', app, orphan.pid);
-    await ctx.runner.stop(orphan, { timeoutMs });
-  }
+  await ctx.runner.stop(await appTarget(ctx, app, rec), { timeoutMs });
   if (opts.startsNext) return;
-  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, supervisor });
+  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, ...kept });
 }
 
 // A `unit` app (DESIGN §5): its unit runs it from `current`, which the transaction already

@@ -3,25 +3,41 @@ import { readBootId } from '../../platform/proc-identity.js';
 import { readCurrent } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
 import { readAppState } from '../state/app-state.js';
-import { isAppAlive, startVersion, stopApp } from './app-process.js';
-import { findAppProcesses } from './find-app-processes.js';
+import { appTarget, isAppAlive, startVersion, stopApp } from './app-process.js';
 import type { UpdateContext } from './context.js';
 
 const log = logger('helper:start');
 
 // The start's first pass for one process app (DESIGN §4, §5): a recorded process that is
 // still the same live process of the current version is adopted; one that should run but
-// does not is started (not a respawn: it spends no budget). A blocked app is left as
-// recovery left it; a record from another boot is never adopted or signalled.
+// does not is started (not a respawn: it spends no budget); of one whose record says stopped,
+// whatever still runs is stopped. A blocked app is left as recovery left it; a record from
+// another boot is never adopted or signalled. It holds the app's lock, as every start does: a
+// supervisor pass that another app's exit brings meanwhile leaves this one alone, and never
+// sees its record between the spawn and its write.
 export async function ensureRunning(ctx: UpdateContext, app: string): Promise<'adopted' | 'started' | 'left'> {
   // A unit app's own unit and Restart= keep it running; the helper only starts it for updates.
   if (ctx.config.apps[app]?.runner !== 'process') return 'left';
+  const held = await ctx.locks.acquire(app, { attemptId: 'first-pass', op: 'first-pass', phase: 'first-pass', startedAt: ctx.clock.now() });
+  try {
+    return await firstPass(ctx, app);
+  } finally {
+    held.release();
+  }
+}
+
+async function firstPass(ctx: UpdateContext, app: string): Promise<'adopted' | 'started' | 'left'> {
   const state = await readAppState(ctx.paths, app).catch(() => null);
   if (!state || state.blocked || ctx.blockedInMemory.has(app)) return 'left';
   const cur = await readCurrent(ctx.paths, app);
   if (cur.state !== 'valid') return 'left';
   const rec = await readRunRecord(ctx.paths, app).catch(() => null);
-  if (rec && rec.expected !== 'running') return 'left';
+  if (rec && rec.expected !== 'running') {
+    // Nothing of an app that should not run may run: a crash between a start's spawn and its
+    // record (agentctl start, restart) or between a stop's record and its signals leaves some.
+    await stopUnrecorded(ctx, app, rec);
+    return 'left';
+  }
   if (rec?.process && (await isAppAlive(ctx, app, rec.process))) {
     if (rec.version === cur.version) {
       log('adopted app=%s pid=%d', app, rec.process.pid);
@@ -33,8 +49,9 @@ export async function ensureRunning(ctx: UpdateContext, app: string): Promise<'a
   }
   // The recorded process is gone. A start (a respawn's included) spawns before it records the
   // new process, so a crash in between leaves that process running unrecorded: it is stopped
-  // here, before anything starts another (one process per app, DESIGN §5).
-  await stopUnrecorded(ctx, app);
+  // here, before anything starts another (one process per app, DESIGN §5). The record's instance
+  // token, durable before that spawn, is what proves it is the app's.
+  await stopUnrecorded(ctx, app, rec);
   if (await isSupervisorsOwn(rec)) {
     log('left app=%s to the supervisor: %s since this boot', app, rec?.supervisor?.state);
     return 'left';
@@ -43,15 +60,12 @@ export async function ensureRunning(ctx: UpdateContext, app: string): Promise<'a
   return 'started';
 }
 
-// Session leaders running from the app's release trees that no record names: left by a crash
-// between a spawn and its record.
-async function stopUnrecorded(ctx: UpdateContext, app: string): Promise<void> {
+// The processes of the app that no record names as running: left by a crash between a spawn and
+// its record, or by a main process that ended while no helper ran (what it started lives on).
+async function stopUnrecorded(ctx: UpdateContext, app: string, rec: Awaited<ReturnType<typeof readRunRecord>>): Promise<void> {
   const cfg = ctx.config.apps[app];
   const timeoutMs = cfg?.runner === 'process' ? cfg.stopTimeoutMs : ctx.stopTimeoutMs;
-  for (const orphan of await findAppProcesses(ctx.paths, app)) {
-    log('stopping unrecorded process app=%s pid=%d', app, orphan.pid);
-    await ctx.runner.stop(orphan, { timeoutMs });
-  }
+  await ctx.runner.stop(await appTarget(ctx, app, rec), { timeoutMs });
 }
 
 // A respawn that waits for its time (`waiting`) or a budget that is spent (`error`), in this

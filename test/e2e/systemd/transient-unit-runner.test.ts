@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ProcIdentity } from '../../../src/platform/proc-identity.js';
-import type { StartSpec } from '../../../src/helper/runners/runner.js';
+import type { AppTarget, StartSpec } from '../../../src/helper/runners/runner.js';
 import { APP_PATH } from '../../../src/helper/runners/app-env.js';
 import { readableCopy } from '../../helpers/readable-copy.js';
 import { bootOrSkip, type SystemdContainer } from '../../helpers/systemd-container.js';
@@ -32,6 +33,8 @@ async function journalOf(box: SystemdContainer, unit: string, want: (text: strin
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// Each app's instance token, as its run record would hold it.
+const instanceOf = (app: string) => createHash('sha256').update(app).digest('hex').slice(0, 32);
 
 test('the systemd runner runs each app as its own transient unit in a real systemd', { timeout: 120_000 }, async (t) => {
   const fixtures = readableCopy(['test/fixtures/apps', 'test/fixtures/systemd']);
@@ -54,7 +57,10 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       runAs: { name: 'stwapp', uid, gid, home: '/nonexistent' },
       logFile: `/var/log/steward/${app}.log`,
       stateDir: `/var/lib/steward-apps/${app}`,
+      instance: instanceOf(app),
     });
+    // What a helper asks the runner to stop of `app`: its recorded process and its record's token.
+    const target = (app: string, identity: ProcIdentity | null, instance: string | null = instanceOf(app)): AppTarget => ({ app, process: identity, instance, uid });
 
     let helper = startDriver(box);
     drivers.push(helper);
@@ -97,9 +103,10 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       assert.equal(env.STEWARD_APP, 'envcheck');
       assert.equal(env.STATE_DIRECTORY, '/var/lib/steward-apps/envcheck');
       assert.equal(env.USER, 'stwapp');
-      const extra = Object.keys(env).filter((k) => !/^(PATH|HOME|USER|LOGNAME|LANG|STEWARD_APP|STEWARD_VERSION|STATE_DIRECTORY|ODD)$/.test(k));
+      const extra = Object.keys(env).filter((k) => !/^(PATH|HOME|USER|LOGNAME|LANG|STEWARD_APP|STEWARD_VERSION|STATE_DIRECTORY|STEWARD_INSTANCE|ODD)$/.test(k));
       console.log(`variables systemd adds to an app's environment: ${extra.sort().join(' ')}`);
-      await helper.call('stop', { identity: r.identity });
+      assert.equal(env.STEWARD_INSTANCE, instanceOf('envcheck'), "the app's instance token");
+      await helper.call('stop', { target: target('envcheck', r.identity) });
     });
 
     await t.test('killing the systemd-run client, then the helper, leaves the unit running with the same MainPID', async () => {
@@ -127,7 +134,7 @@ test('the systemd runner runs each app as its own transient unit in a real syste
     });
 
     await t.test('stop() stops the unit of a recorded process, and nothing outside a steward-app unit', async () => {
-      const r = await helper.call<{ ms: number }>('stop', { identity: web });
+      const r = await helper.call<{ ms: number }>('stop', { target: target('web', web) });
       console.log(`stop() of web took ${r.ms.toFixed(0)} ms`);
       let show = await showUnit(box, 'steward-app-web.service');
       assert.equal(show.ActiveState, 'inactive');
@@ -139,20 +146,22 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       assert.equal(show.LoadState, 'not-found', '--collect unloaded it');
       assert.notEqual((await box.exec('kill', ['-0', String(web.pid)])).code, 0, 'the process is gone');
       assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity: web })).alive, false);
-      await helper.call('stop', { identity: web }); // idempotent
+      await helper.call('stop', { target: target('web', web) }); // idempotent
 
-      // A process of the container that is not in a steward-app unit is left alone.
+      // A process of the container that is not in a steward-app unit is left alone, and so is the
+      // app's unit when the recorded process is that other one (and the record has no token).
+      const real = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('decoy', ['/usr/bin/node', 'hang.mjs']) });
       const r2 = await box.exec('systemd-run', ['--unit=not-steward', '/usr/bin/sleep', '300']);
       assert.equal(r2.code, 0, r2.stderr);
       const other = Number((await box.exec('systemctl', ['show', '-p', 'MainPID', '--value', 'not-steward.service'])).stdout.trim());
       const { identity } = await helper.call<{ identity: ProcIdentity }>('identity', { pid: other });
-      await helper.call('stop', { identity });
+      await helper.call('stop', { target: target('decoy', identity, null) });
       assert.equal((await box.exec('kill', ['-0', String(other)])).code, 0, 'a process outside steward-app units was signalled');
+      assert.equal((await showUnit(box, 'steward-app-decoy.service')).ActiveState, 'active', 'the app unit was stopped for another process');
       assert.equal((await helper.call<{ alive: boolean }>('isAlive', { identity })).alive, false, 'not ours, so not alive to the runner');
 
       // A decoy: a process in a cgroup whose last segment is steward-app-decoy.service but which
       // is not the system unit of that name (as a user's `systemd-run --user` would make).
-      const real = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('decoy', ['/usr/bin/node', 'hang.mjs']) });
       // Moved there from a unit of the container: cgroup v2 only moves within the namespace.
       assert.equal((await box.exec('systemd-run', ['--unit=decoy-src', '/usr/bin/sleep', '300'])).code, 0);
       const fakePid = Number((await box.exec('systemctl', ['show', '-p', 'MainPID', '--value', 'decoy-src.service'])).stdout.trim());
@@ -168,18 +177,30 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       await sleep(200);
       assert.match((await box.exec('cat', [`/proc/${fakePid}/cgroup`])).stdout, /^0::\/fake\.slice\/steward-app-decoy\.service$/m);
       const fakeId = (await helper.call<{ identity: ProcIdentity }>('identity', { pid: fakePid })).identity;
-      await helper.call('stop', { identity: fakeId });
+      await helper.call('stop', { target: target('decoy', fakeId, null) });
       assert.equal((await showUnit(box, 'steward-app-decoy.service')).ActiveState, 'active', 'the real unit was stopped for a decoy');
       assert.equal((await box.exec('kill', ['-0', String(fakePid)])).code, 0);
       await box.exec('kill', ['-KILL', String(fakePid)]);
-      await helper.call('stop', { identity: real.identity });
+      await helper.call('stop', { target: target('decoy', real.identity) });
       assert.equal((await showUnit(box, 'steward-app-decoy.service')).ActiveState, 'inactive');
+    });
+
+    await t.test('stop() finds a unit that no record names by its instance token, and only by the right one', async () => {
+      // As a crash between systemd-run and the record of its main process leaves it: the record
+      // holds the token (written before the spawn) and no process, and the app left versions/.
+      await helper.call('start', { spec: spec('unrecorded', ['/usr/bin/node', `${APPS}/hang.mjs`], {}, '/') });
+      await helper.call('stop', { target: target('unrecorded', null, 'f'.repeat(32)) });
+      assert.equal((await showUnit(box, 'steward-app-unrecorded.service')).ActiveState, 'active', 'another token proves nothing');
+      await helper.call('stop', { target: target('unrecorded', null, null) });
+      assert.equal((await showUnit(box, 'steward-app-unrecorded.service')).ActiveState, 'active', 'no token proves nothing');
+      await helper.call('stop', { target: target('unrecorded', null) });
+      assert.equal((await showUnit(box, 'steward-app-unrecorded.service')).ActiveState, 'inactive', 'its own token proves it');
     });
 
     await t.test('stop() kills an app that ignores SIGTERM once its timeout passes', async () => {
       const r = await helper.call<{ identity: ProcIdentity }>('start', { spec: spec('stubborn', ['/usr/bin/node', 'ignore-sigterm.mjs']) });
       await journalOf(box, 'steward-app-stubborn.service', (s) => s.includes('ready'));
-      const s = await helper.call<{ ms: number }>('stop', { identity: r.identity, timeoutMs: 1000 });
+      const s = await helper.call<{ ms: number }>('stop', { target: target('stubborn', r.identity), timeoutMs: 1000 });
       console.log(`stop() of a SIGTERM-ignoring app with timeoutMs=1000 took ${s.ms.toFixed(0)} ms`);
       assert.ok(s.ms >= 900, `it waited the timeout (${s.ms} ms)`);
       // Killed by SIGKILL the unit ends `failed` for a moment, until systemd collects it (--collect,
@@ -226,7 +247,7 @@ test('the systemd runner runs each app as its own transient unit in a real syste
       assert.equal(show.ActiveState, 'active');
       assert.equal(show.User, 'stwapp', 'the new unit, not the failed one');
       assert.equal(Number(show.MainPID), r.identity.pid);
-      await helper.call('stop', { identity: r.identity });
+      await helper.call('stop', { target: target('leftover', r.identity) });
 
       const busy = await box.exec('systemd-run', ['--unit=steward-app-busy', '/usr/bin/sleep', '300']);
       assert.equal(busy.code, 0, busy.stderr);

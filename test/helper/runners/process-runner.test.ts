@@ -1,6 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import { readBootId, readProcIdentity, type ProcIdentity } from '../../../src/pl
 import { lookupUser } from '../../../src/platform/users.js';
 import { readProcStat } from '../../../src/helper/runners/process-group.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
-import type { StartSpec } from '../../../src/helper/runners/runner.js';
+import type { AppTarget, StartSpec } from '../../../src/helper/runners/runner.js';
 import { IS_ROOT, REPO } from '../../helpers/host.js';
 import { readableCopy } from '../../helpers/readable-copy.js';
 import { skipUnlessCI } from '../../helpers/skip.js';
@@ -40,6 +41,7 @@ function makeSpec(fixture: string, extra: Partial<StartSpec> = {}): StartSpec & 
     runAs: null,
     logFile: path.join(base, 'log', 'web.log'),
     stateDir: path.join(base, 'lib', 'web'),
+    instance: randomBytes(16).toString('hex'),
     ...extra,
     cleanup: () => rmSync(base, { recursive: true, force: true }),
   };
@@ -63,6 +65,11 @@ function logText(spec: StartSpec): string {
   }
 }
 
+// What a helper would ask the runner to stop of the app `spec` started as `identity`.
+function target(spec: StartSpec, identity: ProcIdentity | null): AppTarget {
+  return { app: spec.app, process: identity, instance: spec.instance, uid: spec.runAs?.uid ?? (process.getuid?.() as number) };
+}
+
 const logLine = (spec: StartSpec, re: RegExp) => waitFor(`${re} in the log`, () => re.exec(logText(spec)));
 
 // Gone means no /proc entry or a zombie nobody reaped (orphans may wait for a lazy init).
@@ -79,7 +86,7 @@ test('the app environment is built from nothing: the listed keys, then start.env
     spec.cleanup();
   });
   const started = await runner.start(spec);
-  t.after(() => runner.stop(started.identity, { timeoutMs: 2000 }));
+  t.after(() => runner.stop(target(spec, started.identity), { timeoutMs: 2000 }));
   const env = JSON.parse((await logLine(spec, /^\{.*\}$/m))[0]) as Record<string, string>;
   const me = os.userInfo();
   assert.deepEqual(env, {
@@ -92,6 +99,7 @@ test('the app environment is built from nothing: the listed keys, then start.env
     STEWARD_VERSION: '1.0.0',
     STATE_DIRECTORY: spec.stateDir,
     PORT: '8080',
+    STEWARD_INSTANCE: spec.instance,
   });
 });
 
@@ -119,7 +127,7 @@ test('the app runs in its own session and process group', async (t) => {
   const spec = makeSpec('ignore-sigterm.mjs');
   t.after(() => spec.cleanup());
   const started = await runner.start(spec);
-  t.after(() => runner.stop(started.identity, { timeoutMs: 100 }));
+  t.after(() => runner.stop(target(spec, started.identity), { timeoutMs: 100 }));
   const st = await readProcStat(started.identity.pid);
   assert.ok(st);
   assert.equal(st.pgid, started.identity.pid);
@@ -133,7 +141,7 @@ test('stop kills an app that ignores SIGTERM once the timeout has passed', async
   const started = await runner.start(spec);
   await logLine(spec, /^ready$/m);
   const t0 = performance.now();
-  await runner.stop(started.identity, { timeoutMs: 300 });
+  await runner.stop(target(spec, started.identity), { timeoutMs: 300 });
   assert.ok(performance.now() - t0 >= 290, 'SIGKILL came only after the timeout');
   assert.match(logText(spec), /ignoring SIGTERM/);
   assert.deepEqual(await started.exited, { code: null, signal: 'SIGKILL' });
@@ -146,21 +154,30 @@ test('stop also kills a child the app forked into its process group', async (t) 
   const started = await runner.start(spec);
   const childPid = Number((await logLine(spec, /^child (\d+)$/m))[1]);
   assert.equal((await readProcStat(childPid))?.pgid, started.identity.pid);
-  await runner.stop(started.identity, { timeoutMs: 2000 });
+  await runner.stop(target(spec, started.identity), { timeoutMs: 2000 });
   assert.equal(await isGone(childPid), true);
   assert.equal(await runner.isAlive(started.identity), false);
 });
 
-test('stop kills the rest of the group when its leader is already gone', async (t) => {
+test('when the main process dies, the child it forked is killed before its exit is reported', async (t) => {
   const spec = makeSpec('forker.mjs');
   t.after(() => spec.cleanup());
   const started = await runner.start(spec);
   const childPid = Number((await logLine(spec, /^child (\d+)$/m))[1]);
   process.kill(started.identity.pid, 'SIGKILL');
-  await started.exited;
-  await waitFor('the leader to be reaped', async () => (await readProcStat(started.identity.pid)) === null);
-  assert.equal(await isGone(childPid), false, 'the forked child outlived its leader');
-  await runner.stop(started.identity, { timeoutMs: 2000 });
+  assert.deepEqual(await started.exited, { code: null, signal: 'SIGKILL' });
+  assert.equal(await isGone(childPid), true, 'the forked child outlived its main process');
+});
+
+test('stop kills the rest of the group when its leader is already gone and no runner heard it', async (t) => {
+  const spec = makeSpec('forker.mjs');
+  t.after(() => spec.cleanup());
+  const identity = await startElsewhere(spec);
+  const childPid = Number((await logLine(spec, /^child (\d+)$/m))[1]);
+  process.kill(identity.pid, 'SIGKILL');
+  await waitFor('the leader to be reaped', async () => (await readProcStat(identity.pid)) === null || (await readProcStat(identity.pid))?.state === 'Z');
+  assert.equal(await isGone(childPid), false, 'nobody heard the exit: the child outlived its leader');
+  await runner.stop(target(spec, identity), { timeoutMs: 2000 });
   assert.equal(await isGone(childPid), true);
 });
 
@@ -168,11 +185,11 @@ test('stop is idempotent: a second stop and a stop after exit both succeed', asy
   const spec = makeSpec('ignore-sigterm.mjs');
   t.after(() => spec.cleanup());
   const started = await runner.start(spec);
-  await runner.stop(started.identity, { timeoutMs: 100 });
-  await runner.stop(started.identity, { timeoutMs: 100 });
+  await runner.stop(target(spec, started.identity), { timeoutMs: 100 });
+  await runner.stop(target(spec, started.identity), { timeoutMs: 100 });
   const crashed = await runner.start({ ...spec, command: [process.execPath, path.join(APPS, 'crash.mjs')] });
   await crashed.exited;
-  await runner.stop(crashed.identity);
+  await runner.stop(target(spec, crashed.identity));
 });
 
 test('stop signals nothing when the recorded pid now belongs to another process', async (t) => {
@@ -181,9 +198,10 @@ test('stop signals nothing when the recorded pid now belongs to another process'
   t.after(() => other.kill('SIGKILL'));
   const real = await waitFor('sleep to start', () => readProcIdentity(other.pid as number));
   const reused: ProcIdentity = { ...real, startTicks: real.startTicks - 1 };
-  await runner.stop(reused, { timeoutMs: 100 });
+  const of = (identity: ProcIdentity): AppTarget => ({ app: 'web', process: identity, instance: null, uid: process.getuid?.() as number });
+  await runner.stop(of(reused), { timeoutMs: 100 });
   const otherBoot: ProcIdentity = { ...real, bootId: '00000000-0000-0000-0000-000000000000' };
-  await runner.stop(otherBoot, { timeoutMs: 100 });
+  await runner.stop(of(otherBoot), { timeoutMs: 100 });
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(other.exitCode, null);
   assert.equal(other.signalCode, null);
@@ -242,7 +260,7 @@ test('as root, the app runs as its user and owns its state folder', async (t) =>
   const spec = makeSpec('print-env.mjs', { runAs: nobody });
   t.after(() => spec.cleanup());
   const started = await runner.start(spec);
-  t.after(() => runner.stop(started.identity, { timeoutMs: 2000 }));
+  t.after(() => runner.stop(target(spec, started.identity), { timeoutMs: 2000 }));
   const env = JSON.parse((await logLine(spec, /^\{.*\}$/m))[0]) as Record<string, string>;
   assert.equal(env.USER, 'nobody');
   assert.equal(env.HOME, nobody.home);
@@ -256,18 +274,24 @@ test('as root, the app runs as its user and owns its state folder', async (t) =>
   assert.equal(st.mode & 0o777, 0o750);
 });
 
-test('the app keeps running after the helper that started it exits', async (t) => {
-  const spec = makeSpec('ignore-sigterm.mjs');
-  t.after(() => spec.cleanup());
+// Starts the app from a stand-in helper that exits at once (test/fixtures/apps/start-and-exit.mjs),
+// as a helper that crashed would leave it: nobody hears its exit.
+async function startElsewhere(spec: StartSpec & { cleanup?: unknown }): Promise<ProcIdentity> {
   const { cleanup: _c, ...plain } = spec;
   const out = await new Promise<string>((resolve, reject) => {
     execFile(process.execPath, [path.join(REPO, 'test/fixtures/apps/start-and-exit.mjs'), JSON.stringify(plain)], { timeout: 10_000 }, (err, stdout) =>
       err ? reject(err) : resolve(stdout),
     );
   });
-  const identity = JSON.parse(out) as ProcIdentity;
+  return JSON.parse(out) as ProcIdentity;
+}
+
+test('the app keeps running after the helper that started it exits', async (t) => {
+  const spec = makeSpec('ignore-sigterm.mjs');
+  t.after(() => spec.cleanup());
+  const identity = await startElsewhere(spec);
   await logLine(spec, /^ready$/m);
   assert.equal(await runner.isAlive(identity), true);
-  await runner.stop(identity, { timeoutMs: 200 });
+  await runner.stop(target(spec, identity), { timeoutMs: 200 });
   assert.equal(await runner.isAlive(identity), false);
 });

@@ -32,6 +32,7 @@ async function setup(t: { after(fn: () => void): void }) {
     runAs,
     logFile: path.join(base, 'log', 'web.log'),
     stateDir: path.join(base, 'lib', 'web'),
+    instance: '0123456789abcdef0123456789abcdef',
   };
   return { base, spec };
 }

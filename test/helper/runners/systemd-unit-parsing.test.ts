@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseAppUnit, parseExitLine, systemdRunArgs } from '../../../src/helper/runners/systemd-runner.js';
+import { holdsInstance, parseAppUnit, parseExitLine, systemdRunArgs } from '../../../src/helper/runners/systemd-runner.js';
 import { parseUnitShow } from '../../../src/helper/runners/unit-runner.js';
 import type { StartSpec } from '../../../src/helper/runners/runner.js';
 
@@ -16,6 +16,7 @@ const spec: StartSpec = {
   runAs: { name: 'web', uid: 990, gid: 991, home: '/home/web' },
   logFile: '/var/log/steward/web.log',
   stateDir: '/var/lib/steward-apps/web',
+  instance: '0123456789abcdef0123456789abcdef',
 };
 
 test('the unit of a process is read from the v2 line of its cgroup file, else the name=systemd line', () => {
@@ -96,4 +97,15 @@ test('the systemd-run command line names the unit, the user and the release, and
 test('an empty command, or a "$" in the program name, is refused', () => {
   assert.throws(() => systemdRunArgs({ ...spec, command: [] }, 'steward-app-web.service', 1000), { code: 'RELEASE_INVALID' });
   assert.throws(() => systemdRunArgs({ ...spec, command: ['/opt/$x/run'] }, 'steward-app-web.service', 1000), { code: 'RELEASE_INVALID' });
+});
+
+test("a unit's Environment= holds the instance token only as a whole assignment", () => {
+  const token = spec.instance;
+  assert.equal(holdsInstance(`PATH=/usr/bin HOME=/home/web STEWARD_INSTANCE=${token}`, token), true);
+  assert.equal(holdsInstance(`STEWARD_INSTANCE=${token} "ODD=a b"`, token), true);
+  assert.equal(holdsInstance(`OTHER=STEWARD_INSTANCE=${token}`, token), false, 'inside another value');
+  assert.equal(holdsInstance(`STEWARD_INSTANCE=${token}0`, token), false, 'a longer value');
+  assert.equal(holdsInstance(`STEWARD_INSTANCE=${token}`, null), false, 'no recorded token');
+  assert.equal(holdsInstance('STEWARD_INSTANCE=', ''), false);
+  assert.equal(holdsInstance('STEWARD_INSTANCE=x', 'x'), false, 'not a token');
 });

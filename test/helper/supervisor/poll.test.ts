@@ -4,7 +4,7 @@ import { systemClock } from '../../../src/platform/clock.js';
 import { readBootId, type ProcIdentity } from '../../../src/platform/proc-identity.js';
 import { AppLocks } from '../../../src/helper/app-locks.js';
 import { readRunRecord } from '../../../src/helper/runners/run-record.js';
-import type { AppRunner, ExitInfo } from '../../../src/helper/runners/runner.js';
+import type { AppRunner, AppTarget, ExitInfo } from '../../../src/helper/runners/runner.js';
 import { Supervisor } from '../../../src/helper/supervisor/supervisor.js';
 import type { UpdateContext } from '../../../src/helper/update/context.js';
 import { ensureRunning } from '../../../src/helper/update/first-pass.js';
@@ -30,7 +30,8 @@ function fakeRunner(bootId: string) {
       const exited = new Promise<ExitInfo>((resolve) => live.set(pid, resolve));
       return { identity: { pid, startTicks: pid, bootId }, startedAt: Date.now(), exited };
     },
-    async stop(identity: ProcIdentity) {
+    async stop({ process: identity }: AppTarget) {
+      if (!identity) return;
       live.get(identity.pid)?.({ code: null, signal: 'SIGTERM' });
       live.delete(identity.pid);
     },

@@ -14,6 +14,7 @@ import { runAsFor } from '../../../src/helper/build-core.js';
 import { readRunRecord } from '../../../src/helper/runners/run-record.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
 import { Supervisor } from '../../../src/helper/supervisor/supervisor.js';
+import { appTarget } from '../../../src/helper/update/app-process.js';
 import { ensureRunning } from '../../../src/helper/update/first-pass.js';
 import { IS_ROOT } from '../../helpers/host.js';
 import { supervisedHost } from '../../helpers/supervised-host.js';
@@ -41,8 +42,7 @@ async function supervisedWeb(t: { after(fn: () => Promise<void>): void }, comman
   ctx.onStarted = (app, proc) => sup.watch(app, proc);
   t.after(async () => {
     sup.close();
-    const rec = await readRunRecord(ctx.paths, 'web').catch(() => null);
-    if (rec?.process) await runner.stop(rec.process, { timeoutMs: 500 });
+    await runner.stop(await appTarget(ctx, 'web', await readRunRecord(ctx.paths, 'web').catch(() => null)), { timeoutMs: 500 });
     host.cleanup();
   });
   await ensureRunning(ctx, 'web');

@@ -2,19 +2,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { StewardError } from '../../../src/core/errors.js';
-import { versionDir } from '../../../src/core/paths.js';
+import { versionDir, versionsDir } from '../../../src/core/paths.js';
 import type { Clock } from '../../../src/platform/clock.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { readBootId, readProcIdentity, type ProcIdentity } from '../../../src/platform/proc-identity.js';
 import { AppLocks } from '../../../src/helper/app-locks.js';
 import { readRunRecord, writeRunRecord } from '../../../src/helper/runners/run-record.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
-import type { AppRunner, ExitInfo, StartSpec } from '../../../src/helper/runners/runner.js';
+import type { AppRunner, AppTarget, ExitInfo, StartSpec } from '../../../src/helper/runners/runner.js';
 import { Supervisor } from '../../../src/helper/supervisor/supervisor.js';
-import { startVersion } from '../../../src/helper/update/app-process.js';
+import { appTarget, startVersion } from '../../../src/helper/update/app-process.js';
 import type { UpdateContext } from '../../../src/helper/update/context.js';
 import { ensureRunning } from '../../../src/helper/update/first-pass.js';
-import { findAppProcesses } from '../../../src/helper/update/find-app-processes.js';
+import { processesUnder } from '../../helpers/app-processes.js';
 import { supervisedHost } from '../../helpers/supervised-host.js';
 import { waitFor as poll } from '../../helpers/systemd-container.js';
 
@@ -48,8 +48,8 @@ function stormRunner(bootId: string, plan: (app: string, nth: number) => 'crash'
       });
       return { identity: { pid, startTicks: pid, bootId }, startedAt: Date.now(), exited };
     },
-    async stop(identity: ProcIdentity) {
-      live.delete(identity.pid);
+    async stop({ process: identity }: AppTarget) {
+      if (identity) live.delete(identity.pid);
     },
     async isAlive(identity: ProcIdentity) {
       return live.has(identity.pid);
@@ -89,6 +89,8 @@ test('200 exits in a burst: passes coalesce, one process per app at a time, the 
   let overlapped = false;
   const tryAcquire = ctx.locks.tryAcquire.bind(ctx.locks);
   ctx.locks.tryAcquire = (app, work) => {
+    // The reconciles of supervisor passes (a first pass at the start holds its app's lock too).
+    if (work.op !== 'supervise') return tryAcquire(app, work);
     if (++inside > 1) overlapped = true;
     const held = tryAcquire(app, work);
     return { work: held.work, release: () => (inside--, held.release()) };
@@ -252,8 +254,7 @@ for (const when of ['at the helper start', 'in a supervisor pass'] as const) {
     t.after(async () => {
       sup?.close();
       other.kill();
-      const rec = await readRunRecord(ctx.paths, 'web').catch(() => null);
-      if (rec?.process) await runner.stop(rec.process, { timeoutMs: 500 });
+      await runner.stop(await appTarget(ctx, 'web', await readRunRecord(ctx.paths, 'web').catch(() => null)), { timeoutMs: 500 });
       host.cleanup();
     });
     // The app's recorded process is gone and its pid now belongs to `other`: same pid, a
@@ -362,8 +363,10 @@ test('a respawn writes the exit and the new process in one record, after the spa
 test('a process a crash left unrecorded (between a spawn and its record) is stopped at the helper start before another starts', async (t) => {
   const runner = createProcessRunner({ clock: systemClock, isRoot: process.getuid?.() === 0 });
   const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 5, healthyMs: 600_000 }, stopTimeoutMs: 1000 } }, runner, systemClock);
-  // The spawn that the crash left: the app's command, in its own session, in its release tree.
-  const orphan = spawn('sleep', ['30'], { cwd: versionDir(ctx.paths, 'web', '1.0.0'), detached: true, stdio: 'ignore' });
+  // The spawn that the crash left: the app's command, in its own session, in its release tree,
+  // with the instance token its record held before the spawn.
+  const instance = '00112233445566778899aabbccddeeff';
+  const orphan = spawn('sleep', ['30'], { cwd: versionDir(ctx.paths, 'web', '1.0.0'), detached: true, stdio: 'ignore', env: { PATH: process.env.PATH, STEWARD_INSTANCE: instance } });
   const orphanGone = new Promise<string>((r) => orphan.once('exit', () => r('gone')));
   const dead = await unrelatedProcess();
   dead.kill();
@@ -371,21 +374,19 @@ test('a process a crash left unrecorded (between a spawn and its record) is stop
   t.after(async () => {
     sup?.close();
     orphan.kill('SIGKILL');
-    const rec = await readRunRecord(ctx.paths, 'web').catch(() => null);
-    if (rec?.process) await runner.stop(rec.process, { timeoutMs: 500 });
+    await runner.stop(await appTarget(ctx, 'web', await readRunRecord(ctx.paths, 'web').catch(() => null)), { timeoutMs: 500 });
     host.cleanup();
   });
   await waitFor('the orphan', () => readProcIdentity(orphan.pid as number));
   await waitFor('the dead process', async () => !(await dead.alive()));
   // The record as the crash left it: the previous process (gone), still `running`.
   const supervisor = { state: 'running' as const, attempts: 0, lastStartAt: Date.now() - 1000, lastExitAt: null, nextAttemptAt: null, lastExit: null, giveUpReason: null };
-  await writeRunRecord(ctx.paths, { schemaVersion: 1, app: 'web', expected: 'running', version: '1.0.0', process: dead.identity, startedAt: Date.now() - 1000, supervisor });
+  await writeRunRecord(ctx.paths, { schemaVersion: 1, app: 'web', expected: 'running', version: '1.0.0', process: dead.identity, startedAt: Date.now() - 1000, instance, supervisor });
   sup = await helperStart(ctx);
   const within = await Promise.race([orphanGone, new Promise<string>((r) => setTimeout(() => r('still running'), 5000))]);
   assert.equal(within, 'gone', 'the unrecorded process was stopped');
   const rec = await readRunRecord(ctx.paths, 'web');
   assert.ok(rec?.process && (await runner.isAlive(rec.process)), 'the app runs, recorded');
   assert.notEqual(rec.process.pid, orphan.pid);
-  const pids = (await findAppProcesses(ctx.paths, 'web')).map((p) => p.pid);
-  assert.deepEqual(pids, [rec.process.pid], 'exactly one process of the app');
+  assert.deepEqual(await processesUnder(versionsDir(ctx.paths, 'web')), [rec.process.pid], 'exactly one process of the app');
 });

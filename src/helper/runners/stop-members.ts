@@ -1,0 +1,80 @@
+import { StewardError } from '../../core/errors.js';
+import type { Clock } from '../../platform/clock.js';
+import { logger } from '../../platform/log.js';
+import type { Member } from './app-members.js';
+import { readProcStatSync } from './process-group.js';
+
+const debug = logger('helper:runner');
+
+export interface StopMembersOptions {
+  clock: Clock;
+  // SIGTERM first, SIGKILL to what is left after this long; 0: SIGKILL at once.
+  timeoutMs: number;
+  // How long to wait for them to vanish after SIGKILL before giving up.
+  killWaitMs?: number;
+  pollMs?: number;
+}
+
+// Stops every process `find` returns, with one deadline for all of them: SIGTERM to all at once,
+// then, after `timeoutMs`, SIGKILL to all that are left. `find` is asked again at every look, so
+// a process forked meanwhile is signalled too. Returns how many processes were signalled (0:
+// nothing ran, and nothing was awaited); throws when some outlive SIGKILL.
+export async function stopMembers(find: () => Member[], what: string, opts: StopMembersOptions): Promise<number> {
+  const { clock } = opts;
+  const pollMs = opts.pollMs ?? 50;
+  let members = find();
+  if (members.length === 0) return 0;
+  const termed = new Set<string>();
+  const signalled = new Set<string>();
+  const send = (list: Member[], signal: 'SIGTERM' | 'SIGKILL') => {
+    for (const m of list) {
+      const key = `${m.pid}:${m.startTicks}`;
+      if (signal === 'SIGTERM' && termed.has(key)) continue;
+      if (signal === 'SIGTERM') termed.add(key);
+      signalled.add(key);
+      signalMember(m, signal);
+    }
+  };
+  if (opts.timeoutMs > 0) {
+    // Why SIGTERM to all at once: each gets the whole timeout to end, and the stop as a whole
+    // takes one timeout however many there are.
+    debug('stopping %s: SIGTERM to pids %s, timeoutMs=%d', what, pids(members), opts.timeoutMs);
+    send(members, 'SIGTERM');
+    const deadline = clock.monotonic() + opts.timeoutMs;
+    for (;;) {
+      const left = deadline - clock.monotonic();
+      if (left <= 0) break;
+      await clock.sleep(Math.min(pollMs, left));
+      members = find();
+      if (members.length === 0) return signalled.size;
+      send(members, 'SIGTERM');
+    }
+  }
+  const killDeadline = clock.monotonic() + (opts.killWaitMs ?? 5000);
+  for (;;) {
+    members = find();
+    if (members.length === 0) return signalled.size;
+    // Why SIGKILL: these outlived their SIGTERM's timeout (or, with timeoutMs 0, their main
+    // process, as systemd's KillMode=mixed does).
+    debug('killing %s: SIGKILL to pids %s', what, pids(members));
+    send(members, 'SIGKILL');
+    if (clock.monotonic() > killDeadline) {
+      throw new StewardError('INTERNAL', `${what}: pids ${pids(members)} are still running after SIGKILL`);
+    }
+    await clock.sleep(pollMs);
+  }
+}
+
+// Signals one member if it is still the process that was found (a reused pid is left alone).
+function signalMember(m: Member, signal: 'SIGTERM' | 'SIGKILL'): void {
+  if (readProcStatSync(m.pid)?.startTicks !== m.startTicks) return;
+  try {
+    process.kill(m.pid, signal);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
+function pids(members: Member[]): string {
+  return members.map((m) => m.pid).join(',');
+}
