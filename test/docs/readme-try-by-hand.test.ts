@@ -90,7 +90,7 @@ function checkPasted(r: Pasted, who: string): void {
   assert.equal(r.code, 0, r.out);
   assert.match(r.out, /^hello \(none\) -> 1\.0\.0: active$/m, r.out);
   assert.match(r.out, /^hello from hello 1\.0\.0$/m, r.out);
-  assert.match(r.out, /^hello\s+process\s+1\.0\.0\s+-\s+1\.0\.0\s+active\b.*held by \S+ since .*; running pid \d+$/m, r.out);
+  assert.match(r.out, /^hello\s+process\s+1\.0\.0\s+-\s+1\.0\.0\s+active\b.*held by .+ since .*; running pid \d+$/m, r.out);
   assert.match(r.out, /^1\s+hello\s+\S+\s+-→1\.0\.0\s+active\s+-\s+\S+\s+yes$/m, r.out);
   assert.match(r.out, /^hello stopped\b/m, r.out);
   assert.deepEqual(readdirSync(r.tmp), [], `the blocks remove their root prefix (${who})`);

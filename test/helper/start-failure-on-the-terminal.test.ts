@@ -78,6 +78,6 @@ test('agentctl against a root whose helper is not running says how to see why it
   const r = await agentctl(host, ['status']);
   assert.equal(r.code, 5, r.stderr);
   const [first, hint] = r.stderr.trimEnd().split('\n');
-  assert.equal(first, `agentctl: HELPER_UNREACHABLE: cannot reach the helper at ${host.paths.helperSock} (ENOENT)`);
+  assert.equal(first, `agentctl: HELPER_UNREACHABLE: cannot reach the helper at ${host.paths.helperSock} (ENOENT) (tried helper.sock, since ${host.paths.adminSock} does not exist)`);
   assert.match(hint ?? '', /^ {2}is steward-helper running\? .*started by hand prints why it exited on its terminal \(run it in the foreground to see\)$/);
 });

@@ -17,7 +17,9 @@ export function buildControlProgram(): Command {
     .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
     .option('--db <file>', 'the SQLite database (default: STEWARD_CONTROL_DB)')
     .option('--json', 'print one JSON document on stdout')
-    .version(readOwnVersion(), '-V, --version', 'print the steward version')
+    // Not commander's .version(): a program option is also taken after a subcommand, and would
+    // eat `release pack-agent --version <v>`. runControlCli answers a leading -V/--version.
+    .addHelpText('after', '\n  -V, --version  print the steward version (as the only argument)')
     .exitOverride()
     .showHelpAfterError();
   registerServe(program);
@@ -39,6 +41,10 @@ export function buildControlProgram(): Command {
 export async function runControlCli(argv: string[]): Promise<number> {
   const program = buildControlProgram();
   const json = argv.includes('--json');
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+    process.stdout.write(`${readOwnVersion()}\n`);
+    return EXIT.ok;
+  }
   try {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
