@@ -100,7 +100,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const hits = r.stdout.split('\n').filter(Boolean);
     // Symlinks always read 0777 (their mode means nothing on Linux): the `current` link of the
     // agent's release is the one symlink (the installed code is bundles, no node_modules).
-    const links = hits.filter((p) => p === '/opt/steward/apps/steward-agent/current');
+    const links: string[] = hits.filter((p) => p === '/opt/steward/apps/steward-agent/current');
     for (const l of links) assert.equal((await run(box, 'test', ['-L', l])).code, 0, `${l} is a symlink`);
     assert.deepEqual(hits.filter((p) => !links.includes(p)), ['/run/steward/helper.sock']);
     const modes = await run(box, 'stat', ['-c', '%n %a %U:%G', '/run/steward', '/run/steward/helper.sock', '/run/steward/admin.sock', '/var/lib/steward/receipts', '/var/lib/steward/keys/helper.key', '/var/lib/steward-agent', '/etc/steward/steward.json']);
