@@ -56,7 +56,7 @@ async function main(): Promise<number> {
   let cp: Daemon | null = null;
   try {
     step('A control plane on loopback, its SQLite database in the temp folder');
-    cp = startDaemon('steward-control', 'control', ['--db', db, 'serve', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
+    cp = startDaemon('steward-control', 'control', ['--db', db, 'serve', '--init', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
     const url = await waitFor('steward-control to listen', 15_000, async () => {
       if (cp?.child.exitCode !== null) throw new Error(`steward-control exited: ${cp?.output()}`);
       return /listening on (\S+)/.exec(cp.output())?.[1];

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createPublicKey } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { manifestPayloadSchema } from '../../src/core/release-schemas.js';
@@ -25,8 +25,12 @@ interface Run {
 
 // Runs steward-control with --db and returns its exit code and output (stdout parsed when --json).
 function cli(...args: string[]): Promise<Run> {
+  return cliOn(db, ...args);
+}
+
+function cliOn(file: string, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, '--db', db, ...args], { env: { ...process.env, DEBUG: '' } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, '--db', file, ...args], { env: { ...process.env, DEBUG: '' } }, (err, stdout, stderr) => {
       const code = err ? ((err as { code?: number }).code ?? 1) : 0;
       let json: unknown = null;
       if (args.includes('--json')) json = JSON.parse(stdout);
@@ -59,11 +63,27 @@ function serve(...args: string[]): Promise<{ child: ChildProcess; url: string; s
   });
 }
 
-before(() => {
+before(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-cli-'));
   db = path.join(dir, 'control.db');
+  const init = await cli('init', '--json');
+  assert.deepEqual([init.code, init.json.created, init.json.db], [0, true, db], init.stderr);
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('a database that does not exist is refused by every command but init, which creates it', async () => {
+  const missing = path.join(dir, 'typo.db');
+  for (const args of [['nodes'], ['token', 'create'], ['rollout', 'status'], ['release', 'list'], ['receipts'], ['serve', '--listen', '127.0.0.1:0']]) {
+    const r = await cliOn(missing, ...args, '--json');
+    assert.deepEqual([r.code, r.json.error.code], [1, 'STATE_INVALID'], args.join(' '));
+    assert.match(r.json.error.message, new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} does not exist.*steward-control init`), args.join(' '));
+    assert.equal(existsSync(missing), false, `${args.join(' ')} made no file`);
+  }
+  const made = await cliOn(missing, 'init', '--json');
+  assert.deepEqual([made.code, made.json.created, made.json.schemaVersion], [0, true, 2]);
+  assert.deepEqual((await cliOn(missing, 'nodes', '--json')).json, { nodes: [] });
+  assert.equal((await cliOn(missing, 'init', '--json')).json.created, false, 'init again keeps it');
+});
 
 test('keys create writes a 0600 private key and its public key, prints JSON, and refuses to overwrite', async () => {
   const r = await cli('keys', 'create', '--out', path.join(dir, 'keys'), '--json');

@@ -33,7 +33,7 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
   copyFileSync(keys.publicKeyFile, path.join(h.paths.trustedKeysDir, 'web', 'release.pub'));
   helper = await startHelper(h);
 
-  const s = spawn(process.execPath, [CTL, 'serve', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const s = spawn(process.execPath, [CTL, 'serve', '--init', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
   serve = s;
   s.stderr?.resume();
   const url = await new Promise<string>((resolve, reject) => {

@@ -8,8 +8,7 @@ import type { Envelope, ManifestPayload } from '../../core/release-schemas.js';
 import { manifestPayloadSchema } from '../../core/release-schemas.js';
 import { ensureDir, writeFileAtomic } from '../../platform/fs-atomic.js';
 import { DOMAINS, keyIdOf, parsePrivateKey, signEnvelope } from '../../platform/keys.js';
-import type { ControlStore } from '../store/open-store.js';
-import { readRelease, upsertRelease } from '../store/releases.js';
+import type { ControlStore } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 
 export const DEFAULT_EXPIRES_DAYS = 30;
@@ -24,7 +23,8 @@ export interface AddReleaseInput {
   baseUrl: string | null;
   privateKeyPem: string;
   expiresDays: number;
-  now: number;
+  // Where kept tarballs go (artifact-path.ts).
+  artifactsDir: string;
 }
 
 export interface AddedRelease {
@@ -45,7 +45,7 @@ export function integrityOf(bytes: Buffer): string {
 // bytes under an existing app and version are refused: a version names one tarball forever.
 export async function addRelease(store: ControlStore, input: AddReleaseInput): Promise<AddedRelease> {
   const { app, version } = input;
-  const target = artifactPath(store.file, app, version);
+  const target = artifactPath(input.artifactsDir, app, version);
   let key;
   try {
     key = parsePrivateKey(input.privateKeyPem);
@@ -60,12 +60,12 @@ export async function addRelease(store: ControlStore, input: AddReleaseInput): P
   }
   if (bytes.length === 0) throw new StewardError('USAGE', `${input.file} is empty`);
   const integrity = integrityOf(bytes);
-  const existing = readRelease(store, app, version);
+  const { existing, now } = await store.read(async (tx) => ({ existing: await tx.releases.get(app, version), now: await tx.now() }));
   if (existing && existing.integrity !== integrity) {
     throw new StewardError('RELEASE_INVALID', `${app} ${version} is already in the catalog with other bytes (${existing.integrity.slice(0, 20)}...); publish a new version`);
   }
   const url = input.url ?? `${(input.baseUrl ?? '').replace(/\/+$/, '')}${ARTIFACTS_PREFIX}${app}/${version}.tgz`;
-  const payload = manifestPayloadSchema.parse({ name: app, version, url, size: bytes.length, integrity, expires: input.now + input.expiresDays * DAY_MS });
+  const payload = manifestPayloadSchema.parse({ name: app, version, url, size: bytes.length, integrity, expires: now + input.expiresDays * DAY_MS });
   const manifest = signEnvelope(DOMAINS.manifest, payload, key);
   const keep = input.url === null;
   if (keep) {
@@ -73,10 +73,10 @@ export async function addRelease(store: ControlStore, input: AddReleaseInput): P
     await ensureDir(path.dirname(target), 0o755);
     await writeFileAtomic(target, bytes, 0o644);
   }
-  store.write(() => {
-    const again = readRelease(store, app, version);
+  await store.write(async (tx) => {
+    const again = await tx.releases.get(app, version);
     if (again && again.integrity !== integrity) throw new StewardError('RELEASE_INVALID', `${app} ${version} was added with other bytes meanwhile`);
-    upsertRelease(store, { app, version, manifest, integrity, size: bytes.length, expires: payload.expires, artifactPath: keep ? target : (again?.artifactPath ?? null), addedAt: again?.addedAt ?? input.now });
+    await tx.releases.upsert({ app, version, manifest, integrity, size: bytes.length, expires: payload.expires, artifactPath: keep ? target : (again?.artifactPath ?? null), addedAt: again?.addedAt ?? now, keyId: keyIdOf(key) });
   });
   return { app, version, manifest, payload, keyId: keyIdOf(key), artifactPath: keep ? target : null };
 }

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { EXIT } from '../../cli/error-message.js';
+import { registerInit } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
 import { registerNodes } from './commands/nodes.js';
 import { registerReceipts } from './commands/receipts.js';
@@ -18,6 +19,7 @@ export function buildControlProgram(): Command {
     .option('--json', 'print one JSON document on stdout')
     .exitOverride()
     .showHelpAfterError();
+  registerInit(program);
   registerServe(program);
   registerToken(program);
   registerKeys(program);

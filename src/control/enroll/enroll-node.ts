@@ -6,9 +6,8 @@ import { envelopeSchema } from '../../core/release-schemas.js';
 import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
-import type { ControlStore } from '../store/open-store.js';
-import { insertNode } from '../store/nodes.js';
-import { consumeToken } from '../store/tokens.js';
+import type { ControlStore } from '../store/store.js';
+import { hashToken } from './tokens.js';
 
 const log = logger('control:enroll');
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -30,7 +29,7 @@ function parseKey(pem: unknown): KeyObject | null {
 
 // Checks one enrollment body and enrolls the node. The payload is parsed first only to find the
 // key to verify it with; nothing else in it is trusted before that signature holds.
-export function enrollNode(store: ControlStore, body: Buffer, now: number, heartbeatSeconds: number): Answer {
+export async function enrollNode(store: ControlStore, body: Buffer, heartbeatSeconds: number): Promise<Answer> {
   let json: unknown;
   try {
     json = JSON.parse(utf8.decode(body));
@@ -61,9 +60,11 @@ export function enrollNode(store: ControlStore, body: Buffer, now: number, heart
   if (!parseKey(p.helperPublicKey)) return errorAnswer(400, 'BAD_BODY', 'enrollment helperPublicKey is not an Ed25519 public key (PEM)');
 
   const nodeId = newNodeId();
-  const enrolled = store.write(() => {
-    if (!consumeToken(store, p.token, now, nodeId)) return false;
-    insertNode(store, { nodeId, hostname: p.hostname, nodePublicKey: p.nodePublicKey, helperPublicKey: p.helperPublicKey, enrolledAt: now });
+  const enrolled = await store.write(async (tx) => {
+    const now = await tx.now();
+    const tokenLabels = await tx.tokens.spend(hashToken(p.token), now, nodeId);
+    if (tokenLabels === null) return false;
+    await tx.nodes.insert({ nodeId, hostname: p.hostname, nodePublicKey: p.nodePublicKey, helperPublicKey: p.helperPublicKey, enrolledAt: now, labels: tokenLabels });
     return true;
   });
   if (!enrolled) {

@@ -1,23 +1,40 @@
 // Builds the pure planner's input for one run from the store (DESIGN §9) and plans it.
-import { planRollout, type NodeFacts, type Plan, type PlanInput, type VerdictFact } from '../../core/rollout-planner.js';
-import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
-import type { ControlStore } from '../store/open-store.js';
-import { countingReceiptsFor, revertedVersions } from '../store/receipts.js';
-import { issuedFor, runNodes, toRolloutRun, type RunRow } from '../store/runs.js';
+import { planRollout, type NodeFacts, type Plan, type PlanInput, type RolloutRun, type VerdictFact } from '../../core/rollout-planner.js';
+import type { RunRow, StoreReader } from '../store/store.js';
+
+// The planner's view of a run row.
+export function toRolloutRun(row: RunRow): RolloutRun {
+  return {
+    id: String(row.id),
+    app: row.app,
+    version: row.version,
+    startedAt: row.startedAt,
+    canary: row.namedCanaries[0] ?? null,
+    batchSize: Number(row.batch) || 1,
+    verdictTimeoutMs: row.verdictTimeoutMs,
+    allowRetryReverted: row.allowRetryReverted,
+    heartbeatIntervalMs: row.heartbeatIntervalMs,
+    stopped: row.stopped,
+  };
+}
 
 // The planner's input for `run` at `now`: each node's heartbeat as of the run's start (from the
 // run's snapshot), its reported version, the versions it reverted (any receipt, any run), the
 // run's issues and the counting receipts answering them.
-export function readPlanInput(store: ControlStore, run: RunRow, now: number): PlanInput {
-  const issued = issuedFor(store, run.id);
+export async function readPlanInput(tx: StoreReader, run: RunRow, now: number): Promise<PlanInput> {
+  const issued = await tx.runs.issued(run.id);
   const issuedAt = new Map(issued.map((i) => [i.attemptId, i.issuedAt]));
-  const nodes: NodeFacts[] = runNodes(store, run.id).map((n) => ({
+  const reverted = new Map<string, string[]>();
+  for (const r of await tx.receipts.revertsForRun(run.id, run.app)) {
+    if (r.targetVersion !== null) reverted.set(r.nodeId, [...(reverted.get(r.nodeId) ?? []), r.targetVersion]);
+  }
+  const nodes: NodeFacts[] = (await tx.runs.nodes(run.id)).map((n) => ({
     nodeId: n.nodeId,
     lastHeartbeatAt: n.lastHeartbeatAt,
-    current: currentVersion(n.apps, run.app),
-    revertedVersions: revertedVersions(store, n.nodeId, run.app),
+    current: n.app?.current ?? null,
+    revertedVersions: reverted.get(n.nodeId) ?? [],
   }));
-  const verdicts: VerdictFact[] = countingReceiptsFor(store, issued.map((i) => i.attemptId)).map((r) => ({
+  const verdicts: VerdictFact[] = (await tx.receipts.countingForRun(run.id)).map((r) => ({
     nodeId: r.nodeId,
     attemptId: r.attemptId,
     outcome: r.outcome,
@@ -30,19 +47,10 @@ export function readPlanInput(store: ControlStore, run: RunRow, now: number): Pl
 }
 
 // The plan of `run` at `now`.
-export function planRun(store: ControlStore, run: RunRow, now: number): Plan {
-  return planRollout(readPlanInput(store, run, now));
+export async function planRun(tx: StoreReader, run: RunRow, now: number): Promise<Plan> {
+  return planRollout(await readPlanInput(tx, run, now));
 }
 
 function clamp(v: number, lo: number, hi: number): number {
   return Math.min(Math.max(v, lo), Math.max(lo, hi));
-}
-
-function currentVersion(appsJson: string, app: string): string | null {
-  try {
-    const apps = JSON.parse(appsJson) as HeartbeatApp[];
-    return (Array.isArray(apps) ? apps.find((a) => a?.name === app)?.current : null) ?? null;
-  } catch {
-    return null;
-  }
 }

@@ -1,9 +1,7 @@
 // What `rollout status` shows of a run: its settings, recorded status and halt reason, and each
 // node's state from the planner with the attempt it was issued and the verdict that answered it.
 import type { NodeState } from '../../core/rollout-planner.js';
-import type { ControlStore } from '../store/open-store.js';
-import { countingReceiptsFor, receiptGaps } from '../store/receipts.js';
-import { issuedFor, type RunRow } from '../store/runs.js';
+import type { RunRow, StoreReader } from '../store/store.js';
 import { planRun } from './plan-run.js';
 
 export interface RunNodeStatus {
@@ -34,11 +32,14 @@ export interface RunStatusView {
   nodes: RunNodeStatus[];
 }
 
-// The status of one run at `now`. An ended run keeps the status and halt reason recorded when it ended.
-export function describeRun(store: ControlStore, run: RunRow, now: number): RunStatusView {
-  const plan = planRun(store, run, now);
-  const issued = issuedFor(store, run.id);
-  const verdicts = countingReceiptsFor(store, issued.map((i) => i.attemptId));
+// The status of one run at the store's time. An ended run keeps the status and halt reason recorded when it ended.
+export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStatusView> {
+  const now = await tx.now();
+  const plan = await planRun(tx, run, now);
+  const issued = await tx.runs.issued(run.id);
+  const verdicts = await tx.receipts.countingForRun(run.id);
+  const gaps = new Map<string, number[]>();
+  for (const nodeId of Object.keys(plan.nodes)) gaps.set(nodeId, await tx.receipts.gaps(nodeId));
   const nodes = Object.keys(plan.nodes).map((nodeId): RunNodeStatus => {
     const issue = issued.find((i) => i.nodeId === nodeId) ?? null;
     const verdict = issue ? verdicts.filter((v) => v.attemptId === issue.attemptId && v.nodeId === nodeId).sort((a, b) => a.seq - b.seq)[0] : undefined;
@@ -49,7 +50,7 @@ export function describeRun(store: ControlStore, run: RunRow, now: number): RunS
       issuedAt: issue?.issuedAt ?? null,
       outcome: verdict?.outcome ?? null,
       reasonCode: verdict?.reasonCode ?? null,
-      receiptLost: receiptGaps(store, nodeId),
+      receiptLost: gaps.get(nodeId) ?? [],
     };
   });
   const ended = run.status !== 'running';
@@ -67,13 +68,13 @@ export function describeRun(store: ControlStore, run: RunRow, now: number): RunS
     status: ended ? run.status : plan.status,
     startedAt: run.startedAt,
     endedAt: run.endedAt,
-    stopped: run.stopped === 1,
+    stopped: run.stopped,
     canary: plan.canary,
-    requestedCanary: run.canary,
-    batchSize: run.batchSize,
+    requestedCanary: run.namedCanaries[0] ?? null,
+    batchSize: Number(run.batch) || 1,
     verdictTimeoutMs: run.verdictTimeoutMs,
     heartbeatIntervalMs: run.heartbeatIntervalMs,
-    allowRetryReverted: run.allowRetryReverted === 1,
+    allowRetryReverted: run.allowRetryReverted,
     haltReason: halt,
     nodes,
   };

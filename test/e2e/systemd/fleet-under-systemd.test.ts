@@ -114,7 +114,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     assert.equal(add.code, 0, add.text);
   }
   await shIn(box, 'mkdir -p -m 0755 "$1" && : > "$2" && rm -f "$2"', RELEASES, CRASH_FILE);
-  const served = await runIn(box, 'systemd-run', ['--unit=steward-control', '/usr/bin/node', CONTROL, '--db', DB, 'serve', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
+  const served = await runIn(box, 'systemd-run', ['--unit=steward-control', '/usr/bin/node', CONTROL, '--db', DB, 'serve', '--init', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
   assert.equal(served.code, 0, served.text);
   const url = await waitFor('steward-control to listen', async () => {
     const j = (await box.exec('journalctl', ['-u', 'steward-control', '-o', 'cat', '--no-pager'])).stdout;

@@ -1,9 +1,6 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { printJson, table } from '../../../cli/output.js';
-import { systemClock } from '../../../platform/clock.js';
-import { listNodes, removeNode, reportedApps } from '../../store/nodes.js';
-import { receiptGaps } from '../../store/receipts.js';
 import { jsonOf, withStore } from '../context.js';
 
 function age(ms: number | null): string {
@@ -18,20 +15,26 @@ export function registerNodes(program: Command): void {
     .command('nodes')
     .description('the enrolled nodes: last heartbeat, apps, receipt-lost gaps')
     .action(async (_o: unknown, cmd: Command) => {
-      const now = systemClock.now();
       const view = await withStore(cmd, (store) =>
-        listNodes(store).map((n) => ({
-          nodeId: n.nodeId,
-          hostname: n.hostname,
-          enrolledAt: n.enrolledAt,
-          lastHeartbeatAt: n.lastHeartbeatAt,
-          heartbeatAgeMs: n.lastHeartbeatAt === null ? null : now - n.lastHeartbeatAt,
-          lastSeq: n.lastSeq,
-          bootId: n.bootId,
-          agentVersion: n.agentVersion,
-          apps: reportedApps(n),
-          receiptLost: receiptGaps(store, n.nodeId),
-        })),
+        store.read(async (tx) => {
+          const now = await tx.now();
+          const out = [];
+          for (const n of await tx.nodes.list()) {
+            out.push({
+              nodeId: n.nodeId,
+              hostname: n.hostname,
+              enrolledAt: n.enrolledAt,
+              lastHeartbeatAt: n.lastHeartbeatAt,
+              heartbeatAgeMs: n.lastHeartbeatAt === null ? null : now - n.lastHeartbeatAt,
+              lastSeq: n.lastSeq,
+              bootId: n.bootId,
+              agentVersion: n.agentVersion,
+              apps: n.apps,
+              receiptLost: await tx.receipts.gaps(n.nodeId),
+            });
+          }
+          return out;
+        }),
       );
       if (jsonOf(cmd)) return printJson({ nodes: view });
       const rows = [['NODE', 'HOSTNAME', 'HEARTBEAT', 'APP', 'CURRENT', 'PREVIOUS', 'HELD', 'BLOCKED', 'SUPERVISOR', 'RECEIPT-LOST']];
@@ -60,7 +63,7 @@ export function registerNodes(program: Command): void {
     .command('remove <nodeId>')
     .description('remove a node from the fleet (its receipts stay; it must enroll again)')
     .action(async (nodeId: string, _o: unknown, cmd: Command) => {
-      const removed = await withStore(cmd, (store) => removeNode(store, nodeId));
+      const removed = await withStore(cmd, (store) => store.write((tx) => tx.nodes.remove(nodeId)));
       if (!removed) throw new StewardError('NOT_FOUND', `node ${nodeId} is not enrolled`);
       if (jsonOf(cmd)) return printJson({ removed: nodeId });
       process.stdout.write(`removed ${nodeId}\n`);

@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
 import type { ReceiptPayload } from '../../../core/receipt-schema.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { listReceipts } from '../../store/receipts.js';
-import { attemptById } from '../../store/runs.js';
 import { jsonOf, withStore } from '../context.js';
 
 // `steward-control receipts [--node N] [--app A]`
@@ -14,15 +12,17 @@ export function registerReceipts(program: Command): void {
     .option('--app <app>', 'only this app')
     .action(async (o: { node?: string; app?: string }, cmd: Command) => {
       const view = await withStore(cmd, (store) =>
-        listReceipts(store, { ...(o.node ? { nodeId: o.node } : {}), ...(o.app ? { app: o.app } : {}) }).map((r) => {
-          const envelope = JSON.parse(r.envelope) as { payload: string };
+        store.read(async (tx) => {
+          const out = [];
+          for (const r of await tx.receipts.list({ ...(o.node ? { nodeId: o.node } : {}), ...(o.app ? { app: o.app } : {}) })) {
+          const envelope = r.envelope;
           const payload = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as ReceiptPayload;
-          return {
+          out.push({
             seq: r.seq,
             nodeId: r.nodeId,
             app: r.app,
             attemptId: r.attemptId,
-            runId: attemptById(store, r.attemptId)?.runId ?? null,
+            runId: (await tx.runs.attempt(r.attemptId))?.runId ?? null,
             outcome: r.outcome,
             reasonCode: r.reasonCode,
             reasonMessage: payload.reason?.message ?? null,
@@ -31,9 +31,11 @@ export function registerReceipts(program: Command): void {
             startedAt: payload.startedAt,
             updatedAt: r.updatedAt,
             receivedAt: r.receivedAt,
-            counts: r.counts === 1,
+            counts: r.counts,
             envelope,
-          };
+          });
+          }
+          return out;
         }),
       );
       if (jsonOf(cmd)) return printJson({ receipts: view });

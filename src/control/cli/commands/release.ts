@@ -6,12 +6,10 @@ import { StewardError } from '../../../core/errors.js';
 import { AGENT_APP, appNameSchema, versionSchema } from '../../../core/names.js';
 import type { ManifestPayload } from '../../../core/release-schemas.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { systemClock } from '../../../platform/clock.js';
 import { packageRoot } from '../../../platform/own-version.js';
 import { layOutAgentTree, packageVersion, packTree } from '../../../cli/install/agent-release-pack.js';
 import { addRelease, DEFAULT_EXPIRES_DAYS } from '../../catalog/add-release.js';
-import { listReleases, manifestOf } from '../../store/releases.js';
-import { jsonOf, withStore } from '../context.js';
+import { artifactsDirOfStore, jsonOf, withStore } from '../context.js';
 import { parsePositiveInt } from '../parse-options.js';
 
 // Checks an app name and version given on the command line.
@@ -60,7 +58,7 @@ export function registerRelease(program: Command): void {
           baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null,
           privateKeyPem,
           expiresDays,
-          now: systemClock.now(),
+          artifactsDir: artifactsDirOfStore(store),
         }),
       );
       if (jsonOf(cmd)) return printJson({ app: r.app, version: r.version, keyId: r.keyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath });
@@ -95,10 +93,9 @@ export function registerRelease(program: Command): void {
     .description('the releases in the catalog')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
       if (app) checkNames(app);
-      const now = systemClock.now();
-      const rows = await withStore(cmd, (store) => listReleases(store, app));
+      const { rows, now } = await withStore(cmd, (store) => store.read(async (tx) => ({ rows: await tx.releases.list(app), now: await tx.now() })));
       const out = rows.map((r) => {
-        const manifest = manifestOf(r);
+        const manifest = r.manifest;
         const payload = JSON.parse(Buffer.from(manifest.payload, 'base64').toString('utf8')) as ManifestPayload;
         return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired: r.expires <= now, keyId: manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest };
       });

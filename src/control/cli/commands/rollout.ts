@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { systemClock } from '../../../platform/clock.js';
 import { describeRun, type RunStatusView } from '../../rollouts/run-status.js';
 import { retryRun, startRun, stopRun, type RunOptions } from '../../rollouts/start-run.js';
-import { latestRun, latestRuns } from '../../store/runs.js';
+import type { ControlStore, RunRow } from '../../store/store.js';
 import { jsonOf, withStore } from '../context.js';
 import { parseDuration, parsePositiveInt } from '../parse-options.js';
 import { checkNames } from './release.js';
@@ -45,6 +44,11 @@ function addRunFlags(c: Command): Command {
     .option('--allow-retry-reverted', 'also send the version to nodes that reverted it before');
 }
 
+// The status of the latest run of `app`, read after the change that made it.
+async function describeLatest(store: ControlStore, app: string): Promise<RunStatusView> {
+  return store.read(async (tx) => describeRun(tx, (await tx.runs.latest(app)) as RunRow));
+}
+
 // `steward-control rollout start|status|stop|retry`
 export function registerRollout(program: Command): void {
   const rollout = program.command('rollout').description('fleet rollouts: a canary, then batches; halt at the first revert');
@@ -54,15 +58,13 @@ export function registerRollout(program: Command): void {
     async (app: string, version: string, o: RunFlags, cmd: Command) => {
       checkNames(app, version);
       const opts = { batchSize: 1, ...runOptions(o) };
-      const now = systemClock.now();
-      print(cmd, await withStore(cmd, (store) => describeRun(store, startRun(store, app, version, opts, now), now)));
+      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await startRun(store, app, version, opts)).app)));
     },
   );
   addRunFlags(rollout.command('retry <app>').description("start a new run of the app's last rollout over the nodes it did not confirm")).action(
     async (app: string, o: RunFlags, cmd: Command) => {
       checkNames(app);
-      const now = systemClock.now();
-      print(cmd, await withStore(cmd, (store) => describeRun(store, retryRun(store, app, runOptions(o), now), now)));
+      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await retryRun(store, app, runOptions(o))).app)));
     },
   );
   rollout
@@ -70,20 +72,22 @@ export function registerRollout(program: Command): void {
     .description('stop the running rollout of the app (attempts already sent stay)')
     .action(async (app: string, _o: unknown, cmd: Command) => {
       checkNames(app);
-      const now = systemClock.now();
-      print(cmd, await withStore(cmd, (store) => describeRun(store, stopRun(store, app, now), now)));
+      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await stopRun(store, app)).app)));
     });
   rollout
     .command('status [app]')
     .description('the latest rollout of the app (or of every app)')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
       if (app) checkNames(app);
-      const now = systemClock.now();
-      const views = await withStore(cmd, (store) => {
-        const runs = app ? [latestRun(store, app)].filter((r) => r !== null) : latestRuns(store);
-        if (app && runs.length === 0) throw new StewardError('NOT_FOUND', `no rollout of ${app}`);
-        return runs.map((r) => describeRun(store, r, now));
-      });
+      const views = await withStore(cmd, (store) =>
+        store.read(async (tx) => {
+          const runs = app ? [await tx.runs.latest(app)].filter((r) => r !== null) : await tx.runs.latestAll();
+          if (app && runs.length === 0) throw new StewardError('NOT_FOUND', `no rollout of ${app}`);
+          const out: RunStatusView[] = [];
+          for (const r of runs) out.push(await describeRun(tx, r));
+          return out;
+        }),
+      );
       if (jsonOf(cmd)) return printJson({ runs: views });
       process.stdout.write(views.length ? views.map(formatRun).join('\n') : 'no rollouts\n');
     });

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { printJson, when } from '../../../cli/output.js';
-import { systemClock } from '../../../platform/clock.js';
-import { createToken } from '../../store/tokens.js';
+import { createToken } from '../../enroll/tokens.js';
 import { jsonOf, withStore } from '../context.js';
 import { parseDuration } from '../parse-options.js';
 
@@ -14,7 +13,7 @@ export function registerToken(program: Command): void {
     .option('--ttl <duration>', 'how long it stays valid', '1h')
     .action(async (o: { ttl: string }, cmd: Command) => {
       const ttlMs = parseDuration(o.ttl, '--ttl');
-      const t = await withStore(cmd, (store) => store.write(() => createToken(store, systemClock.now(), ttlMs)));
+      const t = await withStore(cmd, (store) => store.write((tx) => createToken(tx, ttlMs)));
       if (jsonOf(cmd)) return printJson(t);
       process.stdout.write(t.token + '\n');
       process.stderr.write(`steward-control: token valid until ${when(t.expiresAt)}, for one enrollment\n`);
