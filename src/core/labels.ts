@@ -7,6 +7,8 @@ import { StewardError } from './errors.js';
 export type Labels = Record<string, string>;
 
 export const LABEL_KEY_RE = /^[a-z][a-z0-9._/-]{0,62}$/;
+// A key a node may propose at enrollment: short enough to stay a key under `claimed.`.
+export const CLAIMABLE_KEY_RE = /^[a-z][a-z0-9._/-]{0,54}$/;
 export const LABEL_VALUE_RE = /^[A-Za-z0-9._-]{0,63}$/;
 export const MAX_LABELS = 32;
 export const CLAIMED_PREFIX = 'claimed.';
@@ -72,11 +74,6 @@ export function enrollmentLabels(token: Labels, claimed: Labels): Labels | null 
   const out: Labels = { ...token };
   for (const [k, v] of Object.entries(claimed)) out[CLAIMED_PREFIX + k] = v;
   return Object.keys(out).length > MAX_LABELS ? null : sortedLabels(out);
-}
-
-// Whether a key a node proposes still makes a valid key once prefixed with claimed.
-export function isClaimableKey(key: string): boolean {
-  return LABEL_KEY_RE.test(CLAIMED_PREFIX + key);
 }
 
 // Labels with their keys in code-point order (for stable output).

@@ -1,20 +1,25 @@
 import type { Command } from 'commander';
 import type { ReceiptPayload } from '../../../core/receipt-schema.js';
+import { matchesSelector, parseSelector } from '../../../core/selector.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { jsonOf, withStore } from '../context.js';
 
-// `steward-control receipts [--node N] [--app A]`
+// `steward-control receipts [--node N] [--app A] [--select SEL]`
 export function registerReceipts(program: Command): void {
   program
     .command('receipts')
     .description('the receipts nodes relayed, as verified when stored, in the order they arrived')
     .option('--node <nodeId>', 'only this node')
     .option('--app <app>', 'only this app')
-    .action(async (o: { node?: string; app?: string }, cmd: Command) => {
+    .option('--select <selector>', 'only nodes whose labels match, as they are labelled now')
+    .action(async (o: { node?: string; app?: string; select?: string }, cmd: Command) => {
+      const sel = o.select === undefined ? null : parseSelector(o.select);
       const view = await withStore(cmd, (store) =>
         store.read(async (tx) => {
           const out = [];
+          const selected = sel ? new Set((await tx.nodes.list()).filter((n) => matchesSelector(sel, n.labels)).map((n) => n.nodeId)) : null;
           for (const r of await tx.receipts.list({ ...(o.node ? { nodeId: o.node } : {}), ...(o.app ? { app: o.app } : {}) })) {
+          if (selected && !selected.has(r.nodeId)) continue;
           const envelope = r.envelope;
           const payload = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as ReceiptPayload;
           out.push({
