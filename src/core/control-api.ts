@@ -11,12 +11,19 @@
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
 import { z } from 'zod';
+import { CLAIMABLE_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, versionSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 
 export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
 
 const pemSchema = z.string().min(1).max(4096);
+
+// The labels a node proposes at enrollment (DESIGN §11): kept under `claimed.<key>`, so a key
+// leaves room for that prefix. Absent for a node that proposes none (what older agents send).
+export const claimedLabelsSchema = z
+  .record(z.string().regex(CLAIMABLE_KEY_RE), z.string().regex(LABEL_VALUE_RE))
+  .refine((l) => Object.keys(l).length <= MAX_LABELS, { message: `at most ${MAX_LABELS} labels` });
 
 // What a node signs with its fresh node key to enroll. `nodePublicKey` must verify the
 // envelope's signature; `helperPublicKey` is the key every receipt of this node must verify
@@ -28,6 +35,7 @@ export const enrollPayloadSchema = z.strictObject({
   helperPublicKey: pemSchema,
   hostname: z.string().min(1).max(253),
   sentAt: epochMsSchema,
+  labels: claimedLabelsSchema.optional(),
 });
 export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
 

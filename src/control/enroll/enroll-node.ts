@@ -2,6 +2,7 @@
 // spends a single-use token; the store gains the node and its helper key in one transaction.
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { enrollPayloadSchema } from '../../core/control-api.js';
+import { enrollmentLabels } from '../../core/labels.js';
 import { envelopeSchema } from '../../core/release-schemas.js';
 import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
@@ -60,17 +61,29 @@ export async function enrollNode(store: ControlStore, body: Buffer, heartbeatSec
   if (!parseKey(p.helperPublicKey)) return errorAnswer(400, 'BAD_BODY', 'enrollment helperPublicKey is not an Ed25519 public key (PEM)');
 
   const nodeId = newNodeId();
-  const enrolled = await store.write(async (tx) => {
-    const now = await tx.now();
-    const tokenLabels = await tx.tokens.spend(hashToken(p.token), now, nodeId);
-    if (tokenLabels === null) return false;
-    await tx.nodes.insert({ nodeId, hostname: p.hostname, nodePublicKey: p.nodePublicKey, helperPublicKey: p.helperPublicKey, enrolledAt: now, labels: tokenLabels });
-    return true;
-  });
-  if (!enrolled) {
-    log('enrollment refused hostname=%s: token unknown, used or expired', JSON.stringify(p.hostname));
-    return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used or expired');
+  // The node's labels: its token's (the operator's), and what it proposed under claimed.<key>.
+  const tooMany = Symbol('too many labels');
+  let enrolled: boolean | typeof tooMany;
+  try {
+    enrolled = await store.write(async (tx) => {
+      const now = await tx.now();
+      const tokenLabels = await tx.tokens.spend(hashToken(p.token), now, nodeId);
+      if (tokenLabels === null) return false;
+      const labels = enrollmentLabels(tokenLabels, p.labels ?? {});
+      // Thrown, so that the token stays unspent.
+      if (labels === null) throw tooMany;
+      await tx.nodes.insert({ nodeId, hostname: p.hostname, nodePublicKey: p.nodePublicKey, helperPublicKey: p.helperPublicKey, enrolledAt: now, labels });
+      return true;
+    });
+  } catch (err) {
+    if (err !== tooMany) throw err;
+    enrolled = tooMany;
   }
-  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(parsePublicKey(p.helperPublicKey)));
+  if (enrolled === tooMany) return errorAnswer(400, 'BAD_BODY', 'the token\'s labels and the ones this node proposes are more than 32 together; propose fewer');
+  if (!enrolled) {
+    log('enrollment refused hostname=%s: token unknown, used, revoked or expired', JSON.stringify(p.hostname));
+    return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used, revoked or expired');
+  }
+  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s claimedLabels=%d', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(parsePublicKey(p.helperPublicKey)), Object.keys(p.labels ?? {}).length);
   return { status: 200, body: { nodeId, heartbeatSeconds } };
 }
