@@ -46,12 +46,16 @@ export const enrollAnswerSchema = z.strictObject({
 export type EnrollAnswer = z.infer<typeof enrollAnswerSchema>;
 
 // One version the control plane wants on this node, under the attemptId a rollout issued.
-// The agent hands it to the helper once; the helper verifies the manifest itself.
+// The agent hands it to the helper once; the helper verifies the manifest itself. `notAfter`
+// (a run with windows, DESIGN §11): the window's end; no update may start after it (the agent
+// does not hand it on, the helper refuses it WINDOW_CLOSED). Absent for a run without windows,
+// so an agent from before windows still reads the answers of such runs.
 export const desiredEntrySchema = z.strictObject({
   app: appNameSchema,
   version: versionSchema,
   attemptId: attemptIdSchema,
   manifest: envelopeSchema,
+  notAfter: epochMsSchema.optional(),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 

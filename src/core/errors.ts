@@ -53,6 +53,8 @@ export const OPERATIONAL_CODES = [
   'NEEDS_ROOT', // the command changes the host and must run as root
   'SYSTEMD_UNAVAILABLE', // PID 1 is not systemd, so there is no systemctl to talk to
   'SYSTEM_COMMAND_FAILED', // systemctl, systemd-sysusers or systemd-tmpfiles exited non-zero
+  // steward-control:
+  'NOTHING_TO_RETRY', // `rollout retry` found no node left to ask
 ] as const;
 
 export type RefusalCode = (typeof REFUSAL_CODES)[number];

@@ -118,6 +118,11 @@ test('bad durations, ports and names are usage errors (exit 2) with a JSON error
     const r = await cli(...args, '--json');
     assert.deepEqual([r.code, r.json.error.code], [2, 'USAGE'], args.join(' '));
   }
+  const start = ['rollout', 'start', 'web', '1.0.0'];
+  for (const extra of [['--select', 'env in (a'], ['--select', 'Env=x'], ['--window', 'Mon 25:00-26:00'], ['--window', 'Someday 01:00-02:00'], ['--tz', 'Mars/Olympus'], ['--batch', '0'], ['--batch', '150%'], ['--batch', 'ten'], ['--bake', 'soon'], ['--start-at', '2026-01-01'], ['--start-at', '2026-01-01T02:00'], ['--max-refused', 'most'], ['--canaries', '-1'], ['--max-failures', '1.5'], ['--seed', 'x']]) {
+    const r = await cli(...start, ...extra, '--json');
+    assert.deepEqual([r.code, r.json.error.code], [2, 'USAGE'], extra.join(' '));
+  }
   assert.equal((await cli('no-such-command')).code, 2);
 });
 
@@ -135,7 +140,7 @@ test('a fleet through the CLI: serve, token, enroll, rollout start/status, nodes
     node.setCurrent('web', '0.9.0');
     assert.equal((await node.heartbeat()).body.heartbeatSeconds, 5);
 
-    const started = await cli('rollout', 'start', 'web', '1.0.0', '--verdict-timeout', '10m', '--json');
+    const started = await cli('rollout', 'start', 'web', '1.0.0', '--verdict-timeout', '10m', '--bake', '0', '--json');
     assert.equal(started.code, 0, started.stdout + started.stderr);
     assert.deepEqual([started.json.status, started.json.nodes[0].state, started.json.heartbeatIntervalMs], ['running', 'issued', 5000]);
     const busy = await cli('rollout', 'start', 'web', '1.0.0', '--json');
@@ -151,7 +156,9 @@ test('a fleet through the CLI: serve, token, enroll, rollout start/status, nodes
     assert.deepEqual([nodes.json.nodes[0].nodeId, nodes.json.nodes[0].hostname, nodes.json.nodes[0].apps[0].current, nodes.json.nodes[0].receiptLost], [node.nodeId, 'cli-host', '1.0.0', []]);
     const receipts = await cli('receipts', '--node', node.nodeId, '--json');
     assert.deepEqual(receipts.json.receipts.map((r: Record<string, unknown>) => [r.seq, r.app, r.outcome, r.fromVersion, r.targetVersion, r.counts]), [[1, 'web', 'active', '1.0.0', '1.0.0', true]]);
-    for (const args of [['rollout', 'retry', 'web'], ['rollout', 'stop', 'web'], ['nodes', 'remove', 'n-000000000000']]) {
+    const retry = await cli('rollout', 'retry', 'web', '--json');
+    assert.deepEqual([retry.code, retry.json.error.code], [3, 'NOTHING_TO_RETRY'], 'every node confirmed: a refusal, never a succeeded run');
+    for (const args of [['rollout', 'stop', 'web'], ['rollout', 'pause', 'web'], ['nodes', 'remove', 'n-000000000000']]) {
       const r = await cli(...args, '--json');
       assert.deepEqual([r.code, r.json.ok, r.json.error.code], [1, false, 'NOT_FOUND'], args.join(' '));
     }

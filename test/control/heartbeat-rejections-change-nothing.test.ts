@@ -25,13 +25,13 @@ before(async () => {
   assert.equal((await b.heartbeat()).status, 200);
   await c.addRelease('web', '1.1.0');
   // Earlier runs: run 1 issues to node b, run 2 to node a; both stop. Run 3 (to node a) runs.
-  await startRun(c.store, 'web', '1.1.0', { canary: b.nodeId });
+  await startRun(c.store, 'web', '1.1.0', { canary: [b.nodeId] });
   issuedToB = (c.store.db.prepare('SELECT attemptId FROM issued WHERE nodeId = ?').get(b.nodeId) as { attemptId: string }).attemptId;
   await stopRun(c.store, 'web');
-  await startRun(c.store, 'web', '1.1.0', { canary: a.nodeId });
+  await startRun(c.store, 'web', '1.1.0', { canary: [a.nodeId] });
   issuedToA = (c.store.db.prepare('SELECT attemptId FROM issued WHERE nodeId = ?').get(a.nodeId) as { attemptId: string }).attemptId;
   await stopRun(c.store, 'web');
-  await startRun(c.store, 'web', '1.1.0', { canary: a.nodeId });
+  await startRun(c.store, 'web', '1.1.0', { canary: [a.nodeId] });
   // A stored receipt of node a under seq 1 (an operator's update).
   assert.equal((await a.heartbeat({ receipts: [a.receipt({ seq: 1, attemptId: 'cli-1' })] })).status, 200);
 });

@@ -6,8 +6,15 @@ import { createPublicKey } from 'node:crypto';
 import { manifestPayloadSchema } from '../../src/core/release-schemas.js';
 import { DOMAINS, keyIdOf, openEnvelope } from '../../src/platform/keys.js';
 import { describeRun, type RunStatusView } from '../../src/control/rollouts/run-status.js';
-import { retryRun, startRun, stopRun } from '../../src/control/rollouts/start-run.js';
+import { retryRun as retry, startRun as start, stopRun, type RunOptions } from '../../src/control/rollouts/start-run.js';
+import type { ControlStore } from '../../src/control/store/store.js';
 import { enrollNodes, FakeNode, MINUTE, startControl, type Control } from '../helpers/control-harness.js';
+
+// Every run of this file without a bake, and (unless named) with the lowest nodeId as its
+// canary, as the fleet() helper sorts the nodes: the canary order is seeded otherwise.
+const lowest = async (store: ControlStore) => (await store.read((tx) => tx.nodes.list()))[0]!.nodeId;
+const startRun = async (store: ControlStore, app: string, version: string, o: RunOptions) => start(store, app, version, { bakeMs: 0, canary: [await lowest(store)], ...o });
+const retryRun = (store: ControlStore, app: string, o: RunOptions) => retry(store, app, { bakeMs: 0, ...o });
 
 let c: Control | null = null;
 afterEach(async () => {
@@ -41,7 +48,7 @@ const issuedCount = (ctl: Control) => (ctl.store.db.prepare('SELECT COUNT(*) AS 
 test('the canary goes first, then batches; active receipts confirm each node and the run succeeds', async () => {
   const { c, nodes } = await fleet(5);
   const [n0, n1, n2, n3, n4] = nodes as [FakeNode, FakeNode, FakeNode, FakeNode, FakeNode];
-  await startRun(c.store, 'web', '1.1.0', { canary: n3.nodeId, batchSize: 2 });
+  await startRun(c.store, 'web', '1.1.0', { canary: [n3.nodeId], batch: '2', bakeMs: 0 });
   for (const n of [n0, n1, n2, n4]) assert.deepEqual((await n.heartbeat()).body.desired, [], 'only the canary is asked first');
   assert.equal((await n3.answer('active')).length, 1);
   assert.equal(stateOf((await view(c)), n3), 'confirmed');
@@ -96,9 +103,10 @@ test('a QUARANTINED refusal marks the canary refused and hands the role on; the 
   await startRun(c.store, 'web', '1.1.0', {});
   await n0.answer('refused', 'QUARANTINED');
   let v = (await view(c));
-  assert.deepEqual([v.status, stateOf(v, n0), v.canary], ['running', 'refused', n1.nodeId]);
-  await n1.answer('active');
-  await n2.answer('active');
+  assert.deepEqual([v.status, stateOf(v, n0), v.canaryNodes.length], ['running', 'refused', 1]);
+  const next = nodes.find((n) => n.nodeId === v.canaryNodes[0])!;
+  assert.ok([n1, n2].includes(next), 'another node took the role');
+  for (const n of [next, next === n1 ? n2 : n1]) await n.answer('active');
   v = (await view(c));
   assert.deepEqual([v.status, v.nodes.map((x) => x.state)], ['succeeded', ['refused', 'confirmed', 'confirmed']]);
 });
@@ -129,18 +137,19 @@ test('a canary that never answers halts the run as timed-out on the tick, withou
 test('a reverted canary is not asked again in a later run, even after its quarantine ended, unless the run allows retrying reverted nodes', async () => {
   const { c, nodes } = await fleet(2);
   const [n0, n1] = nodes as [FakeNode, FakeNode];
-  await startRun(c.store, 'web', '1.1.0', { canary: n0.nodeId });
+  await startRun(c.store, 'web', '1.1.0', { canary: [n0.nodeId] });
   await n0.answer('rolled-back', 'REPLACEMENT_UNHEALTHY', { retryAfter: c.clock.now() + MINUTE });
   assert.equal((await view(c)).status, 'halted');
   c.clock.advance(2 * MINUTE);
   for (const n of nodes) await n.heartbeat();
-  await startRun(c.store, 'web', '1.1.0', { canary: n0.nodeId });
+  await assert.rejects(startRun(c.store, 'web', '1.1.0', { canary: [n0.nodeId] }), /not a node this run would ask: excluded-reverted/, 'naming it canary is refused');
+  await startRun(c.store, 'web', '1.1.0', { canary: [] });
   assert.deepEqual((await n0.heartbeat()).body.desired, []);
   assert.equal(stateOf((await view(c)), n0), 'excluded-reverted');
   await n1.answer('active');
   assert.equal((await view(c)).status, 'succeeded');
 
-  await startRun(c.store, 'web', '1.1.0', { canary: n0.nodeId, allowRetryReverted: true });
+  await startRun(c.store, 'web', '1.1.0', { canary: [n0.nodeId], allowRetryReverted: true });
   assert.equal((await n0.heartbeat()).body.desired.length, 1);
 });
 
@@ -162,7 +171,7 @@ test('retry starts a new run over only the nodes the last run did not confirm', 
   await n0.answer('active');
   await n1.answer('failed', 'ROLLBACK_UNHEALTHY');
   assert.equal((await view(c)).status, 'halted');
-  const run = await retryRun(c.store, 'web', { allowRetryReverted: true });
+  const run = await retryRun(c.store, 'web', { allowRetryReverted: true, canary: [n1.nodeId] });
   const members = (c.store.db.prepare('SELECT nodeId FROM run_nodes WHERE runId = ? ORDER BY nodeId').all(run.id) as Array<{ nodeId: string }>).map((r) => r.nodeId);
   assert.deepEqual(members, [n1.nodeId, n2.nodeId]);
   assert.deepEqual((await n0.heartbeat()).body.desired, []);
@@ -176,7 +185,8 @@ test('a node stale at the run start is skipped and never issued, even once it co
   const [fresh, stale] = nodes as [FakeNode, FakeNode];
   c.clock.advance(4 * 30_000);
   await fresh.heartbeat();
-  await startRun(c.store, 'web', '1.1.0', { canary: stale.nodeId });
+  await assert.rejects(startRun(c.store, 'web', '1.1.0', { canary: [stale.nodeId] }), /skipped \(NO_RECENT_HEARTBEAT\)/, 'naming it canary is refused');
+  await startRun(c.store, 'web', '1.1.0', { canary: [] });
   assert.deepEqual((await stale.heartbeat()).body.desired, []);
   assert.equal(stateOf((await view(c)), stale), 'skipped');
   await fresh.answer('active');

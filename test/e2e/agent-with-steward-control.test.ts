@@ -57,7 +57,7 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
   await a.waitFor('the first heartbeat', () => Boolean(ctl('nodes').nodes[0]?.lastHeartbeatAt));
 
   for (const v of ['1.0.0', '1.1.0']) {
-    ctl('rollout', 'start', 'web', v);
+    ctl('rollout', 'start', 'web', v, '--bake', '0');
     await a.waitFor(`the rollout of ${v} to end`, () => ctl('rollout', 'status', 'web').runs[0].status !== 'running', 60_000);
     const run = ctl('rollout', 'status', 'web').runs[0];
     assert.equal(run.status, 'succeeded', JSON.stringify(run));

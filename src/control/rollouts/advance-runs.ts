@@ -20,15 +20,16 @@ export async function advanceRun(tx: StoreTx, runId: number): Promise<Plan | nul
   if (!run || run.status !== 'running') return null;
   const now = await tx.now();
   let plan = await planRun(tx, run, now);
-  if (plan.issue.length > 0) {
-    for (const nodeId of plan.issue) {
+  if (plan.issue) {
+    const { nodes, batch, notAfter } = plan.issue;
+    for (const nodeId of nodes) {
       const attemptId = newAttemptId(run.id);
-      await tx.runs.insertIssued(run.id, { nodeId, attemptId, issuedAt: now, notAfter: null, batch: 0 });
-      log('issued run=%d app=%s version=%s node=%s attemptId=%s', run.id, run.app, run.version, nodeId, attemptId);
+      await tx.runs.insertIssued(run.id, { nodeId, attemptId, issuedAt: now, notAfter, batch });
+      log('issued run=%d app=%s version=%s node=%s attemptId=%s batch=%d notAfter=%s', run.id, run.app, run.version, nodeId, attemptId, batch, notAfter === null ? '-' : new Date(notAfter).toISOString());
     }
     plan = await planRun(tx, run, now);
   }
-  if (plan.status !== 'running') {
+  if (plan.status === 'succeeded' || plan.status === 'halted' || plan.status === 'stopped') {
     await tx.runs.end(run.id, plan.status, plan.haltReason, now);
     log('run=%d app=%s version=%s ended status=%s%s', run.id, run.app, run.version, plan.status, plan.haltReason ? ` halt=${plan.haltReason.code} ${plan.haltReason.message}` : '');
   }

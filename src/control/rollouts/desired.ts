@@ -2,13 +2,14 @@ import type { DesiredEntry } from '../../core/control-api.js';
 import type { StoreReader } from '../store/store.js';
 
 // What a heartbeat answer asks of a node at `now`: every attempt a run that has not ended issued
-// to it that no counting receipt answered yet, with the release's signed manifest.
+// to it that no counting receipt answered yet and whose window has not closed, with the release's
+// signed manifest and, for a run with windows, the window's end (`notAfter`).
 export async function desiredFor(tx: StoreReader, nodeId: string, now: number): Promise<DesiredEntry[]> {
   const out: DesiredEntry[] = [];
   for (const a of await tx.runs.openAttemptsFor(nodeId, now)) {
     const release = await tx.releases.get(a.app, a.version);
     // A release removed from the catalog has no manifest to send; the run times out on it.
-    if (release) out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest });
+    if (release) out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}) });
   }
   return out;
 }

@@ -150,6 +150,8 @@ export interface ReceiptReads {
   // The `rolled-back` and `failed` receipts of `app` from the nodes of run `runId`, of any run
   // or none: the versions each reverted before, and its reverts during a bake.
   revertsForRun(runId: number, app: string): Promise<ReceiptFact[]>;
+  // The same for every node (a dry run has no run to join).
+  revertsOfApp(app: string): Promise<ReceiptFact[]>;
   // Missing seqs between a node's lowest and highest stored receipt seq (at most 1000).
   gaps(nodeId: string): Promise<number[]>;
 }

@@ -73,7 +73,7 @@ async function addRelease(box: SystemdContainer, url: string, key: string, app: 
 
 // Starts a rollout of web and waits for its end; returns the run as `rollout status` shows it.
 async function rollout(box: SystemdContainer, version: string): Promise<any> {
-  await ctl(box, 'rollout', 'start', 'web', version, '--verdict-timeout', '90s');
+  await ctl(box, 'rollout', 'start', 'web', version, '--verdict-timeout', '90s', '--bake', '0');
   return waitFor(`the rollout of web ${version} to end`, async () => {
     const run = (await ctl(box, 'rollout', 'status', 'web')).runs[0];
     return run?.version === version && run.status !== 'running' ? run : null;
@@ -190,7 +190,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     const helperBefore = Number((await show(box, 'steward-helper.service')).MainPID);
     const cursor = (await box.exec('journalctl', ['-n', '0', '--show-cursor', '--no-pager'])).stdout.match(/cursor: (\S+)/)?.[1] ?? '';
 
-    await ctl(box, 'rollout', 'start', 'web', '4.0.0', '--verdict-timeout', '90s');
+    await ctl(box, 'rollout', 'start', 'web', '4.0.0', '--verdict-timeout', '90s', '--bake', '0');
     // In the middle of the activation: 4.0.0 is up and listening, its stability window open.
     const attemptId = await waitFor('web 4.0.0 to be up and probed', async () => {
       const web = await appStatus(box, 'web');

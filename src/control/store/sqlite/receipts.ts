@@ -33,6 +33,9 @@ export function sqliteReceipts(q: Prepare): ReceiptReads & ReceiptWrites {
         q(`SELECT ${FACT_COLUMNS} FROM run_nodes rn JOIN receipts r ON r.nodeId = rn.nodeId WHERE rn.runId = ? AND r.app = ? AND r.outcome IN ('rolled-back', 'failed') ORDER BY r.nodeId, r.seq`).all(runId, app) as RawFact[]
       ).map(toFact);
     },
+    async revertsOfApp(app) {
+      return (q(`SELECT ${FACT_COLUMNS} FROM receipts r WHERE r.app = ? AND r.outcome IN ('rolled-back', 'failed') ORDER BY r.nodeId, r.seq`).all(app) as RawFact[]).map(toFact);
+    },
     async gaps(nodeId) {
       const seqs = (q('SELECT seq FROM receipts WHERE nodeId = ? ORDER BY seq').all(nodeId) as Array<{ seq: number }>).map((r) => r.seq);
       const gaps: number[] = [];
