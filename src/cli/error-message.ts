@@ -20,6 +20,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   QUARANTINED: { exit: EXIT.refused, hint: 'this version failed recently; wait for its retry time or pass --force' },
   DOWNGRADE_REFUSED: { exit: EXIT.refused, hint: 'versions below the highest active one are refused (rollback attack); --allow-downgrade over admin.sock to insist' },
   DISK_FULL: { exit: EXIT.refused, hint: 'free disk space on the release store and try again' },
+  WINDOW_CLOSED: { exit: EXIT.refused, hint: "the rollout window this update was issued in has closed; the control plane asks again in the next one" },
   INTEGRITY_MISMATCH: { exit: EXIT.refused, hint: 'the bytes are not the ones the manifest or --integrity names' },
   SIGNATURE_INVALID: { exit: EXIT.refused, hint: 'the manifest is not signed by a key in /etc/steward/trusted-keys/<app>/' },
   MANIFEST_EXPIRED: { exit: EXIT.refused, hint: 'the signed manifest has expired; publish a fresh one' },

@@ -8,6 +8,7 @@ export const REFUSAL_CODES = [
   'QUARANTINED',
   'DOWNGRADE_REFUSED',
   'DISK_FULL',
+  'WINDOW_CLOSED',
 ] as const;
 
 export const RELEASE_PROBLEM_CODES = [

@@ -13,7 +13,7 @@ import { runTransaction, type TransactionCore } from './run-transaction.js';
 // `update`: stage (or reuse) the release, then activate it through the transaction.
 // A request for the version `current` already runs answers ALREADY_ACTIVE with a receipt.
 export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
-  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
+  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
     const staged = await stageRelease(core, stageInputOf(req, ctx, attemptId, (phase, bytes, total) => progress(progressFields(phase, bytes, total))));
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
