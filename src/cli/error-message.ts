@@ -53,6 +53,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   NEEDS_ROOT: { exit: EXIT.refused, hint: 'run it as root (sudo agentctl ...); nothing was changed' },
   SYSTEMD_UNAVAILABLE: { exit: EXIT.failure, hint: 'steward installs as systemd units; this host (or container) was not booted with systemd' },
   SYSTEM_COMMAND_FAILED: { exit: EXIT.failure, hint: 'a systemd tool failed; its output is in the message, and `journalctl -xe` may say more' },
+  RELEASE_EXISTS: { exit: EXIT.refused, hint: 'a version in the catalog never changes: publish a new version (or --resign to sign the same bytes with another allowed key)' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 

@@ -56,6 +56,7 @@ export const OPERATIONAL_CODES = [
   'SYSTEM_COMMAND_FAILED', // systemctl, systemd-sysusers or systemd-tmpfiles exited non-zero
   // steward-control:
   'NOTHING_TO_RETRY', // `rollout retry` found no node left to ask
+  'RELEASE_EXISTS', // `release add` of a version already in the catalog with other bytes or key
 ] as const;
 
 export type RefusalCode = (typeof REFUSAL_CODES)[number];

@@ -108,7 +108,7 @@ test('release add signs a manifest that verifies with the public key; other byte
   assert.ok(m.expires > Date.now() + 29 * 86_400_000);
   writeFileSync(tgz, Buffer.from('other bytes'));
   const clash = await cli('release', 'add', 'web', '1.0.0', '--file', tgz, '--base-url', 'http://127.0.0.1:1', '--key', path.join(dir, 'keys', 'release.key'), '--json');
-  assert.deepEqual([clash.code, clash.json.error.code], [3, 'RELEASE_INVALID']);
+  assert.deepEqual([clash.code, clash.json.error.code], [3, 'RELEASE_EXISTS']);
   const list = await cli('release', 'list', '--json');
   assert.deepEqual(list.json.releases.map((x: { app: string; version: string }) => `${x.app}@${x.version}`), ['web@1.0.0']);
 });
