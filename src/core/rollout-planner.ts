@@ -160,6 +160,8 @@ export interface Plan {
 const RELEASE_PROBLEMS: ReadonlySet<string> = new Set(RELEASE_PROBLEM_CODES);
 
 interface Judged {
+  // The node's place in the sorted node list.
+  index: number;
   nodeId: string;
   attemptId: string;
   batch: number;
@@ -178,21 +180,18 @@ const earlier = (a: { at: number; nodeId?: string }, b: { at: number; nodeId?: s
 
 // Judges one issued node from the earliest verdict within its timeout (a later one leaves it
 // timed-out, so a halt never turns back into a running run).
-function judge(run: RolloutRun, i: Issued, verdict: VerdictFact | undefined, now: number): Judged {
+function judge(run: RolloutRun, i: Issued, verdict: VerdictFact | undefined, now: number, index: number): Judged {
   const deadline = i.issuedAt + run.policy.verdictTimeoutMs;
-  const base = { nodeId: i.nodeId, attemptId: i.attemptId, batch: i.batch, deadline };
-  if (!verdict) {
-    if (now <= deadline) return { ...base, state: 'issued', code: null, at: i.issuedAt };
-    return { ...base, state: 'timed-out', code: 'TIMED_OUT', at: deadline };
-  }
+  const j = (state: NodeState, code: string | null, at: number): Judged => ({ index, nodeId: i.nodeId, attemptId: i.attemptId, batch: i.batch, deadline, state, code, at });
+  if (!verdict) return now <= deadline ? j('issued', null, i.issuedAt) : j('timed-out', 'TIMED_OUT', deadline);
   switch (verdict.outcome) {
     case 'active':
-      return { ...base, state: 'confirmed', code: null, at: verdict.at };
+      return j('confirmed', null, verdict.at);
     case 'rolled-back':
     case 'failed':
-      return { ...base, state: 'reverted', code: verdict.reasonCode ?? (verdict.outcome === 'failed' ? 'FAILED' : 'ROLLED_BACK'), at: verdict.at };
+      return j('reverted', verdict.reasonCode ?? (verdict.outcome === 'failed' ? 'FAILED' : 'ROLLED_BACK'), verdict.at);
     case 'refused':
-      return { ...base, state: 'refused', code: verdict.reasonCode ?? 'REFUSED', at: verdict.at };
+      return j('refused', verdict.reasonCode ?? 'REFUSED', verdict.at);
   }
 }
 
@@ -213,18 +212,14 @@ export function planRollout(input: PlanInput): Plan {
   // By nodeId (code-point order, never a locale's): the store gives them so, and checking is cheaper than sorting.
   const sorted = input.nodes.every((n, i, a) => i === 0 || (a[i - 1] as NodeFacts).nodeId < n.nodeId);
   const nodes = sorted ? input.nodes : [...input.nodes].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
-  const states: Record<string, NodePlan> = {};
-  const facts = new Map<string, NodeFacts>();
-  const targets: NodeFacts[] = [];
-  for (const n of nodes) {
-    facts.set(n.nodeId, n);
-    if (!n.listedApp) states[n.nodeId] = { state: 'not-targeted', reason: 'APP_NOT_ON_NODE', batch: null };
-    else if (n.lastHeartbeatAt === null || run.startedAt - n.lastHeartbeatAt > 3 * run.heartbeatIntervalMs) states[n.nodeId] = { state: 'skipped', reason: 'NO_RECENT_HEARTBEAT', batch: null };
-    else {
-      // Placed now, judged below: the record keeps nodeId order.
-      states[n.nodeId] = { state: 'pending', reason: null, batch: null };
-      targets.push(n);
-    }
+  // Each node's plan, aligned with `nodes` (the record is built from it at the end, in nodeId order).
+  const plans: NodePlan[] = new Array(nodes.length);
+  const targets: number[] = [];
+  for (let k = 0; k < nodes.length; k++) {
+    const n = nodes[k] as NodeFacts;
+    if (!n.listedApp) plans[k] = { state: 'not-targeted', reason: 'APP_NOT_ON_NODE', batch: null };
+    else if (n.lastHeartbeatAt === null || run.startedAt - n.lastHeartbeatAt > 3 * run.heartbeatIntervalMs) plans[k] = { state: 'skipped', reason: 'NO_RECENT_HEARTBEAT', batch: null };
+    else targets.push(k);
   }
   const batchSize = batchSizeOf(p.batch, targets.length);
   const refusedLimit = refusalLimitOf(p.maxRefused, targets.length);
@@ -245,16 +240,17 @@ export function planRollout(input: PlanInput): Plan {
 
   const judged: Judged[] = [];
   const pending: string[] = [];
-  for (const t of targets) {
+  for (const k of targets) {
+    const t = nodes[k] as NodeFacts;
     const i = issueOf.get(t.nodeId);
     if (i) {
-      judged.push(judge(run, i, verdictOf.get(i.attemptId), now));
+      judged.push(judge(run, i, verdictOf.get(i.attemptId), now, k));
       continue;
     }
-    if (t.current === run.version) states[t.nodeId] = { state: 'already-current', reason: 'REPORTED', batch: null };
-    else if (!p.allowRetryReverted && t.revertedVersions.includes(run.version)) states[t.nodeId] = { state: 'excluded-reverted', reason: 'REVERTED_BEFORE', batch: null };
+    if (t.current === run.version) plans[k] = { state: 'already-current', reason: 'REPORTED', batch: null };
+    else if (!p.allowRetryReverted && t.revertedVersions.includes(run.version)) plans[k] = { state: 'excluded-reverted', reason: 'REVERTED_BEFORE', batch: null };
     else {
-      states[t.nodeId] = { state: 'pending', reason: null, batch: null };
+      plans[k] = { state: 'pending', reason: null, batch: null };
       pending.push(t.nodeId);
     }
   }
@@ -279,7 +275,7 @@ export function planRollout(input: PlanInput): Plan {
     for (const r of revertsOf.get(j.nodeId) ?? []) {
       if (r.attemptId !== j.attemptId && r.at > j.at && r.at <= until && (!hit || r.at < hit.at)) hit = { at: r.at, code: r.reasonCode ?? (r.outcome === 'failed' ? 'FAILED' : 'ROLLED_BACK') };
     }
-    const sup = facts.get(j.nodeId)?.supervisor;
+    const sup = (nodes[j.index] as NodeFacts).supervisor;
     if (sup?.state === 'error' && sup.since !== null && sup.since > j.at && sup.since <= until && (!hit || sup.since < hit.at)) hit = { at: sup.since, code: 'SUPERVISOR_ERROR' };
     if (hit) {
       j.state = 'reverted';
@@ -288,7 +284,7 @@ export function planRollout(input: PlanInput): Plan {
       bakeFailed.add(j);
     }
   }
-  for (const j of judged) states[j.nodeId] = { state: j.state, reason: j.code, batch: j.batch };
+  for (const j of judged) plans[j.index] = { state: j.state, reason: j.code, batch: j.batch };
 
   // Halting events, the first by time decides.
   const halts: HaltEvent[] = [];
@@ -316,8 +312,11 @@ export function planRollout(input: PlanInput): Plan {
   const halt = halts.sort(earlier)[0];
 
   const counts: PlanCounts = { targeted: targets.length, notTargeted: nodes.length - targets.length, confirmed: 0, alreadyCurrent: 0, refused: 0, reverted: 0, pending: 0, excluded: 0 };
-  for (const t of targets) {
-    const s = states[t.nodeId]!.state;
+  const states: Record<string, NodePlan> = {};
+  for (let k = 0; k < nodes.length; k++) {
+    const plan = plans[k] as NodePlan;
+    states[(nodes[k] as NodeFacts).nodeId] = plan;
+    const s = plan.state;
     if (s === 'confirmed') counts.confirmed++;
     else if (s === 'already-current') counts.alreadyCurrent++;
     else if (s === 'refused') counts.refused++;
