@@ -2,15 +2,14 @@
 // one commit (group-commit.ts). openHeartbeatBody checks the body and the node key's signature
 // outside any transaction; recordOpenedHeartbeat, inside the write transaction, checks seq,
 // clock and receipts against the node as it is then, records the heartbeat and its fresh
-// receipts, advances the rollouts and answers what this node should run. A rejection is logged
-// and changes nothing.
+// receipts and answers what this node should run. A rejection is logged and changes nothing.
+// Rollouts advance on the server's tick, which a stored verdict nudges (control-server.ts).
 import type { KeyObject } from 'node:crypto';
 import { MAX_BODY_BYTES, type HeartbeatAnswer } from '../../core/control-api.js';
 import type { HeartbeatPayload } from '../../core/heartbeat-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import { parsePublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
-import { advanceRunsAnswered } from '../rollouts/advance-runs.js';
 import { desiredFor } from '../rollouts/desired.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
 import type { AttemptRow, ControlStore, NodeAuth, StoreTx } from '../store/store.js';
@@ -156,8 +155,9 @@ export async function openHeartbeatBody(store: ControlStore, body: Buffer): Prom
 
 // Finishes an opened heartbeat inside a write transaction, at the store's time. It reads the
 // node as the transaction sees it, so an earlier heartbeat of the same node in this transaction
-// counts. Writes nothing when it answers a rejection.
-export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, opened: OpenedHeartbeatBody, heartbeatSeconds: number): Promise<Answer> {
+// counts. Writes nothing when it answers a rejection. `counted`: the counting receipts it stored
+// (verdicts a run waits for).
+export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, opened: OpenedHeartbeatBody, heartbeatSeconds: number): Promise<{ answer: Answer; counted: number }> {
   const now = await tx.now();
   const hbClaim = opened.heartbeat;
   const auth = await tx.nodes.auth(hbClaim.nodeId);
@@ -171,17 +171,13 @@ export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, op
   const verdict = sameKey
     ? checkHeartbeat(hbClaim, known, issued, now)
     : verifyHeartbeat(opened.body, (id) => (id === hbClaim.nodeId ? known : null), issued, now, { maxBytes: MAX_BODY_BYTES });
-  if (!verdict.ok) return rejectionAnswer(verdict);
+  if (!verdict.ok) return { answer: rejectionAnswer(verdict), counted: 0 };
   const hb = verdict.heartbeat;
   await tx.nodes.recordHeartbeat(hb, now);
   for (const r of verdict.receipts) await tx.receipts.insert(hb.nodeId, r, now);
   if (verdict.receipts.length) {
     log('node=%s stored receipts %s', hb.nodeId, verdict.receipts.map((r) => `seq=${r.payload.seq} ${r.payload.app} ${r.payload.outcome}${r.counts ? '' : ' (not counting)'}`).join(', '));
   }
-  // A counting receipt is a verdict: its run advances now (the next batch may go at once); the
-  // runs' time-driven steps (timeouts, bakes, windows) are the tick's.
-  const runIds = verdict.receipts.flatMap((r) => (r.counts ? [attempts.get(r.payload.attemptId)?.runId ?? -1] : [])).filter((id) => id >= 0);
-  await advanceRunsAnswered(tx, [...new Set(runIds)]);
   const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: await desiredFor(tx, hb.nodeId, now), heartbeatSeconds };
-  return { status: 200, body: answer };
+  return { answer: { status: 200, body: answer }, counted: verdict.receipts.filter((r) => r.counts).length };
 }

@@ -53,6 +53,8 @@ export interface HeartbeatBatcherOptions {
   hooks?: GroupCommitHooks;
   // Resolves once every commit made before the call is on disk. Default: the store's durable().
   durable?: () => Promise<void>;
+  // Called after a commit that stored counting receipts (verdicts): the rollouts should advance.
+  onVerdicts?: () => void;
 }
 
 interface Pending {
@@ -79,13 +81,15 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
   let commits = 0;
   let heartbeats = 0;
 
+  let verdicts = 0;
   const recordOne = async (tx: StoreTx, p: Pending): Promise<Outcome> => {
     try {
       return {
         answer: await tx.savepoint(async () => {
-          const answer = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
+          const { answer, counted } = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
           if (answer.status !== 200) throw new Rejected(answer);
           hooks.afterRecord?.(p.opened.heartbeat.nodeId);
+          verdicts += counted;
           return answer;
         }),
       };
@@ -103,6 +107,7 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     const batch = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     let outcomes: Outcome[];
+    verdicts = 0;
     try {
       outcomes = await store.write(async (tx) => {
         const out: Outcome[] = [];
@@ -117,6 +122,8 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     }
     commits++;
     heartbeats += batch.length;
+    // Before the answers go out: the rollouts' advance is queued behind this commit at once.
+    if (verdicts > 0) opts.onVerdicts?.();
     // Why every member waits, the rejected ones too: a rejection's answer may rest on what the
     // batch's earlier heartbeats wrote (a SEQ_REPLAYED after an accepted seq of the same node).
     durable().then(

@@ -40,8 +40,3 @@ export async function advanceRun(tx: StoreTx, runId: number): Promise<Plan | nul
 export async function advanceAllRuns(tx: StoreTx): Promise<void> {
   for (const run of await tx.runs.activeAll()) await advanceRun(tx, run.id);
 }
-
-// Advances the runs a heartbeat's counting receipts answered (a verdict may issue the next batch).
-export async function advanceRunsAnswered(tx: StoreTx, runIds: readonly number[]): Promise<void> {
-  for (const id of runIds) await advanceRun(tx, id);
-}

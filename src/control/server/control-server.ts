@@ -49,8 +49,35 @@ export interface ControlServer {
 export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
   const { store, clock } = opts;
   const durable = opts.durable ?? (() => store.durable());
+  // One advance of every running rollout at a time; one asked for meanwhile runs after it (a
+  // burst of verdicts costs one more advance, not one each: an advance reads the whole run).
+  let ticking: Promise<void> | null = null;
+  let again = false;
+  const advance = async () => {
+    try {
+      await store.write((tx) => advanceAllRuns(tx));
+    } catch (err) {
+      log('rollout tick failed: %s', (err as Error).message);
+    }
+  };
+  const tick = (): Promise<void> => {
+    if (ticking) {
+      again = true;
+      return ticking;
+    }
+    ticking = (async () => {
+      do {
+        again = false;
+        await advance();
+      } while (again);
+      ticking = null;
+    })();
+    return ticking;
+  };
   const heartbeats = createHeartbeatBatcher({
     store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable,
+    // A verdict is acted on at once (the next batch may go), as DESIGN §13's ticker is nudged.
+    onVerdicts: () => void tick(),
   });
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     handle(opts, heartbeats, durable, req, res).catch((err: unknown) => {
@@ -80,13 +107,6 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   const host = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
   const url = `${opts.tls ? 'https' : 'http'}://${host}:${addr.port}`;
 
-  const tick = async () => {
-    try {
-      await store.write((tx) => advanceAllRuns(tx));
-    } catch (err) {
-      log('rollout tick failed: %s', (err as Error).message);
-    }
-  };
   const abort = new AbortController();
   const tickMs = opts.tickMs ?? 1000;
   if (tickMs > 0) {
