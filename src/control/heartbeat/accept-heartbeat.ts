@@ -68,11 +68,10 @@ function claimedByReceipts(receipts: readonly Envelope[]): { seqs: number[]; att
   return { seqs, attemptIds };
 }
 
-// A node as the store holds it now, with what the checks of `hb` will ask of it read ahead.
-async function knownNode(tx: StoreTx, auth: NodeAuth, hb: HeartbeatPayload): Promise<KnownNode | null> {
+// A node as the store holds it now, with the stored receipts under the seqs `claims` names read ahead.
+async function knownNode(tx: StoreTx, auth: NodeAuth, claims: { seqs: number[] }): Promise<KnownNode | null> {
   const nodeKey = parseNodeKey(auth.nodeId, auth.nodePublicKey);
   if (!nodeKey) return null;
-  const claims = claimedByReceipts(hb.receipts);
   const stored = new Map<number, Envelope | null>();
   for (const seq of claims.seqs) if (!stored.has(seq)) stored.set(seq, await tx.receipts.envelope(auth.nodeId, seq));
   // Why lazy: most heartbeats relay no receipt, and a PEM parse costs more than a signature check.
@@ -95,9 +94,9 @@ async function knownNode(tx: StoreTx, auth: NodeAuth, hb: HeartbeatPayload): Pro
 }
 
 // The attempts the receipts claim, as the store holds them.
-async function claimedAttempts(tx: StoreTx, hb: HeartbeatPayload): Promise<Map<string, AttemptRow | null>> {
+async function claimedAttempts(tx: StoreTx, claims: { attemptIds: string[] }): Promise<Map<string, AttemptRow | null>> {
   const out = new Map<string, AttemptRow | null>();
-  for (const id of claimedByReceipts(hb.receipts).attemptIds) if (!out.has(id)) out.set(id, await tx.runs.attempt(id));
+  for (const id of claims.attemptIds) if (!out.has(id)) out.set(id, await tx.runs.attempt(id));
   return out;
 }
 
@@ -161,8 +160,9 @@ export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, op
   const now = await tx.now();
   const hbClaim = opened.heartbeat;
   const auth = await tx.nodes.auth(hbClaim.nodeId);
-  const known = auth ? await knownNode(tx, auth, hbClaim) : null;
-  const attempts = await claimedAttempts(tx, hbClaim);
+  const claims = claimedByReceipts(hbClaim.receipts);
+  const known = auth ? await knownNode(tx, auth, claims) : null;
+  const attempts = await claimedAttempts(tx, claims);
   const issued = (id: string) => attempts.get(id) ?? null;
   const sameKey = known !== null && auth!.nodePublicKey === opened.nodeKeyPem;
   // Why the full check again when the key differs: the node was removed or re-keyed since its

@@ -81,15 +81,15 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
   let commits = 0;
   let heartbeats = 0;
 
-  let verdicts = 0;
-  const recordOne = async (tx: StoreTx, p: Pending): Promise<Outcome> => {
+  // `batch.verdicts` counts the counting receipts the batch's heartbeats stored.
+  const recordOne = async (tx: StoreTx, p: Pending, batch: { verdicts: number }): Promise<Outcome> => {
     try {
       return {
         answer: await tx.savepoint(async () => {
           const { answer, counted } = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
           if (answer.status !== 200) throw new Rejected(answer);
           hooks.afterRecord?.(p.opened.heartbeat.nodeId);
-          verdicts += counted;
+          batch.verdicts += counted;
           return answer;
         }),
       };
@@ -107,11 +107,11 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     const batch = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     let outcomes: Outcome[];
-    verdicts = 0;
+    const stored = { verdicts: 0 };
     try {
       outcomes = await store.write(async (tx) => {
         const out: Outcome[] = [];
-        for (const p of batch) out.push(await recordOne(tx, p));
+        for (const p of batch) out.push(await recordOne(tx, p, stored));
         await hooks.beforeCommit?.(tx);
         return out;
       });
@@ -123,7 +123,7 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     commits++;
     heartbeats += batch.length;
     // Before the answers go out: the rollouts' advance is queued behind this commit at once.
-    if (verdicts > 0) opts.onVerdicts?.();
+    if (stored.verdicts > 0) opts.onVerdicts?.();
     // Why every member waits, the rejected ones too: a rejection's answer may rest on what the
     // batch's earlier heartbeats wrote (a SEQ_REPLAYED after an accepted seq of the same node).
     durable().then(

@@ -134,6 +134,7 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
              canarySeed, batch, bakeMs, maxFailures, maxRefused, failuresCarried, windows, tz, startAt, behind, retryOf)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
+          // canary and batchSize: schema 1's columns, superseded by namedCanaries and batch.
           run.app, run.version, run.startedAt, run.namedCanaries[0] ?? null, 0, run.verdictTimeoutMs, run.allowRetryReverted ? 1 : 0, run.heartbeatIntervalMs, run.selector,
           run.canaries, JSON.stringify(run.namedCanaries), run.canarySeed, run.batch, run.bakeMs, run.maxFailures, run.maxRefused, run.failuresCarried, JSON.stringify(run.windows),
           run.tz, run.startAt, run.behind ? 1 : 0, run.retryOf,
