@@ -4,7 +4,7 @@
 // No I/O, no Date.now: calling it twice with the same input gives the same plan. The dry run
 // (rollout-simulate.ts) and the control plane both decide through it.
 import { RELEASE_PROBLEM_CODES } from './errors.js';
-import { batchSizeOf, pickCanaries, refusalLimitOf, type Amount } from './rollout-policy.js';
+import { batchSizeOf, formatAmount, pickCanaries, refusalLimitOf, type Amount } from './rollout-policy.js';
 import { windowAt, type RolloutWindow } from './windows.js';
 
 export interface RolloutPolicy {
@@ -307,7 +307,7 @@ export function planRollout(input: PlanInput): Plan {
   }
   const tooMany = refusals[refusedLimit];
   if (tooMany) {
-    halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${'percent' in p.maxRefused ? `${p.maxRefused.percent}%` : p.maxRefused.count}`, at: tooMany.at });
+    halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${formatAmount(p.maxRefused)}`, at: tooMany.at });
   }
   const halt = halts.sort(earlier)[0];
 

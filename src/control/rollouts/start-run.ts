@@ -129,7 +129,8 @@ async function prepareRun(tx: StoreReader, app: string, version: string, nodes: 
   }
   const run: NewRun = { app, version, startedAt: now, heartbeatIntervalMs: (await readHeartbeatSeconds(tx)) * 1000, ...policy };
   const frozen = nodes.map((n) => ({ nodeId: n.nodeId, lastHeartbeatAt: n.lastHeartbeatAt, listedApp: n.apps.some((a) => a.name === app) }));
-  const reverts = (await tx.receipts.revertsOfApp(app)).filter((r) => frozen.some((f) => f.nodeId === r.nodeId));
+  const ids = new Set(frozen.map((f) => f.nodeId));
+  const reverts = (await tx.receipts.revertsOfApp(app)).filter((r) => ids.has(r.nodeId));
   const byNode = new Map<string, ReceiptFact[]>();
   for (const r of reverts) byNode.set(r.nodeId, [...(byNode.get(r.nodeId) ?? []), r]);
   const facts = nodes.map((n, i) => nodeFacts({ ...frozen[i]!, app: n.apps.find((a) => a.name === app) ?? null }, byNode.get(n.nodeId) ?? []));
