@@ -6,6 +6,8 @@ import type { StoreReader } from '../store/store.js';
 // signed manifest and, for a run with windows, the window's end (`notAfter`).
 export async function desiredFor(tx: StoreReader, nodeId: string, now: number): Promise<DesiredEntry[]> {
   const out: DesiredEntry[] = [];
+  // Why first: with no run going there is nothing to send, and this is cheaper than the join.
+  if (!(await tx.runs.anyActive())) return out;
   for (const a of await tx.runs.openAttemptsFor(nodeId, now)) {
     const release = await tx.releases.get(a.app, a.version);
     // A release removed from the catalog has no manifest to send; the run times out on it.

@@ -247,8 +247,10 @@ export interface RunReads {
   get(id: number): Promise<RunRow | null>;
   // The run of `app` that has not ended, or null.
   active(app: string): Promise<RunRow | null>;
-  // Every run that has not ended, by id.
+  // Every run that has not ended, by id; whether there is one (cheap: most heartbeats of a
+  // fleet arrive while no rollout runs).
   activeAll(): Promise<RunRow[]>;
+  anyActive(): Promise<boolean>;
   // The latest run of an app (any status), or null; of every app.
   latest(app: string): Promise<RunRow | null>;
   latestAll(): Promise<RunRow[]>;

@@ -90,6 +90,9 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
     async activeAll() {
       return (q(`SELECT * FROM runs WHERE status = 'running' ORDER BY id`).all() as Raw[]).map(toRow);
     },
+    async anyActive() {
+      return q(`SELECT 1 FROM runs WHERE status = 'running' LIMIT 1`).get() !== undefined;
+    },
     async latest(app) {
       return one(q('SELECT * FROM runs WHERE app = ? ORDER BY id DESC LIMIT 1').get(app));
     },
