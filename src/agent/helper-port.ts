@@ -1,5 +1,6 @@
 // The helper as the agent sees it: three ops over helper.sock (DESIGN §7).
 import type { DesiredEntry } from '../core/control-api.js';
+import { StewardError } from '../core/errors.js';
 import type { Envelope } from '../core/release-schemas.js';
 import type { StatusResult } from '../helper/ops/status.js';
 import { callHelper } from '../protocol/client.js';
@@ -33,10 +34,20 @@ export function socketHelper(socketPath: string): HelperPort {
     receipts: async () => (await call({ op: 'receipts' })) as HelperReceipts,
     status: async () => (await call({ op: 'status' })) as StatusResult,
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
-    // helper's refusals (DESIGN §6), and helper.sock would refuse the last two anyway.
-    update: async (e) =>
-      (await call({ op: 'update', app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' })) as
-        | UpdateAnswer
-        | AcceptedAnswer,
+    // helper's refusals (DESIGN §6), and helper.sock would refuse the last two anyway. notAfter
+    // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
+    update: async (e) => {
+      const req = { op: 'update', app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
+      if (e.notAfter === undefined) return (await call(req)) as UpdateAnswer | AcceptedAnswer;
+      try {
+        return (await call({ ...req, notAfter: e.notAfter })) as UpdateAnswer | AcceptedAnswer;
+      } catch (err) {
+        // Why: a helper older than windows refuses the unknown key as a malformed request
+        // (changing nothing, making no receipt); the agent checked notAfter just before, so it
+        // asks once more as that helper understands.
+        if (!(err instanceof StewardError && err.code === 'BAD_REQUEST' && /notAfter/.test(err.message))) throw err;
+        return (await call(req)) as UpdateAnswer | AcceptedAnswer;
+      }
+    },
   };
 }

@@ -21,6 +21,7 @@ import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
 import { handleRunState } from './ops/run-state.js';
 import { progressFields, stageInputOf } from './ops/stage-input.js';
+import { refuseClosedWindow } from './ops/window.js';
 import type { ReceiptStore } from './receipts/receipt-store.js';
 import type { OpContext } from './server/api-server.js';
 import { newAttemptId, stageRelease } from './stage/stage-release.js';
@@ -54,6 +55,7 @@ export function makeHandlers(core: HelperCore) {
     receipts: (req: unknown) => listReceipts(core.receiptStore, core.config, (req as ReceiptsRequest).app),
     stage: async (req: unknown, ctx: OpContext) => {
       const r = req as StageRequest;
+      refuseClosedWindow(r.app, r.version, r.notAfter, core.clock.now());
       const attemptId = r.attemptId ?? newAttemptId(core.clock.now());
       const held = await core.locks.acquire(r.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
       try {

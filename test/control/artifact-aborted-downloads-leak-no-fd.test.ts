@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'n
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { artifactPath } from '../../src/control/catalog/artifact-path.js';
+import { artifactPath, artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { controlCli, startControl } from '../helpers/fleet.js';
 
 // A client that hangs up in the middle of `GET /v1/artifacts/...` must not leave the tarball
@@ -67,7 +67,7 @@ test('downloads aborted mid-stream leave no artifact file open on steward-contro
     assert.equal(add.code, 0, add.stderr);
     const url = `${control.url}/v1/artifacts/web/1.0.0.tgz`;
     const pid = control.child.pid as number;
-    const file = artifactPath(db, 'web', '1.0.0');
+    const file = artifactPath(artifactsDirOf(db), 'web', '1.0.0');
     // The check sees an open download (so it can see a leaked one).
     const open = await new Promise<string[]>((resolve) => {
       const req = http.get(url, (res) => res.once('data', () => {

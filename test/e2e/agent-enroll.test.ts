@@ -78,6 +78,25 @@ test('the enroll envelope verifies with the node public key under steward-enroll
   assert.equal(openEnvelope(proof, DOMAINS.enroll, new Map([[keyIdOf(helperPub), helperPub]])).ok, false);
 });
 
+test('labels given with --label go in the signed payload as what the node proposes; none, no labels key; a bad one is a usage error', async () => {
+  const h = host();
+  cp.tokens.add(TOKEN + 'l');
+  const before = cp.enrollBodies.length;
+  const r = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'l', '--label', 'env=prod', '--label', 'rack=r12', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const payloadOf = (i: number) => JSON.parse(Buffer.from((cp.enrollBodies[i] as { payload: string }).payload, 'base64').toString('utf8'));
+  assert.deepEqual(payloadOf(before).labels, { env: 'prod', rack: 'r12' });
+  const plain = host();
+  cp.tokens.add(TOKEN + 'm');
+  assert.equal((await agentctl(plain, ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'm', '--json'])).code, 0);
+  assert.equal('labels' in payloadOf(before + 1), false);
+  for (const bad of ['Env=prod', 'env', 'env=a b', `${'k'.repeat(56)}=v`]) {
+    const u = await agentctl(host(), ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'n', '--label', bad, '--json']);
+    assert.deepEqual([u.code, u.json?.error?.code], [2, 'USAGE'], bad);
+  }
+  assert.equal(cp.enrollBodies.length, before + 2, 'a usage error sends nothing');
+});
+
 test('a TOKEN_INVALID answer is a clear error and writes nothing', async () => {
   const h = host();
   const r = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', 'never-issued-token-000']);

@@ -63,7 +63,7 @@ export function controlCli(db: string, args: string[]): Promise<ControlCliResult
 
 // Starts `steward-control serve` on 127.0.0.1:<port> and waits for its "listening on" line.
 export async function startControl(db: string, port: number, heartbeatSeconds = 1): Promise<Daemon & { url: string }> {
-  const d = daemon([CONTROL, '--db', db, 'serve', '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds)], { DEBUG: 'steward:*' });
+  const d = daemon([CONTROL, '--db', db, 'serve', '--init', '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds)], { DEBUG: 'steward:*' });
   const deadline = Date.now() + 15_000;
   for (;;) {
     const m = /listening on (\S+)/.exec(d.output());

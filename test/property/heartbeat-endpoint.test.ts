@@ -158,7 +158,7 @@ before(async () => {
   n.setCurrent('web', '1.0.0');
   assert.equal((await n.heartbeat({ receipts: [n.receipt({ seq: 1, attemptId: 'cli-1' })] })).status, 200);
   await c.addRelease('web', '1.1.0');
-  startRun(c.store, 'web', '1.1.0', { canary: n.nodeId }, c.clock.now());
+  await startRun(c.store, 'web', '1.1.0', { canary: [n.nodeId] });
 });
 after(async () => {
   await c.close();

@@ -9,6 +9,7 @@ import type { Attempts, ProgressLine } from '../update/attempts.js';
 import type { UpdateContext } from '../update/context.js';
 import { answerFromReceipt, endBeforeJournal } from './answer.js';
 import { preflight } from './preflight.js';
+import { refuseClosedWindow } from './window.js';
 
 export interface TransactionCore extends UpdateContext {
   attempts: Attempts<UpdateAnswer>;
@@ -23,6 +24,8 @@ export interface TransactionRequest {
   targetVersion: string | null;
   noWait?: boolean | undefined;
   allowBlocked?: boolean;
+  // The end of its rollout window: a new attempt is refused WINDOW_CLOSED at or after it.
+  notAfter?: number | undefined;
 }
 
 const log = logger('helper:transaction');
@@ -62,6 +65,7 @@ export async function runTransaction(
   const facts = { app: req.app, attemptId: req.attemptId, targetVersion: req.targetVersion, fromVersion: cur?.state === 'valid' ? cur.version : null, startedAt };
   let lock;
   try {
+    refuseClosedWindow(req.app, req.targetVersion, req.notAfter, startedAt);
     await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
     lock = await core.locks.acquire(req.app, { attemptId, op: req.op, phase: 'checks', startedAt });
   } catch (err) {

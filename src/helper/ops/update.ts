@@ -15,7 +15,7 @@ import { runTransaction, type TransactionCore } from './run-transaction.js';
 export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   // An update over admin.sock holds the app: learn who asks while the connection is surely open.
   if (ctx.kind === 'admin') void ctx.peer();
-  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
+  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
     const staged = await stageRelease(core, stageInputOf(req, ctx, attemptId, (phase, bytes, total) => progress(progressFields(phase, bytes, total))));
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {

@@ -20,9 +20,9 @@
 // then on gets the error; steward-control must be restarted, and SQLite recovers from the WAL as
 // it is on disk.
 import { promises as fsp } from 'node:fs';
-import { StewardError } from '../../core/errors.js';
-import { logger } from '../../platform/log.js';
-import type { ControlStore } from './open-store.js';
+import { StewardError } from '../../../core/errors.js';
+import { logger } from '../../../platform/log.js';
+import type Database from 'better-sqlite3';
 
 const log = logger('control:store');
 
@@ -36,14 +36,20 @@ export interface CommitSync {
   close(): Promise<void>;
 }
 
+// What the syncer needs of a SQLite store: its one connection and its file.
+export interface SqliteConnection {
+  db: Database.Database;
+  file: string;
+}
+
 // The WAL of the store's main database file (SQLite's default VFS names it so).
-export function walFileOf(store: ControlStore): string {
+export function walFileOf(store: SqliteConnection): string {
   return `${store.file}-wal`;
 }
 
 // Switches the store's connection to synchronous=NORMAL and returns the syncer that every
 // answer depending on a write must wait for. `sync` is a test seam (default: fdatasync the WAL).
-export function createCommitSync(store: ControlStore, opts: { sync?: () => Promise<void> } = {}): CommitSync {
+export function createCommitSync(store: SqliteConnection, opts: { sync?: () => Promise<void> } = {}): CommitSync {
   // The WAL is opened once, at the first fsync (a commit has made it by then), and held: while
   // this connection is open SQLite keeps writing that same file (it truncates it, never replaces
   // it), and each fsync is then one thread-pool round trip, not three (open, fdatasync, close).
