@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { DesiredEntry } from '../../src/core/control-api.js';
 import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, startHelper, type HelperProcess, type ReleaseKey, type TestHost } from '../helpers/host.js';
 import { allReceipts, killApps } from '../helpers/app-processes.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
@@ -65,7 +65,7 @@ async function moreHeartbeats(a: AgentProcess, n: number): Promise<void> {
 test('a desired entry is performed once under the control plane attemptId, and a restarted agent does not act on it again', { timeout: 120_000 }, async () => {
   const X = 'run-1.web.1';
   cp.desired = [desired('1.0.0', X)];
-  agent = startAgent(host);
+  agent = startAgentProcess(host);
   const a = agent;
   await a.waitFor('the receipt of the attempt', () => storedFor(X).length === 1, 60_000);
   const [receipt] = storedFor(X);
@@ -77,7 +77,7 @@ test('a desired entry is performed once under the control plane attemptId, and a
   assert.match(a.stderr(), new RegExp(`desired handed to the helper app=web version=1\\.0\\.0 attemptId=${X.replace(/\./g, '\\.')} answer=accepted`));
 
   assert.equal(await a.stop(), 0);
-  agent = startAgent(host);
+  agent = startAgentProcess(host);
   const b = agent;
   await moreHeartbeats(b, 3);
   assert.doesNotMatch(b.stderr(), /desired handed to the helper/, 'the restarted agent did not hand it over again');

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { killApps } from '../helpers/app-processes.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 
@@ -41,7 +41,7 @@ test('the agent relays every receipt of a real helper, the control plane acks th
   const enrolled = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', 'relay-token-0123456789', '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr);
   const nodeId = enrolled.json.nodeId as string;
-  agent = startAgent(h);
+  agent = startAgentProcess(h);
   const a = agent;
 
   const update = async (version: string) => {

@@ -14,7 +14,7 @@ export interface AgentProcess {
 }
 
 // Starts `steward-agent --root <host>` with all of steward's logs on.
-export function startAgent(host: TestHost, args: string[] = []): AgentProcess {
+export function startAgentProcess(host: TestHost, args: string[] = []): AgentProcess {
   const child = spawn(process.execPath, [AGENT_BIN, '--root', host.root, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DEBUG: 'steward:*' },

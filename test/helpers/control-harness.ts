@@ -55,9 +55,9 @@ export interface Control {
   close(): Promise<void>;
 }
 
-// Starts a control plane with a fresh database.
+// Starts a control plane inside this process: the real server on a fresh database, a fake clock.
 // `commitSync`: makes the server's fsync seam from the store (default: the real one).
-export async function startControl(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; commitSync?: (store: ControlStore) => CommitSync } = {}): Promise<Control> {
+export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; commitSync?: (store: ControlStore) => CommitSync } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const store = openStore(dbFile);

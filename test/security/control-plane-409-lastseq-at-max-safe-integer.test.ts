@@ -8,7 +8,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startAgent } from '../helpers/agent-process.js';
+import { startAgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { agentctl, makeHost, type TestHost } from '../helpers/host.js';
 
@@ -45,7 +45,7 @@ test('a 409 with lastSeq = Number.MAX_SAFE_INTEGER is refused and logged, never 
   const { host, nodeId } = await enrolledHost();
   const node = cp.nodes.get(nodeId)!;
   node.lastSeq = Number.MAX_SAFE_INTEGER;
-  const agent = startAgent(host);
+  const agent = startAgentProcess(host);
   try {
     await agent.waitFor('three heartbeats', () => cp.heartbeats.filter((x) => x.payload.nodeId === nodeId).length >= 3);
     assert.ok(hasRoom(lastSeqOnDisk(host)), `seq.json holds ${lastSeqOnDisk(host)}`);
@@ -59,7 +59,7 @@ test('a 409 with lastSeq = Number.MAX_SAFE_INTEGER is refused and logged, never 
   // The control plane is fixed (it knows seq 40 of this node): a restarted agent starts, jumps
   // past 40 and is answered 200.
   node.lastSeq = 40;
-  const again = startAgent(host);
+  const again = startAgentProcess(host);
   try {
     await again.waitFor('a 200 heartbeat', () => answered(nodeId, 200).length >= 1);
     assert.ok(answered(nodeId, 200)[0]!.payload.seq > 40);
@@ -72,7 +72,7 @@ test('a seq.json left at Number.MAX_SAFE_INTEGER by an older agent is reset with
   const { host, nodeId } = await enrolledHost();
   cp.nodes.get(nodeId)!.lastSeq = 1000;
   writeFileSync(seqFile(host), JSON.stringify({ schemaVersion: 1, lastSeq: Number.MAX_SAFE_INTEGER }), { mode: 0o600 });
-  const agent = startAgent(host);
+  const agent = startAgentProcess(host);
   try {
     await agent.waitFor('a 200 heartbeat', () => answered(nodeId, 200).length >= 1);
     assert.match(agent.stderr(), /WARNING: .*seq\.json holds lastSeq=9007199254740991, above \d+.*starting again from 0/);

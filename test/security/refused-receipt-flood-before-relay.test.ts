@@ -12,7 +12,7 @@ import { StewardError } from '../../src/core/errors.js';
 import { receiptsFile } from '../../src/core/paths.js';
 import { UNRELAYED_MAX } from '../../src/helper/receipts/receipt-store.js';
 import { callHelper } from '../../src/protocol/client.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 
@@ -84,7 +84,7 @@ test('a flood of refused receipts over helper.sock never pushes out a receipt th
   assert.equal((await helperSeqs(h)).length, UNRELAYED_MAX, 'the disk holds no more than the cap');
 
   // The agent relays every one of them, the victim's first; then the helper lets them go.
-  agent = startAgent(h);
+  agent = startAgentProcess(h);
   const a = agent;
   await a.waitFor('every receipt stored by the control plane', () => cp.storedReceipts().length === UNRELAYED_MAX, 120_000);
   assert.deepEqual(cp.storedReceipts().map((r) => r.seq), Array.from({ length: UNRELAYED_MAX }, (_, i) => i + 1));

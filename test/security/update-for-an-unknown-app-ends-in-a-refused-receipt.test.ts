@@ -6,7 +6,7 @@ import { StewardError } from '../../src/core/errors.js';
 import { appDir, receiptsFile } from '../../src/core/paths.js';
 import { UNKNOWN_APPS_RECEIPTS } from '../../src/core/name-checks.js';
 import { callHelper } from '../../src/protocol/client.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { agentctl, manifestFor } from '../helpers/host.js';
 import { receiptOf, signedHost, updateOverHelperSock } from '../helpers/helper-sock-attempts.js';
@@ -34,7 +34,7 @@ test('a rollout of an app not in the host config ends in a refused receipt (UNKN
   assert.equal(enrolled.code, 0, enrolled.stderr);
   const tgz = gzipTar(makeReleaseTar('ghost', '1.0.0'));
   cp.desired = [{ app: 'ghost', version: '1.0.0', attemptId: 'rollout-9.ghost.1', manifest: s.key.sign(manifestFor('ghost', '1.0.0', tgz)) }];
-  agent = startAgent(s.host);
+  agent = startAgentProcess(s.host);
   await agent.waitFor('the refused receipt at the control plane', () => cp.storedReceipts().some((r) => r.attemptId === 'rollout-9.ghost.1'), 60_000);
   const [receipt] = cp.storedReceipts().filter((r) => r.attemptId === 'rollout-9.ghost.1');
   assert.equal(receipt?.app, 'ghost');
