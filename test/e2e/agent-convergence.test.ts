@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DesiredEntry } from '../../src/core/control-api.js';
-import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, startHelper, type HelperProcess, type ReleaseKey, type TestHost } from '../helpers/host.js';
-import { allReceipts, killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, makeReleaseKey, manifestFor, processApp, type ReleaseKey } from '../helpers/host.js';
+import { allReceipts } from '../helpers/app-processes.js';
 import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost;
-let helper: HelperProcess;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let agent: AgentProcess | undefined;
 let key: ReleaseKey;
 let port: number;
@@ -19,9 +19,8 @@ const cp = new FakeControlPlane();
 
 before(async () => {
   port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
   key = makeReleaseKey(host, ['web']);
-  helper = await startHelper(host);
+  await host.startHelper();
   cp.heartbeatSeconds = 1;
   cp.tokens.add('converge-token-0123456789');
   await cp.listen();
@@ -30,13 +29,7 @@ before(async () => {
   nodeId = r.json.nodeId;
 });
 
-after(async () => {
-  await agent?.stop();
-  await helper?.stop();
-  await cp.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
+after(() => cp.stop());
 
 // A desired entry whose signed manifest points at the fake control plane's artifact.
 function desired(version: string, attemptId: string): DesiredEntry {
