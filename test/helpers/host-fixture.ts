@@ -57,9 +57,14 @@ export function useHost(scope: TeardownScope, config: Record<string, unknown> = 
     await step(() => host.cleanup());
     if (errors.length > 0) throw errors[0];
   };
+  onTeardown(scope, teardown);
+  return fixture;
+}
+
+// Registers `teardown` with `scope`.
+export function onTeardown(scope: TeardownScope, teardown: () => unknown): void {
   if (typeof scope === 'function') scope(teardown);
   else scope.after(teardown);
-  return fixture;
 }
 
 // SIGTERM, then SIGKILL if the helper is still there after HELPER_STOP_MS.
