@@ -2,10 +2,11 @@
 // helpers started on it, and whatever else a test starts against it (an agent). The teardown
 // stops those, kills every process the host's apps left, waits until they are gone, and removes
 // the tree, so that no test repeats that order or forgets a step of it.
-import { readdirSync, type Dirent } from 'node:fs';
+import { readdirSync, readFileSync, type Dirent } from 'node:fs';
 import path from 'node:path';
+import { isSameProcessAliveSync, type ProcIdentity } from '../../src/platform/proc-identity.js';
 import { appCgroupDir, cgroupPids, findCgroupHome } from '../../src/helper/runners/app-cgroup.js';
-import { isRunning, processesUnder, recordedPid, registeredDaemons } from './app-processes.js';
+import { isRunning, processesUnder, registeredDaemons } from './app-processes.js';
 import { makeHost, processApp, startHelper, type HelperProcess, type TestHost } from './host.js';
 
 // Where a fixture's teardown goes: a test's context `t` (it runs when that test ends), or
@@ -78,22 +79,25 @@ async function stopHelper(h: HelperProcess): Promise<void> {
 }
 
 // SIGKILLs everything of the host's apps that may still run, whichever way it outlived its
-// helper: the process group of each recorded app process, the members of each app cgroup (as
-// root without systemd), every process whose working folder is in the host's temp folder (a
-// release tree), and the daemons the fixture apps registered (test/fixtures/app-releases.ts);
-// then waits until they are gone. Why wait: a cgroup that still holds a process cannot be
-// removed, and a process still running from the tree is a leak the next test would meet.
+// helper: each recorded app process (still the one recorded) and its process group, the members
+// of each app cgroup (as root without systemd), every process whose working folder is in the
+// host's temp folder (a release tree), and the daemons the fixture apps registered
+// (test/fixtures/app-releases.ts) that still have the app's state folder; then waits until they
+// are gone. Why each is checked first: pids are reused (pid_max may be 32768), and a pid from a
+// file may by now be another test's process. Why wait: a cgroup that still holds a process
+// cannot be removed, and a process still running from the tree is a leak the next test meets.
 async function killHostProcesses(host: TestHost): Promise<void> {
   const pids = new Set<number>();
   for (const name of entries(host.paths.supervisorDir, (d) => d.isFile() && d.name.endsWith('.json'))) {
-    const pid = recordedPid(host, name.slice(0, -'.json'.length));
-    if (pid !== null) pids.add(pid);
+    const p = recordedProcess(path.join(host.paths.supervisorDir, name));
+    if (p && isSameProcessAliveSync(p)) pids.add(p.pid);
   }
   const cgroups = findCgroupHome(host.root);
   if (cgroups) for (const app of entries(cgroups.dir, (d) => d.isDirectory())) for (const pid of cgroupPids(appCgroupDir(cgroups, app))) pids.add(pid);
   for (const pid of await processesUnder(path.dirname(host.root))) pids.add(pid);
   for (const app of entries(host.paths.appStateRoot, (d) => d.isDirectory())) {
-    for (const d of registeredDaemons(path.join(host.paths.appStateRoot, app))) if (d.alive) pids.add(d.pid);
+    const stateDir = path.join(host.paths.appStateRoot, app);
+    for (const d of registeredDaemons(stateDir)) if (d.alive && hasEnv(d.pid, `STATE_DIRECTORY=${stateDir}`)) pids.add(d.pid);
   }
   for (const pid of pids) {
     kill(-pid);
@@ -105,6 +109,25 @@ async function killHostProcesses(host: TestHost): Promise<void> {
     if (left.length === 0) return;
     if (Date.now() > deadline) throw new Error(`the host's processes ${left.join(', ')} still run ${GONE_MS} ms after SIGKILL`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+// The process a run record names, or null.
+function recordedProcess(file: string): ProcIdentity | null {
+  try {
+    const p = JSON.parse(readFileSync(file, 'utf8'))?.process;
+    return typeof p?.pid === 'number' && typeof p.startTicks === 'number' && typeof p.bootId === 'string' ? p : null;
+  } catch {
+    return null;
+  }
+}
+
+// Whether process `pid` has `entry` (NAME=value) in its environment (false when unreadable).
+function hasEnv(pid: number, entry: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(entry);
+  } catch {
+    return false;
   }
 }
 
