@@ -9,7 +9,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startRun, stopRun } from '../../src/control/rollouts/start-run.js';
 import { REPO } from '../helpers/host.js';
-import { FakeClock, FakeNode, startControl, type Control } from '../helpers/control-harness.js';
+import { FakeClock, FakeNode, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 const BIN = path.join(REPO, 'bin', 'steward-control.js');
 let c: Control;
@@ -39,7 +39,7 @@ const tgz = (name: string, text: string) => {
 const add = (app: string, version: string, file: string, key: string, ...extra: string[]) => cli('release', 'add', app, version, '--file', file, '--base-url', c.server.url, '--key', key, ...extra, '--json');
 
 before(async () => {
-  c = await startControl({ clock: new FakeClock(Date.now()) });
+  c = await startControlInProcess({ clock: new FakeClock(Date.now()) });
   keyA = (await cli('keys', 'create', '--out', path.join(c.dir, 'ka'), '--json')).json.privateKeyFile;
   keyB = (await cli('keys', 'create', '--out', path.join(c.dir, 'kb'), '--json')).json.privateKeyFile;
 });

@@ -11,7 +11,7 @@ import { createHeartbeatBatcher } from '../../src/control/heartbeat/group-commit
 import type { Answer } from '../../src/control/server/answer.js';
 import { createCommitSync, walFileOf } from '../../src/control/store/sqlite/commit-sync.js';
 import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
-import { enrollNodes, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { enrollNodes, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 // A sync seam whose fsyncs end only when the test says, each as it chooses.
 class GatedSync {
@@ -38,7 +38,7 @@ let c: Control;
 let nodes: FakeNode[] = [];
 
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   nodes = await enrollNodes(c, 3);
 });
 
@@ -90,7 +90,7 @@ test('a failed fsync fails what waits for it and everything after, and is not re
 
 test('an enrollment is answered only after the fsync of its commit', async () => {
   const gate = new GatedSync();
-  const ctl = await startControl({ groupSync: { sync: gate.sync } });
+  const ctl = await startControlInProcess({ groupSync: { sync: gate.sync } });
   try {
     const n = new FakeNode(ctl, 'late');
     const answer = watch(post(ctl.server.url, ENROLL_PATH, n.enrollBody(await ctl.token())));
@@ -129,7 +129,7 @@ test('the server connection runs synchronous=NORMAL and its fsync is an fdatasyn
   };
   let wal = '';
   try {
-    const ctl = await startControl();
+    const ctl = await startControlInProcess();
     try {
       wal = walFileOf(ctl.store);
       const n = await new FakeNode(ctl, 'spied').enroll();

@@ -6,11 +6,11 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ENROLL_PATH, enrollAnswerSchema } from '../../src/core/control-api.js';
 import { DOMAINS } from '../../src/platform/keys.js';
-import { dumpStore, FakeNode, MINUTE, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, MINUTE, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 before(async () => {
-  c = await startControl({ heartbeatSeconds: 17 });
+  c = await startControlInProcess({ heartbeatSeconds: 17 });
 });
 after(() => c.close());
 

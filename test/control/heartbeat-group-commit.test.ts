@@ -8,13 +8,13 @@ import Database from 'better-sqlite3';
 import { HEARTBEAT_PATH } from '../../src/core/control-api.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../../src/control/heartbeat/group-commit.js';
 import type { Answer } from '../../src/control/server/answer.js';
-import { dumpStore, enrollNodes, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, enrollNodes, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 let nodes: FakeNode[] = [];
 
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   nodes = await enrollNodes(c, 12);
 });
 
@@ -157,7 +157,7 @@ test('a COMMIT that fails fails every heartbeat of its batch with the error and 
 
 test('over HTTP, a failed commit answers 500 INTERNAL to every heartbeat in flight and records none', async () => {
   let armed = true;
-  const d = await startControl({
+  const d = await startControlInProcess({
     heartbeatBatch: { hooks: { beforeCommit: () => { if (armed) throw new Database.SqliteError('disk I/O error (test fault)', 'SQLITE_IOERR'); } } },
   });
   try {
@@ -184,7 +184,7 @@ test('over HTTP, a failed commit answers 500 INTERNAL to every heartbeat in flig
 });
 
 test('a node removed or re-keyed after its heartbeat was verified but before the commit is judged as it is at the commit', async () => {
-  const d = await startControl();
+  const d = await startControlInProcess();
   try {
     const b = createHeartbeatBatcher({ store: d.store, heartbeatSeconds: 30 });
     // Re-keyed (the store now holds another key for it): the old key's signature no longer holds.

@@ -7,7 +7,7 @@ import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { DOMAINS } from '../../src/platform/keys.js';
 import { startRun, stopRun } from '../../src/control/rollouts/start-run.js';
 import { describeRun } from '../../src/control/rollouts/run-status.js';
-import { dumpStore, FakeNode, MINUTE, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, MINUTE, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 let a: FakeNode;
@@ -16,7 +16,7 @@ let issuedToB = '';
 let issuedToA = '';
 
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   a = await new FakeNode(c, 'host-a').enroll();
   b = await new FakeNode(c, 'host-b').enroll();
   a.setCurrent('web', '1.0.0');
@@ -85,7 +85,7 @@ test('the control case: a good heartbeat of node a is accepted and recorded', as
 });
 
 test('an identical replay of a stored receipt of an earlier run is acked, not stored again, and does not count for the current run', async () => {
-  const d = await startControl();
+  const d = await startControlInProcess();
   try {
     const n = await new FakeNode(d, 'host-n').enroll();
     n.setCurrent('web', '1.0.0');

@@ -8,14 +8,14 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { ENROLL_PATH } from '../../src/core/control-api.js';
 import { REPO } from '../helpers/host.js';
-import { FakeClock, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { FakeClock, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 const BIN = path.join(REPO, 'bin', 'steward-control.js');
 let c: Control;
 
 // On the system's time: the CLI's tokens are made on it.
 before(async () => {
-  c = await startControl({ clock: new FakeClock(Date.now()) });
+  c = await startControlInProcess({ clock: new FakeClock(Date.now()) });
 });
 after(() => c.close());
 

@@ -4,7 +4,7 @@ import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { describeRun, type RunStatusView } from '../../src/control/rollouts/run-status.js';
 import { dryRunRetry, dryRunStart, pauseRun, retryRun, startRun } from '../../src/control/rollouts/start-run.js';
-import { dumpStore, FakeClock, FakeNode, MINUTE, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeClock, FakeNode, MINUTE, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control | null = null;
 afterEach(async () => {
@@ -14,7 +14,7 @@ afterEach(async () => {
 
 // A control plane with nodes labelled as given (each reports web 1.0.0 unless `app` is false).
 async function fleet(specs: Array<{ env: string; app?: boolean }>, clock?: FakeClock): Promise<{ c: Control; nodes: FakeNode[] }> {
-  c = await startControl(clock ? { clock } : {});
+  c = await startControlInProcess(clock ? { clock } : {});
   const nodes: FakeNode[] = [];
   for (const [i, s] of specs.entries()) {
     const n = await new FakeNode(c, `${s.env}-${i}`).enroll(await c.token(3_600_000, { env: s.env }));

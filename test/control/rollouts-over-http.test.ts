@@ -8,7 +8,7 @@ import { DOMAINS, keyIdOf, openEnvelope } from '../../src/platform/keys.js';
 import { describeRun, type RunStatusView } from '../../src/control/rollouts/run-status.js';
 import { retryRun as retry, startRun as start, stopRun, type RunOptions } from '../../src/control/rollouts/start-run.js';
 import type { ControlStore } from '../../src/control/store/store.js';
-import { enrollNodes, FakeNode, MINUTE, startControl, type Control } from '../helpers/control-harness.js';
+import { enrollNodes, FakeNode, MINUTE, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 // Every run of this file without a bake, and (unless named) with the lowest nodeId as its
 // canary, as the fleet() helper sorts the nodes: the canary order is seeded otherwise.
@@ -24,7 +24,7 @@ afterEach(async () => {
 
 // A control plane with `count` enrolled nodes reporting web 1.0.0, sorted by nodeId, and web 1.1.0 in the catalog.
 async function fleet(count: number): Promise<{ c: Control; nodes: FakeNode[] }> {
-  c = await startControl();
+  c = await startControlInProcess();
   const nodes = await enrollNodes(c, count);
   for (const n of nodes) assert.equal((await n.heartbeat()).status, 200);
   nodes.sort((x, y) => (x.nodeId < y.nodeId ? -1 : 1));
@@ -202,7 +202,7 @@ test('a run refuses a release missing from the catalog or whose manifest expires
 });
 
 test("serve's tick timer, on the injected clock, halts a silent node's run with no heartbeat at all", async () => {
-  c = await startControl({ tickMs: 1000 });
+  c = await startControlInProcess({ tickMs: 1000 });
   const n = await new FakeNode(c).enroll();
   n.setCurrent('web', '1.0.0');
   await n.heartbeat();

@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { killApps } from '../helpers/app-processes.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js';
 
 const CTL = path.join(REPO, 'bin/steward-control.js');
@@ -47,7 +47,7 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
   const { token } = ctl('token', 'create');
   const enrolled = await agentctl(h, ['enroll', '--control-plane', url, '--token', token, '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
-  agent = startAgent(h);
+  agent = startAgentProcess(h);
   const a = agent;
   for (const v of ['1.0.0', '1.1.0']) {
     const file = path.join(h.scratch, `web-${v}.tgz`);

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { appRelease } from '../fixtures/app-releases.js';
-import { controlCli, startControl, waitUntil, type Daemon } from '../helpers/fleet.js';
+import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { currentOn, enrollAndStart, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-fleet-targeting-'));
@@ -39,7 +39,7 @@ async function rollout(...args: string[]): Promise<any> {
 }
 
 test('three hosts, one without the app: it is not-targeted, the run succeeds; a labelled rollout touches only its labels', { timeout: 240_000 }, async () => {
-  control = await startControl(db, 0, 1);
+  control = await startControlDaemon(db, 0, 1);
   const keys = await ctl('keys', 'create', '--out', path.join(dir, 'keys'));
   for (const [name, apps] of [['staging-1', ['web']], ['prod-1', ['web']], ['prod-db', ['cache']]] as const) hosts.push(await makeFleetHost(name, [...apps], keys.publicKeyFile));
   const [staging, prod, noWeb] = hosts as [FleetHost, FleetHost, FleetHost];

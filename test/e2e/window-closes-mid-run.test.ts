@@ -11,7 +11,7 @@ import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { describeRun, type RunStatusView } from '../../src/control/rollouts/run-status.js';
 import { startRun } from '../../src/control/rollouts/start-run.js';
 import { appRelease } from '../fixtures/app-releases.js';
-import { FakeClock, startControl, type Control } from '../helpers/control-harness.js';
+import { FakeClock, startControlInProcess, type Control } from '../helpers/control-harness.js';
 import { waitUntil } from '../helpers/fleet.js';
 import { currentOn, enrollAndStart, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 
@@ -47,7 +47,7 @@ const hhmm = (t: number) => new Date(t).toISOString().slice(11, 16);
 
 test('a window that closes mid-run stops issuing, and the run resumes at the next window', { timeout: 180_000 }, async () => {
   const clock = new OffsetClock();
-  c = await startControl({ clock, heartbeatSeconds: 1, tickMs: 200 });
+  c = await startControlInProcess({ clock, heartbeatSeconds: 1, tickMs: 200 });
   const ctl = c;
   const pub = path.join(ctl.dir, 'release.pub');
   writeFileSync(pub, ctl.releaseKey.publicPem);

@@ -58,7 +58,7 @@ export interface Control {
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
 // commit mode (groupSync; `groupSync` replaces its fsync seam).
-export async function startControl(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
+export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const clock = opts.clock ?? new FakeClock();

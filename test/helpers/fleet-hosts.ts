@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from './host.js';
 import { killApps } from './app-processes.js';
-import { startAgent, type AgentProcess } from './agent-process.js';
+import { startAgentProcess, type AgentProcess } from './agent-process.js';
 
 export interface FleetHost {
   name: string;
@@ -31,7 +31,7 @@ export async function enrollAndStart(h: FleetHost, url: string, token: string): 
   const r = await agentctl(h.host, ['enroll', '--control-plane', url, '--token', token, '--json']);
   if (r.code !== 0) throw new Error(`${h.name}: enroll exited ${r.code}: ${r.stderr}${r.stdout}`);
   h.nodeId = r.json.nodeId;
-  h.agent = startAgent(h.host);
+  h.agent = startAgentProcess(h.host);
 }
 
 // The version of `app` that `current` names on the host.

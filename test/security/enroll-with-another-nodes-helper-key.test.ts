@@ -7,11 +7,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ENROLL_PATH } from '../../src/core/control-api.js';
 import { DOMAINS } from '../../src/platform/keys.js';
-import { dumpStore, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
 });
 after(() => c.close());
 

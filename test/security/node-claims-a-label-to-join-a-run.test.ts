@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import { ENROLL_PATH } from '../../src/core/control-api.js';
 import { describeRun } from '../../src/control/rollouts/run-status.js';
 import { dryRunStart, startRun } from '../../src/control/rollouts/start-run.js';
-import { FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control | null = null;
 after(() => c?.close());
 
 test('a node that claims env=prod at enrollment with a token labelled env=staging is never targeted by --select env=prod', async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   const ctl = c;
   const prod = await new FakeNode(ctl, 'prod').enroll(await ctl.token(3_600_000, { env: 'prod' }));
   const claimer = new FakeNode(ctl, 'claimer');

@@ -4,9 +4,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { versionDir } from '../../src/core/paths.js';
 import { lookupUser } from '../../src/platform/users.js';
 import { freePort, releaseArgs, appRelease } from '../fixtures/app-releases.js';
-import { isRunning, killApps, recordedPid } from '../helpers/app-processes.js';
+import { isRunning, recordedPid } from '../helpers/app-processes.js';
 import { reportScenarios, shIn, writeIn } from '../helpers/container-exec.js';
-import { agentctl, IS_ROOT, makeHost, processApp, sri, startHelper, type HelperProcess } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, IS_ROOT, processApp, sri } from '../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor } from '../helpers/systemd-container.js';
 
 // Attack: a user who can run a process with its working folder in an app's release trees
@@ -36,17 +37,14 @@ async function strangers(cwd: string): Promise<Array<{ who: string; child: Child
 }
 
 test('under the detached runner, stop, update and a helper start leave alone session leaders in versions/ that steward did not start', { timeout: 90_000 }, async (t) => {
-  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
-  let helper: HelperProcess = await startHelper(host);
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
+  const helper = await host.startHelper();
   const port = await freePort();
   const up = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(up.code, 0, up.stdout + up.stderr);
   const others = await strangers(versionDir(host.paths, 'web', '1.0.0'));
-  t.after(async () => {
+  host.stopFirst(() => {
     for (const o of others) o.child.kill('SIGKILL');
-    await helper.stop();
-    killApps(host, ['web']);
-    host.cleanup();
   });
   await waitFor('the strangers', async () => others.every((o) => o.child.pid !== undefined && isRunning(o.child.pid)), 5000, 20);
   const untouched = (when: string) => {
@@ -70,7 +68,7 @@ test('under the detached runner, stop, update and a helper start leave alone ses
   await helper.stop();
   process.kill(app, 'SIGKILL');
   await waitFor('the app to die', async () => !isRunning(app), 5000, 20);
-  helper = await startHelper(host);
+  await host.startHelper();
   untouched('a helper start');
   const now = recordedPid(host, 'web');
   assert.ok(now && now !== app && isRunning(now), 'the app was started again');
