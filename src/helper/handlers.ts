@@ -1,5 +1,5 @@
 import type { UpdateAnswer } from '../protocol/schemas.js';
-import { requireApp } from './config.js';
+import { requireApp } from '../host/config.js';
 import type {
   PruneRequest,
   ReceiptsRequest,

@@ -1,6 +1,6 @@
 import { escapeControlChars } from '../../core/control-chars.js';
 import { lookupUserById } from '../../platform/users.js';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import type { AppLocks } from '../app-locks.js';
 import type { OpContext } from '../server/api-server.js';
 import { readAppState, writeAppState } from '../state/app-state.js';

@@ -1,5 +1,5 @@
 import type { HostConfig } from '../../core/config-schema.js';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { ReceiptStore } from '../receipts/receipt-store.js';
 

@@ -1,4 +1,4 @@
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import { quarantineInForce } from '../../core/quarantine.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { stagingDir, type HostPaths } from '../../core/paths.js';

@@ -1,6 +1,6 @@
 import type { HostConfig } from '../../core/config-schema.js';
 import { quarantineInForce } from '../../core/quarantine.js';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import type { HostPaths } from '../../core/paths.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { RunningWork } from '../app-locks.js';

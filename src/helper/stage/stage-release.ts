@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -8,7 +8,7 @@ import type { ManifestPayload } from '../../../core/release-schemas.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { systemClock } from '../../../platform/clock.js';
 import { packageRoot } from '../../../platform/own-version.js';
-import { layOutAgentTree, packageVersion, packTree } from '../../../cli/install/agent-release-pack.js';
+import { layOutAgentTree, packageVersion, packTree } from '../../../install/agent-release-pack.js';
 import { addRelease, DEFAULT_EXPIRES_DAYS } from '../../catalog/add-release.js';
 import { listReleases, manifestOf } from '../../store/releases.js';
 import { jsonOf, withStore } from '../context.js';
