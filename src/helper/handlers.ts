@@ -8,7 +8,7 @@ import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
 import { handleRunState } from './ops/run-state.js';
-import { progressFields, stageInputOf } from './ops/stage-input.js';
+import { stageInputOf } from './ops/stage-input.js';
 import type { ReceiptStore } from './receipts/receipt-store.js';
 import type { OpHandlers } from './server/dispatch.js';
 import { newAttemptId, stageRelease } from './stage/stage-release.js';
@@ -47,9 +47,9 @@ export function makeHandlers(core: HelperCore) {
       try {
         return await stageRelease(
           core,
-          stageInputOf(req, ctx, attemptId, (phase, bytes, total) => {
-            held.work.phase = phase;
-            ctx.progress({ attemptId, ...progressFields(phase, bytes, total) });
+          stageInputOf(req, ctx, attemptId, (p) => {
+            held.work.phase = p.phase;
+            ctx.progress(p);
           }),
         );
       } finally {

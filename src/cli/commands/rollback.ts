@@ -27,7 +27,7 @@ export function registerRollback(program: Command): void {
         const bar = createProgressBar(!ctx.json);
         let answer: UpdateAnswer | AcceptedAnswer;
         try {
-          answer = await ctx.helper[op](fields, { onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) });
+          answer = await ctx.helper[op](fields, { onProgress: bar.update });
         } finally {
           bar.done();
         }

@@ -19,7 +19,7 @@ export function registerStage(program: Command): void {
     try {
       result = await ctx.helper.stage(
         { ...named, ...fields },
-        { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
+        { ...(upload ? { upload } : {}), onProgress: bar.update },
       );
     } finally {
       bar.done();

@@ -19,7 +19,7 @@ export function registerUpdate(program: Command): void {
       try {
         answer = await ctx.helper.update(
           { ...named, ...fields, ...(o.wait === false ? { noWait: true } : {}) },
-          { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
+          { ...(upload ? { upload } : {}), onProgress: bar.update },
         );
       } finally {
         bar.done();

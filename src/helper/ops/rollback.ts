@@ -28,7 +28,7 @@ export async function handleRollback(core: TransactionCore, req: RollbackRequest
     if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; \`agentctl recover ${req.app}\``);
     if (cur.version === target) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is already current`);
     await setHold(core, req.app, ctx, `rollback to ${target}`);
-    const r = await activate(core, { app: req.app, attemptId, fromVersion: cur.version, targetVersion: target, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: cur.version, targetVersion: target, startedAt, progress, onAccepted: accept });
     return answerOf(r.journal, r.receipt);
   });
 }
@@ -42,7 +42,7 @@ export async function handleRecover(core: TransactionCore, req: RecoverRequest, 
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; name one with --to VERSION`);
     await requireStaged(core, req.app, target);
     const from = cur?.state === 'valid' ? cur.version : null;
-    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: target, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: target, startedAt, progress, onAccepted: accept });
     core.blockedInMemory.delete(req.app);
     const state = await readAppState(core.paths, req.app);
     if (state.blocked) await writeAppState(core.paths, req.app, { ...state, blocked: null });

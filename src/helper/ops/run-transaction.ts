@@ -1,11 +1,12 @@
 import { StewardError } from '../../core/errors.js';
 import { logger } from '../../platform/log.js';
+import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
 import type { AppLocks } from '../app-locks.js';
 import type { OpContext } from '../server/api-server.js';
 import { newAttemptId } from '../stage/stage-release.js';
 import { readCurrent } from '../release-store.js';
-import type { Attempts, ProgressLine } from '../update/attempts.js';
+import type { Attempts } from '../update/attempts.js';
 import type { UpdateContext } from '../update/context.js';
 import { answerFromReceipt, endBeforeJournal } from './answer.js';
 import { preflight } from './preflight.js';
@@ -27,7 +28,7 @@ export interface TransactionRequest {
 
 const log = logger('helper:transaction');
 
-type Body = (ids: { attemptId: string; startedAt: number }, progress: (p: Omit<ProgressLine, 'attemptId'>) => void, accept: () => void) => Promise<UpdateAnswer>;
+type Body = (ids: { attemptId: string; startedAt: number }, progress: (p: Progress) => void, accept: () => void) => Promise<UpdateAnswer>;
 
 // The frame every version-changing op shares (DESIGN §4): attach to a running attempt
 // with the same attemptId, answer a finished one from its receipt, refuse (with a refused
@@ -39,7 +40,7 @@ export async function runTransaction(
   ctx: OpContext,
   body: Body,
 ): Promise<UpdateAnswer | AcceptedAnswer> {
-  const relay = (p: ProgressLine) => ctx.progress(p);
+  const relay = (p: Progress) => ctx.progress(p);
   if (req.attemptId) {
     const live = core.attempts.get(req.attemptId);
     if (live) {
@@ -103,7 +104,7 @@ function acceptedOrDone(
   entry: NonNullable<ReturnType<Attempts<UpdateAnswer>['get']>>,
   attemptId: string,
   app: string,
-  relay: (p: ProgressLine) => void,
+  relay: (p: Progress) => void,
 ): Promise<UpdateAnswer | AcceptedAnswer> {
   const accepted = entry.accepted.then((): AcceptedAnswer => ({ attemptId, app, accepted: true }));
   return Promise.race([accepted, core.attempts.follow(entry, relay)]);

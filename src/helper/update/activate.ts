@@ -6,6 +6,7 @@ import type { AppState } from '../../core/state-schemas.js';
 import { compareVersions } from '../../core/version.js';
 import { commitInOrder } from '../../platform/fs-atomic.js';
 import { logger } from '../../platform/log.js';
+import type { Progress } from '../../protocol/progress.js';
 import { readMarker } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
 import type { StartedProcess } from '../runners/runner.js';
@@ -25,7 +26,7 @@ export interface ActivateInput {
   fromVersion: string | null;
   targetVersion: string;
   startedAt: number;
-  progress: (phase: string) => void;
+  progress: (p: Progress) => void;
   // Resolves once journal{activating} is durable (for --no-wait).
   onAccepted?: () => void;
 }
@@ -74,12 +75,12 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
 
   let verdict: Verdict;
   try {
-    input.progress('stop-old');
+    input.progress({ attemptId, phase: 'stop-old' });
     await stopApp(ctx, app, { startsNext: true });
     faults.hit('after-stop-old');
-    input.progress('swap');
+    input.progress({ attemptId, phase: 'swap' });
     await pointCurrent(paths, app, target, faults, 'forward');
-    input.progress('start');
+    input.progress({ attemptId, phase: 'start' });
     verdict = await startAndProbe(ctx, app, target, targetRelease, {
       afterStart: () => faults.hit('after-start-new'),
       onProbe: () => faults.hit('during-probe'),
@@ -164,16 +165,16 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
     runner: ctx.config.apps[app]?.runner === 'process' ? ctx.runner : undefined,
     sinceMs: record?.startedAt,
   });
-  input.progress('stop-new');
+  input.progress({ attemptId, phase: 'stop-new' });
   await stopApp(ctx, app);
   let outcome: Journal['outcome'];
   let reason;
   let rollbackHealthy: boolean | undefined;
   let blame: boolean;
   if (from) {
-    input.progress('swap-back');
+    input.progress({ attemptId, phase: 'swap-back' });
     await pointCurrent(paths, app, from, faults, 'back');
-    input.progress('start-old');
+    input.progress({ attemptId, phase: 'start-old' });
     const old = await startAndProbe(ctx, app, from, await readReleaseOf(ctx, app, from), {});
     rollbackHealthy = old.ok;
     blame = old.ok;
