@@ -1,4 +1,5 @@
 import { StewardError } from '../../core/errors.js';
+import type { AppState } from '../../core/state-schemas.js';
 import { logger } from '../../platform/log.js';
 import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
@@ -28,7 +29,9 @@ export interface TransactionRequest {
 
 const log = logger('helper:transaction');
 
-type Body = (ids: { attemptId: string; startedAt: number }, progress: (p: Progress) => void, accept: () => void) => Promise<UpdateAnswer>;
+// `state` is the app's state as read under its lock once per attempt: the body passes it down
+// (staging's refusals, the hold, the activation) instead of reading it again.
+type Body = (ids: { attemptId: string; startedAt: number; state: AppState }, progress: (p: Progress) => void, accept: () => void) => Promise<UpdateAnswer>;
 
 // The frame every version-changing op shares (DESIGN §4): attach to a running attempt
 // with the same attemptId, answer a finished one from its receipt, refuse (with a refused
@@ -62,10 +65,13 @@ export async function runTransaction(
   const cur = await readCurrent(core.paths, req.app).catch(() => null);
   const facts = { app: req.app, attemptId: req.attemptId, targetVersion: req.targetVersion, fromVersion: cur?.state === 'valid' ? cur.version : null, startedAt };
   let lock;
+  let state: AppState;
   try {
-    await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
     lock = await core.locks.acquire(req.app, { attemptId, op: req.op, phase: 'checks', startedAt });
+    // Under the lock: no other attempt can change the state between this read and the verdict.
+    state = await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
   } catch (err) {
+    lock?.release();
     return endBeforeJournal(core, err, facts);
   }
   const held = lock;
@@ -73,7 +79,7 @@ export async function runTransaction(
     let journaled = false;
     try {
       return await body(
-        { attemptId, startedAt },
+        { attemptId, startedAt, state },
         (p) => {
           held.work.phase = p.phase;
           progress(p);

@@ -11,6 +11,7 @@ import { AGENT_APP } from '../../core/name-checks.js';
 import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerChecker } from '../../core/release-check.js';
 import type { Envelope, Marker } from '../../core/release-schemas.js';
+import type { AppState } from '../../core/state-schemas.js';
 import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind, StageResult } from '../../protocol/schemas.js';
 import { ensureDir, fsyncDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
@@ -52,6 +53,8 @@ export interface StageInput {
   // The folder of keys trusted for this one staging instead of trusted-keys/<app>/: only
   // `agentctl install` sets it (its one-time key); no socket request can (stageInputOf).
   trustedDir?: string | undefined;
+  // The app's state as the caller read it under the app's lock (an update); read here when not given.
+  state?: AppState | undefined;
   progress?: (p: Progress) => void;
 }
 
@@ -74,7 +77,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   // 1–2. Who vouches for these bytes: a signed manifest, or an admin's --allow-unsigned.
   const trust = await resolveTrust(deps, input);
   // 3. Refusals: nothing changes.
-  const state = await readAppState(paths, app);
+  const state = input.state ?? (await readAppState(paths, app));
   checkRefusals({
     app,
     version,

@@ -26,6 +26,8 @@ export interface ActivateInput {
   fromVersion: string | null;
   targetVersion: string;
   startedAt: number;
+  // The app's state as the caller read it under the app's lock; read here when not given.
+  state?: AppState;
   progress: (p: Progress) => void;
   // Resolves once journal{activating} is durable (for --no-wait).
   onAccepted?: () => void;
@@ -50,7 +52,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   const marker = await readMarker(paths, app, target);
   if (!marker) throw new StewardError('RELEASE_INVALID', `${app} ${target} is not staged with a valid marker`);
   const targetRelease = await readReleaseOf(ctx, app, target);
-  const state0 = await readAppState(paths, app);
+  const state0 = input.state ?? (await readAppState(paths, app));
   const priorJournal = await readJournal(paths, app);
 
   const journal: Journal = {
