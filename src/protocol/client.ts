@@ -18,7 +18,7 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 export interface CallOptions {
   // Exactly `size` bytes streamed after the request line (the request must say `upload: size`).
   upload?: { size: number; stream: Readable };
-  // Each progress line, its frame {id, event} left on (readProgressEvent dropped any other key).
+  // Gets each progress line (checked by readProgressEvent, its unknown keys dropped).
   onProgress?: (p: Progress) => void;
   // Fails with HELPER_UNREACHABLE after this long without a byte from the helper.
   timeoutMs?: number;

@@ -19,8 +19,10 @@ async function requireStaged(core: TransactionCore, app: string, version: string
 // It puts a hold on the app, so a control plane cannot undo it within a heartbeat.
 export async function handleRollback(core: TransactionCore, req: RollbackRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   void ctx.peer(); // for the hold, while the connection is surely open
-  const state = await readAppState(core.paths, req.app).catch(() => null);
-  const target = req.to ?? state?.previous ?? null;
+  // Read before the lock only to name the target (also in a refused receipt); the attempt gets
+  // its own read under the lock.
+  const before = await readAppState(core.paths, req.app).catch(() => null);
+  const target = req.to ?? before?.previous ?? null;
   return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: req.noWait }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app} has no previous version to roll back to`);
     await requireStaged(core, req.app, target);
