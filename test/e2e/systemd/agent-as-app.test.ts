@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/cli/install/agent-release-pack.js';
+import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/install/agent-release-pack.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
 import { reportScenarios, runIn, writeIn } from '../../helpers/container-exec.js';

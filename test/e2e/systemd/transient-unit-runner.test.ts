@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ProcIdentity } from '../../../src/platform/proc-identity.js';
 import type { AppTarget, StartSpec } from '../../../src/helper/runners/runner.js';
-import { APP_PATH } from '../../../src/helper/runners/app-env.js';
+import { APP_PATH } from '../../../src/platform/systemd.js';
 import { readableCopy } from '../../helpers/readable-copy.js';
 import { bootOrSkip, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { startDriver, type Driver, type ExitEvent } from '../../helpers/runner-driver.js';

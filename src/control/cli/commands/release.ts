@@ -7,7 +7,7 @@ import { AGENT_APP, appNameSchema, versionSchema } from '../../../core/names.js'
 import type { ManifestPayload } from '../../../core/release-schemas.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { packageRoot } from '../../../platform/own-version.js';
-import { layOutAgentTree, packageVersion, packTree } from '../../../cli/install/agent-release-pack.js';
+import { layOutAgentTree, packageVersion, packTree } from '../../../install/agent-release-pack.js';
 import { addRelease, DEFAULT_EXPIRES_DAYS } from '../../catalog/add-release.js';
 import { removeRelease } from '../../catalog/remove-release.js';
 import { artifactsDirOfStore, jsonOf, withStore } from '../context.js';

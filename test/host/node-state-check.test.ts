@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, junk, lengths, throughJson, withKey, type Obj } from '../../helpers/check-arbitraries.js';
-import { checkNodeState, nodeStateChecker } from '../../../src/helper/receipts/node-id.js';
-import { nodeStateSchema } from '../../../src/helper/receipts/node-state-schema.js';
+import { assertSameAsSchema, junk, lengths, throughJson, withKey, type Obj } from '../helpers/check-arbitraries.js';
+import { checkNodeState, nodeStateChecker } from '../../src/host/node-id.js';
+import { nodeStateSchema } from '../../src/host/node-state-schema.js';
 
 // The helper reads state/node.json without zod (checkNodeState); this holds the check to
 // nodeStateSchema, a loose object, both ways: the same files accepted and the same values

@@ -1,10 +1,10 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { StewardError } from '../../core/errors.js';
-import { AGENT_APP } from '../../core/names.js';
-import { hostPaths } from '../../core/paths.js';
-import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
-import { lookupGroup, lookupUser } from '../../platform/users.js';
+import { StewardError } from '../core/errors.js';
+import { AGENT_APP } from '../core/names.js';
+import { hostPaths } from '../core/paths.js';
+import { loadOrCreateHelperKey } from '../host/helper-key.js';
+import { lookupGroup, lookupUser } from '../platform/users.js';
 import { installAgentRelease } from './agent-release.js';
 import { trustAgentKey } from './agent-key.js';
 import { installLauncher } from './agentctl-launcher.js';

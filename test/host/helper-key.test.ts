@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadOrCreateHelperKey } from '../../../src/helper/receipts/helper-key.js';
-import { generateKeyPair, keyIdOf, parsePublicKey } from '../../../src/platform/keys.js';
-import { makeHost, type TestHost } from '../../helpers/host.js';
+import { loadOrCreateHelperKey } from '../../src/host/helper-key.js';
+import { generateKeyPair, keyIdOf, parsePublicKey } from '../../src/platform/keys.js';
+import { makeHost, type TestHost } from '../helpers/host.js';
 
 const mode = (p: string) => lstatSync(p).mode & 0o7777;
 

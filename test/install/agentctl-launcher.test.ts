@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installLauncher, launcherScript, removeLauncher } from '../../src/cli/install/agentctl-launcher.js';
+import { installLauncher, launcherScript, removeLauncher } from '../../src/install/agentctl-launcher.js';
 import { IS_ROOT } from '../helpers/host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 

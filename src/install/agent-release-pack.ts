@@ -1,9 +1,9 @@
 import { constants as fsc, promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
-import { StewardError } from '../../core/errors.js';
-import { AGENT_APP, versionSchema } from '../../core/names.js';
-import { RELEASE_FILE_NAME } from '../../core/release-schemas.js';
+import { StewardError } from '../core/errors.js';
+import { AGENT_APP, versionSchema } from '../core/names.js';
+import { RELEASE_FILE_NAME } from '../core/release-schemas.js';
 
 // The agent as a release of the app `steward-agent` (issue 6): the tree its unit runs from
 // /opt/steward/apps/steward-agent/current. The tree carries its own dependencies, so an update

@@ -1,6 +1,6 @@
 import { promises as fsp } from 'node:fs';
-import { StewardError } from '../../core/errors.js';
-import { readRegularFile } from '../../platform/fs-atomic.js';
+import { StewardError } from '../core/errors.js';
+import { readRegularFile } from '../platform/fs-atomic.js';
 import { LAUNCHER, LIB_DIR, type Step } from './install-layout.js';
 import { removeIfPresent, writeIfChanged } from './root-files.js';
 

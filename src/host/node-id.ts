@@ -1,7 +1,7 @@
-import type { Checker } from '../../core/checker.js';
-import { isObject, isString } from '../../core/json-checks.js';
-import type { HostPaths } from '../../core/paths.js';
-import { readVersionedJson } from '../../platform/versioned-file.js';
+import type { Checker } from '../core/checker.js';
+import { isObject, isString } from '../core/json-checks.js';
+import type { HostPaths } from '../core/paths.js';
+import { readVersionedJson } from '../platform/versioned-file.js';
 import type { NodeState } from './node-state-schema.js';
 
 export const NODE_STATE_SCHEMA_VERSION = 1;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, chownSync, writeFileSync } from 'node:fs';
-import { loadHostConfig, type AccountLookup } from '../../src/helper/config.js';
+import { loadHostConfig, type AccountLookup } from '../../src/host/config.js';
 import { StewardError } from '../../src/core/errors.js';
 import { makeHost } from '../helpers/host.js';
 

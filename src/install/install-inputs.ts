@@ -2,15 +2,15 @@
 // 15 item 13): a bad input used to fail after the user, units, code and config were written.
 import { existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { HostConfig } from '../../core/config-schema.js';
-import { StewardError } from '../../core/errors.js';
-import { trustedKeysFor, type HostPaths } from '../../core/paths.js';
-import { AGENT_APP } from '../../core/names.js';
-import { loadHostConfig } from '../../helper/config.js';
-import { readHelperKey } from '../../helper/receipts/helper-key.js';
-import { packageRoot } from '../../platform/own-version.js';
-import { folderTrustProblem } from '../../platform/trusted-file.js';
-import { systemAccounts } from '../../platform/users.js';
+import type { HostConfig } from '../core/config-schema.js';
+import { StewardError } from '../core/errors.js';
+import { trustedKeysFor, type HostPaths } from '../core/paths.js';
+import { AGENT_APP } from '../core/names.js';
+import { loadHostConfig } from '../host/config.js';
+import { readHelperKey } from '../host/helper-key.js';
+import { packageRoot } from '../platform/own-version.js';
+import { folderTrustProblem } from '../platform/trusted-file.js';
+import { systemAccounts } from '../platform/users.js';
 import { readAgentKey, type AgentKey } from './agent-key.js';
 import { packageVersion } from './agent-release-pack.js';
 import { readAgentCurrent } from './agent-release.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installCode } from '../../src/cli/install/copy-code.js';
+import { installCode } from '../../src/install/copy-code.js';
 
 // installCode copies steward's code with normalized modes, changes nothing when the installed
 // tree matches, and swaps in a whole new tree when the source changed.

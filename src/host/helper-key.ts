@@ -1,10 +1,10 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { StewardError } from '../../core/errors.js';
-import type { HostPaths } from '../../core/paths.js';
-import { generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, rawPublicKey } from '../../platform/keys.js';
-import { logger } from '../../platform/log.js';
-import { ensureDir, readRegularFile, writeFileAtomic } from '../../platform/fs-atomic.js';
-import { readTrustedFile, trustRule, trustScope, type TrustScope } from '../../platform/trusted-file.js';
+import { StewardError } from '../core/errors.js';
+import type { HostPaths } from '../core/paths.js';
+import { generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, rawPublicKey } from '../platform/keys.js';
+import { logger } from '../platform/log.js';
+import { ensureDir, readRegularFile, writeFileAtomic } from '../platform/fs-atomic.js';
+import { readTrustedFile, trustRule, trustScope, type TrustScope } from '../platform/trusted-file.js';
 
 const log = logger('helper:receipts');
 const MAX_PEM = 16 * 1024;

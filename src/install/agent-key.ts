@@ -1,9 +1,9 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { StewardError } from '../../core/errors.js';
-import { AGENT_APP } from '../../core/names.js';
-import { trustedKeysFor, type HostPaths } from '../../core/paths.js';
-import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
+import { StewardError } from '../core/errors.js';
+import { AGENT_APP } from '../core/names.js';
+import { trustedKeysFor, type HostPaths } from '../core/paths.js';
+import { keyIdOf, parsePublicKey } from '../platform/keys.js';
 import type { Step } from './install-layout.js';
 import { checkRootFolder, writeIfChanged } from './root-files.js';
 

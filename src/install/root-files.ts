@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { StewardError } from '../../core/errors.js';
-import { readRegularFile, writeFileAtomic } from '../../platform/fs-atomic.js';
+import { StewardError } from '../core/errors.js';
+import { readRegularFile, writeFileAtomic } from '../platform/fs-atomic.js';
 
 // Files root writes by path for install: only in folders no one else can write (DESIGN §2).
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { removeTree } from '../../platform/fs-atomic.js';
+import { removeTree } from '../platform/fs-atomic.js';
 import { AGENT_UNIT, HELPER_UNIT, LIB_DIR, PURGED_DIRS, SYSUSERS_FILE, TMPFILES_FILE, UNIT_DIR, type Step } from './install-layout.js';
 import { removeLauncher } from './agentctl-launcher.js';
 import { cgroupDir, stopCgroupLeftovers } from './cgroup-leftovers.js';

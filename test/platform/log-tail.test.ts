@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { tailLines } from '../../../src/helper/runners/log-tail.js';
+import { tailLines } from '../../src/platform/log-tail.js';
 
 function scratch(t: { after(fn: () => void): void }): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-tail-'));

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsc, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, removeTree } from '../../platform/fs-atomic.js';
-import { syncFileSystem } from '../../platform/exec.js';
+import { fsyncDir, removeTree } from '../platform/fs-atomic.js';
+import { syncFileSystem } from '../platform/exec.js';
 
 // Copying steward's own code to its install location, as a whole tree swapped in with renames.
 // Modes are normalized (folders 0755, files 0644 or 0755 when executable by anyone), every

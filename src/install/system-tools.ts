@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { execa } from 'execa';
-import { StewardError } from '../../core/errors.js';
+import { StewardError } from '../core/errors.js';
 
 // The systemd tools install and uninstall call (never reimplemented). Each returns its output;
 // a non-zero exit throws SYSTEM_COMMAND_FAILED with what the tool said, unless `allowFail`.
