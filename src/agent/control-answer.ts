@@ -7,7 +7,7 @@ import type { DesiredEntry, ErrorAnswer, HeartbeatAnswer } from '../core/control
 import { checkEnvelope } from '../core/envelope-check.js';
 import { APP_NAME_RE, ATTEMPT_ID_RE } from '../core/name-checks.js';
 import { isVersion } from '../core/version.js';
-import { isInt, isObject, isString, onlyKeys, type Obj } from '../core/json-checks.js';
+import { isEpoch, isInt, isObject, isString, onlyKeys, type Obj } from '../core/json-checks.js';
 
 // Only `allowed` keys (zod's strictObject refuses any other, inherited ones aside).
 
@@ -21,15 +21,19 @@ export type Read<T> = { ok: true; value: T } | ({ ok: false } & Refusal);
 
 const refuse = (where: string, message: string): { ok: false } & Refusal => ({ ok: false, where, message });
 
-// desiredEntrySchema: {app, version, attemptId, manifest}, nothing else.
+// desiredEntrySchema: {app, version, attemptId, manifest, notAfter?}, nothing else.
 function readDesired(v: unknown, where: string): Read<DesiredEntry> {
-  if (!isObject(v) || !onlyKeys(v, ['app', 'version', 'attemptId', 'manifest'])) return refuse(where, 'not a desired entry {app, version, attemptId, manifest}');
+  if (!isObject(v) || !onlyKeys(v, ['app', 'version', 'attemptId', 'manifest', 'notAfter'])) return refuse(where, 'not a desired entry {app, version, attemptId, manifest, notAfter?}');
   if (typeof v.app !== 'string' || !APP_NAME_RE.test(v.app)) return refuse(`${where}.app`, 'app names are [a-z0-9][a-z0-9_-]{0,62}');
   if (!isVersion(v.version)) return refuse(`${where}.version`, 'versions are semver without build metadata (1.2.3 or 1.2.3-rc.1)');
   if (typeof v.attemptId !== 'string' || !ATTEMPT_ID_RE.test(v.attemptId)) return refuse(`${where}.attemptId`, 'attempt ids match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$');
   const manifest = checkEnvelope(v.manifest, `${where}.manifest`);
   if (!manifest.ok) return manifest;
-  return { ok: true, value: { app: v.app, version: v.version, attemptId: v.attemptId, manifest: manifest.value } };
+  // An optional key present as undefined stays so (not from JSON, but the schema allows it).
+  if ('notAfter' in v && v.notAfter !== undefined && !isEpoch(v.notAfter)) return refuse(`${where}.notAfter`, 'not a time in epoch milliseconds');
+  const value: DesiredEntry = { app: v.app, version: v.version, attemptId: v.attemptId, manifest: manifest.value };
+  if ('notAfter' in v) value.notAfter = v.notAfter as number | undefined;
+  return { ok: true, value };
 }
 
 // A 200 answer to a heartbeat (heartbeatAnswerSchema).

@@ -1,7 +1,7 @@
 // The `apps` of a heartbeat from the helper's status answer (DESIGN §6), pure.
 import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
 import type { HeartbeatApp } from '../core/heartbeat-schema.js';
-import type { AppStatus } from '../helper/ops/status.js';
+import type { AppStatus } from '../protocol/answers.js';
 // Checked without zod (heartbeat-app-check.ts): this runs on every heartbeat of an idle agent.
 import { readHeartbeatApp } from './heartbeat-app-check.js';
 

@@ -12,12 +12,19 @@
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
 import { z } from 'zod';
+import { CLAIMABLE_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, versionSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 
 export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
 
 const pemSchema = z.string().min(1).max(4096);
+
+// The labels a node proposes at enrollment (DESIGN §11): kept under `claimed.<key>`, so a key
+// leaves room for that prefix. Absent for a node that proposes none (what older agents send).
+export const claimedLabelsSchema = z
+  .record(z.string().regex(CLAIMABLE_KEY_RE), z.string().regex(LABEL_VALUE_RE))
+  .refine((l) => Object.keys(l).length <= MAX_LABELS, { message: `at most ${MAX_LABELS} labels` });
 
 // What a node signs with its fresh node key to enroll. `nodePublicKey` must verify the
 // envelope's signature; `helperPublicKey` is the key every receipt of this node must verify
@@ -29,6 +36,7 @@ export const enrollPayloadSchema = z.strictObject({
   helperPublicKey: pemSchema,
   hostname: z.string().min(1).max(253),
   sentAt: epochMsSchema,
+  labels: claimedLabelsSchema.optional(),
 });
 export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
 
@@ -52,12 +60,16 @@ export const enrollAnswerSchema = z.strictObject({
 export type EnrollAnswer = z.infer<typeof enrollAnswerSchema>;
 
 // One version the control plane wants on this node, under the attemptId a rollout issued.
-// The agent hands it to the helper once; the helper verifies the manifest itself.
+// The agent hands it to the helper once; the helper verifies the manifest itself. `notAfter`
+// (a run with windows, DESIGN §11): the window's end; no update may start after it (the agent
+// does not hand it on, the helper refuses it WINDOW_CLOSED). Absent for a run without windows,
+// so an agent from before windows still reads the answers of such runs.
 export const desiredEntrySchema = z.strictObject({
   app: appNameSchema,
   version: versionSchema,
   attemptId: attemptIdSchema,
   manifest: envelopeSchema,
+  notAfter: epochMsSchema.optional(),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 

@@ -49,6 +49,7 @@ const releaseSource: Shape = {
   allowDowngrade: [bool, false],
   force: [bool, false],
   attemptId: [attemptId, false],
+  notAfter: [int(0, Number.MAX_SAFE_INTEGER), false],
 };
 const runState: Shape = { app: [app, true], by: [who, false] };
 const SHAPES: Record<OpName, Shape> = {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PLAIN_TEXT_RE } from '../core/control-chars.js';
 import { REASON_CODES } from '../core/errors.js';
-import { appNameSchema, attemptIdSchema, integritySchema, versionSchema } from '../core/names.js';
+import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
 import { PROTOCOL_VERSION } from './ops.js';
 
@@ -37,6 +37,8 @@ const releaseSource = {
   allowDowngrade: z.boolean().optional(),
   force: z.boolean().optional(),
   attemptId: attemptIdSchema.optional(),
+  // The end of the rollout window (DESIGN §11): the helper refuses to start at or after it.
+  notAfter: epochMsSchema.optional(),
 };
 
 export const statusRequestSchema = z.strictObject({ ...base, op: z.literal('status'), app: appNameSchema.optional() });

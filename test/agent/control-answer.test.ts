@@ -17,7 +17,8 @@ const validEntry = fc.record({
   version: fc.oneof(fc.constantFrom('1.0.0', '2.3.4-rc.1'), fc.stringMatching(/^(0|[1-9]\d{0,2})\.\d\.\d(-[0-9A-Za-z.-]{1,4})?$/)),
   attemptId: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,5}$/),
   manifest: validEnvelope,
-});
+  notAfter: fc.nat(),
+}, { requiredKeys: ['app', 'version', 'attemptId', 'manifest'] });
 const validHeartbeat = fc.record({
   ackedSeqs: fc.array(fc.integer({ min: 1, max: 1e6 }), { maxLength: 3 }),
   desired: fc.array(validEntry, { maxLength: 2 }),
@@ -32,6 +33,7 @@ const entryEdge = fc.oneof(
   ),
   withKey(validEntry, 'attemptId', fc.oneof(fc.constantFrom('a'.repeat(128), 'a'.repeat(129), '.a', 'a b', 'a:b.c-d_e', ''), junk)),
   withKey(validEntry, 'manifest', envelopeEdge),
+  withKey(validEntry, 'notAfter', intEdge),
   withKey(validEntry, 'extra', junk),
   junk,
 );
