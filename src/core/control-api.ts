@@ -1,5 +1,5 @@
 // The HTTP contract between steward-agent (and `agentctl enroll`) and a control plane
-// (DESIGN §6, §9). Shared by both sides so they cannot drift; the README documents it.
+// (DESIGN §6, §9). Shared by both sides so they cannot drift; docs/protocol.md documents it.
 //
 //   POST /v1/enroll     body: EnrollBody: an envelope (node key, domain steward-enroll-v1) of
 //                       EnrollPayload, plus helperSig (helper key, steward-enroll-helper-v1)
