@@ -1,22 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, envelopeEdge, hex16, junk, lengths, throughJson, validEnvelope, withKey } from '../helpers/check-arbitraries.js';
-import { z } from 'zod';
+import { assertSameAsSchema, envelopeEdge, hex16, junk, lengths, recordGolden, throughJson, validEnvelope, withKey, type Golden } from '../helpers/check-arbitraries.js';
+import type { z } from 'zod';
 import { checkActedFile, checkEnrollmentFile, checkOutboxFile, checkSeqFile } from '../../src/agent/agent-file-checks.js';
 import { enrollmentFileSchema } from '../../src/agent/enrollment-schema.js';
 import { outboxFileSchema } from '../../src/core/outbox-schema.js';
-import { attemptIdSchema, epochMsSchema } from '../../src/core/names.js';
+import { actedFileSchema, seqFileSchema } from '../../src/agent/agent-file-schemas.js';
 
 // The agent reads seq.json, acted.json, outbox.json and enrollment.json without zod (agent-file-checks.ts). These are the zod
 // schemas they were read with before (and the rules they stand for); the checkers must give the
 // same verdicts and values, both ways. Each file is a valid one with at most one field moved to
 // the edge of its rule or to junk, so each rule decides a verdict on its own.
-const seqFileSchema = z.strictObject({ schemaVersion: z.literal(1), lastSeq: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER) });
-const actedFileSchema = z.strictObject({
-  schemaVersion: z.literal(1),
-  acted: z.array(z.strictObject({ attemptId: attemptIdSchema, app: z.string().max(64), at: epochMsSchema, answer: z.string().max(64) })),
-});
 
 const intEdge = fc.oneof(fc.integer({ min: -3, max: 5 }), fc.constantFrom(2 ** 53 - 1, 2 ** 53, 1e20, 0.5, -0, -1), fc.integer(), junk);
 
@@ -92,27 +87,36 @@ const enrollmentFile = fc.oneof(
 );
 
 // The checkers answer {ok, value}; the property compares the value, or null when refused.
-const same = <T>(check: (v: unknown) => { ok: boolean; value?: T }, schema: z.ZodType<T>, files: fc.Arbitrary<unknown>) =>
-  assertSameAsSchema((v) => { const r = check(v); return r.ok ? (r.value as T) : null; }, schema, files.map(throughJson), { numRuns: 2000, minAccepted: 201, maxAccepted: 1799 });
+const valueOf = <T>(check: (v: unknown) => { ok: boolean; value?: T }) => (v: unknown): T | null => {
+  const r = check(v);
+  return r.ok ? (r.value as T) : null;
+};
+const same = <T>(check: (v: unknown) => { ok: boolean; value?: T }, schema: z.ZodType<T>, files: fc.Arbitrary<unknown>, golden: Golden) =>
+  assertSameAsSchema(valueOf(check), schema, files.map(throughJson), { numRuns: 2000, minAccepted: 201, maxAccepted: 1799, golden });
 
 test('checkSeqFile accepts what the seq.json schema accepts and returns what it returns', () => {
-  same(checkSeqFile, seqFileSchema, seqFile);
+  same(checkSeqFile, seqFileSchema, seqFile, { shape: 'agent-seq-file', from: 'checkSeqFile of src/agent/agent-file-checks.ts' });
 });
 
 test('checkActedFile accepts what the acted.json schema accepts and returns what it returns', () => {
-  same(checkActedFile, actedFileSchema, actedFile);
+  same(checkActedFile, actedFileSchema, actedFile, { shape: 'agent-acted-file', from: 'checkActedFile of src/agent/agent-file-checks.ts' });
 });
 
 test('checkOutboxFile accepts what outboxFileSchema accepts and returns what it returns', () => {
-  same(checkOutboxFile, outboxFileSchema, outboxFile);
+  same(checkOutboxFile, outboxFileSchema, outboxFile, { shape: 'outbox-file', from: 'checkOutboxFile of src/agent/agent-file-checks.ts' });
 });
 
 test('checkEnrollmentFile accepts what the enrollment.json schema accepts and returns what it returns', () => {
-  same(checkEnrollmentFile, enrollmentFileSchema, enrollmentFile);
+  same(checkEnrollmentFile, enrollmentFileSchema, enrollmentFile, { shape: 'enrollment-file', from: 'checkEnrollmentFile of src/agent/agent-file-checks.ts' });
 });
 
 test('a refused file names the key', () => {
-  assert.deepEqual(checkActedFile({ schemaVersion: 1, acted: [{ attemptId: 'a', app: 'w', at: -1, answer: 'x' }] }), {
+  const bad = { schemaVersion: 1, acted: [{ attemptId: 'a', app: 'w', at: -1, answer: 'x' }] };
+  recordGolden({ shape: 'agent-acted-file', from: 'checkActedFile of src/agent/agent-file-checks.ts' }, valueOf(checkActedFile), [bad]);
+  // enrollment.json's heartbeatSeconds at its bounds, one past each and a fraction (for the golden file).
+  const enrolled = { schemaVersion: 1, nodeId: 'n-1', controlPlaneUrl: 'https://cp.example:8443', enrolledAt: 1, heartbeatSeconds: 30, nodeKeyId: '0123456789abcdef' };
+  recordGolden({ shape: 'enrollment-file', from: 'checkEnrollmentFile of src/agent/agent-file-checks.ts' }, valueOf(checkEnrollmentFile), [0, 1, 30.5, 86_400, 86_401].map((heartbeatSeconds) => ({ ...enrolled, heartbeatSeconds })));
+  assert.deepEqual(checkActedFile(bad), {
     ok: false,
     where: 'acted.0.at',
     message: 'not a time in epoch ms',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, envelopeEdge, junk, lengths, throughJson, validEnvelope, withKey } from '../helpers/check-arbitraries.js';
+import { assertSameAsSchema, envelopeEdge, junk, lengths, goldenInputs, recordGolden, throughJson, validEnvelope, withKey } from '../helpers/check-arbitraries.js';
 import { readErrorAnswer, readHeartbeatAnswer } from '../../src/agent/control-answer.js';
 import { errorAnswerSchema, heartbeatAnswerSchema } from '../../src/core/control-api.js';
 
@@ -62,10 +62,17 @@ const errorEdge = fc.oneof(
 );
 const body = fc.oneof(heartbeat, errorEdge, fc.jsonValue()).map(throughJson);
 
+const readHeartbeatValue = (v: unknown) => {
+  const r = readHeartbeatAnswer(v);
+  return r.ok ? r.value : null;
+};
+
 test('readHeartbeatAnswer accepts what heartbeatAnswerSchema accepts and returns what it returns', () => {
   let accepted = 0;
+  const inputs = fc.oneof({ arbitrary: heartbeat.map(throughJson), weight: 4 }, body);
+  recordGolden({ shape: 'heartbeat-answer', from: 'readHeartbeatAnswer of src/agent/control-answer.ts' }, readHeartbeatValue, goldenInputs(inputs, 2000, readHeartbeatValue, heartbeatAnswerSchema));
   fc.assert(
-    fc.property(fc.oneof({ arbitrary: heartbeat.map(throughJson), weight: 4 }, body), (v) => {
+    fc.property(inputs, (v) => {
       const z = heartbeatAnswerSchema.safeParse(v);
       const mine = readHeartbeatAnswer(v);
       assert.equal(mine.ok, z.success, JSON.stringify(v).slice(0, 2000));
@@ -81,7 +88,7 @@ test('readHeartbeatAnswer accepts what heartbeatAnswerSchema accepts and returns
 });
 
 test('readErrorAnswer accepts what errorAnswerSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(readErrorAnswer, errorAnswerSchema, fc.oneof({ arbitrary: errorEdge.map(throughJson), weight: 4 }, body), { numRuns: 2500, minAccepted: 51 });
+  assertSameAsSchema(readErrorAnswer, errorAnswerSchema, fc.oneof({ arbitrary: errorEdge.map(throughJson), weight: 4 }, body), { numRuns: 2500, minAccepted: 51, golden: { shape: 'error-answer', from: 'readErrorAnswer of src/agent/control-answer.ts' } });
 });
 
 test('keys that name Object.prototype members or __proto__ are unknown keys, and refused', () => {
@@ -91,15 +98,21 @@ test('keys that name Object.prototype members or __proto__ are unknown keys, and
     const v = JSON.parse(`{"ackedSeqs":[1],"desired":[],"heartbeatSeconds":30,"${key}":{}}`);
     assert.equal(readHeartbeatAnswer(v).ok, false, key);
     assert.equal(heartbeatAnswerSchema.safeParse(v).success, false, key);
+    recordGolden({ shape: 'heartbeat-answer', from: 'readHeartbeatAnswer of src/agent/control-answer.ts' }, readHeartbeatValue, [v]);
   }
   const entry = { app: 'web', version: '1.0.0', attemptId: 'a1', manifest: { payload: 'p', sig: 's', keyId: '0123456789abcdef' } };
   assert.equal(readHeartbeatAnswer({ ...ok, desired: [entry] }).ok, true);
   const withProto = JSON.parse(JSON.stringify({ ...ok, desired: [entry] }).replace('"sig":"s"', '"sig":"s","__proto__":{}'));
   assert.equal(readHeartbeatAnswer(withProto).ok, false);
   assert.equal(heartbeatAnswerSchema.safeParse(withProto).success, false);
+  recordGolden({ shape: 'heartbeat-answer', from: 'readHeartbeatAnswer of src/agent/control-answer.ts' }, readHeartbeatValue, [ok, { ...ok, desired: [entry] }, withProto]);
 });
 
 test('a refused answer names where it went wrong', () => {
-  const r = readHeartbeatAnswer({ ackedSeqs: [1, 0], desired: [], heartbeatSeconds: 30 });
+  const bad = { ackedSeqs: [1, 0], desired: [], heartbeatSeconds: 30 };
+  // With heartbeatSeconds and a seq at their bounds, one past each and a fraction (for the golden file).
+  const edges = [...[0, 1, 30.5, 86_400, 86_401].map((heartbeatSeconds) => ({ ...bad, ackedSeqs: [1], heartbeatSeconds })), ...[0, 1, 1.5, 2 ** 53 - 1, 2 ** 53].map((seq) => ({ ...bad, ackedSeqs: [seq] }))];
+  recordGolden({ shape: 'heartbeat-answer', from: 'readHeartbeatAnswer of src/agent/control-answer.ts' }, readHeartbeatValue, [bad, ...edges]);
+  const r = readHeartbeatAnswer(bad);
   assert.deepEqual(r, { ok: false, where: 'ackedSeqs.1', message: 'not a positive safe integer' });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, junk as anyJunk, withKey } from '../helpers/check-arbitraries.js';
+import { assertSameAsSchema, junk as anyJunk, recordGolden, withKey } from '../helpers/check-arbitraries.js';
 import { readHeartbeatApp } from '../../src/agent/heartbeat-app-check.js';
 import { heartbeatAppSchema } from '../../src/core/heartbeat-schema.js';
 
@@ -48,7 +48,7 @@ const candidate = fc.oneof(
 
 test('readHeartbeatApp accepts what heartbeatAppSchema accepts and returns what it returns', () => {
   // Not through JSON: the agent checks the objects the helper's status answer parsed into.
-  assertSameAsSchema(readHeartbeatApp, heartbeatAppSchema, candidate, { numRuns: 3000, minAccepted: 301, maxAccepted: 2699 });
+  assertSameAsSchema(readHeartbeatApp, heartbeatAppSchema, candidate, { numRuns: 3000, minAccepted: 301, maxAccepted: 2699, golden: { shape: 'heartbeat-app', from: 'readHeartbeatApp of src/agent/heartbeat-app-check.ts' } });
 });
 
 test('__proto__ is an unknown key of an app and of its supervisor', () => {
@@ -58,5 +58,14 @@ test('__proto__ is an unknown key of an app and of its supervisor', () => {
     const v = JSON.parse(text);
     assert.equal(readHeartbeatApp(v), null, text);
     assert.equal(heartbeatAppSchema.safeParse(v).success, false, text);
+    recordGolden({ shape: 'heartbeat-app', from: 'readHeartbeatApp of src/agent/heartbeat-app-check.ts' }, readHeartbeatApp, [v]);
   }
+  // The supervisor's numbers at their bounds, one past each and a fraction (for the golden file: the sample
+  // of the property above reaches them rarely).
+  const edges = [
+    ...[-1, 0, 0.5, 1_000_000, 1_000_001].map((attempts) => ({ ...ok, supervisor: { ...ok.supervisor, attempts } })),
+    ...[0, 1, 1.5, 2 ** 31 - 1, 2 ** 31].map((pid) => ({ ...ok, supervisor: { ...ok.supervisor, pid } })),
+    ...[-1, 0, 0.5, Number.MAX_SAFE_INTEGER, 2 ** 53].map((since) => ({ ...ok, supervisor: { ...ok.supervisor, since } })),
+  ];
+  recordGolden({ shape: 'heartbeat-app', from: 'readHeartbeatApp of src/agent/heartbeat-app-check.ts' }, readHeartbeatApp, [ok, ...edges]);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, junk, throughJson, withKey, type Obj } from '../helpers/check-arbitraries.js';
+import { assertSameAsSchema, junk, recordGolden, throughJson, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { checkHostConfig } from '../../src/core/config-check.js';
 import { hostConfigSchema } from '../../src/core/config-schema.js';
 
@@ -74,7 +74,7 @@ const deep = fc
   .map(([name, r, q, unit]) => ({ apps: { [name]: unit ? { runner: 'unit', unit: 'x.service', quarantine: q } : { restart: r, quarantine: q } } }));
 test('checkHostConfig accepts what hostConfigSchema accepts and returns what it returns, defaults included', () => {
   const inputs = fc.oneof({ arbitrary: config, weight: 8 }, { arbitrary: deep, weight: 3 }, fc.jsonValue()).map(throughJson);
-  assertSameAsSchema(checkHostConfig, hostConfigSchema, inputs, { numRuns: 5000, minAccepted: 501, maxAccepted: 4499 });
+  assertSameAsSchema(checkHostConfig, hostConfigSchema, inputs, { numRuns: 5000, minAccepted: 501, maxAccepted: 4499, golden: { shape: 'host-config', from: 'checkHostConfig of src/core/config-check.ts' } });
 });
 
 test('an empty config is every default; an app without runner is a process app', () => {
@@ -83,4 +83,37 @@ test('an empty config is every default; an app without runner is a process app',
   assert.deepEqual(checkHostConfig(v), hostConfigSchema.parse(v));
   assert.equal(checkHostConfig({ apps: { web: { runner: 'unit' } } }), null);
   assert.equal(checkHostConfig({ api: null }), null);
+  recordGolden({ shape: 'host-config', from: 'checkHostConfig of src/core/config-check.ts' }, checkHostConfig, [{}, v, { apps: { web: { runner: 'unit' } } }, { api: null }]);
+  // Each integer setting at its bounds, one past each and a fraction, alone in a config (for the golden file:
+  // the sample above reaches the deepest ones together with other edges only).
+  const RANGES: [string[], number, number][] = [
+    [['apps', 'web', 'keepReleases'], 2, 100],
+    [['apps', 'web', 'stopTimeoutMs'], 0, 3_600_000],
+    [['apps', 'web', 'logMaxBytes'], 64 * 1024, MAX],
+    ...(['baseMs', 'capMs', 'healthyMs'] as const).map((k): [string[], number, number] => [['apps', 'web', 'restart', k], 0, DAY]),
+    [['apps', 'web', 'restart', 'maxAttempts'], 1, 1000],
+    [['apps', 'web', 'quarantine', 'baseMs'], 0, DAY * 30],
+    [['apps', 'web', 'quarantine', 'capMs'], 0, DAY * 30],
+    [['api', 'idleTimeoutMs'], 100, 3_600_000],
+    [['api', 'maxConnections'], 2, 10_000],
+    [['api', 'maxRequestBytes'], 1024, 1024 * 1024],
+    [['fetch', 'deadlineMs'], 1000, DAY],
+    [['fetch', 'minBytesPerSecond'], 0, MAX],
+    [['fetch', 'minSpeedWindowMs'], 100, 3_600_000],
+    [['fetch', 'maxRedirects'], 0, 20],
+    [['fetch', 'diskReserveBytes'], 0, MAX],
+    [['fetch', 'maxUnsignedBytes'], 1, MAX],
+    [['extract', 'maxEntries'], 1, MAX],
+    [['extract', 'maxBytes'], 1, MAX],
+    [['extract', 'maxPathLength'], 1, 4096],
+    [['extract', 'maxDepth'], 1, 1024],
+    [['extract', 'maxRatio'], 1, MAX],
+    [['supervisor', 'sweepMs'], 100, 3_600_000],
+    [['supervisor', 'pollMs'], 50, 600_000],
+    [['supervisor', 'logCheckMs'], 100, 3_600_000],
+  ];
+  const at = (keys: string[], n: number): Obj => keys.reduceRight<unknown>((inner, k) => ({ [k]: inner }), n) as Obj;
+  const unit = (key: string, n: number): Obj => ({ apps: { web: { runner: 'unit', unit: 'web.service', [key]: key === 'keepReleases' ? n : { baseMs: n } } } });
+  const edges = [...RANGES.flatMap(([keys, min, max]) => [min - 1, min, min + 0.5, max, max + 1].map((n) => at(keys, n))), ...[1, 2, 2.5, 100, 101].map((n) => unit('keepReleases', n)), ...[-1, 0].map((n) => unit('quarantine', n))];
+  recordGolden({ shape: 'host-config', from: 'checkHostConfig of src/core/config-check.ts' }, checkHostConfig, edges);
 });

@@ -72,7 +72,7 @@ const journal = fc.oneof(
 );
 
 test('checkJournal accepts what journalSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkJournal, journalSchema, journal.map(throughJson), { numRuns: 4000, minAccepted: 1200, maxAccepted: 3000 });
+  assertSameAsSchema(checkJournal, journalSchema, journal.map(throughJson), { numRuns: 4000, minAccepted: 1200, maxAccepted: 3000, golden: { shape: 'journal', from: 'checkJournal of src/core/journal-check.ts' } });
 });
 
 // The write side checks the helper's own objects, not JSON: an optional key may be present as
@@ -80,7 +80,7 @@ test('checkJournal accepts what journalSchema accepts and returns what it return
 test('checkJournal keeps an optional key present as undefined, as journalSchema does', () => {
   const undef = fc.tuple(valid, fc.subarray(Object.keys(OPTIONAL), { minLength: 1 })).map(([v, ks]) => ({ ...v, ...Object.fromEntries(ks.map((k) => [k, undefined])) }));
   const inputs = fc.oneof({ arbitrary: undef, weight: 4 }, withKey(valid, 'fromVersion', fc.constant(undefined)), withKey(valid, 'extra', fc.constant(undefined)));
-  assertSameAsSchema(checkJournal, journalSchema, inputs, { numRuns: 500, minAccepted: 250, maxAccepted: 450 });
+  assertSameAsSchema(checkJournal, journalSchema, inputs, { numRuns: 500, minAccepted: 250, maxAccepted: 450, golden: { shape: 'journal', from: 'checkJournal of src/core/journal-check.ts' } });
 });
 
 test('journalChecker words a refusal as journalSchema does', async () => {

@@ -57,5 +57,5 @@ const payload = fc.oneof(
   fc.jsonValue(),
 );
 test('checkReceiptPayload accepts what receiptPayloadSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkReceiptPayload, receiptPayloadSchema, payload.map(throughJson), { numRuns: 3000, minAccepted: 301, maxAccepted: 2699 });
+  assertSameAsSchema(checkReceiptPayload, receiptPayloadSchema, payload.map(throughJson), { numRuns: 3000, minAccepted: 301, maxAccepted: 2699, golden: { shape: 'receipt-payload', from: 'checkReceiptPayload of src/core/receipt-check.ts' } });
 });

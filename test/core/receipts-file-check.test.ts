@@ -47,9 +47,9 @@ const receiptsFileInput = fc.oneof(
 );
 
 test('checkReceiptsFile accepts what receiptsFileSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkReceiptsFile, receiptsFileSchema, receiptsFileInput.map(throughJson), { numRuns: 2000, minAccepted: 400, maxAccepted: 1600 });
+  assertSameAsSchema(checkReceiptsFile, receiptsFileSchema, receiptsFileInput.map(throughJson), { numRuns: 2000, minAccepted: 400, maxAccepted: 1600, golden: { shape: 'receipts-file', from: 'checkReceiptsFile of src/core/receipts-file-check.ts' } });
   // And on values not read from JSON (an own key holding undefined is still a key).
-  assertSameAsSchema(checkReceiptsFile, receiptsFileSchema, fc.oneof(receiptsFileInput, withKey(validFile, 'extra', fc.constant(undefined))), { numRuns: 1000, minAccepted: 100, maxAccepted: 850 });
+  assertSameAsSchema(checkReceiptsFile, receiptsFileSchema, fc.oneof(receiptsFileInput, withKey(validFile, 'extra', fc.constant(undefined))), { numRuns: 1000, minAccepted: 100, maxAccepted: 850, golden: { shape: 'receipts-file', from: 'checkReceiptsFile of src/core/receipts-file-check.ts' } });
 });
 
 const validSeq = fc.record({ schemaVersion: fc.constant(1), next: fc.integer({ min: 1, max: 2 ** 40 }) }) as fc.Arbitrary<Obj>;
@@ -65,8 +65,8 @@ const seqFileInput = fc.oneof(
 );
 
 test('checkReceiptSeqFile accepts what receiptSeqFileSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkReceiptSeqFile, receiptSeqFileSchema, seqFileInput.map(throughJson), { numRuns: 2000, minAccepted: 400, maxAccepted: 1600 });
-  assertSameAsSchema(checkReceiptSeqFile, receiptSeqFileSchema, fc.oneof(seqFileInput, withKey(validSeq, 'extra', fc.constant(undefined))), { numRuns: 500, minAccepted: 40, maxAccepted: 420 });
+  assertSameAsSchema(checkReceiptSeqFile, receiptSeqFileSchema, seqFileInput.map(throughJson), { numRuns: 2000, minAccepted: 400, maxAccepted: 1600, golden: { shape: 'receipt-seq-file', from: 'checkReceiptSeqFile of src/core/receipts-file-check.ts' } });
+  assertSameAsSchema(checkReceiptSeqFile, receiptSeqFileSchema, fc.oneof(seqFileInput, withKey(validSeq, 'extra', fc.constant(undefined))), { numRuns: 500, minAccepted: 40, maxAccepted: 420, golden: { shape: 'receipt-seq-file', from: 'checkReceiptSeqFile of src/core/receipts-file-check.ts' } });
 });
 
 // The Checkers are these checks (and checkReceiptPayload, held to its schema by

@@ -19,5 +19,5 @@ const markInput = fc.oneof(
 );
 
 test('checkRelayMark accepts what relayMarkSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkRelayMark, relayMarkSchema, markInput.map(throughJson), { numRuns: 2000, minAccepted: 300, maxAccepted: 1700 });
+  assertSameAsSchema(checkRelayMark, relayMarkSchema, markInput.map(throughJson), { numRuns: 2000, minAccepted: 300, maxAccepted: 1700, golden: { shape: 'relay-mark', from: 'checkRelayMark of src/core/relay-mark.ts' } });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { appNameEdge, assertSameAsSchema, hex16, intEdge, INTEGRITY, integrityEdge, junk, lengths, MAX, throughJson, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
+import { appNameEdge, assertSameAsSchema, hex16, recordGolden, intEdge, INTEGRITY, integrityEdge, junk, lengths, MAX, throughJson, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { checkManifestPayload, checkMarker, checkReleaseFileShape, markerChecker, releaseFileChecker } from '../../src/core/release-check.js';
 import { manifestPayloadSchema, markerSchema, releaseFileSchema } from '../../src/core/release-schemas.js';
 import { refusalOf } from '../../src/core/checker.js';
@@ -50,7 +50,7 @@ const marker = fc.oneof(
 );
 
 test('checkMarker accepts what markerSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkMarker, markerSchema, both(marker), { numRuns: 3000, minAccepted: 600, maxAccepted: 2400 });
+  assertSameAsSchema(checkMarker, markerSchema, both(marker), { numRuns: 3000, minAccepted: 600, maxAccepted: 2400, golden: { shape: 'marker', from: 'checkMarker of src/core/release-check.ts' } });
 });
 
 // ---- the manifest payload
@@ -76,7 +76,7 @@ const manifest = fc.oneof(
 );
 
 test('checkManifestPayload accepts what manifestPayloadSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkManifestPayload, manifestPayloadSchema, both(manifest), { numRuns: 3000, minAccepted: 600, maxAccepted: 2400 });
+  assertSameAsSchema(checkManifestPayload, manifestPayloadSchema, both(manifest), { numRuns: 3000, minAccepted: 600, maxAccepted: 2400, golden: { shape: 'manifest-payload', from: 'checkManifestPayload of src/core/release-check.ts' } });
 });
 
 // ---- steward-release.json
@@ -201,15 +201,15 @@ const release = fc.oneof(
 );
 
 test('checkReleaseFileShape accepts what releaseFileSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkReleaseFileShape, releaseFileSchema, both(release), { numRuns: 2000, minAccepted: 400, maxAccepted: 1600 });
+  assertSameAsSchema(checkReleaseFileShape, releaseFileSchema, both(release), { numRuns: 2000, minAccepted: 400, maxAccepted: 1600, golden: { shape: 'release-file', from: 'checkReleaseFileShape of src/core/release-check.ts' } });
 });
 
 test('checkReleaseFileShape takes start as releaseFileSchema does: command, env keys and values at their edges', () => {
-  assertSameAsSchema(checkReleaseFileShape, releaseFileSchema, both(withKey(validRelease, 'start', start)), { numRuns: 4000, minAccepted: 800, maxAccepted: 3200 });
+  assertSameAsSchema(checkReleaseFileShape, releaseFileSchema, both(withKey(validRelease, 'start', start)), { numRuns: 4000, minAccepted: 800, maxAccepted: 3200, golden: { shape: 'release-file', from: 'checkReleaseFileShape of src/core/release-check.ts' } });
 });
 
 test('checkReleaseFileShape takes health as releaseFileSchema does: http and tcp probes, their limits and defaults', () => {
-  assertSameAsSchema(checkReleaseFileShape, releaseFileSchema, both(withKey(validRelease, 'health', health)), { numRuns: 4000, minAccepted: 800, maxAccepted: 3200 });
+  assertSameAsSchema(checkReleaseFileShape, releaseFileSchema, both(withKey(validRelease, 'health', health)), { numRuns: 4000, minAccepted: 800, maxAccepted: 3200, golden: { shape: 'release-file', from: 'checkReleaseFileShape of src/core/release-check.ts' } });
 });
 
 // The cases the brief names, each once, so that each is known to be reached.
@@ -231,6 +231,7 @@ test('steward-release.json edge cases reach the same verdicts as releaseFileSche
     return z.success;
   });
   assert.deepEqual(verdicts, [true, false, false, true, true, false, false, true, true, false, true, true, false, false, true]);
+  recordGolden({ shape: 'release-file', from: 'checkReleaseFileShape of src/core/release-check.ts' }, checkReleaseFileShape, cases);
 });
 
 test('a refusal is worded by the schema', async () => {

@@ -80,7 +80,7 @@ const record = fc.oneof(
 );
 
 test('checkRunRecord accepts what runRecordSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkRunRecord, runRecordSchema, record.map(throughJson), { numRuns: 4000, minAccepted: 1000, maxAccepted: 3000 });
+  assertSameAsSchema(checkRunRecord, runRecordSchema, record.map(throughJson), { numRuns: 4000, minAccepted: 1000, maxAccepted: 3000, golden: { shape: 'run-record', from: 'checkRunRecord of src/core/run-record-check.ts' } });
 });
 
 // The write side checks the helper's own objects, not JSON: an optional key may be present as
@@ -88,7 +88,7 @@ test('checkRunRecord accepts what runRecordSchema accepts and returns what it re
 test('checkRunRecord keeps an optional key present as undefined, as runRecordSchema does', () => {
   const undef = fc.tuple(valid, fc.subarray(Object.keys(OPTIONAL), { minLength: 1 })).map(([v, ks]) => ({ ...v, ...Object.fromEntries(ks.map((k) => [k, undefined])) }));
   const inputs = fc.oneof({ arbitrary: undef, weight: 4 }, withKey(valid, 'process', fc.constant(undefined)), withKey(valid, 'extra', fc.constant(undefined)));
-  assertSameAsSchema(checkRunRecord, runRecordSchema, inputs, { numRuns: 500, minAccepted: 250, maxAccepted: 450 });
+  assertSameAsSchema(checkRunRecord, runRecordSchema, inputs, { numRuns: 500, minAccepted: 250, maxAccepted: 450, golden: { shape: 'run-record', from: 'checkRunRecord of src/core/run-record-check.ts' } });
 });
 
 test('runRecordChecker words a refusal as runRecordSchema does', async () => {

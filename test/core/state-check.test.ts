@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, intEdge, junk, lengths, MAX, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
+import { assertSameAsSchema, intEdge, recordGolden, junk, lengths, MAX, versionEdge, withKey, type Obj } from '../helpers/check-arbitraries.js';
 import { appStateChecker, checkAppState, checkQuarantineEntry } from '../../src/core/state-check.js';
 import { appStateSchema, emptyAppState, quarantineEntrySchema } from '../../src/core/state-schemas.js';
 
@@ -76,7 +76,7 @@ const state = fc.oneof(
 
 test('checkAppState accepts what appStateSchema accepts and returns what it returns', () => {
   // Through JSON: JSON.parse keeps a "__proto__" key as an own key, as a file read gives it.
-  assertSameAsSchema(checkAppState, appStateSchema, state.map((v) => JSON.parse(JSON.stringify(v) ?? 'null') as unknown), { numRuns: 4000, minAccepted: 1000, maxAccepted: 3000 });
+  assertSameAsSchema(checkAppState, appStateSchema, state.map((v) => JSON.parse(JSON.stringify(v) ?? 'null') as unknown), { numRuns: 4000, minAccepted: 1000, maxAccepted: 3000, golden: { shape: 'app-state', from: 'checkAppState of src/core/state-check.ts' } });
 });
 
 test('checkAppState leaves a "__proto__" quarantine key out and keeps the result a plain record', () => {
@@ -86,6 +86,7 @@ test('checkAppState leaves a "__proto__" quarantine key out and keeps the result
   assert.equal(Object.getPrototypeOf(mine?.quarantine), Object.prototype);
   assert.deepEqual(Object.keys(mine?.quarantine ?? {}), ['1.2.3']);
   assert.equal((mine?.quarantine as Obj | undefined)?.polluted, undefined);
+  recordGolden({ shape: 'app-state', from: 'checkAppState of src/core/state-check.ts' }, checkAppState, [v]);
 });
 
 // The write side checks the helper's own objects, not JSON: blocked.message may be present as
@@ -97,8 +98,9 @@ test('checkAppState on values that did not come through JSON', () => {
     withKey(valid, 'hold', fc.constant(undefined)),
     withKey(valid, 'quarantine', fc.constantFrom(Object.create(null) as Obj, [], new Map())),
   );
-  assertSameAsSchema(checkAppState, appStateSchema, own, { numRuns: 400, minAccepted: 60, maxAccepted: 250 });
+  assertSameAsSchema(checkAppState, appStateSchema, own, { numRuns: 400, minAccepted: 60, maxAccepted: 250, golden: { shape: 'app-state', from: 'checkAppState of src/core/state-check.ts' } });
   assert.deepEqual(checkAppState(emptyAppState()), emptyAppState());
+  recordGolden({ shape: 'app-state', from: 'checkAppState of src/core/state-check.ts' }, checkAppState, [emptyAppState()]);
 });
 
 test('appStateChecker words a refusal as appStateSchema does', async () => {
@@ -108,5 +110,5 @@ test('appStateChecker words a refusal as appStateSchema does', async () => {
 // The quarantine entry is checked by one function for the state's record and for a journal's
 // prior.quarantine; its bounds are held here directly, where each edge comes up often.
 test('checkQuarantineEntry accepts what quarantineEntrySchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkQuarantineEntry, quarantineEntrySchema, entry, { numRuns: 2000, minAccepted: 300, maxAccepted: 1800 });
+  assertSameAsSchema(checkQuarantineEntry, quarantineEntrySchema, entry, { numRuns: 2000, minAccepted: 300, maxAccepted: 1800, golden: { shape: 'quarantine-entry', from: 'checkQuarantineEntry of src/core/state-check.ts' } });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { appNameEdge, assertSameAsSchema, attemptIdEdge, envelopeEdge, INTEGRITY, integrityEdge, junk, lengths, throughJson, validEnvelope, versionEdge, withKey, type SchemaLike, type Obj } from '../helpers/check-arbitraries.js';
+import { appNameEdge, assertSameAsSchema, recordGolden, attemptIdEdge, envelopeEdge, INTEGRITY, integrityEdge, junk, lengths, throughJson, validEnvelope, versionEdge, withKey, type SchemaLike, type Obj } from '../helpers/check-arbitraries.js';
 import { ALL_OPS, type OpName } from '../../src/protocol/ops.js';
 import { requestCheckers, requestEnvelopeChecker } from '../../src/protocol/request-check.js';
 import { requestEnvelopeSchema, requestSchemas } from '../../src/protocol/schemas.js';
@@ -71,7 +71,7 @@ function request(op: OpName): fc.Arbitrary<unknown> {
 for (const op of ALL_OPS) {
   test(`the ${op} request checker accepts what its schema accepts and returns what it returns`, () => {
     const check = requestCheckers[op].check as (v: unknown) => Obj | null;
-    assertSameAsSchema(check, requestSchemas[op] as unknown as SchemaLike<Obj>, request(op).map(throughJson), { numRuns: 600, minAccepted: 120, maxAccepted: 500 });
+    assertSameAsSchema(check, requestSchemas[op] as unknown as SchemaLike<Obj>, request(op).map(throughJson), { numRuns: 600, minAccepted: 120, maxAccepted: 500, golden: { shape: `request.${op}`, from: 'requestCheckers of src/protocol/request-check.ts' } });
   });
 }
 
@@ -81,19 +81,22 @@ test('an optional key sent as undefined (never from JSON) gets the same verdict 
       const raw = { v: 1, id: 1, op, app: 'web', version: '1.0.0', [key]: undefined };
       const schema = requestSchemas[op].safeParse(raw);
       assert.deepEqual(requestCheckers[op].check(raw), schema.success ? schema.data : null, `${op} ${key}`);
+      recordGolden({ shape: `request.${op}`, from: 'requestCheckers of src/protocol/request-check.ts' }, requestCheckers[op].check, [raw]);
     }
   }
 });
 
 test('the request envelope checker accepts what requestEnvelopeSchema accepts and returns what it returns', () => {
   const any = fc.oneof(...ALL_OPS.map((op) => request(op)));
-  assertSameAsSchema(requestEnvelopeChecker.check, requestEnvelopeSchema, any.map(throughJson), { numRuns: 2000, minAccepted: 800, maxAccepted: 1900 });
+  assertSameAsSchema(requestEnvelopeChecker.check, requestEnvelopeSchema, any.map(throughJson), { numRuns: 2000, minAccepted: 800, maxAccepted: 1900, golden: { shape: 'request-envelope', from: 'requestEnvelopeChecker of src/protocol/request-check.ts' } });
   // JSON.parse makes "__proto__" an own key; the loose envelope leaves it out, as zod does.
   const proto = JSON.parse('{"v":1,"id":1,"op":"status","__proto__":{"x":1}}');
   const z = requestEnvelopeSchema.safeParse(proto);
   assert.deepEqual(requestEnvelopeChecker.check(proto), z.success ? z.data : null);
   assert.equal(Object.getPrototypeOf(requestEnvelopeChecker.check(proto)), Object.prototype);
   assert.deepEqual(requestCheckers.status.check(proto), null, 'an unknown key, even __proto__, is refused by a strict request');
+  recordGolden({ shape: 'request-envelope', from: 'requestEnvelopeChecker of src/protocol/request-check.ts' }, requestEnvelopeChecker.check, [proto]);
+  recordGolden({ shape: 'request.status', from: 'requestCheckers of src/protocol/request-check.ts' }, requestCheckers.status.check, [proto]);
 });
 
 test("each request checker words a refusal with its own op's schema", async () => {

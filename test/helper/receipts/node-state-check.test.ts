@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { assertSameAsSchema, junk, lengths, throughJson, withKey, type Obj } from '../../helpers/check-arbitraries.js';
+import { assertSameAsSchema, junk, lengths, recordGolden, throughJson, withKey, type Obj } from '../../helpers/check-arbitraries.js';
 import { checkNodeState, nodeStateChecker } from '../../../src/helper/receipts/node-id.js';
 import { nodeStateSchema } from '../../../src/helper/receipts/node-state-schema.js';
 
@@ -36,10 +36,10 @@ const nodeState = fc.oneof(
 );
 
 test('checkNodeState accepts what nodeStateSchema accepts and returns what it returns', () => {
-  assertSameAsSchema(checkNodeState, nodeStateSchema, nodeState.map(throughJson), { numRuns: 3000, minAccepted: 600, maxAccepted: 2400 });
+  assertSameAsSchema(checkNodeState, nodeStateSchema, nodeState.map(throughJson), { numRuns: 3000, minAccepted: 600, maxAccepted: 2400, golden: { shape: 'node-state', from: 'checkNodeState of src/helper/receipts/node-id.ts' } });
   // And on values not read from JSON: undefined values, inherited keys.
   const inherited = fc.tuple(valid, fc.dictionary(fc.string({ maxLength: 4 }), junk, { maxKeys: 2 })).map(([v, proto]) => Object.assign(Object.create(proto) as Obj, v));
-  assertSameAsSchema(checkNodeState, nodeStateSchema, fc.oneof(nodeState, inherited), { numRuns: 1000, minAccepted: 200, maxAccepted: 900 });
+  assertSameAsSchema(checkNodeState, nodeStateSchema, fc.oneof(nodeState, inherited), { numRuns: 1000, minAccepted: 200, maxAccepted: 900, golden: { shape: 'node-state', from: 'checkNodeState of src/helper/receipts/node-id.ts' } });
 });
 
 test('checkNodeState keeps other keys and drops "__proto__", as nodeStateSchema does', async () => {
@@ -48,6 +48,7 @@ test('checkNodeState keeps other keys and drops "__proto__", as nodeStateSchema 
   assert.deepEqual(mine, { schemaVersion: 1, nodeId: 'n-1', enrolledAt: 5 });
   assert.equal(Object.getPrototypeOf(mine), Object.prototype);
   assert.deepEqual(mine, nodeStateSchema.parse(v));
+  recordGolden({ shape: 'node-state', from: 'checkNodeState of src/helper/receipts/node-id.ts' }, checkNodeState, [v]);
   assert.equal(await nodeStateChecker.schema(), nodeStateSchema);
   assert.equal(nodeStateChecker.check, checkNodeState);
 });
