@@ -2,7 +2,7 @@
 // acknowledgement, kept in outbox.json so that an agent restart neither loses nor repeats one.
 import type { KeyObject } from 'node:crypto';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { checkReceiptPayload } from '../core/receipt-check.js';
+import { receiptPayloadSchema } from '../core/receipt-schema.js';
 import { RELAY_MARK_SCHEMA_VERSION, type RelayMark } from '../core/relay-mark.js';
 import type { Envelope } from '../core/release-schemas.js';
 import { verifyReceipt } from '../platform/verify-receipt.js';
@@ -61,10 +61,10 @@ function claimedSeq(envelope: unknown): number {
 
 // The receipt seq inside an envelope's payload, or null when the payload is not a receipt.
 // Used only on the agent's own outbox file; what comes from the helper is verified instead.
-// Checked without zod (receipt-check.ts, held to receiptPayloadSchema by its property test).
 function seqOfStored(envelope: Envelope): number | null {
   try {
-    return checkReceiptPayload(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')))?.seq ?? null;
+    const r = receiptPayloadSchema.safeParse(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')));
+    return r.success ? r.data.seq : null;
   } catch {
     return null;
   }

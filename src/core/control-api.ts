@@ -87,6 +87,6 @@ export type ControlErrorCode = (typeof CONTROL_ERROR_CODES)[number];
 export const errorAnswerSchema = z.object({
   error: z.object({ code: z.string().max(64), message: z.string().max(4096) }),
   lastSeq: z.number().int().nonnegative().optional(),
-  serverTime: epochMsSchema.optional(),
+  serverTime: z.optional(epochMsSchema),
 });
 export type ErrorAnswer = z.infer<typeof errorAnswerSchema>;

@@ -29,20 +29,20 @@ const base = {
 const releaseSource = {
   app: appNameSchema,
   version: versionSchema,
-  manifest: envelopeSchema.optional(),
-  integrity: integritySchema.optional(),
+  manifest: z.optional(envelopeSchema),
+  integrity: z.optional(integritySchema),
   path: z.string().min(1).max(4096).optional(),
   upload: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
   allowUnsigned: z.boolean().optional(),
   allowDowngrade: z.boolean().optional(),
   force: z.boolean().optional(),
-  attemptId: attemptIdSchema.optional(),
+  attemptId: z.optional(attemptIdSchema),
 };
 
-export const statusRequestSchema = z.strictObject({ ...base, op: z.literal('status'), app: appNameSchema.optional() });
+export const statusRequestSchema = z.strictObject({ ...base, op: z.literal('status'), app: z.optional(appNameSchema) });
 export const releasesRequestSchema = z.strictObject({ ...base, op: z.literal('releases'), app: appNameSchema });
 export const stageRequestSchema = z.strictObject({ ...base, op: z.literal('stage'), ...releaseSource });
-export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('receipts'), app: appNameSchema.optional() });
+export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('receipts'), app: z.optional(appNameSchema) });
 
 // Who the client says it is: kept so that older clients' requests parse, and ignored: a hold's
 // `by` is the peer's credentials (DESIGN §4). Text with control characters is refused.
@@ -59,8 +59,8 @@ export const rollbackRequestSchema = z.strictObject({
   ...base,
   op: z.literal('rollback'),
   app: appNameSchema,
-  to: versionSchema.optional(),
-  attemptId: attemptIdSchema.optional(),
+  to: z.optional(versionSchema),
+  attemptId: z.optional(attemptIdSchema),
   noWait: z.boolean().optional(),
   by: whoSchema,
 });
@@ -68,8 +68,8 @@ export const recoverRequestSchema = z.strictObject({
   ...base,
   op: z.literal('recover'),
   app: appNameSchema,
-  to: versionSchema.optional(),
-  attemptId: attemptIdSchema.optional(),
+  to: z.optional(versionSchema),
+  attemptId: z.optional(attemptIdSchema),
   by: whoSchema,
 });
 export const pruneRequestSchema = z.strictObject({

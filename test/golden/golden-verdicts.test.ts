@@ -13,7 +13,7 @@ import { heartbeatAppSchema } from '../../src/core/heartbeat-schema.js';
 import { journalSchema } from '../../src/core/journal-schema.js';
 import { outboxFileSchema } from '../../src/core/outbox-schema.js';
 import { receiptPayloadSchema, receiptSeqFileSchema, receiptsFileSchema } from '../../src/core/receipt-schema.js';
-import { relayMarkSchema } from '../../src/core/relay-mark-schema.js';
+import { relayMarkSchema } from '../../src/core/relay-mark.js';
 import { manifestPayloadSchema, markerSchema, releaseFileSchema } from '../../src/core/release-schemas.js';
 import { runRecordSchema } from '../../src/core/run-record-schema.js';
 import { appStateSchema, quarantineEntrySchema } from '../../src/core/state-schemas.js';
