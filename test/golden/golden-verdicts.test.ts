@@ -19,7 +19,7 @@ import { runRecordSchema } from '../../src/core/run-record-schema.js';
 import { appStateSchema, quarantineEntrySchema } from '../../src/core/state-schemas.js';
 import { nodeStateSchema } from '../../src/helper/receipts/node-state-schema.js';
 import { ALL_OPS } from '../../src/protocol/ops.js';
-import { requestEnvelopeSchema, requestSchemas } from '../../src/protocol/schemas.js';
+import { progressEventSchema, requestEnvelopeSchema, requestSchemas, responseSchema } from '../../src/protocol/schemas.js';
 
 // Every JSON shape is one zod schema (DESIGN §15). Before the hand-written checkers that stood
 // beside the schemas went (issue 16), their verdicts on the inputs of their property tests were
@@ -55,6 +55,8 @@ const SCHEMAS: Record<string, SchemaLike> = {
   'outbox-file': outboxFileSchema,
   'enrollment-file': enrollmentFileSchema,
   'heartbeat-app': heartbeatAppSchema,
+  'progress-event': progressEventSchema,
+  response: responseSchema,
   'heartbeat-answer': heartbeatAnswerSchema,
   'error-answer': errorAnswerSchema,
 };

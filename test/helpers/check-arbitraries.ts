@@ -63,7 +63,7 @@ export interface SchemaLike<T> {
 // adds the hand-picked cases given to recordGolden, and writes every verdict (refused; or
 // accepted, with the value returned when it is not the input) to <folder>/<shape>.json when the
 // process ends:
-//   STEWARD_GOLDEN_RECORD=$PWD/test/golden node scripts/run-tests.js -check.test -checks.test control-answer.test
+//   STEWARD_GOLDEN_RECORD=$PWD/test/golden node scripts/run-tests.js -check.test -checks.test control-answer.test protocol/answer.test
 export const GOLDEN_SEED = 16;
 const RECORD_DIR = process.env.STEWARD_GOLDEN_RECORD;
 interface GoldenCase {

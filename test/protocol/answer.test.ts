@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import { goldenInputs, recordGolden } from '../helpers/check-arbitraries.js';
 import { REASON_CODES } from '../../src/core/errors.js';
 import { readAnswer, readProgressEvent } from '../../src/protocol/answer.js';
 import { progressEventSchema, responseSchema } from '../../src/protocol/schemas.js';
@@ -27,7 +28,14 @@ const answer = fc.record(
 const asLine = (v: unknown): unknown => JSON.parse(JSON.stringify(v) ?? 'null');
 const line = fc.oneof(progress, answer, fc.jsonValue()).map(asLine);
 
+// readAnswer's verdict as responseSchema's value: the line's id with the answer (for the golden file).
+const answerValue = (v: unknown) => {
+  const a = readAnswer(v);
+  return a === null ? null : { id: (v as { id: unknown }).id, ...a };
+};
+
 test('readProgressEvent accepts what progressEventSchema accepts and returns what it returns', () => {
+  recordGolden({ shape: 'progress-event', from: 'readProgressEvent of src/protocol/answer.ts' }, readProgressEvent, goldenInputs(line, 3000, readProgressEvent, progressEventSchema));
   fc.assert(
     fc.property(line, (v) => {
       const z = progressEventSchema.safeParse(v);
@@ -38,6 +46,7 @@ test('readProgressEvent accepts what progressEventSchema accepts and returns wha
 });
 
 test('readAnswer accepts what responseSchema accepts and returns what it returns', () => {
+  recordGolden({ shape: 'response', from: "readAnswer of src/protocol/answer.ts, with the line's id" }, answerValue, goldenInputs(line, 3000, answerValue, responseSchema));
   fc.assert(
     fc.property(line, (v) => {
       const z = responseSchema.safeParse(v);
@@ -63,4 +72,8 @@ test('numbers JSON cannot hold are refused in a progress event; ids past 2^53 or
     error: { code: 'BUSY', message: 'm' },
   });
   assert.equal(readAnswer({ id: 1, ok: false, error: { code: 'NOT_A_CODE', message: 'm' } }), null);
+  const events = [{ ...ok, bytes: 5, junk: 1 }, { ...ok, bytes: Infinity }, { ...ok, id: 2 ** 53 }, { ...ok, id: 2 ** 53 - 1 }, { ...ok, id: 1.5 }, { ...ok, id: 'x'.repeat(128) }, { ...ok, id: 'x'.repeat(129) }, { ...ok, id: null }];
+  recordGolden({ shape: 'progress-event', from: 'readProgressEvent of src/protocol/answer.ts' }, readProgressEvent, events);
+  const answers = [{ id: 'x'.repeat(129), ok: true, result: 1 }, { id: 'x'.repeat(128), ok: false, error: { code: 'BUSY', message: 'm' } }, { id: 1, ok: false, error: { code: 'NOT_A_CODE', message: 'm' } }, { id: 1, ok: true }, { id: null, ok: true, result: null }, { id: null, ok: false, error: { code: 'BUSY', message: 'm', attemptId: 'a' } }, { ok: true, result: 1 }];
+  recordGolden({ shape: 'response', from: "readAnswer of src/protocol/answer.ts, with the line's id" }, answerValue, answers);
 });
