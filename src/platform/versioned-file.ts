@@ -1,6 +1,5 @@
-import type { z } from '../core/zod-mini.js';
 import { StewardError } from '../core/errors.js';
-import { mustParse } from '../core/must-parse.js';
+import { mustParse, type Schema } from '../core/must-parse.js';
 import { readFileNoFollow } from './fs-atomic.js';
 import { cachedParse, keepParse } from './parse-cache.js';
 
@@ -9,7 +8,7 @@ import { cachedParse, keepParse } from './parse-cache.js';
 // naming it (and, in the schema's words, the field and the rule).
 // `keep`: the parse of an unchanged text is kept (parse-cache.ts), for the small files read
 // on every supervisor pass; big or rarely read files (receipts, an agent's outbox) keep nothing.
-export async function readVersionedJson<T>(file: string, version: number, schema: z.ZodMiniType<T>, maxBytes = 4 * 1024 * 1024, keep = false): Promise<T | null> {
+export async function readVersionedJson<T>(file: string, version: number, schema: Schema<T>, maxBytes = 4 * 1024 * 1024, keep = false): Promise<T | null> {
   let json: unknown;
   let text: string;
   try {

@@ -3,8 +3,8 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { readAnswer, readProgressEvent } from './answer.js';
-import type { ProgressEvent, SocketKind } from './schemas.js';
+import { progressEventSchema, responseSchema, type ProgressEvent } from './answer-schemas.js';
+import type { SocketKind } from './ops.js';
 
 // Errors that mean "no helper there for us": absent, not listening, not allowed.
 const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'EAGAIN']);
@@ -104,17 +104,18 @@ function callOnce(socketPath: string, request: object, opts: CallOptions): Promi
       } catch {
         return done(new StewardError('INTERNAL', 'the helper sent a line that is not JSON'));
       }
-      const ev = readProgressEvent(obj);
-      if (ev) {
+      const ev = progressEventSchema.safeParse(obj);
+      if (ev.success) {
         try {
-          opts.onProgress?.(ev);
+          opts.onProgress?.(ev.data);
         } catch (err) {
           done(toStewardError(err));
         }
         return;
       }
-      const res = readAnswer(obj);
-      if (!res) return done(new StewardError('INTERNAL', 'the helper sent an answer this client does not understand'));
+      const parsed = responseSchema.safeParse(obj);
+      if (!parsed.success) return done(new StewardError('INTERNAL', 'the helper sent an answer this client does not understand'));
+      const res = parsed.data;
       if (res.ok) return done(null, res.result);
       const e = res.error;
       done(new StewardError(e.code, e.message, { details: e.attemptId ? { attemptId: e.attemptId } : {} }));

@@ -32,9 +32,10 @@ function specifiersOf(file: string): string[] {
   return [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)'([^']+)'/gm)].map((m) => m[1] as string);
 }
 
-test('no path of the helper, however rare, imports execa', () => {
+test('no path of the helper, however rare, imports execa or classic zod', () => {
   const seen = new Set<string>();
   const packages = new Set<string>();
+  const zodEntries = new Set<string>();
   const stack = [path.join(REPO, 'dist/src/helper/main.js'), path.join(REPO, 'dist/src/platform/tarball-worker.js')];
   while (stack.length) {
     const file = stack.pop() as string;
@@ -43,8 +44,11 @@ test('no path of the helper, however rare, imports execa', () => {
     for (const spec of specifiersOf(file)) {
       if (spec.startsWith('.')) stack.push(path.resolve(path.dirname(file), spec));
       else if (!spec.startsWith('node:')) packages.add(spec.split('/')[0] as string);
+      if (spec === 'zod' || spec.startsWith('zod/')) zodEntries.add(spec);
     }
   }
-  assert.ok(seen.size > 100 && packages.has('zod'), `the walk reached the helper's modules (${seen.size}) and the lazy zod imports`);
+  assert.ok(seen.size > 100 && packages.has('zod'), `the walk reached the helper's modules (${seen.size}) and zod`);
   assert.ok(!packages.has('execa'), `packages reached: ${[...packages].sort().join(', ')}`);
+  // zod/mini, and zod's English messages for it (core/zod-mini.ts); never `zod` or `zod/v4`.
+  assert.deepEqual([...zodEntries].sort(), ['zod/mini', 'zod/v4/locales/en.js']);
 });
