@@ -6,9 +6,8 @@ import { receiptPayloadSchema } from '../core/receipt-schema.js';
 import { RELAY_MARK_SCHEMA_VERSION, type RelayMark } from '../core/relay-mark.js';
 import type { Envelope } from '../core/release-schemas.js';
 import { verifyReceipt } from '../platform/verify-receipt.js';
-import { readVersionedChecked } from '../platform/versioned-json.js';
-// Checked without zod (agent-file-checks.ts; its test holds it to outboxFileSchema).
-import { checkOutboxFile, OUTBOX_SCHEMA_VERSION, type OutboxFile } from './agent-file-checks.js';
+import { readVersionedJson } from '../platform/versioned-file.js';
+import { OUTBOX_SCHEMA_VERSION, outboxFileSchema, type OutboxFile } from '../core/outbox-schema.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
 import { keyIdOf } from '../platform/keys.js';
 import { logger } from '../platform/log.js';
@@ -120,7 +119,7 @@ export class Outbox {
   // `markFile`, every change is followed by the relay mark (core/relay-mark.ts) it implies.
   // `maxPending` (default OUTBOX_MAX_PENDING) bounds what take() adds, never what open() reads.
   static async open(file: string, opts: { markFile?: string; maxPending?: number } = {}): Promise<Outbox> {
-    const body = await readVersionedChecked(file, OUTBOX_SCHEMA_VERSION, checkOutboxFile, OUTBOX_MAX_BYTES);
+    const body = await readVersionedJson(file, OUTBOX_SCHEMA_VERSION, outboxFileSchema, OUTBOX_MAX_BYTES);
     const state = body === null ? { helperKeyId: null, highestSeq: 0, pending: [] } : decodeFile(file, body);
     return new Outbox(file, state, opts.markFile ?? null, opts.maxPending ?? OUTBOX_MAX_PENDING);
   }

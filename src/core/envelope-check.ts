@@ -1,7 +1,7 @@
 // The signature envelope of DESIGN §6 checked without zod (issue 8, row 5). Accepts exactly what
 // envelopeSchema of release-schemas.ts accepts: {payload 1..48 KiB, sig 1..256, keyId 16
-// lowercase hex}, nothing else (test/agent/control-answer.test.ts and agent-file-checks.test.ts
-// hold it to the schema inside the answers and files that carry envelopes).
+// lowercase hex}, nothing else (test/agent/control-answer.test.ts holds it to the schema inside
+// the answers that carry envelopes).
 import type { Envelope } from './release-schemas.js';
 
 const KEY_ID_RE = /^[0-9a-f]{16}$/;
