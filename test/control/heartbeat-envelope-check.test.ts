@@ -5,6 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { heartbeatEnvelopeOf, heartbeatEnvelopeSchema } from '../../src/control/heartbeat/verify-heartbeat.js';
+import { goldenInputs, recordGolden } from '../helpers/check-arbitraries.js';
+
+const golden = { shape: 'heartbeat-envelope', from: 'heartbeatEnvelopeOf of src/control/heartbeat/verify-heartbeat.ts' };
 
 function agree(value: unknown): void {
   const z = heartbeatEnvelopeSchema.safeParse(value);
@@ -29,11 +32,15 @@ const nearMiss = fc.tuple(valid, fc.constantFrom('none', 'drop', 'set', 'extra',
   });
 
 test('heartbeatEnvelopeOf gives the verdict of heartbeatEnvelopeSchema on any JSON value', () => {
+  recordGolden(golden, heartbeatEnvelopeOf, goldenInputs(fc.jsonValue(), 2000, heartbeatEnvelopeOf, heartbeatEnvelopeSchema));
   fc.assert(fc.property(fc.jsonValue(), agree), { numRuns: 2000 });
 });
 
 test('heartbeatEnvelopeOf gives the verdict of heartbeatEnvelopeSchema on near-misses of an envelope, parsed from JSON text', () => {
   // Through JSON text, as a body arrives: a "__proto__" key is then an own key, as JSON.parse makes it.
+  const parsed = nearMiss.map((text): unknown => JSON.parse(text));
+  const hand = ['{"payload":"a","sig":"b","keyId":"0123456789abcdef"}', '{"payload":"a","sig":"b","keyId":"0123456789abcdef","__proto__":{}}', '{"payload":"a","sig":"b","__proto__":"0123456789abcdef"}', '[]', 'null'];
+  recordGolden(golden, heartbeatEnvelopeOf, [...goldenInputs(parsed, 3000, heartbeatEnvelopeOf, heartbeatEnvelopeSchema), ...hand.map((t): unknown => JSON.parse(t))]);
   fc.assert(fc.property(nearMiss, (text) => agree(JSON.parse(text))), { numRuns: 3000 });
   agree(JSON.parse('{"payload":"a","sig":"b","keyId":"0123456789abcdef"}'));
   agree(JSON.parse('{"payload":"a","sig":"b","keyId":"0123456789abcdef","__proto__":{}}'));

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { REPO } from '../helpers/host.js';
 import { decodeGolden, encodeGolden, type Json } from '../helpers/golden-encoding.js';
+import { heartbeatEnvelopeSchema } from '../../src/control/heartbeat/verify-heartbeat.js';
 import { actedFileSchema, seqFileSchema } from '../../src/agent/agent-file-schemas.js';
 import { enrollmentFileSchema } from '../../src/agent/enrollment-schema.js';
 import { hostConfigSchema } from '../../src/core/config-schema.js';
@@ -59,6 +60,7 @@ const SCHEMAS: Record<string, SchemaLike> = {
   response: responseSchema,
   'heartbeat-answer': heartbeatAnswerSchema,
   'error-answer': errorAnswerSchema,
+  'heartbeat-envelope': heartbeatEnvelopeSchema,
 };
 
 const DIR = path.join(REPO, 'test/golden');
