@@ -4,7 +4,7 @@
 // node.key and enrollment.json; nobody else ever reads the node key.
 import os from 'node:os';
 import { promises as fsp } from 'node:fs';
-import { z } from 'zod';
+import { z } from '../core/zod-mini.js';
 import { ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
@@ -19,27 +19,27 @@ import { relayMarkFile } from '../core/relay-mark.js';
 
 // What the root side hands the agent user's process on stdin (the token never goes in argv).
 export const enrollRequestSchema = z.strictObject({
-  controlPlaneUrl: z.string().url(),
-  token: z.string().min(1).max(256),
-  helperPublicKey: z.string().min(1).max(4096),
-  caFile: z.string().min(1).optional(),
-  insecure: z.boolean().optional(),
-  force: z.boolean().optional(),
+  controlPlaneUrl: z.url(),
+  token: z.string().check(z.minLength(1), z.maxLength(256)),
+  helperPublicKey: z.string().check(z.minLength(1), z.maxLength(4096)),
+  caFile: z.optional(z.string().check(z.minLength(1))),
+  insecure: z.optional(z.boolean()),
+  force: z.optional(z.boolean()),
 });
 export type EnrollRequest = z.infer<typeof enrollRequestSchema>;
 
 // What it may ask root for, once, on a line of its stdout before its result: the helper key's
 // signature over the enroll payload bytes P (base64). Root answers on the child's stdin.
-export const enrollProveRequestSchema = z.strictObject({ prove: z.string().min(1).max(48 * 1024) });
+export const enrollProveRequestSchema = z.strictObject({ prove: z.string().check(z.minLength(1), z.maxLength(48 * 1024)) });
 export const enrollProveAnswerSchema = z.union([
-  z.strictObject({ helperSig: z.string().min(1).max(256) }),
-  z.strictObject({ error: z.strictObject({ code: z.string().max(64), message: z.string().max(4096) }) }),
+  z.strictObject({ helperSig: z.string().check(z.minLength(1), z.maxLength(256)) }),
+  z.strictObject({ error: z.strictObject({ code: z.string().check(z.maxLength(64)), message: z.string().check(z.maxLength(4096)) }) }),
 ]);
 export type EnrollProveAnswer = z.infer<typeof enrollProveAnswerSchema>;
 
 // What it prints on stdout last: one JSON line.
 export const enrollResultSchema = z.union([
-  z.strictObject({ ok: z.literal(true), nodeId: z.string().min(1).max(128), heartbeatSeconds: z.number().int(), nodeKeyId: z.string(), controlPlaneUrl: z.string() }),
+  z.strictObject({ ok: z.literal(true), nodeId: z.string().check(z.minLength(1), z.maxLength(128)), heartbeatSeconds: z.number().check(z.int()), nodeKeyId: z.string(), controlPlaneUrl: z.string() }),
   z.strictObject({ ok: z.literal(false), error: z.strictObject({ code: z.string(), message: z.string() }) }),
 ]);
 export type EnrollResult = z.infer<typeof enrollResultSchema>;

@@ -11,23 +11,24 @@
 //   GET  /v1/artifacts/<app>/<version>.tgz   the release tarball, when the catalog keeps it
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
-import { z } from 'zod';
-import { appNameSchema, attemptIdSchema, epochMsSchema, versionSchema } from './names.js';
+import { z } from './zod-mini.js';
+import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, stringSchema, versionSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 
 export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
 
-const pemSchema = z.string().min(1).max(4096);
+const heartbeatSecondsSchema = intSchema(1, 86_400);
+const pemSchema = stringSchema(1, 4096);
 
 // What a node signs with its fresh node key to enroll. `nodePublicKey` must verify the
 // envelope's signature; `helperPublicKey` is the key every receipt of this node must verify
 // under from now on. Tokens are single use and expire.
 export const enrollPayloadSchema = z.strictObject({
   v: z.literal(1),
-  token: z.string().min(16).max(256),
+  token: stringSchema(16, 256),
   nodePublicKey: pemSchema,
   helperPublicKey: pemSchema,
-  hostname: z.string().min(1).max(253),
+  hostname: stringSchema(1, 253),
   sentAt: epochMsSchema,
 });
 export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
@@ -41,13 +42,13 @@ export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
 // agentctl's body lacks; enrollment refuses a body without it.
 export const enrollBodySchema = z.strictObject({
   ...envelopeSchema.shape,
-  helperSig: z.string().min(1).max(256).optional(),
+  helperSig: z.optional(stringSchema(1, 256)),
 });
 export type EnrollBody = z.infer<typeof enrollBodySchema>;
 
 export const enrollAnswerSchema = z.strictObject({
-  nodeId: z.string().min(1).max(128),
-  heartbeatSeconds: z.number().int().min(1).max(86_400),
+  nodeId: stringSchema(1, 128),
+  heartbeatSeconds: heartbeatSecondsSchema,
 });
 export type EnrollAnswer = z.infer<typeof enrollAnswerSchema>;
 
@@ -61,13 +62,13 @@ export const desiredEntrySchema = z.strictObject({
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
-const seqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const seqSchema = intSchema(1);
 
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.
-  ackedSeqs: z.array(seqSchema).max(4096),
-  desired: z.array(desiredEntrySchema).max(256),
-  heartbeatSeconds: z.number().int().min(1).max(86_400),
+  ackedSeqs: z.array(seqSchema).check(z.maxLength(4096)),
+  desired: z.array(desiredEntrySchema).check(z.maxLength(256)),
+  heartbeatSeconds: heartbeatSecondsSchema,
 });
 export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
 
@@ -85,8 +86,8 @@ export const CONTROL_ERROR_CODES = [
 export type ControlErrorCode = (typeof CONTROL_ERROR_CODES)[number];
 
 export const errorAnswerSchema = z.object({
-  error: z.object({ code: z.string().max(64), message: z.string().max(4096) }),
-  lastSeq: z.number().int().nonnegative().optional(),
+  error: z.object({ code: stringSchema(0, 64), message: stringSchema(0, 4096) }),
+  lastSeq: z.optional(intSchema(0)),
   serverTime: z.optional(epochMsSchema),
 });
 export type ErrorAnswer = z.infer<typeof errorAnswerSchema>;

@@ -39,17 +39,6 @@ export const versionEdge = fc.oneof(fc.constantFrom('01.2.3', '1.2', '1.2.3+b', 
 // The edges themselves weigh most: a rule's bound moved by one is found only by its edge value.
 export const intEdge = fc.oneof({ arbitrary: fc.constantFrom(0, 1, -1, MAX, MAX + 1, -MAX, -MAX - 1, 0.5, -0, NaN, Infinity), weight: 4 }, fc.integer(), junk);
 
-// A signature envelope {payload, sig, keyId} as envelopeSchema takes it, and one with a field
-// moved to the edge of its rule (payload <= 48 KiB, sig <= 256, keyId 16 lowercase hex) or to junk.
-export const validEnvelope = fc.record({ payload: fc.string({ minLength: 1, maxLength: 20 }), sig: fc.string({ minLength: 1, maxLength: 10 }), keyId: hex16 });
-export const envelopeEdge = fc.oneof(
-  withKey(validEnvelope, 'payload', fc.oneof(lengths('p', 0, 1, 48 * 1024, 48 * 1024 + 1), junk)),
-  withKey(validEnvelope, 'sig', fc.oneof(lengths('s', 0, 1, 256, 257), junk)),
-  withKey(validEnvelope, 'keyId', fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{15,17}$/), fc.constantFrom('0123456789ABCDEF', '0123456789abcdeg'), junk)),
-  withKey(validEnvelope, 'extra', junk),
-  junk,
-);
-
 // Through JSON, as a daemon reads a file or a body (undefined keys vanish).
 export const throughJson = (v: unknown): unknown => JSON.parse(JSON.stringify(v) ?? 'null');
 
