@@ -19,8 +19,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ENROLL_PATH, HEARTBEAT_PATH } from '../src/core/control-api.js';
-import { openStore } from '../src/control/store/open-store.js';
-import { createToken } from '../src/control/store/tokens.js';
+import { createToken } from '../src/control/enroll/tokens.js';
+import { openStore } from '../src/control/store/sqlite/open-sqlite-store.js';
 import { DOMAINS, signEnvelope, signPayloadBytes } from '../src/platform/keys.js';
 import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } from './lib/http-load.js';
 import { benchArgs, cpuMsOf, median, printRow, quantile, ratios as ratiosOf, series } from './lib.js';
@@ -287,9 +287,13 @@ async function main(): Promise<void> {
   const pool = startLoadPool(THREADS);
   try {
     // Tokens straight into the store (the CLI would be a process per token); enrollment itself is real.
-    const store = openStore(db);
-    const tokens = store.write(() => Array.from({ length: NODES }, () => createToken(store, Date.now(), 3_600_000).token));
-    store.close();
+    const store = openStore(db, { create: true });
+    const tokens = await store.write(async (tx) => {
+      const out: string[] = [];
+      for (let i = 0; i < NODES; i++) out.push((await createToken(tx, 3_600_000)).token);
+      return out;
+    });
+    await store.close();
     server = await startServer(db, args.rest['cpu-prof']);
     const { nodes, perSecond: enrollRate } = await enrollAll(server.url, tokens);
     const hb: Phase[] = [];

@@ -16,7 +16,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import os from 'node:os';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, REPO, sri, startHelper, unitNodeFlags } from '../test/helpers/host.js';
-import { controlCli, startControl } from '../test/helpers/fleet.js';
+import { controlCli, startControlDaemon } from '../test/helpers/fleet.js';
 import { freePort } from '../test/fixtures/app-releases.js';
 import { gzipTar, makeTar } from '../test/fixtures/tar-writer.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../src/control/store/settings.js';
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
   const work = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-footprint-'));
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
-    const control = await startControl(path.join(work, 'control.db'), await freePort(), DEFAULT_HEARTBEAT_SECONDS);
+    const control = await startControlDaemon(path.join(work, 'control.db'), await freePort(), DEFAULT_HEARTBEAT_SECONDS);
     cleanups.push(() => control.stop());
     const host = makeHost({ apps: { bench: processApp({ stopTimeoutMs: 2000 }) }, controlPlane: { url: control.url } });
     cleanups.push(async () => host.cleanup());

@@ -1,9 +1,10 @@
 // npm run demo: the whole loop in a temp folder, no root needed. A control plane on loopback
-// (SQLite in the temp folder) and three hosts, each a steward-helper and a steward-agent in its
-// own root prefix. The hosts enroll; a rollout of v1 and one of v2 confirm on all three; a
-// rollout of a broken v3 is rolled back by its canary and halts before the other two are
-// touched; an operator's manual rollback on one host is left alone by the control plane; and
-// the receipts the control plane verified are printed as a timeline.
+// (SQLite in the temp folder) and five hosts, each a steward-helper and a steward-agent in its
+// own root prefix, enrolled with labelled tokens: one env=staging, four env=prod, one of which
+// does not run the app. A rollout to staging; one to prod with two canaries, a 50 % batch and a
+// failure budget of 0, paused and resumed on the way (the host without the app is never asked);
+// a broken release halted by its canary on staging before prod is touched; an operator's manual
+// rollback left alone; and the receipts the control plane verified, as a timeline.
 import { chmodSync, mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +21,7 @@ function step(title: string): void {
 
 // Runs steward-control and shows the command and its human output, indented.
 async function control(db: string, args: string[]): Promise<void> {
-  say(`$ steward-control ${args.join(' ')}`);
+  say(`$ steward-control ${args.map((a) => (/[\s()%]/.test(a) ? `'${a}'` : a)).join(' ')}`);
   const r = await run('control', ['--db', db, ...args]);
   process.stdout.write(r.stdout.replace(/^/gm, '  ').replace(/ +$/, ''));
   if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
@@ -29,16 +30,18 @@ async function control(db: string, args: string[]): Promise<void> {
 interface RolloutStatus {
   version: string;
   status: string;
+  counts: { confirmed: number; pending: number };
+  nodes: Array<{ nodeId: string; state: string }>;
   haltReason?: { code: string; nodeId?: string; message: string } | null;
 }
 
-// Starts a rollout and waits for its end; returns the final status document.
-async function rollout(db: string, version: string, extra: string[]): Promise<RolloutStatus> {
-  await control(db, ['rollout', 'start', 'web', version, '--verdict-timeout', '60s', ...extra]);
+const status = async (db: string): Promise<RolloutStatus> => (await runJson<{ runs: RolloutStatus[] }>('control', ['--db', db, 'rollout', 'status', 'web'])).runs[0]!;
+
+// Waits for the run of `version` to end and shows it; returns its final status.
+async function untilEnded(db: string, version: string): Promise<RolloutStatus> {
   const final = await waitFor(`the rollout of web ${version} to end`, 120_000, async () => {
-    const { runs } = await runJson<{ runs: RolloutStatus[] }>('control', ['--db', db, 'rollout', 'status', 'web']);
-    const st = runs[0];
-    return !st || st.version !== version || st.status === 'running' ? undefined : st;
+    const st = await status(db);
+    return st.version === version && ['succeeded', 'halted', 'stopped'].includes(st.status) ? st : undefined;
   });
   await control(db, ['rollout', 'status', 'web']);
   return final;
@@ -55,8 +58,8 @@ async function main(): Promise<number> {
   const hosts: FleetHost[] = [];
   let cp: Daemon | null = null;
   try {
-    step('A control plane on loopback, its SQLite database in the temp folder');
-    cp = startDaemon('steward-control', 'control', ['--db', db, 'serve', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
+    step('A control plane on loopback, its SQLite database in the temp folder (serve --init creates it)');
+    cp = startDaemon('steward-control', 'control', ['--db', db, 'serve', '--init', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
     const url = await waitFor('steward-control to listen', 15_000, async () => {
       if (cp?.child.exitCode !== null) throw new Error(`steward-control exited: ${cp?.output()}`);
       return /listening on (\S+)/.exec(cp.output())?.[1];
@@ -71,61 +74,72 @@ async function main(): Promise<number> {
       await control(db, ['release', 'add', 'web', version, '--file', tgz, '--base-url', url, '--key', key]);
     }
 
-    step('Three hosts: each a helper and an agent in its own root prefix, enrolled with a one-use token');
-    for (const name of ['host-1', 'host-2', 'host-3']) {
-      const host = makeFleetHost(base, name, url, path.join(cpDir, 'keys/release.pub'));
+    step('Five hosts, each a helper and an agent in its own root, enrolled with a one-use token that labels it');
+    const fleet: Array<[string, string, boolean]> = [['staging-1', 'staging', true], ['prod-1', 'prod', true], ['prod-2', 'prod', true], ['prod-3', 'prod', true], ['prod-cache', 'prod', false]];
+    for (const [name, env, web] of fleet) {
+      const host = makeFleetHost(base, name, env, url, path.join(cpDir, 'keys/release.pub'), web);
       hosts.push(host);
       await startHostHelper(host);
-      const { token } = await runJson<{ token: string }>('control', ['--db', db, 'token', 'create', '--ttl', '10m']);
+      const { token } = await runJson<{ token: string }>('control', ['--db', db, 'token', 'create', '--ttl', '10m', '--label', `env=${env}`]);
       const nodeId = await enrollHost(host, url, token);
       startHostAgent(host);
-      say(`${name}: root ${host.root}, enrolled as node ${nodeId}`);
+      say(`${name}: root ${host.root}, enrolled as node ${nodeId} with env=${env}${web ? '' : ' (it runs cache, not web)'}`);
     }
-    await waitFor('three nodes heartbeating', 30_000, async () => {
-      const nodes = await runJson<{ nodes: Array<{ lastHeartbeatAt: number | null }> }>('control', ['--db', db, 'nodes']);
-      return nodes.nodes.filter((n) => n.lastHeartbeatAt !== null).length === 3 ? true : undefined;
+    await waitFor('five nodes heartbeating', 30_000, async () => {
+      const nodes = await runJson<{ nodes: Array<{ apps: unknown[] }> }>('control', ['--db', db, 'nodes']);
+      return nodes.nodes.filter((n) => n.apps.length > 0).length === 5 ? true : undefined;
     });
     await control(db, ['nodes']);
-    say(hosts.map((h) => `${h.name} = ${h.nodeId}`).join(', '));
-    const [h1, h2, h3] = hosts as [FleetHost, FleetHost, FleetHost];
+    const [staging, , , , cache] = hosts as [FleetHost, FleetHost, FleetHost, FleetHost, FleetHost];
+    const prod = hosts.filter((h) => h.env === 'prod' && h !== cache);
 
-    step('Roll out v1, then v2: the canary first, then a batch of two');
-    for (const version of ['1.0.0', '2.0.0']) {
-      const r = await rollout(db, version, ['--canary', h1.nodeId as string, '--batch', '2']);
-      if (r.status !== 'succeeded') throw new Error(`the rollout of ${version} ended ${r.status}`);
-      for (const h of hosts) if ((await currentOf(h)) !== version) throw new Error(`${h.name} does not run ${version}`);
-    }
-    say(`all three hosts run web 2.0.0`);
+    step('Roll web 1.0.0 out to staging only');
+    await control(db, ['rollout', 'start', 'web', '1.0.0', '--select', 'env=staging', '--bake', '0', '--verdict-timeout', '60s']);
+    if ((await untilEnded(db, '1.0.0')).status !== 'succeeded') throw new Error('the staging rollout did not succeed');
+    for (const h of hosts) say(`${h.name} runs web ${(await currentOf(h)) ?? '-'}`);
 
-    step('Roll out the broken v3: the canary rolls it back and the run halts');
-    const r3 = await rollout(db, '3.0.0', ['--canary', h1.nodeId as string, '--batch', '2']);
+    step('Then to prod: two canaries, a 50 % batch, a failure budget of 0; paused as soon as it starts');
+    await control(db, ['rollout', 'start', 'web', '1.0.0', '--dry-run', '--select', 'env=prod', '--canaries', '2', '--batch', '50%', '--max-failures', '0', '--bake', '2s', '--seed', '7']);
+    await control(db, ['rollout', 'start', 'web', '1.0.0', '--select', 'env=prod', '--canaries', '2', '--batch', '50%', '--max-failures', '0', '--bake', '2s', '--seed', '7', '--verdict-timeout', '60s']);
+    await control(db, ['rollout', 'pause', 'web']);
+    // The canaries were issued before the pause: they finish; nothing new goes out while paused.
+    await waitFor('the two canaries to confirm', 60_000, async () => ((await status(db)).counts.confirmed === 2 ? true : undefined));
+    await new Promise((r) => setTimeout(r, 3000));
+    const paused = await status(db);
+    if (paused.status !== 'paused' || paused.counts.pending !== 1) throw new Error(`the paused run shows ${paused.status} with ${paused.counts.pending} pending`);
+    await control(db, ['rollout', 'status', 'web']);
+    say('paused: the canaries confirmed and baked, the batch waits; the host without web is not-targeted');
+    await control(db, ['rollout', 'resume', 'web']);
+    if ((await untilEnded(db, '1.0.0')).status !== 'succeeded') throw new Error('the prod rollout did not succeed');
+    for (const h of prod) if ((await currentOf(h)) !== '1.0.0') throw new Error(`${h.name} does not run 1.0.0`);
+    say(`every prod host that runs web is on 1.0.0; ${cache.name} was never asked`);
+
+    step('The broken v3 to staging: its canary rolls it back and the run halts; prod is never touched');
+    await control(db, ['rollout', 'start', 'web', '3.0.0', '--select', 'env=staging', '--bake', '0', '--verdict-timeout', '60s']);
+    const r3 = await untilEnded(db, '3.0.0');
     if (r3.status !== 'halted') throw new Error(`the rollout of 3.0.0 ended ${r3.status}, not halted`);
-    for (const h of hosts) {
+    for (const h of [staging, ...prod]) {
       const cur = await currentOf(h);
-      say(`${h.name} runs web ${cur}`);
-      if (cur !== '2.0.0') throw new Error(`${h.name} runs ${cur}, not 2.0.0`);
+      if (cur !== '1.0.0') throw new Error(`${h.name} runs ${cur}, not 1.0.0`);
     }
-    say(`host-2 and host-3 were never asked for 3.0.0; host-1 rolled it back and quarantined it`);
+    say(`${staging.name} rolled 3.0.0 back and quarantined it; every host still runs web 1.0.0`);
 
-    step("An operator rolls host-3 back by hand; the control plane does not undo it");
-    say(`$ agentctl --root ${h3.root} rollback web`);
-    const rb = await run('agentctl', ['--root', h3.root, 'rollback', 'web']);
+    step('v2 to prod, then an operator rolls prod-3 back by hand; the control plane does not undo it');
+    await control(db, ['rollout', 'start', 'web', '2.0.0', '--select', 'env=prod', '--canaries', '0', '--batch', '100%', '--bake', '0', '--verdict-timeout', '60s']);
+    if ((await untilEnded(db, '2.0.0')).status !== 'succeeded') throw new Error('the rollout of 2.0.0 did not succeed');
+    const p3 = prod[2] as FleetHost;
+    say(`$ agentctl --root ${p3.root} rollback web`);
+    const rb = await run('agentctl', ['--root', p3.root, 'rollback', 'web']);
     process.stdout.write(rb.stdout.replace(/^/gm, '  ').replace(/ +$/, ''));
     if (rb.code !== 0) throw new Error(`the manual rollback exited ${rb.code}: ${rb.stderr}`);
-    // Several heartbeats later host-3 still runs 1.0.0, and the control plane has its receipt.
     await waitFor('the rollback receipt to reach the control plane', 30_000, async () => {
-      const { receipts } = await runJson<{ receipts: Array<{ nodeId: string; outcome: string; fromVersion: string | null; targetVersion: string | null }> }>('control', [
-        '--db',
-        db,
-        'receipts',
-      ]);
-      return receipts.some((x) => x.nodeId === h3.nodeId && x.fromVersion === '2.0.0' && x.targetVersion === '1.0.0' && x.outcome === 'active') ? true : undefined;
+      const { receipts } = await runJson<{ receipts: Array<{ nodeId: string; outcome: string; fromVersion: string | null; targetVersion: string | null }> }>('control', ['--db', db, 'receipts']);
+      return receipts.some((x) => x.nodeId === p3.nodeId && x.fromVersion === '2.0.0' && x.targetVersion === '1.0.0' && x.outcome === 'active') ? true : undefined;
     });
-    await new Promise((r) => setTimeout(r, 4000));
-    if ((await currentOf(h3)) !== '1.0.0') throw new Error('host-3 no longer runs 1.0.0');
-    if ((await currentOf(h2)) !== '2.0.0') throw new Error('host-2 no longer runs 2.0.0');
-    await control(db, ['nodes']);
-    say(`${h3.name} (${h3.nodeId}) still runs 1.0.0 several heartbeats later: no rollout is running, and the manual rollback put a hold`);
+    await new Promise((r) => setTimeout(r, 3000));
+    if ((await currentOf(p3)) !== '1.0.0') throw new Error(`${p3.name} no longer runs 1.0.0`);
+    await control(db, ['rollout', 'status', 'web']);
+    say(`${p3.name} still runs 1.0.0 several heartbeats later: it is listed behind the last succeeded run (\`rollout retry --behind\` would ask it), and the manual rollback put a hold`);
 
     step('The timeline: every receipt as the control plane verified it');
     await control(db, ['receipts']);

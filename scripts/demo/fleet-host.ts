@@ -1,5 +1,5 @@
-// One host of the demo fleet: a root prefix with its host config, the release key trusted for
-// app `web`, a steward-helper and, once enrolled, a steward-agent.
+// One host of the demo fleet: a root prefix with its host config (app `web`, or only another
+// app), the release key trusted for web, a steward-helper and, once enrolled, a steward-agent.
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run, runJson, startDaemon, waitFor, type Daemon } from './processes.js';
@@ -8,6 +8,7 @@ const isRoot = process.getuid?.() === 0;
 
 export interface FleetHost {
   name: string;
+  env: string;
   root: string;
   nodeId: string | null;
   helper: Daemon | null;
@@ -15,15 +16,16 @@ export interface FleetHost {
 }
 
 // Lays out a host under `base/<name>`: config naming the control plane, the release key trusted.
-export function makeFleetHost(base: string, name: string, controlUrl: string, releasePub: string): FleetHost {
+// Without `web`, its only app is `cache` (a host the rollouts of web must leave alone).
+export function makeFleetHost(base: string, name: string, env: string, controlUrl: string, releasePub: string, web = true): FleetHost {
   const root = path.join(base, name);
   const trusted = path.join(root, 'etc/steward/trusted-keys/web');
   mkdirSync(trusted, { recursive: true, mode: 0o755 });
   chmodSync(root, 0o755);
   copyFileSync(releasePub, path.join(trusted, 'release.pub'));
-  const web = { runner: 'process', keepReleases: 3, ...(isRoot ? { user: 'nobody', group: 'nogroup' } : {}) };
-  writeFileSync(path.join(root, 'etc/steward/steward.json'), JSON.stringify({ apps: { web }, controlPlane: { url: controlUrl } }, null, 2));
-  return { name, root, nodeId: null, helper: null, agent: null };
+  const app = { runner: 'process', keepReleases: 3, ...(isRoot ? { user: 'nobody', group: 'nogroup' } : {}) };
+  writeFileSync(path.join(root, 'etc/steward/steward.json'), JSON.stringify({ apps: web ? { web: app } : { cache: app }, controlPlane: { url: controlUrl } }, null, 2));
+  return { name, env, root, nodeId: null, helper: null, agent: null };
 }
 
 // Starts the host's helper and waits until its start (recovery, first pass) is over.

@@ -1,7 +1,8 @@
 // POSTs one JSON body to the control plane and reads its answer, with a deadline and a cap on
 // the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`.
 import { StewardError } from '../core/errors.js';
-import { readExtraCa, startRequest } from '../platform/http-fetch.js';
+import { readExtraCa } from '../platform/extra-ca.js';
+import { startRequest } from '../platform/http-request.js';
 import { readOwnVersion } from '../platform/own-version.js';
 import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from './control-plane-url.js';
 

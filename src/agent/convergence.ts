@@ -1,7 +1,8 @@
 // Convergence (DESIGN §6): each desired entry goes to the helper once, under the control
 // plane's attemptId. The helper's answer, accepted or refused, is final for that attemptId:
 // a refusal (HELD, BLOCKED, QUARANTINED, BUSY, a release problem...) makes a signed `refused`
-// receipt, which is how the control plane learns; the agent does not retry it.
+// receipt, which is how the control plane learns; the agent does not retry it. An entry past
+// its `notAfter` (its window closed, DESIGN §11) is not handed to the helper at all.
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
@@ -21,6 +22,8 @@ export type ConvergeResult =
   | { attemptId: string; app: string; result: 'already-acted' }
   | { attemptId: string; app: string; result: 'accepted' | 'settled' }
   | { attemptId: string; app: string; result: 'refused'; code: string }
+  // Its window closed (notAfter at or before now): not handed on, not recorded as acted on.
+  | { attemptId: string; app: string; result: 'expired'; notAfter: number }
   // The helper did not answer (unreachable, still recovering): tried again at the next heartbeat.
   | { attemptId: string; app: string; result: 'deferred'; code: string };
 
@@ -35,6 +38,11 @@ export async function convergeDesired(desired: readonly DesiredEntry[], deps: Co
     const base = { attemptId: e.attemptId, app: e.app };
     if (deps.acted.has(e.attemptId)) {
       results.push({ ...base, result: 'already-acted' });
+      continue;
+    }
+    if (e.notAfter !== undefined && deps.clock.now() >= e.notAfter) {
+      deps.log('desired not handed to the helper app=%s version=%s attemptId=%s: its window closed at %s', e.app, e.version, e.attemptId, new Date(e.notAfter).toISOString());
+      results.push({ ...base, result: 'expired', notAfter: e.notAfter });
       continue;
     }
     let answer: string;

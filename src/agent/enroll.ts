@@ -5,7 +5,7 @@
 import os from 'node:os';
 import { promises as fsp } from 'node:fs';
 import { z } from '../core/zod-mini.js';
-import { ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
+import { claimedLabelsSchema, ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
 import { DOMAINS, generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, signEnvelope } from '../platform/keys.js';
@@ -25,6 +25,9 @@ export const enrollRequestSchema = z.strictObject({
   caFile: z.optional(z.string().check(z.minLength(1))),
   insecure: z.optional(z.boolean()),
   force: z.optional(z.boolean()),
+  // What the node proposes as its labels (`agentctl enroll --label`); the control plane keeps
+  // them under claimed.<key>.
+  labels: z.optional(claimedLabelsSchema),
 });
 export type EnrollRequest = z.infer<typeof enrollRequestSchema>;
 
@@ -77,6 +80,8 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
       helperPublicKey: req.helperPublicKey,
       hostname: (os.hostname() || 'localhost').slice(0, 253),
       sentAt: deps.clock.now(),
+      // Only when there are some: a control plane from before labels refuses the key.
+      ...(req.labels && Object.keys(req.labels).length ? { labels: req.labels } : {}),
     };
     const envelope = signEnvelope(DOMAINS.enroll, payload, parsePrivateKey(kp.privatePem));
     const body: EnrollBody = { ...envelope, helperSig: await deps.proveHelperKey(Buffer.from(envelope.payload, 'base64')) };

@@ -1,7 +1,7 @@
 // The `apps` of a heartbeat from the helper's status answer (DESIGN §6), pure.
 import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
 import { heartbeatAppSchema, type HeartbeatApp } from '../core/heartbeat-schema.js';
-import type { AppStatus } from '../helper/ops/status.js';
+import type { AppStatus } from '../protocol/answers.js';
 
 // Maps each app of a status answer to a heartbeat app; an app that does not fit the schema
 // (a version the helper reports that is not one) is left out and named in `skipped`.

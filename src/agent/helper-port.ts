@@ -1,20 +1,15 @@
 // The helper as the agent sees it: three ops over helper.sock (DESIGN §7).
 import type { DesiredEntry } from '../core/control-api.js';
-import type { Envelope } from '../core/release-schemas.js';
-import type { StatusResult } from '../helper/ops/status.js';
+import { StewardError } from '../core/errors.js';
+import type { AcceptedAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
 import { callHelper } from '../protocol/client.js';
-import type { AcceptedAnswer, UpdateAnswer } from '../protocol/schemas.js';
-
-export interface HelperReceipts {
-  helperKeyId: string;
-  receipts: Envelope[];
-}
+import { helperClient } from '../protocol/helper-client.js';
 
 // The seam to the helper. Every method throws StewardError: HELPER_UNREACHABLE when no helper
 // answers, else the helper's own error code (RECOVERING, HELD, BUSY, ...).
 export interface HelperPort {
   // Every app's signed receipts, sorted by seq (never read from the files).
-  receipts(): Promise<HelperReceipts>;
+  receipts(): Promise<ReceiptsResult>;
   status(): Promise<StatusResult>;
   // Hands one desired entry to the helper with noWait: resolves once the helper accepted the
   // attempt (or answered it from an earlier receipt of the same attemptId).
@@ -27,16 +22,25 @@ const HELPER_TIMEOUT_MS = 30_000;
 
 // The real helper behind `socketPath` (helper.sock).
 export function socketHelper(socketPath: string): HelperPort {
-  let id = 0;
-  const call = (req: Record<string, unknown>) => callHelper(socketPath, { v: 1, id: ++id, ...req }, { timeoutMs: HELPER_TIMEOUT_MS });
+  const helper = helperClient((request, opts) => callHelper(socketPath, request, { timeoutMs: HELPER_TIMEOUT_MS, ...opts }));
   return {
-    receipts: async () => (await call({ op: 'receipts' })) as HelperReceipts,
-    status: async () => (await call({ op: 'status' })) as StatusResult,
+    receipts: () => helper.receipts(),
+    status: () => helper.status(),
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
-    // helper's refusals (DESIGN §6), and helper.sock would refuse the last two anyway.
-    update: async (e) =>
-      (await call({ op: 'update', app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' })) as
-        | UpdateAnswer
-        | AcceptedAnswer,
+    // helper's refusals (DESIGN §6), and helper.sock would refuse the last two anyway. notAfter
+    // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
+    update: async (e) => {
+      const req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
+      if (e.notAfter === undefined) return helper.update(req);
+      try {
+        return await helper.update({ ...req, notAfter: e.notAfter });
+      } catch (err) {
+        // Why: a helper older than windows refuses the unknown key as a malformed request
+        // (changing nothing, making no receipt); the agent checked notAfter just before, so it
+        // asks once more as that helper understands.
+        if (!(err instanceof StewardError && err.code === 'BAD_REQUEST' && /notAfter/.test(err.message))) throw err;
+        return helper.update(req);
+      }
+    },
   };
 }

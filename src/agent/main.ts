@@ -17,7 +17,7 @@ import { readOwnVersion } from '../platform/own-version.js';
 import { readBootId } from '../platform/proc-identity.js';
 import { resolveRootPrefix } from '../platform/root-prefix.js';
 import { systemAccounts } from '../platform/users.js';
-import { loadHostConfig } from '../helper/config.js';
+import { loadHostConfig } from '../host/config.js';
 import { ActedStore } from './acted-store.js';
 import { agentFiles, ensureAgentDir, readEnrollment, readNodeKey } from './agent-files.js';
 import { createControlPlaneClient } from './control-plane-client.js';

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { StewardError } from '../core/errors.js';
 import { hostPaths, type HostPaths } from '../core/paths.js';
 import type { SocketKind } from '../protocol/schemas.js';
-import { callHelper, pickSocket, type CallOptions } from '../protocol/client.js';
+import { callHelper, pickSocket } from '../protocol/client.js';
+import { helperClient, type HelperClient } from '../protocol/helper-client.js';
 import { printLines } from './output.js';
 
 export interface GlobalOptions {
@@ -16,9 +17,9 @@ export interface CliContext {
   paths: HostPaths;
   json: boolean;
   socket: { path: string; kind: SocketKind };
-  // Sends one request over `socket` (callHelper). When the helper cannot be reached, the error
+  // The helper behind `socket`, one method per op. When the helper cannot be reached, the error
   // also says why this socket was the one tried, and where the root prefix came from.
-  call(request: object, opts?: CallOptions): Promise<unknown>;
+  helper: HelperClient;
 }
 
 let noted = false;
@@ -46,11 +47,12 @@ export async function cliContext(opts: GlobalOptions): Promise<CliContext> {
     paths,
     json: !!opts.json,
     socket,
-    call: (request, callOpts) =>
+    helper: helperClient((request, callOpts) =>
       callHelper(socket.path, request, callOpts).catch(async (err: unknown) => {
         if (!(err instanceof StewardError) || err.code !== 'HELPER_UNREACHABLE') throw err;
         throw new StewardError('HELPER_UNREACHABLE', `${err.message} ${await whyThisSocket(opts, root, paths, socket.kind, err.details.connectErrno)}`, { cause: err, details: err.details });
       }),
+    ),
   };
 }
 

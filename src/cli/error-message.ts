@@ -20,6 +20,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   QUARANTINED: { exit: EXIT.refused, hint: 'this version failed recently; wait for its retry time, or as root pass --force (admin.sock)' },
   DOWNGRADE_REFUSED: { exit: EXIT.refused, hint: 'versions below the highest active one are refused (rollback attack); --allow-downgrade over admin.sock to insist' },
   DISK_FULL: { exit: EXIT.refused, hint: 'free disk space on the release store and try again' },
+  WINDOW_CLOSED: { exit: EXIT.refused, hint: "the rollout window this update was issued in has closed; the control plane asks again in the next one" },
   INTEGRITY_MISMATCH: { exit: EXIT.refused, hint: 'the bytes are not the ones the manifest or --integrity names' },
   SIGNATURE_INVALID: { exit: EXIT.refused, hint: 'the manifest is not signed by a key in /etc/steward/trusted-keys/<app>/ that root trusts (a key file root owns, nobody else can write, not a symlink; the message names any it ignored)' },
   MANIFEST_EXPIRED: { exit: EXIT.refused, hint: 'the signed manifest has expired; publish a fresh one' },
@@ -53,6 +54,8 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   NEEDS_ROOT: { exit: EXIT.refused, hint: 'run it as root (sudo agentctl ...); nothing was changed' },
   SYSTEMD_UNAVAILABLE: { exit: EXIT.failure, hint: 'steward installs as systemd units; this host (or container) was not booted with systemd' },
   SYSTEM_COMMAND_FAILED: { exit: EXIT.failure, hint: 'a systemd tool failed; its output is in the message, and `journalctl -xe` may say more' },
+  RELEASE_EXISTS: { exit: EXIT.refused, hint: 'a version in the catalog never changes: publish a new version (or --resign to sign the same bytes with another allowed key)' },
+  NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 
 // The exit code for an error with this reason code.

@@ -1,8 +1,9 @@
+import type { Progress } from '../protocol/progress.js';
 import { shown } from './output.js';
 
 // A one-line progress bar on stderr, drawn only when stderr is a TTY and --json is off.
 export interface ProgressBar {
-  update(phase: string, bytes?: number, total?: number): void;
+  update(p: Progress): void;
   done(): void;
 }
 
@@ -18,7 +19,7 @@ export function createProgressBar(enabled: boolean, stream: NodeJS.WriteStream =
   let drawn = false;
   let last = 0;
   return {
-    update(phase, bytes, total) {
+    update({ phase, bytes, total }) {
       const now = Date.now();
       if (now - last < 100 && phase === 'fetch') return;
       last = now;

@@ -6,7 +6,8 @@ import { StewardError } from '../core/errors.js';
 import type { Envelope } from '../core/release-schemas.js';
 import { INTEGRITY_RE } from '../core/name-checks.js';
 import { attemptIdArg } from './arguments.js';
-import type { SocketKind } from '../protocol/schemas.js';
+import type { SocketKind } from '../protocol/ops.js';
+import type { FieldsOf } from '../protocol/requests.js';
 
 export interface ReleaseSourceOptions {
   manifest?: string;
@@ -52,11 +53,14 @@ async function readManifestFile(file: string): Promise<Envelope> {
   return parsed.data;
 }
 
+// The fields of a stage or update request that say where the release comes from.
+export type ReleaseSourceFields = Omit<FieldsOf<'stage'>, 'app' | 'version'>;
+
 // Turns the flags into request fields, plus the upload when the socket is helper.sock.
 export async function buildReleaseRequest(
   o: ReleaseSourceOptions,
   kind: SocketKind,
-): Promise<{ fields: Record<string, unknown>; upload?: { size: number; stream: Readable } }> {
+): Promise<{ fields: ReleaseSourceFields; upload?: { size: number; stream: Readable } }> {
   if (!o.manifest && !o.file) throw new StewardError('USAGE', 'give --manifest FILE, or --file TGZ with --integrity and --allow-unsigned');
   if (o.integrity !== undefined && !INTEGRITY_RE.test(o.integrity)) {
     throw new StewardError('USAGE', '--integrity must be one SRI token sha512-<base64> (88 base64 characters)');
@@ -65,7 +69,7 @@ export async function buildReleaseRequest(
     throw new StewardError('USAGE', '--allow-unsigned needs --file TGZ and --integrity SRI: without a signed manifest, the digest is what the bytes are checked against');
   }
   if (o.attemptId !== undefined) attemptIdArg(o.attemptId);
-  const fields: Record<string, unknown> = {};
+  const fields: ReleaseSourceFields = {};
   if (o.manifest) fields.manifest = await readManifestFile(o.manifest);
   if (o.integrity) fields.integrity = o.integrity;
   if (o.allowUnsigned) fields.allowUnsigned = true;

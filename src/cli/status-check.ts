@@ -1,4 +1,4 @@
-import type { AppStatus, StatusResult } from '../helper/ops/status.js';
+import type { AppStatus, StatusResult } from '../protocol/answers.js';
 import { EXIT } from './error-message.js';
 import { when } from './output.js';
 

@@ -1,4 +1,4 @@
-import type { AcceptedAnswer, UpdateAnswer } from '../protocol/schemas.js';
+import type { AcceptedAnswer, UpdateAnswer } from '../protocol/answers.js';
 import { EXIT } from './error-message.js';
 import { printJson, printLines, when } from './output.js';
 

@@ -12,6 +12,7 @@
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
 import { z } from './zod-mini.js';
+import { CLAIMABLE_KEY_RE, LABEL_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, stringSchema, versionSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 
@@ -19,6 +20,16 @@ export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from '.
 
 const heartbeatSecondsSchema = intSchema(1, 86_400);
 const pemSchema = stringSchema(1, 4096);
+
+// The labels a node proposes at enrollment (DESIGN §11): kept under `claimed.<key>`, so a key
+// leaves room for that prefix. Absent for a node that proposes none (what older agents send).
+const labelsOf = (keyRe: RegExp) =>
+  z.record(z.string().check(z.regex(keyRe, `label keys match ${keyRe.source}`)), z.string().check(z.regex(LABEL_VALUE_RE, `label values match ${LABEL_VALUE_RE.source}`))).check(
+    z.refine((l) => Object.keys(l).length <= MAX_LABELS, { message: `at most ${MAX_LABELS} labels` }),
+  );
+export const claimedLabelsSchema = labelsOf(CLAIMABLE_KEY_RE);
+// A node's or a token's labels as steward-control keeps them (DESIGN §11).
+export const labelsSchema = labelsOf(LABEL_KEY_RE);
 
 // What a node signs with its fresh node key to enroll. `nodePublicKey` must verify the
 // envelope's signature; `helperPublicKey` is the key every receipt of this node must verify
@@ -30,6 +41,7 @@ export const enrollPayloadSchema = z.strictObject({
   helperPublicKey: pemSchema,
   hostname: stringSchema(1, 253),
   sentAt: epochMsSchema,
+  labels: z.optional(claimedLabelsSchema),
 });
 export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
 
@@ -53,12 +65,16 @@ export const enrollAnswerSchema = z.strictObject({
 export type EnrollAnswer = z.infer<typeof enrollAnswerSchema>;
 
 // One version the control plane wants on this node, under the attemptId a rollout issued.
-// The agent hands it to the helper once; the helper verifies the manifest itself.
+// The agent hands it to the helper once; the helper verifies the manifest itself. `notAfter`
+// (a run with windows, DESIGN §11): the window's end; no update may start after it (the agent
+// does not hand it on, the helper refuses it WINDOW_CLOSED). Absent for a run without windows,
+// so an agent from before windows still reads the answers of such runs.
 export const desiredEntrySchema = z.strictObject({
   app: appNameSchema,
   version: versionSchema,
   attemptId: attemptIdSchema,
   manifest: envelopeSchema,
+  notAfter: z.optional(epochMsSchema),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 

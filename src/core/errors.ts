@@ -8,6 +8,7 @@ export const REFUSAL_CODES = [
   'QUARANTINED',
   'DOWNGRADE_REFUSED',
   'DISK_FULL',
+  'WINDOW_CLOSED',
 ] as const;
 
 export const RELEASE_PROBLEM_CODES = [
@@ -54,6 +55,9 @@ export const OPERATIONAL_CODES = [
   'NEEDS_ROOT', // the command changes the host and must run as root
   'SYSTEMD_UNAVAILABLE', // PID 1 is not systemd, so there is no systemctl to talk to
   'SYSTEM_COMMAND_FAILED', // systemctl, systemd-sysusers or systemd-tmpfiles exited non-zero
+  // steward-control:
+  'NOTHING_TO_RETRY', // `rollout retry` found no node left to ask
+  'RELEASE_EXISTS', // `release add` of a version already in the catalog with other bytes or key
 ] as const;
 
 export type RefusalCode = (typeof REFUSAL_CODES)[number];

@@ -1,50 +1,80 @@
-// The rollout planner of DESIGN §9, pure: a run's settings, the recorded facts about its nodes,
-// the attempts it issued, the verified receipts that answer them and the clock go in; every
-// node's state, the run's status and the nodes to issue the version to now come out.
-// No I/O, no Date.now: calling it twice with the same input gives the same plan.
+// The rollout planner of DESIGN §9 and §11, pure: a run's policy, the facts recorded about its
+// nodes, the attempts it issued, the verified receipts that answer them and the clock go in;
+// every node's state, the run's status and the nodes to issue the version to now come out.
+// No I/O, no Date.now: calling it twice with the same input gives the same plan. The dry run
+// (rollout-simulate.ts) and the control plane both decide through it.
 import { RELEASE_PROBLEM_CODES } from './errors.js';
+import { batchSizeOf, formatAmount, pickCanaries, refusalLimitOf, type Amount } from './rollout-policy.js';
+import { windowAt, type RolloutWindow } from './windows.js';
+
+export interface RolloutPolicy {
+  // Canaries to confirm (and bake) before the first batch: at least the named ones.
+  canaries: number;
+  namedCanaries: string[];
+  // The seed of the random canary order, recorded in the run.
+  canarySeed: number;
+  batch: Amount;
+  bakeMs: number;
+  // Failed nodes beyond the canaries tolerated; the next one halts. failuresCarried: spent by
+  // the run a retry continues.
+  maxFailures: number;
+  failuresCarried: number;
+  maxRefused: Amount;
+  verdictTimeoutMs: number;
+  allowRetryReverted: boolean;
+  windows: RolloutWindow[];
+  tz: string;
+  startAt: number | null;
+}
 
 export interface RolloutRun {
   id: string;
   app: string;
   version: string;
   startedAt: number;
-  // The requested canary nodeId; when it is not eligible the first eligible node by nodeId is.
-  canary: string | null;
-  // Nodes per batch after the canary; anything below 1 counts as 1.
-  batchSize: number;
-  verdictTimeoutMs: number;
-  allowRetryReverted: boolean;
   heartbeatIntervalMs: number;
   stopped: boolean;
+  paused: boolean;
+  policy: RolloutPolicy;
 }
 
 export interface NodeFacts {
   nodeId: string;
-  // The node's last heartbeat as of the run's start (at or before run.startedAt). A later time
-  // counts as alive, so a caller that passes the latest heartbeat lets a node that was stale at
-  // the start join the run once it comes back.
+  // Frozen at the run's start: the node's last heartbeat then, and whether it listed the app.
   lastHeartbeatAt: number | null;
-  // The version the node reports for the run's app.
+  listedApp: boolean;
+  // Its report now: the version of the app it runs, its supervisor.
   current: string | null;
-  // Versions this node rolled back or failed before, from verified receipts of earlier runs.
+  supervisor: { state: string; since: number | null } | null;
+  // Versions of the app it rolled back or failed before, from verified receipts.
   revertedVersions: string[];
 }
 
-// One attempt this run issued. The caller makes the attemptId and records the issue before
-// sending it; a node is issued at most once per run.
+// One attempt this run issued (at most one per node). The caller makes the attemptId and
+// records the issue, with its window's end and its batch (0: the canaries), before sending it.
 export interface Issued {
   nodeId: string;
   attemptId: string;
   issuedAt: number;
+  notAfter: number | null;
+  batch: number;
 }
 
-// A verified receipt. Only receipts carrying an attemptId this run issued count; the caller
-// may pass others, they are ignored.
+// A verified receipt carrying an attemptId this run issued; others are ignored.
 export interface VerdictFact {
   nodeId: string;
   attemptId: string;
   outcome: 'active' | 'rolled-back' | 'failed' | 'refused';
+  reasonCode: string | null;
+  at: number;
+}
+
+// A `rolled-back` or `failed` receipt of the run's app from one of its nodes, of any attempt,
+// at the time it was received: within a confirmed node's bake it counts against the budget.
+export interface RevertFact {
+  nodeId: string;
+  attemptId: string;
+  outcome: 'rolled-back' | 'failed';
   reasonCode: string | null;
   at: number;
 }
@@ -54,181 +84,312 @@ export interface PlanInput {
   nodes: NodeFacts[];
   issued: Issued[];
   verdicts: VerdictFact[];
+  reverts: RevertFact[];
   now: number;
 }
 
-// skipped: stale when the run started. pending: eligible, not issued yet. issued: waiting for
-// its verdict. confirmed: `active` for this run's attempt, or it already ran the version and
-// needed no attempt. refused: a refusal that lets the run go on (or a release problem, which
-// halts it). reverted: `rolled-back` or `failed`. timed-out: no verdict within the timeout.
-// excluded-reverted: it reverted this version before and the run does not allow a retry.
+// not-targeted: selected, but its heartbeat at the start did not list the app. skipped: stale at
+// the start. pending: a target not issued yet. issued: waiting for its verdict. confirmed: a
+// signed `active` for this run's attempt. already-current: it reported the version, no attempt.
+// refused: a refusal (a release problem halts). reverted: `rolled-back` or `failed`, or so
+// during its bake. timed-out: no verdict within the timeout. excluded-reverted: it reverted this
+// version before and the run does not allow a retry.
 export type NodeState =
+  | 'not-targeted'
   | 'skipped'
   | 'pending'
   | 'issued'
   | 'confirmed'
+  | 'already-current'
   | 'refused'
   | 'reverted'
   | 'timed-out'
   | 'excluded-reverted';
 
-// Halt codes: the receipt's reason code when it has one (REPLACEMENT_UNHEALTHY,
-// ROLLBACK_UNHEALTHY, a release problem, ...), else ROLLED_BACK or FAILED; TIMED_OUT when no
-// verdict came within the timeout.
+export interface NodePlan {
+  state: NodeState;
+  // Why, as a code: APP_NOT_ON_NODE, NO_RECENT_HEARTBEAT, REPORTED, REVERTED_BEFORE, the
+  // receipt's reason code, TIMED_OUT, SUPERVISOR_ERROR.
+  reason: string | null;
+  // The batch it was issued in (0: canary), or null.
+  batch: number | null;
+}
+
+export type RunStatus = 'scheduled' | 'waiting' | 'paused' | 'running' | 'succeeded' | 'halted' | 'stopped';
+
 export interface HaltReason {
   code: string;
   nodeId?: string;
   message: string;
 }
 
+export interface PlanCounts {
+  targeted: number;
+  notTargeted: number;
+  confirmed: number;
+  alreadyCurrent: number;
+  refused: number;
+  reverted: number;
+  pending: number;
+  excluded: number;
+}
+
 export interface Plan {
-  status: 'running' | 'succeeded' | 'halted' | 'stopped';
+  status: RunStatus;
   haltReason?: HaltReason;
-  // The node holding the canary role now (after hand-offs); null when no node holds it.
-  canary: string | null;
-  nodes: Record<string, NodeState>;
-  // nodeIds to issue the version to now; never one this run already issued.
-  issue: string[];
+  // The nodes issued as canaries that hold the role (a refused one handed it on).
+  canaries: string[];
+  nodes: Record<string, NodePlan>;
+  // What to issue now, or null. Never a node this run issued.
+  issue: { nodes: string[]; batch: number; notAfter: number | null } | null;
+  // Failures counted against the budget (the carried ones included).
+  failures: number;
+  batchSize: number;
+  refusedLimit: number;
+  canaryCount: number;
+  counts: PlanCounts;
+  // While a bake holds the next batch (or the end): when it ends.
+  bakeUntil: number | null;
+  // While waiting for a window: when the next one opens.
+  nextWindowAt: number | null;
+  // The next time the plan can change without new facts (a deadline, a bake, a window, the
+  // start time), or null.
+  wakeAt: number | null;
 }
 
 const RELEASE_PROBLEMS: ReadonlySet<string> = new Set(RELEASE_PROBLEM_CODES);
-const TERMINAL: ReadonlySet<NodeState> = new Set<NodeState>([
-  'skipped',
-  'confirmed',
-  'refused',
-  'reverted',
-  'timed-out',
-  'excluded-reverted',
-]);
 
-// Code-point order, so the plan never depends on a locale.
-const byId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-interface Attempt {
+interface Judged {
+  // The node's place in the sorted node list.
+  index: number;
   nodeId: string;
-  issuedAt: number;
+  attemptId: string;
+  batch: number;
   state: NodeState;
-  halt: (HaltReason & { at: number }) | null;
+  code: string | null;
+  // The verdict's time, the deadline of a timed-out one, or the issue time while in flight.
+  at: number;
+  deadline: number;
 }
 
-// Judges one issued node from the verdicts carrying one of the attemptIds this run gave it.
-// The earliest verdict within the timeout decides; one arriving later leaves it timed-out, so a
-// halt never turns back into a running run.
-function judgeAttempt(run: RolloutRun, nodeId: string, issues: Issued[], verdicts: VerdictFact[], now: number): Attempt {
-  const issuedAt = Math.min(...issues.map((i) => i.issuedAt));
-  const deadline = issuedAt + run.verdictTimeoutMs;
-  const ids = new Set(issues.map((i) => i.attemptId));
-  const verdict = verdicts
-    .filter((v) => v.nodeId === nodeId && ids.has(v.attemptId) && v.at <= deadline)
-    .sort((a, b) => a.at - b.at)[0];
-  const what = `${run.app} ${run.version}`;
-  if (!verdict) {
-    if (now <= deadline) return { nodeId, issuedAt, state: 'issued', halt: null };
-    const message = `node ${nodeId} sent no verdict for ${what} within ${run.verdictTimeoutMs} ms`;
-    return { nodeId, issuedAt, state: 'timed-out', halt: { code: 'TIMED_OUT', nodeId, message, at: deadline } };
-  }
-  const code = verdict.reasonCode;
+interface HaltEvent extends HaltReason {
+  at: number;
+}
+
+const earlier = (a: { at: number; nodeId?: string }, b: { at: number; nodeId?: string }) => a.at - b.at || ((a.nodeId ?? '') < (b.nodeId ?? '') ? -1 : (a.nodeId ?? '') > (b.nodeId ?? '') ? 1 : 0);
+
+// Judges one issued node from the earliest verdict within its timeout (a later one leaves it
+// timed-out, so a halt never turns back into a running run).
+function judge(run: RolloutRun, i: Issued, verdict: VerdictFact | undefined, now: number, index: number): Judged {
+  const deadline = i.issuedAt + run.policy.verdictTimeoutMs;
+  const j = (state: NodeState, code: string | null, at: number): Judged => ({ index, nodeId: i.nodeId, attemptId: i.attemptId, batch: i.batch, deadline, state, code, at });
+  if (!verdict) return now <= deadline ? j('issued', null, i.issuedAt) : j('timed-out', 'TIMED_OUT', deadline);
   switch (verdict.outcome) {
     case 'active':
-      return { nodeId, issuedAt, state: 'confirmed', halt: null };
+      return j('confirmed', null, verdict.at);
     case 'rolled-back':
-    case 'failed': {
-      const verb = verdict.outcome === 'failed' ? 'failed' : 'rolled back';
-      const message = `node ${nodeId} ${verb} ${what}${code ? ` (${code})` : ''}`;
-      const haltCode = code ?? (verdict.outcome === 'failed' ? 'FAILED' : 'ROLLED_BACK');
-      return { nodeId, issuedAt, state: 'reverted', halt: { code: haltCode, nodeId, message, at: verdict.at } };
-    }
-    case 'refused': {
-      if (code === null || !RELEASE_PROBLEMS.has(code)) return { nodeId, issuedAt, state: 'refused', halt: null };
-      const message = `node ${nodeId} refused ${what}: a problem with the release (${code})`;
-      return { nodeId, issuedAt, state: 'refused', halt: { code, nodeId, message, at: verdict.at } };
-    }
+    case 'failed':
+      return j('reverted', verdict.reasonCode ?? (verdict.outcome === 'failed' ? 'FAILED' : 'ROLLED_BACK'), verdict.at);
+    case 'refused':
+      return j('refused', verdict.reasonCode ?? 'REFUSED', verdict.at);
   }
 }
 
-// The state of a node this run did not issue, from its facts alone.
-function judgeUnissued(run: RolloutRun, node: NodeFacts): NodeState {
-  const hb = node.lastHeartbeatAt;
-  if (hb === null || run.startedAt - hb > 3 * run.heartbeatIntervalMs) return 'skipped';
-  if (node.current === run.version) return 'confirmed';
-  if (!run.allowRetryReverted && node.revertedVersions.includes(run.version)) return 'excluded-reverted';
-  return 'pending';
+function failureMessage(run: RolloutRun, j: Judged, bake: boolean): string {
+  const what = `${run.app} ${run.version}`;
+  if (j.state === 'timed-out') return `node ${j.nodeId} sent no verdict for ${what} within ${run.policy.verdictTimeoutMs} ms`;
+  if (bake) return `node ${j.nodeId} failed ${what} during its bake (${j.code})`;
+  return `node ${j.nodeId} ${j.code === 'ROLLBACK_UNHEALTHY' || j.code === 'FAILED' ? 'failed' : 'rolled back'} ${what} (${j.code})`;
 }
 
-// Plans a rollout run (DESIGN §9): one canary first, then batches of run.batchSize, one batch
-// at a time; halts at the first revert, release problem or timeout.
+// Plans a rollout run (DESIGN §11): targets frozen at the start; canaries first (confirmed and
+// baked), then batches one at a time, each after the last one's verdicts and bake; halts at a
+// canary's failure, ROLLBACK_UNHEALTHY, a release problem, or a failure or refusal beyond the
+// budget; issues only after --start-at, unpaused, inside a window.
 export function planRollout(input: PlanInput): Plan {
   const { run, now } = input;
-  const nodes = [...input.nodes].sort((a, b) => byId(a.nodeId, b.nodeId));
-  const known = new Set(nodes.map((n) => n.nodeId));
+  const p = run.policy;
+  // By nodeId (code-point order, never a locale's): the store gives them so, and checking is cheaper than sorting.
+  const sorted = input.nodes.every((n, i, a) => i === 0 || (a[i - 1] as NodeFacts).nodeId < n.nodeId);
+  const nodes = sorted ? input.nodes : [...input.nodes].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+  // Each node's plan, aligned with `nodes` (the record is built from it at the end, in nodeId order).
+  const plans: NodePlan[] = new Array(nodes.length);
+  const targets: number[] = [];
+  for (let k = 0; k < nodes.length; k++) {
+    const n = nodes[k] as NodeFacts;
+    if (!n.listedApp) plans[k] = { state: 'not-targeted', reason: 'APP_NOT_ON_NODE', batch: null };
+    else if (n.lastHeartbeatAt === null || run.startedAt - n.lastHeartbeatAt > 3 * run.heartbeatIntervalMs) plans[k] = { state: 'skipped', reason: 'NO_RECENT_HEARTBEAT', batch: null };
+    else targets.push(k);
+  }
+  const batchSize = batchSizeOf(p.batch, targets.length);
+  const refusedLimit = refusalLimitOf(p.maxRefused, targets.length);
+  const canaryCount = Math.min(Math.max(p.canaries, p.namedCanaries.length), targets.length);
 
-  const issuesByNode = new Map<string, Issued[]>();
+  const issueOf = new Map<string, Issued>();
   for (const i of input.issued) {
-    if (!known.has(i.nodeId)) continue; // a node removed from the fleet leaves the run
-    issuesByNode.set(i.nodeId, [...(issuesByNode.get(i.nodeId) ?? []), i]);
+    const cur = issueOf.get(i.nodeId);
+    if (!cur || i.issuedAt < cur.issuedAt) issueOf.set(i.nodeId, i);
+  }
+  const verdictOf = new Map<string, VerdictFact>();
+  for (const v of input.verdicts) {
+    const i = issueOf.get(v.nodeId);
+    if (!i || i.attemptId !== v.attemptId || v.at > i.issuedAt + p.verdictTimeoutMs) continue;
+    const cur = verdictOf.get(v.attemptId);
+    if (!cur || v.at < cur.at) verdictOf.set(v.attemptId, v);
   }
 
-  const states: Record<string, NodeState> = {};
-  const attempts: Attempt[] = [];
-  for (const node of nodes) {
-    const issues = issuesByNode.get(node.nodeId);
-    if (issues) {
-      const attempt = judgeAttempt(run, node.nodeId, issues, input.verdicts, now);
-      attempts.push(attempt);
-      states[node.nodeId] = attempt.state;
-    } else {
-      states[node.nodeId] = judgeUnissued(run, node);
+  const judged: Judged[] = [];
+  const pending: string[] = [];
+  for (const k of targets) {
+    const t = nodes[k] as NodeFacts;
+    const i = issueOf.get(t.nodeId);
+    if (i) {
+      judged.push(judge(run, i, verdictOf.get(i.attemptId), now, k));
+      continue;
+    }
+    if (t.current === run.version) plans[k] = { state: 'already-current', reason: 'REPORTED', batch: null };
+    else if (!p.allowRetryReverted && t.revertedVersions.includes(run.version)) plans[k] = { state: 'excluded-reverted', reason: 'REVERTED_BEFORE', batch: null };
+    else {
+      plans[k] = { state: 'pending', reason: null, batch: null };
+      pending.push(t.nodeId);
     }
   }
-  attempts.sort((a, b) => a.issuedAt - b.issuedAt || byId(a.nodeId, b.nodeId));
 
-  // The first halting event by time (a timeout happens at its deadline), ties by nodeId.
-  const halting = attempts
-    .flatMap((a) => (a.halt ? [a.halt] : []))
-    .sort((a, b) => a.at - b.at || byId(a.nodeId ?? '', b.nodeId ?? ''))[0];
+  // A batch's bake runs from its last confirmation.
+  const lastConfirm = new Map<number, number>();
+  for (const j of judged) if (j.state === 'confirmed') lastConfirm.set(j.batch, Math.max(lastConfirm.get(j.batch) ?? j.at, j.at));
+  const bakeEnd = (batch: number): number | null => {
+    const c = lastConfirm.get(batch);
+    return c === undefined ? null : c + p.bakeMs;
+  };
 
-  const pending = nodes.map((n) => n.nodeId).filter((id) => states[id] === 'pending');
+  // A confirmed node that reverts or fails within its batch's bake: its later receipts, or its
+  // supervisor reaching `error`.
+  const revertsOf = new Map<string, RevertFact[]>();
+  for (const r of input.reverts) revertsOf.set(r.nodeId, [...(revertsOf.get(r.nodeId) ?? []), r]);
+  const bakeFailed = new Set<Judged>();
+  for (const j of judged) {
+    if (j.state !== 'confirmed') continue;
+    const until = Math.min(bakeEnd(j.batch) as number, now);
+    let hit: { at: number; code: string } | null = null;
+    for (const r of revertsOf.get(j.nodeId) ?? []) {
+      if (r.attemptId !== j.attemptId && r.at > j.at && r.at <= until && (!hit || r.at < hit.at)) hit = { at: r.at, code: r.reasonCode ?? (r.outcome === 'failed' ? 'FAILED' : 'ROLLED_BACK') };
+    }
+    const sup = (nodes[j.index] as NodeFacts).supervisor;
+    if (sup?.state === 'error' && sup.since !== null && sup.since > j.at && sup.since <= until && (!hit || sup.since < hit.at)) hit = { at: sup.since, code: 'SUPERVISOR_ERROR' };
+    if (hit) {
+      j.state = 'reverted';
+      j.code = hit.code;
+      j.at = hit.at;
+      bakeFailed.add(j);
+    }
+  }
+  for (const j of judged) plans[j.index] = { state: j.state, reason: j.code, batch: j.batch };
 
-  // The canary is the first issued node that confirmed; else the one still holding the role (in
-  // flight, or the one that halted the run); else, once every issued one refused and so handed
-  // the role on, the next pending node: the requested one first, then by nodeId.
-  let canary: string | null = null;
-  let canaryConfirmed = false;
-  const confirmedAttempt = attempts.find((a) => a.state === 'confirmed');
-  const openAttempt = attempts.find((a) => a.state !== 'refused' || a.halt !== null);
-  if (confirmedAttempt) {
-    canary = confirmedAttempt.nodeId;
-    canaryConfirmed = true;
-  } else if (openAttempt) {
-    canary = openAttempt.nodeId;
-  } else if (run.canary !== null && pending.includes(run.canary)) {
-    canary = run.canary;
-  } else {
-    canary = pending[0] ?? null;
+  // Halting events, the first by time decides.
+  const halts: HaltEvent[] = [];
+  const failures = judged.filter((j) => j.batch > 0 && (j.state === 'reverted' || j.state === 'timed-out')).sort(earlier);
+  const refusals = judged.filter((j) => j.state === 'refused').sort(earlier);
+  for (const j of judged) {
+    const failed = j.state === 'reverted' || j.state === 'timed-out';
+    if (failed && j.batch === 0) halts.push({ code: j.code as string, nodeId: j.nodeId, message: `canary ${failureMessage(run, j, bakeFailed.has(j))}`, at: j.at });
+    else if (failed && j.code === 'ROLLBACK_UNHEALTHY') halts.push({ code: j.code, nodeId: j.nodeId, message: failureMessage(run, j, bakeFailed.has(j)), at: j.at });
+    else if (j.state === 'refused' && RELEASE_PROBLEMS.has(j.code as string)) {
+      halts.push({ code: j.code as string, nodeId: j.nodeId, message: `node ${j.nodeId} refused ${run.app} ${run.version}: a problem with the release (${j.code})`, at: j.at });
+    }
+  }
+  // The failure that takes the count (the carried ones first) past the budget.
+  const firstOver = Math.max(0, p.maxFailures - p.failuresCarried);
+  const overBudget = failures[firstOver];
+  if (overBudget) {
+    const n = p.failuresCarried + firstOver + 1;
+    halts.push({ code: overBudget.code as string, nodeId: overBudget.nodeId, message: `${failureMessage(run, overBudget, bakeFailed.has(overBudget))}: failure ${n}, over the budget of ${p.maxFailures}`, at: overBudget.at });
+  }
+  const tooMany = refusals[refusedLimit];
+  if (tooMany) {
+    halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${formatAmount(p.maxRefused)}`, at: tooMany.at });
+  }
+  const halt = halts.sort(earlier)[0];
+
+  const counts: PlanCounts = { targeted: targets.length, notTargeted: nodes.length - targets.length, confirmed: 0, alreadyCurrent: 0, refused: 0, reverted: 0, pending: 0, excluded: 0 };
+  const states: Record<string, NodePlan> = {};
+  for (let k = 0; k < nodes.length; k++) {
+    const plan = plans[k] as NodePlan;
+    states[(nodes[k] as NodeFacts).nodeId] = plan;
+    const s = plan.state;
+    if (s === 'confirmed') counts.confirmed++;
+    else if (s === 'already-current') counts.alreadyCurrent++;
+    else if (s === 'refused') counts.refused++;
+    else if (s === 'reverted' || s === 'timed-out') counts.reverted++;
+    else if (s === 'pending' || s === 'issued') counts.pending++;
+    else if (s === 'excluded-reverted') counts.excluded++;
+  }
+  const canaries = judged.filter((j) => j.batch === 0 && j.state !== 'refused').map((j) => j.nodeId);
+  const inflight = judged.filter((j) => j.state === 'issued');
+  const lastBatch = judged.reduce((m, j) => Math.max(m, j.batch), -1);
+  const base = { canaries, nodes: states, failures: p.failuresCarried + failures.length, batchSize, refusedLimit, canaryCount, counts, nextWindowAt: null };
+  const deadlines = inflight.map((j) => j.deadline + 1);
+  const soonest = (...ts: Array<number | null>) => ts.reduce<number | null>((m, t) => (t === null || t <= now ? m : m === null ? t : Math.min(m, t)), null);
+
+  if (halt) {
+    const { at: _at, ...haltReason } = halt;
+    return { ...base, status: 'halted', haltReason, issue: null, bakeUntil: null, wakeAt: null };
+  }
+  if (pending.length === 0 && inflight.length === 0) {
+    // Done once the last batch's bake has passed too (a revert in it still counts).
+    const until = lastBatch >= 0 ? bakeEnd(lastBatch) : null;
+    if (until === null || now >= until) return { ...base, status: 'succeeded', issue: null, bakeUntil: null, wakeAt: null };
+    if (run.stopped) return { ...base, status: 'stopped', issue: null, bakeUntil: null, wakeAt: null };
+    return { ...base, status: 'running', issue: null, bakeUntil: until, wakeAt: until };
+  }
+  if (run.stopped) return { ...base, status: 'stopped', issue: null, bakeUntil: null, wakeAt: null };
+
+  // What comes next: more canaries, or the next batch once nothing is in flight and the bake passed.
+  let next: { nodes: string[]; batch: number } | null = null;
+  let bakeUntil: number | null = null;
+  const confirmed0 = judged.filter((j) => j.batch === 0 && j.state === 'confirmed').length;
+  const inflight0 = inflight.filter((j) => j.batch === 0).length;
+  if (confirmed0 < canaryCount && (inflight0 > 0 || pending.length > 0)) {
+    const need = canaryCount - confirmed0 - inflight0;
+    if (need > 0) next = { nodes: pickCanaries(pending, p.namedCanaries, p.canarySeed, need), batch: 0 };
+  } else if (inflight.length === 0) {
+    const until = lastBatch >= 0 ? bakeEnd(lastBatch) : null;
+    if (until !== null && now < until) bakeUntil = until;
+    else next = { nodes: pending.slice(0, batchSize), batch: Math.max(lastBatch, 0) + 1 };
   }
 
-  const allTerminal = Object.values(states).every((s) => TERMINAL.has(s));
-  const base = { canary, nodes: states };
-  if (halting) {
-    const { at: _at, ...haltReason } = halting;
-    return { status: 'halted', haltReason, ...base, issue: [] };
+  // May it be issued now: after --start-at, not paused, inside a window with time left for the
+  // node's next heartbeat to carry it (its last interval, with the 10 % jitter, issues nothing).
+  const win = windowAt(p.windows, p.tz, now);
+  let status: RunStatus = 'running';
+  let notAfter: number | null = null;
+  let nextWindowAt: number | null = null;
+  let windowWake: number | null = null;
+  if (p.startAt !== null && now < p.startAt) status = 'scheduled';
+  else if (run.paused) status = 'paused';
+  else if (!win.open) {
+    status = 'waiting';
+    nextWindowAt = win.next;
+  } else if (win.end !== null) {
+    const lastCall = win.end - Math.min(Math.ceil(run.heartbeatIntervalMs * 1.1), Math.floor((win.end - win.start) / 2));
+    if (now >= lastCall) {
+      status = 'waiting';
+      const after = windowAt(p.windows, p.tz, win.end);
+      nextWindowAt = after.open ? after.start : after.next;
+    } else {
+      notAfter = win.end;
+      windowWake = lastCall;
+    }
   }
-  if (allTerminal) return { status: 'succeeded', ...base, issue: [] };
-  if (run.stopped) return { status: 'stopped', ...base, issue: [] };
-
-  let issue: string[] = [];
-  if (!canaryConfirmed) {
-    if (canary !== null && states[canary] === 'pending') issue = [canary];
-  } else if (!attempts.some((a) => a.state === 'issued')) {
-    issue = pending.slice(0, Math.max(1, Math.floor(run.batchSize)));
-  }
-  return { status: 'running', ...base, issue };
+  const issue = status === 'running' && next && next.nodes.length > 0 ? { ...next, notAfter } : null;
+  const wakeAt = soonest(...deadlines, bakeUntil, status === 'scheduled' ? p.startAt : null, nextWindowAt, windowWake);
+  return { ...base, status, issue, bakeUntil, nextWindowAt, wakeAt };
 }
 
-// The nodes a `rollout retry` run covers: every node of the previous run that did not confirm,
-// the skipped and excluded ones included (the new run judges them again at its own start).
+// The nodes a `rollout retry` run covers: every target (or skipped node) of the previous run
+// that neither confirmed nor already ran the version; the new run judges them again at its start.
 export function retryNodes(previous: Plan): string[] {
   return Object.keys(previous.nodes)
-    .filter((id) => previous.nodes[id] !== 'confirmed')
-    .sort(byId);
+    .filter((id) => !['confirmed', 'already-current', 'not-targeted'].includes(previous.nodes[id]!.state))
+    .sort();
 }

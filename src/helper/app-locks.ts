@@ -1,11 +1,5 @@
 import { StewardError } from '../core/errors.js';
-
-export interface RunningWork {
-  attemptId: string;
-  op: string;
-  phase: string;
-  startedAt: number;
-}
+import type { RunningWork } from '../protocol/answers.js';
 
 export interface HeldLock {
   work: RunningWork;

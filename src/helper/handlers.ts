@@ -1,17 +1,5 @@
-import type { UpdateAnswer } from '../protocol/schemas.js';
-import { requireApp } from './config.js';
-import type {
-  PruneRequest,
-  ReceiptsRequest,
-  RecoverRequest,
-  ReleaseHoldRequest,
-  ReleasesRequest,
-  RollbackRequest,
-  RunStateRequest,
-  StageRequest,
-  StatusRequest,
-  UpdateRequest,
-} from '../protocol/schemas.js';
+import type { UpdateAnswer } from '../protocol/answers.js';
+import { requireApp } from '../host/config.js';
 import { listReceipts } from './ops/receipts.js';
 import { listReleases } from './ops/releases.js';
 import { readStatus } from './ops/status.js';
@@ -20,9 +8,10 @@ import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
 import { handleRunState } from './ops/run-state.js';
-import { progressFields, stageInputOf } from './ops/stage-input.js';
+import { stageInputOf } from './ops/stage-input.js';
+import { refuseClosedWindow } from './ops/window.js';
 import type { ReceiptStore } from './receipts/receipt-store.js';
-import type { OpContext } from './server/api-server.js';
+import type { OpHandlers } from './server/dispatch.js';
 import { newAttemptId, stageRelease } from './stage/stage-release.js';
 import { pruneReleases } from './update/prune.js';
 import type { Attempts } from './update/attempts.js';
@@ -33,10 +22,11 @@ export interface HelperCore extends TransactionCore {
   startedAt: number;
 }
 
-// The op handlers the local API dispatches to, bound to one helper's state.
+// The op handlers the local API dispatches to, bound to one helper's state: each takes its op's
+// checked request and answers its op's answer.
 export function makeHandlers(core: HelperCore) {
   return {
-    status: (req: unknown) =>
+    status: (req) =>
       readStatus(
         {
           paths: core.paths,
@@ -48,42 +38,41 @@ export function makeHandlers(core: HelperCore) {
           units: core.units,
           now: core.clock.now(),
         },
-        (req as StatusRequest).app,
+        req.app,
       ),
-    releases: (req: unknown) => listReleases(core.paths, core.config, (req as ReleasesRequest).app, core.clock.now()),
-    receipts: (req: unknown) => listReceipts(core.receiptStore, core.config, (req as ReceiptsRequest).app),
-    stage: async (req: unknown, ctx: OpContext) => {
-      const r = req as StageRequest;
-      const attemptId = r.attemptId ?? newAttemptId(core.clock.now());
-      const held = await core.locks.acquire(r.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
+    releases: (req) => listReleases(core.paths, core.config, req.app, core.clock.now()),
+    receipts: (req) => listReceipts(core.receiptStore, core.config, req.app),
+    stage: async (req, ctx) => {
+      refuseClosedWindow(req.app, req.version, req.notAfter, core.clock.now());
+      const attemptId = req.attemptId ?? newAttemptId(core.clock.now());
+      const held = await core.locks.acquire(req.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
       try {
         return await stageRelease(
           core,
-          stageInputOf(r, ctx, attemptId, (phase, bytes, total) => {
-            held.work.phase = phase;
-            ctx.progress({ attemptId, ...progressFields(phase, bytes, total) });
+          stageInputOf(req, ctx, attemptId, (p) => {
+            held.work.phase = p.phase;
+            ctx.progress(p);
           }),
         );
       } finally {
         held.release();
       }
     },
-    update: (req: unknown, ctx: OpContext) => handleUpdate(core, req as UpdateRequest, ctx),
-    rollback: (req: unknown, ctx: OpContext) => handleRollback(core, req as RollbackRequest, ctx),
-    recover: (req: unknown, ctx: OpContext) => handleRecover(core, req as RecoverRequest, ctx),
-    'release-hold': (req: unknown) => releaseHold(core, (req as ReleaseHoldRequest).app),
-    start: (req: unknown, ctx: OpContext) => handleRunState(core, req as RunStateRequest, ctx),
-    stop: (req: unknown, ctx: OpContext) => handleRunState(core, req as RunStateRequest, ctx),
-    restart: (req: unknown, ctx: OpContext) => handleRunState(core, req as RunStateRequest, ctx),
-    prune: async (req: unknown) => {
-      const r = req as PruneRequest;
-      requireApp(core.config, r.app);
-      const held = await core.locks.acquire(r.app, { attemptId: 'prune', op: 'prune', phase: 'prune', startedAt: core.clock.now() });
+    update: (req, ctx) => handleUpdate(core, req, ctx),
+    rollback: (req, ctx) => handleRollback(core, req, ctx),
+    recover: (req, ctx) => handleRecover(core, req, ctx),
+    'release-hold': (req) => releaseHold(core, req.app),
+    start: (req, ctx) => handleRunState(core, req, ctx),
+    stop: (req, ctx) => handleRunState(core, req, ctx),
+    restart: (req, ctx) => handleRunState(core, req, ctx),
+    prune: async (req) => {
+      requireApp(core.config, req.app);
+      const held = await core.locks.acquire(req.app, { attemptId: 'prune', op: 'prune', phase: 'prune', startedAt: core.clock.now() });
       try {
-        return { app: r.app, removed: await pruneReleases(core, r.app, r.keep) };
+        return { app: req.app, removed: await pruneReleases(core, req.app, req.keep) };
       } finally {
         held.release();
       }
     },
-  };
+  } satisfies OpHandlers;
 }

@@ -7,7 +7,7 @@ import { readOwnVersion } from '../platform/own-version.js';
 import { resolveRootPrefix } from '../platform/root-prefix.js';
 import { systemAccounts } from '../platform/users.js';
 import { buildCore } from './build-core.js';
-import { loadHostConfig } from './config.js';
+import { loadHostConfig } from '../host/config.js';
 import { makeHandlers } from './handlers.js';
 import { ensureLayout } from './layout.js';
 import { makeDispatch } from './server/dispatch.js';

@@ -3,8 +3,9 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { progressEventSchema, responseSchema, type ProgressEvent } from './answer-schemas.js';
+import { progressEventSchema, responseSchema } from './answer-schemas.js';
 import type { SocketKind } from './ops.js';
+import type { Progress } from './progress.js';
 
 // Errors that mean "no helper there for us": absent, not listening, not allowed.
 const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'EAGAIN']);
@@ -17,7 +18,8 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 export interface CallOptions {
   // Exactly `size` bytes streamed after the request line (the request must say `upload: size`).
   upload?: { size: number; stream: Readable };
-  onProgress?: (ev: ProgressEvent) => void;
+  // Gets each progress line (checked by progressEventSchema, its unknown keys dropped).
+  onProgress?: (p: Progress) => void;
   // Fails with HELPER_UNREACHABLE after this long without a byte from the helper.
   timeoutMs?: number;
 }

@@ -1,6 +1,6 @@
 import { z } from '../core/zod-mini.js';
 import { PLAIN_TEXT_RE } from '../core/control-chars.js';
-import { appNameSchema, attemptIdSchema, integritySchema, intSchema, versionSchema } from '../core/names.js';
+import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
 import { idSchema } from './answer-schemas.js';
 import { PROTOCOL_VERSION, type OpName } from './ops.js';
@@ -37,6 +37,8 @@ const releaseSource = {
   allowDowngrade: z.optional(z.boolean()),
   force: z.optional(z.boolean()),
   attemptId: z.optional(attemptIdSchema),
+  // The end of the rollout window (DESIGN §11): the helper refuses to start at or after it.
+  notAfter: z.optional(epochMsSchema),
 };
 
 // Every request is a strict object: an unknown key is refused.

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { heartbeatApps } from '../../src/agent/heartbeat-apps.js';
-import type { AppStatus } from '../../src/helper/ops/status.js';
+import type { AppStatus } from '../../src/protocol/answers.js';
 
 function app(over: Partial<AppStatus>): AppStatus {
   return {

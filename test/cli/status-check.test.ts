@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { checkStatus } from '../../src/cli/status-check.js';
-import type { AppStatus, StatusResult } from '../../src/helper/ops/status.js';
+import type { AppStatus, StatusResult } from '../../src/protocol/answers.js';
 
 const fine: AppStatus = {
   name: 'web',

@@ -4,8 +4,8 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'n
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { artifactPath } from '../../src/control/catalog/artifact-path.js';
-import { controlCli, startControl } from '../helpers/fleet.js';
+import { artifactPath, artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
+import { controlCli, startControlDaemon } from '../helpers/fleet.js';
 
 // A client that hangs up in the middle of `GET /v1/artifacts/...` must not leave the tarball
 // open on the server: with the file handle left to the garbage collector, a client aborting
@@ -55,7 +55,7 @@ async function waitForNone(pid: number, file: string): Promise<string[]> {
 test('downloads aborted mid-stream leave no artifact file open on steward-control', { skip: process.platform !== 'linux' && 'reads /proc/<pid>/fd' }, async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-artifacts-'));
   const db = path.join(dir, 'control.db');
-  const control = await startControl(db, 0);
+  const control = await startControlDaemon(db, 0);
   try {
     const keys = await controlCli(db, ['keys', 'create', '--out', path.join(dir, 'keys'), '--json']);
     assert.equal(keys.code, 0, keys.stderr);
@@ -67,7 +67,7 @@ test('downloads aborted mid-stream leave no artifact file open on steward-contro
     assert.equal(add.code, 0, add.stderr);
     const url = `${control.url}/v1/artifacts/web/1.0.0.tgz`;
     const pid = control.child.pid as number;
-    const file = artifactPath(db, 'web', '1.0.0');
+    const file = artifactPath(artifactsDirOf(db), 'web', '1.0.0');
     // The check sees an open download (so it can see a leaked one).
     const open = await new Promise<string[]>((resolve) => {
       const req = http.get(url, (res) => res.once('data', () => {

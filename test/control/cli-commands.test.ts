@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createPublicKey } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { manifestPayloadSchema } from '../../src/core/release-schemas.js';
@@ -25,8 +25,12 @@ interface Run {
 
 // Runs steward-control with --db and returns its exit code and output (stdout parsed when --json).
 function cli(...args: string[]): Promise<Run> {
+  return cliOn(db, ...args);
+}
+
+function cliOn(file: string, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, '--db', db, ...args], { env: { ...process.env, DEBUG: '' } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, '--db', file, ...args], { env: { ...process.env, DEBUG: '' } }, (err, stdout, stderr) => {
       const code = err ? ((err as { code?: number }).code ?? 1) : 0;
       let json: unknown = null;
       if (args.includes('--json')) json = JSON.parse(stdout);
@@ -59,11 +63,27 @@ function serve(...args: string[]): Promise<{ child: ChildProcess; url: string; s
   });
 }
 
-before(() => {
+before(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-cli-'));
   db = path.join(dir, 'control.db');
+  const init = await cli('init', '--json');
+  assert.deepEqual([init.code, init.json.created, init.json.db], [0, true, db], init.stderr);
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('a database that does not exist is refused by every command but init, which creates it', async () => {
+  const missing = path.join(dir, 'typo.db');
+  for (const args of [['nodes'], ['token', 'create'], ['rollout', 'status'], ['release', 'list'], ['receipts'], ['serve', '--listen', '127.0.0.1:0']]) {
+    const r = await cliOn(missing, ...args, '--json');
+    assert.deepEqual([r.code, r.json.error.code], [1, 'STATE_INVALID'], args.join(' '));
+    assert.match(r.json.error.message, new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} does not exist.*steward-control init`), args.join(' '));
+    assert.equal(existsSync(missing), false, `${args.join(' ')} made no file`);
+  }
+  const made = await cliOn(missing, 'init', '--json');
+  assert.deepEqual([made.code, made.json.created, made.json.schemaVersion], [0, true, 2]);
+  assert.deepEqual((await cliOn(missing, 'nodes', '--json')).json, { nodes: [] });
+  assert.equal((await cliOn(missing, 'init', '--json')).json.created, false, 'init again keeps it');
+});
 
 test('keys create writes a 0600 private key and its public key, prints JSON, and refuses to overwrite', async () => {
   const r = await cli('keys', 'create', '--out', path.join(dir, 'keys'), '--json');
@@ -88,7 +108,7 @@ test('release add signs a manifest that verifies with the public key; other byte
   assert.ok(m.expires > Date.now() + 29 * 86_400_000);
   writeFileSync(tgz, Buffer.from('other bytes'));
   const clash = await cli('release', 'add', 'web', '1.0.0', '--file', tgz, '--base-url', 'http://127.0.0.1:1', '--key', path.join(dir, 'keys', 'release.key'), '--json');
-  assert.deepEqual([clash.code, clash.json.error.code], [3, 'RELEASE_INVALID']);
+  assert.deepEqual([clash.code, clash.json.error.code], [3, 'RELEASE_EXISTS']);
   const list = await cli('release', 'list', '--json');
   assert.deepEqual(list.json.releases.map((x: { app: string; version: string }) => `${x.app}@${x.version}`), ['web@1.0.0']);
 });
@@ -97,6 +117,11 @@ test('bad durations, ports and names are usage errors (exit 2) with a JSON error
   for (const args of [['token', 'create', '--ttl', 'soon'], ['rollout', 'start', 'web', '1.0.0', '--verdict-timeout', '5'], ['serve', '--listen', '127.0.0.1:99999'], ['rollout', 'status', '../web']]) {
     const r = await cli(...args, '--json');
     assert.deepEqual([r.code, r.json.error.code], [2, 'USAGE'], args.join(' '));
+  }
+  const start = ['rollout', 'start', 'web', '1.0.0'];
+  for (const extra of [['--select', 'env in (a'], ['--select', 'Env=x'], ['--window', 'Mon 25:00-26:00'], ['--window', 'Someday 01:00-02:00'], ['--tz', 'Mars/Olympus'], ['--batch', '0'], ['--batch', '150%'], ['--batch', 'ten'], ['--bake', 'soon'], ['--start-at', '2026-01-01'], ['--start-at', '2026-01-01T02:00'], ['--max-refused', 'most'], ['--canaries', '-1'], ['--max-failures', '1.5'], ['--seed', 'x']]) {
+    const r = await cli(...start, ...extra, '--json');
+    assert.deepEqual([r.code, r.json.error.code], [2, 'USAGE'], extra.join(' '));
   }
   assert.equal((await cli('no-such-command')).code, 2);
 });
@@ -115,7 +140,7 @@ test('a fleet through the CLI: serve, token, enroll, rollout start/status, nodes
     node.setCurrent('web', '0.9.0');
     assert.equal((await node.heartbeat()).body.heartbeatSeconds, 5);
 
-    const started = await cli('rollout', 'start', 'web', '1.0.0', '--verdict-timeout', '10m', '--json');
+    const started = await cli('rollout', 'start', 'web', '1.0.0', '--verdict-timeout', '10m', '--bake', '0', '--json');
     assert.equal(started.code, 0, started.stdout + started.stderr);
     assert.deepEqual([started.json.status, started.json.nodes[0].state, started.json.heartbeatIntervalMs], ['running', 'issued', 5000]);
     const busy = await cli('rollout', 'start', 'web', '1.0.0', '--json');
@@ -131,7 +156,9 @@ test('a fleet through the CLI: serve, token, enroll, rollout start/status, nodes
     assert.deepEqual([nodes.json.nodes[0].nodeId, nodes.json.nodes[0].hostname, nodes.json.nodes[0].apps[0].current, nodes.json.nodes[0].receiptLost], [node.nodeId, 'cli-host', '1.0.0', []]);
     const receipts = await cli('receipts', '--node', node.nodeId, '--json');
     assert.deepEqual(receipts.json.receipts.map((r: Record<string, unknown>) => [r.seq, r.app, r.outcome, r.fromVersion, r.targetVersion, r.counts]), [[1, 'web', 'active', '1.0.0', '1.0.0', true]]);
-    for (const args of [['rollout', 'retry', 'web'], ['rollout', 'stop', 'web'], ['nodes', 'remove', 'n-000000000000']]) {
+    const retry = await cli('rollout', 'retry', 'web', '--json');
+    assert.deepEqual([retry.code, retry.json.error.code], [3, 'NOTHING_TO_RETRY'], 'every node confirmed: a refusal, never a succeeded run');
+    for (const args of [['rollout', 'stop', 'web'], ['rollout', 'pause', 'web'], ['nodes', 'remove', 'n-000000000000']]) {
       const r = await cli(...args, '--json');
       assert.deepEqual([r.code, r.json.ok, r.json.error.code], [1, false, 'NOT_FOUND'], args.join(' '));
     }

@@ -9,9 +9,9 @@ import fs from 'node:fs';
 import { ENROLL_PATH } from '../../src/core/control-api.js';
 import { createHeartbeatBatcher } from '../../src/control/heartbeat/group-commit.js';
 import type { Answer } from '../../src/control/server/answer.js';
-import { createCommitSync, walFileOf } from '../../src/control/store/commit-sync.js';
-import { openStore } from '../../src/control/store/open-store.js';
-import { enrollNodes, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { createCommitSync, walFileOf } from '../../src/control/store/sqlite/commit-sync.js';
+import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { enrollNodes, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 // A sync seam whose fsyncs end only when the test says, each as it chooses.
 class GatedSync {
@@ -38,7 +38,7 @@ let c: Control;
 let nodes: FakeNode[] = [];
 
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   nodes = await enrollNodes(c, 3);
 });
 
@@ -49,7 +49,7 @@ const lastSeqOf = (n: FakeNode) => (c.store.db.prepare('SELECT lastSeq FROM node
 test('a heartbeat is answered only once an fsync that started after its commit has returned', async () => {
   const gate = new GatedSync();
   const sync = createCommitSync(c.store, { sync: gate.sync });
-  const b = createHeartbeatBatcher({ store: c.store, clock: c.clock, heartbeatSeconds: 30, durable: sync.durable });
+  const b = createHeartbeatBatcher({ store: c.store, heartbeatSeconds: 30, durable: sync.durable });
   const [x, y] = nodes as [FakeNode, FakeNode];
   const first = watch(b.submit(Buffer.from(x.body())));
   await until(() => gate.calls.length === 1, 'the first fsync starts');
@@ -73,7 +73,7 @@ test('a heartbeat is answered only once an fsync that started after its commit h
 test('a failed fsync fails what waits for it and everything after, and is not retried', async () => {
   const gate = new GatedSync();
   const sync = createCommitSync(c.store, { sync: gate.sync });
-  const b = createHeartbeatBatcher({ store: c.store, clock: c.clock, heartbeatSeconds: 30, durable: sync.durable });
+  const b = createHeartbeatBatcher({ store: c.store, heartbeatSeconds: 30, durable: sync.durable });
   const [x, y, z] = nodes as [FakeNode, FakeNode, FakeNode];
   const first = watch(b.submit(Buffer.from(x.body())));
   await until(() => gate.calls.length === 1, 'the fsync starts');
@@ -90,10 +90,10 @@ test('a failed fsync fails what waits for it and everything after, and is not re
 
 test('an enrollment is answered only after the fsync of its commit', async () => {
   const gate = new GatedSync();
-  const ctl = await startControl({ commitSync: (store) => createCommitSync(store, { sync: gate.sync }) });
+  const ctl = await startControlInProcess({ groupSync: { sync: gate.sync } });
   try {
     const n = new FakeNode(ctl, 'late');
-    const answer = watch(post(ctl.server.url, ENROLL_PATH, n.enrollBody(ctl.token())));
+    const answer = watch(post(ctl.server.url, ENROLL_PATH, n.enrollBody(await ctl.token())));
     await until(() => gate.calls.length === 1, 'the fsync starts');
     // The node row is committed, but the answer that names it waits.
     await until(() => (ctl.store.db.prepare('SELECT COUNT(*) AS n FROM nodes').get() as { n: number }).n === 1, 'the node is committed');
@@ -113,7 +113,7 @@ test('the server connection runs synchronous=NORMAL and its fsync is an fdatasyn
   try {
     assert.equal(other.db.pragma('synchronous', { simple: true }), 2, 'another opener (the CLI): FULL');
   } finally {
-    other.close();
+    await other.close();
   }
   // Spy on the file handles the real syncer opens (fs.promises is one shared object), on a server
   // started with the spy in place.
@@ -129,7 +129,7 @@ test('the server connection runs synchronous=NORMAL and its fsync is an fdatasyn
   };
   let wal = '';
   try {
-    const ctl = await startControl();
+    const ctl = await startControlInProcess();
     try {
       wal = walFileOf(ctl.store);
       const n = await new FakeNode(ctl, 'spied').enroll();

@@ -6,11 +6,11 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ENROLL_PATH, enrollAnswerSchema } from '../../src/core/control-api.js';
 import { DOMAINS } from '../../src/platform/keys.js';
-import { dumpStore, FakeNode, MINUTE, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, MINUTE, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 before(async () => {
-  c = await startControl({ heartbeatSeconds: 17 });
+  c = await startControlInProcess({ heartbeatSeconds: 17 });
 });
 after(() => c.close());
 
@@ -18,7 +18,7 @@ const nodeCount = () => (c.store.db.prepare('SELECT COUNT(*) AS n FROM nodes').g
 
 test('a valid enrollment answers a fresh nodeId and the heartbeat interval, and stores both public keys', async () => {
   const n = new FakeNode(c, 'web-1');
-  const answer = await post(c.server.url, ENROLL_PATH, n.enrollBody(c.token()));
+  const answer = await post(c.server.url, ENROLL_PATH, n.enrollBody((await c.token())));
   assert.equal(answer.status, 200, JSON.stringify(answer.body));
   const parsed = enrollAnswerSchema.parse(answer.body);
   assert.match(parsed.nodeId, /^n-[0-9a-f]{12}$/);
@@ -29,7 +29,7 @@ test('a valid enrollment answers a fresh nodeId and the heartbeat interval, and 
 });
 
 test('an enrollment token used twice is refused 401 TOKEN_INVALID the second time and the second enrollment creates nothing', async () => {
-  const token = c.token();
+  const token = (await c.token());
   assert.equal((await post(c.server.url, ENROLL_PATH, new FakeNode(c, 'first').enrollBody(token))).status, 200);
   const before = dumpStore(c.store);
   const second = await post(c.server.url, ENROLL_PATH, new FakeNode(c, 'second').enrollBody(token));
@@ -38,7 +38,7 @@ test('an enrollment token used twice is refused 401 TOKEN_INVALID the second tim
 });
 
 test('an expired enrollment token is refused 401 TOKEN_INVALID and creates nothing', async () => {
-  const token = c.token(MINUTE);
+  const token = (await c.token(MINUTE));
   c.clock.advance(MINUTE + 1);
   const before = dumpStore(c.store);
   const answer = await post(c.server.url, ENROLL_PATH, new FakeNode(c, 'late').enrollBody(token));
@@ -52,7 +52,7 @@ test('an unknown token is refused 401 TOKEN_INVALID', async () => {
 });
 
 test('a refused enrollment does not spend the token: a signature by another key than nodePublicKey is 401 and the token still works', async () => {
-  const token = c.token();
+  const token = (await c.token());
   const n = new FakeNode(c, 'forged');
   const before = dumpStore(c.store);
   const forged = await post(c.server.url, ENROLL_PATH, n.enrollBody(token, {}, generateKeyPairSync('ed25519').privateKey));
@@ -64,7 +64,7 @@ test('a refused enrollment does not spend the token: a signature by another key 
 });
 
 test('a helper key that is not Ed25519, or a node key that is no PEM, is refused 400 and creates nothing', async () => {
-  const token = c.token();
+  const token = (await c.token());
   const n = new FakeNode(c);
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'pem', type: 'spki' }).toString();
   const nodes = nodeCount();
@@ -75,8 +75,8 @@ test('a helper key that is not Ed25519, or a node key that is no PEM, is refused
   assert.equal(nodeCount(), nodes);
 });
 
-test('the database holds only the hash of a token, never the token', () => {
-  const token = c.token();
+test('the database holds only the hash of a token, never the token', async () => {
+  const token = (await c.token());
   c.store.db.pragma('wal_checkpoint(TRUNCATE)');
   assert.equal(readFileSync(c.dbFile).includes(Buffer.from(token)), false);
 });

@@ -8,25 +8,24 @@ import Database from 'better-sqlite3';
 import { HEARTBEAT_PATH } from '../../src/core/control-api.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../../src/control/heartbeat/group-commit.js';
 import type { Answer } from '../../src/control/server/answer.js';
-import { removeNode } from '../../src/control/store/nodes.js';
-import { dumpStore, enrollNodes, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, enrollNodes, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 let nodes: FakeNode[] = [];
 
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   nodes = await enrollNodes(c, 12);
 });
 
 after(() => c.close());
 
 function batcher(opts: { maxBatch?: number; hooks?: GroupCommitHooks } = {}): HeartbeatBatcher {
-  return createHeartbeatBatcher({ store: c.store, clock: c.clock, heartbeatSeconds: 30, ...opts });
+  return createHeartbeatBatcher({ store: c.store, heartbeatSeconds: 30, ...opts });
 }
 
 const nodeRow = (n: FakeNode) => c.store.db.prepare('SELECT * FROM nodes WHERE nodeId = ?').get(n.nodeId) as Record<string, unknown>;
-const receiptsOf = (n: FakeNode) => c.store.db.prepare('SELECT seq FROM receipts WHERE nodeId = ? ORDER BY seq').all(n.nodeId).map((r) => (r as { seq: number }).seq);
+const receiptsOf = (n: FakeNode) => (c.store.db.prepare('SELECT seq FROM receipts WHERE nodeId = ? ORDER BY seq').all(n.nodeId) as Array<{ seq: number }>).map((r) => r.seq);
 const errorOf = (a: Answer) => (a.body as { error: { code: string } }).error.code;
 
 // Submits every body in this turn of the event loop (one batch, up to maxBatch) and settles all.
@@ -134,7 +133,7 @@ test('a COMMIT that fails fails every heartbeat of its batch with the error and 
   // A real failing COMMIT: a deferred foreign key left violated is checked at COMMIT and refuses it.
   c.store.db.exec('CREATE TEMP TABLE fault_parent (id INTEGER PRIMARY KEY); CREATE TEMP TABLE fault_child (pid INTEGER REFERENCES fault_parent (id) DEFERRABLE INITIALLY DEFERRED)');
   let armed = true;
-  const b = batcher({ hooks: { beforeCommit: (store) => { if (armed) store.db.prepare('INSERT INTO fault_child (pid) VALUES (42)').run(); } } });
+  const b = batcher({ hooks: { beforeCommit: () => { if (armed) c.store.db.prepare('INSERT INTO fault_child (pid) VALUES (42)').run(); } } });
   const group = nodes.slice(9, 12);
   const before = dumpStore(c.store);
   const bodies = group.map((n) => n.body({ receipts: [n.receipt()] }));
@@ -158,7 +157,7 @@ test('a COMMIT that fails fails every heartbeat of its batch with the error and 
 
 test('over HTTP, a failed commit answers 500 INTERNAL to every heartbeat in flight and records none', async () => {
   let armed = true;
-  const d = await startControl({
+  const d = await startControlInProcess({
     heartbeatBatch: { hooks: { beforeCommit: () => { if (armed) throw new Database.SqliteError('disk I/O error (test fault)', 'SQLITE_IOERR'); } } },
   });
   try {
@@ -185,14 +184,15 @@ test('over HTTP, a failed commit answers 500 INTERNAL to every heartbeat in flig
 });
 
 test('a node removed or re-keyed after its heartbeat was verified but before the commit is judged as it is at the commit', async () => {
-  const d = await startControl();
+  const d = await startControlInProcess();
   try {
-    const b = createHeartbeatBatcher({ store: d.store, clock: d.clock, heartbeatSeconds: 30 });
+    const b = createHeartbeatBatcher({ store: d.store, heartbeatSeconds: 30 });
     // Re-keyed (the store now holds another key for it): the old key's signature no longer holds.
     const k = await new FakeNode(d, 'host-rekeyed').enroll();
     const other = new FakeNode(d, 'other');
     const rekeyed = b.submit(Buffer.from(k.body()));
-    d.store.db.prepare('UPDATE nodes SET nodePublicKey = ? WHERE nodeId = ?').run(other.pem(other.node.publicKey), k.nodeId);
+    // Queued after submit()'s read of the key, before the batch's transaction.
+    void d.store.write(async () => void d.store.db.prepare('UPDATE nodes SET nodePublicKey = ? WHERE nodeId = ?').run(other.pem(other.node.publicKey), k.nodeId));
     const r = await rekeyed;
     assert.equal(r.status, 401, JSON.stringify(r.body));
     assert.equal(errorOf(r), 'BAD_SIGNATURE');
@@ -200,8 +200,8 @@ test('a node removed or re-keyed after its heartbeat was verified but before the
     // Removed: unknown.
     const n = await new FakeNode(d, 'host-gone').enroll();
     const pending = b.submit(Buffer.from(n.body({ receipts: [n.receipt()] })));
-    // The signature was checked in submit(); the commit runs on the next turn of the event loop.
-    assert.equal(removeNode(d.store, n.nodeId), true);
+    // The signature is checked in submit(); the commit runs on a later turn of the event loop.
+    assert.equal(await d.store.write((tx) => tx.nodes.remove(n.nodeId)), true);
     const a = await pending;
     assert.equal(a.status, 401, JSON.stringify(a.body));
     assert.equal(errorOf(a), 'UNKNOWN_NODE');

@@ -7,8 +7,7 @@ import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { DOMAINS } from '../../src/platform/keys.js';
 import { startRun, stopRun } from '../../src/control/rollouts/start-run.js';
 import { describeRun } from '../../src/control/rollouts/run-status.js';
-import { latestRun } from '../../src/control/store/runs.js';
-import { dumpStore, FakeNode, MINUTE, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, MINUTE, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 let a: FakeNode;
@@ -17,7 +16,7 @@ let issuedToB = '';
 let issuedToA = '';
 
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   a = await new FakeNode(c, 'host-a').enroll();
   b = await new FakeNode(c, 'host-b').enroll();
   a.setCurrent('web', '1.0.0');
@@ -26,13 +25,13 @@ before(async () => {
   assert.equal((await b.heartbeat()).status, 200);
   await c.addRelease('web', '1.1.0');
   // Earlier runs: run 1 issues to node b, run 2 to node a; both stop. Run 3 (to node a) runs.
-  startRun(c.store, 'web', '1.1.0', { canary: b.nodeId }, c.clock.now());
+  await startRun(c.store, 'web', '1.1.0', { canary: [b.nodeId] });
   issuedToB = (c.store.db.prepare('SELECT attemptId FROM issued WHERE nodeId = ?').get(b.nodeId) as { attemptId: string }).attemptId;
-  stopRun(c.store, 'web', c.clock.now());
-  startRun(c.store, 'web', '1.1.0', { canary: a.nodeId }, c.clock.now());
+  await stopRun(c.store, 'web');
+  await startRun(c.store, 'web', '1.1.0', { canary: [a.nodeId] });
   issuedToA = (c.store.db.prepare('SELECT attemptId FROM issued WHERE nodeId = ?').get(a.nodeId) as { attemptId: string }).attemptId;
-  stopRun(c.store, 'web', c.clock.now());
-  startRun(c.store, 'web', '1.1.0', { canary: a.nodeId }, c.clock.now());
+  await stopRun(c.store, 'web');
+  await startRun(c.store, 'web', '1.1.0', { canary: [a.nodeId] });
   // A stored receipt of node a under seq 1 (an operator's update).
   assert.equal((await a.heartbeat({ receipts: [a.receipt({ seq: 1, attemptId: 'cli-1' })] })).status, 200);
 });
@@ -86,26 +85,26 @@ test('the control case: a good heartbeat of node a is accepted and recorded', as
 });
 
 test('an identical replay of a stored receipt of an earlier run is acked, not stored again, and does not count for the current run', async () => {
-  const d = await startControl();
+  const d = await startControlInProcess();
   try {
     const n = await new FakeNode(d, 'host-n').enroll();
     n.setCurrent('web', '1.0.0');
     await n.heartbeat();
     await d.addRelease('web', '1.1.0');
-    startRun(d.store, 'web', '1.1.0', {}, d.clock.now());
+    await startRun(d.store, 'web', '1.1.0', {});
     const first = await n.heartbeat();
     const attempt = first.body.desired[0].attemptId as string;
     const reverted = n.receipt({ attemptId: attempt, targetVersion: '1.1.0', outcome: 'rolled-back', reason: { code: 'REPLACEMENT_UNHEALTHY', message: 'probe failed' } });
     assert.deepEqual((await n.heartbeat({ receipts: [reverted] })).body.ackedSeqs, [1]);
-    assert.equal(describeRun(d.store, latestRun(d.store, 'web')!, d.clock.now()).status, 'halted');
+    assert.equal((await d.store.read(async (tx) => describeRun(tx, (await tx.runs.latest('web'))!))).status, 'halted');
 
-    startRun(d.store, 'web', '1.1.0', { allowRetryReverted: true }, d.clock.now());
+    await startRun(d.store, 'web', '1.1.0', { allowRetryReverted: true });
     const receiptsBefore = dumpStore(d.store).receipts;
     const again = await n.heartbeat({ receipts: [reverted] });
     assert.equal(again.status, 200, JSON.stringify(again.body));
     assert.deepEqual(again.body.ackedSeqs, [1]);
     assert.deepEqual(dumpStore(d.store).receipts, receiptsBefore);
-    const run2 = describeRun(d.store, latestRun(d.store, 'web')!, d.clock.now());
+    const run2 = (await d.store.read(async (tx) => describeRun(tx, (await tx.runs.latest('web'))!)));
     assert.equal(run2.status, 'running');
     assert.equal(run2.nodes[0]?.state, 'issued');
     assert.notEqual(run2.nodes[0]?.attemptId, attempt);

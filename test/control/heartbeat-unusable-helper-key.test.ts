@@ -3,13 +3,13 @@
 // unusable keeps heartbeating, while any receipt it relays is refused whole and changes nothing.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dumpStore, FakeNode, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 let node: FakeNode;
 
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   node = await new FakeNode(c, 'host-a').enroll();
   c.store.db.prepare('UPDATE nodes SET helperPublicKey = ? WHERE nodeId = ?').run('-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n', node.nodeId);
 });

@@ -3,11 +3,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { ENROLL_PATH, errorAnswerSchema, HEARTBEAT_PATH, MAX_BODY_BYTES } from '../../src/core/control-api.js';
-import { FakeNode, request, startControl, type Control } from '../helpers/control-harness.js';
+import { FakeNode, request, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
 });
 after(() => c.close());
 

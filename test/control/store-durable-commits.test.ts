@@ -6,17 +6,17 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openStore } from '../../src/control/store/open-store.js';
+import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 
-test('the store commits with WAL and synchronous=FULL', () => {
+test('the store commits with WAL and synchronous=FULL', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-sync-'));
   try {
-    const store = openStore(path.join(dir, 'control.db'));
+    const store = openStore(path.join(dir, 'control.db'), { create: true });
     try {
       assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(store.db.pragma('synchronous', { simple: true }), 2, 'synchronous is FULL (2)');
     } finally {
-      store.close();
+      await store.close();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

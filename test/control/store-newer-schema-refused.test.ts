@@ -6,15 +6,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { openStore } from '../../src/control/store/open-store.js';
-import { STORE_SCHEMA_VERSION } from '../../src/control/store/schema.js';
+import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
 import { REPO } from '../helpers/host.js';
 
-test('a database with a newer user_version is refused with STATE_INVALID, by the library and by the CLI', () => {
+test('a database with a newer user_version is refused with STATE_INVALID, by the library and by the CLI', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-schema-'));
   try {
     const file = path.join(dir, 'control.db');
-    openStore(file).close();
+    await openStore(file, { create: true }).close();
     const raw = new Database(file);
     raw.pragma(`user_version = ${STORE_SCHEMA_VERSION + 1}`);
     raw.close();
@@ -38,15 +38,15 @@ test('a database with a newer user_version is refused with STATE_INVALID, by the
   }
 });
 
-test('a fresh database gets the current schema version and reopens', () => {
+test('a fresh database gets the current schema version and reopens', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-schema-'));
   try {
     const file = path.join(dir, 'control.db');
-    openStore(file).close();
+    await openStore(file, { create: true }).close();
     const s = openStore(file);
     assert.equal(s.db.pragma('user_version', { simple: true }), STORE_SCHEMA_VERSION);
     assert.equal(s.db.pragma('journal_mode', { simple: true }), 'wal');
-    s.close();
+    await s.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

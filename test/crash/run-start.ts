@@ -4,7 +4,7 @@
 // recover hundreds of crash states without paying a node start for each.
 import { hostPaths, type HostPaths } from '../../src/core/paths.js';
 import { buildCore } from '../../src/helper/build-core.js';
-import { loadHostConfig } from '../../src/helper/config.js';
+import { loadHostConfig } from '../../src/host/config.js';
 import type { HelperCore } from '../../src/helper/handlers.js';
 import { ensureLayout } from '../../src/helper/layout.js';
 import { prepareRunDir } from '../../src/helper/server/bind-sockets.js';

@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DesiredEntry } from '../../src/core/control-api.js';
-import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, startHelper, type HelperProcess, type ReleaseKey, type TestHost } from '../helpers/host.js';
-import { allReceipts, killApps } from '../helpers/app-processes.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, makeReleaseKey, manifestFor, processApp, type ReleaseKey } from '../helpers/host.js';
+import { allReceipts } from '../helpers/app-processes.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost;
-let helper: HelperProcess;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let agent: AgentProcess | undefined;
 let key: ReleaseKey;
 let port: number;
@@ -19,9 +19,8 @@ const cp = new FakeControlPlane();
 
 before(async () => {
   port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
   key = makeReleaseKey(host, ['web']);
-  helper = await startHelper(host);
+  await host.startHelper();
   cp.heartbeatSeconds = 1;
   cp.tokens.add('converge-token-0123456789');
   await cp.listen();
@@ -30,13 +29,7 @@ before(async () => {
   nodeId = r.json.nodeId;
 });
 
-after(async () => {
-  await agent?.stop();
-  await helper?.stop();
-  await cp.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
+after(() => cp.stop());
 
 // A desired entry whose signed manifest points at the fake control plane's artifact.
 function desired(version: string, attemptId: string): DesiredEntry {
@@ -65,7 +58,7 @@ async function moreHeartbeats(a: AgentProcess, n: number): Promise<void> {
 test('a desired entry is performed once under the control plane attemptId, and a restarted agent does not act on it again', { timeout: 120_000 }, async () => {
   const X = 'run-1.web.1';
   cp.desired = [desired('1.0.0', X)];
-  agent = startAgent(host);
+  agent = startAgentProcess(host);
   const a = agent;
   await a.waitFor('the receipt of the attempt', () => storedFor(X).length === 1, 60_000);
   const [receipt] = storedFor(X);
@@ -77,7 +70,7 @@ test('a desired entry is performed once under the control plane attemptId, and a
   assert.match(a.stderr(), new RegExp(`desired handed to the helper app=web version=1\\.0\\.0 attemptId=${X.replace(/\./g, '\\.')} answer=accepted`));
 
   assert.equal(await a.stop(), 0);
-  agent = startAgent(host);
+  agent = startAgentProcess(host);
   const b = agent;
   await moreHeartbeats(b, 3);
   assert.doesNotMatch(b.stderr(), /desired handed to the helper/, 'the restarted agent did not hand it over again');

@@ -4,33 +4,24 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { enrollPayloadSchema } from '../../src/core/control-api.js';
 import { DOMAINS, keyIdOf, openEnvelope, parsePrivateKey, parsePublicKey } from '../../src/platform/keys.js';
-import { agentctl, makeHost, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl } from '../helpers/host.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 
 const TOKEN = 'enroll-token-0123456789';
 let cp: FakeControlPlane;
-const hosts: TestHost[] = [];
 
 before(async () => {
   cp = new FakeControlPlane();
   cp.heartbeatSeconds = 15;
   await cp.listen();
 });
-after(async () => {
-  await cp.stop();
-  for (const h of hosts) h.cleanup();
-});
-
-function host(): TestHost {
-  const h = makeHost();
-  hosts.push(h);
-  return h;
-}
+after(() => cp.stop());
 
 const mode = (p: string) => statSync(p).mode & 0o7777;
 
-test('enrollment writes node.key 0600 in a 0700 agent folder, enrollment.json and state/node.json', async () => {
-  const h = host();
+test('enrollment writes node.key 0600 in a 0700 agent folder, enrollment.json and state/node.json', async (t) => {
+  const h = useHost(t);
   cp.tokens.add(TOKEN);
   const r = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', TOKEN, '--json']);
   assert.equal(r.code, 0, r.stderr + r.stdout);
@@ -57,8 +48,8 @@ test('enrollment writes node.key 0600 in a 0700 agent folder, enrollment.json an
   assert.equal(r.json.helperKeyId, keyIdOf(parsePublicKey(readFileSync(h.paths.helperPub))), 'the helper key was made as the helper would');
 });
 
-test('the enroll envelope verifies with the node public key under steward-enroll-v1 and carries the helper key, signed by the helper key', async () => {
-  const h = host();
+test('the enroll envelope verifies with the node public key under steward-enroll-v1 and carries the helper key, signed by the helper key', async (t) => {
+  const h = useHost(t);
   cp.tokens.add(TOKEN + 'b');
   const before = cp.enrollBodies.length;
   const r = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'b', '--json']);
@@ -78,8 +69,27 @@ test('the enroll envelope verifies with the node public key under steward-enroll
   assert.equal(openEnvelope(proof, DOMAINS.enroll, new Map([[keyIdOf(helperPub), helperPub]])).ok, false);
 });
 
-test('a TOKEN_INVALID answer is a clear error and writes nothing', async () => {
-  const h = host();
+test('labels given with --label go in the signed payload as what the node proposes; none, no labels key; a bad one is a usage error', async (t) => {
+  const h = useHost(t);
+  cp.tokens.add(TOKEN + 'l');
+  const before = cp.enrollBodies.length;
+  const r = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'l', '--label', 'env=prod', '--label', 'rack=r12', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const payloadOf = (i: number) => JSON.parse(Buffer.from((cp.enrollBodies[i] as { payload: string }).payload, 'base64').toString('utf8'));
+  assert.deepEqual(payloadOf(before).labels, { env: 'prod', rack: 'r12' });
+  const plain = useHost(t);
+  cp.tokens.add(TOKEN + 'm');
+  assert.equal((await agentctl(plain, ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'm', '--json'])).code, 0);
+  assert.equal('labels' in payloadOf(before + 1), false);
+  for (const bad of ['Env=prod', 'env', 'env=a b', `${'k'.repeat(56)}=v`]) {
+    const u = await agentctl(useHost(t), ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'n', '--label', bad, '--json']);
+    assert.deepEqual([u.code, u.json?.error?.code], [2, 'USAGE'], bad);
+  }
+  assert.equal(cp.enrollBodies.length, before + 2, 'a usage error sends nothing');
+});
+
+test('a TOKEN_INVALID answer is a clear error and writes nothing', async (t) => {
+  const h = useHost(t);
   const r = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', 'never-issued-token-000']);
   assert.equal(r.code, 3, r.stderr);
   assert.match(r.stderr, /TOKEN_INVALID/);
@@ -89,8 +99,8 @@ test('a TOKEN_INVALID answer is a clear error and writes nothing', async () => {
   assert.equal(existsSync(h.paths.nodeState), false);
 });
 
-test('an unreachable control plane is CONTROL_PLANE_UNREACHABLE (exit 5) and writes nothing', async () => {
-  const h = host();
+test('an unreachable control plane is CONTROL_PLANE_UNREACHABLE (exit 5) and writes nothing', async (t) => {
+  const h = useHost(t);
   const down = new FakeControlPlane();
   await down.listen();
   const url = down.url;
@@ -102,8 +112,8 @@ test('an unreachable control plane is CONTROL_PLANE_UNREACHABLE (exit 5) and wri
   assert.equal(existsSync(h.paths.nodeState), false);
 });
 
-test('enrolling an enrolled node is refused (ALREADY_ENROLLED) unless --force, which makes a new key and nodeId', async () => {
-  const h = host();
+test('enrolling an enrolled node is refused (ALREADY_ENROLLED) unless --force, which makes a new key and nodeId', async (t) => {
+  const h = useHost(t);
   cp.tokens.add(TOKEN + 'c');
   const first = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', TOKEN + 'c', '--json']);
   assert.equal(first.code, 0, first.stderr);
@@ -123,8 +133,8 @@ test('enrolling an enrolled node is refused (ALREADY_ENROLLED) unless --force, w
   assert.equal(JSON.parse(readFileSync(h.paths.nodeState, 'utf8')).nodeId, forced.json.nodeId);
 });
 
-test('plain http to a control plane that is not loopback is refused before any connection', async () => {
-  const h = host();
+test('plain http to a control plane that is not loopback is refused before any connection', async (t) => {
+  const h = useHost(t);
   const r = await agentctl(h, ['enroll', '--control-plane', 'http://cp.example:8080', '--token', TOKEN, '--json']);
   assert.equal(r.code, 2, r.stderr + r.stdout);
   assert.equal(r.json.error.code, 'USAGE', 'the URL is the command line\'s mistake');

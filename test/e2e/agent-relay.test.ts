@@ -2,24 +2,14 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { killApps } from '../helpers/app-processes.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, type TestHost } from '../helpers/host.js';
+import { startAgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-let agent: AgentProcess | undefined;
 const cp = new FakeControlPlane();
-
-after(async () => {
-  await agent?.stop();
-  await helper?.stop();
-  await cp.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
+after(() => cp.stop());
 
 const pendingSeqs = (h: TestHost): number[] => {
   try {
@@ -30,19 +20,17 @@ const pendingSeqs = (h: TestHost): number[] => {
   }
 };
 
-test('the agent relays every receipt of a real helper, the control plane acks them and the outbox empties; while the control plane is down it backs off, then delivers everything', { timeout: 180_000 }, async () => {
+test('the agent relays every receipt of a real helper, the control plane acks them and the outbox empties; while the control plane is down it backs off, then delivers everything', { timeout: 180_000 }, async (t) => {
   const port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
-  const h = host;
-  helper = await startHelper(h);
+  const h = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  await h.startHelper();
   cp.heartbeatSeconds = 1;
   cp.tokens.add('relay-token-0123456789');
   await cp.listen();
   const enrolled = await agentctl(h, ['enroll', '--control-plane', cp.url, '--token', 'relay-token-0123456789', '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr);
   const nodeId = enrolled.json.nodeId as string;
-  agent = startAgent(h);
-  const a = agent;
+  const a = startAgentProcess(h);
 
   const update = async (version: string) => {
     const r = await agentctl(h, ['update', 'web', version, ...releaseArgs(h.scratch, 'web', version, port, { stableMs: 100 }), '--json']);

@@ -5,7 +5,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { killApps } from '../helpers/app-processes.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js';
 
 const CTL = path.join(REPO, 'bin/steward-control.js');
@@ -33,7 +33,7 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
   copyFileSync(keys.publicKeyFile, path.join(h.paths.trustedKeysDir, 'web', 'release.pub'));
   helper = await startHelper(h);
 
-  const s = spawn(process.execPath, [CTL, 'serve', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const s = spawn(process.execPath, [CTL, 'serve', '--init', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
   serve = s;
   s.stderr?.resume();
   const url = await new Promise<string>((resolve, reject) => {
@@ -47,7 +47,7 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
   const { token } = ctl('token', 'create');
   const enrolled = await agentctl(h, ['enroll', '--control-plane', url, '--token', token, '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
-  agent = startAgent(h);
+  agent = startAgentProcess(h);
   const a = agent;
   for (const v of ['1.0.0', '1.1.0']) {
     const file = path.join(h.scratch, `web-${v}.tgz`);
@@ -57,7 +57,7 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
   await a.waitFor('the first heartbeat', () => Boolean(ctl('nodes').nodes[0]?.lastHeartbeatAt));
 
   for (const v of ['1.0.0', '1.1.0']) {
-    ctl('rollout', 'start', 'web', v);
+    ctl('rollout', 'start', 'web', v, '--bake', '0');
     await a.waitFor(`the rollout of ${v} to end`, () => ctl('rollout', 'status', 'web').runs[0].status !== 'running', 60_000);
     const run = ctl('rollout', 'status', 'web').runs[0];
     assert.equal(run.status, 'succeeded', JSON.stringify(run));

@@ -1,25 +1,16 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { appStatus, killApps, waitReady } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
+import { appStatus, waitReady } from '../helpers/app-processes.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web', 'api']);
-  host?.cleanup();
-});
-
-test('a garbage journal blocks only its app until agentctl recover runs an activation of current', { timeout: 90_000 }, async () => {
+test('a garbage journal blocks only its app until agentctl recover runs an activation of current', { timeout: 90_000 }, async (t) => {
   const ports = { web: await freePort(), api: await freePort() };
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }), api: processApp({ stopTimeoutMs: 1000 }) } });
-  const h = host;
-  helper = await startHelper(h);
+  const h = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }), api: processApp({ stopTimeoutMs: 1000 }) } });
+  const helper = await h.startHelper();
   const update = (app: 'web' | 'api', version: string) =>
     agentctl(h, ['update', app, version, ...releaseArgs(h.scratch, app, version, ports[app]), '--json']);
   for (const [app, version] of [['web', '1.0.0'], ['web', '2.0.0'], ['api', '1.0.0']] as const) {
@@ -33,7 +24,7 @@ test('a garbage journal blocks only its app until agentctl recover runs an activ
   writeFileSync(journal, garbage, { mode: 0o600 });
   const mtime = statSync(journal).mtimeMs;
 
-  helper = await startHelper(h);
+  await h.startHelper();
   await waitReady(h);
   const web = await appStatus(h, 'web');
   assert.equal(web.blocked?.reason, 'JOURNAL_INVALID', 'status shows the block');

@@ -6,27 +6,19 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { receiptsFile, trustedKeysFor } from '../../src/core/paths.js';
 import { generateKeyPair } from '../../src/platform/keys.js';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost;
-let helper: HelperProcess;
 const apps = { web: processApp({ stopTimeoutMs: 1000 }) };
+const host = useHost(after, { apps });
 
 before(async () => {
-  host = makeHost({ apps });
-  helper = await startHelper(host);
+  await host.startHelper();
   // One real update: a release tree, a current symlink and a receipts file to check.
   const port = await freePort();
   const r = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(r.code, 0, r.stderr + r.stdout);
-});
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
 });
 
 interface Check {

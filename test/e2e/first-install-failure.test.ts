@@ -1,20 +1,12 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lstatSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { appStatus, killApps, recordedPid } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
+import { appStatus, recordedPid } from '../helpers/app-processes.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
-
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -24,10 +16,10 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
-test('a failing first install stops the process, removes current, ends failed and frees the port', { timeout: 60_000 }, async () => {
+test('a failing first install stops the process, removes current, ends failed and frees the port', { timeout: 60_000 }, async (t) => {
   const port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
-  helper = await startHelper(host);
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  await host.startHelper();
   const r = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { health: 'fail', ignoreSigterm: true, timeoutMs: 2000 }), '--json']);
   assert.equal(r.code, 1, r.stderr + r.stdout);
   assert.equal(r.json.outcome, 'failed');

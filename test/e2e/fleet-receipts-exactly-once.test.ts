@@ -9,7 +9,7 @@ import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type T
 import { allReceipts, killApps } from '../helpers/app-processes.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 import { mulberry32 } from '../helpers/prng.js';
-import { controlCli, startAgent, startControl, waitUntil, type Daemon } from '../helpers/fleet.js';
+import { controlCli, startAgentDaemon, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 
 const APPS = ['web', 'api'] as const;
 const UPDATES = 20;
@@ -42,14 +42,14 @@ test('40 receipts reach the control plane exactly once through agent SIGKILLs an
   const h = host;
   const db = path.join(h.scratch, 'control.db');
   helper = await startHelper(h);
-  control = await startControl(db, cpPort);
+  control = await startControlDaemon(db, cpPort);
 
   const token = await controlCli(db, ['token', 'create', '--json']);
   assert.equal(token.code, 0, token.stderr);
   const enrolled = await agentctl(h, ['enroll', '--control-plane', control.url, '--token', token.json.token, '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
   const nodeId: string = enrolled.json.nodeId;
-  agent = startAgent(h);
+  agent = startAgentDaemon(h);
 
   // The updates: two sequential loops at once, so the helper interleaves the two apps' seqs.
   let done = false;
@@ -80,14 +80,14 @@ test('40 receipts reach the control plane exactly once through agent SIGKILLs an
       await agent?.kill();
       kills++;
       await sleep(random() * 400);
-      agent = startAgent(h);
+      agent = startAgentDaemon(h);
     }
   })();
   const outage = (async () => {
     await sleep(2000 + random() * 2000);
     await control?.kill();
     await sleep(5000 + random() * 3000);
-    control = await startControl(db, cpPort);
+    control = await startControlDaemon(db, cpPort);
     outageOver = true;
   })();
   await Promise.all([updates, agentChaos, outage]);

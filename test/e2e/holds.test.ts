@@ -2,26 +2,19 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, startHelper, type HelperProcess, type ReleaseKey, type TestHost } from '../helpers/host.js';
-import { appStatus, killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, makeReleaseKey, manifestFor, processApp, type ReleaseKey } from '../helpers/host.js';
+import { appStatus } from '../helpers/app-processes.js';
 import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost;
-let helper: HelperProcess;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let key: ReleaseKey;
 let port: number;
 
 before(async () => {
   port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
   key = makeReleaseKey(host, ['web']);
-  helper = await startHelper(host);
-});
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
+  await host.startHelper();
 });
 
 // A signed update over helper.sock: the tarball is uploaded, the manifest names its bytes.

@@ -1,21 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { agentctl, makeHost, processApp, startHelper } from '../helpers/host.js';
-import { killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
 // Issue 7 item 4, through a whole activation: a new version whose health endpoint accepts the
 // connection and never answers fails its probe at `timeoutMs`; the update rolls back to the old
 // version instead of hanging, and the helper still answers afterwards.
 test('an update whose health check hangs is rolled back at the probe timeout, and the old version serves again', { timeout: 90_000 }, async (t) => {
-  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
   const port = await freePort();
-  const helper = await startHelper(host);
-  t.after(async () => {
-    await helper.stop();
-    killApps(host, ['web']);
-    host.cleanup();
-  });
+  await host.startHelper();
   const v1 = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(v1.code, 0, v1.stderr + v1.stdout);
 

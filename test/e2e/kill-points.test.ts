@@ -12,7 +12,8 @@ import { readMarker } from '../../src/helper/release-store.js';
 import { readJournal } from '../../src/helper/update/journal.js';
 import { readRunRecord } from '../../src/helper/runners/run-record.js';
 import { callHelper } from '../../src/protocol/client.js';
-import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, REPO, type TestHost } from '../helpers/host.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 import { processesUnder } from '../helpers/app-processes.js';
 
@@ -38,22 +39,6 @@ after(() => {
   const lines = FAULT_POINTS.map((p) => `  ${p}: ${reached.get(p) === true ? 'reached' : reached.get(p) === false ? 'NOT reached' : 'not run'}`);
   console.log(`kill points summary (${[...reached.values()].filter(Boolean).length}/${FAULT_POINTS.length} reached):\n${lines.join('\n')}`);
 });
-
-// Kills whatever a test left running from the host's release trees (apps outlive helpers).
-async function killAppProcesses(host: TestHost): Promise<void> {
-  const base = path.dirname(host.root);
-  for (const pid of await processesUnder(base)) {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
-  }
-}
 
 // Waits until the helper's start is over: status answers with recovering=false.
 async function waitRecovered(host: TestHost): Promise<void> {
@@ -82,27 +67,20 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
   for (const point of FAULT_POINTS) {
     it(`leaves one valid release, a terminal journal, one receipt and one running app after ${point}`, async (t) => {
       const port = await freePort();
-      const host = makeHost({ apps: { web: processApp({ keepReleases: 2, stopTimeoutMs: 2000 }) } });
-      const helpers: HelperProcess[] = [];
-      t.after(async () => {
-        for (const h of helpers) await h.kill();
-        await killAppProcesses(host);
-        host.cleanup();
-      });
+      const host = useHost(t, { apps: { web: processApp({ keepReleases: 2, stopTimeoutMs: 2000 }) } });
 
       // 1. Two healthy releases, so there is a previous and something to prune.
-      helpers.push(await startHelper(host));
+      const first = await host.startHelper();
       for (const v of ['1.0.0', '2.0.0']) {
         const r = await update(host, v, port, []);
         assert.equal(r.code, 0, `install ${v}: ${r.stdout} ${r.stderr}`);
         assert.equal(r.json.outcome, 'active', r.stdout);
       }
-      assert.equal(await helpers[0]!.stop(), 0);
+      assert.equal(await first.stop(), 0);
 
       // 2. A helper with the seam armed at `point` dies there during `update web 3.0.0`.
       const attemptId = `kp-${point}`;
-      const faulty = await startHelper(host, { STEWARD_FAULTS: point });
-      helpers.push(faulty);
+      const faulty = await host.startHelper({ STEWARD_FAULTS: point });
       const upd = await update(host, '3.0.0', port, ['--attempt-id', attemptId], point === 'during-swap-back' ? 'fail' : 'ok');
       if (faulty.child.exitCode === null && faulty.child.signalCode === null) {
         await Promise.race([once(faulty.child, 'exit'), new Promise((r) => setTimeout(r, 10_000))]);
@@ -115,7 +93,7 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
       assert.notEqual(upd.code, 0, `agentctl update should fail when the helper dies: ${upd.stdout}`);
 
       // 3. A helper without faults recovers.
-      helpers.push(await startHelper(host));
+      const recovered = await host.startHelper();
       await waitRecovered(host);
 
       const want = expectedOutcome(point);
@@ -142,7 +120,7 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
       const receipts = rc.json.receipts as { verified: boolean; payload: Record<string, any> }[];
       assert.ok(receipts.every((r) => r.verified), 'every receipt verifies');
       const ours = receipts.filter((r) => r.payload.attemptId === attemptId);
-      assert.equal(ours.length, 1, `exactly one receipt for ${attemptId}; all: ${JSON.stringify(receipts.map((r) => [r.payload.seq, r.payload.attemptId, r.payload.outcome]))}; helper:\n${helpers.at(-1)!.stderr().slice(-4000)}`);
+      assert.equal(ours.length, 1, `exactly one receipt for ${attemptId}; all: ${JSON.stringify(receipts.map((r) => [r.payload.seq, r.payload.attemptId, r.payload.outcome]))}; helper:\n${recovered.stderr().slice(-4000)}`);
       assert.equal(ours[0]!.payload.outcome, want.outcome);
       assert.equal(ours[0]!.payload.reason?.code ?? null, want.reason);
       const seqs = receipts.map((r) => r.payload.seq as number);

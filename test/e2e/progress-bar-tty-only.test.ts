@@ -3,19 +3,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, BIN, makeHost, sri, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, BIN, sri } from '../helpers/host.js';
 import { releaseTgz } from '../fixtures/releases.js';
 
-let host: TestHost;
-let helper: HelperProcess;
-before(async () => {
-  host = makeHost();
-  helper = await startHelper(host);
-});
-after(async () => {
-  await helper?.stop();
-  host?.cleanup();
-});
+const host = useHost(after);
+before(() => host.startHelper());
 
 const BAR = '\x1b[2K'; // the bar clears its line before each redraw
 

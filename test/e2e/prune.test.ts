@@ -2,24 +2,18 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { appStatus, killApps, waitReady } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, type HelperProcess } from '../helpers/host.js';
+import { appStatus, waitReady } from '../helpers/app-processes.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000, keepReleases: 3 }) } });
 let helper: HelperProcess;
 let port: number;
 
 before(async () => {
   port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000, keepReleases: 3 }) } });
-  helper = await startHelper(host);
-});
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
+  helper = await host.startHelper();
 });
 
 const versionsDir = () => path.join(host.paths.appsDir, 'web/versions');
@@ -59,7 +53,7 @@ test("prune removes a version's marker before its tree", { timeout: 60_000 }, as
   await ok(['stage', 'web', '3.0.0', ...releaseArgs(host.scratch, 'web', '3.0.0', port), '--allow-downgrade']);
   // A helper that dies between the marker's removal and the tree's.
   await helper.stop();
-  helper = await startHelper(host, { STEWARD_FAULTS: 'during-prune' });
+  helper = await host.startHelper({ STEWARD_FAULTS: 'during-prune' });
   const r = await agentctl(host, ['prune', 'web', '--keep', '2', '--json']);
   assert.equal(r.code, 5, 'the helper died mid-prune: ' + r.stdout);
   await helper.kill();
@@ -69,7 +63,7 @@ test("prune removes a version's marker before its tree", { timeout: 60_000 }, as
   assert.equal(existsSync(path.join(tree, '.steward-valid')), false, 'but its marker was already gone');
 
   // A tree without a marker is never used and is cleaned at the next start.
-  helper = await startHelper(host);
+  helper = await host.startHelper();
   await waitReady(host);
   assert.deepEqual(staged(), ['1.0.0', '5.0.0']);
   assert.equal(await fetchVersion(port), '5.0.0');

@@ -1,28 +1,19 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { allReceipts, killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
+import { allReceipts } from '../helpers/app-processes.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
 const APPS = ['web', 'api'] as const;
 const UPDATES = 20;
 
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, [...APPS]);
-  host?.cleanup();
-});
-
-test('two apps updated 20 times each at once: 40 receipts, seqs strictly increasing in write order, none missing', { timeout: 240_000 }, async () => {
+test('two apps updated 20 times each at once: 40 receipts, seqs strictly increasing in write order, none missing', { timeout: 240_000 }, async (t) => {
   const ports = { web: await freePort(), api: await freePort() };
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }), api: processApp({ stopTimeoutMs: 1000 }) } });
-  const h = host;
-  helper = await startHelper(h);
+  const h = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }), api: processApp({ stopTimeoutMs: 1000 }) } });
+  await h.startHelper();
 
   // Two sequential loops, run concurrently: the helper allocates seqs for both apps at once.
   const run = async (app: (typeof APPS)[number]) => {

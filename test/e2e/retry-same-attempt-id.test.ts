@@ -3,26 +3,20 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, sri, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { allReceipts, appStatus, killApps, waitIdle } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, sri, type HelperProcess } from '../helpers/host.js';
+import { allReceipts, appStatus, waitIdle } from '../helpers/app-processes.js';
 import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let helper: HelperProcess;
 let port: number;
 
 before(async () => {
   port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
-  helper = await startHelper(host);
+  helper = await host.startHelper();
   const r = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(r.code, 0, r.stderr + r.stdout);
-});
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
 });
 
 // A release whose activation lasts until the test removes `gate`: its health fails while the

@@ -1,29 +1,19 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
-
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
 
 function decodeReceipt(envelope: { payload: string }): any {
   return JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8'));
 }
 
-test("a probe that fails for both old and new versions does not raise the new version's failure count", { timeout: 60_000 }, async () => {
+test("a probe that fails for both old and new versions does not raise the new version's failure count", { timeout: 60_000 }, async (t) => {
   const port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
-  const h = host;
-  helper = await startHelper(h);
+  const h = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  await h.startHelper();
   const sick = path.join(h.scratch, 'environment-is-sick');
   const quarantineOf = (v: string) => JSON.parse(readFileSync(path.join(h.paths.stateDir, 'web.json'), 'utf8')).quarantine[v];
 

@@ -1,22 +1,14 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { appStatus, killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
+import { appStatus } from '../helpers/app-processes.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
-
-test("a rollback where the failing new version keeps holding the old version's port still ends rolled-back, not failed", { timeout: 60_000 }, async () => {
+test("a rollback where the failing new version keeps holding the old version's port still ends rolled-back, not failed", { timeout: 60_000 }, async (t) => {
   const port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
-  helper = await startHelper(host);
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
+  await host.startHelper();
   const first = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(first.code, 0, first.stderr + first.stdout);
   assert.equal(await fetchVersion(port), '1.0.0');

@@ -4,21 +4,12 @@ import { spawnSync } from 'node:child_process';
 import { lstatSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { callHelper } from '../../src/protocol/client.js';
-import { agentctl, BIN, IS_ROOT, makeHost, makeReleaseKey, manifestFor, processApp, sri, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, BIN, IS_ROOT, makeReleaseKey, manifestFor, processApp, sri } from '../helpers/host.js';
 import { releaseTgz } from '../fixtures/releases.js';
 
-let host: TestHost;
-let helper: HelperProcess;
-
-before(async () => {
-  host = makeHost({ apps: { web: processApp(), api: processApp() } });
-  helper = await startHelper(host);
-});
-
-after(async () => {
-  await helper?.stop();
-  host?.cleanup();
-});
+const host = useHost(after, { apps: { web: processApp(), api: processApp() } });
+before(() => host.startHelper());
 
 test('agentctl stage --allow-unsigned stages a release that agentctl releases lists', async () => {
   const tgz = releaseTgz('web', '1.0.0');
@@ -113,15 +104,11 @@ test('a second helper on the same root exits 1 with HELPER_LOCKED', () => {
   assert.match(r.stderr, /HELPER_LOCKED/);
 });
 
-test('agentctl exits 5 when no helper runs for the root', async () => {
-  const other = makeHost();
-  try {
-    const r = await agentctl(other, ['status', '--json']);
-    assert.equal(r.code, 5);
-    assert.equal(r.json.error.code, 'HELPER_UNREACHABLE');
-  } finally {
-    other.cleanup();
-  }
+test('agentctl exits 5 when no helper runs for the root', async (t) => {
+  const other = useHost(t);
+  const r = await agentctl(other, ['status', '--json']);
+  assert.equal(r.code, 5);
+  assert.equal(r.json.error.code, 'HELPER_UNREACHABLE');
 });
 
 test('as root, the staged tree is root-owned', { skip: IS_ROOT ? false : 'needs root (runs in CI as root)' }, () => {

@@ -2,23 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { emptyAppState } from '../../src/core/state-schemas.js';
 import { writeAppState } from '../../src/helper/state/app-state.js';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 
 // `agentctl status --check` for monitoring scripts: its exit code says whether an app needs an
 // operator; the document and the table are those of `status`.
 
-let host: TestHost;
-let helper: HelperProcess;
-
-before(async () => {
-  host = makeHost({ apps: { web: processApp(), api: processApp() } });
-  helper = await startHelper(host);
-});
-
-after(async () => {
-  await helper?.stop();
-  host?.cleanup();
-});
+const host = useHost(after, { apps: { web: processApp(), api: processApp() } });
+before(() => host.startHelper());
 
 test('status --check exits 0 while no app needs anyone', { timeout: 30_000 }, async () => {
   const r = await agentctl(host, ['status', '--check']);

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { promises as fsp, writeFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { versionsDir } from '../../src/core/paths.js';
-import { agentctl, makeHost, processApp, startHelper, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, type TestHost } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
-import { killApps } from '../helpers/app-processes.js';
 
 // Fast respawn policy for tests: waits of 0, 200, 400, 800, 1000 ms.
 const fast = { restart: { baseMs: 100, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 }, stopTimeoutMs: 1000 };
@@ -43,13 +43,8 @@ async function instances(host: TestHost): Promise<number[]> {
 }
 
 test('an app crashing in a loop is respawned at +0, +200, +400 ... ms and ends in error after 5 respawns; restart revives it', { timeout: 90_000 }, async (t) => {
-  const host = makeHost(config());
-  const helper = await startHelper(host);
-  t.after(async () => {
-    await helper.stop();
-    await killApps(host, ['web']);
-    host.cleanup();
-  });
+  const host = useHost(t, config());
+  await host.startHelper();
   const port = await freePort();
   const crashFile = path.join(host.scratch, 'crash');
   writeFileSync(crashFile, '');
@@ -78,13 +73,8 @@ test('an app crashing in a loop is respawned at +0, +200, +400 ... ms and ends i
 });
 
 test('a crash is heard at once and respawned with a new pid; stop holds the app and nothing respawns it', { timeout: 60_000 }, async (t) => {
-  const host = makeHost(config());
-  const helper = await startHelper(host);
-  t.after(async () => {
-    await helper.stop();
-    await killApps(host, ['web']);
-    host.cleanup();
-  });
+  const host = useHost(t, config());
+  await host.startHelper();
   const port = await freePort();
   assert.equal((await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { stableMs: 200 })])).code, 0);
   const first = (await status(host)).supervisor.pid as number;
@@ -111,20 +101,15 @@ test('a crash is heard at once and respawned with a new pid; stop holds the app 
 
 for (const how of ['SIGKILL', 'SIGTERM'] as const) {
   test(`a helper ${how === 'SIGKILL' ? 'killed with SIGKILL' : 'stopped cleanly'} and restarted adopts the running app: same pid, one instance`, { timeout: 60_000 }, async (t) => {
-    const host = makeHost(config());
-    let helper = await startHelper(host);
-    t.after(async () => {
-      await helper.stop();
-      await killApps(host, ['web']);
-      host.cleanup();
-    });
+    const host = useHost(t, config());
+    const helper = await host.startHelper();
     const port = await freePort();
     assert.equal((await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { stableMs: 200 })])).code, 0);
     const before = (await status(host)).supervisor.pid as number;
     if (how === 'SIGKILL') await helper.kill();
     else await helper.stop();
     assert.deepEqual(await instances(host), [before], 'the app outlives the helper');
-    helper = await startHelper(host);
+    await host.startHelper();
     await new Promise((r) => setTimeout(r, 700)); // a sweep and several polls
     const after = await status(host);
     assert.equal(after.supervisor.pid, before, 'adopted, not restarted');

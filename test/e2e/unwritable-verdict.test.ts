@@ -2,31 +2,25 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { allReceipts, appStatus, killApps, waitReady } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, type HelperProcess } from '../helpers/host.js';
+import { allReceipts, appStatus, waitReady } from '../helpers/app-processes.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-let host: TestHost;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let helper: HelperProcess;
 let port: number;
 
 before(async () => {
   port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
-  helper = await startHelper(host);
+  helper = await host.startHelper();
   const r = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(r.code, 0, r.stderr + r.stdout);
 });
 
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
-
 async function restartHelper(env: Record<string, string> = {}): Promise<void> {
   await helper.stop();
-  helper = await startHelper(host, env);
+  helper = await host.startHelper(env);
   await waitReady(host);
 }
 

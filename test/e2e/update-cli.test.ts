@@ -2,26 +2,19 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { appStatus, killApps } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
+import { appStatus } from '../helpers/app-processes.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
 const QUARANTINE_BASE_MS = 300_000;
 
-let host: TestHost;
-let helper: HelperProcess;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let port: number;
 
 before(async () => {
   port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
-  helper = await startHelper(host);
-});
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
+  await host.startHelper();
 });
 
 const update = (version: string, behavior = {}, extra: string[] = []) =>

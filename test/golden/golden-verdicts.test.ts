@@ -18,7 +18,7 @@ import { relayMarkSchema } from '../../src/core/relay-mark.js';
 import { manifestPayloadSchema, markerSchema, releaseFileSchema } from '../../src/core/release-schemas.js';
 import { runRecordSchema } from '../../src/core/run-record-schema.js';
 import { appStateSchema, quarantineEntrySchema } from '../../src/core/state-schemas.js';
-import { nodeStateSchema } from '../../src/helper/receipts/node-state-schema.js';
+import { nodeStateSchema } from '../../src/host/node-state-schema.js';
 import { ALL_OPS } from '../../src/protocol/ops.js';
 import { progressEventSchema, requestEnvelopeSchema, requestSchemas, responseSchema } from '../../src/protocol/schemas.js';
 

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, BIN, IS_ROOT, makeHost, startHelper, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, BIN, IS_ROOT, type TestHost } from '../helpers/host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
 // A helper that cannot start (bad config, unsafe root prefix, lock held, a file where a folder
@@ -36,27 +37,21 @@ function reasonLine(r: Run, code: string): string {
 }
 
 test('a host config that is not JSON: one CONFIG_INVALID line naming the file', async (t) => {
-  const host = makeHost();
-  t.after(() => host.cleanup());
+  const host = useHost(t);
   writeFileSync(host.paths.configFile, '{"apps": {', { mode: 0o644 });
   const message = reasonLine(await runHelper(host), 'CONFIG_INVALID');
   assert.ok(message.startsWith(`${host.paths.configFile}: not valid JSON`), message);
 });
 
 test('a second helper for the same root: one HELPER_LOCKED line naming the lock', async (t) => {
-  const host = makeHost();
-  const first = await startHelper(host);
-  t.after(async () => {
-    await first.stop();
-    host.cleanup();
-  });
+  const host = useHost(t);
+  const first = await host.startHelper();
   const message = reasonLine(await runHelper(host), 'HELPER_LOCKED');
   assert.match(message, new RegExp(`\\(pid ${first.child.pid}\\) holds ${host.paths.helperLock.replace(/[.]/g, '\\.')}$`));
 });
 
 test('a file where the layout needs a folder: one IO_ERROR line naming the path, not INTERNAL', async (t) => {
-  const host = makeHost();
-  t.after(() => host.cleanup());
+  const host = useHost(t);
   writeFileSync(path.join(host.root, 'run'), '');
   const message = reasonLine(await runHelper(host), 'IO_ERROR');
   assert.match(message, /^cannot start: EEXIST: .*mkdir '.*\/run'$/);
@@ -64,16 +59,14 @@ test('a file where the layout needs a folder: one IO_ERROR line naming the path,
 
 test('as root, a root prefix others can write: one ROOT_UNSAFE line naming it', async (t) => {
   if (!IS_ROOT) return skipUnlessCI(t, 'the root prefix is checked only when the helper runs as root');
-  const host = makeHost();
-  t.after(() => host.cleanup());
+  const host = useHost(t);
   chmodSync(host.root, 0o777);
   const message = reasonLine(await runHelper(host), 'ROOT_UNSAFE');
   assert.match(message, new RegExp(`^root prefix ${host.root}: ${host.root} is writable by group or others`));
 });
 
 test('agentctl against a root whose helper is not running says how to see why it exited', async (t) => {
-  const host = makeHost();
-  t.after(() => host.cleanup());
+  const host = useHost(t);
   mkdirSync(path.dirname(host.paths.helperSock), { recursive: true });
   const r = await agentctl(host, ['status']);
   assert.equal(r.code, 5, r.stderr);

@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { callHelper } from '../../src/protocol/client.js';
-import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, sri, startHelper } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, makeReleaseKey, manifestFor, processApp, sri } from '../helpers/host.js';
 import { isClassicZod, moduleHook } from '../helpers/module-list.js';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 
@@ -18,18 +19,11 @@ function release(version: string, start: Record<string, unknown>, health: Record
 }
 
 test('a helper that starts, updates from a file and from a signed manifest, rolls back and answers status and receipts loads no classic zod, nor does a refused request', async (t) => {
-  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 2000 }) } });
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 2000 }) } });
   const hook = moduleHook();
-  t.after(() => {
-    hook.cleanup();
-    host.cleanup();
-  });
+  t.after(() => hook.cleanup());
   const key = makeReleaseKey(host, ['web']);
-  const helper = await startHelper(host, { DEBUG: '' }, { nodeArgs: hook.args });
-  t.after(async () => {
-    await agentctl(host, ['stop', 'web', '--json']);
-    await helper.stop();
-  });
+  const helper = await host.startHelper({ DEBUG: '' }, { nodeArgs: hook.args });
   const up = async (version: string, tgz: Buffer, signed: boolean) => {
     const file = path.join(host.scratch, `web-${version}.tgz`);
     writeFileSync(file, tgz);

@@ -1,6 +1,7 @@
 // Runs steward-agent as a real child process against a test host.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import type { HostFixture } from './host-fixture.js';
 import { REPO, type TestHost } from './host.js';
 
 export const AGENT_BIN = path.join(REPO, 'bin/steward-agent.js');
@@ -13,8 +14,9 @@ export interface AgentProcess {
   stop(): Promise<number | null>;
 }
 
-// Starts `steward-agent --root <host>` with all of steward's logs on.
-export function startAgent(host: TestHost, args: string[] = []): AgentProcess {
+// Starts `steward-agent --root <host>` with all of steward's logs on; on a host fixture
+// (host-fixture.ts), the host's teardown stops it before the helper.
+export function startAgentProcess(host: TestHost | HostFixture, args: string[] = []): AgentProcess {
   const child = spawn(process.execPath, [AGENT_BIN, '--root', host.root, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DEBUG: 'steward:*' },
@@ -22,7 +24,7 @@ export function startAgent(host: TestHost, args: string[] = []): AgentProcess {
   let err = '';
   child.stderr?.on('data', (c) => (err += c));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
+  const agent: AgentProcess = {
     child,
     stderr: () => err,
     async waitFor(what, check, timeoutMs = 30_000) {
@@ -39,4 +41,6 @@ export function startAgent(host: TestHost, args: string[] = []): AgentProcess {
       return exited;
     },
   };
+  if ('stopFirst' in host) host.stopFirst(() => agent.stop());
+  return agent;
 }

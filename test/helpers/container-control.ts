@@ -8,7 +8,7 @@ export const CONTROL_BIN = `${CONTAINER_REPO}/bin/steward-control.js`;
 // listens. Call stop() before the container stops: nsenter's child would outlive a poweroff and
 // keep the test process alive on the pipe. stop() is idempotent.
 export async function serveControl(box: SystemdContainer, db: string, heartbeatSeconds: number): Promise<{ url: string; stop: () => Promise<void> }> {
-  const serve = box.spawn('/usr/bin/node', [CONTROL_BIN, 'serve', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', String(heartbeatSeconds)]);
+  const serve = box.spawn('/usr/bin/node', [CONTROL_BIN, 'serve', '--init', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', String(heartbeatSeconds)]);
   const served = new Promise<void>((resolve) => serve.once('close', () => resolve()));
   const stop = async () => {
     if (serve.exitCode !== null || serve.signalCode !== null) return;

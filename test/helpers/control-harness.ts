@@ -11,10 +11,11 @@ import type { Envelope } from '../../src/core/release-schemas.js';
 import type { Clock } from '../../src/platform/clock.js';
 import { DOMAINS, generateKeyPair, signEnvelope, signPayloadBytes } from '../../src/platform/keys.js';
 import { addRelease } from '../../src/control/catalog/add-release.js';
+import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
+import { createToken } from '../../src/control/enroll/tokens.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
-import type { CommitSync } from '../../src/control/store/commit-sync.js';
-import { openStore, type ControlStore } from '../../src/control/store/open-store.js';
-import { createToken } from '../../src/control/store/tokens.js';
+import { openStore, type OpenStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import type { Labels } from '../../src/core/labels.js';
 
 export const T0 = 1_800_000_000_000;
 export const MINUTE = 60_000;
@@ -46,25 +47,25 @@ export class FakeClock implements Clock {
 export interface Control {
   dir: string;
   dbFile: string;
-  store: ControlStore;
+  store: SqliteStore;
   server: ControlServer;
   clock: FakeClock;
   releaseKey: { privatePem: string; publicPem: string; keyId: string };
-  token(ttlMs?: number): string;
+  token(ttlMs?: number, labels?: Labels): Promise<string>;
   addRelease(app: string, version: string, opts?: { expiresDays?: number; bytes?: Buffer }): Promise<void>;
   close(): Promise<void>;
 }
 
-// Starts a control plane with a fresh database.
-// `commitSync`: makes the server's fsync seam from the store (default: the real one).
-export async function startControl(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; commitSync?: (store: ControlStore) => CommitSync } = {}): Promise<Control> {
+// Starts a control plane with a fresh database, its store on the fake clock and in the server's
+// commit mode (groupSync; `groupSync` replaces its fsync seam).
+export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
-  const store = openStore(dbFile);
-  const clock = new FakeClock();
+  const clock = opts.clock ?? new FakeClock();
+  const store = openStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
-  store.db.prepare(`INSERT INTO settings (key, value) VALUES ('heartbeatSeconds', ?)`).run(String(heartbeatSeconds));
-  const server = await startControlServer({ store, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, commitSync: opts.commitSync?.(store) });
+  await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
+  const server = await startControlServer({ store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });
   const releaseKey = generateKeyPair();
   return {
     dir,
@@ -73,15 +74,15 @@ export async function startControl(opts: { heartbeatSeconds?: number; tickMs?: n
     server,
     clock,
     releaseKey,
-    token: (ttlMs = 3_600_000) => store.write(() => createToken(store, clock.now(), ttlMs)).token,
+    token: async (ttlMs = 3_600_000, labels = {}) => (await store.write((tx) => createToken(tx, ttlMs, labels))).token,
     addRelease: async (app, version, o = {}) => {
       const file = path.join(dir, `${app}-${version}.tgz`);
       writeFileSync(file, o.bytes ?? Buffer.from(`tarball of ${app} ${version}`));
-      await addRelease(store, { app, version, file, url: null, baseUrl: server.url, privateKeyPem: releaseKey.privatePem, expiresDays: o.expiresDays ?? 30, now: clock.now() });
+      await addRelease(store, { app, version, file, url: null, baseUrl: server.url, privateKeyPem: releaseKey.privatePem, expiresDays: o.expiresDays ?? 30, artifactsDir: artifactsDirOf(dbFile) });
     },
     close: async () => {
       await server.close();
-      store.close();
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -117,7 +118,7 @@ export function post(url: string, p: string, body: Buffer | string): Promise<Htt
 }
 
 // Every table's rows, to compare a store before and after a request.
-export function dumpStore(store: ControlStore): Record<string, unknown[]> {
+export function dumpStore(store: SqliteStore): Record<string, unknown[]> {
   const tables = store.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).all() as Array<{ name: string }>;
   return Object.fromEntries(tables.map((t) => [t.name, store.db.prepare(`SELECT * FROM "${t.name}" ORDER BY rowid`).all()]));
 }
@@ -134,7 +135,7 @@ export interface AppReport {
 export interface ControlLike {
   clock: { now(): number };
   server: { url: string };
-  token(): string;
+  token(): string | Promise<string>;
 }
 
 // A node as the agent and helper would be, with keys made in the test.
@@ -168,8 +169,8 @@ export class FakeNode {
   }
 
   // Enrolls with a fresh token and keeps the nodeId.
-  async enroll(token = this.control.token()): Promise<this> {
-    const a = await post(this.control.server.url, ENROLL_PATH, this.enrollBody(token));
+  async enroll(token?: string): Promise<this> {
+    const a = await post(this.control.server.url, ENROLL_PATH, this.enrollBody(token ?? (await this.control.token())));
     if (a.status !== 200) throw new Error(`enroll: ${a.status} ${JSON.stringify(a.body)}`);
     this.nodeId = a.body.nodeId;
     return this;

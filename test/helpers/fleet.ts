@@ -61,9 +61,9 @@ export function controlCli(db: string, args: string[]): Promise<ControlCliResult
   });
 }
 
-// Starts `steward-control serve` on 127.0.0.1:<port> and waits for its "listening on" line.
-export async function startControl(db: string, port: number, heartbeatSeconds = 1): Promise<Daemon & { url: string }> {
-  const d = daemon([CONTROL, '--db', db, 'serve', '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds)], { DEBUG: 'steward:*' });
+// Starts the `steward-control serve` program on 127.0.0.1:<port> and waits for its "listening on" line.
+export async function startControlDaemon(db: string, port: number, heartbeatSeconds = 1): Promise<Daemon & { url: string }> {
+  const d = daemon([CONTROL, '--db', db, 'serve', '--init', '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds)], { DEBUG: 'steward:*' });
   const deadline = Date.now() + 15_000;
   for (;;) {
     const m = /listening on (\S+)/.exec(d.output());
@@ -77,8 +77,8 @@ export async function startControl(db: string, port: number, heartbeatSeconds = 
   }
 }
 
-// Starts `steward-agent --root <host>`.
-export function startAgent(host: TestHost): Daemon {
+// Starts the `steward-agent --root <host>` program as a Daemon (agent-process.ts: one to wait on).
+export function startAgentDaemon(host: TestHost): Daemon {
   return daemon([AGENT, '--root', host.root], { DEBUG: 'steward:agent*' });
 }
 

@@ -3,33 +3,26 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stagingDir, versionDir } from '../../src/core/paths.js';
 import { allReceipts } from './app-processes.js';
-import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, startHelper, type CliResult, type HelperProcess, type ReleaseKey, type TestHost } from './host.js';
+import { useHost, type HostFixture, type TeardownScope } from './host-fixture.js';
+import { agentctl, makeReleaseKey, manifestFor, processApp, type CliResult, type HelperProcess, type ReleaseKey } from './host.js';
 
 // A real steward-helper on a temp host whose app `web` trusts a release key, driven the way the
 // agent drives it for a rollout: `update` over helper.sock with a signed manifest, the tarball
 // streamed as an upload, and the control plane's attemptId.
 
 export interface SignedHost {
-  host: TestHost;
+  host: HostFixture;
   helper: HelperProcess;
   key: ReleaseKey;
-  cleanup(): Promise<void>;
 }
 
-// The host, its key and its helper (`env` for the helper: the fault seam, say).
-export async function signedHost(env: Record<string, string> = {}): Promise<SignedHost> {
-  const host = makeHost({ apps: { web: processApp() } });
+// The host, its key and its helper (`env` for the helper: the fault seam, say), torn down by
+// `scope` (host-fixture.ts).
+export async function signedHost(scope: TeardownScope, env: Record<string, string> = {}): Promise<SignedHost> {
+  const host = useHost(scope, { apps: { web: processApp() } });
   const key = makeReleaseKey(host, ['web']);
-  const helper = await startHelper(host, env);
-  return {
-    host,
-    helper,
-    key,
-    async cleanup() {
-      await helper.stop();
-      host.cleanup();
-    },
-  };
+  const helper = await host.startHelper(env);
+  return { host, helper, key };
 }
 
 // `agentctl update <app> <version> --manifest M --file TGZ --attempt-id ID` over helper.sock;

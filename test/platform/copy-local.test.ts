@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { StewardError } from '../../src/core/errors.js';
-import { copyLocalToFile } from '../../src/platform/http-fetch.js';
+import { copyLocalToFile } from '../../src/platform/copy-local.js';
 
 let tmp: string;
 let n = 0;

@@ -13,7 +13,7 @@ import type { Envelope } from '../../src/core/release-schemas.js';
 import { DOMAINS, openEnvelope, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
 import { verifyHeartbeat, type HeartbeatRejectCode, type KnownNode, type RunAttempt } from '../../src/control/heartbeat/verify-heartbeat.js';
 import { startRun } from '../../src/control/rollouts/start-run.js';
-import { dumpStore, FakeNode, post, startControl, T0, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, post, startControlInProcess, T0, type Control } from '../helpers/control-harness.js';
 import { base64TextEdit, mutatedBytes, mutatedJson, nearValidJsonBytes } from './mutate.js';
 import { signAny } from './sign-any.js';
 import { checkProperty, guarded, runsMade } from './property-run.js';
@@ -153,12 +153,12 @@ let n: FakeNode;
 // timeout closes it (the pure properties above run longer than that), an ECONNRESET of the test's.
 http.globalAgent = new http.Agent({ keepAlive: false });
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
   n = await new FakeNode(c, 'host-p').enroll();
   n.setCurrent('web', '1.0.0');
   assert.equal((await n.heartbeat({ receipts: [n.receipt({ seq: 1, attemptId: 'cli-1' })] })).status, 200);
   await c.addRelease('web', '1.1.0');
-  startRun(c.store, 'web', '1.1.0', { canary: n.nodeId }, c.clock.now());
+  await startRun(c.store, 'web', '1.1.0', { canary: [n.nodeId] });
 });
 after(async () => {
   await c.close();

@@ -12,7 +12,8 @@ import fc from 'fast-check';
 import { isReasonCode } from '../../src/core/errors.js';
 import { responseSchema } from '../../src/protocol/schemas.js';
 import { rawExchange } from '../helpers/api-server-harness.js';
-import { makeHost, makeReleaseKey, manifestFor, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { makeReleaseKey, manifestFor, type HelperProcess } from '../helpers/host.js';
 import { nearValidJsonBytes } from './mutate.js';
 import { checkProperty, guarded } from './property-run.js';
 import { validRequests } from './requests.js';
@@ -20,23 +21,18 @@ import { validRequests } from './requests.js';
 // Codes the API answers before any op touches the host: nothing may change.
 const GATE_CODES = new Set(['BAD_REQUEST', 'FORBIDDEN', 'UNKNOWN_APP']);
 
-let host: TestHost;
+const host = useHost(after);
 let helper: HelperProcess;
 let bases: Array<Record<string, unknown>>;
 
 before(async () => {
-  host = makeHost();
   const key = makeReleaseKey(host, ['web']);
   // A manifest that verifies; its URL refuses connections, so an update that passes every gate
   // fails fast at the fetch instead of waiting on the network.
   const manifest = key.sign(manifestFor('web', '1.2.0', Buffer.from('x'), { url: 'http://127.0.0.1:9/web-1.2.0.tgz' }));
   // No noWait: an accepted background attempt would change the root after its answer.
   bases = validRequests(manifest).map(({ noWait: _n, ...r }) => r);
-  helper = await startHelper(host);
-});
-after(async () => {
-  await helper?.kill();
-  host?.cleanup();
+  helper = await host.startHelper();
 });
 
 // Path, type, mode and content hash of everything under the root but the run folder (sockets, lock).

@@ -9,15 +9,15 @@ import { versionDir } from '../../src/core/paths.js';
 import { realStageIO } from '../../src/helper/stage/real-stage-io.js';
 import { stageRelease } from '../../src/helper/stage/stage-release.js';
 import { systemClock } from '../../src/platform/clock.js';
-import { makeHost, sri } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { sri } from '../helpers/host.js';
 
 // Attack: an admin-socket caller (or a script with root's habits) installs an unsigned agent with
 // --allow-unsigned. The agent holds the node key and speaks for the host, so the helper refuses
 // it before reading a byte, and nothing is staged.
 
 test('an unsigned steward-agent release is refused on admin.sock even with --allow-unsigned', async (t) => {
-  const host = makeHost({ apps: { [AGENT_APP]: { runner: 'unit', unit: 'steward-agent.service' } } });
-  t.after(() => host.cleanup());
+  const host = useHost(t, { apps: { [AGENT_APP]: { runner: 'unit', unit: 'steward-agent.service' } } });
   const tgz = path.join(host.scratch, 'agent.tgz');
   writeFileSync(tgz, 'not even read');
   const config = hostConfigSchema.parse({ apps: { [AGENT_APP]: { runner: 'unit', unit: 'steward-agent.service' } } });

@@ -4,8 +4,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { appLogFile } from '../../src/core/paths.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
-import { killApps } from '../helpers/app-processes.js';
-import { agentctl, makeHost, processApp, startHelper } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 import { waitFor } from '../helpers/systemd-container.js';
 
 // Attack (or a chatty bug): an app under the detached runner writes without end. Its output goes
@@ -18,13 +18,8 @@ const LINES = 8000;
 const LINE_BYTES = 100;
 
 test("an app's log file is held to its logMaxBytes, its newest lines kept whole and in order", { timeout: 90_000 }, async (t) => {
-  const host = makeHost({ apps: { web: processApp({ logMaxBytes: CAP }) }, supervisor: { sweepMs: 500, pollMs: 100, logCheckMs: 100 } });
-  const helper = await startHelper(host);
-  t.after(async () => {
-    await helper.stop();
-    killApps(host, ['web']);
-    host.cleanup();
-  });
+  const host = useHost(t, { apps: { web: processApp({ logMaxBytes: CAP }) }, supervisor: { sweepMs: 500, pollMs: 100, logCheckMs: 100 } });
+  await host.startHelper();
   const port = await freePort();
   const spam = { lines: LINES, lineBytes: LINE_BYTES };
   const up = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { spam, stableMs: 200 }), '--json']);

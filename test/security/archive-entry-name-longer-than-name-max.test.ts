@@ -35,8 +35,7 @@ test('a file, a folder or a symlink target with a 256-byte name is refused befor
 });
 
 test('an update over helper.sock of a signed release holding a 256-byte name ends in a refused receipt (UNSAFE_ARCHIVE) and leaves nothing staged', { timeout: 60_000 }, async (t) => {
-  const s = await signedHost();
-  t.after(() => s.cleanup());
+  const s = await signedHost(t);
   const attemptId = 'rollout-1.web.1';
   const r = await updateOverHelperSock(s, 'web', '1.0.0', gzipTar(makeReleaseTar('web', '1.0.0', [{ path: `static/${long}.css`, content: 'x' }])), attemptId);
   assert.equal(r.code, 3, r.stderr + r.stdout);

@@ -43,8 +43,7 @@ test('a .steward-valid file, ./.steward-valid, or a symlink by that name at the 
 });
 
 test('an update over helper.sock of a signed release holding a forged .steward-valid ends in a refused receipt (UNSAFE_ARCHIVE); versions/ never holds it', { timeout: 60_000 }, async (t) => {
-  const s = await signedHost();
-  t.after(() => s.cleanup());
+  const s = await signedHost(t);
   const attemptId = 'rollout-4.web.1';
   const tgz = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'server.js', content: 'x' }, { path: '.steward-valid', content: forged }]));
   const r = await updateOverHelperSock(s, 'web', '1.0.0', tgz, attemptId);

@@ -8,7 +8,8 @@ import { versionDir, versionsDir } from '../../src/core/paths.js';
 import { readMarker } from '../../src/helper/release-store.js';
 import { expectRefused, makeSandbox, removeSandbox } from '../fixtures/extract-sandbox.js';
 import { gzipTar, makeReleaseTar, type TarEntrySpec } from '../fixtures/tar-writer.js';
-import { makeHost, processApp, startHelper } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { processApp } from '../helpers/host.js';
 import { hostWithCurrent, stageBytes } from '../helpers/stage-harness.js';
 import { assertNothingStaged, receiptOf, signedHost, updateOverHelperSock } from '../helpers/helper-sock-attempts.js';
 
@@ -37,8 +38,7 @@ test('a .steward-valid folder, or a file below one, is refused as its header is 
 });
 
 test('an update over helper.sock of a signed release holding a .steward-valid folder ends in a refused receipt (UNSAFE_ARCHIVE) and leaves nothing staged', { timeout: 60_000 }, async (t) => {
-  const s = await signedHost();
-  t.after(() => s.cleanup());
+  const s = await signedHost(t);
   const attemptId = 'rollout-5.web.1';
   const tgz = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: '.steward-valid/', type: 'dir' }, { path: '.steward-valid/x', content: 'x' }]));
   const r = await updateOverHelperSock(s, 'web', '1.0.0', tgz, attemptId);
@@ -88,13 +88,12 @@ function outsideFolder(base: string): string {
 }
 
 test('trees left with a .steward-valid folder are removed by the next start; nothing outside them is touched', { timeout: 60_000 }, async (t) => {
-  const host = makeHost({ apps: { web: processApp() } });
-  t.after(() => host.cleanup());
+  const host = useHost(t, { apps: { web: processApp() } });
   const outside = outsideFolder(host.scratch);
   mkdirSync(versionsDir(host.paths, 'web'), { recursive: true });
   plantPoisonedTree(versionDir(host.paths, 'web', '2.0.0'), outside);
   plantPoisonedTree(versionDir(host.paths, 'web', '3.0.0'), outside);
-  const helper = await startHelper(host);
+  const helper = await host.startHelper();
   await helper.stop();
   assert.equal(existsSync(versionDir(host.paths, 'web', '2.0.0')), false, 'the start removed versions/2.0.0');
   assert.equal(existsSync(versionDir(host.paths, 'web', '3.0.0')), false, 'and versions/3.0.0');
@@ -115,8 +114,7 @@ test('a stage of a version whose tree was left in that shape replaces it (the ma
 });
 
 test('as the helper own unprivileged user, the marker-first removal takes such a tree out too', async (t) => {
-  const host = makeHost({ apps: { web: processApp() } });
-  t.after(() => host.cleanup());
+  const host = useHost(t, { apps: { web: processApp() } });
   const outside = outsideFolder(host.scratch);
   const dir = versionDir(host.paths, 'web', '2.0.0');
   mkdirSync(versionsDir(host.paths, 'web'), { recursive: true });

@@ -38,8 +38,7 @@ test('an mtime or atime out of range is refused before anything is written; a fa
 });
 
 test('an update over helper.sock of a signed release with an mtime out of range ends in a refused receipt (UNSAFE_ARCHIVE) and leaves nothing staged', { timeout: 60_000 }, async (t) => {
-  const s = await signedHost();
-  t.after(() => s.cleanup());
+  const s = await signedHost(t);
   const attemptId = 'rollout-3.web.1';
   const tgz = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'server.js', content: 'x', pax: { mtime: '1e300' } }]));
   const r = await updateOverHelperSock(s, 'web', '1.0.0', tgz, attemptId);

@@ -65,8 +65,7 @@ test('a path that fits the extraction folder but not the longer versions/<ver> i
 });
 
 test('an update over helper.sock of a signed release with a 4,090-byte path ends in a refused receipt (UNSAFE_ARCHIVE) and leaves nothing staged', { timeout: 60_000 }, async (t) => {
-  const s = await signedHost();
-  t.after(() => s.cleanup());
+  const s = await signedHost(t);
   const attemptId = 'rollout-2.web.1';
   // Within the archive rules' 4,096-byte cap; not once the host's staging prefix is added.
   const tgz = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: pathOfBytes(4090), content: 'x' }]));

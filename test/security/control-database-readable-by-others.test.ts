@@ -4,8 +4,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { openStore } from '../../src/control/store/open-store.js';
-import { readSetting, writeSetting } from '../../src/control/store/settings.js';
+import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 
 // The attack: steward-control's SQLite database (every node's keys, hostnames, receipts, the
 // signed catalog) and its -wal and -shm files created under the operator's umask, 0644 with the
@@ -14,27 +13,27 @@ import { readSetting, writeSetting } from '../../src/control/store/settings.js';
 
 const mode = (f: string) => statSync(f).mode & 0o777;
 
-function withUmask<T>(mask: number, fn: () => T): T {
+async function withUmask<T>(mask: number, fn: () => Promise<T>): Promise<T> {
   const old = process.umask(mask);
   try {
-    return fn();
+    return await fn();
   } finally {
     process.umask(old);
   }
 }
 
-test('a new database and its -wal and -shm files are 0600 even under umask 000', () => {
+test('a new database and its -wal and -shm files are 0600 even under umask 000', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-private-'));
   try {
     const file = path.join(dir, 'control.db');
-    withUmask(0o000, () => {
-      const store = openStore(file);
+    await withUmask(0o000, async () => {
+      const store = openStore(file, { create: true });
       try {
-        store.write(() => writeSetting(store, 'probe', '1'));
+        await store.write((tx) => tx.settings.set('probe', '1'));
         assert.ok(existsSync(`${file}-wal`) && existsSync(`${file}-shm`), 'the store runs in WAL mode');
         assert.deepEqual([file, `${file}-wal`, `${file}-shm`].map(mode), [0o600, 0o600, 0o600]);
       } finally {
-        store.close();
+        await store.close();
       }
     });
   } finally {
@@ -42,13 +41,13 @@ test('a new database and its -wal and -shm files are 0600 even under umask 000',
   }
 });
 
-test('an existing database readable by others is made 0600 when it is opened, its data intact', () => {
+test('an existing database readable by others is made 0600 when it is opened, its data intact', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-private-'));
   try {
     const file = path.join(dir, 'control.db');
-    const first = openStore(file);
-    first.write(() => writeSetting(first, 'kept', 'yes'));
-    first.close();
+    const first = openStore(file, { create: true });
+    await first.write((tx) => tx.settings.set('kept', 'yes'));
+    await first.close();
     chmodSync(file, 0o644);
     // A -wal left behind 0664 (a crash, or a copy by hand) is tightened too.
     const raw = new Database(file);
@@ -59,10 +58,10 @@ test('an existing database readable by others is made 0600 when it is opened, it
     try {
       assert.equal(mode(file), 0o600);
       assert.equal(mode(`${file}-wal`), 0o600);
-      assert.equal(readSetting(store, 'kept'), 'yes');
-      assert.equal(readSetting(store, 'pending'), 'in the wal');
+      assert.equal(await store.read((r) => r.settings.get('kept')), 'yes');
+      assert.equal(await store.read((r) => r.settings.get('pending')), 'in the wal');
     } finally {
-      store.close();
+      await store.close();
       raw.close();
     }
   } finally {

@@ -4,29 +4,25 @@
 // such an answer and says so; and a seq.json an older agent left at that edge is reset, with a
 // warning, rather than wedging the agent. Real agent processes, real files, a control plane over
 // HTTP.
-import { after, test } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startAgent } from '../helpers/agent-process.js';
+import { startAgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
-import { agentctl, makeHost, type TestHost } from '../helpers/host.js';
+import { useHost, type HostFixture } from '../helpers/host-fixture.js';
+import { agentctl, type TestHost } from '../helpers/host.js';
 
 const cp = new FakeControlPlane();
-const hosts: TestHost[] = [];
-after(async () => {
-  await cp.stop();
-  for (const h of hosts) h.cleanup();
-});
+after(() => cp.stop());
 
 let tokens = 0;
-async function enrolledHost(): Promise<{ host: TestHost; nodeId: string }> {
+async function enrolledHost(t: TestContext): Promise<{ host: HostFixture; nodeId: string }> {
   if (!cp.port) {
     cp.heartbeatSeconds = 1;
     await cp.listen();
   }
-  const host = makeHost({ apps: {} });
-  hosts.push(host);
+  const host = useHost(t, { apps: {} });
   const token = `lastseq-token-${++tokens}-0123456789`;
   cp.tokens.add(token);
   const r = await agentctl(host, ['enroll', '--control-plane', cp.url, '--token', token, '--json']);
@@ -41,11 +37,11 @@ const seqFile = (h: TestHost) => path.join(h.paths.agentDir, 'seq.json');
 const lastSeqOnDisk = (h: TestHost): number => JSON.parse(readFileSync(seqFile(h), 'utf8')).lastSeq;
 const answered = (nodeId: string, status: number) => cp.heartbeats.filter((x) => x.payload.nodeId === nodeId && x.status === status);
 
-test('a 409 with lastSeq = Number.MAX_SAFE_INTEGER is refused and logged, never persisted; the restarted agent heartbeats once the control plane is sane', { timeout: 90_000 }, async () => {
-  const { host, nodeId } = await enrolledHost();
+test('a 409 with lastSeq = Number.MAX_SAFE_INTEGER is refused and logged, never persisted; the restarted agent heartbeats once the control plane is sane', { timeout: 90_000 }, async (t) => {
+  const { host, nodeId } = await enrolledHost(t);
   const node = cp.nodes.get(nodeId)!;
   node.lastSeq = Number.MAX_SAFE_INTEGER;
-  const agent = startAgent(host);
+  const agent = startAgentProcess(host);
   try {
     await agent.waitFor('three heartbeats', () => cp.heartbeats.filter((x) => x.payload.nodeId === nodeId).length >= 3);
     assert.ok(hasRoom(lastSeqOnDisk(host)), `seq.json holds ${lastSeqOnDisk(host)}`);
@@ -59,7 +55,7 @@ test('a 409 with lastSeq = Number.MAX_SAFE_INTEGER is refused and logged, never 
   // The control plane is fixed (it knows seq 40 of this node): a restarted agent starts, jumps
   // past 40 and is answered 200.
   node.lastSeq = 40;
-  const again = startAgent(host);
+  const again = startAgentProcess(host);
   try {
     await again.waitFor('a 200 heartbeat', () => answered(nodeId, 200).length >= 1);
     assert.ok(answered(nodeId, 200)[0]!.payload.seq > 40);
@@ -68,11 +64,11 @@ test('a 409 with lastSeq = Number.MAX_SAFE_INTEGER is refused and logged, never 
   }
 });
 
-test('a seq.json left at Number.MAX_SAFE_INTEGER by an older agent is reset with a warning, and the agent heartbeats again', { timeout: 90_000 }, async () => {
-  const { host, nodeId } = await enrolledHost();
+test('a seq.json left at Number.MAX_SAFE_INTEGER by an older agent is reset with a warning, and the agent heartbeats again', { timeout: 90_000 }, async (t) => {
+  const { host, nodeId } = await enrolledHost(t);
   cp.nodes.get(nodeId)!.lastSeq = 1000;
   writeFileSync(seqFile(host), JSON.stringify({ schemaVersion: 1, lastSeq: Number.MAX_SAFE_INTEGER }), { mode: 0o600 });
-  const agent = startAgent(host);
+  const agent = startAgentProcess(host);
   try {
     await agent.waitFor('a 200 heartbeat', () => answered(nodeId, 200).length >= 1);
     assert.match(agent.stderr(), /WARNING: .*seq\.json holds lastSeq=9007199254740991, above \d+.*starting again from 0/);

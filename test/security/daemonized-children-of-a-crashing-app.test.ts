@@ -10,9 +10,10 @@ import { findCgroupHome, removeCgroupHome } from '../../src/helper/runners/app-c
 import { createProcessRunner } from '../../src/helper/runners/process-runner.js';
 import type { StartSpec } from '../../src/helper/runners/runner.js';
 import { appFiles, appRelease, freePort, releaseArgs } from '../fixtures/app-releases.js';
-import { killApps, killDaemons, recordedPid, registeredDaemons, type Daemon } from '../helpers/app-processes.js';
+import { killDaemons, recordedPid, registeredDaemons, type Daemon } from '../helpers/app-processes.js';
 import { reportScenarios, shIn, writeIn } from '../helpers/container-exec.js';
-import { agentctl, IS_ROOT, makeHost, processApp, sri, startHelper, type HelperProcess } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, IS_ROOT, processApp, sri } from '../helpers/host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor } from '../helpers/systemd-container.js';
 
@@ -26,18 +27,12 @@ import { bootOrSkip, CONTAINER_REPO, waitFor } from '../helpers/systemd-containe
 const alive = (ds: Daemon[], main?: number) => ds.filter((d) => d.alive && (main === undefined || d.main === main));
 
 test('under the detached runner, a crashed app takes its daemons with it: as the helper child, once adopted, and in a crash loop', { timeout: 120_000 }, async (t) => {
-  const host = makeHost({
+  const host = useHost(t, {
     apps: { web: processApp({ restart: { baseMs: 0, capMs: 0, maxAttempts: 3, healthyMs: 600_000 }, stopTimeoutMs: 2000 }) },
     supervisor: { sweepMs: 500, pollMs: 100 },
   });
   const stateDir = path.join(host.paths.appStateRoot, 'web');
-  let helper: HelperProcess = await startHelper(host);
-  t.after(async () => {
-    await helper.stop();
-    killApps(host, ['web']);
-    killDaemons(stateDir);
-    host.cleanup();
-  });
+  const helper = await host.startHelper();
   const port = await freePort();
   const up = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { daemons: 2, stableMs: 200 }), '--json']);
   assert.equal(up.code, 0, up.stdout + up.stderr);
@@ -64,7 +59,7 @@ test('under the detached runner, a crashed app takes its daemons with it: as the
 
   await t.test('an adopted process (the helper restarted in between)', async () => {
     await helper.stop();
-    helper = await startHelper(host);
+    await host.startHelper();
     await crash('adopted');
   });
 

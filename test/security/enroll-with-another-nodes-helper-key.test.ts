@@ -6,20 +6,19 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ENROLL_PATH } from '../../src/core/control-api.js';
-import { insertNode } from '../../src/control/store/nodes.js';
 import { DOMAINS } from '../../src/platform/keys.js';
-import { dumpStore, FakeNode, post, startControl, type Control } from '../helpers/control-harness.js';
+import { dumpStore, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 let c: Control;
 before(async () => {
-  c = await startControl();
+  c = await startControlInProcess();
 });
 after(() => c.close());
 
 test('an enrollment naming another node\'s helper public key, without that key\'s signature, is refused 401 and spends no token', async () => {
   const victim = await new FakeNode(c, 'victim').enroll();
   const thief = new FakeNode(c, 'thief');
-  const token = c.token();
+  const token = await c.token();
   const before = dumpStore(c.store);
   const stolen = { helperPublicKey: thief.pem(victim.helper.publicKey) };
 
@@ -37,13 +36,13 @@ test('an enrollment naming another node\'s helper public key, without that key\'
 
 test('the victim\'s own enrollment proof cannot be replayed for another node key', async () => {
   const victim = new FakeNode(c, 'victim-2');
-  const victimBody = JSON.parse(victim.enrollBody(c.token()));
+  const victimBody = JSON.parse(victim.enrollBody(await c.token()));
   assert.equal((await post(c.server.url, ENROLL_PATH, JSON.stringify(victimBody))).status, 200);
 
   // The thief copies the victim's helperSig onto its own payload, which names the victim's helper
   // key and a fresh token: the signature is over other bytes.
   const thief = new FakeNode(c, 'thief-2');
-  const token = c.token();
+  const token = await c.token();
   const before = dumpStore(c.store);
   const own = JSON.parse(thief.enrollBody(token, { helperPublicKey: thief.pem(victim.helper.publicKey) }, thief.node.privateKey, DOMAINS.enroll, null));
   const replayed = await post(c.server.url, ENROLL_PATH, JSON.stringify({ ...own, helperSig: victimBody.helperSig }));
@@ -60,7 +59,7 @@ test('a node enrolled before enrollments proved the helper key still heartbeats 
   // As an older control plane stored it: no proof was ever asked for.
   const old = new FakeNode(c, 'old-node');
   old.nodeId = 'n-0123456789ab';
-  c.store.write(() => insertNode(c.store, { nodeId: old.nodeId, hostname: old.hostname, nodePublicKey: old.pem(old.node.publicKey), helperPublicKey: old.pem(old.helper.publicKey), enrolledAt: c.clock.now() }));
+  await c.store.write((tx) => tx.nodes.insert({ nodeId: old.nodeId, hostname: old.hostname, nodePublicKey: old.pem(old.node.publicKey), helperPublicKey: old.pem(old.helper.publicKey), enrolledAt: c.clock.now(), labels: {} }));
   const a = await old.heartbeat({ receipts: [old.receipt()] });
   assert.equal(a.status, 200, JSON.stringify(a.body));
   assert.deepEqual(a.body.ackedSeqs, [1]);

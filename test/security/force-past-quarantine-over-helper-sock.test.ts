@@ -2,23 +2,22 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { appStatus, killApps } from '../helpers/app-processes.js';
-import { agentctl, makeHost, makeReleaseKey, manifestFor, processApp, sri, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { appStatus } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, makeReleaseKey, manifestFor, processApp, sri } from '../helpers/host.js';
 import { appRelease, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
 // The attack: a version failed here and was rolled back, so it is quarantined; a member of group
 // steward (the agent, so the control plane) sends it again at once with --force over helper.sock,
 // to break the app again and again. --force is admin.sock only (DESIGN §3.3, §7).
 
-let host: TestHost;
-let helper: HelperProcess;
+const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let signedArgs: string[];
 
 before(async () => {
   const port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
   const key = makeReleaseKey(host, ['web']);
-  helper = await startHelper(host);
+  await host.startHelper();
   const good = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(good.code, 0, good.stderr + good.stdout);
   const tgz = appRelease('web', '2.0.0', port, { health: 'fail', timeoutMs: 1000 });
@@ -31,12 +30,6 @@ before(async () => {
   const rel = await agentctl(host, ['release-hold', 'web', '--json']);
   assert.equal(rel.code, 0, rel.stderr + rel.stdout);
   signedArgs = ['--manifest', manifest, '--file', file];
-});
-
-after(async () => {
-  await helper?.stop();
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
 });
 
 test('the quarantined version is refused over helper.sock, with --force or without, and nothing changes', { timeout: 60_000 }, async () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chownSync } from 'node:fs';
 import { StewardError } from '../../src/core/errors.js';
 import { ensureLayout } from '../../src/helper/layout.js';
-import { loadOrCreateHelperKey } from '../../src/helper/receipts/helper-key.js';
+import { loadOrCreateHelperKey } from '../../src/host/helper-key.js';
 import { IS_ROOT, makeHost } from '../helpers/host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 

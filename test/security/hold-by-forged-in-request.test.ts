@@ -3,26 +3,20 @@ import os from 'node:os';
 import { after, before, test } from 'node:test';
 import { callHelper } from '../../src/protocol/client.js';
 import { appStatus } from '../helpers/app-processes.js';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 
 // The attack: a member of group steward puts a hold on an app over helper.sock and says in the
 // request that root did it (`by`), so that `agentctl status` shows the hold as an operator's.
 // A hold's `by` is who the peer is (SO_PEERCRED, DESIGN §4), never what the request says.
 
-let host: TestHost;
-let helper: HelperProcess;
+const host = useHost(after, { apps: { web: processApp() } });
 let me: string;
 
 before(async () => {
-  host = makeHost({ apps: { web: processApp() } });
-  helper = await startHelper(host);
+  await host.startHelper();
   const { uid, username } = os.userInfo();
   me = `${username} (uid ${uid})`;
-});
-
-after(async () => {
-  await helper?.stop();
-  host?.cleanup();
 });
 
 test('a stop over helper.sock that claims to be root holds the app in the name of its real peer', { timeout: 30_000 }, async () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeIfChanged } from '../../src/cli/install/root-files.js';
+import { writeIfChanged } from '../../src/install/root-files.js';
 import { StewardError } from '../../src/core/errors.js';
 import { IS_ROOT } from '../helpers/host.js';
 

@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
-import { killApps, killDaemons, recordedPid, registeredDaemons } from '../helpers/app-processes.js';
-import { agentctl, makeHost, processApp, startHelper } from '../helpers/host.js';
+import { recordedPid, registeredDaemons } from '../helpers/app-processes.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 import { waitFor } from '../helpers/systemd-container.js';
 
 // Attack: an app whose processes all ignore SIGTERM. The helper stopped what was left of an app
@@ -19,15 +20,9 @@ const N = 4;
 
 test('a stop sends SIGTERM to every process of the app before it SIGKILLs any of them', { timeout: 90_000 }, async (t) => {
   // The timeout is long enough for every handler to run on a loaded machine; only the order counts.
-  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 3000 }) } });
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 3000 }) } });
   const stateDir = path.join(host.paths.appStateRoot, 'web');
-  const helper = await startHelper(host);
-  t.after(async () => {
-    await helper.stop();
-    killApps(host, ['web']);
-    killDaemons(stateDir);
-    host.cleanup();
-  });
+  await host.startHelper();
   const port = await freePort();
   const up = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { daemons: N, daemonsIgnoreSigterm: true, stableMs: 200 }), '--json']);
   assert.equal(up.code, 0, up.stdout + up.stderr);

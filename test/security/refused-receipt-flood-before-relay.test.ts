@@ -12,20 +12,13 @@ import { StewardError } from '../../src/core/errors.js';
 import { receiptsFile } from '../../src/core/paths.js';
 import { UNRELAYED_MAX } from '../../src/helper/receipts/receipt-store.js';
 import { callHelper } from '../../src/protocol/client.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, type TestHost } from '../helpers/host.js';
 
 const cp = new FakeControlPlane();
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-let agent: AgentProcess | undefined;
-after(async () => {
-  await agent?.stop();
-  await helper?.stop();
-  await cp.stop();
-  host?.cleanup();
-});
+after(() => cp.stop());
 
 let id = 0;
 // A rollback of an app with no previous version: refused (RELEASE_INVALID), with a receipt
@@ -54,10 +47,9 @@ const helperSeqs = async (h: TestHost): Promise<number[]> => {
 };
 const fileCount = (h: TestHost) => JSON.parse(readFileSync(receiptsFile(h.paths, 'web'), 'utf8')).receipts.length as number;
 
-test('a flood of refused receipts over helper.sock never pushes out a receipt the agent has not relayed, and stops at the cap without a receipt', { timeout: 300_000 }, async () => {
-  host = makeHost({ apps: { web: processApp() } });
-  const h = host;
-  helper = await startHelper(h);
+test('a flood of refused receipts over helper.sock never pushes out a receipt the agent has not relayed, and stops at the cap without a receipt', { timeout: 300_000 }, async (t) => {
+  const h = useHost(t, { apps: { web: processApp() } });
+  await h.startHelper();
   cp.heartbeatSeconds = 1;
   cp.tokens.add('flood-token-0123456789');
   await cp.listen();
@@ -84,8 +76,7 @@ test('a flood of refused receipts over helper.sock never pushes out a receipt th
   assert.equal((await helperSeqs(h)).length, UNRELAYED_MAX, 'the disk holds no more than the cap');
 
   // The agent relays every one of them, the victim's first; then the helper lets them go.
-  agent = startAgent(h);
-  const a = agent;
+  const a = startAgentProcess(h);
   await a.waitFor('every receipt stored by the control plane', () => cp.storedReceipts().length === UNRELAYED_MAX, 120_000);
   assert.deepEqual(cp.storedReceipts().map((r) => r.seq), Array.from({ length: UNRELAYED_MAX }, (_, i) => i + 1));
   assert.equal(cp.storedReceipts()[0]?.attemptId, 'run-1.victim');

@@ -2,26 +2,20 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { callHelper } from '../../src/protocol/client.js';
 import { appStatus } from '../helpers/app-processes.js';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 
 // The attack: an operator stops (or rolls back) an app, which holds it; a member of group steward
 // (the agent, so whoever controls the control plane) lifts the hold over helper.sock and then
 // undoes the operator's action. release-hold is admin.sock only (DESIGN §4, §7).
 
-let host: TestHost;
-let helper: HelperProcess;
+const host = useHost(after, { apps: { web: processApp() } });
 
 before(async () => {
-  host = makeHost({ apps: { web: processApp() } });
-  helper = await startHelper(host);
+  await host.startHelper();
   const stop = await agentctl(host, ['stop', 'web', '--json']);
   assert.equal(stop.code, 0, stop.stderr + stop.stdout);
   assert.ok((await appStatus(host, 'web')).hold, 'the operator stop holds the app');
-});
-
-after(async () => {
-  await helper?.stop();
-  host?.cleanup();
 });
 
 test('release-hold over helper.sock is FORBIDDEN and the hold stays', { timeout: 30_000 }, async () => {

@@ -4,9 +4,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { versionDir } from '../../src/core/paths.js';
 import { lookupUser } from '../../src/platform/users.js';
 import { freePort, releaseArgs, appRelease } from '../fixtures/app-releases.js';
-import { isRunning, killApps, recordedPid } from '../helpers/app-processes.js';
+import { isRunning, recordedPid } from '../helpers/app-processes.js';
 import { reportScenarios, shIn, writeIn } from '../helpers/container-exec.js';
-import { agentctl, IS_ROOT, makeHost, processApp, sri, startHelper, type HelperProcess } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, IS_ROOT, processApp, sri } from '../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor } from '../helpers/systemd-container.js';
 
 // Attack: a user who can run a process with its working folder in an app's release trees
@@ -36,17 +37,14 @@ async function strangers(cwd: string): Promise<Array<{ who: string; child: Child
 }
 
 test('under the detached runner, stop, update and a helper start leave alone session leaders in versions/ that steward did not start', { timeout: 90_000 }, async (t) => {
-  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
-  let helper: HelperProcess = await startHelper(host);
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
+  const helper = await host.startHelper();
   const port = await freePort();
   const up = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port), '--json']);
   assert.equal(up.code, 0, up.stdout + up.stderr);
   const others = await strangers(versionDir(host.paths, 'web', '1.0.0'));
-  t.after(async () => {
+  host.stopFirst(() => {
     for (const o of others) o.child.kill('SIGKILL');
-    await helper.stop();
-    killApps(host, ['web']);
-    host.cleanup();
   });
   await waitFor('the strangers', async () => others.every((o) => o.child.pid !== undefined && isRunning(o.child.pid)), 5000, 20);
   const untouched = (when: string) => {
@@ -70,7 +68,7 @@ test('under the detached runner, stop, update and a helper start leave alone ses
   await helper.stop();
   process.kill(app, 'SIGKILL');
   await waitFor('the app to die', async () => !isRunning(app), 5000, 20);
-  helper = await startHelper(host);
+  await host.startHelper();
   untouched('a helper start');
   const now = recordedPid(host, 'web');
   assert.ok(now && now !== app && isRunning(now), 'the app was started again');
@@ -86,20 +84,22 @@ test('under systemd, stop, update and a helper start leave alone a session leade
   if (!box) return;
   const ran: string[] = [];
   t.after(async () => {
-    await reportScenarios(box, ran, 1, { units: ['steward-helper.service', 'steward-app-web.service'], lines: 60 });
+    await reportScenarios(box, ran, 1, { units: ['steward-helper.service', 'steward-helper-again.service', 'steward-app-web.service'], lines: 60 });
     await box.stop();
   });
   await shIn(box, 'useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin stwweb && useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin mallory');
   await shIn(box, 'mkdir -p -m 0755 /tmp/steward-e2e "$1" "$2" "$1/etc/steward" && chmod 0755 /tmp/steward-e2e "$1" "$2"', ROOT, SCRATCH);
   await writeIn(box, `${ROOT}/etc/steward/steward.json`, JSON.stringify({ apps: { web: { runner: 'process', user: 'stwweb', group: 'stwweb', stopTimeoutMs: 2000 } } }));
   // KillMode=process, as the installed unit has it: its stop leaves the systemd-run clients be.
-  const helperUp = () => shIn(box, 'systemd-run --unit=steward-helper -p KillMode=process /usr/bin/node "$1/bin/steward-helper.js" --root "$2"', CONTAINER_REPO, ROOT);
+  // The second start takes a unit name of its own: with KillMode=process the first unit can stay
+  // loaded after its stop while a process it left (a systemd-run client) lingers.
+  const helperUp = (unit: string) => shIn(box, 'systemd-run --unit="$3" -p KillMode=process /usr/bin/node "$1/bin/steward-helper.js" --root "$2"', CONTAINER_REPO, ROOT, unit);
   const agentctlIn = async (args: string[]) => {
     const r = await box.exec('/usr/bin/node', [`${CONTAINER_REPO}/bin/agentctl.js`, '--root', ROOT, ...args], { timeoutMs: 60_000 });
     return { ...r, text: r.stdout + r.stderr };
   };
   const ready = () => waitFor('the helper', async () => /"recovering":\s*false/.test((await agentctlIn(['status', '--json'])).stdout), 30_000, 100);
-  await helperUp();
+  await helperUp('steward-helper');
   await ready();
   const port = await freePort();
   const update = async (version: string) => {
@@ -123,7 +123,7 @@ test('under systemd, stop, update and a helper start leave alone a session leade
   await update('2.0.0');
   await untouched('an update');
   await shIn(box, 'systemctl stop steward-helper.service && systemctl kill -s KILL steward-app-web.service; true');
-  await helperUp();
+  await helperUp('steward-helper-again');
   await ready();
   await untouched('a helper start');
   ran.push('stop, update and helper start');

@@ -4,17 +4,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { finalLine, rawExchange } from '../helpers/api-server-harness.js';
-import { agentctl, makeHost, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, type HelperProcess } from '../helpers/host.js';
 
-let host: TestHost;
+const host = useHost(after);
 let helper: HelperProcess;
 before(async () => {
-  host = makeHost();
-  helper = await startHelper(host);
-});
-after(async () => {
-  await helper.kill();
-  host.cleanup();
+  helper = await host.startHelper();
 });
 
 const requests: Array<[string, 'adminSock' | 'helperSock', string]> = [

@@ -4,7 +4,6 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { receiptsFile } from '../../src/core/paths.js';
 import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
-import { killApps } from '../helpers/app-processes.js';
 import { agentctl } from '../helpers/host.js';
 import { assertNothingStaged, receiptOf, signedHost, updateOverHelperSock } from '../helpers/helper-sock-attempts.js';
 
@@ -17,11 +16,7 @@ import { assertNothingStaged, receiptOf, signedHost, updateOverHelperSock } from
 
 test('EIO while staging, before or after the tree reached versions/, ends the attempt in a failed receipt (IO_ERROR); nothing else changes', { timeout: 120_000 }, async (t) => {
   // The 2nd archive write and the 2nd fsync of versions/ fail: the install below is the 1st of each.
-  const s = await signedHost({ STEWARD_FAULTS: 'eio:write:staging@2,eio:fsyncdir:staging@2' });
-  t.after(async () => {
-    killApps(s.host, ['web']);
-    await s.cleanup();
-  });
+  const s = await signedHost(t, { STEWARD_FAULTS: 'eio:write:staging@2,eio:fsyncdir:staging@2' });
   const port = await freePort();
   const install = await agentctl(s.host, ['update', 'web', '1.0.0', ...releaseArgs(s.host.scratch, 'web', '1.0.0', port, { stableMs: 100 }), '--attempt-id', 'install-1', '--json']);
   assert.equal(install.code, 0, install.stderr + install.stdout);

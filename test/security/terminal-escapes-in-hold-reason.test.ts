@@ -3,7 +3,8 @@ import { after, before, test } from 'node:test';
 import { emptyAppState } from '../../src/core/state-schemas.js';
 import { writeAppState } from '../../src/helper/state/app-state.js';
 import { callHelper } from '../../src/protocol/client.js';
-import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp } from '../helpers/host.js';
 
 // The attack: text a client chose (a hold's `by` or `reason`, or an error message quoting them)
 // carries terminal escapes and newlines; `agentctl status` then clears the operator's screen or
@@ -14,18 +15,8 @@ import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type T
 const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const EVIL = '\u001b[2J\u001b[H\u202eroot\nweb  runner  9.9.9';
 
-let host: TestHost;
-let helper: HelperProcess;
-
-before(async () => {
-  host = makeHost({ apps: { web: processApp() } });
-  helper = await startHelper(host);
-});
-
-after(async () => {
-  await helper?.stop();
-  host?.cleanup();
-});
+const host = useHost(after, { apps: { web: processApp() } });
+before(() => host.startHelper());
 
 // `agentctl status`: one header line, the table's header and one line for `web`, nothing hidden.
 async function statusLines(): Promise<string[]> {

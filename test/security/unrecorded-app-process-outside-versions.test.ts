@@ -3,9 +3,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, releaseArgs, appRelease } from '../fixtures/app-releases.js';
-import { isRunning, killApps, recordedPid } from '../helpers/app-processes.js';
+import { isRunning, recordedPid } from '../helpers/app-processes.js';
 import { reportScenarios, shIn, writeIn } from '../helpers/container-exec.js';
-import { agentctl, makeHost, processApp, sri, startHelper } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, sri } from '../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor } from '../helpers/systemd-container.js';
 
 // Attack (or just a daemon's chdir("/")): the helper dies between spawning an app and recording
@@ -16,13 +17,8 @@ import { bootOrSkip, CONTAINER_REPO, waitFor } from '../helpers/systemd-containe
 // token in the record) or is its cgroup or unit, never where it runs from.
 
 test('under the detached runner, a helper start stops an unrecorded app process that left versions/', { timeout: 90_000 }, async (t) => {
-  const host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000 }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
-  let helper = await startHelper(host);
-  t.after(async () => {
-    await helper.stop();
-    killApps(host, ['web']);
-    host.cleanup();
-  });
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
+  let helper = await host.startHelper();
   const port = await freePort();
   const up = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { chdir: '/', stableMs: 200 }), '--json']);
   assert.equal(up.code, 0, up.stdout + up.stderr);
@@ -41,7 +37,7 @@ test('under the detached runner, a helper start stops an unrecorded app process 
     await waitFor('the app to leave its release tree', async () => readlinkSync(`/proc/${orphan}/cwd`) === '/', 10_000, 20);
     await helper.kill();
     writeFileSync(file, JSON.stringify(before(rec)), { mode: 0o600 });
-    helper = await startHelper(host);
+    helper = await host.startHelper();
     try {
       assert.equal(isRunning(orphan), false, 'the unrecorded process still runs');
     } finally {

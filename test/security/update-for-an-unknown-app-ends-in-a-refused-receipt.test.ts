@@ -6,7 +6,7 @@ import { StewardError } from '../../src/core/errors.js';
 import { appDir, receiptsFile } from '../../src/core/paths.js';
 import { UNKNOWN_APPS_RECEIPTS } from '../../src/core/name-checks.js';
 import { callHelper } from '../../src/protocol/client.js';
-import { startAgent, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess } from '../helpers/agent-process.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { agentctl, manifestFor } from '../helpers/host.js';
 import { receiptOf, signedHost, updateOverHelperSock } from '../helpers/helper-sock-attempts.js';
@@ -20,21 +20,16 @@ import { gzipTar, makeReleaseTar } from '../fixtures/tar-writer.js';
 // made-up apps makes no folder or file per name.
 
 test('a rollout of an app not in the host config ends in a refused receipt (UNKNOWN_APP) that the agent relays to the control plane', { timeout: 120_000 }, async (t) => {
-  const s = await signedHost();
+  const s = await signedHost(t);
   const cp = new FakeControlPlane();
-  let agent: AgentProcess | undefined;
-  t.after(async () => {
-    await agent?.stop();
-    await cp.stop();
-    await s.cleanup();
-  });
+  t.after(() => cp.stop());
   cp.tokens.add('unknown-app-token-0123456789');
   await cp.listen();
   const enrolled = await agentctl(s.host, ['enroll', '--control-plane', cp.url, '--token', 'unknown-app-token-0123456789', '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr);
   const tgz = gzipTar(makeReleaseTar('ghost', '1.0.0'));
   cp.desired = [{ app: 'ghost', version: '1.0.0', attemptId: 'rollout-9.ghost.1', manifest: s.key.sign(manifestFor('ghost', '1.0.0', tgz)) }];
-  agent = startAgent(s.host);
+  const agent = startAgentProcess(s.host);
   await agent.waitFor('the refused receipt at the control plane', () => cp.storedReceipts().some((r) => r.attemptId === 'rollout-9.ghost.1'), 60_000);
   const [receipt] = cp.storedReceipts().filter((r) => r.attemptId === 'rollout-9.ghost.1');
   assert.equal(receipt?.app, 'ghost');
@@ -45,8 +40,7 @@ test('a rollout of an app not in the host config ends in a refused receipt (UNKN
 });
 
 test('requests for 100 made-up apps make one bounded receipts file and nothing per name; the same attemptId again is answered from its receipt', { timeout: 120_000 }, async (t) => {
-  const s = await signedHost();
-  t.after(() => s.cleanup());
+  const s = await signedHost(t);
   const first = await updateOverHelperSock(s, 'ghost', '1.0.0', gzipTar(makeReleaseTar('ghost', '1.0.0')), 'rollout-10.ghost.1');
   assert.equal(first.code, 3, first.stderr + first.stdout);
   assert.equal(first.json.error.code, 'UNKNOWN_APP');

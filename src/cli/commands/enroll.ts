@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { hostPaths } from '../../core/paths.js';
 import { StewardError } from '../../core/errors.js';
+import { CLAIMABLE_KEY_RE, parseLabels } from '../../core/labels.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { checkControlPlaneUrl } from '../../agent/control-plane-url.js';
 import { agentIdentity, prepareAgentDir, spawnEnrollNode } from '../../agent/spawn-enroll-node.js';
-import { loadHostConfig } from '../../helper/config.js';
-import { loadOrCreateHelperKey } from '../../helper/receipts/helper-key.js';
+import { loadHostConfig } from '../../host/config.js';
+import { loadOrCreateHelperKey } from '../../host/helper-key.js';
 import { ensureDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import { DOMAINS, signPayloadBytes } from '../../platform/keys.js';
 import { clientRoot, type GlobalOptions } from '../context.js';
@@ -15,6 +16,7 @@ interface EnrollOptions {
   controlPlane: string;
   token: string;
   force?: boolean;
+  label: string[];
 }
 
 // `agentctl enroll --control-plane URL --token T [--force]` (DESIGN §6), as root at install time.
@@ -25,8 +27,13 @@ export function registerEnroll(program: Command): void {
     .requiredOption('--control-plane <url>', 'the control plane base URL (https, or http to a loopback host)')
     .requiredOption('--token <token>', 'a single-use enrollment token from the control plane')
     .option('--force', 'enroll again although this node is enrolled: a new node key and a new nodeId')
+    .option('--label <k=v>', 'a label this node proposes (repeatable); the control plane keeps it as claimed.<k>, which selects nothing unless named', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (o: EnrollOptions, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
+      const labels = parseLabels(o.label, '--label');
+      for (const k of Object.keys(labels)) {
+        if (!CLAIMABLE_KEY_RE.test(k)) throw new StewardError('USAGE', `--label ${k}: a proposed key is at most 55 characters (it is kept as claimed.${k})`);
+      }
       const paths = hostPaths(clientRoot(g));
       const config = await readConfigIfAny(paths.configFile, paths.root);
       const cp = config?.controlPlane;
@@ -52,6 +59,7 @@ export function registerEnroll(program: Command): void {
         ...(cp?.caFile ? { caFile: cp.caFile } : {}),
         ...(insecure ? { insecure } : {}),
         ...(o.force ? { force: true } : {}),
+        ...(Object.keys(labels).length ? { labels } : {}),
       }, signPayload);
       // state/node.json is root's: the helper puts this nodeId in every receipt it signs.
       await ensureDir(paths.stateDir, 0o700);

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
-import { installSteward } from '../install/install.js';
-import type { Step } from '../install/install-layout.js';
-import { realSystemTools } from '../install/system-tools.js';
-import { uninstallSteward } from '../install/uninstall.js';
+import { installSteward } from '../../install/install.js';
+import type { Step } from '../../install/install-layout.js';
+import { realSystemTools } from '../../install/system-tools.js';
+import { uninstallSteward } from '../../install/uninstall.js';
 import type { GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
 

@@ -5,11 +5,10 @@ import type { HostConfig } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { appLogFile, hostPaths, type HostPaths } from '../../core/paths.js';
 import { runTool } from '../../platform/exec.js';
+import { APP_PATH, appUnitName, systemdAvailable } from '../../platform/systemd.js';
 import { systemAccounts } from '../../platform/users.js';
-import { loadHostConfig, requireApp } from '../../helper/config.js';
-import { APP_PATH } from '../../helper/runners/app-env.js';
-import { tailLines } from '../../helper/runners/log-tail.js';
-import { appUnitName, systemdAvailable } from '../../helper/runners/systemd-runner.js';
+import { loadHostConfig, requireApp } from '../../host/config.js';
+import { tailLines } from '../../platform/log-tail.js';
 import { clientRoot, type GlobalOptions } from '../context.js';
 import { printJson } from '../output.js';
 

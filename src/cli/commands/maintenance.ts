@@ -13,9 +13,9 @@ export function registerMaintenance(program: Command): void {
     .action(async (app: string, o: { keep?: string }, cmd: Command) => {
       const keep = o.keep === undefined ? undefined : /^\d+$/.test(o.keep) ? Number(o.keep) : NaN;
       if (keep !== undefined && !(keep >= 2 && keep <= 100)) throw new StewardError('USAGE', `--keep ${o.keep}: give a whole number from 2 to 100`);
-      const request = { v: 1, id: 1, op: 'prune', app: appArg(app), ...(keep !== undefined ? { keep } : {}) };
+      const fields = { app: appArg(app), ...(keep !== undefined ? { keep } : {}) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await ctx.call(request)) as { app: string; removed: string[] };
+      const r = await ctx.helper.prune(fields);
       if (ctx.json) return printJson(r);
       printLines([r.removed.length ? `removed ${app} ${r.removed.join(', ')}` : `nothing to prune for ${app}`]);
     });
@@ -23,9 +23,9 @@ export function registerMaintenance(program: Command): void {
     .command('release-hold <app>')
     .description("clear an operator's hold so the control plane may change the app again (admin.sock)")
     .action(async (app: string, _o, cmd: Command) => {
-      const request = { v: 1, id: 1, op: 'release-hold', app: appArg(app) };
+      const fields = { app: appArg(app) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await ctx.call(request)) as { app: string; released: boolean };
+      const r = await ctx.helper.releaseHold(fields);
       if (ctx.json) return printJson(r);
       process.stdout.write(r.released ? `hold on ${app} released\n` : `${app} was not held\n`);
     });

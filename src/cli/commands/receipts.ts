@@ -2,7 +2,6 @@ import type { KeyObject } from 'node:crypto';
 import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import type { Envelope } from '../../core/release-schemas.js';
-import type { ReceiptsResult } from '../../helper/ops/receipts.js';
 import { verifyReceipt } from '../../platform/verify-receipt.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
@@ -59,9 +58,9 @@ export function registerReceipts(program: Command): void {
     .command('receipts [app]')
     .description("the helper's signed receipts, verified against helper.pub")
     .action(async (app: string | undefined, _o, cmd: Command) => {
-      const request = { v: 1, id: 1, op: 'receipts', ...(app !== undefined ? { app: appArg(app) } : {}) };
+      const fields = app !== undefined ? { app: appArg(app) } : {};
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await ctx.call(request)) as ReceiptsResult;
+      const r = await ctx.helper.receipts(fields);
       const publicKey = await readHelperPub(ctx.paths.helperPub);
       const checked = checkReceipts(Array.isArray(r?.receipts) ? r.receipts : [], publicKey, app);
       const bad = checked.filter((c) => !c.verified).length;

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { ReleasesResult } from '../../helper/ops/releases.js';
 import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines, table, when } from '../output.js';
@@ -10,9 +9,9 @@ export function registerReleases(program: Command): void {
     .command('releases <app>')
     .description('staged versions with their markers, current/previous and quarantine')
     .action(async (app: string, _o, cmd: Command) => {
-      const request = { v: 1, id: 1, op: 'releases', app: appArg(app) };
+      const fields = { app: appArg(app) };
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = (await ctx.call(request)) as ReleasesResult;
+      const r = await ctx.helper.releases(fields);
       if (ctx.json) return printJson(r);
       const rows = [['VERSION', 'STATE', 'SIGNED', 'STAGED', 'NOTES']];
       for (const rel of r.releases) {

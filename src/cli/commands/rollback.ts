@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/schemas.js';
+import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/answers.js';
 import { appArg, attemptIdArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { createProgressBar } from '../progress-bar.js';
@@ -18,10 +18,7 @@ export function registerRollback(program: Command): void {
       .option('--to <version>', op === 'rollback' ? 'a staged version other than previous (admin.sock only)' : 'the staged version to activate')
       .option('--attempt-id <id>', 'name the attempt')
       .action(async (app: string, o: { to?: string; attemptId?: string }, cmd: Command) => {
-        const request = {
-          v: 1,
-          id: 1,
-          op,
+        const fields = {
           app: appArg(app),
           ...(o.to !== undefined ? { to: versionArg(o.to, '--to') } : {}),
           ...(o.attemptId !== undefined ? { attemptId: attemptIdArg(o.attemptId) } : {}),
@@ -30,7 +27,7 @@ export function registerRollback(program: Command): void {
         const bar = createProgressBar(!ctx.json);
         let answer: UpdateAnswer | AcceptedAnswer;
         try {
-          answer = (await ctx.call(request, { onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) })) as UpdateAnswer | AcceptedAnswer;
+          answer = await ctx.helper[op](fields, { onProgress: bar.update });
         } finally {
           bar.done();
         }

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { RunStateAnswer } from '../../helper/ops/run-state.js';
 import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
@@ -16,9 +15,9 @@ export function registerRunState(program: Command): void {
       .command(`${op} <app>`)
       .description(what[op])
       .action(async (app: string, _o, cmd: Command) => {
-        const request = { v: 1, id: 1, op, app: appArg(app) };
+        const fields = { app: appArg(app) };
         const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-        const r = (await ctx.call(request)) as RunStateAnswer;
+        const r = await ctx.helper[op](fields);
         if (ctx.json) return printJson(r);
         if (op === 'stop') printLines([r.changed ? `${app} stopped (held: \`agentctl release-hold ${app}\` lets the control plane act again)` : `${app} was not running; held`]);
         else printLines([r.changed ? `${app} ${r.version} ${op}ed, pid ${r.pid}` : `${app} ${r.version} already runs, pid ${r.pid}`]);

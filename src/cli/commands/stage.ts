@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { StageResult } from '../../protocol/schemas.js';
+import type { StageResult } from '../../protocol/answers.js';
 import { appArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
@@ -17,10 +17,10 @@ export function registerStage(program: Command): void {
     const bar = createProgressBar(!ctx.json);
     let result: StageResult;
     try {
-      result = (await ctx.call(
-        { v: 1, id: 1, op: 'stage', ...named, ...fields },
-        { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
-      )) as StageResult;
+      result = await ctx.helper.stage(
+        { ...named, ...fields },
+        { ...(upload ? { upload } : {}), onProgress: bar.update },
+      );
     } finally {
       bar.done();
     }

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { StatusResult } from '../../helper/ops/status.js';
 import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines, table, when } from '../output.js';
@@ -12,9 +11,9 @@ export function registerStatus(program: Command): void {
     .description('current, previous, hold, blocked and running work per app')
     .option('--check', 'for monitoring: exit 1 when an app is in error, blocked or broken, else 3 when one is held, else 0')
     .action(async (app: string | undefined, o: { check?: boolean }, cmd: Command) => {
-      const request = { v: 1, id: 1, op: 'status', ...(app !== undefined ? { app: appArg(app) } : {}) };
+      const fields = app !== undefined ? { app: appArg(app) } : {};
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const result = (await ctx.call(request)) as StatusResult;
+      const result = await ctx.helper.status(fields);
       if (o.check) {
         const verdict = checkStatus(result);
         process.exitCode = verdict.exit;

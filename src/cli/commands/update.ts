@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/schemas.js';
+import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/answers.js';
 import { appArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { createProgressBar } from '../progress-bar.js';
@@ -17,10 +17,10 @@ export function registerUpdate(program: Command): void {
       const bar = createProgressBar(!ctx.json);
       let answer: UpdateAnswer | AcceptedAnswer;
       try {
-        answer = (await ctx.call(
-          { v: 1, id: 1, op: 'update', ...named, ...fields, ...(o.wait === false ? { noWait: true } : {}) },
-          { ...(upload ? { upload } : {}), onProgress: (ev) => bar.update(ev.phase, ev.bytes, ev.total) },
-        )) as UpdateAnswer | AcceptedAnswer;
+        answer = await ctx.helper.update(
+          { ...named, ...fields, ...(o.wait === false ? { noWait: true } : {}) },
+          { ...(upload ? { upload } : {}), onProgress: bar.update },
+        );
       } finally {
         bar.done();
       }

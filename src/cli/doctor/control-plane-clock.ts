@@ -3,7 +3,8 @@
 import { HEARTBEAT_PATH } from '../../core/control-api.js';
 import type { SkewObservation } from '../../core/doctor/observations.js';
 import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from '../../agent/control-plane-url.js';
-import { readExtraCa, startRequest } from '../../platform/http-fetch.js';
+import { readExtraCa } from '../../platform/extra-ca.js';
+import { startRequest } from '../../platform/http-request.js';
 import type { TrustScope } from '../../platform/trusted-file.js';
 
 export const CLOCK_PROBE_TIMEOUT_MS = 5_000;

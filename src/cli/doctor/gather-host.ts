@@ -7,12 +7,12 @@ import { AGENT_UNIT, HELPER_UNIT } from '../../core/doctor/host-checks.js';
 import type { CaFileObservation, ConfigObservation, DiskObservation, KeyFile, KeysObservation, NtpObservation, UnitsObservation } from '../../core/doctor/observations.js';
 import type { HostPaths } from '../../core/paths.js';
 import { agentFiles, readEnrollment } from '../../agent/agent-files.js';
-import { loadHostConfig } from '../../helper/config.js';
-import { readNodeId } from '../../helper/receipts/node-id.js';
-import { systemdAvailable } from '../../helper/runners/systemd-runner.js';
+import { loadHostConfig } from '../../host/config.js';
+import { readNodeId } from '../../host/node-id.js';
 import { diskSpace } from '../../platform/disk.js';
 import { readRegularFile } from '../../platform/fs-atomic.js';
 import { loadTrustedKeys, parsePrivateKey, parsePublicKey, rawPublicKey } from '../../platform/keys.js';
+import { systemdAvailable } from '../../platform/systemd.js';
 import { readTrustedFile, trustScope, type TrustScope } from '../../platform/trusted-file.js';
 import { lookupGroup, lookupUser } from '../../platform/users.js';
 

@@ -7,8 +7,8 @@ import { layoutRules } from '../../core/doctor/layout-rules.js';
 import type { Entry, SocketsObservation } from '../../core/doctor/observations.js';
 import { checkPermissions } from '../../core/doctor/permission-checks.js';
 import type { HostPaths } from '../../core/paths.js';
-import type { StatusResult } from '../../helper/ops/status.js';
 import { callHelper, pickSocket } from '../../protocol/client.js';
+import { helperClient } from '../../protocol/helper-client.js';
 import { probeControlPlaneClock } from './control-plane-clock.js';
 import { gatherAncestors, gatherOwners, lstatEntry, readByRoot, walkTrees } from './gather-files.js';
 import { gatherCaFiles, gatherConfig, gatherDisk, gatherKeys, gatherNtp, gatherUnits, helperTrustScope } from './gather-host.js';
@@ -19,7 +19,7 @@ async function gatherSockets(paths: HostPaths, socket?: string): Promise<Sockets
   const chosen = await pickSocket(paths, socket);
   let status: SocketsObservation['status'];
   try {
-    const r = (await callHelper(chosen.path, { v: 1, id: 1, op: 'status' }, { timeoutMs: STATUS_TIMEOUT_MS })) as StatusResult;
+    const r = await helperClient((request, o) => callHelper(chosen.path, request, o)).status({}, { timeoutMs: STATUS_TIMEOUT_MS });
     status = { ok: true, socket: chosen.path, pid: r.pid, recovering: r.recovering };
   } catch (err) {
     status = { ok: false, error: (err as Error).message };

@@ -8,8 +8,7 @@ import type { Envelope, ManifestPayload } from '../../core/release-schemas.js';
 import { manifestPayloadSchema } from '../../core/release-schemas.js';
 import { ensureDir, writeFileAtomic } from '../../platform/fs-atomic.js';
 import { DOMAINS, keyIdOf, parsePrivateKey, signEnvelope } from '../../platform/keys.js';
-import type { ControlStore } from '../store/open-store.js';
-import { readRelease, upsertRelease } from '../store/releases.js';
+import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 
 export const DEFAULT_EXPIRES_DAYS = 30;
@@ -24,7 +23,10 @@ export interface AddReleaseInput {
   baseUrl: string | null;
   privateKeyPem: string;
   expiresDays: number;
-  now: number;
+  // Replace the manifest of an existing version signed by another (allowed) key.
+  resign?: boolean;
+  // Where kept tarballs go (artifact-path.ts).
+  artifactsDir: string;
 }
 
 export interface AddedRelease {
@@ -34,6 +36,10 @@ export interface AddedRelease {
   payload: ManifestPayload;
   keyId: string;
   artifactPath: string | null;
+  // What happened to the catalog: a new version, the same manifest re-signed with a fresh
+  // expiry, or another key's manifest replaced (--resign; `replacedKeyId` signed it).
+  change: 'added' | 'refreshed' | 'resigned';
+  replacedKeyId: string | null;
 }
 
 // sha512 SRI of bytes.
@@ -41,17 +47,20 @@ export function integrityOf(bytes: Buffer): string {
   return 'sha512-' + createHash('sha512').update(bytes).digest('base64');
 }
 
-// Signs and stores a release. Re-adding the same bytes re-signs it (a fresh expiry); different
-// bytes under an existing app and version are refused: a version names one tarball forever.
+// Signs and stores a release (DESIGN §11's catalog rules). A version once added is immutable:
+// the same bytes and key refresh its expiry; other bytes are refused RELEASE_EXISTS; another
+// key needs `resign`. Only the key ids allowed for the app may sign it (the first release of an
+// app allows its key; `keys allow` others); any other is refused FORBIDDEN.
 export async function addRelease(store: ControlStore, input: AddReleaseInput): Promise<AddedRelease> {
   const { app, version } = input;
-  const target = artifactPath(store.file, app, version);
+  const target = artifactPath(input.artifactsDir, app, version);
   let key;
   try {
     key = parsePrivateKey(input.privateKeyPem);
   } catch (err) {
     throw new StewardError('USAGE', `--key is not an Ed25519 private key (PEM): ${(err as Error).message}`, { cause: err });
   }
+  const keyId = keyIdOf(key);
   let bytes: Buffer;
   try {
     bytes = await fsp.readFile(input.file);
@@ -60,12 +69,10 @@ export async function addRelease(store: ControlStore, input: AddReleaseInput): P
   }
   if (bytes.length === 0) throw new StewardError('USAGE', `${input.file} is empty`);
   const integrity = integrityOf(bytes);
-  const existing = readRelease(store, app, version);
-  if (existing && existing.integrity !== integrity) {
-    throw new StewardError('RELEASE_INVALID', `${app} ${version} is already in the catalog with other bytes (${existing.integrity.slice(0, 20)}...); publish a new version`);
-  }
+  const { existing, allowed, now } = await store.read(async (tx) => ({ existing: await tx.releases.get(app, version), allowed: await tx.releases.keys(app), now: await tx.now() }));
+  checkCatalogRules(app, version, integrity, keyId, existing, allowed.map((k) => k.keyId), input.resign === true);
   const url = input.url ?? `${(input.baseUrl ?? '').replace(/\/+$/, '')}${ARTIFACTS_PREFIX}${app}/${version}.tgz`;
-  const payload = manifestPayloadSchema.parse({ name: app, version, url, size: bytes.length, integrity, expires: input.now + input.expiresDays * DAY_MS });
+  const payload = manifestPayloadSchema.parse({ name: app, version, url, size: bytes.length, integrity, expires: now + input.expiresDays * DAY_MS });
   const manifest = signEnvelope(DOMAINS.manifest, payload, key);
   const keep = input.url === null;
   if (keep) {
@@ -74,10 +81,27 @@ export async function addRelease(store: ControlStore, input: AddReleaseInput): P
     await ensureDir(path.dirname(target), 0o700);
     await writeFileAtomic(target, bytes, 0o600);
   }
-  store.write(() => {
-    const again = readRelease(store, app, version);
-    if (again && again.integrity !== integrity) throw new StewardError('RELEASE_INVALID', `${app} ${version} was added with other bytes meanwhile`);
-    upsertRelease(store, { app, version, manifest, integrity, size: bytes.length, expires: payload.expires, artifactPath: keep ? target : (again?.artifactPath ?? null), addedAt: again?.addedAt ?? input.now });
+  const change = await store.write(async (tx) => {
+    // Again inside the write: another process may have added this version meanwhile.
+    const again = await tx.releases.get(app, version);
+    const keys = (await tx.releases.keys(app)).map((k) => k.keyId);
+    checkCatalogRules(app, version, integrity, keyId, again, keys, input.resign === true);
+    if (keys.length === 0) await tx.releases.allowKey(app, keyId, now);
+    await tx.releases.upsert({ app, version, manifest, integrity, size: bytes.length, expires: payload.expires, artifactPath: keep ? target : (again?.artifactPath ?? null), addedAt: again?.addedAt ?? now, keyId });
+    return { change: !again ? ('added' as const) : again.keyId === keyId ? ('refreshed' as const) : ('resigned' as const), replacedKeyId: again && again.keyId !== keyId ? again.keyId : null };
   });
-  return { app, version, manifest, payload, keyId: keyIdOf(key), artifactPath: keep ? target : null };
+  return { app, version, manifest, payload, keyId, artifactPath: keep ? target : null, ...change };
+}
+
+function checkCatalogRules(app: string, version: string, integrity: string, keyId: string, existing: ReleaseRow | null, allowed: string[], resign: boolean): void {
+  if (allowed.length > 0 && !allowed.includes(keyId)) {
+    throw new StewardError('FORBIDDEN', `key ${keyId} may not sign ${app} (allowed: ${allowed.join(', ')}); \`steward-control keys allow ${app} --key <its .pub>\` allows another`);
+  }
+  if (!existing) return;
+  if (existing.integrity !== integrity) {
+    throw new StewardError('RELEASE_EXISTS', `${app} ${version} is already in the catalog with other bytes (${existing.integrity.slice(0, 20)}...); a version is never replaced: publish a new version`);
+  }
+  if (existing.keyId !== keyId && !resign) {
+    throw new StewardError('RELEASE_EXISTS', `${app} ${version} is in the catalog signed by key ${existing.keyId}; pass --resign to replace its manifest with one signed by ${keyId}`);
+  }
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
-import { openStore, type ControlStore } from '../store/open-store.js';
+import { artifactsDirOf } from '../catalog/artifact-path.js';
+import { openStore, type OpenStoreOptions, type SqliteStore } from '../store/sqlite/open-sqlite-store.js';
 
 export interface ControlGlobals {
   db?: string;
@@ -19,12 +20,18 @@ export function jsonOf(cmd: Command): boolean {
   return cmd.optsWithGlobals<ControlGlobals>().json === true;
 }
 
-// Runs `fn` with the store open, and closes it after.
-export async function withStore<T>(cmd: Command, fn: (store: ControlStore) => T | Promise<T>): Promise<T> {
-  const store = openStore(dbFileOf(cmd));
+// Where the store's kept release tarballs live: beside the SQLite file.
+export function artifactsDirOfStore(store: SqliteStore): string {
+  return artifactsDirOf(store.file);
+}
+
+// Runs `fn` with the store open (refused when its file does not exist, unless `opts.create`),
+// and closes it after.
+export async function withStore<T>(cmd: Command, fn: (store: SqliteStore) => T | Promise<T>, opts: OpenStoreOptions = {}): Promise<T> {
+  const store = openStore(dbFileOf(cmd), opts);
   try {
     return await fn(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { EXIT } from '../../cli/error-message.js';
 import { readOwnVersion } from '../../platform/own-version.js';
+import { registerInit } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
 import { registerNodes } from './commands/nodes.js';
 import { registerReceipts } from './commands/receipts.js';
@@ -22,6 +23,7 @@ export function buildControlProgram(): Command {
     .addHelpText('after', '\n  -V, --version  print the steward version (as the only argument)')
     .exitOverride()
     .showHelpAfterError();
+  registerInit(program);
   registerServe(program);
   registerToken(program);
   registerKeys(program);

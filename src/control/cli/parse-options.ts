@@ -4,8 +4,9 @@ import { isLoopbackHost } from '../../core/release-schemas.js';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-// "30m", "1h30m", "90s", "2d", "500ms" → milliseconds (positive).
-export function parseDuration(text: string, what = 'duration'): number {
+// "30m", "1h30m", "90s", "2d", "500ms" → milliseconds (positive; "0" too with allowZero).
+export function parseDuration(text: string, what = 'duration', opts: { allowZero?: boolean } = {}): number {
+  if (opts.allowZero && text === '0') return 0;
   const re = /(\d+)(ms|s|m|h|d)/gy;
   let total = 0;
   let matched = 0;
@@ -17,6 +18,20 @@ export function parseDuration(text: string, what = 'duration'): number {
     throw new StewardError('USAGE', `${what} ${JSON.stringify(text)} is not a duration like 30m, 1h, 90s, 2d or 1h30m`);
   }
   return total;
+}
+
+// An integer from 0 to `max`.
+export function parseCount(text: string, what: string, max = 1_000_000): number {
+  if (!/^\d{1,9}$/.test(text) || Number(text) > max) throw new StewardError('USAGE', `${what} ${JSON.stringify(text)} is not an integer from 0 to ${max}`);
+  return Number(text);
+}
+
+// An ISO 8601 date and time with its zone (Z or ±hh:mm) → epoch ms.
+export function parseInstant(text: string, what: string): number {
+  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(text);
+  const t = ok ? Date.parse(text) : NaN;
+  if (!Number.isSafeInteger(t) || t < 0) throw new StewardError('USAGE', `${what} ${JSON.stringify(text)} is not an ISO 8601 time with its zone (like 2026-06-01T02:00:00Z or 2026-06-01T04:00+02:00)`);
+  return t;
 }
 
 // A positive integer no larger than `max`.

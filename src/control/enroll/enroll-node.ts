@@ -3,12 +3,12 @@
 // transaction.
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { enrollBodySchema, enrollPayloadSchema } from '../../core/control-api.js';
+import { enrollmentLabels } from '../../core/labels.js';
 import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey, verifyEnvelopeBytes } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
-import type { ControlStore } from '../store/open-store.js';
-import { insertNode } from '../store/nodes.js';
-import { consumeToken } from '../store/tokens.js';
+import type { ControlStore } from '../store/store.js';
+import { hashToken } from './tokens.js';
 
 const log = logger('control:enroll');
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -30,7 +30,7 @@ function parseKey(pem: unknown): KeyObject | null {
 
 // Checks one enrollment body and enrolls the node. The payload is parsed first only to find the
 // key to verify it with; nothing else in it is trusted before that signature holds.
-export function enrollNode(store: ControlStore, body: Buffer, now: number, heartbeatSeconds: number): Answer {
+export async function enrollNode(store: ControlStore, body: Buffer, heartbeatSeconds: number): Promise<Answer> {
   let json: unknown;
   try {
     json = JSON.parse(utf8.decode(body));
@@ -67,16 +67,30 @@ export function enrollNode(store: ControlStore, body: Buffer, now: number, heart
   }
 
   const nodeId = newNodeId();
-  const enrolled = store.write(() => {
-    if (!consumeToken(store, p.token, now, nodeId)) return false;
-    insertNode(store, { nodeId, hostname: p.hostname, nodePublicKey: p.nodePublicKey, helperPublicKey: p.helperPublicKey, enrolledAt: now });
-    return true;
-  });
-  if (!enrolled) {
-    log('enrollment refused hostname=%s: token unknown, used or expired', JSON.stringify(p.hostname));
-    return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used or expired');
+  // The node's labels: its token's (the operator's), and what it proposed under claimed.<key>.
+  const tooMany = Symbol('too many labels');
+  let enrolled: boolean | typeof tooMany;
+  try {
+    enrolled = await store.write(async (tx) => {
+      const now = await tx.now();
+      const tokenLabels = await tx.tokens.spend(hashToken(p.token), now, nodeId);
+      if (tokenLabels === null) return false;
+      const labels = enrollmentLabels(tokenLabels, p.labels ?? {});
+      // Thrown, so that the token stays unspent.
+      if (labels === null) throw tooMany;
+      await tx.nodes.insert({ nodeId, hostname: p.hostname, nodePublicKey: p.nodePublicKey, helperPublicKey: p.helperPublicKey, enrolledAt: now, labels });
+      return true;
+    });
+  } catch (err) {
+    if (err !== tooMany) throw err;
+    enrolled = tooMany;
   }
-  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(helperKey));
+  if (enrolled === tooMany) return errorAnswer(400, 'BAD_BODY', 'the token\'s labels and the ones this node proposes are more than 32 together; propose fewer');
+  if (!enrolled) {
+    log('enrollment refused hostname=%s: token unknown, used, revoked or expired', JSON.stringify(p.hostname));
+    return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used, revoked or expired');
+  }
+  log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s claimedLabels=%d', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(helperKey), Object.keys(p.labels ?? {}).length);
   return { status: 200, body: { nodeId, heartbeatSeconds } };
 }
 

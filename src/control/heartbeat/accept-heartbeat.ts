@@ -2,20 +2,17 @@
 // one commit (group-commit.ts). openHeartbeatBody checks the body and the node key's signature
 // outside any transaction; recordOpenedHeartbeat, inside the write transaction, checks seq,
 // clock and receipts against the node as it is then, records the heartbeat and its fresh
-// receipts, advances the rollouts and answers what this node should run. A rejection is logged
-// and changes nothing.
+// receipts and answers what this node should run. A rejection is logged and changes nothing.
+// Rollouts advance on the server's tick, which a stored verdict nudges (control-server.ts).
 import type { KeyObject } from 'node:crypto';
 import { MAX_BODY_BYTES, type HeartbeatAnswer } from '../../core/control-api.js';
 import type { HeartbeatPayload } from '../../core/heartbeat-schema.js';
+import type { Envelope } from '../../core/release-schemas.js';
 import { parsePublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
-import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import { desiredFor } from '../rollouts/desired.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
-import { readNode, readNodeKey, recordHeartbeat } from '../store/nodes.js';
-import type { ControlStore } from '../store/open-store.js';
-import { insertReceipt, storedReceiptEnvelope } from '../store/receipts.js';
-import { attemptById } from '../store/runs.js';
+import type { AttemptRow, ControlStore, NodeAuth, StoreTx } from '../store/store.js';
 import { createKeyCache, NODE_KEY_CACHE_SIZE } from './node-key-cache.js';
 import { ackedSeqs, checkHeartbeat, openHeartbeat, verifyHeartbeat, type HeartbeatRejection, type KnownNode } from './verify-heartbeat.js';
 
@@ -23,11 +20,10 @@ const log = logger('control:heartbeat');
 const nodeKeys = createKeyCache();
 
 // Each store's node key PEMs by nodeId, as last read, so that the check before the transaction
-// does not query the store for every heartbeat (an SQLite read outside a transaction takes and
-// drops the WAL read lock each time). Only a fresh read may reject: a remembered key that does
-// not verify is read again (the node may have been re-keyed by another process), and the check
-// inside the transaction compares the PEM with the store's, so a removed or re-keyed node is
-// judged as the store holds it then. The same bound as the key cache (~150 bytes a PEM).
+// does not query the store for every heartbeat. Only a fresh read may reject: a remembered key
+// that does not verify is read again (the node may have been re-keyed by another process), and
+// the check inside the transaction compares the PEM with the store's, so a removed or re-keyed
+// node is judged as the store holds it then. The same bound as the key cache (~150 bytes a PEM).
 const nodePems = new WeakMap<ControlStore, Map<string, string>>();
 
 function pemsOf(store: ControlStore): Map<string, string> {
@@ -54,30 +50,54 @@ function parseNodeKey(nodeId: string, pem: string): KeyObject | null {
   }
 }
 
-// A node as the store holds it now, with the PEM its key was parsed from.
-function knownNode(store: ControlStore, nodeId: string): { node: KnownNode; nodeKeyPem: string } | null {
-  const row = readNode(store, nodeId);
-  if (!row) return null;
-  const nodeKey = parseNodeKey(nodeId, row.nodePublicKey);
+// The seq and attemptId each relayed receipt claims, read without trusting them, so that what
+// the checks will look up can be read from the store first (the checks themselves are pure
+// and synchronous). A receipt that does not decode claims nothing; the checks reject it.
+function claimedByReceipts(receipts: readonly Envelope[]): { seqs: number[]; attemptIds: string[] } {
+  const seqs: number[] = [];
+  const attemptIds: string[] = [];
+  for (const e of receipts) {
+    try {
+      const p = JSON.parse(Buffer.from(e.payload, 'base64').toString('utf8')) as { seq?: unknown; attemptId?: unknown } | null;
+      if (Number.isSafeInteger(p?.seq)) seqs.push(p!.seq as number);
+      if (typeof p?.attemptId === 'string' && p.attemptId.length <= 128) attemptIds.push(p.attemptId);
+    } catch {
+      // not decodable: rejected by the checks
+    }
+  }
+  return { seqs, attemptIds };
+}
+
+// A node as the store holds it now, with the stored receipts under the seqs `claims` names read ahead.
+async function knownNode(tx: StoreTx, auth: NodeAuth, claims: { seqs: number[] }): Promise<KnownNode | null> {
+  const nodeKey = parseNodeKey(auth.nodeId, auth.nodePublicKey);
   if (!nodeKey) return null;
+  const stored = new Map<number, Envelope | null>();
+  for (const seq of claims.seqs) if (!stored.has(seq)) stored.set(seq, await tx.receipts.envelope(auth.nodeId, seq));
   // Why lazy: most heartbeats relay no receipt, and a PEM parse costs more than a signature check.
   let helperKey: KeyObject | null | undefined;
   const parseHelperKey = (): KeyObject | null => {
     try {
-      return parsePublicKey(row.helperPublicKey);
+      return parsePublicKey(auth.helperPublicKey);
     } catch {
-      log('node=%s has an unparsable helper key in the store; its receipts are refused', nodeId);
+      log('node=%s has an unparsable helper key in the store; its receipts are refused', auth.nodeId);
       return null;
     }
   };
-  const node: KnownNode = {
-    nodeId: row.nodeId,
+  return {
+    nodeId: auth.nodeId,
     nodeKey,
     helperKey: () => (helperKey === undefined ? (helperKey = parseHelperKey()) : helperKey),
-    lastSeq: row.lastSeq,
-    storedReceipt: (seq) => storedReceiptEnvelope(store, row.nodeId, seq),
+    lastSeq: auth.lastSeq,
+    storedReceipt: (seq) => stored.get(seq) ?? null,
   };
-  return { node, nodeKeyPem: row.nodePublicKey };
+}
+
+// The attempts the receipts claim, as the store holds them.
+async function claimedAttempts(tx: StoreTx, claims: { attemptIds: string[] }): Promise<Map<string, AttemptRow | null>> {
+  const out = new Map<string, AttemptRow | null>();
+  for (const id of claims.attemptIds) if (!out.has(id)) out.set(id, await tx.runs.attempt(id));
+  return out;
 }
 
 function rejectionAnswer(v: HeartbeatRejection): Answer {
@@ -95,55 +115,69 @@ export interface OpenedHeartbeatBody {
 }
 
 // Checks a body up to its node key's signature and schema, reading only the node's key (outside
-// any transaction is fine: nothing here depends on state a heartbeat changes). A rejection's
-// answer is final and changes nothing.
-export function openHeartbeatBody(store: ControlStore, body: Buffer): OpenedHeartbeatBody | { ok: false; answer: Answer } {
-  let nodeKeyPem = '';
+// the write transaction is fine: nothing here depends on state a heartbeat changes). A
+// rejection's answer is final and changes nothing.
+export async function openHeartbeatBody(store: ControlStore, body: Buffer): Promise<OpenedHeartbeatBody | { ok: false; answer: Answer }> {
+  // The first pass takes the node key from memory; the nodeId it was asked for (the body's
+  // claim, trusted only once the signature holds) is read from the store for a second pass
+  // when memory had no key for it, or a key that did not verify (the node was re-keyed).
+  let asked: string | null = null;
   let remembered = false;
-  const lookup = (fresh: boolean) => (nodeId: string) => {
-    let pem = fresh ? undefined : pemsOf(store).get(nodeId);
-    remembered = pem !== undefined;
-    if (pem === undefined) {
-      pem = readNodeKey(store, nodeId) ?? undefined;
-      rememberPem(store, nodeId, pem ?? null);
-    }
-    const nodeKey = pem === undefined ? null : parseNodeKey(nodeId, pem);
-    if (!nodeKey) return null;
-    nodeKeyPem = pem!;
-    return { nodeId, nodeKey };
+  const pass = (pemOf: (nodeId: string) => string | undefined) => {
+    let nodeKeyPem = '';
+    const opened = openHeartbeat(body, (nodeId) => {
+      asked = nodeId;
+      const pem = pemOf(nodeId);
+      const nodeKey = pem === undefined ? null : parseNodeKey(nodeId, pem);
+      if (!nodeKey) return null;
+      nodeKeyPem = pem!;
+      return { nodeId, nodeKey };
+    }, { maxBytes: MAX_BODY_BYTES });
+    return { opened, nodeKeyPem };
   };
-  let opened = openHeartbeat(body, lookup(false), { maxBytes: MAX_BODY_BYTES });
+  let tried = pass((nodeId) => {
+    const pem = pemsOf(store).get(nodeId);
+    remembered = pem !== undefined;
+    return pem;
+  });
   // Why only these two: every other rejection is the same whatever the node's key.
-  if (!opened.ok && remembered && (opened.code === 'BAD_SIGNATURE' || opened.code === 'UNKNOWN_NODE')) {
-    opened = openHeartbeat(body, lookup(true), { maxBytes: MAX_BODY_BYTES });
+  const retry = !tried.opened.ok && asked !== null && (tried.opened.code === 'UNKNOWN_NODE' || (remembered && tried.opened.code === 'BAD_SIGNATURE'));
+  if (retry) {
+    const nodeId: string = asked!;
+    const pem = (await store.read((tx) => tx.nodes.key(nodeId))) ?? undefined;
+    rememberPem(store, nodeId, pem ?? null);
+    tried = pass((id) => (id === nodeId ? pem : undefined));
   }
-  if (!opened.ok) return { ok: false, answer: rejectionAnswer(opened) };
-  return { ok: true, body, heartbeat: opened.heartbeat, nodeKeyPem };
+  if (!tried.opened.ok) return { ok: false, answer: rejectionAnswer(tried.opened) };
+  return { ok: true, body, heartbeat: tried.opened.heartbeat, nodeKeyPem: tried.nodeKeyPem };
 }
 
-// Finishes an opened heartbeat at `now`; call inside a write transaction. It reads the node as
-// the transaction sees it, so an earlier heartbeat of the same node in this transaction counts.
-// Writes nothing when it answers a rejection.
-export function recordOpenedHeartbeat(store: ControlStore, opened: OpenedHeartbeatBody, now: number, heartbeatSeconds: number): Answer {
-  const issued = (id: string) => attemptById(store, id);
-  const known = knownNode(store, opened.heartbeat.nodeId);
-  const sameKey = known !== null && known.nodeKeyPem === opened.nodeKeyPem;
+// Finishes an opened heartbeat inside a write transaction, at the store's time. It reads the
+// node as the transaction sees it, so an earlier heartbeat of the same node in this transaction
+// counts. Writes nothing when it answers a rejection. `counted`: the counting receipts it stored
+// (verdicts a run waits for).
+export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, opened: OpenedHeartbeatBody, heartbeatSeconds: number): Promise<{ answer: Answer; counted: number }> {
+  const now = await tx.now();
+  const hbClaim = opened.heartbeat;
+  const auth = await tx.nodes.auth(hbClaim.nodeId);
+  const claims = claimedByReceipts(hbClaim.receipts);
+  const known = auth ? await knownNode(tx, auth, claims) : null;
+  const attempts = await claimedAttempts(tx, claims);
+  const issued = (id: string) => attempts.get(id) ?? null;
+  const sameKey = known !== null && auth!.nodePublicKey === opened.nodeKeyPem;
   // Why the full check again when the key differs: the node was removed or re-keyed since its
   // signature was checked, and the heartbeat must be judged as if it arrived now.
-  if (!sameKey) rememberPem(store, opened.heartbeat.nodeId, known?.nodeKeyPem ?? null);
+  if (!sameKey) rememberPem(store, hbClaim.nodeId, known ? auth!.nodePublicKey : null);
   const verdict = sameKey
-    ? checkHeartbeat(opened.heartbeat, known.node, issued, now)
-    : verifyHeartbeat(opened.body, (id) => knownNode(store, id)?.node ?? null, issued, now, { maxBytes: MAX_BODY_BYTES });
-  if (!verdict.ok) return rejectionAnswer(verdict);
+    ? checkHeartbeat(hbClaim, known, issued, now)
+    : verifyHeartbeat(opened.body, (id) => (id === hbClaim.nodeId ? known : null), issued, now, { maxBytes: MAX_BODY_BYTES });
+  if (!verdict.ok) return { answer: rejectionAnswer(verdict), counted: 0 };
   const hb = verdict.heartbeat;
-  recordHeartbeat(store, hb, now);
-  for (const r of verdict.receipts) insertReceipt(store, hb.nodeId, r, now);
+  await tx.nodes.recordHeartbeat(hb, now);
+  for (const r of verdict.receipts) await tx.receipts.insert(hb.nodeId, r, now);
   if (verdict.receipts.length) {
     log('node=%s stored receipts %s', hb.nodeId, verdict.receipts.map((r) => `seq=${r.payload.seq} ${r.payload.app} ${r.payload.outcome}${r.counts ? '' : ' (not counting)'}`).join(', '));
   }
-  // Why the count: with no run running there is no open attempt to send, and the query for
-  // them is skipped (most heartbeats of a fleet arrive while no rollout runs).
-  const running = advanceAllRuns(store, now);
-  const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: running > 0 ? desiredFor(store, hb.nodeId) : [], heartbeatSeconds };
-  return { status: 200, body: answer };
+  const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: await desiredFor(tx, hb.nodeId, now), heartbeatSeconds };
+  return { answer: { status: 200, body: answer }, counted: verdict.receipts.filter((r) => r.counts).length };
 }

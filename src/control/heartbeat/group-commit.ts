@@ -12,14 +12,13 @@
 // When the commit fails, every heartbeat of the batch fails with that error and none is recorded.
 //
 // Batching adds no wait when idle: the first heartbeat is committed on the event loop's next
-// turn (setImmediate), and those that arrive while a commit runs (it blocks the loop; better-sqlite3
-// is synchronous) are read on the turn after it and share the next commit. A commit does not
-// wait for the fsync of the one before: the loop goes on reading, verifying and committing while
-// the fsync runs, and the next fsync covers all of that.
-import type { Clock } from '../../platform/clock.js';
+// turn (setImmediate), and those that arrive while a commit runs (with SQLite it blocks the
+// loop; better-sqlite3 is synchronous) are read on the turn after it and share the next commit.
+// A commit does not wait for the fsync of the one before: the loop goes on reading, verifying
+// and committing while the fsync runs, and the next fsync covers all of that.
 import { logger } from '../../platform/log.js';
 import type { Answer } from '../server/answer.js';
-import type { ControlStore } from '../store/open-store.js';
+import { TransactionAbortedError, type ControlStore, type StoreTx } from '../store/store.js';
 import { openHeartbeatBody, recordOpenedHeartbeat, type OpenedHeartbeatBody } from './accept-heartbeat.js';
 
 const log = logger('control:heartbeat');
@@ -35,7 +34,7 @@ export interface GroupCommitHooks {
   afterRecord?: (nodeId: string) => void;
   // After every heartbeat of the batch, just before COMMIT. A throw, or a write that makes the
   // COMMIT fail, fails the whole batch as a failing commit does.
-  beforeCommit?: (store: ControlStore) => void;
+  beforeCommit?: (tx: StoreTx) => void | Promise<void>;
 }
 
 export interface HeartbeatBatcher {
@@ -49,13 +48,13 @@ export interface HeartbeatBatcher {
 
 export interface HeartbeatBatcherOptions {
   store: ControlStore;
-  clock: Clock;
   heartbeatSeconds: number;
   maxBatch?: number;
   hooks?: GroupCommitHooks;
-  // Resolves once every commit made before the call is on disk (store/commit-sync.ts). Default:
-  // at once, for a store whose COMMIT fsyncs (synchronous=FULL).
+  // Resolves once every commit made before the call is on disk. Default: the store's durable().
   durable?: () => Promise<void>;
+  // Called after a commit that stored counting receipts (verdicts): the rollouts should advance.
+  onVerdicts?: () => void;
 }
 
 interface Pending {
@@ -73,46 +72,47 @@ class Rejected {
 }
 
 export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): HeartbeatBatcher {
-  const { store, clock, heartbeatSeconds } = opts;
+  const { store, heartbeatSeconds } = opts;
   const maxBatch = opts.maxBatch ?? MAX_HEARTBEAT_BATCH;
   const hooks = opts.hooks ?? {};
-  const durable = opts.durable ?? (() => Promise.resolve());
+  const durable = opts.durable ?? (() => store.durable());
   const queue: Pending[] = [];
   let scheduled = false;
   let commits = 0;
   let heartbeats = 0;
 
-  // Nested in the batch's transaction, better-sqlite3 runs this as SAVEPOINT ... RELEASE, and
-  // ROLLBACK TO the savepoint when it throws.
-  const inSavepoint = store.db.transaction((opened: OpenedHeartbeatBody, now: number): Answer => {
-    const answer = recordOpenedHeartbeat(store, opened, now, heartbeatSeconds);
-    if (answer.status !== 200) throw new Rejected(answer);
-    hooks.afterRecord?.(opened.heartbeat.nodeId);
-    return answer;
-  });
-
-  const recordOne = (p: Pending): Outcome => {
+  // `batch.verdicts` counts the counting receipts the batch's heartbeats stored.
+  const recordOne = async (tx: StoreTx, p: Pending, batch: { verdicts: number }): Promise<Outcome> => {
     try {
-      return { answer: inSavepoint(p.opened, clock.now()) };
+      return {
+        answer: await tx.savepoint(async () => {
+          const { answer, counted } = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
+          if (answer.status !== 200) throw new Rejected(answer);
+          hooks.afterRecord?.(p.opened.heartbeat.nodeId);
+          batch.verdicts += counted;
+          return answer;
+        }),
+      };
     } catch (err) {
       if (err instanceof Rejected) return { answer: err.answer };
-      // Why: some errors (I/O, disk full) make SQLite roll back the whole transaction; then
-      // nothing of this batch can commit, and the batch fails as a failed commit does.
-      if (!store.db.inTransaction) throw err;
+      // Nothing of this batch can commit any more: it fails as a failed commit does.
+      if (err instanceof TransactionAbortedError) throw err.original;
       log('heartbeat of node=%s failed and was rolled back alone: %s', p.opened.heartbeat.nodeId, (err as Error)?.message ?? String(err));
       return { error: err };
     }
   };
 
-  const flush = () => {
+  const flush = async () => {
     scheduled = false;
     const batch = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     let outcomes: Outcome[];
+    const stored = { verdicts: 0 };
     try {
-      outcomes = store.write(() => {
-        const out = batch.map(recordOne);
-        hooks.beforeCommit?.(store);
+      outcomes = await store.write(async (tx) => {
+        const out: Outcome[] = [];
+        for (const p of batch) out.push(await recordOne(tx, p, stored));
+        await hooks.beforeCommit?.(tx);
         return out;
       });
     } catch (err) {
@@ -122,6 +122,8 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     }
     commits++;
     heartbeats += batch.length;
+    // Before the answers go out: the rollouts' advance is queued behind this commit at once.
+    if (stored.verdicts > 0) opts.onVerdicts?.();
     // Why every member waits, the rejected ones too: a rejection's answer may rest on what the
     // batch's earlier heartbeats wrote (a SEQ_REPLAYED after an accepted seq of the same node).
     durable().then(
@@ -141,21 +143,15 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
   function schedule(): void {
     if (scheduled) return;
     scheduled = true;
-    setImmediate(flush);
+    setImmediate(() => void flush());
   }
 
   return {
-    submit(body) {
-      let opened: ReturnType<typeof openHeartbeatBody>;
-      try {
-        opened = openHeartbeatBody(store, body);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-      if (!opened.ok) return Promise.resolve(opened.answer);
-      const ok = opened;
+    async submit(body) {
+      const opened = await openHeartbeatBody(store, body);
+      if (!opened.ok) return opened.answer;
       return new Promise<Answer>((resolve, reject) => {
-        queue.push({ opened: ok, resolve, reject });
+        queue.push({ opened, resolve, reject });
         schedule();
       });
     },

@@ -1,16 +1,17 @@
 import type { DesiredEntry } from '../../core/control-api.js';
-import type { ControlStore } from '../store/open-store.js';
-import { manifestOf, readRelease } from '../store/releases.js';
-import { openAttemptsFor } from '../store/runs.js';
+import type { StoreReader } from '../store/store.js';
 
-// What a heartbeat answer asks of a node: every attempt a still-running run issued to it that no
-// counting receipt answered yet, with the release's signed manifest.
-export function desiredFor(store: ControlStore, nodeId: string): DesiredEntry[] {
+// What a heartbeat answer asks of a node at `now`: every attempt a run that has not ended issued
+// to it that no counting receipt answered yet and whose window has not closed, with the release's
+// signed manifest and, for a run with windows, the window's end (`notAfter`).
+export async function desiredFor(tx: StoreReader, nodeId: string, now: number): Promise<DesiredEntry[]> {
   const out: DesiredEntry[] = [];
-  for (const a of openAttemptsFor(store, nodeId)) {
-    const release = readRelease(store, a.app, a.version);
+  // Why first: with no run going there is nothing to send, and this is cheaper than the join.
+  if (!(await tx.runs.anyActive())) return out;
+  for (const a of await tx.runs.openAttemptsFor(nodeId, now)) {
+    const release = await tx.releases.get(a.app, a.version);
     // A release removed from the catalog has no manifest to send; the run times out on it.
-    if (release) out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: manifestOf(release) });
+    if (release) out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}) });
   }
   return out;
 }

@@ -1,48 +1,72 @@
-// Builds the pure planner's input for one run from the store (DESIGN §9) and plans it.
-import { planRollout, type NodeFacts, type Plan, type PlanInput, type VerdictFact } from '../../core/rollout-planner.js';
+// Builds the pure planner's input for one run from the store (DESIGN §11) and plans it.
+import type { NodeFacts, Plan, PlanInput, RevertFact, RolloutRun, VerdictFact } from '../../core/rollout-planner.js';
+import { planRollout } from '../../core/rollout-planner.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
-import type { ControlStore } from '../store/open-store.js';
-import { countingReceiptsFor, revertedVersions } from '../store/receipts.js';
-import { issuedFor, runNodes, toRolloutRun, type RunRow } from '../store/runs.js';
+import type { IssuedRow, ReceiptFact, RunRow, StoreReader } from '../store/store.js';
+import { plannerPolicy } from './run-options.js';
 
-// The planner's input for `run` at `now`: each node's heartbeat as of the run's start (from the
-// run's snapshot), its reported version, the versions it reverted (any receipt, any run), the
-// run's issues and the counting receipts answering them.
-export function readPlanInput(store: ControlStore, run: RunRow, now: number): PlanInput {
-  const issued = issuedFor(store, run.id);
-  const issuedAt = new Map(issued.map((i) => [i.attemptId, i.issuedAt]));
-  const nodes: NodeFacts[] = runNodes(store, run.id).map((n) => ({
+// The planner's view of a run row.
+export function toRolloutRun(row: Omit<RunRow, 'id'> & { id: number | null }): RolloutRun {
+  return {
+    id: String(row.id ?? 'dry-run'),
+    app: row.app,
+    version: row.version,
+    startedAt: row.startedAt,
+    heartbeatIntervalMs: row.heartbeatIntervalMs,
+    stopped: row.stopped,
+    paused: row.paused,
+    policy: plannerPolicy(row),
+  };
+}
+
+// A node's facts for the planner: frozen at the start (its heartbeat, whether it listed the
+// app), reported now (its version and supervisor), and the versions it reverted before.
+export function nodeFacts(n: { nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean; app: HeartbeatApp | null }, reverts: readonly ReceiptFact[]): NodeFacts {
+  return {
     nodeId: n.nodeId,
     lastHeartbeatAt: n.lastHeartbeatAt,
-    current: currentVersion(n.apps, run.app),
-    revertedVersions: revertedVersions(store, n.nodeId, run.app),
-  }));
-  const verdicts: VerdictFact[] = countingReceiptsFor(store, issued.map((i) => i.attemptId)).map((r) => ({
+    listedApp: n.listedApp,
+    current: n.app?.current ?? null,
+    supervisor: n.app ? { state: n.app.supervisor.state, since: n.app.supervisor.since } : null,
+    revertedVersions: [...new Set(reverts.flatMap((r) => (r.targetVersion === null ? [] : [r.targetVersion])))],
+  };
+}
+
+// The reverts as the planner takes them: at the time the control plane received them.
+export function revertFacts(reverts: readonly ReceiptFact[]): RevertFact[] {
+  return reverts.map((r) => ({ nodeId: r.nodeId, attemptId: r.attemptId, outcome: r.outcome as RevertFact['outcome'], reasonCode: r.reasonCode, at: r.receivedAt }));
+}
+
+// The counting receipts as verdicts: the helper's signed time, but never before the issue nor
+// after the control plane saw it, so a node clock that is off cannot move a verdict out of (or
+// into) the timeout.
+export function verdictFacts(issued: readonly IssuedRow[], receipts: readonly ReceiptFact[]): VerdictFact[] {
+  const issuedAt = new Map(issued.map((i) => [i.attemptId, i.issuedAt]));
+  return receipts.map((r) => ({
     nodeId: r.nodeId,
     attemptId: r.attemptId,
     outcome: r.outcome,
     reasonCode: r.reasonCode,
-    // The helper's signed time, but never before the issue nor after the control plane saw it:
-    // a node clock that is off cannot move a verdict out of (or into) the timeout.
     at: clamp(r.updatedAt, issuedAt.get(r.attemptId) ?? r.receivedAt, r.receivedAt),
   }));
-  return { run: toRolloutRun(run), nodes, issued, verdicts, now };
+}
+
+// The planner's input for `run` at `now`.
+export async function readPlanInput(tx: StoreReader, run: RunRow, now: number): Promise<PlanInput> {
+  const issued = await tx.runs.issued(run.id);
+  const reverts = await tx.receipts.revertsForRun(run.id, run.app);
+  const byNode = new Map<string, ReceiptFact[]>();
+  for (const r of reverts) byNode.set(r.nodeId, [...(byNode.get(r.nodeId) ?? []), r]);
+  const nodes = (await tx.runs.nodes(run.id)).map((n) => nodeFacts(n, byNode.get(n.nodeId) ?? []));
+  const verdicts = verdictFacts(issued, await tx.receipts.countingForRun(run.id));
+  return { run: toRolloutRun(run), nodes, issued, verdicts, reverts: revertFacts(reverts), now };
 }
 
 // The plan of `run` at `now`.
-export function planRun(store: ControlStore, run: RunRow, now: number): Plan {
-  return planRollout(readPlanInput(store, run, now));
+export async function planRun(tx: StoreReader, run: RunRow, now: number): Promise<Plan> {
+  return planRollout(await readPlanInput(tx, run, now));
 }
 
 function clamp(v: number, lo: number, hi: number): number {
   return Math.min(Math.max(v, lo), Math.max(lo, hi));
-}
-
-function currentVersion(appsJson: string, app: string): string | null {
-  try {
-    const apps = JSON.parse(appsJson) as HeartbeatApp[];
-    return (Array.isArray(apps) ? apps.find((a) => a?.name === app)?.current : null) ?? null;
-  } catch {
-    return null;
-  }
 }

@@ -1,16 +1,20 @@
-// What `rollout status` shows of a run: its settings, recorded status and halt reason, and each
-// node's state from the planner with the attempt it was issued and the verdict that answered it.
-import type { NodeState } from '../../core/rollout-planner.js';
-import type { ControlStore } from '../store/open-store.js';
-import { countingReceiptsFor, receiptGaps } from '../store/receipts.js';
-import { issuedFor, type RunRow } from '../store/runs.js';
+// What `rollout status` shows of a run (DESIGN §11): its policy, its status and halt reason, the
+// counts, each node's state from the planner with the attempt it was issued and the verdict
+// that answered it, and the nodes behind the app's last succeeded run.
+import type { NodeState, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
+import type { RunRow, StoreReader } from '../store/store.js';
+import { behindNodes, type BehindNode } from './behind.js';
 import { planRun } from './plan-run.js';
 
 export interface RunNodeStatus {
   nodeId: string;
   state: NodeState;
+  reason: string | null;
+  // 0: a canary; 1, 2, ...: its batch; null: not issued.
+  batch: number | null;
   attemptId: string | null;
   issuedAt: number | null;
+  notAfter: number | null;
   outcome: string | null;
   reasonCode: string | null;
   receiptLost: number[];
@@ -20,38 +24,70 @@ export interface RunStatusView {
   id: number;
   app: string;
   version: string;
-  status: 'running' | 'succeeded' | 'halted' | 'stopped';
+  status: RunStatus;
   startedAt: number;
   endedAt: number | null;
   stopped: boolean;
-  canary: string | null;
-  requestedCanary: string | null;
+  paused: boolean;
+  selector: string;
+  canaries: number;
+  namedCanaries: string[];
+  canarySeed: number;
+  // The nodes holding the canary role now.
+  canaryNodes: string[];
+  batch: string;
   batchSize: number;
+  bakeMs: number;
+  bakeUntil: number | null;
+  maxFailures: number;
+  failures: number;
+  maxRefused: string;
+  refusedLimit: number;
   verdictTimeoutMs: number;
   heartbeatIntervalMs: number;
   allowRetryReverted: boolean;
+  windows: string[];
+  tz: string;
+  nextWindowAt: number | null;
+  startAt: number | null;
+  retryOf: number | null;
+  retryBehind: boolean;
   haltReason: { code: string; nodeId: string | null; message: string } | null;
+  counts: PlanCounts & { behind: number };
   nodes: RunNodeStatus[];
+  // Behind the app's last succeeded run (DESIGN §11), whatever run this is.
+  behind: BehindNode[];
+  behindRunId: number | null;
 }
 
-// The status of one run at `now`. An ended run keeps the status and halt reason recorded when it ended.
-export function describeRun(store: ControlStore, run: RunRow, now: number): RunStatusView {
-  const plan = planRun(store, run, now);
-  const issued = issuedFor(store, run.id);
-  const verdicts = countingReceiptsFor(store, issued.map((i) => i.attemptId));
-  const nodes = Object.keys(plan.nodes).map((nodeId): RunNodeStatus => {
-    const issue = issued.find((i) => i.nodeId === nodeId) ?? null;
-    const verdict = issue ? verdicts.filter((v) => v.attemptId === issue.attemptId && v.nodeId === nodeId).sort((a, b) => a.seq - b.seq)[0] : undefined;
-    return {
+// The status of one run at the store's time. An ended run keeps the status and halt reason
+// recorded when it ended.
+export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStatusView> {
+  const now = await tx.now();
+  const plan = await planRun(tx, run, now);
+  const issued = new Map((await tx.runs.issued(run.id)).map((i) => [i.nodeId, i]));
+  const verdicts = new Map<string, { outcome: string; reasonCode: string | null; seq: number }>();
+  for (const v of await tx.receipts.countingForRun(run.id)) {
+    const cur = verdicts.get(v.attemptId);
+    if (!cur || v.seq < cur.seq) verdicts.set(v.attemptId, v);
+  }
+  const nodes: RunNodeStatus[] = [];
+  for (const [nodeId, n] of Object.entries(plan.nodes)) {
+    const issue = issued.get(nodeId) ?? null;
+    const verdict = issue ? verdicts.get(issue.attemptId) : undefined;
+    nodes.push({
       nodeId,
-      state: plan.nodes[nodeId] as NodeState,
+      state: n.state,
+      reason: n.reason,
+      batch: n.batch,
       attemptId: issue?.attemptId ?? null,
       issuedAt: issue?.issuedAt ?? null,
+      notAfter: issue?.notAfter ?? null,
       outcome: verdict?.outcome ?? null,
       reasonCode: verdict?.reasonCode ?? null,
-      receiptLost: receiptGaps(store, nodeId),
-    };
-  });
+      receiptLost: await tx.receipts.gaps(nodeId),
+    });
+  }
   const ended = run.status !== 'running';
   const halt = ended
     ? run.haltCode
@@ -60,6 +96,8 @@ export function describeRun(store: ControlStore, run: RunRow, now: number): RunS
     : plan.haltReason
       ? { code: plan.haltReason.code, nodeId: plan.haltReason.nodeId ?? null, message: plan.haltReason.message }
       : null;
+  const succeeded = await tx.runs.lastSucceeded(run.app);
+  const behind = succeeded ? await behindNodes(tx, succeeded) : [];
   return {
     id: run.id,
     app: run.app,
@@ -67,14 +105,34 @@ export function describeRun(store: ControlStore, run: RunRow, now: number): RunS
     status: ended ? run.status : plan.status,
     startedAt: run.startedAt,
     endedAt: run.endedAt,
-    stopped: run.stopped === 1,
-    canary: plan.canary,
-    requestedCanary: run.canary,
-    batchSize: run.batchSize,
+    stopped: run.stopped,
+    paused: run.paused,
+    selector: run.selector,
+    canaries: run.canaries,
+    namedCanaries: run.namedCanaries,
+    canarySeed: run.canarySeed,
+    canaryNodes: plan.canaries,
+    batch: run.batch,
+    batchSize: plan.batchSize,
+    bakeMs: run.bakeMs,
+    bakeUntil: ended ? null : plan.bakeUntil,
+    maxFailures: run.maxFailures,
+    failures: plan.failures,
+    maxRefused: run.maxRefused,
+    refusedLimit: plan.refusedLimit,
     verdictTimeoutMs: run.verdictTimeoutMs,
     heartbeatIntervalMs: run.heartbeatIntervalMs,
-    allowRetryReverted: run.allowRetryReverted === 1,
+    allowRetryReverted: run.allowRetryReverted,
+    windows: run.windows,
+    tz: run.tz,
+    nextWindowAt: ended ? null : plan.nextWindowAt,
+    startAt: run.startAt,
+    retryOf: run.retryOf,
+    retryBehind: run.behind,
     haltReason: halt,
+    counts: { ...plan.counts, behind: behind.length },
     nodes,
+    behind,
+    behindRunId: succeeded?.id ?? null,
   };
 }

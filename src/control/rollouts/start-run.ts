@@ -1,93 +1,154 @@
-// Starting, retrying and stopping rollout runs (DESIGN §9): the checks, the node snapshot, the
-// first advance, all in one transaction.
-import { retryNodes } from '../../core/rollout-planner.js';
+// Starting, retrying, pausing, resuming and stopping rollout runs (DESIGN §11): the checks, the
+// targets frozen at the start, the first advance, all in one transaction. A dry run makes the
+// same run in memory and plays the planner forward instead of writing.
 import { StewardError } from '../../core/errors.js';
-import type { ControlStore } from '../store/open-store.js';
-import { listNodes } from '../store/nodes.js';
-import { readRelease } from '../store/releases.js';
-import { insertRun, latestRun, markStopped, readRun, runningRun, type RunRow } from '../store/runs.js';
+import { planRollout, retryNodes, type PlanInput } from '../../core/rollout-planner.js';
+import { simulateRollout, type Simulation } from '../../core/rollout-simulate.js';
+import { matchesSelector, parseSelector } from '../../core/selector.js';
+import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunPolicy, RunRow, StoreReader, StoreTx } from '../store/store.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
 import { advanceRun } from './advance-runs.js';
-import { planRun } from './plan-run.js';
+import { behindNodes } from './behind.js';
+import { nodeFacts, planRun, revertFacts, toRolloutRun } from './plan-run.js';
+import { resolvePolicy, type RunOptions } from './run-options.js';
 
-export interface RunOptions {
-  canary?: string | null;
-  batchSize?: number;
-  verdictTimeoutMs?: number;
-  allowRetryReverted?: boolean;
+export { DEFAULT_VERDICT_TIMEOUT_MS, type RunOptions } from './run-options.js';
+
+// A run about to start: its record, its frozen nodes, and the planner's input at its start.
+export interface PreparedRun {
+  run: NewRun;
+  nodes: Array<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean }>;
+  input: PlanInput;
 }
 
-export const DEFAULT_VERDICT_TIMEOUT_MS = 30 * 60_000;
-
-// Starts a run of `app` at `version` over every enrolled node; refuses a second running run of
-// the app (BUSY), a release not in the catalog (NOT_FOUND) and a manifest that expires before the
-// verdict timeout could pass (MANIFEST_EXPIRED).
-export function startRun(store: ControlStore, app: string, version: string, opts: RunOptions, now: number): RunRow {
-  return store.write(() => {
-    const nodes = listNodes(store);
-    if (opts.canary && !nodes.some((n) => n.nodeId === opts.canary)) {
-      throw new StewardError('NOT_FOUND', `canary node ${opts.canary} is not enrolled`);
-    }
-    if (nodes.length === 0) throw new StewardError('NOT_FOUND', `no node is enrolled; a rollout of ${app} ${version} would have nobody to update`);
-    return createRun(store, app, version, opts, nodes.map((n) => ({ nodeId: n.nodeId, lastHeartbeatAt: n.lastHeartbeatAt })), now);
-  });
+// A dry run: the run it would start and the plan the planner would follow.
+export interface DryRun {
+  run: NewRun;
+  simulation: Simulation;
 }
 
-// Starts a new run over the nodes the app's last run did not confirm, with that run's settings
-// unless `opts` overrides them.
-export function retryRun(store: ControlStore, app: string, opts: RunOptions, now: number): RunRow {
-  return store.write(() => {
-    const last = latestRun(store, app);
-    if (!last) throw new StewardError('NOT_FOUND', `no rollout of ${app} to retry`);
-    if (last.status === 'running') throw new StewardError('BUSY', `rollout ${last.id} of ${app} ${last.version} is still running; stop it first`);
-    const ids = new Set(retryNodes(planRun(store, last, now)));
-    const nodes = listNodes(store).filter((n) => ids.has(n.nodeId));
-    if (nodes.length === 0) throw new StewardError('NOT_FOUND', `every node of rollout ${last.id} of ${app} ${last.version} confirmed; nothing to retry`);
-    const merged: RunOptions = {
-      canary: opts.canary ?? null,
-      batchSize: opts.batchSize ?? last.batchSize,
-      verdictTimeoutMs: opts.verdictTimeoutMs ?? last.verdictTimeoutMs,
-      allowRetryReverted: opts.allowRetryReverted ?? last.allowRetryReverted === 1,
-    };
-    return createRun(store, app, last.version, merged, nodes.map((n) => ({ nodeId: n.nodeId, lastHeartbeatAt: n.lastHeartbeatAt })), now);
-  });
+// Starts a run of `app` at `version` over the enrolled nodes that match the selector; refuses a
+// second running run of the app (BUSY), a release not in the catalog or a selector that targets
+// nothing (NOT_FOUND), and a manifest that expires within the verdict timeout (MANIFEST_EXPIRED).
+export function startRun(store: ControlStore, app: string, version: string, opts: RunOptions): Promise<RunRow> {
+  return store.write(async (tx) => createRun(tx, await prepareStart(tx, app, version, opts)));
+}
+
+// What startRun would do, written nowhere.
+export function dryRunStart(store: ControlStore, app: string, version: string, opts: RunOptions): Promise<DryRun> {
+  return store.read(async (tx) => dryRunOf(await prepareStart(tx, app, version, opts)));
+}
+
+// Starts a new run of the app's last run's version over the nodes it did not confirm (or, with
+// `behind`, of its last succeeded run's version over the nodes behind it), with that run's
+// policy and spent failure budget unless `opts` overrides them. Nothing left: NOTHING_TO_RETRY.
+export function retryRun(store: ControlStore, app: string, opts: RunOptions, behind = false): Promise<RunRow> {
+  return store.write(async (tx) => createRun(tx, await prepareRetry(tx, app, opts, behind)));
+}
+
+// What retryRun would do, written nowhere.
+export function dryRunRetry(store: ControlStore, app: string, opts: RunOptions, behind = false): Promise<DryRun> {
+  return store.read(async (tx) => dryRunOf(await prepareRetry(tx, app, opts, behind)));
 }
 
 // Stops the running run of `app` (its issued attempts stay; nothing new is sent) and ends it.
-export function stopRun(store: ControlStore, app: string, now: number): RunRow {
-  return store.write(() => {
-    const run = runningRun(store, app);
-    if (!run) throw new StewardError('NOT_FOUND', `no rollout of ${app} is running`);
-    markStopped(store, run.id);
-    advanceRun(store, run.id, now);
-    return readRun(store, run.id) as RunRow;
+export function stopRun(store: ControlStore, app: string): Promise<RunRow> {
+  return store.write(async (tx) => {
+    const run = await activeRun(tx, app);
+    await tx.runs.setStopped(run.id);
+    await advanceRun(tx, run.id);
+    return (await tx.runs.get(run.id)) as RunRow;
   });
 }
 
-function createRun(store: ControlStore, app: string, version: string, opts: RunOptions, nodes: Array<{ nodeId: string; lastHeartbeatAt: number | null }>, now: number): RunRow {
-  const running = runningRun(store, app);
-  if (running) throw new StewardError('BUSY', `rollout ${running.id} of ${app} ${running.version} is running; one run per app (stop it first)`);
-  const release = readRelease(store, app, version);
-  if (!release) throw new StewardError('NOT_FOUND', `${app} ${version} is not in the catalog (\`steward-control release add\`)`);
-  const verdictTimeoutMs = opts.verdictTimeoutMs ?? DEFAULT_VERDICT_TIMEOUT_MS;
-  if (release.expires <= now + verdictTimeoutMs) {
-    const when = new Date(release.expires).toISOString();
-    throw new StewardError('MANIFEST_EXPIRED', `the manifest of ${app} ${version} expires at ${when}, within the verdict timeout; re-run \`release add\` to sign a fresh one`);
+// Pauses (nothing new is issued; issued attempts keep their timeouts and verdicts) or resumes
+// the running run of `app`. Idempotent.
+export function pauseRun(store: ControlStore, app: string, paused: boolean): Promise<RunRow> {
+  return store.write(async (tx) => {
+    const run = await activeRun(tx, app);
+    await tx.runs.setPaused(run.id, paused);
+    await advanceRun(tx, run.id);
+    return (await tx.runs.get(run.id)) as RunRow;
+  });
+}
+
+async function activeRun(tx: StoreReader, app: string): Promise<RunRow> {
+  const run = await tx.runs.active(app);
+  if (!run) throw new StewardError('NOT_FOUND', `no rollout of ${app} is running`);
+  return run;
+}
+
+async function prepareStart(tx: StoreReader, app: string, version: string, opts: RunOptions): Promise<PreparedRun> {
+  const policy = resolvePolicy(opts);
+  const sel = parseSelector(policy.selector);
+  const all = await tx.nodes.list();
+  for (const id of policy.namedCanaries) if (!all.some((n) => n.nodeId === id)) throw new StewardError('NOT_FOUND', `canary node ${id} is not enrolled`);
+  const nodes = all.filter((n) => matchesSelector(sel, n.labels));
+  if (nodes.length === 0) {
+    throw new StewardError('NOT_FOUND', all.length === 0 ? `no node is enrolled; a rollout of ${app} ${version} would have nobody to update` : `the selector ${JSON.stringify(policy.selector)} matches none of the ${all.length} enrolled nodes`);
   }
-  const id = insertRun(
-    store,
-    {
-      app,
-      version,
-      startedAt: now,
-      canary: opts.canary ?? null,
-      batchSize: Math.max(1, Math.floor(opts.batchSize ?? 1)),
-      verdictTimeoutMs,
-      allowRetryReverted: opts.allowRetryReverted ?? false,
-      heartbeatIntervalMs: readHeartbeatSeconds(store) * 1000,
-    },
-    nodes,
-  );
-  advanceRun(store, id, now);
-  return readRun(store, id) as RunRow;
+  const prepared = await prepareRun(tx, app, version, nodes, { ...policy, failuresCarried: 0, behind: false, retryOf: null });
+  if (planRollout(prepared.input).counts.targeted === 0) {
+    throw new StewardError('NOT_FOUND', `no target for ${app} ${version}: of the ${nodes.length} selected nodes, none had a recent heartbeat that lists ${app}`);
+  }
+  return prepared;
+}
+
+async function prepareRetry(tx: StoreReader, app: string, opts: RunOptions, behind: boolean): Promise<PreparedRun> {
+  const last = await tx.runs.latest(app);
+  if (!last) throw new StewardError('NOT_FOUND', `no rollout of ${app} to retry`);
+  if (last.status === 'running') throw new StewardError('BUSY', `rollout ${last.id} of ${app} ${last.version} is still running; stop it first`);
+  const base = behind ? await tx.runs.lastSucceeded(app) : last;
+  if (!base) throw new StewardError('NOTHING_TO_RETRY', `no rollout of ${app} has succeeded; --behind retries the nodes behind the last succeeded one`);
+  const basePlan = await planRun(tx, base, await tx.now());
+  const ids = new Set(behind ? (await behindNodes(tx, base)).map((b) => b.nodeId) : retryNodes(basePlan));
+  // A fresh seed, and no named canary unless named again: the last run's canaries confirmed.
+  const { canarySeed: _seed, namedCanaries: _named, ...kept } = base;
+  const policy = resolvePolicy(opts, kept);
+  const sel = parseSelector(policy.selector);
+  const nodes = (await tx.nodes.list()).filter((n) => ids.has(n.nodeId) && matchesSelector(sel, n.labels));
+  const what = behind ? `no node is behind rollout ${base.id} of ${app} ${base.version}` : `every node of rollout ${last.id} of ${app} ${last.version} confirmed or already ran it`;
+  if (nodes.length === 0) throw new StewardError('NOTHING_TO_RETRY', `${what}${opts.selector ? ` among those matching ${JSON.stringify(policy.selector)}` : ''}; nothing to retry`);
+  const prepared = await prepareRun(tx, app, base.version, nodes, { ...policy, failuresCarried: basePlan.failures, behind, retryOf: base.id });
+  const first = planRollout(prepared.input);
+  if (first.counts.pending === 0) {
+    throw new StewardError('NOTHING_TO_RETRY', `of the ${nodes.length} nodes left by rollout ${base.id} of ${app} ${base.version}, none would be asked again now (stale, already current, or reverted it before: --allow-retry-reverted)`);
+  }
+  return prepared;
+}
+
+// The checks and the run a start or retry over `nodes` would make at the store's time.
+async function prepareRun(tx: StoreReader, app: string, version: string, nodes: NodeRow[], policy: RunPolicy): Promise<PreparedRun> {
+  const now = await tx.now();
+  const running = await tx.runs.active(app);
+  if (running) throw new StewardError('BUSY', `rollout ${running.id} of ${app} ${running.version} is running; one run per app (stop it first)`);
+  const release = await tx.releases.get(app, version);
+  if (!release) throw new StewardError('NOT_FOUND', `${app} ${version} is not in the catalog (\`steward-control release add\`)`);
+  if (release.expires <= now + policy.verdictTimeoutMs) {
+    throw new StewardError('MANIFEST_EXPIRED', `the manifest of ${app} ${version} expires at ${new Date(release.expires).toISOString()}, within the verdict timeout; re-run \`release add\` to sign a fresh one`);
+  }
+  const run: NewRun = { app, version, startedAt: now, heartbeatIntervalMs: (await readHeartbeatSeconds(tx)) * 1000, ...policy };
+  const frozen = nodes.map((n) => ({ nodeId: n.nodeId, lastHeartbeatAt: n.lastHeartbeatAt, listedApp: n.apps.some((a) => a.name === app) }));
+  const ids = new Set(frozen.map((f) => f.nodeId));
+  const reverts = (await tx.receipts.revertsOfApp(app)).filter((r) => ids.has(r.nodeId));
+  const byNode = new Map<string, ReceiptFact[]>();
+  for (const r of reverts) byNode.set(r.nodeId, [...(byNode.get(r.nodeId) ?? []), r]);
+  const facts = nodes.map((n, i) => nodeFacts({ ...frozen[i]!, app: n.apps.find((a) => a.name === app) ?? null }, byNode.get(n.nodeId) ?? []));
+  const input: PlanInput = { run: toRolloutRun({ ...run, id: null, stopped: false, paused: false, status: 'running', haltCode: null, haltNodeId: null, haltMessage: null, endedAt: null }), nodes: facts, issued: [], verdicts: [], reverts: revertFacts(reverts), now };
+  const first = planRollout(input);
+  for (const id of policy.namedCanaries) {
+    const s = first.nodes[id];
+    if (s?.state !== 'pending') throw new StewardError('NOT_FOUND', `canary node ${id} is not a node this run would ask: ${s ? `${s.state}${s.reason ? ` (${s.reason})` : ''}` : 'not selected'}`);
+  }
+  return { run, nodes: frozen, input };
+}
+
+async function createRun(tx: StoreTx, p: PreparedRun): Promise<RunRow> {
+  const id = await tx.runs.insert(p.run, p.nodes);
+  await advanceRun(tx, id);
+  return (await tx.runs.get(id)) as RunRow;
+}
+
+function dryRunOf(p: PreparedRun): DryRun {
+  return { run: p.run, simulation: simulateRollout(p.input) };
 }

@@ -4,8 +4,7 @@ import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { isAppName, isVersion } from '../../core/names.js';
 import { artifactPath } from '../catalog/artifact-path.js';
-import type { ControlStore } from '../store/open-store.js';
-import { readRelease } from '../store/releases.js';
+import type { ControlStore } from '../store/store.js';
 import { sendJson } from './send.js';
 import { errorAnswer } from './answer.js';
 
@@ -21,14 +20,14 @@ export function parseArtifactPath(rest: string): { app: string; version: string 
 }
 
 // Streams the tarball with its Content-Length, or answers 404.
-export async function sendArtifact(store: ControlStore, rest: string, res: ServerResponse, headOnly: boolean): Promise<void> {
+export async function sendArtifact(store: ControlStore, artifactsDir: string, rest: string, res: ServerResponse, headOnly: boolean): Promise<void> {
   const names = parseArtifactPath(rest);
-  const release = names ? readRelease(store, names.app, names.version) : null;
+  const release = names ? await store.read((tx) => tx.releases.get(names.app, names.version)) : null;
   if (!names || !release || release.artifactPath === null) return sendJson(res, errorAnswer(404, 'NOT_FOUND', 'no such artifact'));
   let fh;
   try {
     // Why O_NOFOLLOW: the artifacts folder may be writable by others; never serve through a symlink.
-    fh = await fsp.open(artifactPath(store.file, names.app, names.version), fsc.O_RDONLY | fsc.O_NOFOLLOW);
+    fh = await fsp.open(artifactPath(artifactsDir, names.app, names.version), fsc.O_RDONLY | fsc.O_NOFOLLOW);
   } catch {
     return sendJson(res, errorAnswer(404, 'NOT_FOUND', `the tarball of ${names.app} ${names.version} is missing on the server`));
   }

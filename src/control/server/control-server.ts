@@ -9,8 +9,7 @@ import { logger } from '../../platform/log.js';
 import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
-import { createCommitSync, type CommitSync } from '../store/commit-sync.js';
-import type { ControlStore } from '../store/open-store.js';
+import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
 import { sendArtifact } from './artifacts.js';
 import { readBody } from './read-body.js';
@@ -20,24 +19,26 @@ const log = logger('control:server');
 
 export interface ControlServerOptions {
   store: ControlStore;
+  // Where kept release tarballs live (catalog/artifact-path.ts).
+  artifactsDir: string;
   host: string;
   port: number;
   tls?: { cert: string | Buffer; key: string | Buffer };
   heartbeatSeconds: number;
-  clock: Clock;
+  // For the tick's sleeps; decisions take the store's clock.
+  clock: Pick<Clock, 'sleep'>;
   // How often running rollouts advance without a heartbeat; 0 turns the timer off (tests call tick()).
   tickMs?: number;
   // Group commit of heartbeats (group-commit.ts): the most heartbeats in one commit, and test seams.
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
-  // The fsync every answer resting on a write waits for (store/commit-sync.ts); a test seam,
-  // made from the store by default (which switches its connection to synchronous=NORMAL).
-  commitSync?: CommitSync;
+  // What every answer resting on a write waits for; a test seam (default: the store's durable()).
+  durable?: () => Promise<void>;
 }
 
 export interface ControlServer {
   url: string;
   // Advances every running rollout now, as the timer does.
-  tick(): void;
+  tick(): Promise<void>;
   // Heartbeat commits made so far and the heartbeats they held.
   heartbeatStats(): { commits: number; heartbeats: number };
   // Stops the timer and the listener, and drops idle connections. Idempotent.
@@ -47,12 +48,39 @@ export interface ControlServer {
 // Starts the server and resolves once it listens.
 export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
   const { store, clock } = opts;
-  const commitSync = opts.commitSync ?? createCommitSync(store);
+  const durable = opts.durable ?? (() => store.durable());
+  // One advance of every running rollout at a time; one asked for meanwhile runs after it (a
+  // burst of verdicts costs one more advance, not one each: an advance reads the whole run).
+  let ticking: Promise<void> | null = null;
+  let again = false;
+  const advance = async () => {
+    try {
+      await store.write((tx) => advanceAllRuns(tx));
+    } catch (err) {
+      log('rollout tick failed: %s', (err as Error).message);
+    }
+  };
+  const tick = (): Promise<void> => {
+    if (ticking) {
+      again = true;
+      return ticking;
+    }
+    ticking = (async () => {
+      do {
+        again = false;
+        await advance();
+      } while (again);
+      ticking = null;
+    })();
+    return ticking;
+  };
   const heartbeats = createHeartbeatBatcher({
-    store, clock, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable: commitSync.durable,
+    store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable,
+    // A verdict is acted on at once (the next batch may go), as DESIGN §13's ticker is nudged.
+    onVerdicts: () => void tick(),
   });
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    handle(opts, heartbeats, commitSync, req, res).catch((err: unknown) => {
+    handle(opts, heartbeats, durable, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
@@ -79,13 +107,6 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   const host = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
   const url = `${opts.tls ? 'https' : 'http'}://${host}:${addr.port}`;
 
-  const tick = () => {
-    try {
-      store.write(() => advanceAllRuns(store, clock.now()));
-    } catch (err) {
-      log('rollout tick failed: %s', (err as Error).message);
-    }
-  };
   const abort = new AbortController();
   const tickMs = opts.tickMs ?? 1000;
   if (tickMs > 0) {
@@ -96,7 +117,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
         } catch {
           return;
         }
-        tick();
+        await tick();
       }
     })();
   }
@@ -109,14 +130,14 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         abort.abort();
-        server.close(() => void commitSync.close().then(resolve, resolve));
+        server.close(() => resolve());
         server.closeIdleConnections();
       })),
   };
 }
 
-async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, commitSync: CommitSync, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const { store, clock } = opts;
+async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, durable: () => Promise<void>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const { store } = opts;
   const pathOnly = (req.url ?? '/').split('?')[0] ?? '/';
   if (pathOnly === ENROLL_PATH || pathOnly === HEARTBEAT_PATH) {
     if (req.method !== 'POST') {
@@ -136,8 +157,8 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     // it, and for that commit's fsync. An enrollment's too: the node writes the nodeId it is
     // answered, and the token it used is spent.
     if (pathOnly === HEARTBEAT_PATH) return sendJson(res, await heartbeats.submit(body.body));
-    const answer = enrollNode(store, body.body, clock.now(), opts.heartbeatSeconds);
-    await commitSync.durable();
+    const answer = await enrollNode(store, body.body, opts.heartbeatSeconds);
+    await durable();
     return sendJson(res, answer);
   }
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
@@ -145,7 +166,7 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
       res.setHeader('allow', 'GET, HEAD');
       return sendJson(res, errorAnswer(405, 'NOT_FOUND', 'artifacts take GET'));
     }
-    return sendArtifact(store, pathOnly.slice(ARTIFACTS_PREFIX.length), res, req.method === 'HEAD');
+    return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), res, req.method === 'HEAD');
   }
   return sendJson(res, errorAnswer(404, 'NOT_FOUND', `no such path ${JSON.stringify(pathOnly.slice(0, 200))}`));
 }

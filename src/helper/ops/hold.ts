@@ -1,6 +1,7 @@
 import { escapeControlChars } from '../../core/control-chars.js';
+import type { AppState } from '../../core/state-schemas.js';
 import { lookupUserById } from '../../platform/users.js';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import type { AppLocks } from '../app-locks.js';
 import type { OpContext } from '../server/api-server.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
@@ -23,11 +24,13 @@ export async function holderOf(op: Pick<OpContext, 'kind' | 'peer'>): Promise<st
 
 // Puts a hold {by, at, reason} on the app (DESIGN §4): an operator acted, so helper.sock
 // requests that would change the app are refused until release-hold (admin.sock). `by` is
-// the peer of `op`'s connection.
-export async function setHold(ctx: UpdateContext, app: string, op: Pick<OpContext, 'kind' | 'peer'>, reason: string): Promise<void> {
+// the peer of `op`'s connection. `state` is the app's state as the caller read it under the
+// app's lock (read here when not given); the state written is returned.
+export async function setHold(ctx: UpdateContext, app: string, op: Pick<OpContext, 'kind' | 'peer'>, reason: string, state?: AppState): Promise<AppState> {
   const by = await holderOf(op);
-  const state = await readAppState(ctx.paths, app);
-  await writeAppState(ctx.paths, app, { ...state, hold: { by: escapeControlChars(by).slice(0, 256), reason: escapeControlChars(reason).slice(0, 512), at: ctx.clock.now() } });
+  const held = { ...(state ?? (await readAppState(ctx.paths, app))), hold: { by: escapeControlChars(by).slice(0, 256), reason: escapeControlChars(reason).slice(0, 512), at: ctx.clock.now() } };
+  await writeAppState(ctx.paths, app, held);
+  return held;
 }
 
 // `release-hold` (admin.sock only): clears the hold. Nothing to clear is success.

@@ -1,5 +1,5 @@
 import { StewardError } from '../../core/errors.js';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { SocketKind } from '../../protocol/schemas.js';
 import { readAppState } from '../state/app-state.js';

@@ -1,33 +1,11 @@
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import { quarantineInForce } from '../../core/quarantine.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { stagingDir, type HostPaths } from '../../core/paths.js';
 import { promises as fsp } from 'node:fs';
+import type { ReleaseInfo, ReleasesResult } from '../../protocol/answers.js';
 import { readAppState } from '../state/app-state.js';
 import { listVersionDirs, readCurrent, readMarker } from '../release-store.js';
-
-export interface ReleaseInfo {
-  version: string;
-  valid: boolean;
-  current: boolean;
-  previous: boolean;
-  signed: boolean | null;
-  keyId: string | null;
-  tarballIntegrity: string | null;
-  stagedAt: number | null;
-  // inForce: the version is held back now (quarantineInForce: retryAfter ahead, and trusted).
-  quarantine: { failures: number; retryAfter: number; inForce: boolean } | null;
-}
-
-export interface ReleasesResult {
-  app: string;
-  current: string | null;
-  currentState: 'absent' | 'valid' | 'invalid';
-  previous: string | null;
-  highestActive: string | null;
-  releases: ReleaseInfo[];
-  staging: string[];
-}
 
 // Lists an app's staged versions with their markers, current/previous and quarantine.
 export async function listReleases(paths: HostPaths, config: HostConfig, app: string, now: number): Promise<ReleasesResult> {

@@ -19,16 +19,18 @@ async function requireStaged(core: TransactionCore, app: string, version: string
 // It puts a hold on the app, so a control plane cannot undo it within a heartbeat.
 export async function handleRollback(core: TransactionCore, req: RollbackRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   void ctx.peer(); // for the hold, while the connection is surely open
-  const state = await readAppState(core.paths, req.app).catch(() => null);
-  const target = req.to ?? state?.previous ?? null;
-  return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
+  // Read before the lock only to name the target (also in a refused receipt); the attempt gets
+  // its own read under the lock.
+  const before = await readAppState(core.paths, req.app).catch(() => null);
+  const target = req.to ?? before?.previous ?? null;
+  return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: req.noWait }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app} has no previous version to roll back to`);
     await requireStaged(core, req.app, target);
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; \`agentctl recover ${req.app}\``);
     if (cur.version === target) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is already current`);
-    await setHold(core, req.app, ctx, `rollback to ${target}`);
-    const r = await activate(core, { app: req.app, attemptId, fromVersion: cur.version, targetVersion: target, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    const held = await setHold(core, req.app, ctx, `rollback to ${target}`, state);
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: cur.version, targetVersion: target, startedAt, state: held, progress, onAccepted: accept });
     return answerOf(r.journal, r.receipt);
   });
 }
@@ -38,14 +40,15 @@ export async function handleRollback(core: TransactionCore, req: RollbackRequest
 export async function handleRecover(core: TransactionCore, req: RecoverRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   const cur = await readCurrent(core.paths, req.app).catch(() => null);
   const target = req.to ?? (cur?.state === 'valid' ? cur.version : null);
-  return runTransaction(core, { op: 'recover', app: req.app, attemptId: req.attemptId, targetVersion: target, allowBlocked: true }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
+  return runTransaction(core, { op: 'recover', app: req.app, attemptId: req.attemptId, targetVersion: target, allowBlocked: true }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; name one with --to VERSION`);
     await requireStaged(core, req.app, target);
     const from = cur?.state === 'valid' ? cur.version : null;
-    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: target, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: target, startedAt, state, progress, onAccepted: accept });
     core.blockedInMemory.delete(req.app);
-    const state = await readAppState(core.paths, req.app);
-    if (state.blocked) await writeAppState(core.paths, req.app, { ...state, blocked: null });
+    // Read again: the activation wrote its verdict.
+    const after = await readAppState(core.paths, req.app);
+    if (after.blocked) await writeAppState(core.paths, req.app, { ...after, blocked: null });
     return answerOf(r.journal, r.receipt);
   });
 }

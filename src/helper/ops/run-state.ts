@@ -1,4 +1,5 @@
 import { StewardError } from '../../core/errors.js';
+import type { RunStateAnswer } from '../../protocol/answers.js';
 import type { RunStateRequest } from '../../protocol/schemas.js';
 import type { OpContext } from '../server/api-server.js';
 import { readCurrent } from '../release-store.js';
@@ -7,14 +8,6 @@ import { isAppAlive, startVersion, stopApp } from '../update/app-process.js';
 import { setHold } from './hold.js';
 import { preflight } from './preflight.js';
 import type { TransactionCore } from './run-transaction.js';
-
-export interface RunStateAnswer {
-  app: string;
-  op: 'start' | 'stop' | 'restart';
-  changed: boolean;
-  pid: number | null;
-  version: string | null;
-}
 
 // `start`, `stop`, `restart` (DESIGN §5): manual starts give the supervisor a fresh budget
 // (they revive an app in `error`); `stop` puts a hold, like a rollback, so a control plane

@@ -1,14 +1,17 @@
 import { StewardError } from '../../core/errors.js';
+import type { AppState } from '../../core/state-schemas.js';
 import { logger } from '../../platform/log.js';
+import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
 import type { AppLocks } from '../app-locks.js';
 import type { OpContext } from '../server/api-server.js';
 import { newAttemptId } from '../stage/stage-release.js';
 import { readCurrent } from '../release-store.js';
-import type { Attempts, ProgressLine } from '../update/attempts.js';
+import type { Attempts } from '../update/attempts.js';
 import type { UpdateContext } from '../update/context.js';
 import { answerFromReceipt, endBeforeJournal } from './answer.js';
 import { preflight } from './preflight.js';
+import { refuseClosedWindow } from './window.js';
 
 export interface TransactionCore extends UpdateContext {
   attempts: Attempts<UpdateAnswer>;
@@ -23,11 +26,15 @@ export interface TransactionRequest {
   targetVersion: string | null;
   noWait?: boolean | undefined;
   allowBlocked?: boolean;
+  // The end of its rollout window: a new attempt is refused WINDOW_CLOSED at or after it.
+  notAfter?: number | undefined;
 }
 
 const log = logger('helper:transaction');
 
-type Body = (ids: { attemptId: string; startedAt: number }, progress: (p: Omit<ProgressLine, 'attemptId'>) => void, accept: () => void) => Promise<UpdateAnswer>;
+// `state` is the app's state as read under its lock once per attempt: the body passes it down
+// (staging's refusals, the hold, the activation) instead of reading it again.
+type Body = (ids: { attemptId: string; startedAt: number; state: AppState }, progress: (p: Progress) => void, accept: () => void) => Promise<UpdateAnswer>;
 
 // The frame every version-changing op shares (DESIGN §4): attach to a running attempt
 // with the same attemptId, answer a finished one from its receipt, refuse (with a refused
@@ -39,7 +46,7 @@ export async function runTransaction(
   ctx: OpContext,
   body: Body,
 ): Promise<UpdateAnswer | AcceptedAnswer> {
-  const relay = (p: ProgressLine) => ctx.progress(p);
+  const relay = (p: Progress) => ctx.progress(p);
   if (req.attemptId) {
     const live = core.attempts.get(req.attemptId);
     if (live) {
@@ -61,10 +68,14 @@ export async function runTransaction(
   const cur = await readCurrent(core.paths, req.app).catch(() => null);
   const facts = { app: req.app, attemptId: req.attemptId, targetVersion: req.targetVersion, fromVersion: cur?.state === 'valid' ? cur.version : null, startedAt };
   let lock;
+  let state: AppState;
   try {
-    await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
+    refuseClosedWindow(req.app, req.targetVersion, req.notAfter, startedAt);
     lock = await core.locks.acquire(req.app, { attemptId, op: req.op, phase: 'checks', startedAt });
+    // Under the lock: no other attempt can change the state between this read and the verdict.
+    state = await preflight(core, req.app, ctx.kind, { allowBlocked: req.allowBlocked ?? false });
   } catch (err) {
+    lock?.release();
     return endBeforeJournal(core, err, facts);
   }
   const held = lock;
@@ -72,7 +83,7 @@ export async function runTransaction(
     let journaled = false;
     try {
       return await body(
-        { attemptId, startedAt },
+        { attemptId, startedAt, state },
         (p) => {
           held.work.phase = p.phase;
           progress(p);
@@ -103,7 +114,7 @@ function acceptedOrDone(
   entry: NonNullable<ReturnType<Attempts<UpdateAnswer>['get']>>,
   attemptId: string,
   app: string,
-  relay: (p: ProgressLine) => void,
+  relay: (p: Progress) => void,
 ): Promise<UpdateAnswer | AcceptedAnswer> {
   const accepted = entry.accepted.then((): AcceptedAnswer => ({ attemptId, app, accepted: true }));
   return Promise.race([accepted, core.attempts.follow(entry, relay)]);

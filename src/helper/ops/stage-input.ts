@@ -1,18 +1,14 @@
+import type { Progress } from '../../protocol/progress.js';
 import type { StageRequest, UpdateRequest } from '../../protocol/schemas.js';
 import type { OpContext } from '../server/api-server.js';
 import type { StageInput } from '../stage/stage-release.js';
-
-// A progress line's fields, leaving out what is unknown.
-export function progressFields(phase: string, bytes?: number, total?: number): { phase: string; bytes?: number; total?: number } {
-  return { phase, ...(bytes !== undefined ? { bytes } : {}), ...(total !== undefined ? { total } : {}) };
-}
 
 // What a stage or update request asks staging for: its fields and the upload that followed it.
 export function stageInputOf(
   req: StageRequest | UpdateRequest,
   ctx: OpContext,
   attemptId: string,
-  progress: (phase: string, bytes?: number, total?: number) => void,
+  progress: (p: Progress) => void,
 ): StageInput {
   return {
     kind: ctx.kind,

@@ -1,61 +1,13 @@
 import type { HostConfig } from '../../core/config-schema.js';
 import { quarantineInForce } from '../../core/quarantine.js';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import type { HostPaths } from '../../core/paths.js';
-import type { AppState } from '../../core/state-schemas.js';
-import type { RunningWork } from '../app-locks.js';
+import type { AppStatus, RunningWork, StatusResult } from '../../protocol/answers.js';
 import { readAppState } from '../state/app-state.js';
 import { readCurrent } from '../release-store.js';
 import { readJournal } from '../update/journal.js';
 import { readRunRecord } from '../runners/run-record.js';
 import type { UnitControl } from '../update/context.js';
-
-export interface AppStatus {
-  name: string;
-  runner: 'process' | 'unit';
-  current: string | null;
-  currentState: 'absent' | 'valid' | 'invalid';
-  previous: string | null;
-  highestActive: string | null;
-  hold: AppState['hold'];
-  blocked: AppState['blocked'];
-  quarantined: string[];
-  running: RunningWork | null;
-  lastAttempt: {
-    attemptId: string;
-    outcome: string;
-    fromVersion: string | null;
-    targetVersion: string;
-    updatedAt: number;
-    reason?: { code: string; message: string };
-    retryAfter?: number;
-    logFile?: string;
-  } | null;
-  journalError?: string;
-  stateError?: string;
-  // The supervisor's view (process apps): what should run, which pid, the respawn budget.
-  supervisor: {
-    expected: 'running' | 'stopped';
-    state: 'running' | 'waiting' | 'error' | 'stopped';
-    pid: number | null;
-    version: string | null;
-    attempts: number;
-    nextAttemptAt: number | null;
-    lastExit: { code: number | null; signal: string | null } | null;
-    giveUpReason: string | null;
-    since: number | null;
-  } | null;
-  // A `unit` app: what systemd says of its unit (its own Restart= keeps it up).
-  unit?: { name: string; activeState: string; subState: string; mainPid: number; nRestarts: number } | { name: string; error: string };
-}
-
-export interface StatusResult {
-  root: string;
-  pid: number;
-  startedAt: number;
-  recovering: boolean;
-  apps: AppStatus[];
-}
 
 // The helper's status: per app, what `current` resolves to and what state says.
 // A broken state file shows as `stateError` on that app instead of failing the answer.

@@ -7,7 +7,7 @@ import { activate } from '../update/activate.js';
 import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
-import { progressFields, stageInputOf } from './stage-input.js';
+import { stageInputOf } from './stage-input.js';
 import { runTransaction, type TransactionCore } from './run-transaction.js';
 
 // `update`: stage (or reuse) the release, then activate it through the transaction.
@@ -15,13 +15,13 @@ import { runTransaction, type TransactionCore } from './run-transaction.js';
 export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   // An update over admin.sock holds the app: learn who asks while the connection is surely open.
   if (ctx.kind === 'admin') void ctx.peer();
-  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait }, ctx, async ({ attemptId, startedAt }, progress, accept) => {
-    const staged = await stageRelease(core, stageInputOf(req, ctx, attemptId, (phase, bytes, total) => progress(progressFields(phase, bytes, total))));
+  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
+    const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state });
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
       throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);
     }
-    if (ctx.kind === 'admin') await setHold(core, req.app, ctx, `update to ${req.version}`);
+    if (ctx.kind === 'admin') state = await setHold(core, req.app, ctx, `update to ${req.version}`, state);
     const from = cur.state === 'valid' ? cur.version : null;
     if (from === req.version) {
       const j = await readJournal(core.paths, req.app);
@@ -49,7 +49,7 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
         };
       }
     }
-    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, progress: (phase) => progress({ phase }), onAccepted: accept });
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, state, progress, onAccepted: accept });
     return answerOf(r.journal, r.receipt);
   });
 }

@@ -1,7 +1,6 @@
 import os from 'node:os';
+import { APP_PATH } from '../../platform/systemd.js';
 import type { StartSpec } from './runner.js';
-
-export const APP_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 // The environment of a `process` app, built from nothing (DESIGN §5): nothing of the
 // helper's own environment leaks into the app; start.env comes after steward's own variables,

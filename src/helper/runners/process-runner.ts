@@ -57,11 +57,35 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
       if (stopping.get(target.app) === p) stopping.delete(target.app);
     }
   };
-  // After the main process ended: what it left is killed at once, unless a stop is at work.
-  const endRest = async (target: AppTarget): Promise<void> => {
+  // The latest start per app, and the end of a process's leftovers in flight per app.
+  const latest = new Map<string, object>();
+  const ending = new Map<string, Promise<void>>();
+  // After the main process ended: what it left is killed at once, unless a stop is at work, or
+  // unless the app was started again since (its exit heard late, by a busy helper): a start
+  // comes only once nothing of the process before runs (AppRunner.start), and the app's cgroup
+  // and instance token now hold the new process, which is no leftover.
+  const endRest = async (target: AppTarget, startedBy: object): Promise<void> => {
+    if (latest.get(target.app) !== startedBy) return;
     const inFlight = stopping.get(target.app);
+    if (inFlight) {
+      await inFlight.catch(() => undefined);
+      return;
+    }
+    const p = stopAll(target, 0);
+    ending.set(target.app, p);
+    try {
+      await p;
+    } finally {
+      if (ending.get(target.app) === p) ending.delete(target.app);
+    }
+  };
+  const start = async (spec: StartSpec): Promise<StartedProcess> => {
+    // A start waits for the kill of the leftovers of the process before: it must not meet the new one.
+    const inFlight = ending.get(spec.app);
     if (inFlight) await inFlight.catch(() => undefined);
-    else await stopAll(target, 0);
+    const startedBy = {};
+    latest.set(spec.app, startedBy);
+    return startProcess(spec, opts, spawnIn, (target) => endRest(target, startedBy));
   };
   // Spawns in the app's cgroup where there is one; a cgroup that cannot be entered turns
   // cgroups off for good (said once), and the token proves the app's processes from then on.
@@ -83,7 +107,7 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
   };
 
   return {
-    start: (spec) => startProcess(spec, opts, spawnIn, endRest),
+    start,
     stop: (target, o) => stop(target, o?.timeoutMs ?? 10_000),
     isAlive: (identity) => isProcessAlive(identity),
   };

@@ -7,7 +7,8 @@ import type { Clock } from '../../platform/clock.js';
 import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
 import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
-import { APP_PATH, buildAppEnv } from './app-env.js';
+import { APP_PATH, appUnitName } from '../../platform/systemd.js';
+import { buildAppEnv } from './app-env.js';
 import { prepareStateDirSync } from './state-dir.js';
 import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 import { parseUnitShow, systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
@@ -25,22 +26,6 @@ export interface SystemdRunnerOptions {
   stopTimeoutMs?: number;
   // How long start() waits for the unit's start job and its MainPID.
   startTimeoutMs?: number;
-}
-
-// The unit an app runs in under the systemd runner.
-export function appUnitName(app: string): string {
-  return `steward-app-${app}.service`;
-}
-
-// Whether PID 1 is systemd and answers: /run/systemd/system exists (sd_booted) and
-// `systemctl is-system-running` says anything but "offline".
-export async function systemdAvailable(): Promise<boolean> {
-  const st = await fsp.stat('/run/systemd/system').catch(() => null);
-  if (!st?.isDirectory()) return false;
-  const r = await runTool('systemctl', ['is-system-running'], { env: { PATH: APP_PATH, LANG: 'C.UTF-8' }, timeoutMs: 10_000 });
-  // It exits non-zero for "degraded", "starting", ...: only its answer counts.
-  const state = r.stdout.trim();
-  return state !== '' && state !== 'offline' && state !== 'unknown';
 }
 
 // The `process` runner under systemd (DESIGN §5): each app is its own transient service,

@@ -1,7 +1,7 @@
 import { StewardError } from '../../core/errors.js';
 import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
-import { APP_PATH } from './app-env.js';
+import { APP_PATH } from '../../platform/systemd.js';
 
 const debug = logger('helper:unit');
 

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import type { Readable } from 'node:stream';
 import type { ApiSettings } from '../../core/config-schema.js';
+import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind } from '../../protocol/schemas.js';
 import { logger } from '../../platform/log.js';
 import type { PeerLookup } from '../../platform/peer-credentials.js';
@@ -14,7 +15,7 @@ export interface OpContext {
   kind: SocketKind;
   id: string | number | null;
   // Sends a progress line; dropped when the client is gone or does not read.
-  progress(ev: { attemptId: string; phase: string; bytes?: number; total?: number }): void;
+  progress(p: Progress): void;
   // Exactly `uploadSize` bytes that follow the request line, or null when none were announced.
   upload: Readable | null;
   uploadSize: number;

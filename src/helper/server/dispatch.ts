@@ -1,7 +1,9 @@
 import { StewardError } from '../../core/errors.js';
 import { mustParse } from '../../core/must-parse.js';
 import { ALL_OPS, type OpName } from '../../protocol/ops.js';
-import { requestEnvelopeSchema, requestSchemas, type RequestOf } from '../../protocol/schemas.js';
+import type { AnswerOf } from '../../protocol/answers.js';
+import type { RequestOf } from '../../protocol/requests.js';
+import { requestEnvelopeSchema, requestSchemas } from '../../protocol/schemas.js';
 import type { Dispatch, OpContext } from './api-server.js';
 import { checkSocketPolicy } from './socket-policy.js';
 
@@ -14,7 +16,10 @@ const READ_ONLY_OPS: readonly OpName[] = ['status', 'receipts', 'releases'];
 export type { RequestOf };
 // A handler answers with a JSON-serializable result or throws a StewardError.
 export type OpHandler<K extends OpName = OpName> = (request: RequestOf<K>, ctx: OpContext) => unknown;
+// What makeDispatch takes: some ops (a test's few), each answering anything JSON can carry.
 export type Handlers = { [K in OpName]?: OpHandler<K> };
+// The helper's own table (handlers.ts): every op, each answering its op's answer (protocol/answers.ts).
+export type OpHandlers = { [K in OpName]: (request: RequestOf<K>, ctx: OpContext) => AnswerOf<K> | Promise<AnswerOf<K>> };
 
 export interface DispatchOptions {
   // True while start-up recovery runs: mutating ops are refused with RECOVERING.

@@ -1,6 +1,8 @@
 import { ensureFreeSpace } from '../../platform/disk.js';
 import { syncFileSystem } from '../../platform/exec.js';
-import { copyLocalToFile, fetchToFile, streamToFile } from '../../platform/http-fetch.js';
+import { copyLocalToFile } from '../../platform/copy-local.js';
+import { fetchToFile } from '../../platform/http-fetch.js';
+import { streamToFile } from '../../platform/stream-to-file.js';
 import { prepareExtraction } from '../../platform/tarball.js';
 import type { StageIO } from './stage-io.js';
 

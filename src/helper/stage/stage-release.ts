@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,8 @@ import { mustParse } from '../../core/must-parse.js';
 import { AGENT_APP } from '../../core/name-checks.js';
 import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Envelope, type Marker } from '../../core/release-schemas.js';
+import type { AppState } from '../../core/state-schemas.js';
+import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind, StageResult } from '../../protocol/schemas.js';
 import { ensureDir, fsyncDir, writeJsonAtomic } from '../../platform/fs-atomic.js';
 import { removeOwnTree } from '../../platform/remove-tree.js';
@@ -50,7 +52,9 @@ export interface StageInput {
   // The folder of keys trusted for this one staging instead of trusted-keys/<app>/: only
   // `agentctl install` sets it (its one-time key); no socket request can (stageInputOf).
   trustedDir?: string | undefined;
-  progress?: (phase: string, bytes?: number, total?: number) => void;
+  // The app's state as the caller read it under the app's lock (an update); read here when not given.
+  state?: AppState | undefined;
+  progress?: (p: Progress) => void;
 }
 
 // Makes a fresh attempt id when a request carries none.
@@ -72,7 +76,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   // 1–2. Who vouches for these bytes: a signed manifest, or an admin's --allow-unsigned.
   const trust = await resolveTrust(deps, input);
   // 3. Refusals: nothing changes.
-  const state = await readAppState(paths, app);
+  const state = input.state ?? (await readAppState(paths, app));
   checkRefusals({
     app,
     version,
@@ -113,7 +117,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   try {
     extractor = io.prepareExtraction();
     const archive = path.join(work, 'archive.tgz');
-    const got = await obtainBytes(deps, input, trust, archive, (b, t) => progress('fetch', b, t));
+    const got = await obtainBytes(deps, input, trust, archive, (bytes, total) => progress({ attemptId, phase: 'fetch', bytes, total }));
     faults.io('staging', 'write');
     // 2. Integrity before anything reads the archive. The message names only the expected
     // digest unless the caller sent the bytes itself.
@@ -125,14 +129,14 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
         { details: { attemptId } },
       );
     }
-    progress('extract', 0);
+    progress({ attemptId, phase: 'extract', bytes: 0 });
     const tree = path.join(work, 'tree');
     const ex = await extractor.extract({
       archivePath: archive,
       dest: tree,
       finalDir: versionDir(paths, app, version),
       limits: config.extract,
-      onProgress: (p) => progress('extract', p.bytes),
+      onProgress: (p) => progress({ attemptId, phase: 'extract', bytes: p.bytes }),
     });
     // The archive was never fsynced (writeHashedFile): what the extraction read must be the
     // bytes verified above, or the tree is not what was vouched for.
@@ -145,7 +149,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     await fsp.rm(archive, { force: true });
     // 5. The release file, then a durable read-only tree renamed into versions/, marker last.
     await checkReleaseFile(tree, { app, version, appConfig });
-    progress('commit');
+    progress({ attemptId, phase: 'commit' });
     // The top folder was 0700 while staging; open it to the app's user before it becomes visible.
     await fsp.chmod(tree, 0o755);
     faults.io('staging', 'fsync');

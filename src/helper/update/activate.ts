@@ -5,6 +5,7 @@ import type { AppState } from '../../core/state-schemas.js';
 import { compareVersions } from '../../core/version.js';
 import { commitInOrder } from '../../platform/fs-atomic.js';
 import { logger } from '../../platform/log.js';
+import type { Progress } from '../../protocol/progress.js';
 import { readMarker } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
 import type { StartedProcess } from '../runners/runner.js';
@@ -24,7 +25,9 @@ export interface ActivateInput {
   fromVersion: string | null;
   targetVersion: string;
   startedAt: number;
-  progress: (phase: string) => void;
+  // The app's state as the caller read it under the app's lock; read here when not given.
+  state?: AppState;
+  progress: (p: Progress) => void;
   // Resolves once journal{activating} is durable (for --no-wait).
   onAccepted?: () => void;
 }
@@ -48,7 +51,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   const marker = await readMarker(paths, app, target);
   if (!marker) throw new StewardError('RELEASE_INVALID', `${app} ${target} is not staged with a valid marker`);
   const targetRelease = await readReleaseOf(ctx, app, target);
-  const state0 = await readAppState(paths, app);
+  const state0 = input.state ?? (await readAppState(paths, app));
   const priorJournal = await readJournal(paths, app);
 
   const journal: Journal = {
@@ -73,12 +76,12 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
 
   let verdict: Verdict;
   try {
-    input.progress('stop-old');
+    input.progress({ attemptId, phase: 'stop-old' });
     await stopApp(ctx, app, { startsNext: true });
     faults.hit('after-stop-old');
-    input.progress('swap');
+    input.progress({ attemptId, phase: 'swap' });
     await pointCurrent(paths, app, target, faults, 'forward');
-    input.progress('start');
+    input.progress({ attemptId, phase: 'start' });
     verdict = await startAndProbe(ctx, app, target, targetRelease, {
       afterStart: () => faults.hit('after-start-new'),
       onProbe: () => faults.hit('during-probe'),
@@ -163,16 +166,16 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
     runner: ctx.config.apps[app]?.runner === 'process' ? ctx.runner : undefined,
     sinceMs: record?.startedAt,
   });
-  input.progress('stop-new');
+  input.progress({ attemptId, phase: 'stop-new' });
   await stopApp(ctx, app);
   let outcome: Journal['outcome'];
   let reason;
   let rollbackHealthy: boolean | undefined;
   let blame: boolean;
   if (from) {
-    input.progress('swap-back');
+    input.progress({ attemptId, phase: 'swap-back' });
     await pointCurrent(paths, app, from, faults, 'back');
-    input.progress('start-old');
+    input.progress({ attemptId, phase: 'start-old' });
     const old = await startAndProbe(ctx, app, from, await readReleaseOf(ctx, app, from), {});
     rollbackHealthy = old.ok;
     blame = old.ok;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { requireApp } from '../config.js';
+import { requireApp } from '../../host/config.js';
 import path from 'node:path';
 import { StewardError } from '../../core/errors.js';
 import { appLogFile, versionDir } from '../../core/paths.js';

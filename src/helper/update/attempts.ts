@@ -1,17 +1,11 @@
 import { StewardError } from '../../core/errors.js';
-
-export interface ProgressLine {
-  attemptId: string;
-  phase: string;
-  bytes?: number;
-  total?: number;
-}
+import type { Progress } from '../../protocol/progress.js';
 
 interface Live<R> {
   app: string;
   done: Promise<R>;
   accepted: Promise<void>;
-  listeners: Set<(p: ProgressLine) => void>;
+  listeners: Set<(p: Progress) => void>;
 }
 
 // Attempts running in this helper, by attemptId: a request naming a running attempt
@@ -27,15 +21,15 @@ export class Attempts<R> {
 
   // Starts `body` as attempt `attemptId`. `body` gets a progress function and an `accept`
   // to call once the attempt is durable (journal written), for --no-wait.
-  start(attemptId: string, app: string, body: (progress: (p: Omit<ProgressLine, 'attemptId'>) => void, accept: () => void) => Promise<R>): Live<R> {
+  start(attemptId: string, app: string, body: (progress: (p: Progress) => void, accept: () => void) => Promise<R>): Live<R> {
     if (this.live.has(attemptId)) throw new StewardError('BUSY', `attempt ${attemptId} is already running`, { details: { attemptId } });
     let accept!: () => void;
     const accepted = new Promise<void>((resolve) => (accept = resolve));
-    const listeners = new Set<(p: ProgressLine) => void>();
-    const progress = (p: Omit<ProgressLine, 'attemptId'>) => {
+    const listeners = new Set<(p: Progress) => void>();
+    const progress = (p: Progress) => {
       for (const l of listeners) {
         try {
-          l({ attemptId, ...p });
+          l(p);
         } catch {
           // A listener whose client went away must not disturb the attempt.
         }
@@ -50,7 +44,7 @@ export class Attempts<R> {
   }
 
   // Waits for a running attempt, relaying its progress to `onProgress` meanwhile.
-  async follow(entry: Live<R>, onProgress: (p: ProgressLine) => void): Promise<R> {
+  async follow(entry: Live<R>, onProgress: (p: Progress) => void): Promise<R> {
     entry.listeners.add(onProgress);
     try {
       return await entry.done;

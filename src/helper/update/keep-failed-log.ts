@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { appLogFile, type HostPaths } from '../../core/paths.js';
 import { writeFileAtomic } from '../../platform/fs-atomic.js';
-import { tailLines } from '../runners/log-tail.js';
+import { tailLines } from '../../platform/log-tail.js';
 import type { AppRunner } from '../runners/runner.js';
 
 // Where the failed version's output is: a runner with its own log (the systemd runner's

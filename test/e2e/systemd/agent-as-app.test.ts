@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/cli/install/agent-release-pack.js';
+import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/install/agent-release-pack.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
 import { reportScenarios, runIn, writeIn } from '../../helpers/container-exec.js';
@@ -183,7 +183,7 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     assert.equal((await run(box, '/usr/bin/node', [AGENTCTL, 'release-hold', 'steward-agent'])).code, 0);
     const add = await control(['release', 'add', 'steward-agent', v3, '--file', `/root/steward-agent-${v3}.tgz`, '--base-url', url, '--key', '/root/agent-release.key']);
     assert.equal(add.code, 0, add.text);
-    const roll = await control(['rollout', 'start', 'steward-agent', v3]);
+    const roll = await control(['rollout', 'start', 'steward-agent', v3, '--bake', '0']);
     assert.equal(roll.code, 0, roll.text);
     const cp = await cpReceipt(v3);
     assert.equal(cp.outcome, 'active', JSON.stringify(cp));

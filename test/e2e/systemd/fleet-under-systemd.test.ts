@@ -73,7 +73,7 @@ async function addRelease(box: SystemdContainer, url: string, key: string, app: 
 
 // Starts a rollout of web and waits for its end; returns the run as `rollout status` shows it.
 async function rollout(box: SystemdContainer, version: string): Promise<any> {
-  await ctl(box, 'rollout', 'start', 'web', version, '--verdict-timeout', '90s');
+  await ctl(box, 'rollout', 'start', 'web', version, '--verdict-timeout', '90s', '--bake', '0');
   return waitFor(`the rollout of web ${version} to end`, async () => {
     const run = (await ctl(box, 'rollout', 'status', 'web')).runs[0];
     return run?.version === version && run.status !== 'running' ? run : null;
@@ -114,7 +114,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     assert.equal(add.code, 0, add.text);
   }
   await shIn(box, 'mkdir -p -m 0755 "$1" && : > "$2" && rm -f "$2"', RELEASES, CRASH_FILE);
-  const served = await runIn(box, 'systemd-run', ['--unit=steward-control', '/usr/bin/node', CONTROL, '--db', DB, 'serve', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
+  const served = await runIn(box, 'systemd-run', ['--unit=steward-control', '/usr/bin/node', CONTROL, '--db', DB, 'serve', '--init', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
   assert.equal(served.code, 0, served.text);
   const url = await waitFor('steward-control to listen', async () => {
     const j = (await box.exec('journalctl', ['-u', 'steward-control', '-o', 'cat', '--no-pager'])).stdout;
@@ -190,7 +190,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     const helperBefore = Number((await show(box, 'steward-helper.service')).MainPID);
     const cursor = (await box.exec('journalctl', ['-n', '0', '--show-cursor', '--no-pager'])).stdout.match(/cursor: (\S+)/)?.[1] ?? '';
 
-    await ctl(box, 'rollout', 'start', 'web', '4.0.0', '--verdict-timeout', '90s');
+    await ctl(box, 'rollout', 'start', 'web', '4.0.0', '--verdict-timeout', '90s', '--bake', '0');
     // In the middle of the activation: 4.0.0 is up and listening, its stability window open.
     const attemptId = await waitFor('web 4.0.0 to be up and probed', async () => {
       const web = await appStatus(box, 'web');

@@ -3,9 +3,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ProcIdentity } from '../../../src/platform/proc-identity.js';
 import type { AppTarget, StartSpec } from '../../../src/helper/runners/runner.js';
-import { APP_PATH } from '../../../src/helper/runners/app-env.js';
+import { APP_PATH } from '../../../src/platform/systemd.js';
 import { readableCopy } from '../../helpers/readable-copy.js';
-import { bootOrSkip, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { bootOrSkip, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { startDriver, type Driver, type ExitEvent } from '../../helpers/runner-driver.js';
 
 // The systemd runner against a real systemd 252 booted in a container (the repository is
@@ -272,7 +272,13 @@ test('the systemd runner runs each app as its own transient unit in a real syste
         assert.match(r, /exited at once/);
       }
       console.log(`start of an app that exits at once: ${r}`);
-      assert.equal((await showUnit(box, 'steward-app-instant.service')).LoadState, 'not-found');
+      // --collect unloads the unit once systemd has processed its exit, which may come a moment
+      // after the runner heard it: wait for that, boundedly, rather than read it once.
+      const gone = await waitFor('the unit of an app that exited at once to be unloaded', async () => {
+        const st = (await showUnit(box, 'steward-app-instant.service')).LoadState;
+        return st === 'not-found' ? st : null;
+      }, 5000, 50).catch((err: Error) => err.message);
+      assert.equal(gone, 'not-found');
     });
   } finally {
     for (const d of drivers) d.child.stdin?.end();

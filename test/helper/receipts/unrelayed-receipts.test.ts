@@ -6,7 +6,7 @@ import path from 'node:path';
 import { receiptsFile } from '../../../src/core/paths.js';
 import { relayMarkFile } from '../../../src/core/relay-mark.js';
 import type { StewardError } from '../../../src/core/errors.js';
-import { loadOrCreateHelperKey } from '../../../src/helper/receipts/helper-key.js';
+import { loadOrCreateHelperKey } from '../../../src/host/helper-key.js';
 import { readRelayedSeq } from '../../../src/helper/receipts/read-relay-mark.js';
 import { RECEIPTS_FILE_MAX, RECEIPTS_KEPT, ReceiptStore, trimReceipts, UNRELAYED_MAX, type ReceiptInput, type StoredReceipt } from '../../../src/helper/receipts/receipt-store.js';
 import type { ReceiptPayload } from '../../../src/core/receipt-schema.js';

@@ -9,8 +9,9 @@ import { StewardError } from '../../../src/core/errors.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { readBootId, readProcIdentity, type ProcIdentity } from '../../../src/platform/proc-identity.js';
 import { lookupUser } from '../../../src/platform/users.js';
-import { readProcStat } from '../../../src/helper/runners/process-group.js';
+import { readProcStat, readProcStatSync } from '../../../src/helper/runners/process-group.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
+import { findCgroupHome, removeCgroupHome } from '../../../src/helper/runners/app-cgroup.js';
 import type { AppTarget, StartSpec } from '../../../src/helper/runners/runner.js';
 import { IS_ROOT, REPO } from '../../helpers/host.js';
 import { readableCopy } from '../../helpers/readable-copy.js';
@@ -180,6 +181,33 @@ test('stop kills the rest of the group when its leader is already gone and no ru
   await runner.stop(target(spec, identity), { timeoutMs: 2000 });
   assert.equal(await isGone(childPid), true);
 });
+
+// An app's process ends (stopped, or crashed) and the helper starts the next one at once (an
+// update, a respawn), with the same instance token and, as root without systemd, in the same
+// cgroup. The old process's exit may be heard only after the new one started (a busy helper):
+// its "kill what it left" must not take the new process for a leftover. Here the old one is
+// killed while the event loop is held, and the new one spawned before the loop runs again.
+for (const proof of ['token', 'cgroup'] as const) {
+  test(`a process started before the previous one's exit is heard is not killed as its leftover (${proof})`, async (t) => {
+    const home = proof === 'cgroup' ? findCgroupHome(mkdtempSync(path.join(os.tmpdir(), 'steward-cgroup-home-'))) : null;
+    if (proof === 'cgroup' && !home) return skipUnlessCI(t, 'no app cgroups here (they need root, no systemd as PID 1 and a writable cgroup2 mount)');
+    if (home) t.after(() => removeCgroupHome(home));
+    const r = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT, cgroups: home });
+    const spec = makeSpec('hang.mjs');
+    t.after(() => spec.cleanup());
+    const old = await r.start(spec);
+    process.kill(old.identity.pid, 'SIGKILL');
+    // The loop is held until the old process is a zombie, its exit not yet heard.
+    const deadline = performance.now() + 2000;
+    while ((readProcStatSync(old.identity.pid)?.state ?? 'Z') !== 'Z' && performance.now() < deadline);
+    const next = r.start(spec);
+    await old.exited;
+    const started = await next;
+    await new Promise((res) => setTimeout(res, 300));
+    assert.equal(await r.isAlive(started.identity), true, 'the new process was killed as the old one\'s leftover');
+    await r.stop(target(spec, started.identity), { timeoutMs: 100 });
+  });
+}
 
 test('stop is idempotent: a second stop and a stop after exit both succeed', async (t) => {
   const spec = makeSpec('ignore-sigterm.mjs');

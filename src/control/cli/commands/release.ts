@@ -6,13 +6,15 @@ import { StewardError } from '../../../core/errors.js';
 import { AGENT_APP, appNameSchema, versionSchema } from '../../../core/names.js';
 import type { ManifestPayload } from '../../../core/release-schemas.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { systemClock } from '../../../platform/clock.js';
 import { packageRoot } from '../../../platform/own-version.js';
-import { layOutAgentTree, packageVersion, packTree } from '../../../cli/install/agent-release-pack.js';
+import { layOutAgentTree, packageVersion, packTree } from '../../../install/agent-release-pack.js';
 import { addRelease, DEFAULT_EXPIRES_DAYS } from '../../catalog/add-release.js';
-import { listReleases, manifestOf } from '../../store/releases.js';
-import { jsonOf, withStore } from '../context.js';
+import { removeRelease } from '../../catalog/remove-release.js';
+import { artifactsDirOfStore, jsonOf, withStore } from '../context.js';
 import { parsePositiveInt } from '../parse-options.js';
+
+// `release list` flags a manifest that expires within this: re-sign it before a rollout needs it.
+const EXPIRES_SOON_MS = 7 * 86_400_000;
 
 // Checks an app name and version given on the command line.
 export function checkNames(app: string, version?: string): void {
@@ -41,7 +43,8 @@ export function registerRelease(program: Command): void {
     .option('--base-url <url>', "this control plane's public URL, to serve the kept tarball from")
     .requiredOption('--key <pem>', 'the Ed25519 release private key (PEM)')
     .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
-    .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string }, cmd: Command) => {
+    .option('--resign', 'replace the manifest of this version (same bytes) signed by another key')
+    .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string; resign?: boolean }, cmd: Command) => {
       checkNames(app, version);
       if (!o.url === !o.baseUrl) throw new StewardError('USAGE', 'pass exactly one of --url (fetch elsewhere) and --base-url (serve the tarball from this control plane)');
       const expiresDays = parsePositiveInt(o.expiresDays, '--expires-days', 3650);
@@ -60,12 +63,14 @@ export function registerRelease(program: Command): void {
           baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null,
           privateKeyPem,
           expiresDays,
-          now: systemClock.now(),
+          artifactsDir: artifactsDirOfStore(store),
+          resign: o.resign === true,
         }),
       );
-      if (jsonOf(cmd)) return printJson({ app: r.app, version: r.version, keyId: r.keyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath });
+      if (jsonOf(cmd)) return printJson({ app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath });
       const p = r.payload;
-      process.stdout.write(`added ${app} ${version}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n`);
+      const head = r.change === 'added' ? `added ${app} ${version}` : r.change === 'refreshed' ? `re-signed ${app} ${version} (same key, fresh expiry)` : `re-signed ${app} ${version}: the manifest signed by key ${r.replacedKeyId} was replaced`;
+      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n`);
     });
   release
     .command('pack-agent')
@@ -91,20 +96,29 @@ export function registerRelease(program: Command): void {
       process.stdout.write(`packed ${AGENT_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${AGENT_APP} ${version} --file ${o.out} --key <agent release key> --base-url <url>\n`);
     });
   release
+    .command('remove <app> <version>')
+    .description('take a version out of the catalog, and its kept tarball (refused while a running rollout uses it)')
+    .action(async (app: string, version: string, _o: unknown, cmd: Command) => {
+      checkNames(app, version);
+      const r = await withStore(cmd, (store) => removeRelease(store, artifactsDirOfStore(store), app, version));
+      if (jsonOf(cmd)) return printJson({ removed: { app: r.app, version: r.version } });
+      process.stdout.write(`removed ${app} ${version}${r.artifactPath ? ' and its tarball' : ''}\n`);
+    });
+  release
     .command('list [app]')
     .description('the releases in the catalog')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
       if (app) checkNames(app);
-      const now = systemClock.now();
-      const rows = await withStore(cmd, (store) => listReleases(store, app));
+      const { rows, now } = await withStore(cmd, (store) => store.read(async (tx) => ({ rows: await tx.releases.list(app), now: await tx.now() })));
       const out = rows.map((r) => {
-        const manifest = manifestOf(r);
+        const manifest = r.manifest;
         const payload = JSON.parse(Buffer.from(manifest.payload, 'base64').toString('utf8')) as ManifestPayload;
-        return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired: r.expires <= now, keyId: manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest };
+        const expired = r.expires <= now;
+        return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired, expiresSoon: !expired && r.expires <= now + EXPIRES_SOON_MS, keyId: manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest };
       });
       if (jsonOf(cmd)) return printJson({ releases: out });
       const t = [['APP', 'VERSION', 'SIZE', 'EXPIRES', 'KEY', 'URL']];
-      for (const r of out) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : when(r.expires), r.keyId, r.url]);
+      for (const r of out) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : r.expiresSoon ? `${when(r.expires)} (within 7 days: re-run release add)` : when(r.expires), r.keyId, r.url]);
       process.stdout.write(out.length ? table(t) : 'no releases\n');
     });
 }

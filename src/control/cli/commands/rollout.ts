@@ -1,89 +1,182 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
+import { describeWindows } from '../../../core/windows.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { systemClock } from '../../../platform/clock.js';
 import { describeRun, type RunStatusView } from '../../rollouts/run-status.js';
-import { retryRun, startRun, stopRun, type RunOptions } from '../../rollouts/start-run.js';
-import { latestRun, latestRuns } from '../../store/runs.js';
+import { dryRunRetry, dryRunStart, pauseRun, retryRun, startRun, stopRun, type DryRun, type RunOptions } from '../../rollouts/start-run.js';
+import type { ControlStore, RunRow } from '../../store/store.js';
 import { jsonOf, withStore } from '../context.js';
-import { parseDuration, parsePositiveInt } from '../parse-options.js';
+import { parseCount, parseDuration, parseInstant } from '../parse-options.js';
 import { checkNames } from './release.js';
 
 interface RunFlags {
-  canary?: string;
+  select?: string;
+  canaries?: string;
+  canary: string[];
+  seed?: string;
   batch?: string;
+  bake?: string;
+  maxFailures?: string;
+  maxRefused?: string;
   verdictTimeout?: string;
   allowRetryReverted?: boolean;
+  window: string[];
+  tz?: string;
+  startAt?: string;
+  dryRun?: boolean;
+  behind?: boolean;
 }
 
+// The flags given, as options (a flag left out keeps the default, or the retried run's value).
 function runOptions(o: RunFlags): RunOptions {
   return {
-    ...(o.canary ? { canary: o.canary } : {}),
-    ...(o.batch ? { batchSize: parsePositiveInt(o.batch, '--batch', 10_000) } : {}),
+    ...(o.select !== undefined ? { selector: o.select } : {}),
+    ...(o.canaries !== undefined ? { canaries: parseCount(o.canaries, '--canaries', 1000) } : {}),
+    ...(o.canary.length ? { canary: o.canary } : {}),
+    ...(o.seed !== undefined ? { seed: parseCount(o.seed, '--seed', 4_294_967_295) } : {}),
+    ...(o.batch !== undefined ? { batch: o.batch.trim() } : {}),
+    ...(o.bake !== undefined ? { bakeMs: parseDuration(o.bake, '--bake', { allowZero: true }) } : {}),
+    ...(o.maxFailures !== undefined ? { maxFailures: parseCount(o.maxFailures, '--max-failures') } : {}),
+    ...(o.maxRefused !== undefined ? { maxRefused: o.maxRefused.trim() } : {}),
     ...(o.verdictTimeout ? { verdictTimeoutMs: parseDuration(o.verdictTimeout, '--verdict-timeout') } : {}),
     ...(o.allowRetryReverted ? { allowRetryReverted: true } : {}),
+    ...(o.window.length ? { windows: o.window } : {}),
+    ...(o.tz !== undefined ? { tz: o.tz } : {}),
+    ...(o.startAt !== undefined ? { startAt: parseInstant(o.startAt, '--start-at') } : {}),
   };
 }
 
+const seconds = (ms: number) => (ms % 60_000 === 0 && ms > 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`);
+const stateText = (n: { state: string }) => (n.state === 'already-current' ? 'already-current (reported)' : n.state);
+
 // The human form of one run's status.
 export function formatRun(v: RunStatusView): string {
+  const c = v.counts;
   const head = [
-    `rollout ${v.id}: ${v.app} ${v.version} ${v.status}${v.stopped && v.status !== 'stopped' ? ' (stop requested)' : ''}`,
-    `  started ${when(v.startedAt)}${v.endedAt ? `, ended ${when(v.endedAt)}` : ''}; canary ${v.canary ?? '-'}; batch ${v.batchSize}; verdict timeout ${Math.round(v.verdictTimeoutMs / 1000)}s${v.allowRetryReverted ? '; retrying reverted nodes' : ''}`,
+    `rollout ${v.id}: ${v.app} ${v.version} ${v.status}${v.stopped && v.status !== 'stopped' ? ' (stop requested)' : ''}${v.retryOf !== null ? ` (retry of ${v.retryOf}${v.retryBehind ? ', the nodes behind' : ''})` : ''}`,
+    `  started ${when(v.startedAt)}${v.endedAt ? `, ended ${when(v.endedAt)}` : ''}; selector ${v.selector || '(every node)'}`,
+    `  canaries ${v.canaries}${v.namedCanaries.length ? ` (named ${v.namedCanaries.join(',')})` : ''}, seed ${v.canarySeed}: ${v.canaryNodes.join(',') || '-'}; batch ${v.batch} (${v.batchSize} nodes); bake ${seconds(v.bakeMs)}${v.bakeUntil ? ` (until ${when(v.bakeUntil)})` : ''}; verdict timeout ${seconds(v.verdictTimeoutMs)}${v.allowRetryReverted ? '; retrying reverted nodes' : ''}`,
+    `  failures ${v.failures} of ${v.maxFailures} tolerated; refusals tolerated ${v.refusedLimit} (--max-refused ${v.maxRefused}); windows ${describeWindows(v.windows, v.tz)}${v.nextWindowAt ? `, next at ${when(v.nextWindowAt)}` : ''}${v.startAt ? `; starts at ${when(v.startAt)}` : ''}`,
+    `  targeted ${c.targeted}, not targeted ${c.notTargeted}; confirmed ${c.confirmed}, already current ${c.alreadyCurrent}, refused ${c.refused}, reverted ${c.reverted}, pending ${c.pending}${c.excluded ? `, excluded ${c.excluded}` : ''}; behind ${c.behind}`,
   ];
   if (v.haltReason) head.push(`  halted: ${v.haltReason.code}: ${v.haltReason.message}`);
-  const rows = [['NODE', 'STATE', 'ATTEMPT', 'OUTCOME', 'REASON', 'RECEIPT-LOST']];
-  for (const n of v.nodes) rows.push([n.nodeId, n.state, n.attemptId ?? '-', n.outcome ?? '-', n.reasonCode ?? '-', n.receiptLost.length ? n.receiptLost.join(',') : '-']);
-  return head.join('\n') + '\n' + (v.nodes.length ? table(rows) : '  no nodes\n');
+  const rows = [['NODE', 'STATE', 'REASON', 'BATCH', 'ATTEMPT', 'OUTCOME', 'RECEIPT-LOST']];
+  for (const n of v.nodes) {
+    rows.push([n.nodeId, stateText(n), n.reason ?? '-', n.batch === null ? '-' : n.batch === 0 ? 'canary' : String(n.batch), n.attemptId ?? '-', n.outcome ?? '-', n.receiptLost.length ? n.receiptLost.join(',') : '-']);
+  }
+  const behind = v.behind.length ? `  behind rollout ${v.behindRunId}: ${v.behind.map((b) => `${b.nodeId} (${b.current ?? 'none'})`).join(', ')}\n` : '';
+  return head.join('\n') + '\n' + (v.nodes.length ? table(rows) : '  no nodes\n') + behind;
 }
+
+// The human form of a dry run: what would be targeted, in which batches, when.
+export function formatDryRun(d: DryRun): string {
+  const { run, simulation: s } = d;
+  const c = s.first.counts;
+  const lines = [
+    `dry run: ${run.app} ${run.version}, nothing was written; selector ${run.selector || '(every node)'}`,
+    `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${s.first.refusedLimit} (--max-refused ${run.maxRefused}); bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
+    `  canary seed ${run.canarySeed}: \`rollout start ... --seed ${run.canarySeed}\` follows this plan`,
+  ];
+  for (const [nodeId, n] of Object.entries(s.first.nodes)) if (n.state !== 'pending') lines.push(`  ${nodeId}: ${stateText(n)}${n.reason ? ` (${n.reason})` : ''}`);
+  for (const b of s.batches) lines.push(`  ${b.batch === 0 ? 'canaries' : `batch ${b.batch}`} at ${when(b.at)}${b.notAfter ? ` (window until ${when(b.notAfter)})` : ''}: ${b.nodes.join(', ')}`);
+  lines.push(`  then: ${s.status}${s.endsAt ? ` at ${when(s.endsAt)} if every node confirms` : ''}${s.truncated ? ' (plan cut short: more steps than a dry run plays)' : ''}`);
+  return lines.join('\n') + '\n';
+}
+
+// A dry run as --json prints it.
+function dryRunJson(d: DryRun): unknown {
+  const s = d.simulation;
+  return {
+    dryRun: true,
+    run: d.run,
+    nodes: Object.entries(s.first.nodes).map(([nodeId, n]) => ({ nodeId, ...n })),
+    counts: s.first.counts,
+    batchSize: s.first.batchSize,
+    refusedLimit: s.first.refusedLimit,
+    batches: s.batches,
+    status: s.status,
+    endsAt: s.endsAt,
+    truncated: s.truncated,
+  };
+}
+
+const collect = (v: string, acc: string[]) => [...acc, v];
 
 function addRunFlags(c: Command): Command {
   return c
-    .option('--canary <nodeId>', 'the node to try first (default: the first eligible by nodeId)')
-    .option('--batch <n>', 'nodes per batch after the canary')
+    .option('--select <selector>', 'only the nodes whose labels match (env=prod,tier!=db,region in (eu,us),!legacy)')
+    .option('--canaries <n>', 'canaries chosen at random (seeded) among the targets, confirmed and baked before the first batch (default 1)')
+    .option('--canary <nodeId>', 'a named canary (repeatable), before the random ones', collect, [] as string[])
+    .option('--seed <n>', 'the seed of the random canary choice (default: a fresh one, recorded in the run)')
+    .option('--batch <n|p%>', 'nodes per batch after the canaries: a count, or a percentage of the targets (default 1)')
+    .option('--bake <duration>', 'how long after a batch\'s last confirmation before the next batch (default 5m; 0 allowed)')
+    .option('--max-failures <n>', 'failed, reverted or timed-out nodes beyond the canaries tolerated (default 0)')
+    .option('--max-refused <n|p%>', 'refusals tolerated before the run halts (default 50%)')
     .option('--verdict-timeout <duration>', 'how long each node has to answer (default 30m)')
-    .option('--allow-retry-reverted', 'also send the version to nodes that reverted it before');
+    .option('--allow-retry-reverted', 'also send the version to nodes that reverted it before')
+    .option('--window <spec>', "issue only inside this window, like 'Mon-Fri 02:00-05:00' (repeatable)", collect, [] as string[])
+    .option('--tz <zone>', 'the IANA time zone of the windows (default UTC)')
+    .option('--start-at <time>', 'issue nothing before this ISO 8601 time with its zone')
+    .option('--dry-run', 'print the plan the planner would follow, write nothing');
 }
 
-// `steward-control rollout start|status|stop|retry`
-export function registerRollout(program: Command): void {
-  const rollout = program.command('rollout').description('fleet rollouts: a canary, then batches; halt at the first revert');
-  const print = (cmd: Command, v: RunStatusView) => (jsonOf(cmd) ? printJson(v) : process.stdout.write(formatRun(v)));
+// The status of the latest run of `app`, read after the change that made it.
+async function describeLatest(store: ControlStore, app: string): Promise<RunStatusView> {
+  return store.read(async (tx) => describeRun(tx, (await tx.runs.latest(app)) as RunRow));
+}
 
-  addRunFlags(rollout.command('start <app> <version>').description('start a rollout of a catalog release to every enrolled node')).action(
+// `steward-control rollout start|status|stop|pause|resume|retry`
+export function registerRollout(program: Command): void {
+  const rollout = program.command('rollout').description('fleet rollouts: canaries, then batches, within a failure budget and windows');
+  const print = (cmd: Command, v: RunStatusView): void => void (jsonOf(cmd) ? printJson(v) : process.stdout.write(formatRun(v)));
+  const printDry = (cmd: Command, d: DryRun): void => void (jsonOf(cmd) ? printJson(dryRunJson(d)) : process.stdout.write(formatDryRun(d)));
+
+  addRunFlags(rollout.command('start <app> <version>').description('start a rollout of a catalog release to the selected nodes that run the app')).action(
     async (app: string, version: string, o: RunFlags, cmd: Command) => {
       checkNames(app, version);
-      const opts = { batchSize: 1, ...runOptions(o) };
-      const now = systemClock.now();
-      print(cmd, await withStore(cmd, (store) => describeRun(store, startRun(store, app, version, opts, now), now)));
+      const opts = runOptions(o);
+      if (o.dryRun) return printDry(cmd, await withStore(cmd, (store) => dryRunStart(store, app, version, opts)));
+      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await startRun(store, app, version, opts)).app)));
     },
   );
-  addRunFlags(rollout.command('retry <app>').description("start a new run of the app's last rollout over the nodes it did not confirm")).action(
-    async (app: string, o: RunFlags, cmd: Command) => {
+  addRunFlags(rollout.command('retry <app>').description("a new run of the app's last rollout over the nodes it did not confirm (--behind: of its last succeeded one, over the nodes behind it)"))
+    .option('--behind', 'retry the nodes behind the last succeeded run instead')
+    .action(async (app: string, o: RunFlags, cmd: Command) => {
       checkNames(app);
-      const now = systemClock.now();
-      print(cmd, await withStore(cmd, (store) => describeRun(store, retryRun(store, app, runOptions(o), now), now)));
-    },
-  );
+      const opts = runOptions(o);
+      if (o.dryRun) return printDry(cmd, await withStore(cmd, (store) => dryRunRetry(store, app, opts, o.behind === true)));
+      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await retryRun(store, app, opts, o.behind === true)).app)));
+    });
   rollout
     .command('stop <app>')
     .description('stop the running rollout of the app (attempts already sent stay)')
     .action(async (app: string, _o: unknown, cmd: Command) => {
       checkNames(app);
-      const now = systemClock.now();
-      print(cmd, await withStore(cmd, (store) => describeRun(store, stopRun(store, app, now), now)));
+      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await stopRun(store, app)).app)));
     });
+  for (const [name, paused, what] of [['pause', true, 'issue nothing new (issued attempts keep their timeouts, and their verdicts count)'], ['resume', false, 'issue again after a pause']] as const) {
+    rollout
+      .command(`${name} <app>`)
+      .description(`${name} the running rollout of the app: ${what}`)
+      .action(async (app: string, _o: unknown, cmd: Command) => {
+        checkNames(app);
+        print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await pauseRun(store, app, paused)).app)));
+      });
+  }
   rollout
     .command('status [app]')
     .description('the latest rollout of the app (or of every app)')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
       if (app) checkNames(app);
-      const now = systemClock.now();
-      const views = await withStore(cmd, (store) => {
-        const runs = app ? [latestRun(store, app)].filter((r) => r !== null) : latestRuns(store);
-        if (app && runs.length === 0) throw new StewardError('NOT_FOUND', `no rollout of ${app}`);
-        return runs.map((r) => describeRun(store, r, now));
-      });
+      const views = await withStore(cmd, (store) =>
+        store.read(async (tx) => {
+          const runs = app ? [await tx.runs.latest(app)].filter((r) => r !== null) : await tx.runs.latestAll();
+          if (app && runs.length === 0) throw new StewardError('NOT_FOUND', `no rollout of ${app}`);
+          const out: RunStatusView[] = [];
+          for (const r of runs) out.push(await describeRun(tx, r));
+          return out;
+        }),
+      );
       if (jsonOf(cmd)) return printJson({ runs: views });
       process.stdout.write(views.length ? views.map(formatRun).join('\n') : 'no rollouts\n');
     });

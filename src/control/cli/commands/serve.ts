@@ -4,9 +4,9 @@ import { StewardError } from '../../../core/errors.js';
 import { systemClock } from '../../../platform/clock.js';
 import { enableDefaultLogs, logger } from '../../../platform/log.js';
 import { startControlServer } from '../../server/control-server.js';
-import { openStore } from '../../store/open-store.js';
-import { DEFAULT_HEARTBEAT_SECONDS, writeSetting } from '../../store/settings.js';
-import { dbFileOf, jsonOf } from '../context.js';
+import { openStore } from '../../store/sqlite/open-sqlite-store.js';
+import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
+import { artifactsDirOfStore, dbFileOf, jsonOf } from '../context.js';
 import { parseListen, parsePositiveInt } from '../parse-options.js';
 
 const log = logger('control:serve');
@@ -29,7 +29,8 @@ export function registerServe(program: Command): void {
     .option('--tls-key <file>', 'TLS private key (PEM)')
     .option('--heartbeat-seconds <n>', 'heartbeat interval nodes are told', String(DEFAULT_HEARTBEAT_SECONDS))
     .option('--insecure', 'allow plain http on a non-loopback address')
-    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean }, cmd: Command) => {
+    .option('--init', 'create the database when it does not exist (as `steward-control init`)')
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean }, cmd: Command) => {
       enableDefaultLogs('steward:control:*');
       const listen = parseListen(o.listen);
       const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
@@ -38,10 +39,10 @@ export function registerServe(program: Command): void {
       if (!tls && !listen.loopback && !o.insecure) {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }
-      const store = openStore(dbFileOf(cmd));
+      const store = openStore(dbFileOf(cmd), { groupSync: true, create: o.init === true });
       try {
-        store.write(() => writeSetting(store, 'heartbeatSeconds', String(heartbeatSeconds)));
-        const server = await startControlServer({ store, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock });
+        await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
+        const server = await startControlServer({ store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock });
         process.stdout.write(jsonOf(cmd) ? JSON.stringify({ listening: server.url }) + '\n' : `steward-control listening on ${server.url}\n`);
         log('listening url=%s db=%s heartbeatSeconds=%d', server.url, store.file, heartbeatSeconds);
         await new Promise<void>((resolve) => {
@@ -54,7 +55,7 @@ export function registerServe(program: Command): void {
         });
         await server.close();
       } finally {
-        store.close();
+        await store.close();
       }
     });
 }

@@ -1,0 +1,36 @@
+import type { Envelope } from '../../../core/release-schemas.js';
+import type { AppKeyRow, ReleaseReads, ReleaseRow, ReleaseWrites } from '../store.js';
+import { parseJson, type Prepare } from './prepare.js';
+
+type Raw = Omit<ReleaseRow, 'manifest'> & { manifest: string };
+
+const toRow = (r: Raw): ReleaseRow => ({ ...r, manifest: parseJson<Envelope>(r.manifest, { payload: '', sig: '', keyId: '' }) });
+
+// The releases table and the key ids allowed per app (app_keys).
+export function sqliteReleases(q: Prepare): ReleaseReads & ReleaseWrites {
+  return {
+    async get(app, version) {
+      const r = q('SELECT * FROM releases WHERE app = ? AND version = ?').get(app, version) as Raw | undefined;
+      return r ? toRow(r) : null;
+    },
+    async list(app) {
+      const rows = app ? q('SELECT * FROM releases WHERE app = ? ORDER BY addedAt, version').all(app) : q('SELECT * FROM releases ORDER BY app, addedAt, version').all();
+      return (rows as Raw[]).map(toRow);
+    },
+    async keys(app) {
+      return (app ? q('SELECT * FROM app_keys WHERE app = ? ORDER BY addedAt, keyId').all(app) : q('SELECT * FROM app_keys ORDER BY app, addedAt, keyId').all()) as AppKeyRow[];
+    },
+    async upsert(r) {
+      q(
+        `INSERT INTO releases (app, version, manifest, integrity, size, expires, artifactPath, addedAt, keyId) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(app, version) DO UPDATE SET manifest = excluded.manifest, expires = excluded.expires, artifactPath = excluded.artifactPath, keyId = excluded.keyId`,
+      ).run(r.app, r.version, JSON.stringify(r.manifest), r.integrity, r.size, r.expires, r.artifactPath, r.addedAt, r.keyId);
+    },
+    async remove(app, version) {
+      return q('DELETE FROM releases WHERE app = ? AND version = ?').run(app, version).changes === 1;
+    },
+    async allowKey(app, keyId, at) {
+      q('INSERT OR IGNORE INTO app_keys (app, keyId, addedAt) VALUES (?, ?, ?)').run(app, keyId, at);
+    },
+  };
+}

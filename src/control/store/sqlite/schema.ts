@@ -1,0 +1,139 @@
+// The control plane's SQLite schema as numbered migrations. `PRAGMA user_version` is the number
+// of the last one applied: a store made by a newer steward-control is refused, never guessed at
+// (DESIGN §10). Each migration is one small function run in the transaction that raises the
+// version, so a crash leaves the store at one version or the next.
+import type Database from 'better-sqlite3';
+
+// Times are epoch milliseconds; booleans are 0/1; JSON columns hold JSON text.
+const V1 = `
+CREATE TABLE settings (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE tokens (
+  hash TEXT PRIMARY KEY,            -- sha256 hex of the token; the token itself is never stored
+  createdAt INTEGER NOT NULL,
+  expiresAt INTEGER NOT NULL,
+  usedAt INTEGER,
+  usedBy TEXT
+);
+CREATE TABLE nodes (
+  nodeId TEXT PRIMARY KEY,
+  hostname TEXT NOT NULL,
+  nodePublicKey TEXT NOT NULL,
+  helperPublicKey TEXT NOT NULL,
+  enrolledAt INTEGER NOT NULL,
+  lastSeq INTEGER NOT NULL DEFAULT 0,
+  lastHeartbeatAt INTEGER,
+  apps TEXT NOT NULL DEFAULT '[]',
+  bootId TEXT,
+  agentVersion TEXT
+);
+CREATE TABLE receipts (
+  nodeId TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  app TEXT NOT NULL,
+  attemptId TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  reasonCode TEXT,
+  fromVersion TEXT,
+  targetVersion TEXT,
+  updatedAt INTEGER NOT NULL,
+  receivedAt INTEGER NOT NULL,
+  counts INTEGER NOT NULL,
+  envelope TEXT NOT NULL,
+  PRIMARY KEY (nodeId, seq)
+);
+CREATE INDEX receipts_by_attempt ON receipts (attemptId);
+CREATE TABLE releases (
+  app TEXT NOT NULL,
+  version TEXT NOT NULL,
+  manifest TEXT NOT NULL,
+  integrity TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  expires INTEGER NOT NULL,
+  artifactPath TEXT,
+  addedAt INTEGER NOT NULL,
+  PRIMARY KEY (app, version)
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  app TEXT NOT NULL,
+  version TEXT NOT NULL,
+  startedAt INTEGER NOT NULL,
+  canary TEXT,
+  batchSize INTEGER NOT NULL,
+  verdictTimeoutMs INTEGER NOT NULL,
+  allowRetryReverted INTEGER NOT NULL,
+  heartbeatIntervalMs INTEGER NOT NULL,
+  stopped INTEGER NOT NULL DEFAULT 0,
+  status TEXT NOT NULL DEFAULT 'running',
+  haltCode TEXT,
+  haltNodeId TEXT,
+  haltMessage TEXT,
+  endedAt INTEGER
+);
+-- One running run per app, held by the database itself.
+CREATE UNIQUE INDEX one_running_run_per_app ON runs (app) WHERE status = 'running';
+CREATE TABLE run_nodes (
+  runId INTEGER NOT NULL,
+  nodeId TEXT NOT NULL,
+  lastHeartbeatAt INTEGER,          -- as of the run's start
+  PRIMARY KEY (runId, nodeId)
+);
+CREATE TABLE issued (
+  runId INTEGER NOT NULL,
+  nodeId TEXT NOT NULL,
+  attemptId TEXT NOT NULL UNIQUE,
+  issuedAt INTEGER NOT NULL
+);
+CREATE INDEX issued_by_node ON issued (nodeId);
+`;
+
+// Issue 17 (DESIGN §11): labels, token ids and labels, the keys allowed per app, the rollout
+// policy of a run, frozen targeting facts, and the attempt's window and batch.
+const V2 = `
+ALTER TABLE tokens ADD COLUMN id TEXT;
+ALTER TABLE tokens ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE tokens ADD COLUMN revokedAt INTEGER;
+UPDATE tokens SET id = substr(hash, 1, 16);
+CREATE UNIQUE INDEX tokens_by_id ON tokens (id);
+ALTER TABLE nodes ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE releases ADD COLUMN keyId TEXT NOT NULL DEFAULT '';
+UPDATE releases SET keyId = json_extract(manifest, '$.keyId');
+CREATE TABLE app_keys (
+  app TEXT NOT NULL,
+  keyId TEXT NOT NULL,
+  addedAt INTEGER NOT NULL,
+  PRIMARY KEY (app, keyId)
+);
+INSERT OR IGNORE INTO app_keys (app, keyId, addedAt) SELECT app, keyId, MIN(addedAt) FROM releases GROUP BY app, keyId;
+ALTER TABLE runs ADD COLUMN selector TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN canaries INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE runs ADD COLUMN namedCanaries TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN canarySeed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN batch TEXT NOT NULL DEFAULT '1';
+ALTER TABLE runs ADD COLUMN bakeMs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN maxFailures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN maxRefused TEXT NOT NULL DEFAULT '50%';
+ALTER TABLE runs ADD COLUMN failuresCarried INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN windows TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN tz TEXT NOT NULL DEFAULT 'UTC';
+ALTER TABLE runs ADD COLUMN startAt INTEGER;
+ALTER TABLE runs ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN behind INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN retryOf INTEGER;
+-- Runs made before: their batch size, their canary, no bake, and refusals never halted them.
+UPDATE runs SET batch = CAST(batchSize AS TEXT), namedCanaries = CASE WHEN canary IS NULL THEN '[]' ELSE json_array(canary) END, maxRefused = '100%';
+ALTER TABLE run_nodes ADD COLUMN listedApp INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE issued ADD COLUMN notAfter INTEGER;
+-- Earlier attempts count as canaries: any revert halted those runs.
+ALTER TABLE issued ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;
+-- One attempt per run and node, held by the database itself.
+CREATE UNIQUE INDEX one_attempt_per_run_and_node ON issued (runId, nodeId);
+CREATE INDEX issued_by_run ON issued (runId);
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2)];
+
+export const STORE_SCHEMA_VERSION = MIGRATIONS.length;

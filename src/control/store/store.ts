@@ -1,0 +1,352 @@
+// The control plane's store contract (DESIGN §11). Every query the control plane makes goes
+// through one of these async interfaces, so a second backend (PostgreSQL, §13) is one more
+// implementation, not a redesign. The SQLite one is sqlite/open-sqlite-store.ts.
+//
+// The contract every implementation keeps:
+// - Transactions never interleave. `write` runs its function in one serializable write
+//   transaction, `read` over one consistent snapshot; a function may await the store's own
+//   calls (and pure work) inside, and nothing else of this process sees its writes before it
+//   returns. A throw undoes everything it wrote.
+// - Every uniqueness is the database's own constraint, not a check in code: one active run per
+//   app, one attempt per run and node, one attemptId ever, one receipt per node and seq, one
+//   token spend (`UPDATE ... WHERE usedAt IS NULL`). A caller may check first for a clear
+//   message; the constraint still decides (a StewardError: BUSY for a second active run).
+// - Time for decisions is the store's clock, `now()`, fixed for the whole transaction (as
+//   PostgreSQL's now()): token expiry, the heartbeat's clock check, a run's plan.
+import type { HeartbeatApp, HeartbeatPayload } from '../../core/heartbeat-schema.js';
+import type { Labels } from '../../core/labels.js';
+import type { ReceiptPayload } from '../../core/receipt-schema.js';
+import type { Envelope } from '../../core/release-schemas.js';
+
+// What savepoint() throws when the failure inside it ended the whole transaction (SQLite rolls
+// back everything after some I/O errors): nothing of that transaction can commit any more.
+export class TransactionAbortedError extends Error {
+  constructor(readonly original: unknown) {
+    super(`the store's transaction was rolled back whole: ${(original as Error)?.message ?? String(original)}`, { cause: original });
+    this.name = 'TransactionAbortedError';
+  }
+}
+
+export interface ControlStore {
+  // The database, for messages (a file name, or a URL without its password).
+  readonly location: string;
+  write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  read<T>(fn: (tx: StoreReader) => Promise<T>): Promise<T>;
+  // Resolves once every commit made before the call is durable (on disk); rejects when that
+  // could not be made sure of. Every answer that rests on a write waits for it.
+  durable(): Promise<void>;
+  // Closes the store after the last transaction. Idempotent.
+  close(): Promise<void>;
+}
+
+export interface StoreReader {
+  // The store's clock (epoch ms), the same value for the whole transaction.
+  now(): Promise<number>;
+  nodes: NodeReads;
+  receipts: ReceiptReads;
+  runs: RunReads;
+  releases: ReleaseReads;
+  tokens: TokenReads;
+  settings: SettingReads;
+}
+
+export interface StoreTx extends StoreReader {
+  nodes: NodeReads & NodeWrites;
+  receipts: ReceiptReads & ReceiptWrites;
+  runs: RunReads & RunWrites;
+  releases: ReleaseReads & ReleaseWrites;
+  tokens: TokenReads & TokenWrites;
+  settings: SettingReads & SettingWrites;
+  // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
+  // transaction goes on.
+  savepoint<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+// ---- nodes
+
+export interface NodeRow {
+  nodeId: string;
+  hostname: string;
+  nodePublicKey: string;
+  helperPublicKey: string;
+  enrolledAt: number;
+  lastSeq: number;
+  lastHeartbeatAt: number | null;
+  apps: HeartbeatApp[];
+  bootId: string | null;
+  agentVersion: string | null;
+  // The operator's labels, and what the node claimed at enrollment under `claimed.<key>`.
+  labels: Labels;
+}
+
+export interface NewNode {
+  nodeId: string;
+  hostname: string;
+  nodePublicKey: string;
+  helperPublicKey: string;
+  enrolledAt: number;
+  labels: Labels;
+}
+
+// What a heartbeat's checks need of its node.
+export interface NodeAuth {
+  nodeId: string;
+  nodePublicKey: string;
+  helperPublicKey: string;
+  lastSeq: number;
+}
+
+export interface NodeReads {
+  get(nodeId: string): Promise<NodeRow | null>;
+  auth(nodeId: string): Promise<NodeAuth | null>;
+  // The node's public key PEM, or null: all a heartbeat's signature check needs.
+  key(nodeId: string): Promise<string | null>;
+  // Every enrolled node, by nodeId.
+  list(): Promise<NodeRow[]>;
+}
+
+export interface NodeWrites {
+  insert(n: NewNode): Promise<void>;
+  // Records an accepted heartbeat: its seq, the time and the report.
+  recordHeartbeat(hb: HeartbeatPayload, at: number): Promise<void>;
+  // Replaces a node's labels; false when it is not enrolled.
+  setLabels(nodeId: string, labels: Labels): Promise<boolean>;
+  // Forgets a node (it leaves every run; its receipts stay). False when it was not enrolled.
+  remove(nodeId: string): Promise<boolean>;
+}
+
+// ---- receipts
+
+export interface ReceiptRow {
+  nodeId: string;
+  seq: number;
+  app: string;
+  attemptId: string;
+  outcome: ReceiptPayload['outcome'];
+  reasonCode: string | null;
+  fromVersion: string | null;
+  targetVersion: string | null;
+  updatedAt: number;
+  receivedAt: number;
+  counts: boolean;
+  envelope: Envelope;
+}
+
+// A receipt's facts without its envelope (what the planner reads, for every node of a run).
+export type ReceiptFact = Omit<ReceiptRow, 'envelope'>;
+
+export interface ReceiptFilter {
+  nodeId?: string;
+  app?: string;
+}
+
+export interface ReceiptReads {
+  // The envelope stored under a node's receipt seq, or null.
+  envelope(nodeId: string, seq: number): Promise<Envelope | null>;
+  // Stored receipts in arrival order, optionally of one node and/or one app.
+  list(filter?: ReceiptFilter): Promise<ReceiptRow[]>;
+  // The counting receipts that answer an attempt of run `runId`.
+  countingForRun(runId: number): Promise<ReceiptFact[]>;
+  // The `rolled-back` and `failed` receipts of `app` from the nodes of run `runId`, of any run
+  // or none: the versions each reverted before, and its reverts during a bake.
+  revertsForRun(runId: number, app: string): Promise<ReceiptFact[]>;
+  // The same for every node (a dry run has no run to join).
+  revertsOfApp(app: string): Promise<ReceiptFact[]>;
+  // Missing seqs between a node's lowest and highest stored receipt seq (at most 1000).
+  gaps(nodeId: string): Promise<number[]>;
+}
+
+export interface ReceiptWrites {
+  insert(nodeId: string, r: { envelope: Envelope; payload: ReceiptPayload; counts: boolean }, receivedAt: number): Promise<void>;
+}
+
+// ---- runs
+
+// How a run was asked for (DESIGN §11), as recorded at its start.
+export interface RunPolicy {
+  selector: string;
+  canaries: number;
+  namedCanaries: string[];
+  canarySeed: number;
+  // "5" or "10%".
+  batch: string;
+  bakeMs: number;
+  maxFailures: number;
+  // "3" or "50%".
+  maxRefused: string;
+  // Failures spent by the run this one retries.
+  failuresCarried: number;
+  verdictTimeoutMs: number;
+  allowRetryReverted: boolean;
+  // The --window specs as given, and their zone.
+  windows: string[];
+  tz: string;
+  startAt: number | null;
+  // Started by `retry --behind`.
+  behind: boolean;
+  retryOf: number | null;
+}
+
+export type StoredRunStatus = 'running' | 'succeeded' | 'halted' | 'stopped';
+
+export interface RunRow extends RunPolicy {
+  id: number;
+  app: string;
+  version: string;
+  startedAt: number;
+  heartbeatIntervalMs: number;
+  // Operator requests: stop ends the run at its next advance; pause issues nothing new.
+  stopped: boolean;
+  paused: boolean;
+  // 'running' until the run ends (whatever the planner shows meanwhile: scheduled, waiting, paused).
+  status: StoredRunStatus;
+  haltCode: string | null;
+  haltNodeId: string | null;
+  haltMessage: string | null;
+  endedAt: number | null;
+}
+
+export type NewRun = Omit<RunRow, 'id' | 'stopped' | 'paused' | 'status' | 'haltCode' | 'haltNodeId' | 'haltMessage' | 'endedAt'>;
+
+// A node of a run as frozen at its start, with what it reports now.
+export interface RunNodeRow {
+  nodeId: string;
+  // Its last heartbeat when the run started, and whether that heartbeat listed the app.
+  lastHeartbeatAt: number | null;
+  listedApp: boolean;
+  // Its latest report of the run's app, or null when it does not report it now.
+  app: HeartbeatApp | null;
+}
+
+export interface IssuedRow {
+  nodeId: string;
+  attemptId: string;
+  issuedAt: number;
+  // The end of the window it was issued in; null for a run without windows.
+  notAfter: number | null;
+  // 0 for the canaries, then 1, 2, ... in order.
+  batch: number;
+}
+
+export interface AttemptRow {
+  attemptId: string;
+  nodeId: string;
+  app: string;
+  version: string;
+  runId: number;
+}
+
+export interface OpenAttempt {
+  app: string;
+  version: string;
+  attemptId: string;
+  notAfter: number | null;
+}
+
+export interface RunReads {
+  get(id: number): Promise<RunRow | null>;
+  // The run of `app` that has not ended, or null.
+  active(app: string): Promise<RunRow | null>;
+  // Every run that has not ended, by id; whether there is one (cheap: most heartbeats of a
+  // fleet arrive while no rollout runs).
+  activeAll(): Promise<RunRow[]>;
+  anyActive(): Promise<boolean>;
+  // The latest run of an app (any status), or null; of every app.
+  latest(app: string): Promise<RunRow | null>;
+  latestAll(): Promise<RunRow[]>;
+  // The latest run of an app that ended `succeeded`, or null.
+  lastSucceeded(app: string): Promise<RunRow | null>;
+  // The run's nodes still enrolled (a removed node leaves the run), by nodeId.
+  nodes(runId: number): Promise<RunNodeRow[]>;
+  // The attempts a run issued, by issuedAt then nodeId.
+  issued(runId: number): Promise<IssuedRow[]>;
+  // The attempt an attemptId names, of any run, or null.
+  attempt(attemptId: string): Promise<AttemptRow | null>;
+  // Attempts issued to a node by runs that have not ended and are not stopped, that no counting
+  // receipt answered yet, and whose notAfter is after `now`.
+  openAttemptsFor(nodeId: string, now: number): Promise<OpenAttempt[]>;
+}
+
+export interface RunWrites {
+  // Inserts a run that has not ended, with its frozen nodes; BUSY when the app has one already.
+  insert(run: NewRun, nodes: Array<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean }>): Promise<number>;
+  // Records an attempt before it is sent; the constraints refuse a second one for the node.
+  insertIssued(runId: number, i: IssuedRow): Promise<void>;
+  // Records a run's end once: a run that already ended keeps its first status.
+  end(runId: number, status: Exclude<StoredRunStatus, 'running'>, halt: { code: string; nodeId?: string; message: string } | undefined, at: number): Promise<void>;
+  setStopped(runId: number): Promise<void>;
+  setPaused(runId: number, paused: boolean): Promise<void>;
+}
+
+// ---- releases and their keys
+
+export interface ReleaseRow {
+  app: string;
+  version: string;
+  manifest: Envelope;
+  integrity: string;
+  size: number;
+  expires: number;
+  artifactPath: string | null;
+  addedAt: number;
+  keyId: string;
+}
+
+export interface AppKeyRow {
+  app: string;
+  keyId: string;
+  addedAt: number;
+}
+
+export interface ReleaseReads {
+  get(app: string, version: string): Promise<ReleaseRow | null>;
+  // The catalog, by app then time added.
+  list(app?: string): Promise<ReleaseRow[]>;
+  // The key ids allowed to sign an app's manifests (every app when none is named).
+  keys(app?: string): Promise<AppKeyRow[]>;
+}
+
+export interface ReleaseWrites {
+  // Inserts a release, or replaces the manifest (and expiry, key, artifact) of an existing one.
+  upsert(r: ReleaseRow): Promise<void>;
+  // Removes a release from the catalog; false when it was not there.
+  remove(app: string, version: string): Promise<boolean>;
+  // Allows a key id to sign an app's manifests (idempotent).
+  allowKey(app: string, keyId: string, at: number): Promise<void>;
+}
+
+// ---- enrollment tokens
+
+export interface TokenRow {
+  id: string;
+  createdAt: number;
+  expiresAt: number;
+  usedAt: number | null;
+  usedBy: string | null;
+  revokedAt: number | null;
+  labels: Labels;
+}
+
+export interface TokenReads {
+  list(): Promise<TokenRow[]>;
+}
+
+export interface TokenWrites {
+  // Stores a token by its hash (the token itself is never stored).
+  insert(hash: string, t: Omit<TokenRow, 'usedAt' | 'usedBy' | 'revokedAt'>): Promise<void>;
+  // Spends the token of `hash` for `nodeId` when it is unused, unrevoked and unexpired at `at`;
+  // returns its labels, or null (nothing changed).
+  spend(hash: string, at: number, nodeId: string): Promise<Labels | null>;
+  // Revokes an unused token; the row as it is afterwards, or null when there is no such token.
+  revoke(id: string, at: number): Promise<TokenRow | null>;
+}
+
+// ---- settings
+
+export interface SettingReads {
+  get(key: string): Promise<string | null>;
+}
+
+export interface SettingWrites {
+  set(key: string, value: string): Promise<void>;
+}

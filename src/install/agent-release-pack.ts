@@ -1,0 +1,112 @@
+import { constants as fsc, promises as fsp, readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as tar from 'tar';
+import { StewardError } from '../core/errors.js';
+import { AGENT_APP, versionSchema } from '../core/names.js';
+import { RELEASE_FILE_NAME } from '../core/release-schemas.js';
+
+// The agent as a release of the app `steward-agent` (issue 6): the tree its unit runs from
+// /opt/steward/apps/steward-agent/current. The tree carries its own dependencies, so an update
+// of the agent brings them along and a reinstall of steward's code under /opt/steward/lib
+// never changes what a running agent imports.
+
+export { AGENT_APP };
+// Relative to the release root; the unit runs /usr/bin/node current/<this>.
+export const AGENT_ENTRY = 'bin/steward-agent.js';
+
+// The packages the agent's code imports (a test walks its import graph and checks this list).
+// Their own dependencies come along (agentDependencyClosure).
+export const AGENT_IMPORTS = ['commander', 'debug', 'proper-lockfile', 'zod'];
+
+// The release file of the agent: no `start` (its unit starts it) and no health URL (it
+// listens on nothing): the probe is "the unit's main process stays the same for stableMs".
+export function agentReleaseFile(version: string): Record<string, unknown> {
+  return { name: AGENT_APP, version, health: { stableMs: 5000 } };
+}
+
+// The package version of the steward package at `pkgRoot`, checked as a release version.
+export function packageVersion(pkgRoot: string): string {
+  const pkg = JSON.parse(readFileSync(path.join(pkgRoot, 'package.json'), 'utf8')) as { version?: unknown };
+  const v = versionSchema.safeParse(pkg.version);
+  if (!v.success) throw new StewardError('RELEASE_INVALID', `${pkgRoot}/package.json: version ${JSON.stringify(pkg.version)} is not a release version`);
+  return v.data;
+}
+
+// `AGENT_IMPORTS` and everything they depend on, as folder names under node_modules. Reads each
+// package's package.json (dependencies, and optionalDependencies that are installed).
+export async function agentDependencyClosure(nodeModules: string): Promise<string[]> {
+  const out = new Set<string>();
+  const queue = [...AGENT_IMPORTS];
+  while (queue.length) {
+    const name = queue.shift() as string;
+    if (out.has(name)) continue;
+    let pkg: { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
+    try {
+      pkg = JSON.parse(await fsp.readFile(path.join(nodeModules, name, 'package.json'), 'utf8'));
+    } catch (err) {
+      if (AGENT_IMPORTS.includes(name) || !isOptional(err)) {
+        throw new StewardError('NOT_FOUND', `the agent needs ${name}, which is not in ${nodeModules}: ${(err as Error).message}`, { cause: err });
+      }
+      continue;
+    }
+    out.add(name);
+    queue.push(...Object.keys(pkg.dependencies ?? {}));
+    for (const opt of Object.keys(pkg.optionalDependencies ?? {})) {
+      if (await fsp.lstat(path.join(nodeModules, opt)).then(() => true, () => false)) queue.push(opt);
+    }
+  }
+  return [...out].sort();
+}
+
+function isOptional(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException).code === 'ENOENT';
+}
+
+// Lays out the agent's release tree from the steward package at `pkgRoot` into `dest` (which must
+// not exist): steward-release.json, package.json (with `version`), bin/steward-agent.js, dist/src
+// and the agent's dependencies. Modes are normalized to 0644/0755.
+export async function layOutAgentTree(pkgRoot: string, dest: string, version: string): Promise<void> {
+  versionSchema.parse(version);
+  await fsp.mkdir(dest, { mode: 0o755 });
+  const pkg = JSON.parse(await fsp.readFile(path.join(pkgRoot, 'package.json'), 'utf8')) as Record<string, unknown>;
+  // Only what running it needs: no scripts, no devDependencies to mislead a reader.
+  const slim = { name: pkg.name, version, description: pkg.description, type: pkg.type, license: pkg.license, engines: pkg.engines, dependencies: pkg.dependencies };
+  await fsp.writeFile(path.join(dest, 'package.json'), JSON.stringify(slim, null, 2) + '\n', { mode: 0o644 });
+  await fsp.writeFile(path.join(dest, RELEASE_FILE_NAME), JSON.stringify(agentReleaseFile(version), null, 2) + '\n', { mode: 0o644 });
+  await copyInto(pkgRoot, dest, AGENT_ENTRY);
+  await copyInto(pkgRoot, dest, 'dist/src');
+  for (const name of await agentDependencyClosure(path.join(pkgRoot, 'node_modules'))) await copyInto(pkgRoot, dest, `node_modules/${name}`);
+}
+
+// Packs a tree into a .tar.gz whose root is the tree's root (owners left out: the helper
+// extracts everything as root:root).
+export async function packTree(tree: string, outFile: string): Promise<void> {
+  const names = (await fsp.readdir(tree)).sort();
+  await tar.c({ gzip: true, cwd: tree, file: outFile, portable: true, noMtime: true }, names);
+}
+
+async function copyInto(srcRoot: string, destRoot: string, rel: string): Promise<void> {
+  const from = path.join(srcRoot, rel);
+  if (!(await fsp.lstat(from).catch(() => null))) {
+    throw new StewardError('NOT_FOUND', `the agent release needs ${from}, which is missing (is steward built? npm run build)`);
+  }
+  await fsp.mkdir(path.dirname(path.join(destRoot, rel)), { recursive: true, mode: 0o755 });
+  await copyNormalized(from, path.join(destRoot, rel));
+}
+
+// Copies a file, folder or symlink. Modes are normalized (folders 0755, files 0755 when
+// executable by anyone, else 0644): a loose or tight umask in the checkout never reaches the
+// release. Sockets, FIFOs and devices are left behind (staging would refuse them).
+async function copyNormalized(from: string, to: string): Promise<void> {
+  const st = await fsp.lstat(from);
+  if (st.isSymbolicLink()) {
+    await fsp.symlink(await fsp.readlink(from), to);
+  } else if (st.isDirectory()) {
+    await fsp.mkdir(to, { mode: 0o755 });
+    await fsp.chmod(to, 0o755);
+    for (const name of await fsp.readdir(from)) await copyNormalized(path.join(from, name), path.join(to, name));
+  } else if (st.isFile()) {
+    await fsp.copyFile(from, to, fsc.COPYFILE_EXCL);
+    await fsp.chmod(to, st.mode & 0o111 ? 0o755 : 0o644);
+  }
+}

@@ -1,0 +1,137 @@
+// What each op of the local API answers (DESIGN §7), shared by the helper that makes the
+// answers and the CLI and agent that read them. Types only: nothing here is loaded at run time.
+import type { Envelope } from '../core/release-schemas.js';
+import type { AppState } from '../core/state-schemas.js';
+import type { OpName } from './ops.js';
+import type { AcceptedAnswer, StageResult, UpdateAnswer } from './schemas.js';
+
+export type { AcceptedAnswer, StageResult, UpdateAnswer };
+
+// The work that holds an app's lock in the helper: an op, its attempt and its phase.
+export interface RunningWork {
+  attemptId: string;
+  op: string;
+  phase: string;
+  startedAt: number;
+}
+
+// `status`: one app.
+export interface AppStatus {
+  name: string;
+  runner: 'process' | 'unit';
+  current: string | null;
+  currentState: 'absent' | 'valid' | 'invalid';
+  previous: string | null;
+  highestActive: string | null;
+  hold: AppState['hold'];
+  blocked: AppState['blocked'];
+  quarantined: string[];
+  running: RunningWork | null;
+  lastAttempt: {
+    attemptId: string;
+    outcome: string;
+    fromVersion: string | null;
+    targetVersion: string;
+    updatedAt: number;
+    reason?: { code: string; message: string };
+    retryAfter?: number;
+    logFile?: string;
+  } | null;
+  journalError?: string;
+  stateError?: string;
+  // The supervisor's view (process apps): what should run, which pid, the respawn budget.
+  supervisor: {
+    expected: 'running' | 'stopped';
+    state: 'running' | 'waiting' | 'error' | 'stopped';
+    pid: number | null;
+    version: string | null;
+    attempts: number;
+    nextAttemptAt: number | null;
+    lastExit: { code: number | null; signal: string | null } | null;
+    giveUpReason: string | null;
+    since: number | null;
+  } | null;
+  // A `unit` app: what systemd says of its unit (its own Restart= keeps it up).
+  unit?: { name: string; activeState: string; subState: string; mainPid: number; nRestarts: number } | { name: string; error: string };
+}
+
+// `status`: the helper and every app asked for.
+export interface StatusResult {
+  root: string;
+  pid: number;
+  startedAt: number;
+  recovering: boolean;
+  apps: AppStatus[];
+}
+
+// `releases`: one staged version.
+export interface ReleaseInfo {
+  version: string;
+  valid: boolean;
+  current: boolean;
+  previous: boolean;
+  signed: boolean | null;
+  keyId: string | null;
+  tarballIntegrity: string | null;
+  stagedAt: number | null;
+  // inForce: the version is held back now (quarantineInForce: retryAfter ahead, and trusted).
+  quarantine: { failures: number; retryAfter: number; inForce: boolean } | null;
+}
+
+// `releases`: an app's staged versions, current, previous and staging folders.
+export interface ReleasesResult {
+  app: string;
+  current: string | null;
+  currentState: 'absent' | 'valid' | 'invalid';
+  previous: string | null;
+  highestActive: string | null;
+  releases: ReleaseInfo[];
+  staging: string[];
+}
+
+// `receipts`: signed receipts, sorted by seq.
+export interface ReceiptsResult {
+  // The helper key's id; callers verify against helper.pub themselves.
+  helperKeyId: string;
+  receipts: Envelope[];
+}
+
+// `start`, `stop`, `restart`.
+export interface RunStateAnswer {
+  app: string;
+  op: 'start' | 'stop' | 'restart';
+  changed: boolean;
+  pid: number | null;
+  version: string | null;
+}
+
+// `prune`: the versions removed.
+export interface PruneAnswer {
+  app: string;
+  removed: string[];
+}
+
+// `release-hold`: whether there was a hold to clear.
+export interface ReleaseHoldAnswer {
+  app: string;
+  released: boolean;
+}
+
+// The answer of each op.
+export interface Answers {
+  status: StatusResult;
+  receipts: ReceiptsResult;
+  releases: ReleasesResult;
+  stage: StageResult;
+  update: UpdateAnswer | AcceptedAnswer;
+  rollback: UpdateAnswer | AcceptedAnswer;
+  recover: UpdateAnswer | AcceptedAnswer;
+  start: RunStateAnswer;
+  stop: RunStateAnswer;
+  restart: RunStateAnswer;
+  prune: PruneAnswer;
+  'release-hold': ReleaseHoldAnswer;
+}
+
+// The answer of op `K` (an op without one here does not compile).
+export type AnswerOf<K extends OpName> = Answers[K];

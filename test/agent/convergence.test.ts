@@ -1,0 +1,33 @@
+// Convergence and windows (DESIGN §11): the agent hands the helper no desired entry past its
+// notAfter, and hands the others on with it; an expired entry is not recorded as acted on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ActedStore } from '../../src/agent/acted-store.js';
+import { convergeDesired } from '../../src/agent/convergence.js';
+import type { DesiredEntry } from '../../src/core/control-api.js';
+
+const NOW = 1_800_000_000_000;
+const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
+const entry = (attemptId: string, notAfter?: number): DesiredEntry => ({ app: 'web', version: '2.0.0', attemptId, manifest, ...(notAfter === undefined ? {} : { notAfter }) });
+
+test('an entry at or past its notAfter is not handed to the helper nor recorded; the others are handed on with their notAfter', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-converge-'));
+  try {
+    const acted = await ActedStore.open(path.join(dir, 'acted.json'));
+    const handed: DesiredEntry[] = [];
+    const results = await convergeDesired([entry('late', NOW - 1), entry('edge', NOW), entry('open', NOW + 1), entry('plain')], {
+      helper: { update: async (e) => (handed.push(e), { attemptId: e.attemptId, app: e.app, accepted: true }) },
+      acted,
+      clock: { now: () => NOW },
+      log: () => {},
+    });
+    assert.deepEqual(results.map((r) => [r.attemptId, r.result]), [['late', 'expired'], ['edge', 'expired'], ['open', 'accepted'], ['plain', 'accepted']]);
+    assert.deepEqual(handed.map((e) => [e.attemptId, e.notAfter]), [['open', NOW + 1], ['plain', undefined]]);
+    assert.deepEqual([acted.has('late'), acted.has('edge'), acted.has('open')], [false, false, true]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

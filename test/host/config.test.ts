@@ -1,0 +1,109 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, chownSync, writeFileSync } from 'node:fs';
+import { loadHostConfig, type AccountLookup } from '../../src/host/config.js';
+import { StewardError } from '../../src/core/errors.js';
+import { makeHost } from '../helpers/host.js';
+
+const accounts: AccountLookup = {
+  user: async (n) => ({ root: { name: 'root', id: 0 }, web: { name: 'web', id: 1001 } } as Record<string, { name: string; id: number }>)[n] ?? null,
+  group: async (n) => ({ root: { name: 'root', id: 0 }, web: { name: 'web', id: 1001 } } as Record<string, { name: string; id: number }>)[n] ?? null,
+};
+
+async function loadWith(config: unknown, isRoot = false) {
+  const host = makeHost();
+  try {
+    writeFileSync(host.paths.configFile, typeof config === 'string' ? config : JSON.stringify(config));
+    return await loadHostConfig(host.paths.configFile, { isRoot, accounts });
+  } finally {
+    host.cleanup();
+  }
+}
+
+async function configError(config: unknown, isRoot = false): Promise<StewardError> {
+  try {
+    await loadWith(config, isRoot);
+  } catch (err) {
+    assert.ok(err instanceof StewardError);
+    assert.equal(err.code, 'CONFIG_INVALID');
+    return err;
+  }
+  assert.fail('the config was accepted');
+}
+
+test('the config of DESIGN §2 loads, with defaults filled in', async () => {
+  const c = await loadWith({
+    apps: {
+      web: { runner: 'process', user: 'web', group: 'web', keepReleases: 3, restart: { baseMs: 5000, capMs: 300000, maxAttempts: 5, healthyMs: 600000 }, quarantine: { baseMs: 300000, capMs: 86400000 } },
+      'steward-agent': { runner: 'unit', unit: 'steward-agent.service' },
+    },
+    controlPlane: { url: 'https://cp.example:8443', caFile: '/etc/steward/ca.pem' },
+  });
+  assert.equal(c.apps.web?.runner, 'process');
+  assert.equal(c.apps['steward-agent']?.keepReleases, 3);
+  assert.equal(c.api.idleTimeoutMs, 10_000);
+  assert.equal(c.extract.maxEntries, 100_000);
+  assert.equal(c.fetch.diskReserveBytes, 10 * 1024 * 1024);
+});
+
+test('a process app without a runner key defaults to process', async () => {
+  const c = await loadWith({ apps: { web: {} } });
+  assert.equal(c.apps.web?.runner, 'process');
+});
+
+test('an unknown key is an error naming the key and the file', async () => {
+  const err = await configError({ apps: { web: { runner: 'process', restrat: {} } } });
+  assert.match(err.message, /steward\.json: apps\.web: .*restrat/);
+});
+
+test('a wrong type is an error naming the key path', async () => {
+  const err = await configError({ apps: { web: { restart: { baseMs: 'soon' } } } });
+  assert.match(err.message, /apps\.web\.restart\.baseMs/);
+});
+
+test('keepReleases below 2 is refused', async () => {
+  const err = await configError({ apps: { web: { keepReleases: 1 } } });
+  assert.match(err.message, /apps\.web\.keepReleases/);
+});
+
+test('a bad app name is refused', async () => {
+  const err = await configError({ apps: { '../etc': {} } });
+  assert.match(err.message, /app names/);
+});
+
+test('invalid JSON names the file', async () => {
+  const err = await configError('{"apps": ');
+  assert.match(err.message, /steward\.json: not valid JSON/);
+});
+
+test('a missing config is a clear error', async () => {
+  const host = makeHost();
+  try {
+    await assert.rejects(loadHostConfig(host.paths.configFile + '.missing', { isRoot: false, accounts }), /does not exist/);
+  } finally {
+    host.cleanup();
+  }
+});
+
+test('as root, process apps need a user and group that are not uid or gid 0', { skip: process.getuid?.() !== 0 ? 'needs root to own the config file (runs in CI as root)' : false }, async () => {
+  assert.match((await configError({ apps: { web: {} } }, true)).message, /"user" and "group" are required/);
+  assert.match((await configError({ apps: { web: { user: 'root', group: 'web' } } }, true)).message, /uid 0/);
+  assert.match((await configError({ apps: { web: { user: 'web', group: 'root' } } }, true)).message, /gid 0/);
+  assert.match((await configError({ apps: { web: { user: 'ghost', group: 'web' } } }, true)).message, /no user named ghost/);
+  const ok = await loadWith({ apps: { web: { user: 'web', group: 'web' } } }, true);
+  assert.equal(ok.apps.web?.runner, 'process');
+});
+
+test('as root, a config file writable by others is refused', { skip: process.getuid?.() !== 0 ? 'needs root (runs in CI as root)' : false }, async () => {
+  const host = makeHost();
+  try {
+    writeFileSync(host.paths.configFile, JSON.stringify({ apps: {} }));
+    chmodSync(host.paths.configFile, 0o666);
+    await assert.rejects(loadHostConfig(host.paths.configFile, { isRoot: true, accounts }), /not writable by group or others/);
+    chmodSync(host.paths.configFile, 0o644);
+    chownSync(host.paths.configFile, 65534, 65534);
+    await assert.rejects(loadHostConfig(host.paths.configFile, { isRoot: true, accounts }), /owned by root/);
+  } finally {
+    host.cleanup();
+  }
+});

@@ -1,0 +1,115 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { installAgentRelease } from '../../src/install/agent-release.js';
+import { readAgentKey, trustAgentKey } from '../../src/install/agent-key.js';
+import { AGENT_ENTRY, AGENT_IMPORTS, packageVersion } from '../../src/install/agent-release-pack.js';
+import { StewardError } from '../../src/core/errors.js';
+import { AGENT_APP } from '../../src/core/names.js';
+import { currentLink, trustedKeysFor, versionDir } from '../../src/core/paths.js';
+import { readAppState } from '../../src/helper/state/app-state.js';
+import { readMarker } from '../../src/helper/release-store.js';
+import { generateKeyPair } from '../../src/platform/keys.js';
+import { IS_ROOT, makeHost, REPO, sri } from '../helpers/host.js';
+
+// `agentctl install`'s agent release: the agent packed from the steward package, staged through
+// the helper's own staging as a signed release of the app steward-agent, `current` pointing at
+// it; idempotent; never replacing a version steward has since updated to. (Unsigned agent
+// releases: test/security/agent-release-unsigned.test.ts.)
+
+const agentHost = () => makeHost({ apps: { [AGENT_APP]: { runner: 'unit', unit: 'steward-agent.service' } } });
+
+test('the agent is installed as a signed, read-only release with current pointing at it, and runs from there', { timeout: 120_000 }, async (t) => {
+  const host = agentHost();
+  t.after(() => host.cleanup());
+  const version = packageVersion(REPO);
+  const r = await installAgentRelease(REPO, host.paths);
+  assert.equal(r.action, 'created', r.detail);
+  assert.equal(readlinkSync(currentLink(host.paths, AGENT_APP)), `versions/${version}`);
+  const marker = await readMarker(host.paths, AGENT_APP, version);
+  assert.ok(marker, 'a valid marker');
+  assert.equal(marker.signed, true);
+  // The one-time install key signed it and is trusted nowhere afterwards.
+  assert.match(r.detail, new RegExp(`one-time install key ${marker.keyId}`));
+  assert.equal(existsSync(trustedKeysFor(host.paths, AGENT_APP)), false);
+  assert.equal((await readAppState(host.paths, AGENT_APP)).highestActive, version);
+  const tree = versionDir(host.paths, AGENT_APP, version);
+  assert.equal(lstatSync(tree).mode & 0o7777, 0o555);
+  if (IS_ROOT) assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).uid, 0);
+  assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).mode & 0o222, 0, 'read-only');
+  // Only the agent's dependencies: no control-plane database, no compiler.
+  const deps = readdirSync(path.join(tree, 'node_modules'));
+  for (const name of AGENT_IMPORTS) assert.ok(deps.includes(name), `${name} is carried`);
+  assert.ok(!deps.includes('better-sqlite3') && !deps.includes('typescript'), deps.join(' '));
+  // It runs from its own tree: its imports resolve inside it (no /opt/steward/lib).
+  // (--help exits 2 after printing the usage; a missing import would fail before that.)
+  const out = await new Promise<string>((resolve) =>
+    execFile(process.execPath, [path.join(currentLink(host.paths, AGENT_APP), AGENT_ENTRY), '--help'], { cwd: tree }, (_err, stdout, stderr) => resolve(stdout + stderr)),
+  );
+  assert.match(out, /^Usage: steward-agent/, out);
+
+  const again = await installAgentRelease(REPO, host.paths);
+  assert.equal(again.action, 'unchanged', again.detail);
+  assert.deepEqual(await readMarker(host.paths, AGENT_APP, version), marker, 'the tree was not staged again');
+});
+
+test('a version steward has since updated the agent to is left alone by install', { timeout: 120_000 }, async (t) => {
+  const host = agentHost();
+  t.after(() => host.cleanup());
+  // As if an update had moved current to a version newer than this package (a valid marker is
+  // all install looks at; no packing happens when it leaves the agent alone).
+  const link = currentLink(host.paths, AGENT_APP);
+  const newer = versionDir(host.paths, AGENT_APP, '99.0.0');
+  mkdirSync(newer, { recursive: true });
+  const marker = { schemaVersion: 1, tarballIntegrity: sri(Buffer.from('x')), treeDigest: `sha256-${'A'.repeat(43)}=`, signed: true, keyId: '0123456789abcdef', version: '99.0.0', stagedAt: Date.now() };
+  writeFileSync(path.join(newer, '.steward-valid'), JSON.stringify(marker));
+  const { pointCurrent } = await import('../../src/helper/update/swap.js');
+  const { noFaults } = await import('../../src/platform/faults.js');
+  await pointCurrent(host.paths, AGENT_APP, '99.0.0', noFaults, 'forward');
+  const r = await installAgentRelease(REPO, host.paths);
+  assert.equal(r.action, 'skipped', r.detail);
+  assert.equal(readlinkSync(link), 'versions/99.0.0');
+});
+
+test('--agent-key trusts a public key for steward-agent by its keyId and refuses a private key', async (t) => {
+  const host = agentHost();
+  t.after(() => host.cleanup());
+  const none = await trustAgentKey(host.paths, null);
+  assert.equal(none.action, 'skipped');
+  const kp = generateKeyPair();
+  const pub = path.join(host.scratch, 'release.pub');
+  const priv = path.join(host.scratch, 'release.key');
+  writeFileSync(pub, kp.publicPem);
+  writeFileSync(priv, kp.privatePem);
+  await assert.rejects(readAgentKey(priv), (err: unknown) => err instanceof StewardError && err.code === 'USAGE' && /private key/.test(err.message));
+  assert.equal(existsSync(trustedKeysFor(host.paths, AGENT_APP)), false, 'nothing written for a private key');
+  const key = await readAgentKey(pub);
+  const r = await trustAgentKey(host.paths, key);
+  assert.equal(r.action, 'created');
+  const file = path.join(trustedKeysFor(host.paths, AGENT_APP), `${kp.keyId}.pub`);
+  assert.equal(readFileSync(file, 'utf8'), kp.publicPem);
+  assert.equal(lstatSync(file).mode & 0o7777, 0o644);
+  assert.equal((await trustAgentKey(host.paths, key)).action, 'unchanged');
+  assert.equal((await trustAgentKey(host.paths, null)).action, 'unchanged');
+});
+
+test('AGENT_IMPORTS is exactly the packages the agent imports', () => {
+  const seen = new Set<string>();
+  const bare = new Set<string>();
+  const queue = [path.join(REPO, AGENT_ENTRY)];
+  while (queue.length) {
+    const file = queue.pop() as string;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      const spec = (m[1] ?? m[2] ?? m[3]) as string;
+      if (spec.startsWith('.')) queue.push(path.resolve(path.dirname(file), spec));
+      else if (!spec.startsWith('node:')) bare.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));
+    }
+  }
+  assert.ok(seen.size > 10, `walked ${seen.size} files`);
+  assert.deepEqual([...bare].sort(), [...AGENT_IMPORTS].sort());
+});

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fetchToFile } from '../../src/platform/http-fetch.js';
+import { assertFailsClean, fetchSettings, useFetchFixture } from '../helpers/fetch-server.js';
+import { sri } from '../helpers/host.js';
+
+// https verified against Node's CAs plus the extra CA file (extra-ca.ts), through fetchToFile.
+
+const { dest, serve } = useFetchFixture(after);
+const body = randomBytes(200 * 1024);
+
+describe('fetchToFile over https', () => {
+  let tlsFiles: { key: Buffer; cert: Buffer };
+  let caFile: string;
+  let tlsDir: string;
+  after(() => rmSync(tlsDir, { recursive: true, force: true }));
+  before(() => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-tls-'));
+    tlsDir = dir;
+    const key = path.join(dir, 'key.pem');
+    caFile = path.join(dir, 'cert.pem');
+    execFileSync('openssl', [
+      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+      '-keyout', key, '-out', caFile, '-days', '1', '-subj', '/CN=127.0.0.1',
+      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ], { stdio: 'ignore' });
+    tlsFiles = { key: readFileSync(key), cert: readFileSync(caFile) };
+  });
+
+  test('https with the extra CA downloads the release', async () => {
+    const s = await serve((_req, res) => res.end(body), tlsFiles);
+    const r = await fetchToFile({ url: `${s.origin}/x`, destFile: dest(), maxBytes: body.length, settings: fetchSettings(), caFile });
+    assert.equal(r.integrity, sri(body));
+  });
+
+  test('https to a server whose certificate is not trusted fails', async () => {
+    const s = await serve((_req, res) => res.end(body), tlsFiles);
+    const destFile = dest();
+    await assertFailsClean(
+      fetchToFile({ url: `${s.origin}/x`, destFile, maxBytes: body.length, settings: fetchSettings() }),
+      'FETCH_FAILED',
+      /certificate/i,
+      destFile,
+    );
+    assert.equal(s.requests.length, 0);
+  });
+});
