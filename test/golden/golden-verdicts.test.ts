@@ -25,8 +25,9 @@ import { progressEventSchema, requestEnvelopeSchema, requestSchemas, responseSch
 // Every JSON shape is one zod schema (DESIGN §15). Before the hand-written checkers that stood
 // beside the schemas went (issue 16), their verdicts on the inputs of their property tests were
 // recorded here, one file per shape (test/golden/<shape>.json; the encoding of inputs JSON
-// cannot hold is test/helpers/golden-encoding.ts). Each schema must reproduce every verdict: the
-// same inputs refused, the others accepted with the same value (defaults filled in; a case
+// cannot hold is test/helpers/golden-encoding.ts; the recording code, check-arbitraries.ts and
+// golden-selection.ts, went with the last checker). Each schema must reproduce every verdict:
+// the same inputs refused, the others accepted with the same value (defaults filled in; a case
 // without `value` returned its input).
 //
 // A deliberate change to a shape changes verdicts: STEWARD_GOLDEN_WRITE=1 rewrites the files from
