@@ -14,6 +14,7 @@
 import { z } from 'zod';
 import { CLAIMABLE_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, versionSchema } from './names.js';
+import { HOSTNAME_RE, HOSTNAME_RULE } from './name-checks.js';
 import { envelopeSchema } from './release-schemas.js';
 
 export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
@@ -34,7 +35,7 @@ export const enrollPayloadSchema = z.strictObject({
   token: z.string().min(16).max(256),
   nodePublicKey: pemSchema,
   helperPublicKey: pemSchema,
-  hostname: z.string().min(1).max(253),
+  hostname: z.string().regex(HOSTNAME_RE, `hostname must be ${HOSTNAME_RULE}`),
   sentAt: epochMsSchema,
   labels: claimedLabelsSchema.optional(),
 });
