@@ -7,6 +7,7 @@ import { promises as fsp } from 'node:fs';
 import { z } from '../core/zod-mini.js';
 import { claimedLabelsSchema, ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
+import { HOSTNAME_RE, HOSTNAME_RULE, isHostname } from '../core/name-checks.js';
 import type { Clock } from '../platform/clock.js';
 import { DOMAINS, generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, signEnvelope } from '../platform/keys.js';
 import { acquireHelperLock } from '../platform/lock.js';
@@ -28,6 +29,8 @@ export const enrollRequestSchema = z.strictObject({
   // What the node proposes as its labels (`agentctl enroll --label`); the control plane keeps
   // them under claimed.<key>.
   labels: z.optional(claimedLabelsSchema),
+  // The node's host name as root checked it (`agentctl enroll --hostname`, else the kernel's).
+  hostname: z.optional(z.string().check(z.regex(HOSTNAME_RE, `hostname must be ${HOSTNAME_RULE}`))),
 });
 export type EnrollRequest = z.infer<typeof enrollRequestSchema>;
 
@@ -78,7 +81,7 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
       token: req.token,
       nodePublicKey: kp.publicPem,
       helperPublicKey: req.helperPublicKey,
-      hostname: (os.hostname() || 'localhost').slice(0, 253),
+      hostname: enrollHostname(req.hostname),
       sentAt: deps.clock.now(),
       // Only when there are some: a control plane from before labels refuses the key.
       ...(req.labels && Object.keys(req.labels).length ? { labels: req.labels } : {}),
@@ -141,4 +144,15 @@ async function exists(file: string): Promise<boolean> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
+}
+
+// The host name a node enrolls under: the one given, else the kernel's, which must be an RFC 1123
+// host name (DESIGN §12); the control plane refuses any other, so it is refused here first, by name.
+export function enrollHostname(given?: string): string {
+  const name = given ?? os.hostname();
+  if (!isHostname(name)) {
+    const what = given === undefined ? `this host's name ${JSON.stringify(name)}` : `--hostname ${JSON.stringify(name)}`;
+    throw new StewardError('USAGE', `${what} is not ${HOSTNAME_RULE}${given === undefined ? ': pass --hostname NAME' : ''}`);
+  }
+  return name;
 }

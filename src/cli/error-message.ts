@@ -68,7 +68,7 @@ export function hintFor(code: ReasonCode): string {
   return TEXT[code]?.hint ?? '';
 }
 
-// Every code with its exit code and hint, for the README and `agentctl --help`.
+// Every code with its exit code and hint, for docs/reason-codes.md and `agentctl --help`.
 export function reasonTable(): Array<{ code: ReasonCode; exit: number; hint: string }> {
   return (Object.keys(TEXT) as ReasonCode[]).map((code) => ({ code, ...(TEXT[code] as { exit: number; hint: string }) }));
 }

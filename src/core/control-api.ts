@@ -1,5 +1,5 @@
 // The HTTP contract between steward-agent (and `agentctl enroll`) and a control plane
-// (DESIGN §6, §9). Shared by both sides so they cannot drift; the README documents it.
+// (DESIGN §6, §9). Shared by both sides so they cannot drift; docs/protocol.md documents it.
 //
 //   POST /v1/enroll     body: EnrollBody: an envelope (node key, domain steward-enroll-v1) of
 //                       EnrollPayload, plus helperSig (helper key, steward-enroll-helper-v1)
@@ -14,6 +14,7 @@
 import { z } from './zod-mini.js';
 import { CLAIMABLE_KEY_RE, LABEL_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, stringSchema, versionSchema } from './names.js';
+import { HOSTNAME_RE, HOSTNAME_RULE } from './name-checks.js';
 import { envelopeSchema } from './release-schemas.js';
 
 export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
@@ -39,7 +40,7 @@ export const enrollPayloadSchema = z.strictObject({
   token: stringSchema(16, 256),
   nodePublicKey: pemSchema,
   helperPublicKey: pemSchema,
-  hostname: stringSchema(1, 253),
+  hostname: z.string().check(z.regex(HOSTNAME_RE, `hostname must be ${HOSTNAME_RULE}`)),
   sentAt: epochMsSchema,
   labels: z.optional(claimedLabelsSchema),
 });
