@@ -3,7 +3,7 @@
 // folder per program so that a program's folder is all it needs (the agent's release carries
 // its folder alone). Each folder holds the program's entry `<program>.js`, the extraction
 // worker `tarball-worker.js` when the program stages, and the chunks of what the program loads
-// only when needed (agentctl's commands, the schemas that word a refusal, enrollment), so that
+// only when needed (agentctl's commands, enrollment), so that
 // lazy imports stay lazy. Native addons (better-sqlite3) stay outside, imported from
 // node_modules. dist/bundle/<program>.meta.json is esbuild's metafile: which source files each
 // output file holds, read by the tests that hold what a daemon loads.

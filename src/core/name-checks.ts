@@ -22,6 +22,18 @@ export function isAppName(value: unknown): value is string {
   return typeof value === 'string' && APP_NAME_RE.test(value);
 }
 
+// A host name as RFC 1123 §2.1 has it (DESIGN §12): dot-separated labels of ASCII letters,
+// digits and `-`, each 1 to 63 characters, neither starting nor ending with `-`; 253 characters
+// at most in all; no trailing dot. Enrollment refuses any other: the name is shown to operators
+// (CLI, dashboard) and must never carry markup, blanks or control characters.
+export const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+export const HOSTNAME_RULE = 'an RFC 1123 host name: labels of letters, digits and "-" (1 to 63 characters, not starting or ending with "-"), separated by dots, at most 253 characters';
+
+// Whether a string is an RFC 1123 host name.
+export function isHostname(value: unknown): value is string {
+  return typeof value === 'string' && HOSTNAME_RE.test(value);
+}
+
 // Whether a URL's hostname (or a host of host:port) is a loopback address. Here rather than in
 // release-schemas.ts so that the agent's start-up path need not load zod (issue 8, row 5).
 export function isLoopbackHost(host: string): boolean {

@@ -1,5 +1,6 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
-import { isLabels, type Labels } from '../../../core/labels.js';
+import { labelsSchema } from '../../../core/control-api.js';
+import type { Labels } from '../../../core/labels.js';
 import type { NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
 import { parseJson, type Prepare } from './prepare.js';
 
@@ -10,8 +11,8 @@ interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
 
 function toRow(r: Raw): NodeRow {
   const apps = parseJson<unknown>(r.apps, []);
-  const labels = parseJson<unknown>(r.labels, {});
-  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: isLabels(labels) ? labels : {} };
+  const labels = labelsSchema.safeParse(parseJson<unknown>(r.labels, {}));
+  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: labels.success ? labels.data : {} };
 }
 
 // The nodes table.

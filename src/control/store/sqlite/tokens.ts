@@ -1,4 +1,5 @@
-import { isLabels, type Labels } from '../../../core/labels.js';
+import { labelsSchema } from '../../../core/control-api.js';
+import type { Labels } from '../../../core/labels.js';
 import type { TokenReads, TokenRow, TokenWrites } from '../store.js';
 import { parseJson, type Prepare } from './prepare.js';
 
@@ -6,7 +7,8 @@ type Raw = Omit<TokenRow, 'labels'> & { labels: string };
 
 function labelsOf(text: string): Labels {
   const v = parseJson<unknown>(text, {});
-  return isLabels(v) ? v : {};
+  const labels = labelsSchema.safeParse(v);
+  return labels.success ? labels.data : {};
 }
 
 const toRow = (r: Raw): TokenRow => ({ ...r, labels: labelsOf(r.labels) });
