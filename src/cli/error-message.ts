@@ -55,6 +55,8 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   SYSTEMD_UNAVAILABLE: { exit: EXIT.failure, hint: 'steward installs as systemd units; this host (or container) was not booted with systemd' },
   SYSTEM_COMMAND_FAILED: { exit: EXIT.failure, hint: 'a systemd tool failed; its output is in the message, and `journalctl -xe` may say more' },
   RELEASE_EXISTS: { exit: EXIT.refused, hint: 'a version in the catalog never changes: publish a new version (or --resign to sign the same bytes with another allowed key)' },
+  OPERATOR_EXISTS: { exit: EXIT.refused, hint: 'an operator of that name exists; `steward-control operator rotate NAME` gives it a new token, `operator remove NAME` removes it' },
+  UNAUTHENTICATED: { exit: EXIT.refused, hint: 'set STEWARD_CONTROL_TOKEN to your operator token (`steward-control operator add NAME --role R`, or `operator rotate NAME`, on the server host prints one)' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 
