@@ -84,5 +84,6 @@ function sendFailure(res: ServerResponse, err: unknown, req: IncomingMessage): v
     log('%s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
     if (e.code === 'INTERNAL') return sendAdminError(res, 'INTERNAL', 'internal error; see the server log');
   }
-  sendAdminError(res, e.code, e.message);
+  const status = e.details.httpStatus;
+  sendAdminError(res, e.code, e.message, {}, typeof status === 'number' ? status : undefined);
 }

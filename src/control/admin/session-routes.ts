@@ -15,7 +15,7 @@ import type { OperatorRow, SessionRow } from '../store/store.js';
 import { credentialsAllowed, requestFacts, type RequestFacts } from './authenticate.js';
 import { SECURITY_HEADERS, sendAdminError, sendAdminJson } from './admin-answers.js';
 import { readBody } from '../server/read-body.js';
-import { jsonBodyOf, refuseCleartext, runAs, type AdminContext } from './run-operation.js';
+import { jsonBodyOf, refuseCleartext, runAs, TOO_LARGE, type AdminContext } from './run-operation.js';
 
 const API_PREFIX = '/ui/api/';
 const FORM = 'application/x-www-form-urlencoded';
@@ -38,7 +38,7 @@ async function onlyPost(req: IncomingMessage, res: ServerResponse, fn: () => Pro
 }
 
 function wrongMethod(req: IncomingMessage, res: ServerResponse, method: string): void {
-  sendAdminJson(res, 405, { error: { code: 'USAGE', message: `${(req.url ?? '').split('?')[0]} takes ${method}` } }, { allow: method });
+  sendAdminJson(res, 405, { error: { code: 'BAD_REQUEST', message: `${(req.url ?? '').split('?')[0]} takes ${method}` } }, { allow: method });
 }
 
 // The session cookie's attributes: Secure whenever the request came over TLS.
@@ -146,7 +146,7 @@ async function logout(ctx: AdminContext, req: IncomingMessage, res: ServerRespon
 async function sessionApi(ctx: AdminContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
   const op = operationAt(ADMIN_PREFIX + path.slice(API_PREFIX.length));
   if (!op) return sendAdminError(res, 'NOT_FOUND', `no dashboard route ${JSON.stringify(path.slice(0, 200))}`);
-  if (op.upload) return sendAdminError(res, 'USAGE', `\`${op.command}\` uploads go through the admin API with a bearer token`);
+  if (op.upload) return sendAdminError(res, 'BAD_REQUEST', `\`${op.command}\` uploads go through the admin API with a bearer token`);
   const method = methodOf(op);
   if (req.method !== method) return wrongMethod(req, res, method);
   const f = requestFacts(req, ctx.trusted);
@@ -168,7 +168,7 @@ function isForm(req: IncomingMessage): boolean {
 
 async function formOf(req: IncomingMessage): Promise<Record<string, string>> {
   const body = await readBody(req, 64 * 1024);
-  if (!body.ok) throw new StewardError('USAGE', 'the form is over 64 KiB or was cut short');
+  if (!body.ok) throw new StewardError('BAD_REQUEST', body.reason === 'too-large' ? 'the form is over 64 KiB' : 'the form was cut short', body.reason === 'too-large' ? TOO_LARGE : {});
   return Object.fromEntries(new URLSearchParams(body.body.toString('utf8')));
 }
 
