@@ -59,8 +59,13 @@ export async function runAs(ctx: AdminContext, actor: Actor, op: Operation, req:
 export function checkMethod(op: Operation, req: IncomingMessage, res: ServerResponse): boolean {
   const method = methodOf(op);
   if (req.method === method) return true;
-  sendAdminJson(res, 405, { error: { code: 'BAD_REQUEST', message: `${routeOf(op)} takes ${method}` } }, { allow: method });
+  sendWrongMethod(res, routeOf(op), method);
   return false;
+}
+
+// 405, naming the method `path` takes.
+export function sendWrongMethod(res: ServerResponse, path: string, method: string): void {
+  sendAdminJson(res, 405, { error: { code: 'BAD_REQUEST', message: `${path} takes ${method}` } }, { allow: method });
 }
 
 // A request answered before its body was read (a refusal, an error): Node reads and drops the
@@ -93,11 +98,16 @@ function queryOf(req: IncomingMessage): Record<string, string> {
 // A body over its limit is answered 413 (its code BAD_REQUEST all the same).
 export const TOO_LARGE = { details: { httpStatus: 413 } };
 
+// The error for a body (`what`: the body, the form) that readBody could not take.
+export function unreadBody(reason: 'too-large' | 'aborted', what: string, limit: number): StewardError {
+  return reason === 'too-large' ? new StewardError('BAD_REQUEST', `${what} is over the limit of ${limit} bytes`, TOO_LARGE) : new StewardError('BAD_REQUEST', `${what} was cut short`);
+}
+
 // The JSON object of a POST's body ({} when empty), at most MAX_BODY_BYTES; anything else is
 // BAD_REQUEST (no CLI sends it: the CLI's own mistakes are USAGE, from the operation's schema).
 export async function jsonBodyOf(req: IncomingMessage): Promise<Record<string, unknown>> {
   const body = await readBody(req, MAX_BODY_BYTES);
-  if (!body.ok) throw new StewardError('BAD_REQUEST', body.reason === 'too-large' ? `the body is over the limit of ${MAX_BODY_BYTES} bytes` : 'the body was cut short', body.reason === 'too-large' ? TOO_LARGE : {});
+  if (!body.ok) throw unreadBody(body.reason, 'the body', MAX_BODY_BYTES);
   return body.body.length === 0 ? {} : parseJsonObject(body.body.toString('utf8'));
 }
 

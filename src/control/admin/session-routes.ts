@@ -6,7 +6,6 @@
 // sending it to /v1/admin/, which takes bearer tokens only. The pages are the dashboard's; until
 // they exist `/ui/` answers a placeholder.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StewardError } from '../../core/errors.js';
 import { recordAudit, type Actor } from '../audit/record-audit.js';
 import { ADMIN_PREFIX, methodOf } from '../operations/operation.js';
 import { operationAt } from '../operations/operations.js';
@@ -15,10 +14,11 @@ import type { OperatorRow, SessionRow } from '../store/store.js';
 import { credentialsAllowed, requestFacts, type RequestFacts } from './authenticate.js';
 import { SECURITY_HEADERS, sendAdminError, sendAdminJson } from './admin-answers.js';
 import { readBody } from '../server/read-body.js';
-import { jsonBodyOf, refuseCleartext, runAs, TOO_LARGE, type AdminContext } from './run-operation.js';
+import { jsonBodyOf, refuseCleartext, runAs, sendWrongMethod, unreadBody, type AdminContext } from './run-operation.js';
 
 const API_PREFIX = '/ui/api/';
 const FORM = 'application/x-www-form-urlencoded';
+const MAX_FORM_BYTES = 64 * 1024;
 
 export async function serveSessionRoutes(ctx: AdminContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
   if (path === '/ui/login') return onlyPost(req, res, () => login(ctx, req, res));
@@ -38,7 +38,7 @@ async function onlyPost(req: IncomingMessage, res: ServerResponse, fn: () => Pro
 }
 
 function wrongMethod(req: IncomingMessage, res: ServerResponse, method: string): void {
-  sendAdminJson(res, 405, { error: { code: 'BAD_REQUEST', message: `${(req.url ?? '').split('?')[0]} takes ${method}` } }, { allow: method });
+  sendWrongMethod(res, (req.url ?? '').split('?')[0] ?? '', method);
 }
 
 // The session cookie's attributes: Secure whenever the request came over TLS.
@@ -167,8 +167,8 @@ function isForm(req: IncomingMessage): boolean {
 }
 
 async function formOf(req: IncomingMessage): Promise<Record<string, string>> {
-  const body = await readBody(req, 64 * 1024);
-  if (!body.ok) throw new StewardError('BAD_REQUEST', body.reason === 'too-large' ? 'the form is over 64 KiB' : 'the form was cut short', body.reason === 'too-large' ? TOO_LARGE : {});
+  const body = await readBody(req, MAX_FORM_BYTES);
+  if (!body.ok) throw unreadBody(body.reason, 'the form', MAX_FORM_BYTES);
   return Object.fromEntries(new URLSearchParams(body.body.toString('utf8')));
 }
 
