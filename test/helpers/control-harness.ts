@@ -13,6 +13,8 @@ import { DOMAINS, generateKeyPair, signEnvelope, signPayloadBytes } from '../../
 import { addRelease } from '../../src/control/catalog/add-release.js';
 import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { createToken } from '../../src/control/enroll/tokens.js';
+import { createAdminRouter } from '../../src/control/admin/router.js';
+import { parseTrustedProxies } from '../../src/control/operators/request-source.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
 import { openStore, type OpenStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { Labels } from '../../src/core/labels.js';
@@ -58,14 +60,17 @@ export interface Control {
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
 // commit mode (groupSync; `groupSync` replaces its fsync seam).
-export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
+// `admin` also serves the admin API and dashboard sessions on the same listener, its waits after
+// failed authentications going to `admin.sleep` (default: none).
+export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock; admin?: { trustedProxies?: string[]; sleep?: (ms: number) => Promise<void> } } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const clock = opts.clock ?? new FakeClock();
   const store = openStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-  const server = await startControlServer({ store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });
+  const admin = opts.admin && createAdminRouter({ store, artifactsDir: artifactsDirOf(dbFile), trustedProxies: parseTrustedProxies(opts.admin.trustedProxies ?? []), clock: { sleep: opts.admin.sleep ?? (async () => undefined) } });
+  const server = await startControlServer({ store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, ...(admin ? { admin } : {}) });
   const releaseKey = generateKeyPair();
   return {
     dir,

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from '../../core/control-api.js';
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
+import type { AdminRouter } from '../admin/router.js';
 import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
@@ -33,6 +34,8 @@ export interface ControlServerOptions {
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
   // What every answer resting on a write waits for; a test seam (default: the store's durable()).
   durable?: () => Promise<void>;
+  // The admin API and dashboard sessions (admin/router.ts), when --admin-listen is this address.
+  admin?: AdminRouter;
 }
 
 export interface ControlServer {
@@ -168,5 +171,6 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     }
     return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), res, req.method === 'HEAD');
   }
+  if (opts.admin && (await opts.admin.handle(req, res))) return;
   return sendJson(res, errorAnswer(404, 'NOT_FOUND', `no such path ${JSON.stringify(pathOnly.slice(0, 200))}`));
 }

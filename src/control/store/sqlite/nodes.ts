@@ -31,6 +31,10 @@ export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
     async list() {
       return (q('SELECT * FROM nodes ORDER BY nodeId').all() as Raw[]).map(toRow);
     },
+    async page(afterNodeId, limit) {
+      const rows = afterNodeId === null ? q('SELECT * FROM nodes ORDER BY nodeId LIMIT ?').all(limit) : q('SELECT * FROM nodes WHERE nodeId > ? ORDER BY nodeId LIMIT ?').all(afterNodeId, limit);
+      return (rows as Raw[]).map(toRow);
+    },
     async insert(n) {
       q('INSERT INTO nodes (nodeId, hostname, nodePublicKey, helperPublicKey, enrolledAt, labels) VALUES (?, ?, ?, ?, ?, ?)').run(
         n.nodeId, n.hostname, n.nodePublicKey, n.helperPublicKey, n.enrolledAt, JSON.stringify(n.labels),
