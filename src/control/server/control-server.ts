@@ -8,6 +8,8 @@ import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
+import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-heartbeats.js';
+import { answerProbe, isProbePath } from '../metrics/probes.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
@@ -33,6 +35,8 @@ export interface ControlServerOptions {
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
   // What every answer resting on a write waits for; a test seam (default: the store's durable()).
   durable?: () => Promise<void>;
+  // This instance's metrics (--metrics-listen), told of every heartbeat and stored receipt.
+  metrics?: HeartbeatMetrics;
 }
 
 export interface ControlServer {
@@ -74,11 +78,12 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     })();
     return ticking;
   };
-  const heartbeats = createHeartbeatBatcher({
+  const heartbeats = observeHeartbeats(createHeartbeatBatcher({
     store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable,
     // A verdict is acted on at once (the next batch may go), as DESIGN §13's ticker is nudged.
     onVerdicts: () => void tick(),
-  });
+    onReceiptsStored: opts.metrics && ((r) => opts.metrics!.receiptsStored(r)),
+  }), opts.metrics);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     handle(opts, heartbeats, durable, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
@@ -148,6 +153,7 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     if (!body.ok) {
       if (body.reason === 'aborted') return void res.destroy();
       log('%s body over %d bytes refused', pathOnly, MAX_BODY_BYTES);
+      if (pathOnly === HEARTBEAT_PATH) opts.metrics?.heartbeatAnswered('BAD_BODY', null);
       sendJson(res, errorAnswer(400, 'BAD_BODY', `the body is over the limit of ${MAX_BODY_BYTES} bytes`), true);
       // Why: the rest of an oversized body is never read; the connection goes once the answer is out.
       res.once('finish', () => setTimeout(() => req.socket.destroy(), 1000).unref());
@@ -161,6 +167,7 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     await durable();
     return sendJson(res, answer);
   }
+  if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { systemClock } from '../../../platform/clock.js';
 import { enableDefaultLogs, logger } from '../../../platform/log.js';
+import type { ServeMetrics } from '../../metrics/serve-metrics.js';
 import { startControlServer } from '../../server/control-server.js';
 import { openStore } from '../../store/sqlite/open-sqlite-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
@@ -19,7 +20,8 @@ function readPem(file: string, what: string): Buffer {
   }
 }
 
-// `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]`
+// `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]
+// [--metrics-listen HOST:PORT]`
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -30,9 +32,12 @@ export function registerServe(program: Command): void {
     .option('--heartbeat-seconds <n>', 'heartbeat interval nodes are told', String(DEFAULT_HEARTBEAT_SECONDS))
     .option('--insecure', 'allow plain http on a non-loopback address')
     .option('--init', 'create the database when it does not exist (as `steward-control init`)')
-    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean }, cmd: Command) => {
+    // Metrics (DESIGN §12): Prometheus text at /metrics, with /healthz and /readyz, plain http.
+    .option('--metrics-listen <host:port>', 'serve Prometheus metrics (/metrics), /healthz and /readyz on this address (plain http, no auth)')
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string }, cmd: Command) => {
       enableDefaultLogs('steward:control:*');
       const listen = parseListen(o.listen);
+      const metricsListen = o.metricsListen === undefined ? null : parseListen(o.metricsListen);
       const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
       if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
       const tls = o.tlsCert && o.tlsKey ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key') } : undefined;
@@ -40,11 +45,15 @@ export function registerServe(program: Command): void {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }
       const store = openStore(dbFileOf(cmd), { groupSync: true, create: o.init === true });
+      let metrics: ServeMetrics | null = null;
       try {
         await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-        const server = await startControlServer({ store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock });
-        process.stdout.write(jsonOf(cmd) ? JSON.stringify({ listening: server.url }) + '\n' : `steward-control listening on ${server.url}\n`);
-        log('listening url=%s db=%s heartbeatSeconds=%d', server.url, store.file, heartbeatSeconds);
+        // Why a dynamic import: without --metrics-listen, prom-client is never loaded.
+        metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, metricsListen) : null;
+        const server = await startControlServer({ store: metrics?.store ?? store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock, metrics: metrics?.heartbeats });
+        const urls = { listening: server.url, ...(metrics ? { metrics: `${metrics.url}/metrics` } : {}) };
+        process.stdout.write(jsonOf(cmd) ? JSON.stringify(urls) + '\n' : `steward-control listening on ${server.url}\n${metrics ? `metrics at ${urls.metrics}\n` : ''}`);
+        log('listening url=%s db=%s heartbeatSeconds=%d%s', server.url, store.file, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log('stopping on %s', sig);
@@ -55,6 +64,7 @@ export function registerServe(program: Command): void {
         });
         await server.close();
       } finally {
+        await metrics?.close();
         await store.close();
       }
     });
