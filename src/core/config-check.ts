@@ -4,7 +4,7 @@
 // (test/core/config-check.test.ts holds both to the same verdicts and values, both ways). A
 // refused config is explained by the schema itself (helper/config.ts loads it only then).
 import type { HostConfig } from './config-schema.js';
-import { APP_NAME_RE } from './name-checks.js';
+import { APP_NAME_RE, TEXTFILE_RE } from './name-checks.js';
 import { isObject, onlyKeys, type Obj } from './json-checks.js';
 
 const USER_RE = /^[a-z_][a-z0-9_.-]{0,31}$/;
@@ -90,7 +90,7 @@ function optCaFile(o: Obj, out: Obj): void {
 }
 
 function check(v: unknown): HostConfig {
-  const o = obj(v, ['apps', 'controlPlane', 'api', 'fetch', 'extract', 'supervisor']);
+  const o = obj(v, ['apps', 'controlPlane', 'api', 'fetch', 'extract', 'supervisor', 'metrics']);
   const apps: Obj = {};
   if (o.apps !== undefined) {
     if (!isObject(o.apps)) refused();
@@ -138,6 +138,12 @@ function check(v: unknown): HostConfig {
     pollMs: int(s, 'pollMs', 50, 600_000, 2_000),
     logCheckMs: int(s, 'logCheckMs', 100, 3_600_000, 5_000),
   };
+  if (o.metrics !== undefined) {
+    const m = obj(o.metrics, ['textfile']);
+    const t = m.textfile;
+    if (t !== undefined && (typeof t !== 'string' || t.length > 4096 || !TEXTFILE_RE.test(t))) refused();
+    out.metrics = t === undefined ? {} : { textfile: t };
+  }
   return out as unknown as HostConfig;
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TEXTFILE_RE } from './name-checks.js';
 import { APP_NAME_RE } from './names.js';
 
 const ms = (max: number) => z.number().int().nonnegative().max(max);
@@ -85,6 +86,11 @@ const controlPlaneSchema = z.strictObject({
   insecure: z.boolean().default(false),
 });
 
+// metrics.textfile (DESIGN §12): the node_exporter textfile the helper keeps.
+const metricsSchema = z.strictObject({
+  textfile: z.string().max(4096).regex(TEXTFILE_RE, 'an absolute path ending in <name>.prom').optional(),
+});
+
 // The host config of DESIGN §2. Unknown keys are an error at every level.
 export const hostConfigSchema = z.strictObject({
   apps: z.record(z.string().regex(APP_NAME_RE, 'app names are [a-z0-9][a-z0-9_-]{0,62}'), appSchema).default({}),
@@ -93,6 +99,7 @@ export const hostConfigSchema = z.strictObject({
   fetch: fetchSchema.default(() => fetchSchema.parse({})),
   extract: extractSchema.default(() => extractSchema.parse({})),
   supervisor: supervisorSchema.default(() => supervisorSchema.parse({})),
+  metrics: metricsSchema.optional(),
 });
 
 export type HostConfig = z.infer<typeof hostConfigSchema>;

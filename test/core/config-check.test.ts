@@ -66,6 +66,15 @@ const config = section({
     junk,
   ],
   extract: [section({ maxEntries: ranged(1, MAX), maxBytes: ranged(1, MAX), maxPathLength: ranged(1, 4096), maxDepth: ranged(1, 1024), maxRatio: ranged(1, MAX) }), junk],
+  metrics: [
+    section({
+      textfile: [
+        fc.oneof(fc.constantFrom('/var/lib/prometheus/node-exporter/steward.prom', '/a.prom'), fc.stringMatching(/^\/[a-z/]{0,8}[a-z]\.prom$/)),
+        fc.oneof(fc.constantFrom('steward.prom', '/x/.prom', '/.prom', '/x.prom/', '/x.txt', '/x.prom\0', `/${'a'.repeat(4091)}.prom`, `/${'a'.repeat(4090)}.prom`, ''), junk),
+      ],
+    }),
+    junk,
+  ],
   supervisor: [section({ processRunner: [fc.constantFrom('auto', 'systemd', 'detached'), fc.oneof(fc.constantFrom('Auto', 'none', ''), junk)], sweepMs: ranged(100, 3_600_000), pollMs: ranged(50, 600_000), logCheckMs: ranged(100, 3_600_000) }), junk],
 });
 // The deepest rules (an app's restart and quarantine) also each on their own, or they are rarely reached.
