@@ -7,11 +7,9 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { logger } from '../../platform/log.js';
 import type { ControlStore } from '../store/store.js';
-import { answerProbe, isProbePath, sendText } from './probes.js';
+import { answerProbe, isProbePath, METRICS_PATH, sendText } from './probes.js';
 
 const log = logger('control:metrics');
-
-export const METRICS_PATH = '/metrics';
 
 export interface MetricsServerOptions {
   host: string;
@@ -60,10 +58,18 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Me
   };
 }
 
+// Why nothing else: this listener has no authentication and no TLS, so it serves no fleet route
+// (enroll, heartbeat, artifacts) and nothing of an operator's.
 async function serve(opts: MetricsServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const pathOnly = (req.url ?? '/').split('?')[0] ?? '/';
   if (isProbePath(pathOnly)) return answerProbe(pathOnly, opts.store, req, res, opts.readyTimeoutMs);
   if (pathOnly !== METRICS_PATH) return sendText(res, req, 404, `no such path; metrics are at ${METRICS_PATH}\n`);
+  return answerMetrics(opts.registry, req, res);
+}
+
+// Answers a request for METRICS_PATH with the text of `registry` (the fleet listener too, when
+// --metrics-listen names its address).
+export async function answerMetrics(registry: Registry, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   if (req.method !== 'GET' && req.method !== 'HEAD') return sendText(res, req, 405, `${METRICS_PATH} takes GET\n`, { allow: 'GET, HEAD' });
-  return sendText(res, req, 200, await opts.registry.metrics(), {}, opts.registry.contentType);
+  return sendText(res, req, 200, await registry.metrics(), {}, registry.contentType);
 }

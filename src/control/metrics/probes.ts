@@ -8,6 +8,9 @@ import type { ControlStore } from '../store/store.js';
 const log = logger('control:probes');
 
 export const HEALTHZ_PATH = '/healthz';
+// Not a probe, but a path of both listeners (the fleet's only by choice): kept here, where the
+// fleet server finds it without loading prom-client.
+export const METRICS_PATH = '/metrics';
 export const READYZ_PATH = '/readyz';
 // How long readyz waits for the store's answer (a store stuck behind a long write is not ready).
 export const READY_TIMEOUT_MS = 2_000;

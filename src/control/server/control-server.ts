@@ -9,7 +9,7 @@ import { logger } from '../../platform/log.js';
 import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-heartbeats.js';
-import { answerProbe, isProbePath } from '../metrics/probes.js';
+import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
@@ -37,6 +37,9 @@ export interface ControlServerOptions {
   durable?: () => Promise<void>;
   // This instance's metrics (--metrics-listen), told of every heartbeat and stored receipt.
   metrics?: HeartbeatMetrics;
+  // Answers GET /metrics on this listener: only when --metrics-listen names its address (by
+  // default the metrics have a listener of their own and this one serves no /metrics).
+  answerMetrics?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
 }
 
 export interface ControlServer {
@@ -168,6 +171,7 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     return sendJson(res, answer);
   }
   if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
+  if (pathOnly === METRICS_PATH && opts.answerMetrics) return opts.answerMetrics(req, res);
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');

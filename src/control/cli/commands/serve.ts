@@ -48,10 +48,15 @@ export function registerServe(program: Command): void {
       let metrics: ServeMetrics | null = null;
       try {
         await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-        // Why a dynamic import: without --metrics-listen, prom-client is never loaded.
-        metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, metricsListen) : null;
-        const server = await startControlServer({ store: metrics?.store ?? store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock, metrics: metrics?.heartbeats });
-        const urls = { listening: server.url, ...(metrics ? { metrics: `${metrics.url}/metrics` } : {}) };
+        // Why a dynamic import: without --metrics-listen, prom-client is never loaded. The same
+        // address as --listen (a port other than 0) is a choice: the fleet listener serves them.
+        const shared = metricsListen !== null && metricsListen.port !== 0 && metricsListen.port === listen.port && metricsListen.host === listen.host;
+        metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, shared ? null : metricsListen) : null;
+        const server = await startControlServer({
+          store: metrics?.store ?? store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
+          metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined,
+        });
+        const urls = { listening: server.url, ...(metrics ? { metrics: `${metrics.url ?? server.url}/metrics` } : {}) };
         process.stdout.write(jsonOf(cmd) ? JSON.stringify(urls) + '\n' : `steward-control listening on ${server.url}\n${metrics ? `metrics at ${urls.metrics}\n` : ''}`);
         log('listening url=%s db=%s heartbeatSeconds=%d%s', server.url, store.file, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
         await new Promise<void>((resolve) => {
