@@ -1,8 +1,9 @@
 // The helper's node_exporter textfile (DESIGN §12, `metrics.textfile`) in Prometheus' text
 // format 0.0.4, written by hand: the helper never loads prom-client (its idle footprint is
 // bench row 5). What a node_exporter user wants of steward on one host: each app's version,
-// whether it is up, its respawns, holds and blocks, its last update's outcome and time, and
-// the receipts signed, and the writes of this file that failed. test/helper/metrics/ holds the output to `promtool check metrics`.
+// whether it is up, its respawns, holds and blocks, its last update's outcome and time, the
+// receipts signed, and the writes of this file that failed. test/helper/metrics/ holds the
+// output to `promtool check metrics`.
 import { JOURNAL_OUTCOMES } from '../../core/journal-check.js';
 import { RECEIPT_OUTCOMES } from '../../core/receipt-check.js';
 
