@@ -60,8 +60,8 @@ function showLogin(message?: string): void {
 }
 
 let timer: number | null = null;
-let loading = false;
-let current: { page: Page; body: HTMLElement; status: HTMLElement } | null = null;
+// The page shown; `loading` while its data is on the way (a load of a page left meanwhile is dropped).
+let current: { page: Page; body: HTMLElement; status: HTMLElement; loading: boolean } | null = null;
 
 function stopRefresh(): void {
   if (timer !== null) clearTimeout(timer);
@@ -74,8 +74,8 @@ async function refresh(): Promise<void> {
   if (timer !== null) clearTimeout(timer);
   timer = null;
   const at = current;
-  if (!at || loading) return;
-  loading = true;
+  if (!at || at.loading) return;
+  at.loading = true;
   try {
     const content = await at.page.load();
     if (current !== at) return;
@@ -88,7 +88,7 @@ async function refresh(): Promise<void> {
     replace(at.status, `not updated: ${err instanceof Error ? err.message : String(err)}`);
     at.status.className = 'live stale';
   } finally {
-    loading = false;
+    at.loading = false;
   }
   if (current === at && !document.hidden) timer = window.setTimeout(() => void refresh(), REFRESH_MS);
 }
@@ -124,7 +124,7 @@ function showApp(session: Session): void {
     body,
   );
   document.title = `${page.title} · steward-control`;
-  current = { page, body, status };
+  current = { page, body, status, loading: false };
   void refresh();
 }
 

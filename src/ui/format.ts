@@ -34,6 +34,6 @@ export function mono(text: string | null | undefined, title?: string): Child {
   return h('code', title ? { title } : {}, text);
 }
 
-export function flag(text: string, kind: 'bad' | 'warn' | 'info', title?: string): HTMLElement {
+export function flag(text: string, kind: 'bad' | 'warn', title?: string): HTMLElement {
   return h('span', { class: `flag flag-${kind}`, ...(title ? { title } : {}) }, text);
 }

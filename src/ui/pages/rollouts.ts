@@ -65,7 +65,7 @@ const START_FIELDS: FormField[] = [
 ];
 
 // The flags of a policy form: only the fields filled in (the rest keep their defaults).
-export function flagsOf(fields: FormField[], inputs: HTMLInputElement[]): Record<string, unknown> {
+function flagsOf(fields: FormField[], inputs: HTMLInputElement[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   fields.forEach((f, i) => {
     const v = inputs[i]!.value.trim();
