@@ -10,7 +10,7 @@
 //
 //   node dist/scripts/bundle.js
 import { build, type Metafile, type Plugin } from 'esbuild';
-import { rmSync, writeFileSync } from 'node:fs';
+import { cpSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,13 +19,16 @@ export interface Program {
   name: string;
   // tsc's output of the program's entry module, relative to the checkout.
   entry: string;
+  // Folders the program reads beside its code, relative to the checkout, copied into its bundle's
+  // folder under their base name (the dashboard: src/control/admin/ui-files.ts).
+  assets?: string[];
 }
 
 export const PROGRAMS: Program[] = [
   { name: 'agentctl', entry: 'dist/src/cli/main.js' },
   { name: 'steward-helper', entry: 'dist/src/helper/main.js' },
   { name: 'steward-agent', entry: 'dist/src/agent/main.js' },
-  { name: 'steward-control', entry: 'dist/src/control/cli/main.js' },
+  { name: 'steward-control', entry: 'dist/src/control/cli/main.js', assets: ['dist/src/ui'] },
 ];
 
 // The extraction worker, its own entry in every program that stages: platform/tarball.ts starts
@@ -101,6 +104,7 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
       }
     }
   }
+  for (const a of p.assets ?? []) cpSync(path.join(repo, a), path.join(outdir, path.basename(a)), { recursive: true });
   return r.metafile;
 }
 

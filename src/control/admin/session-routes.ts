@@ -3,8 +3,8 @@
 // `GET /ui/session` says whose it is and gives its anti-CSRF token; `POST /ui/logout` ends it;
 // `/ui/api/<command>` runs the admin API's operations for the session (a POST carries the
 // anti-CSRF token and passes the Origin check). The cookie's path keeps browsers from ever
-// sending it to /v1/admin/, which takes bearer tokens only. The pages are the dashboard's; until
-// they exist `/ui/` answers a placeholder.
+// sending it to /v1/admin/, which takes bearer tokens only. Any other GET under /ui/ is one of
+// the dashboard's files (ui-files.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { recordAudit, type Actor } from '../audit/record-audit.js';
 import { ADMIN_PREFIX, methodOf } from '../operations/operation.js';
@@ -15,6 +15,7 @@ import { credentialsAllowed, requestFacts, type RequestFacts } from './authentic
 import { SECURITY_HEADERS, sendAdminError, sendAdminJson } from './admin-answers.js';
 import { readBody } from '../server/read-body.js';
 import { jsonBodyOf, refuseCleartext, runAs, sendWrongMethod, unreadBody, type AdminContext } from './run-operation.js';
+import { serveUiFile } from './ui-files.js';
 
 const API_PREFIX = '/ui/api/';
 const FORM = 'application/x-www-form-urlencoded';
@@ -28,7 +29,7 @@ export async function serveSessionRoutes(ctx: AdminContext, req: IncomingMessage
     return session(ctx, req, res);
   }
   if (path.startsWith(API_PREFIX)) return sessionApi(ctx, req, res, path);
-  if ((path === '/ui' || path === '/ui/') && (req.method === 'GET' || req.method === 'HEAD')) return placeholder(res, req.method === 'HEAD');
+  if ((req.method === 'GET' || req.method === 'HEAD') && serveUiFile(res, path, req.method === 'HEAD')) return;
   return sendAdminError(res, 'NOT_FOUND', `no dashboard page ${JSON.stringify(path.slice(0, 200))}`);
 }
 
@@ -154,12 +155,6 @@ async function sessionApi(ctx: AdminContext, req: IncomingMessage, res: ServerRe
   if (!s) return;
   if (method === 'POST' && !(await checkChange(ctx, req, res, f, s, headerOf(req, 'x-csrf-token'), path))) return;
   await runAs(ctx, s.actor, op, req, res, path);
-}
-
-function placeholder(res: ServerResponse, headOnly: boolean): void {
-  const html = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>steward-control</title></head><body><p>The steward-control dashboard is not built yet. Sessions: POST /ui/login, GET /ui/session, POST /ui/logout; the admin API is /v1/admin/ (docs/admin-api.md).</p></body></html>\n';
-  res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(html)) });
-  res.end(headOnly ? undefined : html);
 }
 
 function isForm(req: IncomingMessage): boolean {
