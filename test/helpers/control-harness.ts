@@ -14,7 +14,7 @@ import { addRelease } from '../../src/control/catalog/add-release.js';
 import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { createToken } from '../../src/control/enroll/tokens.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
-import { openStore, type OpenStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore, type SqliteStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { Labels } from '../../src/core/labels.js';
 
 export const T0 = 1_800_000_000_000;
@@ -58,11 +58,11 @@ export interface Control {
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
 // commit mode (groupSync; `groupSync` replaces its fsync seam).
-export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
+export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: SqliteStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const clock = opts.clock ?? new FakeClock();
-  const store = openStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
+  const store = openSqliteStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
   const server = await startControlServer({ store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });

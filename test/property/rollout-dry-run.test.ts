@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { advanceRun } from '../../src/control/rollouts/advance-runs.js';
 import { dryRunStart, startRun } from '../../src/control/rollouts/start-run.js';
 import { planRun } from '../../src/control/rollouts/plan-run.js';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { HeartbeatApp } from '../../src/core/heartbeat-schema.js';
 import { FakeClock } from '../helpers/control-harness.js';
 import { checkProperty } from './property-run.js';
@@ -35,7 +35,7 @@ const app = (current: string): HeartbeatApp => ({ name: 'web', current, previous
 
 async function check(sc: typeof scenario extends fc.Arbitrary<infer T> ? T : never): Promise<void> {
   const clock = new FakeClock(T0);
-  const store = openStore(path.join(dir, `c${++made}.db`), { create: true, clock });
+  const store = openSqliteStore(path.join(dir, `c${++made}.db`), { create: true, clock });
   try {
     await store.write(async (tx) => {
       await tx.settings.set('heartbeatSeconds', '30');

@@ -7,9 +7,9 @@ import { startAdminServer, type AdminServer } from '../../admin/admin-server.js'
 import { createAdminRouter } from '../../admin/router.js';
 import { parseTrustedProxies, type TrustedProxies } from '../../operators/request-source.js';
 import { startControlServer } from '../../server/control-server.js';
-import { openStore } from '../../store/sqlite/open-sqlite-store.js';
+import { openStore } from '../../store/open-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
-import { artifactsDirOfStore, dbFileOf, jsonOf } from '../context.js';
+import { artifactsDirFor, dbSpecOf, jsonOf } from '../context.js';
 import { parseListen, parsePositiveInt } from '../parse-options.js';
 
 const log = logger('control:serve');
@@ -47,16 +47,18 @@ export function registerServe(program: Command): void {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }
       const admin = adminListenOf(o, listen, !!tls);
-      const store = openStore(dbFileOf(cmd), { groupSync: true, create: o.init === true });
+      const db = dbSpecOf(cmd);
+      const artifactsDir = artifactsDirFor(cmd, db);
+      const store = await openStore(db, { groupSync: true, create: o.init === true });
       let adminServer: AdminServer | null = null;
       try {
         await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-        const router = admin && createAdminRouter({ store, artifactsDir: artifactsDirOfStore(store), trustedProxies: admin.trusted, clock: systemClock });
-        const server = await startControlServer({ store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock, ...(admin?.shared && router ? { admin: router } : {}) });
+        const router = admin && createAdminRouter({ store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
+        const server = await startControlServer({ store, artifactsDir, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock, ...(admin?.shared && router ? { admin: router } : {}) });
         if (admin && router && !admin.shared) adminServer = await startAdminServer({ router, host: admin.host, port: admin.port, tls });
         const adminUrl = admin ? (adminServer?.url ?? server.url) : null;
         process.stdout.write(jsonOf(cmd) ? JSON.stringify({ listening: server.url, ...(adminUrl ? { admin: adminUrl } : {}) }) + '\n' : `steward-control listening on ${server.url}\n${adminUrl ? `steward-control admin API on ${adminUrl}\n` : ''}`);
-        log('listening url=%s admin=%s db=%s heartbeatSeconds=%d', server.url, adminUrl ?? '-', store.file, heartbeatSeconds);
+        log('listening url=%s admin=%s db=%s heartbeatSeconds=%d', server.url, adminUrl ?? '-', store.location, heartbeatSeconds);
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log('stopping on %s', sig);

@@ -1,7 +1,8 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { isLabels, type Labels } from '../../../core/labels.js';
 import type { NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseJson } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
   apps: string;

@@ -1,6 +1,7 @@
 import { isLabels, type Labels } from '../../../core/labels.js';
 import type { TokenReads, TokenRow, TokenWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseJson } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 type Raw = Omit<TokenRow, 'labels'> & { labels: string };
 
