@@ -1,4 +1,5 @@
-// A control plane in-process for tests: a real SQLite store in a mkdtemp folder, the real HTTP
+// A control plane in-process for tests: a real store (SQLite in a mkdtemp folder, or a backend of
+// store-backends.ts), the real HTTP
 // server on 127.0.0.1 port 0, a fake clock, and fake nodes that enroll and heartbeat over HTTP
 // with keys made here (a node key, and a "helper" key that signs their receipts).
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
@@ -14,8 +15,11 @@ import { addRelease } from '../../src/control/catalog/add-release.js';
 import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { createToken } from '../../src/control/enroll/tokens.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
+import { openStore } from '../../src/control/store/open-store.js';
 import { openSqliteStore, type SqliteStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { Labels } from '../../src/core/labels.js';
+import type { ControlStore } from '../../src/control/store/store.js';
+import type { StoreBackend } from './store-backends.js';
 
 export const T0 = 1_800_000_000_000;
 export const MINUTE = 60_000;
@@ -24,6 +28,7 @@ export const MINUTE = 60_000;
 // signal; with tickMs 0 the server has no timer and tests call server.tick() themselves.
 export class FakeClock implements Clock {
   private sleepers: Array<{ until: number; resolve: () => void }> = [];
+  private awaitingSleep: Array<() => void> = [];
   constructor(public t = T0) {}
   now = () => this.t;
   monotonic = () => this.t;
@@ -31,11 +36,16 @@ export class FakeClock implements Clock {
     new Promise<void>((resolve, reject) => {
       const entry = { until: this.t + ms, resolve };
       this.sleepers.push(entry);
+      for (const w of this.awaitingSleep.splice(0)) w();
       signal?.addEventListener('abort', () => {
         this.sleepers = this.sleepers.filter((x) => x !== entry);
         reject(signal.reason);
       }, { once: true });
     });
+  // Resolves once something sleeps on this clock (a timer loop that finished its work).
+  asleep(): Promise<void> {
+    return this.sleepers.length > 0 ? Promise.resolve() : new Promise((resolve) => this.awaitingSleep.push(resolve));
+  }
   advance(ms: number): void {
     this.t += ms;
     const due = this.sleepers.filter((x) => x.until <= this.t);
@@ -44,10 +54,10 @@ export class FakeClock implements Clock {
   }
 }
 
-export interface Control {
+export interface Control<S extends ControlStore = SqliteStore> {
   dir: string;
   dbFile: string;
-  store: SqliteStore;
+  store: S;
   server: ControlServer;
   clock: FakeClock;
   releaseKey: { privatePem: string; publicPem: string; keyId: string };
@@ -56,16 +66,37 @@ export interface Control {
   close(): Promise<void>;
 }
 
+interface ControlOptions {
+  heartbeatSeconds?: number;
+  tickMs?: number;
+  heartbeatBatch?: ControlServerOptions['heartbeatBatch'];
+  clock?: FakeClock;
+}
+
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
 // commit mode (groupSync; `groupSync` replaces its fsync seam).
-export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: SqliteStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
+export async function startControlInProcess(opts: ControlOptions & { groupSync?: SqliteStoreOptions['groupSync'] } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const clock = opts.clock ?? new FakeClock();
   const store = openSqliteStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
+  return serveStore({ dir, dbFile, store, clock, artifactsDir: artifactsDirOf(dbFile) }, opts);
+}
+
+// The same on a fresh database of `backend` (its artifacts in a mkdtemp folder).
+export async function startControlOn(backend: StoreBackend, opts: ControlOptions = {}): Promise<Control<ControlStore>> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
+  const dbFile = await backend.createDatabase();
+  const clock = opts.clock ?? new FakeClock();
+  const store = await openStore(dbFile, { clock });
+  return serveStore({ dir, dbFile, store, clock, artifactsDir: path.join(dir, 'artifacts') }, opts);
+}
+
+async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: string; store: S; clock: FakeClock; artifactsDir: string }, opts: ControlOptions): Promise<Control<S>> {
+  const { dir, dbFile, store, clock, artifactsDir } = at;
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-  const server = await startControlServer({ store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });
+  const server = await startControlServer({ store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });
   const releaseKey = generateKeyPair();
   return {
     dir,
@@ -78,7 +109,7 @@ export async function startControlInProcess(opts: { heartbeatSeconds?: number; t
     addRelease: async (app, version, o = {}) => {
       const file = path.join(dir, `${app}-${version}.tgz`);
       writeFileSync(file, o.bytes ?? Buffer.from(`tarball of ${app} ${version}`));
-      await addRelease(store, { app, version, file, url: null, baseUrl: server.url, privateKeyPem: releaseKey.privatePem, expiresDays: o.expiresDays ?? 30, artifactsDir: artifactsDirOf(dbFile) });
+      await addRelease(store, { app, version, file, url: null, baseUrl: server.url, privateKeyPem: releaseKey.privatePem, expiresDays: o.expiresDays ?? 30, artifactsDir });
     },
     close: async () => {
       await server.close();
