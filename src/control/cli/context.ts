@@ -23,13 +23,13 @@ const env = (name: string) => process.env[name] || undefined;
 // STEWARD_CONTROL_URL (not both), with STEWARD_CONTROL_TOKEN and --ca-file for the latter.
 export function targetOf(cmd: Command): Target {
   const g = cmd.optsWithGlobals<ControlGlobals>();
-  if (g.server !== undefined && g.db !== undefined) throw new StewardError('USAGE', 'pass --db FILE (on the server host) or --server URL (through the admin API), not both');
+  if (g.server !== undefined && g.db !== undefined) throw new StewardError('USAGE', 'pass --db FILE|URL (beside the database) or --server URL (through the admin API), not both');
   const server = g.server ?? (g.db === undefined ? env('STEWARD_CONTROL_URL') : undefined);
   const db = g.db ?? (g.server === undefined ? env('STEWARD_CONTROL_DB') : undefined);
   if (server !== undefined && db !== undefined) throw new StewardError('USAGE', 'STEWARD_CONTROL_URL and STEWARD_CONTROL_DB are both set: unset one, or pass --server or --db');
   if (server !== undefined) return { kind: 'remote', remote: remoteTarget(server, env('STEWARD_CONTROL_TOKEN'), g.caFile) };
   if (db !== undefined) return { kind: 'local', db };
-  throw new StewardError('USAGE', 'no database: pass --db FILE or set STEWARD_CONTROL_DB (or --server URL / STEWARD_CONTROL_URL, with STEWARD_CONTROL_TOKEN, for the admin API)');
+  throw new StewardError('USAGE', 'no database: pass --db FILE|URL or set STEWARD_CONTROL_DB (or --server URL / STEWARD_CONTROL_URL, with STEWARD_CONTROL_TOKEN, for the admin API)');
 }
 
 // The database (a file or a postgres:// URL) from --db or STEWARD_CONTROL_DB, for the commands
@@ -38,7 +38,7 @@ export function dbSpecOf(cmd: Command): string {
   const g = cmd.optsWithGlobals<ControlGlobals>();
   if (g.server !== undefined) throw new StewardError('USAGE', `\`${cmd.name()}\` runs on the server host, on its database (--db), not through --server`);
   const db = g.db ?? env('STEWARD_CONTROL_DB');
-  if (!db) throw new StewardError('USAGE', 'no database: pass --db FILE or set STEWARD_CONTROL_DB');
+  if (!db) throw new StewardError('USAGE', 'no database: pass --db FILE|URL or set STEWARD_CONTROL_DB');
   return db;
 }
 

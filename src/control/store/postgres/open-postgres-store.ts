@@ -44,10 +44,6 @@ export interface PgStoreOptions {
   maxConnections?: number;
 }
 
-export interface PgStore extends ControlStore {
-  readonly url: string;
-}
-
 // Whether `spec` (a --db value) names a PostgreSQL database.
 export function isPostgresUrl(spec: string): boolean {
   return /^postgres(ql)?:\/\//i.test(spec);
@@ -104,7 +100,7 @@ export function migratePostgresAt(url: string): Promise<MigrateResult> {
 }
 
 // Opens the store at `url` after checking that its schema is within this steward-control's range.
-export async function openPostgresStore(url: string, opts: PgStoreOptions = {}): Promise<PgStore> {
+export async function openPostgresStore(url: string, opts: PgStoreOptions = {}): Promise<ControlStore> {
   const location = redactUrl(url);
   const pool = newPool(url, opts.maxConnections ?? 10);
   try {
@@ -130,7 +126,9 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
         return await client.query(sql, args);
       } catch (err) {
         failed ??= err;
-        if (!(err as { code?: string }).code) broken = err as Error;
+        // Anything but the server's answer (a lost connection, a value the parsers refused)
+        // leaves the connection in a state nobody should reuse.
+        if (!(err instanceof pg.DatabaseError)) broken = err as Error;
         throw err;
       }
     };
@@ -208,7 +206,6 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
   const reading = new Set<Promise<unknown>>();
   let closed: Promise<void> | null = null;
   return {
-    url,
     location,
     write: (fn) => {
       const result = tail.then(() => inTransaction('BEGIN ISOLATION LEVEL SERIALIZABLE', fn));
