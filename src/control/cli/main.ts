@@ -20,7 +20,7 @@ export function buildControlProgram(): Command {
     .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
     .option('--db <file|url>', 'the database: a SQLite file on the server host, or a postgres:// URL (default: STEWARD_CONTROL_DB)')
     .option('--artifacts <dir>', 'the folder of kept release tarballs (default: STEWARD_CONTROL_ARTIFACTS, else <db>.artifacts beside a SQLite file; required with PostgreSQL)')
-    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve and init')
+    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve, init and migrate')
     .option('--ca-file <file>', "a PEM CA bundle to trust for --server's https, beside Node's own")
     .option('--json', 'print one JSON document on stdout')
     // Not commander's .version(): a program option is also taken after a subcommand, and would
