@@ -1,4 +1,4 @@
-// Rewrites the reason-code table in README.md from src/cli/error-message.ts, the one
+// Rewrites the reason-code table in docs/reason-codes.md from src/cli/error-message.ts, the one
 // place codes are mapped to text and exit codes. `npm run readme-codes`.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { OPERATIONAL_CODES, OUTCOME_CODES, REFUSAL_CODES, RELEASE_PROBLEM_CODES } from '../src/core/errors.js';
@@ -21,15 +21,15 @@ export function reasonCodesMarkdown(): string {
 const START = '<!-- reason-codes:start -->';
 const END = '<!-- reason-codes:end -->';
 
-// README text with the table between the markers replaced.
+// The page's text with the table between the markers replaced.
 export function withReasonCodes(readme: string): string {
   const a = readme.indexOf(START);
   const b = readme.indexOf(END);
-  if (a < 0 || b < a) throw new Error('README.md lacks the reason-codes markers');
+  if (a < 0 || b < a) throw new Error('docs/reason-codes.md lacks the reason-codes markers');
   return readme.slice(0, a + START.length) + '\n' + reasonCodesMarkdown() + '\n' + readme.slice(b);
 }
 
 if (process.argv[1]?.endsWith('readme-codes.js')) {
-  const file = new URL('../../README.md', import.meta.url);
+  const file = new URL('../../docs/reason-codes.md', import.meta.url);
   writeFileSync(file, withReasonCodes(readFileSync(file, 'utf8')));
 }

@@ -2,9 +2,8 @@
 // helper answered (accepted or refused). The agent never sends one of these again (DESIGN §6).
 import { toStewardError } from '../core/errors.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
-import { readVersionedChecked } from '../platform/versioned-json.js';
-// Checked without zod (agent-file-checks.ts; its test holds it to the zod schema).
-import { ACTED_SCHEMA_VERSION, checkActedFile, type ActedEntry } from './agent-file-checks.js';
+import { readVersionedJson } from '../platform/versioned-file.js';
+import { ACTED_SCHEMA_VERSION, actedFileSchema, type ActedEntry } from './agent-file-schemas.js';
 
 export type { ActedEntry };
 // A control plane re-sends a desired entry only while its rollout is undecided, so a window of
@@ -21,7 +20,7 @@ export class ActedStore {
 
   // Opens acted.json: absent is empty; invalid or newer throws STATE_INVALID.
   static async open(file: string, max = ACTED_MAX): Promise<ActedStore> {
-    const body = await readVersionedChecked(file, ACTED_SCHEMA_VERSION, checkActedFile, 1024 * 1024);
+    const body = await readVersionedJson(file, ACTED_SCHEMA_VERSION, actedFileSchema, 1024 * 1024);
     return new ActedStore(file, body?.acted ?? [], max);
   }
 

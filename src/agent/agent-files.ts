@@ -7,9 +7,8 @@ import { StewardError, toStewardError } from '../core/errors.js';
 import type { HostPaths } from '../core/paths.js';
 import { ensureDir, readRegularFile, writeFileAtomic, writeJsonAtomic } from '../platform/fs-atomic.js';
 import { parsePrivateKey } from '../platform/keys.js';
-import { readVersionedChecked } from '../platform/versioned-json.js';
-// Read without zod (agent-file-checks.ts; its test holds it to enrollment-schema.ts).
-import { checkEnrollmentFile, ENROLLMENT_SCHEMA_VERSION, type EnrollmentFile } from './agent-file-checks.js';
+import { readVersionedJson } from '../platform/versioned-file.js';
+import { ENROLLMENT_SCHEMA_VERSION, enrollmentFileSchema, type EnrollmentFile } from './enrollment-schema.js';
 
 export interface AgentFiles {
   dir: string;
@@ -48,11 +47,11 @@ export async function ensureAgentDir(files: AgentFiles): Promise<void> {
   }
 }
 
-export { ENROLLMENT_SCHEMA_VERSION, type EnrollmentFile } from './agent-file-checks.js';
+export { ENROLLMENT_SCHEMA_VERSION, type EnrollmentFile } from './enrollment-schema.js';
 
 // enrollment.json, or null before enrollment; invalid or newer is STATE_INVALID.
 export function readEnrollment(files: AgentFiles): Promise<EnrollmentFile | null> {
-  return readVersionedChecked(files.enrollment, ENROLLMENT_SCHEMA_VERSION, checkEnrollmentFile, 64 * 1024);
+  return readVersionedJson(files.enrollment, ENROLLMENT_SCHEMA_VERSION, enrollmentFileSchema, 64 * 1024);
 }
 
 // Writes enrollment.json (0600, atomic replace).

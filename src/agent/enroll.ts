@@ -4,9 +4,10 @@
 // node.key and enrollment.json; nobody else ever reads the node key.
 import os from 'node:os';
 import { promises as fsp } from 'node:fs';
-import { z } from 'zod';
+import { z } from '../core/zod-mini.js';
 import { claimedLabelsSchema, ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
+import { HOSTNAME_RE, HOSTNAME_RULE, isHostname } from '../core/name-checks.js';
 import type { Clock } from '../platform/clock.js';
 import { DOMAINS, generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, signEnvelope } from '../platform/keys.js';
 import { acquireHelperLock } from '../platform/lock.js';
@@ -19,30 +20,32 @@ import { relayMarkFile } from '../core/relay-mark.js';
 
 // What the root side hands the agent user's process on stdin (the token never goes in argv).
 export const enrollRequestSchema = z.strictObject({
-  controlPlaneUrl: z.string().url(),
-  token: z.string().min(1).max(256),
-  helperPublicKey: z.string().min(1).max(4096),
-  caFile: z.string().min(1).optional(),
-  insecure: z.boolean().optional(),
-  force: z.boolean().optional(),
+  controlPlaneUrl: z.url(),
+  token: z.string().check(z.minLength(1), z.maxLength(256)),
+  helperPublicKey: z.string().check(z.minLength(1), z.maxLength(4096)),
+  caFile: z.optional(z.string().check(z.minLength(1))),
+  insecure: z.optional(z.boolean()),
+  force: z.optional(z.boolean()),
   // What the node proposes as its labels (`agentctl enroll --label`); the control plane keeps
   // them under claimed.<key>.
-  labels: claimedLabelsSchema.optional(),
+  labels: z.optional(claimedLabelsSchema),
+  // The node's host name as root checked it (`agentctl enroll --hostname`, else the kernel's).
+  hostname: z.optional(z.string().check(z.regex(HOSTNAME_RE, `hostname must be ${HOSTNAME_RULE}`))),
 });
 export type EnrollRequest = z.infer<typeof enrollRequestSchema>;
 
 // What it may ask root for, once, on a line of its stdout before its result: the helper key's
 // signature over the enroll payload bytes P (base64). Root answers on the child's stdin.
-export const enrollProveRequestSchema = z.strictObject({ prove: z.string().min(1).max(48 * 1024) });
+export const enrollProveRequestSchema = z.strictObject({ prove: z.string().check(z.minLength(1), z.maxLength(48 * 1024)) });
 export const enrollProveAnswerSchema = z.union([
-  z.strictObject({ helperSig: z.string().min(1).max(256) }),
-  z.strictObject({ error: z.strictObject({ code: z.string().max(64), message: z.string().max(4096) }) }),
+  z.strictObject({ helperSig: z.string().check(z.minLength(1), z.maxLength(256)) }),
+  z.strictObject({ error: z.strictObject({ code: z.string().check(z.maxLength(64)), message: z.string().check(z.maxLength(4096)) }) }),
 ]);
 export type EnrollProveAnswer = z.infer<typeof enrollProveAnswerSchema>;
 
 // What it prints on stdout last: one JSON line.
 export const enrollResultSchema = z.union([
-  z.strictObject({ ok: z.literal(true), nodeId: z.string().min(1).max(128), heartbeatSeconds: z.number().int(), nodeKeyId: z.string(), controlPlaneUrl: z.string() }),
+  z.strictObject({ ok: z.literal(true), nodeId: z.string().check(z.minLength(1), z.maxLength(128)), heartbeatSeconds: z.number().check(z.int()), nodeKeyId: z.string(), controlPlaneUrl: z.string() }),
   z.strictObject({ ok: z.literal(false), error: z.strictObject({ code: z.string(), message: z.string() }) }),
 ]);
 export type EnrollResult = z.infer<typeof enrollResultSchema>;
@@ -78,7 +81,7 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
       token: req.token,
       nodePublicKey: kp.publicPem,
       helperPublicKey: req.helperPublicKey,
-      hostname: (os.hostname() || 'localhost').slice(0, 253),
+      hostname: enrollHostname(req.hostname),
       sentAt: deps.clock.now(),
       // Only when there are some: a control plane from before labels refuses the key.
       ...(req.labels && Object.keys(req.labels).length ? { labels: req.labels } : {}),
@@ -141,4 +144,15 @@ async function exists(file: string): Promise<boolean> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
+}
+
+// The host name a node enrolls under: the one given, else the kernel's, which must be an RFC 1123
+// host name (DESIGN §12); the control plane refuses any other, so it is refused here first, by name.
+export function enrollHostname(given?: string): string {
+  const name = given ?? os.hostname();
+  if (!isHostname(name)) {
+    const what = given === undefined ? `this host's name ${JSON.stringify(name)}` : `--hostname ${JSON.stringify(name)}`;
+    throw new StewardError('USAGE', `${what} is not ${HOSTNAME_RULE}${given === undefined ? ': pass --hostname NAME' : ''}`);
+  }
+  return name;
 }

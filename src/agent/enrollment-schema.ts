@@ -1,15 +1,17 @@
-// enrollment.json's zod schema: the rules agent-file-checks.ts's checkEnrollmentFile stands for
-// (the agent reads the file with that checker, without zod; the tests hold the two together).
-import { z } from 'zod';
-import { epochMsSchema } from '../core/names.js';
+// enrollment.json in the agent's folder: what enrollment gave this node.
+import { z } from '../core/zod-mini.js';
+import { epochMsSchema, intSchema, keyIdSchema } from '../core/names.js';
+
+export const ENROLLMENT_SCHEMA_VERSION = 1;
 
 export const enrollmentFileSchema = z.strictObject({
-  schemaVersion: z.literal(1),
-  nodeId: z.string().min(1).max(128),
-  controlPlaneUrl: z.string().url(),
+  schemaVersion: z.literal(ENROLLMENT_SCHEMA_VERSION),
+  nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
+  controlPlaneUrl: z.url(),
   enrolledAt: epochMsSchema,
   // The control plane's interval at enrollment; each heartbeat answer replaces it in memory.
-  heartbeatSeconds: z.number().int().min(1).max(86_400),
+  heartbeatSeconds: intSchema(1, 86_400),
   // The node key's id, to notice a node.key that is not the enrolled one.
-  nodeKeyId: z.string().regex(/^[0-9a-f]{16}$/),
+  nodeKeyId: keyIdSchema,
 });
+export type EnrollmentFile = z.infer<typeof enrollmentFileSchema>;

@@ -1,9 +1,8 @@
 // What a control plane's answer to one heartbeat means for the agent, pure (DESIGN §6 and
 // src/core/control-api.ts). Anything unexpected is `unavailable`, never a crash.
-// Read without zod (control-answer.ts): this runs on every heartbeat of an idle agent.
-import type { HeartbeatAnswer } from '../core/control-api.js';
+import { errorAnswerSchema, heartbeatAnswerSchema, type HeartbeatAnswer } from '../core/control-api.js';
+import { formatIssues } from '../core/format-issues.js';
 import { MAX_ADOPTED_SEQ, MAX_DATE_MS } from '../core/heartbeat-limits.js';
-import { readErrorAnswer, readHeartbeatAnswer } from './control-answer.js';
 
 export type HeartbeatOutcome =
   | { kind: 'ok'; answer: HeartbeatAnswer }
@@ -26,11 +25,12 @@ export type HeartbeatOutcome =
 // unknown.
 export function classifyHeartbeatAnswer(status: number, json: unknown): HeartbeatOutcome {
   if (status === 200) {
-    const ok = readHeartbeatAnswer(json);
-    if (ok.ok) return { kind: 'ok', answer: ok.value };
-    return { kind: 'unavailable', message: `200 answer does not match the contract (${ok.where || '(body)'}: ${ok.message})` };
+    const ok = heartbeatAnswerSchema.safeParse(json);
+    if (ok.success) return { kind: 'ok', answer: ok.data };
+    return { kind: 'unavailable', message: `200 answer does not match the contract (${formatIssues(ok.error.issues)})` };
   }
-  const err = readErrorAnswer(json);
+  const parsed = errorAnswerSchema.safeParse(json);
+  const err = parsed.success ? parsed.data : null;
   const code = err ? err.error.code : 'UNKNOWN';
   const message = err ? err.error.message : `HTTP ${status} without an error body`;
   if (status >= 500 || status < 400) return { kind: 'unavailable', message: `HTTP ${status}: ${message}` };

@@ -1,9 +1,7 @@
 // The `apps` of a heartbeat from the helper's status answer (DESIGN §6), pure.
 import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
-import type { HeartbeatApp } from '../core/heartbeat-schema.js';
+import { heartbeatAppSchema, type HeartbeatApp } from '../core/heartbeat-schema.js';
 import type { AppStatus } from '../protocol/answers.js';
-// Checked without zod (heartbeat-app-check.ts): this runs on every heartbeat of an idle agent.
-import { readHeartbeatApp } from './heartbeat-app-check.js';
 
 // Maps each app of a status answer to a heartbeat app; an app that does not fit the schema
 // (a version the helper reports that is not one) is left out and named in `skipped`.
@@ -11,7 +9,8 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
   const out: HeartbeatApp[] = [];
   const skipped: string[] = [];
   for (const a of apps.slice(0, MAX_HEARTBEAT_APPS)) {
-    const parsed = readHeartbeatApp({
+    // The status answer came over a socket: every field is checked before it goes into a signed heartbeat.
+    const parsed = heartbeatAppSchema.safeParse({
       name: a.name,
       current: a.current,
       previous: a.previous,
@@ -19,7 +18,7 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       blocked: a.blocked !== null && a.blocked !== undefined,
       supervisor: supervisorOf(a),
     });
-    if (parsed) out.push(parsed);
+    if (parsed.success) out.push(parsed.data);
     else skipped.push(a.name);
   }
   return { apps: out, skipped };

@@ -4,6 +4,7 @@
 import { createInterface } from 'node:readline';
 import { Command, CommanderError } from 'commander';
 import { StewardError, toStewardError } from '../core/errors.js';
+import { formatIssues } from '../core/format-issues.js';
 import type { HostConfig } from '../core/config-schema.js';
 import { hostPaths } from '../core/paths.js';
 import { relayMarkFile } from '../core/relay-mark.js';
@@ -168,10 +169,10 @@ async function runEnrollNode(o: AgentOptions): Promise<number> {
   try {
     const isRoot = process.getuid?.() === 0;
     const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
-    // Loaded here only: enrollment runs once, and its schemas would keep zod in every agent.
+    // Loaded here only: enrollment runs once (the agent user's half, never the daemon).
     const { enrollNode, enrollProveAnswerSchema, enrollRequestSchema } = await import('./enroll.js');
     const asked = enrollRequestSchema.safeParse(await nextLine('the request'));
-    if (!asked.success) throw new StewardError('USAGE', `enroll-node reads one JSON request on stdin: ${asked.error.message}`);
+    if (!asked.success) throw new StewardError('USAGE', `enroll-node reads one JSON request on stdin: ${formatIssues(asked.error.issues)}`);
     const req = asked.data;
     const proveHelperKey = async (payload: Buffer): Promise<string> => {
       print({ prove: payload.toString('base64') });

@@ -2,13 +2,12 @@
 // acknowledgement, kept in outbox.json so that an agent restart neither loses nor repeats one.
 import type { KeyObject } from 'node:crypto';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { checkReceiptPayload } from '../core/receipt-check.js';
+import { receiptPayloadSchema } from '../core/receipt-schema.js';
 import { RELAY_MARK_SCHEMA_VERSION, type RelayMark } from '../core/relay-mark.js';
 import type { Envelope } from '../core/release-schemas.js';
 import { verifyReceipt } from '../platform/verify-receipt.js';
-import { readVersionedChecked } from '../platform/versioned-json.js';
-// Checked without zod (agent-file-checks.ts; its test holds it to outboxFileSchema).
-import { checkOutboxFile, OUTBOX_SCHEMA_VERSION, type OutboxFile } from './agent-file-checks.js';
+import { readVersionedJson } from '../platform/versioned-file.js';
+import { OUTBOX_SCHEMA_VERSION, outboxFileSchema, type OutboxFile } from '../core/outbox-schema.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
 import { keyIdOf } from '../platform/keys.js';
 import { logger } from '../platform/log.js';
@@ -61,10 +60,10 @@ function claimedSeq(envelope: unknown): number {
 
 // The receipt seq inside an envelope's payload, or null when the payload is not a receipt.
 // Used only on the agent's own outbox file; what comes from the helper is verified instead.
-// Checked without zod (receipt-check.ts, held to receiptPayloadSchema by its property test).
 function seqOfStored(envelope: Envelope): number | null {
   try {
-    return checkReceiptPayload(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')))?.seq ?? null;
+    const r = receiptPayloadSchema.safeParse(JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')));
+    return r.success ? r.data.seq : null;
   } catch {
     return null;
   }
@@ -120,7 +119,7 @@ export class Outbox {
   // `markFile`, every change is followed by the relay mark (core/relay-mark.ts) it implies.
   // `maxPending` (default OUTBOX_MAX_PENDING) bounds what take() adds, never what open() reads.
   static async open(file: string, opts: { markFile?: string; maxPending?: number } = {}): Promise<Outbox> {
-    const body = await readVersionedChecked(file, OUTBOX_SCHEMA_VERSION, checkOutboxFile, OUTBOX_MAX_BYTES);
+    const body = await readVersionedJson(file, OUTBOX_SCHEMA_VERSION, outboxFileSchema, OUTBOX_MAX_BYTES);
     const state = body === null ? { helperKeyId: null, highestSeq: 0, pending: [] } : decodeFile(file, body);
     return new Outbox(file, state, opts.markFile ?? null, opts.maxPending ?? OUTBOX_MAX_PENDING);
   }

@@ -4,9 +4,8 @@ import { toStewardError } from '../core/errors.js';
 import { MAX_ADOPTED_SEQ } from '../core/heartbeat-limits.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
 import { logger } from '../platform/log.js';
-import { readVersionedChecked } from '../platform/versioned-json.js';
-// Checked without zod (agent-file-checks.ts; its test holds it to the zod schema).
-import { checkSeqFile, SEQ_SCHEMA_VERSION } from './agent-file-checks.js';
+import { readVersionedJson } from '../platform/versioned-file.js';
+import { SEQ_SCHEMA_VERSION, seqFileSchema } from './agent-file-schemas.js';
 
 export class SeqStore {
   private constructor(
@@ -19,7 +18,7 @@ export class SeqStore {
   // a warning: the control plane's next 409 names the seq to jump past, and a seq near the safe
   // integers' end would soon be one the agent cannot send or store.
   static async open(file: string, log: (format: string, ...args: unknown[]) => void = logger('agent:seq')): Promise<SeqStore> {
-    const body = await readVersionedChecked(file, SEQ_SCHEMA_VERSION, checkSeqFile, 4096);
+    const body = await readVersionedJson(file, SEQ_SCHEMA_VERSION, seqFileSchema, 4096);
     const last = body?.lastSeq ?? 0;
     if (last > MAX_ADOPTED_SEQ) {
       log('WARNING: %s holds lastSeq=%d, above %d, the highest seq this agent keeps: starting again from 0 (the control plane answers 409 with the seq to jump past)', file, last, MAX_ADOPTED_SEQ);

@@ -32,7 +32,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   ACTIVATION_INTERRUPTED: { exit: EXIT.rolledBack, hint: 'an activation was interrupted and rolled back at the helper start' },
   ALREADY_ACTIVE: { exit: EXIT.ok, hint: 'that version is already active' },
   JOURNAL_INVALID: { exit: EXIT.failure, hint: 'the app journal is unreadable; `agentctl recover <app>`' },
-  BAD_REQUEST: { exit: EXIT.failure, hint: 'the helper rejected the request as malformed' },
+  BAD_REQUEST: { exit: EXIT.failure, hint: 'the helper or the admin API rejected the request as malformed or oversized' },
   FORBIDDEN: { exit: EXIT.refused, hint: 'helper.sock does not allow this; run as root to use admin.sock' },
   UNKNOWN_APP: { exit: EXIT.refused, hint: 'the app is not in /etc/steward/steward.json' },
   NOT_FOUND: { exit: EXIT.failure, hint: 'a named file or version does not exist' },
@@ -70,7 +70,7 @@ export function hintFor(code: ReasonCode): string {
   return TEXT[code]?.hint ?? '';
 }
 
-// Every code with its exit code and hint, for the README and `agentctl --help`.
+// Every code with its exit code and hint, for docs/reason-codes.md and `agentctl --help`.
 export function reasonTable(): Array<{ code: ReasonCode; exit: number; hint: string }> {
   return (Object.keys(TEXT) as ReasonCode[]).map((code) => ({ code, ...(TEXT[code] as { exit: number; hint: string }) }));
 }

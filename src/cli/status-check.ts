@@ -2,7 +2,7 @@ import type { AppStatus, StatusResult } from '../protocol/answers.js';
 import { EXIT } from './error-message.js';
 import { when } from './output.js';
 
-// What `agentctl status --check` tells a monitoring script (README "agentctl"): exit 1 when an
+// What `agentctl status --check` tells a monitoring script (docs/agentctl.md): exit 1 when an
 // app is broken (the supervisor gave up: `error`; `blocked`; `current` invalid; its state or
 // journal unreadable; its unit failed), else 3 when an app is held (the control plane cannot
 // change it until release-hold), else 0. `problems` says why, one line per app and problem.

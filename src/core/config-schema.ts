@@ -1,98 +1,106 @@
-import { z } from 'zod';
-import { APP_NAME_RE } from './names.js';
+import { z } from './zod-mini.js';
+import { APP_NAME_RE, TEXTFILE_RE } from './name-checks.js';
+import { intSchema } from './names.js';
 
-const ms = (max: number) => z.number().int().nonnegative().max(max);
+const DAY = 86_400_000;
 
 const restartSchema = z.strictObject({
-  baseMs: ms(86_400_000).default(5_000),
-  capMs: ms(86_400_000).default(300_000),
-  maxAttempts: z.number().int().min(1).max(1000).default(5),
-  healthyMs: ms(86_400_000).default(600_000),
+  baseMs: z._default(intSchema(0, DAY), 5_000),
+  capMs: z._default(intSchema(0, DAY), 300_000),
+  maxAttempts: z._default(intSchema(1, 1000), 5),
+  healthyMs: z._default(intSchema(0, DAY), 600_000),
 });
 
 const quarantineSchema = z.strictObject({
-  baseMs: ms(86_400_000 * 30).default(300_000),
-  capMs: ms(86_400_000 * 30).default(86_400_000),
+  baseMs: z._default(intSchema(0, DAY * 30), 300_000),
+  capMs: z._default(intSchema(0, DAY * 30), DAY),
 });
 
-const userNameSchema = z.string().regex(/^[a-z_][a-z0-9_.-]{0,31}$/, 'a POSIX user or group name');
+const userNameSchema = z.string().check(z.regex(/^[a-z_][a-z0-9_.-]{0,31}$/, 'a POSIX user or group name'));
 
 const processAppSchema = z.strictObject({
   runner: z.literal('process'),
-  user: userNameSchema.optional(),
-  group: userNameSchema.optional(),
-  keepReleases: z.number().int().min(2).max(100).default(3),
-  restart: restartSchema.default(() => restartSchema.parse({})),
-  quarantine: quarantineSchema.default(() => quarantineSchema.parse({})),
+  user: z.optional(userNameSchema),
+  group: z.optional(userNameSchema),
+  keepReleases: z._default(intSchema(2, 100), 3),
+  restart: z._default(restartSchema, () => restartSchema.parse({})),
+  quarantine: z._default(quarantineSchema, () => quarantineSchema.parse({})),
   // How long a stopped process gets after SIGTERM before SIGKILL.
-  stopTimeoutMs: ms(3_600_000).default(10_000),
+  stopTimeoutMs: z._default(intSchema(0, 3_600_000), 10_000),
   // The cap of the app's log file (detached runner; under systemd journald keeps the output):
   // past it, the helper cuts the file to its newest half.
-  logMaxBytes: z.number().int().min(64 * 1024).default(50 * 1024 * 1024),
+  logMaxBytes: z._default(intSchema(64 * 1024), 50 * 1024 * 1024),
 });
 
 const unitAppSchema = z.strictObject({
   runner: z.literal('unit'),
-  unit: z.string().regex(/^[A-Za-z0-9:_.@-]{1,250}\.service$/, 'a systemd unit name ending in .service'),
-  keepReleases: z.number().int().min(2).max(100).default(3),
-  quarantine: quarantineSchema.default(() => quarantineSchema.parse({})),
+  unit: z.string().check(z.regex(/^[A-Za-z0-9:_.@-]{1,250}\.service$/, 'a systemd unit name ending in .service')),
+  keepReleases: z._default(intSchema(2, 100), 3),
+  quarantine: z._default(quarantineSchema, () => quarantineSchema.parse({})),
 });
 
-const appSchema = z.preprocess(
-  (v) => (v && typeof v === 'object' && !Array.isArray(v) && !('runner' in v) ? { ...v, runner: 'process' } : v),
+// An app without `runner` is a process app.
+const appSchema = z.pipe(
+  z.transform((v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) && !('runner' in v) ? { ...v, runner: 'process' } : v)),
   z.discriminatedUnion('runner', [processAppSchema, unitAppSchema]),
 );
 
 const apiSchema = z.strictObject({
-  idleTimeoutMs: ms(3_600_000).min(100).default(10_000),
-  maxConnections: z.number().int().min(2).max(10_000).default(64),
-  maxRequestBytes: z.number().int().min(1024).max(1024 * 1024).default(64 * 1024),
+  idleTimeoutMs: z._default(intSchema(100, 3_600_000), 10_000),
+  maxConnections: z._default(intSchema(2, 10_000), 64),
+  maxRequestBytes: z._default(intSchema(1024, 1024 * 1024), 64 * 1024),
 });
 
 const fetchSchema = z.strictObject({
-  deadlineMs: ms(86_400_000).min(1000).default(600_000),
-  minBytesPerSecond: z.number().int().nonnegative().default(1024),
-  minSpeedWindowMs: ms(3_600_000).min(100).default(30_000),
-  maxRedirects: z.number().int().min(0).max(20).default(5),
-  caFile: z.string().min(1).optional(),
-  diskReserveBytes: z.number().int().nonnegative().default(10 * 1024 * 1024),
-  maxUnsignedBytes: z.number().int().positive().default(2 * 1024 * 1024 * 1024),
+  deadlineMs: z._default(intSchema(1000, DAY), 600_000),
+  minBytesPerSecond: z._default(intSchema(0), 1024),
+  minSpeedWindowMs: z._default(intSchema(100, 3_600_000), 30_000),
+  maxRedirects: z._default(intSchema(0, 20), 5),
+  caFile: z.optional(z.string().check(z.minLength(1))),
+  diskReserveBytes: z._default(intSchema(0), 10 * 1024 * 1024),
+  maxUnsignedBytes: z._default(intSchema(1), 2 * 1024 * 1024 * 1024),
 });
 
 const extractSchema = z.strictObject({
-  maxEntries: z.number().int().positive().default(100_000),
-  maxBytes: z.number().int().positive().default(2 * 1024 * 1024 * 1024),
-  maxPathLength: z.number().int().positive().max(4096).default(4096),
-  maxDepth: z.number().int().positive().max(1024).default(64),
-  maxRatio: z.number().int().positive().default(200),
+  maxEntries: z._default(intSchema(1), 100_000),
+  maxBytes: z._default(intSchema(1), 2 * 1024 * 1024 * 1024),
+  maxPathLength: z._default(intSchema(1, 4096), 4096),
+  maxDepth: z._default(intSchema(1, 1024), 64),
+  maxRatio: z._default(intSchema(1), 200),
 });
 
 const supervisorSchema = z.strictObject({
   // How `process` apps run: as transient units under systemd ("systemd"), as detached children
   // with a log file ("detached"), or "auto": systemd when PID 1 is systemd and the helper is root.
-  processRunner: z.enum(['auto', 'systemd', 'detached']).default('auto'),
+  processRunner: z._default(z.enum(['auto', 'systemd', 'detached']), 'auto'),
   // The periodic reconcile pass.
-  sweepMs: ms(3_600_000).min(100).default(60_000),
+  sweepMs: z._default(intSchema(100, 3_600_000), 60_000),
   // How often an adopted process (not the helper's child) is checked.
-  pollMs: ms(600_000).min(50).default(2_000),
+  pollMs: z._default(intSchema(50, 600_000), 2_000),
   // How often the size of a running app's log file is checked against its logMaxBytes.
-  logCheckMs: ms(3_600_000).min(100).default(5_000),
+  logCheckMs: z._default(intSchema(100, 3_600_000), 5_000),
 });
 
 const controlPlaneSchema = z.strictObject({
-  url: z.string().url(),
-  caFile: z.string().min(1).optional(),
-  insecure: z.boolean().default(false),
+  url: z.url(),
+  caFile: z.optional(z.string().check(z.minLength(1))),
+  insecure: z._default(z.boolean(), false),
+});
+
+// metrics.textfile (DESIGN §12): the node_exporter textfile the helper keeps.
+const metricsSchema = z.strictObject({
+  textfile: z.optional(z.string().check(z.maxLength(4096), z.regex(TEXTFILE_RE, 'an absolute path ending in <name>.prom'))),
 });
 
 // The host config of DESIGN §2. Unknown keys are an error at every level.
 export const hostConfigSchema = z.strictObject({
-  apps: z.record(z.string().regex(APP_NAME_RE, 'app names are [a-z0-9][a-z0-9_-]{0,62}'), appSchema).default({}),
-  controlPlane: controlPlaneSchema.optional(),
-  api: apiSchema.default(() => apiSchema.parse({})),
-  fetch: fetchSchema.default(() => fetchSchema.parse({})),
-  extract: extractSchema.default(() => extractSchema.parse({})),
-  supervisor: supervisorSchema.default(() => supervisorSchema.parse({})),
+  apps: z._default(z.record(z.string().check(z.regex(APP_NAME_RE, 'app names are [a-z0-9][a-z0-9_-]{0,62}')), appSchema), {}),
+  controlPlane: z.optional(controlPlaneSchema),
+  api: z._default(apiSchema, () => apiSchema.parse({})),
+  fetch: z._default(fetchSchema, () => fetchSchema.parse({})),
+  extract: z._default(extractSchema, () => extractSchema.parse({})),
+  supervisor: z._default(supervisorSchema, () => supervisorSchema.parse({})),
+  metrics: z.optional(metricsSchema),
 });
 
 export type HostConfig = z.infer<typeof hostConfigSchema>;
@@ -101,5 +109,3 @@ export type ProcessAppConfig = Extract<AppConfig, { runner: 'process' }>;
 export type ExtractLimits = HostConfig['extract'];
 export type FetchSettings = HostConfig['fetch'];
 export type ApiSettings = HostConfig['api'];
-
-export { formatIssues } from './format-issues.js';

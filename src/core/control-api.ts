@@ -1,5 +1,5 @@
 // The HTTP contract between steward-agent (and `agentctl enroll`) and a control plane
-// (DESIGN §6, §9). Shared by both sides so they cannot drift; the README documents it.
+// (DESIGN §6, §9). Shared by both sides so they cannot drift; docs/protocol.md documents it.
 //
 //   POST /v1/enroll     body: EnrollBody: an envelope (node key, domain steward-enroll-v1) of
 //                       EnrollPayload, plus helperSig (helper key, steward-enroll-helper-v1)
@@ -11,32 +11,38 @@
 //   GET  /v1/artifacts/<app>/<version>.tgz   the release tarball, when the catalog keeps it
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
-import { z } from 'zod';
-import { CLAIMABLE_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
-import { appNameSchema, attemptIdSchema, epochMsSchema, versionSchema } from './names.js';
+import { z } from './zod-mini.js';
+import { CLAIMABLE_KEY_RE, LABEL_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
+import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, stringSchema, versionSchema } from './names.js';
+import { HOSTNAME_RE, HOSTNAME_RULE } from './name-checks.js';
 import { envelopeSchema } from './release-schemas.js';
 
 export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
 
-const pemSchema = z.string().min(1).max(4096);
+const heartbeatSecondsSchema = intSchema(1, 86_400);
+const pemSchema = stringSchema(1, 4096);
 
 // The labels a node proposes at enrollment (DESIGN §11): kept under `claimed.<key>`, so a key
 // leaves room for that prefix. Absent for a node that proposes none (what older agents send).
-export const claimedLabelsSchema = z
-  .record(z.string().regex(CLAIMABLE_KEY_RE), z.string().regex(LABEL_VALUE_RE))
-  .refine((l) => Object.keys(l).length <= MAX_LABELS, { message: `at most ${MAX_LABELS} labels` });
+const labelsOf = (keyRe: RegExp) =>
+  z.record(z.string().check(z.regex(keyRe, `label keys match ${keyRe.source}`)), z.string().check(z.regex(LABEL_VALUE_RE, `label values match ${LABEL_VALUE_RE.source}`))).check(
+    z.refine((l) => Object.keys(l).length <= MAX_LABELS, { message: `at most ${MAX_LABELS} labels` }),
+  );
+export const claimedLabelsSchema = labelsOf(CLAIMABLE_KEY_RE);
+// A node's or a token's labels as steward-control keeps them (DESIGN §11).
+export const labelsSchema = labelsOf(LABEL_KEY_RE);
 
 // What a node signs with its fresh node key to enroll. `nodePublicKey` must verify the
 // envelope's signature; `helperPublicKey` is the key every receipt of this node must verify
 // under from now on. Tokens are single use and expire.
 export const enrollPayloadSchema = z.strictObject({
   v: z.literal(1),
-  token: z.string().min(16).max(256),
+  token: stringSchema(16, 256),
   nodePublicKey: pemSchema,
   helperPublicKey: pemSchema,
-  hostname: z.string().min(1).max(253),
+  hostname: z.string().check(z.regex(HOSTNAME_RE, `hostname must be ${HOSTNAME_RULE}`)),
   sentAt: epochMsSchema,
-  labels: claimedLabelsSchema.optional(),
+  labels: z.optional(claimedLabelsSchema),
 });
 export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
 
@@ -49,13 +55,13 @@ export type EnrollPayload = z.infer<typeof enrollPayloadSchema>;
 // agentctl's body lacks; enrollment refuses a body without it.
 export const enrollBodySchema = z.strictObject({
   ...envelopeSchema.shape,
-  helperSig: z.string().min(1).max(256).optional(),
+  helperSig: z.optional(stringSchema(1, 256)),
 });
 export type EnrollBody = z.infer<typeof enrollBodySchema>;
 
 export const enrollAnswerSchema = z.strictObject({
-  nodeId: z.string().min(1).max(128),
-  heartbeatSeconds: z.number().int().min(1).max(86_400),
+  nodeId: stringSchema(1, 128),
+  heartbeatSeconds: heartbeatSecondsSchema,
 });
 export type EnrollAnswer = z.infer<typeof enrollAnswerSchema>;
 
@@ -69,17 +75,17 @@ export const desiredEntrySchema = z.strictObject({
   version: versionSchema,
   attemptId: attemptIdSchema,
   manifest: envelopeSchema,
-  notAfter: epochMsSchema.optional(),
+  notAfter: z.optional(epochMsSchema),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
-const seqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const seqSchema = intSchema(1);
 
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.
-  ackedSeqs: z.array(seqSchema).max(4096),
-  desired: z.array(desiredEntrySchema).max(256),
-  heartbeatSeconds: z.number().int().min(1).max(86_400),
+  ackedSeqs: z.array(seqSchema).check(z.maxLength(4096)),
+  desired: z.array(desiredEntrySchema).check(z.maxLength(256)),
+  heartbeatSeconds: heartbeatSecondsSchema,
 });
 export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
 
@@ -97,8 +103,8 @@ export const CONTROL_ERROR_CODES = [
 export type ControlErrorCode = (typeof CONTROL_ERROR_CODES)[number];
 
 export const errorAnswerSchema = z.object({
-  error: z.object({ code: z.string().max(64), message: z.string().max(4096) }),
-  lastSeq: z.number().int().nonnegative().optional(),
-  serverTime: epochMsSchema.optional(),
+  error: z.object({ code: stringSchema(0, 64), message: stringSchema(0, 4096) }),
+  lastSeq: z.optional(intSchema(0)),
+  serverTime: z.optional(epochMsSchema),
 });
 export type ErrorAnswer = z.infer<typeof errorAnswerSchema>;

@@ -1,8 +1,6 @@
-import type { z } from 'zod';
+import type { z } from './zod-mini.js';
 
-// Formats zod issues as "key.path: message" lines for an error naming the file. Apart from
-// the schemas (a type-only import of zod): modules that explain a refusal import this without
-// loading zod itself (issue 8, row 5).
+// Formats zod issues as "key.path: message" lines for an error naming the file.
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
   return issues
     .slice(0, 10)

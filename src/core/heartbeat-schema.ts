@@ -1,26 +1,24 @@
-import { z } from 'zod';
-import { appNameSchema, epochMsSchema, versionSchema } from './names.js';
+import { z } from './zod-mini.js';
+import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 
 import { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS } from './heartbeat-limits.js';
 
 export { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS };
 
-const seqSchema = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
-
 // One app as the agent reports it. The supervisor part is the agent's report, not signed by
 // the helper (DESIGN §6); `since` is when the supervisor entered `state`, null if never.
 export const heartbeatAppSchema = z.strictObject({
   name: appNameSchema,
-  current: versionSchema.nullable(),
-  previous: versionSchema.nullable(),
+  current: z.nullable(versionSchema),
+  previous: z.nullable(versionSchema),
   held: z.boolean(),
   blocked: z.boolean(),
   supervisor: z.strictObject({
     state: z.enum(['running', 'waiting', 'error', 'stopped']),
-    pid: z.number().int().positive().max(2 ** 31 - 1).optional(),
-    attempts: z.number().int().nonnegative().max(1_000_000),
-    since: epochMsSchema.nullable(),
+    pid: z.optional(intSchema(1, 2 ** 31 - 1)),
+    attempts: intSchema(0, 1_000_000),
+    since: z.nullable(epochMsSchema),
   }),
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
@@ -30,16 +28,18 @@ export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 export const heartbeatPayloadSchema = z
   .strictObject({
     v: z.literal(1),
-    nodeId: z.string().min(1).max(128),
-    seq: seqSchema,
+    nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
+    seq: intSchema(1),
     sentAt: epochMsSchema,
-    bootId: z.string().min(1).max(128),
+    bootId: z.string().check(z.minLength(1), z.maxLength(128)),
     agentVersion: versionSchema,
-    apps: z.array(heartbeatAppSchema).max(MAX_HEARTBEAT_APPS),
-    receipts: z.array(envelopeSchema).max(MAX_HEARTBEAT_RECEIPTS),
+    apps: z.array(heartbeatAppSchema).check(z.maxLength(MAX_HEARTBEAT_APPS)),
+    receipts: z.array(envelopeSchema).check(z.maxLength(MAX_HEARTBEAT_RECEIPTS)),
   })
-  .refine((p) => new Set(p.apps.map((a) => a.name)).size === p.apps.length, {
-    message: 'each app is reported once',
-    path: ['apps'],
-  });
+  .check(
+    z.refine((p) => new Set(p.apps.map((a) => a.name)).size === p.apps.length, {
+      message: 'each app is reported once',
+      path: ['apps'],
+    }),
+  );
 export type HeartbeatPayload = z.infer<typeof heartbeatPayloadSchema>;

@@ -1,14 +1,22 @@
-import { z } from 'zod';
-import { JOURNAL_OUTCOMES, JOURNAL_SCHEMA_VERSION } from './journal-check.js';
+import { z } from './zod-mini.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
 import { quarantineEntrySchema } from './state-schemas.js';
 
-// The journal's constants live in the zod-free journal-check.ts (issue 8, row 5).
-export { isTerminal, JOURNAL_OUTCOMES, JOURNAL_SCHEMA_VERSION, TERMINAL_OUTCOMES, type JournalOutcome } from './journal-check.js';
+export const JOURNAL_SCHEMA_VERSION = 1;
+
+// Where an attempt is: `activating` until a verdict is durable, then one terminal outcome.
+export const JOURNAL_OUTCOMES = ['activating', 'active', 'rolled-back', 'failed'] as const;
+export type JournalOutcome = (typeof JOURNAL_OUTCOMES)[number];
+export const TERMINAL_OUTCOMES = ['active', 'rolled-back', 'failed'] as const;
+
+// Whether an outcome is terminal (the attempt is over).
+export function isTerminal(outcome: JournalOutcome): outcome is (typeof TERMINAL_OUTCOMES)[number] {
+  return outcome !== 'activating';
+}
 
 export const reasonSchema = z.strictObject({
-  code: z.string().max(64),
-  message: z.string().max(2048),
+  code: z.string().check(z.maxLength(64)),
+  message: z.string().check(z.maxLength(2048)),
 });
 export type Reason = z.infer<typeof reasonSchema>;
 
@@ -16,9 +24,9 @@ export type Reason = z.infer<typeof reasonSchema>;
 // journal); recovery of an attempt whose journal never left `activating` puts these back, so a
 // version that never reached `active` cannot stay the highest active one.
 export const priorStateSchema = z.strictObject({
-  previous: versionSchema.nullable(),
-  highestActive: versionSchema.nullable(),
-  quarantine: quarantineEntrySchema.nullable(),
+  previous: z.nullable(versionSchema),
+  highestActive: z.nullable(versionSchema),
+  quarantine: z.nullable(quarantineEntrySchema),
 });
 
 // journal/<app>.json (DESIGN §4): the update transaction of one app.
@@ -26,16 +34,16 @@ export const journalSchema = z.strictObject({
   schemaVersion: z.literal(JOURNAL_SCHEMA_VERSION),
   attemptId: attemptIdSchema,
   app: appNameSchema,
-  fromVersion: versionSchema.nullable(),
+  fromVersion: z.nullable(versionSchema),
   targetVersion: versionSchema,
   integrity: integritySchema,
   outcome: z.enum(JOURNAL_OUTCOMES),
   startedAt: epochMsSchema,
   updatedAt: epochMsSchema,
-  retryAfter: epochMsSchema.optional(),
-  rollbackHealthy: z.boolean().optional(),
-  reason: reasonSchema.optional(),
-  logFile: z.string().max(4096).optional(),
-  prior: priorStateSchema.optional(),
+  retryAfter: z.optional(epochMsSchema),
+  rollbackHealthy: z.optional(z.boolean()),
+  reason: z.optional(reasonSchema),
+  logFile: z.optional(z.string().check(z.maxLength(4096))),
+  prior: z.optional(priorStateSchema),
 });
 export type Journal = z.infer<typeof journalSchema>;

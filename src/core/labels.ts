@@ -13,13 +13,6 @@ export const LABEL_VALUE_RE = /^[A-Za-z0-9._-]{0,63}$/;
 export const MAX_LABELS = 32;
 export const CLAIMED_PREFIX = 'claimed.';
 
-// Whether `v` is a labels object: own string keys and values that follow the rules, at most 32.
-export function isLabels(v: unknown): v is Labels {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const entries = Object.entries(v);
-  return entries.length <= MAX_LABELS && entries.every(([k, x]) => LABEL_KEY_RE.test(k) && typeof x === 'string' && LABEL_VALUE_RE.test(x));
-}
-
 // "k=v" as a label; a bad one is a USAGE error naming `what` (the flag or argument).
 export function parseLabel(text: string, what: string): [string, string] {
   const eq = text.indexOf('=');

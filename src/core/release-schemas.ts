@@ -1,17 +1,33 @@
-import { z } from 'zod';
-import { appNameSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
+import { z } from './zod-mini.js';
+import { appNameSchema, epochMsSchema, integritySchema, intSchema, keyIdSchema, versionSchema } from './names.js';
 import { isLoopbackHost } from './name-checks.js';
-import { ENV_KEY_RE, isLoopbackHostPort, isLoopbackHttpUrl, MARKER_SCHEMA_VERSION } from './release-check.js';
+import { MARKER_SCHEMA_VERSION } from './release-files.js';
 
-// The zod-free checkers of release-check.ts mirror these schemas; the constants live there.
-export { ENV_KEY_RE, MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, RELEASE_FILE_NAME } from './release-check.js';
+export { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, RELEASE_FILE_NAME } from './release-files.js';
+export const ENV_KEY_RE = /^[A-Z_][A-Z0-9_]{0,127}$/;
+
+// health.http's rule: a URL that parses, plain http, a loopback host, no credentials.
+export function isLoopbackHttpUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return u.protocol === 'http:' && isLoopbackHost(u.hostname) && u.username === '' && u.password === '';
+  } catch {
+    return false;
+  }
+}
+
+// health.tcp's rule: loopback host:port, the port 1..65535.
+export function isLoopbackHostPort(v: string): boolean {
+  const m = /^(.+):(\d{1,5})$/.exec(v);
+  return !!m && isLoopbackHost(m[1] as string) && Number(m[2]) > 0 && Number(m[2]) < 65536;
+}
 
 // The signed release manifest of DESIGN §1: {name, version, url, size, integrity, expires}.
 export const manifestPayloadSchema = z.strictObject({
   name: appNameSchema,
   version: versionSchema,
-  url: z.string().min(1).max(4096),
-  size: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  url: z.string().check(z.minLength(1), z.maxLength(4096)),
+  size: intSchema(1),
   integrity: integritySchema,
   expires: epochMsSchema,
 });
@@ -19,49 +35,46 @@ export type ManifestPayload = z.infer<typeof manifestPayloadSchema>;
 
 // The signature envelope of DESIGN §6.
 export const envelopeSchema = z.strictObject({
-  payload: z.string().min(1).max(48 * 1024),
-  sig: z.string().min(1).max(256),
-  keyId: z.string().regex(/^[0-9a-f]{16}$/, 'keyId is 16 lowercase hex characters'),
+  payload: z.string().check(z.minLength(1), z.maxLength(48 * 1024)),
+  sig: z.string().check(z.minLength(1), z.maxLength(256)),
+  keyId: keyIdSchema,
 });
 export type Envelope = z.infer<typeof envelopeSchema>;
 
 const envValueSchema = z
   .string()
-  .max(4096)
-  .refine((v) => Buffer.byteLength(v, 'utf8') <= 4096, 'env values are at most 4 KiB')
-  .refine((v) => !/[\0\n\r]/.test(v), 'env values hold no NUL or newline');
+  .check(
+    z.maxLength(4096),
+    z.refine((v) => Buffer.byteLength(v, 'utf8') <= 4096, 'env values are at most 4 KiB'),
+    z.refine((v) => !/[\0\n\r]/.test(v), 'env values hold no NUL or newline'),
+  );
 
+const httpProbeSchema = z.string().check(z.maxLength(2048), z.refine(isLoopbackHttpUrl, 'health.http must be an http URL on a loopback address'));
 
-const httpProbeSchema = z
-  .string()
-  .max(2048)
-  .refine(isLoopbackHttpUrl, 'health.http must be an http URL on a loopback address');
-
-const tcpProbeSchema = z
-  .string()
-  .max(256)
-  .refine(isLoopbackHostPort, 'health.tcp must be a loopback host:port');
+const tcpProbeSchema = z.string().check(z.maxLength(256), z.refine(isLoopbackHostPort, 'health.tcp must be a loopback host:port'));
 
 const healthSchema = z
   .strictObject({
-    http: httpProbeSchema.optional(),
-    tcp: tcpProbeSchema.optional(),
-    timeoutMs: z.number().int().positive().max(3_600_000).default(30_000),
-    stableMs: z.number().int().nonnegative().max(3_600_000).default(5_000),
+    http: z.optional(httpProbeSchema),
+    tcp: z.optional(tcpProbeSchema),
+    timeoutMs: z._default(intSchema(1, 3_600_000), 30_000),
+    stableMs: z._default(intSchema(0, 3_600_000), 5_000),
   })
-  .refine((h) => !(h.http && h.tcp), 'health has at most one of http and tcp');
+  .check(z.refine((h) => !(h.http && h.tcp), 'health has at most one of http and tcp'));
 
 // steward-release.json at the root of a release tarball (DESIGN §3).
 export const releaseFileSchema = z.strictObject({
   name: appNameSchema,
   version: versionSchema,
-  start: z
-    .strictObject({
-      command: z.array(z.string().min(1).max(4096).refine((v) => !v.includes('\0'), 'no NUL')).min(1).max(256),
-      env: z.record(z.string().regex(ENV_KEY_RE, 'env keys match ^[A-Z_][A-Z0-9_]{0,127}$'), envValueSchema).default({}),
-    })
-    .optional(),
-  health: healthSchema.optional(),
+  start: z.optional(
+    z.strictObject({
+      command: z
+        .array(z.string().check(z.minLength(1), z.maxLength(4096), z.refine((v) => !v.includes('\0'), 'no NUL')))
+        .check(z.minLength(1), z.maxLength(256)),
+      env: z._default(z.record(z.string().check(z.regex(ENV_KEY_RE, 'env keys match ^[A-Z_][A-Z0-9_]{0,127}$')), envValueSchema), {}),
+    }),
+  ),
+  health: z.optional(healthSchema),
 });
 export type ReleaseFile = z.infer<typeof releaseFileSchema>;
 
@@ -69,9 +82,9 @@ export type ReleaseFile = z.infer<typeof releaseFileSchema>;
 export const markerSchema = z.strictObject({
   schemaVersion: z.literal(MARKER_SCHEMA_VERSION),
   tarballIntegrity: integritySchema,
-  treeDigest: z.string().regex(/^sha256-[A-Za-z0-9+/]{43}=$/),
+  treeDigest: z.string().check(z.regex(/^sha256-[A-Za-z0-9+/]{43}=$/)),
   signed: z.boolean(),
-  keyId: z.string().regex(/^[0-9a-f]{16}$/).nullable(),
+  keyId: z.nullable(z.string().check(z.regex(/^[0-9a-f]{16}$/))),
   version: versionSchema,
   stagedAt: epochMsSchema,
 });

@@ -1,27 +1,28 @@
-import { z } from 'zod';
-import { appNameSchema, epochMsSchema, versionSchema } from './names.js';
-import { INSTANCE_TOKEN_RE, RUN_RECORD_SCHEMA_VERSION } from './run-record-check.js';
+import { z } from './zod-mini.js';
+import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
 
-// The record's schema version lives in the zod-free run-record-check.ts (issue 8, row 5).
-export { RUN_RECORD_SCHEMA_VERSION } from './run-record-check.js';
+export const RUN_RECORD_SCHEMA_VERSION = 1;
+
+// An instance token (`instance` below): 128 random bits in lowercase hex.
+export const INSTANCE_TOKEN_RE = /^[0-9a-f]{32}$/;
 
 export const procIdentitySchema = z.strictObject({
-  pid: z.number().int().positive(),
-  startTicks: z.number().int().nonnegative(),
-  bootId: z.string().min(1).max(64),
+  pid: intSchema(1),
+  startTicks: intSchema(0),
+  bootId: z.string().check(z.minLength(1), z.maxLength(64)),
 });
 
-const exitSchema = z.strictObject({ code: z.number().int().nullable(), signal: z.string().max(32).nullable() });
+const exitSchema = z.strictObject({ code: z.nullable(z.number().check(z.int())), signal: z.nullable(z.string().check(z.maxLength(32))) });
 
 // The supervisor's part of the record (src/core/supervisor-decision.ts SupervisorRecordState).
 export const supervisorStateSchema = z.strictObject({
   state: z.enum(['running', 'waiting', 'error', 'stopped']),
-  attempts: z.number().int().nonnegative(),
-  lastStartAt: epochMsSchema.nullable(),
-  lastExitAt: epochMsSchema.nullable(),
-  nextAttemptAt: epochMsSchema.nullable(),
-  lastExit: exitSchema.nullable(),
-  giveUpReason: z.string().max(1024).nullable(),
+  attempts: intSchema(0),
+  lastStartAt: z.nullable(epochMsSchema),
+  lastExitAt: z.nullable(epochMsSchema),
+  nextAttemptAt: z.nullable(epochMsSchema),
+  lastExit: z.nullable(exitSchema),
+  giveUpReason: z.nullable(z.string().check(z.maxLength(1024))),
 });
 
 // supervisor/<app>.json: what should run and which process is it.
@@ -29,16 +30,16 @@ export const runRecordSchema = z.strictObject({
   schemaVersion: z.literal(RUN_RECORD_SCHEMA_VERSION),
   app: appNameSchema,
   expected: z.enum(['running', 'stopped']),
-  version: versionSchema.nullable(),
-  process: procIdentitySchema.nullable(),
-  startedAt: epochMsSchema.nullable(),
+  version: z.nullable(versionSchema),
+  process: z.nullable(procIdentitySchema),
+  startedAt: z.nullable(epochMsSchema),
   // Where the current process's output starts in the app's log file.
-  logOffset: z.number().int().nonnegative().optional(),
+  logOffset: z.optional(intSchema(0)),
   // The app's instance token: a random secret made before the app's first spawn and kept, put in
   // the environment of every process steward spawns for it (STEWARD_INSTANCE). Only root and the
   // app's own processes know it, so a process of the app's user that holds it is the app's.
-  instance: z.string().regex(INSTANCE_TOKEN_RE).optional(),
+  instance: z.optional(z.string().check(z.regex(INSTANCE_TOKEN_RE))),
   // The respawn budget and state (absent in records written before the supervisor).
-  supervisor: supervisorStateSchema.optional(),
+  supervisor: z.optional(supervisorStateSchema),
 });
 export type RunRecord = z.infer<typeof runRecordSchema>;

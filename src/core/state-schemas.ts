@@ -1,35 +1,38 @@
-import { z } from 'zod';
-import { epochMsSchema, versionSchema } from './names.js';
-import { APP_STATE_SCHEMA_VERSION } from './state-check.js';
+import { z } from './zod-mini.js';
+import { epochMsSchema, intSchema, versionSchema } from './names.js';
 
-// The state's constants live in the zod-free state-check.ts (issue 8, row 5).
-export { APP_STATE_SCHEMA_VERSION, emptyAppState } from './state-check.js';
+export const APP_STATE_SCHEMA_VERSION = 1;
 
 const holdSchema = z.strictObject({
-  by: z.string().max(256),
+  by: z.string().check(z.maxLength(256)),
   at: epochMsSchema,
-  reason: z.string().max(512),
+  reason: z.string().check(z.maxLength(512)),
 });
 
 const blockedSchema = z.strictObject({
-  reason: z.string().max(64),
-  message: z.string().max(512).optional(),
+  reason: z.string().check(z.maxLength(64)),
+  message: z.optional(z.string().check(z.maxLength(512))),
   since: epochMsSchema,
 });
 
 // One version's quarantine (also a journal's prior.quarantine).
 export const quarantineEntrySchema = z.strictObject({
-  failures: z.number().int().nonnegative(),
+  failures: intSchema(0),
   retryAfter: epochMsSchema,
 });
 
 // state/<app>.json (DESIGN §2): previous, highest active version, quarantine, hold, blocked.
 export const appStateSchema = z.strictObject({
   schemaVersion: z.literal(APP_STATE_SCHEMA_VERSION),
-  previous: versionSchema.nullable(),
-  highestActive: versionSchema.nullable(),
+  previous: z.nullable(versionSchema),
+  highestActive: z.nullable(versionSchema),
   quarantine: z.record(versionSchema, quarantineEntrySchema),
-  hold: holdSchema.nullable(),
-  blocked: blockedSchema.nullable(),
+  hold: z.nullable(holdSchema),
+  blocked: z.nullable(blockedSchema),
 });
 export type AppState = z.infer<typeof appStateSchema>;
+
+// The state of an app that has never been updated.
+export function emptyAppState(): AppState {
+  return { schemaVersion: APP_STATE_SCHEMA_VERSION, previous: null, highestActive: null, quarantine: {}, hold: null, blocked: null };
+}

@@ -1,8 +1,7 @@
 import { promises as fsp, lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { currentLink, versionDir, versionsDir, type HostPaths } from '../core/paths.js';
-import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerChecker } from '../core/release-check.js';
-import type { Marker } from '../core/release-schemas.js';
+import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Marker } from '../core/release-schemas.js';
 import { isVersion } from '../core/version.js';
 import { fsyncDir, readFileNoFollow } from '../platform/fs-atomic.js';
 import { removeOwnTree } from '../platform/remove-tree.js';
@@ -52,16 +51,17 @@ export async function inspectMarker(paths: HostPaths, app: string, version: stri
     const raw = await readFileNoFollow(file, 64 * 1024);
     if (!raw) return { state: 'absent' };
     const text = raw.toString('utf8');
-    const same = cachedParse<Marker>(markerChecker, file, text);
+    const same = cachedParse<Marker>(markerSchema, file, text);
     if (same !== undefined) return { state: 'valid', marker: same };
     const json: unknown = JSON.parse(text);
     const sv = (json as { schemaVersion?: unknown } | null)?.schemaVersion;
     if (typeof sv === 'number' && sv > MARKER_SCHEMA_VERSION) return { state: 'newer', schemaVersion: sv };
-    const marker = markerChecker.check(json);
-    if (marker === null) return { state: 'invalid', why: 'the marker does not validate' };
+    const parsed = markerSchema.safeParse(json);
+    if (!parsed.success) return { state: 'invalid', why: 'the marker does not validate' };
+    const marker = parsed.data;
     if (marker.version !== version) return { state: 'invalid', why: `the marker names version ${marker.version}` };
     // Kept only once every check passed: the same text of the same file passes them again.
-    keepParse(markerChecker, file, text, marker);
+    keepParse(markerSchema, file, text, marker);
     return { state: 'valid', marker };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent' };

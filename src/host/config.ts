@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { checkHostConfig } from '../core/config-check.js';
-import type { AppConfig, HostConfig } from '../core/config-schema.js';
+import { hostConfigSchema, type AppConfig, type HostConfig } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
+import { mustParse } from '../core/must-parse.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
 import { readTrustedFile, trustRule, trustScope, type TrustScope } from '../platform/trusted-file.js';
 
@@ -36,14 +36,7 @@ export async function loadHostConfig(
   } catch (err) {
     throw new StewardError('CONFIG_INVALID', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err });
   }
-  // Checked without zod (core/config-check.ts): the agent must not load it at start. A refused
-  // config is explained by the zod schema, loaded only then.
-  const config = checkHostConfig(json);
-  if (config === null) {
-    const { formatIssues, hostConfigSchema } = await import('../core/config-schema.js');
-    const parsed = hostConfigSchema.safeParse(json);
-    throw new StewardError('CONFIG_INVALID', `${file}: ${parsed.success ? 'refused by the config check' : formatIssues(parsed.error.issues)}`);
-  }
+  const config = mustParse(hostConfigSchema, json, 'CONFIG_INVALID', file);
   await checkAppAccounts(file, config, opts);
   return config;
 }

@@ -1,4 +1,4 @@
-// Where `agentctl install` puts steward itself (decided here, documented in the README, "Install on a host").
+// Where `agentctl install` puts steward itself (decided here, documented in docs/install.md).
 // steward's code lives under /opt/steward/lib, beside the release store: /usr may be read-only
 // (image-based hosts, containers), and the helper unit makes /opt/steward/lib read-only to itself.
 export const LIB_DIR = '/opt/steward/lib';

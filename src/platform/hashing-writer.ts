@@ -30,7 +30,8 @@ export interface HashedFileOptions {
 // Why that is safe: the extraction hashes every byte it reads back and staging refuses a
 // mismatch, so bytes lost by a failed writeback can never be extracted as verified ones;
 // and a power cut only leaves a staging folder that the next start removes. An fsync here
-// wrote the whole archive to disk (~100 ms for 19 MB here) for nothing the peer pays.
+// would write the whole archive to disk for nothing the peer pays (bench/README.md, "Figures
+// behind choices in the code").
 export async function writeHashedFile(
   opts: HashedFileOptions,
   fill: (writer: HashingWriter) => Promise<void>,

@@ -2,6 +2,7 @@ import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { StewardError, toStewardError, type ReasonCode } from '../core/errors.js';
+import { z } from '../core/zod-mini.js';
 import { logger } from './log.js';
 import { isSameProcessAlive, readBootId, readProcIdentity, type ProcIdentity } from './proc-identity.js';
 
@@ -140,18 +141,13 @@ function lockedError(lockPath: string, owner: ProcIdentity | null, opts: HelperL
   return new StewardError(opts.lockedCode ?? 'HELPER_LOCKED', `another ${opts.holder ?? 'steward-helper'} (${who}) holds ${lockPath}`);
 }
 
+// The owner file a lock holder writes beside its lock (its ProcIdentity); other keys are dropped.
+const lockOwnerSchema = z.object({ pid: z.number().check(z.int()), startTicks: z.number().check(z.int()), bootId: z.string().check(z.minLength(1)) });
+
 async function readOwner(file: string): Promise<ProcIdentity | null> {
   try {
-    const raw = JSON.parse(await fsp.readFile(file, 'utf8')) as Partial<ProcIdentity>;
-    if (
-      Number.isSafeInteger(raw.pid) &&
-      Number.isSafeInteger(raw.startTicks) &&
-      typeof raw.bootId === 'string' &&
-      raw.bootId.length > 0
-    ) {
-      return { pid: raw.pid!, startTicks: raw.startTicks!, bootId: raw.bootId };
-    }
-    return null;
+    const owner = lockOwnerSchema.safeParse(JSON.parse(await fsp.readFile(file, 'utf8')));
+    return owner.success ? owner.data : null;
   } catch {
     // Missing or unreadable: the owner is unknown here.
     return null;

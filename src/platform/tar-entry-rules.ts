@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { ExtractLimits } from '../core/config-schema.js';
-import { MARKER_FILE_NAME } from '../core/release-check.js';
+import { MARKER_FILE_NAME } from '../core/release-files.js';
 
 // The part of a node-tar ReadEntry the rules read: what node-tar will act on.
 export interface EntryHeader {

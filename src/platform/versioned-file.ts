@@ -1,21 +1,21 @@
-import { refusalOf, type Checker } from '../core/checker.js';
 import { StewardError } from '../core/errors.js';
+import { mustParse, type Schema } from '../core/must-parse.js';
 import { readFileNoFollow } from './fs-atomic.js';
 import { cachedParse, keepParse } from './parse-cache.js';
 
 // Reads a versioned JSON state file through O_NOFOLLOW: null when absent; a file that
-// is unreadable, not JSON, from a newer steward or refused by `checker` throws STATE_INVALID
-// naming it (and, in the schema's words, the key).
-// `keep`: the check of an unchanged text is kept (parse-cache.ts), for the small files read
+// is unreadable, not JSON, from a newer steward or refused by `schema` throws STATE_INVALID
+// naming it (and, in the schema's words, the field and the rule).
+// `keep`: the parse of an unchanged text is kept (parse-cache.ts), for the small files read
 // on every supervisor pass; big or rarely read files (receipts, an agent's outbox) keep nothing.
-export async function readVersionedJson<T>(file: string, version: number, checker: Checker<T>, maxBytes = 4 * 1024 * 1024, keep = false): Promise<T | null> {
+export async function readVersionedJson<T>(file: string, version: number, schema: Schema<T>, maxBytes = 4 * 1024 * 1024, keep = false): Promise<T | null> {
   let json: unknown;
   let text: string;
   try {
     const raw = await readFileNoFollow(file, maxBytes);
     if (raw === null) return null;
     text = raw.toString('utf8');
-    const same = keep ? cachedParse<T>(checker, file, text) : undefined;
+    const same = keep ? cachedParse<T>(schema, file, text) : undefined;
     if (same !== undefined) return same;
     json = JSON.parse(text);
   } catch (err) {
@@ -25,8 +25,7 @@ export async function readVersionedJson<T>(file: string, version: number, checke
   if (typeof sv === 'number' && sv > version) {
     throw new StewardError('STATE_INVALID', `${file}: schemaVersion ${sv} is newer than this steward understands (${version})`);
   }
-  const value = checker.check(json);
-  if (value === null) throw new StewardError('STATE_INVALID', `${file}: ${await refusalOf(checker, json)}`);
-  if (keep) keepParse(checker, file, text, value);
+  const value = mustParse(schema, json, 'STATE_INVALID', file);
+  if (keep) keepParse(schema, file, text, value);
   return value;
 }

@@ -3,9 +3,9 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { StewardError, toStewardError } from '../core/errors.js';
-import { readAnswer, readProgressEvent } from './answer.js';
+import { progressEventSchema, responseSchema } from './answer-schemas.js';
+import type { SocketKind } from './ops.js';
 import type { Progress } from './progress.js';
-import type { SocketKind } from './schemas.js';
 
 // Errors that mean "no helper there for us": absent, not listening, not allowed.
 const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ENOTSOCK', 'EAGAIN']);
@@ -18,7 +18,7 @@ const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 export interface CallOptions {
   // Exactly `size` bytes streamed after the request line (the request must say `upload: size`).
   upload?: { size: number; stream: Readable };
-  // Gets each progress line (checked by readProgressEvent, its unknown keys dropped).
+  // Gets each progress line (checked by progressEventSchema, its unknown keys dropped).
   onProgress?: (p: Progress) => void;
   // Fails with HELPER_UNREACHABLE after this long without a byte from the helper.
   timeoutMs?: number;
@@ -106,17 +106,18 @@ function callOnce(socketPath: string, request: object, opts: CallOptions): Promi
       } catch {
         return done(new StewardError('INTERNAL', 'the helper sent a line that is not JSON'));
       }
-      const ev = readProgressEvent(obj);
-      if (ev) {
+      const ev = progressEventSchema.safeParse(obj);
+      if (ev.success) {
         try {
-          opts.onProgress?.(ev);
+          opts.onProgress?.(ev.data);
         } catch (err) {
           done(toStewardError(err));
         }
         return;
       }
-      const res = readAnswer(obj);
-      if (!res) return done(new StewardError('INTERNAL', 'the helper sent an answer this client does not understand'));
+      const parsed = responseSchema.safeParse(obj);
+      if (!parsed.success) return done(new StewardError('INTERNAL', 'the helper sent an answer this client does not understand'));
+      const res = parsed.data;
       if (res.ok) return done(null, res.result);
       const e = res.error;
       done(new StewardError(e.code, e.message, { details: e.attemptId ? { attemptId: e.attemptId } : {} }));

@@ -1,22 +1,22 @@
-import { z } from 'zod';
+import { z } from '../core/zod-mini.js';
 import { PLAIN_TEXT_RE } from '../core/control-chars.js';
-import { REASON_CODES } from '../core/errors.js';
-import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from '../core/names.js';
+import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
-import { PROTOCOL_VERSION } from './ops.js';
+import { idSchema } from './answer-schemas.js';
+import { PROTOCOL_VERSION, type OpName } from './ops.js';
 
 // The local API of DESIGN §7: newline-delimited JSON, one request per connection,
-// optionally followed by exactly `upload` raw bytes. The op names and limits are in ops.ts
-// (zod-free); request-check.ts checks requests without zod, held to these schemas.
+// optionally followed by exactly `upload` raw bytes. The op names and limits are in ops.ts,
+// the answer lines in answer-schemas.ts.
 export { ADMIN_ONLY_OPS, ALL_OPS, HELPER_SOCK_OPS, MAX_REQUEST_LINE, PROTOCOL_VERSION, type OpName, type SocketKind } from './ops.js';
+export { errorBodySchema, progressEventSchema, responseSchema, type ErrorBody, type ProgressEvent, type Response } from './answer-schemas.js';
 
-const idSchema = z.union([z.string().max(128), z.number().int().safe()]);
-
-// What every request has, whatever its op: checked before the op's own schema.
+// What every request has, whatever its op: checked before the op's own schema (a loose object:
+// the other keys are the op's to check).
 export const requestEnvelopeSchema = z.looseObject({
   v: z.literal(PROTOCOL_VERSION),
   id: idSchema,
-  op: z.string().max(64),
+  op: z.string().check(z.maxLength(64)),
 });
 
 const base = {
@@ -29,61 +29,61 @@ const base = {
 const releaseSource = {
   app: appNameSchema,
   version: versionSchema,
-  manifest: envelopeSchema.optional(),
-  integrity: integritySchema.optional(),
-  path: z.string().min(1).max(4096).optional(),
-  upload: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
-  allowUnsigned: z.boolean().optional(),
-  allowDowngrade: z.boolean().optional(),
-  force: z.boolean().optional(),
-  attemptId: attemptIdSchema.optional(),
+  manifest: z.optional(envelopeSchema),
+  integrity: z.optional(integritySchema),
+  path: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
+  upload: z.optional(intSchema(0)),
+  allowUnsigned: z.optional(z.boolean()),
+  allowDowngrade: z.optional(z.boolean()),
+  force: z.optional(z.boolean()),
+  attemptId: z.optional(attemptIdSchema),
   // The end of the rollout window (DESIGN §11): the helper refuses to start at or after it.
-  notAfter: epochMsSchema.optional(),
+  notAfter: z.optional(epochMsSchema),
 };
 
-export const statusRequestSchema = z.strictObject({ ...base, op: z.literal('status'), app: appNameSchema.optional() });
+// Every request is a strict object: an unknown key is refused.
+export const statusRequestSchema = z.strictObject({ ...base, op: z.literal('status'), app: z.optional(appNameSchema) });
 export const releasesRequestSchema = z.strictObject({ ...base, op: z.literal('releases'), app: appNameSchema });
 export const stageRequestSchema = z.strictObject({ ...base, op: z.literal('stage'), ...releaseSource });
-export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('receipts'), app: appNameSchema.optional() });
+export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('receipts'), app: z.optional(appNameSchema) });
 
 // Who the client says it is: kept so that older clients' requests parse, and ignored: a hold's
 // `by` is the peer's credentials (DESIGN §4). Text with control characters is refused.
-const whoSchema = z.string().max(128).regex(PLAIN_TEXT_RE, 'no control characters').optional();
+const whoSchema = z.optional(z.string().check(z.maxLength(128), z.regex(PLAIN_TEXT_RE, 'no control characters')));
 
 export const updateRequestSchema = z.strictObject({
   ...base,
   op: z.literal('update'),
   ...releaseSource,
-  noWait: z.boolean().optional(),
+  noWait: z.optional(z.boolean()),
   by: whoSchema,
 });
 export const rollbackRequestSchema = z.strictObject({
   ...base,
   op: z.literal('rollback'),
   app: appNameSchema,
-  to: versionSchema.optional(),
-  attemptId: attemptIdSchema.optional(),
-  noWait: z.boolean().optional(),
+  to: z.optional(versionSchema),
+  attemptId: z.optional(attemptIdSchema),
+  noWait: z.optional(z.boolean()),
   by: whoSchema,
 });
 export const recoverRequestSchema = z.strictObject({
   ...base,
   op: z.literal('recover'),
   app: appNameSchema,
-  to: versionSchema.optional(),
-  attemptId: attemptIdSchema.optional(),
+  to: z.optional(versionSchema),
+  attemptId: z.optional(attemptIdSchema),
   by: whoSchema,
 });
 export const pruneRequestSchema = z.strictObject({
   ...base,
   op: z.literal('prune'),
   app: appNameSchema,
-  keep: z.number().int().min(2).max(100).optional(),
+  keep: z.optional(intSchema(2, 100)),
 });
 export const releaseHoldRequestSchema = z.strictObject({ ...base, op: z.literal('release-hold'), app: appNameSchema });
 
-const runStateRequest = <T extends 'start' | 'stop' | 'restart'>(op: T) =>
-  z.strictObject({ ...base, op: z.literal(op), app: appNameSchema, by: whoSchema });
+const runStateRequest = <T extends 'start' | 'stop' | 'restart'>(op: T) => z.strictObject({ ...base, op: z.literal(op), app: appNameSchema, by: whoSchema });
 export const startRequestSchema = runStateRequest('start');
 export const stopRequestSchema = runStateRequest('stop');
 export const restartRequestSchema = runStateRequest('restart');
@@ -101,19 +101,20 @@ export const requestSchemas = {
   releases: releasesRequestSchema,
   stage: stageRequestSchema,
   receipts: receiptsRequestSchema,
-} as const;
-export type ImplementedOp = keyof typeof requestSchemas;
+} as const satisfies Record<OpName, unknown>;
 
-export type StatusRequest = z.infer<typeof statusRequestSchema>;
-export type ReleasesRequest = z.infer<typeof releasesRequestSchema>;
-export type StageRequest = z.infer<typeof stageRequestSchema>;
-export type ReceiptsRequest = z.infer<typeof receiptsRequestSchema>;
-export type UpdateRequest = z.infer<typeof updateRequestSchema>;
-export type RollbackRequest = z.infer<typeof rollbackRequestSchema>;
-export type RecoverRequest = z.infer<typeof recoverRequestSchema>;
-export type PruneRequest = z.infer<typeof pruneRequestSchema>;
-export type ReleaseHoldRequest = z.infer<typeof releaseHoldRequestSchema>;
-export type RunStateRequest = z.infer<typeof startRequestSchema> | z.infer<typeof stopRequestSchema> | z.infer<typeof restartRequestSchema>;
+// The checked request of op `K`.
+export type RequestOf<K extends OpName> = z.infer<(typeof requestSchemas)[K]>;
+export type StatusRequest = RequestOf<'status'>;
+export type ReleasesRequest = RequestOf<'releases'>;
+export type StageRequest = RequestOf<'stage'>;
+export type ReceiptsRequest = RequestOf<'receipts'>;
+export type UpdateRequest = RequestOf<'update'>;
+export type RollbackRequest = RequestOf<'rollback'>;
+export type RecoverRequest = RequestOf<'recover'>;
+export type PruneRequest = RequestOf<'prune'>;
+export type ReleaseHoldRequest = RequestOf<'release-hold'>;
+export type RunStateRequest = RequestOf<'start'> | RequestOf<'stop'> | RequestOf<'restart'>;
 export type Request =
   | RunStateRequest
   | StatusRequest
@@ -146,29 +147,6 @@ export interface AcceptedAnswer {
   app: string;
   accepted: true;
 }
-
-export const progressEventSchema = z.object({
-  id: idSchema.nullable(),
-  event: z.literal('progress'),
-  attemptId: z.string(),
-  phase: z.string(),
-  bytes: z.number().optional(),
-  total: z.number().optional(),
-});
-export type ProgressEvent = z.infer<typeof progressEventSchema>;
-
-export const errorBodySchema = z.object({
-  code: z.enum(REASON_CODES as unknown as [string, ...string[]]),
-  message: z.string(),
-  attemptId: z.string().optional(),
-});
-export type ErrorBody = z.infer<typeof errorBodySchema>;
-
-export const responseSchema = z.union([
-  z.object({ id: idSchema.nullable(), ok: z.literal(true), result: z.unknown() }),
-  z.object({ id: idSchema.nullable(), ok: z.literal(false), error: errorBodySchema }),
-]);
-export type Response = z.infer<typeof responseSchema>;
 
 // What the stage op answers.
 export interface StageResult {

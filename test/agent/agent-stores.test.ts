@@ -81,3 +81,17 @@ test('agent state files from a newer steward or that do not parse are refused wi
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a refused agent file names the file, the field and the rule', async () => {
+  const dir = tmp();
+  try {
+    const f = path.join(dir, 'acted.json');
+    writeFileSync(f, JSON.stringify({ schemaVersion: 1, acted: [{ attemptId: 'a', app: 'w', at: -1, answer: 'x' }] }));
+    await assert.rejects(ActedStore.open(f), (e: StewardError) => e.code === 'STATE_INVALID' && e.message === `${f}: acted.0.at: Too small: expected number to be >=0`);
+    const s = path.join(dir, 'seq.json');
+    writeFileSync(s, JSON.stringify({ schemaVersion: 1, lastSeq: 1.5, extra: true }));
+    await assert.rejects(SeqStore.open(s), (e: StewardError) => e.code === 'STATE_INVALID' && e.message === `${s}: lastSeq: Invalid input: expected int, received number; (top level): Unrecognized key: "extra" (extra)`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

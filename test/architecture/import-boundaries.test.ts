@@ -7,9 +7,9 @@ import { REPO } from '../helpers/host.js';
 
 // The parts of DESIGN §15 and who may import them. Every import of the code (static, dynamic
 // `import()`, `export ... from`, a type's `import('...')`; type-only ones too: they tie the
-// parts' code together as much as a value does) is held to this list. The README's "Layout of
-// the code" shows the same table (the last test below keeps the two together).
-type Part = 'core' | 'platform' | 'protocol' | 'host' | 'helper' | 'agent' | 'install' | 'cli' | 'control' | 'entry';
+// parts' code together as much as a value does) is held to this list. docs/layout.md shows the
+// same table (the last test below keeps the two together).
+type Part = 'core' | 'platform' | 'protocol' | 'host' | 'helper' | 'agent' | 'install' | 'cli' | 'control' | 'ui' | 'entry';
 
 interface Rule {
   part: Part;
@@ -50,6 +50,7 @@ const PARTS: Rule[] = [
     files: ['src/cli/output.ts', 'src/cli/error-message.ts'],
     why: "steward-control; its CLI prints and exits as agentctl does, and packs the agent's release as install does",
   },
+  { part: 'ui', dirs: ['src/ui'], imports: [], why: "the dashboard's browser code (tsconfig.ui.json); it runs in the page and takes the server's answers as JSON" },
   { part: 'entry', dirs: ['bin', 'scripts'], imports: ['core', 'platform', 'protocol', 'host', 'helper', 'agent', 'install', 'cli', 'control'], why: 'launchers and scripts' },
 ];
 
@@ -147,7 +148,7 @@ test('the import parser sees static, dynamic, re-exported and type imports', () 
   );
 });
 
-// The README's table, as this file's list renders it.
+// docs/layout.md's table, as this file's list renders it.
 function partsTable(): string {
   const rows = PARTS.map((r) => {
     const may = [...r.imports, ...(r.files ?? []).map((f) => `\`${f}\``)];
@@ -156,7 +157,7 @@ function partsTable(): string {
   return ['| part | where | may import, besides itself | what it is |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-test("the README's table of parts is this test's", () => {
-  const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
-  assert.ok(readme.includes(partsTable()), `README's "Layout of the code" should hold:\n${partsTable()}`);
+test("docs/layout.md's table of parts is this test's", () => {
+  const page = readFileSync(path.join(REPO, 'docs', 'layout.md'), 'utf8');
+  assert.ok(page.includes(partsTable()), `docs/layout.md should hold:\n${partsTable()}`);
 });

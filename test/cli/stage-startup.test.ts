@@ -4,20 +4,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { BIN } from '../helpers/host.js';
-import { modulesResolvedBy } from '../helpers/module-list.js';
+import { isClassicZod, modulesResolvedBy } from '../helpers/module-list.js';
 
-// `agentctl stage` and `update` with --file load no zod (~100 ms of start-up, issue 8 row 1):
-// only --manifest needs the envelope schema, and loads it then. Each runs the real CLI under
+// `agentctl stage` and `update` with --file load no classic zod (~100 ms of start-up, issue 8
+// row 1), and no schema but the answer lines' (zod/mini): only --manifest needs the envelope
+// schema, and loads it then. Each runs the real CLI under
 // a loader hook listing every module it resolves; under an empty root it fails to reach a
 // helper, after building its request.
 const NO_ROOT = path.join(os.tmpdir(), 'steward-no-such-root');
 const INTEGRITY = `sha512-${'A'.repeat(86)}==`;
 
 for (const op of ['stage', 'update']) {
-  test(`agentctl ${op} --file loads no zod`, () => {
+  test(`agentctl ${op} --file loads no classic zod and no release schema`, () => {
     const { modules, stderr } = modulesResolvedBy([BIN.agentctl, '--root', NO_ROOT, op, 'web', '1.0.0', '--file', '/no/such.tgz', '--integrity', INTEGRITY, '--allow-unsigned', '--json']);
     assert.ok(modules.some((u) => u.endsWith('/cli/release-source.js')), `the hook saw the request built:\n${stderr}`);
-    for (const heavy of ['/node_modules/zod/', '/core/release-schemas.js', '/core/names.js', '/node_modules/tar/']) {
+    assert.deepEqual(modules.filter(isClassicZod), [], `agentctl ${op} loads classic zod`);
+    for (const heavy of ['/core/release-schemas.js', '/core/names.js', '/node_modules/tar/']) {
       assert.deepEqual(modules.filter((u) => u.includes(heavy)), [], `agentctl ${op} loads ${heavy}`);
     }
   });

@@ -3,16 +3,19 @@ import path from 'node:path';
 import os from 'node:os';
 import { test } from 'node:test';
 import { BIN } from '../helpers/host.js';
-import { modulesResolvedBy } from '../helpers/module-list.js';
+import { isClassicZod, isZodMini, modulesResolvedBy } from '../helpers/module-list.js';
 
 // What `agentctl status` loads is most of its start-up time (bench/status-cli, issue 8 row 6):
-// zod alone was ~100 ms of CPU a run. This runs the real CLI under a loader hook that lists every
-// module it resolves (it fails to reach a helper under an empty root, so the error path is loaded
-// too), and holds that status reaches none of the heavy ones.
-test('agentctl status loads neither zod nor the modules of other commands', () => {
+// classic zod alone was ~100 ms of CPU a run. This runs the real CLI under a loader hook that
+// lists every module it resolves (it fails to reach a helper under an empty root, so the error
+// path is loaded too), and holds that status reaches none of the heavy ones: zod/mini for the
+// answer lines (protocol/answer-schemas.ts), never classic zod nor the request schemas.
+test('agentctl status loads zod/mini but no classic zod, nor the modules of other commands', () => {
   const { modules, stderr } = modulesResolvedBy([BIN.agentctl, '--root', path.join(os.tmpdir(), 'steward-no-such-root'), 'status', '--json']);
   assert.ok(modules.some((u) => u.endsWith('/cli/commands/status.js')), `the hook saw the CLI load:\n${stderr}`);
-  for (const heavy of ['/node_modules/zod/', '/node_modules/tar/', '/node_modules/execa/', '/node_modules/proper-lockfile/', '/node_modules/debug/', '/protocol/schemas.js', '/core/names.js']) {
+  assert.ok(modules.some(isZodMini), 'the hook saw zod/mini load');
+  assert.deepEqual(modules.filter(isClassicZod), [], 'agentctl status loads classic zod');
+  for (const heavy of ['/node_modules/tar/', '/node_modules/execa/', '/node_modules/proper-lockfile/', '/node_modules/debug/', '/protocol/schemas.js', '/core/names.js']) {
     assert.deepEqual(modules.filter((u) => u.includes(heavy)), [], `agentctl status loads ${heavy}`);
   }
 });

@@ -5,22 +5,20 @@ import { test } from 'node:test';
 import { callHelper } from '../../src/protocol/client.js';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, makeReleaseKey, manifestFor, processApp, sri } from '../helpers/host.js';
-import { moduleHook } from '../helpers/module-list.js';
+import { isClassicZod, moduleHook } from '../helpers/module-list.js';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 
-// zod is ~11 MB of a node process here, and a module once loaded stays: the helper's idle RSS
-// was over issue 8's 60 MB (row 5) while it loaded zod. What the helper reads and writes on its
-// start, on the agent's status and receipts requests and on an update (a file, a signed
-// manifest, a rollback) is checked by zod-free checkers; the schemas are imported only to word
-// a refusal. Such a life must not load zod (startup-modules.test.ts holds the static graph).
-
-const isZod = (u: string) => u.includes('/node_modules/zod/');
+// Classic zod is ~11 MB of a node process here, and a module once loaded stays: the helper's idle
+// RSS was over issue 8's 60 MB (row 5) while it loaded it. What the helper reads and writes on
+// its start, on the agent's status and receipts requests and on an update (a file, a signed
+// manifest, a rollback) is checked by zod/mini schemas. Such a life must not load classic zod
+// (startup-modules.test.ts holds the static graph).
 
 function release(version: string, start: Record<string, unknown>, health: Record<string, unknown>): Buffer {
   return gzipTar(makeTar([{ path: 'steward-release.json', content: JSON.stringify({ name: 'web', version, start, health }) }]));
 }
 
-test('a helper that starts, updates from a file and from a signed manifest, rolls back and answers status and receipts loads no zod; a refused request does', async (t) => {
+test('a helper that starts, updates from a file and from a signed manifest, rolls back and answers status and receipts loads no classic zod, nor does a refused request', async (t) => {
   const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 2000 }) } });
   const hook = moduleHook();
   t.after(() => hook.cleanup());
@@ -45,13 +43,13 @@ test('a helper that starts, updates from a file and from a signed manifest, roll
     const r = await agentctl(host, [...args, '--json']);
     assert.equal(r.code, 0, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
   }
-  assert.deepEqual(hook.loaded(helper.stderr()).filter(isZod), [], 'no zod module was loaded');
+  assert.deepEqual(hook.loaded(helper.stderr()).filter(isClassicZod), [], 'no classic zod module was loaded');
 
-  // The hook sees modules loaded later too: a refused request is worded by its schema.
+  // The hook sees modules loaded later too: a refused request is worded by its zod/mini schema.
   await assert.rejects(callHelper(host.paths.adminSock, { v: 1, id: 1, op: 'status', app: 'Not An App' }), (e: Error & { code?: string }) => {
     assert.equal(e.code, 'BAD_REQUEST');
     assert.match(e.message, /invalid status request: app: app names are/);
     return true;
   });
-  assert.ok(hook.loaded(helper.stderr()).some(isZod), 'the refusal loaded zod to word it');
+  assert.deepEqual(hook.loaded(helper.stderr()).filter(isClassicZod), [], 'the refusal loaded no classic zod');
 });

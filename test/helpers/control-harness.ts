@@ -14,6 +14,9 @@ import { DOMAINS, generateKeyPair, signEnvelope, signPayloadBytes } from '../../
 import { addRelease } from '../../src/control/catalog/add-release.js';
 import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { createToken } from '../../src/control/enroll/tokens.js';
+import { createAdminRouter } from '../../src/control/admin/router.js';
+import { parseTrustedProxies } from '../../src/control/operators/request-source.js';
+import { startServeMetrics, type ServeMetrics } from '../../src/control/metrics/serve-metrics.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
 import { openStore } from '../../src/control/store/open-store.js';
 import { openSqliteStore, type SqliteStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
@@ -61,6 +64,8 @@ export interface Control<S extends ControlStore = SqliteStore> {
   server: ControlServer;
   clock: FakeClock;
   releaseKey: { privatePem: string; publicPem: string; keyId: string };
+  // The metrics listener's URL (`metrics` option), or null.
+  metricsUrl: string | null;
   token(ttlMs?: number, labels?: Labels): Promise<string>;
   addRelease(app: string, version: string, opts?: { expiresDays?: number; bytes?: Buffer }): Promise<void>;
   close(): Promise<void>;
@@ -71,10 +76,16 @@ interface ControlOptions {
   tickMs?: number;
   heartbeatBatch?: ControlServerOptions['heartbeatBatch'];
   clock?: FakeClock;
+  admin?: { trustedProxies?: string[]; sleep?: (ms: number) => Promise<void> };
+  metrics?: { cacheMs?: number };
 }
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
 // commit mode (groupSync; `groupSync` replaces its fsync seam).
+// `admin` also serves the admin API and dashboard sessions on the same listener, its waits after
+// failed authentications going to `admin.sleep` (default: none). `metrics`: also the metrics
+// listener of `serve --metrics-listen` on 127.0.0.1 port 0 (the fleet gauges cached `cacheMs`,
+// default 0: every scrape reads the store; no process metrics).
 export async function startControlInProcess(opts: ControlOptions & { groupSync?: SqliteStoreOptions['groupSync'] } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
@@ -96,7 +107,12 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
   const { dir, dbFile, store, clock, artifactsDir } = at;
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-  const server = await startControlServer({ store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });
+  const admin = opts.admin && createAdminRouter({ store, artifactsDir, trustedProxies: parseTrustedProxies(opts.admin.trustedProxies ?? []), clock: { sleep: opts.admin.sleep ?? (async () => undefined) } });
+  const metrics: ServeMetrics | null = opts.metrics ? await startServeMetrics(store, { host: '127.0.0.1', port: 0 }, { cacheMs: opts.metrics.cacheMs ?? 0, processMetrics: false }) : null;
+  const server = await startControlServer({
+    store: metrics?.store ?? store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
+    ...(admin ? { admin } : {}),
+  });
   const releaseKey = generateKeyPair();
   return {
     dir,
@@ -105,6 +121,7 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
     server,
     clock,
     releaseKey,
+    metricsUrl: metrics?.url ?? null,
     token: async (ttlMs = 3_600_000, labels = {}) => (await store.write((tx) => createToken(tx, ttlMs, labels))).token,
     addRelease: async (app, version, o = {}) => {
       const file = path.join(dir, `${app}-${version}.tgz`);
@@ -113,6 +130,7 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
     },
     close: async () => {
       await server.close();
+      await metrics?.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     },

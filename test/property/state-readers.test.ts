@@ -17,7 +17,6 @@ import { journalSchema } from '../../src/core/journal-schema.js';
 import { outboxFileSchema } from '../../src/core/outbox-schema.js';
 import { hostPaths, journalFile, receiptsFile, stateFile, supervisorFile, versionDir } from '../../src/core/paths.js';
 import { receiptPayloadSchema, receiptSeqFileSchema } from '../../src/core/receipt-schema.js';
-import { receiptSeqFileChecker } from '../../src/core/receipts-file-check.js';
 import { MARKER_FILE_NAME, markerSchema } from '../../src/core/release-schemas.js';
 import { runRecordSchema } from '../../src/core/run-record-schema.js';
 import { appStateSchema } from '../../src/core/state-schemas.js';
@@ -103,7 +102,7 @@ const readers: Reader[] = [
     name: 'receipt-seq.json',
     file: paths.receiptSeq,
     valid: { schemaVersion: 1, next: 7 },
-    read: () => readVersionedJson(paths.receiptSeq, 1, receiptSeqFileChecker, 4096),
+    read: () => readVersionedJson(paths.receiptSeq, 1, receiptSeqFileSchema, 4096),
     accepts: schemaAccepts(receiptSeqFileSchema),
     code: 'STATE_INVALID',
   },

@@ -88,8 +88,9 @@ test('a socket this user may not open is HELPER_UNREACHABLE (EACCES)', { skip: p
   const sock = await fakeHelper('private.sock', () => {});
   chmodSync(dir, 0o755);
   chmodSync(sock, 0o600);
-  // nobody runs the client from a copy it can read, not from the checkout.
-  const code = readableCopy(['dist/src']);
+  // nobody runs the client from a copy it can read, not from the checkout (with zod, which
+  // reads its answer lines).
+  const code = readableCopy(['dist/src', 'node_modules/zod']);
   t.after(() => code.cleanup());
   const client = code.path('dist/src/protocol/client.js');
   const script = path.join(dir, 'try.mjs');

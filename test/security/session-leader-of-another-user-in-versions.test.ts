@@ -84,20 +84,22 @@ test('under systemd, stop, update and a helper start leave alone a session leade
   if (!box) return;
   const ran: string[] = [];
   t.after(async () => {
-    await reportScenarios(box, ran, 1, { units: ['steward-helper.service', 'steward-app-web.service'], lines: 60 });
+    await reportScenarios(box, ran, 1, { units: ['steward-helper.service', 'steward-helper-again.service', 'steward-app-web.service'], lines: 60 });
     await box.stop();
   });
   await shIn(box, 'useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin stwweb && useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin mallory');
   await shIn(box, 'mkdir -p -m 0755 /tmp/steward-e2e "$1" "$2" "$1/etc/steward" && chmod 0755 /tmp/steward-e2e "$1" "$2"', ROOT, SCRATCH);
   await writeIn(box, `${ROOT}/etc/steward/steward.json`, JSON.stringify({ apps: { web: { runner: 'process', user: 'stwweb', group: 'stwweb', stopTimeoutMs: 2000 } } }));
   // KillMode=process, as the installed unit has it: its stop leaves the systemd-run clients be.
-  const helperUp = () => shIn(box, 'systemd-run --unit=steward-helper -p KillMode=process /usr/bin/node "$1/bin/steward-helper.js" --root "$2"', CONTAINER_REPO, ROOT);
+  // The second start takes a unit name of its own: with KillMode=process the first unit can stay
+  // loaded after its stop while a process it left (a systemd-run client) lingers.
+  const helperUp = (unit: string) => shIn(box, 'systemd-run --unit="$3" -p KillMode=process /usr/bin/node "$1/bin/steward-helper.js" --root "$2"', CONTAINER_REPO, ROOT, unit);
   const agentctlIn = async (args: string[]) => {
     const r = await box.exec('/usr/bin/node', [`${CONTAINER_REPO}/bin/agentctl.js`, '--root', ROOT, ...args], { timeoutMs: 60_000 });
     return { ...r, text: r.stdout + r.stderr };
   };
   const ready = () => waitFor('the helper', async () => /"recovering":\s*false/.test((await agentctlIn(['status', '--json'])).stdout), 30_000, 100);
-  await helperUp();
+  await helperUp('steward-helper');
   await ready();
   const port = await freePort();
   const update = async (version: string) => {
@@ -121,7 +123,7 @@ test('under systemd, stop, update and a helper start leave alone a session leade
   await update('2.0.0');
   await untouched('an update');
   await shIn(box, 'systemctl stop steward-helper.service && systemctl kill -s KILL steward-app-web.service; true');
-  await helperUp();
+  await helperUp('steward-helper-again');
   await ready();
   await untouched('a helper start');
   ran.push('stop, update and helper start');

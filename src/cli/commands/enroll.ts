@@ -4,6 +4,7 @@ import { StewardError } from '../../core/errors.js';
 import { CLAIMABLE_KEY_RE, parseLabels } from '../../core/labels.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { checkControlPlaneUrl } from '../../agent/control-plane-url.js';
+import { enrollHostname } from '../../agent/enroll.js';
 import { agentIdentity, prepareAgentDir, spawnEnrollNode } from '../../agent/spawn-enroll-node.js';
 import { loadHostConfig } from '../../host/config.js';
 import { loadOrCreateHelperKey } from '../../host/helper-key.js';
@@ -17,6 +18,7 @@ interface EnrollOptions {
   token: string;
   force?: boolean;
   label: string[];
+  hostname?: string;
 }
 
 // `agentctl enroll --control-plane URL --token T [--force]` (DESIGN §6), as root at install time.
@@ -27,6 +29,7 @@ export function registerEnroll(program: Command): void {
     .requiredOption('--control-plane <url>', 'the control plane base URL (https, or http to a loopback host)')
     .requiredOption('--token <token>', 'a single-use enrollment token from the control plane')
     .option('--force', 'enroll again although this node is enrolled: a new node key and a new nodeId')
+    .option('--hostname <name>', 'the host name this node enrolls under (an RFC 1123 host name); default: the kernel\'s')
     .option('--label <k=v>', 'a label this node proposes (repeatable); the control plane keeps it as claimed.<k>, which selects nothing unless named', (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (o: EnrollOptions, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
@@ -34,6 +37,8 @@ export function registerEnroll(program: Command): void {
       for (const k of Object.keys(labels)) {
         if (!CLAIMABLE_KEY_RE.test(k)) throw new StewardError('USAGE', `--label ${k}: a proposed key is at most 55 characters (it is kept as claimed.${k})`);
       }
+      // Checked before anything is made: a name the control plane would refuse is refused here.
+      const hostname = enrollHostname(o.hostname);
       const paths = hostPaths(clientRoot(g));
       const config = await readConfigIfAny(paths.configFile, paths.root);
       const cp = config?.controlPlane;
@@ -60,6 +65,7 @@ export function registerEnroll(program: Command): void {
         ...(insecure ? { insecure } : {}),
         ...(o.force ? { force: true } : {}),
         ...(Object.keys(labels).length ? { labels } : {}),
+        hostname,
       }, signPayload);
       // state/node.json is root's: the helper puts this nodeId in every receipt it signs.
       await ensureDir(paths.stateDir, 0o700);

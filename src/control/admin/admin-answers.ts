@@ -6,6 +6,7 @@ import { EXIT, exitCodeFor } from '../../cli/error-message.js';
 
 const STATUS: Partial<Record<ReasonCode, number>> = {
   USAGE: 400,
+  BAD_REQUEST: 400,
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
@@ -43,7 +44,7 @@ export function sendAdminJson(res: ServerResponse, status: number, body: unknown
   res.end(text);
 }
 
-// Writes an error answer with the status its code has.
-export function sendAdminError(res: ServerResponse, code: ReasonCode, message: string, headers: Record<string, string | string[]> = {}): void {
-  sendAdminJson(res, statusOf(code), { error: { code, message } }, headers);
+// Writes an error answer with the status its code has (or `status`).
+export function sendAdminError(res: ServerResponse, code: ReasonCode, message: string, headers: Record<string, string | string[]> = {}, status = statusOf(code)): void {
+  sendAdminJson(res, status, { error: { code, message } }, headers);
 }

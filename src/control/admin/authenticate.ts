@@ -20,8 +20,8 @@ export interface RequestFacts {
   failureSource: string;
   // Came over TLS (its own socket, or a trusted proxy's X-Forwarded-Proto: https).
   tls: boolean;
-  // The connection's own peer is loopback.
-  peerLoopback: boolean;
+  // The client is on loopback: the peer itself, or the client a trusted proxy names.
+  clientLoopback: boolean;
   // This server's origin as the client addressed it (scheme://host), for Origin checks.
   origin: string;
 }
@@ -33,13 +33,14 @@ export function requestFacts(req: IncomingMessage, trusted: TrustedProxies): Req
   const tls = requestIsTls((req.socket as TLSSocket).encrypted === true, peer, req.headers['x-forwarded-proto'], trusted);
   const forwardedHost = trusted.has(peer ?? '') ? req.headers['x-forwarded-host'] : undefined;
   const host = (Array.isArray(forwardedHost) ? forwardedHost[0] : forwardedHost)?.split(',')[0]?.trim() || req.headers.host || '';
-  return { address, failureSource: failureSourceOf(address), tls, peerLoopback: isLoopbackAddress(peer), origin: `${tls ? 'https' : 'http'}://${host}` };
+  return { address, failureSource: failureSourceOf(address), tls, clientLoopback: isLoopbackAddress(address), origin: `${tls ? 'https' : 'http'}://${host}` };
 }
 
-// Whether a credential may be taken over this request: over TLS, or from a loopback peer.
-// Elsewhere a token or cookie crossed the network in clear text and is refused.
+// Whether a credential may be taken over this request: over TLS, or from a loopback client.
+// Elsewhere a token or cookie crossed the network in clear text and is refused; also when a
+// trusted proxy on loopback relays, over plain http, a client that is not on loopback.
 export function credentialsAllowed(f: RequestFacts): boolean {
-  return f.tls || f.peerLoopback;
+  return f.tls || f.clientLoopback;
 }
 
 export interface Authenticator {

@@ -1,8 +1,8 @@
 // The operator's HTTP surface (DESIGN §12): the admin API under /v1/admin/ (bearer tokens
 // only), and under /ui/ the dashboard's sessions (login, logout, the session and its anti-CSRF
-// token) and the same operations for a session (/ui/api/...). The dashboard's pages are not
-// served here yet: /ui/ answers a placeholder. Every route runs one operation of
-// ../operations/operations.ts, so the API, the dashboard and the local CLI cannot drift.
+// token), the same operations for a session (/ui/api/...) and the dashboard's files. Every
+// route runs one operation of ../operations/operations.ts, so the API, the dashboard and the
+// local CLI cannot drift.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
@@ -84,5 +84,6 @@ function sendFailure(res: ServerResponse, err: unknown, req: IncomingMessage): v
     log('%s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
     if (e.code === 'INTERNAL') return sendAdminError(res, 'INTERNAL', 'internal error; see the server log');
   }
-  sendAdminError(res, e.code, e.message);
+  const status = e.details.httpStatus;
+  sendAdminError(res, e.code, e.message, {}, typeof status === 'number' ? status : undefined);
 }

@@ -14,7 +14,7 @@ import { readBody } from '../server/read-body.js';
 import type { ControlStore } from '../store/store.js';
 import type { Authenticator, RequestFacts } from './authenticate.js';
 import { sendAdminError, sendAdminJson } from './admin-answers.js';
-import { splitUpload } from './read-upload.js';
+import { MAX_UPLOAD_HEAD_BYTES, splitUpload } from './read-upload.js';
 
 const log = logger('control:admin');
 
@@ -41,7 +41,7 @@ export async function runAs(ctx: AdminContext, actor: Actor, op: Operation, req:
     let input: unknown;
     if (op.upload) {
       const split = await splitUpload(req);
-      if (!split.ok) return sendAdminError(res, 'USAGE', `${op.command}: the body is one line of JSON, a newline, then the tarball (${split.reason})`);
+      if (!split.ok) throw new StewardError('BAD_REQUEST', `${op.command}: the body is one line of JSON (at most ${MAX_UPLOAD_HEAD_BYTES} bytes), a newline, then the tarball (${split.reason})`, split.reason === 'head-too-large' ? TOO_LARGE : {});
       input = parseInput(op, parseJsonObject(split.head.toString('utf8')));
       upload = await receiveUpload(ctx.artifactsDir, split.bytes);
     } else {
@@ -59,8 +59,13 @@ export async function runAs(ctx: AdminContext, actor: Actor, op: Operation, req:
 export function checkMethod(op: Operation, req: IncomingMessage, res: ServerResponse): boolean {
   const method = methodOf(op);
   if (req.method === method) return true;
-  sendAdminJson(res, 405, { error: { code: 'USAGE', message: `${routeOf(op)} takes ${method}` } }, { allow: method });
+  sendWrongMethod(res, routeOf(op), method);
   return false;
+}
+
+// 405, naming the method `path` takes.
+export function sendWrongMethod(res: ServerResponse, path: string, method: string): void {
+  sendAdminJson(res, 405, { error: { code: 'BAD_REQUEST', message: `${path} takes ${method}` } }, { allow: method });
 }
 
 // A request answered before its body was read (a refusal, an error): Node reads and drops the
@@ -84,16 +89,25 @@ function queryOf(req: IncomingMessage): Record<string, string> {
   const params = new URL(req.url ?? '/', 'http://admin.invalid').searchParams;
   const out: Record<string, string> = {};
   for (const [k, v] of params) {
-    if (Object.hasOwn(out, k)) throw new StewardError('USAGE', `query parameter ${JSON.stringify(k)} is given twice`);
+    if (Object.hasOwn(out, k)) throw new StewardError('BAD_REQUEST', `query parameter ${JSON.stringify(k)} is given twice`);
     out[k] = v;
   }
   return out;
 }
 
-// The JSON object of a POST's body ({} when empty), at most MAX_BODY_BYTES.
+// A body over its limit is answered 413 (its code BAD_REQUEST all the same).
+export const TOO_LARGE = { details: { httpStatus: 413 } };
+
+// The error for a body (`what`: the body, the form) that readBody could not take.
+export function unreadBody(reason: 'too-large' | 'aborted', what: string, limit: number): StewardError {
+  return reason === 'too-large' ? new StewardError('BAD_REQUEST', `${what} is over the limit of ${limit} bytes`, TOO_LARGE) : new StewardError('BAD_REQUEST', `${what} was cut short`);
+}
+
+// The JSON object of a POST's body ({} when empty), at most MAX_BODY_BYTES; anything else is
+// BAD_REQUEST (no CLI sends it: the CLI's own mistakes are USAGE, from the operation's schema).
 export async function jsonBodyOf(req: IncomingMessage): Promise<Record<string, unknown>> {
   const body = await readBody(req, MAX_BODY_BYTES);
-  if (!body.ok) throw new StewardError('USAGE', body.reason === 'too-large' ? `the body is over the limit of ${MAX_BODY_BYTES} bytes` : 'the body was cut short');
+  if (!body.ok) throw unreadBody(body.reason, 'the body', MAX_BODY_BYTES);
   return body.body.length === 0 ? {} : parseJsonObject(body.body.toString('utf8'));
 }
 
@@ -102,9 +116,9 @@ function parseJsonObject(text: string): Record<string, unknown> {
   try {
     v = JSON.parse(text);
   } catch {
-    throw new StewardError('USAGE', 'the body is not JSON');
+    throw new StewardError('BAD_REQUEST', 'the body is not JSON');
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new StewardError('USAGE', 'the body is not a JSON object');
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new StewardError('BAD_REQUEST', 'the body is not a JSON object');
   return v as Record<string, unknown>;
 }
 

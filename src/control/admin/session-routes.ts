@@ -3,10 +3,9 @@
 // `GET /ui/session` says whose it is and gives its anti-CSRF token; `POST /ui/logout` ends it;
 // `/ui/api/<command>` runs the admin API's operations for the session (a POST carries the
 // anti-CSRF token and passes the Origin check). The cookie's path keeps browsers from ever
-// sending it to /v1/admin/, which takes bearer tokens only. The pages are the dashboard's; until
-// they exist `/ui/` answers a placeholder.
+// sending it to /v1/admin/, which takes bearer tokens only. Any other GET under /ui/ is one of
+// the dashboard's files (ui-files.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { StewardError } from '../../core/errors.js';
 import { recordAudit, type Actor } from '../audit/record-audit.js';
 import { ADMIN_PREFIX, methodOf } from '../operations/operation.js';
 import { operationAt } from '../operations/operations.js';
@@ -15,10 +14,12 @@ import type { OperatorRow, SessionRow } from '../store/store.js';
 import { credentialsAllowed, requestFacts, type RequestFacts } from './authenticate.js';
 import { SECURITY_HEADERS, sendAdminError, sendAdminJson } from './admin-answers.js';
 import { readBody } from '../server/read-body.js';
-import { jsonBodyOf, refuseCleartext, runAs, type AdminContext } from './run-operation.js';
+import { jsonBodyOf, refuseCleartext, runAs, sendWrongMethod, unreadBody, type AdminContext } from './run-operation.js';
+import { serveUiFile } from './ui-files.js';
 
 const API_PREFIX = '/ui/api/';
 const FORM = 'application/x-www-form-urlencoded';
+const MAX_FORM_BYTES = 64 * 1024;
 
 export async function serveSessionRoutes(ctx: AdminContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
   if (path === '/ui/login') return onlyPost(req, res, () => login(ctx, req, res));
@@ -28,7 +29,7 @@ export async function serveSessionRoutes(ctx: AdminContext, req: IncomingMessage
     return session(ctx, req, res);
   }
   if (path.startsWith(API_PREFIX)) return sessionApi(ctx, req, res, path);
-  if ((path === '/ui' || path === '/ui/') && (req.method === 'GET' || req.method === 'HEAD')) return placeholder(res, req.method === 'HEAD');
+  if ((req.method === 'GET' || req.method === 'HEAD') && serveUiFile(res, path, req.method === 'HEAD')) return;
   return sendAdminError(res, 'NOT_FOUND', `no dashboard page ${JSON.stringify(path.slice(0, 200))}`);
 }
 
@@ -38,7 +39,7 @@ async function onlyPost(req: IncomingMessage, res: ServerResponse, fn: () => Pro
 }
 
 function wrongMethod(req: IncomingMessage, res: ServerResponse, method: string): void {
-  sendAdminJson(res, 405, { error: { code: 'USAGE', message: `${(req.url ?? '').split('?')[0]} takes ${method}` } }, { allow: method });
+  sendWrongMethod(res, (req.url ?? '').split('?')[0] ?? '', method);
 }
 
 // The session cookie's attributes: Secure whenever the request came over TLS.
@@ -146,7 +147,7 @@ async function logout(ctx: AdminContext, req: IncomingMessage, res: ServerRespon
 async function sessionApi(ctx: AdminContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
   const op = operationAt(ADMIN_PREFIX + path.slice(API_PREFIX.length));
   if (!op) return sendAdminError(res, 'NOT_FOUND', `no dashboard route ${JSON.stringify(path.slice(0, 200))}`);
-  if (op.upload) return sendAdminError(res, 'USAGE', `\`${op.command}\` uploads go through the admin API with a bearer token`);
+  if (op.upload) return sendAdminError(res, 'BAD_REQUEST', `\`${op.command}\` uploads go through the admin API with a bearer token`);
   const method = methodOf(op);
   if (req.method !== method) return wrongMethod(req, res, method);
   const f = requestFacts(req, ctx.trusted);
@@ -156,19 +157,13 @@ async function sessionApi(ctx: AdminContext, req: IncomingMessage, res: ServerRe
   await runAs(ctx, s.actor, op, req, res, path);
 }
 
-function placeholder(res: ServerResponse, headOnly: boolean): void {
-  const html = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>steward-control</title></head><body><p>The steward-control dashboard is not built yet. Sessions: POST /ui/login, GET /ui/session, POST /ui/logout; the admin API is /v1/admin/ (docs/admin-api.md).</p></body></html>\n';
-  res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(html)) });
-  res.end(headOnly ? undefined : html);
-}
-
 function isForm(req: IncomingMessage): boolean {
   return (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() === FORM;
 }
 
 async function formOf(req: IncomingMessage): Promise<Record<string, string>> {
-  const body = await readBody(req, 64 * 1024);
-  if (!body.ok) throw new StewardError('USAGE', 'the form is over 64 KiB or was cut short');
+  const body = await readBody(req, MAX_FORM_BYTES);
+  if (!body.ok) throw unreadBody(body.reason, 'the form', MAX_FORM_BYTES);
   return Object.fromEntries(new URLSearchParams(body.body.toString('utf8')));
 }
 

@@ -1,5 +1,6 @@
 // Parsed Ed25519 public keys by their PEM text. Parsing a PEM costs more than checking a
-// signature (~180 us against ~110 us here), and every heartbeat needs its node's key. Keyed by
+// signature (bench/README.md, "Figures behind choices in the code"), and every heartbeat needs
+// its node's key. Keyed by
 // the text itself, so a changed or re-enrolled key is simply another entry and never stale.
 import type { KeyObject } from 'node:crypto';
 import { parsePublicKey } from '../../platform/keys.js';

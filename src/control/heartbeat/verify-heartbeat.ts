@@ -2,7 +2,9 @@
 // node and attempt lookups and the clock go in; a verdict comes out. No I/O, no Date.now.
 // Nothing in the body is trusted before the node key's signature over its payload bytes holds.
 import type { KeyObject } from 'node:crypto';
-import { z } from 'zod';
+import { z } from '../../core/zod-mini.js';
+import { formatIssues } from '../../core/format-issues.js';
+import { keyIdSchema, stringSchema } from '../../core/names.js';
 import { heartbeatPayloadSchema, type HeartbeatPayload } from '../../core/heartbeat-schema.js';
 import { receiptPayloadSchema, type ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
@@ -64,29 +66,12 @@ export interface VerifyHeartbeatOptions {
 }
 
 // The outer envelope: the body limit already bounds the payload, so no tighter cap here
-// (envelopeSchema's 48 KiB would refuse a heartbeat carrying 64 receipts). The schema is the
-// rule; heartbeatEnvelopeOf checks the same by hand (zod cost a tenth of a heartbeat's checks),
-// held to it by a property test (test/control/heartbeat-envelope-check.test.ts).
+// (envelopeSchema's 48 KiB would refuse a heartbeat carrying 64 receipts).
 export const heartbeatEnvelopeSchema = z.strictObject({
-  payload: z.string().min(1),
-  sig: z.string().min(1).max(256),
-  keyId: z.string().regex(/^[0-9a-f]{16}$/),
+  payload: z.string().check(z.minLength(1)),
+  sig: stringSchema(1, 256),
+  keyId: keyIdSchema,
 });
-
-const KEY_ID_RE = /^[0-9a-f]{16}$/;
-
-// The envelope when `json` matches heartbeatEnvelopeSchema, else null.
-export function heartbeatEnvelopeOf(json: unknown): Envelope | null {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return null;
-  // Why the count: with exactly three own keys, all three named ones holding strings (JSON.parse
-  // makes plain objects, which inherit none of these names) means no other key.
-  if (Object.keys(json).length !== 3) return null;
-  const { payload, sig, keyId } = json as Record<string, unknown>;
-  if (typeof payload !== 'string' || payload.length < 1) return null;
-  if (typeof sig !== 'string' || sig.length < 1 || sig.length > 256) return null;
-  if (typeof keyId !== 'string' || !KEY_ID_RE.test(keyId)) return null;
-  return { payload, sig, keyId };
-}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -144,8 +129,10 @@ export function openHeartbeat<N extends NodeKey>(body: Buffer, lookupNode: (node
   } catch {
     return reject(400, 'BAD_BODY', 'heartbeat body is not valid UTF-8 JSON');
   }
-  const envelope = heartbeatEnvelopeOf(json);
-  if (!envelope) return reject(400, 'BAD_BODY', 'heartbeat body is not a signature envelope {payload, sig, keyId}');
+  const outer = heartbeatEnvelopeSchema.safeParse(json);
+  // Sliced: the key names are the sender's, and an error answer's message stays under 4096.
+  if (!outer.success) return reject(400, 'BAD_BODY', `heartbeat body is not a signature envelope {payload, sig, keyId}: ${formatIssues(outer.error.issues).slice(0, 1024)}`);
+  const envelope = outer.data;
 
   // The payload is decoded and parsed once. Why the lenient decode when it is not strict base64:
   // the claimed nodeId is read as before (an unknown node is still 401), and the strict check

@@ -116,6 +116,24 @@ export interface NodeReads {
   list(): Promise<NodeRow[]>;
   // Up to `limit` enrolled nodes with a nodeId above `afterNodeId` (null: from the first), by nodeId.
   page(afterNodeId: string | null, limit: number): Promise<NodeRow[]>;
+  // How many nodes heartbeated at or after `since`, before it, or never (the metrics' gauge).
+  countByFreshness(since: number): Promise<FreshnessCounts>;
+  // How many nodes report each app at each version (`current`, null: not installed), from their
+  // latest heartbeat; one row per app and version reported, in no order. Values are as stored:
+  // the caller checks them before they become label values.
+  countByAppVersion(): Promise<AppVersionCount[]>;
+}
+
+export interface FreshnessCounts {
+  fresh: number;
+  stale: number;
+  never: number;
+}
+
+export interface AppVersionCount {
+  app: string;
+  version: string | null;
+  nodes: number;
 }
 
 export interface NodeWrites {
@@ -288,6 +306,8 @@ export interface RunReads {
   // Attempts issued to a node by runs that have not ended and are not stopped, that no counting
   // receipt answered yet, and whose notAfter is after `now`.
   openAttemptsFor(nodeId: string, now: number): Promise<OpenAttempt[]>;
+  // How many runs have each stored status; a status no run has is absent.
+  countByStatus(): Promise<Array<{ status: StoredRunStatus; runs: number }>>;
 }
 
 export interface RunWrites {

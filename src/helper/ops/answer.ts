@@ -54,7 +54,7 @@ export async function endBeforeJournal(
 ): Promise<never> {
   const e = err instanceof StewardError ? err : toStewardError(err, isErrnoError(err) ? 'IO_ERROR' : 'INTERNAL', req.app);
   if (!req.attemptId) throw e;
-  // A receipt other than `refused` must name its target (receipt-check.ts).
+  // A receipt other than `refused` must name its target (receiptPayloadSchema).
   const refused = isNothingChanged(e.code) || REQUEST_REFUSALS.has(e.code) || req.targetVersion === null;
   try {
     await ctx.receipts.emit({

@@ -4,7 +4,7 @@
 // taken from it; no byte of it goes into a log line.
 import { promises as fsp } from 'node:fs';
 import type { HostPaths } from '../../core/paths.js';
-import { checkRelayMark, relayMarkFile, RELAY_MARK_SCHEMA_VERSION } from '../../core/relay-mark.js';
+import { relayMarkFile, relayMarkSchema, RELAY_MARK_SCHEMA_VERSION } from '../../core/relay-mark.js';
 import { readRegularFile } from '../../platform/fs-atomic.js';
 import { logger } from '../../platform/log.js';
 
@@ -43,11 +43,12 @@ export async function readRelayedSeq(paths: HostPaths, keyId: string): Promise<n
   } catch {
     return problem('is not JSON');
   }
-  const mark = checkRelayMark(json);
-  if (mark === null) {
+  const parsed = relayMarkSchema.safeParse(json);
+  if (!parsed.success) {
     const sv = (json as { schemaVersion?: unknown } | null)?.schemaVersion;
     return problem(typeof sv === 'number' && sv > RELAY_MARK_SCHEMA_VERSION ? `is schemaVersion ${sv}, newer than this helper` : 'is not a relay mark');
   }
+  const mark = parsed.data;
   if (mark.helperKeyId !== keyId) return problem(`is for helper key ${mark.helperKeyId}, not ${keyId}`);
   lastProblem = '';
   return mark.relayedSeq;

@@ -1,17 +1,19 @@
 import type { KeyObject } from 'node:crypto';
 import { constants as fsc, lstatSync, promises as fsp } from 'node:fs';
-import { mustCheck } from '../../core/checker.js';
+import { mustParse } from '../../core/must-parse.js';
 import { StewardError, truncateUtf8 } from '../../core/errors.js';
 import { APP_NAME_RE, UNKNOWN_APPS_RECEIPTS } from '../../core/name-checks.js';
 import { receiptsFile, type HostPaths } from '../../core/paths.js';
-import type { ReceiptOutcome, ReceiptPayload, ReceiptsFile } from '../../core/receipt-schema.js';
 import {
-  receiptPayloadChecker,
-  receiptSeqFileChecker,
+  receiptPayloadSchema,
+  receiptSeqFileSchema,
   RECEIPT_SEQ_SCHEMA_VERSION,
-  receiptsFileChecker,
+  receiptsFileSchema,
   RECEIPTS_FILE_SCHEMA_VERSION,
-} from '../../core/receipts-file-check.js';
+  type ReceiptOutcome,
+  type ReceiptPayload,
+  type ReceiptsFile,
+} from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import type { Clock } from '../../platform/clock.js';
 import { commitInOrder, ensureDir, prepareFileAtomic, prepareJsonAtomic } from '../../platform/fs-atomic.js';
@@ -109,6 +111,8 @@ export class ReceiptStore {
   // Per app: the receipts file as last read or written, and the identity of that file.
   private readonly parsed = new Map<string, { id: string; value: AppReceipts }>();
   private group: Promise<number | null> | null = null;
+  // Hears every receipt once it is durable (the metrics textfile counts them).
+  onEmitted: ((payload: ReceiptPayload) => void) | undefined;
 
   constructor(opts: ReceiptStoreOptions) {
     this.opts = opts;
@@ -177,7 +181,7 @@ export class ReceiptStore {
       if (waiting.length >= UNRELAYED_MAX) throw backlogError(input.app, waiting);
     }
     const seq = await this.allocate(input.app);
-    const payload = await this.buildPayload(input, seq, await this.opts.nodeId());
+    const payload = this.buildPayload(input, seq, await this.opts.nodeId());
     const envelope = signEnvelope(DOMAINS.receipt, payload, this.opts.signer.privateKey);
     const lastTransaction = ofJournal ? { attemptId: input.attemptId, seq } : (current?.file.lastTransaction ?? null);
     // A mark above every seq signed so far is bounded to them: the receipts still to come are unrelayed.
@@ -209,10 +213,11 @@ export class ReceiptStore {
       },
     );
     log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
+    this.onEmitted?.(payload);
     return { envelope, payload };
   }
 
-  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null): Promise<ReceiptPayload> {
+  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null): ReceiptPayload {
     const candidate = {
       v: 1,
       nodeId,
@@ -230,7 +235,7 @@ export class ReceiptStore {
       ...(input.reason ? { reason: { code: input.reason.code, message: truncateUtf8(input.reason.message, REASON_MAX_BYTES) } } : {}),
       ...(input.logFile !== undefined ? { logFile: input.logFile } : {}),
     };
-    return mustCheck(receiptPayloadChecker, candidate, 'INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid`);
+    return mustParse(receiptPayloadSchema, candidate, 'INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid`);
   }
 
   // next = max(receipt-seq.json's next, 1 + the highest seq in any receipts file),
@@ -238,7 +243,7 @@ export class ReceiptStore {
   private async allocate(app: string): Promise<number> {
     if (this.next === null) {
       const { paths } = this.opts;
-      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, receiptSeqFileChecker, 64 * 1024);
+      const seqFile = await readVersionedJson(paths.receiptSeq, RECEIPT_SEQ_SCHEMA_VERSION, receiptSeqFileSchema, 64 * 1024);
       let highest = 0;
       for (const a of await this.storedApps()) {
         try {
@@ -267,7 +272,7 @@ export class ReceiptStore {
     const cached = this.parsed.get(app);
     if (id !== null && cached?.id === id) return cached.value;
     this.parsed.delete(app);
-    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, receiptsFileChecker);
+    const data = await readVersionedJson(file, RECEIPTS_FILE_SCHEMA_VERSION, receiptsFileSchema);
     if (!data) return null;
     if (data.app !== app) throw new StewardError('STATE_INVALID', `${file}: holds receipts of app ${data.app}`);
     const stored: StoredReceipt[] = [];

@@ -1,7 +1,6 @@
-import { mustCheck } from '../../core/checker.js';
+import { mustParse } from '../../core/must-parse.js';
 import { StewardError } from '../../core/errors.js';
-import type { ReceiptPayload } from '../../core/receipt-schema.js';
-import { receiptPayloadChecker } from '../../core/receipts-file-check.js';
+import { receiptPayloadSchema, type ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 
 // Decodes a stored envelope's payload without verifying it: the helper reads back what it
@@ -13,5 +12,5 @@ export async function decodeStored(file: string, envelope: Envelope): Promise<Re
   } catch (err) {
     throw new StewardError('STATE_INVALID', `${file}: a receipt payload is not JSON`, { cause: err });
   }
-  return mustCheck(receiptPayloadChecker, json, 'STATE_INVALID', `${file}: a receipt payload is invalid`);
+  return mustParse(receiptPayloadSchema, json, 'STATE_INVALID', `${file}: a receipt payload is invalid`);
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { APP_NAME_RE } from '../../core/name-checks.js';
-import { INSTANCE_TOKEN_RE } from '../../core/run-record-check.js';
+import { INSTANCE_TOKEN_RE } from '../../core/run-record-schema.js';
 import type { Clock } from '../../platform/clock.js';
 import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';

@@ -2,6 +2,7 @@ import type net from 'node:net';
 import type { ApiSettings } from '../../core/config-schema.js';
 import { StewardError, truncateUtf8 } from '../../core/errors.js';
 import { createUploadStream, readRequestLine, type UploadStream } from '../../protocol/framing.js';
+import { idSchema } from '../../protocol/answer-schemas.js';
 import type { SocketKind } from '../../protocol/schemas.js';
 import { logger } from '../../platform/log.js';
 import { readPeerCredentials, type PeerLookup } from '../../platform/peer-credentials.js';
@@ -181,10 +182,8 @@ function makeIdleTimer(ms: number, fire: () => void) {
 }
 
 function pickId(parsed: unknown): string | number | null {
-  const id = (parsed as { id?: unknown } | null)?.id;
-  if (typeof id === 'string' && id.length <= 128) return id;
-  if (typeof id === 'number' && Number.isSafeInteger(id)) return id;
-  return null;
+  const id = idSchema.safeParse((parsed as { id?: unknown } | null)?.id);
+  return id.success ? id.data : null;
 }
 
 // The announced upload size, or null; bytes after the line without one are a protocol error.

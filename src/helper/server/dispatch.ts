@@ -1,9 +1,9 @@
-import { refusalOf, type Checker } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
+import { mustParse } from '../../core/must-parse.js';
 import { ALL_OPS, type OpName } from '../../protocol/ops.js';
 import type { AnswerOf } from '../../protocol/answers.js';
-import { requestCheckers, requestEnvelopeChecker } from '../../protocol/request-check.js';
 import type { RequestOf } from '../../protocol/requests.js';
+import { requestEnvelopeSchema, requestSchemas } from '../../protocol/schemas.js';
 import type { Dispatch, OpContext } from './api-server.js';
 import { checkSocketPolicy } from './socket-policy.js';
 
@@ -27,12 +27,11 @@ export interface DispatchOptions {
 }
 
 // Builds the Dispatch of the API server: checks the envelope, the op, the socket's
-// policy and the op's schema, in that order, then calls the op's handler. Requests are checked
-// without zod (protocol/request-check.ts); a refused one is worded by its schema, loaded then.
+// policy and the op's schema, in that order, then calls the op's handler. A refused request is
+// worded by the schema that refused it (field and rule).
 export function makeDispatch(handlers: Handlers, opts: DispatchOptions = {}): Dispatch {
   return async (raw, ctx) => {
-    const request = requestEnvelopeChecker.check(raw);
-    if (request === null) throw new StewardError('BAD_REQUEST', `invalid request: ${await refusalOf(requestEnvelopeChecker, raw)}`);
+    const request = mustParse(requestEnvelopeSchema, raw, 'BAD_REQUEST', 'invalid request');
     const op = request.op;
     if (!(ALL_OPS as readonly string[]).includes(op)) {
       throw new StewardError('BAD_REQUEST', `unknown op ${JSON.stringify(op)}`);
@@ -40,13 +39,11 @@ export function makeDispatch(handlers: Handlers, opts: DispatchOptions = {}): Di
     const name = op as OpName;
     checkSocketPolicy(ctx.kind, name, request);
     const handler = handlers[name] as OpHandler | undefined;
-    const checker = requestCheckers[name] as Checker<unknown>;
     if (!handler) throw new StewardError('BAD_REQUEST', `op "${name}" not supported by this helper`);
     if (request.upload !== undefined && !UPLOAD_OPS.includes(name)) {
       throw new StewardError('BAD_REQUEST', `op "${name}" takes no upload`);
     }
-    const parsed = checker.check(raw);
-    if (parsed === null) throw new StewardError('BAD_REQUEST', `invalid ${name} request: ${await refusalOf(checker, raw)}`);
+    const parsed = mustParse<unknown>(requestSchemas[name], raw, 'BAD_REQUEST', `invalid ${name} request`);
     if (!READ_ONLY_OPS.includes(name) && opts.recovering?.()) {
       throw new StewardError('RECOVERING', `op "${name}" refused: the helper is still recovering after start; try again shortly`);
     }

@@ -1,9 +1,8 @@
 import path from 'node:path';
-import { refusalOf } from '../../core/checker.js';
 import type { AppConfig } from '../../core/config-schema.js';
 import { StewardError } from '../../core/errors.js';
-import { RELEASE_FILE_NAME, releaseFileChecker } from '../../core/release-check.js';
-import type { ReleaseFile } from '../../core/release-schemas.js';
+import { mustParse } from '../../core/must-parse.js';
+import { RELEASE_FILE_NAME, releaseFileSchema, type ReleaseFile } from '../../core/release-schemas.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 
 // Reads and checks steward-release.json at the root of an extracted tree (DESIGN §3.5):
@@ -24,8 +23,7 @@ export async function checkReleaseFile(tree: string, expect: { app: string; vers
   } catch {
     throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} is not valid JSON`);
   }
-  const rf = releaseFileChecker.check(json);
-  if (rf === null) throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME}: ${await refusalOf(releaseFileChecker, json)}`);
+  const rf = mustParse(releaseFileSchema, json, 'RELEASE_INVALID', RELEASE_FILE_NAME);
   if (rf.name !== expect.app) throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} names app ${rf.name}, not ${expect.app}`);
   if (rf.version !== expect.version) {
     throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} says version ${rf.version}, not ${expect.version}`);

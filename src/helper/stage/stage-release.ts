@@ -6,11 +6,10 @@ import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import type { HostConfig } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
-import { mustCheck } from '../../core/checker.js';
+import { mustParse } from '../../core/must-parse.js';
 import { AGENT_APP } from '../../core/name-checks.js';
 import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
-import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerChecker } from '../../core/release-check.js';
-import type { Envelope, Marker } from '../../core/release-schemas.js';
+import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Envelope, type Marker } from '../../core/release-schemas.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind, StageResult } from '../../protocol/schemas.js';
@@ -180,7 +179,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     // Written last: a tree without its marker is never used. Checked first: a marker that would
     // not read back as valid is a bug, and its tree is removed.
     try {
-      await mustCheck(markerChecker, marker, 'INTERNAL', `the marker of ${app} ${version}`);
+      mustParse(markerSchema, marker, 'INTERNAL', `the marker of ${app} ${version}`);
       await writeJsonAtomic(path.join(final, MARKER_FILE_NAME), marker, 0o444, ioStep(faults, 'marker'));
       await fsp.chmod(final, 0o555);
     } catch (err) {

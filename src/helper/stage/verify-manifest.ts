@@ -1,7 +1,6 @@
-import { refusalOf } from '../../core/checker.js';
 import { StewardError } from '../../core/errors.js';
-import { manifestPayloadChecker } from '../../core/release-check.js';
-import type { Envelope, ManifestPayload } from '../../core/release-schemas.js';
+import { mustParse } from '../../core/must-parse.js';
+import { manifestPayloadSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
 import { DOMAINS, loadTrustedKeys, openEnvelope } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { trustRule, type TrustScope } from '../../platform/trusted-file.js';
@@ -38,10 +37,7 @@ export async function verifyManifest(
     }[opened.reason];
     throw new StewardError('SIGNATURE_INVALID', `manifest for ${expect.app} ${expect.version}: ${why}`);
   }
-  const m = manifestPayloadChecker.check(opened.payload);
-  if (m === null) {
-    throw new StewardError('RELEASE_INVALID', `manifest for ${expect.app} ${expect.version}: ${await refusalOf(manifestPayloadChecker, opened.payload)}`);
-  }
+  const m = mustParse(manifestPayloadSchema, opened.payload, 'RELEASE_INVALID', `manifest for ${expect.app} ${expect.version}`);
   if (m.name !== expect.app) {
     throw new StewardError('RELEASE_INVALID', `manifest is for app ${m.name}, not ${expect.app}`);
   }

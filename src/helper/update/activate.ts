@@ -1,6 +1,5 @@
 import { isDiskFull, StewardError, truncateUtf8 } from '../../core/errors.js';
-import { JOURNAL_SCHEMA_VERSION } from '../../core/journal-check.js';
-import type { Journal } from '../../core/journal-schema.js';
+import { JOURNAL_SCHEMA_VERSION, type Journal } from '../../core/journal-schema.js';
 import { nextQuarantine } from '../../core/quarantine.js';
 import type { AppState } from '../../core/state-schemas.js';
 import { compareVersions } from '../../core/version.js';

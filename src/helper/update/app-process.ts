@@ -4,8 +4,7 @@ import { requireApp } from '../../host/config.js';
 import path from 'node:path';
 import { StewardError } from '../../core/errors.js';
 import { appLogFile, versionDir } from '../../core/paths.js';
-import { RELEASE_FILE_NAME, releaseFileChecker } from '../../core/release-check.js';
-import type { ReleaseFile } from '../../core/release-schemas.js';
+import { RELEASE_FILE_NAME, releaseFileSchema, type ReleaseFile } from '../../core/release-schemas.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 import { cachedParse, keepParse } from '../../platform/parse-cache.js';
 import { logger } from '../../platform/log.js';
@@ -31,10 +30,10 @@ export async function readReleaseOf(ctx: UpdateContext, app: string, version: st
   const file = path.join(tree, RELEASE_FILE_NAME);
   const key = `${file}\0${appConfig.runner}`;
   const before = await readReleaseText(file);
-  const same = before === null ? undefined : cachedParse<ReleaseFile>(releaseFileChecker, key, before);
+  const same = before === null ? undefined : cachedParse<ReleaseFile>(releaseFileSchema, key, before);
   if (same !== undefined) return same;
   const rf = await checkReleaseFile(tree, { app, version, appConfig });
-  if (before !== null && (await readReleaseText(file)) === before) keepParse(releaseFileChecker, key, before, rf);
+  if (before !== null && (await readReleaseText(file)) === before) keepParse(releaseFileSchema, key, before, rf);
   return rf;
 }
 

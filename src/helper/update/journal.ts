@@ -1,9 +1,8 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { mustCheck } from '../../core/checker.js';
+import { mustParse } from '../../core/must-parse.js';
 import { journalFile, type HostPaths } from '../../core/paths.js';
-import { JOURNAL_SCHEMA_VERSION, journalChecker } from '../../core/journal-check.js';
-import type { Journal } from '../../core/journal-schema.js';
+import { JOURNAL_SCHEMA_VERSION, journalSchema, type Journal } from '../../core/journal-schema.js';
 import { fsyncDir, prepareJsonAtomic, writeJsonAtomic, type PreparedFile } from '../../platform/fs-atomic.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { readVersionedJson } from '../../platform/versioned-file.js';
@@ -16,7 +15,7 @@ export async function readJournal(paths: HostPaths, app: string): Promise<Journa
   const file = journalFile(paths, app);
   let journal: Journal | null;
   try {
-    journal = await readVersionedJson(file, JOURNAL_SCHEMA_VERSION, journalChecker, 256 * 1024);
+    journal = await readVersionedJson(file, JOURNAL_SCHEMA_VERSION, journalSchema, 256 * 1024);
   } catch (err) {
     return { state: 'invalid', why: (err as Error).message };
   }
@@ -28,12 +27,12 @@ export async function readJournal(paths: HostPaths, app: string): Promise<Journa
 // Writes the journal with the atomic file replace (0600). Throws on any failure,
 // including a failed fsync, which is never retried.
 export async function writeJournal(paths: HostPaths, journal: Journal, faults: Faults = noFaults): Promise<void> {
-  await writeJsonAtomic(journalFile(paths, journal.app), await mustCheck(journalChecker, journal, 'INTERNAL', 'journal'), 0o600, ioStep(faults, 'journal'));
+  await writeJsonAtomic(journalFile(paths, journal.app), mustParse(journalSchema, journal, 'INTERNAL', 'journal'), 0o600, ioStep(faults, 'journal'));
 }
 
 // The first half of writeJournal (see prepareFileAtomic): the journal is not changed until commit().
 export async function prepareJournal(paths: HostPaths, journal: Journal, faults: Faults = noFaults): Promise<PreparedFile> {
-  return prepareJsonAtomic(journalFile(paths, journal.app), await mustCheck(journalChecker, journal, 'INTERNAL', 'journal'), 0o600, ioStep(faults, 'journal'));
+  return prepareJsonAtomic(journalFile(paths, journal.app), mustParse(journalSchema, journal, 'INTERNAL', 'journal'), 0o600, ioStep(faults, 'journal'));
 }
 
 // Removes journal/<app>.json durably (the undo of a first `activating` journal whose write

@@ -1,5 +1,5 @@
 import { isDiskFull, truncateUtf8 } from '../../core/errors.js';
-import { isTerminal } from '../../core/journal-check.js';
+import { isTerminal } from '../../core/journal-schema.js';
 import type { Journal } from '../../core/journal-schema.js';
 import { logger } from '../../platform/log.js';
 import { readMarker } from '../release-store.js';

@@ -6,6 +6,7 @@ import { enableDefaultLogs, logger } from '../../../platform/log.js';
 import { startAdminServer, type AdminServer } from '../../admin/admin-server.js';
 import { createAdminRouter } from '../../admin/router.js';
 import { parseTrustedProxies, type TrustedProxies } from '../../operators/request-source.js';
+import type { ServeMetrics } from '../../metrics/serve-metrics.js';
 import { startControlServer } from '../../server/control-server.js';
 import { openStore } from '../../store/open-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
@@ -23,7 +24,7 @@ function readPem(file: string, what: string): Buffer {
 }
 
 // `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]
-// [--admin-listen HOST:PORT [--trusted-proxy ADDR]...]`
+// [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT]`
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -37,9 +38,12 @@ export function registerServe(program: Command): void {
     // The admin API and dashboard sessions (DESIGN §12).
     .option('--admin-listen <host:port>', 'serve the admin API (/v1/admin/) and dashboard sessions (/ui/) here; the same address as --listen shares its listener')
     .option('--trusted-proxy <addr>', 'a proxy (address or CIDR) whose X-Forwarded-For and X-Forwarded-Proto are believed (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
-    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean } & AdminFlags, cmd: Command) => {
+    // Metrics (DESIGN §12): Prometheus text at /metrics, with /healthz and /readyz, plain http.
+    .option('--metrics-listen <host:port>', 'serve Prometheus metrics (/metrics), /healthz and /readyz on this address (plain http, no auth)')
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string } & AdminFlags, cmd: Command) => {
       enableDefaultLogs('steward:control:*');
       const listen = parseListen(o.listen);
+      const metricsListen = o.metricsListen === undefined ? null : parseListen(o.metricsListen);
       const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
       if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
       const tls = o.tlsCert && o.tlsKey ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key') } : undefined;
@@ -51,14 +55,28 @@ export function registerServe(program: Command): void {
       const artifactsDir = artifactsDirFor(cmd, db);
       const store = await openStore(db, { groupSync: true, create: o.init === true });
       let adminServer: AdminServer | null = null;
+      let metrics: ServeMetrics | null = null;
       try {
         await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-        const router = admin && createAdminRouter({ store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
-        const server = await startControlServer({ store, artifactsDir, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock, ...(admin?.shared && router ? { admin: router } : {}) });
+        // Why a dynamic import: without --metrics-listen, prom-client is never loaded. The same
+        // address as --listen (a port other than 0) is a choice: the fleet listener serves them.
+        const shared = metricsListen !== null && metricsListen.port !== 0 && metricsListen.port === listen.port && metricsListen.host === listen.host;
+        metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, shared ? null : metricsListen) : null;
+        const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
+        const server = await startControlServer({
+          store: metrics?.store ?? store, artifactsDir, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
+          metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined,
+          ...(admin?.shared && router ? { admin: router } : {}),
+        });
         if (admin && router && !admin.shared) adminServer = await startAdminServer({ router, host: admin.host, port: admin.port, tls });
         const adminUrl = admin ? (adminServer?.url ?? server.url) : null;
-        process.stdout.write(jsonOf(cmd) ? JSON.stringify({ listening: server.url, ...(adminUrl ? { admin: adminUrl } : {}) }) + '\n' : `steward-control listening on ${server.url}\n${adminUrl ? `steward-control admin API on ${adminUrl}\n` : ''}`);
-        log('listening url=%s admin=%s db=%s heartbeatSeconds=%d', server.url, adminUrl ?? '-', store.location, heartbeatSeconds);
+        const urls = { listening: server.url, ...(adminUrl ? { admin: adminUrl } : {}), ...(metrics ? { metrics: `${metrics.url ?? server.url}/metrics` } : {}) };
+        process.stdout.write(
+          jsonOf(cmd)
+            ? JSON.stringify(urls) + '\n'
+            : `steward-control listening on ${server.url}\n${adminUrl ? `steward-control admin API on ${adminUrl}\n` : ''}${metrics ? `metrics at ${urls.metrics}\n` : ''}`,
+        );
+        log('listening url=%s admin=%s db=%s heartbeatSeconds=%d%s', server.url, adminUrl ?? '-', store.location, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log('stopping on %s', sig);
@@ -70,6 +88,7 @@ export function registerServe(program: Command): void {
         await server.close();
       } finally {
         await adminServer?.close();
+        await metrics?.close();
         await store.close();
       }
     });

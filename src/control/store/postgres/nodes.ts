@@ -1,7 +1,6 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
-import { isLabels } from '../../../core/labels.js';
-import { parseJson } from '../parse-json.js';
-import type { NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
+import { parseJson, parseLabels } from '../parse-json.js';
+import type { AppVersionCount, FreshnessCounts, NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
 import type { Query } from './query.js';
 
 interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
@@ -11,8 +10,7 @@ interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
 
 function toRow(r: Raw): NodeRow {
   const apps = parseJson<unknown>(r.apps, []);
-  const labels = parseJson<unknown>(r.labels, {});
-  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: isLabels(labels) ? labels : {} };
+  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
 }
 
 const COLUMNS = `"nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq", "lastHeartbeatAt", apps, "bootId", "agentVersion", labels`;
@@ -39,6 +37,23 @@ export function pgNodes(q: Query): NodeReads & NodeWrites {
           ? await q.rows<Raw>(`SELECT ${COLUMNS} FROM nodes ORDER BY "nodeId" LIMIT $1`, [limit])
           : await q.rows<Raw>(`SELECT ${COLUMNS} FROM nodes WHERE "nodeId" > $1 ORDER BY "nodeId" LIMIT $2`, [afterNodeId, limit]);
       return rows.map(toRow);
+    },
+    async countByFreshness(since) {
+      const r = await q.one<FreshnessCounts>(
+        `SELECT COUNT(*) FILTER (WHERE "lastHeartbeatAt" >= $1) AS fresh, COUNT(*) FILTER (WHERE "lastHeartbeatAt" < $1) AS stale,
+           COUNT(*) FILTER (WHERE "lastHeartbeatAt" IS NULL) AS never FROM nodes`,
+        [since],
+      );
+      return r ?? { fresh: 0, stale: 0, never: 0 };
+    },
+    async countByAppVersion() {
+      // Why in SQL: one pass over the table, not every node's apps parsed in JS. A column that
+      // holds no JSON array (never written so) counts as no apps rather than failing the read.
+      return q.rows<AppVersionCount>(
+        `SELECT j->>'name' AS app, j->>'current' AS version, COUNT(*) AS nodes
+         FROM nodes n, json_array_elements(CASE WHEN json_typeof(n.apps::json) = 'array' THEN n.apps::json ELSE '[]'::json END) j
+         GROUP BY 1, 2`,
+      );
     },
     async insert(n) {
       await q.guarded(() =>

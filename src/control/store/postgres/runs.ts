@@ -68,6 +68,9 @@ export function pgRuns(q: Query): RunReads & RunWrites {
         [nodeId, now],
       );
     },
+    async countByStatus() {
+      return q.rows<{ status: RunRow['status']; runs: number }>('SELECT status, COUNT(*) AS runs FROM runs GROUP BY status');
+    },
     async insert(run, nodes) {
       let id: number;
       try {

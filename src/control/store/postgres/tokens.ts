@@ -1,16 +1,10 @@
-import { isLabels, type Labels } from '../../../core/labels.js';
-import { parseJson } from '../parse-json.js';
+import { parseLabels } from '../parse-json.js';
 import type { TokenReads, TokenRow, TokenWrites } from '../store.js';
 import type { Query } from './query.js';
 
 type Raw = Omit<TokenRow, 'labels'> & { labels: string };
 
-function labelsOf(text: string): Labels {
-  const v = parseJson<unknown>(text, {});
-  return isLabels(v) ? v : {};
-}
-
-const toRow = (r: Raw): TokenRow => ({ ...r, labels: labelsOf(r.labels) });
+const toRow = (r: Raw): TokenRow => ({ ...r, labels: parseLabels(r.labels) });
 const COLUMNS = 'id, "createdAt", "expiresAt", "usedAt", "usedBy", "revokedAt", labels';
 
 // The tokens table (only each token's sha256 is stored).
@@ -24,7 +18,7 @@ export function pgTokens(q: Query): TokenReads & TokenWrites {
     },
     async spend(hash, at, nodeId) {
       const r = await q.one<{ labels: string }>('UPDATE tokens SET "usedAt" = $1, "usedBy" = $2 WHERE hash = $3 AND "usedAt" IS NULL AND "revokedAt" IS NULL AND "expiresAt" > $1 RETURNING labels', [at, nodeId, hash]);
-      return r ? labelsOf(r.labels) : null;
+      return r ? parseLabels(r.labels) : null;
     },
     async revoke(id, at) {
       await q.count('UPDATE tokens SET "revokedAt" = $1 WHERE id = $2 AND "usedAt" IS NULL AND "revokedAt" IS NULL', [at, id]);

@@ -1,7 +1,7 @@
 // Durable commits for the server's connection without blocking its one thread on the fsync.
 //
 // With synchronous=FULL, SQLite fsyncs the WAL inside every COMMIT, and better-sqlite3 is
-// synchronous: the event loop stood still for each fsync (2-10 ms here), so no heartbeat could be
+// synchronous: the event loop stood still for each fsync (bench/README.md, round 13), so no heartbeat could be
 // read or verified meanwhile, and under an open-loop load each commit held only the one or two
 // heartbeats whose bodies had arrived. Here the server's connection commits with
 // synchronous=NORMAL, which in WAL mode is FULL minus exactly that per-commit fsync of the WAL
