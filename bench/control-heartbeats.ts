@@ -20,7 +20,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ENROLL_PATH, HEARTBEAT_PATH } from '../src/core/control-api.js';
 import { createToken } from '../src/control/enroll/tokens.js';
-import { openStore } from '../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../src/control/store/sqlite/open-sqlite-store.js';
 import { DOMAINS, signEnvelope, signPayloadBytes } from '../src/platform/keys.js';
 import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } from './lib/http-load.js';
 import { benchArgs, cpuMsOf, median, printRow, quantile, ratios as ratiosOf, series } from './lib.js';
@@ -287,7 +287,7 @@ async function main(): Promise<void> {
   const pool = startLoadPool(THREADS);
   try {
     // Tokens straight into the store (the CLI would be a process per token); enrollment itself is real.
-    const store = openStore(db, { create: true });
+    const store = openSqliteStore(db, { create: true });
     const tokens = await store.write(async (tx) => {
       const out: string[] = [];
       for (let i = 0; i < NODES; i++) out.push((await createToken(tx, 3_600_000)).token);

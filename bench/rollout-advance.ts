@@ -12,7 +12,7 @@ import path from 'node:path';
 import { advanceRun } from '../src/control/rollouts/advance-runs.js';
 import { readPlanInput } from '../src/control/rollouts/plan-run.js';
 import { startRun } from '../src/control/rollouts/start-run.js';
-import { openStore, type SqliteStore } from '../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore, type SqliteStore } from '../src/control/store/sqlite/open-sqlite-store.js';
 import type { HeartbeatApp } from '../src/core/heartbeat-schema.js';
 import { planRollout } from '../src/core/rollout-planner.js';
 import { benchArgs, median, note, printRow, series } from './lib.js';
@@ -31,7 +31,7 @@ const app = (current: string): HeartbeatApp => ({ name: 'web', current, previous
 // the canary confirmed, the batch issued, half of it answered.
 async function fleetInTheMiddleOfABatch(dir: string, n: number): Promise<{ store: SqliteStore; runId: number }> {
   clockNow = T0;
-  const store = openStore(path.join(dir, `fleet-${n}.db`), { create: true, clock });
+  const store = openSqliteStore(path.join(dir, `fleet-${n}.db`), { create: true, clock });
   await store.write(async (tx) => {
     await tx.settings.set('heartbeatSeconds', '30');
     await tx.releases.upsert({ app: 'web', version: '2.0.0', manifest: { payload: 'e30=', sig: 'x', keyId: '0000000000000000' }, integrity: 'sha512-x', size: 1, expires: T0 + 86_400_000 * 30, artifactPath: null, addedAt: T0, keyId: '0000000000000000' });

@@ -39,11 +39,11 @@ const WORKER = { name: 'tarball-worker', entry: 'dist/src/platform/tarball-worke
 // Packages with a native addon: never bundled, resolved from node_modules where they run.
 export const NATIVE = ['better-sqlite3'];
 
-// Optional packages that a dependency require()s inside a try (debug asks for supports-color),
+// Optional packages that a dependency require()s inside a try (debug asks for supports-color, pg for pg-native),
 // not installed. Left as a require() they would be looked for on the host at run time, in any
 // node_modules above the bundle (a file found there would run as the program's code): each is
 // bundled as a module that throws as a missing package does, so the dependency behaves as now.
-const ABSENT = ['supports-color'];
+const ABSENT = ['supports-color', 'pg-native'];
 
 const absentPackages: Plugin = {
   name: 'absent-packages',

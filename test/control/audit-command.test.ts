@@ -12,7 +12,7 @@ import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { DEFAULT_PAGE } from '../../src/control/operations/paging.js';
 import { runOperation } from '../../src/control/operations/operations.js';
 import { tokenCreate } from '../../src/control/operations/token-ops.js';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import { REPO } from '../helpers/host.js';
 
 const BIN = path.join(REPO, 'bin', 'steward-control.js');
@@ -31,7 +31,7 @@ before(async () => {
   db = path.join(dir, 'control.db');
   assert.equal((await cli('init')).code, 0);
   // A change two hours ago on the store's clock, then entries enough for more than a page.
-  const store = openStore(db, { clock: { now: () => Date.now() - 2 * HOUR } });
+  const store = openSqliteStore(db, { clock: { now: () => Date.now() - 2 * HOUR } });
   try {
     await runOperation({ store, actor: localActor(), artifactsDir: artifactsDirOf(db) }, tokenCreate, { ttl: '1h' });
     await store.write(async (tx) => {

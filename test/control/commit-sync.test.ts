@@ -10,7 +10,7 @@ import { ENROLL_PATH } from '../../src/core/control-api.js';
 import { createHeartbeatBatcher } from '../../src/control/heartbeat/group-commit.js';
 import type { Answer } from '../../src/control/server/answer.js';
 import { createCommitSync, walFileOf } from '../../src/control/store/sqlite/commit-sync.js';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import { enrollNodes, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
 
 // A sync seam whose fsyncs end only when the test says, each as it chooses.
@@ -109,7 +109,7 @@ test('an enrollment is answered only after the fsync of its commit', async () =>
 
 test('the server connection runs synchronous=NORMAL and its fsync is an fdatasync of the WAL; every other opener stays FULL', async () => {
   assert.equal(c.store.db.pragma('synchronous', { simple: true }), 1, 'the server connection: NORMAL');
-  const other = openStore(c.dbFile);
+  const other = openSqliteStore(c.dbFile);
   try {
     assert.equal(other.db.pragma('synchronous', { simple: true }), 2, 'another opener (the CLI): FULL');
   } finally {

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createControlMetrics } from '../../src/control/metrics/control-metrics.js';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import { renderTextfile } from '../../src/helper/metrics/render-textfile.js';
 import { REPO } from '../helpers/host.js';
 import { promtoolCheck } from '../helpers/prom-text.js';
@@ -20,7 +20,7 @@ const familiesOf = (text: string) => [...text.matchAll(/^# TYPE (\S+) /gm)].map(
 
 test('every steward metric served has its row in docs/metrics.md, and every row is served', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-metrics-doc-'));
-  const store = openStore(path.join(dir, 'control.db'), { create: true });
+  const store = openSqliteStore(path.join(dir, 'control.db'), { create: true });
   try {
     const control = await createControlMetrics({ store, cacheMs: 0, processMetrics: false }).registry.metrics();
     const host = renderTextfile({

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createControlMetrics } from '../../src/control/metrics/control-metrics.js';
 import { startRun } from '../../src/control/rollouts/start-run.js';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { ControlStore } from '../../src/control/store/store.js';
 import { HEARTBEAT_PATH, MAX_BODY_BYTES } from '../../src/core/control-api.js';
 import { enrollNodes, FakeNode, post, request, startControlInProcess, type Control } from '../helpers/control-harness.js';
@@ -90,7 +90,7 @@ test('the fleet gauges come from the store: nodes by freshness and per app versi
   assert.equal(gauge('app_version_nodes', { app: 'web', version: '1.0.0' }), 2);
 
   // A second instance on the same database, which saw none of these heartbeats.
-  const other = openStore(c.dbFile, { clock: c.clock });
+  const other = openSqliteStore(c.dbFile, { clock: c.clock });
   try {
     const second = await createControlMetrics({ store: other, cacheMs: 0, processMetrics: false }).registry.metrics();
     assertPromtoolPasses(t, second);
@@ -133,7 +133,7 @@ test('scrapes within the cache period share one read of the store; the next peri
   let reads = 0;
   let now = 0;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-metrics-cache-'));
-  const real = openStore(path.join(dir, 'control.db'), { create: true });
+  const real = openSqliteStore(path.join(dir, 'control.db'), { create: true });
   const counting: ControlStore = {
     location: 'counting',
     read: (fn) => {

@@ -1,34 +1,14 @@
-// The store contract of DESIGN §11 (src/control/store/store.ts), held on the SQLite store:
-// transactions never interleave across an await, every uniqueness is the database's own
-// constraint (the code's checks are bypassed here on purpose), and decisions take the store's
-// clock, fixed for the whole transaction.
+// The store contract of DESIGN §11 (src/control/store/store.ts), held on both backends (SQLite,
+// and PostgreSQL on a throwaway cluster, DESIGN §13): transactions never interleave across an
+// await, every uniqueness is the database's own constraint (the code's checks are bypassed here
+// on purpose), and decisions take the store's clock, fixed for the whole transaction.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { hashToken } from '../../src/control/enroll/tokens.js';
-import { openStore, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
-import type { NewRun, StoreTx } from '../../src/control/store/store.js';
+import type { ControlStore, NewRun, StoreTx } from '../../src/control/store/store.js';
 import { DOMAINS, generateKeyPair, parsePrivateKey, signEnvelope } from '../../src/platform/keys.js';
 import { FakeClock, T0 } from '../helpers/control-harness.js';
-
-let dir = '';
-let store: SqliteStore;
-const clock = new FakeClock();
-
-before(async () => {
-  dir = mkdtempSync(path.join(os.tmpdir(), 'steward-store-contract-'));
-  store = openStore(path.join(dir, 'control.db'), { create: true, clock });
-  const key = generateKeyPair();
-  await store.write(async (tx) => {
-    for (const id of ['n-a', 'n-b']) await tx.nodes.insert({ nodeId: id, hostname: id, nodePublicKey: key.publicPem, helperPublicKey: key.publicPem, enrolledAt: T0, labels: {} });
-  });
-});
-after(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+import { describeEachBackend } from '../helpers/store-backends.js';
 
 const run = (over: Partial<NewRun> = {}): NewRun => ({
   app: 'web', version: '1.0.0', startedAt: T0, heartbeatIntervalMs: 30_000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '1', bakeMs: 0,
@@ -37,100 +17,134 @@ const run = (over: Partial<NewRun> = {}): NewRun => ({
 
 const pause = () => new Promise((r) => setImmediate(r));
 
-test('two writes that await in the middle never interleave: the second sees all of the first or none', async () => {
-  const seen: string[] = [];
-  const first = store.write(async (tx) => {
-    await tx.settings.set('k', 'first-half');
-    await pause(); // another turn of the event loop, inside the transaction
-    await tx.settings.set('k', 'first');
-  });
-  const second = store.write(async (tx) => seen.push((await tx.settings.get('k')) ?? 'none'));
-  const reader = store.read(async (tx) => seen.push(`read:${(await tx.settings.get('k')) ?? 'none'}`));
-  await Promise.all([first, second, reader]);
-  assert.deepEqual(seen, ['first', 'read:first']);
-});
+describeEachBackend((backend) => {
+  let store: ControlStore;
+  const clock = new FakeClock();
 
-test('a write that throws leaves nothing of itself, and the next transaction runs', async () => {
-  await assert.rejects(
-    store.write(async (tx) => {
-      await tx.settings.set('gone', 'x');
+  before(async () => {
+    store = await backend.open({ clock });
+    const key = generateKeyPair();
+    await store.write(async (tx) => {
+      for (const id of ['n-a', 'n-b']) await tx.nodes.insert({ nodeId: id, hostname: id, nodePublicKey: key.publicPem, helperPublicKey: key.publicPem, enrolledAt: T0, labels: {} });
+    });
+  });
+  after(() => store.close());
+
+  test('two writes that await in the middle never interleave: the second sees all of the first or none', async () => {
+    const seen: string[] = [];
+    const first = store.write(async (tx) => {
+      await tx.settings.set('k', 'first-half');
+      await pause(); // another turn of the event loop, inside the transaction
+      await tx.settings.set('k', 'first');
+    });
+    const second = store.write(async (tx) => seen.push((await tx.settings.get('k')) ?? 'none'));
+    const reader = store.read(async (tx) => seen.push(`read:${(await tx.settings.get('k')) ?? 'none'}`));
+    await Promise.all([first, second, reader]);
+    assert.deepEqual(seen, ['first', 'read:first']);
+  });
+
+  test('a write that throws leaves nothing of itself, and the next transaction runs', async () => {
+    await assert.rejects(
+      store.write(async (tx) => {
+        await tx.settings.set('gone', 'x');
+        await pause();
+        throw new Error('boom');
+      }),
+      /boom/,
+    );
+    assert.equal(await store.read((tx) => tx.settings.get('gone')), null);
+  });
+
+  test('a savepoint undoes only its own writes', async () => {
+    await store.write(async (tx) => {
+      await tx.settings.set('outer', 'kept');
+      await assert.rejects(tx.savepoint(async () => {
+        await tx.settings.set('inner', 'x');
+        throw new Error('inner failure');
+      }));
+    });
+    assert.deepEqual(await store.read(async (tx) => [await tx.settings.get('outer'), await tx.settings.get('inner')]), ['kept', null]);
+  });
+
+  test('one active run per app is the database constraint: a second insert is refused BUSY', async () => {
+    const id = await store.write((tx) => tx.runs.insert(run(), [{ nodeId: 'n-a', lastHeartbeatAt: T0, listedApp: true }]));
+    await assert.rejects(store.write((tx) => tx.runs.insert(run(), [])), { code: 'BUSY' });
+    await store.write((tx) => tx.runs.insert(run({ app: 'api' }), []));
+    await store.write((tx) => tx.runs.end(id, 'stopped', undefined, T0));
+    await store.write((tx) => tx.runs.insert(run(), []));
+  });
+
+  test('one attempt per run and node, and one attemptId ever, are database constraints', async () => {
+    const runId = await store.write(async (tx) => (await tx.runs.active('api'))!.id);
+    const issue = (tx: StoreTx, nodeId: string, attemptId: string) => tx.runs.insertIssued(runId, { nodeId, attemptId, issuedAt: T0, notAfter: null, batch: 0 });
+    await store.write((tx) => issue(tx, 'n-a', 'a-1'));
+    await assert.rejects(store.write((tx) => issue(tx, 'n-a', 'a-2')), /unique/i);
+    await assert.rejects(store.write((tx) => issue(tx, 'n-b', 'a-1')), /unique/i);
+    assert.deepEqual((await store.read((tx) => tx.runs.issued(runId))).map((i) => i.attemptId), ['a-1']);
+  });
+
+  test('one receipt per node and seq is a database constraint', async () => {
+    const helper = parsePrivateKey(generateKeyPair().privatePem);
+    const receipt = (attemptId: string) => {
+      const payload = { v: 1 as const, nodeId: 'n-a', app: 'web', attemptId, seq: 7, fromVersion: null, targetVersion: '1.0.0', integrity: null, outcome: 'active' as const, startedAt: T0, updatedAt: T0 };
+      return { envelope: signEnvelope(DOMAINS.receipt, payload, helper), payload, counts: false };
+    };
+    await store.write((tx) => tx.receipts.insert('n-a', receipt('x-1'), T0));
+    await assert.rejects(store.write((tx) => tx.receipts.insert('n-a', receipt('x-2'), T0)), /unique|primary/i);
+  });
+
+  test('a token is spent once: the second spend changes nothing, however close together', async () => {
+    await store.write((tx) => tx.tokens.insert(hashToken('st_t'), { id: 'tok1', createdAt: T0, expiresAt: T0 + 60_000, labels: { env: 'prod' } }));
+    const spends = await Promise.all([store.write((tx) => tx.tokens.spend(hashToken('st_t'), T0 + 1, 'n-a')), store.write((tx) => tx.tokens.spend(hashToken('st_t'), T0 + 1, 'n-b'))]);
+    assert.deepEqual(spends, [{ env: 'prod' }, null]);
+    const [row] = await store.read((tx) => tx.tokens.list());
+    assert.deepEqual([row?.usedBy, row?.usedAt], ['n-a', T0 + 1]);
+  });
+
+  test("a transaction's now() is the store's clock when it began, the same throughout", async () => {
+    clock.t = T0 + 5_000;
+    const times = await store.write(async (tx) => {
+      const a = await tx.now();
+      clock.advance(1_000);
       await pause();
-      throw new Error('boom');
-    }),
-    /boom/,
-  );
-  assert.equal(await store.read((tx) => tx.settings.get('gone')), null);
-});
+      return [a, await tx.now()];
+    });
+    assert.deepEqual(times, [T0 + 5_000, T0 + 5_000]);
+    assert.equal(await store.read((tx) => tx.now()), T0 + 6_000);
+  });
 
-test('a savepoint undoes only its own writes', async () => {
-  await store.write(async (tx) => {
-    await tx.settings.set('outer', 'kept');
-    await assert.rejects(tx.savepoint(async () => {
-      await tx.settings.set('inner', 'x');
-      throw new Error('inner failure');
+  test('a statement that fails a constraint, caught inside a write, undoes only itself: the rest commits', async () => {
+    const op = { role: 'admin' as const, tokenHash: 'h1', createdAt: T0, rotatedAt: null };
+    const caught = await store.write(async (tx) => {
+      await tx.operators.insert({ name: 'alice', ...op });
+      const err = await tx.operators.insert({ name: 'alice', ...op, tokenHash: 'h2' }).catch((e: { code?: string }) => e.code);
+      await tx.settings.set('after-the-failure', 'kept');
+      return err;
+    });
+    assert.equal(caught, 'OPERATOR_EXISTS');
+    assert.deepEqual(await store.read(async (tx) => [(await tx.operators.list()).map((o) => o.tokenHash), await tx.settings.get('after-the-failure')]), [['h1'], 'kept']);
+  });
+
+  test('64-bit integers come back as numbers, up to the largest safe integer', async () => {
+    const big = Number.MAX_SAFE_INTEGER;
+    await store.write((tx) => tx.audit.insert({ at: big, operator: null, action: 'test.big', target: null, source: null, details: {} }));
+    const [row] = await store.read((tx) => tx.audit.page(big, 0, 10));
+    assert.equal(row?.at, big);
+    assert.equal(typeof row?.id, 'number');
+  });
+
+  test('the counts behind the metrics: nodes by freshness, nodes per app and version, runs by status', async () => {
+    const app = (name: string, current: string | null) => ({ name, current, previous: null, held: false, blocked: false, supervisor: { state: 'running' as const, attempts: 0, since: null } });
+    await store.write((tx) => tx.nodes.recordHeartbeat({ v: 1, nodeId: 'n-a', seq: 1, sentAt: T0, bootId: 'b', agentVersion: '0.1.0', apps: [app('web', '1.0.0'), app('db', null)], receipts: [] }, T0));
+    const counts = await store.read(async (tx) => ({
+      atT0: await tx.nodes.countByFreshness(T0),
+      after: await tx.nodes.countByFreshness(T0 + 1),
+      versions: (await tx.nodes.countByAppVersion()).sort((x, y) => (x.app < y.app ? -1 : 1)),
+      runs: (await tx.runs.countByStatus()).sort((x, y) => (x.status < y.status ? -1 : 1)),
     }));
+    assert.deepEqual(counts.atT0, { fresh: 1, stale: 0, never: 1 }, 'a heartbeat at the bound is fresh; n-b never sent one');
+    assert.deepEqual(counts.after, { fresh: 0, stale: 1, never: 1 });
+    assert.deepEqual(counts.versions, [{ app: 'db', version: null, nodes: 1 }, { app: 'web', version: '1.0.0', nodes: 1 }]);
+    assert.deepEqual(counts.runs, [{ status: 'running', runs: 2 }, { status: 'stopped', runs: 1 }], 'the runs the tests above made');
   });
-  assert.deepEqual(await store.read(async (tx) => [await tx.settings.get('outer'), await tx.settings.get('inner')]), ['kept', null]);
-});
-
-test('one active run per app is the database constraint: a second insert is refused BUSY', async () => {
-  const id = await store.write((tx) => tx.runs.insert(run(), [{ nodeId: 'n-a', lastHeartbeatAt: T0, listedApp: true }]));
-  await assert.rejects(store.write((tx) => tx.runs.insert(run(), [])), { code: 'BUSY' });
-  await store.write((tx) => tx.runs.insert(run({ app: 'api' }), []));
-  await store.write((tx) => tx.runs.end(id, 'stopped', undefined, T0));
-  await store.write((tx) => tx.runs.insert(run(), []));
-});
-
-test('one attempt per run and node, and one attemptId ever, are database constraints', async () => {
-  const runId = await store.write(async (tx) => (await tx.runs.active('api'))!.id);
-  const issue = (tx: StoreTx, nodeId: string, attemptId: string) => tx.runs.insertIssued(runId, { nodeId, attemptId, issuedAt: T0, notAfter: null, batch: 0 });
-  await store.write((tx) => issue(tx, 'n-a', 'a-1'));
-  await assert.rejects(store.write((tx) => issue(tx, 'n-a', 'a-2')), /UNIQUE/);
-  await assert.rejects(store.write((tx) => issue(tx, 'n-b', 'a-1')), /UNIQUE/);
-  assert.deepEqual((await store.read((tx) => tx.runs.issued(runId))).map((i) => i.attemptId), ['a-1']);
-});
-
-test('one receipt per node and seq is a database constraint', async () => {
-  const helper = parsePrivateKey(generateKeyPair().privatePem);
-  const receipt = (attemptId: string) => {
-    const payload = { v: 1 as const, nodeId: 'n-a', app: 'web', attemptId, seq: 7, fromVersion: null, targetVersion: '1.0.0', integrity: null, outcome: 'active' as const, startedAt: T0, updatedAt: T0 };
-    return { envelope: signEnvelope(DOMAINS.receipt, payload, helper), payload, counts: false };
-  };
-  await store.write((tx) => tx.receipts.insert('n-a', receipt('x-1'), T0));
-  await assert.rejects(store.write((tx) => tx.receipts.insert('n-a', receipt('x-2'), T0)), /UNIQUE|PRIMARY/);
-});
-
-test('a token is spent once: the second spend changes nothing, however close together', async () => {
-  await store.write((tx) => tx.tokens.insert(hashToken('st_t'), { id: 'tok1', createdAt: T0, expiresAt: T0 + 60_000, labels: { env: 'prod' } }));
-  const spends = await Promise.all([store.write((tx) => tx.tokens.spend(hashToken('st_t'), T0 + 1, 'n-a')), store.write((tx) => tx.tokens.spend(hashToken('st_t'), T0 + 1, 'n-b'))]);
-  assert.deepEqual(spends, [{ env: 'prod' }, null]);
-  const [row] = await store.read((tx) => tx.tokens.list());
-  assert.deepEqual([row?.usedBy, row?.usedAt], ['n-a', T0 + 1]);
-});
-
-test("a transaction's now() is the store's clock when it began, the same throughout", async () => {
-  clock.t = T0 + 5_000;
-  const times = await store.write(async (tx) => {
-    const a = await tx.now();
-    clock.advance(1_000);
-    await pause();
-    return [a, await tx.now()];
-  });
-  assert.deepEqual(times, [T0 + 5_000, T0 + 5_000]);
-  assert.equal(await store.read((tx) => tx.now()), T0 + 6_000);
-});
-
-test('the counts behind the metrics: nodes by freshness, nodes per app and version, runs by status', async () => {
-  const app = (name: string, current: string | null) => ({ name, current, previous: null, held: false, blocked: false, supervisor: { state: 'running' as const, attempts: 0, since: null } });
-  await store.write((tx) => tx.nodes.recordHeartbeat({ v: 1, nodeId: 'n-a', seq: 1, sentAt: T0, bootId: 'b', agentVersion: '0.1.0', apps: [app('web', '1.0.0'), app('db', null)], receipts: [] }, T0));
-  const counts = await store.read(async (tx) => ({
-    atT0: await tx.nodes.countByFreshness(T0),
-    after: await tx.nodes.countByFreshness(T0 + 1),
-    versions: (await tx.nodes.countByAppVersion()).sort((x, y) => (x.app < y.app ? -1 : 1)),
-    runs: (await tx.runs.countByStatus()).sort((x, y) => (x.status < y.status ? -1 : 1)),
-  }));
-  assert.deepEqual(counts.atT0, { fresh: 1, stale: 0, never: 1 }, 'a heartbeat at the bound is fresh; n-b never sent one');
-  assert.deepEqual(counts.after, { fresh: 0, stale: 1, never: 1 });
-  assert.deepEqual(counts.versions, [{ app: 'db', version: null, nodes: 1 }, { app: 'web', version: '1.0.0', nodes: 1 }]);
-  assert.deepEqual(counts.runs, [{ status: 'running', runs: 2 }, { status: 'stopped', runs: 1 }], 'the runs the tests above made');
 });

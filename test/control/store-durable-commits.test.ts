@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 
 test('the store commits with WAL and synchronous=FULL', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-sync-'));
   try {
-    const store = openStore(path.join(dir, 'control.db'), { create: true });
+    const store = openSqliteStore(path.join(dir, 'control.db'), { create: true });
     try {
       assert.equal(store.db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(store.db.pragma('synchronous', { simple: true }), 2, 'synchronous is FULL (2)');

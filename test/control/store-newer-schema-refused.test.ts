@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import { STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
 import { REPO } from '../helpers/host.js';
 
@@ -14,11 +14,11 @@ test('a database with a newer user_version is refused with STATE_INVALID, by the
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-schema-'));
   try {
     const file = path.join(dir, 'control.db');
-    await openStore(file, { create: true }).close();
+    await openSqliteStore(file, { create: true }).close();
     const raw = new Database(file);
     raw.pragma(`user_version = ${STORE_SCHEMA_VERSION + 1}`);
     raw.close();
-    assert.throws(() => openStore(file), (err: Error & { code?: string }) => err.code === 'STATE_INVALID' && /newer/.test(err.message));
+    assert.throws(() => openSqliteStore(file), (err: Error & { code?: string }) => err.code === 'STATE_INVALID' && /newer/.test(err.message));
     let out = '';
     let status = 0;
     try {
@@ -42,8 +42,8 @@ test('a fresh database gets the current schema version and reopens', async () =>
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-schema-'));
   try {
     const file = path.join(dir, 'control.db');
-    await openStore(file, { create: true }).close();
-    const s = openStore(file);
+    await openSqliteStore(file, { create: true }).close();
+    const s = openSqliteStore(file);
     assert.equal(s.db.pragma('user_version', { simple: true }), STORE_SCHEMA_VERSION);
     assert.equal(s.db.pragma('journal_mode', { simple: true }), 'wal');
     await s.close();

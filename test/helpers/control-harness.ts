@@ -1,4 +1,5 @@
-// A control plane in-process for tests: a real SQLite store in a mkdtemp folder, the real HTTP
+// A control plane in-process for tests: a real store (SQLite in a mkdtemp folder, or a backend of
+// store-backends.ts), the real HTTP
 // server on 127.0.0.1 port 0, a fake clock, and fake nodes that enroll and heartbeat over HTTP
 // with keys made here (a node key, and a "helper" key that signs their receipts).
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
@@ -17,8 +18,11 @@ import { createAdminRouter } from '../../src/control/admin/router.js';
 import { parseTrustedProxies } from '../../src/control/operators/request-source.js';
 import { startServeMetrics, type ServeMetrics } from '../../src/control/metrics/serve-metrics.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
-import { openStore, type OpenStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openStore } from '../../src/control/store/open-store.js';
+import { openSqliteStore, type SqliteStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { Labels } from '../../src/core/labels.js';
+import type { ControlStore } from '../../src/control/store/store.js';
+import type { StoreBackend } from './store-backends.js';
 
 export const T0 = 1_800_000_000_000;
 export const MINUTE = 60_000;
@@ -27,6 +31,7 @@ export const MINUTE = 60_000;
 // signal; with tickMs 0 the server has no timer and tests call server.tick() themselves.
 export class FakeClock implements Clock {
   private sleepers: Array<{ until: number; resolve: () => void }> = [];
+  private awaitingSleep: Array<() => void> = [];
   constructor(public t = T0) {}
   now = () => this.t;
   monotonic = () => this.t;
@@ -34,11 +39,16 @@ export class FakeClock implements Clock {
     new Promise<void>((resolve, reject) => {
       const entry = { until: this.t + ms, resolve };
       this.sleepers.push(entry);
+      for (const w of this.awaitingSleep.splice(0)) w();
       signal?.addEventListener('abort', () => {
         this.sleepers = this.sleepers.filter((x) => x !== entry);
         reject(signal.reason);
       }, { once: true });
     });
+  // Resolves once something sleeps on this clock (a timer loop that finished its work).
+  asleep(): Promise<void> {
+    return this.sleepers.length > 0 ? Promise.resolve() : new Promise((resolve) => this.awaitingSleep.push(resolve));
+  }
   advance(ms: number): void {
     this.t += ms;
     const due = this.sleepers.filter((x) => x.until <= this.t);
@@ -47,10 +57,10 @@ export class FakeClock implements Clock {
   }
 }
 
-export interface Control {
+export interface Control<S extends ControlStore = SqliteStore> {
   dir: string;
   dbFile: string;
-  store: SqliteStore;
+  store: S;
   server: ControlServer;
   clock: FakeClock;
   releaseKey: { privatePem: string; publicPem: string; keyId: string };
@@ -61,23 +71,46 @@ export interface Control {
   close(): Promise<void>;
 }
 
+interface ControlOptions {
+  heartbeatSeconds?: number;
+  tickMs?: number;
+  heartbeatBatch?: ControlServerOptions['heartbeatBatch'];
+  clock?: FakeClock;
+  admin?: { trustedProxies?: string[]; sleep?: (ms: number) => Promise<void> };
+  metrics?: { cacheMs?: number };
+}
+
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
 // commit mode (groupSync; `groupSync` replaces its fsync seam).
 // `admin` also serves the admin API and dashboard sessions on the same listener, its waits after
 // failed authentications going to `admin.sleep` (default: none). `metrics`: also the metrics
 // listener of `serve --metrics-listen` on 127.0.0.1 port 0 (the fleet gauges cached `cacheMs`,
 // default 0: every scrape reads the store; no process metrics).
-export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock; admin?: { trustedProxies?: string[]; sleep?: (ms: number) => Promise<void> }; metrics?: { cacheMs?: number } } = {}): Promise<Control> {
+export async function startControlInProcess(opts: ControlOptions & { groupSync?: SqliteStoreOptions['groupSync'] } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const clock = opts.clock ?? new FakeClock();
-  const store = openStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
+  const store = openSqliteStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
+  return serveStore({ dir, dbFile, store, clock, artifactsDir: artifactsDirOf(dbFile) }, opts);
+}
+
+// The same on a fresh database of `backend` (its artifacts in a mkdtemp folder).
+export async function startControlOn(backend: StoreBackend, opts: ControlOptions = {}): Promise<Control<ControlStore>> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
+  const dbFile = await backend.createDatabase();
+  const clock = opts.clock ?? new FakeClock();
+  const store = await openStore(dbFile, { clock });
+  return serveStore({ dir, dbFile, store, clock, artifactsDir: path.join(dir, 'artifacts') }, opts);
+}
+
+async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: string; store: S; clock: FakeClock; artifactsDir: string }, opts: ControlOptions): Promise<Control<S>> {
+  const { dir, dbFile, store, clock, artifactsDir } = at;
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-  const admin = opts.admin && createAdminRouter({ store, artifactsDir: artifactsDirOf(dbFile), trustedProxies: parseTrustedProxies(opts.admin.trustedProxies ?? []), clock: { sleep: opts.admin.sleep ?? (async () => undefined) } });
+  const admin = opts.admin && createAdminRouter({ store, artifactsDir, trustedProxies: parseTrustedProxies(opts.admin.trustedProxies ?? []), clock: { sleep: opts.admin.sleep ?? (async () => undefined) } });
   const metrics: ServeMetrics | null = opts.metrics ? await startServeMetrics(store, { host: '127.0.0.1', port: 0 }, { cacheMs: opts.metrics.cacheMs ?? 0, processMetrics: false }) : null;
   const server = await startControlServer({
-    store: metrics?.store ?? store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
+    store: metrics?.store ?? store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
     ...(admin ? { admin } : {}),
   });
   const releaseKey = generateKeyPair();
@@ -93,7 +126,7 @@ export async function startControlInProcess(opts: { heartbeatSeconds?: number; t
     addRelease: async (app, version, o = {}) => {
       const file = path.join(dir, `${app}-${version}.tgz`);
       writeFileSync(file, o.bytes ?? Buffer.from(`tarball of ${app} ${version}`));
-      await addRelease(store, { app, version, file, url: null, baseUrl: server.url, privateKeyPem: releaseKey.privatePem, expiresDays: o.expiresDays ?? 30, artifactsDir: artifactsDirOf(dbFile) });
+      await addRelease(store, { app, version, file, url: null, baseUrl: server.url, privateKeyPem: releaseKey.privatePem, expiresDays: o.expiresDays ?? 30, artifactsDir });
     },
     close: async () => {
       await server.close();

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { addRelease } from '../../src/control/catalog/add-release.js';
 import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import { generateKeyPair } from '../../src/platform/keys.js';
 import { releaseTgz } from '../fixtures/releases.js';
 
@@ -16,7 +16,7 @@ import { releaseTgz } from '../fixtures/releases.js';
 test('release add keeps its tarball in 0700 folders as a 0600 file, even under umask 000', async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-artifacts-'));
   const old = process.umask(0o000);
-  const store = openStore(path.join(dir, 'control.db'), { create: true });
+  const store = openSqliteStore(path.join(dir, 'control.db'), { create: true });
   try {
     const file = path.join(dir, 'web-1.0.0.tgz');
     writeFileSync(file, releaseTgz('web', '1.0.0'));

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { openStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 
 // The attack: steward-control's SQLite database (every node's keys, hostnames, receipts, the
 // signed catalog) and its -wal and -shm files created under the operator's umask, 0644 with the
@@ -27,7 +27,7 @@ test('a new database and its -wal and -shm files are 0600 even under umask 000',
   try {
     const file = path.join(dir, 'control.db');
     await withUmask(0o000, async () => {
-      const store = openStore(file, { create: true });
+      const store = openSqliteStore(file, { create: true });
       try {
         await store.write((tx) => tx.settings.set('probe', '1'));
         assert.ok(existsSync(`${file}-wal`) && existsSync(`${file}-shm`), 'the store runs in WAL mode');
@@ -45,7 +45,7 @@ test('an existing database readable by others is made 0600 when it is opened, it
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-private-'));
   try {
     const file = path.join(dir, 'control.db');
-    const first = openStore(file, { create: true });
+    const first = openSqliteStore(file, { create: true });
     await first.write((tx) => tx.settings.set('kept', 'yes'));
     await first.close();
     chmodSync(file, 0o644);
@@ -54,7 +54,7 @@ test('an existing database readable by others is made 0600 when it is opened, it
     raw.pragma('wal_autocheckpoint = 0');
     raw.prepare("INSERT INTO settings (key, value) VALUES ('pending', 'in the wal')").run();
     chmodSync(`${file}-wal`, 0o664);
-    const store = openStore(file);
+    const store = openSqliteStore(file);
     try {
       assert.equal(mode(file), 0o600);
       assert.equal(mode(`${file}-wal`), 0o600);

@@ -1,4 +1,4 @@
-// Runs an operation for a command (DESIGN §12): on the database file as `local:<user>`, or
+// Runs an operation for a command (DESIGN §12): on the database (--db) as `local:<user>`, or
 // through the admin API with --server, where the server runs the very same operation. The
 // command prints what comes back the same way either way, so output and exit codes agree.
 import type { Command } from 'commander';
@@ -6,15 +6,15 @@ import { localActor } from '../audit/record-audit.js';
 import { copyIntoUploads, type ReleaseBytes } from '../catalog/upload-file.js';
 import { runOperation } from '../operations/operations.js';
 import type { Operation } from '../operations/operation.js';
-import { artifactsDirOfStore, targetOf, withStoreAt } from './context.js';
+import { artifactsDirFor, targetOf, withStoreAt } from './context.js';
 import { callRemote } from './remote-client.js';
 
 // The output of `op` run with `input` (and the bytes of an upload) where the command points.
 export async function invoke<I, O>(cmd: Command, op: Operation<I, O>, input: Record<string, unknown>, upload?: ReleaseBytes): Promise<O> {
   const target = targetOf(cmd);
   if (target.kind === 'remote') return (await callRemote(target.remote, op, dropUndefined(input), upload)) as O;
+  const artifactsDir = artifactsDirFor(cmd, target.db);
   return withStoreAt(target.db, async (store) => {
-    const artifactsDir = artifactsDirOfStore(store);
     // The bytes become an upload's temporary file first, as they would on the server.
     const owned = upload ? await copyIntoUploads(artifactsDir, upload) : undefined;
     return runOperation({ store, actor: localActor(), artifactsDir }, op, input, owned);

@@ -3,7 +3,7 @@ import { StewardError } from '../../core/errors.js';
 import { EXIT } from '../../cli/error-message.js';
 import { readOwnVersion } from '../../platform/own-version.js';
 import { registerAudit } from './commands/audit.js';
-import { registerInit } from './commands/init.js';
+import { registerInit, registerMigrate } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
 import { registerNodes } from './commands/nodes.js';
 import { registerOperator } from './commands/operator.js';
@@ -18,8 +18,9 @@ import { reportControlError } from './report.js';
 export function buildControlProgram(): Command {
   const program = new Command('steward-control')
     .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
-    .option('--db <file>', 'the SQLite database, on the server host (default: STEWARD_CONTROL_DB)')
-    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve and init')
+    .option('--db <file|url>', 'the database: a SQLite file on the server host, or a postgres:// URL (default: STEWARD_CONTROL_DB)')
+    .option('--artifacts <dir>', 'the folder of kept release tarballs (default: STEWARD_CONTROL_ARTIFACTS, else <db>.artifacts beside a SQLite file; required with PostgreSQL)')
+    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve, init and migrate')
     .option('--ca-file <file>', "a PEM CA bundle to trust for --server's https, beside Node's own")
     .option('--json', 'print one JSON document on stdout')
     // Not commander's .version(): a program option is also taken after a subcommand, and would
@@ -28,6 +29,7 @@ export function buildControlProgram(): Command {
     .exitOverride()
     .showHelpAfterError();
   registerInit(program);
+  registerMigrate(program);
   registerServe(program);
   registerToken(program);
   registerKeys(program);

@@ -1,12 +1,15 @@
 // The control plane's store contract (DESIGN §11). Every query the control plane makes goes
 // through one of these async interfaces, so a second backend (PostgreSQL, §13) is one more
-// implementation, not a redesign. The SQLite one is sqlite/open-sqlite-store.ts.
+// implementation, not a redesign: sqlite/open-sqlite-store.ts and postgres/open-postgres-store.ts,
+// opened by open-store.ts.
 //
 // The contract every implementation keeps:
 // - Transactions never interleave. `write` runs its function in one serializable write
 //   transaction, `read` over one consistent snapshot; a function may await the store's own
 //   calls (and pure work) inside, and nothing else of this process sees its writes before it
-//   returns. A throw undoes everything it wrote.
+//   returns. A throw undoes everything it wrote. On PostgreSQL a write that lost a conflict
+//   with another process (a serialization failure, a deadlock) is run again from the start:
+//   `fn` must have no effect outside the transaction that a second run would repeat wrongly.
 // - Every uniqueness is the database's own constraint, not a check in code: one active run per
 //   app, one attempt per run and node, one attemptId ever, one receipt per node and seq, one
 //   token spend (`UPDATE ... WHERE usedAt IS NULL`). A caller may check first for a clear

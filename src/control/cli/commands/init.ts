@@ -1,20 +1,30 @@
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { printJson } from '../../../cli/output.js';
-import { STORE_SCHEMA_VERSION } from '../../store/sqlite/schema.js';
-import { dbFileOf, jsonOf, withStore } from '../context.js';
+import { migrateStore, type MigrateOutcome } from '../../store/open-store.js';
+import { dbSpecOf, jsonOf } from '../context.js';
 
 // `steward-control init`: creates the database (the only command that does, with `serve --init`),
-// or brings an existing one to this steward-control's schema. Idempotent.
+// or brings an existing one to this steward-control's schema. Idempotent. On PostgreSQL it is
+// `migrate`: the database itself is the DBA's to create.
 export function registerInit(program: Command): void {
   program
     .command('init')
     .description('create the database (or migrate an existing one to this schema)')
-    .action(async (_o: unknown, cmd: Command) => {
-      const file = dbFileOf(cmd);
-      const created = !existsSync(file);
-      await withStore(cmd, () => undefined, { create: true });
-      if (jsonOf(cmd)) return printJson({ db: file, created, schemaVersion: STORE_SCHEMA_VERSION });
-      process.stdout.write(`${created ? 'created' : 'kept'} ${file} (schema version ${STORE_SCHEMA_VERSION})\n`);
-    });
+    .action(async (_o: unknown, cmd: Command) => printMigrated(cmd, await migrateStore(dbSpecOf(cmd), { create: true })));
+}
+
+// `steward-control migrate`: brings an existing database to this steward-control's schema (on
+// PostgreSQL under an advisory lock, so that instances being upgraded may run it at once).
+// Never run by serve (DESIGN §13). Idempotent.
+export function registerMigrate(program: Command): void {
+  program
+    .command('migrate')
+    .description("bring the database to this steward-control's schema (PostgreSQL: under a database lock; serve never migrates)")
+    .action(async (_o: unknown, cmd: Command) => printMigrated(cmd, await migrateStore(dbSpecOf(cmd))));
+}
+
+function printMigrated(cmd: Command, r: MigrateOutcome): void {
+  if (jsonOf(cmd)) return printJson(r);
+  const applied = r.applied?.length ? `, applied ${r.applied.join(', ')}` : '';
+  process.stdout.write(`${r.created ? 'created' : 'kept'} ${r.db} (schema version ${r.schemaVersion}${applied})\n`);
 }

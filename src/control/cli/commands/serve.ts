@@ -8,9 +8,9 @@ import { createAdminRouter } from '../../admin/router.js';
 import { parseTrustedProxies, type TrustedProxies } from '../../operators/request-source.js';
 import type { ServeMetrics } from '../../metrics/serve-metrics.js';
 import { startControlServer } from '../../server/control-server.js';
-import { openStore } from '../../store/sqlite/open-sqlite-store.js';
+import { openStore } from '../../store/open-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
-import { artifactsDirOfStore, dbFileOf, jsonOf } from '../context.js';
+import { artifactsDirFor, dbSpecOf, jsonOf } from '../context.js';
 import { parseListen, parsePositiveInt } from '../parse-options.js';
 
 const log = logger('control:serve');
@@ -51,7 +51,9 @@ export function registerServe(program: Command): void {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }
       const admin = adminListenOf(o, listen, !!tls);
-      const store = openStore(dbFileOf(cmd), { groupSync: true, create: o.init === true });
+      const db = dbSpecOf(cmd);
+      const artifactsDir = artifactsDirFor(cmd, db);
+      const store = await openStore(db, { groupSync: true, create: o.init === true });
       let adminServer: AdminServer | null = null;
       let metrics: ServeMetrics | null = null;
       try {
@@ -60,9 +62,9 @@ export function registerServe(program: Command): void {
         // address as --listen (a port other than 0) is a choice: the fleet listener serves them.
         const shared = metricsListen !== null && metricsListen.port !== 0 && metricsListen.port === listen.port && metricsListen.host === listen.host;
         metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, shared ? null : metricsListen) : null;
-        const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir: artifactsDirOfStore(store), trustedProxies: admin.trusted, clock: systemClock });
+        const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
         const server = await startControlServer({
-          store: metrics?.store ?? store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
+          store: metrics?.store ?? store, artifactsDir, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
           metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined,
           ...(admin?.shared && router ? { admin: router } : {}),
         });
@@ -74,7 +76,7 @@ export function registerServe(program: Command): void {
             ? JSON.stringify(urls) + '\n'
             : `steward-control listening on ${server.url}\n${adminUrl ? `steward-control admin API on ${adminUrl}\n` : ''}${metrics ? `metrics at ${urls.metrics}\n` : ''}`,
         );
-        log('listening url=%s admin=%s db=%s heartbeatSeconds=%d%s', server.url, adminUrl ?? '-', store.file, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
+        log('listening url=%s admin=%s db=%s heartbeatSeconds=%d%s', server.url, adminUrl ?? '-', store.location, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log('stopping on %s', sig);

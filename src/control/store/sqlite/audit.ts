@@ -1,5 +1,6 @@
 import type { AuditReads, AuditRow, AuditWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseJson } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 type Raw = Omit<AuditRow, 'details'> & { details: string };
 

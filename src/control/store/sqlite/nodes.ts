@@ -1,8 +1,8 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
-import { labelsSchema } from '../../../core/control-api.js';
 import type { Labels } from '../../../core/labels.js';
 import type { AppVersionCount, FreshnessCounts, NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseJson, parseLabels } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
   apps: string;
@@ -11,8 +11,7 @@ interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
 
 function toRow(r: Raw): NodeRow {
   const apps = parseJson<unknown>(r.apps, []);
-  const labels = labelsSchema.safeParse(parseJson<unknown>(r.labels, {}));
-  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: labels.success ? labels.data : {} };
+  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
 }
 
 // The nodes table.

@@ -34,7 +34,7 @@ export interface SqliteStore extends ControlStore {
   readonly file: string;
 }
 
-export interface OpenStoreOptions {
+export interface SqliteStoreOptions {
   // Create the file when it does not exist (`steward-control init`, `serve --init`). Otherwise a
   // missing file is refused with STATE_INVALID, so a typo in --db never makes an empty fleet.
   create?: boolean;
@@ -48,7 +48,7 @@ export interface OpenStoreOptions {
 
 // Opens the store at `file`, migrating an older schema. A store whose user_version is newer
 // than this steward-control knows is refused with STATE_INVALID.
-export function openStore(file: string, opts: OpenStoreOptions = {}): SqliteStore {
+export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): SqliteStore {
   if (!opts.create && !existsSync(file)) {
     throw new StewardError('STATE_INVALID', `control plane database ${file} does not exist; create it with \`steward-control init --db ${file}\` (or \`serve --init\`), or pass the right --db`);
   }

@@ -1,6 +1,7 @@
 import type { Envelope } from '../../../core/release-schemas.js';
 import type { ReceiptFact, ReceiptFilter, ReceiptKey, ReceiptReads, ReceiptRow, ReceiptWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseJson } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 const FACT_COLUMNS = 'r.nodeId, r.seq, r.app, r.attemptId, r.outcome, r.reasonCode, r.fromVersion, r.targetVersion, r.updatedAt, r.receivedAt, r.counts';
 

@@ -1,6 +1,7 @@
 import type { Envelope } from '../../../core/release-schemas.js';
 import type { AppKeyRow, ReleaseReads, ReleaseRow, ReleaseWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseJson } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 type Raw = Omit<ReleaseRow, 'manifest'> & { manifest: string };
 

@@ -1,7 +1,8 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { StewardError } from '../../../core/errors.js';
 import type { AttemptRow, IssuedRow, OpenAttempt, RunNodeRow, RunReads, RunRow, RunWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseJson } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 interface Raw {
   id: number;

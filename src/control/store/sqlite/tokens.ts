@@ -1,17 +1,10 @@
-import { labelsSchema } from '../../../core/control-api.js';
-import type { Labels } from '../../../core/labels.js';
 import type { TokenReads, TokenRow, TokenWrites } from '../store.js';
-import { parseJson, type Prepare } from './prepare.js';
+import { parseLabels } from '../parse-json.js';
+import type { Prepare } from './prepare.js';
 
 type Raw = Omit<TokenRow, 'labels'> & { labels: string };
 
-function labelsOf(text: string): Labels {
-  const v = parseJson<unknown>(text, {});
-  const labels = labelsSchema.safeParse(v);
-  return labels.success ? labels.data : {};
-}
-
-const toRow = (r: Raw): TokenRow => ({ ...r, labels: labelsOf(r.labels) });
+const toRow = (r: Raw): TokenRow => ({ ...r, labels: parseLabels(r.labels) });
 const COLUMNS = 'id, createdAt, expiresAt, usedAt, usedBy, revokedAt, labels';
 
 // The tokens table (only each token's sha256 is stored).
@@ -27,7 +20,7 @@ export function sqliteTokens(q: Prepare): TokenReads & TokenWrites {
       const r = q('UPDATE tokens SET usedAt = ?, usedBy = ? WHERE hash = ? AND usedAt IS NULL AND revokedAt IS NULL AND expiresAt > ? RETURNING labels').get(at, nodeId, hash, at) as
         | { labels: string }
         | undefined;
-      return r ? labelsOf(r.labels) : null;
+      return r ? parseLabels(r.labels) : null;
     },
     async revoke(id, at) {
       q('UPDATE tokens SET revokedAt = ? WHERE id = ? AND usedAt IS NULL AND revokedAt IS NULL').run(at, id);

@@ -1,0 +1,235 @@
+// The PostgreSQL implementation of the store contract (../store.ts), on `pg` and its pool
+// (DESIGN §13). Several processes and instances may use one database at once:
+// - this process's writes run one after the other, as on SQLite (so the contract's "never
+//   interleave" holds for every caller in it), each in a SERIALIZABLE transaction, which keeps
+//   them correct against the writes of other processes;
+// - a serialization failure or a deadlock (40001, 40P01: another instance wrote the same rows)
+//   rolls the transaction back and runs it again, a few times with a growing random pause,
+//   then fails with BUSY naming the error;
+// - a read waits for the writes this process asked for before it, then runs beside the later
+//   ones over one snapshot (REPEATABLE READ, READ ONLY) on a connection of its own.
+// The store's clock is the database's: transaction_timestamp(), fixed for the whole
+// transaction (an injected clock replaces it in tests). The schema must be within this
+// steward-control's range (schema.ts); `migrate` changes it, never the opening of a store.
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { StewardError } from '../../../core/errors.js';
+import type { Clock } from '../../../platform/clock.js';
+import { logger } from '../../../platform/log.js';
+import { TransactionAbortedError, type ControlStore, type StoreTx } from '../store.js';
+import { pgAudit } from './audit.js';
+import { pgAuthFailures } from './auth-failures.js';
+import { INT8_OID, parseInt8 } from './int8.js';
+import { checkSchemaState, migratePostgres, readSchemaState, type MigrateResult } from './migrate.js';
+import { pgNodes } from './nodes.js';
+import { pgOperators } from './operators.js';
+import type { Param, Query } from './query.js';
+import { pgReceipts } from './receipts.js';
+import { pgReleases } from './releases.js';
+import { pgRuns } from './runs.js';
+import { pgSessions } from './sessions.js';
+import { pgSettings } from './settings.js';
+import { pgTokens } from './tokens.js';
+
+const log = logger('control:store');
+
+// How often a transaction is tried before a serialization failure is the caller's.
+export const MAX_TRIES = 8;
+const RETRYABLE = new Set(['40001', '40P01']);
+
+export interface PgStoreOptions {
+  // Test seam: the store's clock instead of the database's transaction_timestamp().
+  clock?: Pick<Clock, 'now'>;
+  // Connections in the pool (default 10).
+  maxConnections?: number;
+}
+
+// Whether `spec` (a --db value) names a PostgreSQL database.
+export function isPostgresUrl(spec: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(spec);
+}
+
+// The URL without its password, for messages and logs.
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+function newPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format ?? 'text'))) as typeof pg.types.getTypeParser },
+  });
+  // Why: an idle connection that the server drops emits 'error' on the pool; unhandled, it
+  // would end the process. The next query gets a fresh connection.
+  pool.on('error', (err) => log('an idle database connection failed: %s', err.message));
+  return pool;
+}
+
+async function withClient<T>(url: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const pool = newPool(url, 1);
+  try {
+    const client = await connect(pool, redactUrl(url));
+    try {
+      return await fn(client);
+    } finally {
+      client.release();
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+async function connect(pool: pg.Pool, location: string): Promise<pg.PoolClient> {
+  try {
+    return await pool.connect();
+  } catch (err) {
+    throw new StewardError('IO_ERROR', `cannot connect to the control plane database ${location}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+// `steward-control migrate` (and `init`) on the database at `url`.
+export function migratePostgresAt(url: string): Promise<MigrateResult> {
+  return withClient(url, (c) => migratePostgres(c, redactUrl(url)));
+}
+
+// Opens the store at `url` after checking that its schema is within this steward-control's range.
+export async function openPostgresStore(url: string, opts: PgStoreOptions = {}): Promise<ControlStore> {
+  const location = redactUrl(url);
+  const pool = newPool(url, opts.maxConnections ?? 10);
+  try {
+    const client = await connect(pool, location);
+    try {
+      checkSchemaState(await readSchemaState(client), location);
+    } finally {
+      client.release();
+    }
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+
+  const runOnce = async <T>(begin: string, fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    const client = await connect(pool, location);
+    // The first error of a statement not undone by a savepoint: PostgreSQL has then aborted the
+    // transaction, and its COMMIT would roll back without a word.
+    let failed: unknown = null;
+    let broken: Error | undefined;
+    const run = async (sql: string, args: Param[] = []) => {
+      try {
+        return await client.query(sql, args);
+      } catch (err) {
+        failed ??= err;
+        // Anything but the server's answer (a lost connection, a value the parsers refused)
+        // leaves the connection in a state nobody should reuse.
+        if (!(err instanceof pg.DatabaseError)) broken = err as Error;
+        throw err;
+      }
+    };
+    let savepoints = 0;
+    const undoable = async <T>(fn: () => Promise<T>, wrap: (err: unknown) => unknown): Promise<T> => {
+      const name = `sp${++savepoints}`;
+      const before = failed;
+      await run(`SAVEPOINT ${name}`);
+      try {
+        const r = await fn();
+        await run(`RELEASE SAVEPOINT ${name}`);
+        return r;
+      } catch (err) {
+        // A serialization failure or a broken connection ends the whole transaction.
+        if (broken || RETRYABLE.has((failed as { code?: string } | null)?.code ?? '')) throw wrap(failed ?? err);
+        failed = before;
+        await run(`ROLLBACK TO SAVEPOINT ${name}`);
+        await run(`RELEASE SAVEPOINT ${name}`);
+        throw err;
+      }
+    };
+    const q: Query = {
+      rows: async (sql, args) => (await run(sql, args)).rows,
+      one: async (sql, args) => (await run(sql, args)).rows[0] ?? null,
+      count: async (sql, args) => (await run(sql, args)).rowCount ?? 0,
+      guarded: (fn) => undoable(fn, (e) => e),
+    };
+    try {
+      await run(begin);
+      let at: Promise<number> | null = opts.clock ? Promise.resolve(opts.clock.now()) : null;
+      const tx: StoreTx = {
+        now: () => (at ??= q.one<{ now: number }>('SELECT floor(extract(epoch FROM transaction_timestamp()) * 1000)::bigint AS now').then((r) => (r as { now: number }).now)),
+        nodes: pgNodes(q),
+        receipts: pgReceipts(q),
+        runs: pgRuns(q),
+        releases: pgReleases(q),
+        tokens: pgTokens(q),
+        settings: pgSettings(q),
+        operators: pgOperators(q),
+        sessions: pgSessions(q),
+        authFailures: pgAuthFailures(q),
+        audit: pgAudit(q),
+        savepoint: (fn) => undoable(fn, (e) => new TransactionAbortedError(e)),
+      };
+      const r = await fn(tx);
+      if (failed) throw failed;
+      const done = await run('COMMIT');
+      if (done.command !== 'COMMIT') throw new StewardError('IO_ERROR', `the transaction on ${location} was rolled back by the database at COMMIT`);
+      return r;
+    } catch (err) {
+      if (!broken) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  };
+
+  const inTransaction = async <T>(begin: string, fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await runOnce(begin, fn);
+      } catch (err) {
+        const code = retryableCode(err);
+        if (!code) throw err;
+        if (attempt >= MAX_TRIES) {
+          throw new StewardError('BUSY', `the control plane database ${location} refused the transaction ${MAX_TRIES} times (${code}: ${(cause(err) as Error).message}); other instances are writing the same rows: try again`, { cause: err });
+        }
+        log('transaction on %s tried again after %s (try %d of %d)', location, code, attempt + 1, MAX_TRIES);
+        await sleep(Math.random() * 5 * 2 ** attempt);
+      }
+    }
+  };
+
+  let tail: Promise<unknown> = Promise.resolve();
+  const reading = new Set<Promise<unknown>>();
+  let closed: Promise<void> | null = null;
+  return {
+    location,
+    write: (fn) => {
+      const result = tail.then(() => inTransaction('BEGIN ISOLATION LEVEL SERIALIZABLE', fn));
+      tail = result.catch(() => undefined);
+      return result;
+    },
+    read: (fn) => {
+      const result = tail.then(() => inTransaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', fn));
+      const settled = result.catch(() => undefined);
+      reading.add(settled);
+      void settled.then(() => reading.delete(settled));
+      return result;
+    },
+    // A COMMIT that returned is on disk (synchronous_commit on, PostgreSQL's default).
+    durable: () => Promise.resolve(),
+    close: () => (closed ??= tail.then(() => Promise.all(reading)).then(() => pool.end())),
+  };
+}
+
+function cause(err: unknown): unknown {
+  return err instanceof TransactionAbortedError ? err.original : err;
+}
+
+function retryableCode(err: unknown): string | null {
+  const code = (cause(err) as { code?: string } | null)?.code;
+  return code && RETRYABLE.has(code) ? code : null;
+}
