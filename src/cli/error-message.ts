@@ -32,7 +32,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   ACTIVATION_INTERRUPTED: { exit: EXIT.rolledBack, hint: 'an activation was interrupted and rolled back at the helper start' },
   ALREADY_ACTIVE: { exit: EXIT.ok, hint: 'that version is already active' },
   JOURNAL_INVALID: { exit: EXIT.failure, hint: 'the app journal is unreadable; `agentctl recover <app>`' },
-  BAD_REQUEST: { exit: EXIT.failure, hint: 'the helper rejected the request as malformed' },
+  BAD_REQUEST: { exit: EXIT.failure, hint: 'the helper or the admin API rejected the request as malformed or oversized' },
   FORBIDDEN: { exit: EXIT.refused, hint: 'helper.sock does not allow this; run as root to use admin.sock' },
   UNKNOWN_APP: { exit: EXIT.refused, hint: 'the app is not in /etc/steward/steward.json' },
   NOT_FOUND: { exit: EXIT.failure, hint: 'a named file or version does not exist' },
@@ -55,6 +55,8 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   SYSTEMD_UNAVAILABLE: { exit: EXIT.failure, hint: 'steward installs as systemd units; this host (or container) was not booted with systemd' },
   SYSTEM_COMMAND_FAILED: { exit: EXIT.failure, hint: 'a systemd tool failed; its output is in the message, and `journalctl -xe` may say more' },
   RELEASE_EXISTS: { exit: EXIT.refused, hint: 'a version in the catalog never changes: publish a new version (or --resign to sign the same bytes with another allowed key)' },
+  OPERATOR_EXISTS: { exit: EXIT.refused, hint: 'an operator of that name exists; `steward-control operator rotate NAME` gives it a new token, `operator remove NAME` removes it' },
+  UNAUTHENTICATED: { exit: EXIT.refused, hint: 'set STEWARD_CONTROL_TOKEN to your operator token (`steward-control operator add NAME --role R`, or `operator rotate NAME`, on the server host prints one)' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 

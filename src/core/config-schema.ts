@@ -1,5 +1,5 @@
 import { z } from './zod-mini.js';
-import { APP_NAME_RE } from './name-checks.js';
+import { APP_NAME_RE, TEXTFILE_RE } from './name-checks.js';
 import { intSchema } from './names.js';
 
 const DAY = 86_400_000;
@@ -91,6 +91,11 @@ const controlPlaneSchema = z.strictObject({
   insecure: z._default(z.boolean(), false),
 });
 
+// metrics.textfile (DESIGN §12): the node_exporter textfile the helper keeps.
+const metricsSchema = z.strictObject({
+  textfile: z.optional(z.string().check(z.maxLength(4096), z.regex(TEXTFILE_RE, 'an absolute path ending in <name>.prom'))),
+});
+
 // The host config of DESIGN §2. Unknown keys are an error at every level.
 export const hostConfigSchema = z.strictObject({
   apps: z._default(z.record(z.string().check(z.regex(APP_NAME_RE, 'app names are [a-z0-9][a-z0-9_-]{0,62}')), appSchema), {}),
@@ -99,6 +104,7 @@ export const hostConfigSchema = z.strictObject({
   fetch: z._default(fetchSchema, () => fetchSchema.parse({})),
   extract: z._default(extractSchema, () => extractSchema.parse({})),
   supervisor: z._default(supervisorSchema, () => supervisorSchema.parse({})),
+  metrics: z.optional(metricsSchema),
   // DESIGN §12: rolled-back and failed receipts carry the failed version's last log lines (at
   // most 8 KiB), shown to the fleet's operators; false leaves them out for every app.
   logTail: z._default(z.boolean(), true),

@@ -58,6 +58,8 @@ export const OPERATIONAL_CODES = [
   // steward-control:
   'NOTHING_TO_RETRY', // `rollout retry` found no node left to ask
   'RELEASE_EXISTS', // `release add` of a version already in the catalog with other bytes or key
+  'OPERATOR_EXISTS', // `operator add` of a name that is taken
+  'UNAUTHENTICATED', // the admin API got no operator token (or session), or one that names nobody
 ] as const;
 
 export type RefusalCode = (typeof REFUSAL_CODES)[number];

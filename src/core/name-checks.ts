@@ -16,6 +16,9 @@ export const UNKNOWN_APPS_RECEIPTS = '_unknown-apps';
 export const ATTEMPT_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 // Exactly one SRI token with a sha512 digest (64 bytes, 88 base64 characters).
 export const INTEGRITY_RE = /^sha512-[A-Za-z0-9+/]{86}==$/;
+// metrics.textfile of the host config (DESIGN §12): an absolute path to a <name>.prom file, the
+// only files node_exporter's textfile collector reads.
+export const TEXTFILE_RE = /^\/[^\0]*[^/\0]\.prom$/;
 
 // Whether a string is a valid app name.
 export function isAppName(value: unknown): value is string {

@@ -10,6 +10,7 @@ import { buildCore } from './build-core.js';
 import { loadHostConfig } from '../host/config.js';
 import { makeHandlers } from './handlers.js';
 import { ensureLayout } from './layout.js';
+import { keepHostTextfile } from './metrics/host-textfile.js';
 import { makeDispatch } from './server/dispatch.js';
 import { startApiServer, type ApiServer } from './server/api-server.js';
 import { openRunDir, prepareRunDir } from './server/bind-sockets.js';
@@ -56,10 +57,16 @@ export async function main(argv: string[]): Promise<number> {
     const core = await buildCore(paths, config, isRoot);
     const supervisor = new Supervisor(core, config.supervisor);
     core.onStarted = (app, proc) => supervisor.watch(app, proc);
+    // The node_exporter textfile (DESIGN §12), rewritten after each change and at no other time:
+    // a supervisor pass that changed nothing does not touch it.
+    const textfile = config.metrics?.textfile ? keepHostTextfile(core, config.metrics.textfile) : null;
+    supervisor.onChange = (app, respawned) => textfile?.supervised(app, respawned);
+    core.receiptStore.onEmitted = (p) => textfile?.receiptSigned(p.outcome);
     // An update, start or stop that ends hands its app back to the supervisor at once. (A first
     // pass does not: the supervisor's own first pass follows the helper's start.)
     core.locks.onRelease = (app, work) => {
       if (work.op !== 'supervise' && work.op !== 'first-pass') void supervisor.requestPass(`${work.op} of ${app} ended`);
+      if (work.op !== 'supervise') textfile?.changed();
     };
 
     // Sockets answer at once; mutating requests get RECOVERING until the start is done.
@@ -74,6 +81,7 @@ export async function main(argv: string[]): Promise<number> {
     // first pass, clean staging.
     await startApps(core, paths, config);
     recovering = false;
+    textfile?.changed();
     supervisor.start();
     void supervisor.requestPass('start');
     log('ready root=%s pid=%d apps=%s', root || '/', process.pid, Object.keys(config.apps).join(',') || '(none)');
@@ -87,6 +95,7 @@ export async function main(argv: string[]): Promise<number> {
       process.once('SIGINT', () => stop('SIGINT'));
     });
     supervisor.close();
+    await textfile?.idle();
     return 0;
   } catch (err) {
     // One line on the terminal that says why, whatever DEBUG enables: a helper started in the

@@ -9,7 +9,7 @@ import { REPO } from '../helpers/host.js';
 // `import()`, `export ... from`, a type's `import('...')`; type-only ones too: they tie the
 // parts' code together as much as a value does) is held to this list. docs/layout.md shows the
 // same table (the last test below keeps the two together).
-type Part = 'core' | 'platform' | 'protocol' | 'host' | 'helper' | 'agent' | 'install' | 'cli' | 'control' | 'entry';
+type Part = 'core' | 'platform' | 'protocol' | 'host' | 'helper' | 'agent' | 'install' | 'cli' | 'control' | 'ui' | 'entry';
 
 interface Rule {
   part: Part;
@@ -50,6 +50,7 @@ const PARTS: Rule[] = [
     files: ['src/cli/output.ts', 'src/cli/error-message.ts'],
     why: "steward-control; its CLI prints and exits as agentctl does, and packs the agent's release as install does",
   },
+  { part: 'ui', dirs: ['src/ui'], imports: [], why: "the dashboard's browser code (tsconfig.ui.json); it runs in the page and takes the server's answers as JSON" },
   { part: 'entry', dirs: ['bin', 'scripts'], imports: ['core', 'platform', 'protocol', 'host', 'helper', 'agent', 'install', 'cli', 'control'], why: 'launchers and scripts' },
 ];
 

@@ -80,7 +80,7 @@ test('a database that does not exist is refused by every command but init, which
     assert.equal(existsSync(missing), false, `${args.join(' ')} made no file`);
   }
   const made = await cliOn(missing, 'init', '--json');
-  assert.deepEqual([made.code, made.json.created, made.json.schemaVersion], [0, true, 2]);
+  assert.deepEqual([made.code, made.json.created, made.json.schemaVersion], [0, true, 3]);
   assert.deepEqual((await cliOn(missing, 'nodes', '--json')).json, { nodes: [] });
   assert.equal((await cliOn(missing, 'init', '--json')).json.created, false, 'init again keeps it');
 });

@@ -119,3 +119,18 @@ test("a transaction's now() is the store's clock when it began, the same through
   assert.deepEqual(times, [T0 + 5_000, T0 + 5_000]);
   assert.equal(await store.read((tx) => tx.now()), T0 + 6_000);
 });
+
+test('the counts behind the metrics: nodes by freshness, nodes per app and version, runs by status', async () => {
+  const app = (name: string, current: string | null) => ({ name, current, previous: null, held: false, blocked: false, supervisor: { state: 'running' as const, attempts: 0, since: null } });
+  await store.write((tx) => tx.nodes.recordHeartbeat({ v: 1, nodeId: 'n-a', seq: 1, sentAt: T0, bootId: 'b', agentVersion: '0.1.0', apps: [app('web', '1.0.0'), app('db', null)], receipts: [] }, T0));
+  const counts = await store.read(async (tx) => ({
+    atT0: await tx.nodes.countByFreshness(T0),
+    after: await tx.nodes.countByFreshness(T0 + 1),
+    versions: (await tx.nodes.countByAppVersion()).sort((x, y) => (x.app < y.app ? -1 : 1)),
+    runs: (await tx.runs.countByStatus()).sort((x, y) => (x.status < y.status ? -1 : 1)),
+  }));
+  assert.deepEqual(counts.atT0, { fresh: 1, stale: 0, never: 1 }, 'a heartbeat at the bound is fresh; n-b never sent one');
+  assert.deepEqual(counts.after, { fresh: 0, stale: 1, never: 1 });
+  assert.deepEqual(counts.versions, [{ app: 'db', version: null, nodes: 1 }, { app: 'web', version: '1.0.0', nodes: 1 }]);
+  assert.deepEqual(counts.runs, [{ status: 'running', runs: 2 }, { status: 'stopped', runs: 1 }], 'the runs the tests above made');
+});

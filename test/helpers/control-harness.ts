@@ -13,6 +13,9 @@ import { DOMAINS, generateKeyPair, signEnvelope, signPayloadBytes } from '../../
 import { addRelease } from '../../src/control/catalog/add-release.js';
 import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { createToken } from '../../src/control/enroll/tokens.js';
+import { createAdminRouter } from '../../src/control/admin/router.js';
+import { parseTrustedProxies } from '../../src/control/operators/request-source.js';
+import { startServeMetrics, type ServeMetrics } from '../../src/control/metrics/serve-metrics.js';
 import { startControlServer, type ControlServer, type ControlServerOptions } from '../../src/control/server/control-server.js';
 import { openStore, type OpenStoreOptions, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { Labels } from '../../src/core/labels.js';
@@ -51,6 +54,8 @@ export interface Control {
   server: ControlServer;
   clock: FakeClock;
   releaseKey: { privatePem: string; publicPem: string; keyId: string };
+  // The metrics listener's URL (`metrics` option), or null.
+  metricsUrl: string | null;
   token(ttlMs?: number, labels?: Labels): Promise<string>;
   addRelease(app: string, version: string, opts?: { expiresDays?: number; bytes?: Buffer }): Promise<void>;
   close(): Promise<void>;
@@ -58,14 +63,23 @@ export interface Control {
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
 // commit mode (groupSync; `groupSync` replaces its fsync seam).
-export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock } = {}): Promise<Control> {
+// `admin` also serves the admin API and dashboard sessions on the same listener, its waits after
+// failed authentications going to `admin.sleep` (default: none). `metrics`: also the metrics
+// listener of `serve --metrics-listen` on 127.0.0.1 port 0 (the fleet gauges cached `cacheMs`,
+// default 0: every scrape reads the store; no process metrics).
+export async function startControlInProcess(opts: { heartbeatSeconds?: number; tickMs?: number; heartbeatBatch?: ControlServerOptions['heartbeatBatch']; groupSync?: OpenStoreOptions['groupSync']; clock?: FakeClock; admin?: { trustedProxies?: string[]; sleep?: (ms: number) => Promise<void> }; metrics?: { cacheMs?: number } } = {}): Promise<Control> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-control-'));
   const dbFile = path.join(dir, 'control.db');
   const clock = opts.clock ?? new FakeClock();
   const store = openStore(dbFile, { create: true, clock, groupSync: opts.groupSync ?? true });
   const heartbeatSeconds = opts.heartbeatSeconds ?? 30;
   await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-  const server = await startControlServer({ store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch });
+  const admin = opts.admin && createAdminRouter({ store, artifactsDir: artifactsDirOf(dbFile), trustedProxies: parseTrustedProxies(opts.admin.trustedProxies ?? []), clock: { sleep: opts.admin.sleep ?? (async () => undefined) } });
+  const metrics: ServeMetrics | null = opts.metrics ? await startServeMetrics(store, { host: '127.0.0.1', port: 0 }, { cacheMs: opts.metrics.cacheMs ?? 0, processMetrics: false }) : null;
+  const server = await startControlServer({
+    store: metrics?.store ?? store, artifactsDir: artifactsDirOf(dbFile), host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
+    ...(admin ? { admin } : {}),
+  });
   const releaseKey = generateKeyPair();
   return {
     dir,
@@ -74,6 +88,7 @@ export async function startControlInProcess(opts: { heartbeatSeconds?: number; t
     server,
     clock,
     releaseKey,
+    metricsUrl: metrics?.url ?? null,
     token: async (ttlMs = 3_600_000, labels = {}) => (await store.write((tx) => createToken(tx, ttlMs, labels))).token,
     addRelease: async (app, version, o = {}) => {
       const file = path.join(dir, `${app}-${version}.tgz`);
@@ -82,6 +97,7 @@ export async function startControlInProcess(opts: { heartbeatSeconds?: number; t
     },
     close: async () => {
       await server.close();
+      await metrics?.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     },

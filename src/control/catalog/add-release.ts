@@ -1,15 +1,15 @@
-// `release add`: sign a manifest for a tarball and keep both (DESIGN §9).
-import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
-import path from 'node:path';
+// `release add` (DESIGN §11, §12): a manifest signed where the release key is (the operator's
+// machine through the admin API, or the server host's CLI), checked and stored with its bytes.
+import { createHash, type KeyObject } from 'node:crypto';
 import { ARTIFACTS_PREFIX } from '../../core/control-api.js';
 import { StewardError } from '../../core/errors.js';
 import type { Envelope, ManifestPayload } from '../../core/release-schemas.js';
 import { manifestPayloadSchema } from '../../core/release-schemas.js';
-import { ensureDir, writeFileAtomic } from '../../platform/fs-atomic.js';
-import { DOMAINS, keyIdOf, parsePrivateKey, signEnvelope } from '../../platform/keys.js';
+import { DOMAINS, keyIdOf, openEnvelope, parsePrivateKey, parsePublicKey, signEnvelope } from '../../platform/keys.js';
+import { localActor, recordAudit, type Actor } from '../audit/record-audit.js';
 import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
+import { copyIntoUploads, discardReleaseBytes, hashLocalFile, placeReleaseBytes, type ReleaseBytes } from './upload-file.js';
 
 export const DEFAULT_EXPIRES_DAYS = 30;
 const DAY_MS = 86_400_000;
@@ -27,6 +27,8 @@ export interface AddReleaseInput {
   resign?: boolean;
   // Where kept tarballs go (artifact-path.ts).
   artifactsDir: string;
+  // Who adds it (the audit log's operator); the local CLI's user unless told.
+  actor?: Actor;
 }
 
 export interface AddedRelease {
@@ -42,55 +44,104 @@ export interface AddedRelease {
   replacedKeyId: string | null;
 }
 
+// A signed manifest on its way to the catalog, with the public key that signed it.
+export interface SignedRelease {
+  app: string;
+  version: string;
+  manifest: Envelope;
+  // PEM SPKI of the signing key: the catalog checks its id is allowed for the app.
+  publicKey: string;
+  // Keep the bytes and serve them at /v1/artifacts/ (the manifest's url points there).
+  keep: boolean;
+  resign: boolean;
+}
+
 // sha512 SRI of bytes.
 export function integrityOf(bytes: Buffer): string {
   return 'sha512-' + createHash('sha512').update(bytes).digest('base64');
 }
 
-// Signs and stores a release (DESIGN §11's catalog rules). A version once added is immutable:
-// the same bytes and key refresh its expiry; other bytes are refused RELEASE_EXISTS; another
-// key needs `resign`. Only the key ids allowed for the app may sign it (the first release of an
-// app allows its key; `keys allow` others); any other is refused FORBIDDEN.
-export async function addRelease(store: ControlStore, input: AddReleaseInput): Promise<AddedRelease> {
-  const { app, version } = input;
-  const target = artifactPath(input.artifactsDir, app, version);
-  let key;
+// The private key of a PEM, or a USAGE error naming where it came from.
+export function releaseKeyOf(pem: string, what = '--key'): KeyObject {
   try {
-    key = parsePrivateKey(input.privateKeyPem);
+    return parsePrivateKey(pem);
   } catch (err) {
-    throw new StewardError('USAGE', `--key is not an Ed25519 private key (PEM): ${(err as Error).message}`, { cause: err });
+    throw new StewardError('USAGE', `${what} is not an Ed25519 private key (PEM): ${(err as Error).message}`, { cause: err });
+  }
+}
+
+// Signs the manifest of `bytes` for app@version with `key`: `url` as given, or the kept
+// tarball's under `baseUrl`; expiring `expiresDays` after `now`.
+export function signRelease(o: { app: string; version: string; bytes: Pick<ReleaseBytes, 'size' | 'integrity'>; url: string | null; baseUrl: string | null; key: KeyObject; expiresDays: number; now: number; resign: boolean }): SignedRelease {
+  const url = o.url ?? `${(o.baseUrl ?? '').replace(/\/+$/, '')}${ARTIFACTS_PREFIX}${o.app}/${o.version}.tgz`;
+  const payload = manifestPayloadSchema.parse({ name: o.app, version: o.version, url, size: o.bytes.size, integrity: o.bytes.integrity, expires: o.now + o.expiresDays * DAY_MS });
+  const publicKey = parsePublicKey(o.key.export({ format: 'pem', type: 'pkcs8' })).export({ format: 'pem', type: 'spki' }).toString();
+  return { app: o.app, version: o.version, manifest: signEnvelope(DOMAINS.manifest, payload, o.key), publicKey, keep: o.url === null, resign: o.resign };
+}
+
+// Signs and stores a release in one go, on the host that holds the key (the local CLI, tests).
+export async function addRelease(store: ControlStore, input: AddReleaseInput): Promise<AddedRelease> {
+  const key = releaseKeyOf(input.privateKeyPem);
+  const bytes = await hashLocalFile(input.file);
+  const now = await store.read((tx) => tx.now());
+  const signed = signRelease({ ...input, bytes, key, now, resign: input.resign === true });
+  return publishRelease(store, input.actor ?? localActor(), signed, signed.keep ? await copyIntoUploads(input.artifactsDir, bytes) : bytes, input.artifactsDir);
+}
+
+// Stores a signed release with its bytes (DESIGN §11's catalog rules, §12's upload): the
+// signature must verify under the given public key, whose id must be allowed for the app (the
+// first release of an app allows its key; `keys allow` others), else FORBIDDEN; the manifest
+// must name the app and version, and the bytes' size and integrity. A version once added is
+// immutable: the same bytes and key refresh its expiry; other bytes are refused RELEASE_EXISTS;
+// another key needs `resign`. Owned bytes are placed or removed, whatever happens.
+export async function publishRelease(store: ControlStore, actor: Actor, r: SignedRelease, bytes: ReleaseBytes, artifactsDir: string): Promise<AddedRelease> {
+  try {
+    const { app, version } = r;
+    const payload = checkSignedRelease(r, bytes);
+    const keyId = r.manifest.keyId;
+    const target = artifactPath(artifactsDir, app, version);
+    const change = await store.write(async (tx) => {
+      const now = await tx.now();
+      if (payload.expires <= now) throw new StewardError('MANIFEST_EXPIRED', `the manifest of ${app} ${version} expired at ${new Date(payload.expires).toISOString()}; sign a fresh one`);
+      const existing = await tx.releases.get(app, version);
+      const keys = (await tx.releases.keys(app)).map((k) => k.keyId);
+      checkCatalogRules(app, version, payload.integrity, keyId, existing, keys, r.resign);
+      if (keys.length === 0) await tx.releases.allowKey(app, keyId, now);
+      // Why inside the transaction: it holds the store's write lock, so no other writer can add
+      // this version with other bytes between the check above and the file's replacement.
+      if (r.keep) await placeReleaseBytes(bytes, target);
+      await tx.releases.upsert({ app, version, manifest: r.manifest, integrity: payload.integrity, size: payload.size, expires: payload.expires, artifactPath: r.keep ? target : (existing?.artifactPath ?? null), addedAt: existing?.addedAt ?? now, keyId });
+      const made = { change: !existing ? ('added' as const) : existing.keyId === keyId ? ('refreshed' as const) : ('resigned' as const), replacedKeyId: existing && existing.keyId !== keyId ? existing.keyId : null };
+      await recordAudit(tx, actor, 'release.add', `${app}@${version}`, { keyId, integrity: payload.integrity, size: payload.size, expires: payload.expires, url: payload.url, kept: r.keep, ...made });
+      return made;
+    });
+    return { app, version, manifest: r.manifest, payload, keyId, artifactPath: r.keep ? target : null, ...change };
+  } finally {
+    await discardReleaseBytes(bytes);
+  }
+}
+
+// The manifest's payload once its signature, names and bytes check out.
+function checkSignedRelease(r: SignedRelease, bytes: ReleaseBytes): ManifestPayload {
+  const { app, version } = r;
+  let key: KeyObject;
+  try {
+    key = parsePublicKey(r.publicKey);
+  } catch (err) {
+    throw new StewardError('USAGE', `the release's public key is not an Ed25519 key (PEM): ${(err as Error).message}`, { cause: err });
   }
   const keyId = keyIdOf(key);
-  let bytes: Buffer;
-  try {
-    bytes = await fsp.readFile(input.file);
-  } catch (err) {
-    throw new StewardError('NOT_FOUND', `cannot read the release tarball ${input.file}: ${(err as Error).message}`, { cause: err });
+  if (r.manifest.keyId !== keyId) throw new StewardError('SIGNATURE_INVALID', `the manifest of ${app} ${version} names key ${r.manifest.keyId}, not the key ${keyId} sent with it`);
+  const opened = openEnvelope(r.manifest, DOMAINS.manifest, new Map([[keyId, key]]));
+  if (!opened.ok) throw new StewardError('SIGNATURE_INVALID', `the manifest of ${app} ${version} does not verify under key ${keyId} (${opened.reason})`);
+  const parsed = manifestPayloadSchema.safeParse(opened.payload);
+  if (!parsed.success) throw new StewardError('RELEASE_INVALID', `the manifest of ${app} ${version} is not a release manifest`);
+  const payload = parsed.data;
+  if (payload.name !== app || payload.version !== version) throw new StewardError('RELEASE_INVALID', `the manifest names ${payload.name} ${payload.version}, not ${app} ${version}`);
+  if (payload.size !== bytes.size || payload.integrity !== bytes.integrity) {
+    throw new StewardError('INTEGRITY_MISMATCH', `the bytes sent for ${app} ${version} (${bytes.size} bytes) are not the ones its manifest signs (${payload.size} bytes)`);
   }
-  if (bytes.length === 0) throw new StewardError('USAGE', `${input.file} is empty`);
-  const integrity = integrityOf(bytes);
-  const { existing, allowed, now } = await store.read(async (tx) => ({ existing: await tx.releases.get(app, version), allowed: await tx.releases.keys(app), now: await tx.now() }));
-  checkCatalogRules(app, version, integrity, keyId, existing, allowed.map((k) => k.keyId), input.resign === true);
-  const url = input.url ?? `${(input.baseUrl ?? '').replace(/\/+$/, '')}${ARTIFACTS_PREFIX}${app}/${version}.tgz`;
-  const payload = manifestPayloadSchema.parse({ name: app, version, url, size: bytes.length, integrity, expires: now + input.expiresDays * DAY_MS });
-  const manifest = signEnvelope(DOMAINS.manifest, payload, key);
-  const keep = input.url === null;
-  if (keep) {
-    // Private, as the database beside them: steward-control serves them itself.
-    await ensureDir(path.dirname(path.dirname(target)), 0o700);
-    await ensureDir(path.dirname(target), 0o700);
-    await writeFileAtomic(target, bytes, 0o600);
-  }
-  const change = await store.write(async (tx) => {
-    // Again inside the write: another process may have added this version meanwhile.
-    const again = await tx.releases.get(app, version);
-    const keys = (await tx.releases.keys(app)).map((k) => k.keyId);
-    checkCatalogRules(app, version, integrity, keyId, again, keys, input.resign === true);
-    if (keys.length === 0) await tx.releases.allowKey(app, keyId, now);
-    await tx.releases.upsert({ app, version, manifest, integrity, size: bytes.length, expires: payload.expires, artifactPath: keep ? target : (again?.artifactPath ?? null), addedAt: again?.addedAt ?? now, keyId });
-    return { change: !again ? ('added' as const) : again.keyId === keyId ? ('refreshed' as const) : ('resigned' as const), replacedKeyId: again && again.keyId !== keyId ? again.keyId : null };
-  });
-  return { app, version, manifest, payload, keyId, artifactPath: keep ? target : null, ...change };
+  return payload;
 }
 
 function checkCatalogRules(app: string, version: string, integrity: string, keyId: string, existing: ReleaseRow | null, allowed: string[], resign: boolean): void {

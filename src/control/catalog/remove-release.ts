@@ -2,17 +2,19 @@
 // rollout uses it.
 import { promises as fsp } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
+import { localActor, recordAudit, type Actor } from '../audit/record-audit.js';
 import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 
 // Removes app@version and its kept tarball; BUSY while a run of it has not ended.
-export async function removeRelease(store: ControlStore, artifactsDir: string, app: string, version: string): Promise<ReleaseRow> {
+export async function removeRelease(store: ControlStore, artifactsDir: string, app: string, version: string, actor: Actor = localActor()): Promise<ReleaseRow> {
   const row = await store.write(async (tx) => {
     const r = await tx.releases.get(app, version);
     if (!r) throw new StewardError('NOT_FOUND', `${app} ${version} is not in the catalog`);
     const run = await tx.runs.active(app);
     if (run && run.version === version) throw new StewardError('BUSY', `rollout ${run.id} of ${app} ${version} is running; stop it before removing the release`);
     await tx.releases.remove(app, version);
+    await recordAudit(tx, actor, 'release.remove', `${app}@${version}`, { integrity: r.integrity, keyId: r.keyId });
     return r;
   });
   // Why after the commit: the catalog no longer names the tarball, so nothing serves it; a crash

@@ -2,15 +2,39 @@ import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { artifactsDirOf } from '../catalog/artifact-path.js';
 import { openStore, type OpenStoreOptions, type SqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { remoteTarget, type RemoteTarget } from './remote-client.js';
 
 export interface ControlGlobals {
   db?: string;
   json?: boolean;
+  server?: string;
+  caFile?: string;
 }
 
-// The database file from --db or STEWARD_CONTROL_DB.
+// Where a command runs: on the database file (the server host), or through the admin API.
+export type Target = { kind: 'local'; db: string } | { kind: 'remote'; remote: RemoteTarget };
+
+const env = (name: string) => process.env[name] || undefined;
+
+// The target of a command: --db or --server (not both); else STEWARD_CONTROL_DB or
+// STEWARD_CONTROL_URL (not both), with STEWARD_CONTROL_TOKEN and --ca-file for the latter.
+export function targetOf(cmd: Command): Target {
+  const g = cmd.optsWithGlobals<ControlGlobals>();
+  if (g.server !== undefined && g.db !== undefined) throw new StewardError('USAGE', 'pass --db FILE (on the server host) or --server URL (through the admin API), not both');
+  const server = g.server ?? (g.db === undefined ? env('STEWARD_CONTROL_URL') : undefined);
+  const db = g.db ?? (g.server === undefined ? env('STEWARD_CONTROL_DB') : undefined);
+  if (server !== undefined && db !== undefined) throw new StewardError('USAGE', 'STEWARD_CONTROL_URL and STEWARD_CONTROL_DB are both set: unset one, or pass --server or --db');
+  if (server !== undefined) return { kind: 'remote', remote: remoteTarget(server, env('STEWARD_CONTROL_TOKEN'), g.caFile) };
+  if (db !== undefined) return { kind: 'local', db };
+  throw new StewardError('USAGE', 'no database: pass --db FILE or set STEWARD_CONTROL_DB (or --server URL / STEWARD_CONTROL_URL, with STEWARD_CONTROL_TOKEN, for the admin API)');
+}
+
+// The database file from --db or STEWARD_CONTROL_DB, for the commands that run only on the
+// server host (init, serve): --server is refused there.
 export function dbFileOf(cmd: Command): string {
-  const db = cmd.optsWithGlobals<ControlGlobals>().db ?? process.env.STEWARD_CONTROL_DB;
+  const g = cmd.optsWithGlobals<ControlGlobals>();
+  if (g.server !== undefined) throw new StewardError('USAGE', `\`${cmd.name()}\` runs on the server host, on its database (--db), not through --server`);
+  const db = g.db ?? env('STEWARD_CONTROL_DB');
   if (!db) throw new StewardError('USAGE', 'no database: pass --db FILE or set STEWARD_CONTROL_DB');
   return db;
 }
@@ -25,13 +49,18 @@ export function artifactsDirOfStore(store: SqliteStore): string {
   return artifactsDirOf(store.file);
 }
 
-// Runs `fn` with the store open (refused when its file does not exist, unless `opts.create`),
-// and closes it after.
-export async function withStore<T>(cmd: Command, fn: (store: SqliteStore) => T | Promise<T>, opts: OpenStoreOptions = {}): Promise<T> {
-  const store = openStore(dbFileOf(cmd), opts);
+// Runs `fn` with the store at `db` open (refused when its file does not exist, unless
+// `opts.create`), and closes it after.
+export async function withStoreAt<T>(db: string, fn: (store: SqliteStore) => T | Promise<T>, opts: OpenStoreOptions = {}): Promise<T> {
+  const store = openStore(db, opts);
   try {
     return await fn(store);
   } finally {
     await store.close();
   }
+}
+
+// withStoreAt on the command's own database (init).
+export function withStore<T>(cmd: Command, fn: (store: SqliteStore) => T | Promise<T>, opts: OpenStoreOptions = {}): Promise<T> {
+  return withStoreAt(dbFileOf(cmd), fn, opts);
 }

@@ -2,9 +2,11 @@ import { Command, CommanderError } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { EXIT } from '../../cli/error-message.js';
 import { readOwnVersion } from '../../platform/own-version.js';
+import { registerAudit } from './commands/audit.js';
 import { registerInit } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
 import { registerNodes } from './commands/nodes.js';
+import { registerOperator } from './commands/operator.js';
 import { registerReceipts } from './commands/receipts.js';
 import { registerRelease } from './commands/release.js';
 import { registerRollout } from './commands/rollout.js';
@@ -16,7 +18,9 @@ import { reportControlError } from './report.js';
 export function buildControlProgram(): Command {
   const program = new Command('steward-control')
     .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
-    .option('--db <file>', 'the SQLite database (default: STEWARD_CONTROL_DB)')
+    .option('--db <file>', 'the SQLite database, on the server host (default: STEWARD_CONTROL_DB)')
+    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve and init')
+    .option('--ca-file <file>', "a PEM CA bundle to trust for --server's https, beside Node's own")
     .option('--json', 'print one JSON document on stdout')
     // Not commander's .version(): a program option is also taken after a subcommand, and would
     // eat `release pack-agent --version <v>`. runControlCli answers a leading -V/--version.
@@ -31,6 +35,8 @@ export function buildControlProgram(): Command {
   registerRollout(program);
   registerNodes(program);
   registerReceipts(program);
+  registerOperator(program);
+  registerAudit(program);
   // Subcommands exit through runControlCli too, not process.exit.
   for (const c of program.commands) {
     c.exitOverride();

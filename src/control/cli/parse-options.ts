@@ -41,10 +41,10 @@ export function parsePositiveInt(text: string, what: string, max = 1_000_000): n
 }
 
 // "HOST:PORT" or "[v6]:PORT" (port 0 picks a free one).
-export function parseListen(text: string): { host: string; port: number; loopback: boolean } {
+export function parseListen(text: string, flag = '--listen'): { host: string; port: number; loopback: boolean } {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(text);
   const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new StewardError('USAGE', `--listen ${JSON.stringify(text)} is not HOST:PORT (port 0-65535; [::1]:PORT for IPv6)`);
+  if (!m || port > 65535) throw new StewardError('USAGE', `${flag} ${JSON.stringify(text)} is not HOST:PORT (port 0-65535; [::1]:PORT for IPv6)`);
   const host = (m[1] ?? m[2]) as string;
   return { host, port, loopback: isLoopbackHost(host) };
 }

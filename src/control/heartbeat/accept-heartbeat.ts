@@ -7,6 +7,7 @@
 import type { KeyObject } from 'node:crypto';
 import { MAX_BODY_BYTES, type HeartbeatAnswer } from '../../core/control-api.js';
 import type { HeartbeatPayload } from '../../core/heartbeat-schema.js';
+import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import { parsePublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
@@ -154,9 +155,9 @@ export async function openHeartbeatBody(store: ControlStore, body: Buffer): Prom
 
 // Finishes an opened heartbeat inside a write transaction, at the store's time. It reads the
 // node as the transaction sees it, so an earlier heartbeat of the same node in this transaction
-// counts. Writes nothing when it answers a rejection. `counted`: the counting receipts it stored
-// (verdicts a run waits for).
-export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, opened: OpenedHeartbeatBody, heartbeatSeconds: number): Promise<{ answer: Answer; counted: number }> {
+// counts. Writes nothing when it answers a rejection. `stored`: the receipts it stored;
+// `counted`: how many of them count (verdicts a run waits for).
+export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, opened: OpenedHeartbeatBody, heartbeatSeconds: number): Promise<{ answer: Answer; counted: number; stored: ReceiptPayload[] }> {
   const now = await tx.now();
   const hbClaim = opened.heartbeat;
   const auth = await tx.nodes.auth(hbClaim.nodeId);
@@ -171,7 +172,7 @@ export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, op
   const verdict = sameKey
     ? checkHeartbeat(hbClaim, known, issued, now)
     : verifyHeartbeat(opened.body, (id) => (id === hbClaim.nodeId ? known : null), issued, now, { maxBytes: MAX_BODY_BYTES });
-  if (!verdict.ok) return { answer: rejectionAnswer(verdict), counted: 0 };
+  if (!verdict.ok) return { answer: rejectionAnswer(verdict), counted: 0, stored: [] };
   const hb = verdict.heartbeat;
   await tx.nodes.recordHeartbeat(hb, now);
   for (const r of verdict.receipts) await tx.receipts.insert(hb.nodeId, r, now);
@@ -179,5 +180,5 @@ export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, op
     log('node=%s stored receipts %s', hb.nodeId, verdict.receipts.map((r) => `seq=${r.payload.seq} ${r.payload.app} ${r.payload.outcome}${r.counts ? '' : ' (not counting)'}`).join(', '));
   }
   const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: await desiredFor(tx, hb.nodeId, now), heartbeatSeconds };
-  return { answer: { status: 200, body: answer }, counted: verdict.receipts.filter((r) => r.counts).length };
+  return { answer: { status: 200, body: answer }, counted: verdict.receipts.filter((r) => r.counts).length, stored: verdict.receipts.map((r) => r.payload) };
 }

@@ -16,6 +16,7 @@
 // loop; better-sqlite3 is synchronous) are read on the turn after it and share the next commit.
 // A commit does not wait for the fsync of the one before: the loop goes on reading, verifying
 // and committing while the fsync runs, and the next fsync covers all of that.
+import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import { logger } from '../../platform/log.js';
 import type { Answer } from '../server/answer.js';
 import { TransactionAbortedError, type ControlStore, type StoreTx } from '../store/store.js';
@@ -55,6 +56,8 @@ export interface HeartbeatBatcherOptions {
   durable?: () => Promise<void>;
   // Called after a commit that stored counting receipts (verdicts): the rollouts should advance.
   onVerdicts?: () => void;
+  // Called after a commit that stored receipts, with them (the metrics count them).
+  onReceiptsStored?: (receipts: ReceiptPayload[]) => void;
 }
 
 interface Pending {
@@ -81,15 +84,16 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
   let commits = 0;
   let heartbeats = 0;
 
-  // `batch.verdicts` counts the counting receipts the batch's heartbeats stored.
-  const recordOne = async (tx: StoreTx, p: Pending, batch: { verdicts: number }): Promise<Outcome> => {
+  // `batch.verdicts` counts the counting receipts the batch's heartbeats stored; `batch.receipts` holds them all.
+  const recordOne = async (tx: StoreTx, p: Pending, batch: { verdicts: number; receipts: ReceiptPayload[] }): Promise<Outcome> => {
     try {
       return {
         answer: await tx.savepoint(async () => {
-          const { answer, counted } = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
+          const { answer, counted, stored } = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
           if (answer.status !== 200) throw new Rejected(answer);
           hooks.afterRecord?.(p.opened.heartbeat.nodeId);
           batch.verdicts += counted;
+          batch.receipts.push(...stored);
           return answer;
         }),
       };
@@ -107,7 +111,7 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     const batch = queue.splice(0, maxBatch);
     if (queue.length > 0) schedule();
     let outcomes: Outcome[];
-    const stored = { verdicts: 0 };
+    const stored = { verdicts: 0, receipts: [] as ReceiptPayload[] };
     try {
       outcomes = await store.write(async (tx) => {
         const out: Outcome[] = [];
@@ -124,6 +128,7 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     heartbeats += batch.length;
     // Before the answers go out: the rollouts' advance is queued behind this commit at once.
     if (stored.verdicts > 0) opts.onVerdicts?.();
+    if (stored.receipts.length > 0) opts.onReceiptsStored?.(stored.receipts);
     // Why every member waits, the rejected ones too: a rejection's answer may rest on what the
     // batch's earlier heartbeats wrote (a SEQ_REPLAYED after an accepted seq of the same node).
     durable().then(

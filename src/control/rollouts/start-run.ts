@@ -30,8 +30,9 @@ export interface DryRun {
 // Starts a run of `app` at `version` over the enrolled nodes that match the selector; refuses a
 // second running run of the app (BUSY), a release not in the catalog or a selector that targets
 // nothing (NOT_FOUND), and a manifest that expires within the verdict timeout (MANIFEST_EXPIRED).
-export function startRun(store: ControlStore, app: string, version: string, opts: RunOptions): Promise<RunRow> {
-  return store.write(async (tx) => createRun(tx, await prepareStart(tx, app, version, opts)));
+// `record` runs in the same transaction once the change is made (the audit log's entry).
+export function startRun(store: ControlStore, app: string, version: string, opts: RunOptions, record?: RecordChange): Promise<RunRow> {
+  return store.write(async (tx) => recorded(tx, await createRun(tx, await prepareStart(tx, app, version, opts)), record));
 }
 
 // What startRun would do, written nowhere.
@@ -42,8 +43,8 @@ export function dryRunStart(store: ControlStore, app: string, version: string, o
 // Starts a new run of the app's last run's version over the nodes it did not confirm (or, with
 // `behind`, of its last succeeded run's version over the nodes behind it), with that run's
 // policy and spent failure budget unless `opts` overrides them. Nothing left: NOTHING_TO_RETRY.
-export function retryRun(store: ControlStore, app: string, opts: RunOptions, behind = false): Promise<RunRow> {
-  return store.write(async (tx) => createRun(tx, await prepareRetry(tx, app, opts, behind)));
+export function retryRun(store: ControlStore, app: string, opts: RunOptions, behind = false, record?: RecordChange): Promise<RunRow> {
+  return store.write(async (tx) => recorded(tx, await createRun(tx, await prepareRetry(tx, app, opts, behind)), record));
 }
 
 // What retryRun would do, written nowhere.
@@ -52,24 +53,32 @@ export function dryRunRetry(store: ControlStore, app: string, opts: RunOptions, 
 }
 
 // Stops the running run of `app` (its issued attempts stay; nothing new is sent) and ends it.
-export function stopRun(store: ControlStore, app: string): Promise<RunRow> {
+export function stopRun(store: ControlStore, app: string, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
     const run = await activeRun(tx, app);
     await tx.runs.setStopped(run.id);
     await advanceRun(tx, run.id);
-    return (await tx.runs.get(run.id)) as RunRow;
+    return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
   });
 }
 
 // Pauses (nothing new is issued; issued attempts keep their timeouts and verdicts) or resumes
 // the running run of `app`. Idempotent.
-export function pauseRun(store: ControlStore, app: string, paused: boolean): Promise<RunRow> {
+export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
     const run = await activeRun(tx, app);
     await tx.runs.setPaused(run.id, paused);
     await advanceRun(tx, run.id);
-    return (await tx.runs.get(run.id)) as RunRow;
+    return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
   });
+}
+
+// What a change of a run records in its own transaction (the audit log's entry).
+export type RecordChange = (tx: StoreTx, run: RunRow) => Promise<void>;
+
+async function recorded(tx: StoreTx, run: RunRow, record: RecordChange | undefined): Promise<RunRow> {
+  await record?.(tx, run);
+  return run;
 }
 
 async function activeRun(tx: StoreReader, app: string): Promise<RunRow> {

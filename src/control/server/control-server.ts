@@ -6,8 +6,11 @@ import type { AddressInfo } from 'node:net';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from '../../core/control-api.js';
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
+import type { AdminRouter } from '../admin/router.js';
 import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
+import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-heartbeats.js';
+import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
@@ -33,6 +36,13 @@ export interface ControlServerOptions {
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
   // What every answer resting on a write waits for; a test seam (default: the store's durable()).
   durable?: () => Promise<void>;
+  // The admin API and dashboard sessions (admin/router.ts), when --admin-listen is this address.
+  admin?: AdminRouter;
+  // This instance's metrics (--metrics-listen), told of every heartbeat and stored receipt.
+  metrics?: HeartbeatMetrics;
+  // Answers GET /metrics on this listener: only when --metrics-listen names its address (by
+  // default the metrics have a listener of their own and this one serves no /metrics).
+  answerMetrics?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
 }
 
 export interface ControlServer {
@@ -74,11 +84,12 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     })();
     return ticking;
   };
-  const heartbeats = createHeartbeatBatcher({
+  const heartbeats = observeHeartbeats(createHeartbeatBatcher({
     store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable,
     // A verdict is acted on at once (the next batch may go), as DESIGN §13's ticker is nudged.
     onVerdicts: () => void tick(),
-  });
+    onReceiptsStored: opts.metrics && ((r) => opts.metrics!.receiptsStored(r)),
+  }), opts.metrics);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     handle(opts, heartbeats, durable, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
@@ -148,6 +159,7 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     if (!body.ok) {
       if (body.reason === 'aborted') return void res.destroy();
       log('%s body over %d bytes refused', pathOnly, MAX_BODY_BYTES);
+      if (pathOnly === HEARTBEAT_PATH) opts.metrics?.heartbeatAnswered('BAD_BODY', null);
       sendJson(res, errorAnswer(400, 'BAD_BODY', `the body is over the limit of ${MAX_BODY_BYTES} bytes`), true);
       // Why: the rest of an oversized body is never read; the connection goes once the answer is out.
       res.once('finish', () => setTimeout(() => req.socket.destroy(), 1000).unref());
@@ -161,6 +173,8 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     await durable();
     return sendJson(res, answer);
   }
+  if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
+  if (pathOnly === METRICS_PATH && opts.answerMetrics) return opts.answerMetrics(req, res);
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
@@ -168,5 +182,6 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
     }
     return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), res, req.method === 'HEAD');
   }
+  if (opts.admin && (await opts.admin.handle(req, res))) return;
   return sendJson(res, errorAnswer(404, 'NOT_FOUND', `no such path ${JSON.stringify(pathOnly.slice(0, 200))}`));
 }

@@ -48,6 +48,10 @@ export interface StoreReader {
   releases: ReleaseReads;
   tokens: TokenReads;
   settings: SettingReads;
+  operators: OperatorReads;
+  sessions: SessionReads;
+  authFailures: AuthFailureReads;
+  audit: AuditReads;
 }
 
 export interface StoreTx extends StoreReader {
@@ -57,6 +61,10 @@ export interface StoreTx extends StoreReader {
   releases: ReleaseReads & ReleaseWrites;
   tokens: TokenReads & TokenWrites;
   settings: SettingReads & SettingWrites;
+  operators: OperatorReads & OperatorWrites;
+  sessions: SessionReads & SessionWrites;
+  authFailures: AuthFailureReads & AuthFailureWrites;
+  audit: AuditReads & AuditWrites;
   // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
   // transaction goes on.
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
@@ -103,6 +111,26 @@ export interface NodeReads {
   key(nodeId: string): Promise<string | null>;
   // Every enrolled node, by nodeId.
   list(): Promise<NodeRow[]>;
+  // Up to `limit` enrolled nodes with a nodeId above `afterNodeId` (null: from the first), by nodeId.
+  page(afterNodeId: string | null, limit: number): Promise<NodeRow[]>;
+  // How many nodes heartbeated at or after `since`, before it, or never (the metrics' gauge).
+  countByFreshness(since: number): Promise<FreshnessCounts>;
+  // How many nodes report each app at each version (`current`, null: not installed), from their
+  // latest heartbeat; one row per app and version reported, in no order. Values are as stored:
+  // the caller checks them before they become label values.
+  countByAppVersion(): Promise<AppVersionCount[]>;
+}
+
+export interface FreshnessCounts {
+  fresh: number;
+  stale: number;
+  never: number;
+}
+
+export interface AppVersionCount {
+  app: string;
+  version: string | null;
+  nodes: number;
 }
 
 export interface NodeWrites {
@@ -140,11 +168,21 @@ export interface ReceiptFilter {
   app?: string;
 }
 
+// Where a receipt stands in arrival order.
+export interface ReceiptKey {
+  receivedAt: number;
+  nodeId: string;
+  seq: number;
+}
+
 export interface ReceiptReads {
   // The envelope stored under a node's receipt seq, or null.
   envelope(nodeId: string, seq: number): Promise<Envelope | null>;
   // Stored receipts in arrival order, optionally of one node and/or one app.
   list(filter?: ReceiptFilter): Promise<ReceiptRow[]>;
+  // Up to `limit` of them after the receipt `after` names (null: from the first), in arrival
+  // order (receivedAt, nodeId, seq).
+  page(filter: ReceiptFilter, after: ReceiptKey | null, limit: number): Promise<ReceiptRow[]>;
   // The counting receipts that answer an attempt of run `runId`.
   countingForRun(runId: number): Promise<ReceiptFact[]>;
   // The `rolled-back` and `failed` receipts of `app` from the nodes of run `runId`, of any run
@@ -265,6 +303,8 @@ export interface RunReads {
   // Attempts issued to a node by runs that have not ended and are not stopped, that no counting
   // receipt answered yet, and whose notAfter is after `now`.
   openAttemptsFor(nodeId: string, now: number): Promise<OpenAttempt[]>;
+  // How many runs have each stored status; a status no run has is absent.
+  countByStatus(): Promise<Array<{ status: StoredRunStatus; runs: number }>>;
 }
 
 export interface RunWrites {
@@ -349,4 +389,106 @@ export interface SettingReads {
 
 export interface SettingWrites {
   set(key: string, value: string): Promise<void>;
+}
+
+// ---- operators, their sessions, failed authentications, the audit log (DESIGN §12)
+
+export type OperatorRole = 'viewer' | 'operator' | 'admin';
+
+export interface OperatorRow {
+  name: string;
+  role: OperatorRole;
+  // sha256 hex of the operator's API token; the token itself is never stored.
+  tokenHash: string;
+  createdAt: number;
+  rotatedAt: number | null;
+}
+
+export interface OperatorReads {
+  // Every operator, by name (few: the token check compares against each, in constant time).
+  list(): Promise<OperatorRow[]>;
+  get(name: string): Promise<OperatorRow | null>;
+}
+
+export interface OperatorWrites {
+  // Adds an operator; the name is a database constraint (OPERATOR_EXISTS for a second one).
+  insert(o: OperatorRow): Promise<void>;
+  // Replaces an operator's token hash; false when there is no such operator.
+  setToken(name: string, tokenHash: string, at: number): Promise<boolean>;
+  // Removes an operator and every session of theirs; false when there was none.
+  remove(name: string): Promise<boolean>;
+}
+
+export interface SessionRow {
+  // sha256 hex of the session cookie's secret; the secret itself is never stored.
+  hash: string;
+  operator: string;
+  createdAt: number;
+  lastSeenAt: number;
+  // The absolute end of the session, whatever its use.
+  expiresAt: number;
+}
+
+export interface SessionReads {
+  get(hash: string): Promise<SessionRow | null>;
+  // How many sessions an operator has that have not expired at `now` by `idleMs`.
+  countFor(operator: string, now: number, idleMs: number): Promise<number>;
+}
+
+export interface SessionWrites {
+  insert(s: SessionRow): Promise<void>;
+  // Records a use of the session at `at` (its idle time starts again).
+  touch(hash: string, at: number): Promise<void>;
+  // Ends one session; false when there was none.
+  remove(hash: string): Promise<boolean>;
+  // Ends every session of an operator (operator remove and rotate); how many it ended.
+  removeFor(operator: string): Promise<number>;
+  // Forgets sessions expired at `now` (absolutely, or idle for `idleMs`).
+  removeExpired(now: number, idleMs: number): Promise<void>;
+}
+
+export interface AuthFailureRow {
+  // Where the failures came from (a peer address, an IPv6 /64).
+  source: string;
+  failures: number;
+  lastAt: number;
+}
+
+export interface AuthFailureReads {
+  // The recent failures of a source: none when its last one is at or before `since`.
+  get(source: string, since: number): Promise<AuthFailureRow | null>;
+}
+
+export interface AuthFailureWrites {
+  // Counts one more failure of `source` at `at`, starting again from 1 when its last one is at
+  // or before `since`, and forgets the sources whose last failure is that old; the new count.
+  record(source: string, at: number, since: number): Promise<number>;
+}
+
+export interface AuditEntry {
+  at: number;
+  // Who: an operator's name, `local:<user>` for the local CLI, null for a credential that named nobody.
+  operator: string | null;
+  // What: `rollout.start`, `operator.add`, `session.login`, `auth.failed`, `denied`, ...
+  action: string;
+  // On what: `web@1.4.0`, a node id, an operator's name; null when nothing in particular.
+  target: string | null;
+  // The peer the request came from (after --trusted-proxy), null for the local CLI.
+  source: string | null;
+  // The change's parameters; never a secret.
+  details: Record<string, unknown>;
+}
+
+export interface AuditRow extends AuditEntry {
+  // Increasing in the order entries were recorded.
+  id: number;
+}
+
+export interface AuditReads {
+  // Up to `limit` entries recorded at or after `since`, with ids above `afterId`, oldest first.
+  page(since: number, afterId: number, limit: number): Promise<AuditRow[]>;
+}
+
+export interface AuditWrites {
+  insert(e: AuditEntry): Promise<void>;
 }

@@ -126,6 +126,8 @@ export class ReceiptStore {
   // Per app: the receipts file as last read or written, and the identity of that file.
   private readonly parsed = new Map<string, { id: string; value: AppReceipts }>();
   private group: Promise<number | null> | null = null;
+  // Hears every receipt once it is durable (the metrics textfile counts them).
+  onEmitted: ((payload: ReceiptPayload) => void) | undefined;
 
   constructor(opts: ReceiptStoreOptions) {
     this.opts = opts;
@@ -227,6 +229,7 @@ export class ReceiptStore {
       },
     );
     log('receipt app=%s attemptId=%s seq=%d outcome=%s', input.app, input.attemptId, seq, input.outcome);
+    this.onEmitted?.(payload);
     return { envelope, payload };
   }
 

@@ -43,6 +43,9 @@ export class Supervisor {
   // Apps whose last reconcile found their process alive but not a child of this helper.
   private readonly adopted = new Set<string>();
   private closed = false;
+  // Hears every change a pass made to an app: a respawn (`respawned`), or another state written
+  // (the metrics textfile follows them).
+  onChange: ((app: string, respawned: boolean) => void) | undefined;
 
   constructor(
     private readonly ctx: UpdateContext,
@@ -241,6 +244,7 @@ export class Supervisor {
         default:
           break;
       }
+      if (changed || d.decision.action === 'respawn-now') this.onChange?.(app, d.decision.action === 'respawn-now');
     } finally {
       held.release();
     }

@@ -1,13 +1,10 @@
 import type { Command } from 'commander';
-import { StewardError } from '../../../core/errors.js';
 import { describeWindows } from '../../../core/windows.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { describeRun, type RunStatusView } from '../../rollouts/run-status.js';
-import { dryRunRetry, dryRunStart, pauseRun, retryRun, startRun, stopRun, type DryRun, type RunOptions } from '../../rollouts/start-run.js';
-import type { ControlStore, RunRow } from '../../store/store.js';
-import { jsonOf, withStore } from '../context.js';
-import { parseCount, parseDuration, parseInstant } from '../parse-options.js';
-import { checkNames } from './release.js';
+import { rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop, type DryRunView } from '../../operations/rollout-ops.js';
+import type { RunStatusView } from '../../rollouts/run-status.js';
+import { jsonOf } from '../context.js';
+import { invoke } from '../invoke.js';
 
 interface RunFlags {
   select?: string;
@@ -25,25 +22,6 @@ interface RunFlags {
   startAt?: string;
   dryRun?: boolean;
   behind?: boolean;
-}
-
-// The flags given, as options (a flag left out keeps the default, or the retried run's value).
-function runOptions(o: RunFlags): RunOptions {
-  return {
-    ...(o.select !== undefined ? { selector: o.select } : {}),
-    ...(o.canaries !== undefined ? { canaries: parseCount(o.canaries, '--canaries', 1000) } : {}),
-    ...(o.canary.length ? { canary: o.canary } : {}),
-    ...(o.seed !== undefined ? { seed: parseCount(o.seed, '--seed', 4_294_967_295) } : {}),
-    ...(o.batch !== undefined ? { batch: o.batch.trim() } : {}),
-    ...(o.bake !== undefined ? { bakeMs: parseDuration(o.bake, '--bake', { allowZero: true }) } : {}),
-    ...(o.maxFailures !== undefined ? { maxFailures: parseCount(o.maxFailures, '--max-failures') } : {}),
-    ...(o.maxRefused !== undefined ? { maxRefused: o.maxRefused.trim() } : {}),
-    ...(o.verdictTimeout ? { verdictTimeoutMs: parseDuration(o.verdictTimeout, '--verdict-timeout') } : {}),
-    ...(o.allowRetryReverted ? { allowRetryReverted: true } : {}),
-    ...(o.window.length ? { windows: o.window } : {}),
-    ...(o.tz !== undefined ? { tz: o.tz } : {}),
-    ...(o.startAt !== undefined ? { startAt: parseInstant(o.startAt, '--start-at') } : {}),
-  };
 }
 
 const seconds = (ms: number) => (ms % 60_000 === 0 && ms > 0 ? `${ms / 60_000}m` : `${Math.round(ms / 1000)}s`);
@@ -68,36 +46,19 @@ export function formatRun(v: RunStatusView): string {
   return head.join('\n') + '\n' + (v.nodes.length ? table(rows) : '  no nodes\n') + behind;
 }
 
-// The human form of a dry run: what would be targeted, in which batches, when.
-export function formatDryRun(d: DryRun): string {
-  const { run, simulation: s } = d;
-  const c = s.first.counts;
+// The human form of a dry run (its --json document): what would be targeted, in which batches, when.
+export function formatDryRun(d: DryRunView): string {
+  const { run } = d;
+  const c = d.counts;
   const lines = [
     `dry run: ${run.app} ${run.version}, nothing was written; selector ${run.selector || '(every node)'}`,
-    `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${s.first.refusedLimit} (--max-refused ${run.maxRefused}); bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
+    `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${d.refusedLimit} (--max-refused ${run.maxRefused}); bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
     `  canary seed ${run.canarySeed}: \`rollout start ... --seed ${run.canarySeed}\` follows this plan`,
   ];
-  for (const [nodeId, n] of Object.entries(s.first.nodes)) if (n.state !== 'pending') lines.push(`  ${nodeId}: ${stateText(n)}${n.reason ? ` (${n.reason})` : ''}`);
-  for (const b of s.batches) lines.push(`  ${b.batch === 0 ? 'canaries' : `batch ${b.batch}`} at ${when(b.at)}${b.notAfter ? ` (window until ${when(b.notAfter)})` : ''}: ${b.nodes.join(', ')}`);
-  lines.push(`  then: ${s.status}${s.endsAt ? ` at ${when(s.endsAt)} if every node confirms` : ''}${s.truncated ? ' (plan cut short: more steps than a dry run plays)' : ''}`);
+  for (const n of d.nodes) if (n.state !== 'pending') lines.push(`  ${n.nodeId}: ${stateText(n)}${n.reason ? ` (${n.reason})` : ''}`);
+  for (const b of d.batches) lines.push(`  ${b.batch === 0 ? 'canaries' : `batch ${b.batch}`} at ${when(b.at)}${b.notAfter ? ` (window until ${when(b.notAfter)})` : ''}: ${b.nodes.join(', ')}`);
+  lines.push(`  then: ${d.status}${d.endsAt ? ` at ${when(d.endsAt)} if every node confirms` : ''}${d.truncated ? ' (plan cut short: more steps than a dry run plays)' : ''}`);
   return lines.join('\n') + '\n';
-}
-
-// A dry run as --json prints it.
-function dryRunJson(d: DryRun): unknown {
-  const s = d.simulation;
-  return {
-    dryRun: true,
-    run: d.run,
-    nodes: Object.entries(s.first.nodes).map(([nodeId, n]) => ({ nodeId, ...n })),
-    counts: s.first.counts,
-    batchSize: s.first.batchSize,
-    refusedLimit: s.first.refusedLimit,
-    batches: s.batches,
-    status: s.status,
-    endsAt: s.endsAt,
-    truncated: s.truncated,
-  };
 }
 
 const collect = (v: string, acc: string[]) => [...acc, v];
@@ -120,64 +81,36 @@ function addRunFlags(c: Command): Command {
     .option('--dry-run', 'print the plan the planner would follow, write nothing');
 }
 
-// The status of the latest run of `app`, read after the change that made it.
-async function describeLatest(store: ControlStore, app: string): Promise<RunStatusView> {
-  return store.read(async (tx) => describeRun(tx, (await tx.runs.latest(app)) as RunRow));
-}
+const isDryRun = (v: RunStatusView | DryRunView): v is DryRunView => (v as DryRunView).dryRun === true;
 
 // `steward-control rollout start|status|stop|pause|resume|retry`
 export function registerRollout(program: Command): void {
   const rollout = program.command('rollout').description('fleet rollouts: canaries, then batches, within a failure budget and windows');
-  const print = (cmd: Command, v: RunStatusView): void => void (jsonOf(cmd) ? printJson(v) : process.stdout.write(formatRun(v)));
-  const printDry = (cmd: Command, d: DryRun): void => void (jsonOf(cmd) ? printJson(dryRunJson(d)) : process.stdout.write(formatDryRun(d)));
+  const print = (cmd: Command, v: RunStatusView | DryRunView): void => void (jsonOf(cmd) ? printJson(v) : process.stdout.write(isDryRun(v) ? formatDryRun(v) : formatRun(v)));
 
   addRunFlags(rollout.command('start <app> <version>').description('start a rollout of a catalog release to the selected nodes that run the app')).action(
-    async (app: string, version: string, o: RunFlags, cmd: Command) => {
-      checkNames(app, version);
-      const opts = runOptions(o);
-      if (o.dryRun) return printDry(cmd, await withStore(cmd, (store) => dryRunStart(store, app, version, opts)));
-      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await startRun(store, app, version, opts)).app)));
-    },
+    async (app: string, version: string, o: RunFlags, cmd: Command) => print(cmd, await invoke(cmd, rolloutStart, { app, version, ...o })),
   );
   addRunFlags(rollout.command('retry <app>').description("a new run of the app's last rollout over the nodes it did not confirm (--behind: of its last succeeded one, over the nodes behind it)"))
     .option('--behind', 'retry the nodes behind the last succeeded run instead')
-    .action(async (app: string, o: RunFlags, cmd: Command) => {
-      checkNames(app);
-      const opts = runOptions(o);
-      if (o.dryRun) return printDry(cmd, await withStore(cmd, (store) => dryRunRetry(store, app, opts, o.behind === true)));
-      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await retryRun(store, app, opts, o.behind === true)).app)));
-    });
+    .action(async (app: string, o: RunFlags, cmd: Command) => print(cmd, await invoke(cmd, rolloutRetry, { app, ...o })));
   rollout
     .command('stop <app>')
     .description('stop the running rollout of the app (attempts already sent stay)')
-    .action(async (app: string, _o: unknown, cmd: Command) => {
-      checkNames(app);
-      print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await stopRun(store, app)).app)));
-    });
-  for (const [name, paused, what] of [['pause', true, 'issue nothing new (issued attempts keep their timeouts, and their verdicts count)'], ['resume', false, 'issue again after a pause']] as const) {
+    .action(async (app: string, _o: unknown, cmd: Command) => print(cmd, await invoke(cmd, rolloutStop, { app })));
+  for (const [op, what] of [[rolloutPause, 'issue nothing new (issued attempts keep their timeouts, and their verdicts count)'], [rolloutResume, 'issue again after a pause']] as const) {
+    const name = op.command.split(' ')[1] as string;
     rollout
       .command(`${name} <app>`)
       .description(`${name} the running rollout of the app: ${what}`)
-      .action(async (app: string, _o: unknown, cmd: Command) => {
-        checkNames(app);
-        print(cmd, await withStore(cmd, async (store) => describeLatest(store, (await pauseRun(store, app, paused)).app)));
-      });
+      .action(async (app: string, _o: unknown, cmd: Command) => print(cmd, await invoke(cmd, op, { app })));
   }
   rollout
     .command('status [app]')
     .description('the latest rollout of the app (or of every app)')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
-      if (app) checkNames(app);
-      const views = await withStore(cmd, (store) =>
-        store.read(async (tx) => {
-          const runs = app ? [await tx.runs.latest(app)].filter((r) => r !== null) : await tx.runs.latestAll();
-          if (app && runs.length === 0) throw new StewardError('NOT_FOUND', `no rollout of ${app}`);
-          const out: RunStatusView[] = [];
-          for (const r of runs) out.push(await describeRun(tx, r));
-          return out;
-        }),
-      );
-      if (jsonOf(cmd)) return printJson({ runs: views });
-      process.stdout.write(views.length ? views.map(formatRun).join('\n') : 'no rollouts\n');
+      const out = await invoke(cmd, rolloutStatus, { app });
+      if (jsonOf(cmd)) return printJson(out);
+      process.stdout.write(out.runs.length ? out.runs.map(formatRun).join('\n') : 'no rollouts\n');
     });
 }

@@ -3,6 +3,10 @@ import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { systemClock } from '../../../platform/clock.js';
 import { enableDefaultLogs, logger } from '../../../platform/log.js';
+import { startAdminServer, type AdminServer } from '../../admin/admin-server.js';
+import { createAdminRouter } from '../../admin/router.js';
+import { parseTrustedProxies, type TrustedProxies } from '../../operators/request-source.js';
+import type { ServeMetrics } from '../../metrics/serve-metrics.js';
 import { startControlServer } from '../../server/control-server.js';
 import { openStore } from '../../store/sqlite/open-sqlite-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
@@ -19,7 +23,8 @@ function readPem(file: string, what: string): Buffer {
   }
 }
 
-// `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]`
+// `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]
+// [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT]`
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -30,21 +35,46 @@ export function registerServe(program: Command): void {
     .option('--heartbeat-seconds <n>', 'heartbeat interval nodes are told', String(DEFAULT_HEARTBEAT_SECONDS))
     .option('--insecure', 'allow plain http on a non-loopback address')
     .option('--init', 'create the database when it does not exist (as `steward-control init`)')
-    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean }, cmd: Command) => {
+    // The admin API and dashboard sessions (DESIGN §12).
+    .option('--admin-listen <host:port>', 'serve the admin API (/v1/admin/) and dashboard sessions (/ui/) here; the same address as --listen shares its listener')
+    .option('--trusted-proxy <addr>', 'a proxy (address or CIDR) whose X-Forwarded-For and X-Forwarded-Proto are believed (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    // Metrics (DESIGN §12): Prometheus text at /metrics, with /healthz and /readyz, plain http.
+    .option('--metrics-listen <host:port>', 'serve Prometheus metrics (/metrics), /healthz and /readyz on this address (plain http, no auth)')
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string } & AdminFlags, cmd: Command) => {
       enableDefaultLogs('steward:control:*');
       const listen = parseListen(o.listen);
+      const metricsListen = o.metricsListen === undefined ? null : parseListen(o.metricsListen);
       const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
       if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
       const tls = o.tlsCert && o.tlsKey ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key') } : undefined;
       if (!tls && !listen.loopback && !o.insecure) {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }
+      const admin = adminListenOf(o, listen, !!tls);
       const store = openStore(dbFileOf(cmd), { groupSync: true, create: o.init === true });
+      let adminServer: AdminServer | null = null;
+      let metrics: ServeMetrics | null = null;
       try {
         await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
-        const server = await startControlServer({ store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock });
-        process.stdout.write(jsonOf(cmd) ? JSON.stringify({ listening: server.url }) + '\n' : `steward-control listening on ${server.url}\n`);
-        log('listening url=%s db=%s heartbeatSeconds=%d', server.url, store.file, heartbeatSeconds);
+        // Why a dynamic import: without --metrics-listen, prom-client is never loaded. The same
+        // address as --listen (a port other than 0) is a choice: the fleet listener serves them.
+        const shared = metricsListen !== null && metricsListen.port !== 0 && metricsListen.port === listen.port && metricsListen.host === listen.host;
+        metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, shared ? null : metricsListen) : null;
+        const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir: artifactsDirOfStore(store), trustedProxies: admin.trusted, clock: systemClock });
+        const server = await startControlServer({
+          store: metrics?.store ?? store, artifactsDir: artifactsDirOfStore(store), host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
+          metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined,
+          ...(admin?.shared && router ? { admin: router } : {}),
+        });
+        if (admin && router && !admin.shared) adminServer = await startAdminServer({ router, host: admin.host, port: admin.port, tls });
+        const adminUrl = admin ? (adminServer?.url ?? server.url) : null;
+        const urls = { listening: server.url, ...(adminUrl ? { admin: adminUrl } : {}), ...(metrics ? { metrics: `${metrics.url ?? server.url}/metrics` } : {}) };
+        process.stdout.write(
+          jsonOf(cmd)
+            ? JSON.stringify(urls) + '\n'
+            : `steward-control listening on ${server.url}\n${adminUrl ? `steward-control admin API on ${adminUrl}\n` : ''}${metrics ? `metrics at ${urls.metrics}\n` : ''}`,
+        );
+        log('listening url=%s admin=%s db=%s heartbeatSeconds=%d%s', server.url, adminUrl ?? '-', store.file, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log('stopping on %s', sig);
@@ -55,7 +85,35 @@ export function registerServe(program: Command): void {
         });
         await server.close();
       } finally {
+        await adminServer?.close();
+        await metrics?.close();
         await store.close();
       }
     });
+}
+
+interface AdminFlags {
+  adminListen?: string;
+  trustedProxy: string[];
+  insecure?: boolean;
+}
+
+// Where the admin API listens (null: nowhere), whether that is the fleet's own listener, and
+// the trusted proxies. Plain http on a non-loopback address is refused as --listen's is.
+function adminListenOf(o: AdminFlags, listen: { host: string; port: number }, tls: boolean): { host: string; port: number; shared: boolean; trusted: TrustedProxies } | null {
+  if (o.adminListen === undefined) {
+    if (o.trustedProxy.length) throw new StewardError('USAGE', '--trusted-proxy goes with --admin-listen');
+    return null;
+  }
+  const a = parseListen(o.adminListen, '--admin-listen');
+  if (!tls && !a.loopback && !o.insecure) {
+    throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${a.host} for --admin-listen: operator tokens would cross the network in clear text; pass --tls-cert/--tls-key, or --insecure behind a TLS proxy (--trusted-proxy)`);
+  }
+  let trusted: TrustedProxies;
+  try {
+    trusted = parseTrustedProxies(o.trustedProxy);
+  } catch (err) {
+    throw new StewardError('USAGE', `--trusted-proxy: ${(err as Error).message}`, { cause: err });
+  }
+  return { host: a.host, port: a.port, shared: a.host === listen.host && a.port === listen.port, trusted };
 }

@@ -1,7 +1,7 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { labelsSchema } from '../../../core/control-api.js';
 import type { Labels } from '../../../core/labels.js';
-import type { NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
+import type { AppVersionCount, FreshnessCounts, NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
 import { parseJson, type Prepare } from './prepare.js';
 
 interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
@@ -30,6 +30,25 @@ export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
     },
     async list() {
       return (q('SELECT * FROM nodes ORDER BY nodeId').all() as Raw[]).map(toRow);
+    },
+    async page(afterNodeId, limit) {
+      const rows = afterNodeId === null ? q('SELECT * FROM nodes ORDER BY nodeId LIMIT ?').all(limit) : q('SELECT * FROM nodes WHERE nodeId > ? ORDER BY nodeId LIMIT ?').all(afterNodeId, limit);
+      return (rows as Raw[]).map(toRow);
+    },
+    async countByFreshness(since) {
+      const r = q(
+        `SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN lastHeartbeatAt IS NULL THEN 1 ELSE 0 END), 0) AS never,
+           COALESCE(SUM(CASE WHEN lastHeartbeatAt >= ? THEN 1 ELSE 0 END), 0) AS fresh FROM nodes`,
+      ).get(since) as { total: number; never: number; fresh: number };
+      const counts: FreshnessCounts = { fresh: r.fresh, stale: r.total - r.fresh - r.never, never: r.never };
+      return counts;
+    },
+    async countByAppVersion() {
+      // Why json_each in SQL: one pass over the table, not every node's apps parsed in JS.
+      return q(
+        `SELECT json_extract(j.value, '$.name') AS app, json_extract(j.value, '$.current') AS version, COUNT(*) AS nodes
+         FROM nodes n, json_each(n.apps) j GROUP BY 1, 2`,
+      ).all() as AppVersionCount[];
     },
     async insert(n) {
       q('INSERT INTO nodes (nodeId, hostname, nodePublicKey, helperPublicKey, enrolledAt, labels) VALUES (?, ?, ?, ?, ?, ?)').run(

@@ -12,12 +12,16 @@ import { systemClock, type Clock } from '../../../platform/clock.js';
 import { logger } from '../../../platform/log.js';
 import { TransactionAbortedError, type ControlStore, type StoreTx } from '../store.js';
 import { createCommitSync } from './commit-sync.js';
+import { sqliteAudit } from './audit.js';
+import { sqliteAuthFailures } from './auth-failures.js';
 import { sqliteNodes } from './nodes.js';
+import { sqliteOperators } from './operators.js';
 import type { Prepare } from './prepare.js';
 import { sqliteReceipts } from './receipts.js';
 import { sqliteReleases } from './releases.js';
 import { sqliteRuns } from './runs.js';
 import { MIGRATIONS, STORE_SCHEMA_VERSION } from './schema.js';
+import { sqliteSessions } from './sessions.js';
 import { sqliteSettings } from './settings.js';
 import { sqliteTokens } from './tokens.js';
 
@@ -83,6 +87,10 @@ export function openStore(file: string, opts: OpenStoreOptions = {}): SqliteStor
     releases: sqliteReleases(q),
     tokens: sqliteTokens(q),
     settings: sqliteSettings(q),
+    operators: sqliteOperators(q),
+    sessions: sqliteSessions(q),
+    authFailures: sqliteAuthFailures(q),
+    audit: sqliteAudit(q),
   };
   // Transaction control through prepared statements: parsing BEGIN, SAVEPOINT and COMMIT anew
   // for every heartbeat of a batch was a measurable part of its cost. One savepoint name serves

@@ -1,5 +1,5 @@
 import type { Envelope } from '../../../core/release-schemas.js';
-import type { ReceiptFact, ReceiptReads, ReceiptRow, ReceiptWrites } from '../store.js';
+import type { ReceiptFact, ReceiptFilter, ReceiptKey, ReceiptReads, ReceiptRow, ReceiptWrites } from '../store.js';
 import { parseJson, type Prepare } from './prepare.js';
 
 const FACT_COLUMNS = 'r.nodeId, r.seq, r.app, r.attemptId, r.outcome, r.reasonCode, r.fromVersion, r.targetVersion, r.updatedAt, r.receivedAt, r.counts';
@@ -7,6 +7,18 @@ const FACT_COLUMNS = 'r.nodeId, r.seq, r.app, r.attemptId, r.outcome, r.reasonCo
 type RawFact = Omit<ReceiptFact, 'counts'> & { counts: number };
 
 const toFact = (r: RawFact): ReceiptFact => ({ ...r, counts: r.counts === 1 });
+
+// Receipts in arrival order, of one node and/or app, after a key, at most `limit` (null: all).
+function selectReceipts(q: Prepare, filter: ReceiptFilter, after: ReceiptKey | null, limit: number | null): ReceiptRow[] {
+  const where: string[] = [];
+  const args: Array<string | number> = [];
+  if (filter.nodeId) (where.push('nodeId = ?'), args.push(filter.nodeId));
+  if (filter.app) (where.push('app = ?'), args.push(filter.app));
+  if (after) (where.push('(receivedAt, nodeId, seq) > (?, ?, ?)'), args.push(after.receivedAt, after.nodeId, after.seq));
+  if (limit !== null) args.push(limit);
+  const sql = `SELECT * FROM receipts r ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY receivedAt, nodeId, seq${limit !== null ? ' LIMIT ?' : ''}`;
+  return (q(sql).all(...args) as Array<RawFact & { envelope: string }>).map((r): ReceiptRow => ({ ...toFact(r), envelope: parseJson<Envelope>(r.envelope, { payload: '', sig: '', keyId: '' }) }));
+}
 
 // The receipts table.
 export function sqliteReceipts(q: Prepare): ReceiptReads & ReceiptWrites {
@@ -16,12 +28,10 @@ export function sqliteReceipts(q: Prepare): ReceiptReads & ReceiptWrites {
       return row ? parseJson<Envelope | null>(row.envelope, null) : null;
     },
     async list(filter = {}) {
-      const where: string[] = [];
-      const args: string[] = [];
-      if (filter.nodeId) (where.push('nodeId = ?'), args.push(filter.nodeId));
-      if (filter.app) (where.push('app = ?'), args.push(filter.app));
-      const sql = `SELECT * FROM receipts r ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY receivedAt, nodeId, seq`;
-      return (q(sql).all(...args) as Array<RawFact & { envelope: string }>).map((r): ReceiptRow => ({ ...toFact(r), envelope: parseJson<Envelope>(r.envelope, { payload: '', sig: '', keyId: '' }) }));
+      return selectReceipts(q, filter, null, null);
+    },
+    async page(filter, after, limit) {
+      return selectReceipts(q, filter, after, limit);
     },
     async countingForRun(runId) {
       return (

@@ -129,6 +129,9 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
          ORDER BY i.issuedAt, r.app`,
       ).all(nodeId, now) as OpenAttempt[];
     },
+    async countByStatus() {
+      return q('SELECT status, COUNT(*) AS runs FROM runs GROUP BY status').all() as Array<{ status: RunRow['status']; runs: number }>;
+    },
     async insert(run, nodes) {
       let id: number;
       try {

@@ -134,6 +134,43 @@ CREATE UNIQUE INDEX one_attempt_per_run_and_node ON issued (runId, nodeId);
 CREATE INDEX issued_by_run ON issued (runId);
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2)];
+// Issue 18 (DESIGN §12): operators and their API tokens, dashboard sessions, failed
+// authentications per source, and the audit log, all in the store so that any instance (§13)
+// answers any request.
+const V3 = `
+CREATE TABLE operators (
+  name TEXT PRIMARY KEY,
+  role TEXT NOT NULL CHECK (role IN ('viewer', 'operator', 'admin')),
+  tokenHash TEXT NOT NULL UNIQUE,   -- sha256 hex of the API token; the token itself is never stored
+  createdAt INTEGER NOT NULL,
+  rotatedAt INTEGER
+);
+CREATE TABLE sessions (
+  hash TEXT PRIMARY KEY,            -- sha256 hex of the cookie's secret
+  operator TEXT NOT NULL REFERENCES operators (name) ON DELETE CASCADE,
+  createdAt INTEGER NOT NULL,
+  lastSeenAt INTEGER NOT NULL,
+  expiresAt INTEGER NOT NULL
+);
+CREATE INDEX sessions_by_operator ON sessions (operator);
+CREATE TABLE auth_failures (
+  source TEXT PRIMARY KEY,
+  failures INTEGER NOT NULL,
+  lastAt INTEGER NOT NULL
+);
+CREATE INDEX auth_failures_by_time ON auth_failures (lastAt);
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at INTEGER NOT NULL,
+  operator TEXT,
+  action TEXT NOT NULL,
+  target TEXT,
+  source TEXT,
+  details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_by_time ON audit (at);
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;

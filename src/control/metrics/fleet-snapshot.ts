@@ -1,0 +1,74 @@
+// The fleet-wide facts behind the metrics' gauges (DESIGN §12), read from the store, not from
+// what this instance saw: two instances on one store report the same values. A scrape reads
+// them at most once per `cacheMs` (scrapes arriving together share one read), so a scrape storm
+// costs the store one read transaction per period.
+import type { NodeState } from '../../core/rollout-planner.js';
+import { logger } from '../../platform/log.js';
+import { planRun } from '../rollouts/plan-run.js';
+import { readHeartbeatSeconds } from '../store/settings.js';
+import type { AppVersionCount, ControlStore, FreshnessCounts, StoredRunStatus, StoreReader } from '../store/store.js';
+import { appLabel, boundAppVersions } from './label-values.js';
+
+const log = logger('control:metrics');
+
+// A node is fresh while its last heartbeat is within this many intervals (the rollouts' rule:
+// a node silent for longer is skipped by a run that starts, DESIGN §9).
+export const FRESH_INTERVALS = 3;
+
+export const RUN_STATUSES: readonly StoredRunStatus[] = ['running', 'succeeded', 'halted', 'stopped'];
+
+export interface FleetSnapshot {
+  nodes: FreshnessCounts;
+  // Bounded (label-values.ts): at most a few hundred rows whatever nodes report.
+  appVersions: AppVersionCount[];
+  runs: Record<StoredRunStatus, number>;
+  // Per app with a run that has not ended: its nodes by the planner's state now.
+  runNodes: Array<{ app: string; states: Partial<Record<NodeState, number>> }>;
+}
+
+// Reads the snapshot in one read transaction, at the store's time.
+export async function readFleetSnapshot(tx: StoreReader): Promise<FleetSnapshot> {
+  const now = await tx.now();
+  const since = now - FRESH_INTERVALS * (await readHeartbeatSeconds(tx)) * 1000;
+  const runs = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<StoredRunStatus, number>;
+  for (const r of await tx.runs.countByStatus()) if (r.status in runs) runs[r.status] = r.runs;
+  const runNodes: FleetSnapshot['runNodes'] = [];
+  // Why the planner: a node's state in a run (issued, confirmed, reverted ...) is what the
+  // planner makes of the recorded facts, not a column; the tick plans every such run anyway.
+  for (const run of await tx.runs.activeAll()) {
+    const states: Partial<Record<NodeState, number>> = {};
+    for (const n of Object.values((await planRun(tx, run, now)).nodes)) states[n.state] = (states[n.state] ?? 0) + 1;
+    runNodes.push({ app: appLabel(run.app), states });
+  }
+  return { nodes: await tx.nodes.countByFreshness(since), appVersions: boundAppVersions(await tx.nodes.countByAppVersion()), runs, runNodes };
+}
+
+export interface FleetSnapshots {
+  // The snapshot at most `cacheMs` old, or null when the store did not answer (the error is
+  // counted and logged). Never rejects.
+  get(): Promise<FleetSnapshot | null>;
+}
+
+// Snapshots of `store` cached for `cacheMs` on the monotonic `now` (ms).
+export function cachedFleetSnapshots(store: ControlStore, opts: { cacheMs: number; now: () => number; onError: () => void }): FleetSnapshots {
+  let last: { at: number; value: FleetSnapshot | null } | null = null;
+  let reading: Promise<FleetSnapshot | null> | null = null;
+  return {
+    get() {
+      if (last && opts.now() - last.at < opts.cacheMs) return Promise.resolve(last.value);
+      reading ??= store
+        .read(readFleetSnapshot)
+        .catch((err: unknown) => {
+          log('fleet gauges left out of this scrape: the store did not answer: %s', (err as Error)?.message ?? String(err));
+          opts.onError();
+          return null;
+        })
+        .then((value) => {
+          last = { at: opts.now(), value };
+          reading = null;
+          return value;
+        });
+      return reading;
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// One operation per steward-control command (DESIGN §12): what the local CLI runs on the store
+// and what the admin API runs for `/v1/admin/<command words>`, with the same input (the
+// command's arguments and flags, as the CLI takes them) and the same output (the command's
+// --json document). One definition, so the two can never answer differently.
+import { z } from 'zod';
+import { StewardError } from '../../core/errors.js';
+import { formatIssues } from '../../core/format-issues.js';
+import type { Actor } from '../audit/record-audit.js';
+import type { ReleaseBytes } from '../catalog/upload-file.js';
+import type { ControlStore, OperatorRole } from '../store/store.js';
+
+export interface OpContext {
+  store: ControlStore;
+  actor: Actor;
+  // Where kept release tarballs live (catalog/artifact-path.ts).
+  artifactsDir: string;
+}
+
+// Uploaded bytes, already in a temporary file inside the artifacts folder that the operation
+// owns (`owned`): it renames the file into place or removes it, whatever happens.
+export type Upload = ReleaseBytes;
+
+export interface Operation<I = any, O = any> {
+  // The CLI command: `rollout start`; its route is /v1/admin/rollout/start.
+  command: string;
+  // The audit action of a change (`rollout.start`); null for a read. Reads are GET, changes POST.
+  action: string | null;
+  // The lowest role that may run it.
+  role: OperatorRole;
+  input: z.ZodType<I>;
+  // Takes an upload after its input (release add).
+  upload?: boolean;
+  // A paged read: the output's list under this key, and `nextCursor`.
+  paged?: string;
+  // Runs it; a change records its audit entry in the transaction that makes it.
+  run(ctx: OpContext, input: I, upload?: Upload): Promise<O>;
+}
+
+export const ADMIN_PREFIX = '/v1/admin/';
+
+// The admin API path of an operation.
+export function routeOf(op: Pick<Operation, 'command'>): string {
+  return ADMIN_PREFIX + op.command.split(' ').join('/');
+}
+
+// The HTTP method of an operation: GET for a read, POST for a change.
+export function methodOf(op: Pick<Operation, 'action'>): 'GET' | 'POST' {
+  return op.action === null ? 'GET' : 'POST';
+}
+
+// An operation's input checked against its schema; a bad one is a USAGE error (exit 2).
+export function parseInput<I>(op: Operation<I>, raw: unknown): I {
+  const r = op.input.safeParse(raw);
+  if (!r.success) throw new StewardError('USAGE', `${op.command}: ${formatIssues(r.error.issues)}`);
+  return r.data;
+}
+
+// A flag's value as the CLI takes it: text (a number is taken as its text, for scripts).
+export const flag = z.union([z.string().max(4096), z.number().finite()]).transform(String).optional();
+// A repeatable flag.
+export const flags = z.array(z.string().max(4096)).max(1000).optional();
+export const toggle = z.boolean().optional();
+export const word = z.string().min(1).max(256);

@@ -1,0 +1,35 @@
+// Every operation of steward-control's store, one per CLI command (DESIGN §12): the local CLI,
+// the admin API and the dashboard's session API all run these.
+import { auditList } from './audit-ops.js';
+import { nodesLabel, nodesList, nodesRemove } from './node-ops.js';
+import { methodOf, parseInput, routeOf, type OpContext, type Operation, type Upload } from './operation.js';
+import { operatorAdd, operatorList, operatorRemove, operatorRotate } from './operator-ops.js';
+import { receiptsList } from './receipt-ops.js';
+import { keysAllow, keysList, releaseAdd, releaseList, releaseRemove } from './release-ops.js';
+import { rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop } from './rollout-ops.js';
+import { tokenCreate, tokenList, tokenRevoke } from './token-ops.js';
+
+export const OPERATIONS: readonly Operation[] = [
+  tokenCreate, tokenList, tokenRevoke,
+  nodesList, nodesLabel, nodesRemove,
+  receiptsList,
+  releaseAdd, releaseList, releaseRemove,
+  keysList, keysAllow,
+  rolloutStart, rolloutRetry, rolloutStop, rolloutPause, rolloutResume, rolloutStatus,
+  operatorAdd, operatorList, operatorRemove, operatorRotate,
+  auditList,
+];
+
+const byRoute = new Map(OPERATIONS.map((op) => [routeOf(op), op]));
+
+// The operation at an admin API path (`/v1/admin/rollout/start`), or undefined.
+export function operationAt(path: string): Operation | undefined {
+  return byRoute.get(path);
+}
+
+// Checks `raw` against the operation's input and runs it.
+export function runOperation<I, O>(ctx: OpContext, op: Operation<I, O>, raw: unknown, upload?: Upload): Promise<O> {
+  return op.run(ctx, parseInput(op, raw), upload);
+}
+
+export { methodOf, routeOf };

@@ -1,0 +1,71 @@
+// `receipts [--node N] [--app A] [--select SEL]`: the stored receipts in arrival order.
+import { z } from 'zod';
+import type { ReceiptPayload } from '../../core/receipt-schema.js';
+import type { Envelope } from '../../core/release-schemas.js';
+import { matchesSelector, parseSelector } from '../../core/selector.js';
+import type { ReceiptKey, ReceiptRow } from '../store/store.js';
+import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
+import { flag, type Operation } from './operation.js';
+
+export interface ReceiptView {
+  seq: number;
+  nodeId: string;
+  app: string;
+  attemptId: string;
+  runId: number | null;
+  outcome: ReceiptRow['outcome'];
+  reasonCode: string | null;
+  reasonMessage: string | null;
+  fromVersion: string | null;
+  targetVersion: string | null;
+  startedAt: number;
+  updatedAt: number;
+  receivedAt: number;
+  counts: boolean;
+  envelope: Envelope;
+}
+
+const cursorSchema = z.tuple([z.number().int().nonnegative(), z.string().max(256), z.number().int().nonnegative()]);
+
+export const receiptsList: Operation<{ node?: string; app?: string; select?: string; cursor?: string; limit?: string }, { receipts: ReceiptView[]; nextCursor: string | null }> = {
+  command: 'receipts',
+  action: null,
+  role: 'viewer',
+  paged: 'receipts',
+  input: z.strictObject({ node: flag, app: flag, select: flag, cursor: flag, limit: flag }),
+  async run(ctx, i) {
+    const sel = i.select === undefined ? null : parseSelector(i.select);
+    const at = decodeCursor(i.cursor, cursorSchema);
+    const after: ReceiptKey | null = at ? { receivedAt: at[0], nodeId: at[1], seq: at[2] } : null;
+    const limit = pageLimit(i.limit);
+    const filter = { ...(i.node ? { nodeId: i.node } : {}), ...(i.app ? { app: i.app } : {}) };
+    return ctx.store.read(async (tx) => {
+      const selected = sel ? new Set((await tx.nodes.list()).filter((n) => matchesSelector(sel, n.labels)).map((n) => n.nodeId)) : null;
+      const keyOf = (r: ReceiptRow): ReceiptKey => ({ receivedAt: r.receivedAt, nodeId: r.nodeId, seq: r.seq });
+      const page = await fillPage((a: ReceiptKey | null, n) => tx.receipts.page(filter, a, n), keyOf, after, limit, (r) => !selected || selected.has(r.nodeId));
+      const receipts: ReceiptView[] = [];
+      for (const r of page.rows) {
+        const payload = JSON.parse(Buffer.from(r.envelope.payload, 'base64').toString('utf8')) as ReceiptPayload;
+        receipts.push({
+          seq: r.seq,
+          nodeId: r.nodeId,
+          app: r.app,
+          attemptId: r.attemptId,
+          runId: (await tx.runs.attempt(r.attemptId))?.runId ?? null,
+          outcome: r.outcome,
+          reasonCode: r.reasonCode,
+          reasonMessage: payload.reason?.message ?? null,
+          fromVersion: r.fromVersion,
+          targetVersion: r.targetVersion,
+          startedAt: payload.startedAt,
+          updatedAt: r.updatedAt,
+          receivedAt: r.receivedAt,
+          counts: r.counts,
+          envelope: r.envelope,
+        });
+      }
+      const next = page.next;
+      return { receipts, nextCursor: next === null ? null : encodeCursor([next.receivedAt, next.nodeId, next.seq]) };
+    });
+  },
+};

@@ -1,0 +1,66 @@
+// The helper's node_exporter textfile (DESIGN §12, `metrics.textfile`) in Prometheus' text
+// format 0.0.4, written by hand: the helper never loads prom-client (its idle footprint is
+// bench row 5). What a node_exporter user wants of steward on one host: each app's version,
+// whether it is up, its respawns, holds and blocks, its last update's outcome and time, the
+// receipts signed, and the writes of this file that failed. test/helper/metrics/ holds the
+// output to `promtool check metrics`.
+import { JOURNAL_OUTCOMES } from '../../core/journal-schema.js';
+import { RECEIPT_OUTCOMES } from '../../core/receipt-schema.js';
+
+export const SUPERVISOR_STATES = ['running', 'waiting', 'error', 'stopped'] as const;
+
+export interface TextfileApp {
+  name: string;
+  runner: 'process' | 'unit';
+  // The version `current` resolves to, or null.
+  current: string | null;
+  // The supervisor's state (a process app it has started), or null.
+  supervisorState: (typeof SUPERVISOR_STATES)[number] | null;
+  held: boolean;
+  blocked: boolean;
+  // The app's last update transaction (its journal), or null.
+  lastUpdate: { outcome: string; updatedAt: number } | null;
+  // Respawns by the supervisor since this helper started.
+  restarts: number;
+}
+
+export interface TextfileFacts {
+  apps: TextfileApp[];
+  // Receipts this helper signed since it started, by outcome.
+  receipts: Record<string, number>;
+  // Writes of this textfile that failed since the helper started.
+  writeErrors: number;
+}
+
+type Sample = [labels: Record<string, string>, value: number];
+
+// The text of `facts`; apps in name order, each family only when it has a sample.
+export function renderTextfile(facts: TextfileFacts): string {
+  const apps = [...facts.apps].sort((a, b) => (a.name < b.name ? -1 : 1));
+  const out: string[] = [];
+  const family = (name: string, type: 'gauge' | 'counter', help: string, samples: Sample[]) => {
+    if (samples.length === 0) return;
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of samples) out.push(`${name}${labelsOf(labels)} ${value}`);
+  };
+  const flag = (b: boolean) => (b ? 1 : 0);
+  const processApps = apps.filter((a) => a.runner === 'process');
+  family('steward_app_info', 'gauge', 'The version current resolves to (none: no valid current), always 1.', apps.map((a) => [{ app: a.name, version: a.current ?? 'none' }, 1]));
+  family('steward_app_up', 'gauge', "1 while the supervisor's state of a process app is running.", processApps.map((a) => [{ app: a.name }, flag(a.supervisorState === 'running')]));
+  family('steward_app_supervisor_state', 'gauge', "The supervisor's state of a process app: 1 for the state it is in.", processApps.flatMap((a) => (a.supervisorState === null ? [] : SUPERVISOR_STATES.map((s): Sample => [{ app: a.name, state: s }, flag(a.supervisorState === s)]))));
+  family('steward_app_restarts_total', 'counter', 'Respawns of a process app by the supervisor since the helper started.', processApps.map((a) => [{ app: a.name }, a.restarts]));
+  family('steward_app_held', 'gauge', '1 while an operator hold is on the app (agentctl release-hold clears it).', apps.map((a) => [{ app: a.name }, flag(a.held)]));
+  family('steward_app_blocked', 'gauge', '1 while the app is blocked (agentctl recover clears it).', apps.map((a) => [{ app: a.name }, flag(a.blocked)]));
+  const updated = apps.filter((a) => a.lastUpdate !== null);
+  family('steward_update_last_outcome', 'gauge', "The outcome of the app's last update transaction: 1 for the outcome it has.", updated.flatMap((a) => JOURNAL_OUTCOMES.map((o): Sample => [{ app: a.name, outcome: o }, flag(a.lastUpdate!.outcome === o)])));
+  family('steward_update_last_timestamp_seconds', 'gauge', "When the app's last update transaction last changed, in seconds since the epoch.", updated.map((a) => [{ app: a.name }, a.lastUpdate!.updatedAt / 1000]));
+  family('steward_receipts_total', 'counter', 'Receipts the helper signed since it started, by outcome.', RECEIPT_OUTCOMES.map((o) => [{ outcome: o }, facts.receipts[o] ?? 0]));
+  family('steward_textfile_write_errors_total', 'counter', 'Writes of this textfile that failed since the helper started (the helper log says why).', [[{}, facts.writeErrors]]);
+  return out.join('\n') + '\n';
+}
+
+// `{k="v",...}` with the format's escapes (app names and versions have none, by their rules).
+function labelsOf(labels: Record<string, string>): string {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  return parts.length ? `{${parts.join(',')}}` : '';
+}

@@ -1,0 +1,129 @@
+// What the dashboard reads of the admin API's answers: the CLI's --json documents
+// (docs/admin-api.md). Written out here because the browser code imports nothing of the
+// server's; only the fields the pages show.
+export type Role = 'viewer' | 'operator' | 'admin';
+
+export interface Session {
+  operator: string;
+  role: Role;
+  csrfToken: string;
+}
+
+export interface AppReport {
+  name: string;
+  current: string | null;
+  previous: string | null;
+  held: boolean;
+  blocked: boolean;
+  supervisor: { state: string; pid?: number; attempts: number; since: number | null };
+}
+
+export interface NodeView {
+  nodeId: string;
+  hostname: string;
+  labels: Record<string, string>;
+  enrolledAt: number;
+  lastHeartbeatAt: number | null;
+  heartbeatAgeMs: number | null;
+  bootId: string | null;
+  agentVersion: string | null;
+  apps: AppReport[];
+  receiptLost: number[];
+}
+
+export interface ReceiptView {
+  seq: number;
+  nodeId: string;
+  app: string;
+  attemptId: string;
+  runId: number | null;
+  outcome: string;
+  reasonCode: string | null;
+  reasonMessage: string | null;
+  fromVersion: string | null;
+  targetVersion: string | null;
+  startedAt: number;
+  updatedAt: number;
+  receivedAt: number;
+  counts: boolean;
+  envelope: { payload: string };
+}
+
+export interface RunNode {
+  nodeId: string;
+  state: string;
+  reason: string | null;
+  batch: number | null;
+  attemptId: string | null;
+  issuedAt: number | null;
+  notAfter: number | null;
+  outcome: string | null;
+  reasonCode: string | null;
+  receiptLost: number[];
+}
+
+export interface Counts {
+  targeted: number;
+  notTargeted: number;
+  confirmed: number;
+  alreadyCurrent: number;
+  refused: number;
+  reverted: number;
+  pending: number;
+  behind?: number;
+}
+
+export interface RunView {
+  id: number;
+  app: string;
+  version: string;
+  status: string;
+  startedAt: number;
+  endedAt: number | null;
+  paused: boolean;
+  selector: string;
+  canaries: number;
+  canaryNodes: string[];
+  batch: string;
+  batchSize: number;
+  bakeMs: number;
+  bakeUntil: number | null;
+  maxFailures: number;
+  failures: number;
+  maxRefused: string;
+  refusedLimit: number;
+  verdictTimeoutMs: number;
+  windows: string[];
+  tz: string;
+  nextWindowAt: number | null;
+  startAt: number | null;
+  retryOf: number | null;
+  haltReason: { code: string; nodeId: string | null; message: string } | null;
+  counts: Counts;
+  nodes: RunNode[];
+  behind: Array<{ nodeId: string; current: string | null }>;
+  behindRunId: number | null;
+}
+
+export interface DryRunView {
+  dryRun: true;
+  run: { app: string; version: string; selector: string; maxFailures: number; windows: string[]; tz: string; bakeMs: number; batch: string };
+  nodes: Array<{ nodeId: string; state: string; reason: string | null; batch: number | null }>;
+  counts: Counts;
+  batchSize: number;
+  refusedLimit: number;
+  batches: Array<{ batch: number; nodes: string[]; at: number; notAfter: number | null }>;
+  status: string;
+  endsAt: number | null;
+  truncated: boolean;
+}
+
+export interface AuditRow {
+  id: number;
+  at: number;
+  operator: string | null;
+  action: string;
+  target: string | null;
+  source: string | null;
+  details: Record<string, unknown>;
+}

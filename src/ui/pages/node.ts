@@ -1,0 +1,77 @@
+// A node: its facts, its apps, and its receipt timeline (newest first). A failed version's
+// reason, log file and log lines are shown to operators (a viewer reads everything else).
+import { readAll } from '../api.js';
+import type { NodeView, ReceiptView } from '../api-types.js';
+import { h, table, type Child } from '../dom.js';
+import { exactTime, flag, mono, state, when } from '../format.js';
+import type { Page, PageContext } from '../page.js';
+import { appCell, heartbeat, labels } from './fleet.js';
+import { receiptRows } from './receipts.js';
+
+export function nodePage(ctx: PageContext, nodeId: string): Page {
+  return {
+    title: `Node ${nodeId}`,
+    async load() {
+      const [{ items: nodes }, { items: receipts }] = await Promise.all([readAll<NodeView>('nodes', 'nodes'), readAll<ReceiptView>('receipts', 'receipts', { node: nodeId })]);
+      const n = nodes.find((x) => x.nodeId === nodeId);
+      if (!n) return h('p', { class: 'banner bad' }, `Node ${nodeId} is not enrolled (removed, or a wrong link).`);
+      const now = Date.now();
+      const newest = [...receipts].reverse();
+      return h(
+        'div',
+        {},
+        h('h2', { class: 'host' }, n.hostname),
+        table(
+          ['node', 'labels', 'heartbeat', 'enrolled', 'agent', 'boot', 'receipts lost'],
+          [[mono(n.nodeId), labels(n.labels), heartbeat(n), when(n.enrolledAt, now), mono(n.agentVersion), mono(n.bootId), n.receiptLost.length ? flag(n.receiptLost.join(', '), 'bad') : '-']],
+          { class: 'narrow' },
+        ),
+        h('h2', {}, 'Apps'),
+        table(
+          ['app', 'current, supervisor', 'previous', 'pid', 'start attempts', 'state since'],
+          n.apps.map((a) => [mono(a.name), appCell(a), mono(a.previous), a.supervisor.pid ?? '-', a.supervisor.attempts, when(a.supervisor.since, now)]),
+          { data: { table: 'apps' } },
+        ),
+        h('h2', {}, `Receipts (${receipts.length})`),
+        newest.length ? table(['received', 'app', 'seq', 'outcome', 'from → to', 'reason', 'attempt', 'run'], receiptRows(newest, now, false), { data: { table: 'receipts' } }) : h('p', { class: 'muted' }, 'No receipt from this node yet.'),
+        failedLogs(ctx, newest),
+      );
+    },
+  };
+}
+
+// What a receipt's signed payload holds beyond the columns: the log file and, when the helper
+// sent them, the failed version's last log lines.
+function logOf(r: ReceiptView): { file: string | null; lines: string | null } {
+  try {
+    const bytes = Uint8Array.from(atob(r.envelope.payload), (c) => c.charCodeAt(0));
+    const p = JSON.parse(new TextDecoder().decode(bytes)) as { logFile?: unknown; logTail?: unknown };
+    const lines = typeof p.logTail === 'string' ? p.logTail : Array.isArray(p.logTail) ? p.logTail.filter((l) => typeof l === 'string').join('\n') : null;
+    return { file: typeof p.logFile === 'string' ? p.logFile : null, lines };
+  } catch {
+    return { file: null, lines: null };
+  }
+}
+
+// The failed versions of this node: each rolled-back or failed receipt's reason and log.
+function failedLogs(ctx: PageContext, newest: ReceiptView[]): Child {
+  const failed = newest.filter((r) => r.outcome === 'rolled-back' || r.outcome === 'failed');
+  if (failed.length === 0) return null;
+  if (!ctx.canChange) return h('p', { class: 'muted' }, `${failed.length} failed version(s): their log lines are for operators.`);
+  return h(
+    'div',
+    { data: { section: 'failed-logs' } },
+    h('h2', {}, 'Failed versions'),
+    ...failed.map((r) => {
+      const log = logOf(r);
+      return h(
+        'div',
+        { class: 'failed' },
+        h('h3', {}, mono(r.app), ' ', mono(r.targetVersion), ' ', state(r.outcome), ' ', h('time', { title: exactTime(r.updatedAt) }, exactTime(r.updatedAt)), ' ', mono(r.reasonCode)),
+        r.reasonMessage ? h('pre', { class: 'reason' }, r.reasonMessage) : null,
+        log.file ? h('p', {}, 'log on the host: ', mono(log.file)) : null,
+        log.lines !== null ? h('pre', { class: 'log' }, log.lines) : h('p', { class: 'muted' }, 'This receipt carries no log lines.'),
+      );
+    }),
+  );
+}

@@ -1,0 +1,46 @@
+// The helper's node_exporter textfile, written by hand (no prom-client in the helper): what
+// `promtool check metrics` accepts, with the values a node_exporter user reads.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { renderTextfile, type TextfileApp } from '../../../src/helper/metrics/render-textfile.js';
+import { assertPromtoolPasses, samplesOf, valueOf } from '../../helpers/prom-text.js';
+
+const app = (over: Partial<TextfileApp> & { name: string }): TextfileApp => ({ runner: 'process', current: null, supervisorState: null, held: false, blocked: false, lastUpdate: null, restarts: 0, ...over });
+
+test('a host with apps in every state renders text that promtool accepts, with their values', (t) => {
+  const text = renderTextfile({
+    apps: [
+      app({ name: 'web', current: '1.4.2', supervisorState: 'running', held: true, lastUpdate: { outcome: 'active', updatedAt: 1_800_000_000_123 }, restarts: 3 }),
+      app({ name: 'api', current: '2.0.0-rc.1', supervisorState: 'error', blocked: true, lastUpdate: { outcome: 'rolled-back', updatedAt: 1_800_000_001_000 } }),
+      app({ name: 'fresh' }),
+      app({ name: 'steward-agent', runner: 'unit', current: '0.1.0', lastUpdate: { outcome: 'activating', updatedAt: 1_800_000_002_000 } }),
+    ],
+    receipts: { active: 2, 'rolled-back': 1 },
+    writeErrors: 4,
+  });
+  assertPromtoolPasses(t, text);
+  assert.equal(valueOf(text, 'steward_app_info', { app: 'web', version: '1.4.2' }), 1);
+  assert.equal(valueOf(text, 'steward_app_info', { app: 'fresh', version: 'none' }), 1);
+  assert.equal(valueOf(text, 'steward_app_up', { app: 'web' }), 1);
+  assert.equal(valueOf(text, 'steward_app_up', { app: 'api' }), 0);
+  assert.equal(valueOf(text, 'steward_app_up', { app: 'steward-agent' }), undefined, 'a unit app is systemd’s to watch');
+  assert.equal(valueOf(text, 'steward_app_supervisor_state', { app: 'api', state: 'error' }), 1);
+  assert.equal(valueOf(text, 'steward_app_supervisor_state', { app: 'api', state: 'running' }), 0);
+  assert.equal(valueOf(text, 'steward_app_restarts_total', { app: 'web' }), 3);
+  assert.deepEqual([valueOf(text, 'steward_app_held', { app: 'web' }), valueOf(text, 'steward_app_blocked', { app: 'api' })], [1, 1]);
+  assert.equal(valueOf(text, 'steward_update_last_outcome', { app: 'api', outcome: 'rolled-back' }), 1);
+  assert.equal(valueOf(text, 'steward_update_last_outcome', { app: 'api', outcome: 'active' }), 0);
+  assert.equal(valueOf(text, 'steward_update_last_outcome', { app: 'fresh', outcome: 'active' }), undefined);
+  assert.equal(valueOf(text, 'steward_update_last_timestamp_seconds', { app: 'web' }), 1_800_000_000.123);
+  assert.deepEqual(['active', 'rolled-back', 'failed', 'refused'].map((o) => valueOf(text, 'steward_receipts_total', { outcome: o })), [2, 1, 0, 0]);
+  assert.equal(valueOf(text, 'steward_textfile_write_errors_total'), 4);
+  // Apps in name order, so that the same facts make the same bytes.
+  assert.deepEqual(samplesOf(text).filter((s) => s.name === 'steward_app_info').map((s) => s.labels.app), ['api', 'fresh', 'steward-agent', 'web']);
+});
+
+test('a host with no app renders text that promtool accepts', (t) => {
+  const text = renderTextfile({ apps: [], receipts: {}, writeErrors: 0 });
+  assertPromtoolPasses(t, text);
+  assert.equal(valueOf(text, 'steward_receipts_total', { outcome: 'active' }), 0);
+  assert.equal(valueOf(text, 'steward_textfile_write_errors_total'), 0);
+});

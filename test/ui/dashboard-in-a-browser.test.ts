@@ -1,0 +1,79 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchBrowser, logIn, openPage, type RecordedPage } from '../helpers/browser.js';
+import { startDashboardFleet } from '../helpers/dashboard-fleet.js';
+
+// The dashboard's buttons that change something (the log-out button aside).
+const ACTIONS = 'main [data-action], [data-section=preview] [data-action], details.start';
+
+async function fill(p: RecordedPage, fields: Record<string, string>): Promise<void> {
+  for (const [name, value] of Object.entries(fields)) await p.page.fill(`details.start input[name=${name}]`, value);
+}
+
+test('an operator sees the demo fleet, previews and starts a rollout, watches it advance as nodes confirm, pauses it and logs out; a viewer finds no buttons', async (t) => {
+  const browser = await launchBrowser(t);
+  if (!browser) return;
+  const fleet = await startDashboardFleet();
+  t.after(() => fleet.close());
+
+  const op = await openPage(browser);
+  await logIn(op, fleet.adminUrl, fleet.operatorToken);
+  const nodesText = await op.page.locator('table[data-table=fleet]').innerText();
+  for (const name of ['staging-1', 'prod-1', 'prod-2', 'prod-3', 'prod-cache']) assert.ok(nodesText.includes(name), `the fleet table lists ${name}:\n${nodesText}`);
+  assert.match(await op.page.locator('table[data-table=versions]').innerText(), /web\s+1\.0\.0\s+4/);
+  assert.equal(await op.page.locator('.who').innerText(), 'otto (operator)');
+
+  // The dry run first: it shows the plan and writes nothing.
+  await op.page.click('header nav a[href="#rollouts"]');
+  await op.page.locator('table[data-table=rollouts]').waitFor();
+  await op.page.click('details.start summary');
+  await fill(op, { app: 'web', version: '2.0.0', select: 'env=prod', canaries: '1', batch: '1', bake: '0' });
+  assert.equal(await op.page.locator('[data-action=start]').isDisabled(), true, 'no start before a preview');
+  await op.page.click('[data-action=preview]');
+  const plan = await op.page.locator('[data-section=preview] table[data-table=plan]').innerText();
+  assert.match(plan, /canary/);
+  assert.match(plan, /batch 2/);
+  assert.equal((await fleet.status('web')).version, '3.0.0', 'the dry run started nothing');
+  await op.page.click('[data-action=start]');
+
+  // The run's page follows it live: each beat confirms the issued node.
+  await op.page.locator('main[data-page=rollout] [data-status=running]').waitFor();
+  assert.equal((await fleet.status('web')).version, '2.0.0');
+  assert.equal(await op.page.locator('main .progress').getAttribute('data-total'), '3');
+  await fleet.beat(1);
+  await op.page.locator('main .progress[data-confirmed="1"]').waitFor();
+  await fleet.beat(1);
+  await op.page.locator('main .progress[data-confirmed="2"]').waitFor();
+  await op.page.click('main [data-action=pause]');
+  await op.page.locator('main [data-status=paused]').waitFor();
+  assert.equal((await fleet.status('web')).status, 'paused');
+  await op.page.locator('main [data-action=resume]').waitFor();
+
+  // The node of the failed 3.0.0: its reason and log file in plain view for an operator.
+  const staging = fleet.byName('staging-1').fake.nodeId;
+  await op.page.goto(`${fleet.adminUrl}/ui/#node/${staging}`);
+  const failed = await op.page.locator('[data-section=failed-logs]').innerText();
+  assert.match(failed, /REPLACEMENT_UNHEALTHY/);
+  assert.match(failed, /EADDRINUSE/);
+  assert.match(failed, /\/var\/log\/steward\/web-attempt\.log/);
+
+  await op.page.click('[data-action=logout]');
+  await op.page.locator('form.login').waitFor();
+  await op.page.reload();
+  await op.page.locator('form.login').waitFor();
+
+  // A viewer reads the same pages and finds nothing to press, nor the log lines.
+  const viewer = await openPage(browser);
+  await logIn(viewer, fleet.adminUrl, fleet.viewerToken);
+  for (const where of ['#rollouts', '#rollout/web', `#node/${staging}`, '#receipts', '#audit']) {
+    await viewer.page.goto(`${fleet.adminUrl}/ui/${where}`);
+    await viewer.page.locator('header .live:text-matches("updated")').waitFor();
+    assert.equal(await viewer.page.locator(ACTIONS).count(), 0, `a viewer sees no button on ${where}`);
+  }
+  assert.equal(await viewer.page.locator('[data-section=failed-logs]').count(), 0);
+
+  for (const p of [op, viewer]) {
+    // Before a login, GET /ui/session answers 401: that is how the page learns it has no session.
+    assert.deepEqual(p.errors.filter((e) => !/status of 401/.test(e) && !/^401 GET .*\/ui\/session$/.test(e)), [], 'no script error, no failed request');
+  }
+});
