@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { startHelper, unitNodeFlags, type HelperProcess, type TestHost } from '../test/helpers/host.js';
+import { startHelper, unitEnvironment, unitNodeFlags, type HelperProcess, type TestHost } from '../test/helpers/host.js';
 
 // What every bench script shares: its flags, the figures of a series, and one row printed
 // as text or, with --json, as one JSON object per line for bench/run-all.
@@ -130,10 +130,11 @@ export function haveCommand(cmd: string): boolean {
   }
 }
 
-// A helper started as its unit starts it: the node flags of systemd/steward-helper.service and
-// no debug log (the tests' helpers log everything, which is not what a host runs).
+// A helper started as its unit starts it: the node flags and environment of
+// systemd/steward-helper.service, and no debug log (the tests' helpers log everything, which is
+// not what a host runs).
 export function startInstalledHelper(host: TestHost): Promise<HelperProcess> {
-  return startHelper(host, { DEBUG: '', NODE_ENV: 'production' }, { nodeArgs: unitNodeFlags('steward-helper.service') });
+  return startHelper(host, { DEBUG: '', ...unitEnvironment('steward-helper.service') }, { nodeArgs: unitNodeFlags('steward-helper.service') });
 }
 
 // sysconf(_SC_CLK_TCK): 100 on every Linux this runs on.

@@ -2,7 +2,7 @@
 // --quick when given), one after another, and prints one table of their rows. Exit status 1 when
 // a script failed or printed no row; a missed target is shown, not an error.
 //
-//   node dist/bench/run-all.js [--quick] [--only SUBSTRING] [--json]
+//   node dist/bench/run-all.js [--quick] [--only SUBSTRING[,SUBSTRING...]] [--json]
 //
 // With --json, stdout is one JSON object instead of the table: {rows, failed: [{script, problem}],
 // notBuilt, seconds, load}; CI's quick run (test/bench/run-all-quick.test.ts) reads it.
@@ -25,9 +25,11 @@ const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
 const json = argv.includes('--json');
 const onlyAt = argv.indexOf('--only');
-const only = onlyAt >= 0 ? argv[onlyAt + 1] : undefined;
+// The scripts whose name holds one of these (comma-separated), e.g. `footprint,status-cli` for
+// issue 16's three figures in one table.
+const only = onlyAt >= 0 ? argv[onlyAt + 1]?.split(',') : undefined;
 for (const [i, a] of argv.entries()) {
-  if (a !== '--quick' && a !== '--json' && a !== '--only' && !(i === onlyAt + 1 && onlyAt >= 0)) throw new Error(`unknown argument ${a} (takes --quick, --only SUBSTRING, --json)`);
+  if (a !== '--quick' && a !== '--json' && a !== '--only' && !(i === onlyAt + 1 && onlyAt >= 0)) throw new Error(`unknown argument ${a} (takes --quick, --only SUBSTRING[,SUBSTRING...], --json)`);
 }
 
 // The listed scripts that are built, and the .js files nobody listed (named so they get listed).
@@ -138,9 +140,9 @@ function table(head: string[], body: string[][]): string {
 async function main(): Promise<number> {
   const found = benchScripts(here);
   for (const n of found.unlisted) process.stderr.write(`bench: dist/bench/${n}.js is not in run-all's ROW_SCRIPTS (nor a shared module): not run\n`);
-  const scripts = found.present.filter((s) => !only || s.includes(only));
+  const scripts = found.present.filter((s) => !only || only.some((o) => s.includes(o)));
   if (scripts.length === 0) {
-    process.stderr.write(`no bench scripts in ${here}${only ? ` matching ${only}` : ''}\n`);
+    process.stderr.write(`no bench scripts in ${here}${only ? ` matching ${only.join(' or ')}` : ''}\n`);
     return 1;
   }
   const outcomes: Outcome[] = [];

@@ -4,7 +4,8 @@ import { benchArgs, ms, printRow, ratios, series, startInstalledHelper } from '.
 
 // Row 6: the wall time of `agentctl status --json` (a whole process: node's start, the CLI's
 // imports, one request to a real helper, the answer printed) against `node -e 0`, the floor
-// any node CLI pays. The two run in turn, A B A B, after a warm-up; the ratio is pair by pair.
+// any node CLI pays (issue 16's target: 1.3 times; issue 8's was 2). The two run in turn,
+// A B A B, after a warm-up; the ratio is pair by pair.
 
 const args = benchArgs(10, 3);
 const host = makeHost({ apps: { web: processApp(), api: processApp() } });
@@ -34,8 +35,8 @@ try {
     peer: series(peer),
     peerWhat: 'node -e 0',
     ratio,
-    target: 'ratio <= 2',
-    met: ratio.median <= 2,
+    target: 'ratio <= 1.3',
+    met: ratio.median <= 1.3,
   });
 } finally {
   await helper.stop();

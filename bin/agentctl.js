@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-import { runCli } from '../dist/src/cli/main.js';
+import { runCli } from '../dist/bundle/agentctl/agentctl.js';
 
 process.exitCode = await runCli(process.argv.slice(2));

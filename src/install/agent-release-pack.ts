@@ -6,17 +6,16 @@ import { AGENT_APP, versionSchema } from '../core/names.js';
 import { RELEASE_FILE_NAME } from '../core/release-schemas.js';
 
 // The agent as a release of the app `steward-agent` (issue 6): the tree its unit runs from
-// /opt/steward/apps/steward-agent/current. The tree carries its own dependencies, so an update
-// of the agent brings them along and a reinstall of steward's code under /opt/steward/lib
-// never changes what a running agent imports.
+// /opt/steward/apps/steward-agent/current. The tree carries the agent's bundle (DESIGN §15), which
+// needs no node_modules, so an update of the agent brings all of its code along and a reinstall
+// of steward's code under /opt/steward/lib never changes what a running agent runs.
 
 export { AGENT_APP };
-// Relative to the release root; the unit runs /usr/bin/node current/<this>.
+// Relative to the release root; the unit runs /usr/bin/node current/<this>. Releases made before
+// the bundle (a node_modules tree) have their launcher at the same path, so one unit runs both.
 export const AGENT_ENTRY = 'bin/steward-agent.js';
-
-// The packages the agent's code imports (a test walks its import graph and checks this list).
-// Their own dependencies come along (agentDependencyClosure).
-export const AGENT_IMPORTS = ['commander', 'debug', 'proper-lockfile', 'zod'];
+// The agent's bundle, which the launcher imports (scripts/bundle.ts writes it).
+export const AGENT_BUNDLE = 'dist/bundle/steward-agent';
 
 // The release file of the agent: no `start` (its unit starts it) and no health URL (it
 // listens on nothing): the probe is "the unit's main process stays the same for stableMs".
@@ -32,50 +31,20 @@ export function packageVersion(pkgRoot: string): string {
   return v.data;
 }
 
-// `AGENT_IMPORTS` and everything they depend on, as folder names under node_modules. Reads each
-// package's package.json (dependencies, and optionalDependencies that are installed).
-export async function agentDependencyClosure(nodeModules: string): Promise<string[]> {
-  const out = new Set<string>();
-  const queue = [...AGENT_IMPORTS];
-  while (queue.length) {
-    const name = queue.shift() as string;
-    if (out.has(name)) continue;
-    let pkg: { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
-    try {
-      pkg = JSON.parse(await fsp.readFile(path.join(nodeModules, name, 'package.json'), 'utf8'));
-    } catch (err) {
-      if (AGENT_IMPORTS.includes(name) || !isOptional(err)) {
-        throw new StewardError('NOT_FOUND', `the agent needs ${name}, which is not in ${nodeModules}: ${(err as Error).message}`, { cause: err });
-      }
-      continue;
-    }
-    out.add(name);
-    queue.push(...Object.keys(pkg.dependencies ?? {}));
-    for (const opt of Object.keys(pkg.optionalDependencies ?? {})) {
-      if (await fsp.lstat(path.join(nodeModules, opt)).then(() => true, () => false)) queue.push(opt);
-    }
-  }
-  return [...out].sort();
-}
-
-function isOptional(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException).code === 'ENOENT';
-}
-
 // Lays out the agent's release tree from the steward package at `pkgRoot` into `dest` (which must
-// not exist): steward-release.json, package.json (with `version`), bin/steward-agent.js, dist/src
-// and the agent's dependencies. Modes are normalized to 0644/0755.
+// not exist): steward-release.json, package.json (with `version`, which the agent reports),
+// bin/steward-agent.js and the agent's bundle. Modes are normalized to 0644/0755.
 export async function layOutAgentTree(pkgRoot: string, dest: string, version: string): Promise<void> {
   versionSchema.parse(version);
   await fsp.mkdir(dest, { mode: 0o755 });
   const pkg = JSON.parse(await fsp.readFile(path.join(pkgRoot, 'package.json'), 'utf8')) as Record<string, unknown>;
-  // Only what running it needs: no scripts, no devDependencies to mislead a reader.
-  const slim = { name: pkg.name, version, description: pkg.description, type: pkg.type, license: pkg.license, engines: pkg.engines, dependencies: pkg.dependencies };
+  // Only what running it needs: no scripts and no dependencies (the bundle holds them) to mislead
+  // a reader. `type` makes node load the launcher and the bundle as ES modules.
+  const slim = { name: pkg.name, version, description: pkg.description, type: pkg.type, license: pkg.license, engines: pkg.engines };
   await fsp.writeFile(path.join(dest, 'package.json'), JSON.stringify(slim, null, 2) + '\n', { mode: 0o644 });
   await fsp.writeFile(path.join(dest, RELEASE_FILE_NAME), JSON.stringify(agentReleaseFile(version), null, 2) + '\n', { mode: 0o644 });
   await copyInto(pkgRoot, dest, AGENT_ENTRY);
-  await copyInto(pkgRoot, dest, 'dist/src');
-  for (const name of await agentDependencyClosure(path.join(pkgRoot, 'node_modules'))) await copyInto(pkgRoot, dest, `node_modules/${name}`);
+  await copyInto(pkgRoot, dest, AGENT_BUNDLE);
 }
 
 // Packs a tree into a .tar.gz whose root is the tree's root (owners left out: the helper

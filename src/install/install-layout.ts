@@ -12,8 +12,12 @@ export const CONFIG_DIR = '/etc/steward';
 // agentctl on the PATH (sudo's secure_path included): a launcher of LIB_DIR's (agentctl-launcher.ts).
 export const LAUNCHER = '/usr/local/bin/agentctl';
 
-// What of the package is copied (relative to the package root). dist/test is left behind.
-export const CODE_ITEMS = ['package.json', 'bin', 'dist/src', 'node_modules', 'systemd', 'docs', 'README.md'];
+// What of the package is copied (relative to the package root): the bundles of the programs a
+// host runs (DESIGN §15), which need no node_modules, and their launchers. steward-control (its
+// bundle imports better-sqlite3, a native addon, from node_modules) runs elsewhere and is left
+// behind, as are dist/src and dist/test (tsc's output, for the tests).
+const HOST_PROGRAMS = ['agentctl', 'steward-helper', 'steward-agent'];
+export const CODE_ITEMS = ['package.json', ...HOST_PROGRAMS.flatMap((p) => [`bin/${p}.js`, `dist/bundle/${p}`]), 'systemd', 'docs', 'README.md'];
 
 // The default host config: the agent as the app `steward-agent`, run by its own unit (DESIGN §2).
 // Every other setting has its documented default.

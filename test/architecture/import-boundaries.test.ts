@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { REPO } from '../helpers/host.js';
+import { BUNDLE_DIR, PROGRAMS } from '../../scripts/bundle.js';
 
 // The parts of DESIGN §15 and who may import them. Every import of the code (static, dynamic
 // `import()`, `export ... from`, a type's `import('...')`; type-only ones too: they tie the
@@ -89,11 +90,17 @@ function importsOf(file: string, text: string): Array<{ line: number; spec: stri
   return out;
 }
 
+// A launcher imports its program's bundle (scripts/bundle.ts): dist/bundle/<program>/<program>.js
+// stands for the program's entry module, so the launcher is held to the rules as if it imported that.
+const BUNDLE_ENTRIES = new Map(PROGRAMS.map((p) => [`${BUNDLE_DIR}/${p.name}/${p.name}.js`, p.entry]));
+
 // The repository file a relative specifier of `from` names (a launcher's `../dist/src/x.js` is
-// src/x.ts), or null for a package or a built-in.
+// src/x.ts, its `../dist/bundle/agentctl/agentctl.js` src/cli/main.ts), or null for a package or
+// a built-in.
 function targetOf(from: string, spec: string): string | null {
   if (!spec.startsWith('.')) return null;
   let t = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec));
+  t = BUNDLE_ENTRIES.get(t) ?? t;
   if (t.startsWith('dist/')) t = t.slice('dist/'.length);
   return t.replace(/\.js$/, '.ts');
 }

@@ -3,17 +3,23 @@ import path from 'node:path';
 import os from 'node:os';
 import { test } from 'node:test';
 import { BIN } from '../helpers/host.js';
-import { isClassicZod, isZodMini, modulesResolvedBy } from '../helpers/module-list.js';
+import { bundleOf, isClassicZod, isZodMini, modulesResolvedBy } from '../helpers/module-list.js';
 
 // What `agentctl status` loads is most of its start-up time (bench/status-cli, issue 8 row 6):
 // classic zod alone was ~100 ms of CPU a run. This runs the real CLI under a loader hook that
 // lists every module it resolves (it fails to reach a helper under an empty root, so the error
 // path is loaded too), and holds that status reaches none of the heavy ones: zod/mini for the
-// answer lines (protocol/answer-schemas.ts), never classic zod nor the request schemas.
+// answer lines (protocol/answer-schemas.ts), never classic zod nor the request schemas. agentctl
+// runs its bundle (DESIGN §15): the files it loads are mapped back to the modules they hold by
+// the bundle's metafile.
 test('agentctl status loads zod/mini but no classic zod, nor the modules of other commands', () => {
-  const { modules, stderr } = modulesResolvedBy([BIN.agentctl, '--root', path.join(os.tmpdir(), 'steward-no-such-root'), 'status', '--json']);
-  assert.ok(modules.some((u) => u.endsWith('/cli/commands/status.js')), `the hook saw the CLI load:\n${stderr}`);
-  assert.ok(modules.some(isZodMini), 'the hook saw zod/mini load');
+  const bundle = bundleOf('agentctl');
+  const hooked = modulesResolvedBy([BIN.agentctl, '--root', path.join(os.tmpdir(), 'steward-no-such-root'), 'status', '--json']);
+  const { sources: modules, outside } = bundle.loaded(hooked.modules, [BIN.agentctl]);
+  assert.ok(modules.some((u) => u.endsWith('/cli/commands/status.js')), `the hook saw the CLI load:\n${hooked.stderr}`);
+  assert.deepEqual(outside, [], "agentctl loads no file but its launcher and its bundle's");
+  assert.deepEqual(modules.filter((u) => u.includes('/cli/commands/')).map((u) => path.basename(u)), ['status.js'], 'no other command is loaded');
+  assert.ok(modules.some(isZodMini), 'the files loaded hold zod/mini');
   assert.deepEqual(modules.filter(isClassicZod), [], 'agentctl status loads classic zod');
   for (const heavy of ['/node_modules/tar/', '/node_modules/execa/', '/node_modules/proper-lockfile/', '/node_modules/debug/', '/protocol/schemas.js', '/core/names.js']) {
     assert.deepEqual(modules.filter((u) => u.includes(heavy)), [], `agentctl status loads ${heavy}`);

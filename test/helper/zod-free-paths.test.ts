@@ -4,15 +4,25 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { callHelper } from '../../src/protocol/client.js';
 import { useHost } from '../helpers/host-fixture.js';
-import { agentctl, makeReleaseKey, manifestFor, processApp, sri } from '../helpers/host.js';
-import { isClassicZod, moduleHook } from '../helpers/module-list.js';
+import { agentctl, BIN, makeReleaseKey, manifestFor, processApp, sri } from '../helpers/host.js';
+import { bundleOf, isClassicZod, moduleHook } from '../helpers/module-list.js';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 
 // Classic zod is ~11 MB of a node process here, and a module once loaded stays: the helper's idle
 // RSS was over issue 8's 60 MB (row 5) while it loaded it. What the helper reads and writes on
 // its start, on the agent's status and receipts requests and on an update (a file, a signed
 // manifest, a rollback) is checked by zod/mini schemas. Such a life must not load classic zod
-// (startup-modules.test.ts holds the static graph).
+// (startup-modules.test.ts holds the static graph). The helper runs its bundle: the files it
+// loads are mapped back to the modules they hold by the bundle's metafile, and it may load no
+// other file than its launcher and its bundle's.
+
+const bundle = bundleOf('steward-helper');
+// The modules held by the files a loader hook saw the helper load.
+function sourcesLoaded(urls: string[]): string[] {
+  const r = bundle.loaded(urls, [BIN.helper]);
+  assert.deepEqual(r.outside, [], "the helper loads no file but its launcher and its bundle's");
+  return r.sources;
+}
 
 function release(version: string, start: Record<string, unknown>, health: Record<string, unknown>): Buffer {
   return gzipTar(makeTar([{ path: 'steward-release.json', content: JSON.stringify({ name: 'web', version, start, health }) }]));
@@ -43,7 +53,7 @@ test('a helper that starts, updates from a file and from a signed manifest, roll
     const r = await agentctl(host, [...args, '--json']);
     assert.equal(r.code, 0, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
   }
-  assert.deepEqual(hook.loaded(helper.stderr()).filter(isClassicZod), [], 'no classic zod module was loaded');
+  assert.deepEqual(sourcesLoaded(hook.loaded(helper.stderr())).filter(isClassicZod), [], 'no classic zod module was loaded');
 
   // The hook sees modules loaded later too: a refused request is worded by its zod/mini schema.
   await assert.rejects(callHelper(host.paths.adminSock, { v: 1, id: 1, op: 'status', app: 'Not An App' }), (e: Error & { code?: string }) => {
@@ -51,5 +61,5 @@ test('a helper that starts, updates from a file and from a signed manifest, roll
     assert.match(e.message, /invalid status request: app: app names are/);
     return true;
   });
-  assert.deepEqual(hook.loaded(helper.stderr()).filter(isClassicZod), [], 'the refusal loaded no classic zod');
+  assert.deepEqual(sourcesLoaded(hook.loaded(helper.stderr())).filter(isClassicZod), [], 'the refusal loaded no classic zod');
 });

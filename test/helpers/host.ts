@@ -130,6 +130,21 @@ export function unitNodeFlags(unit: 'steward-helper.service' | 'steward-agent.se
   return exec[1]!.split(' ').filter(Boolean);
 }
 
+// The environment a unit of systemd/ gives its daemon (its Environment= lines, each a list of
+// unquoted KEY=VALUE words), for the benches that run the daemons as installed.
+export function unitEnvironment(unit: 'steward-helper.service' | 'steward-agent.service'): Record<string, string> {
+  const text = readFileSync(path.join(REPO, 'systemd', unit), 'utf8');
+  const env: Record<string, string> = {};
+  for (const m of text.matchAll(/^Environment=(.*)$/gm)) {
+    for (const word of m[1]!.split(' ').filter(Boolean)) {
+      const kv = /^([A-Za-z_][A-Za-z0-9_]*)=([^"'\\]*)$/.exec(word);
+      if (!kv) throw new Error(`${unit}: Environment= word ${word} is not an unquoted KEY=VALUE`);
+      env[kv[1]!] = kv[2]!;
+    }
+  }
+  return env;
+}
+
 export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean; nodeArgs?: string[] } = {}): Promise<HelperProcess> {
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN.helper, '--root', host.root], {
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,7 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BUNDLE_DIR, metafileOf } from '../../scripts/bundle.js';
+import { REPO } from './host.js';
 
 // A loader hook that writes `LOADED <url>` to stderr for every module a node process resolves,
 // static or dynamic (`await import()` on a rare path too): `args` go before the script.
@@ -30,6 +33,46 @@ export function modulesResolvedBy(args: string[]): { modules: string[]; status: 
   } finally {
     hook.cleanup();
   }
+}
+
+// A program's bundle as scripts/bundle.ts wrote it (dist/bundle/<program>/), read from its
+// metafile: which source files each of its output files holds. A daemon runs its bundle, so what
+// it loads is a list of the bundle's files; this maps them back to steward's modules and the
+// packages' files that they hold, for the tests that hold what a program loads.
+export interface Bundle {
+  // The bundle's folder and its entry file (absolute paths).
+  dir: string;
+  entry: string;
+  // Every source file (absolute path) that some output of the bundle holds: the entry, the
+  // chunks it loads only when needed, and the extraction worker.
+  sources(): string[];
+  // What a process loaded, given the URLs a loader hook listed: the source files held by the
+  // bundle's files among them, and every URL that is neither a node builtin, nor one of
+  // `allowed` (absolute paths, such as the bin/ launcher), nor a file of the bundle.
+  loaded(urls: string[], allowed?: string[]): { sources: string[]; outside: string[] };
+}
+
+export function bundleOf(program: string): Bundle {
+  const dir = path.join(REPO, BUNDLE_DIR, program);
+  const meta = JSON.parse(readFileSync(path.join(REPO, metafileOf(program)), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+  const held = new Map(Object.entries(meta.outputs).map(([out, o]) => [path.join(REPO, out), Object.keys(o.inputs).map((i) => path.join(REPO, i))]));
+  return {
+    dir,
+    entry: path.join(dir, `${program}.js`),
+    sources: () => [...new Set([...held.values()].flat())].sort(),
+    loaded(urls, allowed = []) {
+      const sources = new Set<string>();
+      const outside = new Set<string>();
+      for (const url of new Set(urls)) {
+        if (url.startsWith('node:')) continue;
+        const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+        const inputs = held.get(file);
+        if (inputs) for (const i of inputs) sources.add(i);
+        else if (!allowed.includes(file)) outside.add(url);
+      }
+      return { sources: [...sources].sort(), outside: [...outside].sort() };
+    },
+  };
 }
 
 // Whether a resolved module is classic zod (`zod`, `zod/v4`, `zod/v3` and what they load): the

@@ -2,10 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { installAgentRelease } from '../../src/install/agent-release.js';
 import { readAgentKey, trustAgentKey } from '../../src/install/agent-key.js';
-import { AGENT_ENTRY, AGENT_IMPORTS, packageVersion } from '../../src/install/agent-release-pack.js';
+import { AGENT_BUNDLE, AGENT_ENTRY, packageVersion } from '../../src/install/agent-release-pack.js';
 import { StewardError } from '../../src/core/errors.js';
 import { AGENT_APP } from '../../src/core/names.js';
 import { currentLink, trustedKeysFor, versionDir } from '../../src/core/paths.js';
@@ -13,6 +14,7 @@ import { readAppState } from '../../src/helper/state/app-state.js';
 import { readMarker } from '../../src/helper/release-store.js';
 import { generateKeyPair } from '../../src/platform/keys.js';
 import { IS_ROOT, makeHost, REPO, sri } from '../helpers/host.js';
+import { bundleOf } from '../helpers/module-list.js';
 
 // `agentctl install`'s agent release: the agent packed from the steward package, staged through
 // the helper's own staging as a signed release of the app steward-agent, `current` pointing at
@@ -39,10 +41,12 @@ test('the agent is installed as a signed, read-only release with current pointin
   assert.equal(lstatSync(tree).mode & 0o7777, 0o555);
   if (IS_ROOT) assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).uid, 0);
   assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).mode & 0o222, 0, 'read-only');
-  // Only the agent's dependencies: no control-plane database, no compiler.
-  const deps = readdirSync(path.join(tree, 'node_modules'));
-  for (const name of AGENT_IMPORTS) assert.ok(deps.includes(name), `${name} is carried`);
-  assert.ok(!deps.includes('better-sqlite3') && !deps.includes('typescript'), deps.join(' '));
+  // The agent's launcher and bundle (DESIGN §15), and no node_modules: nothing of the control
+  // plane, no compiler, no other program.
+  assert.deepEqual(readdirSync(tree).sort(), ['.steward-valid', 'bin', 'dist', 'package.json', 'steward-release.json']);
+  assert.deepEqual(readdirSync(path.join(tree, 'bin')), ['steward-agent.js']);
+  assert.deepEqual(readdirSync(path.join(tree, 'dist/bundle')), ['steward-agent']);
+  assert.deepEqual(readdirSync(path.join(tree, AGENT_BUNDLE)).sort(), readdirSync(path.join(REPO, AGENT_BUNDLE)).sort());
   // It runs from its own tree: its imports resolve inside it (no /opt/steward/lib).
   // (--help exits 2 after printing the usage; a missing import would fail before that.)
   const out = await new Promise<string>((resolve) =>
@@ -95,21 +99,12 @@ test('--agent-key trusts a public key for steward-agent by its keyId and refuses
   assert.equal((await trustAgentKey(host.paths, null)).action, 'unchanged');
 });
 
-test('AGENT_IMPORTS is exactly the packages the agent imports', () => {
-  const seen = new Set<string>();
-  const bare = new Set<string>();
-  const queue = [path.join(REPO, AGENT_ENTRY)];
-  while (queue.length) {
-    const file = queue.pop() as string;
-    if (seen.has(file)) continue;
-    seen.add(file);
-    const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*['"]([^'"]+)['"]|(?:^|\n)\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
-      const spec = (m[1] ?? m[2] ?? m[3]) as string;
-      if (spec.startsWith('.')) queue.push(path.resolve(path.dirname(file), spec));
-      else if (!spec.startsWith('node:')) bare.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string));
-    }
-  }
-  assert.ok(seen.size > 10, `walked ${seen.size} files`);
-  assert.deepEqual([...bare].sort(), [...AGENT_IMPORTS].sort());
+test("the agent's bundle imports only node's own modules and its own files", () => {
+  // What the release carries is all the agent has: a package import left outside its bundle
+  // would fail in the release tree (no node_modules), on whichever rare path reaches it.
+  const meta = JSON.parse(readFileSync(path.join(REPO, 'dist/bundle/steward-agent.meta.json'), 'utf8')) as { outputs: Record<string, { imports: { path: string; external?: boolean }[] }> };
+  const outputs = Object.keys(meta.outputs);
+  assert.ok(outputs.length > 1 && bundleOf('steward-agent').sources().length > 50, `${outputs.length} files, the agent's modules in them`);
+  const foreign = outputs.flatMap((o) => meta.outputs[o]!.imports.filter((i) => !(i.path.startsWith('node:') || builtinModules.includes(i.path) || outputs.includes(i.path))).map((i) => `${o} imports ${i.path}`));
+  assert.deepEqual(foreign, []);
 });

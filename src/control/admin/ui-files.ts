@@ -2,14 +2,17 @@
 // left them in dist/src/ui/ (src/ui/ compiled by tsconfig.ui.json, plus its .html, .css, .svg).
 // Read once, on the first request; served from memory under /ui/ with a Content-Security-Policy
 // that takes scripts, styles and connections from this origin only and no inline code at all.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SECURITY_HEADERS, sendAdminError } from './admin-answers.js';
 
-// dist/src/control/admin/ -> dist/src/ui/
-const UI_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../ui');
+// tsc's output: dist/src/control/admin/ -> dist/src/ui/. steward-control's bundle
+// (scripts/bundle.ts), whose files all sit in dist/bundle/steward-control/, carries a copy in its
+// ui/.
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const UI_DIR = existsSync(path.join(HERE, 'ui')) ? path.join(HERE, 'ui') : path.resolve(HERE, '../../ui');
 
 export const UI_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { AGENT_ENTRY, layOutAgentTree, packageVersion, packTree } from '../../../src/install/agent-release-pack.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { CONTROL_BIN, serveControl } from '../../helpers/container-control.js';
+import { preBundleCheckout, PRE_BUNDLE_COMMIT } from '../../fixtures/pre-bundle-agent-release.js';
 import { reportScenarios, runIn, writeIn } from '../../helpers/container-exec.js';
 import { makeReleaseKey, manifestFor, REPO, unitNodeFlags } from '../../helpers/host.js';
 
@@ -14,7 +15,9 @@ import { makeReleaseKey, manifestFor, REPO, unitNodeFlags } from '../../helpers/
 // update through `agentctl update` (the transaction with the `unit` runner) replaces the unit's
 // main process with the new version and leaves a receipt; a broken agent release is rolled back
 // by the helper; and a rollout from steward-control makes the agent update itself (it asks with
-// noWait and the new agent process relays the receipt).
+// noWait and the new agent process relays the receipt). The release the update installs is one of
+// the agent as steward made it before its programs were bundled (a node_modules tree, the commit
+// before the bundle: DESIGN §15), and the rollout moves it forward to the bundled agent.
 
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const CONTROL = CONTROL_BIN;
@@ -37,7 +40,10 @@ async function agentProcess(box: SystemdContainer): Promise<{ pid: number; cwd: 
   return { pid, cwd, cmdline };
 }
 
-test('the agent runs as the steward app steward-agent and is updated, rolled back and rolled out through steward', { timeout: 300_000 }, async (t) => {
+test('the agent runs as the steward app steward-agent and is updated, rolled back and rolled out through steward', { timeout: 420_000 }, async (t) => {
+  // Compiled while the container boots (tsc over that commit's src/: tens of seconds).
+  const preBundle = preBundleCheckout();
+  t.after(async () => (await preBundle.catch(() => null))?.cleanup());
   const box = await bootOrSkip(t);
   if (!box) return;
   const ran: string[] = [];
@@ -59,10 +65,12 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
   await writeIn(box, '/root/agent-release.pub', releaseKey.publicPem);
   await writeIn(box, '/root/agent-release.key', releaseKey.privatePem);
 
-  // A signed agent release, packed from this checkout; `broken` makes an agent that exits at once.
-  const release = async (version: string, opts: { broken?: boolean } = {}) => {
+  // A signed agent release, packed from this checkout, or as the commit before the bundle packed
+  // it (`preBundle`); `broken` makes an agent that exits at once.
+  const release = async (version: string, opts: { broken?: boolean; preBundle?: boolean } = {}) => {
     const tree = path.join(work, `tree-${version}`);
-    await layOutAgentTree(REPO, tree, version);
+    if (opts.preBundle) await (await preBundle).layOutAgentTree(tree, version);
+    else await layOutAgentTree(REPO, tree, version);
     if (opts.broken) writeFileSync(path.join(tree, AGENT_ENTRY), 'process.exit(3);\n');
     const tgz = path.join(work, `steward-agent-${version}.tgz`);
     await packTree(tree, tgz);
@@ -131,10 +139,10 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     ran.push(`agent runs from versions/${v0} (pid ${p.pid})`);
   });
 
-  await t.test('agentctl update steward-agent replaces the unit main process with the new version and leaves a receipt', async () => {
+  await t.test('agentctl update steward-agent replaces the unit main process with the new version, a release made before the bundle, and leaves a receipt', async () => {
     const before = await agentProcess(box);
     const v1 = next(1);
-    const rel = await release(v1);
+    const rel = await release(v1, { preBundle: true });
     const up = await run(box, '/usr/bin/node', [AGENTCTL, 'update', 'steward-agent', v1, '--file', rel.tgz, '--manifest', rel.manifest, '--json'], 120_000);
     assert.equal(up.code, 0, up.text);
     assert.equal(up.json.outcome, 'active', up.text);
@@ -151,7 +159,11 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     const cp = await cpReceipt(v1);
     assert.equal(cp.outcome, 'active');
     assert.equal(cp.fromVersion, v0);
-    ran.push(`agentctl update ${v0} -> ${v1}: pid ${before.pid} -> ${after.pid}, receipt seq ${cp.seq} at the control plane`);
+    // The release of the commit before the bundle: its launcher imports dist/src, its packages
+    // are in node_modules.
+    assert.equal((await run(box, 'test', ['-d', `${APP_DIR}/versions/${v1}/node_modules/commander`])).code, 0, 'a node_modules tree');
+    assert.equal((await run(box, 'test', ['-e', `${APP_DIR}/versions/${v1}/dist/bundle`])).code, 1, 'no bundle');
+    ran.push(`agentctl update ${v0} -> ${v1} (layout of ${PRE_BUNDLE_COMMIT}): pid ${before.pid} -> ${after.pid}, receipt seq ${cp.seq} at the control plane`);
   });
 
   await t.test('an agent release that exits at once is rolled back by the helper and the old agent runs again', async () => {
@@ -173,7 +185,7 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     ran.push(`broken ${bad} rolled back to ${v1} (pid ${before.pid} -> ${after.pid}), receipt ${cp.reasonCode}`);
   });
 
-  await t.test('a rollout from steward-control makes the agent update itself; the new agent relays the receipt', async () => {
+  await t.test('a rollout from steward-control makes the agent made before the bundle update itself to the bundled one; the new agent heartbeats and relays the receipt', async () => {
     const before = await agentProcess(box);
     const v3 = next(3);
     // Packed by the operator's command this time (the other releases are packed by the test).
@@ -187,15 +199,18 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
     assert.equal(roll.code, 0, roll.text);
     const cp = await cpReceipt(v3);
     assert.equal(cp.outcome, 'active', JSON.stringify(cp));
+    assert.equal(cp.fromVersion, next(1), 'from the release made before the bundle');
     const after = await agentProcess(box);
     assert.notEqual(after.pid, before.pid);
     assert.equal(after.cwd, `${APP_DIR}/versions/${v3}`);
+    assert.equal(after.cmdline, AGENT_CMDLINE, 'the unit runs both layouts with one command line');
+    assert.equal((await run(box, 'test', ['-e', `${APP_DIR}/versions/${v3}/node_modules`])).code, 1, 'the bundled release has no node_modules');
     const node = await waitFor('a heartbeat from the new agent', async () => {
       const n = (await control(['nodes'])).json?.nodes?.[0];
       return n?.agentVersion === v3 ? n : null;
     }, 30_000, 500);
     assert.equal(node.agentVersion, v3);
-    ran.push(`rollout ${next(1)} -> ${v3}: agent stopped by its own request, pid ${before.pid} -> ${after.pid}, receipt relayed`);
+    ran.push(`rollout ${next(1)} (layout of ${PRE_BUNDLE_COMMIT}) -> ${v3} (bundled): agent stopped by its own request, pid ${before.pid} -> ${after.pid}, receipt relayed`);
   });
 
   await t.test('uninstall --purge stops the agent and an app left in the helper cgroup, and leaves no release tree', async () => {

@@ -62,6 +62,14 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     assert.equal((await run(box, 'systemctl', ['is-enabled', 'steward-helper'])).stdout.trim(), 'enabled');
     const exec = (await run(box, 'systemctl', ['show', '-p', 'ExecStart', 'steward-helper'])).stdout;
     assert.match(exec, /\/opt\/steward\/lib\/bin\/steward-helper\.js/);
+    // The installed code is the host programs' bundles and launchers (DESIGN §15), nothing else.
+    const lib = await run(box, 'sh', ['-c', 'cd /opt/steward/lib && ls -d * bin/* dist/* dist/bundle/*']);
+    assert.deepEqual(lib.stdout.trim().split('\n').sort(), [
+      'README.md', 'bin', 'dist', 'docs', 'package.json', 'systemd',
+      'bin/agentctl.js', 'bin/steward-agent.js', 'bin/steward-helper.js',
+      'dist/bundle',
+      'dist/bundle/agentctl', 'dist/bundle/steward-agent', 'dist/bundle/steward-helper',
+    ].sort());
     const st = await waitFor('agentctl status', async () => {
       const r = await run(box, '/usr/bin/node', [`${INSTALLED}/agentctl.js`, 'status', '--json']);
       return r.code === 0 && r.json?.recovering === false ? r : null;
@@ -90,9 +98,9 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     const r = await run(box, 'find', ['/opt/steward', '/etc/steward', '/var/lib/steward', '/run/steward', '(', '-user', 'steward', '-o', '-perm', '/022', ')']);
     assert.equal(r.code, 0, r.text);
     const hits = r.stdout.split('\n').filter(Boolean);
-    // Symlinks always read 0777 (their mode means nothing on Linux): node_modules/.bin's links and
-    // the `current` link of the agent's release.
-    const links = hits.filter((p) => (p.startsWith('/opt/steward/lib/node_modules/') && p.includes('/.bin/')) || p === '/opt/steward/apps/steward-agent/current');
+    // Symlinks always read 0777 (their mode means nothing on Linux): the `current` link of the
+    // agent's release is the one symlink (the installed code is bundles, no node_modules).
+    const links: string[] = hits.filter((p) => p === '/opt/steward/apps/steward-agent/current');
     for (const l of links) assert.equal((await run(box, 'test', ['-L', l])).code, 0, `${l} is a symlink`);
     assert.deepEqual(hits.filter((p) => !links.includes(p)), ['/run/steward/helper.sock']);
     const modes = await run(box, 'stat', ['-c', '%n %a %U:%G', '/run/steward', '/run/steward/helper.sock', '/run/steward/admin.sock', '/var/lib/steward/receipts', '/var/lib/steward/keys/helper.key', '/var/lib/steward-agent', '/etc/steward/steward.json']);
@@ -105,7 +113,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
       '/var/lib/steward-agent 700 steward:steward',
       '/etc/steward/steward.json 644 root:root',
     ]);
-    ran.push(`find: only helper.sock (+${links.length} symlinks: node_modules/.bin, the agent's current)`);
+    ran.push(`find: only helper.sock (+${links.length} symlink: the agent's current)`);
   });
 
   await t.test('the steward user is denied admin.sock, the journal folder and the helper key, and may use helper.sock', async () => {

@@ -1,0 +1,129 @@
+// Bundles each program with esbuild (DESIGN §15): `npm run build` (and `prepare`, which `npm ci`
+// runs) compiles with tsc, then this bundles tsc's output into dist/bundle/<program>/, one
+// folder per program so that a program's folder is all it needs (the agent's release carries
+// its folder alone). Each folder holds the program's entry `<program>.js`, the extraction
+// worker `tarball-worker.js` when the program stages, and the chunks of what the program loads
+// only when needed (agentctl's commands, enrollment), so that
+// lazy imports stay lazy. Native addons (better-sqlite3) stay outside, imported from
+// node_modules. dist/bundle/<program>.meta.json is esbuild's metafile: which source files each
+// output file holds, read by the tests that hold what a daemon loads.
+//
+//   node dist/scripts/bundle.js
+import { build, type Metafile, type Plugin } from 'esbuild';
+import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface Program {
+  name: string;
+  // tsc's output of the program's entry module, relative to the checkout.
+  entry: string;
+  // Folders the program reads beside its code, relative to the checkout, copied into its bundle's
+  // folder under their base name (the dashboard: src/control/admin/ui-files.ts).
+  assets?: string[];
+}
+
+export const PROGRAMS: Program[] = [
+  { name: 'agentctl', entry: 'dist/src/cli/main.js' },
+  { name: 'steward-helper', entry: 'dist/src/helper/main.js' },
+  { name: 'steward-agent', entry: 'dist/src/agent/main.js' },
+  { name: 'steward-control', entry: 'dist/src/control/cli/main.js', assets: ['dist/src/ui'] },
+];
+
+// The extraction worker, its own entry in every program that stages: platform/tarball.ts starts
+// it as `new URL('./tarball-worker.js', import.meta.url)`, i.e. beside whichever output file
+// holds that code, and every output of a program sits in the program's one folder.
+const WORKER = { name: 'tarball-worker', entry: 'dist/src/platform/tarball-worker.js', startedBy: 'dist/src/platform/tarball.js' };
+
+// Packages with a native addon: never bundled, resolved from node_modules where they run.
+export const NATIVE = ['better-sqlite3'];
+
+// Optional packages that a dependency require()s inside a try (debug asks for supports-color),
+// not installed. Left as a require() they would be looked for on the host at run time, in any
+// node_modules above the bundle (a file found there would run as the program's code): each is
+// bundled as a module that throws as a missing package does, so the dependency behaves as now.
+const ABSENT = ['supports-color'];
+
+const absentPackages: Plugin = {
+  name: 'absent-packages',
+  setup(b) {
+    const filter = new RegExp(`^(${ABSENT.join('|')})$`);
+    b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'absent' }));
+    b.onLoad({ filter: /.*/, namespace: 'absent' }, (args) => ({
+      contents: `throw Object.assign(new Error(${JSON.stringify(`Cannot find module '${args.path}'`)}), { code: 'MODULE_NOT_FOUND' });`,
+      loader: 'js',
+    }));
+  },
+};
+
+export const BUNDLE_DIR = 'dist/bundle';
+
+// The metafile of `program`'s build, relative to the checkout.
+export const metafileOf = (program: string): string => `${BUNDLE_DIR}/${program}.meta.json`;
+
+// Bundles one program into `repo`/dist/bundle/<name>/ and returns its metafile.
+async function bundleProgram(repo: string, p: Program, withWorker: boolean): Promise<Metafile> {
+  const outdir = path.join(repo, BUNDLE_DIR, p.name);
+  // Why: a chunk of an earlier build (another hash) must not linger in the program's folder,
+  // which is copied whole into the agent's release and /opt/steward/lib.
+  rmSync(outdir, { recursive: true, force: true });
+  const entryPoints: Record<string, string> = { [p.name]: path.join(repo, p.entry) };
+  if (withWorker) entryPoints[WORKER.name] = path.join(repo, WORKER.entry);
+  const r = await build({
+    absWorkingDir: repo,
+    entryPoints,
+    outdir,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    entryNames: '[name]',
+    chunkNames: '[name]-[hash]',
+    external: NATIVE,
+    plugins: [absentPackages],
+    // The CommonJS packages (commander, debug, proper-lockfile) call require() for node's own
+    // modules; an ES module has no require of its own.
+    banner: { js: "import { createRequire as __stewardRequire } from 'node:module';\nconst require = __stewardRequire(import.meta.url);" },
+    // Why minified (whitespace and syntax, names kept for stack traces): a daemon keeps the source
+    // of every file it loaded in its heap (the figure: bench/README.md, row 5, round 16).
+    // The linked source maps lead back to src/*.ts through tsc's maps (node --enable-source-maps).
+    minifyWhitespace: true,
+    minifySyntax: true,
+    sourcemap: 'linked',
+    sourcesContent: false,
+    metafile: true,
+    logLevel: 'warning',
+  });
+  // Anything else left outside would be resolved on the host at run time: refused here.
+  for (const [out, o] of Object.entries(r.metafile.outputs)) {
+    for (const i of o.imports) {
+      if (i.external && !i.path.startsWith('node:') && !builtinModules.includes(i.path) && !NATIVE.includes(i.path)) {
+        throw new Error(`${out} imports ${i.path}, which is not bundled: bundle it, or name it in NATIVE or ABSENT (scripts/bundle.ts)`);
+      }
+    }
+  }
+  for (const a of p.assets ?? []) cpSync(path.join(repo, a), path.join(outdir, path.basename(a)), { recursive: true });
+  return r.metafile;
+}
+
+// The source files (relative to `repo`) that the outputs of `meta` hold.
+function inputsOf(meta: Metafile): Set<string> {
+  return new Set(Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs)));
+}
+
+// Bundles every program. A program whose code starts the extraction worker gets it as an entry;
+// the check runs on the built graph, so a program that starts staging later cannot miss it.
+export async function bundleAll(repo: string): Promise<void> {
+  for (const p of PROGRAMS) {
+    let meta = await bundleProgram(repo, p, false);
+    if (inputsOf(meta).has(WORKER.startedBy)) meta = await bundleProgram(repo, p, true);
+    writeFileSync(path.join(repo, metafileOf(p.name)), JSON.stringify(meta));
+  }
+}
+
+if (process.argv[1]?.endsWith('bundle.js')) {
+  // dist/scripts/bundle.js -> the checkout
+  await bundleAll(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..'));
+}
