@@ -1,6 +1,8 @@
 // POSTs one JSON body to the control plane and reads its answer, with a deadline and a cap on
 // the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`.
+import { RECEIPT_VERSIONS_HEADER } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
+import { RECEIPT_VERSIONS } from '../core/receipt-schema.js';
 import { readExtraCa } from '../platform/extra-ca.js';
 import { startRequest } from '../platform/http-request.js';
 import { readOwnVersion } from '../platform/own-version.js';
@@ -56,7 +58,7 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
       if (err) reject(err);
       else resolve(value as PostAnswer);
     };
-    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json' }, ca);
+    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json', [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', ') }, ca);
     // Before anything can destroy it: a destroyed request emits 'error' (socket hang up), and an
     // 'error' without a listener would crash the agent.
     req.on('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));

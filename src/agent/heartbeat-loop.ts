@@ -3,10 +3,11 @@
 // control plane or the helper does makes it crash: every failure becomes a logged backoff.
 import type { KeyObject } from 'node:crypto';
 import { HEARTBEAT_PATH } from '../core/control-paths.js';
-import { MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
+import { MAX_HEARTBEAT_RECEIPT_BYTES, MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
 import type { HeartbeatApp, HeartbeatPayload } from '../core/heartbeat-schema.js';
 import type { Clock } from '../platform/clock.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
+import type { AcceptsWriter } from './accepts-writer.js';
 import type { Outbox } from './outbox.js';
 import type { ActedStore } from './acted-store.js';
 import { backoffDelayMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
@@ -26,6 +27,8 @@ export interface HeartbeatDeps {
   seq: SeqStore;
   outbox: Outbox;
   acted: ActedStore;
+  // Where the receipt versions the control plane accepts go for the helper (DESIGN §16).
+  accepts?: Pick<AcceptsWriter, 'record'>;
   nodeId: string;
   nodeKey: KeyObject;
   // Reads helper.pub afresh; called when the helper names a key id the agent has not loaded.
@@ -147,7 +150,7 @@ export class HeartbeatLoop {
   }
 
   private async send(withReceipts: boolean): Promise<{ seq: number; receipts: number; outcome: HeartbeatOutcome }> {
-    const receipts = withReceipts ? this.d.outbox.batch(MAX_HEARTBEAT_RECEIPTS) : [];
+    const receipts = withReceipts ? this.d.outbox.batch(MAX_HEARTBEAT_RECEIPTS, MAX_HEARTBEAT_RECEIPT_BYTES) : [];
     // DESIGN §6: the seq is durable before the heartbeat leaves, so no restart reuses it.
     const seq = await this.d.seq.next();
     const payload: HeartbeatPayload = {
@@ -181,6 +184,7 @@ export class HeartbeatLoop {
       }
       this.heartbeatSeconds = outcome.answer.heartbeatSeconds;
       await this.d.outbox.ack(outcome.answer.ackedSeqs);
+      await this.d.accepts?.record(outcome.answer.receiptVersions);
       this.startConvergence(outcome.answer.desired);
       const delayMs = heartbeatIntervalMs(this.heartbeatSeconds, this.d.random);
       return { outcome, delayMs };

@@ -7,6 +7,8 @@ import { StewardError, toStewardError } from '../core/errors.js';
 import { formatIssues } from '../core/format-issues.js';
 import type { HostConfig } from '../core/config-schema.js';
 import { hostPaths } from '../core/paths.js';
+import { acceptsFile } from '../core/control-plane-accepts.js';
+import { AcceptsWriter } from './accepts-writer.js';
 import { relayMarkFile } from '../core/relay-mark.js';
 import { systemClock } from '../platform/clock.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
@@ -117,6 +119,7 @@ async function runAgent(o: AgentOptions): Promise<number> {
       seq: await SeqStore.open(files.seq),
       outbox,
       acted: await ActedStore.open(files.acted),
+      accepts: new AcceptsWriter(acceptsFile(paths), hbLog),
       nodeId: enrollment.nodeId,
       nodeKey,
       loadHelperKey: async () => {

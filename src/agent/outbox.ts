@@ -219,9 +219,19 @@ export class Outbox {
   }
 
   // The oldest `max` pending receipts (at most 64 by default), for the next heartbeat.
-  batch(max = HEARTBEAT_RECEIPTS_MAX): Envelope[] {
+  // The oldest pending receipts for one heartbeat: at most `max` of them and, past the first, at
+  // most `maxBytes` JSON-encoded in all (the first always goes: alone it is far below the limit).
+  batch(max = HEARTBEAT_RECEIPTS_MAX, maxBytes = Infinity): Envelope[] {
     if (!Number.isSafeInteger(max) || max < 0) throw new RangeError(`batch size must be a non-negative integer, got ${max}`);
-    return this.state.pending.slice(0, max).map((p) => p.envelope);
+    const out: Envelope[] = [];
+    let bytes = 0;
+    for (const p of this.state.pending.slice(0, max)) {
+      const size = Buffer.byteLength(JSON.stringify(p.envelope), 'utf8') + 1;
+      if (out.length > 0 && bytes + size > maxBytes) break;
+      out.push(p.envelope);
+      bytes += size;
+    }
+    return out;
   }
 
   // Removes the receipts whose seqs the control plane acknowledged; durable before it returns.

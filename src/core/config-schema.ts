@@ -30,6 +30,9 @@ const processAppSchema = z.strictObject({
   // The cap of the app's log file (detached runner; under systemd journald keeps the output):
   // past it, the helper cuts the file to its newest half.
   logMaxBytes: z._default(intSchema(64 * 1024), 50 * 1024 * 1024),
+  // Whether this app's rolled-back and failed receipts carry its last log lines (default: the
+  // host's `logTail`). App logs may hold secrets: false keeps them on the host.
+  logTail: z.optional(z.boolean()),
 });
 
 const unitAppSchema = z.strictObject({
@@ -37,6 +40,7 @@ const unitAppSchema = z.strictObject({
   unit: z.string().check(z.regex(/^[A-Za-z0-9:_.@-]{1,250}\.service$/, 'a systemd unit name ending in .service')),
   keepReleases: z._default(intSchema(2, 100), 3),
   quarantine: z._default(quarantineSchema, () => quarantineSchema.parse({})),
+  logTail: z.optional(z.boolean()),
 });
 
 // An app without `runner` is a process app.
@@ -101,6 +105,9 @@ export const hostConfigSchema = z.strictObject({
   extract: z._default(extractSchema, () => extractSchema.parse({})),
   supervisor: z._default(supervisorSchema, () => supervisorSchema.parse({})),
   metrics: z.optional(metricsSchema),
+  // DESIGN §12: rolled-back and failed receipts carry the failed version's last log lines (at
+  // most 8 KiB), shown to the fleet's operators; false leaves them out for every app.
+  logTail: z._default(z.boolean(), true),
 });
 
 export type HostConfig = z.infer<typeof hostConfigSchema>;

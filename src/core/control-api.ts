@@ -11,6 +11,7 @@
 //   GET  /v1/artifacts/<app>/<version>.tgz   the release tarball, when the catalog keeps it
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
+import { receiptVersionListSchema } from './control-plane-accepts.js';
 import { z } from './zod-mini.js';
 import { CLAIMABLE_KEY_RE, LABEL_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, stringSchema, versionSchema } from './names.js';
@@ -81,11 +82,22 @@ export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
 const seqSchema = intSchema(1);
 
+// DESIGN §16: an agent that can relay receipt payloads above v1 says so with this request header
+// (the versions it relays, `1, 2`); a control plane then lists in the heartbeat answer the receipt
+// versions it accepts (`receiptVersions`). A header, not a payload or answer field: the heartbeat
+// payload and answer of earlier stewards are strict, so a field would be refused by one of them;
+// a header is ignored by a control plane that does not know it, and the answer carries the new
+// field only to an agent that asked for it.
+export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
+
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.
   ackedSeqs: z.array(seqSchema).check(z.maxLength(4096)),
   desired: z.array(desiredEntrySchema).check(z.maxLength(256)),
   heartbeatSeconds: heartbeatSecondsSchema,
+  // The receipt payload versions the control plane accepts (absent: 1 only), given to an agent
+  // that sent RECEIPT_VERSIONS_HEADER.
+  receiptVersions: z.optional(receiptVersionListSchema),
 });
 export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
 

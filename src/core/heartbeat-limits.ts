@@ -3,6 +3,9 @@
 export const MAX_HEARTBEAT_APPS = 256;
 // DESIGN §6: at most 64 of the oldest pending receipts go in one heartbeat.
 export const MAX_HEARTBEAT_RECEIPTS = 64;
+// DESIGN §12: the receipts of one heartbeat are at most 512 KiB JSON-encoded (a receipt with a log
+// tail is up to ~14 KiB), so a backlog never pushes a heartbeat past the 1 MiB body limit.
+export const MAX_HEARTBEAT_RECEIPT_BYTES = 512 * 1024;
 // The highest heartbeat seq the agent adopts from a control plane's 409 or keeps in seq.json.
 // Why 2^50 and not the safe integers' end: a seq adopted there must still be incremented, and
 // 2^53 - 2^50 (7.9e15) more heartbeats take longer than any host lives, at one a second; no

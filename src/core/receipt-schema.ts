@@ -3,12 +3,19 @@ import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSche
 import { reasonSchema } from './journal-schema.js';
 import { envelopeSchema } from './release-schemas.js';
 import { UNKNOWN_APPS_RECEIPTS } from './name-checks.js';
+import { isLogTail, LOG_TAIL_MAX_BYTES } from './log-tail-text.js';
 
 export const RECEIPTS_FILE_SCHEMA_VERSION = 1;
 export const RECEIPT_SEQ_SCHEMA_VERSION = 1;
 // The terminal outcomes a receipt records.
 export const RECEIPT_OUTCOMES = ['active', 'rolled-back', 'failed', 'refused'] as const;
 export type ReceiptOutcome = (typeof RECEIPT_OUTCOMES)[number];
+// The receipt payload versions this steward reads (DESIGN §16: every one from 1 to the newest).
+// v2 adds `logTail` (DESIGN §12); a helper signs v2 only once the control plane says it takes it.
+export const RECEIPT_VERSIONS = [1, 2] as const;
+export type ReceiptVersion = (typeof RECEIPT_VERSIONS)[number];
+// The outcomes whose receipt may carry the failed version's log lines.
+export const LOG_TAIL_OUTCOMES: readonly ReceiptOutcome[] = ['rolled-back', 'failed'];
 
 const seqSchema = intSchema(1);
 
@@ -17,7 +24,7 @@ const seqSchema = intSchema(1);
 // the request never established; any other outcome names the version it was about.
 export const receiptPayloadSchema = z
   .strictObject({
-    v: z.literal(1),
+    v: z.union([z.literal(1), z.literal(2)]),
     nodeId: z.nullable(z.string().check(z.maxLength(128))),
     app: appNameSchema,
     attemptId: attemptIdSchema,
@@ -32,12 +39,20 @@ export const receiptPayloadSchema = z
     rollbackHealthy: z.optional(z.boolean()),
     reason: z.optional(reasonSchema),
     logFile: z.optional(z.string().check(z.maxLength(4096))),
+    // v2: the failed version's last log lines (core/log-tail-text.ts).
+    logTail: z.optional(
+      z.string().check(
+        z.refine(isLogTail, { message: `must be valid UTF-8 without control characters other than tab and newline, at most ${LOG_TAIL_MAX_BYTES} bytes JSON-encoded` }),
+      ),
+    ),
   })
   .check(
     z.refine((p) => p.outcome === 'refused' || p.targetVersion !== null, {
       message: 'only a refused receipt may lack targetVersion',
       path: ['targetVersion'],
     }),
+    z.refine((p) => p.logTail === undefined || p.v >= 2, { message: 'logTail needs receipt payload v2', path: ['logTail'] }),
+    z.refine((p) => p.logTail === undefined || LOG_TAIL_OUTCOMES.includes(p.outcome), { message: 'only a rolled-back or failed receipt carries logTail', path: ['logTail'] }),
   );
 export type ReceiptPayload = z.infer<typeof receiptPayloadSchema>;
 

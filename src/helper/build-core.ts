@@ -11,6 +11,7 @@ import { AppLocks } from './app-locks.js';
 import type { HelperCore } from './handlers.js';
 import { loadOrCreateHelperKey } from '../host/helper-key.js';
 import { readNodeId } from '../host/node-id.js';
+import { readAcceptedReceiptVersions } from './receipts/read-accepts.js';
 import { readRelayedSeq } from './receipts/read-relay-mark.js';
 import { ReceiptStore } from './receipts/receipt-store.js';
 import { findCgroupHome } from './runners/app-cgroup.js';
@@ -37,6 +38,8 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     faults,
     knownApp: (app) => Object.hasOwn(config.apps, app),
     relayedSeq: () => readRelayedSeq(paths, key.keyId),
+    acceptedVersions: () => readAcceptedReceiptVersions(paths),
+    logTail: (app) => config.apps[app]?.logTail ?? config.logTail,
   });
   return {
     paths,

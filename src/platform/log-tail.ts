@@ -37,3 +37,30 @@ export async function tailLines(file: string, fromOffset: number, maxLines = 200
     await h.close();
   }
 }
+
+// The last `maxBytes` bytes of `file` (not following a symlink; a missing file or one that is not
+// a regular file gives none).
+export async function readTail(file: string, maxBytes: number): Promise<Buffer> {
+  let h: fsp.FileHandle;
+  try {
+    h = await fsp.open(file, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0);
+    throw err;
+  }
+  try {
+    const st = await h.stat();
+    if (!st.isFile()) return Buffer.alloc(0);
+    const start = Math.max(0, st.size - maxBytes);
+    const buf = Buffer.alloc(st.size - start);
+    let got = 0;
+    while (got < buf.length) {
+      const { bytesRead } = await h.read(buf, got, buf.length - got, start + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return buf.subarray(0, got);
+  } finally {
+    await h.close();
+  }
+}

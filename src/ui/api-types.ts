@@ -46,7 +46,10 @@ export interface ReceiptView {
   updatedAt: number;
   receivedAt: number;
   counts: boolean;
-  envelope: { payload: string };
+  logFile: string | null;
+  logTail: string | null;
+  logTailWithheld: boolean;
+  envelope: { payload: string } | null;
 }
 
 export interface RunNode {

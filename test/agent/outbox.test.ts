@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import { StewardError } from '../../src/core/errors.js';
 import { Outbox } from '../../src/agent/outbox.js';
+import { MAX_HEARTBEAT_RECEIPT_BYTES, MAX_HEARTBEAT_RECEIPTS } from '../../src/core/heartbeat-limits.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
 import { mulberry32 } from '../helpers/prng.js';
 
@@ -134,6 +135,20 @@ test('a batch holds the 64 oldest pending receipts', async () => {
   assert.deepEqual(box.batch(10).map(seqOf), range(1, 10));
   await box.ack(range(1, 64));
   assert.deepEqual(box.batch().map(seqOf), range(65, 100));
+});
+
+test('a batch of receipts with log tails stops at 512 KiB encoded, however many fit the count: a heartbeat stays under its 1 MiB body limit', async () => {
+  const box = await Outbox.open(await tmpFile());
+  const tail = 'e'.repeat(8000) + '\n';
+  const heavy = (seq: number) =>
+    signEnvelope(DOMAINS.receipt, { v: 2, nodeId: 'node-a', app: 'web', attemptId: `att-${seq}`, seq, fromVersion: '1.0.0', targetVersion: '1.1.0', integrity: null, outcome: 'rolled-back', startedAt: NOW, updatedAt: NOW + seq, logTail: tail }, helper.privateKey);
+  await box.take(helper.publicKey, range(1, 64).map(heavy));
+  const batch = box.batch(MAX_HEARTBEAT_RECEIPTS, MAX_HEARTBEAT_RECEIPT_BYTES);
+  const bytes = batch.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)) + 1, 0);
+  assert.ok(batch.length >= 40 && batch.length < 64, `${batch.length} receipts`);
+  assert.ok(bytes <= MAX_HEARTBEAT_RECEIPT_BYTES, `${bytes} bytes`);
+  assert.deepEqual(batch.map(seqOf), range(1, batch.length), 'the oldest first');
+  assert.equal(box.batch(64, 10).length, 1, 'the oldest receipt goes alone when even it is over the bound');
 });
 
 test('an acknowledgement removes exactly the acknowledged seqs and ignores unknown ones', async () => {

@@ -16,8 +16,8 @@ export interface AgentProcess {
 
 // Starts `steward-agent --root <host>` with all of steward's logs on; on a host fixture
 // (host-fixture.ts), the host's teardown stops it before the helper.
-export function startAgentProcess(host: TestHost | HostFixture, args: string[] = []): AgentProcess {
-  const child = spawn(process.execPath, [AGENT_BIN, '--root', host.root, ...args], {
+export function startAgentProcess(host: TestHost | HostFixture, args: string[] = [], bin: string = AGENT_BIN): AgentProcess {
+  const child = spawn(process.execPath, [bin, '--root', host.root, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DEBUG: 'steward:*' },
   });

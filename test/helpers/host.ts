@@ -145,8 +145,8 @@ export function unitEnvironment(unit: 'steward-helper.service' | 'steward-agent.
   return env;
 }
 
-export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean; nodeArgs?: string[] } = {}): Promise<HelperProcess> {
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN.helper, '--root', host.root], {
+export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean; nodeArgs?: string[]; bin?: string } = {}): Promise<HelperProcess> {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? BIN.helper, '--root', host.root], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DEBUG: 'steward:*', ...env },
   });
@@ -187,11 +187,12 @@ export interface CliResult {
 }
 
 // Runs agentctl against a host (adds --root).
-export function agentctl(host: TestHost, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+// `bin`: another build's bin/agentctl.js (the compatibility tests run the previous release's).
+export function agentctl(host: TestHost, args: string[], env: Record<string, string> = {}, bin: string = BIN.agentctl): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [BIN.agentctl, '--root', host.root, ...args],
+      [bin, '--root', host.root, ...args],
       { env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;

@@ -6,6 +6,7 @@ import { matchesSelector, parseSelector } from '../../core/selector.js';
 import type { ReceiptKey, ReceiptRow } from '../store/store.js';
 import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
 import { flag, type Operation } from './operation.js';
+import { roleAllows } from '../operators/roles.js';
 
 export interface ReceiptView {
   seq: number;
@@ -22,7 +23,15 @@ export interface ReceiptView {
   updatedAt: number;
   receivedAt: number;
   counts: boolean;
-  envelope: Envelope;
+  // Where the host kept the failed version's log, as the receipt says.
+  logFile: string | null;
+  // The failed version's last log lines (receipt payload v2, DESIGN §12), for operators and
+  // admins; null for a viewer, who reads everything but log lines.
+  logTail: string | null;
+  // True when the receipt carries log lines this reader may not see; `envelope` is then null
+  // too, since the signed payload holds them.
+  logTailWithheld: boolean;
+  envelope: Envelope | null;
 }
 
 const cursorSchema = z.tuple([z.number().int().nonnegative(), z.string().max(256), z.number().int().nonnegative()]);
@@ -38,6 +47,7 @@ export const receiptsList: Operation<{ node?: string; app?: string; select?: str
     const at = decodeCursor(i.cursor, cursorSchema);
     const after: ReceiptKey | null = at ? { receivedAt: at[0], nodeId: at[1], seq: at[2] } : null;
     const limit = pageLimit(i.limit);
+    const seesLogs = roleAllows(ctx.actor.role, 'operator');
     const filter = { ...(i.node ? { nodeId: i.node } : {}), ...(i.app ? { app: i.app } : {}) };
     return ctx.store.read(async (tx) => {
       const selected = sel ? new Set((await tx.nodes.list()).filter((n) => matchesSelector(sel, n.labels)).map((n) => n.nodeId)) : null;
@@ -46,6 +56,7 @@ export const receiptsList: Operation<{ node?: string; app?: string; select?: str
       const receipts: ReceiptView[] = [];
       for (const r of page.rows) {
         const payload = JSON.parse(Buffer.from(r.envelope.payload, 'base64').toString('utf8')) as ReceiptPayload;
+        const withheld = payload.logTail !== undefined && !seesLogs;
         receipts.push({
           seq: r.seq,
           nodeId: r.nodeId,
@@ -61,7 +72,10 @@ export const receiptsList: Operation<{ node?: string; app?: string; select?: str
           updatedAt: r.updatedAt,
           receivedAt: r.receivedAt,
           counts: r.counts,
-          envelope: r.envelope,
+          logFile: typeof payload.logFile === 'string' ? payload.logFile : null,
+          logTail: typeof payload.logTail === 'string' && seesLogs ? payload.logTail : null,
+          logTailWithheld: withheld,
+          envelope: withheld ? null : r.envelope,
         });
       }
       const next = page.next;

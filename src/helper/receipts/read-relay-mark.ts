@@ -1,11 +1,8 @@
-// The helper's reading of the agent's relay mark (core/relay-mark.ts). The file is in the agent's
-// folder, which the `steward` user writes: it is hostile input, read by root. It is opened with
-// O_NOFOLLOW, must be a regular file of the folder's owner, at most 4 KiB, and only a number is
-// taken from it; no byte of it goes into a log line.
-import { promises as fsp } from 'node:fs';
+// The helper's reading of the agent's relay mark (core/relay-mark.ts), hostile input read as
+// read-agent-file.ts says; only a number is taken from it.
 import type { HostPaths } from '../../core/paths.js';
 import { relayMarkFile, relayMarkSchema, RELAY_MARK_SCHEMA_VERSION } from '../../core/relay-mark.js';
-import { readRegularFile } from '../../platform/fs-atomic.js';
+import { readAgentJson } from './read-agent-file.js';
 import { logger } from '../../platform/log.js';
 
 const log = logger('helper:receipts');
@@ -24,25 +21,10 @@ export async function readRelayedSeq(paths: HostPaths, keyId: string): Promise<n
     lastProblem = why;
     return 0;
   };
-  let got;
-  try {
-    got = await readRegularFile(file, 4096);
-  } catch (err) {
-    return problem(`cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
-  if (got === null) return null;
-  try {
-    // Why the owner check: a hard link the agent's user made to a file of root's is not its mark.
-    if (got.uid !== (await fsp.lstat(paths.agentDir)).uid) return problem(`is owned by uid ${got.uid}, not by the agent folder's owner`);
-  } catch {
-    return problem('has no agent folder around it');
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(got.bytes.toString('utf8'));
-  } catch {
-    return problem('is not JSON');
-  }
+  const read = await readAgentJson(paths, file);
+  if (read === null) return null;
+  if ('problem' in read) return problem(read.problem);
+  const json = read.json;
   const parsed = relayMarkSchema.safeParse(json);
   if (!parsed.success) {
     const sv = (json as { schemaVersion?: unknown } | null)?.schemaVersion;

@@ -10,6 +10,7 @@ import {
   RECEIPT_SEQ_SCHEMA_VERSION,
   receiptsFileSchema,
   RECEIPTS_FILE_SCHEMA_VERSION,
+  LOG_TAIL_OUTCOMES,
   type ReceiptOutcome,
   type ReceiptPayload,
   type ReceiptsFile,
@@ -23,6 +24,9 @@ import { logger } from '../../platform/log.js';
 import { lookupGroup } from '../../platform/users.js';
 import { decodeStored } from './receipts-file.js';
 import { readVersionedJson } from '../../platform/versioned-file.js';
+import { receiptVersionFor } from '../../core/control-plane-accepts.js';
+import { logTailOf } from '../../core/log-tail-text.js';
+import { readTail } from '../../platform/log-tail.js';
 
 const log = logger('helper:receipts');
 // DESIGN §2: receipts/<app>.json keeps the last 64 receipts; and, while the agent publishes a relay
@@ -37,6 +41,11 @@ export const RECEIPTS_FILE_MAX = 1024;
 // flooding helper.sock fills no more than this, and every attempt that did start can still end
 // in a receipt. The rest of the file is room for the journal receipts of admin.sock's attempts.
 export const UNRELAYED_MAX = 768;
+// The most receipts with a log tail one receipts file holds (64 x at most 8 KiB, ~700 KiB as
+// base64 payloads): past it a failed attempt's receipt goes without one.
+export const LOG_TAIL_RECEIPTS_MAX = 64;
+// How much of the end of a kept failed log is read to make a log tail.
+const LOG_TAIL_READ_BYTES = 16 * 1024;
 // DESIGN §4: a reason message is at most 512 bytes.
 const REASON_MAX_BYTES = 512;
 
@@ -81,6 +90,12 @@ export interface ReceiptStoreOptions {
   // The seq up to which the agent relayed every receipt (read-relay-mark.ts), or null when no
   // agent publishes one: then only the newest RECEIPTS_KEPT are kept, as before. Default: null.
   relayedSeq?: () => Promise<number | null>;
+  // The receipt payload versions the control plane accepts, as the agent last relayed them
+  // (read-accepts.ts), or null when nothing was said: receipts are then v1. Default: null.
+  acceptedVersions?: () => Promise<readonly number[] | null>;
+  // Whether an app's rolled-back and failed receipts carry its log tail (host config `logTail`,
+  // DESIGN §12). Default: no app's do.
+  logTail?: (app: string) => boolean;
 }
 
 interface AppReceipts {
@@ -181,7 +196,8 @@ export class ReceiptStore {
       if (waiting.length >= UNRELAYED_MAX) throw backlogError(input.app, waiting);
     }
     const seq = await this.allocate(input.app);
-    const payload = this.buildPayload(input, seq, await this.opts.nodeId());
+    const logTail = await this.logTailFor(input, current?.stored ?? []);
+    const payload = this.buildPayload(input, seq, await this.opts.nodeId(), logTail);
     const envelope = signEnvelope(DOMAINS.receipt, payload, this.opts.signer.privateKey);
     const lastTransaction = ofJournal ? { attemptId: input.attemptId, seq } : (current?.file.lastTransaction ?? null);
     // A mark above every seq signed so far is bounded to them: the receipts still to come are unrelayed.
@@ -217,9 +233,28 @@ export class ReceiptStore {
     return { envelope, payload };
   }
 
-  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null): ReceiptPayload {
+  // The log tail this receipt carries, or undefined: only a rolled-back or failed receipt with a
+  // kept log file, for an app whose config allows it, to a control plane that accepts payload v2;
+  // and at most LOG_TAIL_RECEIPTS_MAX of them in one receipts file, so that a run of failures
+  // keeps the file within what every reader takes (4 MiB). Reading the file is best effort.
+  private async logTailFor(input: ReceiptInput, stored: readonly StoredReceipt[]): Promise<string | undefined> {
+    if (!LOG_TAIL_OUTCOMES.includes(input.outcome) || input.logFile === undefined || !(this.opts.logTail?.(input.app) ?? false)) return undefined;
+    if (receiptVersionFor((await this.opts.acceptedVersions?.()) ?? null) < 2) return undefined;
+    if (stored.filter((r) => r.payload.logTail !== undefined).length >= LOG_TAIL_RECEIPTS_MAX) {
+      log('receipt app=%s attemptId=%s goes without its log tail: %d receipts of the file carry one', input.app, input.attemptId, LOG_TAIL_RECEIPTS_MAX);
+      return undefined;
+    }
+    try {
+      return logTailOf(await readTail(input.logFile, LOG_TAIL_READ_BYTES));
+    } catch (err) {
+      log('receipt app=%s attemptId=%s goes without its log tail: %s', input.app, input.attemptId, (err as Error).message);
+      return undefined;
+    }
+  }
+
+  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null, logTail?: string): ReceiptPayload {
     const candidate = {
-      v: 1,
+      v: logTail === undefined ? 1 : 2,
       nodeId,
       app: input.app,
       attemptId: input.attemptId,
@@ -234,6 +269,7 @@ export class ReceiptStore {
       ...(input.rollbackHealthy !== undefined ? { rollbackHealthy: input.rollbackHealthy } : {}),
       ...(input.reason ? { reason: { code: input.reason.code, message: truncateUtf8(input.reason.message, REASON_MAX_BYTES) } } : {}),
       ...(input.logFile !== undefined ? { logFile: input.logFile } : {}),
+      ...(logTail !== undefined ? { logTail } : {}),
     };
     return mustParse(receiptPayloadSchema, candidate, 'INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid`);
   }

@@ -40,19 +40,6 @@ export function nodePage(ctx: PageContext, nodeId: string): Page {
   };
 }
 
-// What a receipt's signed payload holds beyond the columns: the log file and, when the helper
-// sent them, the failed version's last log lines.
-function logOf(r: ReceiptView): { file: string | null; lines: string | null } {
-  try {
-    const bytes = Uint8Array.from(atob(r.envelope.payload), (c) => c.charCodeAt(0));
-    const p = JSON.parse(new TextDecoder().decode(bytes)) as { logFile?: unknown; logTail?: unknown };
-    const lines = typeof p.logTail === 'string' ? p.logTail : Array.isArray(p.logTail) ? p.logTail.filter((l) => typeof l === 'string').join('\n') : null;
-    return { file: typeof p.logFile === 'string' ? p.logFile : null, lines };
-  } catch {
-    return { file: null, lines: null };
-  }
-}
-
 // The failed versions of this node: each rolled-back or failed receipt's reason and log.
 function failedLogs(ctx: PageContext, newest: ReceiptView[]): Child {
   const failed = newest.filter((r) => r.outcome === 'rolled-back' || r.outcome === 'failed');
@@ -63,14 +50,13 @@ function failedLogs(ctx: PageContext, newest: ReceiptView[]): Child {
     { data: { section: 'failed-logs' } },
     h('h2', {}, 'Failed versions'),
     ...failed.map((r) => {
-      const log = logOf(r);
       return h(
         'div',
         { class: 'failed' },
         h('h3', {}, mono(r.app), ' ', mono(r.targetVersion), ' ', state(r.outcome), ' ', h('time', { title: exactTime(r.updatedAt) }, exactTime(r.updatedAt)), ' ', mono(r.reasonCode)),
         r.reasonMessage ? h('pre', { class: 'reason' }, r.reasonMessage) : null,
-        log.file ? h('p', {}, 'log on the host: ', mono(log.file)) : null,
-        log.lines !== null ? h('pre', { class: 'log' }, log.lines) : h('p', { class: 'muted' }, 'This receipt carries no log lines.'),
+        r.logFile ? h('p', {}, 'log on the host: ', mono(r.logFile)) : null,
+        r.logTail !== null ? h('pre', { class: 'log' }, r.logTail) : h('p', { class: 'muted' }, 'This receipt carries no log lines.'),
       );
     }),
   );

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { printJson, table, when } from '../../../cli/output.js';
+import { printJson, printLines, table, when } from '../../../cli/output.js';
 import { receiptsList, type ReceiptView } from '../../operations/receipt-ops.js';
 import { jsonOf } from '../context.js';
 import { invokeAll } from '../invoke.js';
@@ -12,11 +12,25 @@ export function registerReceipts(program: Command): void {
     .option('--node <nodeId>', 'only this node')
     .option('--app <app>', 'only this app')
     .option('--select <selector>', 'only nodes whose labels match, as they are labelled now')
-    .action(async (o: { node?: string; app?: string; select?: string }, cmd: Command) => {
-      const view = await invokeAll<unknown, ReceiptView>(cmd, receiptsList, o);
+    .option('--logs', 'also print the failed versions\' log lines the receipts carry (operators and admins)')
+    .action(async (o: { node?: string; app?: string; select?: string; logs?: boolean }, cmd: Command) => {
+      const { logs, ...filter } = o;
+      const view = await invokeAll<unknown, ReceiptView>(cmd, receiptsList, filter);
       if (jsonOf(cmd)) return printJson({ receipts: view });
       const rows = [['WHEN', 'NODE', 'SEQ', 'APP', 'FROM→TO', 'OUTCOME', 'REASON', 'ATTEMPT', 'COUNTS']];
       for (const r of view) rows.push([when(r.updatedAt), r.nodeId, String(r.seq), r.app, `${r.fromVersion ?? '-'}→${r.targetVersion ?? '-'}`, r.outcome, r.reasonCode ?? '-', r.attemptId, r.counts ? `run ${r.runId}` : 'no']);
       process.stdout.write(view.length ? table(rows) : 'no receipts\n');
+      if (logs) printLogTails(view);
     });
+}
+
+// Each failed version's log lines, under a line naming its receipt; every line shown() (control
+// characters escaped: the lines are the app's, relayed by a node).
+function printLogTails(view: readonly ReceiptView[]): void {
+  for (const r of view) {
+    if (r.outcome !== 'rolled-back' && r.outcome !== 'failed') continue;
+    const head = `\n${r.app} ${r.targetVersion ?? '-'} ${r.outcome} on ${r.nodeId} (attempt ${r.attemptId}, seq ${r.seq}):`;
+    if (r.logTail !== null) printLines([head, ...r.logTail.replace(/\n$/, '').split('\n').map((l) => `  ${l}`)]);
+    else printLines([head, r.logTailWithheld ? '  (log lines withheld: they are for operators)' : `  (no log lines in the receipt${r.logFile ? `; on the host: ${r.logFile}` : ''})`]);
+  }
 }

@@ -1,0 +1,70 @@
+// Which receipts carry the failed version's log lines (receipt payload v2, DESIGN §12 and §16).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { receiptsFile } from '../../../src/core/paths.js';
+import path from 'node:path';
+import { loadOrCreateHelperKey } from '../../../src/host/helper-key.js';
+import { LOG_TAIL_RECEIPTS_MAX, ReceiptStore, type ReceiptInput } from '../../../src/helper/receipts/receipt-store.js';
+import { systemClock } from '../../../src/platform/clock.js';
+import { useHost } from '../../helpers/host-fixture.js';
+import type { TestHost } from '../../helpers/host.js';
+
+async function storeFor(host: TestHost, o: { accepted?: readonly number[] | null; logTail?: boolean }): Promise<ReceiptStore> {
+  const signer = await loadOrCreateHelperKey(host.paths);
+  return new ReceiptStore({ paths: host.paths, clock: systemClock, signer, nodeId: async () => 'n-1', acceptedVersions: async () => o.accepted ?? null, logTail: () => o.logTail ?? true });
+}
+
+function failedLog(host: TestHost, attemptId: string, text: string): string {
+  mkdirSync(host.paths.logDir, { recursive: true });
+  const file = path.join(host.paths.logDir, `web-${attemptId}.log`);
+  writeFileSync(file, text);
+  return file;
+}
+
+const failure = (attemptId: string, logFile: string, extra: Partial<ReceiptInput> = {}): ReceiptInput => ({
+  app: 'web', attemptId, fromVersion: '1.0.0', targetVersion: '2.0.0', integrity: null, outcome: 'rolled-back', startedAt: 1, updatedAt: 2,
+  reason: { code: 'REPLACEMENT_UNHEALTHY', message: 'probe failed' }, logFile, ...extra,
+});
+
+test('a rolled-back receipt to a control plane that accepts v2 is v2 with the log tail', async (t) => {
+  const host = useHost(t, { apps: {} });
+  const store = await storeFor(host, { accepted: [1, 2] });
+  const r = await store.emit(failure('a1', failedLog(host, 'a1', 'starting\nError: EADDRINUSE \u001b[31m:8080\n')));
+  assert.equal(r.payload.v, 2);
+  assert.equal(r.payload.logTail, 'starting\nError: EADDRINUSE \ufffd[31m:8080\n');
+  const f = await store.emit(failure('a2', failedLog(host, 'a2', 'x'.repeat(50_000)), { outcome: 'failed' }));
+  assert.equal(f.payload.v, 2);
+  assert.ok(Buffer.byteLength(JSON.stringify(f.payload.logTail)) <= 8192);
+});
+
+test('v1 without a log tail: to a control plane that said nothing or only v1, with logTail off, for an active receipt, without a log file', async (t) => {
+  const host = useHost(t, { apps: {} });
+  const log = failedLog(host, 'b', 'boom\n');
+  for (const [i, [o, extra]] of ([
+    [{ accepted: null }, {}],
+    [{ accepted: [1] }, {}],
+    [{ accepted: [1, 3] }, {}],
+    [{ accepted: [1, 2], logTail: false }, {}],
+    [{ accepted: [1, 2] }, { outcome: 'active', reason: undefined }],
+    [{ accepted: [1, 2] }, { logFile: undefined }],
+  ] as const).entries()) {
+    const store = await storeFor(host, o);
+    const r = await store.emit(failure(`b${i}`, log, extra as Partial<ReceiptInput>));
+    assert.equal(r.payload.v, 1, JSON.stringify(o));
+    assert.equal(r.payload.logTail, undefined);
+  }
+});
+
+test(`at most ${LOG_TAIL_RECEIPTS_MAX} receipts of one file carry a log tail: a run of failures keeps the file small`, async (t) => {
+  const host = useHost(t, { apps: {} });
+  // A relay mark at 0: every receipt is unrelayed and kept, so the file grows with the run.
+  const signer = await loadOrCreateHelperKey(host.paths);
+  const store = new ReceiptStore({ paths: host.paths, clock: systemClock, signer, nodeId: async () => 'n-1', acceptedVersions: async () => [1, 2], logTail: () => true, relayedSeq: async () => 0 });
+  const log = failedLog(host, 'c', 'y'.repeat(20_000));
+  const carried: boolean[] = [];
+  for (let i = 0; i < LOG_TAIL_RECEIPTS_MAX + 5; i++) carried.push((await store.emit(failure(`c${i}`, log))).payload.logTail !== undefined);
+  assert.deepEqual(carried, Array.from({ length: LOG_TAIL_RECEIPTS_MAX + 5 }, (_, i) => i < LOG_TAIL_RECEIPTS_MAX));
+  const file = statSync(receiptsFile(host.paths, 'web')).size;
+  assert.ok(file < 2 * 1024 * 1024, `the receipts file is ${file} bytes`);
+});
