@@ -15,7 +15,7 @@ import { systemClock } from '../../src/platform/clock.js';
 import { FakeClock, FakeNode, startControlInProcess, type Control } from './control-harness.js';
 
 // What a node answers for an attempt at `version` of `app`: a receipt, or nothing yet.
-export type Answer = { outcome: 'active' } | { outcome: 'rolled-back' | 'failed' | 'refused'; reason: { code: string; message: string }; logFile?: string } | null;
+export type Answer = { outcome: 'active' } | { outcome: 'rolled-back' | 'failed' | 'refused'; reason: { code: string; message: string }; logFile?: string; logTail?: string } | null;
 
 export interface DemoNode {
   name: string;
@@ -60,6 +60,8 @@ export function brokenAnswer(app: string, attempt: string): Answer {
     outcome: 'rolled-back',
     reason: { code: 'REPLACEMENT_UNHEALTHY', message: `${app} ${BROKEN} exited with code 1 during its probe; rolled back to 1.0.0\nError: listen EADDRINUSE: address already in use 127.0.0.1:8080` },
     logFile: `/var/log/steward/${app}-${attempt}.log`,
+    // As a helper signs it for a control plane that takes receipt payload v2 (DESIGN §12).
+    logTail: `web ${BROKEN} listening on 127.0.0.1:8080\nnode:events:497\n      throw er; // Unhandled 'error' event\n      ^\nError: listen EADDRINUSE: address already in use 127.0.0.1:8080\n    at Server.setupListenHandle [as _listen2] (node:net:1872:16)\n`,
   };
 }
 
@@ -96,7 +98,7 @@ export async function startDashboardFleet(o: { extra?: Array<{ hostname: string;
           const a = n.answer(d.app, d.version);
           if (!a) continue;
           const from = n.fake.apps.find((x) => x.name === d.app)?.current ?? null;
-          receipts.push(n.fake.receipt({ app: d.app, attemptId: d.attemptId, fromVersion: from, targetVersion: d.version, outcome: a.outcome, ...(a.outcome === 'active' ? {} : { reason: a.reason, ...(a.logFile ? { logFile: a.logFile } : {}) }) }));
+          receipts.push(n.fake.receipt({ app: d.app, attemptId: d.attemptId, fromVersion: from, targetVersion: d.version, outcome: a.outcome, ...(a.outcome === 'active' ? {} : { reason: a.reason, ...(a.logFile ? { logFile: a.logFile } : {}), ...(a.logTail !== undefined && a.outcome !== 'refused' ? { v: 2, logTail: a.logTail } : {}) }) }));
           if (a.outcome === 'active') n.fake.setCurrent(d.app, d.version);
         }
         if (receipts.length === 0) continue;
