@@ -44,7 +44,12 @@ test("a node's hostname, versions, app names, receipt reason and log file that h
   for (const [hash, ready, shown] of pages) {
     await p.page.goto(`${fleet.adminUrl}/ui/${hash}`);
     await p.page.locator(ready).waitFor();
-    const text = await p.page.locator('main').innerText();
+    // The page may be drawn again meanwhile (the hash change restarts it): read until it settles.
+    let text = '';
+    for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+      text = await p.page.locator('main').innerText();
+      if (shown.every((s) => text.includes(s))) break;
+    }
     for (const s of shown) assert.ok(text.includes(s), `${hash} shows ${JSON.stringify(s)} as text:\n${text}`);
     assert.equal(await p.page.evaluate('window.__pwned'), undefined, `nothing ran on ${hash}`);
     assert.equal(await p.page.evaluate('document.querySelectorAll("main img, main script, main svg, main b").length'), 0, `${hash} made no element of a node's string`);
