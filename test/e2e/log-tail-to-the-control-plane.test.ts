@@ -85,6 +85,7 @@ test('a failed start reaches the control plane with its log lines in a v2 receip
   assert.match(text, /web 2\.0\.0 rolled-back on n-/);
   assert.ok(text.includes('  Error: cannot open /etc/app/secret.conf \ufffd[31mEACCES\ufffd[0m'), text);
   assert.doesNotMatch(text, /\u001b/, 'no terminal escape reaches the operator\'s terminal');
+  assert.match(text, /\n\nweb 2\.0\.0 rolled-back on n-\S+ \(attempt /, 'each log under a line of its own, after a blank one');
 
   const viewer = execFileSync(process.execPath, [CTL, 'operator', 'add', 'vera', '--role', 'viewer', '--db', db], { encoding: 'utf8' }).trim();
   const remote = (token: string) =>
