@@ -32,3 +32,13 @@ export function heartbeatIntervalMs(heartbeatSeconds: number, random: () => numb
 function clampUnit(r: number): number {
   return Number.isFinite(r) ? Math.min(1, Math.max(0, r)) : 0.5;
 }
+
+// DESIGN §13: "agents start their fetch after a jitter". A batch reaches its nodes at each one's
+// next heartbeat; each then waits a random part of min(FETCH_JITTER_MAX_MS, a quarter of its
+// heartbeat interval) before it hands the new entries to the helper (whose fetch follows), so
+// the nodes of one batch do not all ask for their tarballs in the same second. A quarter keeps
+// the wait well inside the interval; 10 s is the most a 30 s fleet waits.
+export const FETCH_JITTER_MAX_MS = 10_000;
+export function fetchJitterMs(heartbeatSeconds: number, random: () => number): number {
+  return Math.round(Math.min(FETCH_JITTER_MAX_MS, (heartbeatSeconds * 1000) / 4) * clampUnit(random()));
+}

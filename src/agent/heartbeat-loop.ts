@@ -10,7 +10,7 @@ import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
 import type { AcceptsWriter } from './accepts-writer.js';
 import type { Outbox } from './outbox.js';
 import type { ActedStore } from './acted-store.js';
-import { backoffDelayMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
+import { backoffDelayMs, fetchJitterMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import { convergeDesired, type Logf } from './convergence.js';
 import { heartbeatApps } from './heartbeat-apps.js';
@@ -232,7 +232,18 @@ export class HeartbeatLoop {
       this.d.log('convergence pass still running; desired=%d waits for the next answer', pending.length);
       return;
     }
-    const pass = convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log }).then(
+    const jitterMs = fetchJitterMs(this.heartbeatSeconds, this.d.random);
+    this.d.log('desired=%d new: handed to the helper in %d ms (fetch jitter)', pending.length, jitterMs);
+    const pass = (async () => {
+      if (jitterMs > 0) {
+        try {
+          await this.d.clock.sleep(jitterMs, this.signal);
+        } catch {
+          return []; // the agent is stopping: the entries are handed on at its next start
+        }
+      }
+      return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log });
+    })().then(
       () => undefined,
       (err: Error) => this.d.log('WARNING: convergence pass failed: %s', err.message),
     );

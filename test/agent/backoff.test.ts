@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffDelayMs, heartbeatIntervalMs, HEARTBEAT_BACKOFF, RECEIPT_RETRY_BACKOFF } from '../../src/agent/backoff.js';
+import { backoffDelayMs, FETCH_JITTER_MAX_MS, fetchJitterMs, heartbeatIntervalMs, HEARTBEAT_BACKOFF, RECEIPT_RETRY_BACKOFF } from '../../src/agent/backoff.js';
 
 const fixed = (r: number) => () => r;
 
@@ -62,4 +62,10 @@ test('the heartbeat interval moves by at most ±10 % around heartbeatSeconds', (
     [600, 0.75, 630_000],
   ];
   for (const [s, r, want] of table) assert.equal(heartbeatIntervalMs(s, fixed(r)), want, `s=${s} r=${r}`);
+});
+
+test('the fetch jitter is a random part of a quarter of the heartbeat interval, at most 10 s', () => {
+  const fixed = (r: number) => () => r;
+  const table: Array<[number, number, number]> = [[30, 0, 0], [30, 1, 7500], [30, 0.5, 3750], [1, 1, 250], [300, 1, FETCH_JITTER_MAX_MS], [30, NaN, 3750], [30, 7, 7500]];
+  for (const [s, r, want] of table) assert.equal(fetchJitterMs(s, fixed(r)), want, `s=${s} r=${r}`);
 });

@@ -327,3 +327,26 @@ test('a clock jumping back and forward between heartbeats: each sentAt is the cl
     rig.cleanup();
   }
 });
+
+test('new desired entries wait a fetch jitter before they reach the helper, and entries acted on wait no more', async () => {
+  const rig = makeRig();
+  try {
+    const events: string[] = [];
+    rig.clock.sleep = async (ms: number) => void events.push(`sleep ${ms}`);
+    rig.updateAnswer = async (e) => {
+      events.push(`update ${e.attemptId}`);
+      return { attemptId: e.attemptId, app: e.app, accepted: true };
+    };
+    rig.cp.desired = [desired('run1.node-1')];
+    const a = await rig.agent();
+    await a.loop.tick();
+    await a.loop.idle();
+    // heartbeatSeconds 30, random 0.5: half of min(10 s, 30 s / 4).
+    assert.deepEqual(events, ['sleep 3750', 'update run1.node-1']);
+    await a.loop.tick();
+    await a.loop.idle();
+    assert.deepEqual(events, ['sleep 3750', 'update run1.node-1']);
+  } finally {
+    rig.cleanup();
+  }
+});
