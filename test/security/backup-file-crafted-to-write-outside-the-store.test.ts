@@ -79,6 +79,14 @@ describeEachBackend((backend) => {
     await refusedAndNothingWritten(backend, [header, ...tableLines('settings', ['key', 'value'], [['a', 'b', 'c']]), ...rest], /stored values/);
   });
 
+  test("rows that break the schema's constraints are refused as a whole, nothing half-loaded", async () => {
+    const [header, ...rest] = await emptyStoreBackup(backend);
+    const settings = rest.findIndex((l) => (l as { table?: string }).table === 'settings');
+    const crafted = [...rest];
+    crafted.splice(settings, 2, { table: 'settings', columns: ['key', 'value'] }, ['heartbeatSeconds', '30'], ['heartbeatSeconds', '31'], { tableEnd: 'settings', rows: 2 });
+    await refusedAndNothingWritten(backend, [header, ...crafted], /rows of settings do not load/);
+  });
+
   test('a tarball named to land outside the tarball folder is refused', async () => {
     const lines = await emptyStoreBackup(backend);
     await refusedAndNothingWritten(backend, [...lines, ...tarballLines('../../evil', '1.0.0', Buffer.from('x'))], /a tarball line/);

@@ -11,27 +11,39 @@ import type { DumpEvent } from './backup-format.js';
 import { checkedBytes } from './checked-bytes.js';
 
 // How often a long table reports its progress, in rows.
-export const PROGRESS_ROWS = 50_000;
+const PROGRESS_ROWS = 50_000;
 
 // Says how the work goes, one line at a time (the CLI prints it on stderr).
 export type Progress = (line: string) => void;
+
+// Counts a table's rows as they go by, saying so every PROGRESS_ROWS and at the end (the total).
+export function rowCounter(table: string, progress: Progress): { add(n: number): void; end(): number } {
+  let rows = 0;
+  let reported = 0;
+  return {
+    add(n) {
+      rows += n;
+      if (rows - reported < PROGRESS_ROWS) return;
+      progress(`${table}: ${rows} rows so far`);
+      reported = rows;
+    },
+    end() {
+      progress(`${table}: ${rows} rows`);
+      return rows;
+    },
+  };
+}
 
 // The events of `snapshot`, the tarballs read from `artifactsDir`.
 export async function* dumpStore(snapshot: StoreSnapshot, artifactsDir: string, progress: Progress): AsyncGenerator<DumpEvent> {
   for (const table of await snapshot.tables()) {
     yield { kind: 'table', table };
-    let rows = 0;
-    let reported = 0;
+    const count = rowCounter(table.name, progress);
     for await (const batch of snapshot.rows(table)) {
       yield { kind: 'rows', rows: batch };
-      rows += batch.length;
-      if (rows - reported >= PROGRESS_ROWS) {
-        progress(`${table.name}: ${rows} rows so far`);
-        reported = rows;
-      }
+      count.add(batch.length);
     }
-    progress(`${table.name}: ${rows} rows`);
-    yield { kind: 'tableEnd', table: table.name, rows };
+    yield { kind: 'tableEnd', table: table.name, rows: count.end() };
   }
   for (const mark of await snapshot.sequences()) yield { kind: 'sequence', mark };
   for (const r of await snapshot.releases()) {

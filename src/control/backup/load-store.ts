@@ -10,7 +10,7 @@ import { artifactPath } from '../catalog/artifact-path.js';
 import { placeReleaseBytes, receiveUpload } from '../catalog/upload-file.js';
 import type { StoreLoader } from '../store/bulk.js';
 import type { ArtifactMeta, DumpEvent } from './backup-format.js';
-import { PROGRESS_ROWS, type Progress } from './dump-store.js';
+import { rowCounter, type Progress } from './dump-store.js';
 import { settleLoaded, type SettleOptions, type Settled } from './settle-loaded.js';
 
 export interface Loaded extends Settled {
@@ -26,27 +26,19 @@ export async function loadStore(loader: StoreLoader, schemaVersion: number, even
   const tables: Record<string, number> = {};
   try {
     await loader.begin(schemaVersion);
-    let table: { name: string; columns: string[] } | null = null;
-    let rows = 0;
-    let reported = 0;
+    let table: { shape: { name: string; columns: string[] }; count: ReturnType<typeof rowCounter> } | null = null;
     for await (const e of events) {
       switch (e.kind) {
         case 'table':
-          table = e.table;
-          rows = reported = 0;
+          table = { shape: e.table, count: rowCounter(e.table.name, o.progress) };
           break;
         case 'rows':
           if (!table) throw new StewardError('BACKUP_INVALID', 'rows came before their table');
-          await loader.insert(table.name, table.columns, e.rows);
-          rows += e.rows.length;
-          if (rows - reported >= PROGRESS_ROWS) {
-            o.progress(`${table.name}: ${rows} rows so far`);
-            reported = rows;
-          }
+          await loader.insert(table.shape.name, table.shape.columns, e.rows);
+          table.count.add(e.rows.length);
           break;
         case 'tableEnd':
-          tables[e.table] = e.rows;
-          o.progress(`${e.table}: ${e.rows} rows`);
+          tables[e.table] = table ? table.count.end() : e.rows;
           table = null;
           break;
         case 'sequence':

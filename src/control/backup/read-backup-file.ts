@@ -41,10 +41,15 @@ export interface OpenedBackup {
 // Opens `file` and reads its header line.
 export async function openBackupFile(file: string): Promise<OpenedBackup> {
   const reader = new LineReader(file);
-  const first = await reader.next();
-  if (first === null) throw reader.invalid('it is empty');
-  const header = reader.parse(first, headerSchema, 'a steward-control backup header');
-  return { header, events: eventsOf(reader), close: () => reader.close() };
+  try {
+    const first = await reader.next();
+    if (first === null) throw reader.invalid('it is empty');
+    const header = reader.parse(first, headerSchema, 'a steward-control backup header');
+    return { header, events: eventsOf(reader), close: () => reader.close() };
+  } catch (err) {
+    reader.close();
+    throw err;
+  }
 }
 
 async function* eventsOf(r: LineReader): AsyncGenerator<DumpEvent> {

@@ -13,7 +13,7 @@ import { localActor, recordAudit } from '../audit/record-audit.js';
 import type { LoadedTx } from '../store/bulk.js';
 
 // A run's haltCode once a restore stopped it.
-export const RESTORED_HALT = 'RESTORED';
+const RESTORED_HALT = 'RESTORED';
 
 export interface SettleOptions {
   mode: 'restore' | 'copy';

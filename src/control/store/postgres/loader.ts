@@ -87,7 +87,14 @@ export async function openPgLoader(url: string): Promise<StoreLoader> {
         const chunk = rows.slice(i, i + per);
         const args: Scalar[] = [];
         const tuples = chunk.map((row) => `(${row.map((v, j) => (args.push(pgValue(v, types[j] as string, table, columns[j] as string)), `$${args.length}`)).join(', ')})`);
-        await client.query(head + tuples.join(', '), args);
+        try {
+          await client.query(head + tuples.join(', '), args);
+        } catch (err) {
+          // The target was empty: rows that break a constraint (class 23) or a type (22) are the rows' fault.
+          const code = (err as { code?: string }).code ?? '';
+          if (code.startsWith('22') || code.startsWith('23')) throw new StewardError('BACKUP_INVALID', `rows of ${table} do not load into schema version ${version}: ${(err as Error).message}`, { cause: err });
+          throw err;
+        }
       }
     },
     async raiseSequence(mark: SequenceMark) {

@@ -68,7 +68,9 @@ export async function openPgSnapshot(url: string): Promise<StoreSnapshot> {
           yield r.rows.map((row) => row.map((v, i) => scalarOf(v, location, t.name, t.columns[i] as string)));
         }
       } finally {
-        await client.query('CLOSE steward_dump');
+        // Why the catch: after a failed FETCH the transaction is aborted and CLOSE fails too;
+        // the first error is the one to report.
+        await client.query('CLOSE steward_dump').catch(() => undefined);
       }
     },
     async sequences(): Promise<SequenceMark[]> {

@@ -39,9 +39,9 @@ export function openSqliteLoader(file: string): StoreLoader {
     newest: STORE_SCHEMA_VERSION,
     async begin(schemaVersion) {
       if (schemaVersion > STORE_SCHEMA_VERSION) throw new StewardError('STATE_INVALID', `schema version ${schemaVersion} is newer than ${STORE_SCHEMA_VERSION}, which this steward-control makes`);
-      // Why 0600 through O_EXCL: the store holds every node's keys and receipts (as open-sqlite-store.ts).
-      closeSync(openSync(tmp, fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600));
       try {
+        // Why 0600 through O_EXCL: the store holds every node's keys and receipts (as open-sqlite-store.ts).
+        closeSync(openSync(tmp, fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600));
         db = new Database(tmp);
         q = cachedPrepare(db);
         db.pragma('synchronous = FULL');
@@ -69,7 +69,13 @@ export function openSqliteLoader(file: string): StoreLoader {
       const unknown = columns.find((c) => !known.has(c));
       if (unknown !== undefined) throw new StewardError('BACKUP_INVALID', `column ${table}.${unknown} is not in schema version ${version} of the control plane database`);
       const st = q(`INSERT INTO ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`);
-      for (const row of rows) st.run(...row.map(sqliteValue));
+      try {
+        for (const row of rows) st.run(...row.map(sqliteValue));
+      } catch (err) {
+        // The target was empty: rows that break its constraints are the rows' fault.
+        if ((err as { code?: string }).code === 'SQLITE_FULL') throw new StewardError('DISK_FULL', `${file}: no space left while loading ${table}`, { cause: err });
+        throw new StewardError('BACKUP_INVALID', `rows of ${table} do not load into schema version ${version}: ${(err as Error).message}`, { cause: err });
+      }
     },
     async raiseSequence(mark) {
       marks.push(mark);
