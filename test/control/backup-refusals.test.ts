@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -94,6 +94,22 @@ describeEachBackend((backend) => {
     assert.equal(statSync(out).size, forced.bytes);
     assert.equal(statSync(out).mode & 0o777, 0o600, 'a backup holds the store: private');
     assert.equal((backupBody(out)[0] as { format: string }).format, 'steward-control-backup');
+  });
+
+  test('backup refuses a store whose kept tarball is missing or changed on disk, and leaves no file at --out', async () => {
+    const dir = tmp();
+    const { db, artifacts } = await storeWithData(backend, dir);
+    const tarball = path.join(artifacts, 'web', '1.0.0.tgz');
+    const out = path.join(dir, 'control.backup');
+    writeFileSync(tarball, randomBytes(256 * 1024));
+    const changed = await controlCli(db, ['--artifacts', artifacts, 'backup', '--out', out, '--json']);
+    refused(changed, 'INTEGRITY_MISMATCH', 3);
+    assert.match(changed.json.error.message, /web 1\.0\.0/);
+    rmSync(tarball);
+    const missing = await controlCli(db, ['--artifacts', artifacts, 'backup', '--out', out, '--json']);
+    refused(missing, 'NOT_FOUND', 1);
+    assert.match(missing.json.error.message, /would not restore its rollouts/);
+    assert.deepEqual(readdirSync(dir).filter((f) => f.includes('control.backup')), [], 'nothing at --out, no temp file');
   });
 
   test('restore refuses a target that holds data with TARGET_NOT_EMPTY and changes nothing in it', async () => {
