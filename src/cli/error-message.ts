@@ -57,6 +57,9 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   RELEASE_EXISTS: { exit: EXIT.refused, hint: 'a version in the catalog never changes: publish a new version (or --resign to sign the same bytes with another allowed key)' },
   OPERATOR_EXISTS: { exit: EXIT.refused, hint: 'an operator of that name exists; `steward-control operator rotate NAME` gives it a new token, `operator remove NAME` removes it' },
   UNAUTHENTICATED: { exit: EXIT.refused, hint: 'set STEWARD_CONTROL_TOKEN to your operator token (`steward-control operator add NAME --role R`, or `operator rotate NAME`, on the server host prints one)' },
+  TARGET_NOT_EMPTY: { exit: EXIT.refused, hint: 'restore and copy write only into an empty database (SQLite: a file that does not exist yet; PostgreSQL: a database without steward data) and a tarball folder without other tarballs of the same names; nothing was written' },
+  OUTPUT_EXISTS: { exit: EXIT.refused, hint: 'the backup file exists; pick another --out, or pass --force to replace it (only once the new backup is complete)' },
+  BACKUP_INVALID: { exit: EXIT.failure, hint: 'the backup file is truncated, corrupt or not a steward-control backup; nothing was restored: use another copy of the backup' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 

@@ -18,8 +18,8 @@ describePostgres((backend) => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-artifact-instances-'));
     const artifacts = path.join(dir, 'artifacts');
     const shared = ['--artifacts', artifacts];
-    const a = await startControlDaemon(db, 0, 1, { init: false, args: [...shared, '--admin-listen', '127.0.0.1:0'] });
-    const b = await startControlDaemon(db, 0, 1, { init: false, args: shared });
+    const a = await startControlDaemon(db, 0, 1, { args: [...shared, '--admin-listen', '127.0.0.1:0'] });
+    const b = await startControlDaemon(db, 0, 1, { args: shared });
     try {
       const op = await controlCli(db, [...shared, 'operator', 'add', 'ada', '--role', 'admin', '--json']);
       assert.equal(op.code, 0, op.stderr);

@@ -1,6 +1,7 @@
 // Whole-fleet test pieces: steward-control and steward-agent as real child processes.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
 import { REPO, type TestHost } from './host.js';
 
 const CONTROL = path.join(REPO, 'bin/steward-control.js');
@@ -45,10 +46,10 @@ export interface ControlCliResult {
   json: any;
 }
 
-// Runs `steward-control --db <db> ...args`.
-export function controlCli(db: string, args: string[]): Promise<ControlCliResult> {
+// Runs `steward-control --db <db> ...args` (without --db when `db` is null).
+export function controlCli(db: string | null, args: string[]): Promise<ControlCliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CONTROL, '--db', db, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CONTROL, ...(db === null ? [] : ['--db', db]), ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       let json: unknown;
       try {
@@ -63,9 +64,10 @@ export function controlCli(db: string, args: string[]): Promise<ControlCliResult
 
 // Starts the `steward-control serve` program on 127.0.0.1:<port> and waits for its "listening on" line.
 // `bin`: another build's bin/steward-control.js (the compatibility tests); `args`: more serve flags.
-// `init: false` for a database `serve --init` may not create (PostgreSQL: `migrate` does).
-export async function startControlDaemon(db: string, port: number, heartbeatSeconds = 1, o: { bin?: string; args?: string[]; init?: boolean } = {}): Promise<Daemon & { url: string }> {
-  const d = daemon([o.bin ?? CONTROL, '--db', db, 'serve', ...(o.init === false ? [] : ['--init']), '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds), ...(o.args ?? [])], { DEBUG: 'steward:*' });
+export async function startControlDaemon(db: string, port: number, heartbeatSeconds = 1, o: { bin?: string; args?: string[] } = {}): Promise<Daemon & { url: string }> {
+  // PostgreSQL has no --init: its schema is made by migrate (or restore, copy).
+  const init = isPostgresUrl(db) ? [] : ['--init'];
+  const d = daemon([o.bin ?? CONTROL, '--db', db, 'serve', ...init, '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds), ...(o.args ?? [])], { DEBUG: 'steward:*' });
   const deadline = Date.now() + 15_000;
   for (;;) {
     const m = /listening on (\S+)/.exec(d.output());

@@ -17,6 +17,9 @@ export interface StoreBackend {
   createDatabase(): Promise<string>;
   // A store on a new database, on `clock` when given.
   open(opts?: { clock?: Pick<Clock, 'now'> }): Promise<ControlStore>;
+  // A --db value naming nothing yet: a SQLite file that does not exist, a PostgreSQL database
+  // without a schema (what restore and copy write into).
+  emptyTarget(): Promise<string>;
 }
 
 let cluster: Promise<PgCluster> | null = null;
@@ -44,21 +47,41 @@ const sqlite: StoreBackend = {
   async open(opts = {}) {
     return openStore(await this.createDatabase(), opts);
   },
+  async emptyTarget() {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-store-'));
+    dirs.push(dir);
+    return path.join(dir, 'control.db');
+  },
 };
 
 const postgres: StoreBackend = {
   name: 'postgres',
   async createDatabase() {
-    const missing = postgresMissing();
-    if (missing) throw new Error(`CI=true, so the PostgreSQL store tests must run, but: ${missing}`);
-    const url = await (await (cluster ??= startPostgresCluster())).createDatabase();
+    const url = await this.emptyTarget();
     await migrateStore(url);
     return url;
   },
   async open(opts = {}) {
     return openStore(await this.createDatabase(), opts);
   },
+  async emptyTarget() {
+    const missing = postgresMissing();
+    if (missing) throw new Error(`CI=true, so the PostgreSQL store tests must run, but: ${missing}`);
+    return (await (cluster ??= startPostgresCluster())).createDatabase();
+  },
 };
+
+// The backend that is not `b` (a backup of one restored onto the other); null without PostgreSQL
+// outside CI (the reason printed).
+export function otherBackend(b: StoreBackend): StoreBackend | null {
+  if (b.name === 'postgres') return sqlite;
+  const missing = postgresMissing();
+  if (missing && process.env.CI !== 'true') {
+    console.log(`skipping the restore onto PostgreSQL: ${missing}`);
+    return null;
+  }
+  return postgres;
+}
 
 // Declares `suite` in a describe block per backend, named after it.
 export function describeEachBackend(suite: (backend: StoreBackend) => void): void {

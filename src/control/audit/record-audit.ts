@@ -27,6 +27,6 @@ export function localActor(): Actor {
 }
 
 // Records one entry at the transaction's time.
-export async function recordAudit(tx: StoreTx, actor: Pick<Actor, 'operator' | 'source'> | { operator: null; source: string | null }, action: string, target: string | null, details: Record<string, unknown> = {}): Promise<void> {
+export async function recordAudit(tx: Pick<StoreTx, 'now' | 'audit'>, actor: Pick<Actor, 'operator' | 'source'> | { operator: null; source: string | null }, action: string, target: string | null, details: Record<string, unknown> = {}): Promise<void> {
   await tx.audit.insert({ at: await tx.now(), operator: actor.operator, action, target, source: actor.source, details });
 }

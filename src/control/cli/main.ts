@@ -3,6 +3,7 @@ import { StewardError } from '../../core/errors.js';
 import { EXIT } from '../../cli/error-message.js';
 import { readOwnVersion } from '../../platform/own-version.js';
 import { registerAudit } from './commands/audit.js';
+import { registerBackup, registerCopy, registerRestore } from './commands/backup.js';
 import { registerInit, registerMigrate } from './commands/init.js';
 import { registerKeys } from './commands/keys.js';
 import { registerNodes } from './commands/nodes.js';
@@ -20,7 +21,7 @@ export function buildControlProgram(): Command {
     .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
     .option('--db <file|url>', 'the database: a SQLite file on the server host, or a postgres:// URL (default: STEWARD_CONTROL_DB)')
     .option('--artifacts <dir>', 'the folder of kept release tarballs (default: STEWARD_CONTROL_ARTIFACTS, else <db>.artifacts beside a SQLite file; required with PostgreSQL)')
-    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve, init and migrate')
+    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve, init, migrate, backup, restore and copy')
     .option('--ca-file <file>', "a PEM CA bundle to trust for --server's https, beside Node's own")
     .option('--json', 'print one JSON document on stdout')
     // Not commander's .version(): a program option is also taken after a subcommand, and would
@@ -31,6 +32,9 @@ export function buildControlProgram(): Command {
   registerInit(program);
   registerMigrate(program);
   registerServe(program);
+  registerBackup(program);
+  registerRestore(program);
+  registerCopy(program);
   registerToken(program);
   registerKeys(program);
   registerRelease(program);

@@ -3,8 +3,13 @@
 import { existsSync } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
+import type { StoreLoader, StoreSnapshot } from './bulk.js';
+import { openPgLoader } from './postgres/loader.js';
 import { isPostgresUrl, migratePostgresAt, openPostgresStore, redactUrl } from './postgres/open-postgres-store.js';
+import { openPgSnapshot } from './postgres/snapshot.js';
+import { openSqliteLoader } from './sqlite/loader.js';
 import { openSqliteStore } from './sqlite/open-sqlite-store.js';
+import { openSqliteSnapshot } from './sqlite/snapshot.js';
 import { STORE_SCHEMA_VERSION } from './sqlite/schema.js';
 import type { ControlStore } from './store.js';
 
@@ -48,4 +53,14 @@ export async function migrateStore(spec: string, opts: { create?: boolean } = {}
   const created = !existsSync(spec);
   await openSqliteStore(spec, { create: opts.create === true }).close();
   return { db: spec, created, schemaVersion: STORE_SCHEMA_VERSION };
+}
+
+// A consistent snapshot of every table of the store `spec` names (backup, copy).
+export async function openSnapshot(spec: string): Promise<StoreSnapshot> {
+  return isPostgresUrl(spec) ? openPgSnapshot(spec) : openSqliteSnapshot(spec);
+}
+
+// A loader into the empty store `spec` names (restore, copy).
+export async function openLoader(spec: string): Promise<StoreLoader> {
+  return isPostgresUrl(spec) ? openPgLoader(spec) : openSqliteLoader(spec);
 }

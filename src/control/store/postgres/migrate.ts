@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { StewardError } from '../../../core/errors.js';
 import { logger } from '../../../platform/log.js';
-import { PG_MIGRATIONS, PG_SCHEMA_RANGE } from './schema.js';
+import { PG_MIGRATIONS, PG_SCHEMA_RANGE, type PgMigration } from './schema.js';
 
 const log = logger('control:store');
 
@@ -55,8 +55,7 @@ export async function migratePostgres(client: pg.ClientBase, location: string): 
           if (state.version > PG_SCHEMA_RANGE.newest) log('database %s has schema version %d, newer than %d: nothing to migrate', location, state.version, PG_SCHEMA_RANGE.newest);
           return { ...state, applied };
         }
-        await client.query(next.sql);
-        await client.query(`INSERT INTO steward_migrations (version, "compatibleFrom", "appliedAt") VALUES ($1, $2, (extract(epoch FROM now()) * 1000)::bigint)`, [next.version, next.compatibleFrom]);
+        await applyMigration(client, next);
         await client.query('COMMIT');
         applied.push(next.version);
         log('migrated %s to schema version %d', location, next.version);
@@ -68,6 +67,24 @@ export async function migratePostgres(client: pg.ClientBase, location: string): 
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
   }
+}
+
+async function applyMigration(client: pg.ClientBase, m: PgMigration): Promise<void> {
+  await client.query(m.sql);
+  await client.query(`INSERT INTO steward_migrations (version, "compatibleFrom", "appliedAt") VALUES ($1, $2, (extract(epoch FROM now()) * 1000)::bigint)`, [m.version, m.compatibleFrom]);
+}
+
+// Inside the caller's transaction (a restore's): waits for any migrate running elsewhere and
+// keeps others out until that transaction ends, and makes sure the schema table exists.
+export async function lockMigrationsInTx(client: pg.ClientBase): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATE_LOCK]);
+  await client.query(CREATE_TABLE);
+}
+
+// Applies the migrations after version `from` up to `to`, inside the caller's transaction
+// (under lockMigrationsInTx), so that they commit or roll back with what it writes.
+export async function applyMigrationsInTx(client: pg.ClientBase, from: number, to: number): Promise<void> {
+  for (const m of PG_MIGRATIONS) if (m.version > from && m.version <= to) await applyMigration(client, m);
 }
 
 // Refuses a database this steward-control cannot work on, naming its schema and our range.

@@ -72,18 +72,42 @@ function newPool(url: string, max: number): pg.Pool {
   return pool;
 }
 
-async function withClient<T>(url: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+// The store's tables over one connection (the store's own transaction, or a restore's).
+export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint'> {
+  return {
+    nodes: pgNodes(q),
+    receipts: pgReceipts(q),
+    runs: pgRuns(q),
+    releases: pgReleases(q),
+    tokens: pgTokens(q),
+    settings: pgSettings(q),
+    operators: pgOperators(q),
+    sessions: pgSessions(q),
+    authFailures: pgAuthFailures(q),
+    audit: pgAudit(q),
+  };
+}
+
+// One connection of its own to `url` (64-bit integers as numbers); `end` closes it (a broken
+// one is thrown away).
+export async function openPgClient(url: string): Promise<{ client: pg.PoolClient; end(broken?: Error): Promise<void> }> {
   const pool = newPool(url, 1);
+  let client: pg.PoolClient;
   try {
-    const client = await connect(pool, redactUrl(url));
-    try {
-      return await fn(client);
-    } finally {
-      client.release();
-    }
-  } finally {
+    client = await connect(pool, redactUrl(url));
+  } catch (err) {
     await pool.end();
+    throw err;
   }
+  let ended: Promise<void> | null = null;
+  return {
+    client,
+    end: (broken) =>
+      (ended ??= (async () => {
+        client.release(broken);
+        await pool.end();
+      })()),
+  };
 }
 
 async function connect(pool: pg.Pool, location: string): Promise<pg.PoolClient> {
@@ -95,8 +119,13 @@ async function connect(pool: pg.Pool, location: string): Promise<pg.PoolClient> 
 }
 
 // `steward-control migrate` (and `init`) on the database at `url`.
-export function migratePostgresAt(url: string): Promise<MigrateResult> {
-  return withClient(url, (c) => migratePostgres(c, redactUrl(url)));
+export async function migratePostgresAt(url: string): Promise<MigrateResult> {
+  const c = await openPgClient(url);
+  try {
+    return await migratePostgres(c.client, redactUrl(url));
+  } finally {
+    await c.end();
+  }
 }
 
 // Opens the store at `url` after checking that its schema is within this steward-control's range.
@@ -161,16 +190,7 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
       let at: Promise<number> | null = opts.clock ? Promise.resolve(opts.clock.now()) : null;
       const tx: StoreTx = {
         now: () => (at ??= q.one<{ now: number }>('SELECT floor(extract(epoch FROM transaction_timestamp()) * 1000)::bigint AS now').then((r) => (r as { now: number }).now)),
-        nodes: pgNodes(q),
-        receipts: pgReceipts(q),
-        runs: pgRuns(q),
-        releases: pgReleases(q),
-        tokens: pgTokens(q),
-        settings: pgSettings(q),
-        operators: pgOperators(q),
-        sessions: pgSessions(q),
-        authFailures: pgAuthFailures(q),
-        audit: pgAudit(q),
+        ...pgFamilies(q),
         savepoint: (fn) => undoable(fn, (e) => new TransactionAbortedError(e)),
       };
       const r = await fn(tx);

@@ -1,5 +1,7 @@
 // How the PostgreSQL store's tables talk to the database: one function per shape of answer,
 // bound to the connection of the transaction they run in.
+import type pg from 'pg';
+
 type Scalar = string | number | boolean | null;
 export type Param = Scalar | readonly Scalar[];
 
@@ -21,4 +23,29 @@ export const UNIQUE_VIOLATION = '23505';
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string } | null;
   return e?.code === UNIQUE_VIOLATION && (constraint === undefined || e.constraint === constraint);
+}
+
+// A Query on one connection of its own, inside the transaction its owner began (a snapshot's,
+// a restore's): any failure is the owner's to roll back.
+export function clientQuery(client: pg.ClientBase): Query {
+  let savepoints = 0;
+  const run = (sql: string, args: Param[] = []) => client.query(sql, args as unknown[]);
+  return {
+    rows: async (sql, args) => (await run(sql, args)).rows,
+    one: async (sql, args) => (await run(sql, args)).rows[0] ?? null,
+    count: async (sql, args) => (await run(sql, args)).rowCount ?? 0,
+    guarded: async (fn) => {
+      const name = `g${++savepoints}`;
+      await run(`SAVEPOINT ${name}`);
+      try {
+        const r = await fn();
+        await run(`RELEASE SAVEPOINT ${name}`);
+        return r;
+      } catch (err) {
+        await run(`ROLLBACK TO SAVEPOINT ${name}`);
+        await run(`RELEASE SAVEPOINT ${name}`);
+        throw err;
+      }
+    },
+  };
 }

@@ -16,7 +16,7 @@ import { sqliteAudit } from './audit.js';
 import { sqliteAuthFailures } from './auth-failures.js';
 import { sqliteNodes } from './nodes.js';
 import { sqliteOperators } from './operators.js';
-import type { Prepare } from './prepare.js';
+import { cachedPrepare, type Prepare } from './prepare.js';
 import { sqliteReceipts } from './receipts.js';
 import { sqliteReleases } from './releases.js';
 import { sqliteRuns } from './runs.js';
@@ -74,24 +74,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
     throw err;
   }
   const clock = opts.clock ?? systemClock;
-  const statements = new Map<string, Database.Statement>();
-  const q: Prepare = (sql) => {
-    let st = statements.get(sql);
-    if (!st) statements.set(sql, (st = db.prepare(sql)));
-    return st;
-  };
-  const families = {
-    nodes: sqliteNodes(q),
-    receipts: sqliteReceipts(q),
-    runs: sqliteRuns(q),
-    releases: sqliteReleases(q),
-    tokens: sqliteTokens(q),
-    settings: sqliteSettings(q),
-    operators: sqliteOperators(q),
-    sessions: sqliteSessions(q),
-    authFailures: sqliteAuthFailures(q),
-    audit: sqliteAudit(q),
-  };
+  const q = cachedPrepare(db);
+  const families = sqliteFamilies(q);
   // Transaction control through prepared statements: parsing BEGIN, SAVEPOINT and COMMIT anew
   // for every heartbeat of a batch was a measurable part of its cost. One savepoint name serves
   // nested ones too: ROLLBACK TO and RELEASE act on the innermost of that name.
@@ -146,6 +130,22 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
         await group?.close();
         db.close();
       })),
+  };
+}
+
+// The store's tables over one connection's prepared statements (the store's own, or a restore's).
+export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint'> {
+  return {
+    nodes: sqliteNodes(q),
+    receipts: sqliteReceipts(q),
+    runs: sqliteRuns(q),
+    releases: sqliteReleases(q),
+    tokens: sqliteTokens(q),
+    settings: sqliteSettings(q),
+    operators: sqliteOperators(q),
+    sessions: sqliteSessions(q),
+    authFailures: sqliteAuthFailures(q),
+    audit: sqliteAudit(q),
   };
 }
 

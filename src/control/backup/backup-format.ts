@@ -1,0 +1,62 @@
+// The steward-control backup file (docs/control-plane.md, "Backup and restore"), one format for
+// both backends: gzip of UTF-8 lines, each one JSON value, in this order:
+//   {"format":"steward-control-backup","formatVersion":1,"schemaVersion":4,"takenAt":<ms>,"source":"sqlite","stewardVersion":"0.1.0"}
+//   per table: {"table":"nodes","columns":["nodeId",...]}, one JSON array per row, {"tableEnd":"nodes","rows":2}
+//   {"sequence":"runs","value":7}        the highest id the table's generated column handed out
+//   per kept tarball: {"artifact":{"app","version","size","integrity"}}, then {"chunk":"<base64>"}
+//                     lines holding exactly `size` bytes
+//   {"end":true,"lines":<lines before this one>,"sha256":"<hex over those lines, newlines included>"}
+// A file without its end line, with a line out of place, or whose digest differs is not a backup.
+import { z } from 'zod';
+import { isAppName, isVersion } from '../../core/names.js';
+import type { Scalar, SequenceMark, TableShape } from '../store/bulk.js';
+
+export const BACKUP_FORMAT = 'steward-control-backup';
+export const BACKUP_FORMAT_VERSION = 1;
+// The longest line a reader takes (a row holds at most a heartbeat's report or a receipt).
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+// Bytes of a tarball per chunk line.
+export const CHUNK_BYTES = 512 * 1024;
+
+const int = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const tableName = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/);
+const columnName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/);
+
+export const headerSchema = z.strictObject({
+  format: z.literal(BACKUP_FORMAT),
+  formatVersion: z.literal(BACKUP_FORMAT_VERSION),
+  schemaVersion: int.min(1),
+  takenAt: int,
+  source: z.enum(['sqlite', 'postgres']),
+  stewardVersion: z.string().max(64),
+});
+export type BackupHeader = z.infer<typeof headerSchema>;
+
+export const tableSchema = z.strictObject({ table: tableName, columns: z.array(columnName).min(1).max(200) });
+export const tableEndSchema = z.strictObject({ tableEnd: tableName, rows: int });
+export const sequenceSchema = z.strictObject({ sequence: tableName, value: int });
+export const artifactMetaSchema = z.strictObject({
+  app: z.string().refine(isAppName, 'not an app name'),
+  version: z.string().refine(isVersion, 'not a version'),
+  size: int.min(1),
+  integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]{86}==$/),
+});
+export type ArtifactMeta = z.infer<typeof artifactMetaSchema>;
+export const artifactSchema = z.strictObject({ artifact: artifactMetaSchema });
+export const chunkSchema = z.strictObject({ chunk: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/) });
+export const endSchema = z.strictObject({ end: z.literal(true), lines: int, sha256: z.string().regex(/^[0-9a-f]{64}$/) });
+
+// A row's values: the stored scalars only.
+export function isRow(v: unknown, columns: number): v is Scalar[] {
+  return Array.isArray(v) && v.length === columns && v.every((x) => x === null || typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isSafeInteger(x)));
+}
+
+// What a backup holds, as backup writes it and restore reads it (and copy passes from one store
+// to the other without a file). An artifact's bytes must be read to their end before the next
+// event is asked for.
+export type DumpEvent =
+  | { kind: 'table'; table: TableShape }
+  | { kind: 'rows'; rows: Scalar[][] }
+  | { kind: 'tableEnd'; table: string; rows: number }
+  | { kind: 'sequence'; mark: SequenceMark }
+  | { kind: 'artifact'; artifact: ArtifactMeta; bytes: AsyncIterable<Buffer> };
