@@ -80,6 +80,9 @@ export interface BootOptions {
   bindRo?: Array<[string, string]>;
   // Folders given an empty writable tmpfs inside (under the read-only /usr, say).
   tmpfs?: string[];
+  // Host folders made writable inside as overlayfs: [host folder (lower), host folder that takes
+  // the writes (upper), path in the container]; dpkg, say, installs into /usr and its database.
+  overlays?: Array<[string, string, string]>;
 }
 
 // Boots systemd in a container and waits until it is up; throws with the console output when
@@ -105,6 +108,7 @@ export async function bootSystemdContainer(opts: BootOptions = {}): Promise<Syst
       ...(process.execPath === '/usr/bin/node' ? [] : [`--bind-ro=${process.execPath}:/usr/bin/node`]),
       ...(opts.bindRo ?? []).map(([from, to]) => `--bind-ro=${from}:${to}`),
       ...(opts.tmpfs ?? []).map((dir) => `--tmpfs=${dir}`),
+      ...(opts.overlays ?? []).map(([lower, upper, to]) => `--overlay=${lower}:${upper}:${to}`),
       '-b',
       '--',
       // Without firstboot=off the first-boot wizard waits for a key press.
