@@ -46,6 +46,9 @@ export async function setUpPackagedSteward(opts: PackageSetupOptions): Promise<S
     opts.onStep?.(s);
   };
 
+  // Every input checked as `agentctl install` checks it, before the first change.
+  const { config } = await checkInstallInputs(paths, { unitNode: path.join(pkg, PACKAGED_NODE) });
+
   // 1. What an earlier `agentctl install` left: its files in /etc would override the package's
   // (systemd reads /etc before /usr/lib), its code and launcher would run an older steward.
   for (const [src, target] of DROPPED_FILES) did(`earlier ${path.basename(target)}`, await removeIfOurs(target, path.join(pkg, 'systemd', src)), target);
@@ -62,8 +65,7 @@ export async function setUpPackagedSteward(opts: PackageSetupOptions): Promise<S
   await opts.tools.run('systemd-tmpfiles', ['--create', PACKAGED_TMPFILES]);
   did('folders', 'ran', `systemd-tmpfiles --create ${PACKAGED_TMPFILES}`);
 
-  // 3. Every input checked as `agentctl install` checks it, then the key, config and agent.
-  const { config } = await checkInstallInputs(paths, { unitNode: path.join(pkg, PACKAGED_NODE) });
+  // 3. The helper key, a default config, the agent's first release.
   const hadKey = existsSync(paths.helperKey);
   const key = await loadOrCreateHelperKey(paths);
   did('helper key', hadKey ? 'unchanged' : 'created', `${paths.helperKey} (keyId ${key.keyId}), ${paths.helperPub}`);

@@ -1,0 +1,68 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import { buildStewardDeb } from '../../scripts/package.js';
+import { REPO } from './host.js';
+import { runIn as run, shIn as sh, type RunResult } from './container-exec.js';
+import { bootOrSkip, waitFor, type SystemdContainer } from './systemd-container.js';
+
+// A booted systemd container that dpkg can install steward's .deb into: its /usr and dpkg's
+// database are overlays of this host's (the writes land in a temp folder), the .deb is built
+// into a folder bound at /opt/deb.
+
+// dpkg's database, at the top: systemd-nspawn makes no parent folders for an overlay's mount
+// point, and /var of a volatile container is an empty tmpfs.
+const ADMINDIR = '/dpkg';
+
+export interface DebContainer {
+  box: SystemdContainer;
+  // The .deb's path inside the container, and steward's version.
+  deb: string;
+  version: string;
+  // dpkg's arguments with the container's database.
+  dpkg(...args: string[]): string[];
+}
+
+// Boots the container (or skips the test, see bootOrSkip) and builds the .deb; both are undone
+// when the test ends.
+export async function bootForDpkg(t: TestContext): Promise<DebContainer | null> {
+  const out = mkdtempSync(path.join(os.tmpdir(), 'steward-deb-'));
+  t.after(() => rmSync(out, { recursive: true, force: true }));
+  const folder = (name: string) => {
+    mkdirSync(path.join(out, name));
+    return path.join(out, name);
+  };
+  const box = await bootOrSkip(t, {
+    bindRo: [[folder('deb'), '/opt/deb']],
+    overlays: [['/usr', folder('usr'), '/usr'], ['/var/lib/dpkg', folder('dpkg'), ADMINDIR]],
+  });
+  if (!box) return null;
+  t.after(() => box.stop());
+  // The host's overrides name groups (ssl-cert) that the container's empty /etc does not have;
+  // a Docker image's policy-rc.d (exit 101) would forbid deb-systemd-invoke to start anything,
+  // which a real host has not. Both changes land in the overlays' upper layers only.
+  await sh(box, `: > ${ADMINDIR}/statoverride && rm -f /usr/sbin/policy-rc.d`);
+  // gzip -1 rather than xz: the same tree, built in seconds (scripts/package.ts).
+  const { deb, version } = await buildStewardDeb(REPO, path.join(out, 'deb'), { compression: 'gzip' });
+  return { box, deb: `/opt/deb/${path.basename(deb)}`, version, dpkg: (...args) => ['--admindir', ADMINDIR, ...args] };
+}
+
+// `agentctl --json status` once it answers (exit 0); the helper's journal in the error if not.
+export async function statusOnceUp(box: SystemdContainer): Promise<RunResult> {
+  let last = '';
+  return waitFor('agentctl status through the packaged helper', async () => {
+    const r = await run(box, 'agentctl', ['--json', 'status']);
+    last = r.text;
+    return r.code === 0 ? r : null;
+  }, 30_000, 500).catch(async (err: Error) => {
+    const journal = await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-n', '40']);
+    throw new Error(`${err.message}: ${last}\n--- the helper's journal ---\n${journal.text}`);
+  });
+}
+
+// The path of the executable the helper's main process runs (once it answers: right after a
+// start, the main process is systemd's fork before its exec).
+export async function helperExe(box: SystemdContainer): Promise<string> {
+  return (await sh(box, 'readlink /proc/$(systemctl show -p MainPID --value steward-helper.service)/exe')).stdout.trim();
+}
