@@ -5,17 +5,16 @@
 // enables and starts (or restarts) the helper itself.
 import { existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { AGENT_APP } from '../core/names.js';
 import { hostPaths } from '../core/paths.js';
-import { loadOrCreateHelperKey } from '../host/helper-key.js';
 import { packageRoot } from '../platform/own-version.js';
 import { readRegularFile, removeTree } from '../platform/fs-atomic.js';
 import { StewardError } from '../core/errors.js';
 import { installAgentRelease } from './agent-release.js';
 import { removeLauncher } from './agentctl-launcher.js';
 import { checkInstallInputs } from './install-inputs.js';
-import { CONFIG_DIR, DEFAULT_CONFIG, DROPPED_FILES, LIB_DIR, type Step } from './install-layout.js';
-import { checkRootFolder, removeIfPresent, writeIfChanged } from './root-files.js';
+import { makeKeyAndConfig } from './install.js';
+import { DROPPED_FILES, LIB_DIR, type Step } from './install-layout.js';
+import { removeIfPresent } from './root-files.js';
 import { requireRoot, type SystemTools } from './system-tools.js';
 
 // Where the package puts the sysusers.d and tmpfiles.d files (vendor files, below /etc's).
@@ -66,16 +65,7 @@ export async function setUpPackagedSteward(opts: PackageSetupOptions): Promise<S
   did('folders', 'ran', `systemd-tmpfiles --create ${PACKAGED_TMPFILES}`);
 
   // 3. The helper key, a default config, the agent's first release.
-  const hadKey = existsSync(paths.helperKey);
-  const key = await loadOrCreateHelperKey(paths);
-  did('helper key', hadKey ? 'unchanged' : 'created', `${paths.helperKey} (keyId ${key.keyId}), ${paths.helperPub}`);
-  await checkRootFolder(CONFIG_DIR);
-  if (config) {
-    did('config', 'unchanged', `${paths.configFile} exists and is left as it is`);
-  } else {
-    await writeIfChanged(paths.configFile, Buffer.from(JSON.stringify(DEFAULT_CONFIG, null, 2) + '\n'), 0o644);
-    did('config', 'created', `${paths.configFile} with the app ${AGENT_APP} (runner unit)`);
-  }
+  await makeKeyAndConfig(paths, config, did);
   const agent = await installAgentRelease(pkg, paths);
   did('agent release', agent.action, agent.detail);
   return steps;
