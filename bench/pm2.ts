@@ -20,7 +20,13 @@ export function ensurePm2(): string {
   const bin = path.join(dir, 'node_modules/pm2/bin/pm2');
   if (existsSync(bin)) return bin;
   mkdirSync(dir, { recursive: true });
-  execFileSync('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', dir, `pm2@${PM2_VERSION}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  process.stderr.write(`bench: installing pm2@${PM2_VERSION} into ${dir} (once; .ci/run does it before the suite)\n`);
+  try {
+    // Bounded: a registry that does not answer is a named failure, not a hung bench.
+    execFileSync('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', dir, `pm2@${PM2_VERSION}`], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000, killSignal: 'SIGKILL' });
+  } catch (err) {
+    throw new Error(`cannot install pm2@${PM2_VERSION}, the bench's peer, into ${dir}: ${(err as Error).message}`);
+  }
   if (!existsSync(bin)) throw new Error(`npm installed pm2@${PM2_VERSION} but ${bin} is missing`);
   return bin;
 }

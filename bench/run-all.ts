@@ -4,6 +4,10 @@
 //
 //   node dist/bench/run-all.js [--quick] [--only SUBSTRING[,SUBSTRING...]] [--json]
 //
+// A script that runs past its time (QUICK_SCRIPT_SECONDS with --quick, FULL_SCRIPT_SECONDS
+// without) is killed with its whole process group and reported as failed with that reason, so a
+// hang names the script instead of using up the caller's own timeout.
+//
 // With --json, stdout is one JSON object instead of the table: {rows, failed: [{script, problem}],
 // notBuilt, seconds, load}; CI's quick run (test/bench/run-all-quick.test.ts) reads it.
 import { spawn } from 'node:child_process';
@@ -20,6 +24,9 @@ const self = path.basename(fileURLToPath(import.meta.url));
 // .js in dist/bench/ that is neither listed nor known as shared is named on stderr.
 export const ROW_SCRIPTS = ['stage', 'stage-status', 'activation', 'respawn', 'footprint', 'status-cli', 'control-heartbeats', 'rollout-advance'];
 const SHARED = ['lib', 'stage-input', 'pm2', 'proc-watch'];
+// Each quick script takes under 20 s on a quiet 2-core machine; the full ones a few minutes.
+export const QUICK_SCRIPT_SECONDS = 90;
+export const FULL_SCRIPT_SECONDS = 1800;
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -98,11 +105,27 @@ interface Outcome {
 function runScript(script: string): Promise<Outcome> {
   return new Promise((resolve) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, [path.join(here, script), '--json', ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // detached: its own process group, so a timeout takes the helpers and peers it started too.
+    const child = spawn(process.execPath, [path.join(here, script), '--json', ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     let out = '';
+    let timedOut = false;
+    const limit = quick ? QUICK_SCRIPT_SECONDS : FULL_SCRIPT_SECONDS;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      process.stderr.write(`bench: ${script} still running after ${limit} s: killing its process group\n`);
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }, limit * 1000);
     child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    child.on('error', (err) => resolve({ script, rows: [], problem: err.message, seconds: 0 }));
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      resolve({ script, rows: [], problem: err.message, seconds: 0 });
+    });
     child.on('close', (code, signal) => {
+      clearTimeout(timer);
       const rows: BenchRow[] = [];
       let bad = 0;
       for (const line of out.split('\n')) {
@@ -118,7 +141,7 @@ function runScript(script: string): Promise<Outcome> {
         if (row) rows.push(row);
         else bad++;
       }
-      const problem = code !== 0 ? `exited ${code ?? signal}` : rows.length === 0 ? 'printed no row' : bad ? `${bad} malformed row(s)` : null;
+      const problem = timedOut ? `timed out after ${limit} s (killed)` : code !== 0 ? `exited ${code ?? signal}` : rows.length === 0 ? 'printed no row' : bad ? `${bad} malformed row(s)` : null;
       resolve({ script, rows, problem, seconds: (performance.now() - t0) / 1000 });
     });
   });
@@ -148,13 +171,15 @@ async function main(): Promise<number> {
   const outcomes: Outcome[] = [];
   for (const s of scripts) {
     process.stderr.write(`bench: ${s}${quick ? ' --quick' : ''}\n`);
-    outcomes.push(await runScript(s));
+    const o = await runScript(s);
+    process.stderr.write(`bench: ${s} took ${o.seconds.toFixed(1)} s${o.problem ? `: ${o.problem}` : ''}\n`);
+    outcomes.push(o);
   }
   const failed = outcomes.filter((o) => o.problem);
   const seconds = outcomes.reduce((s, o) => s + o.seconds, 0);
   if (json) {
     const rows = outcomes.flatMap((o) => o.rows.map((r) => ({ script: o.script, ...r })));
-    process.stdout.write(JSON.stringify({ rows, failed: failed.map((o) => ({ script: o.script, problem: o.problem })), notBuilt: found.absent, seconds, load: os.loadavg() }) + '\n');
+    process.stdout.write(JSON.stringify({ rows, failed: failed.map((o) => ({ script: o.script, problem: o.problem })), scripts: outcomes.map((o) => ({ script: o.script, seconds: o.seconds })), notBuilt: found.absent, seconds, load: os.loadavg() }) + '\n');
     return failed.length ? 1 : 0;
   }
   const body = outcomes.flatMap((o) =>

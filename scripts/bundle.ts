@@ -57,6 +57,18 @@ const absentPackages: Plugin = {
   },
 };
 
+// zod's namespaces re-export every locale (`z.locales`, `core.locales`: 63 files, ~330 KiB of
+// source), and a namespace used as a value keeps all of its members in a bundle, so every daemon
+// would hold them all in its heap. steward sets English only (src/core/zod-mini.ts): the locales
+// index is bundled as one that holds `en` alone.
+const englishOnly: Plugin = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) => (/[\\/]zod[\\/]/.test(args.importer) ? { path: path.join(path.dirname(args.importer), '..', 'locales', 'en.js'), namespace: 'zod-locales' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({ contents: `export { default as en } from ${JSON.stringify(args.path)};`, loader: 'js', resolveDir: path.dirname(args.path) }));
+  },
+};
+
 export const BUNDLE_DIR = 'dist/bundle';
 
 // The metafile of `program`'s build, relative to the checkout.
@@ -82,7 +94,7 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
     entryNames: '[name]',
     chunkNames: '[name]-[hash]',
     external: NATIVE,
-    plugins: [absentPackages],
+    plugins: [absentPackages, englishOnly],
     // The CommonJS packages (commander, debug, proper-lockfile) call require() for node's own
     // modules; an ES module has no require of its own.
     banner: { js: "import { createRequire as __stewardRequire } from 'node:module';\nconst require = __stewardRequire(import.meta.url);" },

@@ -123,6 +123,12 @@ async function main(): Promise<number> {
       if (cur !== '1.0.0') throw new Error(`${h.name} runs ${cur}, not 1.0.0`);
     }
     say(`${staging.name} rolled 3.0.0 back and quarantined it; every host still runs web 1.0.0`);
+    // The signed receipt carried the failed version's last log lines to the control plane.
+    const { receipts: back } = await runJson<{ receipts: Array<{ outcome: string; targetVersion: string | null; logTail: string | null }> }>('control', ['--db', db, 'receipts', '--app', 'web']);
+    const tail = back.find((x) => x.outcome === 'rolled-back' && x.targetVersion === '3.0.0')?.logTail ?? '';
+    if (!tail.includes('cannot read its settings')) throw new Error(`the rollback's receipt carries no log lines of 3.0.0: ${JSON.stringify(tail)}`);
+    say('why, in its own words: the rollback\'s receipt carries the last lines 3.0.0 wrote');
+    await control(db, ['receipts', '--app', 'web', '--select', 'env=staging', '--logs']);
 
     step('v2 to prod, then an operator rolls prod-3 back by hand; the control plane does not undo it');
     await control(db, ['rollout', 'start', 'web', '2.0.0', '--select', 'env=prod', '--canaries', '0', '--batch', '100%', '--bake', '0', '--verdict-timeout', '60s']);

@@ -1,9 +1,19 @@
 #!/usr/bin/env node
-// Runs every compiled test file (dist/test/**/*.test.js) with node:test. Node 20's --test
-// takes no globs, so the files are listed here. Files whose name holds ".serial." (latency
-// checks that a busy machine would disturb) run afterwards, alone. The last line sums both.
+// Runs every compiled test file (dist/test/**/*.test.js) with node:test, each file in its own
+// `node --test` process, two at a time; files whose name holds ".serial." (latency checks that a
+// busy machine would disturb) run afterwards, alone.
+//
+//   node scripts/run-tests.js [SUBSTRING ...]     only the files whose path holds one of these
+//
+// Each file's TAP output is printed whole when the file ends, headed by its name and time, so two
+// files never interleave. A file still running after FILE_TIMEOUT_S (STEWARD_TEST_FILE_TIMEOUT_S)
+// is killed with its process group and counted as failed, with what it printed so far: a hang
+// names its file instead of using up CI's time. Every PROGRESS_S a line on stderr names the files
+// still running. The end is the slowest files, the failed ones, and one line summing every file.
+//
 // The reporter is named: from Node 23 on, --test defaults to the spec reporter, whose summary
-// lines are not TAP's `# pass N` that the counts below are read from.
+// lines are not TAP's `# pass N` that the counts below are read from. (Node 20's --test-timeout
+// is not used: there it also bounds a whole file, not one test.)
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +21,11 @@ import path from 'node:path';
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const testDir = path.join(root, 'dist', 'test');
 const only = process.argv.slice(2);
+// The longest file takes about 2 minutes on a quiet 2-core machine (the quick bench bounds its
+// own scripts so that it stays under this too).
+const FILE_TIMEOUT_S = Number(process.env.STEWARD_TEST_FILE_TIMEOUT_S ?? 900);
+const PROGRESS_S = 120;
+const CONCURRENCY = 2;
 
 function walk(dir, out) {
   for (const name of readdirSync(dir).sort()) {
@@ -21,41 +36,92 @@ function walk(dir, out) {
   return out;
 }
 
-function run(files, concurrency) {
+const running = new Map(); // file -> start time (ms)
+const rel = (f) => path.relative(root, f);
+
+// One file: { file, seconds, counts, code, timedOut }, its output printed when it ends.
+function runFile(file) {
   return new Promise((resolve) => {
+    const t0 = Date.now();
+    running.set(file, t0);
     const counts = { pass: 0, fail: 0, cancelled: 0, skipped: 0 };
-    const child = spawn(process.execPath, ['--test', '--test-reporter=tap', '--test-reporter-destination=stdout', `--test-concurrency=${concurrency}`, ...files], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let tail = '';
-    child.stdout.on('data', (chunk) => {
-      process.stdout.write(chunk);
-      const text = tail + chunk.toString('utf8');
-      const lines = text.split('\n');
-      tail = lines.pop() ?? '';
-      for (const line of lines) {
-        const m = /^# (pass|fail|cancelled|skipped) (\d+)$/.exec(line);
-        if (m) counts[m[1]] = Number(m[2]);
+    // detached: its own process group, which a timeout kills whole (helpers, containers, servers).
+    const child = spawn(process.execPath, ['--test', '--test-reporter=tap', '--test-reporter-destination=stdout', file], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const chunks = [];
+    child.stdout.on('data', (c) => chunks.push(c));
+    child.stderr.on('data', (c) => chunks.push(c));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
       }
+    }, FILE_TIMEOUT_S * 1000);
+    const done = (code) => {
+      clearTimeout(timer);
+      running.delete(file);
+      const seconds = (Date.now() - t0) / 1000;
+      const text = Buffer.concat(chunks).toString('utf8');
+      for (const line of text.split('\n')) {
+        const m = /^# (pass|fail|cancelled|skipped) (\d+)$/.exec(line);
+        if (m) counts[m[1]] += Number(m[2]);
+      }
+      process.stdout.write(`# file: ${rel(file)} (${seconds.toFixed(1)} s)\n${text}${text.endsWith('\n') || !text ? '' : '\n'}`);
+      if (timedOut) process.stdout.write(`not ok - ${rel(file)} was still running after ${FILE_TIMEOUT_S} s and was killed; its output so far is above\n`);
+      resolve({ file, seconds, counts, code: timedOut ? 1 : (code ?? 1), timedOut });
+    };
+    child.on('error', (err) => {
+      chunks.push(Buffer.from(`cannot run ${file}: ${err.message}\n`));
+      done(1);
     });
-    child.on('close', (code) => resolve({ code: code ?? 1, counts }));
+    child.on('close', (code) => done(code));
   });
+}
+
+async function pool(files, concurrency) {
+  const results = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < files.length) results.push(await runFile(files[next++]));
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, worker));
+  return results;
 }
 
 let files = walk(testDir, []);
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 if (files.length === 0) {
-  console.error('no test files found under dist/test');
+  console.error(only.length ? `no test file under dist/test matches ${only.join(' or ')}` : 'no test files found under dist/test (was `npm run build` run?)');
   process.exit(1);
 }
+const t0 = Date.now();
+const progress = setInterval(() => {
+  const now = Date.now();
+  const list = [...running].map(([f, s]) => `${rel(f)} (${Math.round((now - s) / 1000)} s)`);
+  process.stderr.write(`tests: ${Math.round((now - t0) / 1000)} s in; running ${list.join(', ') || 'nothing'}\n`);
+}, PROGRESS_S * 1000);
+progress.unref();
+
 const serial = files.filter((f) => path.basename(f).includes('.serial.'));
 const parallel = files.filter((f) => !serial.includes(f));
-const results = [];
-if (parallel.length) results.push(await run(parallel, 2));
-if (serial.length) results.push(await run(serial, 1));
+const results = [...(await pool(parallel, CONCURRENCY)), ...(await pool(serial, 1))];
+clearInterval(progress);
+
 const total = { pass: 0, fail: 0, skipped: 0 };
 for (const r of results) {
   total.pass += r.counts.pass;
   total.fail += r.counts.fail + r.counts.cancelled; // a test its timeout cancelled failed too
   total.skipped += r.counts.skipped;
 }
+// A file that exited non-zero with no failing test counted (a crash outside any test, a kill)
+// is a failure of its own.
+const failedFiles = results.filter((r) => r.code !== 0);
+for (const r of failedFiles) if (r.counts.fail + r.counts.cancelled === 0) total.fail += 1;
+const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
+console.log(`\n# slowest files: ${slowest.map((r) => `${rel(r.file)} ${r.seconds.toFixed(0)} s`).join(', ')}`);
+if (failedFiles.length) console.log(`# failed files: ${failedFiles.map((r) => `${rel(r.file)}${r.timedOut ? ' (timed out)' : ` (exit ${r.code})`}`).join(', ')}`);
+console.log(`# ${files.length} files in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 console.log(`${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
-process.exit(results.some((r) => r.code !== 0) ? 1 : 0);
+process.exit(failedFiles.length ? 1 : 0);

@@ -10,13 +10,15 @@ export class AcceptsWriter {
 
   constructor(
     private readonly file: string,
+    // This agent's version (what its heartbeats report).
+    private readonly agentVersion: string,
     private readonly log: Logf,
   ) {}
 
   // Records the accepted versions (undefined: the control plane said none, so v1). A failed
   // write is logged and tried again at the next answer: the helper then keeps what it last read.
   async record(receiptVersions: readonly number[] | undefined): Promise<void> {
-    const body: AcceptsFile = { schemaVersion: ACCEPTS_SCHEMA_VERSION, receiptVersions: [...(receiptVersions ?? [1])] };
+    const body: AcceptsFile = { schemaVersion: ACCEPTS_SCHEMA_VERSION, receiptVersions: [...(receiptVersions ?? [1])], agentVersion: this.agentVersion };
     const json = JSON.stringify(body);
     if (json === this.written) return;
     try {

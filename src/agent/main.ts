@@ -128,7 +128,7 @@ async function runAgent(o: AgentOptions): Promise<number> {
       seq: await SeqStore.open(files.seq),
       outbox,
       acted: await ActedStore.open(files.acted),
-      accepts: new AcceptsWriter(acceptsFile(paths), hbLog),
+      accepts: new AcceptsWriter(acceptsFile(paths), agentVersion(), hbLog),
       nodeId: enrollment.nodeId,
       nodeKey,
       loadHelperKey: async () => {

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { z } from './zod-mini.js';
 import type { HostPaths } from './paths.js';
-import { intSchema } from './names.js';
+import { intSchema, versionSchema } from './names.js';
 import { RECEIPT_VERSIONS } from './receipt-schema.js';
 
 export const ACCEPTS_SCHEMA_VERSION = 1;
@@ -17,6 +17,10 @@ export const receiptVersionListSchema = z.array(intSchema(1, 1_000_000)).check(z
 export const acceptsFileSchema = z.strictObject({
   schemaVersion: z.literal(ACCEPTS_SCHEMA_VERSION),
   receiptVersions: receiptVersionListSchema,
+  // The version of the agent that wrote it. An agent relays only the receipt versions it reads
+  // itself: when the host's steward-agent app runs another version (an older agent rolled back
+  // to, which knows neither v2 nor this file), the file speaks for nobody and receipts are v1.
+  agentVersion: versionSchema,
 });
 export type AcceptsFile = z.infer<typeof acceptsFileSchema>;
 

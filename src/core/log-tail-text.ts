@@ -21,8 +21,9 @@ export function logTailOf(raw: Buffer | string): string {
   const decoded = typeof raw === 'string' ? raw : new TextDecoder('utf-8', { fatal: false }).decode(raw);
   let text = replaceLogControlChars(decoded.replace(LONE_SURROGATE, '\ufffd'));
   if (encodedBytes(text) <= LOG_TAIL_MAX_BYTES) return text;
-  // Keep the last characters whose encoding fits: measure from the end, one code point at a time
-  // in blocks (a cheap upper bound first: a code point encodes to at most 6 bytes, `\uXXXX`).
+  // Keep the last code points whose encoding fits, measured one at a time from the end (what one
+  // weighs depends on it: `"` and `\\` take 2 bytes, `é` 2, an emoji 4). The helper reads at most
+  // 16 KiB of a log for this, so the walk stays short.
   const chars = Array.from(text);
   let kept = 0;
   let bytes = 2;

@@ -11,6 +11,8 @@ import { AppLocks } from './app-locks.js';
 import type { HelperCore } from './handlers.js';
 import { loadOrCreateHelperKey } from '../host/helper-key.js';
 import { readNodeId } from '../host/node-id.js';
+import { AGENT_APP } from '../core/name-checks.js';
+import { readCurrent } from './release-store.js';
 import { readAcceptedReceiptVersions } from './receipts/read-accepts.js';
 import { readRelayedSeq } from './receipts/read-relay-mark.js';
 import { ReceiptStore } from './receipts/receipt-store.js';
@@ -38,7 +40,11 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     faults,
     knownApp: (app) => Object.hasOwn(config.apps, app),
     relayedSeq: () => readRelayedSeq(paths, key.keyId),
-    acceptedVersions: () => readAcceptedReceiptVersions(paths),
+    acceptedVersions: async () => {
+      if (!Object.hasOwn(config.apps, AGENT_APP)) return readAcceptedReceiptVersions(paths);
+      const current = await readCurrent(paths, AGENT_APP).catch(() => null);
+      return readAcceptedReceiptVersions(paths, current?.state === 'valid' ? current.version : '');
+    },
     logTail: (app) => config.apps[app]?.logTail ?? config.logTail,
   });
   return {

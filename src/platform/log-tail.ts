@@ -17,14 +17,8 @@ export async function tailLines(file: string, fromOffset: number, maxLines = 200
     if (!st.isFile()) return '';
     const from = fromOffset > st.size ? 0 : Math.max(0, fromOffset);
     const start = Math.max(from, st.size - maxBytes);
-    const buf = Buffer.alloc(st.size - start);
-    let got = 0;
-    while (got < buf.length) {
-      const { bytesRead } = await h.read(buf, got, buf.length - got, start + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    let bytes = buf.subarray(0, got);
+    const buf = await readFrom(h, start, st.size);
+    let bytes = buf;
     if (start > from) {
       const nl = bytes.indexOf(0x0a);
       if (nl >= 0) bytes = bytes.subarray(nl + 1);
@@ -52,15 +46,21 @@ export async function readTail(file: string, maxBytes: number): Promise<Buffer> 
     const st = await h.stat();
     if (!st.isFile()) return Buffer.alloc(0);
     const start = Math.max(0, st.size - maxBytes);
-    const buf = Buffer.alloc(st.size - start);
-    let got = 0;
-    while (got < buf.length) {
-      const { bytesRead } = await h.read(buf, got, buf.length - got, start + got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    return buf.subarray(0, got);
+    const buf = await readFrom(h, start, st.size);
+    return buf;
   } finally {
     await h.close();
   }
+}
+
+// The bytes of an open file from `start` to `end` (fewer if it shrank meanwhile).
+async function readFrom(h: fsp.FileHandle, start: number, end: number): Promise<Buffer> {
+  const buf = Buffer.alloc(Math.max(0, end - start));
+  let got = 0;
+  while (got < buf.length) {
+    const { bytesRead } = await h.read(buf, got, buf.length - got, start + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return buf.subarray(0, got);
 }

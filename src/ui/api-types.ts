@@ -27,6 +27,7 @@ export interface NodeView {
   heartbeatAgeMs: number | null;
   bootId: string | null;
   agentVersion: string | null;
+  clockSkewMs: number | null;
   apps: AppReport[];
   receiptLost: number[];
 }

@@ -6,12 +6,13 @@
 // they read.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, REPO, startHelper, type TestHost } from '../helpers/host.js';
 import { killApps } from '../helpers/app-processes.js';
 import { startAgentProcess } from '../helpers/agent-process.js';
+import { startControlDaemon } from '../helpers/fleet.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { buildPreviousRelease, previousReleaseMissing, PREVIOUS_RELEASE, type Build } from './previous-release.js';
 
@@ -42,16 +43,9 @@ async function fleetOf(hostBin: Build['bin'], controlBin: string): Promise<{ rec
     copyFileSync(keys.publicKeyFile, path.join(host.paths.trustedKeysDir, 'web', 'release.pub'));
     const helper = await startHelper(host, {}, { bin: hostBin.helper });
     stops.push(() => helper.stop());
-    const serve: ChildProcess = spawn(process.execPath, [controlBin, 'serve', '--init', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    stops.push(() => serve.kill('SIGTERM'));
-    serve.stderr?.resume();
-    const url = await new Promise<string>((resolve, reject) => {
-      serve.once('exit', (code) => reject(new Error(`steward-control serve exited ${code}`)));
-      serve.stdout?.on('data', (c) => {
-        const m = /listening on (\S+)/.exec(String(c));
-        if (m) resolve(m[1] as string);
-      });
-    });
+    const serve = await startControlDaemon(db, 0, 1, { bin: controlBin });
+    stops.push(() => serve.kill());
+    const { url } = serve;
     const enrolled = await agentctl(host, ['enroll', '--control-plane', url, '--token', ctl('token', 'create').token, '--json'], {}, hostBin.agentctl);
     assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
     const agent = startAgentProcess(host, [], hostBin.agent);

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { manifestPayloadSchema } from '../../src/core/release-schemas.js';
 import { DOMAINS, keyIdOf, openEnvelope } from '../../src/platform/keys.js';
 import { REPO } from '../helpers/host.js';
+import { STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
 import { FakeNode, request } from '../helpers/control-harness.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
@@ -80,7 +81,7 @@ test('a database that does not exist is refused by every command but init, which
     assert.equal(existsSync(missing), false, `${args.join(' ')} made no file`);
   }
   const made = await cliOn(missing, 'init', '--json');
-  assert.deepEqual([made.code, made.json.created, made.json.schemaVersion], [0, true, 3]);
+  assert.deepEqual([made.code, made.json.created, made.json.schemaVersion], [0, true, STORE_SCHEMA_VERSION]);
   assert.deepEqual((await cliOn(missing, 'nodes', '--json')).json, { nodes: [] });
   assert.equal((await cliOn(missing, 'init', '--json')).json.created, false, 'init again keeps it');
 });

@@ -70,6 +70,7 @@ function normalize(text: string, side: Side): string {
     .replace(/[A-Za-z0-9+/_-]{40,}={0,2}/g, (m) => (m.startsWith('sha512-') ? m : '<blob>'))
     .replace(/\br\d+-[0-9a-f]{16}\b/g, '<attempt>')
     .replace(/"heartbeatAgeMs": \d+/g, '"heartbeatAgeMs": <age>')
+    .replace(/"clockSkewMs": -?\d+/g, '"clockSkewMs": <skew>')
     .replace(/\b\d+(ms|s|m|h|d) ago\b/g, '<age>')
     .replace(/local:[\w.=-]+/g, '<actor>')
     .replace(/\badam\b/g, '<actor>');

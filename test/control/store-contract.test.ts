@@ -147,4 +147,14 @@ describeEachBackend((backend) => {
     assert.deepEqual(counts.versions, [{ app: 'db', version: null, nodes: 1 }, { app: 'web', version: '1.0.0', nodes: 1 }]);
     assert.deepEqual(counts.runs, [{ status: 'running', runs: 2 }, { status: 'stopped', runs: 1 }], 'the runs the tests above made');
   });
+
+  test("a heartbeat records the node's clock skew: its sentAt minus the time it was received; null before one", async () => {
+    const row = async (id: string) => (await store.read((tx) => tx.nodes.list())).find((n) => n.nodeId === id);
+    assert.equal((await row('n-b'))?.clockSkewMs, null);
+    await store.write((tx) => tx.nodes.recordHeartbeat({ v: 1, nodeId: 'n-b', seq: 1, sentAt: T0 - 42_000, bootId: 'b', agentVersion: '0.1.0', apps: [], receipts: [] }, T0));
+    assert.equal((await row('n-b'))?.clockSkewMs, -42_000);
+    await store.write((tx) => tx.nodes.recordHeartbeat({ v: 1, nodeId: 'n-b', seq: 2, sentAt: T0 + 1_500, bootId: 'b', agentVersion: '0.1.0', apps: [], receipts: [] }, T0 + 1_000));
+    assert.equal((await row('n-b'))?.clockSkewMs, 500);
+    assert.equal((await store.read((tx) => tx.nodes.get('n-b')))?.clockSkewMs, 500);
+  });
 });

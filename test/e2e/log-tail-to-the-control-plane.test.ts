@@ -4,24 +4,25 @@
 // `logTail: false` sends a v1 receipt without them.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { killApps } from '../helpers/app-processes.js';
 import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
+import { startControlDaemon, type Daemon } from '../helpers/fleet.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 
 const CTL = path.join(REPO, 'bin/steward-control.js');
 let host: TestHost | undefined;
 let helper: HelperProcess | undefined;
 let agent: AgentProcess | undefined;
-let serve: ChildProcess | undefined;
+let serve: Daemon | undefined;
 
 after(async () => {
   await agent?.stop();
   await helper?.stop();
-  serve?.kill('SIGTERM');
+  await serve?.kill();
   if (host) killApps(host, ['web', 'api']);
   host?.cleanup();
 });
@@ -40,16 +41,9 @@ test('a failed start reaches the control plane with its log lines in a v2 receip
     copyFileSync(keys.publicKeyFile, path.join(h.paths.trustedKeysDir, app, 'release.pub'));
   }
   helper = await startHelper(h);
-  const s = spawn(process.execPath, [CTL, 'serve', '--init', '--db', db, '--listen', '127.0.0.1:0', '--admin-listen', `127.0.0.1:${adminPort}`, '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const s = await startControlDaemon(db, 0, 1, { args: ['--admin-listen', `127.0.0.1:${adminPort}`] });
   serve = s;
-  s.stderr?.resume();
-  const url = await new Promise<string>((resolve, reject) => {
-    s.once('exit', (code) => reject(new Error(`steward-control serve exited ${code}`)));
-    s.stdout?.on('data', (c) => {
-      const m = /listening on (\S+)/.exec(String(c));
-      if (m) resolve(m[1] as string);
-    });
-  });
+  const { url } = s;
   const enrolled = await agentctl(h, ['enroll', '--control-plane', url, '--token', ctl('token', 'create').token, '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
   agent = startAgentProcess(h);
@@ -85,6 +79,7 @@ test('a failed start reaches the control plane with its log lines in a v2 receip
   assert.match(text, /web 2\.0\.0 rolled-back on n-/);
   assert.ok(text.includes('  Error: cannot open /etc/app/secret.conf \ufffd[31mEACCES\ufffd[0m'), text);
   assert.doesNotMatch(text, /\u001b/, 'no terminal escape reaches the operator\'s terminal');
+  assert.match(text, /\n\nweb 2\.0\.0 rolled-back on n-\S+ \(attempt /, 'each log under a line of its own, after a blank one');
 
   const viewer = execFileSync(process.execPath, [CTL, 'operator', 'add', 'vera', '--role', 'viewer', '--db', db], { encoding: 'utf8' }).trim();
   const remote = (token: string) =>

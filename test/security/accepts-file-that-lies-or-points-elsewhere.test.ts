@@ -1,7 +1,8 @@
 // accepts.json (core/control-plane-accepts.ts) sits in the agent's folder: the `steward` user
 // writes it, root reads it. Whatever it holds (a symlink to a file of root's, a FIFO, another
 // owner's file, garbage, a huge file, versions nobody knows) the helper neither hangs nor trusts
-// it: it signs v1, which every control plane takes; only a well-formed list naming 2 makes v2.
+// it: it signs v1, which every control plane takes; only a well-formed list naming 2, written by
+// the agent version that runs now, makes v2.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -22,23 +23,32 @@ test('a lying, linked or foreign accepts.json makes the helper sign v1, and neve
   const reset = () => rmSync(file, { force: true, recursive: true });
   assert.equal(await readAcceptedReceiptVersions(host.paths), null, 'absent');
   const cases: Array<[string, number[] | null]> = [
-    ['{"schemaVersion":1,"receiptVersions":[1,2]}', [1, 2]],
-    ['{"schemaVersion":1,"receiptVersions":[1,2,7]}', [1, 2, 7]],
-    ['{"schemaVersion":2,"receiptVersions":[1,2]}', null],
-    ['{"schemaVersion":1,"receiptVersions":[]}', null],
-    ['{"schemaVersion":1,"receiptVersions":[1,2],"more":true}', null],
-    ['{"schemaVersion":1,"receiptVersions":[1.5]}', null],
-    ['{"schemaVersion":1,"receiptVersions":"2"}', null],
+    ['{"schemaVersion":1,"receiptVersions":[1,2],"agentVersion":"0.1.0"}', [1, 2]],
+    ['{"schemaVersion":1,"receiptVersions":[1,2,7],"agentVersion":"0.1.0"}', [1, 2, 7]],
+    ['{"schemaVersion":2,"receiptVersions":[1,2],"agentVersion":"0.1.0"}', null],
+    ['{"schemaVersion":1,"receiptVersions":[],"agentVersion":"0.1.0"}', null],
+    ['{"schemaVersion":1,"receiptVersions":[1,2],"agentVersion":"0.1.0","more":true}', null],
+    ['{"schemaVersion":1,"receiptVersions":[1.5],"agentVersion":"0.1.0"}', null],
+    ['{"schemaVersion":1,"receiptVersions":"2","agentVersion":"0.1.0"}', null],
     ['not json', null],
-    [JSON.stringify({ schemaVersion: 1, receiptVersions: Array(5000).fill(2) }), null],
+    ['{"schemaVersion":1,"receiptVersions":[1,2]}', null],
+    ['{"schemaVersion":1,"receiptVersions":[1,2],"agentVersion":"<b>"}', null],
+    [JSON.stringify({ schemaVersion: 1, receiptVersions: Array(5000).fill(2), agentVersion: '0.1.0' }), null],
   ];
   for (const [body, want] of cases) {
     reset();
     writeFileSync(file, body);
     assert.deepEqual(await readAcceptedReceiptVersions(host.paths), want, body.slice(0, 60));
   }
+  // Written by another agent version than the one the steward-agent app runs now (an older agent
+  // rolled back to, which relays v1 only): it speaks for nobody.
+  reset();
+  writeFileSync(file, '{"schemaVersion":1,"receiptVersions":[1,2],"agentVersion":"0.2.0"}');
+  assert.deepEqual(await readAcceptedReceiptVersions(host.paths, '0.2.0'), [1, 2]);
+  assert.equal(await readAcceptedReceiptVersions(host.paths, '0.1.0'), null, 'another agent version runs now');
+  assert.equal(await readAcceptedReceiptVersions(host.paths, ''), null, 'no valid agent version runs now');
   const rootsOwn = path.join(host.scratch, 'accepts-of-root.json');
-  writeFileSync(rootsOwn, '{"schemaVersion":1,"receiptVersions":[1,2]}');
+  writeFileSync(rootsOwn, '{"schemaVersion":1,"receiptVersions":[1,2],"agentVersion":"0.1.0"}');
   reset();
   symlinkSync(rootsOwn, file);
   assert.equal(await readAcceptedReceiptVersions(host.paths), null, 'a symlink is not followed');
@@ -47,7 +57,7 @@ test('a lying, linked or foreign accepts.json makes the helper sign v1, and neve
   assert.equal(await readAcceptedReceiptVersions(host.paths), null, 'a FIFO, and no hang');
   if (IS_ROOT) {
     reset();
-    writeFileSync(file, '{"schemaVersion":1,"receiptVersions":[1,2]}');
+    writeFileSync(file, '{"schemaVersion":1,"receiptVersions":[1,2],"agentVersion":"0.1.0"}');
     chownSync(file, 65534, 65534);
     assert.equal(await readAcceptedReceiptVersions(host.paths), null, "not the agent folder owner's");
   }

@@ -20,6 +20,8 @@ test('an operator sees the demo fleet, previews and starts a rollout, watches it
   await logIn(op, fleet.adminUrl, fleet.operatorToken);
   const nodesText = await op.page.locator('table[data-table=fleet]').innerText();
   for (const name of ['staging-1', 'prod-1', 'prod-2', 'prod-3', 'prod-cache']) assert.ok(nodesText.includes(name), `the fleet table lists ${name}:\n${nodesText}`);
+  assert.match(nodesText, /clock skew/);
+  assert.equal(await op.page.locator('table[data-table=fleet] [data-skew]').count(), 5, "each node's clock skew, from its last heartbeat");
   assert.match(await op.page.locator('table[data-table=versions]').innerText(), /web\s+1\.0\.0\s+4/);
   assert.equal(await op.page.locator('.who').innerText(), 'otto (operator)');
 

@@ -4,8 +4,8 @@
 // after 60 s.
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { logger } from '../../platform/log.js';
+import { limitConnections, listen } from '../server/listen.js';
 import { sendAdminError } from './admin-answers.js';
 import type { AdminRouter } from './router.js';
 
@@ -30,30 +30,7 @@ export async function startAdminServer(o: { router: AdminRouter; host: string; p
       });
   };
   const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key }, handler) : http.createServer(handler);
-  server.requestTimeout = 0;
-  server.headersTimeout = 15_000;
-  server.keepAliveTimeout = 5_000;
-  server.setTimeout(60_000, (socket) => socket.destroy());
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
-    else socket.destroy();
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.port, o.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
-  let closed: Promise<void> | null = null;
-  return {
-    url: `${o.tls ? 'https' : 'http'}://${host}:${addr.port}`,
-    close: () =>
-      (closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      })),
-  };
+  limitConnections(server, 0);
+  const { url, close } = await listen(server, o.host, o.port, !!o.tls);
+  return { url, close: () => close() };
 }

@@ -3,9 +3,9 @@
 // app names, versions, codes) is bounded and holds no secret, and it is for a scraper on a
 // private network; bind it to loopback or such an address.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { logger } from '../../platform/log.js';
+import { listen } from '../server/listen.js';
 import type { ControlStore } from '../store/store.js';
 import { answerProbe, isProbePath, METRICS_PATH, sendText } from './probes.js';
 
@@ -38,24 +38,8 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Me
   server.requestTimeout = 30_000;
   server.headersTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
-  let closed: Promise<void> | null = null;
-  return {
-    url: `http://${host}:${addr.port}`,
-    close: () =>
-      (closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      })),
-  };
+  const { url, close } = await listen(server, opts.host, opts.port, false);
+  return { url, close: () => close() };
 }
 
 // Why nothing else: this listener has no authentication and no TLS, so it serves no fleet route

@@ -18,6 +18,8 @@ export interface NodeView {
   lastSeq: number;
   bootId: string | null;
   agentVersion: string | null;
+  // The node's clock minus the control plane's at its last heartbeat (null before one).
+  clockSkewMs: number | null;
   apps: HeartbeatApp[];
   receiptLost: number[];
 }
@@ -47,6 +49,7 @@ export const nodesList: Operation<{ select?: string; cursor?: string; limit?: st
           lastSeq: n.lastSeq,
           bootId: n.bootId,
           agentVersion: n.agentVersion,
+          clockSkewMs: n.clockSkewMs ?? null,
           apps: n.apps,
           receiptLost: await tx.receipts.gaps(n.nodeId),
         });

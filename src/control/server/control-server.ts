@@ -2,7 +2,6 @@
 // tick that advances every running rollout even when no node calls.
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
 import type { Clock } from '../../platform/clock.js';
@@ -15,6 +14,7 @@ import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
 import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
+import { limitConnections, listen } from './listen.js';
 import { sendArtifact } from './artifacts.js';
 import { readBody } from './read-body.js';
 import { sendJson } from './send.js';
@@ -99,25 +99,9 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   };
   const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler) : http.createServer(handler);
   // Per-request limits: a slow or stalled client cannot hold a connection for long.
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 15_000;
-  server.keepAliveTimeout = 5_000;
-  server.setTimeout(60_000, (socket) => socket.destroy());
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
-    else socket.destroy();
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
-  const url = `${opts.tls ? 'https' : 'http'}://${host}:${addr.port}`;
+  limitConnections(server, 30_000);
+  const listening = await listen(server, opts.host, opts.port, !!opts.tls);
+  const url = listening.url;
 
   const abort = new AbortController();
   const tickMs = opts.tickMs ?? 1000;
@@ -134,17 +118,11 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     })();
   }
 
-  let closed: Promise<void> | null = null;
   return {
     url,
     tick,
     heartbeatStats: heartbeats.stats,
-    close: () =>
-      (closed ??= new Promise<void>((resolve) => {
-        abort.abort();
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      })),
+    close: () => listening.close(() => abort.abort()),
   };
 }
 

@@ -88,6 +88,9 @@ export interface NodeRow {
   agentVersion: string | null;
   // The operator's labels, and what the node claimed at enrollment under `claimed.<key>`.
   labels: Labels;
+  // The node's clock minus the control plane's, as its last accepted heartbeat showed it (its
+  // sentAt against the time it was received); null before one (DESIGN §12).
+  clockSkewMs: number | null;
 }
 
 export interface NewNode {

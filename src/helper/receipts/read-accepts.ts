@@ -10,7 +10,10 @@ const log = logger('helper:receipts');
 let lastProblem = '';
 
 // The receipt versions the control plane accepts, or null when the agent said nothing (usable).
-export async function readAcceptedReceiptVersions(paths: HostPaths): Promise<number[] | null> {
+// `runningAgent`: the version the host's steward-agent app runs now (null when the agent is not a
+// steward app here: then the file is taken as it is); a file another agent version wrote is
+// nothing said, since the agent running now may not read what that one could.
+export async function readAcceptedReceiptVersions(paths: HostPaths, runningAgent: string | null = null): Promise<number[] | null> {
   const file = acceptsFile(paths);
   const read = await readAgentJson(paths, file);
   const problem = (why: string): null => {
@@ -22,6 +25,7 @@ export async function readAcceptedReceiptVersions(paths: HostPaths): Promise<num
   if ('problem' in read) return problem(read.problem);
   const parsed = acceptsFileSchema.safeParse(read.json);
   if (!parsed.success) return problem('is not a list of accepted receipt versions');
+  if (runningAgent !== null && parsed.data.agentVersion !== runningAgent) return problem(`was written by agent ${parsed.data.agentVersion}, and the steward-agent app runs ${runningAgent || 'no valid version'}`);
   lastProblem = '';
   return parsed.data.receiptVersions;
 }

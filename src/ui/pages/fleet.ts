@@ -30,12 +30,13 @@ export function fleetPage(params: URLSearchParams): Page {
         versionSummary(nodes, apps),
         h('h2', {}, `Nodes (${nodes.length}${more ? '+, the rest not shown' : ''})`),
         table(
-          ['hostname', 'node', 'labels', 'heartbeat', 'agent', ...apps, 'flags'],
+          ['hostname', 'node', 'labels', 'heartbeat', 'clock skew', 'agent', ...apps, 'flags'],
           nodes.map((n) => [
             h('a', { href: `#node/${encodeURIComponent(n.nodeId)}`, class: 'host' }, n.hostname),
             mono(n.nodeId.slice(0, 8), n.nodeId),
             labels(n.labels),
             heartbeat(n),
+            skew(n),
             mono(n.agentVersion),
             ...apps.map((name) => appCell(n.apps.find((a) => a.name === name))),
             nodeFlags(n),
@@ -70,6 +71,17 @@ export function appCell(a: AppReport | undefined): HTMLTableCellElement {
     a.held ? flag('held', 'warn', 'an operator on the host holds this app: the control plane changes nothing') : null,
     a.blocked ? flag('blocked', 'bad', 'the helper blocked this app: `agentctl recover` on the host') : null,
   );
+}
+
+// Heartbeats more than 5 minutes off are refused (CLOCK_SKEW); past 30 s a node's clock is
+// worth a look (windows, receipts' times).
+const SKEW_WARN_MS = 30_000;
+
+function skew(n: NodeView): Child {
+  if (n.clockSkewMs === null || n.clockSkewMs === undefined) return h('span', { class: 'muted' }, '-');
+  const s = n.clockSkewMs;
+  const text = `${s >= 0 ? '+' : '−'}${duration(Math.abs(s))}`;
+  return h('span', { class: Math.abs(s) > SKEW_WARN_MS ? 'st st-stale' : 'muted', title: `the node's clock minus the control plane's at its last heartbeat: ${s} ms`, data: { skew: String(s) } }, text);
 }
 
 function nodeFlags(n: NodeView): Child {

@@ -29,8 +29,8 @@ export function registerReceipts(program: Command): void {
 function printLogTails(view: readonly ReceiptView[]): void {
   for (const r of view) {
     if (r.outcome !== 'rolled-back' && r.outcome !== 'failed') continue;
-    const head = `\n${r.app} ${r.targetVersion ?? '-'} ${r.outcome} on ${r.nodeId} (attempt ${r.attemptId}, seq ${r.seq}):`;
-    if (r.logTail !== null) printLines([head, ...r.logTail.replace(/\n$/, '').split('\n').map((l) => `  ${l}`)]);
-    else printLines([head, r.logTailWithheld ? '  (log lines withheld: they are for operators)' : `  (no log lines in the receipt${r.logFile ? `; on the host: ${r.logFile}` : ''})`]);
+    const head = `${r.app} ${r.targetVersion ?? '-'} ${r.outcome} on ${r.nodeId} (attempt ${r.attemptId}, seq ${r.seq}):`;
+    if (r.logTail !== null) printLines(['', head, ...r.logTail.replace(/\n$/, '').split('\n').map((l) => `  ${l}`)]);
+    else printLines(['', head, r.logTailWithheld ? '  (log lines withheld: they are for operators)' : `  (no log lines in the receipt${r.logFile ? `; on the host: ${r.logFile}` : ''})`]);
   }
 }

@@ -13,7 +13,7 @@ function toRow(r: Raw): NodeRow {
   return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
 }
 
-const COLUMNS = `"nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq", "lastHeartbeatAt", apps, "bootId", "agentVersion", labels`;
+const COLUMNS = `"nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq", "lastHeartbeatAt", apps, "bootId", "agentVersion", labels, "clockSkewMs"`;
 
 // The nodes table.
 export function pgNodes(q: Query): NodeReads & NodeWrites {
@@ -63,8 +63,8 @@ export function pgNodes(q: Query): NodeReads & NodeWrites {
       );
     },
     async recordHeartbeat(hb, at) {
-      await q.count(`UPDATE nodes SET "lastSeq" = $1, "lastHeartbeatAt" = $2, apps = $3, "bootId" = $4, "agentVersion" = $5 WHERE "nodeId" = $6`, [
-        hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.nodeId,
+      await q.count(`UPDATE nodes SET "lastSeq" = $1, "lastHeartbeatAt" = $2, apps = $3, "bootId" = $4, "agentVersion" = $5, "clockSkewMs" = $6 WHERE "nodeId" = $7`, [
+        hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId,
       ]);
     },
     async setLabels(nodeId, labels) {

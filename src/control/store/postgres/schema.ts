@@ -185,10 +185,12 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, compatibleFrom: 1, sql: V1 },
   { version: 2, compatibleFrom: 2, sql: V2 },
   { version: 3, compatibleFrom: 3, sql: V3 },
+  // An expansion (a nullable column): a steward-control of schema 3 works on it unchanged.
+  { version: 4, compatibleFrom: 3, sql: `ALTER TABLE nodes ADD COLUMN "clockSkewMs" bigint;` },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 3, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 4, newest: PG_MIGRATIONS.length } as const;

@@ -55,7 +55,7 @@ export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
       );
     },
     async recordHeartbeat(hb, at) {
-      q('UPDATE nodes SET lastSeq = ?, lastHeartbeatAt = ?, apps = ?, bootId = ?, agentVersion = ? WHERE nodeId = ?').run(hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.nodeId);
+      q('UPDATE nodes SET lastSeq = ?, lastHeartbeatAt = ?, apps = ?, bootId = ?, agentVersion = ?, clockSkewMs = ? WHERE nodeId = ?').run(hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId);
     },
     async setLabels(nodeId, labels: Labels) {
       return q('UPDATE nodes SET labels = ? WHERE nodeId = ?').run(JSON.stringify(labels), nodeId).changes === 1;

@@ -171,6 +171,12 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_time ON audit (at);
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3)];
+// DESIGN §12: each node's clock skew as its last accepted heartbeat showed it (sentAt minus the
+// time the control plane received it), for the fleet page.
+const V4 = `
+ALTER TABLE nodes ADD COLUMN clockSkewMs INTEGER;
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
