@@ -28,17 +28,23 @@ export interface DebContainer {
 // when the test ends.
 export async function bootForDpkg(t: TestContext): Promise<DebContainer | null> {
   const out = mkdtempSync(path.join(os.tmpdir(), 'steward-deb-'));
-  t.after(() => rmSync(out, { recursive: true, force: true }));
+  let box: SystemdContainer | null = null;
+  // One hook, in this order: node:test runs a test's after hooks in the order they were added, and
+  // the overlays' upper folders are in `out`; removed under a running container, its /usr loses
+  // the unit files dpkg wrote there (and poweroff.target with them), so systemd refuses to power off.
+  t.after(async () => {
+    await box?.stop();
+    rmSync(out, { recursive: true, force: true });
+  });
   const folder = (name: string) => {
     mkdirSync(path.join(out, name));
     return path.join(out, name);
   };
-  const box = await bootOrSkip(t, {
+  box = await bootOrSkip(t, {
     bindRo: [[folder('deb'), '/opt/deb']],
     overlays: [['/usr', folder('usr'), '/usr'], ['/var/lib/dpkg', folder('dpkg'), ADMINDIR]],
   });
   if (!box) return null;
-  t.after(() => box.stop());
   // The host's overrides name groups (ssl-cert) that the container's empty /etc does not have;
   // a Docker image's policy-rc.d (exit 101) would forbid deb-systemd-invoke to start anything,
   // which a real host has not. Both changes land in the overlays' upper layers only.
