@@ -4,12 +4,17 @@
 // /usr/lib/steward/<version>/, /usr/bin/agentctl, the units, sysusers.d and tmpfiles.d files,
 // a man page per program made from its commander definition, docs and maintainer scripts.
 //
-//   node dist/scripts/package.js [--out DIR]     (default: dist/package)
+//   node dist/scripts/package.js [--out DIR] [--version VERSION]
+//
+// --out: where the .deb goes (default: dist/package). --version: the package's version instead of
+// package.json's, also written into the packaged package.json (steward's version is the
+// package's): a newer package of the same code, to try an upgrade.
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { isVersion } from '../src/core/version.js';
 import { CODE_ITEMS, HOST_PROGRAMS } from '../src/install/install-layout.js';
 import { PACKAGED_NODE, PACKAGED_SYSUSERS, PACKAGED_TMPFILES } from '../src/install/package-setup.js';
 import { manPage } from './package/man-page.js';
@@ -26,6 +31,8 @@ export interface PackageOptions {
   // dpkg-deb's compressor: xz (the default, Debian's) for a release; gzip -1 is twenty times
   // faster on the 100 MB runtime, for the test that builds and reads the package.
   compression?: 'xz' | 'gzip';
+  // The version instead of package.json's (a release version, as package.json's must be).
+  version?: string;
 }
 
 export interface PackageResult {
@@ -85,7 +92,8 @@ async function programs(): Promise<Array<[string, Command, string]>> {
 // Builds steward_<version>_amd64.deb into `out` from the built checkout at `repo`.
 export async function buildStewardDeb(repo: string, out: string, opts: PackageOptions = {}): Promise<PackageResult> {
   const pkgJson = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string; description: string };
-  const version = pkgJson.version;
+  const version = opts.version ?? pkgJson.version;
+  if (!isVersion(version)) throw new Error(`scripts/package.ts: ${JSON.stringify(version)} is not a release version (1.2.3 or 1.2.3-rc.1)`);
   for (const item of CODE_ITEMS) {
     if (!existsSync(path.join(repo, item))) throw new Error(`${repo}/${item} is missing: run npm run build first`);
   }
@@ -99,6 +107,10 @@ export async function buildStewardDeb(repo: string, out: string, opts: PackageOp
 
   // The code, as `agentctl install` copies it to /opt/steward/lib, and the runtime.
   for (const item of CODE_ITEMS) copyNormalized(path.join(repo, item), at(`${libRel}/${item}`));
+  if (version !== pkgJson.version) {
+    const file = at(`${libRel}/package.json`);
+    writeFile(file, `${JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), version }, null, 2)}\n`);
+  }
   // The launchers lose their `#!/usr/bin/env node`: here they are modules that the package's
   // node runs (the units, /usr/bin/agentctl), never scripts that the host's node could run.
   for (const p of HOST_PROGRAMS) {
@@ -163,8 +175,12 @@ export async function buildStewardDeb(repo: string, out: string, opts: PackageOp
 if (process.argv[1]?.endsWith('package.js')) {
   // dist/scripts/package.js -> the checkout
   const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-  const i = process.argv.indexOf('--out');
-  const out = path.resolve(i > 0 && process.argv[i + 1] ? process.argv[i + 1] as string : path.join(repo, 'dist/package'));
-  const r = await buildStewardDeb(repo, out);
+  const flag = (name: string) => {
+    const i = process.argv.indexOf(name);
+    if (i > 0 && !process.argv[i + 1]) throw new Error(`scripts/package.ts: ${name} needs a value`);
+    return i > 0 ? process.argv[i + 1] : undefined;
+  };
+  const out = path.resolve(flag('--out') ?? path.join(repo, 'dist/package'));
+  const r = await buildStewardDeb(repo, out, { version: flag('--version') });
   process.stdout.write(`${r.deb}\n`);
 }
