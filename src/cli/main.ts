@@ -23,6 +23,7 @@ const COMMANDS: Array<[names: string[], load: () => Promise<Register>]> = [
   [['enroll'], async () => (await import('./commands/enroll.js')).registerEnroll],
   [['doctor'], async () => (await import('./commands/doctor.js')).registerDoctor],
   [['install', 'uninstall'], async () => (await import('./commands/install.js')).registerInstall],
+  [['completion'], async () => (await import('./commands/completion.js')).registerCompletion],
 ];
 
 // The global options that take a value in the next word.

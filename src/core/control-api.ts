@@ -110,6 +110,9 @@ export const CONTROL_ERROR_CODES = [
   'CLOCK_SKEW',
   'RECEIPT_REJECTED',
   'NOT_FOUND',
+  // Artifacts: a Range outside the tarball (416); every download slot of the instance taken (503).
+  'BAD_RANGE',
+  'BUSY',
   'INTERNAL',
 ] as const;
 export type ControlErrorCode = (typeof CONTROL_ERROR_CODES)[number];

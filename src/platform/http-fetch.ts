@@ -58,7 +58,56 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
   return result;
 }
 
+// How a busy server (503 or 429, e.g. steward-control past its --max-downloads) is waited out:
+// at most MAX_BUSY_WAITS waits, each its Retry-After (DEFAULT_BUSY_WAIT_MS when it has none, at
+// most MAX_BUSY_WAIT_MS) moved by up to 20 %, so a batch of hosts does not come back in step;
+// all within the fetch's one deadline. A wait happens before any byte of the body is kept.
+export const MAX_BUSY_WAITS = 60;
+export const DEFAULT_BUSY_WAIT_MS = 5_000;
+export const MAX_BUSY_WAIT_MS = 60_000;
+
+// The wait a 503 or 429 asks for, in ms: Retry-After as seconds or as an HTTP date.
+export function busyWaitMs(retryAfter: string | undefined, now = Date.now(), random = Math.random): number {
+  let ms = DEFAULT_BUSY_WAIT_MS;
+  if (retryAfter !== undefined && /^\d{1,6}$/.test(retryAfter.trim())) ms = Number(retryAfter.trim()) * 1000;
+  else if (retryAfter !== undefined && Number.isFinite(Date.parse(retryAfter))) ms = Math.max(0, Date.parse(retryAfter) - now);
+  return Math.round(Math.min(ms, MAX_BUSY_WAIT_MS) * (0.9 + 0.2 * random()));
+}
+
 async function download(first: URL, opts: FetchOptions, ca: string[] | undefined, w: HashingWriter): Promise<void> {
+  const where = describeUrl(first);
+  const started = performance.now();
+  for (let waits = 0; ; waits++) {
+    const remaining = opts.settings.deadlineMs - (performance.now() - started);
+    const busy = await downloadOnce(first, { ...opts, settings: { ...opts.settings, deadlineMs: Math.max(1, remaining) } }, ca, w);
+    if (busy === null) return;
+    const waitMs = busyWaitMs(busy.retryAfter);
+    if (waits >= MAX_BUSY_WAITS) throw fetchFailed(`${busy.url} answered HTTP ${busy.status} (busy) ${waits + 1} times; giving up`);
+    if (performance.now() - started + waitMs >= opts.settings.deadlineMs) {
+      throw fetchFailed(`${busy.url} answered HTTP ${busy.status} (busy) and its wait of ${waitMs} ms would pass the deadline of ${opts.settings.deadlineMs} ms`);
+    }
+    log('busy url=%s status=%d wait=%dms', busy.url, busy.status, waitMs);
+    await sleepOrAbort(waitMs, opts.signal, where);
+  }
+}
+
+function sleepOrAbort(ms: number, signal: AbortSignal | undefined, where: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(fetchFailed(`fetch of ${where} aborted`, signal.reason));
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(fetchFailed(`fetch of ${where} aborted`, signal?.reason));
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+// One try: the body into `w`, or the busy answer (503, 429) to wait out, before any byte is kept.
+async function downloadOnce(first: URL, opts: FetchOptions, ca: string[] | undefined, w: HashingWriter): Promise<{ status: number; url: string; retryAfter: string | undefined } | null> {
   const where = describeUrl(first);
   const guard = new TransferGuard(opts.settings, where, () => w.bytes, opts.signal);
   try {
@@ -71,6 +120,11 @@ async function download(first: URL, opts: FetchOptions, ca: string[] | undefined
         url = nextHop(url, res.headers.location, redirects, opts.settings.maxRedirects, where);
         log('redirect to=%s', describeUrl(url));
         continue;
+      }
+      if ((status === 503 || status === 429) && w.bytes === 0) {
+        const retryAfter = res.headers['retry-after'];
+        res.destroy();
+        return { status, url: describeUrl(url), retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined };
       }
       if (status < 200 || status > 299) {
         res.destroy();
@@ -86,7 +140,7 @@ async function download(first: URL, opts: FetchOptions, ca: string[] | undefined
       if (w.bytes < opts.maxBytes) {
         throw fetchFailed(`the download from ${where} is shorter than the manifest's size (${w.bytes} of ${opts.maxBytes} bytes)`);
       }
-      return;
+      return null;
     }
   } catch (err) {
     if (err instanceof StewardError) throw err;

@@ -63,8 +63,9 @@ export function controlCli(db: string, args: string[]): Promise<ControlCliResult
 
 // Starts the `steward-control serve` program on 127.0.0.1:<port> and waits for its "listening on" line.
 // `bin`: another build's bin/steward-control.js (the compatibility tests); `args`: more serve flags.
-export async function startControlDaemon(db: string, port: number, heartbeatSeconds = 1, o: { bin?: string; args?: string[] } = {}): Promise<Daemon & { url: string }> {
-  const d = daemon([o.bin ?? CONTROL, '--db', db, 'serve', '--init', '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds), ...(o.args ?? [])], { DEBUG: 'steward:*' });
+// `init: false` for a database `serve --init` may not create (PostgreSQL: `migrate` does).
+export async function startControlDaemon(db: string, port: number, heartbeatSeconds = 1, o: { bin?: string; args?: string[]; init?: boolean } = {}): Promise<Daemon & { url: string }> {
+  const d = daemon([o.bin ?? CONTROL, '--db', db, 'serve', ...(o.init === false ? [] : ['--init']), '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds), ...(o.args ?? [])], { DEBUG: 'steward:*' });
   const deadline = Date.now() + 15_000;
   for (;;) {
     const m = /listening on (\S+)/.exec(d.output());

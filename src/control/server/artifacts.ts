@@ -1,6 +1,6 @@
 // `GET /v1/artifacts/<app>/<version>.tgz`: the kept tarball of a catalog release.
 import { constants as fsc, createReadStream, promises as fsp } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { isAppName, isVersion } from '../../core/names.js';
 import { artifactPath } from '../catalog/artifact-path.js';
@@ -19,11 +19,80 @@ export function parseArtifactPath(rest: string): { app: string; version: string 
   return isAppName(app) && isVersion(version) ? { app, version } : null;
 }
 
-// Streams the tarball with its Content-Length, or answers 404.
-export async function sendArtifact(store: ControlStore, artifactsDir: string, rest: string, res: ServerResponse, headOnly: boolean): Promise<void> {
+// How many artifact bodies one instance sends at once (`--max-downloads`); past it a download is
+// answered 503 with a Retry-After, which the helper's fetch waits out (DESIGN §13): a 10 % batch
+// of a large fleet then queues instead of taking the network down.
+export const DEFAULT_MAX_DOWNLOADS = 64;
+export const DOWNLOAD_RETRY_AFTER_S = 5;
+
+export class DownloadSlots {
+  private inFlight = 0;
+  constructor(readonly max: number) {
+    if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`max downloads must be a whole number of at least 1, got ${max}`);
+  }
+  get busy(): number {
+    return this.inFlight;
+  }
+  // A slot, or null when every one is taken; `release` gives it back (once).
+  take(): (() => void) | null {
+    if (this.inFlight >= this.max) return null;
+    this.inFlight++;
+    let released = false;
+    return () => {
+      if (!released) {
+        released = true;
+        this.inFlight--;
+      }
+    };
+  }
+}
+
+// A Range header's one byte range within a body of `size` bytes (RFC 9110 §14.1.2), "whole" for a
+// header this server ignores and answers with the whole body (none, not bytes, several ranges,
+// malformed: a server may ignore Range), or "unsatisfiable" (answered 416).
+export function byteRange(header: string | undefined, size: number): { start: number; end: number } | 'whole' | 'unsatisfiable' {
+  if (header === undefined) return 'whole';
+  const m = /^bytes=(\d{0,15})-(\d{0,15})$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'whole';
+  if (m[1] === '') {
+    // A suffix: the last N bytes.
+    const n = Number(m[2]);
+    if (n === 0 || size === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - n), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (m[2] !== '' && Number(m[2]) < start) return 'whole';
+  if (start >= size) return 'unsatisfiable';
+  return { start, end };
+}
+
+// The headers every answer with a body of the tarball has: it never changes under its URL (a
+// version is never replaced, add-release.ts), so caches may keep it; the ETag is its integrity.
+function artifactHeaders(release: { integrity: string }): Record<string, string> {
+  return { 'content-type': 'application/gzip', 'accept-ranges': 'bytes', etag: `"${release.integrity}"`, 'cache-control': 'public, max-age=31536000, immutable' };
+}
+
+// Streams the tarball (or the one byte range asked), or answers 404, 416, or 503 when this
+// instance already sends `slots.max` downloads.
+export async function sendArtifact(
+  store: ControlStore,
+  artifactsDir: string,
+  rest: string,
+  req: Pick<IncomingMessage, 'headers'>,
+  res: ServerResponse,
+  headOnly: boolean,
+  slots: DownloadSlots,
+): Promise<void> {
   const names = parseArtifactPath(rest);
   const release = names ? await store.read((tx) => tx.releases.get(names.app, names.version)) : null;
   if (!names || !release || release.artifactPath === null) return sendJson(res, errorAnswer(404, 'NOT_FOUND', 'no such artifact'));
+  const freeSlot = slots.take();
+  if (!freeSlot) {
+    res.setHeader('retry-after', String(DOWNLOAD_RETRY_AFTER_S));
+    return sendJson(res, errorAnswer(503, 'BUSY', `this instance already sends ${slots.max} downloads; retry after ${DOWNLOAD_RETRY_AFTER_S} s`));
+  }
+  res.once('close', freeSlot);
   let fh;
   try {
     // Why O_NOFOLLOW: the artifacts folder may be writable by others; never serve through a symlink.
@@ -36,7 +105,18 @@ export async function sendArtifact(store: ControlStore, artifactsDir: string, re
     await fh.close();
     return sendJson(res, errorAnswer(404, 'NOT_FOUND', 'no such artifact'));
   }
-  res.writeHead(200, { 'content-type': 'application/gzip', 'content-length': String(st.size) });
+  const headers = artifactHeaders(release);
+  // If-Range: the range only while the client's copy is this one (an ETag; a date is not ours).
+  const ifRange = req.headers['if-range'];
+  const range = ifRange === undefined || ifRange === headers.etag ? byteRange(req.headers.range, st.size) : 'whole';
+  if (range === 'unsatisfiable') {
+    await fh.close();
+    res.setHeader('content-range', `bytes */${st.size}`);
+    return sendJson(res, errorAnswer(416, 'BAD_RANGE', `the range ${JSON.stringify(String(req.headers.range).slice(0, 100))} is outside the ${st.size} bytes of ${names.app} ${names.version}`));
+  }
+  const part = range === 'whole' ? null : range;
+  if (part) res.writeHead(206, { ...headers, 'content-range': `bytes ${part.start}-${part.end}/${st.size}`, 'content-length': String(part.end - part.start + 1) });
+  else res.writeHead(200, { ...headers, 'content-length': String(st.size) });
   if (headOnly) {
     await fh.close();
     res.end();
@@ -46,5 +126,6 @@ export async function sendArtifact(store: ControlStore, artifactsDir: string, re
   // paused and open (its handle closed only by the garbage collector, a descriptor held per
   // aborted download meanwhile); pipeline destroys it, which closes the file, and ends the
   // response on a read error.
-  pipeline(createReadStream('', { fd: fh, autoClose: true }), res, () => undefined);
+  const body = createReadStream('', { fd: fh, autoClose: true, ...(part ? { start: part.start, end: part.end } : {}) });
+  pipeline(body, res, () => undefined);
 }

@@ -15,7 +15,7 @@ import { advanceAllRuns } from '../rollouts/advance-runs.js';
 import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
-import { sendArtifact } from './artifacts.js';
+import { DEFAULT_MAX_DOWNLOADS, DownloadSlots, sendArtifact } from './artifacts.js';
 import { readBody } from './read-body.js';
 import { sendJson } from './send.js';
 
@@ -25,6 +25,8 @@ export interface ControlServerOptions {
   store: ControlStore;
   // Where kept release tarballs live (catalog/artifact-path.ts).
   artifactsDir: string;
+  // Artifact bodies sent at once (--max-downloads; default DEFAULT_MAX_DOWNLOADS); past it, 503.
+  maxDownloads?: number;
   host: string;
   port: number;
   tls?: { cert: string | Buffer; key: string | Buffer };
@@ -91,8 +93,9 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     onVerdicts: () => void tick(),
     onReceiptsStored: opts.metrics && ((r) => opts.metrics!.receiptsStored(r)),
   }), opts.metrics);
+  const slots = new DownloadSlots(opts.maxDownloads ?? DEFAULT_MAX_DOWNLOADS);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    handle(opts, heartbeats, durable, req, res).catch((err: unknown) => {
+    handle(opts, heartbeats, durable, slots, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
@@ -126,7 +129,14 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   };
 }
 
-async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, durable: () => Promise<void>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function handle(
+  opts: ControlServerOptions,
+  heartbeats: HeartbeatBatcher,
+  durable: () => Promise<void>,
+  slots: DownloadSlots,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
   const { store } = opts;
   const pathOnly = (req.url ?? '/').split('?')[0] ?? '/';
   if (pathOnly === ENROLL_PATH || pathOnly === HEARTBEAT_PATH) {
@@ -159,7 +169,7 @@ async function handle(opts: ControlServerOptions, heartbeats: HeartbeatBatcher, 
       res.setHeader('allow', 'GET, HEAD');
       return sendJson(res, errorAnswer(405, 'NOT_FOUND', 'artifacts take GET'));
     }
-    return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), res, req.method === 'HEAD');
+    return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), req, res, req.method === 'HEAD', slots);
   }
   if (opts.admin && (await opts.admin.handle(req, res))) return;
   return sendJson(res, errorAnswer(404, 'NOT_FOUND', `no such path ${JSON.stringify(pathOnly.slice(0, 200))}`));

@@ -7,6 +7,7 @@ import { startAdminServer, type AdminServer } from '../../admin/admin-server.js'
 import { createAdminRouter } from '../../admin/router.js';
 import { parseTrustedProxies, type TrustedProxies } from '../../operators/request-source.js';
 import type { ServeMetrics } from '../../metrics/serve-metrics.js';
+import { DEFAULT_MAX_DOWNLOADS } from '../../server/artifacts.js';
 import { startControlServer } from '../../server/control-server.js';
 import { openStore } from '../../store/open-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
@@ -24,7 +25,7 @@ function readPem(file: string, what: string): Buffer {
 }
 
 // `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]
-// [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT]`
+// [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT] [--max-downloads N]`
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -40,11 +41,14 @@ export function registerServe(program: Command): void {
     .option('--trusted-proxy <addr>', 'a proxy (address or CIDR) whose X-Forwarded-For and X-Forwarded-Proto are believed (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
     // Metrics (DESIGN §12): Prometheus text at /metrics, with /healthz and /readyz, plain http.
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics (/metrics), /healthz and /readyz on this address (plain http, no auth)')
-    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string } & AdminFlags, cmd: Command) => {
+    // DESIGN §13: a batch of a large fleet queues for its tarballs instead of saturating the link.
+    .option('--max-downloads <n>', 'artifact downloads this instance sends at once; more are answered 503 with Retry-After, which helpers wait out', String(DEFAULT_MAX_DOWNLOADS))
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string } & AdminFlags, cmd: Command) => {
       enableDefaultLogs('steward:control:*');
       const listen = parseListen(o.listen);
       const metricsListen = o.metricsListen === undefined ? null : parseListen(o.metricsListen);
       const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
+      const maxDownloads = parsePositiveInt(o.maxDownloads, '--max-downloads', 100_000);
       if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
       const tls = o.tlsCert && o.tlsKey ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key') } : undefined;
       if (!tls && !listen.loopback && !o.insecure) {
@@ -64,7 +68,7 @@ export function registerServe(program: Command): void {
         metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, shared ? null : metricsListen) : null;
         const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
         const server = await startControlServer({
-          store: metrics?.store ?? store, artifactsDir, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
+          store: metrics?.store ?? store, artifactsDir, maxDownloads, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
           metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined,
           ...(admin?.shared && router ? { admin: router } : {}),
         });
