@@ -158,7 +158,13 @@ ${removeCgroupsScript(cgroups)}exit "$code"`;
     if (exited()) return shellExit;
     shell.stdin?.end();
     const t = setTimeout(() => {
-      for (const pid of [pid1, nspawnPid]) if (pid) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      for (const pid of [pid1, nspawnPid].filter((p) => p > 0)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
     }, 5000);
     await shellExit;
     clearTimeout(t);
