@@ -38,10 +38,9 @@ interface AgentOptions {
   config?: string;
 }
 
-// Runs steward-agent with `argv` and returns its exit code.
-export async function main(argv: string[]): Promise<number> {
-  enableDefaultLogs();
-  let code = 0;
+// The steward-agent program, each action setting the exit code through `exit` (its man page is
+// made from it too).
+export function agentProgram(exit: (code: number) => void = () => {}): Command {
   const program = new Command('steward-agent')
     .description('heartbeat to the control plane, relay the helper receipts, converge apps')
     .option('--root <dir>', 'root prefix of the host layout (tests, demos)')
@@ -49,14 +48,24 @@ export async function main(argv: string[]): Promise<number> {
     .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride()
     .action(async (o: AgentOptions) => {
-      code = await runAgent(o);
+      exit(await runAgent(o));
     });
   program
     .command('enroll-node', { hidden: true })
     .description('internal: the agent user half of `agentctl enroll` (request on stdin)')
     .action(async (_o: unknown, cmd: Command) => {
-      code = await runEnrollNode(cmd.optsWithGlobals<AgentOptions>());
+      exit(await runEnrollNode(cmd.optsWithGlobals<AgentOptions>()));
     });
+  return program;
+}
+
+// Runs steward-agent with `argv` and returns its exit code.
+export async function main(argv: string[]): Promise<number> {
+  enableDefaultLogs();
+  let code = 0;
+  const program = agentProgram((c) => {
+    code = c;
+  });
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {

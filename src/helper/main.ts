@@ -19,14 +19,20 @@ import { Supervisor } from './supervisor/supervisor.js';
 
 const log = logger('helper:main');
 
-// steward-helper [--root DIR] [--config FILE]: the root helper, in the foreground.
-export async function main(argv: string[]): Promise<number> {
-  enableDefaultLogs();
-  const program = new Command('steward-helper')
+// The steward-helper program's options (its man page is made from them too).
+export function helperProgram(): Command {
+  return new Command('steward-helper')
+    .description('the root helper: stage, activate, probe and roll back releases, supervise apps, in the foreground')
     .option('--root <dir>', 'root prefix of the host layout (tests, demos)')
     .option('--config <file>', 'host config (default <root>/etc/steward/steward.json)')
     .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride();
+}
+
+// steward-helper [--root DIR] [--config FILE]: the root helper, in the foreground.
+export async function main(argv: string[]): Promise<number> {
+  enableDefaultLogs();
+  const program = helperProgram();
   try {
     program.parse(argv, { from: 'user' });
   } catch (err) {

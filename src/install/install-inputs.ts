@@ -25,20 +25,23 @@ export interface InstallInputs {
   config: HostConfig | null;
 }
 
-// Checks, reading only: the package and every file of it install drops or copies, /usr/bin/node,
+// Checks, reading only: the package and every file of it install drops or copies, the units' node,
 // the --agent-key (a PEM Ed25519 public key; a private key is refused), every folder install
 // writes into that exists already (root's, not writable by group or others, along its path),
 // an existing host config (the trust rule, the schema, the apps' accounts), an existing helper
 // key and the agent's `current`. Throws the first problem; returns what install goes on with.
-export async function checkInstallInputs(paths: HostPaths, opts: { agentKey?: string | undefined }): Promise<InstallInputs> {
+// `unitNode` is the node the units run: /usr/bin/node for `agentctl install`, the package's own
+// runtime for the Debian package.
+export async function checkInstallInputs(paths: HostPaths, opts: { agentKey?: string | undefined; unitNode?: string }): Promise<InstallInputs> {
   const pkg = packageRoot();
   if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package (package.json) to install from');
   packageVersion(pkg);
   for (const rel of [...CODE_ITEMS, ...DROPPED_FILES.map(([src]) => path.join('systemd', src))]) {
     if (!existsSync(path.join(pkg, rel))) throw new StewardError('NOT_FOUND', `the steward package at ${pkg} has no ${rel} (run npm ci there)`);
   }
-  if (!existsSync('/usr/bin/node')) {
-    throw new StewardError('CONFIG_INVALID', `the units run /usr/bin/node, which does not exist here (this agentctl runs ${process.execPath}); install Node 20+ as /usr/bin/node`);
+  const unitNode = opts.unitNode ?? '/usr/bin/node';
+  if (!existsSync(unitNode)) {
+    throw new StewardError('CONFIG_INVALID', `the units run ${unitNode}, which does not exist here (this agentctl runs ${process.execPath}); install Node 20+ as ${unitNode}`);
   }
   const agentKey = opts.agentKey === undefined ? null : await readAgentKey(opts.agentKey);
   for (const dir of targetFolders(paths)) {

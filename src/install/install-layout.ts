@@ -16,7 +16,7 @@ export const LAUNCHER = '/usr/local/bin/agentctl';
 // host runs (DESIGN §15), which need no node_modules, and their launchers. steward-control (its
 // bundle imports better-sqlite3, a native addon, from node_modules) runs elsewhere and is left
 // behind, as are dist/src and dist/test (tsc's output, for the tests).
-const HOST_PROGRAMS = ['agentctl', 'steward-helper', 'steward-agent'];
+export const HOST_PROGRAMS = ['agentctl', 'steward-helper', 'steward-agent'];
 export const CODE_ITEMS = ['package.json', ...HOST_PROGRAMS.flatMap((p) => [`bin/${p}.js`, `dist/bundle/${p}`]), 'systemd', 'docs', 'README.md'];
 
 // The default host config: the agent as the app `steward-agent`, run by its own unit (DESIGN §2).

@@ -2,7 +2,8 @@ import { existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { StewardError } from '../core/errors.js';
 import { AGENT_APP } from '../core/names.js';
-import { hostPaths } from '../core/paths.js';
+import type { HostConfig } from '../core/config-schema.js';
+import { hostPaths, type HostPaths } from '../core/paths.js';
 import { loadOrCreateHelperKey } from '../host/helper-key.js';
 import { lookupGroup, lookupUser } from '../platform/users.js';
 import { installAgentRelease } from './agent-release.js';
@@ -85,19 +86,8 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
     did('daemon-reload', 'skipped', 'no unit file changed');
   }
 
-  // 5. The helper key (the helper would make it at its first start; enrollment needs it earlier).
-  const hadKey = existsSync(paths.helperKey);
-  const key = await loadOrCreateHelperKey(paths);
-  did('helper key', hadKey ? 'unchanged' : 'created', `${paths.helperKey} (keyId ${key.keyId}), ${paths.helperPub}`);
-
-  // 6. A default host config, never overwriting one.
-  await checkRootFolder(CONFIG_DIR);
-  if (config) {
-    did('config', 'unchanged', `${paths.configFile} exists and is left as it is`);
-  } else {
-    await writeIfChanged(paths.configFile, Buffer.from(JSON.stringify(DEFAULT_CONFIG, null, 2) + '\n'), 0o644);
-    did('config', 'created', `${paths.configFile} with the app ${AGENT_APP} (runner unit)`);
-  }
+  // 5, 6. The helper key and a default host config.
+  await makeKeyAndConfig(paths, config, did);
   if (config && !Object.prototype.hasOwnProperty.call(config.apps, AGENT_APP)) {
     did('config agent', 'skipped', `${paths.configFile} has no app ${AGENT_APP}: steward cannot update the agent until you add "${AGENT_APP}": ${JSON.stringify(AGENT_APP_CONFIG)} and restart ${HELPER_UNIT}`);
   }
@@ -135,6 +125,22 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
     }
   }
   return steps;
+}
+
+// The helper key (the helper would make it at its first start; enrollment needs it earlier) and
+// a default host config, never overwriting one (`config` is the one there, or null). Shared
+// with the Debian package's configure step (package-setup.ts).
+export async function makeKeyAndConfig(paths: HostPaths, config: HostConfig | null, did: (step: string, action: Step['action'], detail: string) => void): Promise<void> {
+  const hadKey = existsSync(paths.helperKey);
+  const key = await loadOrCreateHelperKey(paths);
+  did('helper key', hadKey ? 'unchanged' : 'created', `${paths.helperKey} (keyId ${key.keyId}), ${paths.helperPub}`);
+  await checkRootFolder(CONFIG_DIR);
+  if (config) {
+    did('config', 'unchanged', `${paths.configFile} exists and is left as it is`);
+  } else {
+    await writeIfChanged(paths.configFile, Buffer.from(JSON.stringify(DEFAULT_CONFIG, null, 2) + '\n'), 0o644);
+    did('config', 'created', `${paths.configFile} with the app ${AGENT_APP} (runner unit)`);
+  }
 }
 
 // Owner, group and mode of every folder a tmpfiles.d `d` line names, to tell whether

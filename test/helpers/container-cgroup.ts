@@ -28,40 +28,23 @@ export async function makeContainerCgroups(name: string): Promise<string[]> {
   return made;
 }
 
-// The shell script that moves the shell into `dirs`, then execs its arguments. A move the
-// kernel refuses is said on stderr (the boot console) and the container boots where it is.
+// Shell commands for a subshell: they move it into `dirs` (what it execs next runs there; `0` is
+// the writing process, a subshell's $$ being its parent's). A move the kernel refuses is said on
+// stderr (the boot console) and the container boots where it is.
 export function enterCgroupsScript(dirs: string[]): string {
-  return dirs.map((d) => `{ echo $$ > '${d}/cgroup.procs'; } 2>/dev/null || echo 'cannot enter the cgroup ${d}' >&2; `).join('') + 'exec "$@"';
+  return dirs.map((d) => `{ echo 0 > '${d}/cgroup.procs'; } 2>/dev/null || echo 'cannot enter the cgroup ${d}' >&2\n`).join('');
 }
 
-// Removes the folders once the container is gone, deepest first; a cgroup with a process left
-// cannot be removed, so this retries a few times while the last ones are reaped.
-export async function removeContainerCgroups(dirs: string[]): Promise<void> {
-  for (const dir of dirs) {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await removeDepthFirst(dir);
-        break;
-      } catch (err) {
-        if (attempt >= 20) {
-          console.log(`could not remove the test cgroup ${dir}: ${(err as Error).message}`);
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  }
-}
-
-async function removeDepthFirst(dir: string): Promise<void> {
-  let entries;
-  try {
-    entries = await fsp.readdir(dir, { withFileTypes: true });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  for (const e of entries) if (e.isDirectory()) await removeDepthFirst(path.join(dir, e.name));
-  // rmdir, not rm -r: a cgroup folder's files are not removable, the kernel drops them with it.
-  await fsp.rmdir(dir);
+// Shell commands that remove the folders once the container is gone, deepest first (rmdir: a
+// cgroup folder's files are not removable, the kernel drops them with it); a cgroup with a process
+// left cannot be removed, so they retry for 2 s while the last ones are reaped.
+export function removeCgroupsScript(dirs: string[]): string {
+  return dirs
+    .map((d) => `i=0
+while [ -e '${d}' ] && ! find '${d}' -depth -type d -exec rmdir {} + 2>/dev/null; do
+  i=$((i + 1)); if [ "$i" -ge 20 ]; then echo 'could not remove the test cgroup ${d}' >&2; break; fi
+  sleep 0.1
+done
+`)
+    .join('');
 }

@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:chil
 import { existsSync, promises as fsp } from 'node:fs';
 import type { TestContext } from 'node:test';
 import { REPO, IS_ROOT } from './host.js';
-import { enterCgroupsScript, makeContainerCgroups, removeContainerCgroups } from './container-cgroup.js';
+import { enterCgroupsScript, makeContainerCgroups, removeCgroupsScript } from './container-cgroup.js';
 import { skipUnlessCI } from './skip.js';
 
 // A real systemd (PID 1 of a container) for tests of the systemd runner, booted per
@@ -33,7 +33,9 @@ export interface SystemdContainer {
   exec(cmd: string, args?: string[], opts?: { timeoutMs?: number }): Promise<ExecResult>;
   // Spawns a long-running command inside, with pipes to the test.
   spawn(cmd: string, args?: string[], opts?: SpawnOptions): ChildProcess;
-  // Powers the container off; kills systemd-nspawn if it does not end within 15 s. Idempotent.
+  // Powers the container off; kills its PID 1 (and with it everything inside) when systemd refuses
+  // the poweroff or the container is not gone within 15 s. Resolves once nspawn has ended and its
+  // cgroups are removed. Idempotent.
   stop(): Promise<void>;
   // What systemd-nspawn printed (the boot console), for failure messages.
   console(): string;
@@ -80,6 +82,9 @@ export interface BootOptions {
   bindRo?: Array<[string, string]>;
   // Folders given an empty writable tmpfs inside (under the read-only /usr, say).
   tmpfs?: string[];
+  // Host folders made writable inside as overlayfs: [host folder (lower), host folder that takes
+  // the writes (upper), path in the container]; dpkg, say, installs into /usr and its database.
+  overlays?: Array<[string, string, string]>;
 }
 
 // Boots systemd in a container and waits until it is up; throws with the console output when
@@ -89,53 +94,93 @@ export async function bootSystemdContainer(opts: BootOptions = {}): Promise<Syst
   const t0 = performance.now();
   // Its own cgroup, so no other container's units share its units' cgroups (container-cgroup.ts).
   const cgroups = await makeContainerCgroups(machine);
-  const nspawn = spawn(
+  // A shell stays systemd-nspawn's parent as its watchdog. It is in a process group of its own
+  // (detached), so a kill of the test's group (the runner's file timeout) does not reach it, and
+  // it holds the read end of a pipe whose write end only this process has. When this process
+  // closes it (stop() below) or ends in any way, SIGKILL included, the read sees end-of-file and
+  // nspawn gets SIGTERM, on which (--kill-signal=SIGKILL) it kills the container's PID 1: the
+  // kernel then kills every process inside, and nspawn removes what it set up and exits. Its
+  // mounts (binds, tmpfs, overlays) are in the container's mount namespace and go with it. Once
+  // nspawn has ended, the shell removes the container's cgroups.
+  const watchdog = `exec 3<&0
+( ${enterCgroupsScript(cgroups)}exec "$@" 3<&- </dev/null ) &
+nspawn=$!
+( while read -r _; do :; done <&3; kill -TERM "$nspawn" 2>/dev/null ) &
+watcher=$!
+exec 3<&-
+wait "$nspawn"
+code=$?
+kill "$watcher" 2>/dev/null
+${removeCgroupsScript(cgroups)}exit "$code"`;
+  const shell = spawn(
     '/bin/sh',
     [
       '-c',
-      enterCgroupsScript(cgroups),
+      watchdog,
       'sh',
       NSPAWN,
       '-D', '/',
       '--volatile=yes',
       '--register=no',
       '--keep-unit',
+      '--kill-signal=SIGKILL',
       `--machine=${machine}`,
       `--bind-ro=${REPO}:${CONTAINER_REPO}`,
       ...(process.execPath === '/usr/bin/node' ? [] : [`--bind-ro=${process.execPath}:/usr/bin/node`]),
       ...(opts.bindRo ?? []).map(([from, to]) => `--bind-ro=${from}:${to}`),
       ...(opts.tmpfs ?? []).map((dir) => `--tmpfs=${dir}`),
+      ...(opts.overlays ?? []).map(([lower, upper, to]) => `--overlay=${lower}:${upper}:${to}`),
       '-b',
       '--',
       // Without firstboot=off the first-boot wizard waits for a key press.
       'systemd.firstboot=off',
       'systemd.unit=multi-user.target',
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['pipe', 'pipe', 'pipe'], detached: true },
   );
   let consoleText = '';
   const keep = (c: Buffer) => (consoleText = (consoleText + c.toString('utf8')).slice(-32_768));
-  nspawn.stdout?.on('data', keep);
-  nspawn.stderr?.on('data', keep);
-  const nspawnExit = new Promise<void>((resolve) => nspawn.once('close', () => resolve())).then(() => removeContainerCgroups(cgroups));
-  nspawn.once('error', (err) => keep(Buffer.from(`spawn failed: ${err.message}\n`)));
+  shell.stdout?.on('data', keep);
+  shell.stderr?.on('data', keep);
+  // Not unref'd: the pipes keep this process alive until the container is gone.
+  shell.stdin?.on('error', () => undefined);
+  const exited = () => shell.exitCode !== null || shell.signalCode !== null;
+  const shellExit = new Promise<void>((resolve) => shell.once('close', () => resolve()));
+  shell.once('error', (err) => keep(Buffer.from(`spawn failed: ${err.message}\n`)));
 
+  let nspawnPid = 0;
   let pid1 = 0;
   const exec = (cmd: string, args: string[] = [], o: { timeoutMs?: number } = {}) =>
     run('/usr/bin/nsenter', ['-t', String(pid1), '-a', cmd, ...args], o.timeoutMs ?? 30_000);
+  // The watchdog's way (nspawn kills PID 1), then, should nspawn not end within 5 s, SIGKILL to
+  // PID 1 and nspawn themselves.
   const kill = async () => {
-    if (nspawn.exitCode !== null || nspawn.signalCode !== null) return;
-    nspawn.kill('SIGKILL');
-    await nspawnExit;
+    if (exited()) return shellExit;
+    shell.stdin?.end();
+    const t = setTimeout(() => {
+      for (const pid of [pid1, nspawnPid].filter((p) => p > 0)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+    }, 5000);
+    await shellExit;
+    clearTimeout(t);
   };
   let stopped: Promise<void> | null = null;
   const stop = () =>
     (stopped ??= (async () => {
-      if (nspawn.exitCode !== null || nspawn.signalCode !== null) return;
-      if (pid1) await exec('systemctl', ['poweroff', '--no-block'], { timeoutMs: 5000 }).catch(() => null);
-      const t = setTimeout(() => nspawn.kill('SIGKILL'), 15_000);
-      await nspawnExit;
-      clearTimeout(t);
+      if (exited()) return shellExit;
+      // An orderly poweroff, unless systemd refuses it (a unit file it can no longer read, say).
+      const poweroff = pid1 ? await exec('systemctl', ['poweroff', '--no-block'], { timeoutMs: 5000 }) : null;
+      if (poweroff?.code === 0) {
+        const t = setTimeout(() => void kill(), 15_000);
+        await shellExit;
+        clearTimeout(t);
+      }
+      await kill();
     })());
 
   const timeoutMs = opts.timeoutMs ?? 60_000;
@@ -143,8 +188,9 @@ export async function bootSystemdContainer(opts: BootOptions = {}): Promise<Syst
   let last = '';
   try {
     for (;;) {
-      if (nspawn.exitCode !== null || nspawn.signalCode !== null) throw new Error('systemd-nspawn exited during boot');
-      if (!pid1 && nspawn.pid !== undefined) pid1 = await findChild(nspawn.pid, 'systemd');
+      if (exited()) throw new Error('systemd-nspawn exited during boot');
+      if (!nspawnPid && shell.pid !== undefined) nspawnPid = await findChild(shell.pid, 'systemd-nspawn');
+      if (!pid1 && nspawnPid) pid1 = await findChild(nspawnPid, 'systemd');
       if (pid1) {
         const r = await exec('systemctl', ['is-system-running'], { timeoutMs: 5000 });
         last = r.stdout.trim() || r.stderr.trim();

@@ -1,6 +1,7 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { installSteward } from '../../install/install.js';
+import { setUpPackagedSteward } from '../../install/package-setup.js';
 import type { Step } from '../../install/install-layout.js';
 import { realSystemTools } from '../../install/system-tools.js';
 import { uninstallSteward } from '../../install/uninstall.js';
@@ -25,9 +26,16 @@ export function registerInstall(program: Command): void {
     .description('install steward on this host as systemd units (root): code, units, user, folders, helper key, default config, the agent release')
     .option('--no-start', 'do not enable and start steward-helper.service')
     .option('--agent-key <pem>', 'trust this Ed25519 release public key (PEM) for steward-agent updates')
-    .action(async (o: { start: boolean; agentKey?: string }, cmd: Command) => {
+    // The Debian package's postinst step (docs/package.md), not for operators: hidden.
+    .addOption(new Option('--packaged', 'configure the installed Debian package (its postinst runs this)').hideHelp())
+    .action(async (o: { start: boolean; agentKey?: string; packaged?: boolean }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       refusePrefix(g, 'install');
+      if (o.packaged) {
+        const steps = await setUpPackagedSteward({ tools: realSystemTools, ...(g.json ? {} : { onStep: printStep }) });
+        if (g.json) printJson({ ok: true, steps });
+        return;
+      }
       const steps = await installSteward({ start: o.start, agentKey: o.agentKey, tools: realSystemTools, ...(g.json ? {} : { onStep: printStep }) });
       const changed = steps.some((s) => CHANGES.includes(s.action) && s.step !== 'folders');
       if (g.json) return printJson({ ok: true, changed, steps });

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import { buildStewardDeb } from '../../scripts/package.js';
+import { DEFAULT_CONFIG } from '../../src/install/install-layout.js';
+import { appRelease, freePort } from '../fixtures/app-releases.js';
+import { REPO, sri } from './host.js';
+import { runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
+import { bootOrSkip, waitFor, type SystemdContainer } from './systemd-container.js';
+
+// A booted systemd container that dpkg can install steward's .deb into: its /usr and dpkg's
+// database are overlays of this host's (the writes land in a temp folder), the .deb is built
+// into a folder bound at /opt/deb.
+
+// dpkg's database, at the top: systemd-nspawn makes no parent folders for an overlay's mount
+// point, and /var of a volatile container is an empty tmpfs.
+const ADMINDIR = '/dpkg';
+
+export interface DebContainer {
+  box: SystemdContainer;
+  // The .deb's path inside the container, and steward's version.
+  deb: string;
+  version: string;
+  // dpkg's arguments with the container's database.
+  dpkg(...args: string[]): string[];
+  // Builds another package of the same code at `version` (scripts/package.ts --version) and
+  // returns its path inside the container.
+  buildDeb(version: string): Promise<string>;
+}
+
+// Boots the container (or skips the test, see bootOrSkip) and builds the .deb; both are undone
+// when the test ends.
+export async function bootForDpkg(t: TestContext): Promise<DebContainer | null> {
+  const out = mkdtempSync(path.join(os.tmpdir(), 'steward-deb-'));
+  let box: SystemdContainer | null = null;
+  // One hook, in this order: node:test runs a test's after hooks in the order they were added, and
+  // the overlays' upper folders are in `out`; removed under a running container, its /usr loses
+  // the unit files dpkg wrote there (and poweroff.target with them), so systemd refuses to power off.
+  t.after(async () => {
+    await box?.stop();
+    rmSync(out, { recursive: true, force: true });
+  });
+  const folder = (name: string) => {
+    mkdirSync(path.join(out, name));
+    return path.join(out, name);
+  };
+  box = await bootOrSkip(t, {
+    bindRo: [[folder('deb'), '/opt/deb']],
+    overlays: [['/usr', folder('usr'), '/usr'], ['/var/lib/dpkg', folder('dpkg'), ADMINDIR]],
+  });
+  if (!box) return null;
+  // The host's overrides name groups (ssl-cert) that the container's empty /etc does not have;
+  // a Docker image's policy-rc.d (exit 101) would forbid deb-systemd-invoke to start anything,
+  // which a real host has not. Both changes land in the overlays' upper layers only.
+  await sh(box, `: > ${ADMINDIR}/statoverride && rm -f /usr/sbin/policy-rc.d`);
+  // gzip -1 rather than xz: the same tree, built in seconds (scripts/package.ts).
+  const build = async (version?: string) => {
+    const r = await buildStewardDeb(REPO, path.join(out, 'deb'), { compression: 'gzip', version });
+    return { deb: `/opt/deb/${path.basename(r.deb)}`, version: r.version };
+  };
+  const { deb, version } = await build();
+  return { box, deb, version, dpkg: (...args) => ['--admindir', ADMINDIR, ...args], buildDeb: async (v) => (await build(v)).deb };
+}
+
+// `agentctl --json status` once it answers (exit 0); the helper's journal in the error if not.
+export async function statusOnceUp(box: SystemdContainer): Promise<RunResult> {
+  let last = '';
+  return waitFor('agentctl status through the packaged helper', async () => {
+    const r = await run(box, 'agentctl', ['--json', 'status']);
+    last = r.text;
+    return r.code === 0 ? r : null;
+  }, 30_000, 500).catch(async (err: Error) => {
+    const journal = await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-n', '40']);
+    throw new Error(`${err.message}: ${last}\n--- the helper's journal ---\n${journal.text}`);
+  });
+}
+
+// The path of the executable the helper's main process runs (once it answers: right after a
+// start, the main process is systemd's fork before its exec).
+export async function helperExe(box: SystemdContainer): Promise<string> {
+  return (await sh(box, `readlink /proc/${await mainPid(box, 'steward-helper.service')}/exe`)).stdout.trim();
+}
+
+// The main pid of a unit, as systemd has it ('0' when none).
+export async function mainPid(box: SystemdContainer, unit: string): Promise<string> {
+  return (await run(box, 'systemctl', ['show', '-p', 'MainPID', '--value', unit])).stdout.trim();
+}
+
+// `agentctl --json status web` once web's supervisor says `running`: its entry.
+export async function webRunning(box: SystemdContainer): Promise<{ supervisor: { state: string; pid: number }; current: string }> {
+  let last = '';
+  return waitFor('web running under the helper', async () => {
+    const r = await run(box, 'agentctl', ['--json', 'status', 'web']);
+    last = r.text;
+    const app = r.json?.recovering === false ? r.json.apps?.[0] : null;
+    return app?.supervisor?.state === 'running' ? app : null;
+  }, 30_000, 500).catch((err: Error) => {
+    throw new Error(`${err.message}: ${last}`);
+  });
+}
+
+// Puts the app `web` (a test release of test/fixtures/app-releases.ts, unsigned over admin.sock)
+// under the packaged helper, run as the user stwweb: the host config gets it, with `processRunner`
+// (the helper's default under systemd is a transient unit per app), the helper restarts onto
+// that config, and `agentctl update` makes 1.0.0 current. Returns web's pid.
+export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | 'detached' = 'auto'): Promise<number> {
+  await sh(box, 'getent passwd stwweb || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin stwweb');
+  const web = { runner: 'process', user: 'stwweb', group: 'stwweb' };
+  const config = { ...DEFAULT_CONFIG, apps: { ...DEFAULT_CONFIG.apps, web }, supervisor: { processRunner } };
+  await writeIn(box, '/etc/steward/steward.json', `${JSON.stringify(config, null, 2)}\n`);
+  await sh(box, 'systemctl restart steward-helper.service');
+  await statusOnceUp(box);
+  const tgz = appRelease('web', '1.0.0', await freePort(), { stableMs: 200 });
+  await writeIn(box, '/tmp/web-1.0.0.tgz', tgz);
+  const up = await run(box, 'agentctl', ['--json', 'update', 'web', '1.0.0', '--file', '/tmp/web-1.0.0.tgz', '--integrity', sri(tgz), '--allow-unsigned'], 120_000);
+  assert.equal(up.code, 0, up.text);
+  assert.equal(up.json?.outcome, 'active', up.text);
+  return (await webRunning(box)).supervisor.pid;
+}
