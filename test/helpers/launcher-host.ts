@@ -37,11 +37,14 @@ export interface Start {
 const FAKE_NODE = `#!/bin/sh
 # The launcher tests' runtime: records the exec, then behaves as the tree's behaviour file says.
 set -eu
+# The kill test's mv and sync act on the launcher only.
+unset KILL_AT
 while [ $# -gt 0 ]; do case $1 in *steward-helper.js) break ;; esac; shift; done
 tree=\${1%/bin/steward-helper.js}
 shift
 printf '%s|%s|%s|%s\\n' "$STEWARD_SELF_DECISION" "$STEWARD_SELF_VERSION" "$tree" "$*" >>"$FAKE_LOG"
-if [ -n "\${FAKE_MARK:-}" ]; then : >"$FAKE_MARK"; fi
+# The crash explorer's mark of each exec, in the traced root: ran/<its line in the log>.
+if [ -n "\${FAKE_MARK:-}" ]; then : >"$FAKE_MARK/$(wc -l <"$FAKE_LOG")"; fi
 [ "$(cat "$tree/behaviour" 2>/dev/null || true)" = good ] || exit 1
 if [ "$STEWARD_SELF_DECISION" = trial ]; then "$FAKE_REAL_NODE" "$FAKE_COMMIT" "$FAKE_ROOT" "$STEWARD_SELF_VERSION" "$tree"; fi
 # Ready: the start count is reset, as resetStartCounter does (rm, then fsync of the folder).
