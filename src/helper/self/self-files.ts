@@ -34,6 +34,16 @@ export interface SelfFiles {
   packageTried: SelfRead<PackageTried>;
 }
 
+// The key of each file in SelfFiles.
+export const SELF_FILE_KEYS: Record<SelfFile, keyof SelfFiles> = {
+  candidate: 'candidate',
+  trying: 'trying',
+  reverted: 'reverted',
+  starts: 'starts',
+  fallback: 'fallback',
+  'package-tried': 'packageTried',
+};
+
 // The launcher reads at most this much of a file, and so does this side.
 const MAX_BYTES = 512;
 

@@ -1,9 +1,8 @@
 import { isVersion } from '../../core/version.js';
 import type { HostPaths } from '../../core/paths.js';
-import { LAUNCH_DECISIONS, SELF_APP, type LaunchDecision, type Pointer, type StartRecord } from '../../core/self-schemas.js';
+import { LAUNCH_DECISIONS, SELF_APP, SELF_FILES, type LaunchDecision, type Pointer, type StartRecord } from '../../core/self-schemas.js';
 import { readCurrent } from '../release-store.js';
-import { readSelfFiles, selfFile, validValue, type SelfFiles } from './self-files.js';
-import type { SelfFile } from '../../core/self-schemas.js';
+import { readSelfFiles, SELF_FILE_KEYS, selfFile, validValue, type SelfFiles } from './self-files.js';
 
 // What the launcher decided at this start, and what the trial's files say, for the helper to
 // act on and report (docs/self-update.md).
@@ -32,16 +31,8 @@ export async function readTrialState(paths: HostPaths, env: NodeJS.ProcessEnv): 
   const cur = await readCurrent(paths, SELF_APP);
   const current = cur.state === 'valid' ? cur.version : null;
   const problems: string[] = [];
-  const names: [SelfFile, keyof SelfFiles][] = [
-    ['candidate', 'candidate'],
-    ['trying', 'trying'],
-    ['reverted', 'reverted'],
-    ['starts', 'starts'],
-    ['fallback', 'fallback'],
-    ['package-tried', 'packageTried'],
-  ];
-  for (const [name, key] of names) {
-    const r = files[key];
+  for (const name of SELF_FILES) {
+    const r = files[SELF_FILE_KEYS[name]];
     if (r.state === 'unreadable') problems.push(r.why);
     if (r.state === 'newer') problems.push(`${selfFile(paths, name)} has schemaVersion ${r.schemaVersion}, newer than this steward reads: the launcher took it for garbage`);
   }
