@@ -19,6 +19,7 @@ export interface HostPaths {
   helperPub: string;
   nodeState: string;
   receiptSeq: string;
+  selfDir: string;
   appStateRoot: string;
   logDir: string;
   runDir: string;
@@ -46,6 +47,8 @@ export function hostPaths(root: string): HostPaths {
     helperPub: r('/var/lib/steward/helper.pub'),
     nodeState: r('/var/lib/steward/state/node.json'),
     receiptSeq: r('/var/lib/steward/state/receipt-seq.json'),
+    // The self-update trial's files (DESIGN §14), shared with the package's launcher.
+    selfDir: r('/var/lib/steward/self'),
     appStateRoot: r('/var/lib/steward-apps'),
     logDir: r('/var/log/steward'),
     runDir: r('/run/steward'),
