@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runIn as run, shIn as sh } from '../helpers/container-exec.js';
+import { exampleLines, printedPattern, readmeShellBlocks } from '../helpers/readme.js';
 import { bootForDpkg, helperExe, mainPid, runWebApp, statusOnceUp } from '../helpers/deb-container.js';
 
 // The package's maintainer scripts under a real systemd (test/helpers/deb-container.ts):
@@ -21,6 +22,15 @@ test('dpkg -i starts a working helper, a second dpkg -i keeps it working, and pu
   await sh(box, 'getent passwd steward && test -s /var/lib/steward/keys/helper.key && test -f /etc/steward/steward.json && test -d /var/lib/steward-apps');
   // The helper runs the package's own Node.js.
   assert.equal(await helperExe(box), `/usr/lib/steward/${version}/node/bin/node`);
+  // The README installs by package: its "Check it" lines hold as printed, with sudo's PATH
+  // (the suite is root, for whom sudo adds nothing; the container has none).
+  const check = exampleLines(readmeShellBlocks('## Install on a host', 'Check it:')[0] as string);
+  assert.ok(check.some((l) => /^sudo agentctl /.test(l.command)), JSON.stringify(check));
+  for (const { command, prints } of check) {
+    const r = await run(box, '/usr/bin/env', ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', '/bin/sh', '-c', command.replace(/^sudo /, '')]);
+    assert.equal(r.code, 0, `${command}: ${r.text}`);
+    if (prints) assert.match(r.stdout, printedPattern(prints), command);
+  }
 
   // Again (dpkg's upgrade path, the same version): the helper is restarted and answers.
   const pidBefore = await mainPid(box, 'steward-helper.service');
