@@ -8,6 +8,7 @@ import type { HostPaths } from '../core/paths.js';
 import { ensureDir, readRegularFile, writeFileAtomic, writeJsonAtomic } from '../platform/fs-atomic.js';
 import { parsePrivateKey } from '../platform/keys.js';
 import { readVersionedJson } from '../platform/versioned-file.js';
+import { CONTROL_PLANE_SCHEMA_VERSION, controlPlaneFileSchema, type ControlPlaneFile } from './agent-file-schemas.js';
 import { ENROLLMENT_SCHEMA_VERSION, enrollmentFileSchema, type EnrollmentFile } from './enrollment-schema.js';
 
 export interface AgentFiles {
@@ -17,6 +18,7 @@ export interface AgentFiles {
   seq: string;
   outbox: string;
   acted: string;
+  controlPlane: string;
   lock: string;
 }
 
@@ -30,6 +32,7 @@ export function agentFiles(paths: HostPaths): AgentFiles {
     seq: path.join(dir, 'seq.json'),
     outbox: path.join(dir, 'outbox.json'),
     acted: path.join(dir, 'acted.json'),
+    controlPlane: path.join(dir, 'control-plane.json'),
     lock: path.join(dir, 'agent.lock'),
   };
 }
@@ -57,6 +60,16 @@ export function readEnrollment(files: AgentFiles): Promise<EnrollmentFile | null
 // Writes enrollment.json (0600, atomic replace).
 export async function writeEnrollment(files: AgentFiles, value: Omit<EnrollmentFile, 'schemaVersion'>): Promise<void> {
   await writeJsonAtomic(files.enrollment, { schemaVersion: ENROLLMENT_SCHEMA_VERSION, ...value }, 0o600);
+}
+
+// control-plane.json, or null when absent; invalid or newer is STATE_INVALID.
+export function readControlPlaneFile(files: AgentFiles): Promise<ControlPlaneFile | null> {
+  return readVersionedJson(files.controlPlane, CONTROL_PLANE_SCHEMA_VERSION, controlPlaneFileSchema, 64 * 1024);
+}
+
+// Writes control-plane.json (0600, atomic replace).
+export async function writeControlPlaneFile(files: AgentFiles, value: Omit<ControlPlaneFile, 'schemaVersion'>): Promise<void> {
+  await writeJsonAtomic(files.controlPlane, { schemaVersion: CONTROL_PLANE_SCHEMA_VERSION, ...value }, 0o600);
 }
 
 // Writes node.key (0600, atomic replace). Only the agent's own user ever calls this.

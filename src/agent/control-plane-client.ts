@@ -1,12 +1,16 @@
 // POSTs one JSON body to the control plane and reads its answer, with a deadline and a cap on
-// the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`.
+// the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`. With several
+// control-plane URLs (DESIGN §13) a request goes to the one that last answered and moves on to
+// the next after no answer or a 5xx.
 import { RECEIPT_VERSIONS_HEADER } from '../core/control-api.js';
+import { controlPlaneUrls, sameControlPlaneUrl } from '../core/control-plane-urls.js';
 import { StewardError } from '../core/errors.js';
 import { RECEIPT_VERSIONS } from '../core/receipt-schema.js';
 import { readExtraCa } from '../platform/extra-ca.js';
 import { startRequest } from '../platform/http-request.js';
 import { readOwnVersion } from '../platform/own-version.js';
 import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from './control-plane-url.js';
+import type { Logf } from './convergence.js';
 
 // An answer bigger than this is refused: a heartbeat answer holds at most 256 desired entries
 // of ~2 KiB each and 4,096 acked seqs, far below 4 MiB.
@@ -22,21 +26,78 @@ export interface PostAnswer {
 // The seam the heartbeat loop and enrollment use. post resolves with any HTTP answer and
 // throws CONTROL_PLANE_UNREACHABLE when there is none (network, TLS, timeout, oversized body).
 export interface ControlPlaneClient {
+  // The URL the next request goes to first: the last one that answered (before any answer, the
+  // one the client was started on).
   readonly url: URL;
+  // Every control-plane URL, in the order they are tried.
+  readonly urls: readonly URL[];
+  // One round: from `url`, each URL at most once, moving on after no answer or a 5xx; any
+  // other answer (a 401, a 409...) comes from a live control plane and ends the round there.
+  // When none answers, the last URL's failure: its 5xx answer, or CONTROL_PLANE_UNREACHABLE.
   // `signal` aborts a request in flight (the agent stopping): it then throws CONTROL_PLANE_UNREACHABLE.
   post(endpoint: string, body: unknown, signal?: AbortSignal): Promise<PostAnswer>;
 }
 
-// A client for the control plane at `settings.url` (checked by the URL policy first).
-export async function createControlPlaneClient(settings: ControlPlaneSettings, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<ControlPlaneClient> {
-  const url = checkControlPlaneUrl(settings.url, settings.insecure === true);
+export interface ControlPlaneClientOptions {
+  // The deadline of each request, per URL.
+  timeoutMs?: number;
+  // The URL to start from (the one that answered before a restart); ignored when not listed.
+  startAt?: string | undefined;
+  // Called, and awaited, each time a URL other than the last one reported answers (the first
+  // answer, when `startAt` is not given or not listed). Must not throw.
+  onAnswered?: (url: URL) => Promise<void>;
+  // Where a move to the next URL is logged.
+  log?: Logf;
+}
+
+// A client for the control plane at `settings.url` (each URL checked by the URL policy first).
+export async function createControlPlaneClient(settings: ControlPlaneSettings, opts: ControlPlaneClientOptions = {}): Promise<ControlPlaneClient> {
+  const { timeoutMs = DEFAULT_TIMEOUT_MS, onAnswered, log = () => {} } = opts;
+  const urls = controlPlaneUrls(settings.url).map((u) => checkControlPlaneUrl(u, settings.insecure === true));
   let ca: string[] | undefined;
   try {
     ca = await readExtraCa(settings.caFile);
   } catch (err) {
     throw new StewardError('CONFIG_INVALID', `cannot read controlPlane.caFile ${settings.caFile}: ${(err as Error).message}`, { cause: err });
   }
-  return { url, post: (endpoint, body, signal) => postJson(endpointUrl(url, endpoint), body, ca, timeoutMs, signal) };
+  const listed = opts.startAt === undefined ? -1 : urls.findIndex((u) => sameControlPlaneUrl(u.href, opts.startAt as string));
+  let current = Math.max(listed, 0);
+  let reported = listed;
+  const at = (i: number) => urls[i] as URL;
+  return {
+    get url() {
+      return at(current);
+    },
+    urls,
+    async post(endpoint, body, signal) {
+      let failure: { answer: PostAnswer } | { error: unknown } = { error: new Error('no control plane URL') };
+      for (let n = 0; n < urls.length; n++) {
+        const i = (current + n) % urls.length;
+        const u = endpointUrl(at(i), endpoint);
+        let why: string;
+        try {
+          const answer = await postJson(u, body, ca, timeoutMs, signal);
+          if (answer.status < 500) {
+            current = i;
+            if (reported !== i) {
+              reported = i;
+              await onAnswered?.(at(i));
+            }
+            return answer;
+          }
+          failure = { answer };
+          why = `${u.origin}${u.pathname}: HTTP ${answer.status}`;
+        } catch (err) {
+          if (signal?.aborted) throw err;
+          failure = { error: err };
+          why = (err as Error).message;
+        }
+        if (urls.length > 1) log('no answer from the control plane: %s; %s', why, n + 1 < urls.length ? `trying ${at((i + 1) % urls.length).href}` : 'no URL left this round');
+      }
+      if ('answer' in failure) return failure.answer;
+      throw failure.error;
+    },
+  };
 }
 
 const USER_AGENT = `steward-agent/${readOwnVersion()}`;

@@ -3,7 +3,8 @@ import { StewardError } from '../core/errors.js';
 import { isLoopbackHost } from '../core/name-checks.js';
 
 export interface ControlPlaneSettings {
-  url: string;
+  // One URL, or the list tried in order (DESIGN §13).
+  url: string | readonly string[];
   caFile?: string | undefined;
   insecure?: boolean | undefined;
 }

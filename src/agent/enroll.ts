@@ -5,13 +5,14 @@
 import os from 'node:os';
 import { promises as fsp } from 'node:fs';
 import { z } from '../core/zod-mini.js';
+import { controlPlaneUrlListSchema } from '../core/control-plane-urls.js';
 import { claimedLabelsSchema, ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import { HOSTNAME_RE, HOSTNAME_RULE, isHostname } from '../core/name-checks.js';
 import type { Clock } from '../platform/clock.js';
 import { DOMAINS, generateKeyPair, keyIdOf, parsePrivateKey, parsePublicKey, signEnvelope } from '../platform/keys.js';
 import { acquireHelperLock } from '../platform/lock.js';
-import { agentFiles, ensureAgentDir, readEnrollment, writeEnrollment, writeNodeKey } from './agent-files.js';
+import { agentFiles, ensureAgentDir, readEnrollment, writeControlPlaneFile, writeEnrollment, writeNodeKey } from './agent-files.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import type { Logf } from './convergence.js';
 import { Outbox } from './outbox.js';
@@ -20,7 +21,8 @@ import { relayMarkFile } from '../core/relay-mark.js';
 
 // What the root side hands the agent user's process on stdin (the token never goes in argv).
 export const enrollRequestSchema = z.strictObject({
-  controlPlaneUrl: z.url(),
+  // Tried in order; the first that answers enrolls the node (DESIGN §13).
+  controlPlaneUrls: controlPlaneUrlListSchema,
   token: z.string().check(z.minLength(1), z.maxLength(256)),
   helperPublicKey: z.string().check(z.minLength(1), z.maxLength(4096)),
   caFile: z.optional(z.string().check(z.minLength(1))),
@@ -45,14 +47,14 @@ export type EnrollProveAnswer = z.infer<typeof enrollProveAnswerSchema>;
 
 // What it prints on stdout last: one JSON line.
 export const enrollResultSchema = z.union([
-  z.strictObject({ ok: z.literal(true), nodeId: z.string().check(z.minLength(1), z.maxLength(128)), heartbeatSeconds: z.number().check(z.int()), nodeKeyId: z.string(), controlPlaneUrl: z.string() }),
+  z.strictObject({ ok: z.literal(true), nodeId: z.string().check(z.minLength(1), z.maxLength(128)), heartbeatSeconds: z.number().check(z.int()), nodeKeyId: z.string(), controlPlaneUrl: z.string(), controlPlaneUrls: z.array(z.string()) }),
   z.strictObject({ ok: z.literal(false), error: z.strictObject({ code: z.string(), message: z.string() }) }),
 ]);
 export type EnrollResult = z.infer<typeof enrollResultSchema>;
 
 export interface EnrollDeps {
   paths: HostPaths;
-  client: Pick<ControlPlaneClient, 'post' | 'url'>;
+  client: Pick<ControlPlaneClient, 'post' | 'url' | 'urls'>;
   clock: Pick<Clock, 'now'>;
   log: Logf;
   // Stops the process when the folder lock is taken over (DESIGN §10).
@@ -88,7 +90,7 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
     };
     const envelope = signEnvelope(DOMAINS.enroll, payload, parsePrivateKey(kp.privatePem));
     const body: EnrollBody = { ...envelope, helperSig: await deps.proveHelperKey(Buffer.from(envelope.payload, 'base64')) };
-    deps.log('enrolling url=%s nodeKeyId=%s hostname=%s', deps.client.url.origin, kp.keyId, payload.hostname);
+    deps.log('enrolling urls=%s nodeKeyId=%s hostname=%s', deps.client.urls.map((u) => u.href).join(','), kp.keyId, payload.hostname);
     const answer = await askEnroll(deps.client, body);
 
     // The key goes to disk only now: a refused enrollment leaves nothing behind.
@@ -97,6 +99,10 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
     if (existing || hasKey) await dropOldReceipts(outbox, deps.log);
     // From enrollment on, the helper keeps every receipt this agent has not relayed.
     await outbox.publishRelayMark(keyIdOf(parsePublicKey(req.helperPublicKey)));
+    // Before enrollment.json, which is written last: an older agent reads only that one (with
+    // the URL that answered), a newer one this list too.
+    const urls = deps.client.urls.map((u) => u.href);
+    await writeControlPlaneFile(files, { urls, answered: { url: deps.client.url.href, since: deps.clock.now() } });
     await writeEnrollment(files, {
       nodeId: answer.nodeId,
       controlPlaneUrl: deps.client.url.href,
@@ -105,7 +111,7 @@ export async function enrollNode(req: EnrollRequest, deps: EnrollDeps): Promise<
       nodeKeyId: kp.keyId,
     });
     deps.log('enrolled nodeId=%s nodeKeyId=%s heartbeatSeconds=%d', answer.nodeId, kp.keyId, answer.heartbeatSeconds);
-    return { ok: true, nodeId: answer.nodeId, heartbeatSeconds: answer.heartbeatSeconds, nodeKeyId: kp.keyId, controlPlaneUrl: deps.client.url.href };
+    return { ok: true, nodeId: answer.nodeId, heartbeatSeconds: answer.heartbeatSeconds, nodeKeyId: kp.keyId, controlPlaneUrl: deps.client.url.href, controlPlaneUrls: urls };
   } finally {
     await lock.release().catch(() => {});
   }

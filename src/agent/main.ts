@@ -22,6 +22,7 @@ import { systemAccounts } from '../platform/users.js';
 import { loadHostConfig } from '../host/config.js';
 import { ActedStore } from './acted-store.js';
 import { agentFiles, ensureAgentDir, readEnrollment, readNodeKey } from './agent-files.js';
+import { chooseControlPlaneUrls, readControlPlaneChoiceFile, recordAnswered } from './control-plane-choice.js';
 import { createControlPlaneClient } from './control-plane-client.js';
 import { isInsecureUrl } from './control-plane-url.js';
 import type { EnrollResult } from './enroll.js';
@@ -113,9 +114,14 @@ async function runAgent(o: AgentOptions): Promise<number> {
       throw new StewardError('STATE_INVALID', `${files.nodeKey} has keyId ${keyIdOf(nodeKey)}, not the enrolled ${enrollment.nodeKeyId}; enroll again with --force`);
     }
     const cp = config.controlPlane;
-    const client = await createControlPlaneClient({ url: cp?.url ?? enrollment.controlPlaneUrl, caFile: cp?.caFile, insecure: cp?.insecure });
-    if (isInsecureUrl(client.url)) {
-      log('WARNING: controlPlane.insecure is set: heartbeats go over plain http to %s, readable and forgeable on the way', client.url.host);
+    const cpFile = await readControlPlaneChoiceFile(files, log);
+    const choice = chooseControlPlaneUrls(cp, cpFile.file, enrollment.controlPlaneUrl);
+    const client = await createControlPlaneClient(
+      { url: choice.urls, caFile: cp?.caFile, insecure: cp?.insecure },
+      { startAt: choice.startAt, onAnswered: recordAnswered(files, cpFile, () => systemClock.now(), hbLog), log: hbLog },
+    );
+    for (const u of client.urls.filter(isInsecureUrl)) {
+      log('WARNING: controlPlane.insecure is set: heartbeats go over plain http to %s, readable and forgeable on the way', u.host);
     }
     // The helper keeps every receipt above the relay mark: publish it before the first heartbeat.
     const outbox = await Outbox.open(files.outbox, { markFile: relayMarkFile(paths) });
@@ -149,6 +155,7 @@ async function runAgent(o: AgentOptions): Promise<number> {
     process.once('SIGTERM', () => onSignal('SIGTERM'));
     process.once('SIGINT', () => onSignal('SIGINT'));
     log('started nodeId=%s controlPlane=%s root=%s pid=%d', enrollment.nodeId, client.url.origin, root || '/', process.pid);
+    if (client.urls.length > 1) log('control plane URLs (%s): %s', choice.from, client.urls.map((u) => u.href).join(' '));
     await loop.run(stop.signal);
     log('stopped');
     return 0;
@@ -193,7 +200,7 @@ async function runEnrollNode(o: AgentOptions): Promise<number> {
       if ('error' in answer.data) throw new StewardError('INTERNAL', answer.data.error.message);
       return answer.data.helperSig;
     };
-    const client = await createControlPlaneClient({ url: req.controlPlaneUrl, caFile: req.caFile, insecure: req.insecure });
+    const client = await createControlPlaneClient({ url: req.controlPlaneUrls, caFile: req.caFile, insecure: req.insecure }, { log: logger('agent:enroll') });
     const result = await enrollNode(req, { paths: hostPaths(root), client, clock: systemClock, log: logger('agent:enroll'), onCompromised: exitOnCompromised, proveHelperKey });
     print(result satisfies EnrollResult);
     return 0;

@@ -1,6 +1,7 @@
 import { z } from './zod-mini.js';
 import { APP_NAME_RE, TEXTFILE_RE } from './name-checks.js';
 import { intSchema } from './names.js';
+import { controlPlaneUrlSchema } from './control-plane-urls.js';
 
 const DAY = 86_400_000;
 
@@ -86,7 +87,9 @@ const supervisorSchema = z.strictObject({
 });
 
 const controlPlaneSchema = z.strictObject({
-  url: z.url(),
+  // One URL, or a list tried in order (DESIGN §13). A list is read only by steward from this
+  // version on: an older agent or helper refuses the whole file (docs/agent.md).
+  url: controlPlaneUrlSchema,
   caFile: z.optional(z.string().check(z.minLength(1))),
   insecure: z._default(z.boolean(), false),
 });

@@ -55,7 +55,7 @@ test('a control plane that does not answer in time, or answers more than 4 MiB, 
   });
   const port = await serve(server);
   try {
-    const client = await createControlPlaneClient({ url: `http://127.0.0.1:${port}` }, 300);
+    const client = await createControlPlaneClient({ url: `http://127.0.0.1:${port}` }, { timeoutMs: 300 });
     await assert.rejects(client.post('/slow', {}), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE' && /within 300 ms/.test(e.message));
     await assert.rejects(client.post('/big', {}), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE' && /larger than/.test(e.message));
   } finally {

@@ -5,6 +5,7 @@ import {
   checkCaFiles,
   checkClock,
   checkConfig,
+  checkControlPlanes,
   checkDisk,
   checkKeys,
   checkSockets,
@@ -15,8 +16,9 @@ import {
   MIB,
   SKEW_FAIL_MS,
   SKEW_WARN_MS,
+  skewOf,
 } from '../../src/core/doctor/host-checks.js';
-import type { ConfigObservation, Entry, KeysObservation, Owners, SocketsObservation } from '../../src/core/doctor/observations.js';
+import type { ConfigObservation, ControlPlaneProbe, ControlPlanesObservation, Entry, KeysObservation, Owners, SocketsObservation } from '../../src/core/doctor/observations.js';
 import { formatChecks } from '../../src/cli/commands/doctor.js';
 
 const PROD: Owners = { rootUid: 0, stewardUid: 990, stewardGid: 990, note: '', accountProblem: '' };
@@ -39,22 +41,64 @@ test('clock skew: ok up to 1 min, warn up to 5 min, fail beyond, either directio
   }
 });
 
-test('the control plane checked is the host config one, else the one the node enrolled with, else none', () => {
+test('the control planes checked are the host config ones, else the list the node enrolled with, else its one enrolled URL, else none', () => {
   const file = '/a/enrollment.json';
-  const enrolled = { enrollmentFile: file, enrollment: { state: 'ok', nodeId: 'n1', controlPlaneUrl: 'https://enrolled.example/' } } as const;
-  const none = { enrollmentFile: file, enrollment: { state: 'missing' } } as const;
-  const cfg = (controlPlane: { url: string; caFile?: string } | null): ConfigObservation => ({ ok: true, file: '/c', apps: [], controlPlane, caFiles: [], diskReserveBytes: 0 });
+  const listFile = '/a/control-plane.json';
+  const noList = { controlPlaneFile: listFile, controlPlane: { state: 'missing' } } as const;
+  const enrolled = { enrollmentFile: file, enrollment: { state: 'ok', nodeId: 'n1', controlPlaneUrl: 'https://enrolled.example/' }, ...noList } as const;
+  const none = { enrollmentFile: file, enrollment: { state: 'missing' }, ...noList } as const;
+  const listed = { ...enrolled, controlPlane: { state: 'ok', urls: ['https://a.example/', 'https://b.example/'] } } as const;
+  const cfg = (controlPlane: { url: string | string[]; caFile?: string } | null): ConfigObservation => ({ ok: true, file: '/c', apps: [], controlPlane, caFiles: [], diskReserveBytes: 0 });
   const broken: ConfigObservation = { ok: false, file: '/c', error: 'bad' };
-  const cases: Array<[ConfigObservation, Pick<KeysObservation, 'enrollment' | 'enrollmentFile'>, ReturnType<typeof controlPlaneOf>]> = [
-    [cfg({ url: 'https://config.example', caFile: '/ca.pem' }), enrolled, { settings: { url: 'https://config.example', caFile: '/ca.pem' } }],
-    [cfg(null), enrolled, { settings: { url: 'https://enrolled.example/' }, from: file }],
-    [broken, enrolled, { settings: { url: 'https://enrolled.example/' }, from: file }],
+  type Keys = Pick<KeysObservation, 'enrollment' | 'enrollmentFile' | 'controlPlane' | 'controlPlaneFile'>;
+  const cases: Array<[ConfigObservation, Keys, ReturnType<typeof controlPlaneOf>]> = [
+    [cfg({ url: 'https://config.example', caFile: '/ca.pem' }), listed, { settings: { urls: ['https://config.example'], caFile: '/ca.pem' } }],
+    [cfg({ url: ['https://c1.example', 'https://c2.example'] }), enrolled, { settings: { urls: ['https://c1.example', 'https://c2.example'] } }],
+    [cfg(null), enrolled, { settings: { urls: ['https://enrolled.example/'] }, from: file }],
+    [cfg(null), listed, { settings: { urls: ['https://a.example/', 'https://b.example/'] }, from: listFile }],
+    [cfg(null), { ...enrolled, controlPlane: { state: 'invalid', error: 'newer' } }, { settings: { urls: ['https://enrolled.example/'] }, from: file }],
+    [broken, enrolled, { settings: { urls: ['https://enrolled.example/'] }, from: file }],
     [cfg(null), none, null],
-    [cfg(null), { enrollmentFile: file, enrollment: { state: 'invalid', error: 'bad json' } }, null],
+    [cfg(null), { ...none, enrollment: { state: 'invalid', error: 'bad json' } }, null],
   ];
   for (const [config, keys, want] of cases) assert.deepEqual(controlPlaneOf(config, keys), want, JSON.stringify([config, keys]));
   const [, skew] = checkClock({ state: 'synced' }, { state: 'measured', url: 'https://enrolled.example/', skewMs: 0, from: file });
   assert.match(skew?.detail ?? '', /the control plane https:\/\/enrolled\.example\/ \(enrolled in \/a\/enrollment\.json\)/);
+});
+
+test('control plane: ok when every URL answers below 500, warn when some do not, fail only when none does', () => {
+  const up = (url: string, status = 405): ControlPlaneProbe => ({ state: 'measured', url, skewMs: 0, status });
+  const refused = (url: string): ControlPlaneProbe => ({ state: 'unreachable', url, why: 'connect ECONNREFUSED' });
+  const probed = (...probes: ControlPlaneProbe[]): Extract<ControlPlanesObservation, { state: 'probed' }> => ({ state: 'probed', probes });
+  const cases: Array<[ControlPlanesObservation, string, RegExp]> = [
+    [{ state: 'none' }, 'ok', /none configured/],
+    [probed(up('https://a')), 'ok', /https:\/\/a answers \(HTTP 405\)/],
+    [probed(up('https://a'), up('https://b', 401)), 'ok', /https:\/\/b answers \(HTTP 401\)/],
+    [probed(refused('https://a'), up('https://b')), 'warn', /1 of 2 control plane URLs do not answer: https:\/\/a: connect ECONNREFUSED; https:\/\/b answers/],
+    [probed(up('https://a', 503), up('https://b')), 'warn', /https:\/\/a: HTTP 503/],
+    [probed({ state: 'unreachable', url: 'https://a', why: 'HTTP 405 without a valid Date header', status: 405 }), 'ok', /https:\/\/a answers \(HTTP 405\)/],
+    [probed(refused('https://a')), 'fail', /the control plane does not answer: https:\/\/a: connect ECONNREFUSED/],
+    [probed(refused('https://a'), up('https://b', 502)), 'fail', /none of the 2 control plane URLs answers/],
+    [{ ...probed(up('https://a')), recordError: '/a/control-plane.json: schemaVersion 2 is newer' }, 'warn', /schemaVersion 2 is newer \(the agent ignores it\)/],
+  ];
+  for (const [obs, status, detail] of cases) {
+    const r = checkControlPlanes(obs);
+    assert.equal(r.name, 'control plane');
+    assert.equal(r.status, status, JSON.stringify(obs));
+    assert.match(r.detail, detail);
+  }
+  const on = checkControlPlanes({ state: 'probed', probes: [up('https://a'), up('https://b')], answered: { url: 'https://b/', since: Date.parse('2030-01-01T00:00:00Z') } });
+  assert.match(on.detail, /the agent is on https:\/\/b\/, the last URL that answered it \(since 2030-01-01T00:00:00\.000Z\)/);
+});
+
+test('the clock is judged by the URL the agent is on, else the first that answered with a time', () => {
+  const at = (url: string, skewMs: number): ControlPlaneProbe => ({ state: 'measured', url, skewMs, status: 405 });
+  const down: ControlPlaneProbe = { state: 'unreachable', url: 'https://a', why: 'ECONNREFUSED' };
+  assert.deepEqual(skewOf({ state: 'none' }), { state: 'no-control-plane' });
+  assert.equal((skewOf({ state: 'probed', probes: [down, at('https://b', 7), at('https://c', 9)] }) as { url: string }).url, 'https://b');
+  assert.equal((skewOf({ state: 'probed', probes: [{ ...at('https://b', 7), status: 503 }, at('https://c', 9)] }) as { url: string }).url, 'https://c', 'a 5xx gives a time only when no URL answers');
+  assert.equal((skewOf({ state: 'probed', probes: [at('https://b', 7), at('https://c', 9)], answered: { url: 'https://c/', since: 1 } }) as { url: string }).url, 'https://c');
+  assert.deepEqual(skewOf({ state: 'probed', probes: [down], from: '/a/enrollment.json' }), { ...down, from: '/a/enrollment.json' });
 });
 
 test('clock: an unsynchronized clock, a missing timedatectl and an unreachable control plane warn', () => {
@@ -122,6 +166,8 @@ const keys = (over: Partial<KeysObservation> = {}): KeysObservation => ({
   enrollmentFile: '/a/enrollment.json',
   nodeState: { state: 'ok', nodeId: 'n1' },
   enrollment: { state: 'ok', nodeId: 'n1', controlPlaneUrl: 'https://cp.example/' },
+  controlPlaneFile: '/a/control-plane.json',
+  controlPlane: { state: 'missing' },
   ...over,
 });
 

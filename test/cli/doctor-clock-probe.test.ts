@@ -23,7 +23,7 @@ test('the clock probe GETs /v1/heartbeat under the base path and measures the Da
     const r = await probeControlPlaneClock({ url: cp.url }, { timeoutMs: 2000, now: () => (t += 1000) });
     assert.equal(seen, 'GET /base/v1/heartbeat');
     // Sent at +1 s, answered at +2 s: the middle is +1.5 s; the server says +180 s.
-    assert.deepEqual(r, { state: 'measured', url: cp.url, skewMs: 178_500 });
+    assert.deepEqual(r, { state: 'measured', url: cp.url, skewMs: 178_500, status: 405 });
   } finally {
     await cp.close();
   }

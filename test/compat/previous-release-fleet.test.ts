@@ -85,3 +85,26 @@ test(`this release's hosts against the previous steward-control (${PREVIOUS_RELE
   assert.deepEqual(runs, ['succeeded', 'halted']);
   assert.deepEqual(receipts.map((r) => [r.outcome, r.counts, versionOf(r)]), [['active', true, 1], ['rolled-back', true, 1]]);
 });
+
+test(`a node this release enrolls with a list of control planes runs the previous release's agent (${PREVIOUS_RELEASE.slice(0, 8)}), which heartbeats to the URL that answered`, { timeout: 120_000 }, async (t) => {
+  if (!previous) return t.skip(missing ?? 'no previous release');
+  const host: TestHost = makeHost({ apps: { web: processApp() } });
+  const db = path.join(host.scratch, 'control.db');
+  const serve = await startControlDaemon(db, 0, 1);
+  try {
+    const ctl = (...args: string[]) => JSON.parse(execFileSync(process.execPath, [CURRENT.control, ...args, '--db', db, '--json'], { encoding: 'utf8' }));
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const enrolled = await agentctl(host, ['enroll', '--control-plane', dead, '--control-plane', serve.url, '--token', ctl('token', 'create').token, '--json']);
+    assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
+    // An agent rolled back to the previous release reads enrollment.json only, with its one URL.
+    const agent = startAgentProcess(host, [], previous.bin.agent);
+    try {
+      await agent.waitFor('a heartbeat from the previous agent', () => Boolean(ctl('nodes').nodes[0]?.lastHeartbeatAt));
+    } finally {
+      assert.equal(await agent.stop(), 0, agent.stderr());
+    }
+  } finally {
+    await serve.kill();
+    host.cleanup();
+  }
+});

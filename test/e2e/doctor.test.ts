@@ -53,7 +53,7 @@ test('a healthy host is all ok or warn, exits 0, and prints one line per check',
   assert.deepEqual(r.failed, []);
   assert.equal(r.code, 0);
   const names = r.checks.map((c) => c.name);
-  for (const n of ['units', 'helper.sock', 'admin.sock', 'helper status', 'permissions', 'helper key', 'trusted keys', 'enrollment', 'config', 'clock ntp', 'clock skew']) {
+  for (const n of ['units', 'helper.sock', 'admin.sock', 'helper status', 'permissions', 'helper key', 'trusted keys', 'enrollment', 'config', 'control plane', 'clock ntp', 'clock skew']) {
     assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
   }
   assert.equal(r.checks.find((c) => c.name === 'permissions')?.status, 'ok');
@@ -143,11 +143,11 @@ async function skewedControlPlane(offsetMs: number): Promise<{ url: string; clos
   return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-async function clockSkewWith(url: string): Promise<{ code: number; skew: Check | undefined; failed: Check[] }> {
+async function doctorWith(url: string | string[]): Promise<{ code: number; skew: Check | undefined; cp: Check | undefined; failed: Check[] }> {
   host.writeConfig({ apps, controlPlane: { url } });
   try {
     const r = await doctor();
-    return { code: r.code, skew: r.checks.find((c) => c.name === 'clock skew'), failed: r.failed };
+    return { code: r.code, skew: r.checks.find((c) => c.name === 'clock skew'), cp: r.checks.find((c) => c.name === 'control plane'), failed: r.failed };
   } finally {
     host.writeConfig({ apps });
   }
@@ -156,7 +156,7 @@ async function clockSkewWith(url: string): Promise<{ code: number; skew: Check |
 test('a control plane 10 minutes off fails the clock check, 2 minutes off warns', { timeout: 60_000 }, async () => {
   const far = await skewedControlPlane(10 * 60_000);
   try {
-    const r = await clockSkewWith(far.url);
+    const r = await doctorWith(far.url);
     assert.deepEqual(r.failed.map((c) => c.name), ['clock skew']);
     assert.match(r.skew?.detail ?? '', /10\.0 min behind the control plane/);
     assert.equal(r.code, 1);
@@ -165,7 +165,7 @@ test('a control plane 10 minutes off fails the clock check, 2 minutes off warns'
   }
   const near = await skewedControlPlane(-2 * 60_000);
   try {
-    const r = await clockSkewWith(near.url);
+    const r = await doctorWith(near.url);
     assert.equal(r.skew?.status, 'warn');
     assert.match(r.skew?.detail ?? '', /2\.0 min ahead of the control plane/);
     assert.equal(r.code, 0);
@@ -174,13 +174,59 @@ test('a control plane 10 minutes off fails the clock check, 2 minutes off warns'
   }
 });
 
-test('a control plane that is down is a warning naming why', { timeout: 60_000 }, async () => {
+test('a control plane that is down fails the control plane check and warns the clock check, both naming why', { timeout: 60_000 }, async () => {
   const port = await freePort();
-  const r = await clockSkewWith(`http://127.0.0.1:${port}`);
+  const r = await doctorWith(`http://127.0.0.1:${port}`);
   assert.equal(r.skew?.status, 'warn');
   assert.match(r.skew?.detail ?? '', /ECONNREFUSED/);
-  assert.deepEqual(r.failed, []);
-  assert.equal(r.code, 0);
+  assert.deepEqual(r.failed.map((c) => c.name), ['control plane']);
+  assert.match(r.cp?.detail ?? '', /the control plane does not answer: http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/);
+  assert.equal(r.code, 1);
+});
+
+test('with a list of control planes one that is down or answers 503 warns, and only none answering fails', { timeout: 60_000 }, async () => {
+  const live = await skewedControlPlane(0);
+  const busy = http.createServer((_req, res) => res.writeHead(503).end());
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  const busyUrl = `http://127.0.0.1:${(busy.address() as AddressInfo).port}`;
+  const dead = `http://127.0.0.1:${await freePort()}`;
+  try {
+    const some = await doctorWith([dead, busyUrl, live.url]);
+    assert.equal(some.cp?.status, 'warn', JSON.stringify(some.cp));
+    assert.match(some.cp?.detail ?? '', /2 of 3 control plane URLs do not answer: .*ECONNREFUSED.*HTTP 503; http:\/\/127\.0\.0\.1:\d+ answers \(HTTP 405\)/);
+    assert.equal(some.skew?.status, 'ok', 'the clock is measured against the one that answers');
+    assert.deepEqual(some.failed, []);
+    assert.equal(some.code, 0);
+    const none = await doctorWith([dead, busyUrl]);
+    assert.deepEqual(none.failed.map((c) => c.name), ['control plane']);
+    assert.match(none.cp?.detail ?? '', /none of the 2 control plane URLs answers/);
+    assert.equal(none.code, 1);
+  } finally {
+    await live.close();
+    busy.close();
+  }
+});
+
+test('an enrolled node with a list of control planes has each checked, and doctor names the one the agent is on', { timeout: 60_000 }, async () => {
+  const live = await skewedControlPlane(0);
+  const dead = `http://127.0.0.1:${await freePort()}`;
+  const files = ['enrollment.json', 'control-plane.json'].map((f) => path.join(host.paths.agentDir, f));
+  mkdirSync(host.paths.agentDir, { recursive: true, mode: 0o700 });
+  writeFileSync(files[0] as string, JSON.stringify({ schemaVersion: 1, nodeId: 'node-1', controlPlaneUrl: dead, enrolledAt: Date.now(), heartbeatSeconds: 30, nodeKeyId: '0123456789abcdef' }), { mode: 0o600 });
+  writeFileSync(files[1] as string, JSON.stringify({ schemaVersion: 1, urls: [dead, live.url], answered: { url: `${live.url}/`, since: Date.parse('2030-01-01T00:00:00Z') } }), { mode: 0o600 });
+  writeFileSync(host.paths.nodeState, JSON.stringify({ schemaVersion: 1, nodeId: 'node-1' }), { mode: 0o600 });
+  try {
+    const r = await doctor();
+    const cp = r.checks.find((c) => c.name === 'control plane');
+    assert.equal(cp?.status, 'warn', JSON.stringify(cp));
+    assert.match(cp?.detail ?? '', /1 of 2 control plane URLs do not answer: .*ECONNREFUSED\); http:\/\/127\.0\.0\.1:\d+ answers \(HTTP 405\) \(enrolled in .*control-plane\.json\); the agent is on http:\/\/127\.0\.0\.1:\d+\/, the last URL that answered it \(since 2030-01-01T00:00:00\.000Z\)/);
+    assert.equal(r.checks.find((c) => c.name === 'clock skew')?.status, 'ok');
+    assert.deepEqual(r.failed, []);
+  } finally {
+    for (const f of files) rmSync(f, { force: true });
+    rmSync(host.paths.nodeState, { force: true });
+    await live.close();
+  }
 });
 
 test('an enrolled node whose host config names no control plane has its clock checked against the one it enrolled with', { timeout: 60_000 }, async () => {

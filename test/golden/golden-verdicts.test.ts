@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { REPO } from '../helpers/host.js';
 import { decodeGolden, encodeGolden, type Json } from '../helpers/golden-encoding.js';
 import { heartbeatEnvelopeSchema } from '../../src/control/heartbeat/verify-heartbeat.js';
-import { actedFileSchema, seqFileSchema } from '../../src/agent/agent-file-schemas.js';
+import { actedFileSchema, controlPlaneFileSchema, seqFileSchema } from '../../src/agent/agent-file-schemas.js';
 import { enrollmentFileSchema } from '../../src/agent/enrollment-schema.js';
 import { hostConfigSchema } from '../../src/core/config-schema.js';
 import { errorAnswerSchema, heartbeatAnswerSchema } from '../../src/core/control-api.js';
@@ -54,6 +54,7 @@ const SCHEMAS: Record<string, SchemaLike> = {
   ...Object.fromEntries(ALL_OPS.map((op) => [`request.${op}`, requestSchemas[op]])),
   'agent-seq-file': seqFileSchema,
   'agent-acted-file': actedFileSchema,
+  'agent-control-plane-file': controlPlaneFileSchema,
   'outbox-file': outboxFileSchema,
   'enrollment-file': enrollmentFileSchema,
   'heartbeat-app': heartbeatAppSchema,

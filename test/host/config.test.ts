@@ -46,6 +46,26 @@ test('the config of DESIGN §2 loads, with defaults filled in', async () => {
   assert.equal(c.fetch.diskReserveBytes, 10 * 1024 * 1024);
 });
 
+test('controlPlane.url takes one URL, as before, or a list of up to 8 distinct URLs', async () => {
+  assert.equal((await loadWith({ controlPlane: { url: 'https://cp.example:8443' } })).controlPlane?.url, 'https://cp.example:8443');
+  const list = ['https://cp1.example:8443', 'https://cp2.example:8443/steward'];
+  assert.deepEqual((await loadWith({ controlPlane: { url: list } })).controlPlane?.url, list);
+  const eight = Array.from({ length: 8 }, (_, i) => `https://cp${i}.example`);
+  assert.deepEqual((await loadWith({ controlPlane: { url: eight } })).controlPlane?.url, eight);
+});
+
+test('a bad list of control plane URLs is CONFIG_INVALID naming the file, the key and the rule', async () => {
+  const cases: Array<[unknown, RegExp]> = [
+    [[], /steward\.json: controlPlane\.url: a list of control plane URLs needs at least one URL/],
+    [['https://cp1.example', 'not a url'], /steward\.json: controlPlane\.url\.1: Invalid URL/],
+    [['https://cp1.example', 'https://cp1.example/'], /controlPlane\.url: the control plane URL https:\/\/cp1\.example\/ is listed twice/],
+    [Array.from({ length: 9 }, (_, i) => `https://cp${i}.example`), /controlPlane\.url: a list of control plane URLs has at most 8 URLs, not 9/],
+    [['https://cp1.example', 7], /controlPlane\.url: a URL, or a list of 1 to 8 URLs/],
+    [{ primary: 'https://cp1.example' }, /controlPlane\.url: a URL, or a list of 1 to 8 URLs/],
+  ];
+  for (const [url, message] of cases) assert.match((await configError({ controlPlane: { url } })).message, message, JSON.stringify(url));
+});
+
 test('a process app without a runner key defaults to process', async () => {
   const c = await loadWith({ apps: { web: {} } });
   assert.equal(c.apps.web?.runner, 'process');

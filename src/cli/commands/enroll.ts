@@ -4,6 +4,7 @@ import { StewardError } from '../../core/errors.js';
 import { CLAIMABLE_KEY_RE, parseLabels } from '../../core/labels.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { checkControlPlaneUrl } from '../../agent/control-plane-url.js';
+import { controlPlaneListProblem, MAX_CONTROL_PLANE_URLS } from '../../core/control-plane-urls.js';
 import { enrollHostname } from '../../agent/enroll.js';
 import { agentIdentity, prepareAgentDir, spawnEnrollNode } from '../../agent/spawn-enroll-node.js';
 import { loadHostConfig } from '../../host/config.js';
@@ -14,19 +15,24 @@ import { clientRoot, type GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
 
 interface EnrollOptions {
-  controlPlane: string;
+  controlPlane: string[];
   token: string;
   force?: boolean;
   label: string[];
   hostname?: string;
 }
 
-// `agentctl enroll --control-plane URL --token T [--force]` (DESIGN §6), as root at install time.
+// `agentctl enroll --control-plane URL [--control-plane URL]... --token T [--force]` (DESIGN §6,
+// §13), as root at install time.
 export function registerEnroll(program: Command): void {
   program
     .command('enroll')
     .description('enroll this node with a control plane: make the node key (as the agent user) and record the nodeId')
-    .requiredOption('--control-plane <url>', 'the control plane base URL (https, or http to a loopback host)')
+    .requiredOption(
+      '--control-plane <url>',
+      `the control plane base URL (https, or http to a loopback host); repeat it, up to ${MAX_CONTROL_PLANE_URLS} times, for URLs the agent tries in order`,
+      (v: string, acc: string[] | undefined) => [...(acc ?? []), v],
+    )
     .requiredOption('--token <token>', 'a single-use enrollment token from the control plane')
     .option('--force', 'enroll again although this node is enrolled: a new node key and a new nodeId')
     .option('--hostname <name>', 'the host name this node enrolls under (an RFC 1123 host name); default: the kernel\'s')
@@ -43,11 +49,15 @@ export function registerEnroll(program: Command): void {
       const config = await readConfigIfAny(paths.configFile, paths.root);
       const cp = config?.controlPlane;
       const insecure = cp?.insecure === true;
-      try {
-        checkControlPlaneUrl(o.controlPlane, insecure);
-      } catch (err) {
-        // The URL is the command line's: a usage mistake (exit 2), not a broken host config.
-        throw new StewardError('USAGE', `--control-plane: ${(err as Error).message}`, { cause: err });
+      const problem = controlPlaneListProblem(o.controlPlane);
+      if (problem) throw new StewardError('USAGE', `--control-plane: ${problem}`);
+      for (const url of o.controlPlane) {
+        try {
+          checkControlPlaneUrl(url, insecure);
+        } catch (err) {
+          // The URL is the command line's: a usage mistake (exit 2), not a broken host config.
+          throw new StewardError('USAGE', `--control-plane: ${(err as Error).message}`, { cause: err });
+        }
       }
       // The helper key exists before enrollment, as the helper would make it, so the control plane
       // learns the key every receipt of this node will verify under.
@@ -58,7 +68,7 @@ export function registerEnroll(program: Command): void {
       // key signs (DESIGN §6, issue 15), so no node can enroll with another host's helper key.
       const signPayload = (payload: Buffer) => signPayloadBytes(DOMAINS.enrollHelper, payload, helperKey.privateKey);
       const result = await spawnEnrollNode(paths, who, {
-        controlPlaneUrl: o.controlPlane,
+        controlPlaneUrls: o.controlPlane,
         token: o.token,
         helperPublicKey: helperKey.publicKey.export({ format: 'pem', type: 'spki' }).toString(),
         ...(cp?.caFile ? { caFile: cp.caFile } : {}),
@@ -70,11 +80,12 @@ export function registerEnroll(program: Command): void {
       // state/node.json is root's: the helper puts this nodeId in every receipt it signs.
       await ensureDir(paths.stateDir, 0o700);
       await writeJsonAtomic(paths.nodeState, { schemaVersion: 1, nodeId: result.nodeId }, 0o600);
-      const out = { ok: true, nodeId: result.nodeId, controlPlaneUrl: result.controlPlaneUrl, nodeKeyId: result.nodeKeyId, helperKeyId: helperKey.keyId, heartbeatSeconds: result.heartbeatSeconds };
+      const out = { ok: true, nodeId: result.nodeId, controlPlaneUrl: result.controlPlaneUrl, controlPlaneUrls: result.controlPlaneUrls, nodeKeyId: result.nodeKeyId, helperKeyId: helperKey.keyId, heartbeatSeconds: result.heartbeatSeconds };
       if (g.json) printJson(out);
       else {
         printLines([
           `enrolled node ${result.nodeId} with ${result.controlPlaneUrl}`,
+          ...(result.controlPlaneUrls.length > 1 ? [`  the agent tries, in order: ${result.controlPlaneUrls.join(' ')}`] : []),
           `  node key ${result.nodeKeyId} (kept by the agent), helper key ${helperKey.keyId}, heartbeat every ${result.heartbeatSeconds} s`,
           '  start the agent: systemctl enable --now steward-agent',
         ]);

@@ -1,8 +1,9 @@
-// Measures this host's clock against the control plane's: one GET of /v1/heartbeat (any answer
-// will do, usually 405) and its HTTP Date header, honoring controlPlane.caFile and insecure.
+// Measures this host's clock against one control plane URL's: one GET of /v1/heartbeat (any
+// answer will do, usually 405) and its HTTP Date header, honoring controlPlane.caFile and insecure.
+// Its answer's status also tells whether that URL is up.
 import { HEARTBEAT_PATH } from '../../core/control-api.js';
-import type { SkewObservation } from '../../core/doctor/observations.js';
-import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from '../../agent/control-plane-url.js';
+import type { ControlPlaneProbe } from '../../core/doctor/observations.js';
+import { checkControlPlaneUrl, endpointUrl } from '../../agent/control-plane-url.js';
 import { readExtraCa } from '../../platform/extra-ca.js';
 import { startRequest } from '../../platform/http-request.js';
 import type { TrustScope } from '../../platform/trusted-file.js';
@@ -17,7 +18,7 @@ export interface ClockProbeOptions {
 }
 
 // The skew (server minus local, at the middle of the request) or why there is none. Never throws.
-export async function probeControlPlaneClock(settings: ControlPlaneSettings, opts: ClockProbeOptions = {}): Promise<SkewObservation> {
+export async function probeControlPlaneClock(settings: { url: string; caFile?: string | undefined; insecure?: boolean | undefined }, opts: ClockProbeOptions = {}): Promise<ControlPlaneProbe> {
   const { timeoutMs = CLOCK_PROBE_TIMEOUT_MS, now = () => Date.now() } = opts;
   let u: URL;
   let ca: string[] | undefined;
@@ -31,7 +32,7 @@ export async function probeControlPlaneClock(settings: ControlPlaneSettings, opt
   return new Promise((resolve) => {
     const sentAt = now();
     let settled = false;
-    const done = (v: SkewObservation) => {
+    const done = (v: ControlPlaneProbe) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -46,9 +47,10 @@ export async function probeControlPlaneClock(settings: ControlPlaneSettings, opt
       res.resume();
       const date = res.headers.date;
       const server = date ? Date.parse(date) : NaN;
-      if (!Number.isFinite(server)) return done({ state: 'unreachable', url, why: `HTTP ${res.statusCode} without a valid Date header` });
+      const status = res.statusCode ?? 0;
+      if (!Number.isFinite(server)) return done({ state: 'unreachable', url, why: `HTTP ${status} without a valid Date header`, status });
       // The Date header has a resolution of one second: the skew is exact to about ±1 s.
-      done({ state: 'measured', url, skewMs: server - Math.round((sentAt + receivedAt) / 2) });
+      done({ state: 'measured', url, skewMs: server - Math.round((sentAt + receivedAt) / 2), status });
     });
     req.end();
   });

@@ -6,7 +6,7 @@ import { execa } from 'execa';
 import { AGENT_UNIT, HELPER_UNIT } from '../../core/doctor/host-checks.js';
 import type { CaFileObservation, ConfigObservation, DiskObservation, KeyFile, KeysObservation, NtpObservation, UnitsObservation } from '../../core/doctor/observations.js';
 import type { HostPaths } from '../../core/paths.js';
-import { agentFiles, readEnrollment } from '../../agent/agent-files.js';
+import { agentFiles, readControlPlaneFile, readEnrollment } from '../../agent/agent-files.js';
 import { loadHostConfig } from '../../host/config.js';
 import { readNodeId } from '../../host/node-id.js';
 import { diskSpace } from '../../platform/disk.js';
@@ -114,7 +114,8 @@ export async function gatherCaFiles(paths: HostPaths, config: ConfigObservation)
   return out;
 }
 
-// The helper key pair, the trusted keys, state/node.json and the agent's enrollment.json.
+// The helper key pair, the trusted keys, state/node.json and the agent's enrollment.json and
+// control-plane.json.
 export async function gatherKeys(paths: HostPaths): Promise<KeysObservation> {
   const files = agentFiles(paths);
   return {
@@ -132,6 +133,11 @@ export async function gatherKeys(paths: HostPaths): Promise<KeysObservation> {
     enrollment: await readRecord(async () => {
       const e = await readEnrollment(files);
       return e && { nodeId: e.nodeId, controlPlaneUrl: e.controlPlaneUrl };
+    }),
+    controlPlaneFile: files.controlPlane,
+    controlPlane: await readRecord(async () => {
+      const c = await readControlPlaneFile(files);
+      return c && { ...(c.urls ? { urls: c.urls } : {}), ...(c.answered ? { answered: c.answered } : {}) };
     }),
   };
 }

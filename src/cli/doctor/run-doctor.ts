@@ -2,9 +2,10 @@
 // with the pure checks of src/core/doctor/.
 import path from 'node:path';
 import type { CheckResult } from '../../core/doctor/check-result.js';
-import { checkCaFiles, checkClock, checkConfig, checkDisk, checkKeys, checkSockets, checkUnits, controlPlaneOf } from '../../core/doctor/host-checks.js';
+import { checkCaFiles, checkClock, checkConfig, checkControlPlanes, checkDisk, checkKeys, checkSockets, checkUnits, controlPlaneOf, skewOf } from '../../core/doctor/host-checks.js';
+import { sameControlPlaneUrl } from '../../core/control-plane-urls.js';
 import { layoutRules } from '../../core/doctor/layout-rules.js';
-import type { Entry, SocketsObservation } from '../../core/doctor/observations.js';
+import type { ConfigObservation, ControlPlanesObservation, Entry, KeysObservation, SocketsObservation } from '../../core/doctor/observations.js';
 import { checkPermissions } from '../../core/doctor/permission-checks.js';
 import type { HostPaths } from '../../core/paths.js';
 import { callHelper, pickSocket } from '../../protocol/client.js';
@@ -27,6 +28,28 @@ async function gatherSockets(paths: HostPaths, socket?: string): Promise<Sockets
   return { helperSock: await lstatEntry(paths.helperSock), adminSock: await lstatEntry(paths.adminSock), status };
 }
 
+// Probes every control-plane URL the agent may use, at once (each within the probe's 5 s).
+async function gatherControlPlanes(paths: HostPaths, config: ConfigObservation, keys: KeysObservation): Promise<ControlPlanesObservation> {
+  const cp = controlPlaneOf(config, keys);
+  if (!cp) return { state: 'none' };
+  const { urls, caFile, insecure } = cp.settings;
+  const caTrust = caFile ? helperTrustScope(paths, path.dirname(caFile)) : undefined;
+  const probes = await Promise.all(urls.map((url) => probeControlPlaneClock({ url, caFile, insecure }, { caTrust })));
+  const record = keys.controlPlane;
+  // The URL the agent starts from only when it is one of these (else it starts from the first).
+  const last = record.state === 'ok' ? record.answered : undefined;
+  const answered = last && urls.some((u) => sameControlPlaneUrl(u, last.url)) ? last : undefined;
+  return {
+    state: 'probed',
+    probes,
+    ...(cp.from ? { from: cp.from } : {}),
+    ...(answered ? { answered } : {}),
+    // Only when enrollment.json next to it reads: else doctor cannot read the agent's folder at all
+    // (not root), which the enrollment check says.
+    ...(record.state === 'invalid' && keys.enrollment.state === 'ok' ? { recordError: `${keys.controlPlaneFile}: ${record.error}` } : {}),
+  };
+}
+
 // Runs every check against the host at `paths`; the order is the output's.
 export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}): Promise<CheckResult[]> {
   const owners = await gatherOwners(paths);
@@ -45,11 +68,7 @@ export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}
   );
   const ancestors = await gatherAncestors(paths, roots);
   const caFiles = await gatherCaFiles(paths, config);
-  const cp = controlPlaneOf(config, keys);
-  const caFile = cp?.settings.caFile;
-  const skew = cp
-    ? { ...(await probeControlPlaneClock(cp.settings, { caTrust: caFile ? helperTrustScope(paths, path.dirname(caFile)) : undefined })), ...(cp.from ? { from: cp.from } : {}) }
-    : ({ state: 'no-control-plane' } as const);
+  const controlPlanes = await gatherControlPlanes(paths, config, keys);
   const enrolled = keys.nodeState.state === 'ok';
   const reserve = config.ok ? config.diskReserveBytes : 10 * 1024 * 1024;
   return [
@@ -59,7 +78,8 @@ export async function runDoctor(paths: HostPaths, opts: { socket?: string } = {}
     ...checkKeys(keys),
     checkConfig(config),
     ...checkCaFiles(caFiles),
-    ...checkClock(ntp, skew),
+    checkControlPlanes(controlPlanes),
+    ...checkClock(ntp, skewOf(controlPlanes)),
     ...disk.map((d) => checkDisk(d, reserve)),
   ];
 }

@@ -1,18 +1,26 @@
 // The pure checks of `agentctl doctor` besides permissions: each takes observations and returns
 // results; none does I/O. Thresholds are exported so the tests and the docs name the same numbers.
 import { fail, octal, ok, warn, type CheckResult } from './check-result.js';
-import type { CaFileObservation, ConfigObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SkewObservation, SocketsObservation, UnitsObservation } from './observations.js';
+import { controlPlaneUrls, sameControlPlaneUrl } from '../control-plane-urls.js';
+import type {
+  CaFileObservation, ConfigObservation, ControlPlaneProbe, ControlPlanesObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SkewObservation, SocketsObservation, UnitsObservation,
+} from './observations.js';
 
-// The control plane the agent talks to, as steward-agent picks it: the host config's
-// controlPlane, else the URL the node enrolled with (no caFile then, as for the agent). `from`
-// names enrollment.json in that case. Null: neither.
+// The control planes the agent talks to, as steward-agent picks them: the host config's
+// controlPlane, else the URLs the node enrolled with (control-plane.json, else enrollment.json;
+// no caFile then, as for the agent). `from` names that file. Null: neither.
 export function controlPlaneOf(
   config: ConfigObservation,
-  keys: Pick<KeysObservation, 'enrollment' | 'enrollmentFile'>,
-): { settings: { url: string; caFile?: string | undefined; insecure?: boolean | undefined }; from?: string } | null {
-  if (config.ok && config.controlPlane) return { settings: config.controlPlane };
-  if (keys.enrollment.state === 'ok') return { settings: { url: keys.enrollment.controlPlaneUrl }, from: keys.enrollmentFile };
-  return null;
+  keys: Pick<KeysObservation, 'enrollment' | 'enrollmentFile' | 'controlPlane' | 'controlPlaneFile'>,
+): { settings: { urls: string[]; caFile?: string | undefined; insecure?: boolean | undefined }; from?: string } | null {
+  if (config.ok && config.controlPlane) {
+    const { url, ...rest } = config.controlPlane;
+    return { settings: { urls: controlPlaneUrls(url), ...rest } };
+  }
+  if (keys.enrollment.state !== 'ok') return null;
+  const listed = keys.controlPlane.state === 'ok' ? keys.controlPlane.urls : undefined;
+  if (listed) return { settings: { urls: [...listed] }, from: keys.controlPlaneFile };
+  return { settings: { urls: [keys.enrollment.controlPlaneUrl] }, from: keys.enrollmentFile };
 }
 
 export const HELPER_UNIT = 'steward-helper.service';
@@ -143,6 +151,41 @@ export function checkClock(ntp: NtpObservation, skew: SkewObservation): CheckRes
     else out.push(ok('clock skew', `${text}`));
   }
   return out;
+}
+
+// Whether a probe had an answer from a live control plane: any status below 500 (the agent moves
+// on to the next URL after a 5xx, as after no answer).
+function answers(p: ControlPlaneProbe): boolean {
+  return p.status !== undefined && p.status < 500;
+}
+
+// control plane: each URL the agent may heartbeat to answers; a down one warns, and only when
+// none answers does the check fail (the agent cannot heartbeat at all).
+export function checkControlPlanes(obs: ControlPlanesObservation): CheckResult {
+  if (obs.state === 'none') return ok('control plane', 'none configured (host config) or enrolled (agentctl enroll)');
+  const from = obs.from ? ` (enrolled in ${obs.from})` : '';
+  const said = (p: ControlPlaneProbe) => {
+    if (answers(p)) return `${p.url} answers (HTTP ${p.status})`;
+    return `${p.url}: ${p.status !== undefined ? `HTTP ${p.status}` : p.state === 'unreachable' ? p.why : 'no answer'}`;
+  };
+  const on = obs.answered ? `; the agent is on ${obs.answered.url}, the last URL that answered it (since ${new Date(obs.answered.since).toISOString()})` : '';
+  const record = obs.recordError ? `; ${obs.recordError} (the agent ignores it)` : '';
+  const up = obs.probes.filter(answers);
+  const detail = `${obs.probes.map(said).join('; ')}${from}${on}${record}`;
+  if (up.length === 0) return fail('control plane', `${obs.probes.length === 1 ? 'the control plane does not answer' : `none of the ${obs.probes.length} control plane URLs answers`}: ${detail}`);
+  if (up.length < obs.probes.length) return warn('control plane', `${obs.probes.length - up.length} of ${obs.probes.length} control plane URLs do not answer: ${detail}`);
+  return record ? warn('control plane', detail) : ok('control plane', detail);
+}
+
+// The probe the clock is judged by: the URL the agent is on when it gave a time, else
+// the first that did (one that answers below 500 first), else the first URL's failure.
+export function skewOf(obs: ControlPlanesObservation): SkewObservation {
+  if (obs.state === 'none') return { state: 'no-control-plane' };
+  const timed = obs.probes.filter((p) => p.state === 'measured');
+  const measured = [...timed.filter(answers), ...timed.filter((p) => !answers(p))];
+  const chosen = measured.find((p) => obs.answered !== undefined && sameControlPlaneUrl(p.url, obs.answered.url)) ?? measured[0] ?? obs.probes[0];
+  if (!chosen) return { state: 'no-control-plane' };
+  return obs.from ? { ...chosen, from: obs.from } : chosen;
 }
 
 function gib(bytes: number): string {

@@ -58,6 +58,13 @@ export type NodeIdFile = { state: 'missing' } | { state: 'invalid'; error: strin
 // The agent's enrollment.json: also the control plane it enrolled with.
 export type EnrollmentRecord = { state: 'missing' } | { state: 'invalid'; error: string } | { state: 'ok'; nodeId: string; controlPlaneUrl: string };
 
+// The agent's control-plane.json: the URLs it enrolled with and the one that last answered.
+export type ControlPlaneRecord = { state: 'missing' } | { state: 'invalid'; error: string } | { state: 'ok'; urls?: readonly string[]; answered?: ControlPlaneAnswered };
+export interface ControlPlaneAnswered {
+  url: string;
+  since: number;
+}
+
 export interface KeysObservation {
   helperKeyFile: string;
   helperPubFile: string;
@@ -69,12 +76,14 @@ export interface KeysObservation {
   enrollmentFile: string;
   nodeState: NodeIdFile;
   enrollment: EnrollmentRecord;
+  controlPlaneFile: string;
+  controlPlane: ControlPlaneRecord;
 }
 
 export type ConfigObservation = Probe<{
   file: string;
   apps: Array<{ name: string; runner: string }>;
-  controlPlane: { url: string; caFile?: string | undefined; insecure?: boolean | undefined } | null;
+  controlPlane: { url: string | readonly string[]; caFile?: string | undefined; insecure?: boolean | undefined } | null;
   // The CA files the config names: the helper's fetches read fetch.caFile as root.
   caFiles: Array<{ setting: CaSetting; file: string }>;
   diskReserveBytes: number;
@@ -90,12 +99,22 @@ export type CaFileObservation = { setting: CaSetting; file: string } & ({ state:
 export type NtpObservation = { state: 'synced' } | { state: 'not-synced' } | { state: 'unavailable'; why: string };
 
 // `from`: the file the control plane's URL came from when it is not the host config (the agent's
-// enrollment.json, when the config has no controlPlane).
+// control-plane.json or enrollment.json, when the config has no controlPlane). `status`: the HTTP
+// status, when the control plane answered (without a usable Date header, for `unreachable`).
 export type SkewObservation =
   | { state: 'no-control-plane' }
-  | { state: 'unreachable'; url: string; why: string; from?: string }
+  | { state: 'unreachable'; url: string; why: string; from?: string; status?: number }
   // skewMs: the control plane's clock minus ours (positive: ours is behind).
-  | { state: 'measured'; url: string; skewMs: number; from?: string };
+  | { state: 'measured'; url: string; skewMs: number; from?: string; status?: number };
+
+export type ControlPlaneProbe = Exclude<SkewObservation, { state: 'no-control-plane' }>;
+
+// One probe per control-plane URL, in the order the agent tries them; `answered`: the URL the
+// agent is on, the last that answered it (its control-plane.json); `recordError`: why that file
+// could not be read.
+export type ControlPlanesObservation =
+  | { state: 'none' }
+  | { state: 'probed'; probes: ControlPlaneProbe[]; from?: string; answered?: ControlPlaneAnswered; recordError?: string };
 
 export interface DiskObservation {
   // The steward folder the space is for (/opt/steward, /var/lib/steward), as an operator names it.
