@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
-import pg from 'pg';
+import { pgQuery } from '../helpers/postgres.js';
 import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
 import { PG_SCHEMA_RANGE } from '../../src/control/store/postgres/schema.js';
 import { MIGRATIONS, STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
@@ -21,16 +21,6 @@ import { controlCli, type ControlCliResult } from '../helpers/fleet.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'steward-backup-refusals-'));
-
-async function sql(url: string, text: string, args: unknown[] = []): Promise<pg.QueryResult> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await c.query(text, args);
-  } finally {
-    await c.end();
-  }
-}
 
 // A CLI on `db` with its tarballs in `artifacts`.
 const on = (db: string, artifacts: string) => ({ cli: (args: string[]) => controlCli(db, ['--artifacts', artifacts, ...args]) });
@@ -50,7 +40,7 @@ async function storeWithData(backend: StoreBackend, dir: string): Promise<{ db: 
 
 // What a restore target holds: a SQLite file's folder listing, or a PostgreSQL database's tables.
 async function targetState(db: string): Promise<string[]> {
-  if (isPostgresUrl(db)) return (await sql(db, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`)).rows.map((r) => r.table_name);
+  if (isPostgresUrl(db)) return (await pgQuery(db, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`)).rows.map((r) => r.table_name);
   return readdirSync(path.dirname(db)).sort();
 }
 
@@ -127,7 +117,7 @@ describeEachBackend((backend) => {
   test('restore refuses a backup of a newer schema with STATE_INVALID, leaving the target empty', async () => {
     const dir = tmp();
     const { db, artifacts } = await storeWithData(backend, dir);
-    if (isPostgresUrl(db)) await sql(db, `INSERT INTO steward_migrations (version, "compatibleFrom", "appliedAt") VALUES ($1, $2, 0)`, [PG_SCHEMA_RANGE.newest + 1, PG_SCHEMA_RANGE.newest]);
+    if (isPostgresUrl(db)) await pgQuery(db, `INSERT INTO steward_migrations (version, "compatibleFrom", "appliedAt") VALUES ($1, $2, 0)`, [PG_SCHEMA_RANGE.newest + 1, PG_SCHEMA_RANGE.newest]);
     else {
       const raw = new Database(db);
       raw.pragma(`user_version = ${STORE_SCHEMA_VERSION + 1}`);

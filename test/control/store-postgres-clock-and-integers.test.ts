@@ -3,7 +3,7 @@
 // one beyond Number.MAX_SAFE_INTEGER is an error, never a silently rounded time or seq.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
+import { pgQuery } from '../helpers/postgres.js';
 import { openStore } from '../../src/control/store/open-store.js';
 import { describePostgres } from '../helpers/store-backends.js';
 
@@ -27,10 +27,7 @@ describePostgres((backend) => {
 
   test('a 64-bit integer beyond Number.MAX_SAFE_INTEGER is refused with STATE_INVALID, not rounded', async () => {
     const url = await backend.createDatabase();
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    await c.query(`INSERT INTO nodes ("nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq") VALUES ('n-big', 'h', 'k', 'k', 0, 9007199254740993)`);
-    await c.end();
+    await pgQuery(url, `INSERT INTO nodes ("nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq") VALUES ('n-big', 'h', 'k', 'k', 0, 9007199254740993)`);
     const store = await openStore(url);
     try {
       await assert.rejects(store.read((tx) => tx.nodes.get('n-big')), (err: Error & { code?: string }) => err.code === 'STATE_INVALID' && /9007199254740993/.test(err.message));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
+import { pgQuery } from '../helpers/postgres.js';
 import { migrateStore, openStore } from '../../src/control/store/open-store.js';
 import { PG_SCHEMA_RANGE } from '../../src/control/store/postgres/schema.js';
 import { REPO } from '../helpers/host.js';
@@ -15,19 +15,9 @@ import { describePostgres } from '../helpers/store-backends.js';
 
 const { newest } = PG_SCHEMA_RANGE;
 
-async function sql(url: string, text: string, args: unknown[] = []): Promise<pg.QueryResult> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await c.query(text, args);
-  } finally {
-    await c.end();
-  }
-}
-
 // A later release's migration, as steward_migrations would record it.
 const recordMigration = (url: string, version: number, compatibleFrom: number) =>
-  sql(url, `INSERT INTO steward_migrations (version, "compatibleFrom", "appliedAt") VALUES ($1, $2, 0)`, [version, compatibleFrom]);
+  pgQuery(url, `INSERT INTO steward_migrations (version, "compatibleFrom", "appliedAt") VALUES ($1, $2, 0)`, [version, compatibleFrom]);
 
 async function cli(...args: string[]): Promise<{ code: number; json: any }> {
   try {
@@ -43,16 +33,16 @@ const refusal = (pattern: RegExp) => (err: Error & { code?: string }) => err.cod
 
 describePostgres((backend) => {
   test('two migrates at once apply each migration once, and the store opens on the result', async () => {
-    const url = await backend.createDatabase().then((u) => sql(u, 'DROP TABLE steward_migrations, settings, tokens, nodes, receipts, releases, runs, run_nodes, issued, app_keys, operators, sessions, auth_failures, audit').then(() => u));
+    const url = await backend.createDatabase().then((u) => pgQuery(u, 'DROP TABLE steward_migrations, settings, tokens, nodes, receipts, releases, runs, run_nodes, issued, app_keys, operators, sessions, auth_failures, audit').then(() => u));
     const [a, b] = await Promise.all([migrateStore(url), migrateStore(url)]);
     assert.deepEqual([...(a.applied ?? []), ...(b.applied ?? [])].sort(), Array.from({ length: newest }, (_, i) => i + 1));
-    assert.deepEqual((await sql(url, 'SELECT version FROM steward_migrations ORDER BY version')).rows.map((r) => r.version), Array.from({ length: newest }, (_, i) => i + 1));
+    assert.deepEqual((await pgQuery(url, 'SELECT version FROM steward_migrations ORDER BY version')).rows.map((r) => r.version), Array.from({ length: newest }, (_, i) => i + 1));
     await (await openStore(url)).close();
   });
 
   test('serve and every command refuse a database that was never migrated, and say to run migrate', async () => {
     const url = await backend.createDatabase();
-    await sql(url, 'DROP TABLE steward_migrations');
+    await pgQuery(url, 'DROP TABLE steward_migrations');
     await assert.rejects(openStore(url), refusal(/no steward schema.*steward-control migrate/));
     const r = await cli('--db', url, '--artifacts', '/nonexistent', 'nodes', '--json');
     assert.deepEqual([r.code, r.json.error.code], [1, 'STATE_INVALID']);

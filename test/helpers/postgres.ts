@@ -12,6 +12,18 @@ const run = promisify(execFile);
 const NOBODY = { uid: 65534, gid: 65534 };
 
 // The folder holding initdb and pg_ctl: the PATH's, else Debian's newest /usr/lib/postgresql/<v>/bin.
+// One statement on a connection of its own to `url`, closed after it: what a test does behind
+// the store's back (a database made, a row planted, a table listed).
+export async function pgQuery(url: string, text: string, args: unknown[] = []): Promise<pg.QueryResult> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(text, args);
+  } finally {
+    await c.end();
+  }
+}
+
 export function findPostgresBin(): string | null {
   for (const dir of (process.env.PATH ?? '').split(':')) if (dir && existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'pg_ctl'))) return dir;
   const base = '/usr/lib/postgresql';
@@ -70,13 +82,7 @@ export async function startPostgresCluster(): Promise<PgCluster> {
     url,
     async createDatabase() {
       const name = `t${++made}`;
-      const client = new pg.Client({ connectionString: url('postgres') });
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE ${name}`);
-      } finally {
-        await client.end();
-      }
+      await pgQuery(url('postgres'), `CREATE DATABASE ${name}`);
       return url(name);
     },
     stop,

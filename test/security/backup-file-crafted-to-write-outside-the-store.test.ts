@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
+import { pgQuery } from '../helpers/postgres.js';
 import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
 import { backupBody, writeBackupLines } from '../helpers/backup-file.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
@@ -21,13 +21,7 @@ const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'steward-hostile-backup-'))
 
 async function tablesOf(db: string): Promise<string[]> {
   if (!isPostgresUrl(db)) return existsSync(db) ? ['(a file)'] : readdirSync(path.dirname(db));
-  const c = new pg.Client({ connectionString: db });
-  await c.connect();
-  try {
-    return (await c.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`)).rows.map((r) => r.table_name);
-  } finally {
-    await c.end();
-  }
+  return (await pgQuery(db, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`)).rows.map((r) => r.table_name);
 }
 
 // The lines of a real backup of an empty store of `backend`, without the end line.
