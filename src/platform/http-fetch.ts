@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { FetchSettings } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
+import { systemClock } from './clock.js';
 import { copyLocalToFile } from './copy-local.js';
 import { readExtraCa } from './extra-ca.js';
 import { describeUrl, fetchFailed } from './fetch-failed.js';
@@ -87,23 +88,12 @@ async function download(first: URL, opts: FetchOptions, ca: string[] | undefined
       throw fetchFailed(`${busy.url} answered HTTP ${busy.status} (busy) and its wait of ${waitMs} ms would pass the deadline of ${opts.settings.deadlineMs} ms`);
     }
     log('busy url=%s status=%d wait=%dms', busy.url, busy.status, waitMs);
-    await sleepOrAbort(waitMs, opts.signal, where);
+    try {
+      await systemClock.sleep(waitMs, opts.signal);
+    } catch (err) {
+      throw fetchFailed(`fetch of ${where} aborted`, opts.signal?.reason ?? err);
+    }
   }
-}
-
-function sleepOrAbort(ms: number, signal: AbortSignal | undefined, where: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(fetchFailed(`fetch of ${where} aborted`, signal.reason));
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(fetchFailed(`fetch of ${where} aborted`, signal?.reason));
-    };
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 // One try: the body into `w`, or the busy answer (503, 429) to wait out, before any byte is kept.

@@ -30,9 +30,6 @@ export class DownloadSlots {
   constructor(readonly max: number) {
     if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`max downloads must be a whole number of at least 1, got ${max}`);
   }
-  get busy(): number {
-    return this.inFlight;
-  }
   // A slot, or null when every one is taken; `release` gives it back (once).
   take(): (() => void) | null {
     if (this.inFlight >= this.max) return null;
