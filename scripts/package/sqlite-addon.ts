@@ -43,6 +43,7 @@ export function sqliteAddon(repo: string, runtime: string, opts: { build: boolea
   const dir = path.join(cacheRoot(), `better-sqlite3-${version}-node${abi}`);
   const cached = path.join(dir, path.basename(ADDON));
   if (existsSync(cached) && loads(node, cached)) return cached;
+  // Why a rename: another build may be loading the cached file at that moment.
   const put = (file: string) => {
     mkdirSync(dir, { recursive: true });
     copyFileSync(file, `${cached}.tmp`);

@@ -72,7 +72,8 @@ test('the steward-control package holds its bundle, better-sqlite3 for its own N
     ];
     for (const [name, mode] of expected) assert.equal(byName.get(name), mode, `${name}`);
     // The host's programs are the steward package's.
-    assert.ok(![...byName.keys()].some((n) => /steward-(helper|agent)|agentctl/.test(n.replace(/\.gz$/, '').replace(/^usr\/share\/doc\/.*/, ''))), 'no host program in steward-control');
+    const host = [...byName.keys()].filter((n) => /steward-(helper|agent)|agentctl/.test(n));
+    assert.deepEqual(host, [], 'no host program in steward-control');
   });
 
   await t.test('the control file, the conffile, and maintainer scripts that init the database as its user and purge only its state', () => {
