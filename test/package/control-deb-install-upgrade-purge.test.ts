@@ -3,8 +3,7 @@ import assert from 'node:assert/strict';
 import { buildControlDeb } from '../../scripts/package/control-deb.js';
 import { runIn as run, shIn as sh, type RunResult } from '../helpers/container-exec.js';
 import { bootForDpkg, mainPid, nextPatch } from '../helpers/deb-container.js';
-import type { SystemdContainer } from '../helpers/systemd-container.js';
-import { waitFor } from '../helpers/systemd-container.js';
+import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
 
 // steward-control's package under a real systemd (test/helpers/deb-container.ts): dpkg -i makes
 // its user and database and starts the unit, which answers on loopback as the shipped settings
