@@ -1,15 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runIn as run, shIn as sh } from '../helpers/container-exec.js';
-import { bootForDpkg, helperExe, mainPid, runWebApp, statusOnceUp, webRunning } from '../helpers/deb-container.js';
+import { bootForDpkg, helperExe, mainPid, nextPatch, runWebApp, statusOnceUp, webRunning } from '../helpers/deb-container.js';
 
 // An upgrade to a newer package under a real systemd (test/helpers/deb-container.ts) with an app
 // running: the new postinst restarts the helper onto the new version's code and Node.js, and the
 // app goes on as the same process, which the new helper adopts (DESIGN §14: apps keep running
 // across an upgrade; KillMode=process and one transient unit per app).
-
-// The next patch version: 0.1.0 -> 0.1.1.
-const nextPatch = (v: string) => v.replace(/^(\d+\.\d+\.)(\d+).*$/, (_m, head: string, patch: string) => `${head}${Number(patch) + 1}`);
 
 test('dpkg -i of a newer package restarts the helper on the new version and leaves a running app as it was', { timeout: 300_000 }, async (t) => {
   const c = await bootForDpkg(t);

