@@ -36,7 +36,10 @@ test('the agent is installed as a signed, read-only release with current pointin
   // The one-time install key signed it and is trusted nowhere afterwards.
   assert.match(r.detail, new RegExp(`one-time install key ${marker.keyId}`));
   assert.equal(existsSync(trustedKeysFor(host.paths, AGENT_APP)), false);
-  assert.equal((await readAppState(host.paths, AGENT_APP)).highestActive, version);
+  const state = await readAppState(host.paths, AGENT_APP);
+  assert.equal(state.highestActive, version);
+  // Without a hold (DESIGN §14): the control plane may update the agent from the start.
+  assert.equal(state.hold, null);
   const tree = versionDir(host.paths, AGENT_APP, version);
   assert.equal(lstatSync(tree).mode & 0o7777, 0o555);
   if (IS_ROOT) assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).uid, 0);
