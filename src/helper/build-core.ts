@@ -60,7 +60,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     faults,
     locks: new AppLocks(),
     probe: probeRelease,
-    agentConfirms: new AgentConfirms(() => systemClock.now()),
+    agentConfirms: new AgentConfirms(systemClock),
     runAs: (app) => runAsFor(config, app, isRoot),
     blockedInMemory: new Map(),
     stopTimeoutMs: 10_000,

@@ -141,7 +141,7 @@ export async function makeFaultHost(root?: string, scratchDir?: string): Promise
         faults,
         locks: new AppLocks(),
         probe: probeRelease,
-        agentConfirms: new AgentConfirms(() => Date.now()),
+        agentConfirms: new AgentConfirms(clock),
         runAs: async () => null,
         blockedInMemory: new Map(),
         stopTimeoutMs: 1000,

@@ -44,7 +44,7 @@ export async function supervisedHost(apps: Record<string, Record<string, unknown
     faults: noFaults,
     locks: new AppLocks(),
     probe: async () => ({ ok: true }),
-    agentConfirms: new AgentConfirms(() => Date.now()),
+    agentConfirms: new AgentConfirms(clock),
     runAs: async () => null,
     blockedInMemory: new Map(),
     stopTimeoutMs: 1000,

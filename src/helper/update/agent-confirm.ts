@@ -2,6 +2,7 @@ import { StewardError } from '../../core/errors.js';
 import { AGENT_APP } from '../../core/name-checks.js';
 import type { ReleaseFile } from '../../core/release-schemas.js';
 import type { AgentConfirmAnswer } from '../../protocol/answers.js';
+import type { Clock } from '../../platform/clock.js';
 import type { PeerLookup } from '../../platform/peer-credentials.js';
 import { logger } from '../../platform/log.js';
 import { readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
@@ -46,12 +47,11 @@ interface Open {
 export class AgentConfirms {
   private open: Open | null = null;
 
-  constructor(private readonly now: () => number) {}
+  constructor(private readonly clock: Clock) {}
 
   // Opens the wait of a start of `version` for attempt `attemptId`, before the process starts
   // (a quick agent may confirm before the helper has read its identity).
   expect(version: string, attemptId: string): ConfirmWait {
-    this.open?.setIdentity(null);
     let setIdentity!: (identity: ProcIdentity | null) => void;
     let confirm!: () => void;
     const identity = new Promise<ProcIdentity | null>((resolve) => (setIdentity = resolve));
@@ -59,7 +59,7 @@ export class AgentConfirms {
     const w: Open = {
       version,
       attemptId,
-      notBefore: this.now(),
+      notBefore: this.clock.now(),
       identity,
       setIdentity,
       done,
@@ -75,10 +75,9 @@ export class AgentConfirms {
       started: (id) => setIdentity(id),
       confirmed: async (timeoutMs) => {
         if (w.isConfirmed) return true;
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-        await Promise.race([done, timedOut]);
-        clearTimeout(timer);
+        const stop = new AbortController();
+        await Promise.race([done, this.clock.sleep(timeoutMs, stop.signal).catch(() => {})]);
+        stop.abort();
         return w.isConfirmed;
       },
       close: () => {
@@ -104,7 +103,7 @@ export class AgentConfirms {
       log('WARNING: confirm refused app=%s version=%s attempt=%s from pid=%d uid=%d: not the started process pid=%d', AGENT_APP, w.version, w.attemptId, peer.peer.pid, peer.peer.uid, expected.pid);
       throw new StewardError('FORBIDDEN', `${AGENT_APP} ${w.version}: the confirm came from pid ${peer.peer.pid}, not from the ${AGENT_APP} process attempt ${w.attemptId} started (pid ${expected.pid}); not taken`);
     }
-    const now = this.now();
+    const now = this.clock.now();
     if (claim.sentAt < w.notBefore - CLOCK_SLACK_MS || claim.sentAt > now + CLOCK_SLACK_MS) {
       throw new StewardError(
         'BAD_REQUEST',

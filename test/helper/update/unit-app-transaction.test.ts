@@ -77,7 +77,7 @@ test('a unit app is updated through the same transaction: its unit is stopped, c
     faults: noFaults,
     locks: new AppLocks(),
     probe: probeRelease,
-    agentConfirms: new AgentConfirms(() => Date.now()),
+    agentConfirms: new AgentConfirms(systemClock),
     runAs: async () => null,
     blockedInMemory: new Map(),
     stopTimeoutMs: 2000,
