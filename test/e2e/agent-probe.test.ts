@@ -71,6 +71,21 @@ test('a new agent is active only once it confirmed an answered heartbeat; one th
     assert.equal(receipt.rollbackHealthy, true, 'the old agent confirmed again');
   });
 
+  await t.test('the recovery of an agent update the helper died in probes the old agent by its confirm, which the recovering helper takes', async () => {
+    const tree = await a.agentTree('1.0.5', { health: HEALTH, extraArgs: ['--config', 'wrong-control-plane.json'] });
+    writeFileSync(path.join(tree, 'wrong-control-plane.json'), JSON.stringify({ apps: { 'steward-agent': { runner: 'process' } }, controlPlane: { url: `http://127.0.0.1:${await freePort()}` } }));
+    const update = a.update('1.0.5', tree);
+    const helper = a.helper;
+    await waitFor('the helper to start agent 1.0.5', () => /started app=steward-agent version=1\.0\.5 /.test(helper.stderr()));
+    await a.restartHelper();
+    await update;
+    const journal = JSON.parse(readFileSync(path.join(a.host.paths.journalDir, 'steward-agent.json'), 'utf8'));
+    assert.equal(journal.outcome, 'rolled-back', JSON.stringify(journal));
+    assert.equal(journal.reason.code, 'ACTIVATION_INTERRUPTED');
+    assert.match(a.helper.stderr(), /confirm taken app=steward-agent version=1\.0\.0 /);
+    assert.equal((await a.agentctl(['status', 'steward-agent', '--json'])).json.apps[0].current, '1.0.0');
+  });
+
   await t.test('an agent release that heartbeats but never confirms (the agent from before the confirm) is rolled back when its release asks for the confirm', async () => {
     const tree = path.join(a.host.scratch, 'pre-bundle-1.0.2');
     await (await preBundle).layOutAgentTree(tree, '1.0.2');

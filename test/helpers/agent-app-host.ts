@@ -17,7 +17,8 @@ const NOBODY: RunAsIds = { uid: 65534, gid: 65534 };
 export interface AgentAppHost {
   host: TestHost;
   cp: FakeControlPlane;
-  helper: HelperProcess;
+  // The running helper (restartHelper replaces it).
+  readonly helper: HelperProcess;
   key: ReleaseKey;
   // Whom the host's programs run as (undefined: this process's user).
   runAs: RunAsIds | undefined;
@@ -28,6 +29,8 @@ export interface AgentAppHost {
   // release file `health` (and `start`: this runner starts it) and the start command's
   // `extraArgs`; returns the tree.
   agentTree(version: string, opts?: { health?: Record<string, unknown>; extraArgs?: string[] }): Promise<string>;
+  // SIGKILLs the helper and starts a new one, waiting until its start-up recovery is over.
+  restartHelper(): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -65,12 +68,14 @@ export async function makeAgentAppHost(): Promise<AgentAppHost> {
     cp.tokens.add('agent-probe-token');
     const enrolled = await run(['enroll', '--control-plane', cp.url, '--token', 'agent-probe-token', '--json']);
     if (enrolled.code !== 0) throw new Error(`enroll failed: ${enrolled.stdout}${enrolled.stderr}`);
-    const h = helper;
+    let h = helper;
     let n = 0;
     return {
       host,
       cp,
-      helper: h,
+      get helper() {
+        return h;
+      },
       key,
       runAs,
       agentctl: run,
@@ -91,6 +96,10 @@ export async function makeAgentAppHost(): Promise<AgentAppHost> {
           chownTree(manifest, runAs);
         }
         return run(['update', AGENT_APP, version, '--file', tgz, '--manifest', manifest, '--json']);
+      },
+      async restartHelper() {
+        await h.kill();
+        h = await startHelper(host, {}, { runAs });
       },
       async cleanup() {
         await run(['stop', AGENT_APP]).catch(() => null);
