@@ -57,6 +57,9 @@ export class HeartbeatLoop {
   private apps: HeartbeatApp[] = [];
   private helperKey: KeyObject | null = null;
   private converging: Promise<void> | null = null;
+  // The confirm to the helper of this process's first answered heartbeat (DESIGN §14): 'sent'
+  // once the helper answered it either way; tried again after the next 2xx while unreachable.
+  private confirm: 'todo' | Promise<void> | 'sent' = 'todo';
   // Aborts a heartbeat in flight when the agent stops.
   private signal: AbortSignal | undefined;
 
@@ -82,6 +85,7 @@ export class HeartbeatLoop {
   // Resolves when no convergence pass is running.
   async idle(): Promise<void> {
     while (this.converging) await this.converging;
+    if (typeof this.confirm === 'object') await this.confirm;
   }
 
   // One heartbeat, with its retries at once (a 409, or a receipt rejection), and its wait.
@@ -109,6 +113,7 @@ export class HeartbeatLoop {
         );
         sent = await this.send(false);
       }
+      if (sent.outcome.kind === 'ok') this.startConfirm(sent.seq, sent.sentAt);
       return { ...(await this.settle(sent.outcome, sent.receipts)), sentReceipts: sent.receipts };
     } catch (err) {
       // A local failure (seq.json or the outbox cannot be written): back off like a network failure.
@@ -149,15 +154,16 @@ export class HeartbeatLoop {
     return null;
   }
 
-  private async send(withReceipts: boolean): Promise<{ seq: number; receipts: number; outcome: HeartbeatOutcome }> {
+  private async send(withReceipts: boolean): Promise<{ seq: number; sentAt: number; receipts: number; outcome: HeartbeatOutcome }> {
     const receipts = withReceipts ? this.d.outbox.batch(MAX_HEARTBEAT_RECEIPTS, MAX_HEARTBEAT_RECEIPT_BYTES) : [];
     // DESIGN §6: the seq is durable before the heartbeat leaves, so no restart reuses it.
     const seq = await this.d.seq.next();
+    const sentAt = this.d.clock.now();
     const payload: HeartbeatPayload = {
       v: 1,
       nodeId: this.d.nodeId,
       seq,
-      sentAt: this.d.clock.now(),
+      sentAt,
       bootId: this.d.bootId,
       agentVersion: this.d.agentVersion,
       apps: this.apps,
@@ -172,7 +178,26 @@ export class HeartbeatLoop {
       outcome = { kind: 'unavailable', message: (err as Error).message };
     }
     this.d.log('heartbeat sent seq=%d apps=%d receipts=%d result=%s', seq, this.apps.length, receipts.length, outcome.kind);
-    return { seq, receipts: receipts.length, outcome };
+    return { seq, sentAt, receipts: receipts.length, outcome };
+  }
+
+  // After this process's first 2xx: tells the helper, which, when it is probing this process as
+  // a new agent release, makes it active on it (DESIGN §14). Never holds up the heartbeats. A
+  // refusal is the usual answer at a start that is no update's (FORBIDDEN), or from a helper
+  // older than the op (BAD_REQUEST): either way it is not asked again.
+  private startConfirm(seq: number, sentAt: number): void {
+    if (this.confirm !== 'todo') return;
+    this.confirm = this.d.helper.confirm({ seq, sentAt }).then(
+      (a) => {
+        this.d.log('heartbeat seq=%d confirmed to the helper: %s %s active on pid %d (attempt %s)', seq, a.app, a.version, a.pid, a.attemptId);
+        this.confirm = 'sent';
+      },
+      (err: Error & { code?: string }) => {
+        const again = err.code === 'HELPER_UNREACHABLE';
+        this.d.log('heartbeat seq=%d not confirmed to the helper: %s%s', seq, err.message, again ? '; tried again after the next answered heartbeat' : '');
+        this.confirm = again ? 'todo' : 'sent';
+      },
+    );
   }
 
   private async settle(outcome: HeartbeatOutcome, sentReceipts: number): Promise<Omit<TickResult, 'sentReceipts'>> {

@@ -1,7 +1,7 @@
-// The helper as the agent sees it: three ops over helper.sock (DESIGN §7).
+// The helper as the agent sees it: four ops over helper.sock (DESIGN §7).
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
-import type { AcceptedAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
+import type { AcceptedAnswer, AgentConfirmAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
 import { callHelper } from '../protocol/client.js';
 import { helperClient } from '../protocol/helper-client.js';
 
@@ -14,6 +14,10 @@ export interface HelperPort {
   // Hands one desired entry to the helper with noWait: resolves once the helper accepted the
   // attempt (or answered it from an earlier receipt of the same attemptId).
   update(entry: DesiredEntry): Promise<UpdateAnswer | AcceptedAnswer>;
+  // Tells the helper that this process had heartbeat `seq`, sent at `sentAt`, answered 2xx
+  // (DESIGN §14): the probe of an update of steward-agent waits for it. FORBIDDEN when no probe
+  // waits for this process.
+  confirm(heartbeat: { seq: number; sentAt: number }): Promise<AgentConfirmAnswer>;
 }
 
 // Answers from the helper arrive in well under a second; a helper that says nothing for this
@@ -26,6 +30,7 @@ export function socketHelper(socketPath: string): HelperPort {
   return {
     receipts: () => helper.receipts(),
     status: () => helper.status(),
+    confirm: (hb) => helper.agentConfirm(hb),
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
     // helper's refusals (DESIGN §6), and helper.sock would refuse the last two anyway. notAfter
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).

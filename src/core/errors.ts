@@ -26,6 +26,7 @@ export const OUTCOME_CODES = [
   'ACTIVATION_INTERRUPTED',
   'ALREADY_ACTIVE',
   'JOURNAL_INVALID',
+  'AGENT_UNCONFIRMED', // a new steward-agent confirmed no answered heartbeat in time: rolled back
 ] as const;
 
 // Codes that are not part of an update's outcome: a request the helper will not

@@ -59,8 +59,14 @@ const healthSchema = z
     tcp: z.optional(tcpProbeSchema),
     timeoutMs: z._default(intSchema(1, 3_600_000), 30_000),
     stableMs: z._default(intSchema(0, 3_600_000), 5_000),
+    // "heartbeat" (steward-agent only, DESIGN §14): the probe's first success is the new agent's
+    // confirm over helper.sock of a heartbeat the control plane answered 2xx.
+    confirm: z.optional(z.literal('heartbeat')),
   })
-  .check(z.refine((h) => !(h.http && h.tcp), 'health has at most one of http and tcp'));
+  .check(
+    z.refine((h) => !(h.http && h.tcp), 'health has at most one of http and tcp'),
+    z.refine((h) => !(h.confirm && (h.http || h.tcp)), 'health.confirm takes no http or tcp'),
+  );
 
 // steward-release.json at the root of a release tarball (DESIGN §3).
 export const releaseFileSchema = z.strictObject({

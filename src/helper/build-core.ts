@@ -12,6 +12,7 @@ import type { HelperCore } from './handlers.js';
 import { loadOrCreateHelperKey } from '../host/helper-key.js';
 import { readNodeId } from '../host/node-id.js';
 import { AGENT_APP } from '../core/name-checks.js';
+import { AgentConfirms } from './update/agent-confirm.js';
 import { readCurrent } from './release-store.js';
 import { readAcceptedReceiptVersions } from './receipts/read-accepts.js';
 import { readRelayedSeq } from './receipts/read-relay-mark.js';
@@ -59,6 +60,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     faults,
     locks: new AppLocks(),
     probe: probeRelease,
+    agentConfirms: new AgentConfirms(systemClock),
     runAs: (app) => runAsFor(config, app, isRoot),
     blockedInMemory: new Map(),
     stopTimeoutMs: 10_000,

@@ -65,6 +65,7 @@ export function makeHandlers(core: HelperCore) {
     start: (req, ctx) => handleRunState(core, req, ctx),
     stop: (req, ctx) => handleRunState(core, req, ctx),
     restart: (req, ctx) => handleRunState(core, req, ctx),
+    'agent-confirm': (req, ctx) => ctx.peer().then((peer) => core.agentConfirms.confirm(peer, req)),
     prune: async (req) => {
       requireApp(core.config, req.app);
       const held = await core.locks.acquire(req.app, { attemptId: 'prune', op: 'prune', phase: 'prune', startedAt: core.clock.now() });

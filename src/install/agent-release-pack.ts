@@ -18,9 +18,12 @@ export const AGENT_ENTRY = 'bin/steward-agent.js';
 export const AGENT_BUNDLE = 'dist/bundle/steward-agent';
 
 // The release file of the agent: no `start` (its unit starts it) and no health URL (it
-// listens on nothing): the probe is "the unit's main process stays the same for stableMs".
+// listens on nothing). Its probe on an enrolled host (DESIGN §14): within timeoutMs the new
+// agent's process confirms over helper.sock a heartbeat the control plane answered 2xx, then
+// stays the same process for stableMs. 60 s leaves room for the agent's backoff (1, 2, 4, 8,
+// 16 s) past a control plane that misses a few heartbeats. Not enrolled, it only stays up.
 export function agentReleaseFile(version: string): Record<string, unknown> {
-  return { name: AGENT_APP, version, health: { stableMs: 5000 } };
+  return { name: AGENT_APP, version, health: { confirm: 'heartbeat', timeoutMs: 60_000, stableMs: 5000 } };
 }
 
 // The package version of the steward package at `pkgRoot`, checked as a release version.

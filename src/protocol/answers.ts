@@ -117,6 +117,15 @@ export interface ReleaseHoldAnswer {
   released: boolean;
 }
 
+// `agent-confirm`: the probe of steward-agent `version` (attempt `attemptId`) took the confirm of
+// its process `pid`.
+export interface AgentConfirmAnswer {
+  app: string;
+  version: string;
+  attemptId: string;
+  pid: number;
+}
+
 // The answer of each op.
 export interface Answers {
   status: StatusResult;
@@ -131,6 +140,7 @@ export interface Answers {
   restart: RunStateAnswer;
   prune: PruneAnswer;
   'release-hold': ReleaseHoldAnswer;
+  'agent-confirm': AgentConfirmAnswer;
 }
 
 // The answer of op `K` (an op without one here does not compile).

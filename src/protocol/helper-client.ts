@@ -28,6 +28,7 @@ export interface HelperClient {
   restart: Method<'restart'>;
   prune: Method<'prune'>;
   releaseHold: Method<'release-hold'>;
+  agentConfirm: Method<'agent-confirm'>;
 }
 
 // A client whose requests go through `send`, numbered from 1.
@@ -50,5 +51,6 @@ export function helperClient(send: SendRequest): HelperClient {
     restart: method('restart'),
     prune: method('prune'),
     releaseHold: method('release-hold'),
+    agentConfirm: method('agent-confirm'),
   };
 }

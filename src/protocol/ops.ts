@@ -15,6 +15,9 @@ export const HELPER_SOCK_OPS = [
   'start',
   'stop',
   'restart',
+  // The new steward-agent's confirm of an answered heartbeat (DESIGN §14): the helper believes
+  // only the process it started for the attempt (SO_PEERCRED), whatever the request says.
+  'agent-confirm',
 ] as const;
 // Ops only root may use, through admin.sock. release-hold among them: a member of group steward
 // (the agent, so the control plane) must never undo an operator's rollback or stop (DESIGN §4).

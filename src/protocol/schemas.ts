@@ -88,6 +88,11 @@ export const startRequestSchema = runStateRequest('start');
 export const stopRequestSchema = runStateRequest('stop');
 export const restartRequestSchema = runStateRequest('restart');
 
+// What the new agent says of the first heartbeat the control plane answered 2xx since it started:
+// its seq and its sentAt (the agent's clock, which is the helper's). Who sends it is the proof
+// (the peer's pid); these two only bound it in time and go to the log.
+export const agentConfirmRequestSchema = z.strictObject({ ...base, op: z.literal('agent-confirm'), seq: intSchema(1), sentAt: epochMsSchema });
+
 export const requestSchemas = {
   start: startRequestSchema,
   stop: stopRequestSchema,
@@ -101,6 +106,7 @@ export const requestSchemas = {
   releases: releasesRequestSchema,
   stage: stageRequestSchema,
   receipts: receiptsRequestSchema,
+  'agent-confirm': agentConfirmRequestSchema,
 } as const satisfies Record<OpName, unknown>;
 
 // The checked request of op `K`.
@@ -114,6 +120,7 @@ export type RollbackRequest = RequestOf<'rollback'>;
 export type RecoverRequest = RequestOf<'recover'>;
 export type PruneRequest = RequestOf<'prune'>;
 export type ReleaseHoldRequest = RequestOf<'release-hold'>;
+export type AgentConfirmRequest = RequestOf<'agent-confirm'>;
 export type RunStateRequest = RequestOf<'start'> | RequestOf<'stop'> | RequestOf<'restart'>;
 export type Request =
   | RunStateRequest
@@ -125,7 +132,8 @@ export type Request =
   | RollbackRequest
   | RecoverRequest
   | PruneRequest
-  | ReleaseHoldRequest;
+  | ReleaseHoldRequest
+  | AgentConfirmRequest;
 
 // What update, rollback and recover answer: the attempt's terminal outcome with its receipt,
 // or, with noWait, that it was accepted.

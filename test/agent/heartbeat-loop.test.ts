@@ -26,6 +26,9 @@ interface Rig {
   receipts: Envelope[];
   updates: DesiredEntry[];
   updateAnswer: (e: DesiredEntry) => Promise<unknown>;
+  // What the agent confirmed to the helper, and how the helper answers.
+  confirms: { seq: number; sentAt: number }[];
+  confirmAnswer: () => Promise<unknown>;
   logs: string[];
   clock: Clock & { t: number; mono: number };
   // A fresh agent over the same files (a restart).
@@ -64,6 +67,10 @@ function makeRig(): Rig {
     receipts: [],
     updates: [],
     updateAnswer: async (e) => ({ attemptId: e.attemptId, app: e.app, accepted: true }),
+    confirms: [],
+    confirmAnswer: async () => {
+      throw new StewardError('FORBIDDEN', 'no update of steward-agent waits for a confirm');
+    },
     logs: [],
     clock,
     async agent() {
@@ -76,6 +83,10 @@ function makeRig(): Rig {
         update: async (e) => {
           rig.updates.push(e);
           return (await rig.updateAnswer(e)) as never;
+        },
+        confirm: async (hb) => {
+          rig.confirms.push(hb);
+          return (await rig.confirmAnswer()) as never;
         },
       };
       const loop = new HeartbeatLoop({
@@ -119,6 +130,37 @@ test('each heartbeat seq is durable before it is sent, and a restarted agent nev
     for (let i = 0; i < 2; i++) assert.equal((await a.loop.tick()).outcome.kind, 'ok');
     assert.deepEqual(rig.cp.heartbeats.map((h) => h.payload.seq), [1, 2, 3, 4, 5]);
     assert.ok(rig.cp.heartbeats.every((h) => h.status === 200));
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('the first heartbeat the control plane answers 200 is confirmed to the helper once, with its seq and sentAt; one not answered is not', async () => {
+  const rig = makeRig();
+  try {
+    rig.cp.script.push({ status: 503, json: { error: { code: 'UNAVAILABLE', message: 'down' } } });
+    let answers = 0;
+    rig.confirmAnswer = async () => {
+      answers++;
+      // Unreachable first: asked again after the next answered heartbeat.
+      if (answers === 1) throw new StewardError('HELPER_UNREACHABLE', 'no helper');
+      return { app: 'steward-agent', version: '0.1.0', attemptId: 'a-1', pid: 1 };
+    };
+    const a = await rig.agent();
+    assert.equal((await a.loop.tick()).outcome.kind, 'unavailable');
+    await a.loop.idle();
+    assert.deepEqual(rig.confirms, [], 'a 503 is not confirmed');
+    rig.clock.t += 1000;
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    await a.loop.idle();
+    rig.clock.t += 1000;
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    await a.loop.idle();
+    rig.clock.t += 1000;
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    await a.loop.idle();
+    const sent = rig.cp.heartbeats.filter((h) => h.status === 200).map((h) => ({ seq: h.payload.seq, sentAt: h.payload.sentAt }));
+    assert.deepEqual(rig.confirms, sent.slice(0, 2), 'the first answered heartbeat, then (the helper unreachable) the next; none after the helper answered');
   } finally {
     rig.cleanup();
   }
@@ -249,6 +291,7 @@ test('the helper being unreachable still sends a heartbeat with the last apps se
         receipts: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
         status: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
         update: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
+        confirm: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
       },
     });
     const r = await broken.tick();

@@ -29,6 +29,7 @@ import { probeRelease } from '../../src/helper/update/probe.js';
 import { recoverApp } from '../../src/helper/update/recover.js';
 import { gzipTar, makeTar, type TarEntrySpec } from '../fixtures/tar-writer.js';
 import { makeHost, sri, type TestHost } from './host.js';
+import { AgentConfirms } from '../../src/helper/update/agent-confirm.js';
 
 // An in-process host for fault tests: app `web` is a `unit` app whose "unit" is this very test
 // process (alive, costs nothing to start or stop), so an activation is only its file-system
@@ -140,6 +141,7 @@ export async function makeFaultHost(root?: string, scratchDir?: string): Promise
         faults,
         locks: new AppLocks(),
         probe: probeRelease,
+        agentConfirms: new AgentConfirms(clock),
         runAs: async () => null,
         blockedInMemory: new Map(),
         stopTimeoutMs: 1000,

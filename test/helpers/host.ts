@@ -145,10 +145,12 @@ export function unitEnvironment(unit: 'steward-helper.service' | 'steward-agent.
   return env;
 }
 
-export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean; nodeArgs?: string[]; bin?: string } = {}): Promise<HelperProcess> {
+// `runAs`: the helper (and the agentctl that waits for it) as that user, not this process's.
+export async function startHelper(host: TestHost, env: Record<string, string> = {}, opts: { untilRecovered?: boolean; nodeArgs?: string[]; bin?: string; runAs?: RunAsIds } = {}): Promise<HelperProcess> {
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? BIN.helper, '--root', host.root], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, DEBUG: 'steward:*', ...env },
+    ...(opts.runAs ?? {}),
   });
   let err = '';
   child.stderr?.on('data', (c) => (err += c));
@@ -156,7 +158,7 @@ export async function startHelper(host: TestHost, env: Record<string, string> = 
   const deadline = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`steward-helper exited ${child.exitCode}: ${err}`);
-    const r = await agentctl(host, ['status', '--json']).catch(() => null);
+    const r = await agentctl(host, ['status', '--json'], {}, BIN.agentctl, { runAs: opts.runAs }).catch(() => null);
     // Ready once the start (recovery, first pass) is done: until then updates get RECOVERING.
     if (r && r.code === 0 && (r.json?.recovering === false || opts.untilRecovered === false)) break;
     if (Date.now() > deadline) {
@@ -186,14 +188,21 @@ export interface CliResult {
   json: any;
 }
 
+// A user and group to run a test's programs as (child_process's uid and gid).
+export interface RunAsIds {
+  uid: number;
+  gid: number;
+}
+
 // Runs agentctl against a host (adds --root).
 // `bin`: another build's bin/agentctl.js (the compatibility tests run the previous release's).
-export function agentctl(host: TestHost, args: string[], env: Record<string, string> = {}, bin: string = BIN.agentctl): Promise<CliResult> {
+// `runAs`: as that user, not this process's.
+export function agentctl(host: TestHost, args: string[], env: Record<string, string> = {}, bin: string = BIN.agentctl, opts: { runAs?: RunAsIds | undefined } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [bin, '--root', host.root, ...args],
-      { env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 },
+      { env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024, ...(opts.runAs ?? {}) },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         let json: unknown = undefined;

@@ -14,6 +14,7 @@ import { pointCurrent } from '../../src/helper/update/swap.js';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 import { fastScratch } from './fault-host.js';
 import { sri } from './host.js';
+import { AgentConfirms } from '../../src/helper/update/agent-confirm.js';
 
 // The supervisor tests' host (storm.test.ts, poll.test.ts): process apps with 1.0.0 staged and
 // current, and an update context over a made-up runner and clock; no helper process.
@@ -43,6 +44,7 @@ export async function supervisedHost(apps: Record<string, Record<string, unknown
     faults: noFaults,
     locks: new AppLocks(),
     probe: async () => ({ ok: true }),
+    agentConfirms: new AgentConfirms(clock),
     runAs: async () => null,
     blockedInMemory: new Map(),
     stopTimeoutMs: 1000,

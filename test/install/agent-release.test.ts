@@ -36,7 +36,10 @@ test('the agent is installed as a signed, read-only release with current pointin
   // The one-time install key signed it and is trusted nowhere afterwards.
   assert.match(r.detail, new RegExp(`one-time install key ${marker.keyId}`));
   assert.equal(existsSync(trustedKeysFor(host.paths, AGENT_APP)), false);
-  assert.equal((await readAppState(host.paths, AGENT_APP)).highestActive, version);
+  const state = await readAppState(host.paths, AGENT_APP);
+  assert.equal(state.highestActive, version);
+  // Without a hold (DESIGN §14): the control plane may update the agent from the start.
+  assert.equal(state.hold, null);
   const tree = versionDir(host.paths, AGENT_APP, version);
   assert.equal(lstatSync(tree).mode & 0o7777, 0o555);
   if (IS_ROOT) assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).uid, 0);
@@ -44,6 +47,9 @@ test('the agent is installed as a signed, read-only release with current pointin
   // The agent's launcher and bundle (DESIGN §15), and no node_modules: nothing of the control
   // plane, no compiler, no other program.
   assert.deepEqual(readdirSync(tree).sort(), ['.steward-valid', 'bin', 'dist', 'package.json', 'steward-release.json']);
+  // Its probe when an update brings it (DESIGN §14): the new agent's confirm of an answered
+  // heartbeat within 60 s, then the same process for 5 s.
+  assert.deepEqual(JSON.parse(readFileSync(path.join(tree, 'steward-release.json'), 'utf8')).health, { confirm: 'heartbeat', timeoutMs: 60_000, stableMs: 5000 });
   assert.deepEqual(readdirSync(path.join(tree, 'bin')), ['steward-agent.js']);
   assert.deepEqual(readdirSync(path.join(tree, 'dist/bundle')), ['steward-agent']);
   assert.deepEqual(readdirSync(path.join(tree, AGENT_BUNDLE)).sort(), readdirSync(path.join(REPO, AGENT_BUNDLE)).sort());

@@ -26,6 +26,7 @@ export function validRequests(manifest: Envelope = FAKE_MANIFEST): Array<Record<
     { v: 1, id: 13, op: 'start', app: 'web', by: 'ops' },
     { v: 1, id: 14, op: 'stop', app: 'web' },
     { v: 1, id: 15, op: 'restart', app: 'web' },
+    { v: 1, id: 16, op: 'agent-confirm', seq: 7, sentAt: 1_800_000_000_000 },
   ];
 }
 

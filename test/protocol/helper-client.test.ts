@@ -18,6 +18,7 @@ const FIELDS: Record<OpName, Record<string, unknown>> = {
   restart: { app: 'web' },
   prune: { app: 'web', keep: 2 },
   'release-hold': { app: 'web' },
+  'agent-confirm': { seq: 1, sentAt: 0 },
 };
 
 const methodOf = (op: OpName) => op.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase()) as keyof HelperClient;

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { AppConfig } from '../../core/config-schema.js';
 import { StewardError } from '../../core/errors.js';
 import { mustParse } from '../../core/must-parse.js';
+import { AGENT_APP } from '../../core/name-checks.js';
 import { RELEASE_FILE_NAME, releaseFileSchema, type ReleaseFile } from '../../core/release-schemas.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 
@@ -33,6 +34,9 @@ export async function checkReleaseFile(tree: string, expect: { app: string; vers
   }
   if (expect.appConfig.runner === 'unit' && rf.start) {
     throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} has "start" but ${expect.app} runs as a unit; its unit starts it`);
+  }
+  if (rf.health?.confirm && expect.app !== AGENT_APP) {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} of ${expect.app} ${rf.version} has health.confirm, which only ${AGENT_APP} releases may have`);
   }
   return rf;
 }

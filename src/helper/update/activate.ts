@@ -8,13 +8,14 @@ import { logger } from '../../platform/log.js';
 import type { Progress } from '../../protocol/progress.js';
 import { readMarker } from '../release-store.js';
 import { readRunRecord } from '../runners/run-record.js';
-import type { StartedProcess } from '../runners/runner.js';
 import { prepareAppState, readAppState, writeAppState } from '../state/app-state.js';
-import { isAppAlive, probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
+import { readReleaseOf, stopApp } from './app-process.js';
 import type { StoredReceipt, UpdateContext } from './context.js';
 import { prepareJournal, readJournal, removeJournal, writeJournal, type JournalRead } from './journal.js';
 import { keepFailedLog } from './keep-failed-log.js';
 import { pruneReleases } from './prune.js';
+import type { ProbeResult } from './probe.js';
+import { startAndProbe } from './start-and-probe.js';
 import { pointCurrent, removeCurrent } from './swap.js';
 
 const log = logger('helper:update');
@@ -82,7 +83,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
     input.progress({ attemptId, phase: 'swap' });
     await pointCurrent(paths, app, target, faults, 'forward');
     input.progress({ attemptId, phase: 'start' });
-    verdict = await startAndProbe(ctx, app, target, targetRelease, {
+    verdict = await startAndProbe(ctx, app, target, targetRelease, attemptId, {
       afterStart: () => faults.hit('after-start-new'),
       onProbe: () => faults.hit('during-probe'),
     });
@@ -114,7 +115,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   }
 
   try {
-    return await undoActivation(ctx, input, journal, state0, verdict.reason);
+    return await undoActivation(ctx, input, journal, state0, verdict);
   } catch (err) {
     if (err instanceof StewardError && err.details.blockedBy === 'DISK_FULL') throw err;
     // The way back failed too: the journal still says `activating`; block the app so that
@@ -156,10 +157,11 @@ async function journalNotWritten(ctx: UpdateContext, input: ActivateInput, state
 
 // The failure path: stop the new version, swap back, start and probe the old one, record
 // the blame and the outcome, and emit the receipt.
-async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal: Journal, state0: AppState, why: string): Promise<ActivateResult> {
+async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal: Journal, state0: AppState, verdict: { reason: string; code?: string }): Promise<ActivateResult> {
   const { app, attemptId, fromVersion: from, targetVersion: target } = input;
   const { paths, faults, clock } = ctx;
-  const verdict = { reason: why };
+  // The code of the target's failure: its probe's own (AGENT_UNCONFIRMED), else unhealthy.
+  const failedAs = verdict.code ?? 'REPLACEMENT_UNHEALTHY';
   // The new version failed: stop it before the old one starts, so it cannot hold a port.
   const record = await readRunRecord(paths, app).catch(() => null);
   const logFile = await keepFailedLog(paths, app, attemptId, record?.logOffset ?? 0, {
@@ -176,19 +178,19 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
     input.progress({ attemptId, phase: 'swap-back' });
     await pointCurrent(paths, app, from, faults, 'back');
     input.progress({ attemptId, phase: 'start-old' });
-    const old = await startAndProbe(ctx, app, from, await readReleaseOf(ctx, app, from), {});
+    const old = await startAndProbe(ctx, app, from, await readReleaseOf(ctx, app, from), attemptId);
     rollbackHealthy = old.ok;
     blame = old.ok;
     outcome = old.ok ? 'rolled-back' : 'failed';
     reason = old.ok
-      ? reasonOf('REPLACEMENT_UNHEALTHY', `${app} ${target}: ${verdict.reason}; rolled back to ${from}`)
+      ? reasonOf(failedAs, `${app} ${target}: ${verdict.reason}; rolled back to ${from}`)
       : reasonOf('ROLLBACK_UNHEALTHY', `${app} ${target}: ${verdict.reason}; ${from} failed too: ${old.reason}`);
   } else {
     // A failed first install leaves no `current` behind.
     await removeCurrent(paths, app);
     blame = false;
     outcome = 'failed';
-    reason = reasonOf('REPLACEMENT_UNHEALTHY', `${app} ${target}: ${verdict.reason}; first install, nothing to roll back to`);
+    reason = reasonOf(failedAs, `${app} ${target}: ${verdict.reason}; first install, nothing to roll back to`);
   }
   const policy = ctx.config.apps[app]?.quarantine ?? { baseMs: 300_000, capMs: 86_400_000 };
   const q = nextQuarantine(state0, target, policy, clock.now(), blame);
@@ -219,7 +221,7 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
   return { journal: ended, receipt };
 }
 
-type Verdict = { ok: true } | { ok: false; reason: string };
+type Verdict = ProbeResult;
 
 // Writes a verdict: the app's state, then the journal, durable in that order (the state is on
 // disk before the journal names the outcome). The journal's temp file is written and fsynced
@@ -228,33 +230,6 @@ type Verdict = { ok: true } | { ok: false; reason: string };
 // the journal failed, the state is written.
 async function writeVerdict(ctx: UpdateContext, state: AppState, journal: Journal, afterState?: () => void): Promise<void> {
   await commitInOrder(prepareAppState(ctx.paths, journal.app, state, ctx.faults), prepareJournal(ctx.paths, journal, ctx.faults), afterState);
-}
-
-async function startAndProbe(
-  ctx: UpdateContext,
-  app: string,
-  version: string,
-  release: Awaited<ReturnType<typeof readReleaseOf>>,
-  hooks: { afterStart?: () => void; onProbe?: () => void },
-): Promise<Verdict> {
-  let proc: StartedProcess;
-  try {
-    proc = await startVersion(ctx, app, version);
-  } catch (err) {
-    return { ok: false, reason: `it did not start: ${(err as Error).message}` };
-  }
-  hooks.afterStart?.();
-  let first = true;
-  return ctx.probe(probeSpecOf(release), {
-    clock: ctx.clock,
-    isAlive: () => {
-      if (first) {
-        first = false;
-        hooks.onProbe?.();
-      }
-      return isAppAlive(ctx, app, proc.identity);
-    },
-  });
 }
 
 // Records `blocked` in state, or only in memory when even that cannot be written (or the

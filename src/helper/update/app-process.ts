@@ -46,11 +46,18 @@ async function readReleaseText(file: string): Promise<string | null> {
   }
 }
 
-// The probe of a release: its health block, or "stays up for 5 s" without one.
-export function probeSpecOf(rf: ReleaseFile): ProbeSpec {
+// The probe of a release: its health block, or "stays up for 5 s" without one. `confirm`
+// false leaves out health.confirm (a host that is not enrolled: agent-confirm.ts).
+export function probeSpecOf(rf: ReleaseFile, confirm = true): ProbeSpec {
   const h = rf.health;
   if (!h) return { timeoutMs: 0, stableMs: 5000 };
-  return { ...(h.http ? { http: h.http } : {}), ...(h.tcp ? { tcp: h.tcp } : {}), timeoutMs: h.timeoutMs, stableMs: h.stableMs };
+  return {
+    ...(h.http ? { http: h.http } : {}),
+    ...(h.tcp ? { tcp: h.tcp } : {}),
+    ...(h.confirm && confirm ? { confirm: h.confirm } : {}),
+    timeoutMs: h.timeoutMs,
+    stableMs: h.stableMs,
+  };
 }
 
 // Why a process is started: only a respawn spends the restart budget; a manual start

@@ -6,7 +6,8 @@ import type { Faults } from '../../platform/faults.js';
 import type { AppLocks } from '../app-locks.js';
 import type { AppRunner, RunAs, StartedProcess } from '../runners/runner.js';
 import type { StageIO } from '../stage/stage-io.js';
-import type { ProbeResult, ProbeSpec } from './probe.js';
+import type { AgentConfirms } from './agent-confirm.js';
+import type { ProbeOptions, ProbeResult, ProbeSpec } from './probe.js';
 
 // Where receipts go: seq allocated and durable under one lock; idempotent per attempt.
 export interface ReceiptSink {
@@ -40,7 +41,9 @@ export interface UpdateContext {
   receipts: ReceiptSink;
   faults: Faults;
   locks: AppLocks;
-  probe: (spec: ProbeSpec, opts: { clock: Clock; isAlive: () => Promise<boolean>; signal?: AbortSignal }) => Promise<ProbeResult>;
+  probe: (spec: ProbeSpec, opts: ProbeOptions) => Promise<ProbeResult>;
+  // The new steward-agent's confirms over helper.sock, which its probe waits on (DESIGN §14).
+  agentConfirms: AgentConfirms;
   // The account a process app runs as; null means the helper's own user.
   runAs: (app: string) => Promise<RunAs | null>;
   // Apps blocked in memory because even `blocked` could not be written (a full disk).

@@ -8,11 +8,15 @@ const debug = logger('helper:probe');
 export interface ProbeSpec {
   http?: string;
   tcp?: string;
+  // steward-agent's probe (DESIGN §14): the first success is the started process's confirm of a
+  // heartbeat the control plane answered (ProbeOptions.confirmed), within timeoutMs.
+  confirm?: 'heartbeat';
   timeoutMs: number;
   stableMs: number;
 }
 
-export type ProbeResult = { ok: true } | { ok: false; reason: string };
+// `code`: the reason code of the failure when it is not REPLACEMENT_UNHEALTHY's.
+export type ProbeResult = { ok: true } | { ok: false; reason: string; code?: 'AGENT_UNCONFIRMED' };
 
 export interface ProbeOptions {
   clock: Clock;
@@ -21,6 +25,9 @@ export interface ProbeOptions {
   // Aborting rejects the probe with the signal's reason.
   signal?: AbortSignal;
   intervalMs?: number;
+  // With spec.confirm: resolves true once the started process has confirmed, false when
+  // `timeoutMs` passes first.
+  confirmed?: (timeoutMs: number) => Promise<boolean>;
 }
 
 const MAX_REQUEST_MS = 2000;
@@ -32,13 +39,17 @@ function formatMs(ms: number): string {
 
 // Probes a started release (DESIGN §3): polls until the first success or timeoutMs, then the
 // process must stay alive for stableMs, then one last probe must pass. Without http or tcp the
-// process must only stay alive for stableMs. A dead process fails the probe at once.
+// process must only stay alive for stableMs. A dead process fails the probe at once. With
+// `confirm`, the first success is the process's confirm, which, once given, stays given.
 export async function probeRelease(spec: ProbeSpec, opts: ProbeOptions): Promise<ProbeResult> {
   const { clock, isAlive, signal } = opts;
   const intervalMs = opts.intervalMs ?? 500;
   signal?.throwIfAborted();
   let check: ((timeoutMs: number) => Promise<CheckResult>) | null = null;
-  if (spec.http !== undefined) {
+  if (spec.confirm !== undefined) {
+    const confirmed = opts.confirmed ?? (async () => false);
+    check = async (t) => ((await confirmed(t)) ? { ok: true } : { ok: false, detail: 'the new agent confirmed no heartbeat answered by the control plane', timedOut: true });
+  } else if (spec.http !== undefined) {
     const url = spec.http;
     if (!parseProbeUrl(url)) return { ok: false, reason: `health.http ${url} is not a loopback http URL; not probed` };
     check = (t) => checkHttp(url, t, signal);
@@ -61,7 +72,7 @@ export async function probeRelease(spec: ProbeSpec, opts: ProbeOptions): Promise
       // A last attempt squeezed into the final milliseconds says little; keep what came before.
       if (last === null || !r.timedOut || budget >= MIN_TELLING_MS) last = r.detail;
       const left = deadline - clock.monotonic();
-      if (left <= 0) return fail(`${last} for ${formatMs(clock.monotonic() - start)}`);
+      if (left <= 0) return fail(`${last} for ${formatMs(clock.monotonic() - start)}`, spec.confirm ? 'AGENT_UNCONFIRMED' : undefined);
       await clock.sleep(Math.min(intervalMs, left), signal);
     }
     debug('first probe passed after %d ms', Math.round(clock.monotonic() - start));
@@ -84,7 +95,7 @@ export async function probeRelease(spec: ProbeSpec, opts: ProbeOptions): Promise
   return { ok: true };
 }
 
-function fail(reason: string): ProbeResult {
+function fail(reason: string, code?: 'AGENT_UNCONFIRMED'): ProbeResult {
   debug('probe failed reason=%s', reason);
-  return { ok: false, reason };
+  return code ? { ok: false, reason, code } : { ok: false, reason };
 }

@@ -4,7 +4,8 @@ import type { Journal } from '../../core/journal-schema.js';
 import { logger } from '../../platform/log.js';
 import { readMarker } from '../release-store.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
-import { isAppAlive, probeSpecOf, readReleaseOf, startVersion, stopApp } from './app-process.js';
+import { readReleaseOf, stopApp } from './app-process.js';
+import { startAndProbe } from './start-and-probe.js';
 import { blockApp, emitFor } from './activate.js';
 import type { UpdateContext } from './context.js';
 import { readJournal, syncJournal, writeJournal } from './journal.js';
@@ -85,9 +86,7 @@ async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<Recov
     let healthy: boolean;
     let why = '';
     try {
-      const rf = await readReleaseOf(ctx, app, j.fromVersion);
-      const proc = await startVersion(ctx, app, j.fromVersion);
-      const r = await ctx.probe(probeSpecOf(rf), { clock: ctx.clock, isAlive: () => isAppAlive(ctx, app, proc.identity) });
+      const r = await startAndProbe(ctx, app, j.fromVersion, await readReleaseOf(ctx, app, j.fromVersion), j.attemptId);
       healthy = r.ok;
       if (!r.ok) why = r.reason;
     } catch (err) {

@@ -210,7 +210,10 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
       return n?.agentVersion === v3 ? n : null;
     }, 30_000, 500);
     assert.equal(node.agentVersion, v3);
-    ran.push(`rollout ${next(1)} (layout of ${PRE_BUNDLE_COMMIT}) -> ${v3} (bundled): agent stopped by its own request, pid ${before.pid} -> ${after.pid}, receipt relayed`);
+    // Its probe was its confirm over helper.sock (DESIGN §14), from the unit's main process.
+    const helperLog = (await run(box, 'journalctl', ['-u', 'steward-helper', '--no-pager', '-o', 'cat'])).stdout;
+    assert.match(helperLog, new RegExp(`confirm taken app=steward-agent version=${v3.replace(/\./g, '\\.')} attempt=\\S+ pid=${after.pid} `));
+    ran.push(`rollout ${next(1)} (layout of ${PRE_BUNDLE_COMMIT}) -> ${v3} (bundled): agent stopped by its own request, pid ${before.pid} -> ${after.pid}, receipt relayed, confirmed by pid ${after.pid}`);
   });
 
   await t.test('uninstall --purge stops the agent and an app left in the helper cgroup, and leaves no release tree', async () => {

@@ -202,3 +202,23 @@ test('on a fake clock, the waits and the reported times come from the clock', as
   assert.equal(clock2.slept, 30_000);
   assert.ok(performance.now() - t0 < 10_000, 'thirty simulated seconds take far less real time');
 });
+
+test('with confirm, the probe passes once the process confirms, then stays up for stableMs', async () => {
+  let asked = 0;
+  const confirmed = async () => ++asked >= 3;
+  const r = await probeRelease(spec({ confirm: 'heartbeat' }), { ...fast, isAlive: alive, confirmed });
+  assert.deepEqual(r, { ok: true });
+  assert.ok(asked >= 3);
+});
+
+test('with confirm, a process that never confirms fails after timeoutMs with AGENT_UNCONFIRMED, and one that exits before it confirms as an exit', async () => {
+  const r = await probeRelease(spec({ confirm: 'heartbeat', timeoutMs: 300 }), { ...fast, isAlive: alive, confirmed: async (t) => (await new Promise((res) => setTimeout(res, t)), false) });
+  assert.equal(r.ok, false);
+  assert.equal(!r.ok && r.code, 'AGENT_UNCONFIRMED');
+  assert.match(!r.ok ? r.reason : '', /^the new agent confirmed no heartbeat answered by the control plane for /);
+  // One that exits before it confirms fails as an exit, not as unconfirmed.
+  let calls = 0;
+  const exited = await probeRelease(spec({ confirm: 'heartbeat' }), { ...fast, isAlive: async () => ++calls < 2, confirmed: async () => false });
+  assert.deepEqual(exited, { ok: false, reason: 'the process exited' });
+});
+

@@ -21,6 +21,7 @@ import { probeRelease } from '../../../src/helper/update/probe.js';
 import { freePort, fetchVersion } from '../../fixtures/app-releases.js';
 import { gzipTar, makeTar } from '../../fixtures/tar-writer.js';
 import { makeHost, sri } from '../../helpers/host.js';
+import { AgentConfirms } from '../../../src/helper/update/agent-confirm.js';
 
 // A stand-in for systemd running `agent.service`, whose ExecStart runs server.js from the
 // app's `current` (as the agent's real unit will): the helper only starts and stops it.
@@ -76,6 +77,7 @@ test('a unit app is updated through the same transaction: its unit is stopped, c
     faults: noFaults,
     locks: new AppLocks(),
     probe: probeRelease,
+    agentConfirms: new AgentConfirms(systemClock),
     runAs: async () => null,
     blockedInMemory: new Map(),
     stopTimeoutMs: 2000,
