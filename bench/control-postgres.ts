@@ -124,6 +124,16 @@ function receipt(n: SimNode, attemptId: string, version: string, outcome: 'activ
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+// A heartbeat built by `body` (called again for a second try): once more on a kept-alive socket
+// the server closed while it was idle (ECONNRESET before any answer: nothing was read).
+async function beat(url: string, body: () => Buffer): Promise<{ status: number; body: any }> {
+  try {
+    return await post(url, HEARTBEAT_PATH, body());
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+    return post(url, HEARTBEAT_PATH, body());
+  }
+}
 function post(url: string, p: string, body: Buffer): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url + p, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
@@ -177,7 +187,8 @@ async function haltTimes(store: ControlStore, nodes: SimNode[], via: Serve, watc
     const run = await startRun(store, 'web', version, { canary: [canary.nodeId], batch: '10%', bakeMs: 0 });
     const [issued] = await store.read((tx) => tx.runs.issued(run.id));
     const t0 = performance.now();
-    const a = await post(via.url, HEARTBEAT_PATH, heartbeatBody(canary, '1.0.0', [receipt(canary, issued!.attemptId, version, 'rolled-back')]));
+    const revert = receipt(canary, issued!.attemptId, version, 'rolled-back');
+    const a = await beat(via.url, () => heartbeatBody(canary, '1.0.0', [revert]));
     if (a.status !== 200) throw new Error(`revert heartbeat answered ${a.status}: ${JSON.stringify(a.body)}`);
     for (;;) {
       const s = await getJson(`${watch.admin}/v1/admin/rollout/status?app=web`, token);
@@ -216,10 +227,11 @@ async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: 
         const i = open[next++]!;
         const { n, server } = byId.get(i.nodeId)!;
         // The heartbeat that learns the attempt, then the one that brings its verdict.
-        const first = await post(server.url, HEARTBEAT_PATH, heartbeatBody(n, '1.0.0'));
+        const first = await beat(server.url, () => heartbeatBody(n, '1.0.0'));
         const d = (first.body?.desired ?? []).find((x: { attemptId: string }) => x.attemptId === i.attemptId);
         if (first.status !== 200 || !d) throw new Error(`node ${n.nodeId} was not sent ${i.attemptId}: ${first.status} ${JSON.stringify(first.body).slice(0, 300)}`);
-        const second = await post(server.url, HEARTBEAT_PATH, heartbeatBody(n, '1.1.0', [receipt(n, i.attemptId, '1.1.0', 'active')]));
+        const verdict = receipt(n, i.attemptId, '1.1.0', 'active');
+        const second = await beat(server.url, () => heartbeatBody(n, '1.1.0', [verdict]));
         if (second.status !== 200) throw new Error(`verdict heartbeat answered ${second.status}`);
         heartbeats += 2;
         answered.add(i.attemptId);

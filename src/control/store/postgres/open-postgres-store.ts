@@ -266,8 +266,9 @@ function listenForWakes(url: string, location: string) {
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | null = null;
   let closed = false;
+  // Why on the next turn: a listener's failure is not the committed transaction's.
   const wakeHere = () => {
-    for (const l of listeners) l();
+    for (const l of listeners) queueMicrotask(l);
   };
   const open = () => {
     retry = null;

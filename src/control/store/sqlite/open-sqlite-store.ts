@@ -111,7 +111,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
       try {
         const r = await fn(tx);
         q('COMMIT').run();
-        if (wake) for (const l of wakeListeners) l();
+        // Why on the next turn: a listener's failure is not this committed transaction's.
+        if (wake) for (const l of wakeListeners) queueMicrotask(l);
         return r;
       } catch (err) {
         if (db.inTransaction) q('ROLLBACK').run();
