@@ -30,7 +30,7 @@ describePostgres((backend) => {
       try {
         fleet = await enrollSimFleet(store, a.url, 5, dir);
         fleet.start(200);
-        await waitUntil('every node to heartbeat', 30_000, async () => ((await store.read((tx) => tx.nodes.list())).every((n) => n.lastHeartbeatAt !== null) ? true : undefined));
+        await fleet.seen(30_000);
         // The canary is issued by the start itself; A issues the first batch of two after its verdict.
         const run = await startRun(store, 'web', '1.1.0', { canary: [fleet.nodes[0]!.fake.nodeId], batch: '2', bakeMs: 0 });
         await stoppedAt(a, point);

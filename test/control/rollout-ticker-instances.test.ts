@@ -32,7 +32,7 @@ describePostgres((backend) => {
       const swap = setInterval(() => fleet.urls.push(fleet.urls.shift()!), 150);
       fleet.start(100);
       try {
-        await waitUntil('every node to heartbeat', 30_000, async () => ((await store.read((tx) => tx.nodes.list())).every((n) => n.lastHeartbeatAt !== null) ? true : undefined));
+        await fleet.seen(30_000);
         const run = await startRun(store, 'web', '1.1.0', { canary: [fleet.nodes[0]!.fake.nodeId], batch: '2', bakeMs: 0 });
         await waitUntil('the run to end', 60_000, async () => ((await store.read((tx) => tx.runs.get(run.id)))!.status !== 'running' ? true : undefined));
         await fleet.drained(30_000);
@@ -60,7 +60,7 @@ describePostgres((backend) => {
       const fleet = await enrollSimFleet(store, a.url, 3, dir);
       try {
         fleet.start(200);
-        await waitUntil('every node to heartbeat', 30_000, async () => ((await store.read((tx) => tx.nodes.list())).every((n) => n.lastHeartbeatAt !== null) ? true : undefined));
+        await fleet.seen(30_000);
         const run = await startRun(store, 'web', '1.1.0', { canary: [fleet.nodes[0]!.fake.nodeId], batch: '2', bakeMs: 0 });
         // A holds the run's lock, about to issue the first batch after the canary's verdict.
         await stoppedAt(a, 'issue-before');

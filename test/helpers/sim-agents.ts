@@ -26,6 +26,8 @@ export interface SimFleet {
   stop(): Promise<void>;
   // Resolves once every agent's outbox is empty (its receipts acknowledged).
   drained(ms: number): Promise<void>;
+  // Resolves once the store holds a heartbeat of every node (a run started then targets them all).
+  seen(ms: number): Promise<void>;
 }
 
 export interface SimAgent {
@@ -100,6 +102,9 @@ export async function enrollSimFleet(store: ControlStore, url: string, count: nu
       stopping = true;
       await loop;
       if (failure) throw failure;
+    },
+    async seen(ms) {
+      await waitUntil('every node to heartbeat', ms, async () => ((await store.read((tx) => tx.nodes.list())).every((n) => n.lastHeartbeatAt !== null) ? true : undefined));
     },
     async drained(ms) {
       const deadline = Date.now() + ms;

@@ -78,7 +78,8 @@ export interface StoreTx extends StoreReader {
   // transaction goes on.
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
   // Wakes every instance's rollout ticker once this transaction commits (onRolloutWake);
-  // nothing when it rolls back. Idempotent within a transaction.
+  // nothing when it rolls back. Idempotent within a transaction; call it outside a savepoint
+  // that may roll back (PostgreSQL would drop the NOTIFY with it, and a second call sends none).
   wakeRollouts(): Promise<void>;
 }
 
