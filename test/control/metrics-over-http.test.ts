@@ -142,6 +142,7 @@ test('scrapes within the cache period share one read of the store; the next peri
     },
     write: (fn) => real.write(fn),
     durable: () => real.durable(),
+    onRolloutWake: (l) => real.onRolloutWake(l),
     close: () => real.close(),
   };
   try {
@@ -170,6 +171,7 @@ test('a store that fails leaves the fleet gauges out and counts the failure; the
       throw new Error('disk I/O error');
     },
     durable: async () => {},
+    onRolloutWake: () => () => undefined,
     close: async () => {},
   };
   const text = await createControlMetrics({ store: failing, cacheMs: 0, processMetrics: false }).registry.metrics();

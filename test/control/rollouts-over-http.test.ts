@@ -47,6 +47,14 @@ describeEachBackend((backend) => {
 
   const latestRun = (ctl: Control, app: string) => ctl.store.read((tx) => tx.runs.latest(app));
 
+  // A node answers what it is asked, and the rollout ticker has acted on its verdict (a
+  // verdict wakes the ticker after its commit, not before the next heartbeat's answer).
+  const answered = async (n: FakeNode, ...a: Parameters<FakeNode['answer']>) => {
+    const desired = await n.answer(...a);
+    await c!.server.tick();
+    return desired;
+  };
+
   const stateOf = (v: RunStatusView, n: FakeNode) => v.nodes.find((x) => x.nodeId === n.nodeId)?.state;
   const issuedCount = async (ctl: Control) => (await ctl.store.read(async (tx) => Promise.all((await tx.runs.latestAll()).map((r) => tx.runs.issued(r.id))))).flat().length;
 
@@ -55,17 +63,17 @@ describeEachBackend((backend) => {
     const [n0, n1, n2, n3, n4] = nodes as [FakeNode, FakeNode, FakeNode, FakeNode, FakeNode];
     await startRun(c.store, 'web', '1.1.0', { canary: [n3.nodeId], batch: '2', bakeMs: 0 });
     for (const n of [n0, n1, n2, n4]) assert.deepEqual((await n.heartbeat()).body.desired, [], 'only the canary is asked first');
-    assert.equal((await n3.answer('active')).length, 1);
+    assert.equal((await answered(n3, 'active')).length, 1);
     assert.equal(stateOf((await view(c)), n3), 'confirmed');
     // The first batch: the two lowest nodeIds.
     const asked = [];
     for (const n of [n0, n1, n2, n4]) if ((await n.heartbeat()).body.desired.length) asked.push(n.nodeId);
     assert.deepEqual(asked, [n0.nodeId, n1.nodeId]);
-    await n0.answer('active');
+    await answered(n0, 'active');
     assert.deepEqual((await n2.heartbeat()).body.desired, [], 'the next batch waits for the whole batch');
-    await n1.answer('active');
-    await n2.answer('active');
-    await n4.answer('active');
+    await answered(n1, 'active');
+    await answered(n2, 'active');
+    await answered(n4, 'active');
     const v = (await view(c));
     assert.equal(v.status, 'succeeded');
     assert.deepEqual(v.nodes.map((x) => x.state), ['confirmed', 'confirmed', 'confirmed', 'confirmed', 'confirmed']);
@@ -94,7 +102,7 @@ describeEachBackend((backend) => {
   test('a rolled-back canary halts the run before any other node is issued', async () => {
     const { c, nodes } = await fleet(3);
     await startRun(c.store, 'web', '1.1.0', {});
-    await (nodes[0] as FakeNode).answer('rolled-back', 'REPLACEMENT_UNHEALTHY');
+    await answered((nodes[0] as FakeNode), 'rolled-back', 'REPLACEMENT_UNHEALTHY');
     for (const n of nodes.slice(1)) assert.deepEqual((await n.heartbeat()).body.desired, []);
     const v = (await view(c));
     assert.equal(v.status, 'halted');
@@ -106,12 +114,12 @@ describeEachBackend((backend) => {
     const { c, nodes } = await fleet(3);
     const [n0, n1, n2] = nodes as [FakeNode, FakeNode, FakeNode];
     await startRun(c.store, 'web', '1.1.0', {});
-    await n0.answer('refused', 'QUARANTINED');
+    await answered(n0, 'refused', 'QUARANTINED');
     let v = (await view(c));
     assert.deepEqual([v.status, stateOf(v, n0), v.canaryNodes.length], ['running', 'refused', 1]);
     const next = nodes.find((n) => n.nodeId === v.canaryNodes[0])!;
     assert.ok([n1, n2].includes(next), 'another node took the role');
-    for (const n of [next, next === n1 ? n2 : n1]) await n.answer('active');
+    for (const n of [next, next === n1 ? n2 : n1]) await answered(n, 'active');
     v = (await view(c));
     assert.deepEqual([v.status, v.nodes.map((x) => x.state)], ['succeeded', ['refused', 'confirmed', 'confirmed']]);
   });
@@ -119,7 +127,7 @@ describeEachBackend((backend) => {
   test('a SIGNATURE_INVALID refusal halts the run', async () => {
     const { c, nodes } = await fleet(2);
     await startRun(c.store, 'web', '1.1.0', {});
-    await (nodes[0] as FakeNode).answer('refused', 'SIGNATURE_INVALID');
+    await answered((nodes[0] as FakeNode), 'refused', 'SIGNATURE_INVALID');
     const v = (await view(c));
     assert.deepEqual([v.status, v.haltReason?.code], ['halted', 'SIGNATURE_INVALID']);
     assert.deepEqual((await (nodes[1] as FakeNode).heartbeat()).body.desired, []);
@@ -143,7 +151,7 @@ describeEachBackend((backend) => {
     const { c, nodes } = await fleet(2);
     const [n0, n1] = nodes as [FakeNode, FakeNode];
     await startRun(c.store, 'web', '1.1.0', { canary: [n0.nodeId] });
-    await n0.answer('rolled-back', 'REPLACEMENT_UNHEALTHY', { retryAfter: c.clock.now() + MINUTE });
+    await answered(n0, 'rolled-back', 'REPLACEMENT_UNHEALTHY', { retryAfter: c.clock.now() + MINUTE });
     assert.equal((await view(c)).status, 'halted');
     c.clock.advance(2 * MINUTE);
     for (const n of nodes) await n.heartbeat();
@@ -151,7 +159,7 @@ describeEachBackend((backend) => {
     await startRun(c.store, 'web', '1.1.0', { canary: [] });
     assert.deepEqual((await n0.heartbeat()).body.desired, []);
     assert.equal(stateOf((await view(c)), n0), 'excluded-reverted');
-    await n1.answer('active');
+    await answered(n1, 'active');
     assert.equal((await view(c)).status, 'succeeded');
 
     await startRun(c.store, 'web', '1.1.0', { canary: [n0.nodeId], allowRetryReverted: true });
@@ -173,15 +181,15 @@ describeEachBackend((backend) => {
     const { c, nodes } = await fleet(3);
     const [n0, n1, n2] = nodes as [FakeNode, FakeNode, FakeNode];
     await startRun(c.store, 'web', '1.1.0', {});
-    await n0.answer('active');
-    await n1.answer('failed', 'ROLLBACK_UNHEALTHY');
+    await answered(n0, 'active');
+    await answered(n1, 'failed', 'ROLLBACK_UNHEALTHY');
     assert.equal((await view(c)).status, 'halted');
     const run = await retryRun(c.store, 'web', { allowRetryReverted: true, canary: [n1.nodeId] });
     const members = (await c.store.read((tx) => tx.runs.nodes(run.id))).map((r) => r.nodeId);
     assert.deepEqual(members, [n1.nodeId, n2.nodeId]);
     assert.deepEqual((await n0.heartbeat()).body.desired, []);
-    await n1.answer('active');
-    await n2.answer('active');
+    await answered(n1, 'active');
+    await answered(n2, 'active');
     assert.equal((await view(c)).status, 'succeeded');
   });
 
@@ -194,7 +202,7 @@ describeEachBackend((backend) => {
     await startRun(c.store, 'web', '1.1.0', { canary: [] });
     assert.deepEqual((await stale.heartbeat()).body.desired, []);
     assert.equal(stateOf((await view(c)), stale), 'skipped');
-    await fresh.answer('active');
+    await answered(fresh, 'active');
     assert.equal((await view(c)).status, 'succeeded');
   });
 

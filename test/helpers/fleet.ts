@@ -64,10 +64,11 @@ export function controlCli(db: string | null, args: string[]): Promise<ControlCl
 
 // Starts the `steward-control serve` program on 127.0.0.1:<port> and waits for its "listening on" line.
 // `bin`: another build's bin/steward-control.js (the compatibility tests); `args`: more serve flags.
-export async function startControlDaemon(db: string, port: number, heartbeatSeconds = 1, o: { bin?: string; args?: string[] } = {}): Promise<Daemon & { url: string }> {
+// `env`: more variables (the test-only stop points, server/test-stop-points.ts).
+export async function startControlDaemon(db: string, port: number, heartbeatSeconds = 1, o: { bin?: string; args?: string[]; env?: Record<string, string> } = {}): Promise<Daemon & { url: string }> {
   // PostgreSQL has no --init: its schema is made by migrate (or restore, copy).
   const init = isPostgresUrl(db) ? [] : ['--init'];
-  const d = daemon([o.bin ?? CONTROL, '--db', db, 'serve', ...init, '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds), ...(o.args ?? [])], { DEBUG: 'steward:*' });
+  const d = daemon([o.bin ?? CONTROL, '--db', db, 'serve', ...init, '--listen', `127.0.0.1:${port}`, '--heartbeat-seconds', String(heartbeatSeconds), ...(o.args ?? [])], { DEBUG: 'steward:*', ...o.env });
   const deadline = Date.now() + 15_000;
   for (;;) {
     const m = /listening on (\S+)/.exec(d.output());

@@ -3,7 +3,7 @@
 // outside any transaction; recordOpenedHeartbeat, inside the write transaction, checks seq,
 // clock and receipts against the node as it is then, records the heartbeat and its fresh
 // receipts and answers what this node should run. A rejection is logged and changes nothing.
-// Rollouts advance on the server's tick, which a stored verdict nudges (control-server.ts).
+// Rollouts advance on the rollout ticker, which a stored verdict wakes (rollouts/rollout-ticker.ts).
 import type { KeyObject } from 'node:crypto';
 import { MAX_BODY_BYTES, type HeartbeatAnswer } from '../../core/control-api.js';
 import type { HeartbeatPayload } from '../../core/heartbeat-schema.js';

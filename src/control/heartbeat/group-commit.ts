@@ -8,7 +8,8 @@
 //
 // Each heartbeat keeps the meaning it has alone: it is checked against the store as the earlier
 // heartbeats of its batch left it (two of one node behave as if sent one after the other), a
-// rejected one rolls back to its savepoint and changes nothing, rollouts advance after each.
+// rejected one rolls back to its savepoint and changes nothing. A commit that stored verdicts
+// wakes the rollout ticker of every instance (rollouts/rollout-ticker.ts).
 // When the commit fails, every heartbeat of the batch fails with that error and none is recorded.
 //
 // Batching adds no wait when idle: the first heartbeat is committed on the event loop's next
@@ -20,6 +21,7 @@ import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import { logger } from '../../platform/log.js';
 import type { Answer } from '../server/answer.js';
 import { TransactionAbortedError, type ControlStore, type StoreTx } from '../store/store.js';
+import type { StopPoints } from '../server/test-stop-points.js';
 import { openHeartbeatBody, recordOpenedHeartbeat, type OpenedHeartbeatBody } from './accept-heartbeat.js';
 
 const log = logger('control:heartbeat');
@@ -54,8 +56,8 @@ export interface HeartbeatBatcherOptions {
   hooks?: GroupCommitHooks;
   // Resolves once every commit made before the call is on disk. Default: the store's durable().
   durable?: () => Promise<void>;
-  // Called after a commit that stored counting receipts (verdicts): the rollouts should advance.
-  onVerdicts?: () => void;
+  // Test only: where this process stops itself (test-stop-points.ts).
+  stopAt?: StopPoints;
   // Called after a commit that stored receipts, with them (the metrics count them).
   onReceiptsStored?: (receipts: ReceiptPayload[]) => void;
 }
@@ -116,6 +118,11 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
       outcomes = await store.write(async (tx) => {
         const out: Outcome[] = [];
         for (const p of batch) out.push(await recordOne(tx, p, stored));
+        // A verdict is acted on at once: every instance's rollout ticker wakes at this COMMIT.
+        if (stored.verdicts > 0) {
+          await tx.wakeRollouts();
+          opts.stopAt?.('heartbeat-before-commit');
+        }
         await hooks.beforeCommit?.(tx);
         return out;
       });
@@ -126,8 +133,6 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     }
     commits++;
     heartbeats += batch.length;
-    // Before the answers go out: the rollouts' advance is queued behind this commit at once.
-    if (stored.verdicts > 0) opts.onVerdicts?.();
     if (stored.receipts.length > 0) opts.onReceiptsStored?.(stored.receipts);
     // Why every member waits, the rejected ones too: a rejection's answer may rest on what the
     // batch's earlier heartbeats wrote (a SEQ_REPLAYED after an accepted seq of the same node).

@@ -131,6 +131,7 @@ function timedStore(store: ControlStore, onCommit: (seconds: number) => void, on
     write: (fn) => timed(() => store.write(fn), onCommit),
     read: (fn) => store.read(fn),
     durable: () => timed(() => store.durable(), onSync),
+    onRolloutWake: (listener) => store.onRolloutWake(listener),
     close: () => store.close(),
   };
 }

@@ -1,8 +1,9 @@
-// The imperative layer around the planner: plan a run, record the attempts it issues before any
-// is sent, and record its end once.
+// The imperative layer around the planner: plan a run under its advance lock, record the
+// attempts it issues before any is sent, and record its end once.
 import { randomBytes } from 'node:crypto';
 import type { Plan } from '../../core/rollout-planner.js';
 import { logger } from '../../platform/log.js';
+import type { StopPoints } from '../server/test-stop-points.js';
 import type { StoreTx } from '../store/store.js';
 import { planRun } from './plan-run.js';
 
@@ -13,19 +14,36 @@ export function newAttemptId(runId: number): string {
   return `r${runId}-${randomBytes(8).toString('hex')}`;
 }
 
-// Advances one run at the store's time, inside the caller's write transaction. Returns the plan
-// after it (the issued nodes show as issued), or null when the run has ended.
-export async function advanceRun(tx: StoreTx, runId: number): Promise<Plan | null> {
+// What one advance did: the plan after it (the issued nodes show as issued) and the nodes it
+// issued an attempt to.
+export interface Advance {
+  plan: Plan;
+  issued: string[];
+}
+
+// Advances one run at the store's time, inside the caller's write transaction, after waiting
+// for the run's advance lock (another instance's tick, an operator's stop). Null when the run
+// has ended. A node the run already issued to is never issued again: the lock keeps two
+// advances apart, and insertIssued's constraint holds even where it would not.
+export async function advanceRun(tx: StoreTx, runId: number, stopAt?: StopPoints): Promise<Advance | null> {
+  await tx.runs.lock(runId);
   const run = await tx.runs.get(runId);
   if (!run || run.status !== 'running') return null;
   const now = await tx.now();
   let plan = await planRun(tx, run, now);
+  const issued: string[] = [];
   if (plan.issue) {
     const { nodes, batch, notAfter } = plan.issue;
-    for (const nodeId of nodes) {
+    stopAt?.('issue-before');
+    for (const [k, nodeId] of nodes.entries()) {
       const attemptId = newAttemptId(run.id);
-      await tx.runs.insertIssued(run.id, { nodeId, attemptId, issuedAt: now, notAfter, batch });
-      log('issued run=%d app=%s version=%s node=%s attemptId=%s batch=%d notAfter=%s', run.id, run.app, run.version, nodeId, attemptId, batch, notAfter === null ? '-' : new Date(notAfter).toISOString());
+      if (await tx.runs.insertIssued(run.id, { nodeId, attemptId, issuedAt: now, notAfter, batch })) {
+        issued.push(nodeId);
+        log('issued run=%d app=%s version=%s node=%s attemptId=%s batch=%d notAfter=%s', run.id, run.app, run.version, nodeId, attemptId, batch, notAfter === null ? '-' : new Date(notAfter).toISOString());
+      } else {
+        log('run=%d node=%s already had an attempt of batch %d; not issued again', run.id, nodeId, batch);
+      }
+      if (k < nodes.length - 1) stopAt?.('issue-during');
     }
     plan = await planRun(tx, run, now);
   }
@@ -33,10 +51,5 @@ export async function advanceRun(tx: StoreTx, runId: number): Promise<Plan | nul
     await tx.runs.end(run.id, plan.status, plan.haltReason, now);
     log('run=%d app=%s version=%s ended status=%s%s', run.id, run.app, run.version, plan.status, plan.haltReason ? ` halt=${plan.haltReason.code} ${plan.haltReason.message}` : '');
   }
-  return plan;
-}
-
-// Advances every run that has not ended (the tick).
-export async function advanceAllRuns(tx: StoreTx): Promise<void> {
-  for (const run of await tx.runs.activeAll()) await advanceRun(tx, run.id);
+  return { plan, issued };
 }

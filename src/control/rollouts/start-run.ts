@@ -55,7 +55,7 @@ export function dryRunRetry(store: ControlStore, app: string, opts: RunOptions, 
 // Stops the running run of `app` (its issued attempts stay; nothing new is sent) and ends it.
 export function stopRun(store: ControlStore, app: string, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
-    const run = await activeRun(tx, app);
+    const run = await lockActiveRun(tx, app);
     await tx.runs.setStopped(run.id);
     await advanceRun(tx, run.id);
     return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
@@ -66,7 +66,7 @@ export function stopRun(store: ControlStore, app: string, record?: RecordChange)
 // the running run of `app`. Idempotent.
 export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
-    const run = await activeRun(tx, app);
+    const run = await lockActiveRun(tx, app);
     await tx.runs.setPaused(run.id, paused);
     await advanceRun(tx, run.id);
     return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
@@ -78,6 +78,16 @@ export type RecordChange = (tx: StoreTx, run: RunRow) => Promise<void>;
 
 async function recorded(tx: StoreTx, run: RunRow, record: RecordChange | undefined): Promise<RunRow> {
   await record?.(tx, run);
+  return run;
+}
+
+// The running run of `app`, once its advance lock is this transaction's. Why wait for it: a
+// tick advancing the run now must finish (or roll back) first, so that nothing it issues comes
+// after the caller's change (DESIGN §13). A tick that committed meanwhile makes this
+// transaction's snapshot stale; the store runs it again (a serialization failure).
+async function lockActiveRun(tx: StoreTx, app: string): Promise<RunRow> {
+  const run = await activeRun(tx, app);
+  await tx.runs.lock(run.id);
   return run;
 }
 

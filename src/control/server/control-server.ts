@@ -1,5 +1,5 @@
-// The control plane's HTTP(S) server (DESIGN §6, §9): enrollment, heartbeats, artifacts, and a
-// tick that advances every running rollout even when no node calls.
+// The control plane's HTTP(S) server (DESIGN §6, §9): enrollment, heartbeats, artifacts, and the
+// rollout ticker (DESIGN §13), woken by every commit that stores verdicts.
 import http from 'node:http';
 import https from 'node:https';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
@@ -11,13 +11,14 @@ import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-heartbeats.js';
 import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
-import { advanceAllRuns } from '../rollouts/advance-runs.js';
+import { startRolloutTicker } from '../rollouts/rollout-ticker.js';
 import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
 import { DEFAULT_MAX_DOWNLOADS, DownloadSlots, sendArtifact } from './artifacts.js';
 import { readBody } from './read-body.js';
 import { sendJson } from './send.js';
+import type { StopPoints } from './test-stop-points.js';
 
 const log = logger('control:server');
 
@@ -33,8 +34,11 @@ export interface ControlServerOptions {
   heartbeatSeconds: number;
   // For the tick's sleeps; decisions take the store's clock.
   clock: Pick<Clock, 'sleep'>;
-  // How often running rollouts advance without a heartbeat; 0 turns the timer off (tests call tick()).
+  // How often the rollout ticker ticks without a wake (rollout-ticker.ts); 0 turns the timer
+  // off (tests call tick()).
   tickMs?: number;
+  // Test only: where this process stops itself (test-stop-points.ts).
+  stopAt?: StopPoints;
   // Group commit of heartbeats (group-commit.ts): the most heartbeats in one commit, and test seams.
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
   // What every answer resting on a write waits for; a test seam (default: the store's durable()).
@@ -50,7 +54,7 @@ export interface ControlServerOptions {
 
 export interface ControlServer {
   url: string;
-  // Advances every running rollout now, as the timer does.
+  // Advances every running rollout no other instance is advancing, now, as the timer does.
   tick(): Promise<void>;
   // Heartbeat commits made so far and the heartbeats they held.
   heartbeatStats(): { commits: number; heartbeats: number };
@@ -62,35 +66,9 @@ export interface ControlServer {
 export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
   const { store, clock } = opts;
   const durable = opts.durable ?? (() => store.durable());
-  // One advance of every running rollout at a time; one asked for meanwhile runs after it (a
-  // burst of verdicts costs one more advance, not one each: an advance reads the whole run).
-  let ticking: Promise<void> | null = null;
-  let again = false;
-  const advance = async () => {
-    try {
-      await store.write((tx) => advanceAllRuns(tx));
-    } catch (err) {
-      log('rollout tick failed: %s', (err as Error).message);
-    }
-  };
-  const tick = (): Promise<void> => {
-    if (ticking) {
-      again = true;
-      return ticking;
-    }
-    ticking = (async () => {
-      do {
-        again = false;
-        await advance();
-      } while (again);
-      ticking = null;
-    })();
-    return ticking;
-  };
+  const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt });
   const heartbeats = observeHeartbeats(createHeartbeatBatcher({
-    store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable,
-    // A verdict is acted on at once (the next batch may go), as DESIGN §13's ticker is nudged.
-    onVerdicts: () => void tick(),
+    store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable, stopAt: opts.stopAt,
     onReceiptsStored: opts.metrics && ((r) => opts.metrics!.receiptsStored(r)),
   }), opts.metrics);
   const slots = new DownloadSlots(opts.maxDownloads ?? DEFAULT_MAX_DOWNLOADS);
@@ -106,26 +84,11 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   const listening = await listen(server, opts.host, opts.port, !!opts.tls);
   const url = listening.url;
 
-  const abort = new AbortController();
-  const tickMs = opts.tickMs ?? 1000;
-  if (tickMs > 0) {
-    void (async () => {
-      while (!abort.signal.aborted) {
-        try {
-          await clock.sleep(tickMs, abort.signal);
-        } catch {
-          return;
-        }
-        await tick();
-      }
-    })();
-  }
-
   return {
     url,
-    tick,
+    tick: ticker.tick,
     heartbeatStats: heartbeats.stats,
-    close: () => listening.close(() => abort.abort()),
+    close: () => listening.close(() => ticker.close()),
   };
 }
 

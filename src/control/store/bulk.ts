@@ -43,7 +43,7 @@ export interface StoreSnapshot {
 }
 
 // The store's tables within the load's transaction, at the newest schema.
-export type LoadedTx = Omit<StoreTx, 'savepoint'>;
+export type LoadedTx = Omit<StoreTx, 'savepoint' | 'wakeRollouts'>;
 
 export interface StoreLoader {
   readonly backend: 'sqlite' | 'postgres';

@@ -38,6 +38,12 @@ export interface ControlStore {
   // Resolves once every commit made before the call is durable (on disk); rejects when that
   // could not be made sure of. Every answer that rests on a write waits for it.
   durable(): Promise<void>;
+  // Calls `listener` after each commit of a transaction that called tx.wakeRollouts(): at once
+  // for this process's own commits, and (PostgreSQL: LISTEN/NOTIFY on a connection of its own)
+  // for those of every other instance on the database; SQLite has one serving instance. A wake
+  // from elsewhere may be lost (a dropped connection): the ticker's timer stands behind it.
+  // Returns the way to stop listening.
+  onRolloutWake(listener: () => void): () => void;
   // Closes the store after the last transaction. Idempotent.
   close(): Promise<void>;
 }
@@ -71,6 +77,10 @@ export interface StoreTx extends StoreReader {
   // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
   // transaction goes on.
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
+  // Wakes every instance's rollout ticker once this transaction commits (onRolloutWake);
+  // nothing when it rolls back. Idempotent within a transaction; call it outside a savepoint
+  // that may roll back (PostgreSQL would drop the NOTIFY with it, and a second call sends none).
+  wakeRollouts(): Promise<void>;
 }
 
 // ---- nodes
@@ -316,8 +326,16 @@ export interface RunReads {
 export interface RunWrites {
   // Inserts a run that has not ended, with its frozen nodes; BUSY when the app has one already.
   insert(run: NewRun, nodes: Array<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean }>): Promise<number>;
-  // Records an attempt before it is sent; the constraints refuse a second one for the node.
-  insertIssued(runId: number, i: IssuedRow): Promise<void>;
+  // Records an attempt before it is sent, unless the run issued the node one already (another
+  // instance, or a restarted one, advanced the same step): false then, and nothing written.
+  // The constraint one_attempt_per_run_and_node decides, not a read before.
+  insertIssued(runId: number, i: IssuedRow): Promise<boolean>;
+  // The run's advance lock (DESIGN §13), held until the transaction ends. Only its holder may
+  // issue or end the run. tryLock takes it when no other transaction holds it and answers
+  // whether it did; lock waits for it. SQLite: true at once (its write transaction excludes
+  // every other writer already).
+  tryLock(runId: number): Promise<boolean>;
+  lock(runId: number): Promise<void>;
   // Records a run's end once: a run that already ended keeps its first status.
   end(runId: number, status: Exclude<StoredRunStatus, 'running'>, halt: { code: string; nodeId?: string; message: string } | undefined, at: number): Promise<void>;
   setStopped(runId: number): Promise<void>;

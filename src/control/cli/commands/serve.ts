@@ -9,6 +9,7 @@ import { parseTrustedProxies, type TrustedProxies } from '../../operators/reques
 import type { ServeMetrics } from '../../metrics/serve-metrics.js';
 import { DEFAULT_MAX_DOWNLOADS } from '../../server/artifacts.js';
 import { startControlServer } from '../../server/control-server.js';
+import { stopPointsFromEnv } from '../../server/test-stop-points.js';
 import { openStore } from '../../store/open-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
 import { artifactsDirFor, dbSpecOf, jsonOf } from '../context.js';
@@ -55,6 +56,7 @@ export function registerServe(program: Command): void {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }
       const admin = adminListenOf(o, listen, !!tls);
+      const stopAt = stopPointsFromEnv(process.env) ?? undefined;
       const db = dbSpecOf(cmd);
       const artifactsDir = artifactsDirFor(cmd, db);
       const store = await openStore(db, { groupSync: true, create: o.init === true });
@@ -69,7 +71,7 @@ export function registerServe(program: Command): void {
         const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
         const server = await startControlServer({
           store: metrics?.store ?? store, artifactsDir, maxDownloads, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
-          metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined,
+          metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined, stopAt,
           ...(admin?.shared && router ? { admin: router } : {}),
         });
         if (admin && router && !admin.shared) adminServer = await startAdminServer({ router, host: admin.host, port: admin.port, tls });

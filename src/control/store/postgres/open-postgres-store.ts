@@ -73,7 +73,7 @@ function newPool(url: string, max: number): pg.Pool {
 }
 
 // The store's tables over one connection (the store's own transaction, or a restore's).
-export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint'> {
+export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeRollouts'> {
   return {
     nodes: pgNodes(q),
     receipts: pgReceipts(q),
@@ -144,8 +144,10 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     throw err;
   }
 
+  const wakes = listenForWakes(url, location);
   const runOnce = async <T>(begin: string, fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
     const client = await connect(pool, location);
+    wakes.own(client);
     // The first error of a statement not undone by a savepoint: PostgreSQL has then aborted the
     // transaction, and its COMMIT would roll back without a word.
     let failed: unknown = null;
@@ -188,15 +190,19 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     try {
       await run(begin);
       let at: Promise<number> | null = opts.clock ? Promise.resolve(opts.clock.now()) : null;
+      let woke: Promise<unknown> | null = null;
       const tx: StoreTx = {
         now: () => (at ??= q.one<{ now: number }>('SELECT floor(extract(epoch FROM transaction_timestamp()) * 1000)::bigint AS now').then((r) => (r as { now: number }).now)),
         ...pgFamilies(q),
         savepoint: (fn) => undoable(fn, (e) => new TransactionAbortedError(e)),
+        // PostgreSQL delivers a NOTIFY at COMMIT, to every listening session (this one's too), and never after a rollback.
+        wakeRollouts: async () => void (await (woke ??= q.one(`SELECT pg_notify('${ROLLOUT_CHANNEL}', '')`))),
       };
       const r = await fn(tx);
       if (failed) throw failed;
       const done = await run('COMMIT');
       if (done.command !== 'COMMIT') throw new StewardError('IO_ERROR', `the transaction on ${location} was rolled back by the database at COMMIT`);
+      if (woke) wakes.wakeHere();
       return r;
     } catch (err) {
       if (!broken) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
@@ -241,7 +247,67 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     },
     // A COMMIT that returned is on disk (synchronous_commit on, PostgreSQL's default).
     durable: () => Promise.resolve(),
-    close: () => (closed ??= tail.then(() => Promise.all(reading)).then(() => pool.end())),
+    onRolloutWake: wakes.add,
+    close: () => (closed ??= tail.then(() => Promise.all(reading)).then(() => Promise.all([wakes.close(), pool.end()])).then(() => undefined)),
+  };
+}
+
+// The NOTIFY channel of tx.wakeRollouts().
+const ROLLOUT_CHANNEL = 'steward_rollouts';
+
+// The wakes of tx.wakeRollouts(): this process's listeners are called at once after its own
+// COMMIT; other processes' come through LISTEN on ROLLOUT_CHANNEL, on a connection of its own
+// opened with the first listener and opened again a second after it fails (the wakes meanwhile
+// are lost; the ticker's timer stands behind them). A notification sent from one of this
+// store's own connections (by its backend's pid) was acted on already and is not passed on.
+function listenForWakes(url: string, location: string) {
+  const listeners = new Set<() => void>();
+  const ownPids = new Set<number>();
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | null = null;
+  let closed = false;
+  // Why on the next turn: a listener's failure is not the committed transaction's.
+  const wakeHere = () => {
+    for (const l of listeners) queueMicrotask(l);
+  };
+  const open = () => {
+    retry = null;
+    if (closed) return;
+    const c = new pg.Client({ connectionString: url });
+    client = c;
+    const fail = (err: Error) => {
+      if (client !== c) return;
+      client = null;
+      log('listening for rollout wakes on %s failed, again in 1 s: %s', location, err.message);
+      c.end().catch(() => undefined);
+      if (!closed) retry = setTimeout(open, 1000);
+    };
+    c.on('error', fail);
+    c.on('end', () => fail(new Error('the connection ended')));
+    c.on('notification', (n) => {
+      if (n.channel === ROLLOUT_CHANNEL && !ownPids.has(n.processId)) wakeHere();
+    });
+    c.connect().then(() => c.query(`LISTEN ${ROLLOUT_CHANNEL}`)).catch(fail);
+  };
+  return {
+    wakeHere,
+    // Remembers a pool connection of this store as its own (pg's processID: its backend's pid).
+    own(c: pg.PoolClient) {
+      const pid = (c as unknown as { processID?: number }).processID;
+      if (typeof pid === 'number') ownPids.add(pid);
+    },
+    add(listener: () => void): () => void {
+      listeners.add(listener);
+      if (!client && !retry && !closed) open();
+      return () => void listeners.delete(listener);
+    },
+    async close(): Promise<void> {
+      closed = true;
+      if (retry) clearTimeout(retry);
+      const c = client;
+      client = null;
+      await c?.end().catch(() => undefined);
+    },
   };
 }
 

@@ -17,6 +17,10 @@ const strings = (text: string): string[] => {
 const toRow = (r: Raw): RunRow => ({ ...r, namedCanaries: strings(r.namedCanaries), windows: strings(r.windows) });
 const one = (r: Raw | null): RunRow | null => (r ? toRow(r) : null);
 
+// The first half of a run's advance lock key (pg_advisory_xact_lock(int, int), a key space of
+// its own beside migrate's one-bigint key): "stew" in ASCII; the run's id is the second half.
+export const RUN_LOCK_CLASS = 0x73746577;
+
 // The runs, run_nodes and issued tables.
 export function pgRuns(q: Query): RunReads & RunWrites {
   return {
@@ -103,7 +107,18 @@ export function pgRuns(q: Query): RunReads & RunWrites {
       return id;
     },
     async insertIssued(runId, i) {
-      await q.guarded(() => q.count('INSERT INTO issued ("runId", "nodeId", "attemptId", "issuedAt", "notAfter", batch) VALUES ($1, $2, $3, $4, $5, $6)', [runId, i.nodeId, i.attemptId, i.issuedAt, i.notAfter, i.batch]));
+      const n = await q.guarded(() =>
+        q.count('INSERT INTO issued ("runId", "nodeId", "attemptId", "issuedAt", "notAfter", batch) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ("runId", "nodeId") DO NOTHING', [
+          runId, i.nodeId, i.attemptId, i.issuedAt, i.notAfter, i.batch,
+        ]),
+      );
+      return n === 1;
+    },
+    async tryLock(runId) {
+      return (await q.one<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1, $2) AS locked', [RUN_LOCK_CLASS, runId]))?.locked === true;
+    },
+    async lock(runId) {
+      await q.one('SELECT pg_advisory_xact_lock($1, $2)', [RUN_LOCK_CLASS, runId]);
     },
     async end(runId, status, halt, at) {
       await q.count(`UPDATE runs SET status = $1, "haltCode" = $2, "haltNodeId" = $3, "haltMessage" = $4, "endedAt" = $5 WHERE id = $6 AND status = 'running'`, [

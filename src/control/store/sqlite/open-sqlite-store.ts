@@ -95,6 +95,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
     }
   };
 
+  const wakeListeners = new Set<() => void>();
   let tail: Promise<unknown> = Promise.resolve();
   const serialize = <T>(fn: () => Promise<T>): Promise<T> => {
     const result = tail.then(fn);
@@ -105,10 +106,13 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
     serialize(async () => {
       q(begin).run();
       const at = clock.now();
-      const tx: StoreTx = { now: async () => at, ...families, savepoint };
+      let wake = false;
+      const tx: StoreTx = { now: async () => at, ...families, savepoint, wakeRollouts: async () => void (wake = true) };
       try {
         const r = await fn(tx);
         q('COMMIT').run();
+        // Why on the next turn: a listener's failure is not this committed transaction's.
+        if (wake) for (const l of wakeListeners) queueMicrotask(l);
         return r;
       } catch (err) {
         if (db.inTransaction) q('ROLLBACK').run();
@@ -125,6 +129,10 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
     write: (fn) => inTransaction('BEGIN IMMEDIATE', fn),
     read: (fn) => inTransaction('BEGIN', fn),
     durable: group ? group.durable : () => Promise.resolve(),
+    onRolloutWake: (listener) => {
+      wakeListeners.add(listener);
+      return () => void wakeListeners.delete(listener);
+    },
     close: () =>
       (closed ??= serialize(async () => {
         await group?.close();
@@ -134,7 +142,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
 }
 
 // The store's tables over one connection's prepared statements (the store's own, or a restore's).
-export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint'> {
+export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint' | 'wakeRollouts'> {
   return {
     nodes: sqliteNodes(q),
     receipts: sqliteReceipts(q),

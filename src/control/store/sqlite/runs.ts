@@ -156,8 +156,13 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
       return id;
     },
     async insertIssued(runId, i) {
-      q('INSERT INTO issued (runId, nodeId, attemptId, issuedAt, notAfter, batch) VALUES (?, ?, ?, ?, ?, ?)').run(runId, i.nodeId, i.attemptId, i.issuedAt, i.notAfter, i.batch);
+      return q('INSERT INTO issued (runId, nodeId, attemptId, issuedAt, notAfter, batch) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (runId, nodeId) DO NOTHING').run(runId, i.nodeId, i.attemptId, i.issuedAt, i.notAfter, i.batch).changes === 1;
     },
+    // Why true at once: a write transaction (BEGIN IMMEDIATE) already excludes every other writer.
+    async tryLock() {
+      return true;
+    },
+    async lock() {},
     async end(runId, status, halt, at) {
       q(`UPDATE runs SET status = ?, haltCode = ?, haltNodeId = ?, haltMessage = ?, endedAt = ? WHERE id = ? AND status = 'running'`).run(
         status, halt?.code ?? null, halt?.nodeId ?? null, halt?.message ?? null, at, runId,
