@@ -1,6 +1,6 @@
 // The extraction worker (worker_threads): node-tar's fast sync path blocks its event loop,
 // never the helper's. Reads the archive, gunzips it, feeds UnpackFeed, then checks and
-// seals the tree. Posts progress about every 250 ms, then one 'done' or 'error'.
+// seals the tree. Posts progress about every 250 ms, then one 'done' or 'error' per job.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -100,11 +100,12 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   return { ...checkAndSealTree(job.dest, feed.written), integrity: `sha512-${hash.digest('base64')}` };
 }
 
-// Started ahead of its job (prepareExtraction): waits for the one job, runs it, and is terminated by the caller.
+// Started ahead of its job (prepareExtraction): runs each job it is given, one at a time; the
+// caller gives another only after 'done', and terminates it after anything else.
 if (parentPort) {
   const port = parentPort;
   const post = (m: WorkerMessage): void => port.postMessage(m);
-  port.once('message', (job: WorkerJob) => {
+  port.on('message', (job: WorkerJob) => {
     extractInWorker(job, post).then(
       (result) => post({ type: 'done', result }),
       (err: unknown) => post({ type: 'error', ...classify(err, job) }),
