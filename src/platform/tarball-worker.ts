@@ -28,6 +28,12 @@ export type WorkerMessage =
 
 const CHUNK = 64 * 1024;
 const PROGRESS_MS = 250;
+const READ_AHEAD = 1 << 20;
+// How far gunzip (in the thread pool, on the other core) may run ahead of the parse and the
+// writes on this thread, and how much read input it may queue: with the defaults (16 KiB)
+// it stopped after each chunk until this thread came back for the next.
+// zlib passes the stream options on to its Transform; @types/node's ZlibOptions omits them.
+const GUNZIP_OPTIONS = { chunkSize: CHUNK, readableHighWaterMark: 4 << 20, writableHighWaterMark: 4 << 20 } as zlib.ZlibOptions;
 
 function classify(err: unknown, job: WorkerJob): { code: ReasonCode; message: string } {
   if (err instanceof StewardError) return { code: err.code, message: err.message };
@@ -61,7 +67,7 @@ function openArchive(file: string): { fd: number; size: number } {
 // extracted is what was verified, so the archive copy needs no fsync of its own.
 export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree & { integrity: string }> {
   const { fd, size } = openArchive(job.archivePath);
-  const input = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: CHUNK });
+  const input = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: READ_AHEAD });
   try {
     // Not recursive: EEXIST refuses a dest that exists already, or a symlink planted in its place.
     fs.mkdirSync(job.dest, { mode: 0o700 });
@@ -83,7 +89,7 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   };
   let last = Date.now();
   try {
-    await pipeline(input, hashed, zlib.createGunzip({ chunkSize: CHUNK }), async (source: AsyncIterable<Buffer>) => {
+    await pipeline(input, hashed, zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) {
         feed.feed(chunk);
         if (Date.now() - last >= PROGRESS_MS) {
