@@ -26,7 +26,8 @@ export type WorkerMessage =
   | { type: 'done'; result: SealedTree & { integrity: string } }
   | { type: 'error'; code: ReasonCode; message: string };
 
-const CHUNK = 64 * 1024;
+// gunzip's output buffers: each one is a round trip to the thread pool and a callback here.
+const CHUNK = 256 * 1024;
 const PROGRESS_MS = 250;
 const READ_AHEAD = 1 << 20;
 // How far gunzip (in the thread pool, on the other core) may run ahead of the parse and the
