@@ -152,7 +152,7 @@ export class TarTreeWriter {
     };
     try {
       // Why on the fd: the umask applied to open's mode; this is exact, and never follows a name.
-      // Needed only when the umask takes a bit of 0555 (022, 027 and 077 take none of 0444).
+      // Needed only when the umask takes a bit of it (022, the usual one, takes none of 0555).
       if (this.umaskCuts(mode)) fs.fchmodSync(fd, mode);
     } catch (err) {
       failed = true;

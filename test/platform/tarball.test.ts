@@ -167,3 +167,19 @@ test('a worker whose job ended cleanly takes the next job, and ends once it wait
   while (tasks().has(kept[0] as string) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   assert.ok(!tasks().has(kept[0] as string), 'the idle worker ended');
 });
+
+test('files get their final modes under a umask that takes bits of them (077)', async (t) => {
+  const sb = await makeSandbox();
+  const old = process.umask(0o077);
+  t.after(() => {
+    process.umask(old);
+    return removeSandbox(sb);
+  });
+  const tar = makeReleaseTar('web', '1.0.0', [
+    { path: 'bin/start', content: '#!/bin/sh\n', mode: 0o700 },
+    { path: 'lib/a.js', content: 'a', mode: 0o600 },
+  ]);
+  await expectExtracts(sb, gzipTar(tar));
+  assert.equal((await fsp.stat(path.join(sb.dest, 'bin/start'))).mode & 0o7777, 0o555);
+  assert.equal((await fsp.stat(path.join(sb.dest, 'lib/a.js'))).mode & 0o7777, 0o444);
+});
