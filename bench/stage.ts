@@ -15,7 +15,7 @@ import { FULL_TREE, QUICK_TREE, makeAppTree, tarballOf, type TreeShape } from '.
 // - the same-work peer, which does what steward does to the bytes: sha512sum, tar xzf, a
 //   sha256 of every file (the marker's tree digest), chmod -R a-w, sync -f (target <= 1.25);
 // - the floor, `pigz -dc | tar x` (no hash, no sync: the unpacking alone), printed beside.
-// `1 fixed`: the cost of a stage that is not the bytes' work: a release of two small files
+// `1 fixed`: the cost of a stage that is not the bytes' work: a release of three small files
 // staged over admin.sock (no agentctl), target < 50 ms; agentctl's own start is row 6's.
 // Trees are removed only after the last run: on an ext4 without a journal (this VM's) the
 // inode allocator skips every inode freed in the last 60-360 s one by one, so deleting the
