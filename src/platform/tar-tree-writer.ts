@@ -35,7 +35,8 @@ export function finalFileMode(entryMode: number | undefined): number {
 //   did not make is an error, never "fine, it is there";
 // - files are created O_EXCL|O_NOFOLLOW: nothing that exists is ever opened, overwritten or
 //   followed (node-tar opens with 'w', which follows a symlink);
-// - files get their final mode at once, through fchmod on the open fd (no umask applies);
+// - files are created with their final mode, and fchmod'ed on the open fd when the umask
+//   took a bit of it;
 // - no symlink exists in the tree while files are written (the feed asks for them last), and
 //   every path is checked to lie strictly below `dest` after normalization.
 // Folders are made u+rwx under the umask so they can be filled; the tree walk makes them 0555.
@@ -48,6 +49,7 @@ export class TarTreeWriter {
   private readonly root: string;
   // The file being written, if any: closed by closeOpen() when the archive ends or fails mid-body.
   private openFd: number | null = null;
+  private umask: number | undefined;
 
   constructor(
     dest: string,
@@ -98,6 +100,13 @@ export class TarTreeWriter {
     return rel;
   }
 
+  // Does the umask take a bit of `mode` (so that open(2) did not create the file with it)?
+  // Read once: nothing in the worker changes it. The tree walk checks every file's mode anyway.
+  private umaskCuts(mode: number): boolean {
+    this.umask ??= process.umask();
+    return (this.umask & mode) !== 0;
+  }
+
   private isDir(rel: string): boolean {
     return rel === '' || this.written.get(rel)?.kind === 'dir';
   }
@@ -143,7 +152,8 @@ export class TarTreeWriter {
     };
     try {
       // Why on the fd: the umask applied to open's mode; this is exact, and never follows a name.
-      fs.fchmodSync(fd, mode);
+      // Needed only when the umask takes a bit of it (022, the usual one, takes none of 0555).
+      if (this.umaskCuts(mode)) fs.fchmodSync(fd, mode);
     } catch (err) {
       failed = true;
       close();

@@ -1,6 +1,6 @@
 // The extraction worker (worker_threads): node-tar's fast sync path blocks its event loop,
 // never the helper's. Reads the archive, gunzips it, feeds UnpackFeed, then checks and
-// seals the tree. Posts progress about every 250 ms, then one 'done' or 'error'.
+// seals the tree. Posts progress about every 250 ms, then one 'done' or 'error' per job.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,8 +26,15 @@ export type WorkerMessage =
   | { type: 'done'; result: SealedTree & { integrity: string } }
   | { type: 'error'; code: ReasonCode; message: string };
 
-const CHUNK = 64 * 1024;
+// gunzip's output buffers: each one is a round trip to the thread pool and a callback here.
+const CHUNK = 256 * 1024;
 const PROGRESS_MS = 250;
+const READ_AHEAD = 1 << 20;
+// How far gunzip (in the thread pool, on the other core) may run ahead of the parse and the
+// writes on this thread, and how much read input it may queue: with the defaults (16 KiB)
+// it stopped after each chunk until this thread came back for the next.
+// zlib passes the stream options on to its Transform; @types/node's ZlibOptions omits them.
+const GUNZIP_OPTIONS = { chunkSize: CHUNK, readableHighWaterMark: 4 << 20, writableHighWaterMark: 4 << 20 } as zlib.ZlibOptions;
 
 function classify(err: unknown, job: WorkerJob): { code: ReasonCode; message: string } {
   if (err instanceof StewardError) return { code: err.code, message: err.message };
@@ -61,7 +68,7 @@ function openArchive(file: string): { fd: number; size: number } {
 // extracted is what was verified, so the archive copy needs no fsync of its own.
 export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree & { integrity: string }> {
   const { fd, size } = openArchive(job.archivePath);
-  const input = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: CHUNK });
+  const input = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: READ_AHEAD });
   try {
     // Not recursive: EEXIST refuses a dest that exists already, or a symlink planted in its place.
     fs.mkdirSync(job.dest, { mode: 0o700 });
@@ -83,7 +90,7 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   };
   let last = Date.now();
   try {
-    await pipeline(input, hashed, zlib.createGunzip({ chunkSize: CHUNK }), async (source: AsyncIterable<Buffer>) => {
+    await pipeline(input, hashed, zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) {
         feed.feed(chunk);
         if (Date.now() - last >= PROGRESS_MS) {
@@ -100,11 +107,12 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
   return { ...checkAndSealTree(job.dest, feed.written), integrity: `sha512-${hash.digest('base64')}` };
 }
 
-// Started ahead of its job (prepareExtraction): waits for the one job, runs it, and is terminated by the caller.
+// Started ahead of its job (prepareExtraction): runs each job it is given, one at a time; the
+// caller gives another only after 'done', and terminates it after anything else.
 if (parentPort) {
   const port = parentPort;
   const post = (m: WorkerMessage): void => port.postMessage(m);
-  port.once('message', (job: WorkerJob) => {
+  port.on('message', (job: WorkerJob) => {
     extractInWorker(job, post).then(
       (result) => post({ type: 'done', result }),
       (err: unknown) => post({ type: 'error', ...classify(err, job) }),

@@ -5,7 +5,7 @@ import { promises as fsp, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { StewardError } from '../../src/core/errors.js';
-import { extractArchive, prepareExtraction } from '../../src/platform/tarball.js';
+import { extractArchive, KEEP_WARM_MS, prepareExtraction } from '../../src/platform/tarball.js';
 import { DEFAULT_LIMITS, expectExtracts, expectRefused, makeSandbox, removeSandbox } from '../fixtures/extract-sandbox.js';
 import { manyFiles } from '../fixtures/hostile-archives.js';
 import { gzipTar, makeReleaseTar, makeTar } from '../fixtures/tar-writer.js';
@@ -137,10 +137,49 @@ test('an already aborted signal starts nothing', async (t) => {
 });
 
 test('a prepared extraction that never gets its job ends its thread on cancel', async () => {
+  // Takes and ends a worker an earlier test left warm, if any, so that the next one is new.
+  await prepareExtraction().cancel();
   const threads = (): number => readdirSync('/proc/self/task').length;
   const before = threads();
   const prepared = prepareExtraction();
   assert.equal(threads(), before + 1, 'the worker thread runs from the start');
   await prepared.cancel();
   assert.equal(threads(), before, 'the worker thread is gone');
+});
+
+test('a worker whose job ended cleanly takes the next job, and ends once it waited KEEP_WARM_MS', async (t) => {
+  const a = await makeSandbox();
+  const b = await makeSandbox();
+  t.after(() => Promise.all([a, b].map(removeSandbox)));
+  await fsp.writeFile(a.archive, gzipTar(makeReleaseTar('web', '1.0.0')));
+  await fsp.writeFile(b.archive, gzipTar(makeReleaseTar('web', '1.0.1')));
+  const tasks = (): Set<string> => new Set(readdirSync('/proc/self/task'));
+  const before = tasks();
+  await extractArchive({ archivePath: a.archive, dest: a.dest, limits: DEFAULT_LIMITS });
+  const kept = [...tasks()].filter((id) => !before.has(id));
+  assert.equal(kept.length, 1, 'one worker thread waits for the next job');
+  const prepared = prepareExtraction();
+  assert.deepEqual([...tasks()].filter((id) => !before.has(id)), kept, 'the next extraction starts no thread: it has the warm one');
+  await prepared.extract({ archivePath: b.archive, dest: b.dest, limits: DEFAULT_LIMITS });
+  assert.equal(JSON.parse(await fsp.readFile(path.join(b.dest, 'steward-release.json'), 'utf8')).version, '1.0.1');
+  // Ended after KEEP_WARM_MS idle (polled: how soon it goes is the timer's, not asserted).
+  const deadline = Date.now() + KEEP_WARM_MS + 30_000;
+  while (tasks().has(kept[0] as string) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(!tasks().has(kept[0] as string), 'the idle worker ended');
+});
+
+test('files get their final modes under a umask that takes bits of them (077)', async (t) => {
+  const sb = await makeSandbox();
+  const old = process.umask(0o077);
+  t.after(() => {
+    process.umask(old);
+    return removeSandbox(sb);
+  });
+  const tar = makeReleaseTar('web', '1.0.0', [
+    { path: 'bin/start', content: '#!/bin/sh\n', mode: 0o700 },
+    { path: 'lib/a.js', content: 'a', mode: 0o600 },
+  ]);
+  await expectExtracts(sb, gzipTar(tar));
+  assert.equal((await fsp.stat(path.join(sb.dest, 'bin/start'))).mode & 0o7777, 0o555);
+  assert.equal((await fsp.stat(path.join(sb.dest, 'lib/a.js'))).mode & 0o7777, 0o444);
 });

@@ -67,3 +67,18 @@ test('the tree digest from the writer equals the earlier walk and the listing of
   assert.equal(result.treeDigest, diskDigest(sb.dest));
   assert.equal(result.treeDigest, DIGEST_BEFORE);
 });
+
+// Names whose UTF-16 order differs from their UTF-8 byte order (a character above U+FFFF
+// against one of U+E000..U+FFFF), and ASCII names where '/' sorts after '-' and '.'.
+for (const [what, names] of [
+  ['names beyond U+FFFF beside names of U+E000..U+FFFF', ['a\u{1F600}', 'a\uFF61', 'a\uE000/x', 'a\u{10000}/y', 'b']],
+  ['ASCII names with "-", "." and "/"', ['a-b', 'a.b', 'a/b', 'a0', 'ab/c-d', 'ab/c/d']],
+] as const) {
+  test(`the tree digest sorts by path bytes: ${what}`, async (t) => {
+    const sb = await makeSandbox();
+    t.after(() => removeSandbox(sb));
+    const entries: TarEntrySpec[] = names.map((p) => ({ path: p, content: p }));
+    const result = await expectExtracts(sb, gzipTar(makeReleaseTar('web', '1.2.3', entries)));
+    assert.equal(result.treeDigest, diskDigest(sb.dest));
+  });
+}
