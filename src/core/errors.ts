@@ -9,6 +9,7 @@ export const REFUSAL_CODES = [
   'DOWNGRADE_REFUSED',
   'DISK_FULL',
   'WINDOW_CLOSED',
+  'HANDOVER',
 ] as const;
 
 export const RELEASE_PROBLEM_CODES = [
@@ -26,6 +27,7 @@ export const OUTCOME_CODES = [
   'ACTIVATION_INTERRUPTED',
   'ALREADY_ACTIVE',
   'JOURNAL_INVALID',
+  'FALLBACK',
 ] as const;
 
 // Codes that are not part of an update's outcome: a request the helper will not

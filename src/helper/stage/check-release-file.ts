@@ -34,5 +34,8 @@ export async function checkReleaseFile(tree: string, expect: { app: string; vers
   if (expect.appConfig.runner === 'unit' && rf.start) {
     throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} has "start" but ${expect.app} runs as a unit; its unit starts it`);
   }
+  if (expect.appConfig.runner === 'self' && rf.start) {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} has "start" but ${expect.app} is steward itself; the launcher starts it`);
+  }
   return rf;
 }
