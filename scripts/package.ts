@@ -44,7 +44,28 @@ export function packagedUnit(unit: string, text: string, lib: string): string {
   out = out.replace(/\/opt\/steward\/lib\/bin\//g, `${lib}/bin/`).replace(/^ReadOnlyPaths=\/opt\/steward\/lib$/m, `ReadOnlyPaths=${lib}`);
   const left = out.split('\n').find((l) => !l.startsWith('#') && l.includes('/opt/steward/lib'));
   if (left) throw new Error(`scripts/package.ts: systemd/${unit} still names /opt/steward/lib: ${left}`);
+  if (unit === 'steward-helper.service') out = launchedHelperUnit(out, lib);
   return `# The Debian package's copy of systemd/${unit} (scripts/package.ts): steward's code and its\n# own Node.js are in ${lib}/.\n${out}`;
+}
+
+// The package's helper unit runs the launcher (DESIGN §14, docs/self-update.md), which execs the
+// helper it chose with the package's Node.js (and its --single-threaded-gc). The helper tells systemd
+// it is ready once a trial committed (Type=notify; NotifyAccess=all for systemd-notify, its
+// child). TimeoutStartSec is above a trial's self-probe (stableMs plus the agent's round trip,
+// at most 120 s by default). A failed trial, 3 unready starts of `current` and the floor are 5
+// starts: the start limit leaves room for two of them in a row before systemd gives up.
+export function launchedHelperUnit(text: string, lib: string): string {
+  const swaps: Array<[RegExp, string]> = [
+    [new RegExp(`^ExecStart=${lib}/${PACKAGED_NODE} --single-threaded-gc ${lib}/bin/steward-helper\\.js$`, 'm'), `ExecStart=/bin/sh ${lib}/systemd/steward-launcher`],
+    [/^Type=simple$/m, 'Type=notify\nNotifyAccess=all\nTimeoutStartSec=300'],
+    [/^\[Service\]$/m, 'StartLimitIntervalSec=300\nStartLimitBurst=10\n\n[Service]'],
+  ];
+  let out = text;
+  for (const [re, to] of swaps) {
+    if (!re.test(out)) throw new Error(`scripts/package.ts: the helper unit no longer has ${re}: update launchedHelperUnit`);
+    out = out.replace(re, to);
+  }
+  return out;
 }
 
 // The man pages' programs, built from their commander definitions (tsc's output, not the bundles).

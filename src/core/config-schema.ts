@@ -44,10 +44,25 @@ const unitAppSchema = z.strictObject({
   logTail: z.optional(z.boolean()),
 });
 
+// The app `steward`, steward's own code (DESIGN §14): its releases go through the launcher's
+// trial (docs/self-update.md); `unit` is the helper's own unit, which a handover restarts.
+const selfAppSchema = z.strictObject({
+  runner: z.literal('self'),
+  unit: z._default(z.string().check(z.regex(/^[A-Za-z0-9:_.@-]{1,250}\.service$/, 'a systemd unit name ending in .service')), 'steward-helper.service'),
+  keepReleases: z._default(intSchema(2, 100), 3),
+  quarantine: z._default(quarantineSchema, () => quarantineSchema.parse({})),
+  // How long the candidate must stay up, its self-probe passed, before it commits.
+  stableMs: z._default(intSchema(0, 3_600_000), 5_000),
+  // How long the candidate waits for the agent's first request over helper.sock when the host
+  // is enrolled (the round trip with the agent); the agent asks for status every heartbeat.
+  agentTimeoutMs: z._default(intSchema(0, 3_600_000), 120_000),
+  logTail: z.optional(z.boolean()),
+});
+
 // An app without `runner` is a process app.
 const appSchema = z.pipe(
   z.transform((v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) && !('runner' in v) ? { ...v, runner: 'process' } : v)),
-  z.discriminatedUnion('runner', [processAppSchema, unitAppSchema]),
+  z.discriminatedUnion('runner', [processAppSchema, unitAppSchema, selfAppSchema]),
 );
 
 const apiSchema = z.strictObject({
@@ -116,6 +131,7 @@ export const hostConfigSchema = z.strictObject({
 export type HostConfig = z.infer<typeof hostConfigSchema>;
 export type AppConfig = HostConfig['apps'][string];
 export type ProcessAppConfig = Extract<AppConfig, { runner: 'process' }>;
+export type SelfAppConfig = Extract<AppConfig, { runner: 'self' }>;
 export type ExtractLimits = HostConfig['extract'];
 export type FetchSettings = HostConfig['fetch'];
 export type ApiSettings = HostConfig['api'];

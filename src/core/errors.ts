@@ -9,6 +9,7 @@ export const REFUSAL_CODES = [
   'DOWNGRADE_REFUSED',
   'DISK_FULL',
   'WINDOW_CLOSED',
+  'HANDOVER',
 ] as const;
 
 export const RELEASE_PROBLEM_CODES = [
@@ -27,6 +28,7 @@ export const OUTCOME_CODES = [
   'ALREADY_ACTIVE',
   'JOURNAL_INVALID',
   'AGENT_UNCONFIRMED', // a new steward-agent confirmed no answered heartbeat in time: rolled back
+  'FALLBACK',
 ] as const;
 
 // Codes that are not part of an update's outcome: a request the helper will not

@@ -9,6 +9,9 @@ export interface HeldLock {
 // Work that yields to requests: a request finding it waits for it to end (a supervisor
 // pass lasts milliseconds, at most a stop timeout) instead of failing with BUSY.
 const BACKGROUND_OPS = new Set(['supervise']);
+// The op of a self-update's handover (helper/self/handover.ts), which holds every app's lock
+// until the helper is restarted: the others get HANDOVER rather than BUSY.
+export const HANDOVER_OP = 'handover';
 
 // One piece of work per app at a time inside the helper (DESIGN §4). A second request
 // for an app busy with another request gets BUSY naming the running attempt, its phase and
@@ -32,6 +35,11 @@ export class AppLocks {
   // Takes the app's lock now or throws BUSY.
   tryAcquire(app: string, work: RunningWork): HeldLock {
     const busy = this.running.get(app)?.work;
+    if (busy?.op === HANDOVER_OP) {
+      throw new StewardError('HANDOVER', `${app} is locked by the handover ${busy.attemptId} to a new steward version since ${new Date(busy.startedAt).toISOString()}: the helper is about to restart`, {
+        details: { attemptId: busy.attemptId, phase: busy.phase, startedAt: busy.startedAt },
+      });
+    }
     if (busy) {
       throw new StewardError(
         'BUSY',

@@ -25,6 +25,9 @@ import { systemdUnits } from './runners/unit-runner.js';
 import { realStageIO } from './stage/real-stage-io.js';
 import { Attempts } from './update/attempts.js';
 import { probeRelease } from './update/probe.js';
+import { selfSeams } from './self/self-seams.js';
+import { launchedBy } from './self/trial-state.js';
+import { readOwnVersion } from '../platform/own-version.js';
 
 const log = logger('helper:main');
 
@@ -67,6 +70,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     attempts: new Attempts<UpdateAnswer>(),
     startedAt: systemClock.now(),
     recovering: () => true,
+    self: selfSeams(process.env, paths.root, readOwnVersion(), launchedBy(process.env)),
   };
 }
 

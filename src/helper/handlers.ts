@@ -37,6 +37,7 @@ export function makeHandlers(core: HelperCore) {
           blockedInMemory: core.blockedInMemory,
           units: core.units,
           now: core.clock.now(),
+          ...(core.self ? { ownVersion: core.self.ownVersion } : {}),
         },
         req.app,
       ),

@@ -14,9 +14,13 @@ const log = logger('helper:main');
 export async function startApps(core: HelperCore, paths: HostPaths, config: HostConfig): Promise<void> {
   for (const app of Object.keys(config.apps).sort()) {
     try {
-      const r = await recoverApp(core, app);
-      if (r.action !== 'none') log('start app=%s %s', app, JSON.stringify(r));
-      await ensureRunning(core, app);
+      // The app steward is this helper: its journal is the trial's, settled once every other
+      // app is up (self/settle-trial.ts), and there is no process of it to start.
+      if (config.apps[app]?.runner !== 'self') {
+        const r = await recoverApp(core, app);
+        if (r.action !== 'none') log('start app=%s %s', app, JSON.stringify(r));
+        await ensureRunning(core, app);
+      }
       await cleanStaleStaging(paths, app);
     } catch (err) {
       log('start of app=%s failed: %s', app, (err as Error).message);

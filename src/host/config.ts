@@ -2,6 +2,7 @@ import path from 'node:path';
 import { hostConfigSchema, type AppConfig, type HostConfig } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
 import { mustParse } from '../core/must-parse.js';
+import { SELF_APP } from '../core/self-schemas.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
 import { readTrustedFile, trustRule, trustScope, type TrustScope } from '../platform/trusted-file.js';
 
@@ -37,8 +38,19 @@ export async function loadHostConfig(
     throw new StewardError('CONFIG_INVALID', `${file}: not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   const config = mustParse(hostConfigSchema, json, 'CONFIG_INVALID', file);
+  checkSelfApp(file, config);
   await checkAppAccounts(file, config, opts);
   return config;
+}
+
+// The runner `self` is the app steward's alone, and steward is only ever that (DESIGN §14): a
+// steward run as a process app would be started by the helper it replaces.
+function checkSelfApp(file: string, config: HostConfig): void {
+  for (const [name, app] of Object.entries(config.apps)) {
+    if ((name === SELF_APP) !== (app.runner === 'self')) {
+      throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}: the runner "self" is the app ${SELF_APP}'s, and ${SELF_APP} has no other runner`);
+    }
+  }
 }
 
 // The bytes of the host config, through O_NOFOLLOW; with a scope, only if the trust rule holds.

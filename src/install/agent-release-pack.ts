@@ -1,6 +1,5 @@
 import { constants as fsc, promises as fsp, readFileSync } from 'node:fs';
 import path from 'node:path';
-import * as tar from 'tar';
 import { StewardError } from '../core/errors.js';
 import { AGENT_APP, versionSchema } from '../core/names.js';
 import { RELEASE_FILE_NAME } from '../core/release-schemas.js';
@@ -50,12 +49,7 @@ export async function layOutAgentTree(pkgRoot: string, dest: string, version: st
   await copyInto(pkgRoot, dest, AGENT_BUNDLE);
 }
 
-// Packs a tree into a .tar.gz whose root is the tree's root (owners left out: the helper
-// extracts everything as root:root).
-export async function packTree(tree: string, outFile: string): Promise<void> {
-  const names = (await fsp.readdir(tree)).sort();
-  await tar.c({ gzip: true, cwd: tree, file: outFile, portable: true, noMtime: true }, names);
-}
+export { packTree } from '../platform/release-tree.js';
 
 async function copyInto(srcRoot: string, destRoot: string, rel: string): Promise<void> {
   const from = path.join(srcRoot, rel);

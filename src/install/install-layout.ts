@@ -12,17 +12,17 @@ export const CONFIG_DIR = '/etc/steward';
 // agentctl on the PATH (sudo's secure_path included): a launcher of LIB_DIR's (agentctl-launcher.ts).
 export const LAUNCHER = '/usr/local/bin/agentctl';
 
-// What of the package is copied (relative to the package root): the bundles of the programs a
-// host runs (DESIGN §15), which need no node_modules, and their launchers. steward-control (its
-// bundle imports better-sqlite3, a native addon, from node_modules) runs elsewhere and is left
-// behind, as are dist/src and dist/test (tsc's output, for the tests).
-export const HOST_PROGRAMS = ['agentctl', 'steward-helper', 'steward-agent'];
-export const CODE_ITEMS = ['package.json', ...HOST_PROGRAMS.flatMap((p) => [`bin/${p}.js`, `dist/bundle/${p}`]), 'systemd', 'docs', 'README.md'];
+// What of the package is copied (core/package-layout.ts).
+export { CODE_ITEMS, HOST_PROGRAMS } from '../core/package-layout.js';
 
 // The default host config: the agent as the app `steward-agent`, run by its own unit (DESIGN §2).
 // Every other setting has its documented default.
 export const AGENT_APP_CONFIG = { runner: 'unit', unit: 'steward-agent.service' } as const;
 export const DEFAULT_CONFIG = { apps: { 'steward-agent': AGENT_APP_CONFIG } };
+// The Debian package's: steward itself as the app `steward` too (DESIGN §14), since its unit runs
+// the launcher, which an `agentctl install` unit does not (no trial could run there).
+export const SELF_APP_CONFIG = { runner: 'self' } as const;
+export const PACKAGE_DEFAULT_CONFIG = { apps: { ...DEFAULT_CONFIG.apps, steward: SELF_APP_CONFIG } };
 
 // Config files dropped from the package's systemd/ folder: [source under systemd/, target].
 export const DROPPED_FILES: Array<[string, string]> = [

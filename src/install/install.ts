@@ -128,9 +128,9 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
 }
 
 // The helper key (the helper would make it at its first start; enrollment needs it earlier) and
-// a default host config, never overwriting one (`config` is the one there, or null). Shared
-// with the Debian package's configure step (package-setup.ts).
-export async function makeKeyAndConfig(paths: HostPaths, config: HostConfig | null, did: (step: string, action: Step['action'], detail: string) => void): Promise<void> {
+// a default host config (`defaults`), never overwriting one (`config` is the one there, or null).
+// Shared with the Debian package's configure step (package-setup.ts), which adds the app steward.
+export async function makeKeyAndConfig(paths: HostPaths, config: HostConfig | null, did: (step: string, action: Step['action'], detail: string) => void, defaults: { apps: Record<string, unknown> } = DEFAULT_CONFIG): Promise<void> {
   const hadKey = existsSync(paths.helperKey);
   const key = await loadOrCreateHelperKey(paths);
   did('helper key', hadKey ? 'unchanged' : 'created', `${paths.helperKey} (keyId ${key.keyId}), ${paths.helperPub}`);
@@ -138,8 +138,8 @@ export async function makeKeyAndConfig(paths: HostPaths, config: HostConfig | nu
   if (config) {
     did('config', 'unchanged', `${paths.configFile} exists and is left as it is`);
   } else {
-    await writeIfChanged(paths.configFile, Buffer.from(JSON.stringify(DEFAULT_CONFIG, null, 2) + '\n'), 0o644);
-    did('config', 'created', `${paths.configFile} with the app ${AGENT_APP} (runner unit)`);
+    await writeIfChanged(paths.configFile, Buffer.from(JSON.stringify(defaults, null, 2) + '\n'), 0o644);
+    did('config', 'created', `${paths.configFile} with the apps ${Object.keys(defaults.apps).join(', ')}`);
   }
 }
 

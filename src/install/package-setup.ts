@@ -13,7 +13,7 @@ import { installAgentRelease } from './agent-release.js';
 import { removeLauncher } from './agentctl-launcher.js';
 import { checkInstallInputs } from './install-inputs.js';
 import { makeKeyAndConfig } from './install.js';
-import { DROPPED_FILES, LIB_DIR, type Step } from './install-layout.js';
+import { DROPPED_FILES, LIB_DIR, PACKAGE_DEFAULT_CONFIG, type Step } from './install-layout.js';
 import { removeIfPresent } from './root-files.js';
 import { requireRoot, type SystemTools } from './system-tools.js';
 
@@ -65,7 +65,7 @@ export async function setUpPackagedSteward(opts: PackageSetupOptions): Promise<S
   did('folders', 'ran', `systemd-tmpfiles --create ${PACKAGED_TMPFILES}`);
 
   // 3. The helper key, a default config, the agent's first release.
-  await makeKeyAndConfig(paths, config, did);
+  await makeKeyAndConfig(paths, config, did, PACKAGE_DEFAULT_CONFIG);
   const agent = await installAgentRelease(pkg, paths);
   did('agent release', agent.action, agent.detail);
   return steps;

@@ -18,7 +18,7 @@ export interface RunningWork {
 // `status`: one app.
 export interface AppStatus {
   name: string;
-  runner: 'process' | 'unit';
+  runner: 'process' | 'unit' | 'self';
   current: string | null;
   currentState: 'absent' | 'valid' | 'invalid';
   previous: string | null;
@@ -51,6 +51,15 @@ export interface AppStatus {
     giveUpReason: string | null;
     since: number | null;
   } | null;
+  // The app steward (runner `self`): the version this helper runs and how the launcher chose it
+  // (`trial`, `current`, `package`, `fallback`; null without a launcher); `fallback` when the
+  // committed version was set aside (reason FALLBACK); files of the trial that are unreadable.
+  self?: {
+    version: string;
+    decision: string | null;
+    fallback: { code: 'FALLBACK'; version: string; starts: number; message: string } | null;
+    problems: string[];
+  };
   // A `unit` app: what systemd says of its unit (its own Restart= keeps it up).
   unit?: { name: string; activeState: string; subState: string; mainPid: number; nRestarts: number } | { name: string; error: string };
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { buildStewardDeb, type PackageOptions, type PackageResult } from '../../scripts/package.js';
 import { AddonNotBuilt } from '../../scripts/package/sqlite-addon.js';
-import { DEFAULT_CONFIG } from '../../src/install/install-layout.js';
+import { PACKAGE_DEFAULT_CONFIG } from '../../src/install/install-layout.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { REPO, sri } from './host.js';
 import { runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
@@ -125,7 +125,7 @@ export async function webRunning(box: SystemdContainer): Promise<{ supervisor: {
 export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | 'detached' = 'auto'): Promise<number> {
   await sh(box, 'getent passwd stwweb || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin stwweb');
   const web = { runner: 'process', user: 'stwweb', group: 'stwweb' };
-  const config = { ...DEFAULT_CONFIG, apps: { ...DEFAULT_CONFIG.apps, web }, supervisor: { processRunner } };
+  const config = { ...PACKAGE_DEFAULT_CONFIG, apps: { ...PACKAGE_DEFAULT_CONFIG.apps, web }, supervisor: { processRunner } };
   await writeIn(box, '/etc/steward/steward.json', `${JSON.stringify(config, null, 2)}\n`);
   await sh(box, 'systemctl restart steward-helper.service');
   await statusOnceUp(box);

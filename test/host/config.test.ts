@@ -86,6 +86,17 @@ test('keepReleases below 2 is refused', async () => {
   assert.match(err.message, /apps\.web\.keepReleases/);
 });
 
+test('the app steward takes the runner self, with the helper unit and trial defaults filled in', async () => {
+  const c = await loadWith({ apps: { steward: { runner: 'self' } } });
+  assert.deepEqual(c.apps.steward, { runner: 'self', unit: 'steward-helper.service', keepReleases: 3, quarantine: { baseMs: 300_000, capMs: 86_400_000 }, stableMs: 5000, agentTimeoutMs: 120_000 });
+});
+
+test('the runner self is refused for any app but steward, and steward with any other runner', async () => {
+  assert.match((await configError({ apps: { web: { runner: 'self' } } })).message, /apps\.web: the runner "self" is the app steward's/);
+  assert.match((await configError({ apps: { steward: { runner: 'unit', unit: 'x.service' } } })).message, /apps\.steward: the runner "self"/);
+  assert.match((await configError({ apps: { steward: {} } })).message, /apps\.steward: the runner "self"/);
+});
+
 test('a bad app name is refused', async () => {
   const err = await configError({ apps: { '../etc': {} } });
   assert.match(err.message, /app names/);

@@ -11,7 +11,7 @@ export const SUPERVISOR_STATES = ['running', 'waiting', 'error', 'stopped'] as c
 
 export interface TextfileApp {
   name: string;
-  runner: 'process' | 'unit';
+  runner: 'process' | 'unit' | 'self';
   // The version `current` resolves to, or null.
   current: string | null;
   // The supervisor's state (a process app it has started), or null.

@@ -3,6 +3,8 @@ import type { AcceptedAnswer, RecoverRequest, RollbackRequest, UpdateAnswer } fr
 import type { OpContext } from '../server/api-server.js';
 import { readCurrent, readMarker } from '../release-store.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
+import { SELF_APP } from '../../core/self-schemas.js';
+import { handOver } from '../self/handover.js';
 import { activate } from '../update/activate.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
@@ -23,9 +25,16 @@ export async function handleRollback(core: TransactionCore, req: RollbackRequest
   // its own read under the lock.
   const before = await readAppState(core.paths, req.app).catch(() => null);
   const target = req.to ?? before?.previous ?? null;
-  return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: req.noWait }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
+  const self = req.app === SELF_APP;
+  return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: self || req.noWait }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app} has no previous version to roll back to`);
     await requireStaged(core, req.app, target);
+    // steward's rollback is a trial of `previous`, as any version of it (DESIGN §14).
+    if (self) {
+      if (target === core.self?.ownVersion) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is the version running`);
+      const held = await setHold(core, req.app, ctx, `rollback to ${target}`, state);
+      return handOver(core, core.self, { attemptId, startedAt, targetVersion: target, state: held, progress, onAccepted: accept });
+    }
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; \`agentctl recover ${req.app}\``);
     if (cur.version === target) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is already current`);

@@ -14,6 +14,9 @@ import type { TransactionCore } from './run-transaction.js';
 // does not start it again. They take the app's lock like an update.
 export async function handleRunState(core: TransactionCore, req: RunStateRequest, ctx: OpContext): Promise<RunStateAnswer> {
   const cfg = core.config.apps[req.app];
+  if (cfg?.runner === 'self') {
+    throw new StewardError('BAD_REQUEST', `${req.app} is steward itself, the helper run by the unit ${cfg.unit}; systemctl ${req.op} ${cfg.unit}`);
+  }
   if (cfg && cfg.runner !== 'process') {
     throw new StewardError('BAD_REQUEST', `${req.app} runs as the unit ${cfg.unit}; systemctl ${req.op} it`);
   }

@@ -4,6 +4,7 @@ import { logger } from '../../platform/log.js';
 import type { Progress } from '../../protocol/progress.js';
 import type { SocketKind, UpdateAnswer, AcceptedAnswer } from '../../protocol/schemas.js';
 import type { AppLocks } from '../app-locks.js';
+import type { SelfSeams } from '../self/self-seams.js';
 import type { OpContext } from '../server/api-server.js';
 import { newAttemptId } from '../stage/stage-release.js';
 import { readCurrent } from '../release-store.js';
@@ -17,6 +18,8 @@ export interface TransactionCore extends UpdateContext {
   attempts: Attempts<UpdateAnswer>;
   recovering: () => boolean;
   locks: AppLocks;
+  // The app steward's seams (self-update); absent in a core that runs no trial.
+  self?: SelfSeams;
 }
 
 export interface TransactionRequest {

@@ -8,6 +8,7 @@ import { readCurrent } from '../release-store.js';
 import { readJournal } from '../update/journal.js';
 import { readRunRecord } from '../runners/run-record.js';
 import type { UnitControl } from '../update/context.js';
+import { readTrialState } from '../self/trial-state.js';
 
 // The helper's status: per app, what `current` resolves to and what state says.
 // A broken state file shows as `stateError` on that app instead of failing the answer.
@@ -30,6 +31,8 @@ export interface StatusContext {
   blockedInMemory: ReadonlyMap<string, { reason: string; message: string; since: number }>;
   units?: UnitControl;
   now: number;
+  // The version this helper runs, for the app steward's `self`.
+  ownVersion?: string;
 }
 
 async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
@@ -39,8 +42,10 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   const rec = await readRunRecord(ctx.paths, name).catch(() => null);
   const sup = rec?.supervisor;
   const unit = cfg?.runner === 'unit' && ctx.units ? await unitInfo(ctx.units, cfg.unit) : undefined;
+  const self = cfg?.runner === 'self' ? await selfInfo(ctx) : undefined;
   const base = {
     ...(unit ? { unit } : {}),
+    ...(self ? { self } : {}),
     supervisor: rec
       ? {
           expected: rec.expected,
@@ -90,6 +95,15 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   } catch (err) {
     return { ...base, previous: null, highestActive: null, hold: null, blocked: ctx.blockedInMemory.get(name) ?? null, quarantined: [], stateError: (err as Error).message };
   }
+}
+
+async function selfInfo(ctx: StatusContext): Promise<AppStatus['self']> {
+  const t = await readTrialState(ctx.paths, process.env);
+  const version = ctx.ownVersion ?? 'unknown';
+  const fallback = t.launched?.decision === 'fallback' && t.fallback
+    ? { code: 'FALLBACK' as const, version: t.fallback.version, starts: t.fallback.starts, message: `steward ${t.fallback.version} never got ready ${t.fallback.starts} starts in a row; the package's ${version} runs instead` }
+    : null;
+  return { version, decision: t.launched?.decision ?? null, fallback, problems: t.problems };
 }
 
 async function unitInfo(units: UnitControl, name: string): Promise<AppStatus['unit']> {

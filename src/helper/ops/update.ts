@@ -3,6 +3,8 @@ import type { AcceptedAnswer, UpdateAnswer, UpdateRequest } from '../../protocol
 import type { OpContext } from '../server/api-server.js';
 import { readCurrent } from '../release-store.js';
 import { stageRelease } from '../stage/stage-release.js';
+import { SELF_APP } from '../../core/self-schemas.js';
+import { handOver } from '../self/handover.js';
 import { activate } from '../update/activate.js';
 import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
@@ -15,14 +17,18 @@ import { runTransaction, type TransactionCore } from './run-transaction.js';
 export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   // An update over admin.sock holds the app: learn who asks while the connection is surely open.
   if (ctx.kind === 'admin') void ctx.peer();
-  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait: req.noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
+  // A self-update ends in the restart of this helper: its answer is `accepted`, its outcome the
+  // receipt the next helper writes.
+  const noWait = req.app === SELF_APP || req.noWait;
+  return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state });
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
       throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);
     }
     if (ctx.kind === 'admin') state = await setHold(core, req.app, ctx, `update to ${req.version}`, state);
-    const from = cur.state === 'valid' ? cur.version : null;
+    // steward's version is the one this helper runs, whatever `current` says (a fallback).
+    const from = req.app === SELF_APP ? (core.self?.ownVersion ?? null) : cur.state === 'valid' ? cur.version : null;
     if (from === req.version) {
       const j = await readJournal(core.paths, req.app);
       if (j.state !== 'ok' || j.journal.outcome === 'active' || j.journal.targetVersion !== from) {
@@ -49,6 +55,7 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
         };
       }
     }
+    if (req.app === SELF_APP) return handOver(core, core.self, { attemptId, startedAt, targetVersion: req.version, state, progress, onAccepted: accept });
     const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, state, progress, onAccepted: accept });
     return answerOf(r.journal, r.receipt);
   });

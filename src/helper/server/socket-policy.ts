@@ -1,5 +1,9 @@
 import { StewardError } from '../../core/errors.js';
+import { SELF_APP } from '../../core/self-schemas.js';
 import { ADMIN_ONLY_OPS, type OpName, type SocketKind } from '../../protocol/ops.js';
+
+// The ops on the app steward that admin.sock alone may ask for.
+const SELF_ADMIN_OPS = ['update', 'rollback', 'stop', 'start', 'restart'] as const;
 
 // What helper.sock (group `steward`) may not ask for (DESIGN §3.1, §7): the admin-only
 // ops (release-hold among them), and any stage or update that names a local path, skips the
@@ -23,6 +27,11 @@ export function checkSocketPolicy(kind: SocketKind, op: OpName, request: Record<
         `helper.sock accepts only signed manifests by URL or upload${why}; local paths, unsigned, downgrade and --force requests need admin.sock`,
       );
     }
+  }
+  // steward's own code changes or stops only on root's word (DESIGN §14): a group member
+  // could otherwise swap the helper that judges every other request.
+  if (request.app === SELF_APP && (SELF_ADMIN_OPS as readonly string[]).includes(op)) {
+    throw new StewardError('FORBIDDEN', `${op} of the app ${SELF_APP} (steward itself) is only available on admin.sock`);
   }
   if (op === 'rollback' && request.to !== undefined) {
     throw new StewardError('FORBIDDEN', 'rollback --to is only available on admin.sock; helper.sock rolls back to previous only');

@@ -38,5 +38,8 @@ export async function checkReleaseFile(tree: string, expect: { app: string; vers
   if (rf.health?.confirm && expect.app !== AGENT_APP) {
     throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} of ${expect.app} ${rf.version} has health.confirm, which only ${AGENT_APP} releases may have`);
   }
+  if (expect.appConfig.runner === 'self' && rf.start) {
+    throw new StewardError('RELEASE_INVALID', `${RELEASE_FILE_NAME} has "start" but ${expect.app} is steward itself; the launcher starts it`);
+  }
   return rf;
 }

@@ -228,7 +228,7 @@ type Verdict = ProbeResult;
 // while the state's rename and folder fsync run; it is renamed only after them. A failure
 // leaves what the two writes one after the other would: the state failed, nothing changed;
 // the journal failed, the state is written.
-async function writeVerdict(ctx: UpdateContext, state: AppState, journal: Journal, afterState?: () => void): Promise<void> {
+export async function writeVerdict(ctx: UpdateContext, state: AppState, journal: Journal, afterState?: () => void): Promise<void> {
   await commitInOrder(prepareAppState(ctx.paths, journal.app, state, ctx.faults), prepareJournal(ctx.paths, journal, ctx.faults), afterState);
 }
 

@@ -7,6 +7,8 @@ import { AGENT_APP } from '../../../core/names.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { packageRoot } from '../../../platform/own-version.js';
 import { layOutAgentTree, packageVersion, packTree } from '../../../install/agent-release-pack.js';
+import { layOutStewardTree } from '../../../platform/release-tree.js';
+import { SELF_APP } from '../../../core/self-schemas.js';
 import { DEFAULT_EXPIRES_DAYS, releaseKeyOf, signRelease } from '../../catalog/add-release.js';
 import { hashLocalFile } from '../../catalog/upload-file.js';
 import { checkNames } from '../../operations/check-names.js';
@@ -25,7 +27,7 @@ function checkUrl(url: string, flag: string): string {
   throw new StewardError('USAGE', `${flag} ${JSON.stringify(url)} is not an http(s) URL`);
 }
 
-// `steward-control release add|list|remove|pack-agent`
+// `steward-control release add|list|remove|pack-agent|pack-steward`
 export function registerRelease(program: Command): void {
   const release = program.command('release').description('the signed release catalog');
   release
@@ -79,6 +81,29 @@ export function registerRelease(program: Command): void {
       const size = statSync(o.out).size;
       if (jsonOf(cmd)) return printJson({ app: AGENT_APP, version, file: path.resolve(o.out), size });
       process.stdout.write(`packed ${AGENT_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${AGENT_APP} ${version} --file ${o.out} --key <agent release key> --base-url <url>\n`);
+    });
+  release
+    .command('pack-steward')
+    .description("pack steward's own code (this package's bundles, without its Node.js runtime) as a release tarball of the app steward (sign it with release add steward); on this machine, whatever --server says")
+    .requiredOption('--out <tgz>', 'the tarball to write (must not exist)')
+    .option('--version <version>', "the release version (default: this package's version)")
+    .action(async (o: { out: string; version?: string }, cmd: Command) => {
+      const pkg = packageRoot();
+      if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package (package.json) to pack steward from');
+      const version = o.version ?? packageVersion(pkg);
+      checkNames(SELF_APP, version);
+      if (existsSync(o.out)) throw new StewardError('USAGE', `--out ${o.out} exists; a release tarball is never overwritten`);
+      const work = mkdtempSync(path.join(os.tmpdir(), 'steward-pack-steward-'));
+      try {
+        await layOutStewardTree(pkg, path.join(work, 'tree'), version);
+        await packTree(path.join(work, 'tree'), o.out);
+      } finally {
+        // Why: the laid-out tree is only the tarball's source.
+        rmSync(work, { recursive: true, force: true });
+      }
+      const size = statSync(o.out).size;
+      if (jsonOf(cmd)) return printJson({ app: SELF_APP, version, file: path.resolve(o.out), size });
+      process.stdout.write(`packed ${SELF_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${SELF_APP} ${version} --file ${o.out} --key <steward release key> --base-url <url>\n`);
     });
   release
     .command('remove <app> <version>')

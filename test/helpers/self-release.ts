@@ -1,0 +1,24 @@
+// A signed release of the app steward made from this checkout's build by pack-steward's own
+// layout (src/platform/release-tree.ts): its tarball and its manifest envelope.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { layOutStewardTree, packTree } from '../../src/platform/release-tree.js';
+import { manifestFor, REPO, type ReleaseKey } from './host.js';
+
+export interface StewardReleaseFiles {
+  tgz: string;
+  manifest: string;
+}
+
+// Lays out steward `version` under `dir`, lets `adjust` change the tree, packs and signs it.
+export async function stewardReleaseFiles(dir: string, key: ReleaseKey, version: string, adjust: (tree: string) => void = () => {}): Promise<StewardReleaseFiles> {
+  const work = mkdtempSync(path.join(dir, 'rel-'));
+  const tree = path.join(work, 'tree');
+  await layOutStewardTree(REPO, tree, version);
+  adjust(tree);
+  const tgz = path.join(work, `steward-${version}.tgz`);
+  await packTree(tree, tgz);
+  const manifest = path.join(work, `steward-${version}.manifest.json`);
+  writeFileSync(manifest, JSON.stringify(key.sign(manifestFor('steward', version, readFileSync(tgz)))));
+  return { tgz, manifest };
+}
