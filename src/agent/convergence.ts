@@ -29,7 +29,7 @@ export type ConvergeResult =
 
 // Codes that mean the helper did not take a decision on this attemptId (RECEIPTS_UNRELAYED: it
 // started nothing and made no receipt, until this agent has relayed what waits).
-const NOT_ANSWERED = new Set(['HELPER_UNREACHABLE', 'RECOVERING', 'RECEIPTS_UNRELAYED']);
+const NOT_ANSWERED = new Set(['HELPER_UNREACHABLE', 'RECOVERING', 'RECEIPTS_UNRELAYED', 'HANDOVER']);
 
 // Hands every desired entry not yet acted on to the helper, one at a time, in order.
 export async function convergeDesired(desired: readonly DesiredEntry[], deps: ConvergeDeps): Promise<ConvergeResult[]> {

@@ -326,22 +326,22 @@ test('a desired entry is handed to the helper once, also across a restart', asyn
   }
 });
 
-test('a helper refusal (HELD) is final for the attempt; an unreachable or recovering helper, or one whose unrelayed receipts are full, is asked again', async () => {
+test('a helper refusal (HELD) is final for the attempt; an unreachable or recovering helper, one whose unrelayed receipts are full, or one handing over to a new steward version, is asked again', async () => {
   const rig = makeRig();
   try {
     rig.cp.desired = [desired('held-1'), desired('later-1', 'api')];
-    const answers: Record<string, string[]> = { 'held-1': ['HELD'], 'later-1': ['HELPER_UNREACHABLE', 'RECOVERING', 'RECEIPTS_UNRELAYED', 'ok'] };
+    const answers: Record<string, string[]> = { 'held-1': ['HELD'], 'later-1': ['HELPER_UNREACHABLE', 'RECOVERING', 'RECEIPTS_UNRELAYED', 'HANDOVER', 'ok'] };
     rig.updateAnswer = async (e) => {
       const next = (answers[e.attemptId] as string[]).shift();
       if (next !== 'ok') throw new StewardError(next as 'HELD', `${next} for ${e.app}`);
       return { attemptId: e.attemptId, app: e.app, accepted: true };
     };
     const a = await rig.agent();
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 6; i++) {
       await a.loop.tick();
       await a.loop.idle();
     }
-    assert.deepEqual(rig.updates.map((u) => u.attemptId), ['held-1', 'later-1', 'later-1', 'later-1', 'later-1']);
+    assert.deepEqual(rig.updates.map((u) => u.attemptId), ['held-1', 'later-1', 'later-1', 'later-1', 'later-1', 'later-1']);
     assert.deepEqual(a.acted.all.map((e) => [e.attemptId, e.answer]), [['held-1', 'refused:HELD'], ['later-1', 'accepted']]);
   } finally {
     rig.cleanup();

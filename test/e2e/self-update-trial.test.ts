@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
+import { callHelper } from '../../src/protocol/client.js';
 import { agentctl, processApp } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 import { currentOf, exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, upgradePackage, waitReady, type SelfHost } from '../helpers/self-host.js';
@@ -71,9 +72,12 @@ async function stewardReceipts(h: SelfHost): Promise<any[]> {
 }
 
 // Asks for the update of steward to `version` from the helper `c`, which the handover ends.
-async function updateSteward(h: SelfHost, c: ChildProcess, version: string, behaviour: Parameters<typeof stewardRelease>[2]): Promise<string> {
+// `overHelperSock`: the way a rollout's update reaches the helper (the agent's socket, the
+// tarball uploaded), which may update steward, never roll it back or stop it.
+async function updateSteward(h: SelfHost, c: ChildProcess, version: string, behaviour: Parameters<typeof stewardRelease>[2], overHelperSock = false): Promise<string> {
   const rel = await stewardRelease(h, version, behaviour);
-  const r = await agentctl(h, ['update', 'steward', version, '--file', rel.tgz, '--manifest', rel.manifest, '--json']);
+  const socket = overHelperSock ? ['--socket', h.paths.helperSock] : [];
+  const r = await agentctl(h, [...socket, 'update', 'steward', version, '--file', rel.tgz, '--manifest', rel.manifest, '--json']);
   assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
   assert.equal(r.json?.accepted, true, r.stdout);
   assert.equal(await exited(c), 0, 'the restart the handover asked for ends the old helper');
@@ -105,12 +109,12 @@ async function checkSettled(h: SelfHost, webPid: number, attemptId: string, expe
   if (expect.outcome !== 'active') assert.deepEqual(s.quarantined, ['2.0.0']);
 }
 
-test('a good new steward version runs once on trial, commits, and ends active with the apps untouched', { timeout: 120_000 }, async (t) => {
+test('a good new steward version, asked for over helper.sock as a rollout is, runs once on trial, commits, and ends active with the apps untouched', { timeout: 120_000 }, async (t) => {
   if (!IS_ROOT) return skipUnlessCI(t, 'needs root: the process app runs as nobody');
   const { h, webPid, launch } = await host();
   const old = launch();
   assert.equal((await waitReady(h, old)).apps.find((a: any) => a.name === 'steward').self.decision, 'package');
-  const attemptId = await updateSteward(h, old, '2.0.0', 'good');
+  const attemptId = await updateSteward(h, old, '2.0.0', 'good', true);
   const next = launch();
   await waitReady(h, next);
   assert.equal((await steward(h)).self.decision, 'trial');
@@ -253,6 +257,13 @@ test('a SIGKILL of the candidate during its probe reverts it; one of the old hel
   assert.equal(up.json?.accepted, true, up.stderr);
   const web = await agentctl(h, ['restart', 'web', '--json']);
   assert.match(web.stdout + web.stderr, /HANDOVER/);
+  // What the agent relays for another app's rollout meanwhile: refused HANDOVER with no receipt,
+  // so the agent's next try (after the restart) gets a real outcome for the same attemptId.
+  const relayed = await callHelper(h.paths.helperSock, { v: 1, id: 1, op: 'rollback', app: 'web', attemptId: 'during-handover-1', noWait: true }).then(
+    () => null,
+    (e: unknown) => e as { code?: string },
+  );
+  assert.equal(relayed?.code, 'HANDOVER');
   old.kill('SIGKILL');
   await exited(old);
   const candidate = launch();
@@ -262,6 +273,8 @@ test('a SIGKILL of the candidate during its probe reverts it; one of the old hel
   const back = launch();
   await waitReady(h, back);
   await checkSettled(h, webPid, up.json.attemptId, { outcome: 'rolled-back', version: '1.0.0', code: 'REPLACEMENT_UNHEALTHY' });
+  const webReceipts = await agentctl(h, ['receipts', 'web', '--json']);
+  assert.ok(!webReceipts.stdout.includes('during-handover-1'), `no receipt for the attempt refused HANDOVER: ${webReceipts.stdout}`);
   await stopHelper(back);
 });
 

@@ -2,8 +2,13 @@ import { StewardError } from '../../core/errors.js';
 import { SELF_APP } from '../../core/self-schemas.js';
 import { ADMIN_ONLY_OPS, type OpName, type SocketKind } from '../../protocol/ops.js';
 
-// The ops on the app steward that admin.sock alone may ask for.
-const SELF_ADMIN_OPS = ['update', 'rollback', 'stop', 'start', 'restart'] as const;
+// The ops on the app steward that admin.sock alone may ask for. Not `update`: over helper.sock
+// it is what a rollout of steward relays, and it is held to the rules of any app's update there
+// (a manifest signed by a key in trusted-keys/steward/, never a downgrade, a quarantined
+// version or a local path), so a group member can only move steward forward to a version its
+// signer released, which then goes through the launcher's trial. A rollback or a stop of steward
+// would take a host back or down on a group member's word alone.
+const SELF_ADMIN_OPS = ['rollback', 'stop', 'start', 'restart'] as const;
 
 // What helper.sock (group `steward`) may not ask for (DESIGN §3.1, §7): the admin-only
 // ops (release-hold among them), and any stage or update that names a local path, skips the
@@ -28,8 +33,8 @@ export function checkSocketPolicy(kind: SocketKind, op: OpName, request: Record<
       );
     }
   }
-  // steward's own code changes or stops only on root's word (DESIGN §14): a group member
-  // could otherwise swap the helper that judges every other request.
+  // steward's own code goes back or stops only on root's word (DESIGN §14): a group member
+  // could otherwise put back an older helper, which judges every other request.
   if (request.app === SELF_APP && (SELF_ADMIN_OPS as readonly string[]).includes(op)) {
     throw new StewardError('FORBIDDEN', `${op} of the app ${SELF_APP} (steward itself) is only available on admin.sock`);
   }
