@@ -11,11 +11,21 @@ export const NODE_KEY_CACHE_SIZE = 65_536;
 export interface KeyCache {
   // The parsed key; throws as parsePublicKey does (a failure is not cached).
   parse(pem: string): KeyObject;
+  // Puts a key already parsed from `pem` in, as the newest (enrollment: the node's key was
+  // parsed to check the enrollment's signature, and its first heartbeat needs it next).
+  put(pem: string, key: KeyObject): void;
+  // Whether `pem`'s key is held (does not make it the newest).
+  has(pem: string): boolean;
 }
 
 // A cache that drops the least recently used key when full.
 export function createKeyCache(max = NODE_KEY_CACHE_SIZE): KeyCache {
   const keys = new Map<string, KeyObject>();
+  const put = (pem: string, key: KeyObject): void => {
+    keys.delete(pem);
+    if (keys.size >= max) keys.delete(keys.keys().next().value as string);
+    keys.set(pem, key);
+  };
   return {
     parse(pem) {
       const hit = keys.get(pem);
@@ -26,9 +36,12 @@ export function createKeyCache(max = NODE_KEY_CACHE_SIZE): KeyCache {
         return hit;
       }
       const key = parsePublicKey(pem);
-      if (keys.size >= max) keys.delete(keys.keys().next().value as string);
-      keys.set(pem, key);
+      put(pem, key);
       return key;
+    },
+    put,
+    has(pem) {
+      return keys.has(pem);
     },
   };
 }
