@@ -2,6 +2,9 @@
 // signature (bench/README.md, "Figures behind choices in the code"), and every heartbeat needs
 // its node's key. Keyed by
 // the text itself, so a changed or re-enrolled key is simply another entry and never stale.
+// Cold at start (each node's first heartbeat after a restart parses its key, once); an
+// enrollment puts its node's key in as it commits. Why not warmed at start: bench/README.md, row 7
+// round 15.
 import type { KeyObject } from 'node:crypto';
 import { parsePublicKey } from '../../platform/keys.js';
 
