@@ -1,7 +1,7 @@
 // The node-key cache at enrollment: the enrollment has parsed the node's key to check its
 // signature, so the key goes into memory once the enrollment commits, and the node's first
 // heartbeat reads no key from the store and parses no PEM (bench/README.md, row 7 round 15: that
-// first heartbeat cost ~340 us more of the server's CPU). At start the cache is cold: each node's
+// first heartbeat cost ~260 us more of the server's CPU). At start the cache is cold: each node's
 // first heartbeat after a restart reads and parses its key once.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
