@@ -6,6 +6,7 @@ import { enrollBodySchema, enrollPayloadSchema } from '../../core/control-api.js
 import { enrollmentLabels } from '../../core/labels.js';
 import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey, verifyEnvelopeBytes } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
+import { rememberEnrolledNode } from '../heartbeat/accept-heartbeat.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
 import type { ControlStore } from '../store/store.js';
 import { hashToken } from './tokens.js';
@@ -90,6 +91,9 @@ export async function enrollNode(store: ControlStore, body: Buffer, heartbeatSec
     log('enrollment refused hostname=%s: token unknown, used, revoked or expired', JSON.stringify(p.hostname));
     return errorAnswer(401, 'TOKEN_INVALID', 'the enrollment token is unknown, already used, revoked or expired');
   }
+  // Why: the node's first heartbeat follows at once, and needs this key. (The same text as
+  // `claimed`, the one nodeKey was parsed from; checked, as a PEM must never map to another key.)
+  if (claimed === p.nodePublicKey) rememberEnrolledNode(store, nodeId, p.nodePublicKey, nodeKey);
   log('enrolled node=%s hostname=%s nodeKey=%s helperKey=%s claimedLabels=%d', nodeId, JSON.stringify(p.hostname), keyIdOf(nodeKey), keyIdOf(helperKey), Object.keys(p.labels ?? {}).length);
   return { status: 200, body: { nodeId, heartbeatSeconds } };
 }

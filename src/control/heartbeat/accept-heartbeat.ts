@@ -41,6 +41,21 @@ function rememberPem(store: ControlStore, nodeId: string, pem: string | null): v
   m.set(nodeId, pem);
 }
 
+// A node just enrolled in `store` (its key parsed and its signature checked by the enrollment):
+// its key and PEM are remembered now, so that its first heartbeat neither reads the store nor
+// parses the PEM again. Call only after the enrollment committed.
+export function rememberEnrolledNode(store: ControlStore, nodeId: string, pem: string, key: KeyObject): void {
+  nodeKeys.put(pem, key);
+  rememberPem(store, nodeId, pem);
+}
+
+// Whether the check before the transaction holds `nodeId`'s key in memory for `store` (its PEM
+// remembered and that PEM's key parsed): its next heartbeat then reads no key and parses no PEM.
+export function nodeKeyInMemory(store: ControlStore, nodeId: string): boolean {
+  const pem = pemsOf(store).get(nodeId);
+  return pem !== undefined && nodeKeys.has(pem);
+}
+
 // A node's parsed key, or null when the store holds an unparsable one (the node is then unknown).
 function parseNodeKey(nodeId: string, pem: string): KeyObject | null {
   try {
