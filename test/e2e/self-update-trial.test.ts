@@ -39,6 +39,18 @@ async function host(stableMs = 300): Promise<{ h: SelfHost; webPid: number; laun
   return { h, webPid, launch };
 }
 
+// A host whose steward release 2.0.0 went through its trial and committed, its helper stopped.
+async function committedHost(): Promise<Awaited<ReturnType<typeof host>>> {
+  const setup = await host();
+  const old = setup.launch();
+  await waitReady(setup.h, old);
+  await updateSteward(setup.h, old, '2.0.0', 'good');
+  const released = setup.launch();
+  await waitReady(setup.h, released);
+  await stopHelper(released);
+  return setup;
+}
+
 async function stopHelper(c: ChildProcess): Promise<void> {
   c.kill('SIGTERM');
   await exited(c);
@@ -130,14 +142,8 @@ test('a good new steward version, asked for over helper.sock as a rollout is, ru
 
 test("an apt upgrade to a package newer than the committed release runs the package's version through the trial, which commits it", { timeout: 120_000 }, async (t) => {
   if (!IS_ROOT) return skipUnlessCI(t, 'needs root: the process app runs as nobody');
-  const { h, webPid, launch } = await host();
-  const old = launch();
-  await waitReady(h, old);
-  await updateSteward(h, old, '2.0.0', 'good');
-  const released = launch();
-  await waitReady(h, released);
+  const { h, webPid, launch } = await committedHost();
   assert.equal(currentOf(h), 'versions/2.0.0');
-  await stopHelper(released);
   await upgradePackage(h, '3.0.0');
   const pkg = launch();
   await waitReady(h, pkg);
@@ -158,13 +164,7 @@ test("an apt upgrade to a package newer than the committed release runs the pack
 
 test('an apt upgrade to a package newer than the committed release that fails its self-check is tried once, and the release runs again', { timeout: 120_000 }, async (t) => {
   if (!IS_ROOT) return skipUnlessCI(t, 'needs root: the process app runs as nobody');
-  const { h, webPid, launch } = await host();
-  const old = launch();
-  await waitReady(h, old);
-  await updateSteward(h, old, '2.0.0', 'good');
-  const released = launch();
-  await waitReady(h, released);
-  await stopHelper(released);
+  const { h, webPid, launch } = await committedHost();
   await upgradePackage(h, '3.0.0', 'wrong-version');
   const pkg = launch();
   assert.notEqual(await exited(pkg), 0);
@@ -185,13 +185,7 @@ test('an apt upgrade to a package newer than the committed release that fails it
 
 test('a committed version that never got ready 3 starts in a row is set aside: the package runs and reports FALLBACK in status and a receipt', { timeout: 120_000 }, async (t) => {
   if (!IS_ROOT) return skipUnlessCI(t, 'needs root: the process app runs as nobody');
-  const { h, webPid, launch } = await host();
-  const old = launch();
-  await waitReady(h, old);
-  await updateSteward(h, old, '2.0.0', 'good');
-  const released = launch();
-  await waitReady(h, released);
-  await stopHelper(released);
+  const { h, webPid, launch } = await committedHost();
   // Three starts of 2.0.0 that never got ready, as the launcher counts them.
   writeFileSync(path.join(h.paths.selfDir, 'starts'), '{"schemaVersion":1,"version":"2.0.0","starts":3}\n');
   const floor = launch();
