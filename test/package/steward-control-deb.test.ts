@@ -10,13 +10,13 @@ import { buildControlDeb } from '../../scripts/package/control-deb.js';
 import { AddonNotBuilt } from '../../scripts/package/sqlite-addon.js';
 import { buildControlProgram } from '../../src/control/cli/main.js';
 import { REPO } from '../helpers/host.js';
+import { assertManPageClean, assertNoLintianError, has } from '../helpers/deb-read.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
 // steward-control's package (DESIGN §14, docs/package.md), built once here with the cached
 // better-sqlite3 for its Node.js (.ci/run builds that cache before the suite), then read with
 // dpkg-deb and given to lintian.
 
-const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 
 // Every visible command below `cmd`, with its words after the program's name.
@@ -134,17 +134,8 @@ test('the steward-control package holds its bundle, better-sqlite3 for its own N
         if (o.long && o.long !== '--help') assert.ok(page.includes(roff(o.long)), `the page has steward-control ${words.join(' ')} ${o.long}`);
       }
     }
-    if (has('man')) {
-      const r = spawnSync('man', ['--warnings', '-l', '-Tutf8', path.join(x, 'usr/share/man/man1/steward-control.1.gz')], { encoding: 'utf8' });
-      assert.equal(r.status, 0, r.stderr);
-      assert.equal(r.stderr, '', 'groff has no warning about the page');
-    }
+    assertManPageClean(path.join(x, 'usr/share/man/man1/steward-control.1.gz'));
   });
 
-  await t.test('lintian reports no error', (tt) => {
-    if (!has('lintian')) return skipUnlessCI(tt, 'lintian is not installed (apt-get install lintian)');
-    const r = spawnSync('lintian', ['--allow-root', '--pedantic', deb], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
-    const errors = r.stdout.split('\n').filter((l) => l.startsWith('E: '));
-    assert.deepEqual(errors, [], r.stdout);
-  });
+  await t.test('lintian reports no error', (tt) => assertNoLintianError(tt, deb));
 });

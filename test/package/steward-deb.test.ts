@@ -8,12 +8,12 @@ import { gunzipSync } from 'node:zlib';
 import { buildStewardDeb, packagedUnit } from '../../scripts/package.js';
 import { buildProgram } from '../../src/cli/main.js';
 import { REPO } from '../helpers/host.js';
+import { assertManPageClean, assertNoLintianError, has } from '../helpers/deb-read.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
 // `npm run package` (DESIGN §14, docs/package.md): the .deb is built once here, then read with
 // dpkg-deb as a reviewer reads it, and given to lintian.
 
-const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 
 test('the steward package holds the layout of DESIGN §14, runs its own Node.js 24 and passes lintian', { timeout: 240_000 }, async (t) => {
@@ -117,19 +117,10 @@ test('the steward package holds the layout of DESIGN §14, runs its own Node.js 
         if (o.long && o.long !== '--help') assert.ok(page.includes(roff(o.long)), `the page has agentctl ${cmd.name()} ${o.long}`);
       }
     }
-    if (has('man')) {
-      const r = spawnSync('man', ['--warnings', '-l', '-Tutf8', path.join(x, 'usr/share/man/man1/agentctl.1.gz')], { encoding: 'utf8' });
-      assert.equal(r.status, 0, r.stderr);
-      assert.equal(r.stderr, '', 'groff has no warning about the page');
-    }
+    assertManPageClean(path.join(x, 'usr/share/man/man1/agentctl.1.gz'));
   });
 
-  await t.test('lintian reports no error', (tt) => {
-    if (!has('lintian')) return skipUnlessCI(tt, 'lintian is not installed (apt-get install lintian)');
-    const r = spawnSync('lintian', ['--allow-root', '--pedantic', deb], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
-    const errors = r.stdout.split('\n').filter((l) => l.startsWith('E: '));
-    assert.deepEqual(errors, [], r.stdout);
-  });
+  await t.test('lintian reports no error', (tt) => assertNoLintianError(tt, deb));
 });
 
 test('a unit whose ExecStart no longer runs /usr/bin/node fails the package build instead of shipping it', () => {
