@@ -4,7 +4,7 @@
 // receipt, which is how the control plane learns; the agent does not retry it. An entry past
 // its `notAfter` (its window closed, DESIGN §11) is not handed to the helper at all.
 import type { DesiredEntry } from '../core/control-api.js';
-import { StewardError } from '../core/errors.js';
+import { StewardError, UNDECIDED_CODES } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
 import type { ActedStore } from './acted-store.js';
 import type { HelperPort } from './helper-port.js';
@@ -26,10 +26,6 @@ export type ConvergeResult =
   | { attemptId: string; app: string; result: 'expired'; notAfter: number }
   // The helper did not answer (unreachable, still recovering): tried again at the next heartbeat.
   | { attemptId: string; app: string; result: 'deferred'; code: string };
-
-// Codes that mean the helper did not take a decision on this attemptId (RECEIPTS_UNRELAYED: it
-// started nothing and made no receipt, until this agent has relayed what waits).
-const NOT_ANSWERED = new Set(['HELPER_UNREACHABLE', 'RECOVERING', 'RECEIPTS_UNRELAYED', 'HANDOVER']);
 
 // Hands every desired entry not yet acted on to the helper, one at a time, in order.
 export async function convergeDesired(desired: readonly DesiredEntry[], deps: ConvergeDeps): Promise<ConvergeResult[]> {
@@ -53,7 +49,7 @@ export async function convergeDesired(desired: readonly DesiredEntry[], deps: Co
       results.push({ ...base, result: 'settled' === answer ? 'settled' : 'accepted' });
     } catch (err) {
       const code = err instanceof StewardError ? err.code : 'INTERNAL';
-      if (NOT_ANSWERED.has(code)) {
+      if (UNDECIDED_CODES.has(code)) {
         deps.log('desired deferred app=%s version=%s attemptId=%s code=%s: trying again at the next heartbeat', e.app, e.version, e.attemptId, code);
         results.push({ ...base, result: 'deferred', code });
         continue;

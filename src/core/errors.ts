@@ -88,6 +88,12 @@ export function isReasonCode(value: unknown): value is ReasonCode {
   return typeof value === 'string' && codeSet.has(value);
 }
 
+// Codes that mean the helper took no decision on an attempt and made no receipt for it, so
+// that its attemptId stays open and the agent asks again at its next heartbeat: a helper not
+// reached, one still recovering, one handing over to another steward version (DESIGN §14), and
+// one whose app has no room left for a receipt until the agent relays what waits.
+export const UNDECIDED_CODES: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['HELPER_UNREACHABLE', 'RECOVERING', 'HANDOVER', 'RECEIPTS_UNRELAYED']);
+
 // Whether a code means "nothing changed": a refusal or a problem with the release.
 export function isNothingChanged(code: ReasonCode): boolean {
   return (

@@ -1,4 +1,4 @@
-import { isNothingChanged, StewardError, toStewardError, type ReasonCode } from '../../core/errors.js';
+import { isNothingChanged, StewardError, toStewardError, UNDECIDED_CODES, type ReasonCode } from '../../core/errors.js';
 import type { Journal } from '../../core/journal-schema.js';
 import type { UpdateAnswer } from '../../protocol/schemas.js';
 import { logger } from '../../platform/log.js';
@@ -53,10 +53,10 @@ export async function endBeforeJournal(
   req: { app: string; attemptId?: string | undefined; targetVersion: string | null; fromVersion: string | null; startedAt: number },
 ): Promise<never> {
   const e = err instanceof StewardError ? err : toStewardError(err, isErrnoError(err) ? 'IO_ERROR' : 'INTERNAL', req.app);
-  // A handover refusal decides nothing: the helper is about to restart on another steward
-  // version, and the agent asks again at its next heartbeat (a receipt would take the attemptId
-  // and leave it refused for good, say in the middle of another app's rollout).
-  if (!req.attemptId || e.code === 'HANDOVER') throw e;
+  // A code that decides nothing (a handover: the helper is about to restart on another steward
+  // version) makes no receipt: the agent asks again at its next heartbeat, where a receipt would
+  // take the attemptId and leave it refused for good, say in the middle of another app's rollout.
+  if (!req.attemptId || UNDECIDED_CODES.has(e.code)) throw e;
   // A receipt other than `refused` must name its target (receiptPayloadSchema).
   const refused = isNothingChanged(e.code) || REQUEST_REFUSALS.has(e.code) || req.targetVersion === null;
   try {
