@@ -55,6 +55,8 @@ interface Serve {
   child: ChildProcess;
   url: string;
   admin: string;
+  // The last 4,000 characters of its stderr.
+  log(): string;
 }
 
 const helper = generateKeyPairSync('ed25519');
@@ -72,7 +74,7 @@ async function startServe(db: string, dir: string, heartbeatSeconds: number): Pr
     child.once('exit', (code) => reject(new Error(`steward-control serve exited ${code}: ${log}`)));
   });
   const u = JSON.parse(first) as { listening: string; admin: string };
-  return { child, url: u.listening, admin: u.admin };
+  return { child, url: u.listening, admin: u.admin, log: () => log };
 }
 
 async function stopServe(s: Serve): Promise<void> {
@@ -191,13 +193,24 @@ async function haltTimes(store: ControlStore, nodes: SimNode[], via: Serve, watc
 }
 
 // The simulated rollout through `servers`: returns its figures, or how far it got within the budget.
-async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: Serve[]): Promise<{ wallS: number; heartbeats: number; cpuUsPerHb: number; confirmed: number; done: boolean; ticksCpuMs: number }> {
+async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: Serve[]): Promise<{ wallS: number; heartbeats: number; busy: number; cpuUsPerHb: number; confirmed: number; done: boolean; ticksCpuMs: number }> {
   const byId = new Map(nodes.map((n, i) => [n.nodeId, { n, server: servers[i % servers.length]! }]));
   const cpu0 = servers.map((s) => cpuMsOf(s.child.pid!));
   const t0 = performance.now();
   const run = await startRun(store, 'web', '1.1.0', { canary: [nodes[0]!.nodeId], batch: '10%', bakeMs: 0 });
   const answered = new Set<string>();
   let heartbeats = 0;
+  let busy = 0;
+  // A heartbeat as an agent sends it: a 503 (the database kept refusing the commit, nothing
+  // recorded) is sent again, with the next seq, after its Retry-After.
+  const heartbeat = async (server: Serve, body: () => Buffer) => {
+    for (;;) {
+      const a = await post(server.url, HEARTBEAT_PATH, body());
+      if (a.status !== 503) return a;
+      busy++;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  };
   let done = false;
   while (performance.now() - t0 < BUDGET_S * 1000) {
     const { status, issued } = await store.read(async (tx) => ({ status: (await tx.runs.get(run.id))!.status, issued: await tx.runs.issued(run.id) }));
@@ -207,7 +220,9 @@ async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: 
     }
     const open = issued.filter((i) => !answered.has(i.attemptId));
     if (open.length === 0) {
-      await new Promise((r) => setTimeout(r, 5));
+      // The ticker issues the next batch after its pause; reading every issued row more often
+      // than this would load the database the instances share.
+      await new Promise((r) => setTimeout(r, 100));
       continue;
     }
     let next = 0;
@@ -216,12 +231,12 @@ async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: 
         const i = open[next++]!;
         const { n, server } = byId.get(i.nodeId)!;
         // The heartbeat that learns the attempt, then the one that brings its verdict.
-        const first = await post(server.url, HEARTBEAT_PATH, heartbeatBody(n, '1.0.0'));
+        const first = await heartbeat(server, () => heartbeatBody(n, '1.0.0'));
         const d = (first.body?.desired ?? []).find((x: { attemptId: string }) => x.attemptId === i.attemptId);
-        if (first.status !== 200 || !d) throw new Error(`node ${n.nodeId} was not sent ${i.attemptId}: ${first.status} ${JSON.stringify(first.body).slice(0, 300)}`);
+        if (first.status !== 200 || !d) throw new Error(`node ${n.nodeId} was not sent ${i.attemptId}: ${first.status} ${JSON.stringify(first.body).slice(0, 300)}\n${server.log()}`);
         const verdict = receipt(n, i.attemptId, '1.1.0', 'active');
-        const second = await post(server.url, HEARTBEAT_PATH, heartbeatBody(n, '1.1.0', [verdict]));
-        if (second.status !== 200) throw new Error(`verdict heartbeat answered ${second.status}`);
+        const second = await heartbeat(server, () => heartbeatBody(n, '1.1.0', [verdict]));
+        if (second.status !== 200) throw new Error(`verdict heartbeat answered ${second.status}: ${JSON.stringify(second.body).slice(0, 300)}\n${server.log()}`);
         heartbeats += 2;
         answered.add(i.attemptId);
       }
@@ -230,7 +245,7 @@ async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: 
   }
   const wallS = (performance.now() - t0) / 1000;
   const cpuMs = servers.reduce((sum, s, i) => sum + cpuMsOf(s.child.pid!) - cpu0[i]!, 0);
-  return { wallS, heartbeats, cpuUsPerHb: (cpuMs * 1000) / Math.max(1, heartbeats), confirmed: answered.size, done, ticksCpuMs: cpuMs };
+  return { wallS, heartbeats, busy, cpuUsPerHb: (cpuMs * 1000) / Math.max(1, heartbeats), confirmed: answered.size, done, ticksCpuMs: cpuMs };
 }
 
 async function main(): Promise<void> {
@@ -243,6 +258,16 @@ async function main(): Promise<void> {
   const stores: ControlStore[] = [];
   try {
     cluster = await startPostgresCluster();
+    // Stopped by a signal (a long run given up): leave no instance and no cluster behind.
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(sig, () => {
+        for (const s of serves) s.child.kill('SIGKILL');
+        void (cluster?.stop() ?? Promise.resolve()).finally(() => {
+          rmSync(dir, { recursive: true, force: true });
+          process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+        });
+      });
+    }
     const sqliteDb = path.join(dir, 'control.db');
     await migrateStore(sqliteDb, { create: true });
     const pgDb = await cluster.createDatabase();
@@ -304,7 +329,7 @@ async function main(): Promise<void> {
     printRow(args, {
       row: '13 rollout', what: `a simulated rollout over ${ROLLOUT_NODES} nodes through two instances on PostgreSQL, 1 canary then 10 % batches, no bake${r.done ? '' : ` (NOT finished within ${BUDGET_S} s: ${r.confirmed} nodes confirmed)`}`, unit: 's',
       steward: series([r.wallS]), target: 'none (reported; sizes the fleet in README)', met: r.done,
-      extra: { heartbeats: r.heartbeats, 'heartbeats/s': r.heartbeats / r.wallS, 'server CPU us a heartbeat (ticks included)': r.cpuUsPerHb, confirmed: r.confirmed, 'seeding s': seedS },
+      extra: { heartbeats: r.heartbeats, 'heartbeats/s': r.heartbeats / r.wallS, 'server CPU us a heartbeat (ticks included)': r.cpuUsPerHb, confirmed: r.confirmed, 'answered 503 BUSY and sent again': r.busy, 'seeding s': seedS },
     });
   } finally {
     agent.destroy();

@@ -8,7 +8,8 @@ import Database from 'better-sqlite3';
 import { HEARTBEAT_PATH } from '../../src/core/control-api.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../../src/control/heartbeat/group-commit.js';
 import type { Answer } from '../../src/control/server/answer.js';
-import { dumpStore, enrollNodes, FakeNode, post, startControlInProcess, type Control } from '../helpers/control-harness.js';
+import { dumpStore, enrollNodes, FakeNode, post, request, startControlInProcess, type Control } from '../helpers/control-harness.js';
+import { StewardError } from '../../src/core/errors.js';
 
 let c: Control;
 let nodes: FakeNode[] = [];
@@ -178,6 +179,29 @@ test('over HTTP, a failed commit answers 500 INTERNAL to every heartbeat in flig
     assert.equal(stats.heartbeats, group.length);
     assert.ok(stats.commits >= 1 && stats.commits <= group.length);
     assert.equal((d.store.db.prepare('SELECT count(*) AS n FROM receipts').get() as { n: number }).n, group.length);
+  } finally {
+    await d.close();
+  }
+});
+
+test('over HTTP, a commit the database kept refusing (BUSY) answers 503 with a Retry-After to every heartbeat in flight and records none', async () => {
+  let armed = true;
+  const d = await startControlInProcess({
+    heartbeatBatch: { hooks: { beforeCommit: () => { if (armed) throw new StewardError('BUSY', 'the control plane database postgres://user:secret@db/x refused the transaction 8 times (40001: test)'); } } },
+  });
+  try {
+    const group: FakeNode[] = [];
+    for (let i = 0; i < 3; i++) group.push(await new FakeNode(d, `host-${i}`).enroll());
+    const before = dumpStore(d.store);
+    const got = await Promise.all(group.map((n) => request(d.server.url, HEARTBEAT_PATH, 'POST', n.body({ receipts: [n.receipt()] }))));
+    for (const a of got) {
+      assert.deepEqual([a.status, a.body.error.code, a.headers['retry-after']], [503, 'BUSY', '1'], JSON.stringify(a.body));
+      assert.doesNotMatch(a.body.error.message, /secret|postgres:/, "the database's location stays on the server");
+    }
+    assert.deepEqual(dumpStore(d.store), before);
+    armed = false;
+    const again = await Promise.all(group.map((n) => post(d.server.url, HEARTBEAT_PATH, n.body({ receipts: [n.receipt({ seq: n.receiptSeq })] }))));
+    assert.ok(again.every((a) => a.status === 200));
   } finally {
     await d.close();
   }

@@ -177,6 +177,27 @@ describeEachBackend((backend) => {
     await assert.rejects(stopRun(c.store, 'web'), { code: 'NOT_FOUND' });
   });
 
+  test('a start or a retry after a run has timed out, before any tick, ends that run halted and is not refused BUSY', async () => {
+    const { c, nodes } = await fleet(2);
+    const [n0, n1] = nodes as [FakeNode, FakeNode];
+    // The canary never answers; with tickMs 0 and no commit to wake it, no tick sees the timeout.
+    const first = await startRun(c.store, 'web', '1.1.0', { verdictTimeoutMs: 5000 });
+    c.clock.advance(6000);
+    assert.equal((await latestRun(c, 'web'))?.status, 'running');
+    assert.equal((await view(c)).status, 'halted', 'rollout status already shows it halted');
+    await c.addRelease('web', '1.1.1');
+    const second = await startRun(c.store, 'web', '1.1.1', { canary: [n1.nodeId], verdictTimeoutMs: 5000 });
+    const ended = await c.store.read((tx) => tx.runs.get(first.id));
+    assert.deepEqual([ended?.status, ended?.haltCode, second.status], ['halted', 'TIMED_OUT', 'running']);
+    // The same for a retry.
+    c.clock.advance(6000);
+    const third = await retryRun(c.store, 'web', { canary: [n0.nodeId] });
+    assert.deepEqual([(await c.store.read((tx) => tx.runs.get(second.id)))?.status, third.status], ['halted', 'running']);
+    // A run that goes on is still refused, and the refused start changed nothing.
+    await assert.rejects(startRun(c.store, 'web', '1.1.1', {}), { code: 'BUSY' });
+    assert.equal((await latestRun(c, 'web'))?.id, third.id);
+  });
+
   test('retry starts a new run over only the nodes the last run did not confirm', async () => {
     const { c, nodes } = await fleet(3);
     const [n0, n1, n2] = nodes as [FakeNode, FakeNode, FakeNode];

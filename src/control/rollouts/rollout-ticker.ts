@@ -5,6 +5,12 @@
 // instance is advancing is skipped, that instance does it. Killing an instance at any moment
 // loses nothing: its transaction rolls back whole, its lock goes with its connection, and the
 // next tick of any instance does the step again.
+//
+// A tick plans each run whole (every node of it), so its cost grows with the fleet, and verdicts
+// arrive all through a batch: woken by each commit, ticks would run back to back and take the
+// instance from its heartbeats (a 100,000-node run did). So a wake or the timer waits, after a
+// tick that took d ms, until PACE × d ms have passed since it ended (at most MAX_GAP_MS): ticks
+// take at most a quarter of an instance's time, and on a small fleet the wait is a few ms.
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import type { StopPoints } from '../server/test-stop-points.js';
@@ -13,17 +19,24 @@ import { advanceRun } from './advance-runs.js';
 
 const log = logger('control:rollouts');
 
+// A tick is followed by at least PACE times its own duration without one, and never by more
+// than MAX_GAP_MS (a halt on a very large fleet is seen within that, plus a tick).
+export const PACE = 3;
+export const MAX_GAP_MS = 10_000;
+
 export interface RolloutTicker {
   // Advances every running run that no other instance is advancing; resolves when done. A call
   // while a tick runs asks for one more after it (a burst of wakes costs one more tick, not one each).
   tick(): Promise<void>;
+  // Asks for a tick as a wake does: after the pause the last tick earned (see above).
+  wake(): void;
   // Stops the timer and the wakes. Idempotent.
   close(): void;
 }
 
 export interface RolloutTickerOptions {
   store: ControlStore;
-  clock: Pick<Clock, 'sleep'>;
+  clock: Pick<Clock, 'sleep' | 'monotonic'>;
   // How often the timer ticks; 0: no timer (tests call tick()).
   tickMs: number;
   // Test only (test-stop-points.ts).
@@ -56,6 +69,12 @@ export function startRolloutTicker(opts: RolloutTickerOptions): RolloutTicker {
   };
   let ticking: Promise<void> | null = null;
   let again = false;
+  // When the last tick ended and how long it took (monotonic ms).
+  let lastEnd = -Infinity;
+  let lastMs = 0;
+  const abort = new AbortController();
+  const pause = (ms: number) => (ms > 0 ? opts.clock.sleep(ms, abort.signal).catch(() => undefined) : Promise.resolve());
+  const gapLeft = () => lastEnd + Math.min(MAX_GAP_MS, PACE * lastMs) - opts.clock.monotonic();
   const tick = (): Promise<void> => {
     if (ticking) {
       again = true;
@@ -64,14 +83,37 @@ export function startRolloutTicker(opts: RolloutTickerOptions): RolloutTicker {
     ticking = (async () => {
       do {
         again = false;
+        const t0 = opts.clock.monotonic();
         await advanceAll();
-      } while (again);
+        lastEnd = opts.clock.monotonic();
+        lastMs = lastEnd - t0;
+        // Woken while it ran: one more tick, after its pause.
+        if (again) await pause(gapLeft());
+      } while (again && !abort.signal.aborted);
       ticking = null;
     })();
     return ticking;
   };
-  const stopWakes = store.onRolloutWake(() => void tick());
-  const abort = new AbortController();
+  // A wake while a tick runs, or while another wake waits out the pause, adds nothing. Resolves
+  // when the tick it asked for (or joined) has run.
+  let waiting: Promise<void> | null = null;
+  const paced = (): Promise<void> => {
+    if (abort.signal.aborted) return Promise.resolve();
+    if (ticking) {
+      again = true;
+      return ticking;
+    }
+    if (waiting) return waiting;
+    const left = gapLeft();
+    if (left <= 0) return tick();
+    waiting = pause(left).then(() => {
+      waiting = null;
+      return abort.signal.aborted ? undefined : tick();
+    });
+    return waiting;
+  };
+  const wake = (): void => void paced();
+  const stopWakes = store.onRolloutWake(wake);
   if (opts.tickMs > 0) {
     void (async () => {
       while (!abort.signal.aborted) {
@@ -80,12 +122,13 @@ export function startRolloutTicker(opts: RolloutTickerOptions): RolloutTicker {
         } catch {
           return;
         }
-        await tick();
+        await paced();
       }
     })();
   }
   return {
     tick,
+    wake,
     close: () => {
       abort.abort();
       stopWakes();

@@ -32,7 +32,20 @@ export interface DryRun {
 // nothing (NOT_FOUND), and a manifest that expires within the verdict timeout (MANIFEST_EXPIRED).
 // `record` runs in the same transaction once the change is made (the audit log's entry).
 export function startRun(store: ControlStore, app: string, version: string, opts: RunOptions, record?: RecordChange): Promise<RunRow> {
-  return store.write(async (tx) => recorded(tx, await createRun(tx, await prepareStart(tx, app, version, opts)), record));
+  return store.write(async (tx) => {
+    await endIfOver(tx, app);
+    return recorded(tx, await createRun(tx, await prepareStart(tx, app, version, opts)), record);
+  });
+}
+
+// A running run whose plan has ended (halted, say, by a revert the ticker has not acted on yet:
+// `rollout status` already shows it halted) is ended now, under its lock, so that a start or a
+// retry right after is not refused BUSY for a run the operator sees over. A run that goes on
+// stays running, and the start is refused: its transaction, and whatever this advance issued,
+// roll back.
+async function endIfOver(tx: StoreTx, app: string): Promise<void> {
+  const running = await tx.runs.active(app);
+  if (running) await advanceRun(tx, running.id);
 }
 
 // What startRun would do, written nowhere.
@@ -44,7 +57,10 @@ export function dryRunStart(store: ControlStore, app: string, version: string, o
 // `behind`, of its last succeeded run's version over the nodes behind it), with that run's
 // policy and spent failure budget unless `opts` overrides them. Nothing left: NOTHING_TO_RETRY.
 export function retryRun(store: ControlStore, app: string, opts: RunOptions, behind = false, record?: RecordChange): Promise<RunRow> {
-  return store.write(async (tx) => recorded(tx, await createRun(tx, await prepareRetry(tx, app, opts, behind)), record));
+  return store.write(async (tx) => {
+    await endIfOver(tx, app);
+    return recorded(tx, await createRun(tx, await prepareRetry(tx, app, opts, behind)), record);
+  });
 }
 
 // What retryRun would do, written nowhere.

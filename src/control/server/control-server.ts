@@ -4,6 +4,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
+import { StewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import type { AdminRouter } from '../admin/router.js';
@@ -22,6 +23,9 @@ import type { StopPoints } from './test-stop-points.js';
 
 const log = logger('control:server');
 
+// What a heartbeat or an enrollment is told to wait when the database stayed busy.
+const BUSY_RETRY_AFTER_S = 1;
+
 export interface ControlServerOptions {
   store: ControlStore;
   // Where kept release tarballs live (catalog/artifact-path.ts).
@@ -32,8 +36,8 @@ export interface ControlServerOptions {
   port: number;
   tls?: { cert: string | Buffer; key: string | Buffer };
   heartbeatSeconds: number;
-  // For the tick's sleeps; decisions take the store's clock.
-  clock: Pick<Clock, 'sleep'>;
+  // For the tick's sleeps and its pacing; decisions take the store's clock.
+  clock: Pick<Clock, 'sleep' | 'monotonic'>;
   // How often the rollout ticker ticks without a wake (rollout-ticker.ts); 0 turns the timer
   // off (tests call tick()).
   tickMs?: number;
@@ -120,10 +124,19 @@ async function handle(
     // A heartbeat's answer waits for the commit that holds it, shared with those arriving beside
     // it, and for that commit's fsync. An enrollment's too: the node writes the nodeId it is
     // answered, and the token it used is spent.
-    if (pathOnly === HEARTBEAT_PATH) return sendJson(res, withReceiptVersions(req, await heartbeats.submit(body.body)));
-    const answer = await enrollNode(store, body.body, opts.heartbeatSeconds);
-    await durable();
-    return sendJson(res, answer);
+    try {
+      if (pathOnly === HEARTBEAT_PATH) return sendJson(res, withReceiptVersions(req, await heartbeats.submit(body.body)));
+      const answer = await enrollNode(store, body.body, opts.heartbeatSeconds);
+      await durable();
+      return sendJson(res, answer);
+    } catch (err) {
+      // The database refused the transaction again and again (other instances writing the same
+      // rows): nothing was recorded, and the node is told to come back, not that we broke.
+      if (!(err instanceof StewardError && err.code === 'BUSY')) throw err;
+      log('%s answered 503 BUSY: %s', pathOnly, err.message);
+      res.setHeader('retry-after', String(BUSY_RETRY_AFTER_S));
+      return sendJson(res, errorAnswer(503, 'BUSY', `the control plane's database is busy with other instances' writes; nothing was recorded: retry after ${BUSY_RETRY_AFTER_S} s`));
+    }
   }
   if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
   if (pathOnly === METRICS_PATH && opts.answerMetrics) return opts.answerMetrics(req, res);
