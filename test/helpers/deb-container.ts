@@ -39,43 +39,58 @@ export type DebBuilder = (repo: string, out: string, opts: PackageOptions) => Pr
 // both are undone when the test ends. A builder that would have to compile better-sqlite3
 // (AddonNotBuilt) skips the test as bootOrSkip does.
 export async function bootForDpkg(t: TestContext, builder: DebBuilder = buildStewardDeb): Promise<DebContainer | null> {
+  return (await bootSeveralForDpkg(t, 1, builder))?.[0] ?? null;
+}
+
+// `count` containers as bootForDpkg's, booted at the same time while the .deb is built once: one
+// folder with the package, bound into each at /opt/deb; each its own overlays. Null (the test
+// skipped) when any cannot boot.
+export async function bootSeveralForDpkg(t: TestContext, count: number, builder: DebBuilder = buildStewardDeb): Promise<DebContainer[] | null> {
   const out = mkdtempSync(path.join(os.tmpdir(), 'steward-deb-'));
-  let box: SystemdContainer | null = null;
+  const boxes: SystemdContainer[] = [];
   // One hook, in this order: node:test runs a test's after hooks in the order they were added, and
   // the overlays' upper folders are in `out`; removed under a running container, its /usr loses
   // the unit files dpkg wrote there (and poweroff.target with them), so systemd refuses to power off.
   t.after(async () => {
-    await box?.stop();
+    await Promise.all(boxes.map((box) => box.stop()));
     rmSync(out, { recursive: true, force: true });
   });
   const folder = (name: string) => {
-    mkdirSync(path.join(out, name));
+    mkdirSync(path.join(out, name), { recursive: true });
     return path.join(out, name);
   };
-  box = await bootOrSkip(t, {
-    bindRo: [[folder('deb'), '/opt/deb']],
-    overlays: [['/usr', folder('usr'), '/usr'], ['/var/lib/dpkg', folder('dpkg'), ADMINDIR]],
-  });
-  if (!box) return null;
-  // The host's overrides name groups (ssl-cert) that the container's empty /etc does not have;
-  // a Docker image's policy-rc.d (exit 101) would forbid deb-systemd-invoke to start anything,
-  // which a real host has not. Both changes land in the overlays' upper layers only.
-  await sh(box, `: > ${ADMINDIR}/statoverride && rm -f /usr/sbin/policy-rc.d`);
+  const debDir = folder('deb');
+  const boot = async (i: number) => {
+    const box = await bootOrSkip(t, {
+      bindRo: [[debDir, '/opt/deb']],
+      overlays: [['/usr', folder(`${i}/usr`), '/usr'], ['/var/lib/dpkg', folder(`${i}/dpkg`), ADMINDIR]],
+    });
+    if (!box) return null;
+    boxes.push(box);
+    // The host's overrides name groups (ssl-cert) that the container's empty /etc does not have;
+    // a Docker image's policy-rc.d (exit 101) would forbid deb-systemd-invoke to start anything,
+    // which a real host has not. Both changes land in the overlays' upper layers only.
+    await sh(box, `: > ${ADMINDIR}/statoverride && rm -f /usr/sbin/policy-rc.d`);
+    return box;
+  };
   // gzip -1 rather than xz: the same tree, built in seconds (scripts/package.ts).
   const build = async (version?: string) => {
-    const r = await builder(REPO, path.join(out, 'deb'), { compression: 'gzip', version });
+    const r = await builder(REPO, debDir, { compression: 'gzip', version });
     return { deb: `/opt/deb/${path.basename(r.deb)}`, version: r.version };
   };
-  let first: Awaited<ReturnType<typeof build>>;
-  try {
-    first = await build();
-  } catch (err) {
-    if (!(err instanceof AddonNotBuilt)) throw err;
-    skipUnlessCI(t, err.message);
+  // Settled, all of them, before anything is thrown: a box still booting when the test ended
+  // would miss the after hook.
+  const [boots, built] = await Promise.all([Promise.allSettled(Array.from({ length: count }, (_, i) => boot(i))), Promise.allSettled([build()])]);
+  for (const r of [...boots, ...built]) if (r.status === 'rejected' && !(r.reason instanceof AddonNotBuilt)) throw r.reason;
+  const booted = boots.map((r) => (r.status === 'fulfilled' ? r.value : null));
+  if (booted.some((box) => box === null)) return null;
+  const first = built[0] as PromiseSettledResult<Awaited<ReturnType<typeof build>>>;
+  if (first.status === 'rejected') {
+    skipUnlessCI(t, (first.reason as AddonNotBuilt).message);
     return null;
   }
-  const { deb, version } = first;
-  return { box, deb, version, dpkg: (...args) => ['--admindir', ADMINDIR, ...args], buildDeb: async (v) => (await build(v)).deb };
+  const { deb, version } = first.value;
+  return (booted as SystemdContainer[]).map((box) => ({ box, deb, version, dpkg: (...args) => ['--admindir', ADMINDIR, ...args], buildDeb: async (v) => (await build(v)).deb }));
 }
 
 // The next patch version: 0.1.0 -> 0.1.1 (a newer package of the same code).
@@ -121,11 +136,12 @@ export async function webRunning(box: SystemdContainer): Promise<{ supervisor: {
 // Puts the app `web` (a test release of test/fixtures/app-releases.ts, unsigned over admin.sock)
 // under the packaged helper, run as the user stwweb: the host config gets it, with `processRunner`
 // (the helper's default under systemd is a transient unit per app), the helper restarts onto
-// that config, and `agentctl update` makes 1.0.0 current. Returns web's pid.
-export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | 'detached' = 'auto'): Promise<number> {
+// that config, and `agentctl update` makes 1.0.0 current. Returns web's pid. `apps`: more apps
+// of the config, or other settings of the package's (steward's, say).
+export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | 'detached' = 'auto', apps: Record<string, unknown> = {}): Promise<number> {
   await sh(box, 'getent passwd stwweb || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin stwweb');
   const web = { runner: 'process', user: 'stwweb', group: 'stwweb' };
-  const config = { ...PACKAGE_DEFAULT_CONFIG, apps: { ...PACKAGE_DEFAULT_CONFIG.apps, web }, supervisor: { processRunner } };
+  const config = { ...PACKAGE_DEFAULT_CONFIG, apps: { ...PACKAGE_DEFAULT_CONFIG.apps, web, ...apps }, supervisor: { processRunner } };
   await writeIn(box, '/etc/steward/steward.json', `${JSON.stringify(config, null, 2)}\n`);
   await sh(box, 'systemctl restart steward-helper.service');
   await statusOnceUp(box);

@@ -10,15 +10,22 @@ export interface StewardReleaseFiles {
   manifest: string;
 }
 
-// Lays out steward `version` under `dir`, lets `adjust` change the tree, packs and signs it.
-export async function stewardReleaseFiles(dir: string, key: ReleaseKey, version: string, adjust: (tree: string) => void = () => {}): Promise<StewardReleaseFiles> {
+// Lays out steward `version` in a new folder under `dir`, lets `adjust` change the tree, and packs
+// it: the tarball's path.
+export async function stewardTarball(dir: string, version: string, adjust: (tree: string) => void = () => {}): Promise<string> {
   const work = mkdtempSync(path.join(dir, 'rel-'));
   const tree = path.join(work, 'tree');
   await layOutStewardTree(REPO, tree, version);
   adjust(tree);
   const tgz = path.join(work, `steward-${version}.tgz`);
   await packTree(tree, tgz);
-  const manifest = path.join(work, `steward-${version}.manifest.json`);
+  return tgz;
+}
+
+// stewardTarball's tarball and its manifest, signed with `key`.
+export async function stewardReleaseFiles(dir: string, key: ReleaseKey, version: string, adjust: (tree: string) => void = () => {}): Promise<StewardReleaseFiles> {
+  const tgz = await stewardTarball(dir, version, adjust);
+  const manifest = path.join(path.dirname(tgz), `steward-${version}.manifest.json`);
   writeFileSync(manifest, JSON.stringify(key.sign(manifestFor('steward', version, readFileSync(tgz)))));
   return { tgz, manifest };
 }

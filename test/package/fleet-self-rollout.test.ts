@@ -1,0 +1,178 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SELF_APP_CONFIG } from '../../src/install/install-layout.js';
+import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
+import { bootSeveralForDpkg, runWebApp, statusOnceUp, webRunning } from '../helpers/deb-container.js';
+import { controlCli, startControlDaemon } from '../helpers/fleet.js';
+import { stewardTarball } from '../helpers/self-release.js';
+import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
+
+// A rollout of steward itself (DESIGN §14 through §11) to three hosts, each a booted systemd
+// container with the same .deb installed, enrolled to one steward-control. steward-control runs
+// on this machine: the containers have no network of their own (systemd-nspawn without
+// --private-network), so 127.0.0.1 is the same loopback inside and out. Each host trusts the
+// steward release key and runs the app web. A good version goes to a canary, then to a batch of
+// the other two, each run once on trial by its launcher and committed; a version whose helper
+// exits at its start is run once by the canary, reverted, and halts the run before the batch.
+
+const A = '50.0.0';
+const B = '51.0.0';
+const HOSTS = 3;
+const HEARTBEAT_S = 1;
+// The candidate's self-probe, shorter than the package's 5 s; the agent's round trip well
+// within the agent's backoff after the helper's restart.
+const STEWARD = { ...SELF_APP_CONFIG, stableMs: 1000, agentTimeoutMs: 30_000 };
+
+interface Host {
+  box: SystemdContainer;
+  nodeId: string;
+  webPid: number;
+}
+
+async function statusOf(box: SystemdContainer, app: string): Promise<any> {
+  const r = await run(box, 'agentctl', ['--json', 'status', app]);
+  return r.json?.recovering === false ? r.json.apps?.[0] : null;
+}
+
+// The host's own receipts of steward, decoded.
+async function hostReceipts(box: SystemdContainer): Promise<any[]> {
+  const r = await run(box, 'agentctl', ['--json', 'receipts', 'steward']);
+  assert.equal(r.code, 0, r.text);
+  return (r.json.receipts as any[]).map((x) => x.payload);
+}
+
+// How many starts of the helper unit ran `version` on trial (the launcher's journal lines).
+async function trialsOf(box: SystemdContainer, version: string): Promise<number> {
+  const j = await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-o', 'cat']);
+  return j.stdout.split('\n').filter((l) => l.startsWith(`steward-launcher: running steward ${version} (trial)`)).length;
+}
+
+test('a rollout of steward through steward-control to three hosts: canary then batch commit; a version whose helper exits is reverted by the canary and halts the run', { timeout: 420_000 }, async (t) => {
+  const t0 = Date.now();
+  let mark = t0;
+  const phase = (what: string) => {
+    const now = Date.now();
+    console.log(`phase ${what}: ${now - mark} ms`);
+    mark = now;
+  };
+  const boxes = await bootSeveralForDpkg(t, HOSTS);
+  if (!boxes) return;
+  phase(`boot ${HOSTS} containers and build the .deb`);
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'steward-fleet-self-'));
+  t.after(() => rmSync(scratch, { recursive: true, force: true }));
+  const db = path.join(scratch, 'control.db');
+  const ctl = async (...args: string[]): Promise<any> => {
+    const r = await controlCli(db, [...args, '--json']);
+    assert.equal(r.code, 0, `steward-control ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    return r.json;
+  };
+
+  // The control plane, its releases and each host's package, at the same time.
+  const controlPlane = (async () => {
+    const control = await startControlDaemon(db, 0, HEARTBEAT_S);
+    t.after(() => control.stop());
+    const keys = await ctl('keys', 'create', '--out', path.join(scratch, 'keys'));
+    const good = path.join(scratch, `steward-${A}.tgz`);
+    await ctl('release', 'pack-steward', '--out', good, '--version', A);
+    // B's helper exits with code 3 as soon as it starts.
+    const bad = await stewardTarball(scratch, B, (tree) => {
+      const entry = path.join(tree, 'bin/steward-helper.js');
+      writeFileSync(entry, `process.exit(3);\n${readFileSync(entry, 'utf8')}`);
+    });
+    for (const [version, file] of [[A, good], [B, bad]] as const) await ctl('release', 'add', 'steward', version, '--file', file, '--base-url', control.url, '--key', keys.privateKeyFile);
+    return { url: control.url, publicPem: readFileSync(keys.publicKeyFile, 'utf8') };
+  })();
+  await Promise.all(boxes.map(async ({ box, deb, dpkg }) => {
+    const install = await run(box, 'dpkg', dpkg('-i', deb), 180_000);
+    assert.equal(install.code, 0, install.text);
+    await statusOnceUp(box);
+  }));
+  phase(`install the .deb on ${HOSTS} hosts (and steward-control with A and B in its catalog)`);
+  const { url, publicPem } = await controlPlane;
+
+  const hosts: Host[] = await Promise.all(boxes.map(async ({ box }) => {
+    await sh(box, 'mkdir -p /etc/steward/trusted-keys/steward');
+    await writeIn(box, '/etc/steward/trusted-keys/steward/release.pub', publicPem);
+    const webPid = await runWebApp(box, 'auto', { steward: STEWARD });
+    const { token } = await ctl('token', 'create');
+    const enroll = await run(box, 'agentctl', ['--json', 'enroll', '--control-plane', url, '--token', token]);
+    assert.equal(enroll.code, 0, enroll.text);
+    assert.equal((await run(box, 'systemctl', ['enable', '--now', 'steward-agent.service'])).code, 0);
+    return { box, nodeId: enroll.json.nodeId as string, webPid };
+  }));
+  phase('web, the release key and enrollment on each host');
+  const [canary, ...rest] = hosts as [Host, ...Host[]];
+
+  // Every host heartbeating now with the app steward (at `version`, when given).
+  const fleetReports = (version?: string) =>
+    waitFor(`${HOSTS} nodes reporting steward ${version ?? ''}`, async () => {
+      const { nodes } = await ctl('nodes');
+      const fresh = (nodes as any[]).filter((n) => n.apps?.some((a: any) => a.name === 'steward' && (version === undefined || a.current === version)) && Date.now() - n.lastHeartbeatAt < 2000 * HEARTBEAT_S);
+      return fresh.length === HOSTS;
+    }, 60_000, 500);
+  const rollout = async (version: string) => {
+    await ctl('rollout', 'start', 'steward', version, '--canary', canary.nodeId, '--batch', String(HOSTS - 1), '--bake', '0', '--verdict-timeout', '90s');
+    return waitFor(`the rollout of steward ${version} to end`, async () => {
+      const r = (await ctl('rollout', 'status', 'steward')).runs[0];
+      return r?.version === version && r.status !== 'running' ? r : null;
+    }, 150_000, 500);
+  };
+  const byNode = (run: any) => new Map<string, any>((run.nodes as any[]).map((n) => [n.nodeId, n]));
+  const receiptsAt = async (attemptId: string) => ((await ctl('receipts', '--app', 'steward')).receipts as any[]).filter((r) => r.attemptId === attemptId);
+
+  await fleetReports();
+  phase('every node heartbeating');
+
+  await t.test(`steward ${A} goes to the canary, commits there, then to a batch of the other two; the run succeeds`, async () => {
+    const run = await rollout(A);
+    phase(`rollout of ${A}`);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    const nodes = byNode(run);
+    const c = nodes.get(canary.nodeId);
+    assert.deepEqual([c.batch, c.state, c.outcome], [0, 'confirmed', 'active'], JSON.stringify(c));
+    // The canary's verdict reached steward-control before the batch was issued.
+    const [verdict] = await receiptsAt(c.attemptId);
+    assert.deepEqual([verdict?.outcome, verdict?.targetVersion], ['active', A], JSON.stringify(verdict));
+    for (const h of rest) {
+      const n = nodes.get(h.nodeId);
+      assert.deepEqual([n.batch, n.state, n.outcome], [1, 'confirmed', 'active'], JSON.stringify(n));
+      assert.ok(n.issuedAt >= verdict.receivedAt, `the batch was issued at ${n.issuedAt}, before the canary's verdict at ${verdict.receivedAt}`);
+    }
+    for (const h of hosts) {
+      const s = await statusOf(h.box, 'steward');
+      assert.deepEqual([s?.self?.version, s?.current], [A, A], JSON.stringify(s));
+      assert.equal(await trialsOf(h.box, A), 1, 'the candidate ran once');
+      assert.equal((await webRunning(h.box)).supervisor.pid, h.webPid, 'web is the same process');
+    }
+  });
+
+  await t.test(`steward ${B}, whose helper exits at its start, runs once on the canary, is reverted, and halts the run before the batch`, async () => {
+    await fleetReports(A);
+    const run = await rollout(B);
+    phase(`rollout of ${B}`);
+    assert.equal(run.status, 'halted', JSON.stringify(run));
+    assert.deepEqual([run.haltReason?.code, run.haltReason?.nodeId], ['REPLACEMENT_UNHEALTHY', canary.nodeId], JSON.stringify(run.haltReason));
+    const nodes = byNode(run);
+    const c = nodes.get(canary.nodeId);
+    assert.deepEqual([c.batch, c.state, c.outcome], [0, 'reverted', 'rolled-back'], JSON.stringify(c));
+    const [verdict] = await receiptsAt(c.attemptId);
+    assert.deepEqual([verdict?.outcome, verdict?.reasonCode, verdict?.fromVersion], ['rolled-back', 'REPLACEMENT_UNHEALTHY', A], JSON.stringify(verdict));
+    const s = await statusOf(canary.box, 'steward');
+    assert.deepEqual([s?.self?.version, s?.current], [A, A], JSON.stringify(s));
+    assert.ok(s.quarantined.includes(B), JSON.stringify(s));
+    assert.equal(await trialsOf(canary.box, B), 1, 'the candidate ran once');
+    for (const h of rest) {
+      const n = nodes.get(h.nodeId);
+      assert.deepEqual([n.batch, n.attemptId, n.outcome], [null, null, null], `never issued: ${JSON.stringify(n)}`);
+      const st = await statusOf(h.box, 'steward');
+      assert.deepEqual([st?.self?.version, st?.current], [A, A], JSON.stringify(st));
+      assert.equal(await trialsOf(h.box, B), 0);
+      assert.deepEqual((await hostReceipts(h.box)).filter((r) => r.targetVersion === B), []);
+    }
+    for (const h of hosts) assert.equal((await webRunning(h.box)).supervisor.pid, h.webPid, 'web is the same process');
+  });
+  console.log(`whole test: ${Date.now() - t0} ms`);
+});
