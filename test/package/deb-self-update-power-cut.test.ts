@@ -57,21 +57,26 @@ async function armStart(box: SystemdContainer, stop: Stop | null): Promise<void>
   await sh(box, `rm -f ${TRACE} && systemctl daemon-reload`);
 }
 
-// Stops the running helper right after its next `stop` (strace attached to it from outside the unit).
+// Stops the running helper right after it next writes `candidate` (strace attached to it from
+// outside the unit).
 async function armRunning(box: SystemdContainer): Promise<void> {
   const pid = await mainPid(box, UNIT);
   await sh(box, `rm -f ${TRACE}`);
-  const tracer = box.spawn('/usr/bin/strace', [...straceArgs(AFTER.candidate), '-p', pid], { stdio: 'ignore', detached: false });
+  const tracer = box.spawn('/usr/bin/strace', [...straceArgs(AFTER.candidate), '-p', pid], { stdio: 'ignore' });
   tracer.unref();
   await waitFor(`strace attached to the helper ${pid}`, async () => /^TracerPid:\s+[1-9]/m.test((await run(box, 'cat', [`/proc/${pid}/status`])).stdout), 10_000, 100);
 }
 
-async function stoppedAfter(box: SystemdContainer, stop: Stop): Promise<void> {
+// Waits for the stop; then, as at every start, `version` ran on trial at most once and `current`
+// is one version.
+async function stoppedAfter(box: SystemdContainer, stop: Stop, version: string): Promise<void> {
   await waitFor(`the stop right after ${stop.what}`, async () => (await run(box, 'grep', ['-q', 'stopped by SIGSTOP', TRACE])).code === 0, 120_000, 200).catch(async (err: Error) => {
     const j = await run(box, 'journalctl', ['-u', UNIT, '--no-pager', '-o', 'cat', '-n', '30']);
     const tr = await run(box, 'cat', [TRACE]);
     throw new Error(`${err.message}\n--- strace ---\n${tr.text}\n--- journal ---\n${j.text}`);
   });
+  assert.ok((await trialsOf(box, version)) <= 1, `steward ${version} ran on trial at most once`);
+  assert.match((await sh(box, `readlink ${CURRENT}`)).stdout, /^versions\/[0-9][^/]*\n$/);
 }
 
 // The power cut: every process of steward's units SIGKILLed in one kill(1), the next start armed
@@ -183,13 +188,12 @@ test('a self-update under systemd survives a power cut at each of its renames, a
     const v = '50.0.0';
     await armRunning(box);
     const answer = offer(v);
-    await stoppedAfter(box, AFTER.candidate);
+    await stoppedAfter(box, AFTER.candidate, v);
     await powerCut(box, AFTER.current);
     await answer;
-    await stoppedAfter(box, AFTER.current);
-    assert.equal(await trialsOf(box, v), 1);
+    await stoppedAfter(box, AFTER.current, v);
     await powerCut(box, AFTER.reverted);
-    await stoppedAfter(box, AFTER.reverted);
+    await stoppedAfter(box, AFTER.reverted, v);
     await powerCut(box, null);
     webPid = await assertSettled(box, { version: v, outcome: 'active', trials: 1, current: v });
   });
@@ -198,9 +202,9 @@ test('a self-update under systemd survives a power cut at each of its renames, a
     const v = '51.0.0';
     await armStart(box, AFTER.trying);
     assert.equal((await offer(v)).json?.accepted, true);
-    await stoppedAfter(box, AFTER.trying);
+    await stoppedAfter(box, AFTER.trying, v);
     await powerCut(box, AFTER.reverted);
-    await stoppedAfter(box, AFTER.reverted);
+    await stoppedAfter(box, AFTER.reverted, v);
     await powerCut(box, null);
     webPid = await assertSettled(box, { version: v, outcome: 'rolled-back', code: 'REPLACEMENT_UNHEALTHY', trials: 0, current: '50.0.0' });
   });
@@ -209,7 +213,7 @@ test('a self-update under systemd survives a power cut at each of its renames, a
     const v = '52.0.0';
     await armStart(box, AFTER.untrying);
     assert.equal((await offer(v)).json?.accepted, true);
-    await stoppedAfter(box, AFTER.untrying);
+    await stoppedAfter(box, AFTER.untrying, v);
     await powerCut(box, null);
     webPid = await assertSettled(box, { version: v, outcome: 'active', trials: 1, current: v });
   });
@@ -218,7 +222,7 @@ test('a self-update under systemd survives a power cut at each of its renames, a
     const v = '53.0.0';
     await armRunning(box);
     const answer = offer(v);
-    await stoppedAfter(box, AFTER.candidate);
+    await stoppedAfter(box, AFTER.candidate, v);
     await sh(box, `kill -KILL ${await mainPid(box, UNIT)}`);
     await answer;
     await assertSettled(box, { version: v, outcome: 'active', trials: 1, current: v, webPid });
