@@ -70,7 +70,8 @@ export async function bootSeveralForDpkg(t: TestContext, count: number, builder:
     // The host's overrides name groups (ssl-cert) that the container's empty /etc does not have;
     // a Docker image's policy-rc.d (exit 101) would forbid deb-systemd-invoke to start anything,
     // which a real host has not. Both changes land in the overlays' upper layers only.
-    await sh(box, `: > ${ADMINDIR}/statoverride && rm -f /usr/sbin/policy-rc.d`);
+    // The host's alternatives are in its /etc too: awk, which the launcher compares versions with.
+    await sh(box, `: > ${ADMINDIR}/statoverride && rm -f /usr/sbin/policy-rc.d && mkdir -p /etc/alternatives && ln -sfn /usr/bin/mawk /etc/alternatives/awk`);
     return box;
   };
   // gzip -1 rather than xz: the same tree, built in seconds (scripts/package.ts).
