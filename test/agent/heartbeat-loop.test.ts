@@ -29,6 +29,8 @@ interface Rig {
   // What the agent confirmed to the helper, and how the helper answers.
   confirms: { seq: number; sentAt: number }[];
   confirmAnswer: () => Promise<unknown>;
+  // The helper that answers status (a self-update replaces it).
+  helper: { pid: number; startedAt: number };
   logs: string[];
   clock: Clock & { t: number; mono: number };
   // A fresh agent over the same files (a restart).
@@ -71,6 +73,7 @@ function makeRig(): Rig {
     confirmAnswer: async () => {
       throw new StewardError('FORBIDDEN', 'no update of steward-agent waits for a confirm');
     },
+    helper: { pid: 1, startedAt: NOW },
     logs: [],
     clock,
     async agent() {
@@ -79,7 +82,7 @@ function makeRig(): Rig {
       const acted = await ActedStore.open(path.join(dir, 'acted.json'));
       const helper: HelperPort = {
         receipts: async () => ({ helperKeyId: keyIdOf(helperKey.publicKey), receipts: rig.receipts }),
-        status: async () => ({ root: '/', pid: 1, startedAt: NOW, recovering: false, apps: [] }),
+        status: async () => ({ root: '/', ...rig.helper, recovering: false, apps: [] }),
         update: async (e) => {
           rig.updates.push(e);
           return (await rig.updateAnswer(e)) as never;
@@ -161,6 +164,29 @@ test('the first heartbeat the control plane answers 200 is confirmed to the help
     await a.loop.idle();
     const sent = rig.cp.heartbeats.filter((h) => h.status === 200).map((h) => ({ seq: h.payload.seq, sentAt: h.payload.sentAt }));
     assert.deepEqual(rig.confirms, sent.slice(0, 2), 'the first answered heartbeat, then (the helper unreachable) the next; none after the helper answered');
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('the first answered heartbeat after a new helper answered status is confirmed to it once, as a self-update trial waits for', async () => {
+  const rig = makeRig();
+  try {
+    const a = await rig.agent();
+    const tick = async () => {
+      rig.clock.t += 1000;
+      assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+      await a.loop.idle();
+    };
+    await tick();
+    await tick();
+    assert.equal(rig.confirms.length, 1, 'one confirm to the first helper');
+    // The handover's restart: another helper process answers from now on.
+    rig.helper = { pid: 2, startedAt: NOW + 5000 };
+    await tick();
+    await tick();
+    const sent = rig.cp.heartbeats.filter((h) => h.status === 200).map((h) => ({ seq: h.payload.seq, sentAt: h.payload.sentAt }));
+    assert.deepEqual(rig.confirms, [sent[0], sent[2]], 'the first answered heartbeat through the new helper, and no other');
   } finally {
     rig.cleanup();
   }
