@@ -122,6 +122,7 @@ export async function main(argv: string[]): Promise<number> {
     await new Promise<void>((resolve) => {
       const stop = (sig: string) => {
         log('stopping on %s (apps keep running)', sig);
+        self.stop();
         resolve();
       };
       process.once('SIGTERM', () => stop('SIGTERM'));

@@ -15,6 +15,10 @@ export interface SelfSeams {
   restart(unit: string): Promise<void>;
   // Tells systemd the helper is ready (Type=notify). Nothing to do outside a notify unit.
   notifyReady(): Promise<void>;
+  // Aborted once the helper stops (main.ts): a handover waiting for its restart waits no more.
+  stopping: AbortSignal;
+  // Aborts `stopping`. Idempotent.
+  stop(): void;
 }
 
 // The real seams. STEWARD_SELF_RESTART_COMMAND (a JSON argv, the unit appended) replaces
@@ -22,9 +26,12 @@ export interface SelfSeams {
 // a production helper (root '') always asks systemd.
 export function selfSeams(env: NodeJS.ProcessEnv, root: string, ownVersion: string, launched: TrialState['launched']): SelfSeams {
   const command = root ? restartCommandOf(env.STEWARD_SELF_RESTART_COMMAND) : null;
+  const stopping = new AbortController();
   return {
     ownVersion,
     launched,
+    stopping: stopping.signal,
+    stop: () => stopping.abort(),
     restart: async (unit) => {
       const [file, ...args] = command ?? ['systemctl', '--no-block', 'restart'];
       const r = await runTool(file as string, [...args, unit], { env: { PATH: APP_PATH, LANG: 'C.UTF-8' }, timeoutMs: 30_000 });
