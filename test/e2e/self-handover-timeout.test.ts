@@ -22,7 +22,8 @@ after(async () => {
   for (const h of hosts) h.cleanup();
 });
 
-const TIMEOUT_MS = 3000;
+// Long enough for the second case to take `candidate` before it, on a loaded machine.
+const TIMEOUT_MS = 10_000;
 
 // A host with the app web running and a helper whose handover's restart does nothing, the
 // update of steward to 2.0.0 accepted; returns the helper and the attempt.
@@ -37,7 +38,8 @@ async function handedOver(): Promise<{ h: SelfHost; old: ChildProcess; attemptId
   const rel = await stewardRelease(h, '2.0.0', 'good');
   const up = await agentctl(h, ['update', 'steward', '2.0.0', '--file', rel.tgz, '--manifest', rel.manifest, '--json']);
   assert.equal(up.json?.accepted, true, up.stdout + up.stderr);
-  assert.ok(existsSync(path.join(h.paths.selfDir, 'candidate')));
+  // Accepted once the journal is written; `candidate` follows.
+  await waitFor('candidate', async () => existsSync(path.join(h.paths.selfDir, 'candidate')));
   return { h, old, attemptId: up.json.attemptId as string };
 }
 
@@ -63,7 +65,7 @@ test('a handover whose restart never comes is withdrawn: candidate removed, jour
   assert.match((await agentctl(h, ['restart', 'web', '--json'])).stdout, /HANDOVER/);
   const [receipt] = await waitFor('the receipt of the withdrawn handover', async () => (await receiptsOf(h, attemptId)).length > 0 && receiptsOf(h, attemptId));
   assert.deepEqual([receipt.outcome, receipt.reason?.code, receipt.fromVersion, receipt.targetVersion], ['failed', 'HANDOVER_TIMEOUT', '1.0.0', '2.0.0']);
-  assert.match(receipt.reason.message, /systemd did not restart steward-helper\.service within 3000 ms/);
+  assert.match(receipt.reason.message, new RegExp(`systemd did not restart steward-helper\\.service within ${TIMEOUT_MS} ms`));
   assert.equal(existsSync(path.join(h.paths.selfDir, 'candidate')), false);
   const s = await agentctl(h, ['status', '--json']);
   const steward = s.json.apps.find((a: any) => a.name === 'steward');

@@ -75,8 +75,8 @@ export async function handOver(core: TransactionCore, self: SelfSeams | undefine
     return endUnhanded(core, journal, held, err);
   }
   // Why the locks stay held: the apps must not change under a helper that is being replaced;
-  // systemd's stop of this process ends the handover, unless it never comes.
-  // A stop of this helper (the restart) ends the wait with the locks still held.
+  // systemd's stop of this process ends the handover (the wait ends, the locks still held),
+  // unless it never comes.
   await core.clock.sleep(cfg.handoverTimeoutMs, self.stopping).catch(() => new Promise<never>(() => {}));
   return withdrawHandover(core, journal, held, { unit: cfg.unit, timeoutMs: cfg.handoverTimeoutMs });
 }
