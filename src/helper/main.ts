@@ -112,6 +112,7 @@ export async function main(argv: string[]): Promise<number> {
     // Ready only now, after a trial's commit (Type=notify); the starts that did not get
     // ready are none again.
     await self.notifyReady();
+    const stopWatchdog = self.startWatchdog();
     if (selfCfg?.runner === 'self') await resetStartCounter(paths);
     recovering = false;
     textfile?.changed();
@@ -123,6 +124,7 @@ export async function main(argv: string[]): Promise<number> {
       const stop = (sig: string) => {
         log('stopping on %s (apps keep running)', sig);
         self.stop();
+        stopWatchdog();
         resolve();
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
