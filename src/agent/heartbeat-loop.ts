@@ -13,7 +13,7 @@ import type { ActedStore } from './acted-store.js';
 import { backoffDelayMs, fetchJitterMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import { convergeDesired, type Logf } from './convergence.js';
-import { heartbeatApps } from './heartbeat-apps.js';
+import { heartbeatApps, withoutSelf } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
 import type { SeqStore } from './seq-store.js';
@@ -54,6 +54,9 @@ export class HeartbeatLoop {
   // Monotonic ms before which heartbeats go without receipts (after RECEIPT_REJECTED).
   private receiptRetryAt: number | null = null;
   private heartbeatSeconds: number;
+  // The payload version the last answer said the control plane accepts (DESIGN §16): 2 once it
+  // listed 2, 1 before any answer and after one that did not.
+  private heartbeatV: 1 | 2 = 1;
   private apps: HeartbeatApp[] = [];
   private helperKey: KeyObject | null = null;
   private converging: Promise<void> | null = null;
@@ -166,13 +169,13 @@ export class HeartbeatLoop {
     const seq = await this.d.seq.next();
     const sentAt = this.d.clock.now();
     const payload: HeartbeatPayload = {
-      v: 1,
+      v: this.heartbeatV,
       nodeId: this.d.nodeId,
       seq,
       sentAt,
       bootId: this.d.bootId,
       agentVersion: this.d.agentVersion,
-      apps: this.apps,
+      apps: this.heartbeatV >= 2 ? this.apps : withoutSelf(this.apps),
       receipts,
     };
     const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
@@ -219,6 +222,7 @@ export class HeartbeatLoop {
         this.receiptRetryAt = null;
       }
       this.heartbeatSeconds = outcome.answer.heartbeatSeconds;
+      this.heartbeatV = outcome.answer.heartbeatVersions?.includes(2) ? 2 : 1;
       await this.d.outbox.ack(outcome.answer.ackedSeqs);
       await this.d.accepts?.record(outcome.answer.receiptVersions);
       this.startConvergence(outcome.answer.desired);
@@ -249,6 +253,9 @@ export class HeartbeatLoop {
         break;
       case 'receipt-rejected':
       case 'refused':
+        // A control plane rolled back to one that knows v1 only refuses v2: back to v1 until an
+        // answer lists 2 again.
+        if (outcome.kind === 'refused') this.heartbeatV = 1;
         this.d.log('WARNING: the control plane refused the heartbeat kind=%s message=%j; next try in %d ms', outcome.kind, outcome.message, delayMs);
         break;
       case 'unavailable':
