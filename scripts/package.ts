@@ -52,12 +52,13 @@ export function packagedUnit(unit: string, text: string, lib: string): string {
 // helper it chose with the package's Node.js (and its --single-threaded-gc). The helper tells systemd
 // it is ready once a trial committed (Type=notify; NotifyAccess=all for systemd-notify, its
 // child). TimeoutStartSec is above a trial's self-probe (stableMs plus the agent's round trip,
-// at most 120 s by default). A failed trial, 3 unready starts of `current` and the floor are 5
+// at most 120 s by default). WatchdogSec: the helper sends WATCHDOG=1 from its event loop every
+// 30 s once ready, so one whose loop is stuck is restarted (apps keep running). A failed trial, 3 unready starts of `current` and the floor are 5
 // starts: the start limit leaves room for two of them in a row before systemd gives up.
 export function launchedHelperUnit(text: string, lib: string): string {
   const swaps: Array<[RegExp, string]> = [
     [new RegExp(`^ExecStart=${lib}/${PACKAGED_NODE} --single-threaded-gc ${lib}/bin/steward-helper\\.js$`, 'm'), `ExecStart=/bin/sh ${lib}/systemd/steward-launcher`],
-    [/^Type=simple$/m, 'Type=notify\nNotifyAccess=all\nTimeoutStartSec=300'],
+    [/^Type=simple$/m, 'Type=notify\nNotifyAccess=all\nTimeoutStartSec=300\nWatchdogSec=60'],
     [/^\[Service\]$/m, 'StartLimitIntervalSec=300\nStartLimitBurst=10\n\n[Service]'],
   ];
   let out = text;

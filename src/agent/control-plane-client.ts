@@ -2,7 +2,8 @@
 // the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`. With several
 // control-plane URLs (DESIGN §13) a request goes to the one that last answered and moves on to
 // the next after no answer or a 5xx.
-import { RECEIPT_VERSIONS_HEADER } from '../core/control-api.js';
+import { HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER } from '../core/control-api.js';
+import { HEARTBEAT_VERSIONS } from '../core/heartbeat-schema.js';
 import { controlPlaneUrls, sameControlPlaneUrl } from '../core/control-plane-urls.js';
 import { StewardError } from '../core/errors.js';
 import { RECEIPT_VERSIONS } from '../core/receipt-schema.js';
@@ -119,7 +120,7 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
       if (err) reject(err);
       else resolve(value as PostAnswer);
     };
-    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json', [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', ') }, ca);
+    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json', [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', '), [HEARTBEAT_VERSIONS_HEADER]: HEARTBEAT_VERSIONS.join(', ') }, ca);
     // Before anything can destroy it: a destroyed request emits 'error' (socket hang up), and an
     // 'error' without a listener would crash the agent.
     req.on('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));

@@ -3,7 +3,8 @@ import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
 import { heartbeatAppSchema, type HeartbeatApp } from '../core/heartbeat-schema.js';
 import type { AppStatus } from '../protocol/answers.js';
 
-// Maps each app of a status answer to a heartbeat app; an app that does not fit the schema
+// Maps each app of a status answer to a heartbeat app (the app steward with its `self`, which a
+// heartbeat v1 leaves out: withoutSelf); an app that does not fit the schema
 // (a version the helper reports that is not one) is left out and named in `skipped`.
 export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[]; skipped: string[] } {
   const out: HeartbeatApp[] = [];
@@ -17,6 +18,7 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       held: a.hold !== null && a.hold !== undefined,
       blocked: a.blocked !== null && a.blocked !== undefined,
       supervisor: supervisorOf(a),
+      ...(a.self ? { self: { fallback: a.self.fallback ? { version: a.self.fallback.version, starts: a.self.fallback.starts } : null } } : {}),
     });
     if (parsed.success) out.push(parsed.data);
     else skipped.push(a.name);
@@ -36,4 +38,10 @@ function supervisorOf(a: AppStatus): HeartbeatApp['supervisor'] {
     return { state, ...(u.mainPid > 0 ? { pid: u.mainPid } : {}), attempts: Math.max(0, Math.min(u.nRestarts, 1_000_000)), since: null };
   }
   return { state: 'stopped', attempts: 0, since: null };
+}
+
+// The apps as a heartbeat v1 carries them: without `self` (DESIGN §16: a control plane that did
+// not list v2 refuses the field).
+export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
+  return apps.map(({ self: _self, ...a }) => a);
 }

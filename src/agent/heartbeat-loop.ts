@@ -13,7 +13,7 @@ import type { ActedStore } from './acted-store.js';
 import { backoffDelayMs, fetchJitterMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import { convergeDesired, type Logf } from './convergence.js';
-import { heartbeatApps } from './heartbeat-apps.js';
+import { heartbeatApps, withoutSelf } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
 import type { SeqStore } from './seq-store.js';
@@ -54,12 +54,20 @@ export class HeartbeatLoop {
   // Monotonic ms before which heartbeats go without receipts (after RECEIPT_REJECTED).
   private receiptRetryAt: number | null = null;
   private heartbeatSeconds: number;
+  // The payload version the last answer said the control plane accepts (DESIGN §16): 2 once it
+  // listed 2, 1 before any answer and after one that did not.
+  private heartbeatV: 1 | 2 = 1;
   private apps: HeartbeatApp[] = [];
   private helperKey: KeyObject | null = null;
   private converging: Promise<void> | null = null;
-  // The confirm to the helper of this process's first answered heartbeat (DESIGN §14): 'sent'
-  // once the helper answered it either way; tried again after the next 2xx while unreachable.
-  private confirm: 'todo' | Promise<void> | 'sent' = 'todo';
+  // The confirm to the helper of this process's first answered heartbeat (DESIGN §14), and of
+  // the first one after each new helper (a self-update's candidate waits for it): the helper
+  // the last confirm was answered by (pid:startedAt of its status; '' before any status), or
+  // null before any answer; tried again after the next 2xx while the helper is unreachable.
+  private confirmedTo: string | null = null;
+  private confirm: Promise<void> | null = null;
+  // The helper of the last status answer, as confirmedTo names it.
+  private helperSeen = '';
   // Aborts a heartbeat in flight when the agent stops.
   private signal: AbortSignal | undefined;
 
@@ -85,7 +93,7 @@ export class HeartbeatLoop {
   // Resolves when no convergence pass is running.
   async idle(): Promise<void> {
     while (this.converging) await this.converging;
-    if (typeof this.confirm === 'object') await this.confirm;
+    if (this.confirm) await this.confirm;
   }
 
   // One heartbeat, with its retries at once (a 409, or a receipt rejection), and its wait.
@@ -137,6 +145,7 @@ export class HeartbeatLoop {
     }
     try {
       const st = await this.d.helper.status();
+      this.helperSeen = `${st.pid}:${st.startedAt}`;
       const { apps, skipped } = heartbeatApps(st.apps);
       if (skipped.length) this.d.log('apps left out of the heartbeat (not reportable): %s', skipped.join(','));
       this.apps = apps;
@@ -160,13 +169,13 @@ export class HeartbeatLoop {
     const seq = await this.d.seq.next();
     const sentAt = this.d.clock.now();
     const payload: HeartbeatPayload = {
-      v: 1,
+      v: this.heartbeatV,
       nodeId: this.d.nodeId,
       seq,
       sentAt,
       bootId: this.d.bootId,
       agentVersion: this.d.agentVersion,
-      apps: this.apps,
+      apps: this.heartbeatV >= 2 ? this.apps : withoutSelf(this.apps),
       receipts,
     };
     const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
@@ -181,23 +190,28 @@ export class HeartbeatLoop {
     return { seq, sentAt, receipts: receipts.length, outcome };
   }
 
-  // After this process's first 2xx: tells the helper, which, when it is probing this process as
-  // a new agent release, makes it active on it (DESIGN §14). Never holds up the heartbeats. A
-  // refusal is the usual answer at a start that is no update's (FORBIDDEN), or from a helper
-  // older than the op (BAD_REQUEST): either way it is not asked again.
+  // After this process's first 2xx, and the first after a new helper answered its status: tells
+  // the helper, which, when it is probing this process as a new agent release, makes it active
+  // on it, and when it is a steward version on trial, takes it as the round trip with the agent
+  // (DESIGN §14). Never holds up the heartbeats. A refusal is the usual answer when neither
+  // waits (FORBIDDEN), or from a helper older than the op (BAD_REQUEST): either way that helper
+  // is not asked again.
   private startConfirm(seq: number, sentAt: number): void {
-    if (this.confirm !== 'todo') return;
+    const helper = this.helperSeen;
+    if (this.confirm || this.confirmedTo === helper) return;
     this.confirm = this.d.helper.confirm({ seq, sentAt }).then(
       (a) => {
-        this.d.log('heartbeat seq=%d confirmed to the helper: %s %s active on pid %d (attempt %s)', seq, a.app, a.version, a.pid, a.attemptId);
-        this.confirm = 'sent';
+        this.d.log('heartbeat seq=%d confirmed to the helper: %s %s took it from pid %d (attempt %s)', seq, a.app, a.version, a.pid, a.attemptId);
+        this.confirmedTo = helper;
       },
       (err: Error & { code?: string }) => {
         const again = err.code === 'HELPER_UNREACHABLE';
         this.d.log('heartbeat seq=%d not confirmed to the helper: %s%s', seq, err.message, again ? '; tried again after the next answered heartbeat' : '');
-        this.confirm = again ? 'todo' : 'sent';
+        if (!again) this.confirmedTo = helper;
       },
-    );
+    ).finally(() => {
+      this.confirm = null;
+    });
   }
 
   private async settle(outcome: HeartbeatOutcome, sentReceipts: number): Promise<Omit<TickResult, 'sentReceipts'>> {
@@ -208,6 +222,7 @@ export class HeartbeatLoop {
         this.receiptRetryAt = null;
       }
       this.heartbeatSeconds = outcome.answer.heartbeatSeconds;
+      this.heartbeatV = outcome.answer.heartbeatVersions?.includes(2) ? 2 : 1;
       await this.d.outbox.ack(outcome.answer.ackedSeqs);
       await this.d.accepts?.record(outcome.answer.receiptVersions);
       this.startConvergence(outcome.answer.desired);
@@ -238,6 +253,9 @@ export class HeartbeatLoop {
         break;
       case 'receipt-rejected':
       case 'refused':
+        // A control plane rolled back to one that knows v1 only refuses v2: back to v1 until an
+        // answer lists 2 again.
+        if (outcome.kind === 'refused') this.heartbeatV = 1;
         this.d.log('WARNING: the control plane refused the heartbeat kind=%s message=%j; next try in %d ms', outcome.kind, outcome.message, delayMs);
         break;
       case 'unavailable':

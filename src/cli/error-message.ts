@@ -35,6 +35,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   ALREADY_ACTIVE: { exit: EXIT.ok, hint: 'that version is already active' },
   JOURNAL_INVALID: { exit: EXIT.failure, hint: 'the app journal is unreadable; `agentctl recover <app>`' },
   FALLBACK: { exit: EXIT.failure, hint: "steward's committed version never got ready 3 starts in a row; the package's version runs instead (`agentctl status steward`)" },
+  HANDOVER_TIMEOUT: { exit: EXIT.failure, hint: "the restart a self-update asked systemd for never came; the handover was withdrawn and the old steward version runs on (`journalctl -u steward-helper`)" },
   BAD_REQUEST: { exit: EXIT.failure, hint: 'the helper or the admin API rejected the request as malformed or oversized' },
   FORBIDDEN: { exit: EXIT.refused, hint: 'helper.sock does not allow this; run as root to use admin.sock' },
   UNKNOWN_APP: { exit: EXIT.refused, hint: 'the app is not in /etc/steward/steward.json' },

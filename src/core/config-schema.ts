@@ -53,9 +53,13 @@ const selfAppSchema = z.strictObject({
   quarantine: z._default(quarantineSchema, () => quarantineSchema.parse({})),
   // How long the candidate must stay up, its self-probe passed, before it commits.
   stableMs: z._default(intSchema(0, 3_600_000), 5_000),
-  // How long the candidate waits for the agent's first request over helper.sock when the host
-  // is enrolled (the round trip with the agent); the agent asks for status every heartbeat.
+  // How long the candidate waits, when the host is enrolled, for the round trip with the agent:
+  // the agent's own process confirming over helper.sock a heartbeat the control plane answered
+  // (it confirms once to each new helper, after its next heartbeat: above its interval).
   agentTimeoutMs: z._default(intSchema(0, 3_600_000), 120_000),
+  // How long the old helper waits, `candidate` written and the restart asked for, for systemd to
+  // stop it; then it withdraws the handover (handover.ts).
+  handoverTimeoutMs: z._default(intSchema(1000, 3_600_000), 120_000),
   logTail: z.optional(z.boolean()),
 });
 

@@ -89,6 +89,8 @@ const seqSchema = intSchema(1);
 // a header is ignored by a control plane that does not know it, and the answer carries the new
 // field only to an agent that asked for it.
 export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
+// The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
+export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
 
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.
@@ -98,6 +100,9 @@ export const heartbeatAnswerSchema = z.strictObject({
   // The receipt payload versions the control plane accepts (absent: 1 only), given to an agent
   // that sent RECEIPT_VERSIONS_HEADER.
   receiptVersions: z.optional(receiptVersionListSchema),
+  // The heartbeat payload versions it accepts (absent: 1 only), given to an agent that sent
+  // HEARTBEAT_VERSIONS_HEADER.
+  heartbeatVersions: z.optional(receiptVersionListSchema),
 });
 export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
 

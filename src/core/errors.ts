@@ -29,6 +29,7 @@ export const OUTCOME_CODES = [
   'JOURNAL_INVALID',
   'AGENT_UNCONFIRMED', // a new steward-agent confirmed no answered heartbeat in time: rolled back
   'FALLBACK',
+  'HANDOVER_TIMEOUT', // a self-update's restart never came: the handover was withdrawn, nothing ran the candidate
 ] as const;
 
 // Codes that are not part of an update's outcome: a request the helper will not

@@ -20,14 +20,25 @@ export const heartbeatAppSchema = z.strictObject({
     attempts: intSchema(0, 1_000_000),
     since: z.nullable(epochMsSchema),
   }),
+  // The app steward only, in heartbeats v2 (DESIGN §14 step 5, §16): the committed version the
+  // launcher set aside (FALLBACK) after `starts` starts that never got ready, or null.
+  self: z.optional(
+    z.strictObject({
+      fallback: z.nullable(z.strictObject({ version: versionSchema, starts: intSchema(1, 1_000_000) })),
+    }),
+  ),
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
+
+// The heartbeat payload versions this steward sends and accepts (DESIGN §16): v2 adds an app's
+// `self`. An agent sends v2 only to a control plane whose answer listed it (HEARTBEAT_VERSIONS_HEADER).
+export const HEARTBEAT_VERSIONS = [1, 2] as const;
 
 // The payload of a `POST /v1/heartbeat` envelope (DESIGN §6), signed by the node key.
 // `receipts` are the helper's envelopes, relayed as they are; each is verified on its own.
 export const heartbeatPayloadSchema = z
   .strictObject({
-    v: z.literal(1),
+    v: z.union([z.literal(1), z.literal(2)]),
     nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
     seq: intSchema(1),
     sentAt: epochMsSchema,
@@ -39,6 +50,10 @@ export const heartbeatPayloadSchema = z
   .check(
     z.refine((p) => new Set(p.apps.map((a) => a.name)).size === p.apps.length, {
       message: 'each app is reported once',
+      path: ['apps'],
+    }),
+    z.refine((p) => p.v >= 2 || p.apps.every((a) => a.self === undefined), {
+      message: 'an app has `self` only in heartbeats v2',
       path: ['apps'],
     }),
   );

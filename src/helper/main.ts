@@ -18,6 +18,7 @@ import { startApps } from './start-apps.js';
 import { Supervisor } from './supervisor/supervisor.js';
 import { AGENT_APP } from '../core/name-checks.js';
 import { SELF_APP } from '../core/self-schemas.js';
+import { expectAgentRoundTrip } from './self/agent-round-trip.js';
 import { probeSelf } from './self/probe-self.js';
 import { settleTrial } from './self/settle-trial.js';
 import { readTrialState } from './self/trial-state.js';
@@ -85,11 +86,13 @@ export async function main(argv: string[]): Promise<number> {
     let recovering = true;
     core.recovering = () => recovering;
     const dispatch = makeDispatch(makeHandlers(core), { recovering: core.recovering });
-    // The first request over helper.sock: the agent's half of a trial's round trip.
-    let helperAsked!: () => void;
-    const agentAsked = new Promise<void>((resolve) => (helperAsked = resolve));
+    // On trial, the agent's half of the round trip: opened before helper.sock is bound, since
+    // the agent confirms once to each new helper, maybe at once.
+    const selfCfg = config.apps[SELF_APP];
+    const onTrial = selfCfg?.runner === 'self' && core.self?.launched?.decision === 'trial';
+    const agentConfirmed = onTrial ? (await expectAgentRoundTrip(core, core.self!.launched!.version)).confirmed : new Promise<void>(() => {});
     servers.push(await startApiServer({ socketPath: paths.adminSock, kind: 'admin', settings: config.api, dispatch, log }));
-    servers.push(await startApiServer({ socketPath: paths.helperSock, kind: 'helper', settings: config.api, dispatch: (raw, ctx) => (helperAsked(), dispatch(raw, ctx)), log }));
+    servers.push(await startApiServer({ socketPath: paths.helperSock, kind: 'helper', settings: config.api, dispatch, log }));
     await openRunDir(paths.runDir);
 
     // 2. For each app: validate and recover the journal, re-emit a missing receipt, run the
@@ -97,19 +100,19 @@ export async function main(argv: string[]): Promise<number> {
     await startApps(core, paths, config);
     // 3. steward itself (DESIGN §14): close the last trial; on trial, probe and commit. A
     // failed trial throws: this helper exits unready and the launcher reverts it.
-    const selfCfg = config.apps[SELF_APP];
     const self = core.self!;
     if (selfCfg?.runner === 'self') {
       const trial = await readTrialState(paths, process.env);
       await settleTrial(core, {
         trial,
         self,
-        probe: () => probeSelf({ paths, clock: core.clock, cfg: selfCfg, trialVersion: trial.launched?.version ?? '', ownVersion: self.ownVersion, agentConfigured: Object.hasOwn(config.apps, AGENT_APP), agentAsked }),
+        probe: () => probeSelf({ paths, clock: core.clock, cfg: selfCfg, trialVersion: trial.launched?.version ?? '', ownVersion: self.ownVersion, agentConfigured: Object.hasOwn(config.apps, AGENT_APP), agentConfirmed }),
       });
     }
     // Ready only now, after a trial's commit (Type=notify); the starts that did not get
     // ready are none again.
     await self.notifyReady();
+    const stopWatchdog = self.startWatchdog();
     if (selfCfg?.runner === 'self') await resetStartCounter(paths);
     recovering = false;
     textfile?.changed();
@@ -120,6 +123,8 @@ export async function main(argv: string[]): Promise<number> {
     await new Promise<void>((resolve) => {
       const stop = (sig: string) => {
         log('stopping on %s (apps keep running)', sig);
+        self.stop();
+        stopWatchdog();
         resolve();
       };
       process.once('SIGTERM', () => stop('SIGTERM'));

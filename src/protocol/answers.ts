@@ -126,7 +126,8 @@ export interface ReleaseHoldAnswer {
   released: boolean;
 }
 
-// `agent-confirm`: the probe of steward-agent `version` (attempt `attemptId`) took the confirm of
+// `agent-confirm`: the probe of steward-agent `version` (or the trial of steward `version`; `app`
+// says which) of attempt `attemptId` took the confirm of
 // its process `pid`.
 export interface AgentConfirmAnswer {
   app: string;

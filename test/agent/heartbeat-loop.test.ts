@@ -29,6 +29,11 @@ interface Rig {
   // What the agent confirmed to the helper, and how the helper answers.
   confirms: { seq: number; sentAt: number }[];
   confirmAnswer: () => Promise<unknown>;
+  // The helper that answers status (a self-update replaces it), and its apps.
+  helper: { pid: number; startedAt: number };
+  apps: unknown[];
+  // The heartbeat versions the control plane's answers list (undefined: an older one, none).
+  heartbeatVersions: number[] | undefined;
   logs: string[];
   clock: Clock & { t: number; mono: number };
   // A fresh agent over the same files (a restart).
@@ -71,6 +76,9 @@ function makeRig(): Rig {
     confirmAnswer: async () => {
       throw new StewardError('FORBIDDEN', 'no update of steward-agent waits for a confirm');
     },
+    helper: { pid: 1, startedAt: NOW },
+    apps: [],
+    heartbeatVersions: undefined,
     logs: [],
     clock,
     async agent() {
@@ -79,7 +87,7 @@ function makeRig(): Rig {
       const acted = await ActedStore.open(path.join(dir, 'acted.json'));
       const helper: HelperPort = {
         receipts: async () => ({ helperKeyId: keyIdOf(helperKey.publicKey), receipts: rig.receipts }),
-        status: async () => ({ root: '/', pid: 1, startedAt: NOW, recovering: false, apps: [] }),
+        status: async () => ({ root: '/', ...rig.helper, recovering: false, apps: rig.apps as never }),
         update: async (e) => {
           rig.updates.push(e);
           return (await rig.updateAnswer(e)) as never;
@@ -100,7 +108,8 @@ function makeRig(): Rig {
             const sentSeq = JSON.parse(Buffer.from((body as Envelope).payload, 'base64').toString('utf8')).seq;
             assert.equal(onDisk, sentSeq, 'seq.json holds the seq before the heartbeat leaves');
             const r = cp.handle('POST', endpoint, Buffer.from(JSON.stringify(body)));
-            return { status: r.status, json: r.json };
+            const json = r.status === 200 && rig.heartbeatVersions ? { ...(r.json as object), heartbeatVersions: rig.heartbeatVersions } : r.json;
+            return { status: r.status, json };
           },
         },
         seq,
@@ -161,6 +170,53 @@ test('the first heartbeat the control plane answers 200 is confirmed to the help
     await a.loop.idle();
     const sent = rig.cp.heartbeats.filter((h) => h.status === 200).map((h) => ({ seq: h.payload.seq, sentAt: h.payload.sentAt }));
     assert.deepEqual(rig.confirms, sent.slice(0, 2), 'the first answered heartbeat, then (the helper unreachable) the next; none after the helper answered');
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test('the first answered heartbeat after a new helper answered status is confirmed to it once, as a self-update trial waits for', async () => {
+  const rig = makeRig();
+  try {
+    const a = await rig.agent();
+    const tick = async () => {
+      rig.clock.t += 1000;
+      assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+      await a.loop.idle();
+    };
+    await tick();
+    await tick();
+    assert.equal(rig.confirms.length, 1, 'one confirm to the first helper');
+    // The handover's restart: another helper process answers from now on.
+    rig.helper = { pid: 2, startedAt: NOW + 5000 };
+    await tick();
+    await tick();
+    const sent = rig.cp.heartbeats.filter((h) => h.status === 200).map((h) => ({ seq: h.payload.seq, sentAt: h.payload.sentAt }));
+    assert.deepEqual(rig.confirms, [sent[0], sent[2]], 'the first answered heartbeat through the new helper, and no other');
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test("the app steward's FALLBACK goes in heartbeats v2 only once the control plane's answer lists 2; a refusal goes back to v1", async () => {
+  const rig = makeRig();
+  try {
+    rig.apps = [{ name: 'steward', runner: 'self', current: '2.0.0', previous: '1.0.0', hold: null, blocked: null, supervisor: null, self: { version: '1.0.0', decision: 'fallback', fallback: { code: 'FALLBACK', version: '2.0.0', starts: 3, message: 'set aside' }, problems: [] } }];
+    const a = await rig.agent();
+    const sent = () => rig.cp.heartbeats.map((h) => [h.payload.v, h.payload.apps[0]?.self ?? null]);
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.deepEqual(sent(), [[1, null], [1, null]], 'a control plane that lists no heartbeat versions gets v1, without self');
+    rig.heartbeatVersions = [1, 2];
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.deepEqual(sent().slice(2), [[1, null], [2, { fallback: { version: '2.0.0', starts: 3 } }]], 'v2 after the first answer that listed it');
+    // A control plane rolled back to one that refuses v2.
+    rig.cp.script.push({ status: 400, json: { error: { code: 'BAD_BODY', message: 'v: expected 1' } } });
+    rig.heartbeatVersions = undefined;
+    assert.equal((await a.loop.tick()).outcome.kind, 'refused');
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.deepEqual(sent().slice(4), [[2, { fallback: { version: '2.0.0', starts: 3 } }], [1, null]]);
   } finally {
     rig.cleanup();
   }

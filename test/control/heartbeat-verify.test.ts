@@ -320,3 +320,14 @@ test('a refused receipt without a targetVersion agrees with the issue it answers
   assert.ok(v.ok, v.ok ? '' : v.message);
   assert.deepEqual(v.receipts.map((x) => [x.payload.seq, x.counts]), [[7, true]]);
 });
+
+test("a heartbeat v2 carries the app steward's FALLBACK (self) and is accepted; self in a v1 heartbeat is refused", () => {
+  const steward = { name: 'steward', current: '2.0.0', previous: '1.0.0', held: false, blocked: false, supervisor: { state: 'stopped', attempts: 0, since: null }, self: { fallback: { version: '2.0.0', starts: 3 } } };
+  const v = verify(body({ v: 2, apps: [steward] }));
+  assert.ok(v.ok, v.ok ? '' : v.message);
+  assert.deepEqual(v.heartbeat.apps[0]?.self, { fallback: { version: '2.0.0', starts: 3 } });
+  const old = verify(body({ v: 1, apps: [steward] }));
+  assert.equal(old.ok, false);
+  assert.match(old.ok ? '' : old.message, /an app has `self` only in heartbeats v2/);
+  assert.equal(verify(body({ v: 3 })).ok, false, 'a version above the newest is refused');
+});

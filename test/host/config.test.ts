@@ -88,7 +88,7 @@ test('keepReleases below 2 is refused', async () => {
 
 test('the app steward takes the runner self, with the helper unit and trial defaults filled in', async () => {
   const c = await loadWith({ apps: { steward: { runner: 'self' } } });
-  assert.deepEqual(c.apps.steward, { runner: 'self', unit: 'steward-helper.service', keepReleases: 3, quarantine: { baseMs: 300_000, capMs: 86_400_000 }, stableMs: 5000, agentTimeoutMs: 120_000 });
+  assert.deepEqual(c.apps.steward, { runner: 'self', unit: 'steward-helper.service', keepReleases: 3, quarantine: { baseMs: 300_000, capMs: 86_400_000 }, stableMs: 5000, agentTimeoutMs: 120_000, handoverTimeoutMs: 120_000 });
 });
 
 test('the runner self is refused for any app but steward, and steward with any other runner', async () => {

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO, IS_ROOT } from '../helpers/host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
+import { packagedUnit } from '../../scripts/package.js';
 
 // The files of systemd/ are valid for systemd 252: `systemd-analyze verify` accepts each unit
 // with no warning, and sysusers.d/tmpfiles.d make the user, group, folders and modes of DESIGN §2
@@ -88,4 +89,11 @@ test('sysusers.d and tmpfiles.d make the steward user and the folders of DESIGN 
     assert.equal(st.uid, ids[owner], `owner of ${p}`);
     assert.equal(st.gid, gids[grp], `group of ${p}`);
   }
+});
+
+test("the package's helper unit has WatchdogSec, so that systemd restarts a helper whose event loop is stuck", () => {
+  const text = packagedUnit('steward-helper.service', readFileSync(path.join(REPO, 'systemd/steward-helper.service'), 'utf8'), '/usr/lib/steward/1.0.0');
+  const service = text.slice(text.indexOf('[Service]'));
+  assert.match(service, /^WatchdogSec=60$/m);
+  assert.match(service, /^Type=notify$/m, 'the pings go through the notify socket');
 });

@@ -2,7 +2,8 @@
 // rollout ticker (DESIGN §13), woken by every commit that stores verdicts.
 import http from 'node:http';
 import https from 'node:https';
-import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
+import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
+import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
 import { StewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
@@ -125,7 +126,7 @@ async function handle(
     // it, and for that commit's fsync. An enrollment's too: the node writes the nodeId it is
     // answered, and the token it used is spent.
     try {
-      if (pathOnly === HEARTBEAT_PATH) return sendJson(res, withReceiptVersions(req, await heartbeats.submit(body.body)));
+      if (pathOnly === HEARTBEAT_PATH) return sendJson(res, withAcceptedVersions(req, await heartbeats.submit(body.body)));
       const answer = await enrollNode(store, body.body, opts.heartbeatSeconds);
       await durable();
       return sendJson(res, answer);
@@ -151,9 +152,12 @@ async function handle(
   return sendJson(res, errorAnswer(404, 'NOT_FOUND', `no such path ${JSON.stringify(pathOnly.slice(0, 200))}`));
 }
 
-// A 200 heartbeat answer with the receipt versions this control plane accepts, for an agent that
-// asked (RECEIPT_VERSIONS_HEADER, DESIGN §16); any other answer as it is.
-function withReceiptVersions<A extends { status: number; body: unknown }>(req: http.IncomingMessage, answer: A): A {
-  if (answer.status !== 200 || req.headers[RECEIPT_VERSIONS_HEADER] === undefined) return answer;
-  return { ...answer, body: { ...(answer.body as object), receiptVersions: [...RECEIPT_VERSIONS] } };
+// A 200 heartbeat answer with the receipt and heartbeat versions this control plane accepts, each
+// for an agent that asked (RECEIPT_VERSIONS_HEADER, HEARTBEAT_VERSIONS_HEADER, DESIGN §16); any
+// other answer as it is.
+function withAcceptedVersions<A extends { status: number; body: unknown }>(req: http.IncomingMessage, answer: A): A {
+  if (answer.status !== 200) return answer;
+  const receipts = req.headers[RECEIPT_VERSIONS_HEADER] !== undefined ? { receiptVersions: [...RECEIPT_VERSIONS] } : {};
+  const heartbeats = req.headers[HEARTBEAT_VERSIONS_HEADER] !== undefined ? { heartbeatVersions: [...HEARTBEAT_VERSIONS] } : {};
+  return { ...answer, body: { ...(answer.body as object), ...receipts, ...heartbeats } };
 }

@@ -15,13 +15,14 @@ export interface SelfProbeInput {
   ownVersion: string;
   // Whether the agent is an app of this host.
   agentConfigured: boolean;
-  // Resolves at the first request over helper.sock after the sockets were bound.
-  agentAsked: Promise<void>;
+  // Resolves once the agent's own process confirmed a heartbeat answered while this helper ran
+  // (expectAgentRoundTrip).
+  agentConfirmed: Promise<void>;
 }
 
 // The candidate's self-probe (DESIGN §14, step 3), run once its sockets are bound, every app is
 // recovered and had its first pass: it is the version on trial, it stays up `stableMs`, and,
-// when the host is enrolled, the agent reaches it over helper.sock within `agentTimeoutMs`.
+// when the host is enrolled, the agent confirms a heartbeat through it within `agentTimeoutMs`.
 // Rejects with why it failed.
 export async function probeSelf(p: SelfProbeInput): Promise<void> {
   if (p.ownVersion !== p.trialVersion) {
@@ -33,10 +34,10 @@ export async function probeSelf(p: SelfProbeInput): Promise<void> {
     const timeout = new AbortController();
     waits.push(
       Promise.race([
-        p.agentAsked.then(() => timeout.abort()),
+        p.agentConfirmed.then(() => timeout.abort()),
         p.clock.sleep(p.cfg.agentTimeoutMs, timeout.signal).then(
           () => {
-            throw new StewardError('REPLACEMENT_UNHEALTHY', `${SELF_APP} ${p.trialVersion}: the agent (${AGENT_APP}) did not reach helper.sock within ${p.cfg.agentTimeoutMs} ms`);
+            throw new StewardError('REPLACEMENT_UNHEALTHY', `${SELF_APP} ${p.trialVersion}: the agent (${AGENT_APP}) did not confirm over helper.sock, from its own process, a heartbeat the control plane answered within ${p.cfg.agentTimeoutMs} ms`);
           },
           () => {},
         ),

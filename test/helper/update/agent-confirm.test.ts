@@ -1,10 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { releaseFileSchema } from '../../../src/core/release-schemas.js';
 import { checkReleaseFile } from '../../../src/helper/stage/check-release-file.js';
-import { wantsConfirm } from '../../../src/helper/update/agent-confirm.js';
+import { AgentConfirms, wantsConfirm } from '../../../src/helper/update/agent-confirm.js';
+import { systemClock } from '../../../src/platform/clock.js';
+import { readProcIdentity } from '../../../src/platform/proc-identity.js';
 import { probeSpecOf } from '../../../src/helper/update/app-process.js';
 import { makeHost } from '../../helpers/host.js';
 
@@ -42,4 +46,30 @@ test('only a steward-agent release may ask for the confirm, and never together w
   const both = releaseFileSchema.safeParse({ name: 'steward-agent', version: '1.0.0', health: { confirm: 'heartbeat', tcp: '127.0.0.1:1' } });
   assert.equal(both.success, false);
   assert.equal(releaseFileSchema.safeParse({ name: 'steward-agent', version: '1.0.0', health: { confirm: 'always' } }).success, false);
+});
+
+test("a trial's wait takes the confirm of the agent's running process only, of a heartbeat sent since the wait began", async (t) => {
+  const agent = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  const other = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  t.after(() => {
+    agent.kill('SIGKILL');
+    other.kill('SIGKILL');
+  });
+  await Promise.all([once(agent, 'spawn'), once(other, 'spawn')]);
+  const confirms = new AgentConfirms(systemClock);
+  let settled = false;
+  const confirmed = confirms.expectTrial('2.0.0', 'attempt-1', () => readProcIdentity(agent.pid!)).then(() => (settled = true));
+  const from = (pid: number) => ({ ok: true as const, peer: { pid, uid: 0, gid: 0 } });
+  const now = Date.now();
+  await assert.rejects(confirms.confirm(from(other.pid!), { seq: 1, sentAt: now }), (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'FORBIDDEN');
+    assert.match(err.message, new RegExp(`the confirm came from pid ${other.pid}, not from the running steward-agent process \\(pid ${agent.pid}\\)`));
+    return true;
+  });
+  await assert.rejects(confirms.confirm(from(agent.pid!), { seq: 1, sentAt: now - 60_000 }), { code: 'BAD_REQUEST' });
+  assert.equal(settled, false);
+  const a = await confirms.confirm(from(agent.pid!), { seq: 2, sentAt: Date.now() });
+  assert.deepEqual(a, { app: 'steward', version: '2.0.0', attemptId: 'attempt-1', pid: agent.pid });
+  await confirmed;
+  await assert.rejects(confirms.confirm(from(agent.pid!), { seq: 3, sentAt: Date.now() }), { code: 'FORBIDDEN' }, 'the wait is over once taken');
 });
