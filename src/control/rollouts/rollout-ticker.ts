@@ -10,7 +10,8 @@
 // arrive all through a batch: woken by each commit, ticks would run back to back and take the
 // instance from its heartbeats (a 100,000-node run did). So a wake or the timer waits, after a
 // tick that took d ms, until PACE × d ms have passed since it ended (at most MAX_GAP_MS): ticks
-// take at most a quarter of an instance's time, and on a small fleet the wait is a few ms.
+// under MAX_GAP_MS / PACE take at most a quarter of an instance's time, longer ones d / (d + 10 s),
+// and on a small fleet the wait is a few ms.
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import type { StopPoints } from '../server/test-stop-points.js';
