@@ -4,23 +4,18 @@
 // the journal closes `failed` (HANDOVER_TIMEOUT) with a receipt, and the apps are free again.
 // When the launcher took `candidate` first (renamed it to `trying`), the trial owns the attempt:
 // the old helper writes no outcome, and the attempt ends in one receipt, the trial's.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { agentctl, processApp } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
-import { exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, waitReady, type SelfHost } from '../helpers/self-host.js';
+import { cleanedUpAfter, exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, waitReady, type SelfHost } from '../helpers/self-host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
 const IS_ROOT = process.getuid?.() === 0;
-const children: ChildProcess[] = [];
-const hosts: SelfHost[] = [];
-after(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const h of hosts) h.cleanup();
-});
+const { children, hosts } = cleanedUpAfter();
 
 // Long enough for the second case to take `candidate` before it, on a loaded machine.
 const TIMEOUT_MS = 10_000;

@@ -2,7 +2,7 @@
 // version commits; one that exits at start, hangs, or binds and fails its self-check, and a
 // candidate or an old helper killed with SIGKILL during the handover, each run the candidate at
 // most once, leave one `current`, keep the apps running and unblocked, and end in a receipt.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,16 +10,11 @@ import type { ChildProcess } from 'node:child_process';
 import { callHelper } from '../../src/protocol/client.js';
 import { agentctl, processApp } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
-import { currentOf, exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, upgradePackage, waitReady, type SelfHost } from '../helpers/self-host.js';
+import { cleanedUpAfter, currentOf, exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, upgradePackage, waitReady, type SelfHost } from '../helpers/self-host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
 const IS_ROOT = process.getuid?.() === 0;
-const children: ChildProcess[] = [];
-const hosts: SelfHost[] = [];
-after(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const h of hosts) h.cleanup();
-});
+const { children, hosts } = cleanedUpAfter();
 
 async function host(stableMs = 300): Promise<{ h: SelfHost; webPid: number; launch: (env?: Record<string, string>) => ChildProcess }> {
   const h = await makeSelfHost('1.0.0', { apps: { steward: { runner: 'self', stableMs }, web: processApp() }, supervisor: { processRunner: 'detached' } });

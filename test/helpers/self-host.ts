@@ -5,12 +5,25 @@
 // one start of the helper's unit; `restartCommand` stands for `systemctl --no-block restart`: it
 // ends the helper, and `run` starts the launcher again as systemd's Restart= would.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { after } from 'node:test';
 import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { layOutStewardTree } from '../../src/platform/release-tree.js';
 import { agentctl, makeHost, makeReleaseKey, REPO, type ReleaseKey, type TestHost } from './host.js';
 import { stewardReleaseFiles, type StewardReleaseFiles } from './self-release.js';
 import { LAUNCHER, SHELL } from './launcher-host.js';
+
+// The launchers and hosts a test file starts: once the file's tests end, every child still
+// running is SIGKILLed and every host removed.
+export function cleanedUpAfter(): { children: ChildProcess[]; hosts: SelfHost[] } {
+  const children: ChildProcess[] = [];
+  const hosts: SelfHost[] = [];
+  after(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const h of hosts) h.cleanup();
+  });
+  return { children, hosts };
+}
 
 export interface SelfHost extends TestHost {
   key: ReleaseKey;

@@ -6,7 +6,7 @@
 // candidate that cannot carry the agent's heartbeats would commit. Only the agent app's running
 // process (SO_PEERCRED pid, then its start time and boot) confirming counts: the candidate never
 // gets ready, and the old version closes its attempt rolled-back, with a receipt.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,16 +15,11 @@ import { StewardError } from '../../src/core/errors.js';
 import { callHelper } from '../../src/protocol/client.js';
 import { agentctl, makeReleaseKey, manifestFor, processApp } from '../helpers/host.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
-import { currentOf, exited, makeSelfHost, startLauncher, stewardRelease, waitReady, type SelfHost } from '../helpers/self-host.js';
+import { cleanedUpAfter, currentOf, exited, makeSelfHost, startLauncher, stewardRelease, waitReady, type SelfHost } from '../helpers/self-host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
 const IS_ROOT = process.getuid?.() === 0;
-const children: ChildProcess[] = [];
-const hosts: SelfHost[] = [];
-after(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const h of hosts) h.cleanup();
-});
+const { children, hosts } = cleanedUpAfter();
 
 // How long the candidate waits for the agent: short for a test, far above a status answer.
 const AGENT_TIMEOUT_MS = 5000;
