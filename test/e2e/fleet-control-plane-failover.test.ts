@@ -61,7 +61,16 @@ test('a host enrolls and heartbeats through a real steward-control listed after 
   h.agent = startAgentProcess(h.host);
   await waitUntil('the node to heartbeat its apps', 30_000, async () => ((await ctl('nodes')).nodes[0]?.apps.length > 0 ? true : undefined));
   assert.equal(busyHits, 2, 'the first heartbeat went past the dead URL and the 503, once each');
-  const answered = JSON.parse(readFileSync(path.join(h.host.paths.agentDir, 'control-plane.json'), 'utf8')).answered.url;
+  // steward-control records the heartbeat before its answer reaches the agent, which writes the
+  // file only then.
+  const recorded = (): string | undefined => {
+    try {
+      return JSON.parse(readFileSync(path.join(h.host.paths.agentDir, 'control-plane.json'), 'utf8')).answered?.url;
+    } catch {
+      return undefined;
+    }
+  };
+  const answered = await waitUntil('control-plane.json to name the URL that answered', 10_000, async () => recorded());
   assert.equal(answered, new URL(control.url).href);
 
   const file = path.join(dir, 'web-1.0.0.tgz');
