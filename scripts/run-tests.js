@@ -15,7 +15,8 @@
 // lines are not TAP's `# pass N` that the counts below are read from. (Node 20's --test-timeout
 // is not used: there it also bounds a whole file, not one test.)
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -39,6 +40,12 @@ function walk(dir, out) {
   return out;
 }
 
+// One folder for the whole run, which every file may keep what it built in for the files after
+// it (test/helpers/deb-cache.ts: each .deb is built once); removed when the run ends.
+const cache = mkdtempSync(path.join(os.tmpdir(), 'steward-test-cache-'));
+process.on('exit', () => rmSync(cache, { recursive: true, force: true }));
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]]) process.once(signal, () => process.exit(code));
+
 const running = new Map(); // file -> start time (ms)
 const rel = (f) => path.relative(root, f);
 
@@ -49,7 +56,11 @@ function runFile(file) {
     running.set(file, t0);
     const counts = { pass: 0, fail: 0, cancelled: 0, skipped: 0 };
     // detached: its own process group, which a timeout kills whole (helpers, containers, servers).
-    const child = spawn(process.execPath, ['--test', '--test-reporter=tap', '--test-reporter-destination=stdout', file], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, ['--test', '--test-reporter=tap', '--test-reporter-destination=stdout', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env, STEWARD_TEST_CACHE: cache },
+    });
     const chunks = [];
     child.stdout.on('data', (c) => chunks.push(c));
     child.stderr.on('data', (c) => chunks.push(c));

@@ -3,12 +3,12 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { buildStewardDeb, type PackageOptions, type PackageResult } from '../../scripts/package.js';
 import { AddonNotBuilt } from '../../scripts/package/sqlite-addon.js';
 import { PACKAGE_DEFAULT_CONFIG } from '../../src/install/install-layout.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { REPO, sri } from './host.js';
 import { runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
+import { buildDeb, STEWARD_DEB, type DebBuilder } from './deb-cache.js';
 import { skipUnlessCI } from './skip.js';
 import { bootOrSkip, waitFor, type SystemdContainer } from './systemd-container.js';
 
@@ -32,20 +32,17 @@ export interface DebContainer {
   buildDeb(version: string): Promise<string>;
 }
 
-// Builds a package of the checkout into `out` (buildStewardDeb, buildControlDeb).
-export type DebBuilder = (repo: string, out: string, opts: PackageOptions) => Promise<PackageResult>;
-
 // Boots the container (or skips the test, see bootOrSkip) and builds the .deb with `builder`;
 // both are undone when the test ends. A builder that would have to compile better-sqlite3
 // (AddonNotBuilt) skips the test as bootOrSkip does.
-export async function bootForDpkg(t: TestContext, builder: DebBuilder = buildStewardDeb): Promise<DebContainer | null> {
+export async function bootForDpkg(t: TestContext, builder: DebBuilder = STEWARD_DEB): Promise<DebContainer | null> {
   return (await bootSeveralForDpkg(t, 1, builder))?.[0] ?? null;
 }
 
 // `count` containers as bootForDpkg's, booted at the same time while the .deb is built once: one
 // folder with the package, bound into each at /opt/deb; each its own overlays. Null (the test
 // skipped) when any cannot boot.
-export async function bootSeveralForDpkg(t: TestContext, count: number, builder: DebBuilder = buildStewardDeb): Promise<DebContainer[] | null> {
+export async function bootSeveralForDpkg(t: TestContext, count: number, builder: DebBuilder = STEWARD_DEB): Promise<DebContainer[] | null> {
   const out = mkdtempSync(path.join(os.tmpdir(), 'steward-deb-'));
   const boxes: SystemdContainer[] = [];
   // One hook, in this order: node:test runs a test's after hooks in the order they were added, and
@@ -76,7 +73,7 @@ export async function bootSeveralForDpkg(t: TestContext, count: number, builder:
   };
   // gzip -1 rather than xz: the same tree, built in seconds (scripts/package.ts).
   const build = async (version?: string) => {
-    const r = await builder(REPO, debDir, { compression: 'gzip', version });
+    const r = await buildDeb(builder, REPO, debDir, { compression: 'gzip', version });
     return { deb: `/opt/deb/${path.basename(r.deb)}`, version: r.version };
   };
   // Settled, all of them, before anything is thrown: a box still booting when the test ended

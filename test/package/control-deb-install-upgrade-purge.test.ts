@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildControlDeb } from '../../scripts/package/control-deb.js';
 import { runIn as run, shIn as sh, type RunResult } from '../helpers/container-exec.js';
+import { CONTROL_DEB } from '../helpers/deb-cache.js';
 import { bootForDpkg, mainPid, nextPatch } from '../helpers/deb-container.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
 
@@ -35,7 +35,7 @@ const exe = async (box: SystemdContainer) => (await sh(box, `readlink /proc/${aw
 
 test('dpkg -i starts steward-control on its own database, an upgrade keeps the database, remove keeps the state and purge removes it', { timeout: 300_000 }, async (t) => {
   // The test never compiles better-sqlite3: without its cached build it skips (fails under CI).
-  const c = await bootForDpkg(t, (repo, out, opts) => buildControlDeb(repo, out, { ...opts, buildAddon: false }));
+  const c = await bootForDpkg(t, CONTROL_DEB);
   if (!c) return;
   const { box, deb, version, dpkg } = c;
   const newer = nextPatch(version);

@@ -6,9 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { Command } from 'commander';
-import { buildControlDeb } from '../../scripts/package/control-deb.js';
 import { AddonNotBuilt } from '../../scripts/package/sqlite-addon.js';
 import { buildControlProgram } from '../../src/control/cli/main.js';
+import { buildDeb, CONTROL_DEB } from '../helpers/deb-cache.js';
 import { REPO } from '../helpers/host.js';
 import { assertManPageClean, assertNoLintianError, has } from '../helpers/deb-read.js';
 import { skipUnlessCI } from '../helpers/skip.js';
@@ -32,7 +32,7 @@ test('the steward-control package holds its bundle, better-sqlite3 for its own N
   let built;
   try {
     // gzip -1 rather than xz: the same tree, built in seconds (scripts/package/deb.ts).
-    built = await buildControlDeb(REPO, out, { compression: 'gzip', buildAddon: false });
+    built = await buildDeb(CONTROL_DEB, REPO, out, { compression: 'gzip' });
   } catch (err) {
     if (err instanceof AddonNotBuilt) return skipUnlessCI(t, err.message);
     throw err;

@@ -5,8 +5,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { buildStewardDeb, packagedUnit } from '../../scripts/package.js';
+import { packagedUnit } from '../../scripts/package.js';
 import { buildProgram } from '../../src/cli/main.js';
+import { buildDeb, STEWARD_DEB } from '../helpers/deb-cache.js';
 import { REPO } from '../helpers/host.js';
 import { assertManPageClean, assertNoLintianError, has } from '../helpers/deb-read.js';
 import { skipUnlessCI } from '../helpers/skip.js';
@@ -21,7 +22,7 @@ test('the steward package holds the layout of DESIGN §14, runs its own Node.js 
   const out = mkdtempSync(path.join(os.tmpdir(), 'steward-deb-'));
   t.after(() => rmSync(out, { recursive: true, force: true }));
   // gzip -1 rather than xz: the same tree, built in seconds (scripts/package.ts).
-  const { deb, version } = await buildStewardDeb(REPO, out, { compression: 'gzip' });
+  const { deb, version } = await buildDeb(STEWARD_DEB, REPO, out, { compression: 'gzip' });
   assert.equal(path.basename(deb), `steward_${version}_amd64.deb`);
   const lib = `usr/lib/steward/${version}`;
 
