@@ -117,6 +117,9 @@ export interface NodePlan {
 
 export type RunStatus = 'scheduled' | 'waiting' | 'paused' | 'running' | 'succeeded' | 'halted' | 'stopped';
 
+// A plan whose run is over: the run ends with this status at its next advance.
+export const planEnded = (s: RunStatus): s is 'succeeded' | 'halted' | 'stopped' => s === 'succeeded' || s === 'halted' || s === 'stopped';
+
 export interface HaltReason {
   code: string;
   nodeId?: string;

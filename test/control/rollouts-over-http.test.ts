@@ -7,7 +7,7 @@ import { createPublicKey } from 'node:crypto';
 import { manifestPayloadSchema } from '../../src/core/release-schemas.js';
 import { DOMAINS, keyIdOf, openEnvelope } from '../../src/platform/keys.js';
 import { describeRun, type RunStatusView } from '../../src/control/rollouts/run-status.js';
-import { retryRun as retry, startRun as start, stopRun, type RunOptions } from '../../src/control/rollouts/start-run.js';
+import { dryRunRetry as dryRetry, dryRunStart as dryStart, retryRun as retry, startRun as start, stopRun, type RunOptions } from '../../src/control/rollouts/start-run.js';
 import type { ControlStore } from '../../src/control/store/store.js';
 import { enrollNodes, FakeNode, MINUTE, startControlOn, type Control as AnyControl } from '../helpers/control-harness.js';
 import { describeEachBackend } from '../helpers/store-backends.js';
@@ -19,6 +19,8 @@ type Control = AnyControl<ControlStore>;
 const lowest = async (store: ControlStore) => (await store.read((tx) => tx.nodes.list()))[0]!.nodeId;
 const startRun = async (store: ControlStore, app: string, version: string, o: RunOptions) => start(store, app, version, { bakeMs: 0, canary: [await lowest(store)], ...o });
 const retryRun = (store: ControlStore, app: string, o: RunOptions) => retry(store, app, { bakeMs: 0, ...o });
+const dryRunStart = async (store: ControlStore, app: string, version: string, o: RunOptions) => dryStart(store, app, version, { bakeMs: 0, canary: [await lowest(store)], ...o });
+const dryRunRetry = (store: ControlStore, app: string, o: RunOptions) => dryRetry(store, app, { bakeMs: 0, ...o });
 
 describeEachBackend((backend) => {
   let c: Control | null = null;
@@ -186,15 +188,22 @@ describeEachBackend((backend) => {
     assert.equal((await latestRun(c, 'web'))?.status, 'running');
     assert.equal((await view(c)).status, 'halted', 'rollout status already shows it halted');
     await c.addRelease('web', '1.1.1');
+    // A dry run shows the plan the start would make, and writes nothing: the run is still running.
+    const dry = await dryRunStart(c.store, 'web', '1.1.1', { canary: [n1.nodeId], verdictTimeoutMs: 5000 });
+    assert.equal(dry.simulation.batches[0]?.nodes.join(), n1.nodeId, JSON.stringify(dry.simulation));
+    assert.equal((await latestRun(c, 'web'))?.status, 'running');
     const second = await startRun(c.store, 'web', '1.1.1', { canary: [n1.nodeId], verdictTimeoutMs: 5000 });
     const ended = await c.store.read((tx) => tx.runs.get(first.id));
     assert.deepEqual([ended?.status, ended?.haltCode, second.status], ['halted', 'TIMED_OUT', 'running']);
     // The same for a retry.
     c.clock.advance(6000);
+    assert.equal((await dryRunRetry(c.store, 'web', { canary: [n0.nodeId] })).run.retryOf, second.id);
     const third = await retryRun(c.store, 'web', { canary: [n0.nodeId] });
     assert.deepEqual([(await c.store.read((tx) => tx.runs.get(second.id)))?.status, third.status], ['halted', 'running']);
     // A run that goes on is still refused, and the refused start changed nothing.
     await assert.rejects(startRun(c.store, 'web', '1.1.1', {}), { code: 'BUSY' });
+    await assert.rejects(dryRunStart(c.store, 'web', '1.1.1', {}), { code: 'BUSY' });
+    await assert.rejects(dryRunRetry(c.store, 'web', {}), { code: 'BUSY' });
     assert.equal((await latestRun(c, 'web'))?.id, third.id);
   });
 

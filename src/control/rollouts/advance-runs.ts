@@ -1,7 +1,7 @@
 // The imperative layer around the planner: plan a run under its advance lock, record the
 // attempts it issues before any is sent, and record its end once.
 import { randomBytes } from 'node:crypto';
-import type { Plan } from '../../core/rollout-planner.js';
+import { planEnded, type Plan } from '../../core/rollout-planner.js';
 import { logger } from '../../platform/log.js';
 import type { StopPoints } from '../server/test-stop-points.js';
 import type { StoreTx } from '../store/store.js';
@@ -47,7 +47,7 @@ export async function advanceRun(tx: StoreTx, runId: number, stopAt?: StopPoints
     }
     plan = await planRun(tx, run, now);
   }
-  if (plan.status === 'succeeded' || plan.status === 'halted' || plan.status === 'stopped') {
+  if (planEnded(plan.status)) {
     await tx.runs.end(run.id, plan.status, plan.haltReason, now);
     log('run=%d app=%s version=%s ended status=%s%s', run.id, run.app, run.version, plan.status, plan.haltReason ? ` halt=${plan.haltReason.code} ${plan.haltReason.message}` : '');
   }

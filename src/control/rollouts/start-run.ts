@@ -2,7 +2,7 @@
 // targets frozen at the start, the first advance, all in one transaction. A dry run makes the
 // same run in memory and plays the planner forward instead of writing.
 import { StewardError } from '../../core/errors.js';
-import { planRollout, retryNodes, type PlanInput } from '../../core/rollout-planner.js';
+import { planEnded, planRollout, retryNodes, type PlanInput } from '../../core/rollout-planner.js';
 import { simulateRollout, type Simulation } from '../../core/rollout-simulate.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunPolicy, RunRow, StoreReader, StoreTx } from '../store/store.js';
@@ -132,7 +132,7 @@ async function prepareStart(tx: StoreReader, app: string, version: string, opts:
 async function prepareRetry(tx: StoreReader, app: string, opts: RunOptions, behind: boolean): Promise<PreparedRun> {
   const last = await tx.runs.latest(app);
   if (!last) throw new StewardError('NOT_FOUND', `no rollout of ${app} to retry`);
-  if (last.status === 'running') throw new StewardError('BUSY', `rollout ${last.id} of ${app} ${last.version} is still running; stop it first`);
+  if (await goesOn(tx, last)) throw new StewardError('BUSY', `rollout ${last.id} of ${app} ${last.version} is still running; stop it first`);
   const base = behind ? await tx.runs.lastSucceeded(app) : last;
   if (!base) throw new StewardError('NOTHING_TO_RETRY', `no rollout of ${app} has succeeded; --behind retries the nodes behind the last succeeded one`);
   const basePlan = await planRun(tx, base, await tx.now());
@@ -156,7 +156,7 @@ async function prepareRetry(tx: StoreReader, app: string, opts: RunOptions, behi
 async function prepareRun(tx: StoreReader, app: string, version: string, nodes: NodeRow[], policy: RunPolicy): Promise<PreparedRun> {
   const now = await tx.now();
   const running = await tx.runs.active(app);
-  if (running) throw new StewardError('BUSY', `rollout ${running.id} of ${app} ${running.version} is running; one run per app (stop it first)`);
+  if (running && (await goesOn(tx, running))) throw new StewardError('BUSY', `rollout ${running.id} of ${app} ${running.version} is running; one run per app (stop it first)`);
   const release = await tx.releases.get(app, version);
   if (!release) throw new StewardError('NOT_FOUND', `${app} ${version} is not in the catalog (\`steward-control release add\`)`);
   if (release.expires <= now + policy.verdictTimeoutMs) {
@@ -176,6 +176,15 @@ async function prepareRun(tx: StoreReader, app: string, version: string, nodes: 
     if (s?.state !== 'pending') throw new StewardError('NOT_FOUND', `canary node ${id} is not a node this run would ask: ${s ? `${s.state}${s.reason ? ` (${s.reason})` : ''}` : 'not selected'}`);
   }
   return { run, nodes: frozen, input };
+}
+
+// Whether a run still goes on: it is running and its plan has not ended. A start or retry ends
+// a run whose plan is over before it prepares (endIfOver), so there only a run that goes on is
+// still running; a dry run writes nothing and cannot end it, so it is told the same here: right
+// after a halt, the dry run shows the plan the real start would make, not BUSY.
+async function goesOn(tx: StoreReader, run: RunRow): Promise<boolean> {
+  if (run.status !== 'running') return false;
+  return !planEnded((await planRun(tx, run, await tx.now())).status);
 }
 
 async function createRun(tx: StoreTx, p: PreparedRun): Promise<RunRow> {
