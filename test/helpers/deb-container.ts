@@ -150,3 +150,25 @@ export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | '
   assert.equal(up.json?.outcome, 'active', up.text);
   return (await webRunning(box)).supervisor.pid;
 }
+
+// `agentctl --json status <app>`'s entry for the app once the helper has recovered; null while
+// it restarts or recovers.
+export async function statusOf(box: SystemdContainer, app: string): Promise<any> {
+  const r = await run(box, 'agentctl', ['--json', 'status', app]);
+  return r.json?.recovering === false ? r.json.apps?.[0] : null;
+}
+
+// The receipts of the app steward, decoded; null while the helper's unit restarts.
+export async function stewardReceipts(box: SystemdContainer): Promise<any[] | null> {
+  const r = await run(box, 'agentctl', ['--json', 'receipts', 'steward']);
+  const list: unknown = r.json?.receipts ?? r.json;
+  if (r.code !== 0 || !Array.isArray(list)) return null;
+  return list.map((x) => x.payload ?? x);
+}
+
+// How many starts of the helper's unit the launcher ran steward `version` on trial (its own
+// journal lines).
+export async function trialsOf(box: SystemdContainer, version: string): Promise<number> {
+  const j = await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-o', 'cat']);
+  return j.stdout.split('\n').filter((l) => l.startsWith(`steward-launcher: running steward ${version} (trial)`)).length;
+}

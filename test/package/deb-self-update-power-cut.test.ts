@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
-import { bootForDpkg, mainPid, nextPatch, runWebApp, statusOnceUp, webRunning } from '../helpers/deb-container.js';
+import { bootForDpkg, mainPid, nextPatch, runWebApp, statusOf, statusOnceUp, stewardReceipts, trialsOf, webRunning } from '../helpers/deb-container.js';
 import { makeReleaseKey } from '../helpers/host.js';
 import { stewardReleaseFiles } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
@@ -87,28 +87,14 @@ async function powerCut(box: SystemdContainer, next: Stop | null): Promise<void>
   await sh(box, `systemctl reset-failed ${UNIT}; kill -KILL $(cat $(find /sys/fs/cgroup -path '*/steward*.service/cgroup.procs')) 2>/dev/null; true`);
 }
 
-async function statusOf(box: SystemdContainer, app: string): Promise<any> {
-  const r = await run(box, 'agentctl', ['--json', 'status', app]);
-  return r.json?.recovering === false ? r.json.apps?.[0] : null;
-}
-
 // The last receipt of the app steward about `version`, once there is one.
 async function receiptFor(box: SystemdContainer, version: string, timeoutMs = 120_000): Promise<any> {
   return waitFor(`a receipt about steward ${version}`, async () => {
-    const r = await run(box, 'agentctl', ['--json', 'receipts', 'steward']);
-    const list: unknown = r.json?.receipts ?? r.json;
-    if (r.code !== 0 || !Array.isArray(list)) return null;
-    return list.map((x) => x.payload ?? x).filter((p) => p.targetVersion === version).pop() ?? null;
+    return (await stewardReceipts(box))?.filter((p) => p.targetVersion === version).pop() ?? null;
   }, timeoutMs, 500).catch(async (err: Error) => {
     const j = await run(box, 'journalctl', ['-u', UNIT, '--no-pager', '-o', 'cat', '-n', '40']);
     throw new Error(`${err.message}\n--- journal ---\n${j.text}`);
   });
-}
-
-// How many starts of the unit the launcher ran `version` on trial (its own journal lines).
-async function trialsOf(box: SystemdContainer, version: string): Promise<number> {
-  const j = await run(box, 'journalctl', ['-u', UNIT, '--no-pager', '-o', 'cat']);
-  return j.stdout.split('\n').filter((l) => l.startsWith(`steward-launcher: running steward ${version} (trial)`)).length;
 }
 
 interface Settled {

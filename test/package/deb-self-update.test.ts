@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
-import { bootForDpkg, mainPid, runWebApp, statusOnceUp, webRunning } from '../helpers/deb-container.js';
+import { bootForDpkg, mainPid, runWebApp, statusOf, statusOnceUp, stewardReceipts, trialsOf, webRunning } from '../helpers/deb-container.js';
 import { makeReleaseKey } from '../helpers/host.js';
 import { stewardReleaseFiles } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
@@ -19,23 +19,8 @@ import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js'
 type Behaviour = 'good' | 'exit' | 'hang';
 const PRELUDE: Record<Behaviour, string> = { good: '', exit: 'process.exit(3);\n', hang: 'setInterval(() => {}, 1000);\nawait new Promise(() => {});\n' };
 
-async function statusOf(box: SystemdContainer, app: string): Promise<any> {
-  const r = await run(box, 'agentctl', ['--json', 'status', app]);
-  return r.json?.recovering === false ? r.json.apps?.[0] : null;
-}
-
 async function receiptOf(box: SystemdContainer, attemptId: string): Promise<any> {
-  const r = await run(box, 'agentctl', ['--json', 'receipts', 'steward']);
-  // Not yet answered while the unit restarts.
-  const list: unknown = r.json?.receipts ?? r.json;
-  if (r.code !== 0 || !Array.isArray(list)) return null;
-  return list.map((x) => x.payload ?? x).find((p) => p.attemptId === attemptId) ?? null;
-}
-
-// How many starts of the unit the launcher ran `version` on trial (its own journal lines).
-async function trialsOf(box: SystemdContainer, version: string): Promise<number> {
-  const j = await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-o', 'cat']);
-  return j.stdout.split('\n').filter((l) => l.startsWith(`steward-launcher: running steward ${version} (trial)`)).length;
+  return (await stewardReceipts(box))?.find((p) => p.attemptId === attemptId) ?? null;
 }
 
 test('a self-update under systemd: a good release commits before the unit is active; one that exits, hangs or is killed runs once and is reverted with a receipt', { timeout: 420_000 }, async (t) => {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SELF_APP_CONFIG } from '../../src/install/install-layout.js';
 import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
-import { bootSeveralForDpkg, runWebApp, statusOnceUp, webRunning } from '../helpers/deb-container.js';
+import { bootSeveralForDpkg, runWebApp, statusOf, statusOnceUp, trialsOf, webRunning } from '../helpers/deb-container.js';
 import { controlCli, startControlDaemon } from '../helpers/fleet.js';
 import { stewardTarball } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
@@ -32,22 +32,11 @@ interface Host {
   webPid: number;
 }
 
-async function statusOf(box: SystemdContainer, app: string): Promise<any> {
-  const r = await run(box, 'agentctl', ['--json', 'status', app]);
-  return r.json?.recovering === false ? r.json.apps?.[0] : null;
-}
-
 // The host's own receipts of steward, decoded.
 async function hostReceipts(box: SystemdContainer): Promise<any[]> {
   const r = await run(box, 'agentctl', ['--json', 'receipts', 'steward']);
   assert.equal(r.code, 0, r.text);
   return (r.json.receipts as any[]).map((x) => x.payload);
-}
-
-// How many starts of the helper unit ran `version` on trial (the launcher's journal lines).
-async function trialsOf(box: SystemdContainer, version: string): Promise<number> {
-  const j = await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-o', 'cat']);
-  return j.stdout.split('\n').filter((l) => l.startsWith(`steward-launcher: running steward ${version} (trial)`)).length;
 }
 
 test('a rollout of steward through steward-control to three hosts: canary then batch commit; a version whose helper exits is reverted by the canary and halts the run', { timeout: 420_000 }, async (t) => {
