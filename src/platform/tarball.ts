@@ -169,8 +169,9 @@ function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | 
 }
 
 // A Buffer that spans its whole ArrayBuffer, fit for a transfer list: the staging IO makes
-// such buffers (writeHashedBuffer); any other (a slice, or one of Node's pool, which must
-// never be transferred) is copied into one first.
+// such buffers (writeHashedBuffer); any other is copied into one first. Why: a slice would
+// take its neighbours' bytes along, and one of Node's pool is marked untransferable (Node 20
+// then copies it in silence, Node 24 throws DataCloneError).
 function ownBuffer(b: Buffer): Buffer {
   if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength) return b;
   const own = Buffer.allocUnsafeSlow(b.length);
