@@ -2,11 +2,10 @@ import { constants as fsc, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { StewardError, toStewardError } from '../core/errors.js';
 import { fetchFailed } from './fetch-failed.js';
-import { writeHashedFile, type HashedFile } from './hashing-writer.js';
+import { writeHashedBuffer, writeHashedFile, type HashedBuffer, type HashedFile, type HashingWriter } from './hashing-writer.js';
 
-export interface CopyLocalOptions {
+export interface CopyLocalSource {
   path: string;
-  destFile: string;
   maxBytes: number;
   // The file must hold exactly maxBytes (a `file:` URL from a manifest); else at most maxBytes.
   exactSize?: boolean;
@@ -14,11 +13,26 @@ export interface CopyLocalOptions {
   onProgress?: (bytes: number, total: number) => void;
 }
 
+export interface CopyLocalOptions extends CopyLocalSource {
+  destFile: string;
+}
+
 const COPY_CHUNK = 1 << 20;
 
 // Copies a local file (admin.sock) into destFile, hashing while copying. The source is
 // opened with O_NOFOLLOW and must be a regular file; destFile is removed on any failure.
 export async function copyLocalToFile(opts: CopyLocalOptions): Promise<HashedFile> {
+  return copyLocal(opts, (total, fill) => writeHashedFile({ destFile: opts.destFile, total, onProgress: opts.onProgress }, fill));
+}
+
+// Reads a local file (admin.sock) into one Buffer of maxBytes, hashing while reading, under
+// the same rules and with the same refusals as copyLocalToFile; nothing is written to disk.
+// The Buffer is only as long as the bytes read (fewer than maxBytes unless exactSize).
+export async function copyLocalToMemory(opts: CopyLocalSource): Promise<HashedBuffer> {
+  return copyLocal(opts, (total, fill) => writeHashedBuffer({ size: opts.maxBytes, total, onProgress: opts.onProgress }, fill));
+}
+
+async function copyLocal<T>(opts: CopyLocalSource, into: (total: number, fill: (w: HashingWriter) => Promise<void>) => Promise<T>): Promise<T> {
   const sizeName = opts.exactSize ? "the manifest's size" : 'the allowed size';
   let fh: FileHandle;
   try {
@@ -39,7 +53,7 @@ export async function copyLocalToFile(opts: CopyLocalOptions): Promise<HashedFil
     }
     if (opts.signal?.aborted) throw fetchFailed(`copy of ${opts.path} aborted`, opts.signal.reason);
     const total = opts.exactSize ? opts.maxBytes : st.size;
-    return await writeHashedFile({ destFile: opts.destFile, total, onProgress: opts.onProgress }, async (w) => {
+    return await into(total, async (w) => {
       // 1 MiB: each read and each write is a round trip through the thread pool (64 KiB made
       // 600 of them for a 19 MB archive); the hash of one chunk holds the event loop ~2 ms.
       const buf = Buffer.allocUnsafe(COPY_CHUNK);

@@ -9,6 +9,13 @@ export interface HashedFile {
   integrity: string;
 }
 
+// The same for bytes held in memory, with the bytes: `archive` is exactly `bytes` long and
+// owns its whole ArrayBuffer (never a slice of Node's Buffer pool), so that staging can
+// transfer it to the extraction worker.
+export interface HashedBuffer extends HashedFile {
+  archive: Buffer;
+}
+
 // A sink that hashes and writes each chunk, in order. `write` throws a StewardError
 // (DISK_FULL on ENOSPC, else IO_ERROR) and must not be called again after it throws.
 export interface HashingWriter {
@@ -73,4 +80,52 @@ export async function writeHashedFile(
     throw err instanceof StewardError ? err : toStewardError(err, 'INTERNAL', `writing ${opts.destFile}`);
   }
   return { bytes, integrity: `sha512-${hash.digest('base64')}` };
+}
+
+export interface HashedBufferOptions {
+  // How many bytes are expected: the buffer is allocated once, at this size. A fill that
+  // writes more throws; the callers refuse such input before it reaches the writer.
+  size: number;
+  // Passed to onProgress as the expected total.
+  total: number;
+  onProgress?: (bytes: number, total: number) => void;
+}
+
+// Lets `fill` write into one Buffer of `opts.size` bytes through a hashing writer (the same
+// writer as writeHashedFile's, so that a copy or an upload fills either the same way) and
+// returns the bytes with their hash. Nothing touches the disk.
+export async function writeHashedBuffer(
+  opts: HashedBufferOptions,
+  fill: (writer: HashingWriter) => Promise<void>,
+): Promise<HashedBuffer> {
+  // allocUnsafeSlow: a buffer of its own, not a slice of the pool (see HashedBuffer). Not
+  // zeroed: every byte handed on is one written below.
+  let buf = Buffer.allocUnsafeSlow(opts.size);
+  const hash = createHash('sha512');
+  let bytes = 0;
+  const writer: HashingWriter = {
+    get bytes() {
+      return bytes;
+    },
+    async write(chunk) {
+      if (bytes + chunk.length > buf.length) throw new StewardError('INTERNAL', `more than the ${buf.length} bytes expected were written`);
+      buf.set(chunk, bytes);
+      hash.update(chunk);
+      bytes += chunk.length;
+      opts.onProgress?.(bytes, opts.total);
+    },
+  };
+  try {
+    await fill(writer);
+  } catch (err) {
+    throw err instanceof StewardError ? err : toStewardError(err, 'INTERNAL', 'reading the archive into memory');
+  }
+  if (bytes < buf.length) {
+    // Fewer bytes than expected but accepted by the caller (a local file shorter than the
+    // allowed size): copied into a buffer of their own length, which owns its ArrayBuffer.
+    const exact = Buffer.allocUnsafeSlow(bytes);
+    buf.copy(exact, 0, 0, bytes);
+    buf = exact;
+  }
+  return { bytes, integrity: `sha512-${hash.digest('base64')}`, archive: buf };
 }

@@ -1,6 +1,6 @@
 // The extraction worker (worker_threads): node-tar's fast sync path blocks its event loop,
-// never the helper's. Reads the archive, gunzips it, feeds UnpackFeed, then checks and
-// seals the tree. Posts progress about every 250 ms, then one 'done' or 'error' per job.
+// never the helper's. Reads the archive (from its file, or from the Buffer transferred with
+// the job), gunzips it, feeds UnpackFeed, then checks and seals the tree. Posts progress about every 250 ms, then one 'done' or 'error' per job.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,17 +13,18 @@ import { unsafeMessage } from './tar-entry-rules.js';
 import { UnpackFeed } from './tar-unpack-feed.js';
 import { checkAndSealTree, type SealedTree } from './tree-walk.js';
 
-export interface WorkerJob {
-  archivePath: string;
+// The archive is a file (`archivePath`) or its bytes, already verified, transferred with the
+// job (`archive`; it arrives as a Uint8Array).
+export type WorkerJob = ({ archivePath: string; archive?: never } | { archive: Uint8Array; archivePath?: never }) & {
   dest: string;
   // Where the tree will live once staged (versions/<ver>), if not at dest.
   finalDir?: string | undefined;
   limits: ExtractLimits;
-}
+};
 
 export type WorkerMessage =
   | { type: 'progress'; entries: number; bytes: number }
-  | { type: 'done'; result: SealedTree & { integrity: string } }
+  | { type: 'done'; result: SealedTree & { integrity: string | null } }
   | { type: 'error'; code: ReasonCode; message: string };
 
 // gunzip's output buffers: each one is a round trip to the thread pool and a callback here.
@@ -36,15 +37,19 @@ const READ_AHEAD = 1 << 20;
 // zlib passes the stream options on to its Transform; @types/node's ZlibOptions omits them.
 const GUNZIP_OPTIONS = { chunkSize: CHUNK, readableHighWaterMark: 4 << 20, writableHighWaterMark: 4 << 20 } as zlib.ZlibOptions;
 
+function nameOf(job: WorkerJob): string {
+  return job.archive ? 'the archive held in memory' : job.archivePath;
+}
+
 function classify(err: unknown, job: WorkerJob): { code: ReasonCode; message: string } {
   if (err instanceof StewardError) return { code: err.code, message: err.message };
   const e = err as NodeJS.ErrnoException;
-  if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') return { code: 'DISK_FULL', message: `extracting ${job.archivePath}: no space left on device` };
+  if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') return { code: 'DISK_FULL', message: `extracting ${nameOf(job)}: no space left on device` };
   // zlib's own errors (Z_BUF_ERROR "unexpected end of file", Z_DATA_ERROR, ...) mean bad input.
   if (typeof e?.code === 'string' && e.code.startsWith('Z_')) {
     return { code: 'UNSAFE_ARCHIVE', message: unsafeMessage(null, `the gzip data is corrupt or truncated (${e.message})`) };
   }
-  return { code: 'IO_ERROR', message: `extracting ${job.archivePath} into ${job.dest}: ${e?.message ?? String(err)}` };
+  return { code: 'IO_ERROR', message: `extracting ${nameOf(job)} into ${job.dest}: ${e?.message ?? String(err)}` };
 }
 
 function openArchive(file: string): { fd: number; size: number } {
@@ -56,41 +61,75 @@ function openArchive(file: string): { fd: number; size: number } {
     fs.closeSync(fd);
     throw new StewardError('IO_ERROR', `${file} is not a regular file`);
   }
-  if (n < 2 || magic[0] !== 0x1f || magic[1] !== 0x8b) {
+  if (!isGzip(magic.subarray(0, n))) {
     fs.closeSync(fd);
-    throw new StewardError('UNSAFE_ARCHIVE', unsafeMessage(null, 'it is not a gzip file (no 1f 8b magic)'));
+    throw notGzip();
   }
   return { fd, size: st.size };
 }
 
-// Extracts job.archivePath into job.dest (created here, 0700; it must not exist yet).
-// Also returns the SRI sha512 of every byte it read: the caller checks that what was
-// extracted is what was verified, so the archive copy needs no fsync of its own.
-export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree & { integrity: string }> {
+function isGzip(head: Uint8Array): boolean {
+  return head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b;
+}
+
+function notGzip(): StewardError {
+  return new StewardError('UNSAFE_ARCHIVE', unsafeMessage(null, 'it is not a gzip file (no 1f 8b magic)'));
+}
+
+// The archive's bytes as gunzip's input, READ_AHEAD at a time (views, no copies).
+async function* slicesOf(archive: Buffer): AsyncGenerator<Buffer> {
+  for (let off = 0; off < archive.length; off += READ_AHEAD) yield archive.subarray(off, off + READ_AHEAD);
+}
+
+// The archive as gunzip's input, with its compressed size (the ratio cap's denominator),
+// a way to let go of it unread, and, for a file, the sha512 of every byte read from it.
+interface ArchiveInput {
+  chunks: AsyncIterable<Buffer>;
+  size: number;
+  close(): void;
+  digest(): string | null;
+}
+
+function openInput(job: WorkerJob): ArchiveInput {
+  if (job.archive) {
+    const archive = Buffer.from(job.archive.buffer, job.archive.byteOffset, job.archive.byteLength);
+    if (!isGzip(archive)) throw notGzip();
+    return { chunks: slicesOf(archive), size: archive.length, close() {}, digest: () => null };
+  }
   const { fd, size } = openArchive(job.archivePath);
-  const input = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: READ_AHEAD });
+  const file = fs.createReadStream(job.archivePath, { fd, start: 0, highWaterMark: READ_AHEAD });
+  const hash = createHash('sha512');
+  // Ending this loop early (a failed pipeline) destroys the stream, which closes the file.
+  const hashed = async function* (): AsyncGenerator<Buffer> {
+    for await (const chunk of file as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      yield chunk;
+    }
+  };
+  return { chunks: hashed(), size, close: () => file.destroy(), digest: () => `sha512-${hash.digest('base64')}` };
+}
+
+// Extracts the job's archive into job.dest (created here, 0700; it must not exist yet).
+// For an archive file, also returns the SRI sha512 of every byte it read: the caller checks
+// that what was extracted is what was verified, so the archive copy needs no fsync of its
+// own. An archive given in memory is the verified bytes themselves: its integrity is null.
+export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree & { integrity: string | null }> {
+  const input = openInput(job);
   try {
     // Not recursive: EEXIST refuses a dest that exists already, or a symlink planted in its place.
     fs.mkdirSync(job.dest, { mode: 0o700 });
   } catch (err) {
-    input.destroy();
+    input.close();
     throw err;
   }
   // Every entry's path must fit PATH_MAX under dest and under finalDir (the tree is renamed
   // there, and run and removed from there): the longer of the two, with its '/'.
   const folders = job.finalDir === undefined ? [job.dest] : [job.dest, job.finalDir];
   const prefixBytes = Math.max(...folders.map((d) => Buffer.byteLength(path.resolve(d), 'utf8'))) + 1;
-  const feed = new UnpackFeed(job.dest, job.limits, size, prefixBytes);
-  const hash = createHash('sha512');
-  const hashed = async function* (source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-    for await (const chunk of source) {
-      hash.update(chunk);
-      yield chunk;
-    }
-  };
+  const feed = new UnpackFeed(job.dest, job.limits, input.size, prefixBytes);
   let last = Date.now();
   try {
-    await pipeline(input, hashed, zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
+    await pipeline(input.chunks, zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) {
         feed.feed(chunk);
         if (Date.now() - last >= PROGRESS_MS) {
@@ -100,11 +139,12 @@ export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) =
       }
     });
   } catch (err) {
+    input.close();
     throw feed.failure ?? err;
   }
   feed.finish();
   post({ type: 'progress', ...feed.progress });
-  return { ...checkAndSealTree(job.dest, feed.written), integrity: `sha512-${hash.digest('base64')}` };
+  return { ...checkAndSealTree(job.dest, feed.written), integrity: input.digest() };
 }
 
 // Started ahead of its job (prepareExtraction): runs each job it is given, one at a time; the

@@ -3,8 +3,12 @@ import type { ExtractLimits } from '../core/config-schema.js';
 import { StewardError, toStewardError } from '../core/errors.js';
 import type { WorkerJob, WorkerMessage } from './tarball-worker.js';
 
-export interface ExtractOptions {
-  archivePath: string;
+// Where the archive's bytes are: a file the worker opens and reads (and hashes again, see
+// ExtractResult.integrity), or a Buffer of verified bytes that is transferred to the worker
+// (detached here: the caller can no longer read or change them) and gunzipped from memory.
+export type ArchiveSource = { archivePath: string; archive?: never } | { archive: Buffer; archivePath?: never };
+
+export type ExtractOptions = ArchiveSource & {
   dest: string; // must not exist yet; its parent is a 0700 staging folder the caller made
   // Where the tree will be renamed to (versions/<ver>): entries whose path would not fit the
   // kernel's PATH_MAX there (or at dest) are refused up front.
@@ -12,13 +16,15 @@ export interface ExtractOptions {
   limits: ExtractLimits;
   onProgress?: (p: { entries: number; bytes: number }) => void;
   signal?: AbortSignal;
-}
+};
 
 export interface ExtractResult {
   entries: number;
   bytes: number;
   treeDigest: string; // 'sha256-' + base64 (44 characters)
-  integrity: string; // 'sha512-' + base64 of every archive byte the extraction read
+  // 'sha512-' + base64 of every archive byte the extraction read from archivePath; null for
+  // an archive given in memory, which was never read back from anywhere.
+  integrity: string | null;
 }
 
 // A started extraction worker waiting for its job: staging starts it as it begins to obtain
@@ -132,9 +138,10 @@ function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | 
       keepWarm(worker);
       resolve(result);
     };
-    const failed = (err: unknown): void => settle(() => reject(toStewardError(err, 'IO_ERROR', `extracting ${opts.archivePath}`)));
+    const what = opts.archive ? 'the archive held in memory' : opts.archivePath;
+    const failed = (err: unknown): void => settle(() => reject(toStewardError(err, 'IO_ERROR', `extracting ${what}`)));
     const exited = (code: number): void =>
-      settle(() => reject(new StewardError('IO_ERROR', `extracting ${opts.archivePath}: the worker exited (code ${code})`)));
+      settle(() => reject(new StewardError('IO_ERROR', `extracting ${what}: the worker exited (code ${code})`)));
     const onAbort = (): void => settle(() => reject(opts.signal?.reason));
     if (opts.signal?.aborted) return onAbort();
     if (early) return 'err' in early ? failed(early.err) : exited(early.code);
@@ -147,7 +154,27 @@ function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | 
     worker.on('message', onMessage);
     worker.on('error', failed);
     worker.on('exit', exited);
-    const job: WorkerJob = { archivePath: opts.archivePath, dest: opts.dest, finalDir: opts.finalDir, limits: opts.limits };
-    worker.postMessage(job);
+    const common = { dest: opts.dest, finalDir: opts.finalDir, limits: opts.limits };
+    if (opts.archive) {
+      const archive = ownBuffer(opts.archive);
+      const job: WorkerJob = { archive, ...common };
+      // Transferred, not copied: no second copy of the archive, and the main thread can no
+      // longer touch the bytes the worker extracts.
+      worker.postMessage(job, [archive.buffer as ArrayBuffer]);
+    } else {
+      const job: WorkerJob = { archivePath: opts.archivePath, ...common };
+      worker.postMessage(job);
+    }
   });
+}
+
+// A Buffer that spans its whole ArrayBuffer, fit for a transfer list: the staging IO makes
+// such buffers (writeHashedBuffer); any other is copied into one first. Why: a slice would
+// take its neighbours' bytes along, and one of Node's pool is marked untransferable (Node 20
+// then copies it in silence, Node 24 throws DataCloneError).
+function ownBuffer(b: Buffer): Buffer {
+  if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength) return b;
+  const own = Buffer.allocUnsafeSlow(b.length);
+  b.copy(own);
+  return own;
 }

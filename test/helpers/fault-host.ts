@@ -83,8 +83,10 @@ export interface FaultHost {
   onStart?: () => void;
   // A context as a helper would build it; `spec` arms the real seam (STEWARD_FAULTS) for it.
   context(spec?: string, clock?: Clock): UpdateContext & { fired: string[] };
-  // Stages `version` from a fresh tarball (no faults unless the context has them).
-  stage(ctx: UpdateContext, version: string, extraBytes?: number): Promise<void>;
+  // Stages `version` from a fresh tarball (no faults unless the context has them), with
+  // `extraBytes` of random bytes and `zeroBytes` of zeros (a tree far larger than its archive).
+  // `opts.archiveInMemoryMaxBytes` as in StageDeps.
+  stage(ctx: UpdateContext, version: string, extraBytes?: number, opts?: { zeroBytes?: number; archiveInMemoryMaxBytes?: number }): Promise<void>;
   // `update web <version> --attempt-id <attemptId>` over admin.sock, as the helper runs it
   // (refusals get their `refused` receipt); resolves with the answer or throws its error.
   update(ctx: UpdateContext, version: string, attemptId: string): Promise<UpdateAnswer>;
@@ -147,15 +149,17 @@ export async function makeFaultHost(root?: string, scratchDir?: string): Promise
         stopTimeoutMs: 1000,
       };
     },
-    async stage(ctx, version, extraBytes = 0) {
+    async stage(ctx, version, extraBytes = 0, opts = {}) {
       const release = { name: 'web', version };
       const entries: TarEntrySpec[] = [{ path: 'steward-release.json', content: JSON.stringify(release) }];
       // Random bytes do not compress: the tarball and the tree are about extraBytes big.
       if (extraBytes) entries.push({ path: 'blob.bin', content: randomBytes(extraBytes) });
+      if (opts.zeroBytes) entries.push({ path: 'zeros.bin', content: Buffer.alloc(opts.zeroBytes) });
       const tgz = gzipTar(makeTar(entries));
       const file = path.join(scratch, `web-${version}.tgz`);
       writeFileSync(file, tgz);
-      await stageRelease(ctx, { kind: 'admin', app: 'web', version, path: file, integrity: sri(tgz), allowUnsigned: true });
+      const deps = opts.archiveInMemoryMaxBytes === undefined ? ctx : { ...ctx, archiveInMemoryMaxBytes: opts.archiveInMemoryMaxBytes };
+      await stageRelease(deps, { kind: 'admin', app: 'web', version, path: file, integrity: sri(tgz), allowUnsigned: true });
     },
     async update(ctx, version, attemptId) {
       const file = path.join(scratch, `web-${version}.tgz`);

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { StewardError } from '../../src/core/errors.js';
-import { copyLocalToFile } from '../../src/platform/copy-local.js';
+import { copyLocalToFile, copyLocalToMemory } from '../../src/platform/copy-local.js';
 
 let tmp: string;
 let n = 0;
@@ -67,4 +67,44 @@ test('a file larger than maxBytes is refused', async () => {
 test('a missing file is NOT_FOUND', async () => {
   const destFile = dest();
   await assertRefused(copyLocalToFile({ path: path.join(tmp, 'absent.tgz'), destFile, maxBytes: 10 }), 'NOT_FOUND', /does not exist/, destFile);
+});
+
+// copyLocalToMemory: the same source rules and refusals (the same reason codes and messages),
+// into one Buffer instead of a file.
+async function refusedInMemory(opts: Parameters<typeof copyLocalToMemory>[0], code: string, re: RegExp): Promise<void> {
+  const err = await copyLocalToMemory(opts).then(
+    () => assert.fail('expected the read to fail'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof StewardError, String(err));
+  assert.equal(err.code, code, err.message);
+  assert.match(err.message, re);
+}
+
+test('copyLocalToMemory reads a regular file into a Buffer of its own with the sha512 of its bytes', async () => {
+  const r = await copyLocalToMemory({ path: src, maxBytes: body.length });
+  assert.deepEqual({ bytes: r.bytes, integrity: r.integrity }, { bytes: body.length, integrity: `sha512-${createHash('sha512').update(body).digest('base64')}` });
+  assert.deepEqual(r.archive, body);
+  assert.equal(r.archive.byteOffset, 0);
+  assert.equal(r.archive.buffer.byteLength, body.length, 'the Buffer owns its whole ArrayBuffer (it is transferred to the worker)');
+});
+
+test('copyLocalToMemory of a file shorter than the allowed size gives a Buffer exactly as long as the file', async () => {
+  const r = await copyLocalToMemory({ path: src, maxBytes: body.length + 5000 });
+  assert.equal(r.bytes, body.length);
+  assert.deepEqual(r.archive, body);
+  assert.equal(r.archive.buffer.byteLength, body.length);
+});
+
+test('copyLocalToMemory refuses what copyLocalToFile refuses, with the same messages', async () => {
+  const link = path.join(tmp, 'link-memory.tgz');
+  await fsp.symlink(src, link);
+  await refusedInMemory({ path: link, maxBytes: body.length }, 'FETCH_FAILED', /is a symbolic link, not a regular file/);
+  const fifo = path.join(tmp, 'fifo-memory.tgz');
+  execFileSync('mkfifo', [fifo]);
+  await refusedInMemory({ path: fifo, maxBytes: body.length }, 'FETCH_FAILED', /not a regular file/);
+  await refusedInMemory({ path: tmp, maxBytes: body.length }, 'FETCH_FAILED', /not a regular file/);
+  await refusedInMemory({ path: src, maxBytes: body.length - 1 }, 'FETCH_FAILED', new RegExp(`larger than the allowed size \\(${body.length} > ${body.length - 1} bytes\\)`));
+  await refusedInMemory({ path: src, maxBytes: body.length + 1, exactSize: true }, 'FETCH_FAILED', /shorter than the manifest's size/);
+  await refusedInMemory({ path: path.join(tmp, 'absent.tgz'), maxBytes: 10 }, 'NOT_FOUND', /does not exist/);
 });

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { StewardError } from '../../src/core/errors.js';
 import { extractArchive, KEEP_WARM_MS, prepareExtraction } from '../../src/platform/tarball.js';
 import { DEFAULT_LIMITS, expectExtracts, expectRefused, makeSandbox, removeSandbox } from '../fixtures/extract-sandbox.js';
-import { manyFiles } from '../fixtures/hostile-archives.js';
+import { hostileArchive, manyFiles } from '../fixtures/hostile-archives.js';
 import { gzipTar, makeReleaseTar, makeTar } from '../fixtures/tar-writer.js';
 
 test('a release extracts with its contents, counts and a sha256 tree digest', async (t) => {
@@ -182,4 +182,59 @@ test('files get their final modes under a umask that takes bits of them (077)', 
   await expectExtracts(sb, gzipTar(tar));
   assert.equal((await fsp.stat(path.join(sb.dest, 'bin/start'))).mode & 0o7777, 0o555);
   assert.equal((await fsp.stat(path.join(sb.dest, 'lib/a.js'))).mode & 0o7777, 0o444);
+});
+
+// An archive given in memory (staging's path for local files and uploads up to
+// ARCHIVE_IN_MEMORY_MAX_BYTES): transferred to the worker, gunzipped from memory, held to
+// the same checks as an archive file.
+test('an archive given in memory extracts like the same archive file, and its Buffer is taken from the caller', async (t) => {
+  const fromFile = await makeSandbox();
+  const fromMemory = await makeSandbox();
+  t.after(() => Promise.all([removeSandbox(fromFile), removeSandbox(fromMemory)]));
+  const tgz = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'server.js', content: 'hi\n' }, ...manyFiles(300)]));
+  const viaFile = await expectExtracts(fromFile, tgz);
+  const archive = Buffer.allocUnsafeSlow(tgz.length);
+  tgz.copy(archive);
+  const viaMemory = await extractArchive({ archive, dest: fromMemory.dest, limits: DEFAULT_LIMITS });
+  assert.deepEqual({ ...viaMemory, integrity: 'x' }, { ...viaFile, integrity: 'x' });
+  assert.equal(viaMemory.integrity, null, 'nothing was read back, so nothing was hashed again');
+  assert.match(viaFile.integrity ?? '', /^sha512-/);
+  assert.equal(archive.byteLength, 0, 'the Buffer was transferred (detached here), not copied');
+  assert.equal(await fsp.readFile(path.join(fromMemory.dest, 'server.js'), 'utf8'), 'hi\n');
+});
+
+test('an archive given in memory is held to the gzip magic, the ratio cap (of its compressed size) and the gzip checks', async (t) => {
+  for (const [name, archive, pattern] of [
+    ['not gzip', Buffer.from('PK\x03\x04 not a gzip file'), /not a gzip file/],
+    ['empty', Buffer.alloc(0), /not a gzip file/],
+    ['gzip bomb', hostileArchive('gzip-bomb').build(), /more than 200 times its size \(gzip bomb\)/],
+    ['truncated', hostileArchive('truncated').build(), /corrupt or truncated|truncated/],
+  ] as const) {
+    const sb = await makeSandbox();
+    t.after(() => removeSandbox(sb));
+    await assert.rejects(extractArchive({ archive, dest: sb.dest, limits: DEFAULT_LIMITS }), (err: unknown) => {
+      assert.ok(err instanceof StewardError, `${name}: ${String(err)}`);
+      assert.equal(err.code, 'UNSAFE_ARCHIVE', `${name}: ${err.message}`);
+      assert.match(err.message, pattern, name);
+      return true;
+    });
+  }
+});
+
+// Under Node 24 a transfer of a pool's ArrayBuffer throws DataCloneError; under Node 20 it copies.
+test("a small Buffer from Node's pool is copied for the worker, never put in the transfer list", async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  const tgz = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'a', content: 'a' }]));
+  // Two small Buffers from the same pool slab (a new slab may begin between two of them).
+  let neighbour = Buffer.from('neighbour');
+  let pooled = Buffer.from(tgz);
+  for (let i = 0; i < 10 && pooled.buffer !== neighbour.buffer; i++) {
+    neighbour = Buffer.from('neighbour');
+    pooled = Buffer.from(tgz);
+  }
+  assert.equal(pooled.buffer, neighbour.buffer, 'both come from the pool (the fixture is small)');
+  await extractArchive({ archive: pooled, dest: sb.dest, limits: DEFAULT_LIMITS });
+  assert.equal(neighbour.toString(), 'neighbour');
+  assert.equal(pooled.length, tgz.length);
 });

@@ -1,8 +1,8 @@
 import { ensureFreeSpace } from '../../platform/disk.js';
 import { syncFileSystem } from '../../platform/exec.js';
-import { copyLocalToFile } from '../../platform/copy-local.js';
+import { copyLocalToFile, copyLocalToMemory } from '../../platform/copy-local.js';
 import { fetchToFile } from '../../platform/http-fetch.js';
-import { streamToFile } from '../../platform/stream-to-file.js';
+import { streamToFile, streamToMemory } from '../../platform/stream-to-file.js';
 import { prepareExtraction } from '../../platform/tarball.js';
 import type { StageIO } from './stage-io.js';
 
@@ -11,6 +11,8 @@ export const realStageIO: StageIO = {
   fetchToFile,
   copyLocalToFile,
   streamToFile,
+  copyLocalToMemory,
+  streamToMemory,
   prepareExtraction,
   ensureFreeSpace,
   syncFileSystem,

@@ -7,12 +7,18 @@ export interface BytesResult {
   integrity: string;
 }
 
+// The bytes themselves, for an archive held in memory (at most ARCHIVE_IN_MEMORY_MAX_BYTES).
+export interface BytesInMemory extends BytesResult {
+  archive: Buffer;
+}
+
 export interface ExtractResultLike {
   entries: number;
   bytes: number;
   treeDigest: string;
-  // The SRI sha512 of the archive bytes the extraction read.
-  integrity: string;
+  // The SRI sha512 of the archive bytes the extraction read from archivePath; null when the
+  // archive was given in memory.
+  integrity: string | null;
 }
 
 // The side effects of staging, one adapter each, so that tests and the fault seam can
@@ -35,12 +41,17 @@ export interface StageIO {
   copyLocalToFile(opts: { path: string; destFile: string; maxBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
   // Writes exactly `expectedBytes` of an upload into `destFile`, hashing it.
   streamToFile(opts: { stream: Readable; destFile: string; expectedBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
+  // The same two into one Buffer of `maxBytes` / `expectedBytes` (owning its ArrayBuffer, so
+  // that it can be transferred to the extractor), with the same refusals; no file.
+  copyLocalToMemory(opts: { path: string; maxBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesInMemory>;
+  streamToMemory(opts: { stream: Readable; expectedBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesInMemory>;
   // Starts an extractor ahead of its job (its start-up overlaps obtaining the bytes). Its
-  // extract() safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only,
-  // hashing what it reads; cancel() ends it (and waits) if extract() was never called.
+  // extract() safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only:
+  // from `archivePath`, hashing what it reads, or from `archive`, which it takes over (the
+  // Buffer is detached, the caller must not use it again); cancel() ends it (and waits) if
+  // extract() was never called.
   prepareExtraction(): {
-    extract(opts: {
-      archivePath: string;
+    extract(opts: ({ archivePath: string; archive?: never } | { archive: Buffer; archivePath?: never }) & {
       dest: string;
       // Where the tree is renamed to: entries must fit PATH_MAX there too.
       finalDir?: string;

@@ -23,10 +23,19 @@ import { readAppState } from '../state/app-state.js';
 import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
 import { checkRefusals } from './refusals.js';
-import type { StageIO } from './stage-io.js';
+import type { BytesResult, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
 
 const log = logger('helper:stage');
+
+// A local file or an upload of at most this many bytes is read into memory, hashed, verified
+// and handed to the extraction worker as a Buffer: no archive file is written, read back and
+// hashed a second time (bench row 1). 128 MiB: well above the releases this agent stages
+// (row 1's largest is 80 MB) and small next to the helper's host, while it bounds what one
+// stage holds in memory: the staging of several apps at once (one per app lock) may each hold
+// one such Buffer, until the worker has unpacked it. Larger archives, and https fetches,
+// go through `<staging>/<attempt>/archive.tgz` as before.
+export const ARCHIVE_IN_MEMORY_MAX_BYTES = 128 * 1024 * 1024;
 
 export interface StageDeps {
   paths: HostPaths;
@@ -35,6 +44,9 @@ export interface StageDeps {
   io: StageIO;
   // The fault seam (tests): steps of the staging writes may be made to fail.
   faults?: Faults;
+  // ARCHIVE_IN_MEMORY_MAX_BYTES unless set: tests lower it to send a small archive through
+  // the archive file.
+  archiveInMemoryMaxBytes?: number;
 }
 
 export interface StageInput {
@@ -118,6 +130,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     extractor = io.prepareExtraction();
     const archive = path.join(work, 'archive.tgz');
     const got = await obtainBytes(deps, input, trust, archive, (bytes, total) => progress({ attemptId, phase: 'fetch', bytes, total }));
+    const source = got.archive ? { archive: got.archive } : { archivePath: archive };
     faults.io('staging', 'write');
     // 2. Integrity before anything reads the archive. The message names only the expected
     // digest unless the caller sent the bytes itself.
@@ -132,21 +145,24 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     progress({ attemptId, phase: 'extract', bytes: 0 });
     const tree = path.join(work, 'tree');
     const ex = await extractor.extract({
-      archivePath: archive,
+      ...source,
       dest: tree,
       finalDir: versionDir(paths, app, version),
       limits: config.extract,
       onProgress: (p) => progress({ attemptId, phase: 'extract', bytes: p.bytes }),
     });
-    // The archive was never fsynced (writeHashedFile): what the extraction read must be the
-    // bytes verified above, or the tree is not what was vouched for.
-    if (ex.integrity !== trust.integrity) {
-      throw new StewardError('IO_ERROR', `${app} ${version}: the archive read back for extraction is not the one verified (the disk lost or changed it)`, {
-        details: { attemptId },
-      });
+    if (source.archivePath !== undefined) {
+      // The archive was never fsynced (writeHashedFile): what the extraction read must be the
+      // bytes verified above, or the tree is not what was vouched for. An archive held in
+      // memory was extracted from the very bytes that were verified.
+      if (ex.integrity !== trust.integrity) {
+        throw new StewardError('IO_ERROR', `${app} ${version}: the archive read back for extraction is not the one verified (the disk lost or changed it)`, {
+          details: { attemptId },
+        });
+      }
+      // Removed before the syncfs below, so that its bytes are never written to disk at all.
+      await fsp.rm(archive, { force: true });
     }
-    // Removed before the syncfs below, so that its bytes are never written to disk at all.
-    await fsp.rm(archive, { force: true });
     // 5. The release file, then a durable read-only tree renamed into versions/, marker last.
     await checkReleaseFile(tree, { app, version, appConfig });
     progress({ attemptId, phase: 'commit' });
@@ -277,14 +293,18 @@ async function obtainBytes(
   trust: Trust,
   destFile: string,
   onProgress: (bytes: number, total: number) => void,
-) {
+): Promise<BytesResult & { archive?: Buffer }> {
   const { io, config } = deps;
+  // The bytes come whole from the caller (no fetch to overlap), and fit in memory: held there.
+  const inMemory = trust.size <= (deps.archiveInMemoryMaxBytes ?? ARCHIVE_IN_MEMORY_MAX_BYTES);
   if (input.upload) {
-    return io.streamToFile({ stream: input.upload.stream, destFile, expectedBytes: input.upload.size, onProgress });
+    const upload = { stream: input.upload.stream, expectedBytes: input.upload.size, onProgress };
+    return inMemory ? io.streamToMemory(upload) : io.streamToFile({ ...upload, destFile });
   }
   if (input.path) {
     if (input.kind !== 'admin') throw new StewardError('FORBIDDEN', 'helper.sock never opens a local path');
-    return io.copyLocalToFile({ path: localPath(input.path), destFile, maxBytes: trust.size, onProgress });
+    const local = { path: localPath(input.path), maxBytes: trust.size, onProgress };
+    return inMemory ? io.copyLocalToMemory(local) : io.copyLocalToFile({ ...local, destFile });
   }
   if (!trust.url) throw new StewardError('BAD_REQUEST', 'no source for the release bytes');
   return io.fetchToFile({
