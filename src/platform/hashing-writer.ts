@@ -129,3 +129,28 @@ export async function writeHashedBuffer(
   }
   return { bytes, integrity: `sha512-${hash.digest('base64')}`, archive: buf };
 }
+
+// Hashes each chunk that `fill` writes and hands it to `sink`, in order, and returns the hash:
+// writeHashedFile without the file, for bytes that go elsewhere (an extraction fed as they
+// arrive, DESIGN §3 step 4). The chunk is hashed before `sink` sees it, so the sink may take it
+// (transfer its memory to another thread). A sink error is thrown from write as it came.
+export async function hashInto(
+  opts: Omit<HashedFileOptions, 'destFile'>,
+  sink: (chunk: Uint8Array) => Promise<void>,
+  fill: (writer: HashingWriter) => Promise<void>,
+): Promise<HashedFile> {
+  const hash = createHash('sha512');
+  let bytes = 0;
+  await fill({
+    get bytes() {
+      return bytes;
+    },
+    async write(chunk) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      await sink(chunk);
+      opts.onProgress?.(bytes, opts.total);
+    },
+  });
+  return { bytes, integrity: `sha512-${hash.digest('base64')}` };
+}

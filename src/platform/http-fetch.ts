@@ -10,7 +10,7 @@ import { copyLocalToFile } from './copy-local.js';
 import { readExtraCa } from './extra-ca.js';
 import { describeUrl, fetchFailed } from './fetch-failed.js';
 import { checkFetchUrl, isRedirect, nextHop } from './fetch-url.js';
-import { writeHashedFile, type HashedFile, type HashingWriter } from './hashing-writer.js';
+import { hashInto, writeHashedFile, type HashedFile, type HashingWriter } from './hashing-writer.js';
 import { startRequest } from './http-request.js';
 import { logger } from './log.js';
 import { readOwnVersion } from './own-version.js';
@@ -32,6 +32,9 @@ export interface FetchOptions {
 }
 
 export type FetchResult = HashedFile;
+
+// What a download needs of FetchOptions: where its bytes go is the writer's.
+type DownloadOptions = Omit<FetchOptions, 'destFile'>;
 
 const USER_AGENT = `steward-helper/${readOwnVersion()}`;
 
@@ -59,6 +62,19 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
   return result;
 }
 
+// Downloads a release tarball over http(s) as fetchToFile does, under the same limits, but hands
+// the bytes to `sink` as they arrive instead of writing a file (the extraction that overlaps
+// the fetch, DESIGN §3 step 4). Only http and https: a `file:` URL is copied (fetchToFile).
+export async function fetchInto(opts: Omit<FetchOptions, 'destFile'>, sink: (chunk: Uint8Array) => Promise<void>): Promise<FetchResult> {
+  const url = checkFetchUrl(opts.url, false);
+  if (opts.signal?.aborted) throw fetchFailed(`fetch of ${describeUrl(url)} aborted`, opts.signal.reason);
+  const ca = await readExtraCa(opts.caFile ?? opts.settings.caFile, opts.caTrust);
+  log('fetch start url=%s maxBytes=%d streamed', describeUrl(url), opts.maxBytes);
+  const result = await hashInto({ total: opts.maxBytes, onProgress: opts.onProgress }, sink, (w) => download(url, opts, ca, w));
+  log('fetch done url=%s bytes=%d', describeUrl(url), result.bytes);
+  return result;
+}
+
 // How a busy server (503 or 429, e.g. steward-control past its --max-downloads) is waited out:
 // at most MAX_BUSY_WAITS waits, each its Retry-After (DEFAULT_BUSY_WAIT_MS when it has none, at
 // most MAX_BUSY_WAIT_MS) moved by up to 20 %, so a batch of hosts does not come back in step;
@@ -75,7 +91,7 @@ export function busyWaitMs(retryAfter: string | undefined, now = Date.now(), ran
   return Math.round(Math.min(ms, MAX_BUSY_WAIT_MS) * (0.9 + 0.2 * random()));
 }
 
-async function download(first: URL, opts: FetchOptions, ca: string[] | undefined, w: HashingWriter): Promise<void> {
+async function download(first: URL, opts: DownloadOptions, ca: string[] | undefined, w: HashingWriter): Promise<void> {
   const where = describeUrl(first);
   const started = performance.now();
   for (let waits = 0; ; waits++) {
@@ -97,7 +113,7 @@ async function download(first: URL, opts: FetchOptions, ca: string[] | undefined
 }
 
 // One try: the body into `w`, or the busy answer (503, 429) to wait out, before any byte is kept.
-async function downloadOnce(first: URL, opts: FetchOptions, ca: string[] | undefined, w: HashingWriter): Promise<{ status: number; url: string; retryAfter: string | undefined } | null> {
+async function downloadOnce(first: URL, opts: DownloadOptions, ca: string[] | undefined, w: HashingWriter): Promise<{ status: number; url: string; retryAfter: string | undefined } | null> {
   const where = describeUrl(first);
   const guard = new TransferGuard(opts.settings, where, () => w.bytes, opts.signal);
   try {

@@ -1,11 +1,11 @@
 // The extraction worker (worker_threads): node-tar's fast sync path blocks its event loop,
-// never the helper's. Reads the archive (from its file, or from the Buffer transferred with
-// the job), gunzips it, feeds UnpackFeed, then checks and seals the tree. Posts progress about every 250 ms, then one 'done' or 'error' per job.
+// never the helper's. Reads the archive (from its file, from the Buffer transferred with the
+// job, or from the chunks its sender posts as they arrive), gunzips it, feeds UnpackFeed, then checks and seals the tree. Posts progress about every 250 ms, then one 'done' or 'error' per job.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, type MessagePort } from 'node:worker_threads';
 import zlib from 'node:zlib';
 import type { ExtractLimits } from '../core/config-schema.js';
 import { StewardError, type ReasonCode } from '../core/errors.js';
@@ -13,18 +13,33 @@ import { unsafeMessage } from './tar-entry-rules.js';
 import { UnpackFeed } from './tar-unpack-feed.js';
 import { checkAndSealTree, type SealedTree } from './tree-walk.js';
 
-// The archive is a file (`archivePath`) or its bytes, already verified, transferred with the
-// job (`archive`; it arrives as a Uint8Array).
-export type WorkerJob = ({ archivePath: string; archive?: never } | { archive: Uint8Array; archivePath?: never }) & {
+// The archive is a file (`archivePath`), or its bytes, already verified, transferred with the
+// job (`archive`; it arrives as a Uint8Array), or its bytes as they arrive (`stream`: an
+// extraction that overlaps the fetch, DESIGN §3 step 4; chunks on `port` as StreamMessage,
+// `size` the manifest's size, `what` names them in messages: the URL).
+export type WorkerJob = (
+  | { archivePath: string; archive?: never; stream?: never }
+  | { archive: Uint8Array; archivePath?: never; stream?: never }
+  | { stream: { port: MessagePort; size: number; what: string }; archivePath?: never; archive?: never }
+) & {
   dest: string;
   // Where the tree will live once staged (versions/<ver>), if not at dest.
   finalDir?: string | undefined;
   limits: ExtractLimits;
 };
 
+// On a job's stream port: the sender's chunks, in order, then `end`; the worker answers
+// `consumed` with the bytes the extraction has taken so far, which the sender keeps its lead over.
+export type StreamMessage = { chunk: Uint8Array } | { end: true };
+export type StreamAnswer = { consumed: number };
+
+// `integrity`: the sha512 of the archive's bytes as read from its file; null for bytes given in
+// memory or streamed, which their sender hashed.
+export type WorkerResult = SealedTree & { integrity: string | null };
+
 export type WorkerMessage =
   | { type: 'progress'; entries: number; bytes: number }
-  | { type: 'done'; result: SealedTree & { integrity: string | null } }
+  | { type: 'done'; result: WorkerResult }
   | { type: 'error'; code: ReasonCode; message: string };
 
 // gunzip's output buffers: each one is a round trip to the thread pool and a callback here.
@@ -38,7 +53,7 @@ const READ_AHEAD = 1 << 20;
 const GUNZIP_OPTIONS = { chunkSize: CHUNK, readableHighWaterMark: 4 << 20, writableHighWaterMark: 4 << 20 } as zlib.ZlibOptions;
 
 function nameOf(job: WorkerJob): string {
-  return job.archive ? 'the archive held in memory' : job.archivePath;
+  return job.archive ? 'the archive held in memory' : job.stream ? job.stream.what : job.archivePath;
 }
 
 function classify(err: unknown, job: WorkerJob): { code: ReasonCode; message: string } {
@@ -81,6 +96,37 @@ async function* slicesOf(archive: Buffer): AsyncGenerator<Buffer> {
   for (let off = 0; off < archive.length; off += READ_AHEAD) yield archive.subarray(off, off + READ_AHEAD);
 }
 
+// The chunks a job's sender posts on its port, in order, until `end`; each chunk is counted as
+// consumed once the extraction asks for the next one. Refuses bytes that do not start as gzip
+// (the magic openArchive checks in a file), whatever the chunks.
+async function* fromPort(port: MessagePort): AsyncGenerator<Buffer> {
+  const queue: StreamMessage[] = [];
+  let wake: (() => void) | null = null;
+  port.on('message', (m: StreamMessage) => {
+    queue.push(m);
+    wake?.();
+  });
+  const head: number[] = [];
+  let consumed = 0;
+  for (;;) {
+    if (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    wake = null;
+    const m = queue.shift() as StreamMessage;
+    if ('end' in m) {
+      if (head.length < 2) throw notGzip();
+      return;
+    }
+    const chunk = Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength);
+    if (head.length < 2) {
+      head.push(...chunk.subarray(0, 2 - head.length));
+      if (!isGzip(Uint8Array.from(head)) && (head.length === 2 || head[0] !== 0x1f)) throw notGzip();
+    }
+    yield chunk;
+    consumed += chunk.length;
+    port.postMessage({ consumed } satisfies StreamAnswer);
+  }
+}
+
 // The archive as gunzip's input, with its compressed size (the ratio cap's denominator),
 // a way to let go of it unread, and, for a file, the sha512 of every byte read from it.
 interface ArchiveInput {
@@ -91,6 +137,10 @@ interface ArchiveInput {
 }
 
 function openInput(job: WorkerJob): ArchiveInput {
+  if (job.stream) {
+    const { port, size } = job.stream;
+    return { chunks: fromPort(port), size, close: () => port.close(), digest: () => null };
+  }
   if (job.archive) {
     const archive = Buffer.from(job.archive.buffer, job.archive.byteOffset, job.archive.byteLength);
     if (!isGzip(archive)) throw notGzip();
@@ -112,8 +162,17 @@ function openInput(job: WorkerJob): ArchiveInput {
 // Extracts the job's archive into job.dest (created here, 0700; it must not exist yet).
 // For an archive file, also returns the SRI sha512 of every byte it read: the caller checks
 // that what was extracted is what was verified, so the archive copy needs no fsync of its
-// own. An archive given in memory is the verified bytes themselves: its integrity is null.
-export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<SealedTree & { integrity: string | null }> {
+// own. An archive given in memory is the verified bytes themselves, and a stream's sender hashed
+// them: their integrity is null.
+export async function extractInWorker(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<WorkerResult> {
+  try {
+    return await extractFrom(job, post);
+  } finally {
+    job.stream?.port.close();
+  }
+}
+
+async function extractFrom(job: WorkerJob, post: (m: WorkerMessage) => void): Promise<WorkerResult> {
   const input = openInput(job);
   try {
     // Not recursive: EEXIST refuses a dest that exists already, or a symlink planted in its place.

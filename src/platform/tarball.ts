@@ -1,7 +1,7 @@
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ExtractLimits } from '../core/config-schema.js';
 import { StewardError, toStewardError } from '../core/errors.js';
-import type { WorkerJob, WorkerMessage } from './tarball-worker.js';
+import type { StreamAnswer, StreamMessage, WorkerJob, WorkerMessage } from './tarball-worker.js';
 
 // Where the archive's bytes are: a file the worker opens and reads (and hashes again, see
 // ExtractResult.integrity), or a Buffer of verified bytes that is transferred to the worker
@@ -23,16 +23,42 @@ export interface ExtractResult {
   bytes: number;
   treeDigest: string; // 'sha256-' + base64 (44 characters)
   // 'sha512-' + base64 of every archive byte the extraction read from archivePath; null for
-  // an archive given in memory, which was never read back from anywhere.
+  // an archive given in memory, which was never read back from anywhere, and for bytes streamed
+  // to it (extractStream), whose caller hashed them.
   integrity: string | null;
 }
+
+// An extraction fed the archive's bytes as they arrive (DESIGN §3 step 4: for an https fetch
+// under a signed manifest, the extraction overlaps the fetch and its hash). `write` never
+// throws: once the extraction failed it drops the bytes, so that the caller still hashes them
+// all (a mismatch wins over the extractor's error). It waits while the extraction is more than
+// STREAM_AHEAD bytes behind. `result` settles when the extraction is done or failed; `abort`
+// ends it (and waits), and `result` then rejects.
+export interface StreamedExtraction {
+  write(chunk: Uint8Array): Promise<void>;
+  end(): void;
+  readonly result: Promise<ExtractResult>;
+  abort(): Promise<void>;
+}
+
+// The bytes sent to the worker at a time (copied: a network chunk's memory may be shared, so it
+// is never transferred itself), and how far the sender may run ahead of the extraction.
+const STREAM_BATCH = 1 << 20;
+const STREAM_AHEAD = 8 << 20;
 
 // A started extraction worker waiting for its job: staging starts it as it begins to obtain
 // the bytes, so the worker's start-up (~0.1 s: a thread, an isolate, node-tar) runs while the
 // archive is copied and hashed. extract() gives it the job; cancel() ends it when no job will
 // come (staging failed before extracting) and resolves once the thread is gone.
+// An extraction fed its bytes as they arrive: no file nor Buffer, `what` names the bytes (the
+// URL), `size` is their declared size (the gzip-bomb ratio's base).
+export type StreamOptions = Omit<ExtractOptions, 'archivePath' | 'archive' | 'signal'> & { what: string; size: number };
+
 export interface PreparedExtraction {
   extract(opts: ExtractOptions): Promise<ExtractResult>;
+  // `what` names the bytes in errors (the URL); `size`, their declared size (the gzip-bomb
+  // ratio's base).
+  extractStream(opts: StreamOptions): StreamedExtraction;
   cancel(): Promise<void>;
 }
 
@@ -90,14 +116,25 @@ export function prepareExtraction(): PreparedExtraction {
   // Why: a worker waiting for a job that may never come must not keep a process alive.
   worker.unref();
   let used = false;
+  const take = (): void => {
+    if (used) throw new StewardError('INTERNAL', 'a prepared extraction was used twice');
+    used = true;
+    worker.off('error', onError);
+    worker.off('exit', onExit);
+    worker.ref();
+  };
   return {
     extract(opts) {
-      if (used) return Promise.reject(new StewardError('INTERNAL', 'a prepared extraction was used twice'));
-      used = true;
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-      worker.ref();
+      try {
+        take();
+      } catch (err) {
+        return Promise.reject(err);
+      }
       return runJob(worker, opts, early);
+    },
+    extractStream(opts) {
+      take();
+      return streamJob(worker, opts, early);
     },
     async cancel() {
       if (used) return;
@@ -118,7 +155,64 @@ export async function extractArchive(opts: ExtractOptions): Promise<ExtractResul
   return prepareExtraction().extract(opts);
 }
 
-function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | { code: number } | null): Promise<ExtractResult> {
+function streamJob(worker: Worker, opts: StreamOptions, early: { err: unknown } | { code: number } | null): StreamedExtraction {
+  const { port1, port2 } = new MessageChannel();
+  const aborter = new AbortController();
+  const result = runJob(worker, { ...opts, archivePath: opts.what, signal: aborter.signal }, early, { port: port2, size: opts.size, what: opts.what });
+  let over = false;
+  // Why: the caller awaits result only when the bytes matched; a rejection it never awaits is
+  // not an unhandled one.
+  result.catch(() => {}).finally(() => {
+    over = true;
+    port1.close();
+    resume?.();
+  });
+  let posted = 0;
+  let consumed = 0;
+  let resume: (() => void) | null = null;
+  port1.on('message', (m: StreamAnswer) => {
+    consumed = m.consumed;
+    if (posted - consumed <= STREAM_AHEAD) resume?.();
+  });
+  let batch = new Uint8Array(STREAM_BATCH);
+  let filled = 0;
+  const send = (m: StreamMessage, transfer: ArrayBuffer[] = []): void => {
+    if (!over) port1.postMessage(m, transfer);
+  };
+  const flush = (): void => {
+    if (filled === 0) return;
+    const full = batch;
+    send({ chunk: full.subarray(0, filled) }, [full.buffer]);
+    posted += filled;
+    batch = new Uint8Array(STREAM_BATCH);
+    filled = 0;
+  };
+  return {
+    async write(chunk) {
+      for (let off = 0; off < chunk.length && !over; ) {
+        const n = Math.min(chunk.length - off, STREAM_BATCH - filled);
+        batch.set(chunk.subarray(off, off + n), filled);
+        filled += n;
+        off += n;
+        if (filled === STREAM_BATCH) flush();
+        while (!over && posted - consumed > STREAM_AHEAD) await new Promise<void>((r) => (resume = r));
+        resume = null;
+      }
+    },
+    end() {
+      flush();
+      send({ end: true });
+    },
+    result,
+    async abort() {
+      aborter.abort(new StewardError('INTERNAL', `the extraction of ${opts.what} was ended`));
+      await result.catch(() => {});
+    },
+  };
+}
+
+// With `stream`, the bytes come on its port, and opts.archivePath only names them.
+function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | { code: number } | null, stream?: { port: MessagePort; size: number; what: string }): Promise<ExtractResult> {
   return new Promise<ExtractResult>((resolve, reject) => {
     let settled = false;
     // Waits for the worker to be gone before settling, so nothing writes into dest afterwards.
@@ -155,7 +249,10 @@ function runJob(worker: Worker, opts: ExtractOptions, early: { err: unknown } | 
     worker.on('error', failed);
     worker.on('exit', exited);
     const common = { dest: opts.dest, finalDir: opts.finalDir, limits: opts.limits };
-    if (opts.archive) {
+    if (stream) {
+      const job: WorkerJob = { stream, ...common };
+      worker.postMessage(job, [stream.port]);
+    } else if (opts.archive) {
       const archive = ownBuffer(opts.archive);
       const job: WorkerJob = { archive, ...common };
       // Transferred, not copied: no second copy of the archive, and the main thread can no

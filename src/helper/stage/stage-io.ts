@@ -17,9 +17,26 @@ export interface ExtractResultLike {
   bytes: number;
   treeDigest: string;
   // The SRI sha512 of the archive bytes the extraction read from archivePath; null when the
-  // archive was given in memory.
+  // archive was given in memory or streamed to it, whose sender hashed it.
   integrity: string | null;
 }
+
+// Where the extraction that overlaps a fetch takes its bytes (platform/tarball.ts).
+export interface StreamedExtractionLike {
+  write(chunk: Uint8Array): Promise<void>;
+  end(): void;
+  readonly result: Promise<ExtractResultLike>;
+  abort(): Promise<void>;
+}
+
+// What an extraction is given beside its bytes.
+type ExtractJob = {
+  dest: string;
+  // Where the tree is renamed to: entries must fit PATH_MAX there too.
+  finalDir?: string;
+  limits: ExtractLimits;
+  onProgress?: (p: { entries: number; bytes: number }) => void;
+};
 
 // The side effects of staging, one adapter each, so that tests and the fault seam can
 // replace them. Every method removes what it created when it fails.
@@ -37,6 +54,12 @@ export interface StageIO {
     signal?: AbortSignal;
     onProgress?: (bytes: number, total: number) => void;
   }): Promise<BytesResult>;
+  // Downloads an http(s) `url` as fetchToFile does, handing the bytes to `sink` as they arrive
+  // (hashed before the sink sees them) instead of writing a file.
+  fetchInto(
+    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void },
+    sink: (chunk: Uint8Array) => Promise<void>,
+  ): Promise<BytesResult>;
   // Copies a local regular file (opened with O_NOFOLLOW) into `destFile`, hashing it.
   copyLocalToFile(opts: { path: string; destFile: string; maxBytes: number; onProgress?: (bytes: number, total: number) => void }): Promise<BytesResult>;
   // Writes exactly `expectedBytes` of an upload into `destFile`, hashing it.
@@ -49,15 +72,11 @@ export interface StageIO {
   // extract() safely extracts a .tar.gz into `dest` (must not exist) and leaves it read-only:
   // from `archivePath`, hashing what it reads, or from `archive`, which it takes over (the
   // Buffer is detached, the caller must not use it again); cancel() ends it (and waits) if
-  // extract() was never called.
+  // extract() was never called. extractStream() is the same extraction fed the bytes as they
+  // arrive (`what` names them, `size` is their declared size).
   prepareExtraction(): {
-    extract(opts: ({ archivePath: string; archive?: never } | { archive: Buffer; archivePath?: never }) & {
-      dest: string;
-      // Where the tree is renamed to: entries must fit PATH_MAX there too.
-      finalDir?: string;
-      limits: ExtractLimits;
-      onProgress?: (p: { entries: number; bytes: number }) => void;
-    }): Promise<ExtractResultLike>;
+    extract(opts: ({ archivePath: string; archive?: never } | { archive: Buffer; archivePath?: never }) & ExtractJob): Promise<ExtractResultLike>;
+    extractStream(opts: ExtractJob & { what: string; size: number }): StreamedExtractionLike;
     cancel(): Promise<void>;
   };
   // Throws DISK_FULL unless `needBytes` plus `reserveBytes` are free on the file system of `dir`.

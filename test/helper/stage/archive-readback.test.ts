@@ -75,6 +75,7 @@ function watchedIO(jobs: Array<{ source: 'memory' | 'file'; archive: Buffer | un
           jobs.push({ source: o.archive ? 'memory' : 'file', archive: o.archive, staging });
           return p.extract(o);
         },
+        extractStream: (o) => p.extractStream(o),
         cancel: () => p.cancel(),
       };
     },

@@ -31,6 +31,10 @@ function loggingIO(log: string[]): StageIO {
           log.push('extract');
           return p.extract(o);
         },
+        extractStream: (o) => {
+          log.push('extractStream');
+          return p.extractStream(o);
+        },
         cancel: async () => {
           await p.cancel();
           log.push('cancelled');
@@ -75,6 +79,7 @@ test('a worker that fails on an archive held in memory fails the stage with IO_E
           assert.ok(o.archive, 'the stage held the archive in memory');
           return p.extract({ ...o, dest: path.join(path.dirname(o.dest), 'gone', 'tree') });
         },
+        extractStream: (o) => p.extractStream(o),
         cancel: () => p.cancel(),
       };
     },
