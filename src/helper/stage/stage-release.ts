@@ -17,13 +17,14 @@ import { ensureDir, fsyncDir, writeJsonAtomic } from '../../platform/fs-atomic.j
 import { removeOwnTree } from '../../platform/remove-tree.js';
 import type { Clock } from '../../platform/clock.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
+import { describeUrl } from '../../platform/fetch-failed.js';
 import { logger } from '../../platform/log.js';
 import { trustScope } from '../../platform/trusted-file.js';
 import { readAppState } from '../state/app-state.js';
 import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
 import { checkRefusals } from './refusals.js';
-import type { BytesResult, StageIO } from './stage-io.js';
+import type { BytesResult, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
 
 const log = logger('helper:stage');
@@ -128,40 +129,52 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
   let extractor: ReturnType<StageIO['prepareExtraction']> | null = null;
   try {
     extractor = io.prepareExtraction();
-    const archive = path.join(work, 'archive.tgz');
-    const got = await obtainBytes(deps, input, trust, archive, (bytes, total) => progress({ attemptId, phase: 'fetch', bytes, total }));
-    const source = got.archive ? { archive: got.archive } : { archivePath: archive };
-    faults.io('staging', 'write');
-    // 2. Integrity before anything reads the archive. The message names only the expected
-    // digest unless the caller sent the bytes itself.
-    if (got.integrity !== trust.integrity) {
-      const callerSent = !!input.upload || !!input.path;
-      throw new StewardError(
-        'INTEGRITY_MISMATCH',
-        `${app} ${version}: the archive does not match integrity ${trust.integrity}` + (callerSent ? ` (it is ${got.integrity})` : ''),
-        { details: { attemptId } },
-      );
-    }
-    progress({ attemptId, phase: 'extract', bytes: 0 });
     const tree = path.join(work, 'tree');
-    const ex = await extractor.extract({
-      ...source,
+    // The extraction's progress is told once the bytes are all here (a fetch's comes first).
+    let extracting = false;
+    const job = {
       dest: tree,
       finalDir: versionDir(paths, app, version),
       limits: config.extract,
-      onProgress: (p) => progress({ attemptId, phase: 'extract', bytes: p.bytes }),
-    });
-    if (source.archivePath !== undefined) {
-      // The archive was never fsynced (writeHashedFile): what the extraction read must be the
-      // bytes verified above, or the tree is not what was vouched for. An archive held in
-      // memory was extracted from the very bytes that were verified.
-      if (ex.integrity !== trust.integrity) {
-        throw new StewardError('IO_ERROR', `${app} ${version}: the archive read back for extraction is not the one verified (the disk lost or changed it)`, {
-          details: { attemptId },
-        });
+      onProgress: (p: { bytes: number }) => extracting && progress({ attemptId, phase: 'extract', bytes: p.bytes }),
+    };
+    const onFetched = (bytes: number, total: number): void => progress({ attemptId, phase: 'fetch', bytes, total });
+    // 2. Integrity before anything leaves the staging folder, and before anything reads the
+    // bytes except an extraction that overlaps an https fetch under a signed manifest (§3 step 4).
+    // The message names only the expected digest unless the caller sent the bytes itself.
+    const verified = (got: BytesResult): void => {
+      faults.io('staging', 'write');
+      if (got.integrity !== trust.integrity) {
+        const callerSent = !!input.upload || !!input.path;
+        throw new StewardError(
+          'INTEGRITY_MISMATCH',
+          `${app} ${version}: the archive does not match integrity ${trust.integrity}` + (callerSent ? ` (it is ${got.integrity})` : ''),
+          { details: { attemptId } },
+        );
       }
-      // Removed before the syncfs below, so that its bytes are never written to disk at all.
-      await fsp.rm(archive, { force: true });
+      extracting = true;
+      progress({ attemptId, phase: 'extract', bytes: 0 });
+    };
+    let ex: ExtractResultLike;
+    if (overlapsFetch(input, trust)) {
+      ex = await fetchWhileExtracting(deps, trust, extractor, job, onFetched, verified);
+    } else {
+      const archive = path.join(work, 'archive.tgz');
+      const got = await obtainBytes(deps, input, trust, archive, onFetched);
+      verified(got);
+      ex = await extractor.extract(got.archive ? { ...job, archive: got.archive } : { ...job, archivePath: archive });
+      if (!got.archive) {
+        // The archive was never fsynced (writeHashedFile): what the extraction read must be the
+        // bytes verified above, or the tree is not what was vouched for. An archive held in
+        // memory was extracted from the very bytes that were verified.
+        if (ex.integrity !== trust.integrity) {
+          throw new StewardError('IO_ERROR', `${app} ${version}: the archive read back for extraction is not the one verified (the disk lost or changed it)`, {
+            details: { attemptId },
+          });
+        }
+        // Removed before the syncfs below, so that its bytes are never written to disk at all.
+        await fsp.rm(archive, { force: true });
+      }
     }
     // 5. The release file, then a durable read-only tree renamed into versions/, marker last.
     await checkReleaseFile(tree, { app, version, appConfig });
@@ -316,6 +329,55 @@ async function obtainBytes(
     allowFile: input.kind === 'admin',
     onProgress,
   });
+}
+
+// DESIGN §3 step 4: the extraction may run while the bytes arrive and are hashed only for an
+// http(s) fetch the helper makes itself under a signed manifest, whose signature was checked
+// before the first byte (resolveTrust). Local files, `file:` URLs and uploads are hashed first.
+function overlapsFetch(input: StageInput, trust: Trust): trust is Trust & { url: string } {
+  if (input.upload || input.path || !trust.signed || trust.url === null) return false;
+  try {
+    const { protocol } = new URL(trust.url);
+    return protocol === 'https:' || protocol === 'http:';
+  } catch {
+    return false;
+  }
+}
+
+// Fetches `trust.url` into an extraction fed as the bytes arrive. The tree stays in the 0700
+// staging folder until `verified` accepted the hash of every byte (the caller renames it out
+// only after this returns); a mismatch ends the extraction and wins over any error it met,
+// since an error on bytes nobody vouched for says nothing about the release. So the fetch goes
+// on to its end even after the extraction failed (write then drops the bytes). A fetch that
+// fails ends the extraction, and its own error is the stage's.
+async function fetchWhileExtracting(
+  deps: StageDeps,
+  trust: Trust & { url: string },
+  extractor: ReturnType<StageIO['prepareExtraction']>,
+  job: Omit<Parameters<ReturnType<StageIO['prepareExtraction']>['extract']>[0], 'archivePath'>,
+  onProgress: (bytes: number, total: number) => void,
+  verified: (got: BytesResult) => void,
+): Promise<ExtractResultLike> {
+  const { io, config } = deps;
+  const streamed = extractor.extractStream({ ...job, what: describeUrl(new URL(trust.url)), size: trust.size });
+  try {
+    const got = await io.fetchInto(
+      {
+        url: trust.url,
+        maxBytes: trust.size,
+        settings: config.fetch,
+        ...(config.fetch.caFile ? { caFile: config.fetch.caFile, caTrust: trustScope(path.dirname(config.fetch.caFile), deps.paths.root) } : {}),
+        onProgress,
+      },
+      (chunk) => streamed.write(chunk),
+    );
+    streamed.end();
+    verified(got);
+  } catch (err) {
+    await streamed.abort();
+    throw err;
+  }
+  return streamed.result;
 }
 
 // A tree that is `current` or `previous` is never replaced by staging, even if the request
