@@ -10,35 +10,43 @@ import { assertStageRefused, hostWithCurrent, stageBytes } from '../helpers/stag
 // extraction, checks, commit) as the helper runs it: refused with UNSAFE_ARCHIVE, nothing
 // written outside the staging folder (absolute targets aim inside the temp host), the
 // staging folder gone, `current` untouched. The sanitized ones stage, root-owned and read-only.
-for (const attack of HOSTILE_ARCHIVES.filter((a) => a.expect === 'refused')) {
-  test(`staging refuses the ${attack.name} archive and leaves nothing behind`, async () => {
-    const err = await assertStageRefused(
-      (s) => attack.build({ outside: path.join(path.dirname(s.host.root), 'outside') }),
-      'UNSAFE_ARCHIVE',
-      { version: HOSTILE_VERSION },
-      { inMemory: attack.manyFiles },
-    );
-    assert.match(err.message, /unsafe archive/);
-  });
+// Each one twice: from a local file (hashed, then extracted), and fetched over http under a
+// signed manifest, where the extraction runs while the bytes arrive (DESIGN §3 step 4).
+const VIAS = [['file', 'from a local file'], ['fetch', 'fetched as it is extracted']] as const;
+
+for (const [via, how] of VIAS) {
+  for (const attack of HOSTILE_ARCHIVES.filter((a) => a.expect === 'refused')) {
+    test(`staging refuses the ${attack.name} archive ${how} and leaves nothing behind`, async () => {
+      const err = await assertStageRefused(
+        (s) => attack.build({ outside: path.join(path.dirname(s.host.root), 'outside') }),
+        'UNSAFE_ARCHIVE',
+        { version: HOSTILE_VERSION },
+        { inMemory: attack.manyFiles, via },
+      );
+      assert.match(err.message, /unsafe archive/);
+    });
+  }
 }
 
-for (const attack of HOSTILE_ARCHIVES.filter((a) => a.expect === 'extracts')) {
-  test(`staging accepts the ${attack.name} archive only once it is sanitized`, async () => {
-    const s = await hostWithCurrent();
-    try {
-      const err = await stageBytes(s, attack.build(), { version: HOSTILE_VERSION });
-      assert.equal(err, null, err?.message);
-      const stack = [versionDir(s.host.paths, 'web', HOSTILE_VERSION)];
-      while (stack.length) {
-        const p = stack.pop() as string;
-        const st = await fsp.lstat(p);
-        assert.equal(st.mode & 0o7000, 0, `${p} keeps 07000 bits`);
-        if (!st.isSymbolicLink()) assert.equal(st.mode & 0o222, 0, `${p} is writable`);
-        if (process.getuid?.() === 0) assert.deepEqual([st.uid, st.gid], [0, 0], `${p} is not root's`);
-        if (st.isDirectory()) for (const n of await fsp.readdir(p)) stack.push(path.join(p, n));
+for (const [via, how] of VIAS) {
+  for (const attack of HOSTILE_ARCHIVES.filter((a) => a.expect === 'extracts')) {
+    test(`staging accepts the ${attack.name} archive ${how} only once it is sanitized`, async () => {
+      const s = await hostWithCurrent();
+      try {
+        const err = await stageBytes(s, attack.build(), { version: HOSTILE_VERSION }, via);
+        assert.equal(err, null, err?.message);
+        const stack = [versionDir(s.host.paths, 'web', HOSTILE_VERSION)];
+        while (stack.length) {
+          const p = stack.pop() as string;
+          const st = await fsp.lstat(p);
+          assert.equal(st.mode & 0o7000, 0, `${p} keeps 07000 bits`);
+          if (!st.isSymbolicLink()) assert.equal(st.mode & 0o222, 0, `${p} is writable`);
+          if (process.getuid?.() === 0) assert.deepEqual([st.uid, st.gid], [0, 0], `${p} is not root's`);
+          if (st.isDirectory()) for (const n of await fsp.readdir(p)) stack.push(path.join(p, n));
+        }
+      } finally {
+        s.host.cleanup();
       }
-    } finally {
-      s.host.cleanup();
-    }
-  });
+    });
+  }
 }
