@@ -1,11 +1,11 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { appDir } from '../src/core/paths.js';
 import { KEEP_WARM_MS } from '../src/platform/tarball.js';
 import { callHelper } from '../src/protocol/client.js';
-import { BIN, makeHost, processApp } from '../test/helpers/host.js';
+import { BIN, makeHost, makeReleaseKey, manifestFor, processApp } from '../test/helpers/host.js';
 import { benchArgs, cpuMsOf, haveCommand, ms, printRow, ratios, series, startInstalledHelper, type Series } from './lib.js';
 import { FULL_TREE, QUICK_TREE, makeAppTree, tarballOf, type TreeShape } from './stage-input.js';
 
@@ -39,6 +39,14 @@ const SIZES: Array<{ label: string; shape: TreeShape }> = args.quick
       { label: '80 MB', shape: { smallFiles: 8000, large: [40 << 20, 24 << 20, 12 << 20] } },
     ];
 const TINY: TreeShape = { smallFiles: 1, large: [] };
+
+// `1 fetch <size>`: the same tarball staged from a signed manifest whose URL is an http server
+// on loopback (another process), which the helper fetches itself: its extraction runs while the
+// bytes arrive and are hashed (DESIGN §3 step 4). Its peer does the same work as the bytes
+// arrive: curl into tee, which feeds sha512sum and tar at once, then the per-file sha256, the
+// chmod and the sync.
+const FETCH_PEER = 'curl -fsS "$1" | tee >(sha512sum >/dev/null) | tar -xz -C "$2" && find "$2" -type f -exec sha256sum {} + >/dev/null && chmod -R a-w "$2" && sync -f "$2"';
+const haveCurl = haveCommand('curl') && haveCommand('bash');
 
 const PEERS = {
   bare: 'sha512sum "$1" >/dev/null && tar -xzf "$1" -C "$2" && sync -f "$2"',
@@ -88,6 +96,46 @@ async function stageOverSocket(t: Tarball): Promise<number> {
   const start = process.hrtime.bigint();
   await callHelper(host.paths.adminSock, { v: 1, id: reqId++, op: 'stage', app: 'web', version: t.version, path: t.file, integrity: t.integrity, allowUnsigned: true });
   return ms(start);
+}
+
+// The tarballs' http server: a node process serving host.scratch by file name, with its length.
+async function startFileServer(dir: string): Promise<{ origin: string; stop: () => void }> {
+  const code = `const http = require('node:http'); const fs = require('node:fs'); const path = require('node:path');
+    const s = http.createServer((req, res) => { const f = path.join(${JSON.stringify(dir)}, path.basename(req.url));
+      fs.stat(f, (err, st) => { if (err) { res.statusCode = 404; return res.end(); } res.setHeader('Content-Length', st.size); fs.createReadStream(f).pipe(res); }); });
+    s.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (b: Buffer) => resolve(b.toString().trim()));
+    child.once('exit', (c) => reject(new Error(`the bench's file server exited ${c}`)));
+  });
+  return { origin: `http://127.0.0.1:${port}`, stop: () => child.kill() };
+}
+
+const releaseKey = makeReleaseKey(host, ['web']);
+
+// One `agentctl stage --manifest`: the helper fetches the tarball from `origin`.
+function stageFetched(t: Tarball, origin: string): { wall: number; cpu: number } {
+  const manifest = path.join(host.scratch, `web-${t.version}.manifest.json`);
+  writeFileSync(manifest, JSON.stringify(releaseKey.sign(manifestFor('web', t.version, readFileSync(t.file), { url: `${origin}/${path.basename(t.file)}` }))));
+  const cpu = cpuMsOf('self', true) + cpuMsOf(helperPid);
+  const start = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, [BIN.agentctl, '--root', host.root, 'stage', 'web', t.version, '--manifest', manifest, '--json'], { encoding: 'utf8' });
+  const wall = ms(start);
+  if (r.status !== 0) throw new Error(`agentctl stage --manifest exited ${r.status}: ${r.stderr}${r.stdout}`);
+  return { wall, cpu: cpuMsOf('self', true) + cpuMsOf(helperPid) - cpu };
+}
+
+function runFetchPeer(t: Tarball, origin: string): { wall: number; cpu: number } {
+  mkdirSync(peerBase, { recursive: true });
+  const dest = path.join(peerBase, `${t.version}-fetch`);
+  mkdirSync(dest);
+  const cpu = cpuMsOf('self', true);
+  const start = process.hrtime.bigint();
+  const p = spawnSync('bash', ['-c', FETCH_PEER, 'bash', `${origin}/${path.basename(t.file)}`, dest]);
+  const wall = ms(start);
+  if (p.status !== 0) throw new Error(`the fetch peer exited ${p.status}: ${p.stderr}`);
+  return { wall, cpu: cpuMsOf('self', true) - cpu };
 }
 
 function runPeer(name: PeerName, t: Tarball): { wall: number; cpu: number } {
@@ -163,6 +211,45 @@ try {
       met: bare.median <= 1.8,
       extra: { ...extra, cpuMsPeer: median(cpu.bare), cpuRatio: median(ratios(cpu.steward, cpu.bare)) },
     });
+  }
+
+  if (haveCurl) {
+    const server = await startFileServer(host.scratch);
+    try {
+      for (const { label, shape } of SIZES) {
+        const tree = makeAppTree(path.join(host.scratch, `tree-fetch-${label.replace(/ /g, '')}`), args.quick, shape);
+        const tarballs = Array.from({ length: args.runs + 1 }, () => makeTarball(tree));
+        const size = (tarballs[0] as Tarball).size;
+        const wall = { steward: [] as number[], peer: [] as number[] };
+        const cpu = { steward: [] as number[], peer: [] as number[] };
+        for (const [i, t] of tarballs.entries()) {
+          for (const [name, run] of [['steward', () => stageFetched(t, server.origin)], ['peer', () => runFetchPeer(t, server.origin)]] as const) {
+            execFileSync('sync');
+            const r = run();
+            if (i > 0) {
+              wall[name].push(r.wall);
+              cpu[name].push(r.cpu);
+            }
+          }
+          rmSync(t.file);
+        }
+        const ratio = series(ratios(wall.steward, wall.peer));
+        printRow(args, {
+          row: `1 fetch${args.quick ? '' : ` ${label}`}`,
+          what: `stage a ${(size / 1e6).toFixed(1)} MB tarball of ${tree.files} files from a signed manifest's http URL on loopback (the extraction runs as the bytes arrive)`,
+          unit: 'ms',
+          steward: series(wall.steward),
+          peer: series(wall.peer),
+          peerWhat: 'curl | tee >(sha512sum) | tar xz, then sha256sum of every file + chmod -R a-w + sync -f',
+          ratio,
+          target: 'ratio <= 1.25 (as row 1)',
+          met: ratio.median <= 1.25,
+          extra: { tarballBytes: size, files: tree.files, fs: inMemory ? 'tmpfs' : 'disk', cpuMsSteward: median(cpu.steward), cpuMsPeer: median(cpu.peer), cpuRatio: median(ratios(cpu.steward, cpu.peer)) },
+        });
+      }
+    } finally {
+      server.stop();
+    }
   }
 
   // 1 fixed: what a stage costs beyond its bytes. Warm: right after another stage (the
