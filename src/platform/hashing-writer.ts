@@ -49,37 +49,27 @@ export async function writeHashedFile(
   } catch (err) {
     throw toStewardError(err, 'IO_ERROR', `cannot create ${opts.destFile}`);
   }
-  const hash = createHash('sha512');
-  let bytes = 0;
-  const writer: HashingWriter = {
-    get bytes() {
-      return bytes;
-    },
-    async write(chunk) {
-      try {
-        let off = 0;
-        while (off < chunk.length) {
-          const { bytesWritten } = await fh.write(chunk, off, chunk.length - off);
-          off += bytesWritten;
-        }
-      } catch (err) {
-        throw toStewardError(err, 'IO_ERROR', `writing ${opts.destFile}`);
+  const write = async (chunk: Uint8Array): Promise<void> => {
+    try {
+      let off = 0;
+      while (off < chunk.length) {
+        const { bytesWritten } = await fh.write(chunk, off, chunk.length - off);
+        off += bytesWritten;
       }
-      hash.update(chunk);
-      bytes += chunk.length;
-      opts.onProgress?.(bytes, opts.total);
-    },
+    } catch (err) {
+      throw toStewardError(err, 'IO_ERROR', `writing ${opts.destFile}`);
+    }
   };
   try {
-    await fill(writer);
+    const hashed = await hashInto(opts, write, fill);
     await fh.close();
+    return hashed;
   } catch (err) {
     await fh.close().catch(() => {});
     // A partial or unverified download must never be mistaken for a good one.
     await fsp.rm(opts.destFile, { force: true }).catch(() => {});
     throw err instanceof StewardError ? err : toStewardError(err, 'INTERNAL', `writing ${opts.destFile}`);
   }
-  return { bytes, integrity: `sha512-${hash.digest('base64')}` };
 }
 
 export interface HashedBufferOptions {
@@ -101,39 +91,37 @@ export async function writeHashedBuffer(
   // allocUnsafeSlow: a buffer of its own, not a slice of the pool (see HashedBuffer). Not
   // zeroed: every byte handed on is one written below.
   let buf = Buffer.allocUnsafeSlow(opts.size);
-  const hash = createHash('sha512');
-  let bytes = 0;
-  const writer: HashingWriter = {
-    get bytes() {
-      return bytes;
-    },
-    async write(chunk) {
-      if (bytes + chunk.length > buf.length) throw new StewardError('INTERNAL', `more than the ${buf.length} bytes expected were written`);
-      buf.set(chunk, bytes);
-      hash.update(chunk);
-      bytes += chunk.length;
-      opts.onProgress?.(bytes, opts.total);
-    },
-  };
+  let filled = 0;
+  let hashed: HashedFile;
   try {
-    await fill(writer);
+    hashed = await hashInto(
+      opts,
+      async (chunk) => {
+        if (filled + chunk.length > buf.length) throw new StewardError('INTERNAL', `more than the ${buf.length} bytes expected were written`);
+        buf.set(chunk, filled);
+        filled += chunk.length;
+      },
+      fill,
+    );
   } catch (err) {
     throw err instanceof StewardError ? err : toStewardError(err, 'INTERNAL', 'reading the archive into memory');
   }
-  if (bytes < buf.length) {
+  if (hashed.bytes < buf.length) {
     // Fewer bytes than expected but accepted by the caller (a local file shorter than the
     // allowed size): copied into a buffer of their own length, which owns its ArrayBuffer.
-    const exact = Buffer.allocUnsafeSlow(bytes);
-    buf.copy(exact, 0, 0, bytes);
+    const exact = Buffer.allocUnsafeSlow(hashed.bytes);
+    buf.copy(exact, 0, 0, hashed.bytes);
     buf = exact;
   }
-  return { bytes, integrity: `sha512-${hash.digest('base64')}`, archive: buf };
+  return { ...hashed, archive: buf };
 }
 
 // Hashes each chunk that `fill` writes and hands it to `sink`, in order, and returns the hash:
-// writeHashedFile without the file, for bytes that go elsewhere (an extraction fed as they
-// arrive, DESIGN §3 step 4). The chunk is hashed before `sink` sees it, so the sink may take it
-// (transfer its memory to another thread). A sink error is thrown from write as it came.
+// the writer of writeHashedFile (the sink writes the file) and writeHashedBuffer (it copies into
+// the buffer), and of bytes that go elsewhere (an extraction fed as they arrive, DESIGN §3 step
+// 4). The chunk is hashed before `sink` sees it, so the sink may take it (transfer its memory to
+// another thread); it is counted once the sink took it. A sink error is thrown from write as it
+// came, and write must not be called again after it threw.
 export async function hashInto(
   opts: Omit<HashedFileOptions, 'destFile'>,
   sink: (chunk: Uint8Array) => Promise<void>,
@@ -147,8 +135,8 @@ export async function hashInto(
     },
     async write(chunk) {
       hash.update(chunk);
-      bytes += chunk.length;
       await sink(chunk);
+      bytes += chunk.length;
       opts.onProgress?.(bytes, opts.total);
     },
   });
