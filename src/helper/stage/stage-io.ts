@@ -30,7 +30,7 @@ export interface StreamedExtractionLike {
 }
 
 // What an extraction is given beside its bytes.
-type ExtractJob = {
+export type ExtractJob = {
   dest: string;
   // Where the tree is renamed to: entries must fit PATH_MAX there too.
   finalDir?: string;

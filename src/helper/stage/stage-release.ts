@@ -4,7 +4,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
-import type { HostConfig } from '../../core/config-schema.js';
+import type { FetchSettings, HostConfig } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { mustParse } from '../../core/must-parse.js';
 import { AGENT_APP } from '../../core/name-checks.js';
@@ -19,12 +19,12 @@ import type { Clock } from '../../platform/clock.js';
 import { ioStep, noFaults, type Faults } from '../../platform/faults.js';
 import { describeUrl } from '../../platform/fetch-failed.js';
 import { logger } from '../../platform/log.js';
-import { trustScope } from '../../platform/trusted-file.js';
+import { trustScope, type TrustScope } from '../../platform/trusted-file.js';
 import { readAppState } from '../state/app-state.js';
 import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
 import { checkRefusals } from './refusals.js';
-import type { BytesResult, ExtractResultLike, StageIO } from './stage-io.js';
+import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
 
 const log = logger('helper:stage');
@@ -307,7 +307,7 @@ async function obtainBytes(
   destFile: string,
   onProgress: (bytes: number, total: number) => void,
 ): Promise<BytesResult & { archive?: Buffer }> {
-  const { io, config } = deps;
+  const { io } = deps;
   // The bytes come whole from the caller (no fetch to overlap), and fit in memory: held there.
   const inMemory = trust.size <= (deps.archiveInMemoryMaxBytes ?? ARCHIVE_IN_MEMORY_MAX_BYTES);
   if (input.upload) {
@@ -324,11 +324,17 @@ async function obtainBytes(
     url: trust.url,
     destFile,
     maxBytes: trust.size,
-    settings: config.fetch,
-    ...(config.fetch.caFile ? { caFile: config.fetch.caFile, caTrust: trustScope(path.dirname(config.fetch.caFile), deps.paths.root) } : {}),
+    ...fetchSettings(deps),
     allowFile: input.kind === 'admin',
     onProgress,
   });
+}
+
+// The settings of every fetch the helper makes: the host's, and its extra CA file under the trust
+// rule from the root prefix down.
+function fetchSettings(deps: StageDeps): { settings: FetchSettings; caFile?: string; caTrust?: TrustScope } {
+  const { caFile } = deps.config.fetch;
+  return { settings: deps.config.fetch, ...(caFile ? { caFile, caTrust: trustScope(path.dirname(caFile), deps.paths.root) } : {}) };
 }
 
 // DESIGN §3 step 4: the extraction may run while the bytes arrive and are hashed only for an
@@ -354,19 +360,18 @@ async function fetchWhileExtracting(
   deps: StageDeps,
   trust: Trust & { url: string },
   extractor: ReturnType<StageIO['prepareExtraction']>,
-  job: Omit<Parameters<ReturnType<StageIO['prepareExtraction']>['extract']>[0], 'archivePath'>,
+  job: ExtractJob,
   onProgress: (bytes: number, total: number) => void,
   verified: (got: BytesResult) => void,
 ): Promise<ExtractResultLike> {
-  const { io, config } = deps;
+  const { io } = deps;
   const streamed = extractor.extractStream({ ...job, what: describeUrl(new URL(trust.url)), size: trust.size });
   try {
     const got = await io.fetchInto(
       {
         url: trust.url,
         maxBytes: trust.size,
-        settings: config.fetch,
-        ...(config.fetch.caFile ? { caFile: config.fetch.caFile, caTrust: trustScope(path.dirname(config.fetch.caFile), deps.paths.root) } : {}),
+        ...fetchSettings(deps),
         onProgress,
       },
       (chunk) => streamed.write(chunk),
