@@ -83,8 +83,10 @@ function openArchive(file: string): { fd: number; size: number } {
   return { fd, size: st.size };
 }
 
+const GZIP_MAGIC = [0x1f, 0x8b];
+
 function isGzip(head: Uint8Array): boolean {
-  return head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b;
+  return head.length >= GZIP_MAGIC.length && GZIP_MAGIC.every((b, i) => head[i] === b);
 }
 
 function notGzip(): StewardError {
@@ -106,20 +108,20 @@ async function* fromPort(port: MessagePort): AsyncGenerator<Buffer> {
     queue.push(m);
     wake?.();
   });
-  const head: number[] = [];
+  // How many bytes of the gzip magic have been checked so far.
+  let head = 0;
   let consumed = 0;
   for (;;) {
     if (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
     wake = null;
     const m = queue.shift() as StreamMessage;
     if ('end' in m) {
-      if (head.length < 2) throw notGzip();
+      if (head < GZIP_MAGIC.length) throw notGzip();
       return;
     }
     const chunk = Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength);
-    if (head.length < 2) {
-      head.push(...chunk.subarray(0, 2 - head.length));
-      if (!isGzip(Uint8Array.from(head)) && (head.length === 2 || head[0] !== 0x1f)) throw notGzip();
+    for (let i = 0; head < GZIP_MAGIC.length && i < chunk.length; i++, head++) {
+      if (chunk[i] !== GZIP_MAGIC[head]) throw notGzip();
     }
     yield chunk;
     consumed += chunk.length;
