@@ -79,16 +79,52 @@ function makeTarball(tree: ReturnType<typeof makeAppTree>): Tarball {
   return { file, version, integrity, size: statSync(file).size };
 }
 
-// One `agentctl stage`: wall ms and CPU ms (helper, all its threads, plus agentctl).
-function stageWithAgentctl(t: Tarball): { wall: number; cpu: number } {
+// What one side of a pair took: wall ms and CPU ms.
+interface Timed {
+  wall: number;
+  cpu: number;
+}
+
+// One `agentctl stage web <version> <source...>`: wall ms and CPU ms (helper, all its threads,
+// plus agentctl).
+function agentctlStage(version: string, source: string[]): Timed {
   const cpu = cpuMsOf('self', true) + cpuMsOf(helperPid);
   const start = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, [BIN.agentctl, '--root', host.root, 'stage', 'web', t.version, '--file', t.file, '--integrity', t.integrity, '--allow-unsigned', '--json'], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(process.execPath, [BIN.agentctl, '--root', host.root, 'stage', 'web', version, ...source, '--json'], { encoding: 'utf8' });
   const wall = ms(start);
-  if (r.status !== 0) throw new Error(`agentctl stage exited ${r.status}: ${r.stderr}${r.stdout}`);
+  if (r.status !== 0) throw new Error(`agentctl stage ${source[0]} exited ${r.status}: ${r.stderr}${r.stdout}`);
   return { wall, cpu: cpuMsOf('self', true) + cpuMsOf(helperPid) - cpu };
+}
+
+const stageWithAgentctl = (t: Tarball): Timed => agentctlStage(t.version, ['--file', t.file, '--integrity', t.integrity, '--allow-unsigned']);
+
+// A peer script (`shell -c script shell source dest`) into a fresh folder `name` beside steward's
+// staging folder: wall ms and CPU ms (the script and its children).
+function timePeer(shell: 'sh' | 'bash', script: string, what: string, source: string, name: string): Timed {
+  mkdirSync(peerBase, { recursive: true });
+  const dest = path.join(peerBase, name);
+  mkdirSync(dest);
+  const cpu = cpuMsOf('self', true);
+  const start = process.hrtime.bigint();
+  const p = spawnSync(shell, ['-c', script, shell, source, dest]);
+  const wall = ms(start);
+  if (p.status !== 0) throw new Error(`the ${what} peer exited ${p.status}: ${p.stderr}`);
+  return { wall, cpu: cpuMsOf('self', true) - cpu };
+}
+
+// Runs each tarball's sides in turn, a global sync before each; run 0 is a warm-up, not counted.
+function alternate<K extends string>(tarballs: Tarball[], sidesOf: (t: Tarball) => Array<[K, () => Timed]>, wall: Record<K, number[]>, cpu: Record<K, number[]>): void {
+  for (const [i, t] of tarballs.entries()) {
+    for (const [name, run] of sidesOf(t)) {
+      execFileSync('sync');
+      const r = run();
+      if (i > 0) {
+        wall[name].push(r.wall);
+        cpu[name].push(r.cpu);
+      }
+    }
+    rmSync(t.file);
+  }
 }
 
 // One stage over admin.sock from this process (no agentctl start): wall ms.
@@ -115,40 +151,14 @@ async function startFileServer(dir: string): Promise<{ origin: string; stop: () 
 const releaseKey = makeReleaseKey(host, ['web']);
 
 // One `agentctl stage --manifest`: the helper fetches the tarball from `origin`.
-function stageFetched(t: Tarball, origin: string): { wall: number; cpu: number } {
+function stageFetched(t: Tarball, origin: string): Timed {
   const manifest = path.join(host.scratch, `web-${t.version}.manifest.json`);
   writeFileSync(manifest, JSON.stringify(releaseKey.sign(manifestFor('web', t.version, readFileSync(t.file), { url: `${origin}/${path.basename(t.file)}` }))));
-  const cpu = cpuMsOf('self', true) + cpuMsOf(helperPid);
-  const start = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, [BIN.agentctl, '--root', host.root, 'stage', 'web', t.version, '--manifest', manifest, '--json'], { encoding: 'utf8' });
-  const wall = ms(start);
-  if (r.status !== 0) throw new Error(`agentctl stage --manifest exited ${r.status}: ${r.stderr}${r.stdout}`);
-  return { wall, cpu: cpuMsOf('self', true) + cpuMsOf(helperPid) - cpu };
+  return agentctlStage(t.version, ['--manifest', manifest]);
 }
 
-function runFetchPeer(t: Tarball, origin: string): { wall: number; cpu: number } {
-  mkdirSync(peerBase, { recursive: true });
-  const dest = path.join(peerBase, `${t.version}-fetch`);
-  mkdirSync(dest);
-  const cpu = cpuMsOf('self', true);
-  const start = process.hrtime.bigint();
-  const p = spawnSync('bash', ['-c', FETCH_PEER, 'bash', `${origin}/${path.basename(t.file)}`, dest]);
-  const wall = ms(start);
-  if (p.status !== 0) throw new Error(`the fetch peer exited ${p.status}: ${p.stderr}`);
-  return { wall, cpu: cpuMsOf('self', true) - cpu };
-}
-
-function runPeer(name: PeerName, t: Tarball): { wall: number; cpu: number } {
-  mkdirSync(peerBase, { recursive: true });
-  const dest = path.join(peerBase, `${t.version}-${name}`);
-  mkdirSync(dest);
-  const cpu = cpuMsOf('self', true);
-  const start = process.hrtime.bigint();
-  const p = spawnSync('sh', ['-c', PEERS[name], 'sh', t.file, dest]);
-  const wall = ms(start);
-  if (p.status !== 0) throw new Error(`the ${name} peer exited ${p.status}: ${p.stderr}`);
-  return { wall, cpu: cpuMsOf('self', true) - cpu };
-}
+const runFetchPeer = (t: Tarball, origin: string): Timed => timePeer('bash', FETCH_PEER, 'fetch', `${origin}/${path.basename(t.file)}`, `${t.version}-fetch`);
+const runPeer = (name: PeerName, t: Tarball): Timed => timePeer('sh', PEERS[name], name, t.file, `${t.version}-${name}`);
 
 const median = (xs: number[]): number => series(xs).median;
 
@@ -161,24 +171,17 @@ try {
     // two stages put seconds between them, and at 80 MB more than the warm worker waits.
     const tarballs = Array.from({ length: args.runs + 1 }, () => makeTarball(tree));
     const size = (tarballs[0] as Tarball).size;
-    for (const [i, t] of tarballs.entries()) {
-      // Run 0 is a warm-up, not counted.
-      const sides: Array<['steward' | PeerName, () => { wall: number; cpu: number }]> = [
+    alternate(
+      tarballs,
+      (t): Array<['steward' | PeerName, () => Timed]> => [
         ['steward', () => stageWithAgentctl(t)],
         ['bare', () => runPeer('bare', t)],
         ['sameWork', () => runPeer('sameWork', t)],
-        ...(havePigz ? [['floor', () => runPeer('floor', t)] as ['floor', () => { wall: number; cpu: number }]] : []),
-      ];
-      for (const [name, run] of sides) {
-        execFileSync('sync');
-        const r = run();
-        if (i > 0) {
-          wall[name].push(r.wall);
-          cpu[name].push(r.cpu);
-        }
-      }
-      rmSync(t.file);
-    }
+        ...(havePigz ? [['floor', () => runPeer('floor', t)] as ['floor', () => Timed]] : []),
+      ],
+      wall,
+      cpu,
+    );
     const what = `stage a ${(size / 1e6).toFixed(1)} MB tarball of ${tree.files} files from a local file`;
     const floor: Record<string, unknown> = havePigz
       ? { floorMs: median(wall.floor), floorWhat: 'pigz -dc | tar x', ratioToFloor: median(ratios(wall.steward, wall.floor)) }
@@ -222,17 +225,7 @@ try {
         const size = (tarballs[0] as Tarball).size;
         const wall = { steward: [] as number[], peer: [] as number[] };
         const cpu = { steward: [] as number[], peer: [] as number[] };
-        for (const [i, t] of tarballs.entries()) {
-          for (const [name, run] of [['steward', () => stageFetched(t, server.origin)], ['peer', () => runFetchPeer(t, server.origin)]] as const) {
-            execFileSync('sync');
-            const r = run();
-            if (i > 0) {
-              wall[name].push(r.wall);
-              cpu[name].push(r.cpu);
-            }
-          }
-          rmSync(t.file);
-        }
+        alternate(tarballs, (t): Array<['steward' | 'peer', () => Timed]> => [['steward', () => stageFetched(t, server.origin)], ['peer', () => runFetchPeer(t, server.origin)]], wall, cpu);
         const ratio = series(ratios(wall.steward, wall.peer));
         printRow(args, {
           row: `1 fetch${args.quick ? '' : ` ${label}`}`,
