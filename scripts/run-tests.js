@@ -15,7 +15,7 @@
 // lines are not TAP's `# pass N` that the counts below are read from. (Node 20's --test-timeout
 // is not used: there it also bounds a whole file, not one test.)
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -47,6 +47,22 @@ process.on('exit', () => rmSync(cache, { recursive: true, force: true }));
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]]) process.once(signal, () => process.exit(code));
 
 const running = new Map(); // file -> start time (ms)
+
+// The CPU seconds (user + system) of every child this process has reaped, its children's and
+// theirs included (Linux's cutime and cstime, fields 16 and 17 of /proc/self/stat): read as each
+// file's process exits, the step since the last exit is that file's CPU, a figure for finding
+// where the suite's time goes. Two files that exit in the same turn of the event loop may swap
+// part of theirs; null where /proc is not there.
+const TICKS = 100; // USER_HZ, 100 on every Linux that Node.js runs on
+function reapedCpuSeconds() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').replace(/^.*\) /s, '').split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / TICKS;
+  } catch {
+    return null;
+  }
+}
+let reaped = reapedCpuSeconds();
 const rel = (f) => path.relative(root, f);
 
 // One file: { file, seconds, counts, code, timedOut }, its output printed when it ends.
@@ -73,6 +89,13 @@ function runFile(file) {
         child.kill('SIGKILL');
       }
     }, FILE_TIMEOUT_S * 1000);
+    let cpu = null;
+    // 'exit' comes right after the process is reaped; 'close' (when its pipes are drained) later.
+    child.on('exit', () => {
+      const now = reapedCpuSeconds();
+      if (now !== null && reaped !== null) cpu = now - reaped;
+      reaped = now;
+    });
     const done = (code) => {
       clearTimeout(timer);
       running.delete(file);
@@ -82,9 +105,9 @@ function runFile(file) {
         const m = /^# (pass|fail|cancelled|skipped) (\d+)$/.exec(line);
         if (m) counts[m[1]] += Number(m[2]);
       }
-      process.stdout.write(`# file: ${rel(file)} (${seconds.toFixed(1)} s)\n${text}${text.endsWith('\n') || !text ? '' : '\n'}`);
+      process.stdout.write(`# file: ${rel(file)} (${seconds.toFixed(1)} s${cpu === null ? '' : `, ${cpu.toFixed(1)} s of CPU`})\n${text}${text.endsWith('\n') || !text ? '' : '\n'}`);
       if (timedOut) process.stdout.write(`not ok - ${rel(file)} was still running after ${FILE_TIMEOUT_S} s and was killed; its output so far is above\n`);
-      resolve({ file, seconds, counts, code: timedOut ? 1 : (code ?? 1), timedOut });
+      resolve({ file, seconds, cpu, counts, code: timedOut ? 1 : (code ?? 1), timedOut });
     };
     child.on('error', (err) => {
       chunks.push(Buffer.from(`cannot run ${file}: ${err.message}\n`));
@@ -135,6 +158,8 @@ const failedFiles = results.filter((r) => r.code !== 0);
 for (const r of failedFiles) if (r.counts.fail + r.counts.cancelled === 0) total.fail += 1;
 const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
 console.log(`\n# slowest files: ${slowest.map((r) => `${rel(r.file)} ${r.seconds.toFixed(0)} s`).join(', ')}`);
+const costliest = results.filter((r) => r.cpu !== null).sort((a, b) => b.cpu - a.cpu).slice(0, 10);
+if (costliest.length) console.log(`# most CPU: ${costliest.map((r) => `${rel(r.file)} ${r.cpu.toFixed(0)} s`).join(', ')}`);
 if (failedFiles.length) console.log(`# failed files: ${failedFiles.map((r) => `${rel(r.file)}${r.timedOut ? ' (timed out)' : ` (exit ${r.code})`}`).join(', ')}`);
 console.log(`# ${files.length} files in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 console.log(`${total.pass} passed, ${total.fail} failed, ${total.skipped} skipped`);
