@@ -94,7 +94,7 @@ export async function buildStewardDeb(repo: string, out: string, opts: PackageOp
 
   // The code, as `agentctl install` copies it to /opt/steward/lib, and the runtime.
   shipCode(repo, at(libRel), CODE_ITEMS, HOST_PROGRAMS, version);
-  shipRuntime(fetchRuntime(repo, work), at(libRel));
+  shipRuntime(opts.runtime ?? fetchRuntime(repo, work), at(libRel));
   copyNormalized(path.join(repo, 'packaging/debian/steward.lintian-overrides'), at('usr/share/lintian/overrides/steward'));
 
   writeFile(at('usr/bin/agentctl'), `#!/bin/sh\n# agentctl of the steward package: its own Node.js on its own code.\nexec ${lib}/${PACKAGED_NODE} ${lib}/bin/agentctl.js "$@"\n`, 0o755);

@@ -43,7 +43,7 @@ export async function buildControlDeb(repo: string, out: string, opts: ControlPa
   const when = buildDate(repo);
 
   shipCode(repo, at(libRel), CODE, [NAME], version);
-  const runtime = fetchRuntime(repo, work);
+  const runtime = opts.runtime ?? fetchRuntime(repo, work);
   shipRuntime(runtime, at(libRel));
   for (const [name, items] of MODULES) {
     for (const item of items) copyNormalized(path.join(repo, 'node_modules', name, item), at(`${libRel}/node_modules/${name}/${item}`));

