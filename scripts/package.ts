@@ -71,7 +71,7 @@ export function launchedHelperUnit(text: string, lib: string): string {
 
 // The man pages' programs, built from their commander definitions (tsc's output, not the bundles).
 async function programs(): Promise<Array<[string, Command, string]>> {
-  const { buildProgram } = await import('../src/cli/main.js');
+  const { buildProgram } = await import('../src/cli/program.js');
   const { helperProgram } = await import('../src/helper/main.js');
   const { agentProgram } = await import('../src/agent/main.js');
   return [

@@ -1,76 +1,10 @@
-import { Command, CommanderError } from 'commander';
-import { StewardError } from '../core/errors.js';
-import { readOwnVersion } from '../platform/own-version.js';
-import { EXIT } from './error-message.js';
-import { reportError } from './output.js';
-
-type Register = (program: Command) => void;
-
-// Each command's module, imported only when needed: `agentctl status` then loads what status
-// needs and not the installer's, doctor's or enroll's modules (execa, proper-lockfile, the
-// control-plane client...), which were most of its start-up (see bench/status-cli).
-// The order is the order of `agentctl --help`.
-const COMMANDS: Array<[names: string[], load: () => Promise<Register>]> = [
-  [['status'], async () => (await import('./commands/status.js')).registerStatus],
-  [['stage'], async () => (await import('./commands/stage.js')).registerStage],
-  [['releases'], async () => (await import('./commands/releases.js')).registerReleases],
-  [['update'], async () => (await import('./commands/update.js')).registerUpdate],
-  [['rollback', 'recover'], async () => (await import('./commands/rollback.js')).registerRollback],
-  [['prune', 'release-hold'], async () => (await import('./commands/maintenance.js')).registerMaintenance],
-  [['receipts'], async () => (await import('./commands/receipts.js')).registerReceipts],
-  [['start', 'stop', 'restart'], async () => (await import('./commands/run-state.js')).registerRunState],
-  [['logs'], async () => (await import('./commands/logs.js')).registerLogs],
-  [['enroll'], async () => (await import('./commands/enroll.js')).registerEnroll],
-  [['doctor'], async () => (await import('./commands/doctor.js')).registerDoctor],
-  [['install', 'uninstall'], async () => (await import('./commands/install.js')).registerInstall],
-  [['completion'], async () => (await import('./commands/completion.js')).registerCompletion],
-];
-
-// The global options that take a value in the next word.
-const VALUE_OPTIONS = new Set(['--root', '--socket']);
-
-// The command word of `argv`: the first word that is neither a global option nor its value.
-export function commandWord(argv: string[]): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    if (VALUE_OPTIONS.has(a)) i++;
-    else if (!a.startsWith('-')) return a;
-  }
-  return undefined;
-}
-
-// The agentctl program (DESIGN §8). With `argv`, only the command it names is registered when
-// it names one; otherwise (help, an unknown or no command) every command is, so that help and
-// commander's errors list them all.
-export async function buildProgram(argv?: string[]): Promise<Command> {
-  const program = new Command('agentctl')
-    .description('drive steward-helper: stage, update, roll back and inspect releases on this host')
-    .option('--root <dir>', 'root prefix of the host layout (tests, demos); default: STEWARD_ROOT unless root, else /')
-    .option('--socket <path>', 'the helper socket to use (default: admin.sock if writable, else helper.sock)')
-    .option('--json', 'print one JSON document on stdout')
-    .version(readOwnVersion(), '-V, --version', 'print the steward version')
-    .exitOverride()
-    .showHelpAfterError();
-  const word = argv ? commandWord(argv) : undefined;
-  const named = COMMANDS.filter(([names]) => word !== undefined && names.includes(word));
-  for (const [, load] of named.length ? named : COMMANDS) (await load())(program);
-  return program;
-}
+// agentctl's entry (the bundle's agentctl.js, which bin/agentctl.js runs): it turns on Node's
+// compile cache first and only then loads the program, so that the cache covers every module
+// agentctl runs (commander, the command's module, zod) and not just those loaded after it.
+import { useCompileCache } from '../platform/compile-cache.js';
 
 // Runs agentctl with `argv` and returns its exit code.
 export async function runCli(argv: string[]): Promise<number> {
-  const program = await buildProgram(argv);
-  const json = argv.includes('--json');
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-    // A command may set process.exitCode (a rolled-back update exits 4) while printing its answer.
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.ok;
-      if (json) reportError(new StewardError('USAGE', err.message), true);
-      return EXIT.usage;
-    }
-    return reportError(err, json);
-  }
+  await useCompileCache();
+  return (await import('./program.js')).runCli(argv);
 }

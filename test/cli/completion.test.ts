@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { REPO } from '../helpers/host.js';
 
 // `agentctl completion bash` (issue 19 item 4): the script is made from the commander program, so

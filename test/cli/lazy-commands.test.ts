@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildProgram, commandWord } from '../../src/cli/main.js';
+import { buildProgram, commandWord } from '../../src/cli/program.js';
 
 // agentctl imports only the module of the command it runs; these tests hold that every
 // command is still reachable that way and that help and errors still see them all.

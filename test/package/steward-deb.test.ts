@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { packagedUnit } from '../../scripts/package.js';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { buildDeb, STEWARD_DEB } from '../helpers/deb-cache.js';
 import { REPO } from '../helpers/host.js';
 import { assertManPageClean, assertNoLintianError, has } from '../helpers/deb-read.js';

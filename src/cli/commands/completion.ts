@@ -14,7 +14,7 @@ export function registerCompletion(program: Command): void {
     .action(async (shell: string, _o, cmd: Command) => {
       if (!SHELLS.includes(shell)) throw new StewardError('USAGE', `completion ${shell}: the shells supported are ${SHELLS.join(', ')}`);
       // Every command, not only this one (buildProgram registers only the one argv names).
-      const { buildProgram } = await import('../main.js');
+      const { buildProgram } = await import('../program.js');
       const script = bashCompletion(await buildProgram(), readOwnVersion());
       if (cmd.optsWithGlobals<{ json?: boolean }>().json) return printJson({ shell, script });
       process.stdout.write(script);
