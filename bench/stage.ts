@@ -15,6 +15,8 @@ import { FULL_TREE, QUICK_TREE, makeAppTree, tarballOf, type TreeShape } from '.
 // - the same-work peer, which does what steward does to the bytes: sha512sum, tar xzf, a
 //   sha256 of every file (the marker's tree digest), chmod -R a-w, sync -f (target <= 1.25);
 // - the floor, `pigz -dc | tar x` (no hash, no sync: the unpacking alone), printed beside.
+// Each run also stages a twin tarball over admin.sock from this process (`overSocketMs` and
+// `overSocketRatio`): the same stage without agentctl's start, which is most of the small size's.
 // `1 fixed`: the cost of a stage that is not the bytes' work: a release of three small files
 // staged over admin.sock (no agentctl), target < 50 ms; agentctl's own start is row 6's.
 // Trees are removed only after the last run: on an ext4 without a journal (this VM's) the
@@ -113,11 +115,11 @@ function timePeer(shell: 'sh' | 'bash', script: string, what: string, source: st
 }
 
 // Runs each tarball's sides in turn, a global sync before each; run 0 is a warm-up, not counted.
-function alternate<K extends string>(tarballs: Tarball[], sidesOf: (t: Tarball) => Array<[K, () => Timed]>, wall: Record<K, number[]>, cpu: Record<K, number[]>): void {
+async function alternate<K extends string>(tarballs: Tarball[], sidesOf: (t: Tarball) => Array<[K, () => Timed | Promise<Timed>]>, wall: Record<K, number[]>, cpu: Record<K, number[]>): Promise<void> {
   for (const [i, t] of tarballs.entries()) {
     for (const [name, run] of sidesOf(t)) {
       execFileSync('sync');
-      const r = run();
+      const r = await run();
       if (i > 0) {
         wall[name].push(r.wall);
         cpu[name].push(r.cpu);
@@ -127,12 +129,15 @@ function alternate<K extends string>(tarballs: Tarball[], sidesOf: (t: Tarball) 
   }
 }
 
-// One stage over admin.sock from this process (no agentctl start): wall ms.
-async function stageOverSocket(t: Tarball): Promise<number> {
+// One stage over admin.sock from this process (no agentctl start): wall ms and the helper's CPU ms.
+async function timeOverSocket(t: Tarball): Promise<Timed> {
+  const cpu = cpuMsOf(helperPid);
   const start = process.hrtime.bigint();
   await callHelper(host.paths.adminSock, { v: 1, id: reqId++, op: 'stage', app: 'web', version: t.version, path: t.file, integrity: t.integrity, allowUnsigned: true });
-  return ms(start);
+  return { wall: ms(start), cpu: cpuMsOf(helperPid) - cpu };
 }
+
+const stageOverSocket = async (t: Tarball): Promise<number> => (await timeOverSocket(t)).wall;
 
 // The tarballs' http server: a node process serving host.scratch by file name, with its length.
 async function startFileServer(dir: string): Promise<{ origin: string; stop: () => void }> {
@@ -165,16 +170,29 @@ const median = (xs: number[]): number => series(xs).median;
 try {
   for (const { label, shape } of SIZES) {
     const tree = makeAppTree(path.join(host.scratch, `tree-${label.replace(/ /g, '')}`), args.quick, shape);
-    const wall: Record<'steward' | PeerName, number[]> = { steward: [], bare: [], sameWork: [], floor: [] };
-    const cpu: Record<'steward' | PeerName, number[]> = { steward: [], bare: [], sameWork: [], floor: [] };
+    type Side = 'steward' | 'socket' | PeerName;
+    const wall: Record<Side, number[]> = { steward: [], socket: [], bare: [], sameWork: [], floor: [] };
+    const cpu: Record<Side, number[]> = { steward: [], socket: [], bare: [], sameWork: [], floor: [] };
     // One tarball per version (its release file names it), all made first: making one between
-    // two stages put seconds between them, and at 80 MB more than the warm worker waits.
+    // two stages put seconds between them, and at 80 MB more than the warm worker waits. Each
+    // has a twin of another version, staged over admin.sock from this process: the same stage
+    // without agentctl's start, to tell the two costs apart.
     const tarballs = Array.from({ length: args.runs + 1 }, () => makeTarball(tree));
+    const twins = new Map(tarballs.map((t) => [t, makeTarball(tree)]));
     const size = (tarballs[0] as Tarball).size;
-    alternate(
+    await alternate(
       tarballs,
-      (t): Array<['steward' | PeerName, () => Timed]> => [
+      (t): Array<[Side, () => Timed | Promise<Timed>]> => [
         ['steward', () => stageWithAgentctl(t)],
+        [
+          'socket',
+          async () => {
+            const twin = twins.get(t) as Tarball;
+            const r = await timeOverSocket(twin);
+            rmSync(twin.file);
+            return r;
+          },
+        ],
         ['bare', () => runPeer('bare', t)],
         ['sameWork', () => runPeer('sameWork', t)],
         ...(havePigz ? [['floor', () => runPeer('floor', t)] as ['floor', () => Timed]] : []),
@@ -186,7 +204,8 @@ try {
     const floor: Record<string, unknown> = havePigz
       ? { floorMs: median(wall.floor), floorWhat: 'pigz -dc | tar x', ratioToFloor: median(ratios(wall.steward, wall.floor)) }
       : { floorWhat: 'pigz not on PATH: no floor line' };
-    const extra = { tarballBytes: size, files: tree.files, fs: inMemory ? 'tmpfs' : 'disk', cpuMsSteward: median(cpu.steward), ...floor };
+    const overSocket = { overSocketMs: median(wall.socket), overSocketWhat: 'the same stage over admin.sock from the bench (no agentctl start)' };
+    const extra = { tarballBytes: size, files: tree.files, fs: inMemory ? 'tmpfs' : 'disk', cpuMsSteward: median(cpu.steward), ...overSocket, ...floor };
     const sizeTag = args.quick ? '' : ` ${label}`;
     const sameWork = series(ratios(wall.steward, wall.sameWork));
     printRow(args, {
@@ -199,7 +218,7 @@ try {
       ratio: sameWork,
       target: 'ratio <= 1.25',
       met: sameWork.median <= 1.25,
-      extra: { ...extra, cpuMsPeer: median(cpu.sameWork), cpuRatio: median(ratios(cpu.steward, cpu.sameWork)) },
+      extra: { ...extra, overSocketRatio: median(ratios(wall.socket, wall.sameWork)), cpuMsPeer: median(cpu.sameWork), cpuRatio: median(ratios(cpu.steward, cpu.sameWork)) },
     });
     const bare = series(ratios(wall.steward, wall.bare));
     printRow(args, {
@@ -212,7 +231,7 @@ try {
       ratio: bare,
       target: 'ratio <= 1.8',
       met: bare.median <= 1.8,
-      extra: { ...extra, cpuMsPeer: median(cpu.bare), cpuRatio: median(ratios(cpu.steward, cpu.bare)) },
+      extra: { ...extra, overSocketRatio: median(ratios(wall.socket, wall.bare)), cpuMsPeer: median(cpu.bare), cpuRatio: median(ratios(cpu.steward, cpu.bare)) },
     });
   }
 
@@ -225,7 +244,7 @@ try {
         const size = (tarballs[0] as Tarball).size;
         const wall = { steward: [] as number[], peer: [] as number[] };
         const cpu = { steward: [] as number[], peer: [] as number[] };
-        alternate(tarballs, (t): Array<['steward' | 'peer', () => Timed]> => [['steward', () => stageFetched(t, server.origin)], ['peer', () => runFetchPeer(t, server.origin)]], wall, cpu);
+        await alternate(tarballs, (t): Array<['steward' | 'peer', () => Timed]> => [['steward', () => stageFetched(t, server.origin)], ['peer', () => runFetchPeer(t, server.origin)]], wall, cpu);
         const ratio = series(ratios(wall.steward, wall.peer));
         printRow(args, {
           row: `1 fetch${args.quick ? '' : ` ${label}`}`,
