@@ -42,8 +42,14 @@ function kindOf(type: string): Kind | string {
   return `entry type ${JSON.stringify(type)} is not allowed`;
 }
 
+// What path.posix.normalize would change: a '.' or '..' component, '//', a trailing '/'.
+const NEEDS_NORMALIZING = /(^|\/)\.\.?(\/|$)|\/\/|\/$/;
+
 // Strips leading "./" and normalizes "a/./b", "a//b" and a trailing "/"; "" for the tree root.
+// Why the early return: nearly every entry is already normal ("app/lib/x.js"), and normalizing
+// each of 4,000 entries twice (the rules, the writer) was ~2% of an extraction's CPU.
 export function normalizeEntryPath(p: string): string {
+  if (p !== '' && !NEEDS_NORMALIZING.test(p)) return p;
   const n = path.posix.normalize(p.replace(/^(\.\/+)+/, ''));
   const trimmed = n.replace(/\/+$/, '');
   return trimmed === '.' ? '' : trimmed;
@@ -142,9 +148,9 @@ export class EntryRules {
   // Records `rel` and refuses a path seen twice, a non-folder replacing a folder, and any
   // path below a symlink or file of the archive (nothing is ever written through a symlink).
   private claimPath(rel: string, kind: 'file' | 'dir' | 'symlink'): string | null {
-    const parts = rel.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const prefix = parts.slice(0, i).join('/');
+    // `rel` is normal (no empty, '.' or '..' component): each '/' ends one of its folders.
+    for (let end = rel.indexOf('/'); end !== -1; end = rel.indexOf('/', end + 1)) {
+      const prefix = rel.slice(0, end);
       const seen = this.kinds.get(prefix);
       if (seen === 'symlink') return `would be written through the symlink ${JSON.stringify(prefix)}`;
       if (seen === 'file') return `would be written below the file ${JSON.stringify(prefix)}`;

