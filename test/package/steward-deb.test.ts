@@ -74,7 +74,7 @@ test('the steward package holds the layout of DESIGN §14, runs its own Node.js 
       assert.match(text, /^set -e$/m, script);
       assert.equal(spawnSync('sh', ['-n', path.join(control, script)]).status, 0, `${script} parses`);
     }
-    assert.match(readFileSync(path.join(control, 'postinst'), 'utf8'), /^\t\/usr\/bin\/agentctl install --packaged$/m);
+    assert.match(readFileSync(path.join(control, 'postinst'), 'utf8'), /^\tNODE_DISABLE_COMPILE_CACHE=1 \/usr\/bin\/agentctl install --packaged$/m);
     // purge keeps the apps' own data.
     const postrm = readFileSync(path.join(control, 'postrm'), 'utf8');
     const rm = postrm.split('\n').find((l) => l.trim().startsWith('rm -rf ')) ?? '';
