@@ -1,7 +1,7 @@
-import { Command, CommanderError } from 'commander';
-import { StewardError } from '../core/errors.js';
+import { Command } from 'commander';
 import { readOwnVersion } from '../platform/own-version.js';
 import { EXIT } from './error-message.js';
+import { exitCodeOfThrown } from './exit-code.js';
 import { reportError } from './output.js';
 
 type Register = (program: Command) => void;
@@ -66,11 +66,6 @@ export async function runCli(argv: string[]): Promise<number> {
     // A command may set process.exitCode (a rolled-back update exits 4) while printing its answer.
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.ok;
-      if (json) reportError(new StewardError('USAGE', err.message), true);
-      return EXIT.usage;
-    }
-    return reportError(err, json);
+    return exitCodeOfThrown(err, json, reportError);
   }
 }

@@ -1,6 +1,6 @@
-import { Command, CommanderError } from 'commander';
-import { StewardError } from '../../core/errors.js';
+import { Command } from 'commander';
 import { EXIT } from '../../cli/error-message.js';
+import { exitCodeOfThrown } from '../../cli/exit-code.js';
 import { readOwnVersion } from '../../platform/own-version.js';
 import { registerAudit } from './commands/audit.js';
 import { registerBackup, registerCopy, registerRestore } from './commands/backup.js';
@@ -63,11 +63,6 @@ export async function runControlCli(argv: string[]): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return EXIT.ok;
-      if (json) reportControlError(new StewardError('USAGE', err.message), true);
-      return EXIT.usage;
-    }
-    return reportControlError(err, json);
+    return exitCodeOfThrown(err, json, reportControlError);
   }
 }
