@@ -26,7 +26,10 @@ import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } fro
 import { benchArgs, cpuMsOf, median, printRow, quantile, ratios as ratiosOf, series } from './lib.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const TARGET = 2000;
+// Issue 21's target: 4,000/s sustained open loop (at 50,000 enrolled nodes: `--nodes 50000`).
+// The p99 row is read at issue 8's 2,000/s (its target then), the rate the default sweep reaches.
+const TARGET = 4000;
+const P99_AT = 2000;
 
 const args = benchArgs(3, 1, ['--nodes', '--seconds', '--threads', '--connections', '--cpu-prof', '--rates', '--open-seconds', '--p99-bound', '--server-bin', '--keep-alive']);
 // `--keep-alive yes`: the open loop sends on pooled keep-alive connections, not a fresh one per
@@ -51,7 +54,7 @@ const MAX_PER_RUN = args.quick ? 4000 : 40_000;
 // Open loop (the row's figure, see bench/README.md): the offered rates tried in turn, each for
 // OPEN_SECONDS; a rate is sustained when every heartbeat offered is answered 200 and the p99
 // latency, from each heartbeat's scheduled time, stays within P99_BOUND_MS.
-const RATES = (args.rest.rates ?? (args.quick ? '200,400' : '500,1000,1500,2000,2500,3000')).split(',').map(Number);
+const RATES = (args.rest.rates ?? (args.quick ? '200,400' : '500,1000,1500,2000,2500,3000,3500,4000')).split(',').map(Number);
 if (RATES.some((r) => !(r > 0))) throw new Error('--rates takes positive numbers, e.g. 1000,2000');
 const OPEN_SECONDS = Number(args.rest['open-seconds'] ?? (args.quick ? 1 : 4));
 const P99_BOUND_MS = Number(args.rest['p99-bound'] ?? 100);
@@ -143,6 +146,8 @@ interface Phase {
   clientCpu: number;
   // Seconds per wall second the server's main thread was runnable but waited for a CPU.
   serverWait: number;
+  // CPU seconds per wall second of the server's main thread alone.
+  serverMain: number;
 }
 
 // CPU seconds (user + system) a process has used.
@@ -157,6 +162,12 @@ function runQueueWaitOf(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]);
 }
 
+// CPU seconds the main thread of a process has used, from the same file: what one event loop
+// can spend, beside the process's CPU (cpuSecondsOf) that the thread pool adds on other cores.
+function mainThreadCpuOf(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
+}
+
 // Sends for `seconds` (or until the bodies run out) over LANES connections spread over the load
 // pool's threads; each lane sends its own list one request at a time. Counts only the answers
 // with `okStatus`, and measures the CPU of the server and of the load generator meanwhile.
@@ -164,6 +175,7 @@ async function runPhase(pool: LoadPool, server: { child: ChildProcess; url: stri
   const pid = server.child.pid!;
   const cpu0 = cpuSecondsOf(pid);
   const wait0 = runQueueWaitOf(pid);
+  const main0 = mainThreadCpuOf(pid);
   const t0 = performance.now();
   const mono0 = process.hrtime.bigint();
   const r = await pool.run(server.url, lanes, seconds, okStatus);
@@ -171,7 +183,8 @@ async function runPhase(pool: LoadPool, server: { child: ChildProcess; url: stri
   const wall = (performance.now() - t0) / 1000;
   const serverCpu = (cpuSecondsOf(pid) - cpu0) / wall;
   const serverWait = (runQueueWaitOf(pid) - wait0) / 1e9 / wall;
-  return { ok: r.ok, errors: r.errors, perSecond: r.perSecond, p50: quantile(r.latencies, 0.5), p99: quantile(r.latencies, 0.99), serverCpu, serverWait, clientCpu: r.clientCpu };
+  const serverMain = (mainThreadCpuOf(pid) - main0) / wall;
+  return { ok: r.ok, errors: r.errors, perSecond: r.perSecond, p50: quantile(r.latencies, 0.5), p99: quantile(r.latencies, 0.99), serverCpu, serverWait, serverMain, clientCpu: r.clientCpu };
 }
 
 // Each phase's window on CLOCK_MONOTONIC in microseconds, the clock of a V8 CPU profile's
@@ -224,6 +237,7 @@ interface OpenStep {
   // p99 of how late the generator sent a heartbeat after its scheduled time (part of p99 above).
   lagP99: number;
   serverCpu: number;
+  serverMain: number;
   clientCpu: number;
   sustained: boolean;
 }
@@ -233,6 +247,7 @@ async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: s
   const sends = openSchedule(nodes, rate, seconds, seed);
   const pid = server.child.pid!;
   const cpu0 = cpuSecondsOf(pid);
+  const main0 = mainThreadCpuOf(pid);
   const mono0 = process.hrtime.bigint();
   const t0 = performance.now();
   const r = await pool.runOpen(server.url, sends, 200, OPEN_TIMEOUT_MS, KEEP_ALIVE);
@@ -241,7 +256,7 @@ async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: s
   const p99 = quantile(r.latencies, 0.99);
   return {
     rate, offered: sends.length / seconds, ok: r.ok, errors: r.errors, achieved: r.perSecond,
-    p50: quantile(r.latencies, 0.5), p99, lagP99: quantile(r.lags, 0.99), serverCpu: (cpuSecondsOf(pid) - cpu0) / wall, clientCpu: r.clientCpu,
+    p50: quantile(r.latencies, 0.5), p99, lagP99: quantile(r.lags, 0.99), serverCpu: (cpuSecondsOf(pid) - cpu0) / wall, serverMain: (mainThreadCpuOf(pid) - main0) / wall, clientCpu: r.clientCpu,
     sustained: r.ok === sends.length && r.errors.size === 0 && p99 <= P99_BOUND_MS,
   };
 }
@@ -320,9 +335,9 @@ async function main(): Promise<void> {
     // Open loop: per sweep, the highest rate sustained (0 when not even the first was).
     const sustained = sweeps.map((steps) => Math.max(0, ...steps.filter((st) => st.sustained).map((st) => st.rate)));
     const stepText = (st: OpenStep) =>
-      `${st.rate}/s: ${Math.round(st.achieved)}/s answered, p50 ${st.p50.toFixed(1)} p99 ${st.p99.toFixed(1)} ms, send lag p99 ${st.lagP99.toFixed(1)} ms, server ${Math.round((st.serverCpu / Math.max(1, st.achieved)) * 1e6)} us/hb, client ${st.clientCpu.toFixed(2)} cores` +
+      `${st.rate}/s: ${Math.round(st.achieved)}/s answered, p50 ${st.p50.toFixed(1)} p99 ${st.p99.toFixed(1)} ms, send lag p99 ${st.lagP99.toFixed(1)} ms, server ${Math.round((st.serverCpu / Math.max(1, st.achieved)) * 1e6)} us/hb (main thread ${Math.round((st.serverMain / Math.max(1, st.achieved)) * 1e6)}), client ${st.clientCpu.toFixed(2)} cores` +
       `${st.errors.size ? `, errors ${errorText(st.errors)}` : ''}${st.ok < Math.round(st.offered * OPEN_SECONDS) ? `, ${st.ok} of ${Math.round(st.offered * OPEN_SECONDS)} ok` : ''}${st.sustained ? '' : ' (not sustained)'}`;
-    const atTarget = sweeps.map((steps) => steps.find((st) => st.rate === TARGET)).filter((st): st is OpenStep => st !== undefined);
+    const atTarget = sweeps.map((steps) => steps.find((st) => st.rate === P99_AT)).filter((st): st is OpenStep => st !== undefined);
     printRow(args, {
       row: '7',
       what: `steward-control verified heartbeats/s sustained open-loop (Poisson arrivals, ${KEEP_ALIVE ? 'pooled keep-alive connections (what-if, not the fleet)' : 'a fresh connection each, as agents send'}; p99 <= ${P99_BOUND_MS} ms, no errors), ${NODES} enrolled nodes, rates ${RATES.join('/')} for ${OPEN_SECONDS} s each`,
@@ -336,12 +351,12 @@ async function main(): Promise<void> {
       const p99s = atTarget.map((st) => st.p99);
       printRow(args, {
         row: '7 p99',
-        what: `steward-control heartbeat p99 latency offered ${TARGET}/s open-loop, from the scheduled send (p50 ${median(atTarget.map((st) => st.p50)).toFixed(2)} ms)`,
+        what: `steward-control heartbeat p99 latency offered ${P99_AT}/s open-loop, from the scheduled send (p50 ${median(atTarget.map((st) => st.p50)).toFixed(2)} ms)`,
         unit: 'ms',
         steward: series(p99s),
         target: `<= ${P99_BOUND_MS} ms`,
         met: median(p99s) <= P99_BOUND_MS,
-        notes: `server CPU ${Math.round(median(atTarget.map((st) => (st.serverCpu / Math.max(1, st.achieved)) * 1e6)))} us a heartbeat at ${TARGET}/s offered`,
+        notes: `server CPU ${Math.round(median(atTarget.map((st) => (st.serverCpu / Math.max(1, st.achieved)) * 1e6)))} us a heartbeat at ${P99_AT}/s offered`,
       });
     }
     const trivialRates = trivial.map((p) => p.perSecond);
@@ -357,7 +372,7 @@ async function main(): Promise<void> {
       met: errs.size === 0,
       notes: `raw Ed25519 verify ${Math.round(verifyRate)}/s on one core of the load generator; ` +
         `enrollment ${Math.round(enrollRate)}/s; CPU during the heartbeat runs (cores): server ${median(hb.map((p) => p.serverCpu)).toFixed(2)} ` +
-        `(${Math.round(median(hb.map((p) => (p.serverCpu / p.perSecond) * 1e6)))} us a heartbeat; its main thread waited for a CPU ${median(hb.map((p) => p.serverWait)).toFixed(2)} s/s), ` +
+        `(${Math.round(median(hb.map((p) => (p.serverCpu / p.perSecond) * 1e6)))} us a heartbeat, ${Math.round(median(hb.map((p) => (p.serverMain / p.perSecond) * 1e6)))} us of it on the main thread; its main thread waited for a CPU ${median(hb.map((p) => p.serverWait)).toFixed(2)} s/s), ` +
         `load generator ${median(hb.map((p) => p.clientCpu)).toFixed(2)}${errs.size ? `; errors ${errorText(errs)}` : ''}`,
     });
     const p99s = hb.map((p) => p.p99);

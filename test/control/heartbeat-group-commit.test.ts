@@ -89,6 +89,36 @@ test('two heartbeats of one node in one batch behave as if sent one after the ot
   assert.equal(b.stats().commits, 4);
 });
 
+test('signatures are checked in the thread pool, but heartbeats are recorded in the order they came', async () => {
+  const n = nodes[2]!;
+  const s = n.seq;
+  // The first body's check ends 30 ms after the second's: recorded first all the same, so both
+  // are accepted (the second, recorded first, would make the first a replay).
+  let late = s + 1;
+  const b = batcher({ hooks: { afterOpen: async (hb) => {
+    if (hb.nodeId === n.nodeId && hb.seq === late) await new Promise((r) => setTimeout(r, 30));
+  } } });
+  const got = answers(await submitAll(b, [n.body(), n.body()]));
+  assert.deepEqual(got.map((a) => a.status), [200, 200], JSON.stringify(got.map((a) => a.body)));
+  assert.equal(nodeRow(n).lastSeq, s + 2);
+  assert.deepEqual(b.stats(), { commits: 1, heartbeats: 2 });
+  // Bodies submitted together share one commit even when the later one's check ends late: the
+  // batch waits for the checks already running when it is taken.
+  late = s + 4;
+  const other = nodes[1]!;
+  const together = answers(await submitAll(b, [n.body(), n.body(), other.body()]));
+  assert.deepEqual(together.map((a) => a.status), [200, 200, 200]);
+  assert.deepEqual(b.stats(), { commits: 2, heartbeats: 5 });
+  assert.equal(nodeRow(n).lastSeq, s + 4);
+  // A rejection found before the queue (an unknown key) answers at once and holds nobody up.
+  const stranger = new FakeNode(c, 'stranger');
+  stranger.nodeId = n.nodeId;
+  const mixed = await Promise.all([b.submit(Buffer.from(stranger.body())), b.submit(Buffer.from(n.body()))]);
+  assert.deepEqual(mixed.map((a) => a.status), [401, 200]);
+  assert.equal(errorOf(mixed[0]!), 'BAD_SIGNATURE');
+  assert.equal(nodeRow(n).lastSeq, n.seq);
+});
+
 test('a rejected heartbeat in the middle of a batch changes nothing and does not affect its neighbours', async () => {
   const [x, y, z] = nodes.slice(3, 6) as [FakeNode, FakeNode, FakeNode];
   const yBefore = nodeRow(y);

@@ -15,7 +15,7 @@ import { desiredFor } from '../rollouts/desired.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
 import type { AttemptRow, ControlStore, NodeAuth, StoreTx } from '../store/store.js';
 import { createKeyCache, NODE_KEY_CACHE_SIZE } from './node-key-cache.js';
-import { ackedSeqs, checkHeartbeat, openHeartbeat, verifyHeartbeat, type HeartbeatRejection, type KnownNode } from './verify-heartbeat.js';
+import { ackedSeqs, checkHeartbeat, openHeartbeatInPool, verifyHeartbeat, type HeartbeatRejection, type KnownNode } from './verify-heartbeat.js';
 
 const log = logger('control:heartbeat');
 const nodeKeys = createKeyCache();
@@ -139,9 +139,11 @@ export async function openHeartbeatBody(store: ControlStore, body: Buffer): Prom
   // when memory had no key for it, or a key that did not verify (the node was re-keyed).
   let asked: string | null = null;
   let remembered = false;
-  const pass = (pemOf: (nodeId: string) => string | undefined) => {
+  // The signature is checked in the thread pool: the main thread reads, records and commits
+  // other heartbeats meanwhile (group-commit.ts keeps them in the order they arrived).
+  const pass = async (pemOf: (nodeId: string) => string | undefined) => {
     let nodeKeyPem = '';
-    const opened = openHeartbeat(body, (nodeId) => {
+    const opened = await openHeartbeatInPool(body, (nodeId) => {
       asked = nodeId;
       const pem = pemOf(nodeId);
       const nodeKey = pem === undefined ? null : parseNodeKey(nodeId, pem);
@@ -151,7 +153,7 @@ export async function openHeartbeatBody(store: ControlStore, body: Buffer): Prom
     }, { maxBytes: MAX_BODY_BYTES });
     return { opened, nodeKeyPem };
   };
-  let tried = pass((nodeId) => {
+  let tried = await pass((nodeId) => {
     const pem = pemsOf(store).get(nodeId);
     remembered = pem !== undefined;
     return pem;
@@ -162,7 +164,7 @@ export async function openHeartbeatBody(store: ControlStore, body: Buffer): Prom
     const nodeId: string = asked!;
     const pem = (await store.read((tx) => tx.nodes.key(nodeId))) ?? undefined;
     rememberPem(store, nodeId, pem ?? null);
-    tried = pass((id) => (id === nodeId ? pem : undefined));
+    tried = await pass((id) => (id === nodeId ? pem : undefined));
   }
   if (!tried.opened.ok) return { ok: false, answer: rejectionAnswer(tried.opened) };
   return { ok: true, body, heartbeat: tried.opened.heartbeat, nodeKeyPem: tried.nodeKeyPem };

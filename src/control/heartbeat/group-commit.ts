@@ -13,10 +13,13 @@
 // When the commit fails, every heartbeat of the batch fails with that error and none is recorded.
 //
 // Batching adds no wait when idle: the first heartbeat is committed on the event loop's next
-// turn (setImmediate), and those that arrive while a commit runs (with SQLite it blocks the
-// loop; better-sqlite3 is synchronous) are read on the turn after it and share the next commit.
+// turn (setImmediate) after its signature check (in the thread pool) ended, with the bodies
+// submitted before that turn once their checks end too; those that arrive while a commit runs
+// (with SQLite it blocks the loop; better-sqlite3 is synchronous) are read on the turn after it
+// and share the next commit.
 // A commit does not wait for the fsync of the one before: the loop goes on reading, verifying
 // and committing while the fsync runs, and the next fsync covers all of that.
+import type { HeartbeatPayload } from '../../core/heartbeat-schema.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import { logger } from '../../platform/log.js';
 import type { Answer } from '../server/answer.js';
@@ -30,8 +33,11 @@ const log = logger('control:heartbeat');
 // enrollments wait for) is held for a few milliseconds, not for a whole backlog.
 export const MAX_HEARTBEAT_BATCH = 64;
 
-// Test seams; both run inside the batch's write transaction.
+// Test seams; all but afterOpen run inside the batch's write transaction.
 export interface GroupCommitHooks {
+  // After a body's signature check ended well, before it joins the queue (a test delays one to
+  // end the checks in another order than the bodies came).
+  afterOpen?: (heartbeat: HeartbeatPayload) => void | Promise<void>;
   // After one heartbeat's writes, before its savepoint is released. A throw fails that
   // heartbeat alone: its savepoint rolls back and its request gets the error.
   afterRecord?: (nodeId: string) => void;
@@ -150,20 +156,58 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     );
   };
 
+  // Heartbeats join the queue in the order their bodies were submitted, whatever order their
+  // signature checks (in the thread pool, several at once) end in: two of one node sent one after
+  // the other are recorded in that order. Each submit takes a ticket; an opened body waits in
+  // `opened` until every earlier ticket was settled (queued, or answered with a rejection).
+  let nextTicket = 0;
+  let nextInLine = 0;
+  const opened = new Map<number, Pending | null>();
+  // When set, the batch waits for the checks of every body submitted before this ticket.
+  let flushAt: number | null = null;
+  const settle = (ticket: number, p: Pending | null): void => {
+    opened.set(ticket, p);
+    for (let q = opened.get(nextInLine); q !== undefined; q = opened.get(nextInLine)) {
+      opened.delete(nextInLine++);
+      if (q === null) continue;
+      queue.push(q);
+      schedule();
+    }
+    if (flushAt !== null && nextInLine >= flushAt) {
+      flushAt = null;
+      void flush();
+    }
+  };
+
+  // On the loop's next turn, the batch takes what is queued then, once the bodies submitted
+  // before that turn have been checked too (they are in the thread pool: a wait of one signature
+  // check, never for a body that arrives later). So bodies submitted together share a commit.
   function schedule(): void {
     if (scheduled) return;
     scheduled = true;
-    setImmediate(() => void flush());
+    setImmediate(() => {
+      if (nextInLine >= nextTicket) void flush();
+      else flushAt = nextTicket;
+    });
   }
 
   return {
     async submit(body) {
-      const opened = await openHeartbeatBody(store, body);
-      if (!opened.ok) return opened.answer;
-      return new Promise<Answer>((resolve, reject) => {
-        queue.push({ opened, resolve, reject });
-        schedule();
-      });
+      const ticket = nextTicket++;
+      let checked: Awaited<ReturnType<typeof openHeartbeatBody>>;
+      try {
+        checked = await openHeartbeatBody(store, body);
+        if (checked.ok) await hooks.afterOpen?.(checked.heartbeat);
+      } catch (err) {
+        settle(ticket, null);
+        throw err;
+      }
+      if (!checked.ok) {
+        settle(ticket, null);
+        return checked.answer;
+      }
+      const ok = checked;
+      return new Promise<Answer>((resolve, reject) => settle(ticket, { opened: ok, resolve, reject }));
     },
     stats: () => ({ commits, heartbeats }),
   };

@@ -8,7 +8,7 @@ import { keyIdSchema, stringSchema } from '../../core/names.js';
 import { heartbeatPayloadSchema, type HeartbeatPayload } from '../../core/heartbeat-schema.js';
 import { receiptPayloadSchema, type ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
-import { DOMAINS, keyIdOf, openEnvelope, strictBase64, verifyEnvelopeBytes } from '../../platform/keys.js';
+import { DOMAINS, keyIdOf, openEnvelope, strictBase64, verifyEnvelopeBytes, verifyEnvelopeBytesInPool, type VerifiedBytes } from '../../platform/keys.js';
 
 export const DEFAULT_MAX_HEARTBEAT_BYTES = 1024 * 1024;
 export const DEFAULT_CLOCK_SKEW_MS = 5 * 60 * 1000;
@@ -121,6 +121,30 @@ export type OpenedHeartbeat<N extends NodeKey = NodeKey> = { ok: true; heartbeat
 // envelope, node, signature, schema. They are most of a heartbeat's CPU, so the control plane
 // runs them before it takes the write lock (see group-commit.ts).
 export function openHeartbeat<N extends NodeKey>(body: Buffer, lookupNode: (nodeId: string) => N | null, opts: VerifyHeartbeatOptions = {}): OpenedHeartbeat<N> {
+  const claimed = claimHeartbeat(body, lookupNode, opts);
+  if (!claimed.ok) return claimed;
+  return afterSignature(claimed, verifyEnvelopeBytes(claimed.envelope, claimed.strict, DOMAINS.heartbeat, keysOf(claimed.node)));
+}
+
+// openHeartbeat with the signature checked in libuv's thread pool: the same steps in the same
+// order and the same verdicts, but the caller's thread is free while the signature is checked
+// (Ed25519's verify is most of a heartbeat's CPU: the server's main thread keeps HTTP and SQLite).
+export async function openHeartbeatInPool<N extends NodeKey>(body: Buffer, lookupNode: (nodeId: string) => N | null, opts: VerifyHeartbeatOptions = {}): Promise<OpenedHeartbeat<N>> {
+  const claimed = claimHeartbeat(body, lookupNode, opts);
+  if (!claimed.ok) return claimed;
+  return afterSignature(claimed, await verifyEnvelopeBytesInPool(claimed.envelope, claimed.strict, DOMAINS.heartbeat, keysOf(claimed.node)));
+}
+
+// A body up to its signature: its envelope, the payload's bytes when they are strict base64, the
+// JSON they parse to (untrusted), and the node the payload claims.
+type Claimed<N extends NodeKey> = { ok: true; envelope: Envelope; strict: Buffer | null; json: unknown; node: N };
+
+function keysOf(node: NodeKey): Map<string, KeyObject> {
+  return new Map([[keyIdOf(node.nodeKey), node.nodeKey]]);
+}
+
+// Size, JSON, envelope, node: every step before the signature.
+function claimHeartbeat<N extends NodeKey>(body: Buffer, lookupNode: (nodeId: string) => N | null, opts: VerifyHeartbeatOptions): Claimed<N> | Rejection {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_HEARTBEAT_BYTES;
   if (body.length > maxBytes) return reject(400, 'BAD_BODY', `heartbeat body is ${body.length} bytes, over the limit of ${maxBytes}`);
   let json: unknown;
@@ -143,16 +167,21 @@ export function openHeartbeat<N extends NodeKey>(body: Buffer, lookupNode: (node
   const nodeId = claim.nodeId;
   const node = lookupNode(nodeId);
   if (!node || node.nodeId !== nodeId) return reject(401, 'UNKNOWN_NODE', `node ${JSON.stringify(nodeId)} is not enrolled`);
+  return { ok: true, envelope, strict, json: claim.json, node };
+}
 
-  const checked = verifyEnvelopeBytes(envelope, strict, DOMAINS.heartbeat, new Map([[keyIdOf(node.nodeKey), node.nodeKey]]));
+// The signature's verdict, then the schema: every step after the signature.
+function afterSignature<N extends NodeKey>(claimed: Claimed<N>, checked: VerifiedBytes): OpenedHeartbeat<N> {
+  const { node } = claimed;
+  const nodeId = node.nodeId;
   if (!checked.ok) {
     if (checked.reason === 'bad-encoding') return reject(400, 'BAD_BODY', `heartbeat envelope of node ${nodeId} is not strict base64`);
     return reject(401, 'BAD_SIGNATURE', `heartbeat of node ${nodeId} is not signed by its node key under ${DOMAINS.heartbeat} (${checked.reason})`);
   }
 
-  // The signature holds over the bytes `claim.json` was parsed from: it is the payload now
+  // The signature holds over the bytes `claimed.json` was parsed from: it is the payload now
   // (parsing them again would give the same value; DESIGN §6's "verify before trusting" holds).
-  const parsed = heartbeatPayloadSchema.safeParse(claim.json);
+  const parsed = heartbeatPayloadSchema.safeParse(claimed.json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue ? `${issue.path.join('.') || '(payload)'}: ${issue.message}` : 'invalid';
