@@ -39,9 +39,17 @@ export function commandWord(argv: string[]): string | undefined {
   return undefined;
 }
 
+// Whether `argv` asks for the version and nothing else: global options only, one of them -V or
+// --version, no help.
+function versionOnly(argv: string[]): boolean {
+  if (commandWord(argv) !== undefined) return false;
+  const words = new Set(argv);
+  return (words.has('--version') || words.has('-V')) && !words.has('--help') && !words.has('-h');
+}
+
 // The agentctl program (DESIGN §8). With `argv`, only the command it names is registered when
-// it names one; otherwise (help, an unknown or no command) every command is, so that help and
-// commander's errors list them all.
+// it names one, and none when it asks for the version alone; otherwise (help, an unknown or no
+// command) every command is, so that help and commander's errors list them all.
 export async function buildProgram(argv?: string[]): Promise<Command> {
   const program = new Command('agentctl')
     .description('drive steward-helper: stage, update, roll back and inspect releases on this host')
@@ -51,6 +59,7 @@ export async function buildProgram(argv?: string[]): Promise<Command> {
     .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride()
     .showHelpAfterError();
+  if (argv && versionOnly(argv)) return program;
   const word = argv ? commandWord(argv) : undefined;
   const named = COMMANDS.filter(([names]) => word !== undefined && names.includes(word));
   for (const [, load] of named.length ? named : COMMANDS) (await load())(program);

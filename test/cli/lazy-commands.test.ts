@@ -34,3 +34,13 @@ test('help, an unknown command and no command register every command', async () 
     assert.equal((await buildProgram(argv)).commands.length, all, argv.join(' '));
   }
 });
+
+test('the version alone registers no command; with help or a command it is as before', async () => {
+  const all = (await buildProgram([])).commands.length;
+  for (const argv of [['--version'], ['-V'], ['--json', '-V'], ['--root', '/r', '--version']]) {
+    assert.equal((await buildProgram(argv)).commands.length, 0, argv.join(' '));
+  }
+  assert.equal((await buildProgram(['--version', '--help'])).commands.length, all);
+  assert.equal((await buildProgram(['-V', 'bogus'])).commands.length, all);
+  assert.ok((await buildProgram(['status', '--version'])).commands.some((c) => c.name() === 'status'));
+});
