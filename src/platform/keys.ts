@@ -125,7 +125,7 @@ export function verifyEnvelopeBytesInPool(envelope: Envelope, bytes: Buffer | nu
   if (!pre.ok) return Promise.resolve(pre);
   return new Promise((resolve) => {
     verify(null, signedBytes(domain, pre.bytes), pre.key, pre.sig, (err, holds) => {
-      resolve(err === null && holds ? { ok: true, bytes: pre.bytes } : { ok: false, reason: 'bad-signature' });
+      resolve(!err && holds === true ? { ok: true, bytes: pre.bytes } : { ok: false, reason: 'bad-signature' });
     });
   });
 }
