@@ -48,7 +48,7 @@ const PARTS: Rule[] = [
     part: 'control',
     dirs: ['src/control'],
     imports: ['core', 'platform', 'install'],
-    files: ['src/cli/output.ts', 'src/cli/error-message.ts'],
+    files: ['src/cli/output.ts', 'src/cli/error-message.ts', 'src/cli/exit-code.ts'],
     why: "steward-control; its CLI prints and exits as agentctl does, and packs the agent's release as install does",
   },
   { part: 'ui', dirs: ['src/ui'], imports: [], why: "the dashboard's browser code (tsconfig.ui.json); it runs in the page and takes the server's answers as JSON" },
