@@ -20,9 +20,12 @@ class GatedSync {
 }
 
 const turn = () => new Promise((r) => setImmediate(r));
-// Turns of the event loop until `cond` holds (bounded in count, not in time).
+const pause = () => new Promise((r) => setTimeout(r, 10));
+// Turns of the event loop until `cond` holds (bounded in count; nothing is timed). A heartbeat's
+// signature is checked in the thread pool, which a busy machine may not run within 200 bare
+// turns: the last 200 turns each wait 10 ms too.
 async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200 && !cond(); i++) await turn();
+  for (let i = 0; i < 400 && !cond(); i++) await (i < 200 ? turn() : pause());
   assert.ok(cond(), `never happened: ${what}`);
 }
 
