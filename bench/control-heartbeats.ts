@@ -155,17 +155,14 @@ function cpuSecondsOf(pid: number): number {
   return cpuMsOf(pid) / 1000;
 }
 
-// Nanoseconds the main thread of a process has waited on a run queue (runnable, no CPU free for
-// it), from /proc/<pid>/schedstat: on a machine shared with other work, the part of a phase the
-// server could not run at all.
-function runQueueWaitOf(pid: number): number {
-  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]);
-}
-
-// CPU seconds the main thread of a process has used, from the same file: what one event loop
-// can spend, beside the process's CPU (cpuSecondsOf) that the thread pool adds on other cores.
-function mainThreadCpuOf(pid: number): number {
-  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
+// The main thread of a process, from /proc/<pid>/schedstat: `cpu`, the CPU seconds it has used
+// (what one event loop can spend, beside the process's CPU, cpuSecondsOf, that the thread pool
+// adds on other cores), and `waited`, the seconds it has waited on a run queue (runnable, no CPU
+// free for it: on a machine shared with other work, the part of a phase the server could not run
+// at all).
+function mainThreadOf(pid: number): { cpu: number; waited: number } {
+  const [cpu, waited] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number) as [number, number];
+  return { cpu: cpu / 1e9, waited: waited / 1e9 };
 }
 
 // Sends for `seconds` (or until the bodies run out) over LANES connections spread over the load
@@ -174,16 +171,16 @@ function mainThreadCpuOf(pid: number): number {
 async function runPhase(pool: LoadPool, server: { child: ChildProcess; url: string }, lanes: LoadRequest[][], seconds: number, okStatus: number): Promise<Phase> {
   const pid = server.child.pid!;
   const cpu0 = cpuSecondsOf(pid);
-  const wait0 = runQueueWaitOf(pid);
-  const main0 = mainThreadCpuOf(pid);
+  const main0 = mainThreadOf(pid);
   const t0 = performance.now();
   const mono0 = process.hrtime.bigint();
   const r = await pool.run(server.url, lanes, seconds, okStatus);
   phaseWindows.push({ okStatus, seconds, ok: r.ok, startUs: Number(mono0 / 1000n), endUs: Number(process.hrtime.bigint() / 1000n) });
   const wall = (performance.now() - t0) / 1000;
   const serverCpu = (cpuSecondsOf(pid) - cpu0) / wall;
-  const serverWait = (runQueueWaitOf(pid) - wait0) / 1e9 / wall;
-  const serverMain = (mainThreadCpuOf(pid) - main0) / wall;
+  const main1 = mainThreadOf(pid);
+  const serverWait = (main1.waited - main0.waited) / wall;
+  const serverMain = (main1.cpu - main0.cpu) / wall;
   return { ok: r.ok, errors: r.errors, perSecond: r.perSecond, p50: quantile(r.latencies, 0.5), p99: quantile(r.latencies, 0.99), serverCpu, serverWait, serverMain, clientCpu: r.clientCpu };
 }
 
@@ -247,7 +244,7 @@ async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: s
   const sends = openSchedule(nodes, rate, seconds, seed);
   const pid = server.child.pid!;
   const cpu0 = cpuSecondsOf(pid);
-  const main0 = mainThreadCpuOf(pid);
+  const main0 = mainThreadOf(pid).cpu;
   const mono0 = process.hrtime.bigint();
   const t0 = performance.now();
   const r = await pool.runOpen(server.url, sends, 200, OPEN_TIMEOUT_MS, KEEP_ALIVE);
@@ -256,7 +253,7 @@ async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: s
   const p99 = quantile(r.latencies, 0.99);
   return {
     rate, offered: sends.length / seconds, ok: r.ok, errors: r.errors, achieved: r.perSecond,
-    p50: quantile(r.latencies, 0.5), p99, lagP99: quantile(r.lags, 0.99), serverCpu: (cpuSecondsOf(pid) - cpu0) / wall, serverMain: (mainThreadCpuOf(pid) - main0) / wall, clientCpu: r.clientCpu,
+    p50: quantile(r.latencies, 0.5), p99, lagP99: quantile(r.lags, 0.99), serverCpu: (cpuSecondsOf(pid) - cpu0) / wall, serverMain: (mainThreadOf(pid).cpu - main0) / wall, clientCpu: r.clientCpu,
     sustained: r.ok === sends.length && r.errors.size === 0 && p99 <= P99_BOUND_MS,
   };
 }
