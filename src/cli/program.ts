@@ -39,10 +39,9 @@ export function commandWord(argv: string[]): string | undefined {
   return undefined;
 }
 
-// Whether `argv` asks for the version and nothing else: global options only, one of them -V or
-// --version, no help.
+// Whether `argv`, which names no command, asks for the version and nothing else: -V or
+// --version, and no help.
 function versionOnly(argv: string[]): boolean {
-  if (commandWord(argv) !== undefined) return false;
   const words = new Set(argv);
   return (words.has('--version') || words.has('-V')) && !words.has('--help') && !words.has('-h');
 }
@@ -59,8 +58,8 @@ export async function buildProgram(argv?: string[]): Promise<Command> {
     .version(readOwnVersion(), '-V, --version', 'print the steward version')
     .exitOverride()
     .showHelpAfterError();
-  if (argv && versionOnly(argv)) return program;
   const word = argv ? commandWord(argv) : undefined;
+  if (argv && word === undefined && versionOnly(argv)) return program;
   const named = COMMANDS.filter(([names]) => word !== undefined && names.includes(word));
   for (const [, load] of named.length ? named : COMMANDS) (await load())(program);
   return program;
