@@ -69,7 +69,7 @@ export async function buildControlDeb(repo: string, out: string, opts: ControlPa
   writeFile(at(`usr/share/doc/${NAME}/README.md.gz`), gzip(readFileSync(path.join(repo, 'README.md'))));
   for (const d of DOCS) writeFile(at(`usr/share/doc/${NAME}/docs/${d}.gz`), gzip(readFileSync(path.join(repo, 'docs', d))));
   const seeAlso = ['agentctl(1)', 'steward-helper(8)', 'steward-agent(8)'];
-  writeFile(at(`usr/share/man/man1/${NAME}.1.gz`), gzip(manPage(buildControlProgram(), { version, date: when.toISOString().slice(0, 10), seeAlso, section: '1' })));
+  writeFile(at(`usr/share/man/man1/${NAME}.1.gz`), gzip(manPage(await buildControlProgram(), { version, date: when.toISOString().slice(0, 10), seeAlso, section: '1' })));
 
   const deb = finishDeb(repo, root, out, {
     name: NAME,

@@ -2,15 +2,14 @@ import { Command } from 'commander';
 import { readOwnVersion } from '../platform/own-version.js';
 import { EXIT } from './error-message.js';
 import { exitCodeOfThrown } from './exit-code.js';
+import { commandWord as commandWordOf, registerCommands, type LazyCommand } from './lazy-commands.js';
 import { reportError } from './output.js';
-
-type Register = (program: Command) => void;
 
 // Each command's module, imported only when needed: `agentctl status` then loads what status
 // needs and not the installer's, doctor's or enroll's modules (execa, proper-lockfile, the
 // control-plane client...), which were most of its start-up (see bench/status-cli).
 // The order is the order of `agentctl --help`.
-const COMMANDS: Array<[names: string[], load: () => Promise<Register>]> = [
+const COMMANDS: LazyCommand[] = [
   [['status'], async () => (await import('./commands/status.js')).registerStatus],
   [['stage'], async () => (await import('./commands/stage.js')).registerStage],
   [['releases'], async () => (await import('./commands/releases.js')).registerReleases],
@@ -31,12 +30,7 @@ const VALUE_OPTIONS = new Set(['--root', '--socket']);
 
 // The command word of `argv`: the first word that is neither a global option nor its value.
 export function commandWord(argv: string[]): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    if (VALUE_OPTIONS.has(a)) i++;
-    else if (!a.startsWith('-')) return a;
-  }
-  return undefined;
+  return commandWordOf(argv, VALUE_OPTIONS);
 }
 
 // Whether `argv`, which names no command, asks for the version and nothing else: -V or
@@ -60,8 +54,7 @@ export async function buildProgram(argv?: string[]): Promise<Command> {
     .showHelpAfterError();
   const word = argv ? commandWord(argv) : undefined;
   if (argv && word === undefined && versionOnly(argv)) return program;
-  const named = COMMANDS.filter(([names]) => word !== undefined && names.includes(word));
-  for (const [, load] of named.length ? named : COMMANDS) (await load())(program);
+  await registerCommands(program, COMMANDS, word);
   return program;
 }
 

@@ -122,11 +122,11 @@ test('the steward-control package holds its bundle, better-sqlite3 for its own N
     assert.match(readFileSync(path.join(x, 'usr/lib/sysusers.d/steward-control.conf'), 'utf8'), /^u steward-control /m);
   });
 
-  await t.test('the man page has every command and option that --help lists, at every depth', () => {
+  await t.test('the man page has every command and option that --help lists, at every depth', async () => {
     const page = gunzipSync(readFileSync(path.join(x, 'usr/share/man/man1/steward-control.1.gz'))).toString();
     assert.match(page, /^\.TH STEWARD-CONTROL 1 /m);
     const roff = (s: string) => s.replace(/-/g, '\\-');
-    const commands = commandsOf(buildControlProgram());
+    const commands = commandsOf(await buildControlProgram());
     assert.ok(commands.some(([words]) => words.join(' ') === 'rollout start'), 'rollout start is there');
     for (const [words, cmd] of commands) {
       assert.ok(page.includes(`.SS "steward\\-control ${roff(words.join(' '))}`), `the page has steward-control ${words.join(' ')}`);

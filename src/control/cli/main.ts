@@ -1,22 +1,37 @@
 import { Command } from 'commander';
 import { EXIT } from '../../cli/error-message.js';
 import { exitCodeOfThrown } from '../../cli/exit-code.js';
+import { commandWord, registerCommands, type LazyCommand } from '../../cli/lazy-commands.js';
 import { readOwnVersion } from '../../platform/own-version.js';
-import { registerAudit } from './commands/audit.js';
-import { registerBackup, registerCopy, registerRestore } from './commands/backup.js';
-import { registerInit, registerMigrate } from './commands/init.js';
-import { registerKeys } from './commands/keys.js';
-import { registerNodes } from './commands/nodes.js';
-import { registerOperator } from './commands/operator.js';
-import { registerReceipts } from './commands/receipts.js';
-import { registerRelease } from './commands/release.js';
-import { registerRollout } from './commands/rollout.js';
-import { registerServe } from './commands/serve.js';
-import { registerToken } from './commands/token.js';
 import { reportControlError } from './report.js';
 
-// The steward-control program (DESIGN §9).
-export function buildControlProgram(): Command {
+// Each command's module, imported only when it is run (src/cli/lazy-commands.ts): `steward-control
+// rollout status` then loads neither serve's HTTP server and dashboard nor backup's copier. The
+// order is the order of `steward-control --help`.
+const COMMANDS: LazyCommand[] = [
+  [['init'], async () => (await import('./commands/init.js')).registerInit],
+  [['migrate'], async () => (await import('./commands/init.js')).registerMigrate],
+  [['serve'], async () => (await import('./commands/serve.js')).registerServe],
+  [['backup'], async () => (await import('./commands/backup.js')).registerBackup],
+  [['restore'], async () => (await import('./commands/backup.js')).registerRestore],
+  [['copy'], async () => (await import('./commands/backup.js')).registerCopy],
+  [['token'], async () => (await import('./commands/token.js')).registerToken],
+  [['keys'], async () => (await import('./commands/keys.js')).registerKeys],
+  [['release'], async () => (await import('./commands/release.js')).registerRelease],
+  [['rollout'], async () => (await import('./commands/rollout.js')).registerRollout],
+  [['nodes'], async () => (await import('./commands/nodes.js')).registerNodes],
+  [['receipts'], async () => (await import('./commands/receipts.js')).registerReceipts],
+  [['operator'], async () => (await import('./commands/operator.js')).registerOperator],
+  [['audit'], async () => (await import('./commands/audit.js')).registerAudit],
+];
+
+// The program options that take their value in the next word.
+const VALUE_OPTIONS = new Set(['--db', '--artifacts', '--server', '--ca-file']);
+
+// The steward-control program (DESIGN §9). With `argv`, only the command it names is
+// registered when it names one; otherwise (help, an unknown or no command) every command is, so
+// that help and commander's errors list them all.
+export async function buildControlProgram(argv?: string[]): Promise<Command> {
   const program = new Command('steward-control')
     .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
     .option('--db <file|url>', 'the database: a SQLite file on the server host, or a postgres:// URL (default: STEWARD_CONTROL_DB)')
@@ -29,20 +44,7 @@ export function buildControlProgram(): Command {
     .addHelpText('after', '\n  -V, --version  print the steward version (as the only argument)')
     .exitOverride()
     .showHelpAfterError();
-  registerInit(program);
-  registerMigrate(program);
-  registerServe(program);
-  registerBackup(program);
-  registerRestore(program);
-  registerCopy(program);
-  registerToken(program);
-  registerKeys(program);
-  registerRelease(program);
-  registerRollout(program);
-  registerNodes(program);
-  registerReceipts(program);
-  registerOperator(program);
-  registerAudit(program);
+  await registerCommands(program, COMMANDS, argv ? commandWord(argv, VALUE_OPTIONS) : undefined);
   // Subcommands exit through runControlCli too, not process.exit.
   for (const c of program.commands) {
     c.exitOverride();
@@ -53,12 +55,13 @@ export function buildControlProgram(): Command {
 
 // Runs steward-control with `argv` and returns its exit code: 0 ok, 1 failure, 2 usage, 3 refused.
 export async function runControlCli(argv: string[]): Promise<number> {
-  const program = buildControlProgram();
-  const json = argv.includes('--json');
+  // The version alone needs no command, so none is loaded for it.
   if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
     process.stdout.write(`${readOwnVersion()}\n`);
     return EXIT.ok;
   }
+  const program = await buildControlProgram(argv);
+  const json = argv.includes('--json');
   try {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT.ok;
