@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { artifactsDirOf } from '../catalog/artifact-path.js';
 import { openStore, type OpenStoreOptions } from '../store/open-store.js';
-import { isPostgresUrl } from '../store/postgres/open-postgres-store.js';
+import { isPostgresUrl } from '../store/postgres/url.js';
 import type { ControlStore } from '../store/store.js';
 import { remoteTarget, type RemoteTarget } from './remote-client.js';
 

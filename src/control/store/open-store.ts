@@ -1,12 +1,12 @@
 // The one way the programs open a store (DESIGN §13): `--db` is a SQLite file, or a
-// `postgres://` (`postgresql://`) URL.
+// `postgres://` (`postgresql://`) URL. The PostgreSQL store and pg are imported only for a URL:
+// a SQLite command or server does not load them (their import was a third of a short command's
+// start-up).
 import { existsSync } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import type { StoreLoader, StoreSnapshot } from './bulk.js';
-import { openPgLoader } from './postgres/loader.js';
-import { isPostgresUrl, migratePostgresAt, openPostgresStore, redactUrl } from './postgres/open-postgres-store.js';
-import { openPgSnapshot } from './postgres/snapshot.js';
+import { isPostgresUrl, redactUrl } from './postgres/url.js';
 import { openSqliteLoader } from './sqlite/loader.js';
 import { openSqliteStore } from './sqlite/open-sqlite-store.js';
 import { openSqliteSnapshot } from './sqlite/snapshot.js';
@@ -29,6 +29,7 @@ export async function openStore(spec: string, opts: OpenStoreOptions = {}): Prom
   if (opts.create) {
     throw new StewardError('USAGE', `a PostgreSQL database (${redactUrl(spec)}) is created by \`steward-control migrate\`, never by serve: run \`steward-control migrate --db <url>\` first`);
   }
+  const { openPostgresStore } = await import('./postgres/open-postgres-store.js');
   return openPostgresStore(spec, { clock: opts.clock });
 }
 
@@ -47,6 +48,7 @@ export interface MigrateOutcome {
 // migrations another migrate has not applied.
 export async function migrateStore(spec: string, opts: { create?: boolean } = {}): Promise<MigrateOutcome> {
   if (isPostgresUrl(spec)) {
+    const { migratePostgresAt } = await import('./postgres/open-postgres-store.js');
     const r = await migratePostgresAt(spec);
     return { db: redactUrl(spec), created: r.applied.includes(1), schemaVersion: r.version, applied: r.applied };
   }
@@ -57,10 +59,10 @@ export async function migrateStore(spec: string, opts: { create?: boolean } = {}
 
 // A consistent snapshot of every table of the store `spec` names (backup, copy).
 export async function openSnapshot(spec: string): Promise<StoreSnapshot> {
-  return isPostgresUrl(spec) ? openPgSnapshot(spec) : openSqliteSnapshot(spec);
+  return isPostgresUrl(spec) ? (await import('./postgres/snapshot.js')).openPgSnapshot(spec) : openSqliteSnapshot(spec);
 }
 
 // A loader into the empty store `spec` names (restore, copy).
 export async function openLoader(spec: string): Promise<StoreLoader> {
-  return isPostgresUrl(spec) ? openPgLoader(spec) : openSqliteLoader(spec);
+  return isPostgresUrl(spec) ? (await import('./postgres/loader.js')).openPgLoader(spec) : openSqliteLoader(spec);
 }

@@ -7,7 +7,7 @@ import type { Progress } from '../../backup/dump-store.js';
 import { restoreStore } from '../../backup/restore-store.js';
 import type { RunRef, Settled } from '../../backup/settle-loaded.js';
 import { artifactsDirOf } from '../../catalog/artifact-path.js';
-import { isPostgresUrl } from '../../store/postgres/open-postgres-store.js';
+import { isPostgresUrl } from '../../store/postgres/url.js';
 import { artifactsDirFor, dbSpecOf, jsonOf, type ControlGlobals } from '../context.js';
 
 // Progress of long work on stderr (stdout carries the result, JSON with --json).

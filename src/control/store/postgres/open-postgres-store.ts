@@ -30,6 +30,9 @@ import { pgRuns } from './runs.js';
 import { pgSessions } from './sessions.js';
 import { pgSettings } from './settings.js';
 import { pgTokens } from './tokens.js';
+import { redactUrl } from './url.js';
+
+export { isPostgresUrl, redactUrl } from './url.js';
 
 const log = logger('control:store');
 
@@ -42,22 +45,6 @@ export interface PgStoreOptions {
   clock?: Pick<Clock, 'now'>;
   // Connections in the pool (default 10).
   maxConnections?: number;
-}
-
-// Whether `spec` (a --db value) names a PostgreSQL database.
-export function isPostgresUrl(spec: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(spec);
-}
-
-// The URL without its password, for messages and logs.
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparsable URL)';
-  }
 }
 
 function newPool(url: string, max: number): pg.Pool {
