@@ -28,7 +28,7 @@ export const PROGRAMS: Program[] = [
   { name: 'agentctl', entry: 'dist/src/cli/main.js' },
   { name: 'steward-helper', entry: 'dist/src/helper/main.js' },
   { name: 'steward-agent', entry: 'dist/src/agent/main.js' },
-  { name: 'steward-control', entry: 'dist/src/control/cli/main.js', assets: ['dist/src/ui'] },
+  { name: 'steward-control', entry: 'dist/src/control/cli/start.js', assets: ['dist/src/ui'] },
 ];
 
 // The extraction worker, its own entry in every program that stages: platform/tarball.ts starts

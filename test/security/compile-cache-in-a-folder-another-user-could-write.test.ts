@@ -5,7 +5,7 @@ import module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { BIN, IS_ROOT } from '../helpers/host.js';
+import { BIN, IS_ROOT, REPO } from '../helpers/host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
 // The attack: agentctl runs as root and keeps V8's compiled code of its modules in a compile
@@ -24,11 +24,12 @@ function tempHome(t: TestContext): string {
   return dir;
 }
 
-// `agentctl stage --help` with HOME at `home`: its exit status and Node's cache trace.
-function agentctlIn(home: string): { status: number | null; trace: string } {
+// `agentctl stage --help` (or `bin` with `args`) with HOME at `home`: its exit status and Node's
+// cache trace.
+function agentctlIn(home: string, bin = BIN.agentctl, args = ['stage', '--help']): { status: number | null; trace: string } {
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' };
   for (const k of ['XDG_CACHE_HOME', 'NODE_COMPILE_CACHE', 'NODE_DISABLE_COMPILE_CACHE']) delete env[k];
-  const r = spawnSync(process.execPath, [BIN.agentctl, 'stage', '--help'], { env, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [bin, ...args], { env, encoding: 'utf8' });
   return { status: r.status, trace: r.stderr.split('\n').filter((l) => l.startsWith('[compile cache]')).join('\n') };
 }
 
@@ -44,6 +45,27 @@ test('in a private home, the second agentctl run reads its modules from its own 
   }
   assert.ok(readdirSync(dir).length > 0, 'the first run wrote its cache');
   assert.match(second.trace, new RegExp(`reading cache from ${dir}/.*agentctl/program-.*success`), `the second run read from the cache:\n${second.trace}`);
+});
+
+test('steward-control keeps its cache under the same rule: its second run reads from it, and a folder others can write gets none', (t) => {
+  const home = tempHome(t);
+  const dir = path.join(home, '.cache/steward/compile-cache');
+  const control = (h: string) => agentctlIn(h, path.join(REPO, 'bin/steward-control.js'), ['rollout', '--help']);
+  assert.equal(control(home).status, 0);
+  const second = control(home);
+  assert.equal(second.status, 0);
+  if (!HAS_CACHE) {
+    assert.equal(existsSync(path.join(home, '.cache')), false, `Node.js ${process.version} has no compile cache: nothing is made`);
+    return;
+  }
+  assert.match(second.trace, new RegExp(`reading cache from ${dir}/.*steward-control/main-.*success`), `the second run read from the cache:\n${second.trace}`);
+  // The same rule as agentctl's: a home others can write (not sticky) gets nothing.
+  const open = tempHome(t);
+  chmodSync(open, 0o777);
+  const r = control(open);
+  assert.equal(r.status, 0);
+  assert.equal(r.trace, '', 'no cache is read or written');
+  assert.deepEqual(readdirSync(open), [], 'nothing is made in it');
 });
 
 test('a home folder that another user owns gets no cache: nothing is read from it or made in it', (t) => {

@@ -1,0 +1,11 @@
+// steward-control's entry (the bundle's steward-control.js, which bin/steward-control.js runs): it
+// turns on Node's compile cache first (src/platform/compile-cache.ts, the one agentctl uses, under
+// the same rule) and only then loads the program, so that the cache covers every module the
+// command runs (commander, the store, zod, the server) and not just those loaded after it.
+import { useCompileCache } from '../../platform/compile-cache.js';
+
+// Runs steward-control with `argv` and returns its exit code.
+export async function runControlCli(argv: string[]): Promise<number> {
+  await useCompileCache();
+  return (await import('./main.js')).runControlCli(argv);
+}
