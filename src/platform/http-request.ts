@@ -1,8 +1,17 @@
 // One HTTP(S) request the way every steward client makes it: the release fetch, the agent's
 // control-plane client and doctor's clock probe.
-import http, { type ClientRequest } from 'node:http';
-import https from 'node:https';
+import type { ClientRequest, OutgoingHttpHeaders } from 'node:http';
+import type { RequestOptions } from 'node:https';
+import { createRequire } from 'node:module';
 import type { LookupFunction } from 'node:net';
+
+// Why require and not import: from Node 22 on, node:http has lazy exports (WebSocket and the
+// like) that load undici when read, and an ESM import of a builtin reads every export to build
+// its namespace. That was 15 ms of a 125 ms steward-control run on Node 24 (a CPU profile),
+// though no client here speaks WebSocket; require hands back the module without reading them.
+const load = createRequire(import.meta.url);
+const http = load('node:http') as typeof import('node:http');
+const https = load('node:https') as typeof import('node:https');
 
 // `localhost` is pinned to 127.0.0.1: a loopback name must never reach DNS, which could point it elsewhere.
 export const pinLoopback = ((_host: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
@@ -13,9 +22,9 @@ export const pinLoopback = ((_host: string, options: { all?: boolean }, cb: (...
 // Starts one request to `u` the way every steward client does: no connection reuse, `localhost`
 // pinned to 127.0.0.1, https verified against Node's CAs plus `ca`. The caller attaches its
 // 'error' listener at once.
-export function startRequest(u: URL, method: string, headers: http.OutgoingHttpHeaders, ca: string[] | undefined, extra: https.RequestOptions = {}): ClientRequest {
+export function startRequest(u: URL, method: string, headers: OutgoingHttpHeaders, ca: string[] | undefined, extra: RequestOptions = {}): ClientRequest {
   const hostname = u.hostname.replace(/^\[|\]$/g, '');
-  const options: https.RequestOptions = {
+  const options: RequestOptions = {
     protocol: u.protocol,
     hostname,
     port: u.port === '' ? undefined : Number(u.port),
