@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import os from 'node:os';
 import path from 'node:path';
 import { createControlPlaneClient, MAX_ANSWER_BYTES } from '../../src/agent/control-plane-client.js';
@@ -107,6 +108,59 @@ test('https with controlPlane.caFile trusts a self-signed control plane; without
     server.close();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('over https a connection resumes the TLS session of the last one to that origin; a server that cannot is given a full handshake, and an untrusted one is still refused', async (t) => {
+  if (!hasOpenssl()) {
+    skipUnlessCI(t, 'openssl is not installed: cannot make a self-signed certificate');
+    return;
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-tls-resume-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const certOf = (name: string) => {
+    const key = path.join(dir, `${name}.key`);
+    const cert = path.join(dir, `${name}.pem`);
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+    return { key: readFileSync(key), cert: readFileSync(cert), file: cert };
+  };
+  const trusted = certOf('trusted');
+  const stranger = certOf('stranger');
+  // Whether each request's connection resumed a session, in order, across every server below.
+  const reused: boolean[] = [];
+  let port = 0;
+  const start = async (pair: { key: Buffer; cert: Buffer }) => {
+    // A new server has new session-ticket keys: it cannot resume another server's sessions.
+    const server = https.createServer({ key: pair.key, cert: pair.cert }, (req, res) => {
+      reused.push((req.socket as TLSSocket).isSessionReused());
+      req.resume();
+      req.on('end', () => res.end('{}'));
+    });
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+    port = (server.address() as AddressInfo).port;
+    return async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    };
+  };
+  let stop = await start(trusted);
+  const client = await createControlPlaneClient({ url: `https://localhost:${port}`, caFile: trusted.file });
+  for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  assert.deepEqual(reused, [false, true, true], 'the second and third connections resumed the first one\'s session');
+  // The same address, a restarted server: the session it cannot resume costs a full handshake.
+  await stop();
+  stop = await start(trusted);
+  for (let i = 0; i < 2; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  assert.deepEqual(reused.slice(3), [false, true]);
+  // The same address, a server with a certificate nobody trusts: a session does not let it in.
+  await stop();
+  stop = await start(stranger);
+  await assert.rejects(client.post('/v1/heartbeat', {}), (e: StewardError) => e.code === 'CONTROL_PLANE_UNREACHABLE');
+  assert.equal(reused.length, 5, 'nothing was sent to the untrusted server');
+  await stop();
+  stop = await start(trusted);
+  assert.equal((await client.post('/v1/heartbeat', {})).status, 200);
+  assert.deepEqual(reused.slice(5), [false]);
+  await stop();
 });
 
 test('a post whose signal is already aborted rejects with CONTROL_PLANE_UNREACHABLE and sends nothing', async () => {
