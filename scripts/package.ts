@@ -17,8 +17,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { bashCompletion } from '../src/cli/completion.js';
+import { StewardError } from '../src/core/errors.js';
 import { CODE_ITEMS, HOST_PROGRAMS } from '../src/install/install-layout.js';
 import { PACKAGED_NODE, PACKAGED_SYSUSERS, PACKAGED_TMPFILES } from '../src/install/package-setup.js';
+import { withBuildLock } from './package/build-lock.js';
 import { buildControlDeb } from './package/control-deb.js';
 import { buildDate, DEPENDS, fetchRuntime, finishDeb, packageVersion, shipCode, shipDocs, shipRuntime, type PackageOptions, type PackageResult } from './package/deb.js';
 import { manPage } from './package/man-page.js';
@@ -142,15 +144,21 @@ if (process.argv[1]?.endsWith('package.js')) {
     return i > 0 ? process.argv[i + 1] : undefined;
   };
   const out = path.resolve(flag('--out') ?? path.join(repo, 'dist/package'));
-  if (process.argv.includes('--sqlite-addon')) {
-    // Only better-sqlite3 for the packaged node, into its cache (.ci/run, before the suite).
-    const work = path.join(out, '.work-sqlite-addon');
-    try {
-      process.stdout.write(`${sqliteAddon(repo, fetchRuntime(repo, work), { build: true })}\n`);
-    } finally {
-      rmSync(work, { recursive: true, force: true });
+  // One build at a time into `out` (scripts/package/build-lock.ts).
+  await withBuildLock(out, async () => {
+    if (process.argv.includes('--sqlite-addon')) {
+      // Only better-sqlite3 for the packaged node, into its cache (.ci/run, before the suite).
+      const work = path.join(out, '.work-sqlite-addon');
+      try {
+        process.stdout.write(`${sqliteAddon(repo, fetchRuntime(repo, work), { build: true })}\n`);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    } else {
+      for (const build of [buildStewardDeb, buildControlDeb]) process.stdout.write(`${(await build(repo, out, { version: flag('--version') })).deb}\n`);
     }
-  } else {
-    for (const build of [buildStewardDeb, buildControlDeb]) process.stdout.write(`${(await build(repo, out, { version: flag('--version') })).deb}\n`);
-  }
+  }).catch((err: unknown) => {
+    process.stderr.write(`scripts/package.ts: ${err instanceof StewardError ? err.message : ((err as Error).stack ?? String(err))}\n`);
+    process.exitCode = 1;
+  });
 }

@@ -1,7 +1,7 @@
 // What the two packages (steward, steward-control; docs/package.md) are built with: the pinned
 // Node.js, the code copied with its package.json, the docs, DEBIAN/ and dpkg-deb.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { isVersion } from '../../src/core/version.js';
 import { PACKAGED_NODE } from '../../src/install/package-setup.js';
@@ -128,6 +128,14 @@ export function finishDeb(repo: string, root: string, out: string, c: Control, c
   ].join('\n'));
   mkdirSync(out, { recursive: true });
   const deb = path.join(out, `${c.name}_${c.version}_amd64.deb`);
-  run('dpkg-deb', ['--root-owner-group', ...(compression === 'gzip' ? ['-Zgzip', '-z1'] : ['-Zxz']), '--build', root, deb]);
+  // Built beside it and renamed over it: the .deb under its name is always a whole one (a build
+  // that fails or is killed leaves the previous one, or none, never part of one).
+  const partial = path.join(out, `.${c.name}_${c.version}_amd64.deb.${process.pid}.partial`);
+  try {
+    run('dpkg-deb', ['--root-owner-group', ...(compression === 'gzip' ? ['-Zgzip', '-z1'] : ['-Zxz']), '--build', root, partial]);
+    renameSync(partial, deb);
+  } finally {
+    rmSync(partial, { force: true });
+  }
   return deb;
 }
