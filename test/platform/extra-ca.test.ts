@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { readExtraCa } from '../../src/platform/extra-ca.js';
 import { fetchToFile } from '../../src/platform/http-fetch.js';
 import { assertFailsClean, fetchSettings, useFetchFixture } from '../helpers/fetch-server.js';
 import { sri } from '../helpers/host.js';
@@ -49,4 +50,19 @@ describe('fetchToFile over https', () => {
     );
     assert.equal(s.requests.length, 0);
   });
+});
+
+test('the same CA file read again gives the same list (one TLS context), and a changed one a new list with its new bytes', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-extra-ca-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'ca.pem');
+  writeFileSync(file, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
+  const a = await readExtraCa(file);
+  const b = await readExtraCa(file);
+  assert.ok(a && a === b, 'an unchanged file: the very same list');
+  writeFileSync(file, '-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----\n');
+  const c = await readExtraCa(file);
+  assert.ok(c && c !== a);
+  assert.match(c[c.length - 1] as string, /BBBB/);
+  assert.equal(c.length, a.length);
 });
