@@ -25,8 +25,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const BIN = path.join(root, 'bin', 'steward-control.js');
 const args = benchArgs(5, 1, ['--connections']);
 // Connections per side and run: enough CPU ticks (10 ms each) for the figure to be read to a
-// few per cent.
-const CONNECTIONS = Number(args.rest.connections ?? (args.quick ? 300 : 2000));
+// few per cent (quick mode's 100 only shows that the script works).
+const CONNECTIONS = Number(args.rest.connections ?? (args.quick ? 100 : 2000));
 if (!Number.isInteger(CONNECTIONS) || CONNECTIONS < 10) throw new Error('--connections takes an integer of at least 10');
 if (!haveCommand('openssl')) throw new Error('bench/control-tls needs openssl on PATH');
 
@@ -63,59 +63,66 @@ function fullHandshake(u: URL, ca: string[] | undefined): Promise<PostAnswer> {
   });
 }
 
-for (const kind of KINDS) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-tls-'));
-  const cert = path.join(dir, 'cert.pem');
-  const key = path.join(dir, 'key.pem');
-  execFileSync('openssl', ['req', '-x509', ...kind.key, '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-  const server = await startServer(dir, { cert, key });
-  const plainServer = await startServer(dir);
-  try {
-    const settings = { url: server.url, caFile: cert };
-    const ca = await readExtraCa(cert);
-    const kept = await createControlPlaneClient(settings);
-    const plain = await createControlPlaneClient({ url: plainServer.url });
-    const sides = {
-      resumed: () => kept.post('/bench-tls', {}),
-      full: () => fullHandshake(new URL('/bench-tls', server.url), ca),
-      plain: () => plain.post('/bench-tls', {}),
-    };
-    const cpu: Record<keyof typeof sides, number[]> = { resumed: [], full: [], plain: [] };
-    const wall: Record<keyof typeof sides, number[]> = { resumed: [], full: [], plain: [] };
-    // Run 0 warms the sides up and is not counted.
-    for (let run = 0; run <= args.runs; run++) {
-      for (const side of ['resumed', 'full', 'plain'] as const) {
-        const pid = (side === 'plain' ? plainServer : server).child.pid as number;
-        const c0 = cpuMsOf(pid);
-        const t0 = process.hrtime.bigint();
-        for (let i = 0; i < CONNECTIONS; i++) {
-          const answer = await sides[side]();
-          if (answer.status !== 404) throw new Error(`the server answered ${answer.status}, not 404`);
+// One plain-http server for both certificates' runs.
+const plainDir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-tls-plain-'));
+const plainServer = await startServer(plainDir);
+const plain = await createControlPlaneClient({ url: plainServer.url });
+
+try {
+  for (const kind of KINDS) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-tls-'));
+    const cert = path.join(dir, 'cert.pem');
+    const key = path.join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', ...kind.key, '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+    const server = await startServer(dir, { cert, key });
+    try {
+      const settings = { url: server.url, caFile: cert };
+      const ca = await readExtraCa(cert);
+      const kept = await createControlPlaneClient(settings);
+      const sides = {
+        resumed: () => kept.post('/bench-tls', {}),
+        full: () => fullHandshake(new URL('/bench-tls', server.url), ca),
+        plain: () => plain.post('/bench-tls', {}),
+      };
+      const cpu: Record<keyof typeof sides, number[]> = { resumed: [], full: [], plain: [] };
+      const wall: Record<keyof typeof sides, number[]> = { resumed: [], full: [], plain: [] };
+      // Run 0 warms the sides up and is not counted.
+      for (let run = 0; run <= args.runs; run++) {
+        for (const side of ['resumed', 'full', 'plain'] as const) {
+          const pid = (side === 'plain' ? plainServer : server).child.pid as number;
+          const c0 = cpuMsOf(pid);
+          const t0 = process.hrtime.bigint();
+          for (let i = 0; i < CONNECTIONS; i++) {
+            const answer = await sides[side]();
+            if (answer.status !== 404) throw new Error(`the server answered ${answer.status}, not 404`);
+          }
+          const took = ms(t0);
+          if (run === 0) continue;
+          cpu[side].push(((cpuMsOf(pid) - c0) * 1000) / CONNECTIONS);
+          wall[side].push(took / CONNECTIONS);
         }
-        const took = ms(t0);
-        if (run === 0) continue;
-        cpu[side].push(((cpuMsOf(pid) - c0) * 1000) / CONNECTIONS);
-        wall[side].push(took / CONNECTIONS);
       }
+      printRow(args, {
+        row: `7 tls ${kind.name}`,
+        what: `steward-control server CPU per https connection (${kind.what} certificate), the agent's client resuming its last TLS session, ${CONNECTIONS} connections a run`,
+        unit: 'us',
+        steward: series(cpu.resumed),
+        peer: series(cpu.full),
+        peerWhat: 'the same request offering no session: a full handshake each',
+        ratio: series(ratios(cpu.resumed, cpu.full)),
+        target: 'none (reported beside row 7)',
+        met: true,
+        extra: { plainUs: series(cpu.plain).median, wallMsResumed: series(wall.resumed).median, wallMsFull: series(wall.full).median, wallMsPlain: series(wall.plain).median },
+        notes: 'a POST of {} to a path the server does not have (404): the connection alone, no store or signature',
+      });
+    } finally {
+      server.child.kill('SIGTERM');
+      await new Promise((r) => server.child.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
     }
-    printRow(args, {
-      row: `7 tls ${kind.name}`,
-      what: `steward-control server CPU per https connection (${kind.what} certificate), the agent's client resuming its last TLS session, ${CONNECTIONS} connections a run`,
-      unit: 'us',
-      steward: series(cpu.resumed),
-      peer: series(cpu.full),
-      peerWhat: 'the same request offering no session: a full handshake each',
-      ratio: series(ratios(cpu.resumed, cpu.full)),
-      target: 'none (reported beside row 7)',
-      met: true,
-      extra: { plainUs: series(cpu.plain).median, wallMsResumed: series(wall.resumed).median, wallMsFull: series(wall.full).median, wallMsPlain: series(wall.plain).median },
-      notes: 'a POST of {} to a path the server does not have (404): the connection alone, no store or signature',
-    });
-  } finally {
-    for (const s of [server, plainServer]) {
-      s.child.kill('SIGTERM');
-      await new Promise((r) => s.child.once('exit', r));
-    }
-    rmSync(dir, { recursive: true, force: true });
   }
+} finally {
+  plainServer.child.kill('SIGTERM');
+  await new Promise((r) => plainServer.child.once('exit', r));
+  rmSync(plainDir, { recursive: true, force: true });
 }
