@@ -128,9 +128,9 @@ test('over https a connection resumes the TLS session of the last one to that or
   // Whether each request's connection resumed a session, in order, across every server below.
   const reused: boolean[] = [];
   let port = 0;
-  const start = async (pair: { key: Buffer; cert: Buffer }) => {
+  const start = async (pair: { key: Buffer; cert: Buffer }, maxVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3') => {
     // A new server has new session-ticket keys: it cannot resume another server's sessions.
-    const server = https.createServer({ key: pair.key, cert: pair.cert }, (req, res) => {
+    const server = https.createServer({ key: pair.key, cert: pair.cert, maxVersion }, (req, res) => {
       reused.push((req.socket as TLSSocket).isSessionReused());
       req.resume();
       req.on('end', () => res.end('{}'));
@@ -160,6 +160,11 @@ test('over https a connection resumes the TLS session of the last one to that or
   stop = await start(trusted);
   assert.equal((await client.post('/v1/heartbeat', {})).status, 200);
   assert.deepEqual(reused.slice(5), [false]);
+  await stop();
+  // A server that speaks TLS 1.2 at most: its sessions are resumed too.
+  stop = await start(trusted, 'TLSv1.2');
+  for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  assert.deepEqual(reused.slice(6), [false, true, true]);
   await stop();
 });
 
