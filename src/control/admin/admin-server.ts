@@ -17,7 +17,7 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-export async function startAdminServer(o: { router: AdminRouter; host: string; port: number; tls?: { cert: string | Buffer; key: string | Buffer } }): Promise<AdminServer> {
+export async function startAdminServer(o: { router: AdminRouter; host: string; port: number; tls?: { cert: string | Buffer; key: string | Buffer; ticketKeys?: Buffer } }): Promise<AdminServer> {
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     o.router
       .handle(req, res)
@@ -29,7 +29,7 @@ export async function startAdminServer(o: { router: AdminRouter; host: string; p
         sendAdminError(res, 'INTERNAL', 'internal error; see the server log', { connection: 'close' });
       });
   };
-  const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key }, handler) : http.createServer(handler);
+  const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key, ...(o.tls.ticketKeys ? { ticketKeys: o.tls.ticketKeys } : {}) }, handler) : http.createServer(handler);
   limitConnections(server, 0);
   const { url, close } = await listen(server, o.host, o.port, !!o.tls);
   return { url, close: () => close() };

@@ -35,7 +35,10 @@ export interface ControlServerOptions {
   maxDownloads?: number;
   host: string;
   port: number;
-  tls?: { cert: string | Buffer; key: string | Buffer };
+  // ticketKeys: the 48 bytes that seal TLS session tickets (serve --tls-ticket-keys), the same
+  // on every instance behind one address so that an agent's session resumes on any of them;
+  // without them each process makes its own at random.
+  tls?: { cert: string | Buffer; key: string | Buffer; ticketKeys?: Buffer };
   heartbeatSeconds: number;
   // For the tick's sleeps and its pacing; decisions take the store's clock.
   clock: Pick<Clock, 'sleep' | 'monotonic'>;
@@ -83,7 +86,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
   };
-  const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, handler) : http.createServer(handler);
+  const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ...(opts.tls.ticketKeys ? { ticketKeys: opts.tls.ticketKeys } : {}) }, handler) : http.createServer(handler);
   // Per-request limits: a slow or stalled client cannot hold a connection for long.
   limitConnections(server, 30_000);
   const listening = await listen(server, opts.host, opts.port, !!opts.tls);

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { systemClock } from '../../../platform/clock.js';
@@ -17,6 +17,35 @@ import { parseListen, parsePositiveInt } from '../parse-options.js';
 
 const log = logger('control:serve');
 
+// Node's TLS session-ticket keys: 48 bytes (a name, an HMAC key, an AES key).
+export const TICKET_KEYS_BYTES = 48;
+
+// --tls-ticket-keys: a file of exactly 48 bytes, or of their base64 (`openssl rand 48` or
+// `openssl rand -base64 48`). A secret: whoever has it can resume, and so decrypt a TLS 1.2
+// session's traffic, so it must be a regular file that neither group nor others can read.
+export function readTicketKeys(file: string): Buffer {
+  const cannot = (err: unknown) => new StewardError('NOT_FOUND', `cannot read the TLS ticket keys ${file}: ${(err as Error).message}`, { cause: err });
+  let st;
+  try {
+    st = statSync(file);
+  } catch (err) {
+    throw cannot(err);
+  }
+  if (!st.isFile()) throw new StewardError('USAGE', `the TLS ticket keys ${file} are not a regular file`);
+  if ((st.mode & 0o077) !== 0) throw new StewardError('FORBIDDEN', `the TLS ticket keys ${file} are open to group or others (mode ${(st.mode & 0o7777).toString(8)}): chmod 600 ${file}`);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (err) {
+    throw cannot(err);
+  }
+  if (bytes.length === TICKET_KEYS_BYTES) return bytes;
+  const text = bytes.toString('latin1').trim();
+  const decoded = /^[A-Za-z0-9+/]+={0,2}$/.test(text) ? Buffer.from(text, 'base64') : null;
+  if (decoded?.length === TICKET_KEYS_BYTES) return decoded;
+  throw new StewardError('USAGE', `the TLS ticket keys ${file} must hold ${TICKET_KEYS_BYTES} bytes, raw or in base64 (make them with: openssl rand 48 > ${file}; chmod 600 ${file})`);
+}
+
 function readPem(file: string, what: string): Buffer {
   try {
     return readFileSync(file);
@@ -34,6 +63,7 @@ export function registerServe(program: Command): void {
     .requiredOption('--listen <host:port>', 'address to listen on (port 0: any free port)')
     .option('--tls-cert <file>', 'TLS certificate (PEM)')
     .option('--tls-key <file>', 'TLS private key (PEM)')
+    .option('--tls-ticket-keys <file>', "48 secret bytes (raw, or base64) sealing TLS session tickets, the same file on every instance behind one address so that agents resume their sessions on any of them (default: each process makes its own); mode 0600, only this user's")
     .option('--heartbeat-seconds <n>', 'heartbeat interval nodes are told', String(DEFAULT_HEARTBEAT_SECONDS))
     .option('--insecure', 'allow plain http on a non-loopback address')
     .option('--init', 'create the database when it does not exist (as `steward-control init`)')
@@ -44,14 +74,17 @@ export function registerServe(program: Command): void {
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics (/metrics), /healthz and /readyz on this address (plain http, no auth)')
     // DESIGN §13: a batch of a large fleet queues for its tarballs instead of saturating the link.
     .option('--max-downloads <n>', 'artifact downloads this instance sends at once; more are answered 503 with Retry-After, which helpers wait out', String(DEFAULT_MAX_DOWNLOADS))
-    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string } & AdminFlags, cmd: Command) => {
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; tlsTicketKeys?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string } & AdminFlags, cmd: Command) => {
       enableDefaultLogs('steward:control:*');
       const listen = parseListen(o.listen);
       const metricsListen = o.metricsListen === undefined ? null : parseListen(o.metricsListen);
       const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
       const maxDownloads = parsePositiveInt(o.maxDownloads, '--max-downloads', 100_000);
       if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
-      const tls = o.tlsCert && o.tlsKey ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key') } : undefined;
+      if (o.tlsTicketKeys !== undefined && !o.tlsCert) throw new StewardError('USAGE', '--tls-ticket-keys goes with --tls-cert and --tls-key');
+      const tls = o.tlsCert && o.tlsKey
+        ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key'), ...(o.tlsTicketKeys === undefined ? {} : { ticketKeys: readTicketKeys(o.tlsTicketKeys) }) }
+        : undefined;
       if (!tls && !listen.loopback && !o.insecure) {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }

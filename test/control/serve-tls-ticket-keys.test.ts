@@ -1,0 +1,132 @@
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import tls from 'node:tls';
+import { randomBytes } from 'node:crypto';
+import { readTicketKeys } from '../../src/control/cli/commands/serve.js';
+import { StewardError } from '../../src/core/errors.js';
+import { REPO } from '../helpers/host.js';
+import { skipUnlessCI } from '../helpers/skip.js';
+
+// `serve --tls-ticket-keys FILE`: instances that share the file resume each other's TLS sessions
+// (an agent behind a load balancer reaches any of them), instances without it do not; the file
+// is a secret, refused when others can read it, and must hold 48 bytes.
+
+const BIN = path.join(REPO, 'bin', 'steward-control.js');
+
+function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-ticket-keys-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const codeOf = (fn: () => unknown): string => {
+  try {
+    fn();
+    return 'none';
+  } catch (err) {
+    return err instanceof StewardError ? err.code : String(err);
+  }
+};
+
+test('the keys file: 48 raw bytes or their base64, a regular file only its user can read', (t) => {
+  const dir = tempDir(t);
+  const keys = randomBytes(48);
+  const at = (name: string, bytes: Buffer | string, mode = 0o600) => {
+    const f = path.join(dir, name);
+    writeFileSync(f, bytes);
+    chmodSync(f, mode);
+    return f;
+  };
+  assert.deepEqual(readTicketKeys(at('raw', keys)), keys);
+  assert.deepEqual(readTicketKeys(at('b64', `${keys.toString('base64')}\n`)), keys);
+  assert.equal(codeOf(() => readTicketKeys(at('short', keys.subarray(0, 47)))), 'USAGE');
+  assert.equal(codeOf(() => readTicketKeys(at('long-b64', randomBytes(64).toString('base64')))), 'USAGE');
+  assert.equal(codeOf(() => readTicketKeys(at('text', 'not base64 at all, and not 48 bytes either'))), 'USAGE');
+  assert.equal(codeOf(() => readTicketKeys(at('open', keys, 0o644))), 'FORBIDDEN');
+  assert.equal(codeOf(() => readTicketKeys(at('group', keys, 0o640))), 'FORBIDDEN');
+  assert.equal(codeOf(() => readTicketKeys(path.join(dir, 'missing'))), 'NOT_FOUND');
+  mkdirSync(path.join(dir, 'folder'), { mode: 0o700 });
+  assert.equal(codeOf(() => readTicketKeys(path.join(dir, 'folder'))), 'USAGE');
+});
+
+async function serve(t: TestContext, db: string, flags: string[]): Promise<{ port: number; child: ChildProcess }> {
+  const child = spawn(process.execPath, [BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    child.kill('SIGKILL');
+  });
+  let log = '';
+  child.stderr!.on('data', (c: Buffer) => (log += c.toString()));
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${log}`)));
+  });
+  return { port: Number(new URL((JSON.parse(line) as { listening: string }).listening).port), child };
+}
+
+// One TLS connection to `port`, offering `session`: whether it was resumed, and (when it
+// offered none) the session the server gave it.
+function connect(port: number, ca: Buffer, session?: Buffer): Promise<{ reused: boolean; session: Buffer | undefined }> {
+  return new Promise((resolve, reject) => {
+    let got: Buffer | undefined;
+    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', ca, ...(session ? { session } : {}) }, () => {
+      const reused = s.isSessionReused();
+      const end = () => {
+        s.end();
+        resolve({ reused, session: got });
+      };
+      // TLS 1.3 sends its tickets after the handshake: a first connection waits for one.
+      if (got || session) end();
+      else s.once('session', end);
+    });
+    s.on('session', (x: Buffer) => (got = x));
+    s.on('error', reject);
+  });
+}
+
+test('instances that share --tls-ticket-keys resume each other\'s sessions; one with other keys does not', { timeout: 60_000 }, async (t) => {
+  if (spawnSync('openssl', ['version']).status !== 0) return skipUnlessCI(t, 'openssl is not installed: cannot make a certificate');
+  const dir = tempDir(t);
+  const key = path.join(dir, 'key.pem');
+  const cert = path.join(dir, 'cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+  const ca = readFileSync(cert);
+  const shared = path.join(dir, 'ticket.keys');
+  writeFileSync(shared, randomBytes(48), { mode: 0o600 });
+  const db = path.join(dir, 'control.db');
+  execFileSync(process.execPath, [BIN, '--db', db, 'init'], { stdio: 'ignore' });
+  const tlsFlags = ['--tls-cert', cert, '--tls-key', key];
+  const a = await serve(t, db, [...tlsFlags, '--tls-ticket-keys', shared]);
+  const b = await serve(t, db, [...tlsFlags, '--tls-ticket-keys', shared]);
+  const c = await serve(t, db, tlsFlags);
+  const first = await connect(a.port, ca);
+  assert.equal(first.reused, false);
+  assert.ok(first.session, 'instance a gave a session');
+  assert.equal((await connect(a.port, ca, first.session)).reused, true, 'a resumes its own session');
+  assert.equal((await connect(b.port, ca, first.session)).reused, true, 'b, with the same keys, resumes a\'s session');
+  assert.equal((await connect(c.port, ca, first.session)).reused, false, 'c, with keys of its own, makes a full handshake');
+});
+
+test('serve refuses --tls-ticket-keys without TLS, and a keys file others can read, before it listens', (t) => {
+  const dir = tempDir(t);
+  const db = path.join(dir, 'control.db');
+  execFileSync(process.execPath, [BIN, '--db', db, 'init'], { stdio: 'ignore' });
+  const open = path.join(dir, 'open.keys');
+  writeFileSync(open, randomBytes(48), { mode: 0o644 });
+  chmodSync(open, 0o644);
+  const run = (...flags: string[]) => spawnSync(process.execPath, [BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', ...flags], { encoding: 'utf8', timeout: 30_000 });
+  const noTls = run('--tls-ticket-keys', open);
+  assert.equal(noTls.status, 2, noTls.stderr + noTls.stdout);
+  assert.deepEqual((JSON.parse(noTls.stdout) as { error: unknown }).error, { code: 'USAGE', message: '--tls-ticket-keys goes with --tls-cert and --tls-key' });
+  const cert = path.join(dir, 'cert.pem');
+  writeFileSync(cert, 'not a certificate: serve refuses the keys before it parses this');
+  const readable = run('--tls-cert', cert, '--tls-key', cert, '--tls-ticket-keys', open);
+  assert.equal(readable.status, 3, readable.stderr + readable.stdout);
+  const error = (JSON.parse(readable.stdout) as { error: { code: string; message: string } }).error;
+  assert.equal(error.code, 'FORBIDDEN');
+  assert.match(error.message, /open to group or others \(mode 644\): chmod 600/);
+});
