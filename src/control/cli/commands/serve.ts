@@ -22,7 +22,7 @@ export const TICKET_KEYS_BYTES = 48;
 
 // --tls-ticket-keys: a file of exactly 48 bytes, or of their base64 (`openssl rand 48` or
 // `openssl rand -base64 48`). A secret: whoever has it can resume, and so decrypt a TLS 1.2
-// session's traffic, so it must be a regular file that neither group nor others can read.
+// session's traffic, so it must be a regular file that others cannot read and group cannot write.
 export function readTicketKeys(file: string): Buffer {
   const cannot = (err: unknown) => new StewardError('NOT_FOUND', `cannot read the TLS ticket keys ${file}: ${(err as Error).message}`, { cause: err });
   let st;
@@ -32,7 +32,9 @@ export function readTicketKeys(file: string): Buffer {
     throw cannot(err);
   }
   if (!st.isFile()) throw new StewardError('USAGE', `the TLS ticket keys ${file} are not a regular file`);
-  if ((st.mode & 0o077) !== 0) throw new StewardError('FORBIDDEN', `the TLS ticket keys ${file} are open to group or others (mode ${(st.mode & 0o7777).toString(8)}): chmod 600 ${file}`);
+  // Group read is allowed, as for the TLS key of the package's settings (root:steward-control,
+  // 0640); group write, or any access for others, is not.
+  if ((st.mode & 0o027) !== 0) throw new StewardError('FORBIDDEN', `the TLS ticket keys ${file} are open to others, or writable by group (mode ${(st.mode & 0o7777).toString(8)}): chmod 600 or 640 ${file}`);
   let bytes: Buffer;
   try {
     bytes = readFileSync(file);
@@ -63,7 +65,7 @@ export function registerServe(program: Command): void {
     .requiredOption('--listen <host:port>', 'address to listen on (port 0: any free port)')
     .option('--tls-cert <file>', 'TLS certificate (PEM)')
     .option('--tls-key <file>', 'TLS private key (PEM)')
-    .option('--tls-ticket-keys <file>', "48 secret bytes (raw, or base64) sealing TLS session tickets, the same file on every instance behind one address so that agents resume their sessions on any of them (default: each process makes its own); mode 0600, only this user's")
+    .option('--tls-ticket-keys <file>', "48 secret bytes (raw, or base64) sealing TLS session tickets, the same file on every instance behind one address so that agents resume their sessions on any of them (default: each process makes its own); mode 0600 or 0640")
     .option('--heartbeat-seconds <n>', 'heartbeat interval nodes are told', String(DEFAULT_HEARTBEAT_SECONDS))
     .option('--insecure', 'allow plain http on a non-loopback address')
     .option('--init', 'create the database when it does not exist (as `steward-control init`)')
