@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, chmodSync, constants as fsConstants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, promises as fsp } from 'node:fs';
+import { accessSync, chmodSync, constants as fsConstants, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,6 +63,9 @@ export function makeHost(config: Record<string, unknown> = { apps: { web: proces
       writeFileSync(paths.configFile, JSON.stringify(c, null, 2), { mode: 0o644 });
     },
     cleanup() {
+      // An app outlives its helper by design (DESIGN §5), so a test that ends with one running
+      // would leave it behind for the rest of the suite (seen: 8 `node server.js` per run).
+      killHostApps(root, paths);
       rmSync(base, { recursive: true, force: true });
       // The apps' cgroups a helper made for this host (as root, without systemd), once empty.
       const cgroups = findCgroupHome(root);
@@ -71,6 +74,28 @@ export function makeHost(config: Record<string, unknown> = { apps: { web: proces
   };
   host.writeConfig(config);
   return host;
+}
+
+// SIGKILLs the process group of every app a supervisor record of this host names, when that
+// process is still this host's (its folder lies under `root`: a pid reused since by another
+// process is left alone).
+function killHostApps(root: string, paths: HostPaths): void {
+  let records: string[];
+  try {
+    records = readdirSync(paths.supervisorDir).filter((n) => n.endsWith('.json'));
+  } catch {
+    return;
+  }
+  for (const name of records) {
+    try {
+      const pid = (JSON.parse(readFileSync(path.join(paths.supervisorDir, name), 'utf8')) as { process?: { pid?: unknown } }).process?.pid;
+      if (typeof pid !== 'number' || pid <= 1) continue;
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      if (cwd.startsWith(`${root}/`)) process.kill(-pid, 'SIGKILL');
+    } catch {
+      // No record, no such process, or not ours to look at: nothing to kill.
+    }
+  }
 }
 
 export interface ReleaseKey {
