@@ -1,16 +1,8 @@
 import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentctl, type TestHost } from './host.js';
+import { agentctl, recordedPid, type TestHost } from './host.js';
 
-// The pid the run record supervisor/<app>.json names, or null.
-export function recordedPid(host: TestHost, app: string): number | null {
-  try {
-    const rec = JSON.parse(readFileSync(path.join(host.paths.supervisorDir, `${app}.json`), 'utf8'));
-    return typeof rec?.process?.pid === 'number' ? rec.process.pid : null;
-  } catch {
-    return null;
-  }
-}
+export { recordedPid } from './host.js';
 
 // Kills the recorded process group of each app (a session leader), so no test leaves
 // an app holding its port. `agentctl stop` does not exist yet.

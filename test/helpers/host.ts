@@ -76,24 +76,33 @@ export function makeHost(config: Record<string, unknown> = { apps: { web: proces
   return host;
 }
 
+// The pid the run record supervisor/<app>.json names, or null.
+export function recordedPid(host: Pick<TestHost, 'paths'>, app: string): number | null {
+  try {
+    const rec = JSON.parse(readFileSync(path.join(host.paths.supervisorDir, `${app}.json`), 'utf8'));
+    return typeof rec?.process?.pid === 'number' ? rec.process.pid : null;
+  } catch {
+    return null;
+  }
+}
+
 // SIGKILLs the process group of every app a supervisor record of this host names, when that
 // process is still this host's (its folder lies under `root`: a pid reused since by another
 // process is left alone).
 function killHostApps(root: string, paths: HostPaths): void {
-  let records: string[];
+  let apps: string[];
   try {
-    records = readdirSync(paths.supervisorDir).filter((n) => n.endsWith('.json'));
+    apps = readdirSync(paths.supervisorDir).filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length));
   } catch {
     return;
   }
-  for (const name of records) {
+  for (const app of apps) {
+    const pid = recordedPid({ paths }, app);
+    if (pid === null || pid <= 1) continue;
     try {
-      const pid = (JSON.parse(readFileSync(path.join(paths.supervisorDir, name), 'utf8')) as { process?: { pid?: unknown } }).process?.pid;
-      if (typeof pid !== 'number' || pid <= 1) continue;
-      const cwd = readlinkSync(`/proc/${pid}/cwd`);
-      if (cwd.startsWith(`${root}/`)) process.kill(-pid, 'SIGKILL');
+      if (readlinkSync(`/proc/${pid}/cwd`).startsWith(`${root}/`)) process.kill(-pid, 'SIGKILL');
     } catch {
-      // No record, no such process, or not ours to look at: nothing to kill.
+      // No such process, or not ours to look at: nothing to kill.
     }
   }
 }
