@@ -10,19 +10,17 @@
 // without TLS (`plainUs`): what TLS adds to a connection.
 //
 //   node dist/bench/control-tls.js [--quick] [--json] [--runs N] [--connections N]
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { createControlPlaneClient, type PostAnswer } from '../src/agent/control-plane-client.js';
 import { readExtraCa } from '../src/platform/extra-ca.js';
 import { startRequest } from '../src/platform/http-request.js';
+import { CONTROL_BIN, startServeProcess, type ServeProcess } from '../test/helpers/serve-process.js';
+import { EC_P256, RSA_2048, selfSignedCert } from '../test/helpers/tls-cert.js';
 import { benchArgs, cpuMsOf, haveCommand, ms, printRow, ratios, series } from './lib.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = path.join(root, 'bin', 'steward-control.js');
 const args = benchArgs(5, 1, ['--connections']);
 // Connections per side and run: enough CPU ticks (10 ms each) for the figure to be read to a
 // few per cent (quick mode's 100 only shows that the script works).
@@ -31,22 +29,15 @@ if (!Number.isInteger(CONNECTIONS) || CONNECTIONS < 10) throw new Error('--conne
 if (!haveCommand('openssl')) throw new Error('bench/control-tls needs openssl on PATH');
 
 const KINDS = [
-  { name: 'ec', what: 'EC P-256', key: ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1'] },
-  { name: 'rsa', what: 'RSA-2048', key: ['-newkey', 'rsa:2048'] },
+  { name: 'ec', what: 'EC P-256', key: EC_P256 },
+  { name: 'rsa', what: 'RSA-2048', key: RSA_2048 },
 ];
 
-async function startServer(dir: string, tls?: { cert: string; key: string }): Promise<{ child: ChildProcess; url: string }> {
+// The server, its own database in `dir`, with TLS when `tls` is given.
+async function startServer(dir: string, tls?: { cert: string; key: string }): Promise<ServeProcess> {
   const db = path.join(dir, tls ? 'control.db' : 'plain.db');
-  execFileSync(process.execPath, [BIN, '--db', db, 'init'], { stdio: 'ignore' });
-  const flags = tls ? ['--tls-cert', tls.cert, '--tls-key', tls.key] : [];
-  const child = spawn(process.execPath, [BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  child.stderr!.on('data', (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
-  const first = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`steward-control serve exited ${code} before listening: ${log}`)));
-  });
-  return { child, url: (JSON.parse(first) as { listening: string }).listening };
+  execFileSync(process.execPath, [CONTROL_BIN, '--db', db, 'init'], { stdio: 'ignore' });
+  return startServeProcess(db, tls ? ['--tls-cert', tls.cert, '--tls-key', tls.key] : []);
 }
 
 // The peer's connection: the request the agent's client makes (startRequest, the same CA list
@@ -66,22 +57,20 @@ function fullHandshake(u: URL, ca: string[] | undefined): Promise<PostAnswer> {
 // One plain-http server for both certificates' runs.
 const plainDir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-tls-plain-'));
 const plainServer = await startServer(plainDir);
-const plain = await createControlPlaneClient({ url: plainServer.url });
+const plain = await createControlPlaneClient({ url: plainServer.urls.listening });
 
 try {
   for (const kind of KINDS) {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-tls-'));
-    const cert = path.join(dir, 'cert.pem');
-    const key = path.join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', ...kind.key, '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+    const { certFile: cert, keyFile: key } = selfSignedCert(dir, 'cert', kind.key);
     const server = await startServer(dir, { cert, key });
     try {
-      const settings = { url: server.url, caFile: cert };
+      const settings = { url: server.urls.listening, caFile: cert };
       const ca = await readExtraCa(cert);
       const kept = await createControlPlaneClient(settings);
       const sides = {
         resumed: () => kept.post('/bench-tls', {}),
-        full: () => fullHandshake(new URL('/bench-tls', server.url), ca),
+        full: () => fullHandshake(new URL('/bench-tls', server.urls.listening), ca),
         plain: () => plain.post('/bench-tls', {}),
       };
       const cpu: Record<keyof typeof sides, number[]> = { resumed: [], full: [], plain: [] };
@@ -116,13 +105,11 @@ try {
         notes: 'a POST of {} to a path the server does not have (404): the connection alone, no store or signature',
       });
     } finally {
-      server.child.kill('SIGTERM');
-      await new Promise((r) => server.child.once('exit', r));
+      await server.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   }
 } finally {
-  plainServer.child.kill('SIGTERM');
-  await new Promise((r) => plainServer.child.once('exit', r));
+  await plainServer.stop();
   rmSync(plainDir, { recursive: true, force: true });
 }

@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +11,7 @@ import { createControlPlaneClient, MAX_ANSWER_BYTES } from '../../src/agent/cont
 import { checkControlPlaneUrl, endpointUrl, isInsecureUrl } from '../../src/agent/control-plane-url.js';
 import { StewardError } from '../../src/core/errors.js';
 import { skipUnlessCI } from '../helpers/skip.js';
+import { hasOpenssl, selfSignedCert } from '../helpers/tls-cert.js';
 
 const codeOf = (fn: () => unknown): string | null => {
   try {
@@ -65,26 +65,15 @@ test('a control plane that does not answer in time, or answers more than 4 MiB, 
   }
 });
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 test('https with controlPlane.caFile trusts a self-signed control plane; without the CA file it is refused', async (t) => {
   if (!hasOpenssl()) {
     skipUnlessCI(t, 'openssl is not installed: cannot make a self-signed certificate');
     return;
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-tls-'));
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+  const { certFile: cert, key: keyBytes, cert: certBytes } = selfSignedCert(dir);
   const bodies: unknown[] = [];
-  const server = https.createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+  const server = https.createServer({ key: keyBytes, cert: certBytes }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -117,14 +106,8 @@ test('over https a connection resumes the TLS session of the last one to that or
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-tls-resume-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const certOf = (name: string) => {
-    const key = path.join(dir, `${name}.key`);
-    const cert = path.join(dir, `${name}.pem`);
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-    return { key: readFileSync(key), cert: readFileSync(cert), file: cert };
-  };
-  const trusted = certOf('trusted');
-  const stranger = certOf('stranger');
+  const trusted = selfSignedCert(dir, 'trusted');
+  const stranger = selfSignedCert(dir, 'stranger');
   // Whether each request's connection resumed a session, in order, across every server below.
   const reused: boolean[] = [];
   let port = 0;
@@ -143,7 +126,7 @@ test('over https a connection resumes the TLS session of the last one to that or
     };
   };
   let stop = await start(trusted);
-  const client = await createControlPlaneClient({ url: `https://localhost:${port}`, caFile: trusted.file });
+  const client = await createControlPlaneClient({ url: `https://localhost:${port}`, caFile: trusted.certFile });
   for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
   assert.deepEqual(reused, [false, true, true], 'the second and third connections resumed the first one\'s session');
   // The same address, a restarted server: the session it cannot resume costs a full handshake.

@@ -1,22 +1,22 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import tls from 'node:tls';
 import { randomBytes } from 'node:crypto';
 import { readTicketKeys } from '../../src/control/cli/commands/serve.js';
 import { StewardError } from '../../src/core/errors.js';
-import { REPO } from '../helpers/host.js';
+import { CONTROL_BIN, startServeProcess } from '../helpers/serve-process.js';
 import { skipUnlessCI } from '../helpers/skip.js';
+import { hasOpenssl, selfSignedCert } from '../helpers/tls-cert.js';
 
 // `serve --tls-ticket-keys FILE`: instances that share the file resume each other's TLS sessions
 // (an agent behind a load balancer reaches any of them), instances without it do not; the file
 // is a secret, refused when others can read it (or group write it), and must hold 48 bytes.
 
-const BIN = path.join(REPO, 'bin', 'steward-control.js');
+const BIN = CONTROL_BIN;
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-ticket-keys-'));
@@ -57,18 +57,10 @@ test('the keys file: 48 raw bytes or their base64, a regular file others cannot 
   assert.equal(codeOf(() => readTicketKeys(path.join(dir, 'folder'))), 'USAGE');
 });
 
-async function serve(t: TestContext, db: string, flags: string[]): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, [BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.after(() => {
-    child.kill('SIGKILL');
-  });
-  let log = '';
-  child.stderr!.on('data', (c: Buffer) => (log += c.toString()));
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${log}`)));
-  });
-  return { port: Number(new URL((JSON.parse(line) as { listening: string }).listening).port), child };
+async function serve(t: TestContext, db: string, flags: string[]): Promise<{ port: number }> {
+  const server = await startServeProcess(db, flags);
+  t.after(() => server.stop());
+  return { port: Number(new URL(server.urls.listening).port) };
 }
 
 // One TLS connection to `port`, offering `session`: whether it was resumed, and (when it
@@ -92,12 +84,9 @@ function connect(port: number, ca: Buffer, session?: Buffer): Promise<{ reused: 
 }
 
 test('instances that share --tls-ticket-keys resume each other\'s sessions; one with other keys does not', { timeout: 60_000 }, async (t) => {
-  if (spawnSync('openssl', ['version']).status !== 0) return skipUnlessCI(t, 'openssl is not installed: cannot make a certificate');
+  if (!hasOpenssl()) return skipUnlessCI(t, 'openssl is not installed: cannot make a certificate');
   const dir = tempDir(t);
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-  const ca = readFileSync(cert);
+  const { keyFile: key, certFile: cert, cert: ca } = selfSignedCert(dir);
   const shared = path.join(dir, 'ticket.keys');
   writeFileSync(shared, randomBytes(48), { mode: 0o600 });
   const db = path.join(dir, 'control.db');
