@@ -10,18 +10,17 @@
 //
 //   node dist/bench/control-heartbeats.js [--quick] [--json] [--nodes N] [--seconds S] [--threads T] [--connections C]
 //     [--rates R1,R2,...] [--open-seconds S] [--p99-bound MS] [--keep-alive yes] [--cpu-prof DIR] [--server-bin PATH]
-import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ENROLL_PATH, HEARTBEAT_PATH } from '../src/core/control-api.js';
 import { createToken } from '../src/control/enroll/tokens.js';
 import { openSqliteStore } from '../src/control/store/sqlite/open-sqlite-store.js';
 import { DOMAINS, signEnvelope, signPayloadBytes } from '../src/platform/keys.js';
+import { startServeProcess, type ServeProcess } from '../test/helpers/serve-process.js';
 import { startLoadPool, type LoadPool, type LoadRequest, type TimedRequest } from './lib/http-load.js';
 import { benchArgs, cpuMsOf, median, printRow, quantile, ratios as ratiosOf, series } from './lib.js';
 
@@ -68,21 +67,18 @@ interface SimNode {
   seq: number;
 }
 
-// Starts `steward-control serve` on 127.0.0.1 port 0 as its own process and waits for its URL.
-async function startServer(db: string, profDir?: string): Promise<{ child: ChildProcess; url: string }> {
-  const prof = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const child = spawn(process.execPath, [...prof, SERVER_BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  // Its log (one line per enrollment) is kept, the last part only, for a failure's message.
-  let log = '';
-  child.stderr!.on('data', (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
-  const first = await new Promise<string>((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout! });
-    rl.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`steward-control serve exited ${code} before listening: ${log}`)));
-  });
-  return { child, url: (JSON.parse(first) as { listening: string }).listening };
+// `steward-control serve` on 127.0.0.1 port 0 as its own process (SERVER_BIN, with node's CPU
+// profiler when asked), and its URL.
+async function startServer(db: string, profDir?: string): Promise<Server> {
+  const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
+  const serve = await startServeProcess(db, [], { bin: SERVER_BIN, nodeArgs });
+  return { serve, pid: serve.child.pid!, url: serve.urls.listening };
+}
+
+interface Server {
+  serve: ServeProcess;
+  pid: number;
+  url: string;
 }
 
 // Enrollment's connections (the timed phases use the load pool's own, one agent per phase).
@@ -168,8 +164,8 @@ function mainThreadOf(pid: number): { cpu: number; waited: number } {
 // Sends for `seconds` (or until the bodies run out) over LANES connections spread over the load
 // pool's threads; each lane sends its own list one request at a time. Counts only the answers
 // with `okStatus`, and measures the CPU of the server and of the load generator meanwhile.
-async function runPhase(pool: LoadPool, server: { child: ChildProcess; url: string }, lanes: LoadRequest[][], seconds: number, okStatus: number): Promise<Phase> {
-  const pid = server.child.pid!;
+async function runPhase(pool: LoadPool, server: Server, lanes: LoadRequest[][], seconds: number, okStatus: number): Promise<Phase> {
+  const pid = server.pid;
   const cpu0 = cpuSecondsOf(pid);
   const main0 = mainThreadOf(pid);
   const t0 = performance.now();
@@ -240,9 +236,9 @@ interface OpenStep {
 }
 
 // One open-loop step: offers `rate`/s and waits for every answer.
-async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: string }, nodes: SimNode[], rate: number, seed: number, seconds = OPEN_SECONDS): Promise<OpenStep> {
+async function runOpenStep(pool: LoadPool, server: Server, nodes: SimNode[], rate: number, seed: number, seconds = OPEN_SECONDS): Promise<OpenStep> {
   const sends = openSchedule(nodes, rate, seconds, seed);
-  const pid = server.child.pid!;
+  const pid = server.pid;
   const cpu0 = cpuSecondsOf(pid);
   const main0 = mainThreadOf(pid).cpu;
   const mono0 = process.hrtime.bigint();
@@ -259,7 +255,7 @@ async function runOpenStep(pool: LoadPool, server: { child: ChildProcess; url: s
 }
 
 // The rates in turn, up to the first one not sustained (past it the server only falls further behind).
-async function openSweep(pool: LoadPool, server: { child: ChildProcess; url: string }, nodes: SimNode[], run: number): Promise<OpenStep[]> {
+async function openSweep(pool: LoadPool, server: Server, nodes: SimNode[], run: number): Promise<OpenStep[]> {
   const steps: OpenStep[] = [];
   for (const [i, rate] of RATES.entries()) {
     const step = await runOpenStep(pool, server, nodes, rate, 1 + run * 100 + i);
@@ -295,7 +291,7 @@ function errorText(e: Map<number, number>): string {
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-control-'));
   const db = path.join(dir, 'control.db');
-  let server: { child: ChildProcess; url: string } | null = null;
+  let server: Server | null = null;
   const pool = startLoadPool(THREADS);
   try {
     // Tokens straight into the store (the CLI would be a process per token); enrollment itself is real.
@@ -323,7 +319,7 @@ async function main(): Promise<void> {
       hb.push(await runPhase(pool, server, heartbeatQueues(nodes), SECONDS, 200));
       trivial.push(await runPhase(pool, server, trivialQueues(), SECONDS, 404));
     }
-    if (args.rest['cpu-prof']) writeFileSync(path.join(args.rest['cpu-prof'], `phases-${server.child.pid}.json`), JSON.stringify(phaseWindows));
+    if (args.rest['cpu-prof']) writeFileSync(path.join(args.rest['cpu-prof'], `phases-${server.pid}.json`), JSON.stringify(phaseWindows));
     const verifyRate = rawVerifyRate(nodes[0]!, args.quick ? 0.2 : 1);
     const rates = hb.map((p) => p.perSecond);
     const errs = new Map<number, number>();
@@ -389,11 +385,7 @@ async function main(): Promise<void> {
   } finally {
     agent.destroy();
     await pool.close();
-    if (server) {
-      const exited = new Promise((r) => server!.child.once('exit', r));
-      server.child.kill('SIGTERM');
-      await exited;
-    }
+    await server?.serve.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

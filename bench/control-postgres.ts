@@ -15,13 +15,12 @@
 // its commits cost no disk flush, where SQLite's server fdatasyncs its WAL. See bench/README.md.
 //
 //   node dist/bench/control-postgres.js [--quick] [--json] [--runs N] [--nodes N] [--seconds S] [--rollout-nodes N] [--budget-seconds S]
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { HEARTBEAT_PATH } from '../src/core/control-api.js';
 import { addRelease } from '../src/control/catalog/add-release.js';
@@ -31,6 +30,7 @@ import { migrateStore, openStore } from '../src/control/store/open-store.js';
 import type { ControlStore } from '../src/control/store/store.js';
 import { DOMAINS, generateKeyPair, signEnvelope } from '../src/platform/keys.js';
 import { postgresMissing, startPostgresCluster, type PgCluster } from '../test/helpers/postgres.js';
+import { startServeProcess } from '../test/helpers/serve-process.js';
 import { startLoadPool, type LoadRequest, type LoadResult } from './lib/http-load.js';
 import { benchArgs, cpuMsOf, median, note, printRow, quantile, ratios, series } from './lib.js';
 
@@ -57,6 +57,7 @@ interface Serve {
   admin: string;
   // The last 4,000 characters of its stderr.
   log(): string;
+  stop(): Promise<void>;
 }
 
 const helper = generateKeyPairSync('ed25519');
@@ -66,22 +67,11 @@ const app = (current: string) => ({ name: 'web', current, previous: null, held: 
 
 // `steward-control serve` as its own process; its fleet and admin URLs.
 async function startServe(db: string, dir: string, heartbeatSeconds: number): Promise<Serve> {
-  const child = spawn(process.execPath, [BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--artifacts', path.join(dir, 'artifacts'), '--heartbeat-seconds', String(heartbeatSeconds)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  child.stderr!.on('data', (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
-  const first = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`steward-control serve exited ${code}: ${log}`)));
-  });
-  const u = JSON.parse(first) as { listening: string; admin: string };
-  return { child, url: u.listening, admin: u.admin, log: () => log };
+  const s = await startServeProcess(db, ['--admin-listen', '127.0.0.1:0', '--artifacts', path.join(dir, 'artifacts'), '--heartbeat-seconds', String(heartbeatSeconds)], { bin: BIN });
+  return { child: s.child, url: s.urls.listening, admin: s.urls.admin!, log: s.log, stop: s.stop };
 }
 
-async function stopServe(s: Serve): Promise<void> {
-  const exited = new Promise((r) => s.child.once('exit', r));
-  s.child.kill('SIGTERM');
-  await exited;
-}
+const stopServe = (s: Serve): Promise<void> => s.stop();
 
 // `n` nodes written straight into the store (enrollment is not what these rows measure), each
 // with its own node key and a heartbeat now reporting web 1.0.0; a viewer's token; web 1.1.k.

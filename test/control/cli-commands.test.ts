@@ -12,6 +12,7 @@ import { REPO } from '../helpers/host.js';
 import { STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
 import { FakeNode, request } from '../helpers/control-harness.js';
 import { skipUnlessCI } from '../helpers/skip.js';
+import { hasOpenssl, selfSignedCert } from '../helpers/tls-cert.js';
 
 const BIN = path.join(REPO, 'bin', 'steward-control.js');
 let dir = '';
@@ -190,15 +191,11 @@ test('a fleet through the CLI: serve, token, enroll, rollout start/status, nodes
 });
 
 test('serve with TLS answers over https with a self-signed certificate made by openssl', async (t) => {
-  const key = path.join(dir, 'tls.key');
-  const cert = path.join(dir, 'tls.crt');
-  const made = await new Promise<boolean>((resolve) =>
-    execFile('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], (err) => resolve(!err)),
-  );
-  if (!made) {
+  if (!hasOpenssl()) {
     skipUnlessCI(t, 'openssl is not available to make a certificate');
     return;
   }
+  const { keyFile: key, certFile: cert } = selfSignedCert(dir, 'tls');
   const server = await serve('--listen', '127.0.0.1:0', '--tls-cert', cert, '--tls-key', key, '--json');
   try {
     assert.match(server.url, /^https:\/\/127\.0\.0\.1:\d+$/);

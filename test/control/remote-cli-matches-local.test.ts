@@ -4,15 +4,15 @@
 // print the same stdout and stderr (ids, secrets, times and signatures aside) and exit the same.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { keyIdOf } from '../../src/platform/keys.js';
-import { REPO } from '../helpers/host.js';
 import { FakeNode } from '../helpers/control-harness.js';
+import { CONTROL_BIN, startServeProcess, type ServeProcess } from '../helpers/serve-process.js';
 
-const BIN = path.join(REPO, 'bin', 'steward-control.js');
+const BIN = CONTROL_BIN;
 let dir = '';
 
 interface Run {
@@ -27,7 +27,7 @@ interface Side {
   // How a command reaches the store: --db FILE, or --server URL with the token in the environment.
   args: string[];
   env: Record<string, string>;
-  serve?: ChildProcess;
+  serve?: ServeProcess;
   fleetUrl: string;
   node?: FakeNode;
   // Values a command printed that later commands name (a token id, a node id).
@@ -41,21 +41,6 @@ function run(args: string[], env: Record<string, string> = {}): Promise<Run> {
     execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DEBUG: '', STEWARD_CONTROL_DB: '', STEWARD_CONTROL_URL: '', STEWARD_CONTROL_TOKEN: '', ...env } }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
-  });
-}
-
-// Starts `serve` on `db` (with the admin API when `admin`), and resolves with its URLs.
-function serve(db: string, admin: boolean): Promise<{ child: ChildProcess; listening: string; admin?: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', ...(admin ? ['--admin-listen', '127.0.0.1:0'] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let errText = '';
-    child.stderr?.on('data', (d: Buffer) => (errText += d.toString()));
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n')) resolve({ child, ...(JSON.parse(out.split('\n')[0] as string) as { listening: string; admin?: string }) });
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${errText}`)));
   });
 }
 
@@ -169,20 +154,14 @@ before(async () => {
     assert.equal((await run(['--db', db, 'init'])).code, 0);
     const add = await run(['--db', db, 'operator', 'add', 'adam', '--role', 'admin', '--json']);
     assert.equal(add.code, 0, add.stderr);
-    const s = await serve(db, name === 'remote');
-    const side: Side = { name, db, serve: s.child, fleetUrl: s.listening, saved: { dir: path.dirname(db), db: path.basename(db) }, args: name === 'local' ? ['--db', db] : ['--server', s.admin as string], env: name === 'local' ? {} : { STEWARD_CONTROL_TOKEN: JSON.parse(add.stdout).token } };
+    const s = await startServeProcess(db, name === 'remote' ? ['--admin-listen', '127.0.0.1:0'] : []);
+    const side: Side = { name, db, serve: s, fleetUrl: s.urls.listening, saved: { dir: path.dirname(db), db: path.basename(db) }, args: name === 'local' ? ['--db', db] : ['--server', s.urls.admin as string], env: name === 'local' ? {} : { STEWARD_CONTROL_TOKEN: JSON.parse(add.stdout).token } };
     sides.push(side);
   }
 });
 
 after(async () => {
-  for (const s of sides) {
-    if (!s.serve || s.serve.exitCode !== null) continue;
-    await new Promise((r) => {
-      s.serve!.once('exit', r);
-      s.serve!.kill('SIGTERM');
-    });
-  }
+  for (const s of sides) await s.serve?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +11,7 @@ import { stageRelease } from '../../src/helper/stage/stage-release.js';
 import { releaseTgz } from '../fixtures/releases.js';
 import { makeReleaseKey, manifestFor } from './host.js';
 import { skipUnlessCI } from './skip.js';
+import { hasOpenssl, selfSignedCert } from './tls-cert.js';
 import { hostWithCurrent } from './stage-harness.js';
 
 // One flaw of the CA file the helper trusts for its https fetches (`fetch.caFile`), or of a
@@ -24,15 +24,6 @@ export interface CaFlaw {
   says(caFile: string, caDir: string): string;
 }
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 // Control first: with the CA file as it should be, the helper fetches web 2.0.0 over https from
 // a server only that CA vouches for. Then, with the flaw, staging 2.0.1 is refused with
 // CONFIG_INVALID naming it, before any request, and nothing is staged.
@@ -43,12 +34,13 @@ export async function assertCaFlawRefused(t: TestContext, flaw: CaFlaw): Promise
   const caDir = path.join(base, 'ca');
   mkdirSync(caDir, { mode: 0o755 });
   const caFile = path.join(caDir, 'ca.pem');
-  const keyFile = path.join(base, 'key.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', caFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  // The key stays outside the CA's folder: only the certificate is what the helper trusts.
+  const tls = selfSignedCert(base);
+  writeFileSync(caFile, tls.cert);
   chmodSync(caFile, 0o644);
   const tarballs = new Map(['2.0.0', '2.0.1'].map((v) => [`/web-${v}.tgz`, releaseTgz('web', v)]));
   const asked: string[] = [];
-  const server = https.createServer({ key: readFileSync(keyFile), cert: readFileSync(caFile) }, (req, res) => {
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     asked.push(req.url ?? '');
     const body = tarballs.get(req.url ?? '');
     res.statusCode = body ? 200 : 404;

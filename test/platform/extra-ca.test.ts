@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -9,6 +8,7 @@ import { readExtraCa } from '../../src/platform/extra-ca.js';
 import { fetchToFile } from '../../src/platform/http-fetch.js';
 import { assertFailsClean, fetchSettings, useFetchFixture } from '../helpers/fetch-server.js';
 import { sri } from '../helpers/host.js';
+import { selfSignedCert } from '../helpers/tls-cert.js';
 
 // https verified against Node's CAs plus the extra CA file (extra-ca.ts), through fetchToFile.
 
@@ -23,14 +23,9 @@ describe('fetchToFile over https', () => {
   before(() => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-tls-'));
     tlsDir = dir;
-    const key = path.join(dir, 'key.pem');
-    caFile = path.join(dir, 'cert.pem');
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', key, '-out', caFile, '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ], { stdio: 'ignore' });
-    tlsFiles = { key: readFileSync(key), cert: readFileSync(caFile) };
+    const made = selfSignedCert(dir);
+    caFile = made.certFile;
+    tlsFiles = { key: made.key, cert: made.cert };
   });
 
   test('https with the extra CA downloads the release', async () => {
