@@ -6,7 +6,8 @@ import { REPO } from './host.js';
 // `steward-control serve` as its own process, for the tests and benches that need a real one:
 // `steward-control --db DB --json serve --listen 127.0.0.1:0 ARGS...`, resolved once it printed
 // its one JSON line (its URLs), with the last 4,000 characters of its log for a failure's
-// message. `bin`: another build's bin/steward-control.js; `nodeArgs`: node's own flags.
+// message. `bin`: another build's bin/steward-control.js; `nodeArgs`: node's own flags; `env`: its
+// environment (default this process's).
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -18,8 +19,8 @@ export interface ServeProcess {
 
 export const CONTROL_BIN = path.join(REPO, 'bin', 'steward-control.js');
 
-export async function startServeProcess(db: string, args: string[] = [], opts: { bin?: string; nodeArgs?: string[] } = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? CONTROL_BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startServeProcess(db: string, args: string[] = [], opts: { bin?: string; nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? CONTROL_BIN, '--db', db, '--json', 'serve', '--listen', '127.0.0.1:0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(opts.env ? { env: opts.env } : {}) });
   let log = '';
   child.stderr!.on('data', (c: Buffer) => (log = (log + c.toString()).slice(-4000)));
   const first = await new Promise<string>((resolve, reject) => {

@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { logger } from '../../platform/log.js';
 import { limitConnections, listen } from '../server/listen.js';
+import { applyServeTls, httpsOptions, type ServeTls } from '../server/serve-tls.js';
 import { sendAdminError } from './admin-answers.js';
 import type { AdminRouter } from './router.js';
 
@@ -15,9 +16,11 @@ export interface AdminServer {
   url: string;
   // Stops listening and drops idle connections. Idempotent.
   close(): Promise<void>;
+  // As ControlServer's: an https listener's new TLS (serve's SIGHUP); absent on plain http.
+  reloadTls?(t: ServeTls): void;
 }
 
-export async function startAdminServer(o: { router: AdminRouter; host: string; port: number; tls?: { cert: string | Buffer; key: string | Buffer; ticketKeys?: Buffer } }): Promise<AdminServer> {
+export async function startAdminServer(o: { router: AdminRouter; host: string; port: number; tls?: ServeTls }): Promise<AdminServer> {
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     o.router
       .handle(req, res)
@@ -29,8 +32,9 @@ export async function startAdminServer(o: { router: AdminRouter; host: string; p
         sendAdminError(res, 'INTERNAL', 'internal error; see the server log', { connection: 'close' });
       });
   };
-  const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key, ...(o.tls.ticketKeys ? { ticketKeys: o.tls.ticketKeys } : {}) }, handler) : http.createServer(handler);
+  const secure = o.tls ? https.createServer(httpsOptions(o.tls), handler) : null;
+  const server = secure ?? http.createServer(handler);
   limitConnections(server, 0);
   const { url, close } = await listen(server, o.host, o.port, !!o.tls);
-  return { url, close: () => close() };
+  return { url, close: () => close(), ...(secure ? { reloadTls: (t: ServeTls) => applyServeTls(secure, t) } : {}) };
 }

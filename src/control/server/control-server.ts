@@ -19,6 +19,7 @@ import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
 import { DEFAULT_MAX_DOWNLOADS, DownloadSlots, sendArtifact } from './artifacts.js';
 import { readBody } from './read-body.js';
+import { applyServeTls, httpsOptions, type ServeTls } from './serve-tls.js';
 import { sendJson } from './send.js';
 import type { StopPoints } from './test-stop-points.js';
 
@@ -35,10 +36,8 @@ export interface ControlServerOptions {
   maxDownloads?: number;
   host: string;
   port: number;
-  // ticketKeys: the 48 bytes that seal TLS session tickets (serve --tls-ticket-keys), the same
-  // on every instance behind one address so that an agent's session resumes on any of them;
-  // without them each process makes its own at random.
-  tls?: { cert: string | Buffer; key: string | Buffer; ticketKeys?: Buffer };
+  // https with these (serve-tls.ts); plain http without.
+  tls?: ServeTls;
   heartbeatSeconds: number;
   // For the tick's sleeps and its pacing; decisions take the store's clock.
   clock: Pick<Clock, 'sleep' | 'monotonic'>;
@@ -68,6 +67,9 @@ export interface ControlServer {
   heartbeatStats(): { commits: number; heartbeats: number };
   // Stops the timer and the listener, and drops idle connections. Idempotent.
   close(): Promise<void>;
+  // An https listener's new certificate, key and ticket keys, for the connections from now on
+  // (serve's SIGHUP); absent on plain http.
+  reloadTls?(t: ServeTls): void;
 }
 
 // Starts the server and resolves once it listens.
@@ -86,7 +88,8 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
   };
-  const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key, ...(opts.tls.ticketKeys ? { ticketKeys: opts.tls.ticketKeys } : {}) }, handler) : http.createServer(handler);
+  const secure = opts.tls ? https.createServer(httpsOptions(opts.tls), handler) : null;
+  const server = secure ?? http.createServer(handler);
   // Per-request limits: a slow or stalled client cannot hold a connection for long.
   limitConnections(server, 30_000);
   const listening = await listen(server, opts.host, opts.port, !!opts.tls);
@@ -97,6 +100,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     tick: ticker.tick,
     heartbeatStats: heartbeats.stats,
     close: () => listening.close(() => ticker.close()),
+    ...(secure ? { reloadTls: (t: ServeTls) => applyServeTls(secure, t) } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
@@ -9,6 +10,7 @@ import { parseTrustedProxies, type TrustedProxies } from '../../operators/reques
 import type { ServeMetrics } from '../../metrics/serve-metrics.js';
 import { DEFAULT_MAX_DOWNLOADS } from '../../server/artifacts.js';
 import { startControlServer } from '../../server/control-server.js';
+import { checkServeTls, type ServeTls } from '../../server/serve-tls.js';
 import { stopPointsFromEnv } from '../../server/test-stop-points.js';
 import { openStore } from '../../store/open-store.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
@@ -48,6 +50,48 @@ export function readTicketKeys(file: string): Buffer {
   throw new StewardError('USAGE', `the TLS ticket keys ${file} must hold ${TICKET_KEYS_BYTES} bytes, raw or in base64 (make them with: openssl rand 48 > ${file}; chmod 600 ${file})`);
 }
 
+interface TlsFiles {
+  cert: string;
+  key: string;
+  ticketKeys: string | undefined;
+}
+
+// The TLS files read and checked: each readable, the ticket keys by readTicketKeys's rules, and
+// the certificate and key a pair that makes a TLS context (USAGE with OpenSSL's reason if not).
+function loadServeTls(f: TlsFiles): ServeTls {
+  const t: ServeTls = { cert: readPem(f.cert, 'the TLS certificate'), key: readPem(f.key, 'the TLS key'), ...(f.ticketKeys === undefined ? {} : { ticketKeys: readTicketKeys(f.ticketKeys) }) };
+  try {
+    checkServeTls(t);
+  } catch (err) {
+    throw new StewardError('USAGE', `the TLS certificate ${f.cert} and key ${f.key} cannot be used together: ${(err as Error).message}`, { cause: err });
+  }
+  return t;
+}
+
+// Reads the TLS files again and puts them in use on every https listener, or, if any of them
+// is refused, on none: the listeners keep what they had, and the log says why. Open connections
+// keep the certificate they were made with.
+function reloadTls(files: TlsFiles | null, listeners: ({ reloadTls?(t: ServeTls): void } | null)[]): void {
+  if (!files) return void log('SIGHUP: plain http, no TLS files to read again');
+  let t: ServeTls;
+  try {
+    t = loadServeTls(files);
+  } catch (err) {
+    return void log('SIGHUP: TLS not reloaded, the listeners keep the certificate they have: %s', (err as Error).message);
+  }
+  for (const l of listeners) l?.reloadTls?.(t);
+  log('SIGHUP: TLS reloaded: certificate %s (%s)%s', files.cert, describeCert(t.cert), t.ticketKeys ? `, ticket keys ${files.ticketKeys}` : '');
+}
+
+function describeCert(pem: string | Buffer): string {
+  try {
+    const c = new X509Certificate(pem);
+    return `${c.subject.replace(/\n/g, ', ')}, sha256 ${c.fingerprint256}, valid until ${c.validTo}`;
+  } catch (err) {
+    return `not described: ${(err as Error).message}`;
+  }
+}
+
 function readPem(file: string, what: string): Buffer {
   try {
     return readFileSync(file);
@@ -84,9 +128,8 @@ export function registerServe(program: Command): void {
       const maxDownloads = parsePositiveInt(o.maxDownloads, '--max-downloads', 100_000);
       if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
       if (o.tlsTicketKeys !== undefined && !o.tlsCert) throw new StewardError('USAGE', '--tls-ticket-keys goes with --tls-cert and --tls-key');
-      const tls = o.tlsCert && o.tlsKey
-        ? { cert: readPem(o.tlsCert, 'the TLS certificate'), key: readPem(o.tlsKey, 'the TLS key'), ...(o.tlsTicketKeys === undefined ? {} : { ticketKeys: readTicketKeys(o.tlsTicketKeys) }) }
-        : undefined;
+      const tlsFiles = o.tlsCert && o.tlsKey ? { cert: o.tlsCert, key: o.tlsKey, ticketKeys: o.tlsTicketKeys } : null;
+      const tls = tlsFiles ? loadServeTls(tlsFiles) : undefined;
       if (!tls && !listen.loopback && !o.insecure) {
         throw new StewardError('FORBIDDEN', `refusing plain http on non-loopback ${listen.host}: nodes would send heartbeats in clear text; pass --tls-cert/--tls-key, or --insecure`);
       }
@@ -118,6 +161,9 @@ export function registerServe(program: Command): void {
             : `steward-control listening on ${server.url}\n${adminUrl ? `steward-control admin API on ${adminUrl}\n` : ''}${metrics ? `metrics at ${urls.metrics}\n` : ''}`,
         );
         log('listening url=%s admin=%s db=%s heartbeatSeconds=%d%s', server.url, adminUrl ?? '-', store.location, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
+        // SIGHUP (`systemctl reload`): the TLS files again, for the connections from now on.
+        const onHup = () => reloadTls(tlsFiles, [server, adminServer]);
+        process.on('SIGHUP', onHup);
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log('stopping on %s', sig);
@@ -126,6 +172,7 @@ export function registerServe(program: Command): void {
           process.once('SIGTERM', () => stop('SIGTERM'));
           process.once('SIGINT', () => stop('SIGINT'));
         });
+        process.off('SIGHUP', onHup);
         await server.close();
       } finally {
         await adminServer?.close();
