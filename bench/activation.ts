@@ -16,7 +16,9 @@ import { benchArgs, ms, printRow, ratios, series } from './lib.js';
 // rename, fsync folder), the supervisor record naming the new process (DESIGN §5: a record
 // that says `expected: running` names the one live process, or a helper restart would start
 // a second one), the state, the journal (active), the receipt sequence and the receipts:
-// 13 fsyncs, with synchronous calls and nothing else.
+// 13 fsyncs, with synchronous calls and nothing else. `extra` also gives the same work with
+// steward's own 15 fsyncs (its `stopped` supervisor record, written before the old process is
+// signalled, DESIGN §5 at every instant): what "the same fsyncs" done one after the other cost.
 
 const args = benchArgs(30, 5);
 const fh = await makeFaultHost();
@@ -43,8 +45,9 @@ try {
     return took;
   };
   const sizeOf = (f: string) => statSync(f).size;
-  // withRecord false: the peer of earlier rounds (11 fsyncs), kept as an extra figure.
-  const peer = (withRecord = true) => {
+  // withRecord false: the peer of earlier rounds (11 fsyncs), kept as an extra figure;
+  // withStopped: steward's own 15 (the `stopped` record before the swap).
+  const peer = (withRecord = true, withStopped = false) => {
     // The same bytes as steward's files of the last activation.
     const sizes = {
       journal: sizeOf(journalFile(fh.paths, 'web')),
@@ -55,6 +58,7 @@ try {
     };
     const t = process.hrtime.bigint();
     replace(path.join(floor, 'journal/web.json'), sizes.journal);
+    if (withStopped) replace(path.join(floor, 'supervisor/web.json'), sizes.supervisor);
     swap(path.join(floor, 'app'), current === '1.0.0' ? 'versions/2.0.0' : 'versions/1.0.0');
     if (withRecord) replace(path.join(floor, 'supervisor/web.json'), sizes.supervisor);
     replace(path.join(floor, 'state/web.json'), sizes.state);
@@ -69,10 +73,12 @@ try {
   const steward: number[] = [];
   const floorTimes: number[] = [];
   const floorWithoutRecord: number[] = [];
+  const floorSameFsyncs: number[] = [];
   for (let i = 0; i < args.runs; i++) {
     steward.push(await activation(i));
     floorTimes.push(peer());
     floorWithoutRecord.push(peer(false));
+    floorSameFsyncs.push(peer(true, true));
   }
   const ratio = series(ratios(steward, floorTimes));
   const s = series(steward);
@@ -90,6 +96,8 @@ try {
       receiptsFileBytes: sizeOf(receiptsFile(fh.paths, 'web')),
       peerWithoutSupervisorRecordMs: series(floorWithoutRecord).median,
       ratioToPeerWithoutRecord: series(ratios(steward, floorWithoutRecord)).median,
+      peerSameFsyncsMs: series(floorSameFsyncs).median,
+      ratioToSameFsyncs: series(ratios(steward, floorSameFsyncs)).median,
     },
   });
 } finally {

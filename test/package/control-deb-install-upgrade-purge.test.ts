@@ -53,6 +53,18 @@ test('dpkg -i starts steward-control on its own database, an upgrade keeps the d
   const id = token.json.id as string;
   assert.equal((await run(box, 'steward-control', ['--version'])).stdout.trim(), version);
 
+  // Reload: the unit's ExecReload signals serve (SIGHUP), which stays up on the same process;
+  // the shipped settings are plain http on loopback, so it has no TLS files to read again.
+  const before = await mainPid(box, 'steward-control.service');
+  const reload = await run(box, 'systemctl', ['reload', 'steward-control.service']);
+  assert.equal(reload.code, 0, reload.text);
+  await waitFor('the reload in the journal', async () => {
+    const j = await run(box, 'journalctl', ['-u', 'steward-control.service', '--no-pager', '-n', '40']);
+    return j.stdout.includes('SIGHUP: plain http, no TLS files to read again') ? j : null;
+  }, 15_000, 250);
+  await ready(box);
+  assert.equal(await mainPid(box, 'steward-control.service'), before, 'the reload did not restart serve');
+
   // Upgrade: restarted on the new version's node and code, with the same database.
   const pid = await mainPid(box, 'steward-control.service');
   const upgrade = await run(box, 'dpkg', dpkg('-i', newerDeb), 180_000);
