@@ -70,17 +70,22 @@ function loadServeTls(f: TlsFiles): ServeTls {
 
 // Reads the TLS files again and puts them in use on every https listener, or, if any of them
 // is refused, on none: the listeners keep what they had, and the log says why. Open connections
-// keep the certificate they were made with.
-function reloadTls(files: TlsFiles | null, listeners: ({ reloadTls?(t: ServeTls): void } | null)[]): void {
-  if (!files) return void log('SIGHUP: plain http, no TLS files to read again');
+// keep the certificate they were made with. Returns what it put in use (null: nothing).
+function reloadTls(files: TlsFiles | null, listeners: { reloadTls?(t: ServeTls): void }[]): ServeTls | null {
+  if (!files) {
+    log('SIGHUP: plain http, no TLS files to read again');
+    return null;
+  }
   let t: ServeTls;
   try {
     t = loadServeTls(files);
   } catch (err) {
-    return void log('SIGHUP: TLS not reloaded, the listeners keep the certificate they have: %s', (err as Error).message);
+    log('SIGHUP: TLS not reloaded, the listeners keep the certificate they have: %s', (err as Error).message);
+    return null;
   }
-  for (const l of listeners) l?.reloadTls?.(t);
+  for (const l of listeners) l.reloadTls?.(t);
   log('SIGHUP: TLS reloaded: certificate %s (%s)%s', files.cert, describeCert(t.cert), t.ticketKeys ? `, ticket keys ${files.ticketKeys}` : '');
+  return t;
 }
 
 function describeCert(pem: string | Buffer): string {
@@ -137,7 +142,17 @@ export function registerServe(program: Command): void {
       const stopAt = stopPointsFromEnv(process.env) ?? undefined;
       const db = dbSpecOf(cmd);
       const artifactsDir = artifactsDirFor(cmd, db);
-      const store = await openStore(db, { groupSync: true, create: o.init === true });
+      // SIGHUP (`systemctl reload`): the TLS files again, for the connections from then on, on
+      // the listeners started by then. Handled from here on, so that it never ends serve.
+      const listeners: { reloadTls?(t: ServeTls): void }[] = [];
+      // What a listener started later is made with: the files as last read.
+      let tlsNow = tls;
+      const onHup = () => (tlsNow = reloadTls(tlsFiles, listeners) ?? tlsNow);
+      process.on('SIGHUP', onHup);
+      const store = await openStore(db, { groupSync: true, create: o.init === true }).catch((err: unknown) => {
+        process.off('SIGHUP', onHup);
+        throw err;
+      });
       let adminServer: AdminServer | null = null;
       let metrics: ServeMetrics | null = null;
       try {
@@ -148,11 +163,12 @@ export function registerServe(program: Command): void {
         metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, shared ? null : metricsListen) : null;
         const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
         const server = await startControlServer({
-          store: metrics?.store ?? store, artifactsDir, maxDownloads, host: listen.host, port: listen.port, tls, heartbeatSeconds, clock: systemClock,
+          store: metrics?.store ?? store, artifactsDir, maxDownloads, host: listen.host, port: listen.port, tls: tlsNow, heartbeatSeconds, clock: systemClock,
           metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined, stopAt,
           ...(admin?.shared && router ? { admin: router } : {}),
         });
-        if (admin && router && !admin.shared) adminServer = await startAdminServer({ router, host: admin.host, port: admin.port, tls });
+        listeners.push(server);
+        if (admin && router && !admin.shared) listeners.push((adminServer = await startAdminServer({ router, host: admin.host, port: admin.port, tls: tlsNow })));
         const adminUrl = admin ? (adminServer?.url ?? server.url) : null;
         const urls = { listening: server.url, ...(adminUrl ? { admin: adminUrl } : {}), ...(metrics ? { metrics: `${metrics.url ?? server.url}/metrics` } : {}) };
         process.stdout.write(
@@ -161,9 +177,6 @@ export function registerServe(program: Command): void {
             : `steward-control listening on ${server.url}\n${adminUrl ? `steward-control admin API on ${adminUrl}\n` : ''}${metrics ? `metrics at ${urls.metrics}\n` : ''}`,
         );
         log('listening url=%s admin=%s db=%s heartbeatSeconds=%d%s', server.url, adminUrl ?? '-', store.location, heartbeatSeconds, metrics ? ` metrics=${urls.metrics}` : '');
-        // SIGHUP (`systemctl reload`): the TLS files again, for the connections from now on.
-        const onHup = () => reloadTls(tlsFiles, [server, adminServer]);
-        process.on('SIGHUP', onHup);
         await new Promise<void>((resolve) => {
           const stop = (sig: string) => {
             log('stopping on %s', sig);
@@ -172,9 +185,9 @@ export function registerServe(program: Command): void {
           process.once('SIGTERM', () => stop('SIGTERM'));
           process.once('SIGINT', () => stop('SIGINT'));
         });
-        process.off('SIGHUP', onHup);
         await server.close();
       } finally {
+        process.off('SIGHUP', onHup);
         await adminServer?.close();
         await metrics?.close();
         await store.close();
