@@ -2,11 +2,10 @@
 // router's paths only. An upload may take a while, so a request has no total deadline here (the
 // fleet listener's is 30 s); headers must still come within 15 s and an idle socket closes
 // after 60 s.
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { logger } from '../../platform/log.js';
 import { limitConnections, listen } from '../server/listen.js';
-import { applyServeTls, httpsOptions, type ServeTls } from '../server/serve-tls.js';
+import { createListenerServer, type ServeTls } from '../server/serve-tls.js';
 import { sendAdminError } from './admin-answers.js';
 import type { AdminRouter } from './router.js';
 
@@ -32,9 +31,8 @@ export async function startAdminServer(o: { router: AdminRouter; host: string; p
         sendAdminError(res, 'INTERNAL', 'internal error; see the server log', { connection: 'close' });
       });
   };
-  const secure = o.tls ? https.createServer(httpsOptions(o.tls), handler) : null;
-  const server = secure ?? http.createServer(handler);
+  const { server, reloadTls } = createListenerServer(o.tls, handler);
   limitConnections(server, 0);
   const { url, close } = await listen(server, o.host, o.port, !!o.tls);
-  return { url, close: () => close(), ...(secure ? { reloadTls: (t: ServeTls) => applyServeTls(secure, t) } : {}) };
+  return { url, close: () => close(), ...(reloadTls ? { reloadTls } : {}) };
 }

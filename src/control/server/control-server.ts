@@ -1,7 +1,6 @@
 // The control plane's HTTP(S) server (DESIGN §6, §9): enrollment, heartbeats, artifacts, and the
 // rollout ticker (DESIGN §13), woken by every commit that stores verdicts.
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
@@ -19,7 +18,7 @@ import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
 import { DEFAULT_MAX_DOWNLOADS, DownloadSlots, sendArtifact } from './artifacts.js';
 import { readBody } from './read-body.js';
-import { applyServeTls, httpsOptions, type ServeTls } from './serve-tls.js';
+import { createListenerServer, type ServeTls } from './serve-tls.js';
 import { sendJson } from './send.js';
 import type { StopPoints } from './test-stop-points.js';
 
@@ -88,8 +87,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
   };
-  const secure = opts.tls ? https.createServer(httpsOptions(opts.tls), handler) : null;
-  const server = secure ?? http.createServer(handler);
+  const { server, reloadTls } = createListenerServer(opts.tls, handler);
   // Per-request limits: a slow or stalled client cannot hold a connection for long.
   limitConnections(server, 30_000);
   const listening = await listen(server, opts.host, opts.port, !!opts.tls);
@@ -100,7 +98,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     tick: ticker.tick,
     heartbeatStats: heartbeats.stats,
     close: () => listening.close(() => ticker.close()),
-    ...(secure ? { reloadTls: (t: ServeTls) => applyServeTls(secure, t) } : {}),
+    ...(reloadTls ? { reloadTls } : {}),
   };
 }
 

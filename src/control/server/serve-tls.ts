@@ -2,7 +2,8 @@
 // they are made with, and the change of certificate, key and ticket keys while they run
 // (`serve` re-reads its files on SIGHUP, so a renewed certificate or rotated ticket keys need
 // no restart).
-import type https from 'node:https';
+import http from 'node:http';
+import https from 'node:https';
 import { createSecureContext } from 'node:tls';
 
 export interface ServeTls {
@@ -14,8 +15,12 @@ export interface ServeTls {
   ticketKeys?: Buffer;
 }
 
-export function httpsOptions(t: ServeTls): https.ServerOptions {
-  return { cert: t.cert, key: t.key, ...(t.ticketKeys ? { ticketKeys: t.ticketKeys } : {}) };
+// The listener's server: https with `tls` (and what puts new TLS in use on it, see
+// applyServeTls), plain http without.
+export function createListenerServer(tls: ServeTls | undefined, handler: http.RequestListener): { server: http.Server; reloadTls?: (t: ServeTls) => void } {
+  if (!tls) return { server: http.createServer(handler) };
+  const server = https.createServer({ cert: tls.cert, key: tls.key, ...(tls.ticketKeys ? { ticketKeys: tls.ticketKeys } : {}) }, handler);
+  return { server, reloadTls: (t) => applyServeTls(server, t) };
 }
 
 // Throws (OpenSSL's reason) unless the certificate and key make a TLS context together: a
