@@ -68,18 +68,9 @@ interface SimNode {
 }
 
 // `steward-control serve` on 127.0.0.1 port 0 as its own process (SERVER_BIN, with node's CPU
-// profiler when asked), and its URL.
-async function startServer(db: string, profDir?: string): Promise<Server> {
-  const nodeArgs = profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [];
-  const serve = await startServeProcess(db, [], { bin: SERVER_BIN, nodeArgs });
-  return { serve, pid: serve.child.pid!, url: serve.urls.listening };
-}
-
-interface Server {
-  serve: ServeProcess;
-  pid: number;
-  url: string;
-}
+// profiler when asked).
+const startServer = (db: string, profDir?: string): Promise<ServeProcess> =>
+  startServeProcess(db, [], { bin: SERVER_BIN, nodeArgs: profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [] });
 
 // Enrollment's connections (the timed phases use the load pool's own, one agent per phase).
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
@@ -164,13 +155,13 @@ function mainThreadOf(pid: number): { cpu: number; waited: number } {
 // Sends for `seconds` (or until the bodies run out) over LANES connections spread over the load
 // pool's threads; each lane sends its own list one request at a time. Counts only the answers
 // with `okStatus`, and measures the CPU of the server and of the load generator meanwhile.
-async function runPhase(pool: LoadPool, server: Server, lanes: LoadRequest[][], seconds: number, okStatus: number): Promise<Phase> {
-  const pid = server.pid;
+async function runPhase(pool: LoadPool, server: ServeProcess, lanes: LoadRequest[][], seconds: number, okStatus: number): Promise<Phase> {
+  const pid = server.child.pid!;
   const cpu0 = cpuSecondsOf(pid);
   const main0 = mainThreadOf(pid);
   const t0 = performance.now();
   const mono0 = process.hrtime.bigint();
-  const r = await pool.run(server.url, lanes, seconds, okStatus);
+  const r = await pool.run(server.urls.listening, lanes, seconds, okStatus);
   phaseWindows.push({ okStatus, seconds, ok: r.ok, startUs: Number(mono0 / 1000n), endUs: Number(process.hrtime.bigint() / 1000n) });
   const wall = (performance.now() - t0) / 1000;
   const serverCpu = (cpuSecondsOf(pid) - cpu0) / wall;
@@ -236,14 +227,14 @@ interface OpenStep {
 }
 
 // One open-loop step: offers `rate`/s and waits for every answer.
-async function runOpenStep(pool: LoadPool, server: Server, nodes: SimNode[], rate: number, seed: number, seconds = OPEN_SECONDS): Promise<OpenStep> {
+async function runOpenStep(pool: LoadPool, server: ServeProcess, nodes: SimNode[], rate: number, seed: number, seconds = OPEN_SECONDS): Promise<OpenStep> {
   const sends = openSchedule(nodes, rate, seconds, seed);
-  const pid = server.pid;
+  const pid = server.child.pid!;
   const cpu0 = cpuSecondsOf(pid);
   const main0 = mainThreadOf(pid).cpu;
   const mono0 = process.hrtime.bigint();
   const t0 = performance.now();
-  const r = await pool.runOpen(server.url, sends, 200, OPEN_TIMEOUT_MS, KEEP_ALIVE);
+  const r = await pool.runOpen(server.urls.listening, sends, 200, OPEN_TIMEOUT_MS, KEEP_ALIVE);
   const wall = (performance.now() - t0) / 1000;
   phaseWindows.push({ okStatus: 200, seconds, ok: r.ok, startUs: Number(mono0 / 1000n), endUs: Number(process.hrtime.bigint() / 1000n), open: rate });
   const p99 = quantile(r.latencies, 0.99);
@@ -255,7 +246,7 @@ async function runOpenStep(pool: LoadPool, server: Server, nodes: SimNode[], rat
 }
 
 // The rates in turn, up to the first one not sustained (past it the server only falls further behind).
-async function openSweep(pool: LoadPool, server: Server, nodes: SimNode[], run: number): Promise<OpenStep[]> {
+async function openSweep(pool: LoadPool, server: ServeProcess, nodes: SimNode[], run: number): Promise<OpenStep[]> {
   const steps: OpenStep[] = [];
   for (const [i, rate] of RATES.entries()) {
     const step = await runOpenStep(pool, server, nodes, rate, 1 + run * 100 + i);
@@ -291,7 +282,7 @@ function errorText(e: Map<number, number>): string {
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-control-'));
   const db = path.join(dir, 'control.db');
-  let server: Server | null = null;
+  let server: ServeProcess | null = null;
   const pool = startLoadPool(THREADS);
   try {
     // Tokens straight into the store (the CLI would be a process per token); enrollment itself is real.
@@ -303,7 +294,7 @@ async function main(): Promise<void> {
     });
     await store.close();
     server = await startServer(db, args.rest['cpu-prof']);
-    const { nodes, perSecond: enrollRate } = await enrollAll(server.url, tokens);
+    const { nodes, perSecond: enrollRate } = await enrollAll(server.urls.listening, tokens);
     const hb: Phase[] = [];
     const trivial: Phase[] = [];
     // Warm-up: a short phase of each, not counted.
@@ -319,7 +310,7 @@ async function main(): Promise<void> {
       hb.push(await runPhase(pool, server, heartbeatQueues(nodes), SECONDS, 200));
       trivial.push(await runPhase(pool, server, trivialQueues(), SECONDS, 404));
     }
-    if (args.rest['cpu-prof']) writeFileSync(path.join(args.rest['cpu-prof'], `phases-${server.pid}.json`), JSON.stringify(phaseWindows));
+    if (args.rest['cpu-prof']) writeFileSync(path.join(args.rest['cpu-prof'], `phases-${server.child.pid}.json`), JSON.stringify(phaseWindows));
     const verifyRate = rawVerifyRate(nodes[0]!, args.quick ? 0.2 : 1);
     const rates = hb.map((p) => p.perSecond);
     const errs = new Map<number, number>();
@@ -385,7 +376,7 @@ async function main(): Promise<void> {
   } finally {
     agent.destroy();
     await pool.close();
-    await server?.serve.stop();
+    await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -15,7 +15,6 @@
 // its commits cost no disk flush, where SQLite's server fdatasyncs its WAL. See bench/README.md.
 //
 //   node dist/bench/control-postgres.js [--quick] [--json] [--runs N] [--nodes N] [--seconds S] [--rollout-nodes N] [--budget-seconds S]
-import type { ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -30,7 +29,7 @@ import { migrateStore, openStore } from '../src/control/store/open-store.js';
 import type { ControlStore } from '../src/control/store/store.js';
 import { DOMAINS, generateKeyPair, signEnvelope } from '../src/platform/keys.js';
 import { postgresMissing, startPostgresCluster, type PgCluster } from '../test/helpers/postgres.js';
-import { startServeProcess } from '../test/helpers/serve-process.js';
+import { startServeProcess, type ServeProcess } from '../test/helpers/serve-process.js';
 import { startLoadPool, type LoadRequest, type LoadResult } from './lib/http-load.js';
 import { benchArgs, cpuMsOf, median, note, printRow, quantile, ratios, series } from './lib.js';
 
@@ -51,27 +50,15 @@ interface SimNode {
   receiptSeq: number;
 }
 
-interface Serve {
-  child: ChildProcess;
-  url: string;
-  admin: string;
-  // The last 4,000 characters of its stderr.
-  log(): string;
-  stop(): Promise<void>;
-}
 
 const helper = generateKeyPairSync('ed25519');
 const pem = (k: KeyObject) => k.export({ format: 'pem', type: 'spki' }).toString();
 const HELPER_PEM = pem(helper.publicKey);
 const app = (current: string) => ({ name: 'web', current, previous: null, held: false, blocked: false, supervisor: { state: 'running' as const, attempts: 0, since: Date.now() - 60_000 } });
 
-// `steward-control serve` as its own process; its fleet and admin URLs.
-async function startServe(db: string, dir: string, heartbeatSeconds: number): Promise<Serve> {
-  const s = await startServeProcess(db, ['--admin-listen', '127.0.0.1:0', '--artifacts', path.join(dir, 'artifacts'), '--heartbeat-seconds', String(heartbeatSeconds)], { bin: BIN });
-  return { child: s.child, url: s.urls.listening, admin: s.urls.admin!, log: s.log, stop: s.stop };
-}
-
-const stopServe = (s: Serve): Promise<void> => s.stop();
+// `steward-control serve` as its own process, with its admin API.
+const startServe = (db: string, dir: string, heartbeatSeconds: number): Promise<ServeProcess> =>
+  startServeProcess(db, ['--admin-listen', '127.0.0.1:0', '--artifacts', path.join(dir, 'artifacts'), '--heartbeat-seconds', String(heartbeatSeconds)], { bin: BIN });
 
 // `n` nodes written straight into the store (enrollment is not what these rows measure), each
 // with its own node key and a heartbeat now reporting web 1.0.0; a viewer's token; web 1.1.k.
@@ -133,7 +120,7 @@ async function getJson(url: string, token: string): Promise<any> {
 }
 
 // Closed loop through `servers`: the nodes dealt to them in turn, LANES lanes in all, for SECONDS.
-async function heartbeatPhase(servers: Serve[], nodes: SimNode[]): Promise<{ perSecond: number; p99: number; cpuUsPerHb: number }> {
+async function heartbeatPhase(servers: ServeProcess[], nodes: SimNode[]): Promise<{ perSecond: number; p99: number; cpuUsPerHb: number }> {
   const perServer = servers.map((s, si) => {
     const mine = nodes.filter((_, i) => i % servers.length === si);
     const lanes = LANES / servers.length;
@@ -148,7 +135,7 @@ async function heartbeatPhase(servers: Serve[], nodes: SimNode[]): Promise<{ per
   const pools = servers.map(() => startLoadPool(1));
   try {
     const cpu0 = servers.map((s) => cpuMsOf(s.child.pid!));
-    const results: LoadResult[] = await Promise.all(servers.map((s, i) => pools[i]!.run(s.url, perServer[i]!, SECONDS, 200)));
+    const results: LoadResult[] = await Promise.all(servers.map((s, i) => pools[i]!.run(s.urls.listening, perServer[i]!, SECONDS, 200)));
     const cpuMs = servers.reduce((sum, s, i) => sum + cpuMsOf(s.child.pid!) - cpu0[i]!, 0);
     const ok = results.reduce((s, r) => s + r.ok, 0);
     const errors = results.flatMap((r) => [...r.errors]);
@@ -160,7 +147,7 @@ async function heartbeatPhase(servers: Serve[], nodes: SimNode[]): Promise<{ per
 }
 
 // Canary reverts: from the POST of its rolled-back receipt to `via` until `watch` shows the run halted.
-async function haltTimes(store: ControlStore, nodes: SimNode[], via: Serve, watch: Serve, token: string): Promise<number[]> {
+async function haltTimes(store: ControlStore, nodes: SimNode[], via: ServeProcess, watch: ServeProcess, token: string): Promise<number[]> {
   const out: number[] = [];
   for (let k = 0; k < HALT_RUNS; k++) {
     const canary = nodes[k]!;
@@ -169,10 +156,10 @@ async function haltTimes(store: ControlStore, nodes: SimNode[], via: Serve, watc
     const [issued] = await store.read((tx) => tx.runs.issued(run.id));
     const t0 = performance.now();
     const revert = receipt(canary, issued!.attemptId, version, 'rolled-back');
-    const a = await post(via.url, HEARTBEAT_PATH, heartbeatBody(canary, '1.0.0', [revert]));
+    const a = await post(via.urls.listening, HEARTBEAT_PATH, heartbeatBody(canary, '1.0.0', [revert]));
     if (a.status !== 200) throw new Error(`revert heartbeat answered ${a.status}: ${JSON.stringify(a.body)}`);
     for (;;) {
-      const s = await getJson(`${watch.admin}/v1/admin/rollout/status?app=web`, token);
+      const s = await getJson(`${watch.urls.admin}/v1/admin/rollout/status?app=web`, token);
       if (s.runs?.[0]?.id === run.id && s.runs[0].status === 'halted') break;
       if (performance.now() - t0 > 30_000) throw new Error(`run ${run.id} not halted within 30 s: ${JSON.stringify(s).slice(0, 300)}`);
       await new Promise((r) => setTimeout(r, 2));
@@ -183,7 +170,7 @@ async function haltTimes(store: ControlStore, nodes: SimNode[], via: Serve, watc
 }
 
 // The simulated rollout through `servers`: returns its figures, or how far it got within the budget.
-async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: Serve[]): Promise<{ wallS: number; heartbeats: number; busy: number; cpuUsPerHb: number; confirmed: number; done: boolean; ticksCpuMs: number }> {
+async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: ServeProcess[]): Promise<{ wallS: number; heartbeats: number; busy: number; cpuUsPerHb: number; confirmed: number; done: boolean; ticksCpuMs: number }> {
   const byId = new Map(nodes.map((n, i) => [n.nodeId, { n, server: servers[i % servers.length]! }]));
   const cpu0 = servers.map((s) => cpuMsOf(s.child.pid!));
   const t0 = performance.now();
@@ -193,9 +180,9 @@ async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: 
   let busy = 0;
   // A heartbeat as an agent sends it: a 503 (the database kept refusing the commit, nothing
   // recorded) is sent again, with the next seq, after its Retry-After.
-  const heartbeat = async (server: Serve, body: () => Buffer) => {
+  const heartbeat = async (server: ServeProcess, body: () => Buffer) => {
     for (;;) {
-      const a = await post(server.url, HEARTBEAT_PATH, body());
+      const a = await post(server.urls.listening, HEARTBEAT_PATH, body());
       if (a.status !== 503) return a;
       busy++;
       await new Promise((r) => setTimeout(r, 1000));
@@ -244,7 +231,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-pg-'));
   if (missing) return sqliteOnly(dir, missing);
   let cluster: PgCluster | null = null;
-  const serves: Serve[] = [];
+  const serves: ServeProcess[] = [];
   const stores: ControlStore[] = [];
   try {
     cluster = await startPostgresCluster();
@@ -304,7 +291,7 @@ async function main(): Promise<void> {
       steward: series(pgHalt), peer: series(liteHalt), peerWhat: "SQLite's one instance, the revert and the status through it", ratio: series(ratios(pgHalt, liteHalt)), target: 'none (reported)', met: true,
     });
     // The rollout: a database of its own, two instances.
-    await Promise.all(serves.splice(0).map(stopServe));
+    await Promise.all(serves.splice(0).map((s) => s.stop()));
     const rolloutDb = await cluster.createDatabase();
     await migrateStore(rolloutDb);
     const rs = await openStore(rolloutDb);
@@ -323,7 +310,7 @@ async function main(): Promise<void> {
     });
   } finally {
     agent.destroy();
-    await Promise.all(serves.map(stopServe));
+    await Promise.all(serves.map((s) => s.stop()));
     for (const s of stores) await s.close();
     await cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -333,7 +320,7 @@ async function main(): Promise<void> {
 // Without PostgreSQL (outside CI): the SQLite figure alone, saying why the others are missing.
 async function sqliteOnly(dir: string, missing: string): Promise<void> {
   const db = path.join(dir, 'control.db');
-  let serve: Serve | null = null;
+  let serve: ServeProcess | null = null;
   try {
     await migrateStore(db, { create: true });
     const store = await openStore(db);
@@ -347,7 +334,7 @@ async function sqliteOnly(dir: string, missing: string): Promise<void> {
       steward: series(phases.map((p) => p.perSecond)), target: 'none (reported)', met: true, notes: `the PostgreSQL rows were not measured: ${missing}`,
     });
   } finally {
-    if (serve) await stopServe(serve);
+    await serve?.stop();
     agent.destroy();
     rmSync(dir, { recursive: true, force: true });
   }
