@@ -6,10 +6,9 @@ import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import tls from 'node:tls';
 import { CONTROL_BIN, startServeProcess, type ServeProcess } from '../helpers/serve-process.js';
 import { skipUnlessCI } from '../helpers/skip.js';
-import { hasOpenssl, selfSignedCert } from '../helpers/tls-cert.js';
+import { hasOpenssl, selfSignedCert, tlsConnect as connect } from '../helpers/tls-cert.js';
 
 // `serve` re-reads its TLS files on SIGHUP (`systemctl reload steward-control`): a renewed
 // certificate and rotated ticket keys are in use on both https listeners for the connections
@@ -37,26 +36,6 @@ async function serve(t: TestContext, db: string, flags: string[]): Promise<Serve
 }
 
 const portOf = (url: string | undefined) => Number(new URL(url as string).port);
-
-// One TLS connection: the certificate the server showed (its sha256), whether the offered
-// session was resumed, and the session the server gave (TLS 1.3 sends it after the handshake).
-function connect(port: number, ca: Buffer[], session?: Buffer): Promise<{ cert: string; reused: boolean; session: Buffer | undefined }> {
-  return new Promise((resolve, reject) => {
-    let got: Buffer | undefined;
-    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', ca, ...(session ? { session } : {}) }, () => {
-      const cert = s.getPeerX509Certificate()?.fingerprint256 ?? '';
-      const reused = s.isSessionReused();
-      const end = () => {
-        s.end();
-        resolve({ cert, reused, session: got });
-      };
-      if (got || session) end();
-      else s.once('session', end);
-    });
-    s.on('session', (x: Buffer) => (got = x));
-    s.on('error', reject);
-  });
-}
 
 // SIGHUP, then the log line that answers it (the lines before it are not looked at again).
 async function hup(s: ServeProcess, expect: RegExp): Promise<string> {

@@ -4,13 +4,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import tls from 'node:tls';
 import { randomBytes } from 'node:crypto';
 import { readTicketKeys } from '../../src/control/cli/commands/serve.js';
 import { StewardError } from '../../src/core/errors.js';
 import { CONTROL_BIN, startServeProcess } from '../helpers/serve-process.js';
 import { skipUnlessCI } from '../helpers/skip.js';
-import { hasOpenssl, selfSignedCert } from '../helpers/tls-cert.js';
+import { hasOpenssl, selfSignedCert, tlsConnect as connect } from '../helpers/tls-cert.js';
 
 // `serve --tls-ticket-keys FILE`: instances that share the file resume each other's TLS sessions
 // (an agent behind a load balancer reaches any of them), instances without it do not; the file
@@ -61,26 +60,6 @@ async function serve(t: TestContext, db: string, flags: string[]): Promise<{ por
   const server = await startServeProcess(db, flags);
   t.after(() => server.stop());
   return { port: Number(new URL(server.urls.listening).port) };
-}
-
-// One TLS connection to `port`, offering `session`: whether it was resumed, and (when it
-// offered none) the session the server gave it.
-function connect(port: number, ca: Buffer, session?: Buffer): Promise<{ reused: boolean; session: Buffer | undefined }> {
-  return new Promise((resolve, reject) => {
-    let got: Buffer | undefined;
-    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', ca, ...(session ? { session } : {}) }, () => {
-      const reused = s.isSessionReused();
-      const end = () => {
-        s.end();
-        resolve({ reused, session: got });
-      };
-      // TLS 1.3 sends its tickets after the handshake: a first connection waits for one.
-      if (got || session) end();
-      else s.once('session', end);
-    });
-    s.on('session', (x: Buffer) => (got = x));
-    s.on('error', reject);
-  });
 }
 
 test('instances that share --tls-ticket-keys resume each other\'s sessions; one with other keys does not', { timeout: 60_000 }, async (t) => {
