@@ -1,6 +1,6 @@
-// When a node counts as heard from (DESIGN §9, §12): its last accepted heartbeat is within this
-// many heartbeat intervals. The one rule behind a run's `skipped` nodes, the metrics' `stale`
-// nodes and the dashboard's `stale` flag, so that the three never disagree about a node.
+// When a node counts as heard from (docs/design.md §9, §12): its last accepted heartbeat is
+// within this many heartbeat intervals. The one rule behind a run's `skipped` nodes, the metrics'
+// `stale` nodes and the dashboard's `stale` flag, so that the three never disagree about a node.
 export const FRESH_HEARTBEAT_INTERVALS = 3;
 
 // The oldest last-heartbeat time that is still fresh at `now`, with heartbeats every `intervalMs`.

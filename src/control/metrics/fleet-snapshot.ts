@@ -16,7 +16,7 @@ export const RUN_STATUSES: readonly StoredRunStatus[] = ['running', 'succeeded',
 
 export interface FleetSnapshot {
   // Fresh: a heartbeat within 3 intervals (core/heartbeat-freshness.ts, the rollouts' rule: a
-  // node silent for longer is skipped by a run that starts, DESIGN §9).
+  // node silent for longer is skipped by a run that starts, docs/design.md §9).
   nodes: FreshnessCounts;
   // Nodes whose heartbeats are refused for clock skew now.
   clockSkewRefused: number;
