@@ -217,8 +217,8 @@ export async function recordOpenedHeartbeat(
     ? checkHeartbeat(hbClaim, known, issued, now)
     : verifyHeartbeat(opened.body, (id) => (id === hbClaim.nodeId ? known : null), issued, now, { maxBytes: MAX_BODY_BYTES });
   if (!verdict.ok) {
-    // Why only CLOCK_SKEW comes this far with a trusted sentAt: the verdict follows the signature
-    // (under the key the store holds now) and the seq check.
+    // A CLOCK_SKEW's sentAt is the node's own word: the clock is checked after the signature
+    // (under the key the store holds now) and the seq.
     const skewRefused = verdict.code === 'CLOCK_SKEW' ? { nodeId: hbClaim.nodeId, skewMs: hbClaim.sentAt - now } : null;
     return { answer: rejectionAnswer(verdict), counted: 0, stored: [], skewRefused };
   }
