@@ -1,5 +1,5 @@
 import { StewardError } from '../../core/errors.js';
-import { quarantineInForce } from '../../core/quarantine.js';
+import { describeFailures, quarantineInForce } from '../../core/quarantine.js';
 import type { AppState } from '../../core/state-schemas.js';
 import { compareVersions } from '../../core/version.js';
 import type { SocketKind } from '../../protocol/schemas.js';
@@ -35,7 +35,7 @@ export function checkRefusals(input: {
   if (q && quarantineInForce(q, now, input.quarantineCapMs ?? Infinity) && !input.force) {
     throw new StewardError(
       'QUARANTINED',
-      `${app} ${version} failed ${q.failures} time(s) and is quarantined until ${new Date(q.retryAfter).toISOString()} (--force to try now)`,
+      `${app} ${version} ${describeFailures(q.failures)} and is quarantined until ${new Date(q.retryAfter).toISOString()} (--force to try now)`,
       { details: { retryAfter: q.retryAfter } },
     );
   }
