@@ -23,7 +23,7 @@ import { trustScope, type TrustScope } from '../../platform/trusted-file.js';
 import { readAppState } from '../state/app-state.js';
 import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
-import { checkRefusals } from './refusals.js';
+import { checkRefusals, type VersionFloor } from './refusals.js';
 import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
 
@@ -62,6 +62,8 @@ export interface StageInput {
   allowUnsigned?: boolean | undefined;
   allowDowngrade?: boolean | undefined;
   force?: boolean | undefined;
+  // Versions the update may not go below besides the highest active one (the app steward's).
+  floors?: readonly VersionFloor[] | undefined;
   // The folder of keys trusted for this one staging instead of trusted-keys/<app>/: only
   // `agentctl install` sets it (its one-time key); no socket request can (stageInputOf).
   trustedDir?: string | undefined;
@@ -99,6 +101,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     allowDowngrade: input.allowDowngrade,
     force: input.force,
     quarantineCapMs: appConfig.quarantine.capMs,
+    floors: input.floors,
   });
 
   // 6. Reuse a tree staged from the same bytes; never replace one that is in use.
