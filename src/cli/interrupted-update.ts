@@ -1,7 +1,8 @@
-// Ctrl-C during `agentctl update`. A client that goes away never cancels an attempt (DESIGN §4,
-// run-transaction.ts): the helper runs it to its end and writes its receipt. So an interrupt does
-// not stop the update; agentctl says so (printLines escapes the helper's words), with what the helper says of the app right then (the
-// attempt's phase, its hold), and how to follow it, then exits 130 as an interrupted command does.
+// Ctrl-C during `agentctl update`. A client that goes away never cancels an attempt
+// (docs/design.md §4, helper/ops/run-transaction.ts): the helper runs it to its end and writes its
+// receipt. So an interrupt does not stop the update; agentctl says so, with what the helper says
+// of the app right then (the attempt's phase, its hold; printLines escapes the helper's words) and
+// how to follow it, then exits 130 as an interrupted command does.
 import type { AppStatus } from '../protocol/answers.js';
 import type { Progress } from '../protocol/progress.js';
 import type { CliContext, GlobalOptions } from './context.js';

@@ -30,7 +30,7 @@ export function quarantineInForce(q: { retryAfter: number } | undefined, now: nu
 }
 
 // How a quarantine entry's failures read in a sentence. `failures` counts only the failures
-// blamed on the version (DESIGN §4 "Blame"): a first install that failed, or one whose rollback
+// blamed on the version (docs/design.md §4, "Blame"): a first install that failed, or one whose rollback
 // failed too, is quarantined with 0, and must not read "failed 0 time(s)".
 export function describeFailures(failures: number): string {
   if (failures <= 0) return 'failed where the failure was not counted against it (a first install, or the version before it failed too)';

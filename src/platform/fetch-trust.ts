@@ -43,8 +43,7 @@ export function isControlPlaneOrigin(url: URL, cp: ControlPlaneCa | undefined): 
   });
 }
 
-// The CA list for `url`. Each hop of a redirect is chosen on its own (today they all stay on the
-// first one's origin, fetch-url.ts).
+// The CA list for `url` (and every redirect from it, which stays on its origin: fetch-url.ts).
 export async function chooseCa(url: URL, opts: FetchCa): Promise<CaChoice> {
   const onControlPlane = isControlPlaneOrigin(url, opts.controlPlane);
   const sources: CaSource[] = [];

@@ -10,7 +10,7 @@ import { systemClock } from './clock.js';
 import { copyLocalToFile } from './copy-local.js';
 import { describeUrl, fetchFailed } from './fetch-failed.js';
 import { checkFetchUrl, isRedirect, nextHop } from './fetch-url.js';
-import { chooseCa, isTlsVerifyError, tlsVerifyFailed, type CaChoice, type ControlPlaneCa } from './fetch-trust.js';
+import { chooseCa, isTlsVerifyError, tlsVerifyFailed, type CaChoice, type ControlPlaneCa, type FetchCa } from './fetch-trust.js';
 import { hashInto, writeHashedFile, type HashedFile, type HashingWriter } from './hashing-writer.js';
 import { startRequest } from './http-request.js';
 import { logger } from './log.js';
@@ -56,10 +56,10 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
     return copyLocalToFile({ path: file, destFile, maxBytes, exactSize: true, signal, onProgress });
   }
   if (opts.signal?.aborted) throw fetchFailed(`fetch of ${describeUrl(url)} aborted`, opts.signal.reason);
-  // A CA file that cannot be read fails the fetch before its file is created.
-  await chooseCa(url, caOf(opts));
+  // Read before destFile is made: a CA file that cannot be read fails the fetch leaving nothing.
+  const ca = await chooseCa(url, caOf(opts));
   log('fetch start url=%s maxBytes=%d', describeUrl(url), opts.maxBytes);
-  const result = await writeHashedFile({ destFile: opts.destFile, total: opts.maxBytes, onProgress: opts.onProgress }, (w) => download(url, opts, w));
+  const result = await writeHashedFile({ destFile: opts.destFile, total: opts.maxBytes, onProgress: opts.onProgress }, (w) => download(url, opts, ca, w));
   log('fetch done url=%s bytes=%d', describeUrl(url), result.bytes);
   return result;
 }
@@ -70,9 +70,9 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
 export async function fetchInto(opts: Omit<FetchOptions, 'destFile'>, sink: (chunk: Uint8Array) => Promise<void>): Promise<FetchResult> {
   const url = checkFetchUrl(opts.url, false);
   if (opts.signal?.aborted) throw fetchFailed(`fetch of ${describeUrl(url)} aborted`, opts.signal.reason);
-  await chooseCa(url, caOf(opts));
+  const ca = await chooseCa(url, caOf(opts));
   log('fetch start url=%s maxBytes=%d streamed', describeUrl(url), opts.maxBytes);
-  const result = await hashInto({ total: opts.maxBytes, onProgress: opts.onProgress }, sink, (w) => download(url, opts, w));
+  const result = await hashInto({ total: opts.maxBytes, onProgress: opts.onProgress }, sink, (w) => download(url, opts, ca, w));
   log('fetch done url=%s bytes=%d', describeUrl(url), result.bytes);
   return result;
 }
@@ -93,12 +93,13 @@ export function busyWaitMs(retryAfter: string | undefined, now = Date.now(), ran
   return Math.round(Math.min(ms, MAX_BUSY_WAIT_MS) * (0.9 + 0.2 * random()));
 }
 
-async function download(first: URL, opts: DownloadOptions, w: HashingWriter): Promise<void> {
+// `ca`: the CAs of the first URL's origin, which every redirect stays on (fetch-url.ts).
+async function download(first: URL, opts: DownloadOptions, ca: CaChoice, w: HashingWriter): Promise<void> {
   const where = describeUrl(first);
   const started = performance.now();
   for (let waits = 0; ; waits++) {
     const remaining = opts.settings.deadlineMs - (performance.now() - started);
-    const busy = await downloadOnce(first, { ...opts, settings: { ...opts.settings, deadlineMs: Math.max(1, remaining) } }, w);
+    const busy = await downloadOnce(first, { ...opts, settings: { ...opts.settings, deadlineMs: Math.max(1, remaining) } }, ca, w);
     if (busy === null) return;
     const waitMs = busyWaitMs(busy.retryAfter);
     if (waits >= MAX_BUSY_WAITS) throw fetchFailed(`${busy.url} answered HTTP ${busy.status} (busy) ${waits + 1} times; giving up`);
@@ -115,15 +116,13 @@ async function download(first: URL, opts: DownloadOptions, w: HashingWriter): Pr
 }
 
 // One try: the body into `w`, or the busy answer (503, 429) to wait out, before any byte is kept.
-async function downloadOnce(first: URL, opts: DownloadOptions, w: HashingWriter): Promise<{ status: number; url: string; retryAfter: string | undefined } | null> {
+async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: HashingWriter): Promise<{ status: number; url: string; retryAfter: string | undefined } | null> {
   const where = describeUrl(first);
   const guard = new TransferGuard(opts.settings, where, () => w.bytes, opts.signal);
   let url = first;
-  let choice: CaChoice | null = null;
   try {
     for (let redirects = 0; ; redirects++) {
-      choice = await chooseCa(url, caOf(opts));
-      const res = await request(url, choice.ca, guard);
+      const res = await request(url, ca.ca, guard);
       const status = res.statusCode ?? 0;
       if (isRedirect(status)) {
         res.destroy();
@@ -155,7 +154,7 @@ async function downloadOnce(first: URL, opts: DownloadOptions, w: HashingWriter)
   } catch (err) {
     if (err instanceof StewardError) throw err;
     const e = err as NodeJS.ErrnoException;
-    if (choice && isTlsVerifyError(e)) throw guard.error ?? tlsVerifyFailed(url, e, choice, caOf(opts));
+    if (isTlsVerifyError(e)) throw guard.error ?? tlsVerifyFailed(url, e, ca, caOf(opts));
     throw guard.error ?? fetchFailed(`fetching ${where} failed: ${e?.message ?? String(err)}${e?.code ? ` (${e.code})` : ''}`, err);
   } finally {
     guard.dispose();
@@ -163,7 +162,7 @@ async function downloadOnce(first: URL, opts: DownloadOptions, w: HashingWriter)
 }
 
 // The CA settings of a fetch: its own caFile (default: settings.caFile) and the control plane's.
-function caOf(opts: DownloadOptions): { caFile?: string | undefined; caTrust?: TrustScope | undefined; controlPlane?: ControlPlaneCa | undefined } {
+function caOf(opts: DownloadOptions): FetchCa {
   return { caFile: opts.caFile ?? opts.settings.caFile, caTrust: opts.caTrust, controlPlane: opts.controlPlane };
 }
 
