@@ -28,3 +28,11 @@ export function nextQuarantine(
 export function quarantineInForce(q: { retryAfter: number } | undefined, now: number, capMs: number): boolean {
   return q !== undefined && q.retryAfter > now && q.retryAfter <= now + capMs;
 }
+
+// How a quarantine entry's failures read in a sentence. `failures` counts only the failures
+// blamed on the version (docs/design.md §4, "Blame"): a first install that failed, or one whose rollback
+// failed too, is quarantined with 0, and must not read "failed 0 time(s)".
+export function describeFailures(failures: number): string {
+  if (failures <= 0) return 'failed where the failure was not counted against it (a first install, or the version before it failed too)';
+  return failures === 1 ? 'failed once' : `failed ${failures} times`;
+}

@@ -1,15 +1,16 @@
 // Downloads a release tarball over http(s) (or copies a `file:` URL) into a file, hashing while
 // streaming, within the manifest's size. The pieces: fetch-url.ts (which URLs and redirects),
-// http-request.ts (the request), transfer-guard.ts (deadline, minimum speed, abort), extra-ca.ts.
+// http-request.ts (the request), transfer-guard.ts (deadline, minimum speed, abort), fetch-trust.ts
+// (which CAs for which URL) and extra-ca.ts.
 import type { IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { FetchSettings } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
 import { systemClock } from './clock.js';
 import { copyLocalToFile } from './copy-local.js';
-import { readExtraCa } from './extra-ca.js';
 import { describeUrl, fetchFailed } from './fetch-failed.js';
 import { checkFetchUrl, isRedirect, nextHop } from './fetch-url.js';
+import { chooseCa, isTlsVerifyError, tlsVerifyFailed, type CaChoice, type ControlPlaneCa, type FetchCa } from './fetch-trust.js';
 import { hashInto, writeHashedFile, type HashedFile, type HashingWriter } from './hashing-writer.js';
 import { startRequest } from './http-request.js';
 import { logger } from './log.js';
@@ -26,6 +27,8 @@ export interface FetchOptions {
   settings: FetchSettings; // deadlineMs (total), minBytesPerSecond over minSpeedWindowMs, maxRedirects
   caFile?: string; // extra CA (PEM) for https, added to Node's default CAs (default: settings.caFile)
   caTrust?: TrustScope; // when set, the CA file must pass the trust rule (trusted-file.ts): the helper's fetches
+  // The control plane's URLs and CA file: a URL on its origin is verified against its CA too (fetch-trust.ts).
+  controlPlane?: ControlPlaneCa;
   allowFile?: boolean; // `file:` URLs allowed (admin.sock only)
   signal?: AbortSignal;
   onProgress?: (bytes: number, total: number) => void;
@@ -53,11 +56,10 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
     return copyLocalToFile({ path: file, destFile, maxBytes, exactSize: true, signal, onProgress });
   }
   if (opts.signal?.aborted) throw fetchFailed(`fetch of ${describeUrl(url)} aborted`, opts.signal.reason);
-  const ca = await readExtraCa(opts.caFile ?? opts.settings.caFile, opts.caTrust);
+  // Read before destFile is made: a CA file that cannot be read fails the fetch leaving nothing.
+  const ca = await chooseCa(url, caOf(opts));
   log('fetch start url=%s maxBytes=%d', describeUrl(url), opts.maxBytes);
-  const result = await writeHashedFile({ destFile: opts.destFile, total: opts.maxBytes, onProgress: opts.onProgress }, (w) =>
-    download(url, opts, ca, w),
-  );
+  const result = await writeHashedFile({ destFile: opts.destFile, total: opts.maxBytes, onProgress: opts.onProgress }, (w) => download(url, opts, ca, w));
   log('fetch done url=%s bytes=%d', describeUrl(url), result.bytes);
   return result;
 }
@@ -68,7 +70,7 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
 export async function fetchInto(opts: Omit<FetchOptions, 'destFile'>, sink: (chunk: Uint8Array) => Promise<void>): Promise<FetchResult> {
   const url = checkFetchUrl(opts.url, false);
   if (opts.signal?.aborted) throw fetchFailed(`fetch of ${describeUrl(url)} aborted`, opts.signal.reason);
-  const ca = await readExtraCa(opts.caFile ?? opts.settings.caFile, opts.caTrust);
+  const ca = await chooseCa(url, caOf(opts));
   log('fetch start url=%s maxBytes=%d streamed', describeUrl(url), opts.maxBytes);
   const result = await hashInto({ total: opts.maxBytes, onProgress: opts.onProgress }, sink, (w) => download(url, opts, ca, w));
   log('fetch done url=%s bytes=%d', describeUrl(url), result.bytes);
@@ -91,7 +93,8 @@ export function busyWaitMs(retryAfter: string | undefined, now = Date.now(), ran
   return Math.round(Math.min(ms, MAX_BUSY_WAIT_MS) * (0.9 + 0.2 * random()));
 }
 
-async function download(first: URL, opts: DownloadOptions, ca: string[] | undefined, w: HashingWriter): Promise<void> {
+// `ca`: the CAs of the first URL's origin, which every redirect stays on (fetch-url.ts).
+async function download(first: URL, opts: DownloadOptions, ca: CaChoice, w: HashingWriter): Promise<void> {
   const where = describeUrl(first);
   const started = performance.now();
   for (let waits = 0; ; waits++) {
@@ -113,13 +116,13 @@ async function download(first: URL, opts: DownloadOptions, ca: string[] | undefi
 }
 
 // One try: the body into `w`, or the busy answer (503, 429) to wait out, before any byte is kept.
-async function downloadOnce(first: URL, opts: DownloadOptions, ca: string[] | undefined, w: HashingWriter): Promise<{ status: number; url: string; retryAfter: string | undefined } | null> {
+async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: HashingWriter): Promise<{ status: number; url: string; retryAfter: string | undefined } | null> {
   const where = describeUrl(first);
   const guard = new TransferGuard(opts.settings, where, () => w.bytes, opts.signal);
+  let url = first;
   try {
-    let url = first;
     for (let redirects = 0; ; redirects++) {
-      const res = await request(url, ca, guard);
+      const res = await request(url, ca.ca, guard);
       const status = res.statusCode ?? 0;
       if (isRedirect(status)) {
         res.destroy();
@@ -151,10 +154,16 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: string[] | un
   } catch (err) {
     if (err instanceof StewardError) throw err;
     const e = err as NodeJS.ErrnoException;
+    if (isTlsVerifyError(e)) throw guard.error ?? tlsVerifyFailed(url, e, ca, caOf(opts));
     throw guard.error ?? fetchFailed(`fetching ${where} failed: ${e?.message ?? String(err)}${e?.code ? ` (${e.code})` : ''}`, err);
   } finally {
     guard.dispose();
   }
+}
+
+// The CA settings of a fetch: its own caFile (default: settings.caFile) and the control plane's.
+function caOf(opts: DownloadOptions): FetchCa {
+  return { caFile: opts.caFile ?? opts.settings.caFile, caTrust: opts.caTrust, controlPlane: opts.controlPlane };
 }
 
 // A Content-Length that disagrees with the manifest is refused before any byte is stored.

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
 
@@ -46,4 +46,18 @@ export function tlsConnect(port: number, ca: Buffer | Buffer[], session?: Buffer
     s.on('session', (x: Buffer) => (got = x));
     s.on('error', reject);
   });
+}
+
+// A private CA and a certificate it signed for localhost and 127.0.0.1, valid one day, in `dir`
+// (as a fleet with its own CA has): `ca.pem` (what a host trusts), and the server's key and
+// certificate (the leaf alone, as servers send it: a client that does not trust the CA gets
+// UNABLE_TO_VERIFY_LEAF_SIGNATURE).
+export function privateCa(dir: string, name = 'ca'): { caFile: string; ca: Buffer; key: Buffer; cert: Buffer } {
+  const f = (s: string) => path.join(dir, `${name}-${s}`);
+  const run = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
+  run(['req', '-x509', ...EC_P256, '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '1', '-subj', `/CN=steward test ${name}`, '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  run(['req', ...EC_P256, '-nodes', '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost']);
+  writeFileSync(f('server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n');
+  run(['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-set_serial', '1', '-days', '1', '-out', f('server.pem'), '-extfile', f('server.ext')]);
+  return { caFile: f('ca.pem'), ca: readFileSync(f('ca.pem')), key: readFileSync(f('server.key')), cert: readFileSync(f('server.pem')) };
 }

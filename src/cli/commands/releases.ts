@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
+import { describeFailures } from '../../core/quarantine.js';
 import { printJson, printLines, table, when } from '../output.js';
 
 // `agentctl releases <app>`
@@ -19,8 +20,8 @@ export function registerReleases(program: Command): void {
         if (rel.current) notes.push('current');
         if (rel.previous) notes.push('previous');
         const q = rel.quarantine;
-        if (q?.inForce) notes.push(`quarantined until ${when(q.retryAfter)} (${q.failures} failures)`);
-        else if (q) notes.push(`not quarantined now (${q.failures} earlier failures)`);
+        if (q?.inForce) notes.push(`quarantined until ${when(q.retryAfter)}: it ${describeFailures(q.failures)}`);
+        else if (q) notes.push(`not quarantined now; it ${describeFailures(q.failures)}`);
         rows.push([rel.version, rel.valid ? 'valid' : 'NO MARKER', rel.signed === null ? '-' : rel.signed ? `key ${rel.keyId}` : 'unsigned', when(rel.stagedAt), notes.join(', ')]);
       }
       process.stdout.write(r.releases.length ? table(rows) : `no releases of ${app} are staged\n`);

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { AcceptedAnswer, UpdateAnswer } from '../../protocol/answers.js';
 import { appArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
+import { watchInterruptedUpdate } from '../interrupted-update.js';
 import { createProgressBar } from '../progress-bar.js';
 import { addReleaseSourceOptions, buildReleaseRequest, type ReleaseSourceOptions } from '../release-source.js';
 import { reportAnswer } from '../update-answer.js';
@@ -15,13 +16,22 @@ export function registerUpdate(program: Command): void {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
       const { fields, upload } = await buildReleaseRequest(o, ctx.socket.kind);
       const bar = createProgressBar(!ctx.json);
+      // Ctrl-C from here on: the helper goes on with the update; agentctl says so, and how to follow it.
+      const watch = watchInterruptedUpdate(ctx, cmd.optsWithGlobals<GlobalOptions>(), { ...named, upload });
       let answer: UpdateAnswer | AcceptedAnswer;
       try {
         answer = await ctx.helper.update(
           { ...named, ...fields, ...(o.wait === false ? { noWait: true } : {}) },
-          { ...(upload ? { upload } : {}), onProgress: bar.update },
+          {
+            ...(upload ? { upload } : {}),
+            onProgress: (p) => {
+              watch.progress(p);
+              bar.update(p);
+            },
+          },
         );
       } finally {
+        watch.stop();
         bar.done();
       }
       process.exitCode = reportAnswer(answer, ctx.json);

@@ -5,6 +5,7 @@ import { readCurrent } from '../release-store.js';
 import { stageRelease } from '../stage/stage-release.js';
 import { SELF_APP } from '../../core/self-schemas.js';
 import { handOver } from '../self/handover.js';
+import { selfFloors } from '../self/self-floors.js';
 import { activate } from '../update/activate.js';
 import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
@@ -21,7 +22,8 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
   // receipt the next helper writes.
   const noWait = req.app === SELF_APP || req.noWait;
   return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
-    const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state });
+    const floors = req.app === SELF_APP ? selfFloors(core.self) : undefined;
+    const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state, floors });
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
       throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);

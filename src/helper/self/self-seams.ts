@@ -2,6 +2,7 @@ import { StewardError } from '../../core/errors.js';
 import { APP_PATH } from '../../platform/systemd.js';
 import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
+import { isVersion } from '../../core/version.js';
 import type { TrialState } from './trial-state.js';
 
 const log = logger('helper:self');
@@ -13,6 +14,10 @@ export interface SelfSeams {
   ownVersion: string;
   // How the launcher started this helper, or null when no launcher did (no trial can run).
   launched: TrialState['launched'];
+  // The installed package's version, the floor the launcher always boots (its
+  // STEWARD_PACKAGE_VERSION, or the version it ran as the package), or null when unknown (no
+  // launcher, or one from before it told).
+  packageVersion: string | null;
   // Asks systemd to restart the helper's unit without waiting for the job (the restart stops
   // this very process). Resolves once asked; rejects when the ask failed.
   restart(unit: string): Promise<void>;
@@ -37,6 +42,7 @@ export function selfSeams(env: NodeJS.ProcessEnv, root: string, ownVersion: stri
   return {
     ownVersion,
     launched,
+    packageVersion: packageVersionOf(env, launched),
     stopping: stopping.signal,
     stop: () => stopping.abort(),
     restart: async (unit) => {
@@ -79,4 +85,12 @@ function restartCommandOf(raw: string | undefined): string[] | null {
     throw new StewardError('CONFIG_INVALID', 'STEWARD_SELF_RESTART_COMMAND is not a JSON array of strings');
   }
   return argv as string[];
+}
+
+// The package's version as the launcher tells it: STEWARD_PACKAGE_VERSION, else the version it
+// ran when it ran the package itself (decision `package` or `fallback`), else null.
+export function packageVersionOf(env: NodeJS.ProcessEnv, launched: TrialState['launched']): string | null {
+  if (!launched) return null;
+  if (isVersion(env.STEWARD_PACKAGE_VERSION)) return env.STEWARD_PACKAGE_VERSION;
+  return launched.decision === 'package' || launched.decision === 'fallback' ? launched.version : null;
 }

@@ -1,8 +1,16 @@
 import { StewardError } from '../../core/errors.js';
-import { quarantineInForce } from '../../core/quarantine.js';
+import { describeFailures, quarantineInForce } from '../../core/quarantine.js';
 import type { AppState } from '../../core/state-schemas.js';
 import { compareVersions } from '../../core/version.js';
 import type { SocketKind } from '../../protocol/schemas.js';
+
+// A version an app's update may not go below besides its highest active one (the app steward's,
+// docs/self-update.md). `insist`: an admin's --allow-downgrade may go below it.
+export interface VersionFloor {
+  version: string;
+  what: string;
+  insist: boolean;
+}
 
 // The refusals of DESIGN §3.3 that depend on the app's state: a version below the highest
 // that ever reached `active` (unless an admin allows the downgrade), and a quarantined
@@ -20,22 +28,26 @@ export function checkRefusals(input: {
   allowDowngrade?: boolean | undefined;
   force?: boolean | undefined;
   quarantineCapMs?: number;
+  floors?: readonly VersionFloor[] | undefined;
 }): void {
   const { app, version, state, now } = input;
-  if (state.highestActive && compareVersions(version, state.highestActive) < 0) {
-    if (!(input.allowDowngrade && input.kind === 'admin')) {
-      throw new StewardError(
-        'DOWNGRADE_REFUSED',
-        `${app} ${version} is below ${state.highestActive}, the highest version that was active here` +
-          (input.kind === 'admin' ? ' (--allow-downgrade to insist)' : ''),
-      );
-    }
+  const floors: VersionFloor[] = [
+    ...(state.highestActive ? [{ version: state.highestActive, what: 'the highest version that was active here', insist: true }] : []),
+    ...(input.floors ?? []),
+  ];
+  for (const floor of floors) {
+    if (compareVersions(version, floor.version) >= 0) continue;
+    if (floor.insist && input.allowDowngrade && input.kind === 'admin') continue;
+    throw new StewardError(
+      'DOWNGRADE_REFUSED',
+      `${app} ${version} is below ${floor.version}, ${floor.what}` + (floor.insist && input.kind === 'admin' ? ' (--allow-downgrade to insist)' : ''),
+    );
   }
   const q = state.quarantine[version];
   if (q && quarantineInForce(q, now, input.quarantineCapMs ?? Infinity) && !input.force) {
     throw new StewardError(
       'QUARANTINED',
-      `${app} ${version} failed ${q.failures} time(s) and is quarantined until ${new Date(q.retryAfter).toISOString()} (--force to try now)`,
+      `${app} ${version} ${describeFailures(q.failures)} and is quarantined until ${new Date(q.retryAfter).toISOString()} (--force to try now)`,
       { details: { retryAfter: q.retryAfter } },
     );
   }

@@ -1,5 +1,6 @@
 import type { ExtractLimits, FetchSettings } from '../../core/config-schema.js';
 import type { Readable } from 'node:stream';
+import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
 import type { TrustScope } from '../../platform/trusted-file.js';
 
 export interface BytesResult {
@@ -50,6 +51,8 @@ export interface StageIO {
     caFile?: string;
     // When set, the CA file must pass the trust rule (platform/trusted-file.ts).
     caTrust?: TrustScope;
+    // The control plane's URLs and CA file: a URL on its origin is verified against its CA too.
+    controlPlane?: ControlPlaneCa;
     allowFile?: boolean;
     signal?: AbortSignal;
     onProgress?: (bytes: number, total: number) => void;
@@ -57,7 +60,7 @@ export interface StageIO {
   // Downloads an http(s) `url` as fetchToFile does, handing the bytes to `sink` as they arrive
   // (hashed before the sink sees them) instead of writing a file.
   fetchInto(
-    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void },
+    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void },
     sink: (chunk: Uint8Array) => Promise<void>,
   ): Promise<BytesResult>;
   // Copies a local regular file (opened with O_NOFOLLOW) into `destFile`, hashing it.

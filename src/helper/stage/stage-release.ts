@@ -23,7 +23,9 @@ import { trustScope, type TrustScope } from '../../platform/trusted-file.js';
 import { readAppState } from '../state/app-state.js';
 import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
-import { checkRefusals } from './refusals.js';
+import { checkRefusals, type VersionFloor } from './refusals.js';
+import { controlPlaneUrls } from '../../core/control-plane-urls.js';
+import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
 import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
 
@@ -62,6 +64,8 @@ export interface StageInput {
   allowUnsigned?: boolean | undefined;
   allowDowngrade?: boolean | undefined;
   force?: boolean | undefined;
+  // Versions the update may not go below besides the highest active one (the app steward's).
+  floors?: readonly VersionFloor[] | undefined;
   // The folder of keys trusted for this one staging instead of trusted-keys/<app>/: only
   // `agentctl install` sets it (its one-time key); no socket request can (stageInputOf).
   trustedDir?: string | undefined;
@@ -99,6 +103,7 @@ export async function stageRelease(deps: StageDeps, input: StageInput): Promise<
     allowDowngrade: input.allowDowngrade,
     force: input.force,
     quarantineCapMs: appConfig.quarantine.capMs,
+    floors: input.floors,
   });
 
   // 6. Reuse a tree staged from the same bytes; never replace one that is in use.
@@ -330,11 +335,18 @@ async function obtainBytes(
   });
 }
 
-// The settings of every fetch the helper makes: the host's, and its extra CA file under the trust
-// rule from the root prefix down.
-function fetchSettings(deps: StageDeps): { settings: FetchSettings; caFile?: string; caTrust?: TrustScope } {
+// The settings of every fetch the helper makes: the host's, its extra CA file, and the control
+// plane's URLs and CA file (a download from the control plane trusts the CA its heartbeats
+// trust, platform/fetch-trust.ts), each CA file under the trust rule from the root prefix down.
+function fetchSettings(deps: StageDeps): { settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa } {
   const { caFile } = deps.config.fetch;
-  return { settings: deps.config.fetch, ...(caFile ? { caFile, caTrust: trustScope(path.dirname(caFile), deps.paths.root) } : {}) };
+  const cp = deps.config.controlPlane;
+  const scope = (file: string) => trustScope(path.dirname(file), deps.paths.root);
+  return {
+    settings: deps.config.fetch,
+    ...(caFile ? { caFile, caTrust: scope(caFile) } : {}),
+    ...(cp ? { controlPlane: { urls: controlPlaneUrls(cp.url), ...(cp.caFile ? { caFile: cp.caFile, caTrust: scope(cp.caFile) } : {}) } } : {}),
+  };
 }
 
 // DESIGN §3 step 4: the extraction may run while the bytes arrive and are hashed only for an

@@ -108,7 +108,9 @@ export async function startVersion(
     stateDir: path.join(ctx.paths.appStateRoot, app),
     instance,
   });
-  const before = supBefore ?? rec?.supervisor;
+  // A version's respawns are its own: the start of another version than the record's (an
+  // update, a rollback) counts from 0, never on from the last version's restarts.
+  const before = supBefore ?? (rec?.version === version ? rec.supervisor : undefined);
   const at = ctx.clock.now();
   const supervisor = observe(ctx, app, before, cause === 'manual' ? { kind: 'manual-start', at } : { kind: 'started', at, respawn: cause === 'respawn' });
   await writeRunRecord(ctx.paths, {
@@ -209,7 +211,8 @@ async function startUnitApp(ctx: UpdateContext, app: string, version: string, un
   if (!identity) throw new StewardError('RELEASE_INVALID', `${app} ${version}: the unit ${unit} has no main process (${st.activeState}/${st.subState})`);
   const startedAt = ctx.clock.now();
   const prev = await readRunRecord(ctx.paths, app).catch(() => null);
-  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'running', version, process: identity, startedAt, ...(prev?.supervisor ? { supervisor: prev.supervisor } : {}) });
+  const kept = prev?.supervisor && prev.version === version ? { supervisor: prev.supervisor } : {};
+  await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'running', version, process: identity, startedAt, ...kept });
   log('started unit app=%s unit=%s version=%s pid=%d', app, unit, version, identity.pid);
   // systemd, not this helper, watches a unit's exits.
   return { identity, startedAt, exited: new Promise(() => {}) };
