@@ -152,7 +152,7 @@ async function prepareRetry(tx: StoreReader, app: string, opts: RunOptions, behi
   const prepared = await prepareRun(tx, app, base.version, nodes, { ...policy, failuresCarried: basePlan.failures, behind, retryOf: base.id });
   const first = planRollout(prepared.input);
   if (first.counts.pending === 0) {
-    throw new StewardError('NOTHING_TO_RETRY', `of the ${nodes.length} nodes left by rollout ${base.id} of ${app} ${base.version}, none would be asked again now (stale, already current, or reverted it before: --allow-retry-reverted)`);
+    throw new StewardError('NOTHING_TO_RETRY', `rollout ${base.id} left ${nodes.length} node${nodes.length === 1 ? '' : 's'}, and ${nobodyToAsk(base.app, base.version, first, new Map(Object.entries(prepared.hostnames)))}`);
   }
   return prepared;
 }
