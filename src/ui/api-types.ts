@@ -67,6 +67,7 @@ export interface RunNode {
   notAfter: number | null;
   outcome: string | null;
   reasonCode: string | null;
+  reasonMessage?: string | null;
   receiptLost: number[];
 }
 
@@ -109,14 +110,31 @@ export interface RunView {
   haltReason: { code: string; nodeId: string | null; message: string } | null;
   counts: Counts;
   nodes: RunNode[];
-  behind: Array<{ nodeId: string; current: string | null }>;
+  behind: Array<{ nodeId: string; hostname?: string; current: string | null }>;
+  ahead?: Array<{ nodeId: string; hostname?: string; current: string | null }>;
   behindRunId: number | null;
+}
+
+// One run of `rollout list` (newest first): what its row records, not planned again.
+export interface RunSummary {
+  id: number;
+  app: string;
+  version: string;
+  status: string;
+  paused: boolean;
+  stopped: boolean;
+  startedAt: number;
+  endedAt: number | null;
+  selector: string;
+  retryOf: number | null;
+  retryBehind: boolean;
+  haltReason: { code: string; nodeId: string | null; message: string } | null;
 }
 
 export interface DryRunView {
   dryRun: true;
   run: { app: string; version: string; selector: string; maxFailures: number; windows: string[]; tz: string; bakeMs: number; batch: string };
-  nodes: Array<{ nodeId: string; state: string; reason: string | null; batch: number | null }>;
+  nodes: Array<{ nodeId: string; hostname?: string; state: string; reason: string | null; batch: number | null }>;
   counts: Counts;
   batchSize: number;
   refusedLimit: number;
@@ -124,6 +142,7 @@ export interface DryRunView {
   status: string;
   endsAt: number | null;
   truncated: boolean;
+  hostnames?: Record<string, string>;
 }
 
 export interface AuditRow {

@@ -20,7 +20,7 @@ function pageOf(ctx: PageContext, hash: string): Page {
   const [name, arg] = where.split('/').map((p) => decodeURIComponent(p));
   const params = new URLSearchParams(qs);
   if (name === 'node' && arg) return nodePage(ctx, arg);
-  if (name === 'rollouts') return rolloutsPage(ctx);
+  if (name === 'rollouts') return rolloutsPage(ctx, params);
   if (name === 'rollout' && arg) return rolloutPage(ctx, arg);
   if (name === 'receipts') return receiptsPage(params);
   if (name === 'audit') return auditPage(params);

@@ -58,6 +58,7 @@ const CASES: Case[] = [
     check: (b) => assert.deepEqual([b.change, b.keyId], ['added', c.releaseKey.keyId]),
   },
   { route: '/v1/admin/rollout/status', request: () => get() },
+  { route: '/v1/admin/rollout/list', request: () => get() },
   { route: '/v1/admin/rollout/start', request: () => post({ app: 'web', version: '1.1.0', canaries: 0, batch: '100%', bake: '0' }), check: (b) => assert.equal(b.status, 'running') },
   { route: '/v1/admin/rollout/pause', request: () => post({ app: 'web' }), check: (b) => assert.equal(b.status, 'paused') },
   { route: '/v1/admin/rollout/resume', request: () => post({ app: 'web' }) },

@@ -188,4 +188,24 @@ describeEachBackend((backend) => {
     assert.equal(await refuse(900_000, T0 + 81_000), true, 'refused again right after: a new refusal, not held back by the gap');
     assert.deepEqual(await seen(), refused(T0 + 81_000, T0 + 81_000, 900_000));
   });
+
+  test('runs come a page at a time, newest first, of one app or of every app', async () => {
+    const other = await store.write((tx) => tx.runs.insert(run({ app: 'paged-other' }), []));
+    await store.write((tx) => tx.runs.end(other, 'stopped', undefined, T0));
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = await store.write((tx) => tx.runs.insert(run({ app: 'paged', version: `1.0.${i}` }), []));
+      await store.write((tx) => tx.runs.end(id, 'stopped', undefined, T0));
+      ids.push(id);
+    }
+    const [first, second, third] = ids as [number, number, number];
+    const page = (app: string | null, before: number | null, limit: number) => store.read(async (tx) => (await tx.runs.page(app, before, limit)).map((r) => [r.id, r.app, r.version]));
+    assert.deepEqual(await page('paged', null, 2), [[third, 'paged', '1.0.2'], [second, 'paged', '1.0.1']]);
+    assert.deepEqual(await page('paged', second, 2), [[first, 'paged', '1.0.0']]);
+    assert.deepEqual(await page('paged', first, 2), []);
+    const every = await page(null, null, 1000);
+    assert.deepEqual(every.slice(0, 3).map((r) => r[0]), [third, second, first]);
+    assert.ok(every.some((r) => r[0] === other), 'every app');
+    assert.deepEqual(every.map((r) => r[0]), [...every.map((r) => r[0] as number)].sort((x, y) => y - x));
+  });
 });

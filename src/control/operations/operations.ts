@@ -6,7 +6,7 @@ import { methodOf, parseInput, routeOf, type OpContext, type Operation, type Upl
 import { operatorAdd, operatorList, operatorRemove, operatorRotate } from './operator-ops.js';
 import { receiptsList } from './receipt-ops.js';
 import { keysAllow, keysList, releaseAdd, releaseList, releaseRemove } from './release-ops.js';
-import { rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop } from './rollout-ops.js';
+import { rolloutList, rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop } from './rollout-ops.js';
 import { tokenCreate, tokenList, tokenRevoke } from './token-ops.js';
 
 export const OPERATIONS: readonly Operation[] = [
@@ -15,7 +15,7 @@ export const OPERATIONS: readonly Operation[] = [
   receiptsList,
   releaseAdd, releaseList, releaseRemove,
   keysList, keysAllow,
-  rolloutStart, rolloutRetry, rolloutStop, rolloutPause, rolloutResume, rolloutStatus,
+  rolloutStart, rolloutRetry, rolloutStop, rolloutPause, rolloutResume, rolloutStatus, rolloutList,
   operatorAdd, operatorList, operatorRemove, operatorRotate,
   auditList,
 ];

@@ -1,4 +1,4 @@
-// `rollout start|retry|stop|pause|resume|status` (DESIGN §11).
+// `rollout start|retry|stop|pause|resume|status|list` (DESIGN §11).
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import type { NodePlan, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
@@ -10,6 +10,7 @@ import { dryRunRetry, dryRunStart, pauseRun, retryRun, startRun, stopRun, type D
 import type { ControlStore, NewRun, RunRow } from '../store/store.js';
 import { checkNames } from './check-names.js';
 import { flag, flags, toggle, word, type OpContext, type Operation } from './operation.js';
+import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
 
 // The policy flags of `rollout start` and `rollout retry`, as the CLI takes them.
 const runFlags = {
@@ -54,7 +55,7 @@ function runOptions(o: RunFlags): RunOptions {
 export interface DryRunView {
   dryRun: true;
   run: NewRun;
-  nodes: Array<{ nodeId: string } & NodePlan>;
+  nodes: Array<{ nodeId: string; hostname: string } & NodePlan>;
   counts: PlanCounts;
   batchSize: number;
   refusedLimit: number;
@@ -62,6 +63,8 @@ export interface DryRunView {
   status: RunStatus;
   endsAt: number | null;
   truncated: boolean;
+  // The hostname of each node the run covers (the batches name nodes by id).
+  hostnames: Record<string, string>;
 }
 
 function dryRunView(d: DryRun): DryRunView {
@@ -69,7 +72,7 @@ function dryRunView(d: DryRun): DryRunView {
   return {
     dryRun: true,
     run: d.run,
-    nodes: Object.entries(s.first.nodes).map(([nodeId, n]) => ({ nodeId, ...n })),
+    nodes: Object.entries(s.first.nodes).map(([nodeId, n]) => ({ nodeId, hostname: d.hostnames[nodeId] ?? '', ...n })),
     counts: s.first.counts,
     batchSize: s.first.batchSize,
     refusedLimit: s.first.refusedLimit,
@@ -77,6 +80,7 @@ function dryRunView(d: DryRun): DryRunView {
     status: s.status,
     endsAt: s.endsAt,
     truncated: s.truncated,
+    hostnames: d.hostnames,
   };
 }
 
@@ -168,3 +172,56 @@ export const rolloutStatus: Operation<{ app?: string }, { runs: RunStatusView[] 
     return { runs };
   },
 };
+
+// One run in `rollout list`: what its row records, without planning it (a page of runs of
+// 100,000 nodes each stays cheap). A running run's status is the stored `running`; `rollout
+// status` plans the latest one.
+export interface RunSummary {
+  id: number;
+  app: string;
+  version: string;
+  status: RunRow['status'];
+  paused: boolean;
+  stopped: boolean;
+  startedAt: number;
+  endedAt: number | null;
+  selector: string;
+  retryOf: number | null;
+  retryBehind: boolean;
+  haltReason: { code: string; nodeId: string | null; message: string } | null;
+}
+
+const runCursorSchema = z.tuple([z.number().int().positive()]);
+
+export const rolloutList: Operation<{ app?: string; cursor?: string; limit?: string }, { runs: RunSummary[]; nextCursor: string | null }> = {
+  command: 'rollout list',
+  action: null,
+  role: 'viewer',
+  paged: 'runs',
+  input: z.strictObject({ app: flag, cursor: flag, limit: flag }),
+  async run(ctx, i) {
+    if (i.app) checkNames(i.app);
+    const at = decodeCursor(i.cursor, runCursorSchema);
+    const limit = pageLimit(i.limit);
+    const rows = await ctx.store.read((tx) => tx.runs.page(i.app ?? null, at ? at[0] : null, limit));
+    const last = rows.length === limit ? rows[rows.length - 1] : undefined;
+    return { runs: rows.map(summaryOf), nextCursor: last ? encodeCursor([last.id]) : null };
+  },
+};
+
+function summaryOf(r: RunRow): RunSummary {
+  return {
+    id: r.id,
+    app: r.app,
+    version: r.version,
+    status: r.status,
+    paused: r.paused,
+    stopped: r.stopped,
+    startedAt: r.startedAt,
+    endedAt: r.endedAt,
+    selector: r.selector,
+    retryOf: r.retryOf,
+    retryBehind: r.behind,
+    haltReason: r.haltCode ? { code: r.haltCode, nodeId: r.haltNodeId, message: r.haltMessage ?? '' } : null,
+  };
+}

@@ -1,13 +1,17 @@
 // What `rollout status` shows of a run (DESIGN §11): its policy, its status and halt reason, the
 // counts, each node's state from the planner with the attempt it was issued and the verdict
-// that answered it, and the nodes behind the app's last succeeded run.
+// that answered it (its reason's message too), and the nodes behind (and ahead of) the app's
+// last succeeded run.
 import type { NodeState, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
-import type { RunRow, StoreReader } from '../store/store.js';
-import { behindNodes, type BehindNode } from './behind.js';
+import type { ReceiptPayload } from '../../core/receipt-schema.js';
+import type { ReceiptRow, RunRow, StoreReader } from '../store/store.js';
+import { nodesOffVersion, type BehindNode } from './behind.js';
 import { planRun } from './plan-run.js';
 
 export interface RunNodeStatus {
   nodeId: string;
+  // As the node enrolled; null for a node removed since.
+  hostname: string | null;
   state: NodeState;
   reason: string | null;
   // 0: a canary; 1, 2, ...: its batch; null: not issued.
@@ -17,6 +21,9 @@ export interface RunNodeStatus {
   notAfter: number | null;
   outcome: string | null;
   reasonCode: string | null;
+  // The verdict's reason as the helper wrote it ("Failed to find executable node"), for a verdict
+  // other than `active`; null otherwise.
+  reasonMessage: string | null;
   receiptLost: number[];
 }
 
@@ -57,6 +64,8 @@ export interface RunStatusView {
   nodes: RunNodeStatus[];
   // Behind the app's last succeeded run (DESIGN §11), whatever run this is.
   behind: BehindNode[];
+  // Reporting a newer version than that run's: not behind, never asked to go back.
+  ahead: BehindNode[];
   behindRunId: number | null;
 }
 
@@ -66,6 +75,8 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
   const now = await tx.now();
   const plan = await planRun(tx, run, now);
   const issued = new Map((await tx.runs.issued(run.id)).map((i) => [i.nodeId, i]));
+  const all = await tx.nodes.list();
+  const hostOf = new Map(all.map((n) => [n.nodeId, n.hostname]));
   const verdicts = new Map<string, { outcome: string; reasonCode: string | null; seq: number }>();
   for (const v of await tx.receipts.countingForRun(run.id)) {
     const cur = verdicts.get(v.attemptId);
@@ -77,6 +88,7 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
     const verdict = issue ? verdicts.get(issue.attemptId) : undefined;
     nodes.push({
       nodeId,
+      hostname: hostOf.get(nodeId) ?? null,
       state: n.state,
       reason: n.reason,
       batch: n.batch,
@@ -85,6 +97,7 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
       notAfter: issue?.notAfter ?? null,
       outcome: verdict?.outcome ?? null,
       reasonCode: verdict?.reasonCode ?? null,
+      reasonMessage: verdict && issue && verdict.outcome !== 'active' ? await verdictMessage(tx, nodeId, run.app, issue.attemptId, verdict.seq) : null,
       receiptLost: await tx.receipts.gaps(nodeId),
     });
   }
@@ -97,7 +110,7 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
       ? { code: plan.haltReason.code, nodeId: plan.haltReason.nodeId ?? null, message: plan.haltReason.message }
       : null;
   const succeeded = await tx.runs.lastSucceeded(run.app);
-  const behind = succeeded ? await behindNodes(tx, succeeded) : [];
+  const { behind, ahead } = succeeded ? await nodesOffVersion(tx, succeeded, all) : { behind: [], ahead: [] };
   return {
     id: run.id,
     app: run.app,
@@ -133,6 +146,20 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
     counts: { ...plan.counts, behind: behind.length },
     nodes,
     behind,
+    ahead,
     behindRunId: succeeded?.id ?? null,
   };
+}
+
+// The reason message of the receipt `seq` of `nodeId` for `attemptId` (read for the verdicts that
+// are not `active` only: a run halts after a few of those, or its refusals are bounded).
+async function verdictMessage(tx: StoreReader, nodeId: string, app: string, attemptId: string, seq: number): Promise<string | null> {
+  const row = (await tx.receipts.list({ nodeId, app })).find((r) => r.seq === seq && r.attemptId === attemptId);
+  return row ? reasonMessageOf(row) : null;
+}
+
+// The reason message a stored receipt's signed payload carries, or null.
+export function reasonMessageOf(row: Pick<ReceiptRow, 'envelope'>): string | null {
+  const payload = JSON.parse(Buffer.from(row.envelope.payload, 'base64').toString('utf8')) as ReceiptPayload;
+  return payload.reason?.message ?? null;
 }

@@ -9,6 +9,7 @@ import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunPolicy, RunRow, Sto
 import { readHeartbeatSeconds } from '../store/settings.js';
 import { advanceRun } from './advance-runs.js';
 import { behindNodes } from './behind.js';
+import { nobodyToAsk } from './nothing-to-ask.js';
 import { nodeFacts, planRun, revertFacts, toRolloutRun } from './plan-run.js';
 import { resolvePolicy, type RunOptions } from './run-options.js';
 
@@ -19,17 +20,20 @@ export interface PreparedRun {
   run: NewRun;
   nodes: Array<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean }>;
   input: PlanInput;
+  // Each node's hostname, as it enrolled, for what a person reads.
+  hostnames: Record<string, string>;
 }
 
 // A dry run: the run it would start and the plan the planner would follow.
 export interface DryRun {
   run: NewRun;
   simulation: Simulation;
+  hostnames: Record<string, string>;
 }
 
 // Starts a run of `app` at `version` over the enrolled nodes that match the selector; refuses a
-// second running run of the app (BUSY), a release not in the catalog or a selector that targets
-// nothing (NOT_FOUND), and a manifest that expires within the verdict timeout (MANIFEST_EXPIRED).
+// second running run of the app (BUSY), a release not in the catalog, a selector that matches
+// no node or a run that would ask none (NOT_FOUND, naming why each was left out), and a manifest that expires within the verdict timeout (MANIFEST_EXPIRED).
 // `record` runs in the same transaction once the change is made (the audit log's entry).
 export function startRun(store: ControlStore, app: string, version: string, opts: RunOptions, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
@@ -123,9 +127,10 @@ async function prepareStart(tx: StoreReader, app: string, version: string, opts:
     throw new StewardError('NOT_FOUND', all.length === 0 ? `no node is enrolled; a rollout of ${app} ${version} would have nobody to update` : `the selector ${JSON.stringify(policy.selector)} matches none of the ${all.length} enrolled nodes`);
   }
   const prepared = await prepareRun(tx, app, version, nodes, { ...policy, failuresCarried: 0, behind: false, retryOf: null });
-  if (planRollout(prepared.input).counts.targeted === 0) {
-    throw new StewardError('NOT_FOUND', `no target for ${app} ${version}: of the ${nodes.length} selected nodes, none had a recent heartbeat that lists ${app}`);
-  }
+  // Nobody to ask (none listing the app and fresh, or every such node current or reverted it
+  // before): refused, never a run that succeeds at once with nobody confirmed.
+  const first = planRollout(prepared.input);
+  if (first.counts.pending === 0) throw new StewardError('NOT_FOUND', nobodyToAsk(app, version, first, new Map(Object.entries(prepared.hostnames))));
   return prepared;
 }
 
@@ -147,7 +152,7 @@ async function prepareRetry(tx: StoreReader, app: string, opts: RunOptions, behi
   const prepared = await prepareRun(tx, app, base.version, nodes, { ...policy, failuresCarried: basePlan.failures, behind, retryOf: base.id });
   const first = planRollout(prepared.input);
   if (first.counts.pending === 0) {
-    throw new StewardError('NOTHING_TO_RETRY', `of the ${nodes.length} nodes left by rollout ${base.id} of ${app} ${base.version}, none would be asked again now (stale, already current, or reverted it before: --allow-retry-reverted)`);
+    throw new StewardError('NOTHING_TO_RETRY', `rollout ${base.id} left ${nodes.length} node${nodes.length === 1 ? '' : 's'}, and ${nobodyToAsk(base.app, base.version, first, new Map(Object.entries(prepared.hostnames)))}`);
   }
   return prepared;
 }
@@ -175,7 +180,7 @@ async function prepareRun(tx: StoreReader, app: string, version: string, nodes: 
     const s = first.nodes[id];
     if (s?.state !== 'pending') throw new StewardError('NOT_FOUND', `canary node ${id} is not a node this run would ask: ${s ? `${s.state}${s.reason ? ` (${s.reason})` : ''}` : 'not selected'}`);
   }
-  return { run, nodes: frozen, input };
+  return { run, nodes: frozen, input, hostnames: Object.fromEntries(nodes.map((n) => [n.nodeId, n.hostname])) };
 }
 
 // Whether a run still goes on: it is running and its plan has not ended. A start or retry ends
@@ -194,5 +199,5 @@ async function createRun(tx: StoreTx, p: PreparedRun): Promise<RunRow> {
 }
 
 function dryRunOf(p: PreparedRun): DryRun {
-  return { run: p.run, simulation: simulateRollout(p.input) };
+  return { run: p.run, simulation: simulateRollout(p.input), hostnames: p.hostnames };
 }

@@ -71,11 +71,11 @@ export interface ControlServer {
   reloadTls?(t: ServeTls): void;
 }
 
-// Starts the server and resolves once it listens.
+// Starts the server and resolves once it listens; rejects (USAGE, listen.ts) with nothing left
+// running when it cannot.
 export async function startControlServer(opts: ControlServerOptions): Promise<ControlServer> {
   const { store, clock } = opts;
   const durable = opts.durable ?? (() => store.durable());
-  const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt });
   const heartbeats = observeHeartbeats(createHeartbeatBatcher({
     store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable, stopAt: opts.stopAt,
     onReceiptsStored: opts.metrics && ((r) => opts.metrics!.receiptsStored(r)),
@@ -92,6 +92,9 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   limitConnections(server, 30_000);
   const listening = await listen(server, opts.host, opts.port, !!opts.tls);
   const url = listening.url;
+  // Why only now: a listener that could not start leaves no ticker behind to keep the process
+  // alive with nothing to serve.
+  const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt });
 
   return {
     url,

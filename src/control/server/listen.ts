@@ -2,6 +2,7 @@
 // --metrics-listen's): listen and learn its URL, and close once however often it is asked.
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { StewardError } from '../../core/errors.js';
 
 export interface Listening {
   url: string;
@@ -9,12 +10,15 @@ export interface Listening {
   close(before?: () => void): Promise<void>;
 }
 
-// Listens on host:port (port 0: a free one) and resolves once it does; rejects on a bind error.
+// Listens on host:port (port 0: a free one) and resolves once it does. A bind error (the port
+// taken, an address this host does not have, a port below 1024 without the right) rejects with
+// USAGE naming the address: the command line names one that cannot be used here.
 export async function listen(server: http.Server, host: string, port: number, secure: boolean): Promise<Listening> {
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (err: NodeJS.ErrnoException) => reject(bindError(err, host, port));
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });
@@ -30,6 +34,18 @@ export async function listen(server: http.Server, host: string, port: number, se
         server.closeIdleConnections();
       })),
   };
+}
+
+const BIND_REASONS: Record<string, string> = {
+  EADDRINUSE: 'the address is in use (another process listens on it)',
+  EADDRNOTAVAIL: 'this host has no such address',
+  EACCES: 'not allowed to listen on that port (below 1024 needs CAP_NET_BIND_SERVICE)',
+};
+
+function bindError(err: NodeJS.ErrnoException, host: string, port: number): StewardError {
+  const shown = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  const why = (err.code && BIND_REASONS[err.code]) ?? err.message;
+  return new StewardError('USAGE', `cannot listen on ${shown}: ${why}${err.code ? ` (${err.code})` : ''}`, { cause: err });
 }
 
 // The limits of a listener that nodes or operators reach: headers within 15 s, an idle socket

@@ -334,6 +334,9 @@ export interface RunReads {
   latestAll(): Promise<RunRow[]>;
   // The latest run of an app that ended `succeeded`, or null.
   lastSucceeded(app: string): Promise<RunRow | null>;
+  // Runs newest first (by id), of one app or of every app (null), with an id below `beforeId`
+  // (null: from the newest); at most `limit`.
+  page(app: string | null, beforeId: number | null, limit: number): Promise<RunRow[]>;
   // The run's nodes still enrolled (a removed node leaves the run), by nodeId.
   nodes(runId: number): Promise<RunNodeRow[]>;
   // The attempts a run issued, by issuedAt then nodeId.

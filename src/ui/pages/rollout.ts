@@ -1,13 +1,17 @@
 // One rollout (the latest run of an app): its progress canary to batches, the bake, every
-// node's state, the halt reason, failures against the budget, windows, the nodes behind; for
-// operators, pause / resume / stop / retry (retry shows its dry run first).
+// node's state, the halt reason, failures against the budget, windows, the nodes behind (and
+// ahead), the app's earlier runs; for operators, pause / resume / stop / retry (retry shows its
+// dry run first).
 import { change, read, readAll } from '../api.js';
-import type { DryRunView, NodeView, RunView } from '../api-types.js';
+import type { DryRunView, NodeView, RunSummary, RunView } from '../api-types.js';
 import { h, replace, table, type Child } from '../dom.js';
 import { duration, mono, state, when } from '../format.js';
 import type { Page, PageContext } from '../page.js';
 import { progressBar } from './progress.js';
-import { budget, dryRunView } from './rollouts.js';
+import { budget, dryRunView, runsTable } from './rollouts.js';
+
+// The app's earlier runs shown under its latest.
+const EARLIER_RUNS = 10;
 
 export function rolloutPage(ctx: PageContext, app: string): Page {
   // The retry preview lives outside the refreshed part, so a refresh keeps it on screen.
@@ -16,7 +20,11 @@ export function rolloutPage(ctx: PageContext, app: string): Page {
     title: `Rollout of ${app}`,
     controls: preview,
     async load() {
-      const [{ runs }, { items: fleet }] = await Promise.all([read<{ runs: RunView[] }>('rollout status', { app }), readAll<NodeView>('nodes', 'nodes')]);
+      const [{ runs }, { items: fleet }, history] = await Promise.all([
+        read<{ runs: RunView[] }>('rollout status', { app }),
+        readAll<NodeView>('nodes', 'nodes'),
+        read<{ runs: RunSummary[]; nextCursor: string | null }>('rollout list', { app, limit: String(EARLIER_RUNS + 1) }),
+      ]);
       const hostOf = new Map(fleet.map((n) => [n.nodeId, n.hostname]));
       const nodeLink = (nodeId: string) => h('a', { href: `#node/${encodeURIComponent(nodeId)}`, title: nodeId }, hostOf.get(nodeId) ?? nodeId);
       const r = runs[0];
@@ -51,12 +59,15 @@ export function rolloutPage(ctx: PageContext, app: string): Page {
             mono(n.attemptId),
             when(n.issuedAt, now),
             when(n.notAfter, now),
-            n.outcome ? h('span', {}, state(n.outcome), ' ', mono(n.reasonCode)) : '-',
+            n.outcome ? h('span', { class: 'reason' }, state(n.outcome), ' ', mono(n.reasonCode), n.reasonMessage ? ` ${n.reasonMessage}` : '') : '-',
             n.receiptLost.length ? n.receiptLost.join(', ') : '-',
           ]),
           { data: { table: 'run-nodes' } },
         ),
         behind(r, nodeLink),
+        h('h2', {}, `Earlier runs of ${app}`),
+        runsTable(history.runs.filter((x) => x.id !== r.id).slice(0, EARLIER_RUNS), now),
+        history.nextCursor || history.runs.length > EARLIER_RUNS ? h('p', { class: 'pager' }, h('a', { href: '#rollouts' }, 'every run →')) : null,
       );
     },
   };
@@ -67,13 +78,19 @@ function bake(r: RunView, now: number): Child {
   return h('p', { class: 'bake' }, 'Baking: the next batch goes out ', when(r.bakeUntil, now), ` (bake ${duration(r.bakeMs)}).`);
 }
 
+// The nodes at an older version than the last succeeded run's, and apart those at a newer one
+// (ahead: not behind, and never asked to go back).
 function behind(r: RunView, nodeLink: (nodeId: string) => Child): Child {
-  if (r.behind.length === 0) return null;
+  const ahead = r.ahead ?? [];
+  if (r.behind.length === 0 && ahead.length === 0) return null;
+  const run = r.behindRunId ? ` (#${r.behindRunId})` : '';
   return h(
     'div',
     {},
-    h('h2', {}, `Behind the last succeeded run${r.behindRunId ? ` (#${r.behindRunId})` : ''}: ${r.behind.length}`),
-    table(['node', 'reports'], r.behind.map((b) => [nodeLink(b.nodeId), mono(b.current)]), { class: 'narrow', data: { table: 'behind' } }),
+    r.behind.length ? h('h2', {}, `Behind the last succeeded run${run}: ${r.behind.length}`) : null,
+    r.behind.length ? table(['node', 'reports'], r.behind.map((b) => [nodeLink(b.nodeId), mono(b.current)]), { class: 'narrow', data: { table: 'behind' } }) : null,
+    ahead.length ? h('h2', {}, `Ahead of the last succeeded run${run}: ${ahead.length}`) : null,
+    ahead.length ? table(['node', 'reports'], ahead.map((b) => [nodeLink(b.nodeId), mono(b.current)]), { class: 'narrow', data: { table: 'ahead' } }) : null,
   );
 }
 

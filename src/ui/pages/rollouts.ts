@@ -1,18 +1,28 @@
-// Rollouts: the latest run of each app with its progress, and for operators a form to start
-// one, which shows the dry run (the plan the planner would follow) before the start.
+// Rollouts: the latest run of each app with its progress, every run before them a page at a
+// time (newest first), and for operators a form to start one, which shows the dry run (the plan
+// the planner would follow) before the start.
 import { change, read } from '../api.js';
-import type { DryRunView, RunView } from '../api-types.js';
+import type { DryRunView, RunSummary, RunView } from '../api-types.js';
 import { h, replace, table, type Child } from '../dom.js';
 import { duration, mono, state, when } from '../format.js';
 import type { Page, PageContext } from '../page.js';
 import { progressBar } from './progress.js';
 
-export function rolloutsPage(ctx: PageContext): Page {
+// Runs in a page of the list of every run.
+export const RUNS_PAGE = 25;
+
+// `params`: `cursor`, where the page of every run starts (the list's nextCursor; none: the
+// newest), and `limit`, the runs a page shows (1 to 1000; default RUNS_PAGE).
+export function rolloutsPage(ctx: PageContext, params: URLSearchParams = new URLSearchParams()): Page {
+  const cursor = params.get('cursor') ?? undefined;
+  const asked = Number(params.get('limit'));
+  const limit = Number.isInteger(asked) && asked >= 1 && asked <= 1000 ? asked : RUNS_PAGE;
+  const hashOf = (c?: string): `#${string}` => `#rollouts${c || limit !== RUNS_PAGE ? `?${new URLSearchParams({ ...(c ? { cursor: c } : {}), ...(limit !== RUNS_PAGE ? { limit: String(limit) } : {}) })}` : ''}`;
   return {
     title: 'Rollouts',
     ...(ctx.canChange ? { controls: startForm(ctx) } : {}),
     async load() {
-      const { runs } = await read<{ runs: RunView[] }>('rollout status');
+      const [{ runs }, list] = await Promise.all([read<{ runs: RunView[] }>('rollout status'), read<{ runs: RunSummary[]; nextCursor: string | null }>('rollout list', { cursor, limit: String(limit) })]);
       const now = Date.now();
       if (runs.length === 0) return h('p', { class: 'muted' }, 'No rollout yet.');
       return h(
@@ -34,9 +44,38 @@ export function rolloutsPage(ctx: PageContext): Page {
           ]),
           { data: { table: 'rollouts' } },
         ),
+        h('h2', {}, cursor ? 'Earlier runs' : 'Every run, newest first'),
+        runsTable(list.runs, now),
+        h(
+          'p',
+          { class: 'pager' },
+          cursor ? h('a', { href: hashOf(), data: { pager: 'newest' } }, '← newest runs') : null,
+          cursor && list.nextCursor ? ' · ' : null,
+          list.nextCursor ? h('a', { href: hashOf(list.nextCursor), data: { pager: 'older' } }, 'older runs →') : null,
+        ),
       );
     },
   };
+}
+
+// A row per run of `rollout list`: its app (a link to the app's rollout page), version, status,
+// times and halt reason.
+export function runsTable(runs: RunSummary[], now: number): HTMLElement {
+  if (runs.length === 0) return h('p', { class: 'muted' }, 'No earlier run.');
+  return table(
+    ['run', 'app', 'version', 'status', 'selector', 'started', 'ended', 'halt reason'],
+    runs.map((r) => [
+      `#${r.id}`,
+      h('a', { href: `#rollout/${encodeURIComponent(r.app)}` }, mono(r.app)),
+      mono(r.version),
+      h('span', {}, state(r.status), r.retryOf !== null ? h('span', { class: 'muted' }, ` (retry of #${r.retryOf})`) : null),
+      mono(r.selector || '(all)'),
+      when(r.startedAt, now),
+      when(r.endedAt, now),
+      r.haltReason ? h('span', { class: 'halt-inline' }, mono(r.haltReason.code), ' ', r.haltReason.message) : '-',
+    ]),
+    { data: { table: 'all-runs' } },
+  );
 }
 
 export function budget(r: { failures: number; maxFailures: number }): Child {
@@ -132,6 +171,9 @@ function startForm(ctx: PageContext): HTMLElement {
 export function dryRunView(d: DryRunView): HTMLElement {
   const now = Date.now();
   const left = d.nodes.filter((n) => n.batch === null);
+  // A node by its hostname, as people know it, its id on hover and in the link.
+  const hostOf = (id: string) => d.hostnames?.[id] || id.slice(0, 8);
+  const nodeChip = (id: string, cls?: string) => h('a', { href: `#node/${encodeURIComponent(id)}`, ...(cls ? { class: cls } : {}), title: id }, hostOf(id));
   return h(
     'div',
     {},
@@ -143,10 +185,10 @@ export function dryRunView(d: DryRunView): HTMLElement {
     ),
     table(
       ['batch', 'nodes', 'issued', 'not after'],
-      d.batches.map((b) => [b.batch === 0 ? 'canary' : `batch ${b.batch}`, h('span', {}, ...b.nodes.map((n) => h('a', { href: `#node/${encodeURIComponent(n)}`, class: 'chip' }, mono(n.slice(0, 8), n)))), when(b.at, now), when(b.notAfter, now)]),
+      d.batches.map((b) => [b.batch === 0 ? 'canary' : `batch ${b.batch}`, h('span', {}, ...b.nodes.map((n) => nodeChip(n, 'chip'))), when(b.at, now), when(b.notAfter, now)]),
       { data: { table: 'plan' } },
     ),
     d.truncated ? h('p', { class: 'muted' }, 'The simulation stopped early; later batches are not shown.') : null,
-    left.length ? table(['left out', 'state', 'reason'], left.map((n) => [h('a', { href: `#node/${encodeURIComponent(n.nodeId)}` }, mono(n.nodeId.slice(0, 8), n.nodeId)), state(n.state), mono(n.reason)]), { class: 'narrow' }) : null,
+    left.length ? table(['left out', 'node id', 'state', 'reason'], left.map((n) => [nodeChip(n.nodeId), mono(n.nodeId), state(n.state), mono(n.reason)]), { class: 'narrow', data: { table: 'left-out' } }) : null,
   );
 }

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { describeWindows } from '../../../core/windows.js';
-import { printJson, table, when } from '../../../cli/output.js';
-import { rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop, type DryRunView } from '../../operations/rollout-ops.js';
+import { printJson, shown, table, when } from '../../../cli/output.js';
+import { rolloutList, rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop, type DryRunView, type RunSummary } from '../../operations/rollout-ops.js';
 import type { RunStatusView } from '../../rollouts/run-status.js';
 import { jsonOf } from '../context.js';
-import { invoke } from '../invoke.js';
+import { invoke, invokeAll } from '../invoke.js';
 
 interface RunFlags {
   select?: string;
@@ -38,12 +38,18 @@ export function formatRun(v: RunStatusView): string {
     `  targeted ${c.targeted}, not targeted ${c.notTargeted}; confirmed ${c.confirmed}, already current ${c.alreadyCurrent}, refused ${c.refused}, reverted ${c.reverted}, pending ${c.pending}${c.excluded ? `, excluded ${c.excluded}` : ''}; behind ${c.behind}`,
   ];
   if (v.haltReason) head.push(`  halted: ${v.haltReason.code}: ${v.haltReason.message}`);
-  const rows = [['NODE', 'STATE', 'REASON', 'BATCH', 'ATTEMPT', 'OUTCOME', 'RECEIPT-LOST']];
+  const rows = [['NODE', 'HOST', 'STATE', 'REASON', 'BATCH', 'ATTEMPT', 'OUTCOME', 'RECEIPT-LOST']];
   for (const n of v.nodes) {
-    rows.push([n.nodeId, stateText(n), n.reason ?? '-', n.batch === null ? '-' : n.batch === 0 ? 'canary' : String(n.batch), n.attemptId ?? '-', n.outcome ?? '-', n.receiptLost.length ? n.receiptLost.join(',') : '-']);
+    rows.push([n.nodeId, n.hostname ?? '-', stateText(n), n.reason ?? '-', n.batch === null ? '-' : n.batch === 0 ? 'canary' : String(n.batch), n.attemptId ?? '-', n.outcome ?? '-', n.receiptLost.length ? n.receiptLost.join(',') : '-']);
   }
-  const behind = v.behind.length ? `  behind rollout ${v.behindRunId}: ${v.behind.map((b) => `${b.nodeId} (${b.current ?? 'none'})`).join(', ')}\n` : '';
-  return head.join('\n') + '\n' + (v.nodes.length ? table(rows) : '  no nodes\n') + behind;
+  // Each verdict's reason as the node's helper wrote it, below the table (a message is long).
+  const why = v.nodes.filter((n) => n.reasonMessage).map((n) => `  ${n.nodeId} (${n.hostname ?? '-'}) ${n.outcome ?? n.state} ${n.reasonCode ?? '-'}: ${n.reasonMessage}`);
+  const off = (list: RunStatusView['behind']) => list.map((b) => `${b.nodeId} (${b.hostname}, at ${b.current ?? 'none'})`).join(', ');
+  const behind = v.behind.length ? [`  behind rollout ${v.behindRunId}: ${off(v.behind)}`] : [];
+  // Why apart: a node at a newer version is not behind, and `retry --behind` leaves it alone.
+  const ahead = v.ahead?.length ? [`  ahead of rollout ${v.behindRunId} (newer, not asked): ${off(v.ahead)}`] : [];
+  const lines = (l: string[]) => l.map((x) => shown(x) + '\n').join('');
+  return lines(head) + (v.nodes.length ? table(rows) : '  no nodes\n') + lines([...why, ...behind, ...ahead]);
 }
 
 // The human form of a dry run (its --json document): what would be targeted, in which batches, when.
@@ -55,10 +61,12 @@ export function formatDryRun(d: DryRunView): string {
     `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${d.refusedLimit} (--max-refused ${run.maxRefused}); bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
     `  canary seed ${run.canarySeed}: \`rollout start ... --seed ${run.canarySeed}\` follows this plan`,
   ];
-  for (const n of d.nodes) if (n.state !== 'pending') lines.push(`  ${n.nodeId}: ${stateText(n)}${n.reason ? ` (${n.reason})` : ''}`);
-  for (const b of d.batches) lines.push(`  ${b.batch === 0 ? 'canaries' : `batch ${b.batch}`} at ${when(b.at)}${b.notAfter ? ` (window until ${when(b.notAfter)})` : ''}: ${b.nodes.join(', ')}`);
+  // Each node by its id and, as a person knows it, its hostname.
+  const named = (id: string) => `${id} (${d.hostnames?.[id] || '-'})`;
+  for (const n of d.nodes) if (n.state !== 'pending') lines.push(`  ${named(n.nodeId)}: ${stateText(n)}${n.reason ? ` (${n.reason})` : ''}`);
+  for (const b of d.batches) lines.push(`  ${b.batch === 0 ? 'canaries' : `batch ${b.batch}`} at ${when(b.at)}${b.notAfter ? ` (window until ${when(b.notAfter)})` : ''}: ${b.nodes.map(named).join(', ')}`);
   lines.push(`  then: ${d.status}${d.endsAt ? ` at ${when(d.endsAt)} if every node confirms` : ''}${d.truncated ? ' (plan cut short: more steps than a dry run plays)' : ''}`);
-  return lines.join('\n') + '\n';
+  return lines.map((l) => shown(l) + '\n').join('');
 }
 
 const collect = (v: string, acc: string[]) => [...acc, v];
@@ -112,5 +120,18 @@ export function registerRollout(program: Command): void {
       const out = await invoke(cmd, rolloutStatus, { app });
       if (jsonOf(cmd)) return printJson(out);
       process.stdout.write(out.runs.length ? out.runs.map(formatRun).join('\n') : 'no rollouts\n');
+    });
+  rollout
+    .command('list [app]')
+    .description('every rollout of the app (or of every app), newest first: status, times, halt reason')
+    .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
+      const runs = await invokeAll<unknown, RunSummary>(cmd, rolloutList, { app });
+      if (jsonOf(cmd)) return printJson({ runs });
+      const rows = [['RUN', 'APP', 'VERSION', 'STATUS', 'STARTED', 'ENDED', 'SELECTOR', 'HALT']];
+      for (const r of runs) {
+        const status = `${r.status}${r.status === 'running' && r.paused ? ' (paused)' : ''}${r.retryOf !== null ? ` (retry of ${r.retryOf})` : ''}`;
+        rows.push([String(r.id), r.app, r.version, status, when(r.startedAt), when(r.endedAt), r.selector || '(every node)', r.haltReason ? `${r.haltReason.code}: ${r.haltReason.message}` : '-']);
+      }
+      process.stdout.write(runs.length ? table(rows) : 'no rollouts\n');
     });
 }

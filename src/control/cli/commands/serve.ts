@@ -9,7 +9,7 @@ import { createAdminRouter } from '../../admin/router.js';
 import { parseTrustedProxies, type TrustedProxies } from '../../operators/request-source.js';
 import type { ServeMetrics } from '../../metrics/serve-metrics.js';
 import { DEFAULT_MAX_DOWNLOADS } from '../../server/artifacts.js';
-import { startControlServer } from '../../server/control-server.js';
+import { startControlServer, type ControlServer } from '../../server/control-server.js';
 import { checkServeTls, type ServeTls } from '../../server/serve-tls.js';
 import { stopPointsFromEnv } from '../../server/test-stop-points.js';
 import { openStore } from '../../store/open-store.js';
@@ -153,22 +153,28 @@ export function registerServe(program: Command): void {
         process.off('SIGHUP', onHup);
         throw err;
       });
+      // Every listener started so far is closed on the way out, also when a later one cannot
+      // start: serve then ends with that one's error (USAGE), never runs on without it.
       let adminServer: AdminServer | null = null;
       let metrics: ServeMetrics | null = null;
+      let server: ControlServer | null = null;
       try {
         await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
         // Why a dynamic import: without --metrics-listen, prom-client is never loaded. The same
         // address as --listen (a port other than 0) is a choice: the fleet listener serves them.
         const shared = metricsListen !== null && metricsListen.port !== 0 && metricsListen.port === listen.port && metricsListen.host === listen.host;
-        metrics = metricsListen ? await (await import('../../metrics/serve-metrics.js')).startServeMetrics(store, shared ? null : metricsListen) : null;
+        if (metricsListen) {
+          const { startServeMetrics } = await import('../../metrics/serve-metrics.js');
+          metrics = await named('--metrics-listen', startServeMetrics(store, shared ? null : metricsListen));
+        }
         const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
-        const server = await startControlServer({
+        server = await named('--listen', startControlServer({
           store: metrics?.store ?? store, artifactsDir, maxDownloads, host: listen.host, port: listen.port, tls: tlsNow, heartbeatSeconds, clock: systemClock,
           metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined, stopAt,
           ...(admin?.shared && router ? { admin: router } : {}),
-        });
+        }));
         listeners.push(server);
-        if (admin && router && !admin.shared) listeners.push((adminServer = await startAdminServer({ router, host: admin.host, port: admin.port, tls: tlsNow })));
+        if (admin && router && !admin.shared) listeners.push((adminServer = await named('--admin-listen', startAdminServer({ router, host: admin.host, port: admin.port, tls: tlsNow }))));
         const adminUrl = admin ? (adminServer?.url ?? server.url) : null;
         const urls = { listening: server.url, ...(adminUrl ? { admin: adminUrl } : {}), ...(metrics ? { metrics: `${metrics.url ?? server.url}/metrics` } : {}) };
         process.stdout.write(
@@ -185,14 +191,24 @@ export function registerServe(program: Command): void {
           process.once('SIGTERM', () => stop('SIGTERM'));
           process.once('SIGINT', () => stop('SIGINT'));
         });
-        await server.close();
       } finally {
         process.off('SIGHUP', onHup);
+        await server?.close();
         await adminServer?.close();
         await metrics?.close();
         await store.close();
       }
     });
+}
+
+// A listener's start, its error (USAGE from listen.ts) naming the option that gave the address.
+async function named<T>(flag: string, starting: Promise<T>): Promise<T> {
+  try {
+    return await starting;
+  } catch (err) {
+    if (err instanceof StewardError) throw new StewardError(err.code, `${flag}: ${err.message}`, { cause: err });
+    throw err;
+  }
 }
 
 interface AdminFlags {

@@ -43,6 +43,9 @@ export function pgRuns(q: Query): RunReads & RunWrites {
     async latestAll() {
       return (await q.rows<Raw>(`SELECT ${COLUMNS} FROM runs WHERE id IN (SELECT MAX(id) FROM runs GROUP BY app) ORDER BY app`)).map(toRow);
     },
+    async page(app, beforeId, limit) {
+      return (await q.rows<Raw>(`SELECT ${COLUMNS} FROM runs WHERE ($1::text IS NULL OR app = $1) AND ($2::bigint IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`, [app, beforeId, limit])).map(toRow);
+    },
     async lastSucceeded(app) {
       return one(await q.one<Raw>(`SELECT ${COLUMNS} FROM runs WHERE app = $1 AND status = 'succeeded' ORDER BY id DESC LIMIT 1`, [app]));
     },

@@ -101,6 +101,10 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
     async latestAll() {
       return (q('SELECT * FROM runs WHERE id IN (SELECT MAX(id) FROM runs GROUP BY app) ORDER BY app').all() as Raw[]).map(toRow);
     },
+    async page(app, beforeId, limit) {
+      const rows = q(`SELECT * FROM runs WHERE (? IS NULL OR app = ?) AND (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?`).all(app, app, beforeId, beforeId, limit) as Raw[];
+      return rows.map(toRow);
+    },
     async lastSucceeded(app) {
       return one(q(`SELECT * FROM runs WHERE app = ? AND status = 'succeeded' ORDER BY id DESC LIMIT 1`).get(app));
     },
