@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { HostFixture } from './host-fixture.js';
 import { REPO, type TestHost } from './host.js';
+import { pollPause } from './helper-status.js';
 
 export const AGENT_BIN = path.join(REPO, 'bin/steward-agent.js');
 
@@ -30,10 +31,11 @@ export function startAgentProcess(host: TestHost | HostFixture, args: string[] =
     async waitFor(what, check, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
+        const t0 = Date.now();
         if (await check()) return;
         if (child.exitCode !== null) throw new Error(`steward-agent exited ${child.exitCode} while waiting for ${what}:\n${err}`);
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${err.slice(-4000)}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await pollPause(50, Date.now() - t0);
       }
     },
     async stop() {

@@ -2,6 +2,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
+import { pollPause } from './helper-status.js';
 import { REPO, type TestHost } from './host.js';
 
 const CONTROL = path.join(REPO, 'bin/steward-control.js');
@@ -87,13 +88,14 @@ export function startAgentDaemon(host: TestHost): Daemon {
   return daemon([AGENT, '--root', host.root], { DEBUG: 'steward:agent*' });
 }
 
-// Polls `check` every 200 ms until it returns something other than undefined; throws after `ms`.
+// Polls `check` every 200 ms (helper-status.ts: pollPause) until it returns something other than undefined; throws after `ms`.
 export async function waitUntil<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
+    const t0 = Date.now();
     const v = await check();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await pollPause(200, Date.now() - t0);
   }
 }

@@ -8,6 +8,7 @@ import { hostPaths, trustedKeysFor, type HostPaths } from '../../src/core/paths.
 import { generateKeyPair, parsePrivateKey, signEnvelope, DOMAINS } from '../../src/platform/keys.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import { findCgroupHome, removeCgroupHome } from '../../src/helper/runners/app-cgroup.js';
+import { helperStatus } from './helper-status.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = {
@@ -192,9 +193,10 @@ export async function startHelper(host: TestHost, env: Record<string, string> = 
   const deadline = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`steward-helper exited ${child.exitCode}: ${err}`);
-    const r = await agentctl(host, ['status', '--json'], {}, BIN.agentctl, { runAs: opts.runAs }).catch(() => null);
+    // Asked as `runAs` when given (that user's socket), else from this process (helper-status.ts).
+    const status = opts.runAs ? await agentctl(host, ['status', '--json'], {}, BIN.agentctl, { runAs: opts.runAs }).then((r) => (r.code === 0 ? r.json : null), () => null) : await helperStatus(host.root);
     // Ready once the start (recovery, first pass) is done: until then updates get RECOVERING.
-    if (r && r.code === 0 && (r.json?.recovering === false || opts.untilRecovered === false)) break;
+    if (status && (status.recovering === false || opts.untilRecovered === false)) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`steward-helper did not answer status within 15 s: ${err}`);

@@ -4,6 +4,7 @@ import type { TestContext } from 'node:test';
 import { REPO, IS_ROOT } from './host.js';
 import { enterCgroupsScript, makeContainerCgroups, removeCgroupsScript } from './container-cgroup.js';
 import { skipUnlessCI } from './skip.js';
+import { pollPause } from './helper-status.js';
 
 // A real systemd (PID 1 of a container) for tests of the systemd runner, booted as
 // docs/testing.md ("Run the end-to-end suite locally") says: the host's own root with a read-only /usr and a
@@ -242,9 +243,10 @@ function run(file: string, args: string[], timeoutMs: number): Promise<ExecResul
 export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    const t0 = Date.now();
     const v = await fn();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    await pollPause(everyMs, Date.now() - t0);
   }
 }

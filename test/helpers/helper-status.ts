@@ -1,0 +1,25 @@
+// The helper's `status` answer, asked over its socket from the test's own process, or null while
+// it does not answer (not listening yet, or restarting). The tests' waits poll it: an agentctl
+// process per poll cost 0.15-0.3 s of CPU, ten or twenty times a second, in every file that
+// waits on a helper. Tests of agentctl itself still run agentctl.
+import { StewardError } from '../../src/core/errors.js';
+import { hostPaths } from '../../src/core/paths.js';
+import { callHelper, pickSocket } from '../../src/protocol/client.js';
+import { helperClient } from '../../src/protocol/helper-client.js';
+
+export async function helperStatus(root: string): Promise<any> {
+  try {
+    const socket = await pickSocket(hostPaths(root));
+    return await helperClient((request, opts) => callHelper(socket.path, request, opts)).status();
+  } catch (err) {
+    if (err instanceof StewardError) return null;
+    throw err;
+  }
+}
+
+// How long a poll waits before the next: `everyMs`, or twice what the last check took when that
+// is longer, so that a check that spawns a process (a CLI, an nsenter) takes at most a third of
+// a core while it waits, instead of nearly all of it.
+export function pollPause(everyMs: number, lastCheckMs: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.max(everyMs, 2 * lastCheckMs)));
+}
