@@ -117,6 +117,11 @@ export class UnpackFeed {
 
   private filter(entry: ReadEntry): boolean {
     if (this.failure) return false;
+    const disagreement = this.disagreement(entry);
+    if (disagreement) {
+      this.fail(unsafe(disagreement));
+      return false;
+    }
     const v = this.rules.check(entry);
     if (v.verdict === 'refuse') {
       this.fail(unsafe(v.message));
@@ -129,6 +134,19 @@ export class UnpackFeed {
       return false;
     }
     return v.verdict === 'write';
+  }
+
+  // The scanner read every header first, as GNU tar does: node-tar must have read this entry
+  // the same way (its path, size and link target), or the two extract different trees.
+  private disagreement(entry: ReadEntry): string | null {
+    const scanned = this.scanner.takeEntry();
+    if (scanned === undefined) return unsafeMessage(entry.path, 'the tar headers are ambiguous (node-tar read an entry the scanner did not)');
+    const linkish = scanned.type === '1' || scanned.type === '2';
+    const differs =
+      scanned.path !== entry.path ? `path ${JSON.stringify(scanned.path)}` :
+      scanned.size !== entry.size ? `size ${scanned.size}` :
+      linkish && scanned.linkpath !== entry.linkpath ? `link target ${JSON.stringify(scanned.linkpath)}` : null;
+    return differs === null ? null : unsafeMessage(entry.path, `the tar headers are ambiguous (GNU tar would read its ${differs})`);
   }
 
   // Why symlinks are deferred: while files are written no symlink exists in the tree, so
