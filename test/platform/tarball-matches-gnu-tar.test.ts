@@ -8,9 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { gunzipSync } from 'node:zlib';
 import { DEFAULT_LIMITS, expectExtracts, makeSandbox, removeSandbox, type Sandbox } from '../fixtures/extract-sandbox.js';
 import { gnuTarTree, listTree } from '../fixtures/gnu-tar-tree.js';
 import { hostileArchive } from '../fixtures/hostile-archives.js';
+import { skipUnlessCI } from '../helpers/skip.js';
 import { gzipTar, makeReleaseTar } from '../fixtures/tar-writer.js';
 import { extractArchive } from '../../src/platform/tarball.js';
 
@@ -89,6 +91,34 @@ test('extended attributes with binary values (an SELinux label ending in a NUL) 
   const sb = await makeSandbox();
   t.after(() => removeSandbox(sb));
   await assertSameTreeAsGnuTar(sb, hostileArchive('xattrs-with-binary-values').build());
+});
+
+// Sets user xattrs with Python's os.setxattr (Node has no call for it); null when it cannot:
+// no python3, or a file system without user xattrs.
+function setUserXattrs(file: string): string | null {
+  const py = "import os,sys; os.setxattr(sys.argv[1], 'user.label', b'system_u:object_r:bin_t:s0\\0'); os.setxattr(sys.argv[1], 'user.blob', bytes([255, 0, 10, 128]))";
+  try {
+    execFileSync('python3', ['-c', py, file], { stdio: ['ignore', 'ignore', 'pipe'] });
+    return null;
+  } catch (err) {
+    return `cannot set user xattrs here: ${(err as Error).message.split('\n')[0]}`;
+  }
+}
+
+test('a release GNU tar wrote with --xattrs (binary values, one ending in a NUL) is staged as GNU tar extracts it', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  const src = await nodeModulesRelease(sb);
+  const why = setUserXattrs(path.join(src, 'server.js'));
+  if (why) {
+    skipUnlessCI(t, why);
+    return;
+  }
+  const tgz = path.join(sb.root, 'in.tgz');
+  execFileSync('tar', ['--xattrs', '--format=posix', '-czf', tgz, '-C', src, '.']);
+  const bytes = await fsp.readFile(tgz);
+  assert.ok(gunzipSync(bytes).includes('SCHILY.xattr.user.label=system_u:object_r:bin_t:s0\0\n'), 'GNU tar wrote no xattr record');
+  await assertSameTreeAsGnuTar(sb, bytes);
 });
 
 test('a tree git archive wrote (a global header with its commit as a comment) is GNU tar\'s', async (t) => {
