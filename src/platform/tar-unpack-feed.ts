@@ -12,7 +12,8 @@ function unsafe(message: string, cause?: unknown): StewardError {
 // Maps what node-tar emits: a file system error is ours (IO_ERROR, DISK_FULL), anything
 // else (TAR_ENTRY_ERROR, TAR_BAD_ARCHIVE, TAR_SYMLINK_ERROR, ...) is the archive's fault.
 function fromTarError(err: unknown): StewardError {
-  const e = err as NodeJS.ErrnoException & { entry?: { path?: string } };
+  // node-tar puts the entry, or for a header it refused the header, on its error.
+  const e = err as NodeJS.ErrnoException & { entry?: { path?: string }; header?: { path?: string } };
   if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') {
     return new StewardError('DISK_FULL', 'extracting the archive: no space left on device', { cause: err });
   }
@@ -21,7 +22,7 @@ function fromTarError(err: unknown): StewardError {
     return new StewardError('IO_ERROR', `extracting the archive: ${e.message}`, { cause: err });
   }
   const message = e instanceof Error ? e.message : String(err);
-  return unsafe(unsafeMessage(e?.entry?.path ?? null, `node-tar refused it: ${message}`), err);
+  return unsafe(unsafeMessage(e?.entry?.path ?? e?.header?.path ?? null, `node-tar refused it: ${message}`), err);
 }
 
 // Feeds decompressed tar bytes to our scanner first, then to node-tar's Parser whose

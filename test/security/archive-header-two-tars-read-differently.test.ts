@@ -48,3 +48,11 @@ test('two pax headers in a row for one entry are refused', async (t) => {
   ]);
   await expectRefused(sb, gzipTar(tar), /entry "first\.txt": two pax headers in a row for one entry/);
 });
+
+test('a header node-tar refuses itself (a regular file with a link target) is refused, named by the entry', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  const head = makeReleaseTar('web', '1.0.0', [], { noEndBlocks: true });
+  const file = tarHeader({ name: 'odd.txt', typeflag: '0', size: 0, linkname: 'elsewhere' });
+  await expectRefused(sb, gzipTar(Buffer.concat([head, file, Buffer.alloc(1024)])), /entry "odd\.txt": node-tar refused it: TAR_ENTRY_INVALID: linkpath forbidden/);
+});
