@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { unsafeMessage } from './tar-entry-rules.js';
+import { GLOBAL_REFUSED, hiddenRecordRule, IGNORED_PAX_KEY, parsePaxRecords, SPARSE_KEY, valueRule } from './tar-pax-records.js';
 
 const BLOCK = 512;
 const META_CAP = 1024 * 1024;
@@ -13,15 +14,6 @@ const TYPE_RULES: Record<string, string> = {
   S: 'is a GNU sparse file (type "S"), which steward does not extract: archive it without --sparse',
 };
 
-// pax records steward never applies, whose values are binary by nature (an SELinux label ends
-// in a NUL) or free text: extended attributes, ACLs, comments (git archive's commit id).
-const IGNORED_PAX_KEY = /^(SCHILY\.xattr\.|LIBARCHIVE\.xattr\.|SCHILY\.acl\.|RHT\.security\.selinux$|comment$)/;
-// Keys GNU tar applies to every following entry when a global header ('g') holds them, where
-// node-tar ignores them (path) or lets them override each entry's own (linkpath, size, mtime,
-// atime): the two would extract different trees. Owners, comments and charsets change nothing.
-const GLOBAL_REFUSED = new Set(['path', 'linkpath', 'size', 'mtime', 'atime']);
-const SPARSE_KEY = /^GNU\.sparse\./;
-
 // What the scanner read for one entry (a header that is not metadata), in archive order: the
 // feed holds node-tar's reading of the same entry to it (same path, size and link target).
 export interface ScannedEntry {
@@ -30,6 +22,7 @@ export interface ScannedEntry {
   size: number;
   linkpath: string | undefined;
 }
+
 const COMPRESSED_MAGIC = [Buffer.from([0x1f, 0x8b]), Buffer.from([0x28, 0xb5, 0x2f, 0xfd])];
 
 type State = 'header' | 'body' | 'meta' | 'eof';
@@ -69,35 +62,6 @@ function checksumOk(b: Buffer): boolean {
 
 function escapesTree(p: string): boolean {
   return p.startsWith('/') || p.split('/').includes('..');
-}
-
-// Parses pax records "<len> <key>=<value>\n" strictly; returns [key, value] pairs or a rule broken.
-export function parsePaxRecords(body: Buffer): Array<[string, Buffer]> | string {
-  const out: Array<[string, Buffer]> = [];
-  let pos = 0;
-  while (pos < body.length) {
-    const sp = body.indexOf(0x20, pos);
-    const lenText = sp === -1 ? '' : body.toString('latin1', pos, sp);
-    if (!/^[1-9][0-9]{0,8}$/.test(lenText)) return 'malformed pax record length';
-    const end = pos + Number(lenText);
-    if (end > body.length || end <= sp + 1 || body[end - 1] !== 0x0a) return 'malformed pax record';
-    const rec = body.subarray(sp + 1, end - 1);
-    const eq = rec.indexOf(0x3d);
-    if (eq <= 0) return 'malformed pax record (no key)';
-    out.push([rec.toString('utf8', 0, eq), rec.subarray(eq + 1)]);
-    pos = end;
-  }
-  return out;
-}
-
-// node-tar reads pax records line by line: a newline inside a value (an extended attribute's
-// binary bytes may hold one) starts what it reads as a record of its own when the line's
-// length prefix matches. GNU tar reads by length and never sees it. Such a value is refused.
-function hiddenRecordRule(key: string, value: Buffer): string | null {
-  if (!value.includes(0x0a)) return null;
-  const lines = value.toString('utf8').split('\n').slice(1);
-  const hidden = lines.find((line) => parseInt(line, 10) === Buffer.byteLength(line) + 1);
-  return hidden === undefined ? null : `its pax record ${JSON.stringify(key)} holds a newline and then what node-tar would read as a record of its own (${JSON.stringify(hidden)})`;
 }
 
 // An independent tar header scanner fed the same decompressed bytes as node-tar, first.
@@ -285,7 +249,7 @@ export class TarScanner {
         this.pendingRule ??= { rule: 'is a sparse file (pax GNU.sparse.* records), which steward does not extract: archive it without --sparse' };
         continue;
       }
-      const rule = this.valueRule(key, value);
+      const rule = valueRule(key, value);
       if (rule) {
         // Told at the entry's own header, by the name node-tar and the header give it.
         this.pendingRule ??= { rule };
@@ -313,19 +277,9 @@ export class TarScanner {
       if (GLOBAL_REFUSED.has(key)) {
         return unsafeMessage(this.name, `global pax header sets ${JSON.stringify(key)} for every entry after it (${JSON.stringify(value.toString('utf8'))}), which steward does not apply`);
       }
-      const rule = this.valueRule(key, value);
+      const rule = valueRule(key, value);
       if (rule) return unsafeMessage(this.name, rule);
     }
-    return null;
-  }
-
-  // What is wrong with a pax record's value, if anything: node-tar cuts values at a NUL, reads
-  // records line by line (a newline splits one) and drops one that is not UTF-8.
-  private valueRule(key: string, value: Buffer): string | null {
-    const shown = JSON.stringify(value.toString('utf8'));
-    if (value.includes(0)) return `its pax record ${JSON.stringify(key)} holds a NUL byte (${shown})`;
-    if (value.includes(0x0a)) return `its pax record ${JSON.stringify(key)} holds a newline (${shown})`;
-    if (!isUtf8(value)) return `its pax record ${JSON.stringify(key)} is not valid UTF-8 (${shown})`;
     return null;
   }
 
