@@ -21,7 +21,7 @@ export const NAME_MAX = 255;
 
 export type EntryVerdict = { verdict: 'write' } | { verdict: 'skip' } | { verdict: 'refuse'; message: string };
 
-type Kind = 'file' | 'dir' | 'symlink' | 'implicit-dir';
+type Kind = 'file' | 'dir' | 'symlink' | 'implicit-dir' | 'hardlink';
 
 const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile']);
 
@@ -36,7 +36,7 @@ function kindOf(type: string): Kind | string {
   if (FILE_TYPES.has(type)) return 'file';
   if (type === 'Directory') return 'dir';
   if (type === 'SymbolicLink') return 'symlink';
-  if (type === 'Link') return 'hardlinks are not allowed';
+  if (type === 'Link') return 'hardlink';
   if (type === 'CharacterDevice' || type === 'BlockDevice') return `device files are not allowed (${type})`;
   if (type === 'FIFO') return 'FIFOs are not allowed';
   return `entry type ${JSON.stringify(type)} is not allowed`;
@@ -83,7 +83,7 @@ export class EntryRules {
     this.entries++;
     if (this.entries > this.limits.maxEntries) return refuse(`the archive holds more than ${this.limits.maxEntries} entries`);
     const kind = kindOf(e.type);
-    if (kind !== 'file' && kind !== 'dir' && kind !== 'symlink') return refuse(kind);
+    if (kind !== 'file' && kind !== 'dir' && kind !== 'symlink' && kind !== 'hardlink') return refuse(kind);
 
     const p = e.path;
     if (p.includes('\0')) return refuse('path holds a NUL byte');
@@ -116,7 +116,12 @@ export class EntryRules {
       const linkRule = this.checkLinkpath(rel, e.linkpath);
       if (linkRule) return refuse(linkRule);
     }
-    const claimRule = this.claimPath(rel, kind);
+    if (kind === 'hardlink') {
+      const linkRule = this.checkHardlinkTarget(e.linkpath);
+      if (linkRule) return refuse(linkRule);
+    }
+    // A hardlink is one more name of a file: it claims its path as a file does.
+    const claimRule = this.claimPath(rel, kind === 'hardlink' ? 'file' : kind);
     return claimRule ? refuse(claimRule) : { verdict: 'write' };
   }
 
@@ -143,6 +148,23 @@ export class EntryRules {
     if (Buffer.byteLength(linkpath, 'utf8') >= PATH_MAX) return `symlink target is over the kernel's ${PATH_MAX}-byte PATH_MAX`;
     const rule = overlongComponent(linkpath) !== undefined ? this.checkKernelLimits(linkpath) : this.checkKernelLimits(resolved);
     return rule ? `symlink target ${rule}` : null;
+  }
+
+  // A hardlink names its target from the archive's root (not from its own folder, as a symlink
+  // does), and GNU tar links it to what that path is when the link is read: only a regular file
+  // an earlier entry of this archive wrote (a file, or a hardlink to one) is a target; never a
+  // folder, a symlink, a later or missing entry, nor anything outside the tree.
+  private checkHardlinkTarget(linkpath: string | undefined): string | null {
+    if (!linkpath) return 'hardlink has no target';
+    const shown = JSON.stringify(linkpath);
+    if (linkpath.includes('\0')) return 'hardlink target holds a NUL byte';
+    if (linkpath.startsWith('/')) return `hardlink target ${shown} is absolute`;
+    if (linkpath.split('/').includes('..')) return `hardlink target ${shown} has a '..' component`;
+    const target = normalizeEntryPath(linkpath);
+    const seen = this.kinds.get(target);
+    if (seen === 'file') return null;
+    if (seen === undefined) return `hardlink target ${shown} is not an earlier entry of the archive`;
+    return `hardlink target ${shown} is a ${seen === 'implicit-dir' ? 'dir' : seen}, not a regular file`;
   }
 
   // Records `rel` and refuses a path seen twice, a non-folder replacing a folder, and any

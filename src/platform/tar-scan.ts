@@ -1,5 +1,7 @@
+import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import { unsafeMessage } from './tar-entry-rules.js';
+import { GLOBAL_REFUSED, hiddenRecordRule, IGNORED_PAX_KEY, parsePaxRecords, SPARSE_KEY, valueRule } from './tar-pax-records.js';
 
 const BLOCK = 512;
 const META_CAP = 1024 * 1024;
@@ -7,6 +9,20 @@ const META_CAP = 1024 * 1024;
 // else (sparse, volume, multi-volume, old GNU long names, 'X', unknown) node-tar skips
 // silently without asking the filter, so it is refused here.
 const KNOWN_TYPES = new Set(['0', '\0', '1', '2', '3', '4', '5', '6', '7', 'D', 'x', 'g', 'L', 'K']);
+// Why each unknown type is refused, where a plain "not allowed" would not say what to do.
+const TYPE_RULES: Record<string, string> = {
+  S: 'is a GNU sparse file (type "S"), which steward does not extract: archive it without --sparse',
+};
+
+// What the scanner read for one entry (a header that is not metadata), in archive order: the
+// feed holds node-tar's reading of the same entry to it (same path, size and link target).
+export interface ScannedEntry {
+  path: string;
+  type: string;
+  size: number;
+  linkpath: string | undefined;
+}
+
 const COMPRESSED_MAGIC = [Buffer.from([0x1f, 0x8b]), Buffer.from([0x28, 0xb5, 0x2f, 0xfd])];
 
 type State = 'header' | 'body' | 'meta' | 'eof';
@@ -14,6 +30,12 @@ type State = 'header' | 'body' | 'meta' | 'eof';
 function cString(b: Buffer, off: number, len: number): string {
   const nul = b.indexOf(0, off);
   return b.toString('utf8', off, nul === -1 || nul > off + len ? off + len : nul);
+}
+
+// The bytes of a NUL-terminated header field.
+function fieldBytes(b: Buffer, off: number, len: number): Buffer {
+  const nul = b.indexOf(0, off);
+  return b.subarray(off, nul === -1 || nul > off + len ? off + len : nul);
 }
 
 function parseOctal(b: Buffer, off: number, len: number): number | null {
@@ -42,30 +64,18 @@ function escapesTree(p: string): boolean {
   return p.startsWith('/') || p.split('/').includes('..');
 }
 
-// Parses pax records "<len> <key>=<value>\n" strictly; returns [key, value] pairs or a rule broken.
-export function parsePaxRecords(body: Buffer): Array<[string, Buffer]> | string {
-  const out: Array<[string, Buffer]> = [];
-  let pos = 0;
-  while (pos < body.length) {
-    const sp = body.indexOf(0x20, pos);
-    const lenText = sp === -1 ? '' : body.toString('latin1', pos, sp);
-    if (!/^[1-9][0-9]{0,8}$/.test(lenText)) return 'malformed pax record length';
-    const end = pos + Number(lenText);
-    if (end > body.length || end <= sp + 1 || body[end - 1] !== 0x0a) return 'malformed pax record';
-    const rec = body.subarray(sp + 1, end - 1);
-    const eq = rec.indexOf(0x3d);
-    if (eq <= 0) return 'malformed pax record (no key)';
-    out.push([rec.toString('utf8', 0, eq), rec.subarray(eq + 1)]);
-    pos = end;
-  }
-  return out;
-}
-
 // An independent tar header scanner fed the same decompressed bytes as node-tar, first.
-// It catches what node-tar hides: NUL bytes in pax and GNU long-name values (node-tar cuts
-// them off silently), malformed pax records, pax path overrides that escape, headers
-// node-tar skips without asking our filter, and an archive cut inside a header.
-// It only ever adds refusals; write() and end() return a message when one is due.
+// It reads the headers as GNU tar does and refuses what node-tar would read otherwise, or
+// hide: NUL bytes in pax and GNU long-name values (node-tar cuts them off silently), malformed
+// pax records, a pax path or linkpath that is not valid UTF-8 or holds a newline (node-tar
+// drops the record and uses the short name), names that are not UTF-8 (node-tar would write
+// U+FFFD where GNU tar writes the bytes), sparse members (pax GNU.sparse.* records: node-tar
+// would write the sparse map under the GNUSparseFile.0/ name), a global header's path (node-tar
+// drops it, GNU tar applies it to every entry), a hardlink that declares a body (GNU tar reads
+// none), pax path overrides that escape, headers node-tar skips without asking our filter, and
+// an archive cut inside a header. What it read of each entry waits in `scanned` for the feed,
+// which holds node-tar's reading to it. Extended attributes are ignored (steward never applies
+// them). It only ever adds refusals; write() and end() return a message when one is due.
 export class TarScanner {
   entries = 0;
   private state: State = 'header';
@@ -80,6 +90,24 @@ export class TarScanner {
   private pendingPath: string | undefined;
   private pendingLinkpath: string | undefined;
   private pendingSize: number | undefined;
+  // A pax header ('x') was read for the next entry: a second one before it is ambiguous.
+  private pendingPax = false;
+  // A rule a pax header broke, told with the name of the entry it is for (known at its header).
+  private pendingRule: { rule: string; name?: string | undefined } | null = null;
+  // The entries read and not yet taken by the feed (see takeEntry).
+  private readonly scanned: ScannedEntry[] = [];
+  private scannedHead = 0;
+
+  // What the scanner read of the next entry node-tar hands over, or undefined if none is left.
+  takeEntry(): ScannedEntry | undefined {
+    if (this.scannedHead >= this.scanned.length) return undefined;
+    const e = this.scanned[this.scannedHead++];
+    if (this.scannedHead === this.scanned.length) {
+      this.scanned.length = 0;
+      this.scannedHead = 0;
+    }
+    return e;
+  }
 
   write(chunk: Buffer): string | null {
     const buf = this.partial ? Buffer.concat([this.partial, chunk]) : chunk;
@@ -140,26 +168,42 @@ export class TarScanner {
     this.name = this.pendingPath ?? (prefix ? `${prefix}/${nameField}` : nameField);
     if (!checksumOk(h)) return unsafeMessage(this.name, 'header checksum is wrong');
     const type = String.fromCharCode(h[156] ?? 0);
-    if (!KNOWN_TYPES.has(type)) return unsafeMessage(this.name, `entry type ${JSON.stringify(type)} is not allowed`);
+    if (!KNOWN_TYPES.has(type)) return unsafeMessage(this.name, TYPE_RULES[type] ?? `entry type ${JSON.stringify(type)} is not allowed`);
     const size = parseSize(h, 124);
     if (size === null) return unsafeMessage(this.name, 'size field is malformed');
 
     if (type === 'x' || type === 'g' || type === 'L' || type === 'K') {
       if (size > META_CAP) return unsafeMessage(this.name, `metadata entry is larger than ${META_CAP} bytes`);
+      if (type === 'x' && this.pendingPax) return unsafeMessage(this.name, 'two pax headers in a row for one entry');
       this.metaType = type;
       this.metaParts = [];
       return this.startBody('meta', size);
     }
+    if (this.pendingRule) return unsafeMessage(this.pendingRule.name ?? this.name, this.pendingRule.rule);
     this.entries++;
+    // GNU tar writes these bytes as they are; node-tar would write U+FFFD for each bad sequence.
+    if (this.pendingPath === undefined && !(isUtf8(fieldBytes(h, 0, 100)) && (!ustar || isUtf8(fieldBytes(h, 345, 155))))) {
+      return unsafeMessage(this.name, 'its name is not valid UTF-8');
+    }
+    const linkish = type === '1' || type === '2';
+    if (linkish && this.pendingLinkpath === undefined && !isUtf8(fieldBytes(h, 157, 100))) {
+      return unsafeMessage(this.name, 'its link target is not valid UTF-8');
+    }
     const effSize = this.pendingSize ?? size;
     const dirish = type === '5' || ((type === '0' || type === '\0') && (this.pendingPath ?? nameField).endsWith('/'));
     // node-tar reads a folder's size as 0 whatever the header says: a body would desynchronize us.
     if (dirish && effSize > 0) return unsafeMessage(this.name, 'folder entry carries a body');
+    // GNU tar reads a hardlink's size as 0 ("links 0 size on tape"), node-tar reads that many
+    // bytes: the two would read every later header from different places.
+    if (type === '1' && effSize > 0) return unsafeMessage(this.name, `hardlink declares a ${effSize}-byte body (a hardlink has none)`);
     // A plain header's target is what our filter sees too; an override gets a second look here.
     if (type === '2' && this.pendingLinkpath !== undefined && !this.linkStaysInside(this.name, this.pendingLinkpath)) {
       return unsafeMessage(this.name, `pax linkpath override ${JSON.stringify(this.pendingLinkpath)} points outside the tree`);
     }
+    const linkpath = linkish ? (this.pendingLinkpath ?? cString(h, 157, 100)) : undefined;
+    this.scanned.push({ path: this.name, type, size: dirish ? 0 : effSize, linkpath });
     this.pendingPath = this.pendingLinkpath = this.pendingSize = undefined;
+    this.pendingPax = false;
     return this.startBody('body', effSize);
   }
 
@@ -183,33 +227,74 @@ export class TarScanner {
       const key = this.metaType === 'L' ? 'path' : 'linkpath';
       let end = body.length;
       while (end > 0 && body[end - 1] === 0) end--;
-      if (body.subarray(0, end).includes(0)) return unsafeMessage(body.toString('utf8', 0, end), `GNU long ${key} holds a NUL byte`);
-      return this.applyOverride(key, body.toString('utf8', 0, end), false);
+      const value = body.subarray(0, end);
+      if (value.includes(0)) return unsafeMessage(body.toString('utf8', 0, end), `GNU long ${key} holds a NUL byte`);
+      if (!isUtf8(value)) return unsafeMessage(value.toString('utf8'), `GNU long ${key} is not valid UTF-8`);
+      return this.applyOverride(key, value.toString('utf8'));
     }
     const records = parsePaxRecords(body);
     if (typeof records === 'string') return unsafeMessage(this.name, records);
-    const global = this.metaType === 'g';
+    if (this.metaType === 'g') return this.onGlobal(records);
+    this.pendingPax = true;
+    let sparseName: string | undefined;
     for (const [key, value] of records) {
       if (key.includes('\0')) return unsafeMessage(this.name, 'malformed pax record (NUL in its key)');
-      if (value.includes(0)) return unsafeMessage(value.toString('utf8'), `pax record ${JSON.stringify(key)} holds a NUL byte`);
-      const rule = this.applyOverride(key, value.toString('utf8'), global);
-      if (rule) return rule;
+      if (IGNORED_PAX_KEY.test(key)) {
+        const rule = hiddenRecordRule(key, value);
+        if (rule) this.pendingRule ??= { rule };
+        continue;
+      }
+      if (SPARSE_KEY.test(key)) {
+        if (key === 'GNU.sparse.name' && isUtf8(value)) sparseName = value.toString('utf8');
+        this.pendingRule ??= { rule: 'is a sparse file (pax GNU.sparse.* records), which steward does not extract: archive it without --sparse' };
+        continue;
+      }
+      const rule = valueRule(key, value);
+      if (rule) {
+        // Told at the entry's own header, by the name node-tar and the header give it.
+        this.pendingRule ??= { rule };
+        continue;
+      }
+      const over = this.applyOverride(key, value.toString('utf8'));
+      if (over) return over;
+    }
+    if (this.pendingRule && sparseName !== undefined) this.pendingRule.name = sparseName;
+    return null;
+  }
+
+  // A global header applies to every entry after it: one that would make GNU tar and node-tar
+  // extract different trees is refused, named by the header's own name (git archive writes
+  // "pax_global_header"); what steward never applies is ignored.
+  private onGlobal(records: Array<[string, Buffer]>): string | null {
+    for (const [key, value] of records) {
+      if (key.includes('\0')) return unsafeMessage(this.name, 'malformed pax record (NUL in its key)');
+      if (IGNORED_PAX_KEY.test(key)) {
+        const rule = hiddenRecordRule(key, value);
+        if (rule) return unsafeMessage(this.name, rule);
+        continue;
+      }
+      if (SPARSE_KEY.test(key)) return unsafeMessage(this.name, `global pax header holds the sparse record ${JSON.stringify(key)}, which steward does not extract`);
+      if (GLOBAL_REFUSED.has(key)) {
+        return unsafeMessage(this.name, `global pax header sets ${JSON.stringify(key)} for every entry after it (${JSON.stringify(value.toString('utf8'))}), which steward does not apply`);
+      }
+      const rule = valueRule(key, value);
+      if (rule) return unsafeMessage(this.name, rule);
     }
     return null;
   }
 
-  private applyOverride(key: string, value: string, global: boolean): string | null {
+  // Records a pax or GNU long-name override for the next entry. A path that escapes is refused
+  // at once, named by itself; any other rule waits for the entry's header, which names it.
+  private applyOverride(key: string, value: string): string | null {
     if (key === 'path') {
       if (escapesTree(value)) return unsafeMessage(value, "pax path override is absolute or has a '..' component");
-      if (!global) this.pendingPath = value;
+      this.pendingPath = value;
     } else if (key === 'linkpath') {
-      if (value.startsWith('/')) return unsafeMessage(this.name, `pax linkpath override ${JSON.stringify(value)} is absolute`);
-      if (global) return unsafeMessage(this.name, 'a global pax linkpath override is not allowed');
+      if (value.startsWith('/')) this.pendingRule ??= { rule: `pax linkpath override ${JSON.stringify(value)} is absolute` };
       this.pendingLinkpath = value;
     } else if (key === 'size') {
-      if (global) return unsafeMessage(this.name, 'global pax size override is not allowed');
-      if (!/^[0-9]{1,15}$/.test(value)) return unsafeMessage(this.name, 'pax size is malformed');
-      this.pendingSize = Number(value);
+      if (!/^[0-9]{1,15}$/.test(value)) this.pendingRule ??= { rule: `pax size ${JSON.stringify(value)} is malformed` };
+      else this.pendingSize = Number(value);
     }
     return null;
   }

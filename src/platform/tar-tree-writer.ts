@@ -15,6 +15,9 @@ export interface WrittenEntry {
   size: number; // bytes written (file), target bytes (symlink), 0 (folder)
   // sha256 hex of the bytes written (file; null until its body ended), target JSON (symlink), '-' (folder).
   last: string | null;
+  // A file's names in the tree: 1, or more once hardlinks of the archive were linked to it
+  // (every name maps to this same record).
+  links?: number;
 }
 
 const DIR: WrittenEntry = Object.freeze({ kind: 'dir', mode: 0o555, size: 0, last: '-' });
@@ -76,6 +79,7 @@ export class TarTreeWriter {
     try {
       this.makeParents(rel);
       if (entry.type === 'Directory') this.writeDir(entry, rel);
+      else if (entry.type === 'Link') this.writeHardlink(entry, rel);
       else this.writeFile(entry, rel);
     } catch (err) {
       this.fail(err);
@@ -139,6 +143,22 @@ export class TarTreeWriter {
       this.written.set(rel, DIR);
     }
     entry.resume();
+  }
+
+  // Links `rel` to the file an earlier entry wrote (EntryRules checked that the target is one):
+  // one more name of the same read-only inode, as GNU tar makes it. link(2) never follows a
+  // symlink at the target (and none exists in the tree yet) nor replaces anything at `rel`.
+  private writeHardlink(entry: ReadEntry, rel: string): void {
+    entry.resume();
+    const target = normalizeEntryPath(String(entry.linkpath ?? ''));
+    const record = this.written.get(target);
+    if (target === '' || record?.kind !== 'file' || record.last === null) {
+      this.fail(new StewardError('UNSAFE_ARCHIVE', unsafeMessage(entry.path, `hardlink target ${JSON.stringify(entry.linkpath)} is not a file the extraction wrote`)));
+      return;
+    }
+    fs.linkSync(this.under(target), this.under(rel));
+    record.links = (record.links ?? 1) + 1;
+    this.written.set(rel, record);
   }
 
   private writeFile(entry: ReadEntry, rel: string): void {

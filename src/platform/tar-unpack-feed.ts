@@ -12,7 +12,8 @@ function unsafe(message: string, cause?: unknown): StewardError {
 // Maps what node-tar emits: a file system error is ours (IO_ERROR, DISK_FULL), anything
 // else (TAR_ENTRY_ERROR, TAR_BAD_ARCHIVE, TAR_SYMLINK_ERROR, ...) is the archive's fault.
 function fromTarError(err: unknown): StewardError {
-  const e = err as NodeJS.ErrnoException & { entry?: { path?: string } };
+  // node-tar puts the entry, or for a header it refused the header, on its error.
+  const e = err as NodeJS.ErrnoException & { entry?: { path?: string }; header?: { path?: string } };
   if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') {
     return new StewardError('DISK_FULL', 'extracting the archive: no space left on device', { cause: err });
   }
@@ -21,7 +22,7 @@ function fromTarError(err: unknown): StewardError {
     return new StewardError('IO_ERROR', `extracting the archive: ${e.message}`, { cause: err });
   }
   const message = e instanceof Error ? e.message : String(err);
-  return unsafe(unsafeMessage(e?.entry?.path ?? null, `node-tar refused it: ${message}`), err);
+  return unsafe(unsafeMessage(e?.entry?.path ?? e?.header?.path ?? null, `node-tar refused it: ${message}`), err);
 }
 
 // Feeds decompressed tar bytes to our scanner first, then to node-tar's Parser whose
@@ -117,6 +118,11 @@ export class UnpackFeed {
 
   private filter(entry: ReadEntry): boolean {
     if (this.failure) return false;
+    const disagreement = this.disagreement(entry);
+    if (disagreement) {
+      this.fail(unsafe(disagreement));
+      return false;
+    }
     const v = this.rules.check(entry);
     if (v.verdict === 'refuse') {
       this.fail(unsafe(v.message));
@@ -129,6 +135,19 @@ export class UnpackFeed {
       return false;
     }
     return v.verdict === 'write';
+  }
+
+  // The scanner read every header first, as GNU tar does: node-tar must have read this entry
+  // the same way (its path, size and link target), or the two extract different trees.
+  private disagreement(entry: ReadEntry): string | null {
+    const scanned = this.scanner.takeEntry();
+    if (scanned === undefined) return unsafeMessage(entry.path, 'the tar headers are ambiguous (node-tar read an entry the scanner did not)');
+    const linkish = scanned.type === '1' || scanned.type === '2';
+    const differs =
+      scanned.path !== entry.path ? `path ${JSON.stringify(scanned.path)}` :
+      scanned.size !== entry.size ? `size ${scanned.size}` :
+      linkish && scanned.linkpath !== entry.linkpath ? `link target ${JSON.stringify(scanned.linkpath)}` : null;
+    return differs === null ? null : unsafeMessage(entry.path, `the tar headers are ambiguous (GNU tar would read its ${differs})`);
   }
 
   // Why symlinks are deferred: while files are written no symlink exists in the tree, so

@@ -32,7 +32,7 @@ function describe(st: fs.Stats): string {
 }
 
 // Lists the tree below `root` iteratively with lstat (never following a symlink) and checks
-// every entry against what the writer made: the same kind, files with one link, the size
+// every entry against what the writer made: the same kind, files with the links it made, the size
 // and final mode written; nothing the writer did not make. As root, lchowns strays to 0:0.
 // Pre-order: every folder comes before everything below it.
 // Why UNSAFE_ARCHIVE for a difference: only the worker writes into this fresh 0700 folder,
@@ -41,6 +41,8 @@ function describe(st: fs.Stats): string {
 // the archive's and is refused, as the walk before it did.
 function listTree(root: string, made: ReadonlyMap<string, WrittenEntry>, asRoot: boolean): Node[] {
   const nodes: Node[] = [];
+  // The inode of each file the archive hardlinked: every name of it must be that one inode.
+  const inodes = new Map<WrittenEntry, number>();
   const stack = [''];
   // Why concatenated, not path.join: readdir's names hold no '/' and are never '.' or '..', so
   // base/rel is already what join would return; joining each of 4,000 paths again cost ~1%.
@@ -57,7 +59,13 @@ function listTree(root: string, made: ReadonlyMap<string, WrittenEntry>, asRoot:
       if (m === undefined) refuse(rel, 'is in the tree but the extraction did not make it');
       if (m.kind !== kind) refuse(rel, `is a ${kind} but the extraction made a ${m.kind}`);
       if (kind === 'file') {
-        if (st.nlink !== 1) refuse(rel, `has ${st.nlink} hard links`);
+        const links = m.links ?? 1;
+        if (st.nlink !== links) refuse(rel, `has ${st.nlink} hard links, not the ${links} the archive made`);
+        if (links > 1) {
+          const ino = inodes.get(m) ?? st.ino;
+          if (st.ino !== ino) refuse(rel, 'is not the file the archive hardlinked it to');
+          inodes.set(m, ino);
+        }
         if (m.last === null) throw new StewardError('INTERNAL', `extracting ${rel}: the file was never finished`);
         if (st.size !== m.size) refuse(rel, `is ${st.size} bytes but ${m.size} were written`);
         if ((st.mode & 0o7777) !== m.mode) refuse(rel, `has mode ${(st.mode & 0o7777).toString(8)}, not ${m.mode.toString(8)}`);

@@ -119,3 +119,38 @@ test('files get their final mode through the fd whatever the umask', async (t) =
   assert.deepEqual([mode('a.txt'), mode('bin/run')], [0o444, 0o555]);
   checkAndSealTree(r.sb.dest, r.feed.written);
 });
+
+test('names the archive hardlinked to one file that are not one inode are refused', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  fs.mkdirSync(sb.dest, { mode: 0o700 });
+  const tar = makeTar([
+    { path: 'a.txt', content: 'same\n' },
+    { path: 'b.txt', type: 'hardlink', linkpath: 'a.txt' },
+    { path: 'c.txt', content: 'also\n' },
+    { path: 'd.txt', type: 'hardlink', linkpath: 'c.txt' },
+  ]);
+  const feed = new UnpackFeed(sb.dest, DEFAULT_LIMITS, tar.length);
+  feed.feed(tar);
+  feed.finish();
+  const at = (rel: string): string => path.join(sb.dest, rel);
+  // Every count stays 2, but b.txt is now c.txt's inode and d.txt a.txt's.
+  fs.unlinkSync(at('b.txt'));
+  fs.unlinkSync(at('d.txt'));
+  fs.linkSync(at('c.txt'), at('b.txt'));
+  fs.linkSync(at('a.txt'), at('d.txt'));
+  refused(() => checkAndSealTree(sb.dest, feed.written), /"b\.txt": is not the file the archive hardlinked it to/);
+});
+
+test('a file the archive hardlinked that lost a name is refused', async (t) => {
+  const sb = await makeSandbox();
+  t.after(() => removeSandbox(sb));
+  fs.mkdirSync(sb.dest, { mode: 0o700 });
+  const tar = makeTar([{ path: 'a.txt', content: 'same\n' }, { path: 'b.txt', type: 'hardlink', linkpath: 'a.txt' }]);
+  const feed = new UnpackFeed(sb.dest, DEFAULT_LIMITS, tar.length);
+  feed.feed(tar);
+  feed.finish();
+  fs.unlinkSync(path.join(sb.dest, 'b.txt'));
+  fs.writeFileSync(path.join(sb.dest, 'b.txt'), 'same\n', { mode: 0o444 });
+  refused(() => checkAndSealTree(sb.dest, feed.written), /"a\.txt": has 1 hard links, not the 2 the archive made/);
+});

@@ -7,7 +7,7 @@ import { gzipTar, makeReleaseTar } from '../fixtures/tar-writer.js';
 test('a NUL byte inside a pax path is refused', async (t) => {
   const sb = await makeSandbox();
   t.after(() => removeSandbox(sb));
-  await expectRefused(sb, hostileArchive('nul-in-pax-path').build(), /entry "innocent\.txt\\u0000\.\.\/.*": pax record "path" holds a NUL byte/);
+  await expectRefused(sb, hostileArchive('nul-in-pax-path').build(), /entry "innocent\.txt": its pax record "path" holds a NUL byte \("innocent\.txt\\u0000\.\.\//);
 });
 
 test('a NUL byte inside a pax linkpath is refused', async (t) => {

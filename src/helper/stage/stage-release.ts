@@ -81,8 +81,29 @@ export function newAttemptId(now: number): string {
 
 // Stages a release exactly as DESIGN §3 steps 1–6: trust, refusals, reuse, fetch,
 // integrity, safe extraction, release file check, durable read-only tree, marker last.
-// Never touches `current`; any failure removes the staging folder.
+// Never touches `current`; any failure removes the staging folder. Every refused or failed stage
+// is logged (stderr) with the app, version, attempt, code and the archive entry it names.
 export async function stageRelease(deps: StageDeps, input: StageInput): Promise<StageResult> {
+  try {
+    return await stageOnce(deps, input);
+  } catch (err) {
+    logRefusal(input, err);
+    throw err;
+  }
+}
+
+// The entry a message names (`entry "<path JSON>"`, see unsafeMessage), as it was written there.
+const ENTRY_IN_MESSAGE = /entry ("(?:[^"\\]|\\.)*"(?:\.\.\.)?)/;
+
+function logRefusal(input: StageInput, err: unknown): void {
+  const e = err instanceof StewardError ? err : null;
+  const message = e?.message ?? (err instanceof Error ? err.message : String(err));
+  const entry = ENTRY_IN_MESSAGE.exec(message)?.[1] ?? '-';
+  const attempt = e?.details.attemptId ?? input.attemptId ?? '-';
+  log('stage refused app=%s version=%s attempt=%s code=%s entry=%s: %s', input.app, input.version, attempt, e?.code ?? 'INTERNAL', entry, message);
+}
+
+async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResult> {
   const { paths, config, clock, io } = deps;
   const faults = deps.faults ?? noFaults;
   const { app, version } = input;
