@@ -6,6 +6,7 @@
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError, UNDECIDED_CODES } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';
+import type { FetchAuth } from '../platform/download-auth.js';
 import type { ActedStore } from './acted-store.js';
 import type { HelperPort } from './helper-port.js';
 
@@ -13,6 +14,8 @@ export type Logf = (format: string, ...args: unknown[]) => void;
 
 export interface ConvergeDeps {
   helper: Pick<HelperPort, 'update'>;
+  // The node's credential for the control plane's downloads, made afresh for each entry.
+  fetchAuth?: () => FetchAuth;
   acted: ActedStore;
   clock: Pick<Clock, 'now'>;
   log: Logf;
@@ -43,7 +46,7 @@ export async function convergeDesired(desired: readonly DesiredEntry[], deps: Co
     }
     let answer: string;
     try {
-      const a = await deps.helper.update(e);
+      const a = await deps.helper.update(e, deps.fetchAuth?.());
       answer = 'accepted' in a ? 'accepted' : a.settled ? 'settled' : `outcome:${a.outcome}`;
       deps.log('desired handed to the helper app=%s version=%s attemptId=%s answer=%s', e.app, e.version, e.attemptId, answer);
       results.push({ ...base, result: 'settled' === answer ? 'settled' : 'accepted' });

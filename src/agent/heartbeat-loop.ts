@@ -6,6 +6,7 @@ import { HEARTBEAT_PATH } from '../core/control-paths.js';
 import { MAX_HEARTBEAT_RECEIPT_BYTES, MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
 import type { HeartbeatApp, HeartbeatPayload } from '../core/heartbeat-schema.js';
 import type { Clock } from '../platform/clock.js';
+import { DOWNLOAD_AUTH_TTL_MS, downloadAuthorization } from '../platform/download-auth.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
 import type { AcceptsWriter } from './accepts-writer.js';
 import type { Outbox } from './outbox.js';
@@ -31,6 +32,9 @@ export interface HeartbeatDeps {
   accepts?: Pick<AcceptsWriter, 'record'>;
   nodeId: string;
   nodeKey: KeyObject;
+  // The origin (scheme://host:port) of the control plane the helper's downloads carry the
+  // node's credential to (download-auth.ts); none: no credential (a test without one).
+  downloadOrigin?: () => string;
   // Reads helper.pub afresh; called when the helper names a key id the agent has not loaded.
   loadHelperKey(): Promise<KeyObject>;
   bootId: string;
@@ -285,7 +289,9 @@ export class HeartbeatLoop {
           return []; // the agent is stopping: the entries are handed on at its next start
         }
       }
-      return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log });
+      const origin = this.d.downloadOrigin;
+      const fetchAuth = origin && (() => ({ origin: origin(), authorization: downloadAuthorization(this.d.nodeId, this.d.clock.now() + DOWNLOAD_AUTH_TTL_MS, this.d.nodeKey) }));
+      return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log, ...(fetchAuth ? { fetchAuth } : {}) });
     })().then(
       () => undefined,
       (err: Error) => this.d.log('WARNING: convergence pass failed: %s', err.message),

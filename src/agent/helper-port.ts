@@ -1,6 +1,7 @@
 // The helper as the agent sees it: four ops over helper.sock (DESIGN §7).
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
+import type { FetchAuth } from '../platform/download-auth.js';
 import type { AcceptedAnswer, AgentConfirmAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
 import { callHelper } from '../protocol/client.js';
 import { helperClient } from '../protocol/helper-client.js';
@@ -13,7 +14,8 @@ export interface HelperPort {
   status(): Promise<StatusResult>;
   // Hands one desired entry to the helper with noWait: resolves once the helper accepted the
   // attempt (or answered it from an earlier receipt of the same attemptId).
-  update(entry: DesiredEntry): Promise<UpdateAnswer | AcceptedAnswer>;
+  // `fetchAuth`: the node's credential for the control plane's downloads (download-auth.ts).
+  update(entry: DesiredEntry, fetchAuth?: FetchAuth): Promise<UpdateAnswer | AcceptedAnswer>;
   // Tells the helper that this process had heartbeat `seq`, sent at `sentAt`, answered 2xx
   // (DESIGN §14): the probe of an update of steward-agent waits for it. FORBIDDEN when no probe
   // waits for this process.
@@ -34,17 +36,30 @@ export function socketHelper(socketPath: string): HelperPort {
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
     // helper's refusals (DESIGN §6), and helper.sock would refuse the last two anyway. notAfter
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
-    update: async (e) => {
-      const req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
-      if (e.notAfter === undefined) return helper.update(req);
+    update: async (e, fetchAuth) => {
+      type Req = Parameters<typeof helper.update>[0];
+      const req: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
+      const withAuth: Req = fetchAuth ? { ...req, fetchAuth } : req;
+      const refusedKey = (err: unknown, key: string) => err instanceof StewardError && err.code === 'BAD_REQUEST' && err.message.includes(key);
+      // Why these fallbacks: a helper older than windows (notAfter) or than download credentials
+      // (fetchAuth) refuses the unknown key as a malformed request, changing nothing and making
+      // no receipt; the agent checked notAfter just before, so it asks once more as that helper
+      // understands (its fetch then goes without a credential, as it always did).
+      const ask = async (r: Req): Promise<UpdateAnswer | AcceptedAnswer> => {
+        try {
+          return await helper.update(r);
+        } catch (err) {
+          if (r.fetchAuth === undefined || !refusedKey(err, 'fetchAuth')) throw err;
+          const { fetchAuth: _dropped, ...without } = r;
+          return helper.update(without);
+        }
+      };
+      if (e.notAfter === undefined) return ask(withAuth);
       try {
-        return await helper.update({ ...req, notAfter: e.notAfter });
+        return await ask({ ...withAuth, notAfter: e.notAfter });
       } catch (err) {
-        // Why: a helper older than windows refuses the unknown key as a malformed request
-        // (changing nothing, making no receipt); the agent checked notAfter just before, so it
-        // asks once more as that helper understands.
-        if (!(err instanceof StewardError && err.code === 'BAD_REQUEST' && /notAfter/.test(err.message))) throw err;
-        return helper.update(req);
+        if (!refusedKey(err, 'notAfter')) throw err;
+        return ask(withAuth);
       }
     },
   };

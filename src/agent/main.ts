@@ -137,6 +137,8 @@ async function runAgent(o: AgentOptions): Promise<number> {
       accepts: new AcceptsWriter(acceptsFile(paths), agentVersion(), hbLog),
       nodeId: enrollment.nodeId,
       nodeKey,
+      // The control plane the agent talks to now: the release URLs a catalog writes are its own.
+      downloadOrigin: () => client.url.origin,
       loadHelperKey: async () => {
         const pem = await readFileNoFollow(paths.helperPub, 16 * 1024);
         if (!pem) throw new StewardError('STATE_INVALID', `${paths.helperPub} does not exist (has steward-helper ever started?)`);

@@ -4,8 +4,7 @@ import { exitCodeFor, hintFor } from './error-message.js';
 
 // Text from the helper, a state file, a receipt or the network as it may reach a terminal: its
 // control characters escaped (a newline or an escape sequence in a hold's `by` would forge or
-// hide lines). Every such text a human reads goes through here; --json needs nothing (JSON
-// escapes them).
+// hide lines). Every such text a human reads goes through here; --json goes through jsonText.
 export const shown = escapeControlChars;
 
 // Writes each line, shown(), with its newline (stdout unless told).
@@ -13,9 +12,16 @@ export function printLines(lines: string[], stream: NodeJS.WritableStream = proc
   stream.write(lines.map((l) => shown(l) + '\n').join(''));
 }
 
+// JSON text with the control characters JSON.stringify leaves as they are (DEL, C1, U+2028,
+// U+2029, bidi overrides and isolates) written as \u escapes: the same document to a parser,
+// nothing a terminal acts on (issue 31 item 16). They can only stand inside strings.
+export function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 // Writes one JSON document on stdout (the --json contract).
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  process.stdout.write(jsonText(value, 2) + '\n');
 }
 
 // Prints an error for a human (stderr) or a program (stdout JSON) and returns its exit code.

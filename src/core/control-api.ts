@@ -118,6 +118,10 @@ export const CONTROL_ERROR_CODES = [
   // Artifacts: a Range outside the tarball (416); every download slot of the instance taken (503).
   'BAD_RANGE',
   'BUSY',
+  // Artifacts: a credential that does not hold (401), an operator token over plain http from
+  // another host (403); server/download-access.ts.
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
   'INTERNAL',
 ] as const;
 export type ControlErrorCode = (typeof CONTROL_ERROR_CODES)[number];

@@ -2,6 +2,7 @@
 // `k=v` (or `k==v`), `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`. As in Kubernetes, `!=`
 // and `notin` also hold for a node without the key. The empty selector holds for every node.
 // A bad selector is a USAGE error (exit 2).
+import { escapeControlChars, PLAIN_TEXT_RE } from './control-chars.js';
 import { StewardError } from './errors.js';
 import { LABEL_KEY_RE, LABEL_VALUE_RE, type Labels } from './labels.js';
 
@@ -16,7 +17,10 @@ export interface Selector {
   terms: SelectorTerm[];
 }
 
-const bad = (text: string, why: string) => new StewardError('USAGE', `selector ${JSON.stringify(text)}: ${why} (terms like env=prod, tier!=db, region in (eu,us), canary, !legacy)`);
+// The selector as an error message shows it: quoted, its control characters escaped (JSON's
+// quoting leaves U+2028, C1 controls and bidi overrides as they are, issue 31 item 16).
+const quoted = (text: string) => `"${escapeControlChars(text.replace(/\\/g, '\\\\').replace(/"/g, '\\"'))}"`;
+const bad = (text: string, why: string) => new StewardError('USAGE', `selector ${quoted(text)}: ${why} (terms like env=prod, tier!=db, region in (eu,us), canary, !legacy)`);
 
 // Splits at the commas that are not inside parentheses.
 function splitTerms(text: string): string[] {
@@ -39,12 +43,12 @@ function splitTerms(text: string): string[] {
 }
 
 function key(text: string, k: string): string {
-  if (!LABEL_KEY_RE.test(k)) throw bad(text, `${JSON.stringify(k)} is not a label key`);
+  if (!LABEL_KEY_RE.test(k)) throw bad(text, `${quoted(k)} is not a label key`);
   return k;
 }
 
 function value(text: string, v: string): string {
-  if (!LABEL_VALUE_RE.test(v)) throw bad(text, `${JSON.stringify(v)} is not a label value`);
+  if (!LABEL_VALUE_RE.test(v)) throw bad(text, `${quoted(v)} is not a label value`);
   return v;
 }
 
@@ -61,11 +65,15 @@ function parseTerm(text: string, t: string): SelectorTerm {
   m = /^!\s*(\S+)$/.exec(t);
   if (m) return { op: 'absent', key: key(text, m[1] as string) };
   if (/^\S+$/.test(t)) return { op: 'exists', key: key(text, t) };
-  throw bad(text, `${JSON.stringify(t)} is not a term`);
+  throw bad(text, `${quoted(t)} is not a term`);
 }
 
 // Parses a selector; the empty string (or only spaces) selects every node.
+// A control character anywhere (a newline, a vertical tab, U+2028, a bidi override: what
+// control-chars.ts names, tab too) is refused, before the trim that would drop one at either end:
+// whitespace between terms is the space.
 export function parseSelector(text: string): Selector {
+  if (!PLAIN_TEXT_RE.test(text)) throw bad(text.length > 200 ? text.slice(0, 200) + '...' : text, 'a control character is not allowed in a selector');
   const trimmed = text.trim();
   if (trimmed === '') return { text: '', terms: [] };
   if (trimmed.length > 4096) throw bad(trimmed.slice(0, 40) + '...', 'longer than 4096 characters');

@@ -15,6 +15,7 @@ import { hashInto, writeHashedFile, type HashedFile, type HashingWriter } from '
 import { startRequest } from './http-request.js';
 import { logger } from './log.js';
 import { readOwnVersion } from './own-version.js';
+import type { FetchAuth } from './download-auth.js';
 import type { TrustScope } from './trusted-file.js';
 import { TransferGuard } from './transfer-guard.js';
 
@@ -32,6 +33,9 @@ export interface FetchOptions {
   allowFile?: boolean; // `file:` URLs allowed (admin.sock only)
   signal?: AbortSignal;
   onProgress?: (bytes: number, total: number) => void;
+  // The node's credential for steward-control's downloads (download-auth.ts): sent only to a
+  // URL of its origin, each redirect hop checked again.
+  auth?: FetchAuth;
 }
 
 export type FetchResult = HashedFile;
@@ -122,7 +126,7 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
   let url = first;
   try {
     for (let redirects = 0; ; redirects++) {
-      const res = await request(url, ca.ca, guard);
+      const res = await request(url, ca.ca, guard, opts.auth);
       const status = res.statusCode ?? 0;
       if (isRedirect(status)) {
         res.destroy();
@@ -178,10 +182,12 @@ function checkContentLength(header: string | undefined, maxBytes: number, where:
   }
 }
 
-function request(u: URL, ca: string[] | undefined, guard: TransferGuard): Promise<IncomingMessage> {
+function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     // No cookies, no compression: the hashed bytes are exactly the bytes the manifest names.
-    const req = startRequest(u, 'GET', { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' }, ca);
+    const headers: Record<string, string> = { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' };
+    if (auth && u.origin === auth.origin) headers.Authorization = auth.authorization;
+    const req = startRequest(u, 'GET', headers, ca);
     guard.attachRequest(req);
     req.once('response', (res) => {
       guard.attachResponse(res);

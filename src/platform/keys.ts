@@ -13,6 +13,8 @@ export const DOMAINS = {
   enroll: 'steward-enroll-v1',
   // The helper key's signature over the same enrollment payload bytes P (its proof of possession).
   enrollHelper: 'steward-enroll-helper-v1',
+  // The node key's signature over `<nodeId>\n<expiresAt>`: a download by an enrolled node (download-auth.ts).
+  download: 'steward-download-v1',
 } as const;
 export type Domain = (typeof DOMAINS)[keyof typeof DOMAINS];
 

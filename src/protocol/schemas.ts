@@ -51,11 +51,19 @@ export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('re
 // `by` is the peer's credentials (DESIGN §4). Text with control characters is refused.
 const whoSchema = z.optional(z.string().check(z.maxLength(128), z.regex(PLAIN_TEXT_RE, 'no control characters')));
 
+// The agent's credential for downloads from its control plane (platform/download-auth.ts): an
+// Authorization header sent only to URLs of `origin`. Printable ASCII only (a header value).
+const fetchAuthSchema = z.strictObject({
+  origin: z.string().check(z.maxLength(512), z.regex(/^https?:\/\/[\x21-\x7e]+$/)),
+  authorization: z.string().check(z.maxLength(1024), z.regex(/^[\x21-\x7e][\x20-\x7e]*$/)),
+});
+
 export const updateRequestSchema = z.strictObject({
   ...base,
   op: z.literal('update'),
   ...releaseSource,
   noWait: z.optional(z.boolean()),
+  fetchAuth: z.optional(fetchAuthSchema),
   by: whoSchema,
 });
 export const rollbackRequestSchema = z.strictObject({

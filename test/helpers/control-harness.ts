@@ -78,6 +78,9 @@ interface ControlOptions {
   clock?: FakeClock;
   admin?: { trustedProxies?: string[]; sleep?: (ms: number) => Promise<void> };
   metrics?: { cacheMs?: number };
+  // Artifact download slots and the slowest download kept (serve's --max-downloads,
+  // --anonymous-downloads, --download-min-rate); by default serve's.
+  downloads?: Pick<ControlServerOptions, 'maxDownloads' | 'anonymousDownloads' | 'minDownloadRate'>;
 }
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
@@ -112,6 +115,7 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
   const server = await startControlServer({
     store: metrics?.store ?? store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
     ...(admin ? { admin } : {}),
+    ...opts.downloads,
   });
   const releaseKey = generateKeyPair();
   return {

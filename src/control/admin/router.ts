@@ -85,5 +85,6 @@ function sendFailure(res: ServerResponse, err: unknown, req: IncomingMessage): v
     if (e.code === 'INTERNAL') return sendAdminError(res, 'INTERNAL', 'internal error; see the server log');
   }
   const status = e.details.httpStatus;
-  sendAdminError(res, e.code, e.message, {}, typeof status === 'number' ? status : undefined);
+  const retryAfter = e.details.retryAfterS;
+  sendAdminError(res, e.code, e.message, typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}, typeof status === 'number' ? status : undefined);
 }

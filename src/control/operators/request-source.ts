@@ -3,6 +3,8 @@
 // X-Forwarded-For (entries are read right to left past every trusted proxy; the ones further
 // left were written by the client and are never believed).
 import { BlockList, isIP } from 'node:net';
+import { escapeControlChars } from '../../core/control-chars.js';
+import { StewardError } from '../../core/errors.js';
 
 export interface TrustedProxies {
   has(address: string): boolean;
@@ -47,18 +49,46 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   return a === '::1' || (isIP(a) === 4 && a.startsWith('127.'));
 }
 
-// The address a request came from: the peer, or past trusted proxies in X-Forwarded-For.
+// The address a request came from: the peer, or past trusted proxies in X-Forwarded-For. Every
+// entry the walk reads was written by a trusted proxy, so one that names no address (`unknown`,
+// empty, garbage) is refused with BAD_REQUEST rather than skipped: skipping it would make the
+// proxy itself, or an entry further left, the client, a source with counters of its own. An
+// address with a port (`1.2.3.4:5678`, `[::1]:80`) or in brackets (`[::1]`) is the address.
 export function requestAddress(peer: string | undefined, forwardedFor: string | string[] | undefined, trusted: TrustedProxies): string {
   let source = plainAddress(peer ?? '');
   if (!trusted.has(source) || forwardedFor === undefined) return source || 'unknown';
-  const entries = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',').map((s) => plainAddress(s.trim()));
+  const entries = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
   for (let i = entries.length - 1; i >= 0 && trusted.has(source); i--) {
-    const e = entries[i] as string;
-    // A malformed entry ends the walk: the last address believed stands.
-    if (!isIP(e)) break;
+    const raw = entries[i] as string;
+    const e = forwardedAddress(raw);
+    if (e === null) {
+      const shown = `"${escapeControlChars(raw.trim().slice(0, 100))}"`;
+      throw new StewardError('BAD_REQUEST', `X-Forwarded-For from the trusted proxy ${source} names no client address (${shown}); the proxy must append the client's IP address`);
+    }
     source = e;
   }
   return source;
+}
+
+// One X-Forwarded-For entry as a plain IP address: `1.2.3.4`, `1.2.3.4:5678`, `2001:db8::1`,
+// `[2001:db8::1]`, `[2001:db8::1]:443` (an IPv4-mapped one as IPv4); null for anything else.
+export function forwardedAddress(entry: string): string | null {
+  const e = entry.trim();
+  let host = e;
+  const bracketed = /^\[([^\]]*)\](?::(\d{1,5}))?$/.exec(e);
+  const v4port = /^([\d.]+):(\d{1,5})$/.exec(e);
+  let port: string | undefined;
+  if (bracketed) {
+    host = bracketed[1] as string;
+    port = bracketed[2];
+    if (isIP(host) !== 6) return null;
+  } else if (v4port) {
+    host = v4port[1] as string;
+    port = v4port[2];
+    if (isIP(host) !== 4) return null;
+  } else if (!isIP(host)) return null;
+  if (port !== undefined && Number(port) > 65535) return null;
+  return plainAddress(host.replace(/%.*$/, ''));
 }
 
 // Whether the request came to us over TLS: its own socket, or a trusted proxy that says so.

@@ -5,8 +5,12 @@ import { pipeline } from 'node:stream';
 import { isAppName, isVersion } from '../../core/names.js';
 import { artifactPath } from '../catalog/artifact-path.js';
 import type { ControlStore } from '../store/store.js';
+import { logger } from '../../platform/log.js';
+import type { Downloader, DownloadSlots } from './download-access.js';
 import { sendJson } from './send.js';
 import { errorAnswer } from './answer.js';
+
+const log = logger('control:artifacts');
 
 // The app and version named by the rest of an artifact path, or null. Checked against the
 // name schemas before any file path is built; nothing is percent-decoded.
@@ -20,29 +24,22 @@ export function parseArtifactPath(rest: string): { app: string; version: string 
 }
 
 // How many artifact bodies one instance sends at once (`--max-downloads`); past it a download is
-// answered 503 with a Retry-After, which the helper's fetch waits out (DESIGN §13): a 10 % batch
-// of a large fleet then queues instead of taking the network down.
+// answered 503 with a Retry-After, which the helper's fetch waits out (docs/design.md §13): a 10 %
+// batch of a large fleet then queues instead of taking the network down. Who may take which slot:
+// download-access.ts.
 export const DEFAULT_MAX_DOWNLOADS = 64;
 export const DOWNLOAD_RETRY_AFTER_S = 5;
 
-export class DownloadSlots {
-  private inFlight = 0;
-  constructor(readonly max: number) {
-    if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`max downloads must be a whole number of at least 1, got ${max}`);
-  }
-  // A slot, or null when every one is taken; `release` gives it back (once).
-  take(): (() => void) | null {
-    if (this.inFlight >= this.max) return null;
-    this.inFlight++;
-    let released = false;
-    return () => {
-      if (!released) {
-        released = true;
-        this.inFlight--;
-      }
-    };
-  }
+// The slowest download kept (issue 31 item 11): one that moves fewer than `bytesPerSecond` over
+// a window of `windowMs` (measured as bytes handed to the connection) is cut, freeing its slot.
+// The default is the helper's own floor (fetch.minBytesPerSecond, 1024 B/s over 30 s): a
+// helper slower than that gives up by itself. Kernel buffers take the first megabytes of a
+// body at once, so a reader that stalls is cut within two windows.
+export interface MinDownloadRate {
+  bytesPerSecond: number;
+  windowMs: number;
 }
+export const DEFAULT_MIN_DOWNLOAD_RATE: MinDownloadRate = { bytesPerSecond: 1024, windowMs: 30_000 };
 
 // A Range header's one byte range within a body of `size` bytes (RFC 9110 §14.1.2), "whole" for a
 // header this server ignores and answers with the whole body (none, not bytes, several ranges,
@@ -80,16 +77,24 @@ export async function sendArtifact(
   res: ServerResponse,
   headOnly: boolean,
   slots: DownloadSlots,
+  who: Downloader,
+  minRate: MinDownloadRate | null = DEFAULT_MIN_DOWNLOAD_RATE,
 ): Promise<void> {
   const names = parseArtifactPath(rest);
   const release = names ? await store.read((tx) => tx.releases.get(names.app, names.version)) : null;
   if (!names || !release || release.artifactPath === null) return sendJson(res, errorAnswer(404, 'NOT_FOUND', 'no such artifact'));
-  const freeSlot = slots.take();
-  if (!freeSlot) {
+  const slot = slots.take(who);
+  if ('busy' in slot) {
     res.setHeader('retry-after', String(DOWNLOAD_RETRY_AFTER_S));
-    return sendJson(res, errorAnswer(503, 'BUSY', `this instance already sends ${slots.max} downloads; retry after ${DOWNLOAD_RETRY_AFTER_S} s`));
+    const why =
+      slot.busy === 'full'
+        ? `this instance already sends ${slots.max} downloads`
+        : slot.busy === 'anonymous'
+          ? `this instance already sends the ${slots.anonymousMax} downloads it allows without a node's or operator's credential`
+          : `${who.kind} ${who.id} already has ${slots.perClientMax} downloads under way here`;
+    return sendJson(res, errorAnswer(503, 'BUSY', `${why}; retry after ${DOWNLOAD_RETRY_AFTER_S} s`));
   }
-  res.once('close', freeSlot);
+  res.once('close', slot.release);
   let fh;
   try {
     // Why O_NOFOLLOW: the artifacts folder may be writable by others; never serve through a symlink.
@@ -124,5 +129,26 @@ export async function sendArtifact(
   // aborted download meanwhile); pipeline destroys it, which closes the file, and ends the
   // response on a read error.
   const body = createReadStream('', { fd: fh, autoClose: true, ...(part ? { start: part.start, end: part.end } : {}) });
+  if (minRate && minRate.bytesPerSecond > 0) cutWhenSlow(res, minRate, `${names.app} ${names.version} to ${who.kind} ${who.id}`);
   pipeline(body, res, () => undefined);
+}
+
+// Ends the connection of `res` when it moved fewer bytes than the minimum over a window.
+function cutWhenSlow(res: ServerResponse, rate: MinDownloadRate, what: string): void {
+  const socket = res.socket;
+  if (!socket) return;
+  const least = (rate.bytesPerSecond * rate.windowMs) / 1000;
+  let mark = socket.bytesWritten;
+  const timer = setInterval(() => {
+    const moved = socket.bytesWritten - mark;
+    mark = socket.bytesWritten;
+    if (moved >= least) return;
+    clearInterval(timer);
+    log('download of %s cut: %d bytes in the last %d ms, under the minimum of %d B/s', what, moved, rate.windowMs, rate.bytesPerSecond);
+    res.destroy();
+  }, rate.windowMs);
+  timer.unref();
+  const stop = () => clearInterval(timer);
+  res.once('finish', stop);
+  res.once('close', stop);
 }

@@ -16,7 +16,9 @@ import { startRolloutTicker } from '../rollouts/rollout-ticker.js';
 import type { ControlStore } from '../store/store.js';
 import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
-import { DEFAULT_MAX_DOWNLOADS, DownloadSlots, sendArtifact } from './artifacts.js';
+import { DEFAULT_MAX_DOWNLOADS, sendArtifact, type MinDownloadRate } from './artifacts.js';
+import { DownloadSlots, identifyDownloader } from './download-access.js';
+import { createAuthenticator, type Authenticator } from '../admin/authenticate.js';
 import { readBody } from './read-body.js';
 import { createListenerServer, type ServeTls } from './serve-tls.js';
 import { sendJson } from './send.js';
@@ -33,6 +35,10 @@ export interface ControlServerOptions {
   artifactsDir: string;
   // Artifact bodies sent at once (--max-downloads; default DEFAULT_MAX_DOWNLOADS); past it, 503.
   maxDownloads?: number;
+  // Of those, the most without a credential (--anonymous-downloads; default an eighth), and the
+  // slowest download kept (--download-min-rate; null: none). download-access.ts, artifacts.ts.
+  anonymousDownloads?: number;
+  minDownloadRate?: MinDownloadRate | null;
   host: string;
   port: number;
   // https with these (serve-tls.ts); plain http without.
@@ -40,6 +46,8 @@ export interface ControlServerOptions {
   heartbeatSeconds: number;
   // For the tick's sleeps and its pacing; decisions take the store's clock.
   clock: Pick<Clock, 'sleep' | 'monotonic'>;
+  // Checks an operator token sent with a download (slowed on failure as on the admin API).
+  downloadAuth?: Authenticator;
   // How often the rollout ticker ticks without a wake (rollout-ticker.ts); 0 turns the timer
   // off (tests call tick()).
   tickMs?: number;
@@ -80,9 +88,10 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     store, heartbeatSeconds: opts.heartbeatSeconds, maxBatch: opts.heartbeatBatch?.max, hooks: opts.heartbeatBatch?.hooks, durable, stopAt: opts.stopAt,
     onReceiptsStored: opts.metrics && ((r) => opts.metrics!.receiptsStored(r)),
   }), opts.metrics);
-  const slots = new DownloadSlots(opts.maxDownloads ?? DEFAULT_MAX_DOWNLOADS);
+  const slots = new DownloadSlots(opts.maxDownloads ?? DEFAULT_MAX_DOWNLOADS, ...(opts.anonymousDownloads !== undefined ? [opts.anonymousDownloads] : []));
+  const downloads: Downloads = { slots, auth: opts.downloadAuth ?? createAuthenticator({ store, clock, durable }), minRate: opts.minDownloadRate === undefined ? undefined : opts.minDownloadRate };
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    handle(opts, heartbeats, durable, slots, req, res).catch((err: unknown) => {
+    handle(opts, heartbeats, durable, downloads, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
@@ -105,11 +114,17 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   };
 }
 
+interface Downloads {
+  slots: DownloadSlots;
+  auth: Authenticator;
+  minRate: MinDownloadRate | null | undefined;
+}
+
 async function handle(
   opts: ControlServerOptions,
   heartbeats: HeartbeatBatcher,
   durable: () => Promise<void>,
-  slots: DownloadSlots,
+  downloads: Downloads,
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ): Promise<void> {
@@ -154,7 +169,12 @@ async function handle(
       res.setHeader('allow', 'GET, HEAD');
       return sendJson(res, errorAnswer(405, 'NOT_FOUND', 'artifacts take GET'));
     }
-    return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), req, res, req.method === 'HEAD', slots);
+    const who = await identifyDownloader(req, store, downloads.auth, () => store.read((tx) => tx.now()));
+    if (!who.ok) return sendJson(res, errorAnswer(who.status, who.code, who.message));
+    if (who.who.kind === 'anonymous' && downloads.slots.anonymousMax === 0) {
+      return sendJson(res, errorAnswer(401, 'UNAUTHENTICATED', 'this control plane sends artifacts only to enrolled nodes (a Steward-Node credential) and operators (a bearer token): --anonymous-downloads 0'));
+    }
+    return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), req, res, req.method === 'HEAD', downloads.slots, who.who, downloads.minRate);
   }
   if (opts.admin && (await opts.admin.handle(req, res))) return;
   return sendJson(res, errorAnswer(404, 'NOT_FOUND', `no such path ${JSON.stringify(pathOnly.slice(0, 200))}`));

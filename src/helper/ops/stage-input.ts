@@ -23,5 +23,6 @@ export function stageInputOf(
     allowDowngrade: req.allowDowngrade,
     force: req.force,
     progress,
+    ...('fetchAuth' in req && req.fetchAuth ? { fetchAuth: req.fetchAuth } : {}),
   };
 }

@@ -1,6 +1,7 @@
 import type { ExtractLimits, FetchSettings } from '../../core/config-schema.js';
 import type { Readable } from 'node:stream';
 import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
+import type { FetchAuth } from '../../platform/download-auth.js';
 import type { TrustScope } from '../../platform/trusted-file.js';
 
 export interface BytesResult {
@@ -56,11 +57,12 @@ export interface StageIO {
     allowFile?: boolean;
     signal?: AbortSignal;
     onProgress?: (bytes: number, total: number) => void;
+    auth?: FetchAuth;
   }): Promise<BytesResult>;
   // Downloads an http(s) `url` as fetchToFile does, handing the bytes to `sink` as they arrive
   // (hashed before the sink sees them) instead of writing a file.
   fetchInto(
-    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void },
+    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void; auth?: FetchAuth },
     sink: (chunk: Uint8Array) => Promise<void>,
   ): Promise<BytesResult>;
   // Copies a local regular file (opened with O_NOFOLLOW) into `destFile`, hashing it.

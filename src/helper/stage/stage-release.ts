@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { FetchAuth } from '../../platform/download-auth.js';
 import { requireApp } from '../../host/config.js';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -72,6 +73,8 @@ export interface StageInput {
   // The app's state as the caller read it under the app's lock (an update); read here when not given.
   state?: AppState | undefined;
   progress?: (p: Progress) => void;
+  // The agent's credential for downloads from the control plane (platform/download-auth.ts).
+  fetchAuth?: FetchAuth | undefined;
 }
 
 // Makes a fresh attempt id when a request carries none.
@@ -183,7 +186,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     };
     let ex: ExtractResultLike;
     if (overlapsFetch(input, trust)) {
-      ex = await fetchWhileExtracting(deps, trust, extractor, job, onFetched, verified);
+      ex = await fetchWhileExtracting(deps, input, trust, extractor, job, onFetched, verified);
     } else {
       const archive = path.join(work, 'archive.tgz');
       const got = await obtainBytes(deps, input, trust, archive, onFetched);
@@ -353,6 +356,7 @@ async function obtainBytes(
     ...fetchSettings(deps),
     allowFile: input.kind === 'admin',
     onProgress,
+    ...(input.fetchAuth ? { auth: input.fetchAuth } : {}),
   });
 }
 
@@ -391,6 +395,7 @@ function overlapsFetch(input: StageInput, trust: Trust): trust is Trust & { url:
 // fails ends the extraction, and its own error is the stage's.
 async function fetchWhileExtracting(
   deps: StageDeps,
+  input: StageInput,
   trust: Trust & { url: string },
   extractor: ReturnType<StageIO['prepareExtraction']>,
   job: ExtractJob,
@@ -406,6 +411,7 @@ async function fetchWhileExtracting(
         maxBytes: trust.size,
         ...fetchSettings(deps),
         onProgress,
+        ...(input.fetchAuth ? { auth: input.fetchAuth } : {}),
       },
       (chunk) => streamed.write(chunk),
     );

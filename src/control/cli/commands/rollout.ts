@@ -32,7 +32,7 @@ export function formatRun(v: RunStatusView): string {
   const c = v.counts;
   const head = [
     `rollout ${v.id}: ${v.app} ${v.version} ${v.status}${v.stopped && v.status !== 'stopped' ? ' (stop requested)' : ''}${v.retryOf !== null ? ` (retry of ${v.retryOf}${v.retryBehind ? ', the nodes behind' : ''})` : ''}`,
-    `  started ${when(v.startedAt)}${v.endedAt ? `, ended ${when(v.endedAt)}` : ''}; selector ${v.selector || '(every node)'}`,
+    `  started ${when(v.startedAt)}${v.endedAt ? `, ended ${when(v.endedAt)}` : ''}; selector ${shown(v.selector) || '(every node)'}`,
     `  canaries ${v.canaries}${v.namedCanaries.length ? ` (named ${v.namedCanaries.join(',')})` : ''}, seed ${v.canarySeed}: ${v.canaryNodes.join(',') || '-'}; batch ${v.batch} (${v.batchSize} nodes); bake ${seconds(v.bakeMs)}${v.bakeUntil ? ` (until ${when(v.bakeUntil)})` : ''}; verdict timeout ${seconds(v.verdictTimeoutMs)}${v.allowRetryReverted ? '; retrying reverted nodes' : ''}`,
     `  failures ${v.failures} of ${v.maxFailures} tolerated; refusals tolerated ${v.refusedLimit} (--max-refused ${v.maxRefused}); windows ${describeWindows(v.windows, v.tz)}${v.nextWindowAt ? `, next at ${when(v.nextWindowAt)}` : ''}${v.startAt ? `; starts at ${when(v.startAt)}` : ''}`,
     `  targeted ${c.targeted}, not targeted ${c.notTargeted}; confirmed ${c.confirmed}, already current ${c.alreadyCurrent}, refused ${c.refused}, reverted ${c.reverted}, pending ${c.pending}${c.excluded ? `, excluded ${c.excluded}` : ''}; behind ${c.behind}`,
@@ -57,7 +57,7 @@ export function formatDryRun(d: DryRunView): string {
   const { run } = d;
   const c = d.counts;
   const lines = [
-    `dry run: ${run.app} ${run.version}, nothing was written; selector ${run.selector || '(every node)'}`,
+    `dry run: ${run.app} ${run.version}, nothing was written; selector ${shown(run.selector) || '(every node)'}`,
     `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${d.refusedLimit} (--max-refused ${run.maxRefused}); bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
     `  canary seed ${run.canarySeed}: \`rollout start ... --seed ${run.canarySeed}\` follows this plan`,
   ];

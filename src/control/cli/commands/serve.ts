@@ -8,7 +8,7 @@ import { startAdminServer, type AdminServer } from '../../admin/admin-server.js'
 import { createAdminRouter } from '../../admin/router.js';
 import { parseTrustedProxies, type TrustedProxies } from '../../operators/request-source.js';
 import type { ServeMetrics } from '../../metrics/serve-metrics.js';
-import { DEFAULT_MAX_DOWNLOADS } from '../../server/artifacts.js';
+import { DEFAULT_MAX_DOWNLOADS, DEFAULT_MIN_DOWNLOAD_RATE } from '../../server/artifacts.js';
 import { startControlServer, type ControlServer } from '../../server/control-server.js';
 import { checkServeTls, type ServeTls } from '../../server/serve-tls.js';
 import { stopPointsFromEnv } from '../../server/test-stop-points.js';
@@ -106,7 +106,8 @@ function readPem(file: string, what: string): Buffer {
 }
 
 // `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]
-// [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT] [--max-downloads N]`
+// [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT] [--max-downloads N]
+// [--anonymous-downloads N] [--download-min-rate BYTES] [--download-rate-window S]`
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -125,12 +126,19 @@ export function registerServe(program: Command): void {
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics (/metrics), /healthz and /readyz on this address (plain http, no auth)')
     // DESIGN §13: a batch of a large fleet queues for its tarballs instead of saturating the link.
     .option('--max-downloads <n>', 'artifact downloads this instance sends at once; more are answered 503 with Retry-After, which helpers wait out', String(DEFAULT_MAX_DOWNLOADS))
-    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; tlsTicketKeys?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string } & AdminFlags, cmd: Command) => {
+    // Issue 31 item 11: slots for enrolled nodes that anonymous readers cannot take, and a floor on speed.
+    .option('--anonymous-downloads <n>', 'of those, downloads sent at once without a node\'s or operator\'s credential (helpers from before download credentials send none); 0 refuses them (default: an eighth of --max-downloads)')
+    .option('--download-min-rate <bytes>', 'cut a download that moves fewer bytes a second than this over --download-rate-window, freeing its slot; 0: never', String(DEFAULT_MIN_DOWNLOAD_RATE.bytesPerSecond))
+    .option('--download-rate-window <s>', 'the window of --download-min-rate, in seconds', String(DEFAULT_MIN_DOWNLOAD_RATE.windowMs / 1000))
+    .action(async (o: { listen: string; tlsCert?: string; tlsKey?: string; tlsTicketKeys?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string; anonymousDownloads?: string; downloadMinRate: string; downloadRateWindow: string } & AdminFlags, cmd: Command) => {
       enableDefaultLogs('steward:control:*');
       const listen = parseListen(o.listen);
       const metricsListen = o.metricsListen === undefined ? null : parseListen(o.metricsListen);
       const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
       const maxDownloads = parsePositiveInt(o.maxDownloads, '--max-downloads', 100_000);
+      const anonymousDownloads = o.anonymousDownloads === undefined ? undefined : o.anonymousDownloads === '0' ? 0 : parsePositiveInt(o.anonymousDownloads, '--anonymous-downloads', maxDownloads);
+      const minRate = o.downloadMinRate === '0' ? 0 : parsePositiveInt(o.downloadMinRate, '--download-min-rate', 1_000_000_000);
+      const minDownloadRate = minRate === 0 ? null : { bytesPerSecond: minRate, windowMs: parsePositiveInt(o.downloadRateWindow, '--download-rate-window', 3600) * 1000 };
       if (!!o.tlsCert !== !!o.tlsKey) throw new StewardError('USAGE', '--tls-cert and --tls-key go together');
       if (o.tlsTicketKeys !== undefined && !o.tlsCert) throw new StewardError('USAGE', '--tls-ticket-keys goes with --tls-cert and --tls-key');
       const tlsFiles = o.tlsCert && o.tlsKey ? { cert: o.tlsCert, key: o.tlsKey, ticketKeys: o.tlsTicketKeys } : null;
@@ -169,7 +177,7 @@ export function registerServe(program: Command): void {
         }
         const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
         server = await named('--listen', startControlServer({
-          store: metrics?.store ?? store, artifactsDir, maxDownloads, host: listen.host, port: listen.port, tls: tlsNow, heartbeatSeconds, clock: systemClock,
+          store: metrics?.store ?? store, artifactsDir, maxDownloads, anonymousDownloads, minDownloadRate, host: listen.host, port: listen.port, tls: tlsNow, heartbeatSeconds, clock: systemClock,
           metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined, stopAt,
           ...(admin?.shared && router ? { admin: router } : {}),
         }));
