@@ -8,8 +8,10 @@
 //
 // Every column of the newest schema is named here (test/security/backup-altered-and-resigned.test.ts
 // checks it against both backends' tables): a column added by a migration is added here too.
-import { envelopeSchema } from '../../core/release-schemas.js';
-import { heartbeatAppSchema } from '../../core/heartbeat-schema.js';
+import { envelopeSchema, manifestPayloadSchema } from '../../core/release-schemas.js';
+import { heartbeatAppSchema, MAX_HEARTBEAT_APPS } from '../../core/heartbeat-schema.js';
+import { receiptPayloadSchema } from '../../core/receipt-schema.js';
+import { strictBase64 } from '../../platform/keys.js';
 import { labelsSchema } from '../../core/control-api.js';
 import { isAppName, isVersion } from '../../core/names.js';
 import { parseWindow } from '../../core/windows.js';
@@ -56,6 +58,29 @@ const json =
     return `JSON that is not ${what}${issue ? ` (${issue.path.map(String).join('.') || 'value'}: ${issue.message})` : ''}`;
   };
 
+type Schema = Parameters<typeof json>[0];
+
+// A signed envelope (JSON) whose payload, base64 of JSON, `payload` accepts: what the receipts
+// and releases pages decode.
+const signed =
+  (payload: Schema, what: string): Check =>
+  (v) => {
+    const envelope = json(envelopeSchema, 'a signed envelope')(v);
+    if (envelope !== null) return envelope;
+    const bytes = strictBase64((JSON.parse(v as string) as { payload: string }).payload);
+    if (bytes === null) return `a signed envelope whose payload is not base64`;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(bytes.toString('utf8'));
+    } catch {
+      return `a signed envelope whose payload is not JSON`;
+    }
+    const r = payload.safeParse(parsed);
+    if (r.success) return null;
+    const issue = r.error?.issues?.[0];
+    return `a signed envelope whose payload is not ${what}${issue ? ` (${issue.path.map(String).join('.') || 'value'}: ${issue.message})` : ''}`;
+  };
+
 const hex64 = text(64, (s) => /^[0-9a-f]{64}$/.test(s), 'a sha256 in hex');
 const appName = text(64, isAppName, 'an app name');
 const version = text(256, isVersion, 'a version');
@@ -95,7 +120,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     enrolledAt: int,
     lastSeq: int,
     lastHeartbeatAt: nullable(int),
-    apps: json(z.array(heartbeatAppSchema), "a heartbeat's apps"),
+    apps: json(z.array(heartbeatAppSchema).check(z.maxLength(MAX_HEARTBEAT_APPS)), "a heartbeat's apps"),
     bootId: nullable(text(128)),
     agentVersion: nullable(text(256)),
     labels: json(labelsSchema, 'labels'),
@@ -113,12 +138,12 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     updatedAt: int,
     receivedAt: int,
     counts: bool,
-    envelope: json(envelopeSchema, 'a signed envelope'),
+    envelope: signed(receiptPayloadSchema, 'a receipt'),
   },
   releases: {
     app: appName,
     version,
-    manifest: json(envelopeSchema, 'a signed envelope'),
+    manifest: signed(manifestPayloadSchema, 'a release manifest'),
     integrity: text(128, (s) => /^sha512-[A-Za-z0-9+/]{86}==$/.test(s), 'a sha512 integrity'),
     size: int,
     expires: int,
