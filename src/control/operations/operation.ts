@@ -48,8 +48,35 @@ export function methodOf(op: Pick<Operation, 'action'>): 'GET' | 'POST' {
   return op.action === null ? 'GET' : 'POST';
 }
 
-// An operation's input checked against its schema; a bad one is a USAGE error (exit 2).
+// Where `v` (an input: strings, numbers, arrays and objects of them) holds a NUL character, as a
+// path (`nodeId`, `label[2]`), or null when it holds none. No name, id, label, selector or cursor
+// of steward holds one, and PostgreSQL's text cannot: a NUL reaching a query would fail there
+// (500) where SQLite answers, so it is refused here, before any backend sees it, and both
+// answer the same.
+export function nulPath(v: unknown, at = ''): string | null {
+  if (typeof v === 'string') return v.includes('\u0000') ? at || 'the input' : null;
+  if (Array.isArray(v)) {
+    for (const [i, x] of v.entries()) {
+      const p = nulPath(x, `${at}[${i}]`);
+      if (p !== null) return p;
+    }
+    return null;
+  }
+  if (v !== null && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      if (k.includes('\u0000')) return `${at ? `${at}.` : ''}${JSON.stringify(k).slice(0, 64)}`;
+      const p = nulPath(x, at ? `${at}.${k}` : k);
+      if (p !== null) return p;
+    }
+  }
+  return null;
+}
+
+// An operation's input checked against its schema; a bad one, or one holding a NUL character
+// anywhere (nulPath), is a USAGE error (exit 2; 400 over HTTP), on either backend.
 export function parseInput<I>(op: Operation<I>, raw: unknown): I {
+  const nul = nulPath(raw);
+  if (nul !== null) throw new StewardError('USAGE', `${op.command}: ${nul} holds a NUL character (\\u0000), which no name, id, label, selector or cursor holds`);
   const r = op.input.safeParse(raw);
   if (!r.success) throw new StewardError('USAGE', `${op.command}: ${formatIssues(r.error.issues)}`);
   return r.data;
