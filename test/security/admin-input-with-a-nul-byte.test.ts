@@ -5,7 +5,9 @@
 // backend sees it. Every admin route is tried over HTTP, with every field of its input, and the
 // realistic cases with their own types: a node id to remove or label, a receipts node filter, a
 // selector, forged cursors of each paged route, a token id, an operator name, an uploaded
-// release's app.
+// release's app. And the fleet protocol's own ids: a heartbeat claiming a nodeId with a NUL is
+// 401 UNKNOWN_NODE (as SQLite answered; PostgreSQL answered 500), an enrolled node's signed
+// heartbeat with a NUL in its bootId is 400 BAD_BODY.
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
@@ -100,5 +102,19 @@ describeEachBackend((backend) => {
     const second = await call('/v1/admin/nodes', { query: { limit: '1', cursor: first.body.nextCursor } });
     assert.equal(second.status, 200, JSON.stringify(second.body));
     assert.equal(second.body.nodes.length, 1);
+  });
+
+  test('a heartbeat claiming a nodeId with a NUL is 401 UNKNOWN_NODE, and a NUL in a signed bootId 400 BAD_BODY, storing nothing', async () => {
+    c = await startControlOn(backend, {});
+    const [n] = await enrollNodes(c, 1);
+    assert.equal((await n!.heartbeat()).status, 200);
+    const lastSeq = async () => (await c!.store.read((tx) => tx.nodes.list()))[0]!.lastSeq;
+    const before = await lastSeq();
+    const claimed = await n!.heartbeat({ nodeId: NUL });
+    assert.deepEqual([claimed.status, claimed.body.error?.code], [401, 'UNKNOWN_NODE'], JSON.stringify(claimed.body));
+    const boot = await n!.heartbeat({ bootId: 'boot\u0000' });
+    assert.deepEqual([boot.status, boot.body.error?.code], [400, 'BAD_BODY'], JSON.stringify(boot.body));
+    assert.equal(await lastSeq(), before, 'neither was recorded');
+    assert.equal((await n!.heartbeat()).status, 200, 'the node heartbeats on');
   });
 });

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import { formatIssues } from '../../core/format-issues.js';
+import { nulPath } from '../../core/nul.js';
 import type { Actor } from '../audit/record-audit.js';
 import type { ReleaseBytes } from '../catalog/upload-file.js';
 import type { ControlStore, OperatorRole } from '../store/store.js';
@@ -46,30 +47,6 @@ export function routeOf(op: Pick<Operation, 'command'>): string {
 // The HTTP method of an operation: GET for a read, POST for a change.
 export function methodOf(op: Pick<Operation, 'action'>): 'GET' | 'POST' {
   return op.action === null ? 'GET' : 'POST';
-}
-
-// Where `v` (an input: strings, numbers, arrays and objects of them) holds a NUL character, as a
-// path (`nodeId`, `label[2]`), or null when it holds none. No name, id, label, selector or cursor
-// of steward holds one, and PostgreSQL's text cannot: a NUL reaching a query would fail there
-// (500) where SQLite answers, so it is refused here, before any backend sees it, and both
-// answer the same.
-export function nulPath(v: unknown, at = ''): string | null {
-  if (typeof v === 'string') return v.includes('\u0000') ? at || 'the input' : null;
-  if (Array.isArray(v)) {
-    for (const [i, x] of v.entries()) {
-      const p = nulPath(x, `${at}[${i}]`);
-      if (p !== null) return p;
-    }
-    return null;
-  }
-  if (v !== null && typeof v === 'object') {
-    for (const [k, x] of Object.entries(v)) {
-      if (k.includes('\u0000')) return `${at ? `${at}.` : ''}${JSON.stringify(k).slice(0, 64)}`;
-      const p = nulPath(x, at ? `${at}.${k}` : k);
-      if (p !== null) return p;
-    }
-  }
-  return null;
 }
 
 // An operation's input checked against its schema; a bad one, or one holding a NUL character

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import { parsePositiveInt } from '../cli/parse-options.js';
-import { nulPath } from './operation.js';
+import { nulPath } from '../../core/nul.js';
 
 export const DEFAULT_PAGE = 500;
 export const MAX_PAGE = 1000;
