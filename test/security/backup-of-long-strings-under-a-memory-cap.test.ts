@@ -52,6 +52,6 @@ describeEachBackend((backend) => {
   });
 
   test('rows just under the line limit are refused at their first row by the column bound', { timeout: 300_000 }, async () => {
-    await restoreRefusedInvalid(backend, await longStringsFile(backend, 200, 2 * MiB - 64), /row 1 of table settings: column value holds \d+ characters of text, more than its 4096/, { nodeArgs: HEAP });
+    await restoreRefusedInvalid(backend, await longStringsFile(backend, 200, 2 * MiB - 64), /row 1 of table settings: column value holds \d+ characters of text, more than its 65536/, { nodeArgs: HEAP });
   });
 });

@@ -101,7 +101,7 @@ const windowsSchema = z.array(
 const objectSchema = z.record(z.string(), z.unknown());
 
 export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> = {
-  settings: { key: text(128, (s) => s.length > 0, 'a setting name'), value: text() },
+  settings: { key: text(128, (s) => s.length > 0, 'a setting name'), value: text(65536) },
   tokens: {
     hash: hex64,
     createdAt: int,
@@ -166,7 +166,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     status: oneOf(['running', 'succeeded', 'halted', 'stopped']),
     haltCode: nullable(text(64)),
     haltNodeId: nullable(text(128)),
-    haltMessage: nullable(text(8192)),
+    haltMessage: nullable(text(65536)),
     endedAt: nullable(int),
     selector: text(),
     canaries: int,
@@ -200,7 +200,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     at: int,
     operator: nullable(text(256)),
     action: text(128),
-    target: nullable(text(4096)),
+    target: nullable(text(65536)),
     source: nullable(text(256)),
     details: json(objectSchema, 'a JSON object'),
   },
