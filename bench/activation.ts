@@ -118,7 +118,7 @@ try {
     unit: 'ms',
     steward: s,
     peer: series(floorTimes),
-    peerWhat: 'the DESIGN §2 syscalls only',
+    peerWhat: 'the durability recipes\' syscalls only (atomic replace, symlink swap)',
     ratio,
     target: 'ratio <= 1.3 (issue 21)',
     met: ratio.median <= 1.3,

@@ -21,8 +21,9 @@ const MODULES: Array<[string, string[]]> = [
   ['bindings', ['package.json', 'LICENSE.md', 'bindings.js']],
   ['file-uri-to-path', ['package.json', 'LICENSE', 'index.js']],
 ];
-// The operator-facing docs beside the README, in /usr/share/doc/steward-control/.
-const DOCS = ['control-plane.md', 'admin-api.md', 'dashboard.md', 'metrics.md', 'package.md'];
+// The operator-facing docs beside the README, in /usr/share/doc/steward-control/, and the design
+// they cite by section (docs/design.md §n).
+const DOCS = ['control-plane.md', 'admin-api.md', 'dashboard.md', 'metrics.md', 'package.md', 'design.md'];
 export const CONTROL_CONFFILE = '/etc/steward-control/steward-control.conf';
 
 export interface ControlPackageOptions extends PackageOptions {

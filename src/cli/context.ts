@@ -31,7 +31,7 @@ export function clientRoot(opts: GlobalOptions): string {
   const env = process.env.STEWARD_ROOT;
   if (isRoot && opts.root === undefined && env && !noted) {
     noted = true;
-    printLines([`agentctl: note: STEWARD_ROOT=${env} is ignored for root (DESIGN §1); pass --root ${env} to use that prefix`], process.stderr);
+    printLines([`agentctl: note: STEWARD_ROOT=${env} is ignored for root (root names a root prefix with --root only, so that a variable left in a shell never moves where root writes); pass --root ${env} to use that prefix`], process.stderr);
   }
   const raw = opts.root ?? (isRoot ? undefined : env);
   return raw ? path.resolve(raw) : '';

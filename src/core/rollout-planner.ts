@@ -4,6 +4,7 @@
 // No I/O, no Date.now: calling it twice with the same input gives the same plan. The dry run
 // (rollout-simulate.ts) and the control plane both decide through it.
 import { RELEASE_PROBLEM_CODES } from './errors.js';
+import { heartbeatFresh } from './heartbeat-freshness.js';
 import { batchSizeOf, formatAmount, pickCanaries, refusalLimitOf, type Amount } from './rollout-policy.js';
 import { windowAt, type RolloutWindow } from './windows.js';
 
@@ -48,6 +49,10 @@ export interface NodeFacts {
   supervisor: { state: string; since: number | null } | null;
   // Versions of the app it rolled back or failed before, from verified receipts.
   revertedVersions: string[];
+  // Now: since when the control plane refuses its heartbeats for clock skew (its latest one was
+  // refused so, after its last accepted one), or null. A node it refuses since before the run's
+  // start is skipped for CLOCK_SKEW, not NO_RECENT_HEARTBEAT; one the run waits for says so too.
+  clockSkewRefusedSince: number | null;
 }
 
 // One attempt this run issued (at most one per node). The caller makes the attemptId and
@@ -108,8 +113,10 @@ export type NodeState =
 
 export interface NodePlan {
   state: NodeState;
-  // Why, as a code: APP_NOT_ON_NODE, NO_RECENT_HEARTBEAT, REPORTED, REVERTED_BEFORE, the
-  // receipt's reason code, TIMED_OUT, SUPERVISOR_ERROR.
+  // Why, as a code: APP_NOT_ON_NODE, NO_RECENT_HEARTBEAT, CLOCK_SKEW, REPORTED, REVERTED_BEFORE,
+  // the receipt's reason code, TIMED_OUT, SUPERVISOR_ERROR. CLOCK_SKEW: skipped, or pending or
+  // issued while the control plane refuses the node's heartbeats for clock skew (it cannot be
+  // told what to run, nor relay its verdict, until its clock is fixed).
   reason: string | null;
   // The batch it was issued in (0: canary), or null.
   batch: number | null;
@@ -181,6 +188,9 @@ interface HaltEvent extends HaltReason {
 
 const earlier = (a: { at: number; nodeId?: string }, b: { at: number; nodeId?: string }) => a.at - b.at || ((a.nodeId ?? '') < (b.nodeId ?? '') ? -1 : (a.nodeId ?? '') > (b.nodeId ?? '') ? 1 : 0);
 
+// Whether the control plane refused the node's heartbeats for clock skew at `t` and still does.
+const skewedAt = (n: NodeFacts, t: number): boolean => n.clockSkewRefusedSince !== null && n.clockSkewRefusedSince <= t;
+
 // Judges one issued node from the earliest verdict within its timeout (a later one leaves it
 // timed-out, so a halt never turns back into a running run).
 function judge(run: RolloutRun, i: Issued, verdict: VerdictFact | undefined, now: number, index: number): Judged {
@@ -221,7 +231,7 @@ export function planRollout(input: PlanInput): Plan {
   for (let k = 0; k < nodes.length; k++) {
     const n = nodes[k] as NodeFacts;
     if (!n.listedApp) plans[k] = { state: 'not-targeted', reason: 'APP_NOT_ON_NODE', batch: null };
-    else if (n.lastHeartbeatAt === null || run.startedAt - n.lastHeartbeatAt > 3 * run.heartbeatIntervalMs) plans[k] = { state: 'skipped', reason: 'NO_RECENT_HEARTBEAT', batch: null };
+    else if (!heartbeatFresh(n.lastHeartbeatAt, run.startedAt, run.heartbeatIntervalMs)) plans[k] = { state: 'skipped', reason: skewedAt(n, run.startedAt) ? 'CLOCK_SKEW' : 'NO_RECENT_HEARTBEAT', batch: null };
     else targets.push(k);
   }
   const batchSize = batchSizeOf(p.batch, targets.length);
@@ -253,7 +263,7 @@ export function planRollout(input: PlanInput): Plan {
     if (t.current === run.version) plans[k] = { state: 'already-current', reason: 'REPORTED', batch: null };
     else if (!p.allowRetryReverted && t.revertedVersions.includes(run.version)) plans[k] = { state: 'excluded-reverted', reason: 'REVERTED_BEFORE', batch: null };
     else {
-      plans[k] = { state: 'pending', reason: null, batch: null };
+      plans[k] = { state: 'pending', reason: skewedAt(t, now) ? 'CLOCK_SKEW' : null, batch: null };
       pending.push(t.nodeId);
     }
   }
@@ -287,7 +297,7 @@ export function planRollout(input: PlanInput): Plan {
       bakeFailed.add(j);
     }
   }
-  for (const j of judged) plans[j.index] = { state: j.state, reason: j.code, batch: j.batch };
+  for (const j of judged) plans[j.index] = { state: j.state, reason: j.state === 'issued' && skewedAt(nodes[j.index] as NodeFacts, now) ? 'CLOCK_SKEW' : j.code, batch: j.batch };
 
   // Halting events, the first by time decides.
   const halts: HaltEvent[] = [];

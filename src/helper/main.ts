@@ -52,7 +52,7 @@ export async function main(argv: string[]): Promise<number> {
   const servers: ApiServer[] = [];
   try {
     const root = await resolveRootPrefix({ flag: opts.root, env: process.env.STEWARD_ROOT, isRoot });
-    if (isRoot && opts.root === undefined && process.env.STEWARD_ROOT) log('STEWARD_ROOT=%s is ignored for root (DESIGN §1); --root DIR names a prefix', process.env.STEWARD_ROOT);
+    if (isRoot && opts.root === undefined && process.env.STEWARD_ROOT) log('STEWARD_ROOT=%s is ignored for root (root names a root prefix with --root only, so that a variable left in a shell never moves where root writes); --root DIR names a prefix', process.env.STEWARD_ROOT);
     const paths = hostPaths(root);
     const config = await loadHostConfig(opts.config ?? paths.configFile, { isRoot, accounts: systemAccounts, root });
     if (!isRoot) log("not running as root: apps run as this helper's own user (uid %d)", process.getuid?.() ?? -1);

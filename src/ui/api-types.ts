@@ -25,9 +25,13 @@ export interface NodeView {
   enrolledAt: number;
   lastHeartbeatAt: number | null;
   heartbeatAgeMs: number | null;
+  // Not heard from within 3 heartbeat intervals: the rollouts' and the metrics' rule, decided
+  // by the server (which knows the interval).
+  stale: boolean;
   bootId: string | null;
   agentVersion: string | null;
   clockSkewMs: number | null;
+  clockSkewRefused: { since: number; lastAt: number; clockSkewMs: number } | null;
   apps: AppReport[];
   receiptLost: number[];
 }

@@ -48,6 +48,12 @@ test('a healthy layout, the agent folder owned by steward included, passes with 
   assert.deepEqual(r.map((x) => x.status), ['ok']);
 });
 
+test('the ok line says the rule itself, not a section of a document a host does not have', () => {
+  const [line] = run((e) => e);
+  assert.match(line?.detail ?? '', /^\d+ entries have the owner, group and mode steward gives them, and only root can write what root reads$/);
+  assert.doesNotMatch(line?.detail ?? '', /design|§/i);
+});
+
 test('each planted problem fails once, naming the path, what was found and what was expected', () => {
   const cases: Array<[(e: Entry) => Entry, RegExp]> = [
     [at('/etc/steward/steward.json', { mode: 0o664 }), /steward\.json: mode 0664, expected 0644/],

@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import { BIN, IS_ROOT } from '../helpers/host.js';
 import { execFile } from 'node:child_process';
 
-// DESIGN §8: a usage mistake exits 2 before anything is sent, whatever the helper would say; an
+// docs/design.md §8: a usage mistake exits 2 before anything is sent, whatever the helper would say; an
 // unreachable helper exits 5 naming the socket tried and why that one. No helper runs here.
 
 const base = mkdtempSync(path.join(os.tmpdir(), 'steward-usage-'));
@@ -78,6 +78,9 @@ test('STEWARD_ROOT is ignored for root with a note on stderr, and named as the p
   assert.equal(r.code, 5, r.stderr);
   if (IS_ROOT) {
     assert.match(r.stderr, new RegExp(`^agentctl: note: STEWARD_ROOT=${root} is ignored for root .*--root ${root}`, 'm'));
+    // The note says the rule itself: a host has no design document to look a section up in.
+    assert.match(r.stderr, /root names a root prefix with --root only/);
+    assert.doesNotMatch(r.stderr, /design|§/i);
     assert.ok(!r.stderr.includes(path.join(root, 'run')), 'root did not use the prefix');
   } else {
     assert.ok(r.stderr.includes(`root prefix ${root} from STEWARD_ROOT`), r.stderr);

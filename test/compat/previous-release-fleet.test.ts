@@ -25,9 +25,9 @@ const CURRENT: Build['bin'] = {
 
 const missing = previousReleaseMissing();
 let previous: (Build & { remove(): void }) | null = null;
-before(() => {
+before(async () => {
   if (missing) console.log(`# skipped: ${missing}`);
-  else previous = buildPreviousRelease();
+  else previous = await buildPreviousRelease();
 });
 after(() => previous?.remove());
 

@@ -3,7 +3,8 @@
 // plane, and the reverse). Bump PREVIOUS_RELEASE when a release is cut: it is the commit the hosts
 // of the fleet run while the control plane is upgraded before them.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { build } from 'esbuild';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO } from '../helpers/host.js';
@@ -25,8 +26,11 @@ export function previousReleaseMissing(): string | null {
 }
 
 // Builds the previous release in a temp folder with this checkout's node_modules (the same
-// dependency majors), as `npm run build` builds it; `remove()` it afterwards.
-export function buildPreviousRelease(): Build & { remove(): void } {
+// dependency majors) and `remove()` it afterwards. As `npm run build` does, less its type check:
+// esbuild transpiles each of src/ and scripts/ one file to one file where tsc would (0.9 s of CPU
+// against tsc's 33 s; the commit was type-checked when it landed, and tsc's output of the tests
+// is not needed), then the commit's own build steps copy the dashboard's files and bundle.
+export async function buildPreviousRelease(): Promise<Build & { remove(): void }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `steward-previous-${PREVIOUS_RELEASE.slice(0, 8)}-`));
   const run = (cmd: string, args: string[], cwd: string) => {
     const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -37,11 +41,23 @@ export function buildPreviousRelease(): Build & { remove(): void } {
     mkdirSync(tree);
     run('sh', ['-c', 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3"', 'sh', REPO, PREVIOUS_RELEASE, tree], dir);
     symlinkSync(path.join(REPO, 'node_modules'), path.join(tree, 'node_modules'));
-    run('npm', ['run', 'build', '--silent'], tree);
+    const sources = [...typeScriptFiles(path.join(tree, 'src')), ...typeScriptFiles(path.join(tree, 'scripts'))];
+    await build({ entryPoints: sources, outdir: path.join(tree, 'dist'), outbase: tree, bundle: false, format: 'esm', platform: 'node', target: 'es2022', logLevel: 'error' });
+    run(process.execPath, ['scripts/copy-ui-files.js'], tree);
+    run(process.execPath, ['dist/scripts/bundle.js'], tree);
     const bin = (name: string) => path.join(tree, 'bin', `${name}.js`);
     return { dir: tree, bin: { helper: bin('steward-helper'), agent: bin('steward-agent'), agentctl: bin('agentctl'), control: bin('steward-control') }, remove: () => rmSync(dir, { recursive: true, force: true }) };
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
+}
+
+function typeScriptFiles(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) typeScriptFiles(p, out);
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
 }

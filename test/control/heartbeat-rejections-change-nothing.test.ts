@@ -1,5 +1,7 @@
 // Every rejected heartbeat answers its status and code over real HTTP and leaves every table of
-// the store exactly as it was (DESIGN §6: "rejected whole and changes nothing").
+// the store exactly as it was (DESIGN §6: "rejected whole and changes nothing"), but one: a
+// heartbeat refused for clock skew records that refusal on its node (three columns of its row,
+// issue 31), and nothing else.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HEARTBEAT_PATH, MAX_BODY_BYTES } from '../../src/core/control-api.js';
@@ -40,9 +42,18 @@ after(() => c.close());
 
 const lastSeqOf = (n: FakeNode) => (c.store.db.prepare('SELECT lastSeq FROM nodes WHERE nodeId = ?').get(n.nodeId) as { lastSeq: number }).lastSeq;
 
-const rejections: Array<{ name: string; body: () => string | Buffer; status: number; code: string; extra?: () => Record<string, unknown> }> = [
+// The nodes columns a clock skew refusal writes (store migration 5).
+const SKEW_COLUMNS = ['skewRefusedSince', 'skewRefusedAt', 'skewRefusedMs'];
+
+// The store without those columns, and what they hold for node `n`.
+function withoutSkewColumns(d: Record<string, unknown[]>): Record<string, unknown[]> {
+  return { ...d, nodes: d.nodes!.map((r) => Object.fromEntries(Object.entries(r as Record<string, unknown>).filter(([k]) => !SKEW_COLUMNS.includes(k)))) };
+}
+const skewColumnsOf = (n: FakeNode) => c.store.db.prepare(`SELECT ${SKEW_COLUMNS.join(', ')} FROM nodes WHERE nodeId = ?`).get(n.nodeId);
+
+const rejections: Array<{ name: string; body: () => string | Buffer; status: number; code: string; extra?: () => Record<string, unknown>; recordsSkew?: true }> = [
   { name: 'a replayed seq', body: () => a.body({ seq: 1 }), status: 409, code: 'SEQ_REPLAYED', extra: () => ({ lastSeq: lastSeqOf(a) }) },
-  { name: 'sentAt 10 minutes off', body: () => a.body({ sentAt: c.clock.now() - 10 * MINUTE }), status: 422, code: 'CLOCK_SKEW', extra: () => ({ serverTime: c.clock.now() }) },
+  { name: 'sentAt 10 minutes off', body: () => a.body({ sentAt: c.clock.now() - 10 * MINUTE }), status: 422, code: 'CLOCK_SKEW', extra: () => ({ serverTime: c.clock.now() }), recordsSkew: true },
   { name: 'a wrong domain', body: () => a.body({}, a.node.privateKey, DOMAINS.receipt), status: 401, code: 'BAD_SIGNATURE' },
   { name: "another node's signature", body: () => a.body({}, b.node.privateKey), status: 401, code: 'BAD_SIGNATURE' },
   { name: 'an unknown node', body: () => a.body({ nodeId: 'n-000000000000' }), status: 401, code: 'UNKNOWN_NODE' },
@@ -66,14 +77,17 @@ const rejections: Array<{ name: string; body: () => string | Buffer; status: num
 ];
 
 for (const r of rejections) {
-  test(`a heartbeat with ${r.name} is answered ${r.status} ${r.code} and changes nothing in the store`, async () => {
+  test(`a heartbeat with ${r.name} is answered ${r.status} ${r.code} and changes nothing in the store${r.recordsSkew ? ' but the refusal on its node' : ''}`, async () => {
     const before = dumpStore(c.store);
     const answer = await post(c.server.url, HEARTBEAT_PATH, r.body());
     assert.equal(answer.status, r.status, JSON.stringify(answer.body));
     assert.equal(answer.body.error.code, r.code);
     assert.ok(answer.body.error.message.length > 0);
     for (const [k, v] of Object.entries(r.extra?.() ?? {})) assert.equal(answer.body[k], v, k);
-    assert.deepEqual(dumpStore(c.store), before);
+    if (!r.recordsSkew) return assert.deepEqual(dumpStore(c.store), before);
+    assert.deepEqual(withoutSkewColumns(dumpStore(c.store)), withoutSkewColumns(before));
+    const now = c.clock.now();
+    assert.deepEqual(skewColumnsOf(a), { skewRefusedSince: now, skewRefusedAt: now, skewRefusedMs: -10 * MINUTE });
   });
 }
 

@@ -157,4 +157,35 @@ describeEachBackend((backend) => {
     assert.equal((await row('n-b'))?.clockSkewMs, 500);
     assert.equal((await store.read((tx) => tx.nodes.get('n-b')))?.clockSkewMs, 500);
   });
+
+  test('a clock skew refusal keeps its first time, is written at most once per gap, shows in get, list, the count and its runs, and an accepted heartbeat clears it', async () => {
+    const key = generateKeyPair();
+    const runId = await store.write(async (tx) => {
+      await tx.nodes.insert({ nodeId: 'n-s', hostname: 'n-s', nodePublicKey: key.publicPem, helperPublicKey: key.publicPem, enrolledAt: T0, labels: {} });
+      return tx.runs.insert(run({ app: 'skew' }), [{ nodeId: 'n-s', lastHeartbeatAt: null, listedApp: true }]);
+    });
+    const refuse = (skewMs: number, at: number, nodeId = 'n-s') => store.write((tx) => tx.nodes.recordClockSkewRefusal(nodeId, skewMs, at, 60_000));
+    const seen = () =>
+      store.read(async (tx) => ({
+        get: (await tx.nodes.get('n-s'))?.clockSkewRefused ?? null,
+        list: (await tx.nodes.list()).find((n) => n.nodeId === 'n-s')?.clockSkewRefused ?? null,
+        count: await tx.nodes.countClockSkewRefused(),
+        run: (await tx.runs.nodes(runId))[0]?.clockSkewRefusedSince,
+      }));
+    const refused = (since: number, lastAt: number, clockSkewMs: number) => ({ get: { since, lastAt, clockSkewMs }, list: { since, lastAt, clockSkewMs }, count: 1, run: since });
+    assert.deepEqual(await seen(), { get: null, list: null, count: 0, run: null });
+
+    assert.equal(await refuse(-600_000, T0 + 10_000), true);
+    assert.deepEqual(await seen(), refused(T0 + 10_000, T0 + 10_000, -600_000));
+    assert.equal(await refuse(-601_000, T0 + 69_999), false, 'within the gap: nothing written');
+    assert.deepEqual(await seen(), refused(T0 + 10_000, T0 + 10_000, -600_000));
+    assert.equal(await refuse(-602_000, T0 + 70_000), true, 'a gap on: the skew and time updated, the first time kept');
+    assert.deepEqual(await seen(), refused(T0 + 10_000, T0 + 70_000, -602_000));
+    assert.equal(await refuse(-1, T0 + 200_000, 'n-unknown'), false, 'no such node');
+
+    await store.write((tx) => tx.nodes.recordHeartbeat({ v: 1, nodeId: 'n-s', seq: 1, sentAt: T0 + 80_000, bootId: 'b', agentVersion: '0.1.0', apps: [], receipts: [] }, T0 + 80_000));
+    assert.deepEqual(await seen(), { get: null, list: null, count: 0, run: null });
+    assert.equal(await refuse(900_000, T0 + 81_000), true, 'refused again right after: a new refusal, not held back by the gap');
+    assert.deepEqual(await seen(), refused(T0 + 81_000, T0 + 81_000, 900_000));
+  });
 });

@@ -36,7 +36,7 @@ const run = (over: Partial<RolloutPolicy> = {}, r: Partial<RolloutRun> = {}): Ro
 
 // A node that heartbeat 10 s before the run started, listed web and runs 1.1.0.
 const node = (nodeId: string, over: Partial<NodeFacts> = {}): NodeFacts => ({
-  nodeId, lastHeartbeatAt: T0 - 10 * s, listedApp: true, current: '1.1.0', supervisor: { state: 'running', since: T0 - h }, revertedVersions: [], ...over,
+  nodeId, lastHeartbeatAt: T0 - 10 * s, listedApp: true, current: '1.1.0', supervisor: { state: 'running', since: T0 - h }, revertedVersions: [], clockSkewRefusedSince: null, ...over,
 });
 const fleet = (...ids: string[]): NodeFacts[] => ids.map((id) => node(id));
 
@@ -419,6 +419,32 @@ test('a percentage batch is of the targets frozen at the start, rounded up, at l
   const at = (batch: RolloutPolicy['batch']) => planRollout({ run: run({ canaries: 0, batch }), nodes, issued: [], verdicts: [], reverts: [], now: T0 });
   assert.deepEqual([at({ percent: 10 }).batchSize, at({ percent: 50 }).batchSize, at({ percent: 100 }).batchSize, at({ count: 3 }).batchSize], [1, 4, 7, 3]);
   assert.deepEqual(at({ percent: 50 }).issue?.nodes, ['a', 'b', 'c', 'd']);
+});
+
+test('a node whose heartbeats are refused for clock skew is skipped CLOCK_SKEW when refused since before the start, and pending or issued CLOCK_SKEW while refused', () => {
+  const stale = T0 - 10 * min;
+  const nodes = [
+    node('a', { lastHeartbeatAt: stale, clockSkewRefusedSince: T0 - 9 * min }),
+    node('b', { lastHeartbeatAt: stale, clockSkewRefusedSince: T0 + min }),
+    node('c', { lastHeartbeatAt: stale }),
+    node('d', { lastHeartbeatAt: null, clockSkewRefusedSince: T0 - min }),
+    node('e', { clockSkewRefusedSince: T0 + min }),
+    node('f', { clockSkewRefusedSince: T0 + min }),
+    node('g'),
+  ];
+  const plan = planRollout({ run: run({ namedCanaries: ['e'], canaries: 1 }), nodes, issued: [{ nodeId: 'e', attemptId: 'x', issuedAt: T0, notAfter: null, batch: 0 }], verdicts: [], reverts: [], now: T0 + 2 * min });
+  const reasons = Object.fromEntries(Object.entries(plan.nodes).map(([id, p]) => [id, `${p.state}:${p.reason}`]));
+  assert.deepEqual(reasons, {
+    a: 'skipped:CLOCK_SKEW',
+    // Refused only since after the start: it was skipped for being silent then.
+    b: 'skipped:NO_RECENT_HEARTBEAT',
+    c: 'skipped:NO_RECENT_HEARTBEAT',
+    d: 'skipped:CLOCK_SKEW',
+    e: 'issued:CLOCK_SKEW',
+    f: 'pending:CLOCK_SKEW',
+    g: 'pending:null',
+  });
+  assert.deepEqual([plan.status, plan.counts.targeted, plan.counts.pending], ['running', 3, 3], 'the reason changes no count or decision');
 });
 
 test('the plan does not depend on the order of the facts', () => {

@@ -1,5 +1,9 @@
 import { promises as fsp, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { StewardError } from '../../src/core/errors.js';
+import { hostPaths } from '../../src/core/paths.js';
+import { callHelper, pickSocket } from '../../src/protocol/client.js';
+import { helperClient } from '../../src/protocol/helper-client.js';
 import { agentctl, recordedPid, type TestHost } from './host.js';
 
 export { recordedPid } from './host.js';
@@ -18,13 +22,26 @@ export function killApps(host: TestHost, apps: string[]): void {
   }
 }
 
-// Polls `agentctl status` until no app has running work.
+// The helper's `status` answer, asked over its socket from this process, or null while it does
+// not answer (not listening yet, or restarting). The waits below poll it: an agentctl process per
+// poll cost ~0.15 s of CPU, ten times a second, in every file that waits on a helper.
+async function helperStatus(host: TestHost): Promise<any> {
+  try {
+    const socket = await pickSocket(hostPaths(host.root));
+    return await helperClient((request, opts) => callHelper(socket.path, request, opts)).status();
+  } catch (err) {
+    if (err instanceof StewardError) return null;
+    throw err;
+  }
+}
+
+// Polls the helper's status until no app has running work.
 export async function waitIdle(host: TestHost, timeoutMs = 30_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const r = await agentctl(host, ['status', '--json']);
-    if (r.code === 0 && r.json.apps.every((a: { running: unknown }) => a.running === null)) return r.json;
-    if (Date.now() > deadline) throw new Error(`work still running after ${timeoutMs} ms: ${r.stdout}`);
+    const status = await helperStatus(host);
+    if (status?.apps.every((a: { running: unknown }) => a.running === null)) return status;
+    if (Date.now() > deadline) throw new Error(`work still running after ${timeoutMs} ms: ${JSON.stringify(status)}`);
     await new Promise((res) => setTimeout(res, 100));
   }
 }
@@ -42,13 +59,13 @@ export async function allReceipts(host: TestHost, app?: string): Promise<{ code:
   return { code: r.code, receipts: r.json?.receipts ?? [] };
 }
 
-// Polls `agentctl status` until the helper's start (recovery, first pass, cleanup) is over.
+// Polls the helper's status until its start (recovery, first pass, cleanup) is over.
 export async function waitReady(host: TestHost, timeoutMs = 30_000): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const r = await agentctl(host, ['status', '--json']);
-    if (r.code === 0 && r.json.recovering === false) return r.json;
-    if (Date.now() > deadline) throw new Error(`the helper still recovers after ${timeoutMs} ms: ${r.stdout}`);
+    const status = await helperStatus(host);
+    if (status?.recovering === false) return status;
+    if (Date.now() > deadline) throw new Error(`the helper still recovers after ${timeoutMs} ms: ${JSON.stringify(status)}`);
     await new Promise((res) => setTimeout(res, 100));
   }
 }

@@ -5,8 +5,8 @@ import { REPO, IS_ROOT } from './host.js';
 import { enterCgroupsScript, makeContainerCgroups, removeCgroupsScript } from './container-cgroup.js';
 import { skipUnlessCI } from './skip.js';
 
-// A real systemd (PID 1 of a container) for tests of the systemd runner, booted per
-// /work/shared/recipes/systemd-container.md: the host's own root with a read-only /usr and a
+// A real systemd (PID 1 of a container) for tests of the systemd runner, booted as
+// docs/testing.md ("Run the end-to-end suite locally") says: the host's own root with a read-only /usr and a
 // fresh tmpfs for the rest, the repository bind-mounted read-only at /opt/src. Its /usr/bin/node
 // is the node running the tests (the host's /usr/bin/node may be another version, which the
 // native addons in node_modules were not built for). Root reads /opt/src; another user inside

@@ -69,6 +69,8 @@ test('the steward-control package holds its bundle, better-sqlite3 for its own N
       ['usr/share/doc/steward-control/copyright', '-rw-r--r--'],
       ['usr/share/doc/steward-control/changelog.gz', '-rw-r--r--'],
       ['usr/share/doc/steward-control/README.md.gz', '-rw-r--r--'],
+      // The design the docs cite by section travels with them.
+      ['usr/share/doc/steward-control/docs/design.md.gz', '-rw-r--r--'],
     ];
     for (const [name, mode] of expected) assert.equal(byName.get(name), mode, `${name}`);
     // The host's programs are the steward package's.

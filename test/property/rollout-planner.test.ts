@@ -94,6 +94,7 @@ function play(sc: Scenario): void {
     current: n.current === 'old' ? '1.0.0' : n.current === 'new' ? '2.0.0' : null,
     supervisor: { state: 'running', since: T0 - MIN },
     revertedVersions: n.revertedBefore ? ['2.0.0'] : [],
+    clockSkewRefusedSince: null,
   }));
   const issued: Issued[] = [];
   const verdicts: VerdictFact[] = [];

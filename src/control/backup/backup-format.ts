@@ -1,6 +1,6 @@
 // The steward-control backup file (docs/control-plane.md, "Backup and restore"), one format for
 // both backends: gzip of UTF-8 lines, each one JSON value, in this order:
-//   {"format":"steward-control-backup","formatVersion":2,"schemaVersion":4,"takenAt":<ms>,"source":"sqlite","stewardVersion":"0.1.0","keyId":"<16 hex>"}
+//   {"format":"steward-control-backup","formatVersion":2,"schemaVersion":5,"takenAt":<ms>,"source":"sqlite","stewardVersion":"0.1.0","keyId":"<16 hex>"}
 //   per table: {"table":"nodes","columns":["nodeId",...]}, one JSON array per row, {"tableEnd":"nodes","rows":2}
 //   {"sequence":"runs","value":7}        the highest id the table's generated column handed out
 //   per kept tarball: {"artifact":{"app","version","size","integrity"}}, then {"chunk":"<base64>"}

@@ -125,6 +125,9 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     agentVersion: nullable(text(256)),
     labels: json(labelsSchema, 'labels'),
     clockSkewMs: nullable(int),
+    skewRefusedSince: nullable(int),
+    skewRefusedAt: nullable(int),
+    skewRefusedMs: nullable(int),
   },
   receipts: {
     nodeId,

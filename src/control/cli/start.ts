@@ -3,9 +3,12 @@
 // the same rule) and only then loads the program, so that the cache covers every module the
 // command runs (commander, the store, zod, the server) and not just those loaded after it.
 import { useCompileCache } from '../../platform/compile-cache.js';
+import { endQuietlyWhenStdoutCloses } from '../../platform/stdout-closed.js';
 
 // Runs steward-control with `argv` and returns its exit code.
 export async function runControlCli(argv: string[]): Promise<number> {
+  // serve is a daemon: its stdout closing (a terminal gone) must not end it.
+  if (!argv.includes('serve')) endQuietlyWhenStdoutCloses();
   await useCompileCache();
   return (await import('./main.js')).runControlCli(argv);
 }

@@ -2,7 +2,9 @@
 // one commit (group-commit.ts). openHeartbeatBody checks the body and the node key's signature
 // outside any transaction; recordOpenedHeartbeat, inside the write transaction, checks seq,
 // clock and receipts against the node as it is then, records the heartbeat and its fresh
-// receipts and answers what this node should run. A rejection is logged and changes nothing.
+// receipts and answers what this node should run. A rejection is logged and changes nothing,
+// but for one: a heartbeat refused for clock skew is recorded on its node (recordSkewRefusal),
+// so that `nodes`, the dashboard, the metrics and the rollouts can say why the node is silent.
 // Rollouts advance on the rollout ticker, which a stored verdict wakes (rollouts/rollout-ticker.ts).
 import type { KeyObject } from 'node:crypto';
 import { MAX_BODY_BYTES, type HeartbeatAnswer } from '../../core/control-api.js';
@@ -170,11 +172,36 @@ export async function openHeartbeatBody(store: ControlStore, body: Buffer): Prom
   return { ok: true, body, heartbeat: tried.opened.heartbeat, nodeKeyPem: tried.nodeKeyPem };
 }
 
+// A node's clock skew refusal is recorded at most once a minute: a node that sends refused
+// heartbeats in a tight loop costs one row update a minute, not one a heartbeat.
+export const SKEW_REFUSAL_GAP_MS = 60_000;
+
+// A heartbeat refused for clock skew: its node and skew (its sentAt minus the store's time).
+// Only ever made after the node key's signature held and its seq was above the node's last
+// accepted one, so no one but the node (or a replay of a heartbeat of it never accepted) makes
+// one; what it holds is two numbers.
+export interface SkewRefused {
+  nodeId: string;
+  skewMs: number;
+}
+
+// Records a clock skew refusal on its node (NodeWrites.recordClockSkewRefusal), at the store's
+// time, at most once per SKEW_REFUSAL_GAP_MS a node.
+export async function recordSkewRefusal(tx: StoreTx, r: SkewRefused): Promise<void> {
+  if (await tx.nodes.recordClockSkewRefusal(r.nodeId, r.skewMs, await tx.now(), SKEW_REFUSAL_GAP_MS)) log('node=%s heartbeats refused for clock skew: recorded skewMs=%d', r.nodeId, r.skewMs);
+}
+
 // Finishes an opened heartbeat inside a write transaction, at the store's time. It reads the
 // node as the transaction sees it, so an earlier heartbeat of the same node in this transaction
-// counts. Writes nothing when it answers a rejection. `stored`: the receipts it stored;
-// `counted`: how many of them count (verdicts a run waits for).
-export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, opened: OpenedHeartbeatBody, heartbeatSeconds: number): Promise<{ answer: Answer; counted: number; stored: ReceiptPayload[] }> {
+// counts. Writes nothing when it answers a rejection; `skewRefused` names a refusal for clock
+// skew, for the caller to record once it undid this call's writes. `stored`: the receipts it
+// stored; `counted`: how many of them count (verdicts a run waits for).
+export async function recordOpenedHeartbeat(
+  tx: StoreTx,
+  store: ControlStore,
+  opened: OpenedHeartbeatBody,
+  heartbeatSeconds: number,
+): Promise<{ answer: Answer; counted: number; stored: ReceiptPayload[]; skewRefused: SkewRefused | null }> {
   const now = await tx.now();
   const hbClaim = opened.heartbeat;
   const auth = await tx.nodes.auth(hbClaim.nodeId);
@@ -189,7 +216,12 @@ export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, op
   const verdict = sameKey
     ? checkHeartbeat(hbClaim, known, issued, now)
     : verifyHeartbeat(opened.body, (id) => (id === hbClaim.nodeId ? known : null), issued, now, { maxBytes: MAX_BODY_BYTES });
-  if (!verdict.ok) return { answer: rejectionAnswer(verdict), counted: 0, stored: [] };
+  if (!verdict.ok) {
+    // A CLOCK_SKEW's sentAt is the node's own word: the clock is checked after the signature
+    // (under the key the store holds now) and the seq.
+    const skewRefused = verdict.code === 'CLOCK_SKEW' ? { nodeId: hbClaim.nodeId, skewMs: hbClaim.sentAt - now } : null;
+    return { answer: rejectionAnswer(verdict), counted: 0, stored: [], skewRefused };
+  }
   const hb = verdict.heartbeat;
   await tx.nodes.recordHeartbeat(hb, now);
   for (const r of verdict.receipts) await tx.receipts.insert(hb.nodeId, r, now);
@@ -197,5 +229,5 @@ export async function recordOpenedHeartbeat(tx: StoreTx, store: ControlStore, op
     log('node=%s stored receipts %s', hb.nodeId, verdict.receipts.map((r) => `seq=${r.payload.seq} ${r.payload.app} ${r.payload.outcome}${r.counts ? '' : ' (not counting)'}`).join(', '));
   }
   const answer: HeartbeatAnswer = { ackedSeqs: ackedSeqs(verdict), desired: await desiredFor(tx, hb.nodeId, now), heartbeatSeconds };
-  return { answer: { status: 200, body: answer }, counted: verdict.receipts.filter((r) => r.counts).length, stored: verdict.receipts.map((r) => r.payload) };
+  return { answer: { status: 200, body: answer }, counted: verdict.receipts.filter((r) => r.counts).length, stored: verdict.receipts.map((r) => r.payload), skewRefused: null };
 }

@@ -8,7 +8,8 @@
 //
 // Each heartbeat keeps the meaning it has alone: it is checked against the store as the earlier
 // heartbeats of its batch left it (two of one node behave as if sent one after the other), a
-// rejected one rolls back to its savepoint and changes nothing. A commit that stored verdicts
+// rejected one rolls back to its savepoint and changes nothing (one refused for clock skew then
+// records that on its node, accept-heartbeat.ts's recordSkewRefusal). A commit that stored verdicts
 // wakes the rollout ticker of every instance (rollouts/rollout-ticker.ts).
 // When the commit fails, every heartbeat of the batch fails with that error and none is recorded.
 //
@@ -25,7 +26,7 @@ import { logger } from '../../platform/log.js';
 import type { Answer } from '../server/answer.js';
 import { TransactionAbortedError, type ControlStore, type StoreTx } from '../store/store.js';
 import type { StopPoints } from '../server/test-stop-points.js';
-import { openHeartbeatBody, recordOpenedHeartbeat, type OpenedHeartbeatBody } from './accept-heartbeat.js';
+import { openHeartbeatBody, recordOpenedHeartbeat, recordSkewRefusal, type OpenedHeartbeatBody, type SkewRefused } from './accept-heartbeat.js';
 
 const log = logger('control:heartbeat');
 
@@ -79,7 +80,10 @@ type Outcome = { answer: Answer } | { error: unknown };
 // Thrown out of a savepoint to roll back a rejected heartbeat (it wrote nothing; the savepoint
 // makes sure of it).
 class Rejected {
-  constructor(readonly answer: Answer) {}
+  constructor(
+    readonly answer: Answer,
+    readonly skewRefused: SkewRefused | null,
+  ) {}
 }
 
 export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): HeartbeatBatcher {
@@ -97,8 +101,8 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
     try {
       return {
         answer: await tx.savepoint(async () => {
-          const { answer, counted, stored } = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
-          if (answer.status !== 200) throw new Rejected(answer);
+          const { answer, counted, stored, skewRefused } = await recordOpenedHeartbeat(tx, store, p.opened, heartbeatSeconds);
+          if (answer.status !== 200) throw new Rejected(answer, skewRefused);
           hooks.afterRecord?.(p.opened.heartbeat.nodeId);
           batch.verdicts += counted;
           batch.receipts.push(...stored);
@@ -106,11 +110,26 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
         }),
       };
     } catch (err) {
-      if (err instanceof Rejected) return { answer: err.answer };
+      if (err instanceof Rejected) {
+        if (err.skewRefused) await recordRefusal(tx, err.skewRefused);
+        return { answer: err.answer };
+      }
       // Nothing of this batch can commit any more: it fails as a failed commit does.
       if (err instanceof TransactionAbortedError) throw err.original;
       log('heartbeat of node=%s failed and was rolled back alone: %s', p.opened.heartbeat.nodeId, (err as Error)?.message ?? String(err));
       return { error: err };
+    }
+  };
+
+  // In a savepoint of its own: a refusal that cannot be recorded is logged, and the heartbeat is
+  // answered its 422 all the same.
+  const recordRefusal = async (tx: StoreTx, r: SkewRefused): Promise<void> => {
+    try {
+      await tx.savepoint(() => recordSkewRefusal(tx, r));
+    } catch (err) {
+      // Nothing of this batch can commit any more: it fails as a failed commit does.
+      if (err instanceof TransactionAbortedError) throw err.original;
+      log('clock skew refusal of node=%s not recorded: %s', r.nodeId, (err as Error)?.message ?? String(err));
     }
   };
 

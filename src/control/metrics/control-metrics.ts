@@ -92,6 +92,9 @@ export function createControlMetrics(opts: ControlMetricsOptions): ControlMetric
   fleetGauge('nodes', 'Enrolled nodes by freshness: fresh (a heartbeat within 3 intervals), stale, never (no heartbeat yet). From the store.', ['freshness'], (g, s) => {
     for (const [freshness, n] of Object.entries(s.nodes)) g.set({ freshness }, n);
   });
+  fleetGauge('clock_skew_refused_nodes', 'Enrolled nodes whose heartbeats are refused for clock skew (422 CLOCK_SKEW) since their last accepted one. From the store.', [], (g, s) => {
+    g.set(s.clockSkewRefused);
+  });
   fleetGauge('app_version_nodes', "Nodes whose latest heartbeat reports the app at the version (none: not installed). The top apps and versions by nodes; the rest summed as app _other and version other. From the store.", ['app', 'version'], (g, s) => {
     for (const r of s.appVersions) g.set({ app: r.app, version: r.version ?? 'none' }, r.nodes);
   });

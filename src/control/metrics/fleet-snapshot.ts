@@ -2,6 +2,7 @@
 // what this instance saw: two instances on one store report the same values. A scrape reads
 // them at most once per `cacheMs` (scrapes arriving together share one read), so a scrape storm
 // costs the store one read transaction per period.
+import { freshSince } from '../../core/heartbeat-freshness.js';
 import type { NodeState } from '../../core/rollout-planner.js';
 import { logger } from '../../platform/log.js';
 import { planRun } from '../rollouts/plan-run.js';
@@ -11,14 +12,14 @@ import { appLabel, boundAppVersions } from './label-values.js';
 
 const log = logger('control:metrics');
 
-// A node is fresh while its last heartbeat is within this many intervals (the rollouts' rule:
-// a node silent for longer is skipped by a run that starts, DESIGN §9).
-export const FRESH_INTERVALS = 3;
-
 export const RUN_STATUSES: readonly StoredRunStatus[] = ['running', 'succeeded', 'halted', 'stopped'];
 
 export interface FleetSnapshot {
+  // Fresh: a heartbeat within 3 intervals (core/heartbeat-freshness.ts, the rollouts' rule: a
+  // node silent for longer is skipped by a run that starts, docs/design.md §9).
   nodes: FreshnessCounts;
+  // Nodes whose heartbeats are refused for clock skew now.
+  clockSkewRefused: number;
   // Bounded (label-values.ts): at most a few hundred rows whatever nodes report.
   appVersions: AppVersionCount[];
   runs: Record<StoredRunStatus, number>;
@@ -29,7 +30,7 @@ export interface FleetSnapshot {
 // Reads the snapshot in one read transaction, at the store's time.
 export async function readFleetSnapshot(tx: StoreReader): Promise<FleetSnapshot> {
   const now = await tx.now();
-  const since = now - FRESH_INTERVALS * (await readHeartbeatSeconds(tx)) * 1000;
+  const since = freshSince(now, (await readHeartbeatSeconds(tx)) * 1000);
   const runs = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<StoredRunStatus, number>;
   for (const r of await tx.runs.countByStatus()) if (r.status in runs) runs[r.status] = r.runs;
   const runNodes: FleetSnapshot['runNodes'] = [];
@@ -40,7 +41,13 @@ export async function readFleetSnapshot(tx: StoreReader): Promise<FleetSnapshot>
     for (const n of Object.values((await planRun(tx, run, now)).nodes)) states[n.state] = (states[n.state] ?? 0) + 1;
     runNodes.push({ app: appLabel(run.app), states });
   }
-  return { nodes: await tx.nodes.countByFreshness(since), appVersions: boundAppVersions(await tx.nodes.countByAppVersion()), runs, runNodes };
+  return {
+    nodes: await tx.nodes.countByFreshness(since),
+    clockSkewRefused: await tx.nodes.countClockSkewRefused(),
+    appVersions: boundAppVersions(await tx.nodes.countByAppVersion()),
+    runs,
+    runNodes,
+  };
 }
 
 export interface FleetSnapshots {

@@ -2,9 +2,11 @@
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
+import { heartbeatFresh } from '../../core/heartbeat-freshness.js';
 import { applyLabelChanges, parseLabelChange, type Labels } from '../../core/labels.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { recordAudit } from '../audit/record-audit.js';
+import { readHeartbeatSeconds } from '../store/settings.js';
 import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
 import { flag, flags, word, type Operation } from './operation.js';
 
@@ -15,11 +17,17 @@ export interface NodeView {
   enrolledAt: number;
   lastHeartbeatAt: number | null;
   heartbeatAgeMs: number | null;
+  // It heartbeated once, but not within the last 3 heartbeat intervals (core/heartbeat-freshness.ts:
+  // the rule that skips it in a run starting now, and counts it stale in the metrics).
+  stale: boolean;
   lastSeq: number;
   bootId: string | null;
   agentVersion: string | null;
   // The node's clock minus the control plane's at its last heartbeat (null before one).
   clockSkewMs: number | null;
+  // Its heartbeats are refused for clock skew (422 CLOCK_SKEW) since its last accepted one: since
+  // when, when last recorded (at most a minute behind the latest refused one), and the skew then.
+  clockSkewRefused: { since: number; lastAt: number; clockSkewMs: number } | null;
   apps: HeartbeatApp[];
   receiptLost: number[];
 }
@@ -36,6 +44,7 @@ export const nodesList: Operation<{ select?: string; cursor?: string; limit?: st
     const limit = pageLimit(i.limit);
     return ctx.store.read(async (tx) => {
       const now = await tx.now();
+      const intervalMs = (await readHeartbeatSeconds(tx)) * 1000;
       const page = await fillPage((a: string | null, n) => tx.nodes.page(a, n), (n) => n.nodeId, after, limit, (n) => matchesSelector(sel, n.labels));
       const nodes: NodeView[] = [];
       for (const n of page.rows) {
@@ -46,10 +55,12 @@ export const nodesList: Operation<{ select?: string; cursor?: string; limit?: st
           enrolledAt: n.enrolledAt,
           lastHeartbeatAt: n.lastHeartbeatAt,
           heartbeatAgeMs: n.lastHeartbeatAt === null ? null : now - n.lastHeartbeatAt,
+          stale: n.lastHeartbeatAt !== null && !heartbeatFresh(n.lastHeartbeatAt, now, intervalMs),
           lastSeq: n.lastSeq,
           bootId: n.bootId,
           agentVersion: n.agentVersion,
           clockSkewMs: n.clockSkewMs ?? null,
+          clockSkewRefused: n.clockSkewRefused,
           apps: n.apps,
           receiptLost: await tx.receipts.gaps(n.nodeId),
         });

@@ -20,8 +20,12 @@ export function toRolloutRun(row: Omit<RunRow, 'id'> & { id: number | null }): R
 }
 
 // A node's facts for the planner: frozen at the start (its heartbeat, whether it listed the
-// app), reported now (its version and supervisor), and the versions it reverted before.
-export function nodeFacts(n: { nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean; app: HeartbeatApp | null }, reverts: readonly ReceiptFact[]): NodeFacts {
+// app), reported now (its version and supervisor), the versions it reverted before, and since
+// when its heartbeats are refused for clock skew, now.
+export function nodeFacts(
+  n: { nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean; app: HeartbeatApp | null; clockSkewRefusedSince: number | null },
+  reverts: readonly ReceiptFact[],
+): NodeFacts {
   return {
     nodeId: n.nodeId,
     lastHeartbeatAt: n.lastHeartbeatAt,
@@ -29,6 +33,7 @@ export function nodeFacts(n: { nodeId: string; lastHeartbeatAt: number | null; l
     current: n.app?.current ?? null,
     supervisor: n.app ? { state: n.app.supervisor.state, since: n.app.supervisor.since } : null,
     revertedVersions: [...new Set(reverts.flatMap((r) => (r.targetVersion === null ? [] : [r.targetVersion])))],
+    clockSkewRefusedSince: n.clockSkewRefusedSince,
   };
 }
 

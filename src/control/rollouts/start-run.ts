@@ -168,7 +168,7 @@ async function prepareRun(tx: StoreReader, app: string, version: string, nodes: 
   const reverts = (await tx.receipts.revertsOfApp(app)).filter((r) => ids.has(r.nodeId));
   const byNode = new Map<string, ReceiptFact[]>();
   for (const r of reverts) byNode.set(r.nodeId, [...(byNode.get(r.nodeId) ?? []), r]);
-  const facts = nodes.map((n, i) => nodeFacts({ ...frozen[i]!, app: n.apps.find((a) => a.name === app) ?? null }, byNode.get(n.nodeId) ?? []));
+  const facts = nodes.map((n, i) => nodeFacts({ ...frozen[i]!, app: n.apps.find((a) => a.name === app) ?? null, clockSkewRefusedSince: n.clockSkewRefused?.since ?? null }, byNode.get(n.nodeId) ?? []));
   const input: PlanInput = { run: toRolloutRun({ ...run, id: null, stopped: false, paused: false, status: 'running', haltCode: null, haltNodeId: null, haltMessage: null, endedAt: null }), nodes: facts, issued: [], verdicts: [], reverts: revertFacts(reverts), now };
   const first = planRollout(input);
   for (const id of policy.namedCanaries) {

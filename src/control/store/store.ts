@@ -101,6 +101,21 @@ export interface NodeRow {
   // The node's clock minus the control plane's, as its last accepted heartbeat showed it (its
   // sentAt against the time it was received); null before one (DESIGN §12).
   clockSkewMs: number | null;
+  // Its heartbeats refused for clock skew since its last accepted one, or null.
+  clockSkewRefused: ClockSkewRefusal | null;
+}
+
+// A node whose heartbeats the control plane refuses for clock skew (422 CLOCK_SKEW): each such
+// heartbeat carried a valid signature of the node and a seq above its last accepted one, so it
+// is the node's own word, only not fresh. Written at most once per minimum gap a node, so a node
+// that sends many costs one row update a gap; an accepted heartbeat clears it.
+export interface ClockSkewRefusal {
+  // The first refused heartbeat since the last accepted one (or the record cleared).
+  since: number;
+  // When it was last recorded (at most a gap behind the latest refused heartbeat).
+  lastAt: number;
+  // That heartbeat's sentAt minus the time it was received.
+  clockSkewMs: number;
 }
 
 export interface NewNode {
@@ -131,6 +146,8 @@ export interface NodeReads {
   page(afterNodeId: string | null, limit: number): Promise<NodeRow[]>;
   // How many nodes heartbeated at or after `since`, before it, or never (the metrics' gauge).
   countByFreshness(since: number): Promise<FreshnessCounts>;
+  // How many nodes the control plane refuses heartbeats of for clock skew now (clockSkewRefused).
+  countClockSkewRefused(): Promise<number>;
   // How many nodes report each app at each version (`current`, null: not installed), from their
   // latest heartbeat; one row per app and version reported, in no order. Values are as stored:
   // the caller checks them before they become label values.
@@ -151,8 +168,13 @@ export interface AppVersionCount {
 
 export interface NodeWrites {
   insert(n: NewNode): Promise<void>;
-  // Records an accepted heartbeat: its seq, the time and the report.
+  // Records an accepted heartbeat: its seq, the time and the report; clears a clock skew refusal.
   recordHeartbeat(hb: HeartbeatPayload, at: number): Promise<void>;
+  // Records that a heartbeat of the node, signed and with a fresh seq, was refused at `at` for a
+  // skew of `skewMs`: starts the refusal (`since` = `at`) when none is on record after the node's
+  // last accepted heartbeat, else updates its skew and lastAt, but only when the last record is
+  // `minGapMs` old or more. Whether it wrote; false for a node not enrolled.
+  recordClockSkewRefusal(nodeId: string, skewMs: number, at: number, minGapMs: number): Promise<boolean>;
   // Replaces a node's labels; false when it is not enrolled.
   setLabels(nodeId: string, labels: Labels): Promise<boolean>;
   // Forgets a node (it leaves every run; its receipts stay). False when it was not enrolled.
@@ -270,6 +292,8 @@ export interface RunNodeRow {
   listedApp: boolean;
   // Its latest report of the run's app, or null when it does not report it now.
   app: HeartbeatApp | null;
+  // Now: since when its heartbeats are refused for clock skew (NodeRow.clockSkewRefused), or null.
+  clockSkewRefusedSince: number | null;
 }
 
 export interface IssuedRow {

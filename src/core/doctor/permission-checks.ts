@@ -67,7 +67,7 @@ export function checkPermissions(walk: TreeWalk, extra: readonly Entry[], rules:
   for (const u of walk.unreadable) out.push(warn(PERMISSIONS, `${u.path}: could not be checked (${u.error})`));
   if (out.length === 0) {
     const note = owners.note ? `; ${owners.note}` : '';
-    out.push(ok(PERMISSIONS, `${walk.entries.length + extra.length + ancestors.length} entries match DESIGN §2 and only root can write what root reads${note}`));
+    out.push(ok(PERMISSIONS, `${walk.entries.length + extra.length + ancestors.length} entries have the owner, group and mode steward gives them, and only root can write what root reads${note}`));
   }
   return out;
 }

@@ -8,9 +8,6 @@ import { duration, exactTime, flag, mono, state } from '../format.js';
 import type { Page } from '../page.js';
 import { filterForm } from './filter-form.js';
 
-// A node whose last heartbeat is older than this is shown stale.
-const STALE_MS = 3 * 60_000;
-
 export function fleetPage(params: URLSearchParams): Page {
   const select = params.get('select') ?? '';
   const app = params.get('app') ?? '';
@@ -56,7 +53,7 @@ export function labels(l: Record<string, string>): Child {
 
 export function heartbeat(n: NodeView): Child {
   if (n.heartbeatAgeMs === null || n.lastHeartbeatAt === null) return h('span', { class: 'st st-stale' }, 'never');
-  return h('time', { title: exactTime(n.lastHeartbeatAt), class: n.heartbeatAgeMs > STALE_MS ? 'st st-stale' : '' }, `${duration(n.heartbeatAgeMs)} ago`);
+  return h('time', { title: exactTime(n.lastHeartbeatAt), class: n.stale ? 'st st-stale' : '' }, `${duration(n.heartbeatAgeMs)} ago`);
 }
 
 // One app of a node: its version and its supervisor's state.
@@ -77,17 +74,31 @@ export function appCell(a: AppReport | undefined): HTMLTableCellElement {
 // worth a look (windows, receipts' times).
 const SKEW_WARN_MS = 30_000;
 
-function skew(n: NodeView): Child {
+const signed = (ms: number) => `${ms >= 0 ? '+' : '−'}${duration(Math.abs(ms))}`;
+
+// The node's clock skew: while its heartbeats are refused for it, the skew they carry and since
+// when; else its last accepted heartbeat's.
+export function skew(n: NodeView): Child {
+  const r = n.clockSkewRefused;
+  if (r) {
+    return h(
+      'span',
+      { data: { skew: String(r.clockSkewMs), skewRefusedSince: String(r.since) } },
+      h('span', { class: 'st st-bad', title: `the node's clock minus the control plane's, as its refused heartbeats carry it (last recorded ${exactTime(r.lastAt)}): ${r.clockSkewMs} ms` }, signed(r.clockSkewMs)),
+      ' refused heartbeats since ',
+      h('time', { title: exactTime(r.since) }, exactTime(r.since)),
+    );
+  }
   if (n.clockSkewMs === null || n.clockSkewMs === undefined) return h('span', { class: 'muted' }, '-');
   const s = n.clockSkewMs;
-  const text = `${s >= 0 ? '+' : '−'}${duration(Math.abs(s))}`;
-  return h('span', { class: Math.abs(s) > SKEW_WARN_MS ? 'st st-stale' : 'muted', title: `the node's clock minus the control plane's at its last heartbeat: ${s} ms`, data: { skew: String(s) } }, text);
+  return h('span', { class: Math.abs(s) > SKEW_WARN_MS ? 'st st-stale' : 'muted', title: `the node's clock minus the control plane's at its last heartbeat: ${s} ms`, data: { skew: String(s) } }, signed(s));
 }
 
 function nodeFlags(n: NodeView): Child {
   const out: Child[] = [];
   if (n.receiptLost.length) out.push(flag(`receipt-lost ×${n.receiptLost.length}`, 'bad', `receipt seqs never received: ${n.receiptLost.join(', ')}`));
-  if (n.heartbeatAgeMs !== null && n.heartbeatAgeMs > STALE_MS) out.push(flag('stale', 'warn', 'no heartbeat for a while: down, or its clock is off (heartbeats too far from the server clock are refused)'));
+  if (n.clockSkewRefused) out.push(flag('clock-skew', 'bad', 'its heartbeats are refused: its clock is more than 5 minutes off the control plane\'s (fix it: NTP); rollouts pass it by (CLOCK_SKEW)'));
+  if (n.stale) out.push(flag('stale', 'warn', 'no heartbeat within 3 heartbeat intervals: down, unreachable, or refused (a rollout starting now skips it)'));
   return out.length ? h('span', {}, ...out) : h('span', { class: 'muted' }, '-');
 }
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { formatLabels } from '../../../core/labels.js';
-import { printJson, table } from '../../../cli/output.js';
+import { printJson, table, when } from '../../../cli/output.js';
 import { nodesLabel, nodesList, nodesRemove, type NodeView } from '../../operations/node-ops.js';
 import { jsonOf } from '../context.js';
 import { invoke, invokeAll } from '../invoke.js';
@@ -11,9 +11,28 @@ function age(ms: number | null): string {
   return s < 120 ? `${s}s ago` : s < 7200 ? `${Math.round(s / 60)}m ago` : `${Math.round(s / 3600)}h ago`;
 }
 
+// A clock skew, signed: +850ms, -4.2s, +10m05s, -2h03m.
+export function formatSkew(ms: number): string {
+  const sign = ms < 0 ? '-' : '+';
+  const a = Math.abs(ms);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (a < 1000) return `${sign}${a}ms`;
+  if (a < 60_000) return `${sign}${(a / 1000).toFixed(1)}s`;
+  const s = Math.floor(a / 1000);
+  return s < 3600 ? `${sign}${Math.floor(s / 60)}m${pad(s % 60)}s` : `${sign}${Math.floor(s / 3600)}h${pad(Math.floor(s / 60) % 60)}m`;
+}
+
+// A node's clock skew: the one its refused heartbeats carry while they are refused, else its
+// last accepted heartbeat's.
+function skewCell(n: NodeView): string {
+  const r = n.clockSkewRefused;
+  if (r) return `${formatSkew(r.clockSkewMs)}, refused heartbeats since ${when(r.since)}`;
+  return n.clockSkewMs === null ? '-' : formatSkew(n.clockSkewMs);
+}
+
 // The human form of `nodes`: a row per app of each node.
 function formatNodes(view: NodeView[]): string {
-  const rows = [['NODE', 'HOSTNAME', 'LABELS', 'HEARTBEAT', 'APP', 'CURRENT', 'PREVIOUS', 'HELD', 'BLOCKED', 'SUPERVISOR', 'RECEIPT-LOST']];
+  const rows = [['NODE', 'HOSTNAME', 'LABELS', 'HEARTBEAT', 'CLOCK-SKEW', 'APP', 'CURRENT', 'PREVIOUS', 'HELD', 'BLOCKED', 'SUPERVISOR', 'RECEIPT-LOST']];
   for (const n of view) {
     const lost = n.receiptLost.length ? n.receiptLost.join(',') : '-';
     const apps = n.apps.length ? n.apps : [null];
@@ -23,7 +42,8 @@ function formatNodes(view: NodeView[]): string {
         first ? n.nodeId : '',
         first ? n.hostname : '',
         first ? formatLabels(n.labels) : '',
-        first ? age(n.heartbeatAgeMs) : '',
+        first ? `${age(n.heartbeatAgeMs)}${n.stale ? ' (stale)' : ''}` : '',
+        first ? skewCell(n) : '',
         a?.name ?? '-',
         a?.current ?? '-',
         a?.previous ?? '-',
@@ -41,7 +61,7 @@ function formatNodes(view: NodeView[]): string {
 export function registerNodes(program: Command): void {
   const nodes = program
     .command('nodes')
-    .description('the enrolled nodes: labels, last heartbeat, apps, receipt-lost gaps')
+    .description('the enrolled nodes: labels, last heartbeat, clock skew (and heartbeats refused for it), apps, receipt-lost gaps')
     .option('--select <selector>', 'only the nodes whose labels match (env=prod,tier!=db,region in (eu,us),!legacy)')
     .action(async (o: { select?: string }, cmd: Command) => {
       const view = await invokeAll<unknown, NodeView>(cmd, nodesList, { select: o.select });

@@ -1,19 +1,25 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { parseJson, parseLabels } from '../parse-json.js';
 import type { AppVersionCount, FreshnessCounts, NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
+import { withSkewRefusal, type SkewRefusalColumns } from '../skew-refusal.js';
 import type { Query } from './query.js';
 
-interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
+interface Raw extends Omit<NodeRow, 'apps' | 'labels' | 'clockSkewRefused'>, SkewRefusalColumns {
   apps: string;
   labels: string;
 }
 
 function toRow(r: Raw): NodeRow {
   const apps = parseJson<unknown>(r.apps, []);
-  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
+  return { ...withSkewRefusal(r), apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
 }
 
-const COLUMNS = `"nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq", "lastHeartbeatAt", apps, "bootId", "agentVersion", labels, "clockSkewMs"`;
+const COLUMNS = `"nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq", "lastHeartbeatAt", apps, "bootId", "agentVersion", labels, "clockSkewMs",
+  "skewRefusedSince", "skewRefusedAt", "skewRefusedMs"`;
+
+// Whether the skew refusal on record counts (store/skew-refusal.ts), of the nodes row `n.` when named.
+export const skewRefused = (n = '') => `${n}"skewRefusedAt" IS NOT NULL AND (${n}"lastHeartbeatAt" IS NULL OR ${n}"skewRefusedAt" >= ${n}"lastHeartbeatAt")`;
+const SKEW_REFUSED = skewRefused();
 
 // The nodes table.
 export function pgNodes(q: Query): NodeReads & NodeWrites {
@@ -46,6 +52,9 @@ export function pgNodes(q: Query): NodeReads & NodeWrites {
       );
       return r ?? { fresh: 0, stale: 0, never: 0 };
     },
+    async countClockSkewRefused() {
+      return (await q.one<{ n: number }>(`SELECT COUNT(*) AS n FROM nodes WHERE ${SKEW_REFUSED}`))?.n ?? 0;
+    },
     async countByAppVersion() {
       // Why in SQL: one pass over the table, not every node's apps parsed in JS. A column that
       // holds no JSON array (never written so) counts as no apps rather than failing the read.
@@ -63,9 +72,21 @@ export function pgNodes(q: Query): NodeReads & NodeWrites {
       );
     },
     async recordHeartbeat(hb, at) {
-      await q.count(`UPDATE nodes SET "lastSeq" = $1, "lastHeartbeatAt" = $2, apps = $3, "bootId" = $4, "agentVersion" = $5, "clockSkewMs" = $6 WHERE "nodeId" = $7`, [
+      await q.count(
+        `UPDATE nodes SET "lastSeq" = $1, "lastHeartbeatAt" = $2, apps = $3, "bootId" = $4, "agentVersion" = $5, "clockSkewMs" = $6,
+           "skewRefusedSince" = NULL, "skewRefusedAt" = NULL, "skewRefusedMs" = NULL WHERE "nodeId" = $7`,
+        [
         hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId,
       ]);
+    },
+    async recordClockSkewRefusal(nodeId, skewMs, at, minGapMs) {
+      // One statement, so the gap is the row's own: no read before the write.
+      const n = await q.count(
+        `UPDATE nodes SET "skewRefusedSince" = CASE WHEN ${SKEW_REFUSED} THEN "skewRefusedSince" ELSE $2::bigint END, "skewRefusedAt" = $2::bigint, "skewRefusedMs" = $3::bigint
+         WHERE "nodeId" = $1 AND NOT (${SKEW_REFUSED} AND "skewRefusedAt" > $2::bigint - $4::bigint)`,
+        [nodeId, at, skewMs, minGapMs],
+      );
+      return n === 1;
     },
     async setLabels(nodeId, labels) {
       return (await q.count(`UPDATE nodes SET labels = $1 WHERE "nodeId" = $2`, [JSON.stringify(labels), nodeId])) === 1;

@@ -1,6 +1,7 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { StewardError } from '../../../core/errors.js';
 import { parseJson } from '../parse-json.js';
+import { skewRefused } from './nodes.js';
 import type { AttemptRow, IssuedRow, OpenAttempt, RunNodeRow, RunReads, RunRow, RunWrites } from '../store.js';
 import { isUniqueViolation, type Query } from './query.js';
 
@@ -48,14 +49,21 @@ export function pgRuns(q: Query): RunReads & RunWrites {
     async nodes(runId) {
       // Why in SQL: the node's report of this one app, not every app parsed in JS for every node
       // of a 100,000-node run. json, not jsonb: it takes any JSON text the column holds.
-      const rows = await q.rows<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean; app: string | null }>(
+      const rows = await q.rows<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean; app: string | null; clockSkewRefusedSince: number | null }>(
         `SELECT rn."nodeId", rn."lastHeartbeatAt", rn."listedApp",
-           (SELECT j::text FROM json_array_elements(n.apps::json) j WHERE j->>'name' = r.app LIMIT 1) AS app
+           (SELECT j::text FROM json_array_elements(n.apps::json) j WHERE j->>'name' = r.app LIMIT 1) AS app,
+           CASE WHEN ${skewRefused('n.')} THEN n."skewRefusedSince" END AS "clockSkewRefusedSince"
          FROM run_nodes rn JOIN nodes n ON n."nodeId" = rn."nodeId" JOIN runs r ON r.id = rn."runId"
          WHERE rn."runId" = $1 ORDER BY rn."nodeId"`,
         [runId],
       );
-      return rows.map((r): RunNodeRow => ({ nodeId: r.nodeId, lastHeartbeatAt: r.lastHeartbeatAt, listedApp: r.listedApp, app: r.app === null ? null : parseJson<HeartbeatApp | null>(r.app, null) }));
+      return rows.map((r): RunNodeRow => ({
+        nodeId: r.nodeId,
+        lastHeartbeatAt: r.lastHeartbeatAt,
+        listedApp: r.listedApp,
+        app: r.app === null ? null : parseJson<HeartbeatApp | null>(r.app, null),
+        clockSkewRefusedSince: r.clockSkewRefusedSince,
+      }));
     },
     async issued(runId) {
       return q.rows<IssuedRow>('SELECT "nodeId", "attemptId", "issuedAt", "notAfter", batch FROM issued WHERE "runId" = $1 ORDER BY "issuedAt", "nodeId"', [runId]);

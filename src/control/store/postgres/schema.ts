@@ -187,10 +187,18 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 3, compatibleFrom: 3, sql: V3 },
   // An expansion (a nullable column): a steward-control of schema 3 works on it unchanged.
   { version: 4, compatibleFrom: 3, sql: `ALTER TABLE nodes ADD COLUMN "clockSkewMs" bigint;` },
+  // An expansion too: a node whose heartbeats are refused for clock skew (store/skew-refusal.ts).
+  // A steward-control of schema 4 works on it; the heartbeats it accepts leave a refusal on
+  // record stale rather than cleared, which reads the same.
+  {
+    version: 5,
+    compatibleFrom: 4,
+    sql: `ALTER TABLE nodes ADD COLUMN "skewRefusedSince" bigint, ADD COLUMN "skewRefusedAt" bigint, ADD COLUMN "skewRefusedMs" bigint;`,
+  },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 4, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 5, newest: PG_MIGRATIONS.length } as const;

@@ -2,17 +2,22 @@ import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import type { Labels } from '../../../core/labels.js';
 import type { AppVersionCount, FreshnessCounts, NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
 import { parseJson, parseLabels } from '../parse-json.js';
+import { withSkewRefusal, type SkewRefusalColumns } from '../skew-refusal.js';
 import type { Prepare } from './prepare.js';
 
-interface Raw extends Omit<NodeRow, 'apps' | 'labels'> {
+interface Raw extends Omit<NodeRow, 'apps' | 'labels' | 'clockSkewRefused'>, SkewRefusalColumns {
   apps: string;
   labels: string;
 }
 
 function toRow(r: Raw): NodeRow {
   const apps = parseJson<unknown>(r.apps, []);
-  return { ...r, apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
+  return { ...withSkewRefusal(r), apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
 }
+
+// Whether the skew refusal on record counts (store/skew-refusal.ts), of the nodes row `n.` when named.
+export const skewRefused = (n = '') => `${n}skewRefusedAt IS NOT NULL AND (${n}lastHeartbeatAt IS NULL OR ${n}skewRefusedAt >= ${n}lastHeartbeatAt)`;
+const SKEW_REFUSED = skewRefused();
 
 // The nodes table.
 export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
@@ -42,6 +47,9 @@ export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
       const counts: FreshnessCounts = { fresh: r.fresh, stale: r.total - r.fresh - r.never, never: r.never };
       return counts;
     },
+    async countClockSkewRefused() {
+      return (q(`SELECT COUNT(*) AS n FROM nodes WHERE ${SKEW_REFUSED}`).get() as { n: number }).n;
+    },
     async countByAppVersion() {
       // Why json_each in SQL: one pass over the table, not every node's apps parsed in JS.
       return q(
@@ -55,7 +63,18 @@ export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
       );
     },
     async recordHeartbeat(hb, at) {
-      q('UPDATE nodes SET lastSeq = ?, lastHeartbeatAt = ?, apps = ?, bootId = ?, agentVersion = ?, clockSkewMs = ? WHERE nodeId = ?').run(hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId);
+      q(
+        `UPDATE nodes SET lastSeq = ?, lastHeartbeatAt = ?, apps = ?, bootId = ?, agentVersion = ?, clockSkewMs = ?,
+           skewRefusedSince = NULL, skewRefusedAt = NULL, skewRefusedMs = NULL WHERE nodeId = ?`,
+      ).run(hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId);
+    },
+    async recordClockSkewRefusal(nodeId, skewMs, at, minGapMs) {
+      // One statement, so the gap is the row's own: no read before the write.
+      const r = q(
+        `UPDATE nodes SET skewRefusedSince = CASE WHEN ${SKEW_REFUSED} THEN skewRefusedSince ELSE @at END, skewRefusedAt = @at, skewRefusedMs = @skewMs
+         WHERE nodeId = @nodeId AND NOT (${SKEW_REFUSED} AND skewRefusedAt > @at - @minGapMs)`,
+      ).run({ nodeId, skewMs, at, minGapMs });
+      return r.changes === 1;
     },
     async setLabels(nodeId, labels: Labels) {
       return q('UPDATE nodes SET labels = ? WHERE nodeId = ?').run(JSON.stringify(labels), nodeId).changes === 1;

@@ -2,6 +2,7 @@ import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { StewardError } from '../../../core/errors.js';
 import type { AttemptRow, IssuedRow, OpenAttempt, RunNodeRow, RunReads, RunRow, RunWrites } from '../store.js';
 import { parseJson } from '../parse-json.js';
+import { skewRefused } from './nodes.js';
 import type { Prepare } from './prepare.js';
 
 interface Raw {
@@ -108,11 +109,18 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
       // every node of a 100,000-node run.
       const rows = q(
         `SELECT rn.nodeId, rn.lastHeartbeatAt, rn.listedApp,
-           (SELECT j.value FROM json_each(n.apps) j WHERE json_extract(j.value, '$.name') = r.app LIMIT 1) AS app
+           (SELECT j.value FROM json_each(n.apps) j WHERE json_extract(j.value, '$.name') = r.app LIMIT 1) AS app,
+           CASE WHEN ${skewRefused('n.')} THEN n.skewRefusedSince END AS clockSkewRefusedSince
          FROM run_nodes rn JOIN nodes n ON n.nodeId = rn.nodeId JOIN runs r ON r.id = rn.runId
          WHERE rn.runId = ? ORDER BY rn.nodeId`,
-      ).all(runId) as Array<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: number; app: string | null }>;
-      return rows.map((r): RunNodeRow => ({ nodeId: r.nodeId, lastHeartbeatAt: r.lastHeartbeatAt, listedApp: r.listedApp === 1, app: r.app === null ? null : parseJson<HeartbeatApp | null>(r.app, null) }));
+      ).all(runId) as Array<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: number; app: string | null; clockSkewRefusedSince: number | null }>;
+      return rows.map((r): RunNodeRow => ({
+        nodeId: r.nodeId,
+        lastHeartbeatAt: r.lastHeartbeatAt,
+        listedApp: r.listedApp === 1,
+        app: r.app === null ? null : parseJson<HeartbeatApp | null>(r.app, null),
+        clockSkewRefusedSince: r.clockSkewRefusedSince,
+      }));
     },
     async issued(runId) {
       return q('SELECT nodeId, attemptId, issuedAt, notAfter, batch FROM issued WHERE runId = ? ORDER BY issuedAt, nodeId').all(runId) as IssuedRow[];

@@ -177,6 +177,14 @@ const V4 = `
 ALTER TABLE nodes ADD COLUMN clockSkewMs INTEGER;
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4)];
+// Issue 31: a node whose heartbeats are refused for clock skew (store/skew-refusal.ts): since
+// when, when last recorded, and the skew then. All null while none is refused.
+const V5 = `
+ALTER TABLE nodes ADD COLUMN skewRefusedSince INTEGER;
+ALTER TABLE nodes ADD COLUMN skewRefusedAt INTEGER;
+ALTER TABLE nodes ADD COLUMN skewRefusedMs INTEGER;
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
