@@ -63,7 +63,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   UNAUTHENTICATED: { exit: EXIT.refused, hint: 'set STEWARD_CONTROL_TOKEN to your operator token (`steward-control operator add NAME --role R`, or `operator rotate NAME`, on the server host prints one)' },
   TARGET_NOT_EMPTY: { exit: EXIT.refused, hint: 'restore and copy write only into an empty database (SQLite: a file that does not exist yet; PostgreSQL: a database without steward data) and a tarball folder without other tarballs of the same names; nothing was written' },
   OUTPUT_EXISTS: { exit: EXIT.refused, hint: 'the backup file exists; pick another --out, or pass --force to replace it (only once the new backup is complete)' },
-  BACKUP_INVALID: { exit: EXIT.failure, hint: 'the backup file is truncated, corrupt or not a steward-control backup; nothing was restored: use another copy of the backup' },
+  BACKUP_INVALID: { exit: EXIT.failure, hint: 'the backup file is truncated, corrupt, altered, not signed by the backup key given to restore --key, holds a row its columns cannot hold, or is not a steward-control backup; nothing was restored: use another copy of the backup, or the backup key that signed it' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 

@@ -1,5 +1,6 @@
 import { z } from './zod-mini.js';
 import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
+import { hasNul } from './nul.js';
 import { envelopeSchema } from './release-schemas.js';
 
 import { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS } from './heartbeat-limits.js';
@@ -42,7 +43,8 @@ export const heartbeatPayloadSchema = z
     nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
     seq: intSchema(1),
     sentAt: epochMsSchema,
-    bootId: z.string().check(z.minLength(1), z.maxLength(128)),
+    // No NUL: the control plane stores it as text (PostgreSQL's cannot hold one; src/core/nul.ts).
+    bootId: z.string().check(z.minLength(1), z.maxLength(128), z.refine((s) => !hasNul(s), 'a boot id holds no NUL character')),
     agentVersion: versionSchema,
     apps: z.array(heartbeatAppSchema).check(z.maxLength(MAX_HEARTBEAT_APPS)),
     receipts: z.array(envelopeSchema).check(z.maxLength(MAX_HEARTBEAT_RECEIPTS)),

@@ -15,7 +15,7 @@ import { pgQuery } from '../helpers/postgres.js';
 import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
 import { PG_SCHEMA_RANGE } from '../../src/control/store/postgres/schema.js';
 import { MIGRATIONS, STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
-import { backupBody } from '../helpers/backup-file.js';
+import { backupBody, testBackupKey } from '../helpers/backup-file.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli, type ControlCliResult } from '../helpers/fleet.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
@@ -61,7 +61,7 @@ async function restoreRefused(backend: StoreBackend, backup: string, code: strin
   const db = await backend.emptyTarget();
   const artifacts = path.join(tmp(), 'artifacts');
   const before = await targetState(db);
-  const r = await controlCli(db, ['--artifacts', artifacts, 'restore', '--from', backup, '--json']);
+  const r = await controlCli(db, ['--artifacts', artifacts, 'restore', '--key', testBackupKey().pub, '--from', backup, '--json']);
   refused(r, code, exit);
   assert.match(r.json.error.message, message);
   assert.deepEqual(await targetState(db), before, 'the target is as it was');
@@ -74,12 +74,12 @@ describeEachBackend((backend) => {
     const { db, artifacts } = await storeWithData(backend, dir);
     const out = path.join(dir, 'control.backup');
     writeFileSync(out, 'an earlier backup\n');
-    const r = await controlCli(db, ['--artifacts', artifacts, 'backup', '--out', out, '--json']);
+    const r = await controlCli(db, ['--artifacts', artifacts, 'backup', '--key', testBackupKey().key, '--out', out, '--json']);
     refused(r, 'OUTPUT_EXISTS', 3);
     assert.equal(readFileSync(out, 'utf8'), 'an earlier backup\n');
     assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.tmp')), [], 'no temp file is left');
 
-    const forced = await cliJson(on(db, artifacts), ['backup', '--out', out, '--force']);
+    const forced = await cliJson(on(db, artifacts), ['backup', '--key', testBackupKey().key, '--out', out, '--force']);
     assert.equal(forced.artifacts, 1);
     assert.equal(statSync(out).size, forced.bytes);
     assert.equal(statSync(out).mode & 0o777, 0o600, 'a backup holds the store: private');
@@ -92,11 +92,11 @@ describeEachBackend((backend) => {
     const tarball = path.join(artifacts, 'web', '1.0.0.tgz');
     const out = path.join(dir, 'control.backup');
     writeFileSync(tarball, randomBytes(256 * 1024));
-    const changed = await controlCli(db, ['--artifacts', artifacts, 'backup', '--out', out, '--json']);
+    const changed = await controlCli(db, ['--artifacts', artifacts, 'backup', '--key', testBackupKey().key, '--out', out, '--json']);
     refused(changed, 'INTEGRITY_MISMATCH', 3);
     assert.match(changed.json.error.message, /web 1\.0\.0/);
     rmSync(tarball);
-    const missing = await controlCli(db, ['--artifacts', artifacts, 'backup', '--out', out, '--json']);
+    const missing = await controlCli(db, ['--artifacts', artifacts, 'backup', '--key', testBackupKey().key, '--out', out, '--json']);
     refused(missing, 'NOT_FOUND', 1);
     assert.match(missing.json.error.message, /would not restore its rollouts/);
     assert.deepEqual(readdirSync(dir).filter((f) => f.includes('control.backup')), [], 'nothing at --out, no temp file');
@@ -106,10 +106,10 @@ describeEachBackend((backend) => {
     const dir = tmp();
     const source = await storeWithData(backend, dir);
     const backup = path.join(dir, 'control.backup');
-    await cliJson(on(source.db, source.artifacts), ['backup', '--out', backup]);
+    await cliJson(on(source.db, source.artifacts), ['backup', '--key', testBackupKey().key, '--out', backup]);
     const target = await storeWithData(backend, tmp());
     const before = [await cliJson(on(target.db, target.artifacts), ['token', 'list']), await cliJson(on(target.db, target.artifacts), ['audit'])];
-    const r = await controlCli(target.db, ['--artifacts', target.artifacts, 'restore', '--from', backup, '--json']);
+    const r = await controlCli(target.db, ['--artifacts', target.artifacts, 'restore', '--key', testBackupKey().pub, '--from', backup, '--json']);
     refused(r, 'TARGET_NOT_EMPTY', 3);
     assert.deepEqual([await cliJson(on(target.db, target.artifacts), ['token', 'list']), await cliJson(on(target.db, target.artifacts), ['audit'])], before);
   });
@@ -124,7 +124,7 @@ describeEachBackend((backend) => {
       raw.close();
     }
     const backup = path.join(dir, 'control.backup');
-    const made = await cliJson(on(db, artifacts), ['backup', '--out', backup]);
+    const made = await cliJson(on(db, artifacts), ['backup', '--key', testBackupKey().key, '--out', backup]);
     assert.equal(made.schemaVersion, STORE_SCHEMA_VERSION + 1);
     await restoreRefused(backend, backup, 'STATE_INVALID', 1, /newer than/);
   });
@@ -133,7 +133,7 @@ describeEachBackend((backend) => {
     const dir = tmp();
     const { db, artifacts } = await storeWithData(backend, dir);
     const backup = path.join(dir, 'control.backup');
-    await cliJson(on(db, artifacts), ['backup', '--out', backup]);
+    await cliJson(on(db, artifacts), ['backup', '--key', testBackupKey().key, '--out', backup]);
     const whole = readFileSync(backup);
 
     // Cut short: the gzip stream ends early.
@@ -170,11 +170,11 @@ describeEachBackend((backend) => {
     raw.prepare(`INSERT INTO nodes (nodeId, hostname, nodePublicKey, helperPublicKey, enrolledAt, lastSeq, labels) VALUES ('n-1', 'host-1', 'pem', 'pem', 1, 7, '{"env":"prod"}')`).run();
     raw.close();
     const backup = path.join(dir, 'v3.backup');
-    assert.equal((await cliJson(on(old, path.join(dir, 'artifacts')), ['backup', '--out', backup])).schemaVersion, 3);
+    assert.equal((await cliJson(on(old, path.join(dir, 'artifacts')), ['backup', '--key', testBackupKey().key, '--out', backup])).schemaVersion, 3);
 
     const db = await backend.emptyTarget();
     const artifacts = path.join(tmp(), 'artifacts');
-    const r = await cliJson(on(db, artifacts), ['restore', '--from', backup]);
+    const r = await cliJson(on(db, artifacts), ['restore', '--key', testBackupKey().pub, '--from', backup]);
     assert.deepEqual([r.schemaVersion, r.migratedTo], [3, STORE_SCHEMA_VERSION]);
     const [node] = (await cliJson(on(db, artifacts), ['nodes'])).nodes;
     assert.deepEqual([node.nodeId, node.lastSeq, node.labels, node.clockSkewMs], ['n-1', 7, { env: 'prod' }, null]);

@@ -14,6 +14,7 @@ import { FakeNode, request } from '../helpers/control-harness.js';
 import { addKeptRelease, cliJson, nodesControl, serveControl, type ServedControl } from '../helpers/control-daemon-nodes.js';
 import { controlCli, waitUntil } from '../helpers/fleet.js';
 import { describeEachBackend, otherBackend, type StoreBackend } from '../helpers/store-backends.js';
+import { testBackupKey } from '../helpers/backup-file.js';
 
 const TARBALL = Buffer.from('the tarball of web 1.1.0, kept by the control plane');
 
@@ -54,7 +55,7 @@ async function backupDuringRollout(backend: StoreBackend): Promise<BackedUp> {
     });
 
     const backup = path.join(dir, 'control.backup');
-    const made = await old.cli(['backup', '--out', backup, '--json']);
+    const made = await old.cli(['backup', '--key', testBackupKey().key, '--out', backup, '--json']);
     assert.equal(made.code, 0, made.stderr);
     assert.match(made.stderr, /nodes: 2 rows/, 'progress per table on stderr');
     const seqAtBackup = new Map(nodes.map((n) => [n, n.seq]));
@@ -80,7 +81,7 @@ async function backupDuringRollout(backend: StoreBackend): Promise<BackedUp> {
 async function restoreAndHeartbeatOn(b: BackedUp, target: StoreBackend): Promise<void> {
   const db = await target.emptyTarget();
   const artifacts = path.join(mkdtempSync(path.join(os.tmpdir(), 'steward-restored-')), 'artifacts');
-  const restored = await controlCli(db, ['--artifacts', artifacts, 'restore', '--from', b.backup, '--json']);
+  const restored = await controlCli(db, ['--artifacts', artifacts, 'restore', '--key', testBackupKey().pub, '--from', b.backup, '--json']);
   assert.equal(restored.code, 0, restored.stdout + restored.stderr);
   assert.deepEqual(restored.json.stoppedRuns.map((r: { id: number; app: string }) => [r.id, r.app]), [[b.runId, 'web']]);
   assert.equal(restored.json.tables.nodes, 2);

@@ -14,6 +14,7 @@ import { cliJson, serveControl, type ServedControl } from '../helpers/control-da
 import { controlCli, waitUntil } from '../helpers/fleet.js';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp } from '../helpers/host.js';
+import { testBackupKey } from '../helpers/backup-file.js';
 
 async function lastSeqOf(c: Pick<ServedControl, 'cli'>): Promise<number> {
   return (await cliJson(c, ['nodes'])).nodes[0].lastSeq as number;
@@ -37,7 +38,7 @@ test('an enrolled agent heartbeats on through a restore of its control plane fro
   await agent.waitFor('three heartbeats', async () => (await lastSeqOf(old)) >= 3);
 
   const backup = path.join(host.scratch, 'control.backup');
-  assert.equal((await old.cli(['backup', '--out', backup])).code, 0);
+  assert.equal((await old.cli(['backup', '--key', testBackupKey().key, '--out', backup])).code, 0);
   // The control plane goes on a few heartbeats after the backup, then is lost.
   const afterBackup = await lastSeqOf(old);
   await agent.waitFor('two more heartbeats', async () => (await lastSeqOf(old)) >= afterBackup + 2);
@@ -45,7 +46,7 @@ test('an enrolled agent heartbeats on through a restore of its control plane fro
   const lastAccepted = await lastSeqOf(old);
 
   const db = path.join(host.scratch, 'restored.db');
-  const r = await controlCli(db, ['--artifacts', path.join(host.scratch, 'restored-artifacts'), 'restore', '--from', backup, '--json']);
+  const r = await controlCli(db, ['--artifacts', path.join(host.scratch, 'restored-artifacts'), 'restore', '--key', testBackupKey().pub, '--from', backup, '--json']);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   const restoredSeq = (await cliJson({ cli: (a) => controlCli(db, a) }, ['nodes'])).nodes[0].lastSeq as number;
   assert.ok(restoredSeq < lastAccepted, `the backup is older than the loss (${restoredSeq} < ${lastAccepted})`);

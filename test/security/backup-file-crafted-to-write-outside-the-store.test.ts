@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pgQuery } from '../helpers/postgres.js';
 import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
-import { backupBody, writeBackupLines } from '../helpers/backup-file.js';
+import { backupBody, testBackupKey, writeBackupLines } from '../helpers/backup-file.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli } from '../helpers/fleet.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
@@ -29,7 +29,7 @@ async function emptyStoreBackup(backend: StoreBackend): Promise<unknown[]> {
   const dir = tmp();
   const db = await backend.createDatabase();
   const file = path.join(dir, 'control.backup');
-  await cliJson({ cli: (a) => controlCli(db, ['--artifacts', path.join(dir, 'artifacts'), ...a]) }, ['backup', '--out', file]);
+  await cliJson({ cli: (a) => controlCli(db, ['--artifacts', path.join(dir, 'artifacts'), ...a]) }, ['backup', '--key', testBackupKey().key, '--out', file]);
   return backupBody(file);
 }
 
@@ -46,7 +46,7 @@ async function refusedAndNothingWritten(backend: StoreBackend, lines: unknown[],
   const db = await backend.emptyTarget();
   const artifacts = path.join(dir, 'artifacts');
   const before = await tablesOf(db);
-  const r = await controlCli(db, ['--artifacts', artifacts, 'restore', '--from', file, '--json']);
+  const r = await controlCli(db, ['--artifacts', artifacts, 'restore', '--key', testBackupKey().pub, '--from', file, '--json']);
   assert.equal(r.code, 1, r.stdout + r.stderr);
   assert.equal(r.json.error.code, 'BACKUP_INVALID', r.stdout);
   assert.match(r.json.error.message, message);
@@ -65,7 +65,7 @@ describeEachBackend((backend) => {
   test("rows for the backend's own bookkeeping table are refused", async () => {
     const [header, ...rest] = await emptyStoreBackup(backend);
     const own = backend.name === 'sqlite' ? tableLines('sqlite_sequence', ['name', 'seq'], [['runs', 1]]) : tableLines('steward_migrations', ['version', 'compatibleFrom', 'appliedAt'], [[99, 99, 0]]);
-    await refusedAndNothingWritten(backend, [header, ...own, ...rest], /is not in schema version/);
+    await refusedAndNothingWritten(backend, [header, ...own, ...rest], /is not one of the control plane's/);
   });
 
   test('a row longer than its table is refused', async () => {

@@ -1,8 +1,10 @@
 // Reads a backup file (backup-format.ts) as events, checking everything on the way: the gzip
-// stream, each line's shape and place, each row's values, each tarball's size and integrity,
-// and at the end the line count and digest. Whatever is wrong throws BACKUP_INVALID naming the
-// file and line; the events read before it must be undone by the caller (a restore rolls back).
-import { createHash } from 'node:crypto';
+// stream, each line's shape, size and place, each row's values against its columns
+// (backup-rows.ts), each tarball's size and integrity, and at the end the line count, digest
+// and the backup key's signature. Whatever is wrong throws BACKUP_INVALID naming the file and
+// line; the events read before it must be undone by the caller (a restore rolls back). What it
+// holds in memory is bounded by MAX_LINE_BYTES and ROW_BATCH_BYTES, whatever the file's size.
+import { createHash, verify } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { createGunzip } from 'node:zlib';
 import { StewardError } from '../../core/errors.js';
@@ -14,15 +16,19 @@ import {
   headerSchema,
   isRow,
   MAX_LINE_BYTES,
+  ROW_BATCH,
+  ROW_BATCH_BYTES,
   sequenceSchema,
+  signedEnd,
   tableEndSchema,
   tableSchema,
   type BackupHeader,
   type DumpEvent,
 } from './backup-format.js';
+import type { BackupKey } from './backup-key.js';
+import { rowChecks, rowProblem } from './backup-rows.js';
 import { checkedBytes } from './checked-bytes.js';
 
-const ROW_BATCH = 500;
 // How the end line begins; no other line does (rows are arrays, other lines other keys).
 const END_LINE = '{"end":';
 
@@ -38,39 +44,52 @@ export interface OpenedBackup {
   close(): void;
 }
 
-// Opens `file` and reads its header line.
-export async function openBackupFile(file: string): Promise<OpenedBackup> {
+// Opens `file` and reads its header line; the events check the file against `key`.
+export async function openBackupFile(file: string, key: BackupKey): Promise<OpenedBackup> {
   const reader = new LineReader(file);
   try {
     const first = await reader.next();
     if (first === null) throw reader.invalid('it is empty');
+    const v = reader.json(first) as { format?: unknown; formatVersion?: unknown } | null;
+    if (v !== null && typeof v === 'object' && v.format === 'steward-control-backup' && v.formatVersion === 1) {
+      throw reader.invalid('it is an unsigned backup (format version 1, taken by a steward-control before backups were signed), which cannot be told from an altered one: restore it with the steward-control that took it, then take a signed backup (`backup --key`)');
+    }
     const header = reader.parse(first, headerSchema, 'a steward-control backup header');
-    return { header, events: eventsOf(reader), close: () => reader.close() };
+    if (header.keyId !== key.keyId) throw reader.invalid(`it was signed by the backup key ${header.keyId}, not by ${key.keyId} (${key.file}): restore it with the backup key that signed it`);
+    return { header, events: eventsOf(reader, key), close: () => reader.close() };
   } catch (err) {
     reader.close();
     throw err;
   }
 }
 
-async function* eventsOf(r: LineReader): AsyncGenerator<DumpEvent> {
+async function* eventsOf(r: LineReader, key: BackupKey): AsyncGenerator<DumpEvent> {
   try {
     let line = await r.nextOrFail();
     // Tables, each with its rows.
     while (startsWith(line, '{"table":')) {
       const t = r.parse(line, tableSchema, 'a table line');
+      if (new Set(t.columns).size !== t.columns.length) throw r.invalid(`table ${t.table} names a column twice`);
+      const checks = rowChecks(t.table, t.columns);
+      if (typeof checks === 'string') throw r.invalid(checks);
       yield { kind: 'table', table: { name: t.table, columns: t.columns } };
       let count = 0;
       let batch: Scalar[][] = [];
+      let batchBytes = 0;
       for (;;) {
         line = await r.nextOrFail();
         const v = r.json(line);
         if (!Array.isArray(v)) break;
-        if (!isRow(v, t.columns.length)) throw r.invalid(`a row of ${t.table} that is not ${t.columns.length} stored values`);
+        if (!isRow(v, t.columns.length)) throw r.invalid(`row ${count + 1} of table ${t.table} is not ${t.columns.length} stored values`);
+        const why = rowProblem(checks, t.columns, v);
+        if (why !== null) throw r.invalid(`row ${count + 1} of table ${t.table}: ${why}`);
         batch.push(v);
+        batchBytes += line.length;
         count++;
-        if (batch.length >= ROW_BATCH) {
+        if (batch.length >= ROW_BATCH || batchBytes >= ROW_BATCH_BYTES) {
           yield { kind: 'rows', rows: batch };
           batch = [];
+          batchBytes = 0;
         }
       }
       if (batch.length > 0) yield { kind: 'rows', rows: batch };
@@ -101,8 +120,12 @@ async function* eventsOf(r: LineReader): AsyncGenerator<DumpEvent> {
       line = await r.nextOrFail();
     }
     const end = r.parse(line, endSchema, 'the end line');
-    if (end.lines !== r.hashed || end.sha256 !== r.digest()) throw r.invalid(`its end line names ${end.lines} lines with sha256 ${end.sha256}, but ${r.hashed} lines with sha256 ${r.digest()} came before it`);
-    if ((await r.next()) !== null) throw r.invalid('it goes on after its end line');
+    const digest = r.digest();
+    if (end.lines !== r.hashed || end.sha256 !== digest) throw r.invalid(`its end line names ${end.lines} lines with sha256 ${end.sha256}, but ${r.hashed} lines with sha256 ${digest} came before it`);
+    if (!verify(null, signedEnd(end.lines, end.sha256), key.key, Buffer.from(end.signature, 'base64'))) {
+      throw r.invalid(`its signature is not the backup key ${key.keyId}'s: the file was altered after it was taken, or signed by another key`);
+    }
+    if ((await r.next()) !== null) throw r.invalid('it goes on after its end line (two backups in one file?)');
   } finally {
     r.close();
   }
@@ -111,6 +134,7 @@ async function* eventsOf(r: LineReader): AsyncGenerator<DumpEvent> {
 // The file's lines, one at a time, with a running sha256 of every line but the end line.
 class LineReader {
   private readonly gunzip = createGunzip();
+  private readonly input: ReturnType<typeof createReadStream>;
   private readonly chunks: AsyncIterator<Buffer>;
   // The pieces of the line being read, and what came after the last newline.
   private parts: Buffer[] = [];
@@ -123,7 +147,7 @@ class LineReader {
   hashed = 0;
 
   constructor(readonly file: string) {
-    const input = createReadStream(file);
+    const input = (this.input = createReadStream(file));
     input.on('error', (err) => this.gunzip.destroy(err));
     input.pipe(this.gunzip);
     this.chunks = this.gunzip[Symbol.asyncIterator]();
@@ -144,7 +168,10 @@ class LineReader {
         this.partsBytes = 0;
         this.rest = this.rest.subarray(nl + 1);
         this.lineNo++;
-        if (!startsWith(line, END_LINE)) {
+        if (line.length > MAX_LINE_BYTES) throw this.invalid(`a line longer than ${MAX_LINE_BYTES} bytes`);
+        // Lines after the digest was taken (a file that goes on past its end line) are refused
+        // by the caller, not hashed.
+        if (this.hashDone === null && !startsWith(line, END_LINE)) {
           this.hash.update(line);
           this.hash.update('\n');
           this.hashed++;
@@ -199,6 +226,7 @@ class LineReader {
   }
 
   close(): void {
+    this.input.destroy();
     this.gunzip.destroy();
   }
 }

@@ -6,6 +6,7 @@ import { StewardError } from '../../core/errors.js';
 import { openLoader } from '../store/open-store.js';
 import type { Progress } from './dump-store.js';
 import { loadStore, type Loaded } from './load-store.js';
+import { readBackupVerifyKey } from './backup-key.js';
 import { openBackupFile } from './read-backup-file.js';
 
 export interface RestoreOutcome extends Loaded {
@@ -16,11 +17,14 @@ export interface RestoreOutcome extends Loaded {
   // The backup's schema version, and the one the store has now.
   schemaVersion: number;
   migratedTo: number;
+  // The backup key that signed it.
+  keyId: string;
 }
 
-// Restores the backup `from` into the empty store at `db`, its tarballs into `artifactsDir`.
-export async function restoreStore(o: { from: string; db: string; artifactsDir: string; progress: Progress }): Promise<RestoreOutcome> {
-  const backup = await openBackupFile(o.from);
+// Restores the backup `from`, signed by the backup key in `keyFile`, into the empty store at
+// `db`, its tarballs into `artifactsDir`.
+export async function restoreStore(o: { from: string; db: string; artifactsDir: string; keyFile: string; progress: Progress }): Promise<RestoreOutcome> {
+  const backup = await openBackupFile(o.from, readBackupVerifyKey(o.keyFile));
   try {
     const { header } = backup;
     const loader = await openLoader(o.db);
@@ -36,7 +40,7 @@ export async function restoreStore(o: { from: string; db: string; artifactsDir: 
       progress: o.progress,
       settle: { mode: 'restore', from: path.resolve(o.from), takenAt: header.takenAt, location: loader.location },
     });
-    return { db: loader.location, from: o.from, source: header.source, takenAt: header.takenAt, schemaVersion: header.schemaVersion, migratedTo: loader.newest, ...loaded };
+    return { db: loader.location, from: o.from, source: header.source, takenAt: header.takenAt, schemaVersion: header.schemaVersion, migratedTo: loader.newest, keyId: header.keyId, ...loaded };
   } finally {
     backup.close();
   }

@@ -2,7 +2,7 @@
 // into a fresh 0600 temp file beside the target, fsynced, then given the target's name, and the
 // folder fsynced. Nothing is ever half-written under the name; an existing file is kept unless
 // `force` (and then replaced only by a complete backup).
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, sign } from 'node:crypto';
 import { constants as fsc, existsSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -10,7 +10,8 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { StewardError } from '../../core/errors.js';
 import { fsyncDir } from '../../platform/fs-atomic.js';
-import { CHUNK_BYTES, type BackupHeader, type DumpEvent } from './backup-format.js';
+import { CHUNK_BYTES, signedEnd, type BackupHeader, type DumpEvent } from './backup-format.js';
+import type { BackupKey } from './backup-key.js';
 
 export interface WrittenBackup {
   // The file's size in bytes (compressed).
@@ -23,8 +24,8 @@ export function refuseExistingOutput(out: string, force: boolean): void {
   if (!force && existsSync(out)) throw outputExists(out);
 }
 
-// Writes `header` and every event of `events` to `out`.
-export async function writeBackupFile(out: string, header: BackupHeader, events: AsyncIterable<DumpEvent>, opts: { force: boolean }): Promise<WrittenBackup> {
+// Writes `header` and every event of `events` to `out`, signed by `opts.key`.
+export async function writeBackupFile(out: string, header: BackupHeader, events: AsyncIterable<DumpEvent>, opts: { force: boolean; key: BackupKey }): Promise<WrittenBackup> {
   refuseExistingOutput(out, opts.force);
   const dir = path.dirname(path.resolve(out));
   const tmp = path.join(dir, `.${path.basename(out)}.${randomBytes(6).toString('hex')}.tmp`);
@@ -32,7 +33,7 @@ export async function writeBackupFile(out: string, header: BackupHeader, events:
   let placed = false;
   try {
     await fh.chmod(0o600);
-    await pipeline(Readable.from(backupLines(header, events)), createGzip(), async (gzipped: AsyncIterable<Buffer>) => {
+    await pipeline(Readable.from(backupLines(header, events, opts.key)), createGzip(), async (gzipped: AsyncIterable<Buffer>) => {
       for await (const chunk of gzipped) await fh.write(chunk);
     });
     // The bytes must be on disk before the name makes them the backup.
@@ -59,8 +60,8 @@ export async function writeBackupFile(out: string, header: BackupHeader, events:
   }
 }
 
-// The file's lines (before gzip), ending with the digest of all before it.
-async function* backupLines(header: BackupHeader, events: AsyncIterable<DumpEvent>): AsyncGenerator<Buffer> {
+// The file's lines (before gzip), ending with the digest of all before it and its signature.
+async function* backupLines(header: BackupHeader, events: AsyncIterable<DumpEvent>, key: BackupKey): AsyncGenerator<Buffer> {
   const hash = createHash('sha256');
   let lines = 0;
   const line = (v: unknown): Buffer => {
@@ -93,7 +94,9 @@ async function* backupLines(header: BackupHeader, events: AsyncIterable<DumpEven
         break;
     }
   }
-  yield Buffer.from(JSON.stringify({ end: true, lines, sha256: hash.digest('hex') }) + '\n', 'utf8');
+  const sha256 = hash.digest('hex');
+  const signature = sign(null, signedEnd(lines, sha256), key.key).toString('base64');
+  yield Buffer.from(JSON.stringify({ end: true, lines, sha256, signature }) + '\n', 'utf8');
 }
 
 function outputExists(out: string): StewardError {

@@ -9,6 +9,7 @@ import { heartbeatPayloadSchema, type HeartbeatPayload } from '../../core/heartb
 import { receiptPayloadSchema, type ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import { DOMAINS, keyIdOf, openEnvelope, strictBase64, verifyEnvelopeBytes, verifyEnvelopeBytesInPool, type VerifiedBytes } from '../../platform/keys.js';
+import { hasNul } from '../../core/nul.js';
 
 export const DEFAULT_MAX_HEARTBEAT_BYTES = 1024 * 1024;
 export const DEFAULT_CLOCK_SKEW_MS = 5 * 60 * 1000;
@@ -165,7 +166,9 @@ function claimHeartbeat<N extends NodeKey>(body: Buffer, lookupNode: (nodeId: st
   const claim = claimOf(strict ?? Buffer.from(envelope.payload, 'base64'));
   if (claim === null) return reject(400, 'BAD_BODY', 'heartbeat payload does not decode to an object with a nodeId');
   const nodeId = claim.nodeId;
-  const node = lookupNode(nodeId);
+  // A nodeId with a NUL is no enrolled node's (ids are `n-<hex>`), and never reaches the store
+  // (PostgreSQL would fail on it): 401 on both backends.
+  const node = hasNul(nodeId) ? null : lookupNode(nodeId);
   if (!node || node.nodeId !== nodeId) return reject(401, 'UNKNOWN_NODE', `node ${JSON.stringify(nodeId)} is not enrolled`);
   return { ok: true, envelope, strict, json: claim.json, node };
 }

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import { formatIssues } from '../../core/format-issues.js';
+import { nulPath } from '../../core/nul.js';
 import type { Actor } from '../audit/record-audit.js';
 import type { ReleaseBytes } from '../catalog/upload-file.js';
 import type { ControlStore, OperatorRole } from '../store/store.js';
@@ -48,8 +49,11 @@ export function methodOf(op: Pick<Operation, 'action'>): 'GET' | 'POST' {
   return op.action === null ? 'GET' : 'POST';
 }
 
-// An operation's input checked against its schema; a bad one is a USAGE error (exit 2).
+// An operation's input checked against its schema; a bad one, or one holding a NUL character
+// anywhere (nulPath), is a USAGE error (exit 2; 400 over HTTP), on either backend.
 export function parseInput<I>(op: Operation<I>, raw: unknown): I {
+  const nul = nulPath(raw);
+  if (nul !== null) throw new StewardError('USAGE', `${op.command}: ${nul} holds a NUL character (\\u0000), which no name, id, label, selector or cursor holds`);
   const r = op.input.safeParse(raw);
   if (!r.success) throw new StewardError('USAGE', `${op.command}: ${formatIssues(r.error.issues)}`);
   return r.data;

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import { parsePositiveInt } from '../cli/parse-options.js';
+import { nulPath } from '../../core/nul.js';
 
 export const DEFAULT_PAGE = 500;
 export const MAX_PAGE = 1000;
@@ -12,7 +13,8 @@ export function encodeCursor(at: unknown): string {
   return Buffer.from(JSON.stringify(at), 'utf8').toString('base64url');
 }
 
-// The position a cursor names, checked against `schema`; a bad cursor is a USAGE error.
+// The position a cursor names, checked against `schema`; a bad cursor (or one holding a NUL
+// character) is a USAGE error.
 export function decodeCursor<T>(cursor: string | undefined, schema: z.ZodType<T>): T | null {
   if (cursor === undefined || cursor === '') return null;
   let parsed: unknown;
@@ -21,7 +23,8 @@ export function decodeCursor<T>(cursor: string | undefined, schema: z.ZodType<T>
   } catch {
     parsed = undefined;
   }
-  const r = schema.safeParse(parsed);
+  // A NUL inside the position (never one this server gave) is refused as any forged cursor.
+  const r = nulPath(parsed) === null ? schema.safeParse(parsed) : { success: false as const };
   if (!r.success) throw new StewardError('USAGE', `cursor ${JSON.stringify(cursor.slice(0, 64))} is not one this server gave (pass back nextCursor as it came)`);
   return r.data;
 }

@@ -26,13 +26,14 @@ export function registerBackup(program: Command): void {
     .command('backup')
     .description('write a consistent copy of the database and its kept release tarballs to one file (either backend)')
     .requiredOption('--out <file>', 'the backup file to write (written whole under a temporary name, then renamed)')
+    .requiredOption('--key <pem>', 'the backup key\'s private half, which signs the backup (`keys create --out DIR --name backup` makes one; keep it apart from the backups)')
     .option('--force', 'replace --out when it exists')
-    .action(async (o: { out: string; force?: boolean }, cmd: Command) => {
+    .action(async (o: { out: string; key: string; force?: boolean }, cmd: Command) => {
       const db = dbSpecOf(cmd);
-      const r = await backupStore({ db, artifactsDir: artifactsDirFor(cmd, db), out: o.out, force: o.force === true, progress: progressOf('backup') });
+      const r = await backupStore({ db, artifactsDir: artifactsDirFor(cmd, db), out: o.out, force: o.force === true, keyFile: o.key, progress: progressOf('backup') });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(
-        `wrote ${r.out}: ${r.db} as it was at ${at(r.takenAt)} (schema version ${r.schemaVersion}), ${totalRows(r.tables)} rows in ${Object.keys(r.tables).length} tables, ${r.artifacts} kept tarballs, ${r.bytes} bytes\n`,
+        `wrote ${r.out}: ${r.db} as it was at ${at(r.takenAt)} (schema version ${r.schemaVersion}), ${totalRows(r.tables)} rows in ${Object.keys(r.tables).length} tables, ${r.artifacts} kept tarballs, ${r.bytes} bytes, signed by backup key ${r.keyId}\n`,
       );
     });
 }
@@ -43,9 +44,10 @@ export function registerRestore(program: Command): void {
     .command('restore')
     .description('restore a backup into an empty database (--db: a SQLite file that does not exist yet, or a PostgreSQL database without steward data)')
     .requiredOption('--from <file>', 'the backup file (from `steward-control backup`)')
-    .action(async (o: { from: string }, cmd: Command) => {
+    .requiredOption('--key <pem>', 'the backup key that signed it (its .pub, or its .key): a file it did not sign is refused')
+    .action(async (o: { from: string; key: string }, cmd: Command) => {
       const db = dbSpecOf(cmd);
-      const r = await restoreStore({ from: o.from, db, artifactsDir: artifactsDirFor(cmd, db), progress: progressOf('restore') });
+      const r = await restoreStore({ from: o.from, db, artifactsDir: artifactsDirFor(cmd, db), keyFile: o.key, progress: progressOf('restore') });
       if (jsonOf(cmd)) return printJson(r);
       const migrated = r.migratedTo !== r.schemaVersion ? `, migrated from schema version ${r.schemaVersion} to ${r.migratedTo}` : ` (schema version ${r.schemaVersion})`;
       process.stdout.write(`restored ${r.from}, taken at ${at(r.takenAt)}, into ${r.db}${migrated}: ${totalRows(r.tables)} rows, ${r.artifacts} kept tarballs\n`);

@@ -1,0 +1,40 @@
+// A backup concatenated with itself (gzip readers read both members as one stream) is not a
+// backup: the restore reads the first copy to its signed end line, then refuses the line after
+// it BACKUP_INVALID, and rolls back what it loaded; the target is as it was. Before, the second
+// copy's header was fed to the digest already taken: `INTERNAL: Digest already called`.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { restoreRefusedInvalid, runRestore, testBackupKey } from '../helpers/backup-file.js';
+import { cliJson } from '../helpers/control-daemon-nodes.js';
+import { controlCli } from '../helpers/fleet.js';
+import { describeEachBackend } from '../helpers/store-backends.js';
+
+describeEachBackend((backend) => {
+  test('a backup concatenated with itself is refused BACKUP_INVALID and restores nothing, not even its tarball', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-doubled-backup-'));
+    const db = await backend.createDatabase();
+    const on = { cli: (a: string[]) => controlCli(db, ['--artifacts', path.join(dir, 'artifacts'), ...a]) };
+    const keys = await cliJson(on, ['keys', 'create', '--out', path.join(dir, 'keys')]);
+    const tarball = path.join(dir, 'web-1.0.0.tgz');
+    writeFileSync(tarball, randomBytes(64 * 1024));
+    await cliJson(on, ['release', 'add', 'web', '1.0.0', '--file', tarball, '--base-url', 'http://127.0.0.1:1', '--key', keys.privateKeyFile]);
+    await cliJson(on, ['token', 'create']);
+    const file = path.join(dir, 'control.backup');
+    await cliJson(on, ['backup', '--key', testBackupKey().key, '--out', file]);
+
+    const doubled = path.join(dir, 'doubled.backup');
+    const once = readFileSync(file);
+    writeFileSync(doubled, Buffer.concat([once, once]));
+    const r = await restoreRefusedInvalid(backend, doubled, /goes on after its end line/);
+    assert.doesNotMatch(r.stdout, /INTERNAL|Digest/);
+
+    // The single copy restores.
+    const ok = await runRestore(await backend.emptyTarget(), path.join(dir, 'restored-artifacts'), file);
+    assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+    assert.equal(ok.json.artifacts, 1);
+  });
+});
