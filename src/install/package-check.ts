@@ -18,8 +18,9 @@ export interface PackageCheckDeps {
   now(): number;
 }
 
-// Waits (at most `timeoutMs`) until the helper answers, has recovered and is on no trial, then
-// returns the version it runs. Throws REPLACEMENT_UNHEALTHY when that is older than the
+// Waits (at most `timeoutMs`) until the helper answers and has recovered, then returns the
+// version it runs. A helper on trial recovers only once its trial committed (settle-trial.ts);
+// one whose trial failed exits unready, and the next start runs what the launcher chose. Throws REPLACEMENT_UNHEALTHY when that is older than the
 // package's `version` (its trial reverted), HELPER_UNREACHABLE when it never answered.
 export async function checkPackagedHelper(version: string, deps: PackageCheckDeps, timeoutMs = 180_000): Promise<string> {
   const until = deps.now() + timeoutMs;
@@ -29,7 +30,7 @@ export async function checkPackagedHelper(version: string, deps: PackageCheckDep
       const st = await deps.status();
       const self = st.apps.find((a) => a.name === SELF_APP)?.self;
       if (!self) return 'unknown'; // a host config without the app steward: nothing to compare
-      if (!st.recovering && self.decision !== 'trial') {
+      if (!st.recovering) {
         if (compareVersions(self.version, version) >= 0) return self.version;
         const why = self.packageReverted?.message ?? `steward ${self.version} runs, older than the package's ${version}`;
         throw new StewardError(
@@ -37,7 +38,7 @@ export async function checkPackagedHelper(version: string, deps: PackageCheckDep
           `${SELF_APP} ${version}: this package's helper did not commit its trial and was reverted: ${why}. dpkg leaves the package unconfigured until it runs.`,
         );
       }
-      last = `steward-helper pid ${st.pid} is ${st.recovering ? 'recovering' : `on trial of ${self.version}`}`;
+      last = `steward-helper pid ${st.pid} runs ${self.version} (${self.decision ?? 'no launcher'}) and is still recovering`;
     } catch (err) {
       if (err instanceof StewardError && err.code === 'REPLACEMENT_UNHEALTHY') throw err;
       last = (err as Error).message;
