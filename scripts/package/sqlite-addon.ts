@@ -19,6 +19,47 @@ function loads(node: string, file: string): boolean {
   return spawnSync(node, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', file], { stdio: 'ignore' }).status === 0;
 }
 
+// The environment node-gyp builds in: the caller's, without any npm setting (`npm run package`
+// hands node-gyp the user's npm config as npm_config_* variables, and node-gyp lets those
+// override its command line: an .npmrc's `nodedir=/usr` built the addon for the host's Node.js),
+// with the runtime's headers as nodedir and its node first on the PATH (node-gyp's own child
+// processes run the same node).
+export function nodeGypEnv(runtime: string, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(base)) if (!/^npm_config_/i.test(k)) env[k] = v;
+  return { ...env, npm_config_nodedir: runtime, PATH: `${path.join(runtime, 'bin')}:${base.PATH ?? ''}` };
+}
+
+// The NODE_MODULE_VERSION (ABI) that the headers in `<nodedir>/include/node` build for, or null.
+export function headersAbi(nodedir: string): string | null {
+  let text: string;
+  try {
+    text = readFileSync(path.join(nodedir, 'include/node/node_version.h'), 'utf8');
+  } catch {
+    return null;
+  }
+  return /^#define NODE_MODULE_VERSION (\d+)$/m.exec(text)?.[1] ?? null;
+}
+
+// The ABI an addon was built for, from the symbol its module registers with
+// (node_register_module_v<NODE_MODULE_VERSION>), or null when it has none.
+export function addonAbi(file: string): string | null {
+  const m = /node_register_module_v(\d+)\0/.exec(readFileSync(file).toString('latin1'));
+  return m?.[1] ?? null;
+}
+
+// Throws, naming both ABIs, when the addon at `file` was built for another Node.js than the
+// runtime's `abi`: the cause said at once, not when the packaged steward-control fails to load it.
+export function checkAddonAbi(file: string, abi: string, runtime: string): void {
+  const built = addonAbi(file);
+  if (built !== null && built !== abi) {
+    throw new Error(
+      `scripts/package/sqlite-addon.ts: ${file} was built for NODE_MODULE_VERSION ${built}, but the packaged Node.js (${runtime}) is ${abi}: ` +
+        `node-gyp used other headers than the runtime's (an npm config's nodedir or target, or npm_config_* in the environment?)`,
+    );
+  }
+}
+
 function cacheRoot(): string {
   return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'steward-package');
 }
@@ -54,15 +95,20 @@ export function sqliteAddon(repo: string, runtime: string, opts: { build: boolea
   if (!opts.build) {
     throw new AddonNotBuilt(`no better-sqlite3 ${version} built for Node.js ABI ${abi} in ${dir}, and building it (minutes) was not asked for: run node dist/scripts/package.js --sqlite-addon (.ci/run does)`);
   }
+  // Before minutes of compiling: the headers it builds against are the runtime's own.
+  const headers = headersAbi(runtime);
+  if (headers !== abi) {
+    throw new Error(`scripts/package/sqlite-addon.ts: the headers in ${runtime}/include/node are for NODE_MODULE_VERSION ${headers ?? '(none found)'}, but its node is ${abi}: the runtime folder is not whole`);
+  }
   mkdirSync(cacheRoot(), { recursive: true });
   const work = mkdtempSync(path.join(cacheRoot(), '.build-'));
   try {
     for (const item of ['package.json', 'binding.gyp', 'src', 'deps']) cpSync(path.join(source, item), path.join(work, item), { recursive: true });
     process.stderr.write(`building better-sqlite3 ${version} for Node.js ABI ${abi} (node-gyp, ${runtime})\n`);
-    // PATH: node-gyp's own child processes run the same node; --nodedir: its headers, offline.
-    const env = { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH ?? ''}` };
-    run(node, [nodeGyp(), 'rebuild', '--release', `--nodedir=${runtime}`, `--jobs=${os.availableParallelism()}`], work, env);
+    // --nodedir (and npm_config_nodedir, which node-gyp lets win): the runtime's headers, offline.
+    run(node, [nodeGyp(), 'rebuild', '--release', `--nodedir=${runtime}`, `--jobs=${os.availableParallelism()}`], work, nodeGypEnv(runtime));
     const built = path.join(work, ADDON);
+    checkAddonAbi(built, abi, runtime);
     if (!loads(node, built)) throw new Error(`scripts/package/sqlite-addon.ts: the better-sqlite3 just built in ${work} does not load under ${node}`);
     return put(built);
   } finally {

@@ -1,6 +1,7 @@
 // The `apps` of a heartbeat from the helper's status answer (DESIGN §6), pure.
 import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
-import { heartbeatAppSchema, type HeartbeatApp } from '../core/heartbeat-schema.js';
+import { heartbeatAppSchema, type HeartbeatApp, type HeartbeatVersion } from '../core/heartbeat-schema.js';
+import { isVersion } from '../core/version.js';
 import type { AppStatus } from '../protocol/answers.js';
 
 // Maps each app of a status answer to a heartbeat app (the app steward with its `self`, which a
@@ -13,12 +14,22 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
     // The status answer came over a socket: every field is checked before it goes into a signed heartbeat.
     const parsed = heartbeatAppSchema.safeParse({
       name: a.name,
-      current: a.current,
+      // The app steward: the version that runs (this helper), which is `current` once a
+      // self-update committed, the package's version before any, and the package's after a
+      // fallback; `current` alone said `none` on a host that never updated itself.
+      current: a.self && isVersion(a.self.version) ? a.self.version : a.current,
       previous: a.previous,
       held: a.hold !== null && a.hold !== undefined,
       blocked: a.blocked !== null && a.blocked !== undefined,
       supervisor: supervisorOf(a),
-      ...(a.self ? { self: { fallback: a.self.fallback ? { version: a.self.fallback.version, starts: a.self.fallback.starts } : null } } : {}),
+      ...(a.self
+        ? {
+            self: {
+              fallback: a.self.fallback ? { version: a.self.fallback.version, starts: a.self.fallback.starts } : null,
+              packageReverted: a.self.packageReverted ? { version: a.self.packageReverted.version } : null,
+            },
+          }
+        : {}),
     });
     if (parsed.success) out.push(parsed.data);
     else skipped.push(a.name);
@@ -44,4 +55,12 @@ function supervisorOf(a: AppStatus): HeartbeatApp['supervisor'] {
 // not list v2 refuses the field).
 export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
   return apps.map(({ self: _self, ...a }) => a);
+}
+
+// The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
+// `self.packageReverted` (a control plane that listed 2 but not 3 refuses it).
+export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
+  if (v === 1) return withoutSelf(apps);
+  if (v === 2) return apps.map((a) => (a.self ? { ...a, self: { fallback: a.self.fallback } } : a));
+  return [...apps];
 }

@@ -4,7 +4,7 @@
 import type { KeyObject } from 'node:crypto';
 import { HEARTBEAT_PATH } from '../core/control-paths.js';
 import { MAX_HEARTBEAT_RECEIPT_BYTES, MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
-import type { HeartbeatApp, HeartbeatPayload } from '../core/heartbeat-schema.js';
+import { HEARTBEAT_VERSIONS, type HeartbeatApp, type HeartbeatPayload, type HeartbeatVersion } from '../core/heartbeat-schema.js';
 import type { Clock } from '../platform/clock.js';
 import { DOWNLOAD_AUTH_TTL_MS, downloadAuthorization } from '../platform/download-auth.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
@@ -14,7 +14,7 @@ import type { ActedStore } from './acted-store.js';
 import { backoffDelayMs, fetchJitterMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
 import { convergeDesired, type Logf } from './convergence.js';
-import { heartbeatApps, withoutSelf } from './heartbeat-apps.js';
+import { appsForVersion, heartbeatApps } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
 import type { SeqStore } from './seq-store.js';
@@ -58,9 +58,9 @@ export class HeartbeatLoop {
   // Monotonic ms before which heartbeats go without receipts (after RECEIPT_REJECTED).
   private receiptRetryAt: number | null = null;
   private heartbeatSeconds: number;
-  // The payload version the last answer said the control plane accepts (DESIGN §16): 2 once it
-  // listed 2, 1 before any answer and after one that did not.
-  private heartbeatV: 1 | 2 = 1;
+  // The payload version the last answer said the control plane accepts (DESIGN §16): the highest
+  // it listed, 1 before any answer and after one that listed none.
+  private heartbeatV: HeartbeatVersion = 1;
   private apps: HeartbeatApp[] = [];
   private helperKey: KeyObject | null = null;
   private converging: Promise<void> | null = null;
@@ -179,7 +179,7 @@ export class HeartbeatLoop {
       sentAt,
       bootId: this.d.bootId,
       agentVersion: this.d.agentVersion,
-      apps: this.heartbeatV >= 2 ? this.apps : withoutSelf(this.apps),
+      apps: appsForVersion(this.apps, this.heartbeatV),
       receipts,
     };
     const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
@@ -226,7 +226,7 @@ export class HeartbeatLoop {
         this.receiptRetryAt = null;
       }
       this.heartbeatSeconds = outcome.answer.heartbeatSeconds;
-      this.heartbeatV = outcome.answer.heartbeatVersions?.includes(2) ? 2 : 1;
+      this.heartbeatV = highestVersion(outcome.answer.heartbeatVersions);
       await this.d.outbox.ack(outcome.answer.ackedSeqs);
       await this.d.accepts?.record(outcome.answer.receiptVersions);
       this.startConvergence(outcome.answer.desired);
@@ -300,4 +300,12 @@ export class HeartbeatLoop {
       this.converging = null;
     });
   }
+}
+
+// The highest payload version both sides know, of those a control plane's answer listed; 1 when
+// it listed none (DESIGN §16).
+function highestVersion(listed: readonly number[] | undefined): HeartbeatVersion {
+  let v: HeartbeatVersion = 1;
+  for (const x of HEARTBEAT_VERSIONS) if (x > v && listed?.includes(x)) v = x;
+  return v;
 }

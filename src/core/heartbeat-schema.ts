@@ -22,24 +22,29 @@ export const heartbeatAppSchema = z.strictObject({
     since: z.nullable(epochMsSchema),
   }),
   // The app steward only, in heartbeats v2 (DESIGN §14 step 5, §16): the committed version the
-  // launcher set aside (FALLBACK) after `starts` starts that never got ready, or null.
+  // launcher set aside (FALLBACK) after `starts` starts that never got ready, or null. From v3,
+  // `packageReverted`: the installed package's version whose trial did not commit (an older
+  // steward runs than the package dpkg installed), or null.
   self: z.optional(
     z.strictObject({
       fallback: z.nullable(z.strictObject({ version: versionSchema, starts: intSchema(1, 1_000_000) })),
+      packageReverted: z.optional(z.nullable(z.strictObject({ version: versionSchema }))),
     }),
   ),
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
 // The heartbeat payload versions this steward sends and accepts (DESIGN §16): v2 adds an app's
-// `self`. An agent sends v2 only to a control plane whose answer listed it (HEARTBEAT_VERSIONS_HEADER).
-export const HEARTBEAT_VERSIONS = [1, 2] as const;
+// `self`, v3 its `self.packageReverted`. An agent sends the highest version that a control plane's
+// answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
+export const HEARTBEAT_VERSIONS = [1, 2, 3] as const;
+export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
 
 // The payload of a `POST /v1/heartbeat` envelope (DESIGN §6), signed by the node key.
 // `receipts` are the helper's envelopes, relayed as they are; each is verified on its own.
 export const heartbeatPayloadSchema = z
   .strictObject({
-    v: z.union([z.literal(1), z.literal(2)]),
+    v: z.union([z.literal(1), z.literal(2), z.literal(3)]),
     nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
     seq: intSchema(1),
     sentAt: epochMsSchema,
@@ -56,6 +61,10 @@ export const heartbeatPayloadSchema = z
     }),
     z.refine((p) => p.v >= 2 || p.apps.every((a) => a.self === undefined), {
       message: 'an app has `self` only in heartbeats v2',
+      path: ['apps'],
+    }),
+    z.refine((p) => p.v >= 3 || p.apps.every((a) => a.self?.packageReverted === undefined), {
+      message: 'an app has `self.packageReverted` only in heartbeats v3',
       path: ['apps'],
     }),
   );

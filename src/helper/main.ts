@@ -50,6 +50,9 @@ export async function main(argv: string[]): Promise<number> {
   const isRoot = process.getuid?.() === 0;
   let lock: HelperLock | null = null;
   const servers: ApiServer[] = [];
+  // What the app runner keeps only to hear of exits, ended however this helper stops (the apps
+  // run on): KillMode=process would leave it in the unit's cgroup.
+  let releaseRunner: () => void = () => {};
   try {
     const root = await resolveRootPrefix({ flag: opts.root, env: process.env.STEWARD_ROOT, isRoot });
     if (isRoot && opts.root === undefined && process.env.STEWARD_ROOT) log('STEWARD_ROOT=%s is ignored for root (root names a root prefix with --root only, so that a variable left in a shell never moves where root writes); --root DIR names a prefix', process.env.STEWARD_ROOT);
@@ -68,6 +71,7 @@ export async function main(argv: string[]): Promise<number> {
     });
     await ensureLayout(paths);
     const core = await buildCore(paths, config, isRoot);
+    releaseRunner = () => core.runner.release?.();
     const supervisor = new Supervisor(core, config.supervisor);
     core.onStarted = (app, proc) => supervisor.watch(app, proc);
     // The node_exporter textfile (DESIGN §12), rewritten after each change and at no other time:
@@ -142,6 +146,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`steward-helper: ${e.code}: ${e.message}\n`);
     return 1;
   } finally {
+    releaseRunner();
     for (const s of servers) await s.close().catch(() => {});
     await lock?.release().catch(() => {});
   }

@@ -12,6 +12,7 @@ import { StewardError } from '../core/errors.js';
 import { installAgentRelease } from './agent-release.js';
 import { removeLauncher } from './agentctl-launcher.js';
 import { checkInstallInputs } from './install-inputs.js';
+import { forgetPackageTrial } from './package-check.js';
 import { makeKeyAndConfig } from './install.js';
 import { DROPPED_FILES, LIB_DIR, PACKAGE_DEFAULT_CONFIG, type Step } from './install-layout.js';
 import { removeIfPresent } from './root-files.js';
@@ -68,6 +69,12 @@ export async function setUpPackagedSteward(opts: PackageSetupOptions): Promise<S
   await makeKeyAndConfig(paths, config, did, PACKAGE_DEFAULT_CONFIG);
   const agent = await installAgentRelease(pkg, paths);
   did('agent release', agent.action, agent.detail);
+
+  // 4. A trial of this version that reverted before is tried once more by the restart that follows
+  // (dpkg-reconfigure, a reinstall): the operator asked for this package again.
+  const version = path.basename(pkg);
+  const forgot = await forgetPackageTrial(paths, version);
+  did('package trial', forgot ? 'removed' : 'absent', forgot ? `${paths.selfDir}/package-tried named ${version}: its trial runs again` : `${paths.selfDir}/package-tried`);
   return steps;
 }
 

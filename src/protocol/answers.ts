@@ -58,6 +58,9 @@ export interface AppStatus {
     version: string;
     decision: string | null;
     fallback: { code: 'FALLBACK'; version: string; starts: number; message: string } | null;
+    // The installed package's version was tried and did not commit: this helper runs an older
+    // steward than dpkg installed (REPLACEMENT_UNHEALTHY; absent from helpers before it).
+    packageReverted?: { code: 'REPLACEMENT_UNHEALTHY'; version: string; message: string } | null;
     problems: string[];
   };
   // A `unit` app: what systemd says of its unit (its own Restart= keeps it up).

@@ -1,6 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { heartbeatApps } from '../../src/agent/heartbeat-apps.js';
+import { hostConfigSchema } from '../../src/core/config-schema.js';
+import { hostPaths } from '../../src/core/paths.js';
+import { readStatus } from '../../src/helper/ops/status.js';
 import type { AppStatus } from '../../src/protocol/answers.js';
 
 function app(over: Partial<AppStatus>): AppStatus {
@@ -29,5 +35,19 @@ test('the helper status maps to heartbeat apps: hold and blocked as booleans, th
     { name: 'db', current: null, previous: null, held: false, blocked: true, supervisor: { state: 'stopped', attempts: 0, since: null } },
     { name: 'agent', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', pid: 77, attempts: 2, since: null } },
     { name: 'gone', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'stopped', attempts: 0, since: null } },
+  ]);
+});
+
+test("the helper's own app steward is reported as what runs: the helper's version and pid, running, never none/stopped", async (t) => {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'steward-self-status-'));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  // A host that never updated itself: no `current` of steward, no supervisor record of it.
+  const config = hostConfigSchema.parse({ apps: { steward: { runner: 'self' } } });
+  const status = await readStatus({ paths: hostPaths(root), config, startedAt: 1234, recovering: false, running: () => undefined, blockedInMemory: new Map(), now: Date.now(), ownVersion: '0.1.0' });
+  const s = status.apps[0]!;
+  assert.deepEqual([s.current, s.self?.version, s.supervisor?.state, s.supervisor?.pid, s.supervisor?.since], [null, '0.1.0', 'running', process.pid, 1234]);
+  const { apps } = heartbeatApps(status.apps);
+  assert.deepEqual(apps, [
+    { name: 'steward', current: '0.1.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', pid: process.pid, attempts: 0, since: 1234 }, self: { fallback: null, packageReverted: null } },
   ]);
 });

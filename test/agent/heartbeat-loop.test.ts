@@ -222,6 +222,25 @@ test("the app steward's FALLBACK goes in heartbeats v2 only once the control pla
   }
 });
 
+test("a package trial that reverted goes in heartbeats v3 (self.packageReverted) only once the control plane lists 3; v2 carries the fallback alone", async () => {
+  const rig = makeRig();
+  try {
+    const reverted = { code: 'REPLACEMENT_UNHEALTHY', version: '3.0.0', message: 'tried and REVERTED' };
+    rig.apps = [{ name: 'steward', runner: 'self', current: '2.0.0', previous: '1.0.0', hold: null, blocked: null, supervisor: null, self: { version: '2.0.0', decision: 'current', fallback: null, packageReverted: reverted, problems: [] } }];
+    const a = await rig.agent();
+    const sent = () => rig.cp.heartbeats.map((h) => [h.payload.v, h.payload.apps[0]?.self ?? null]);
+    rig.heartbeatVersions = [1, 2];
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    rig.heartbeatVersions = [1, 2, 3];
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.deepEqual(sent(), [[1, null], [2, { fallback: null }], [2, { fallback: null }], [3, { fallback: null, packageReverted: { version: '3.0.0' } }]]);
+  } finally {
+    rig.cleanup();
+  }
+});
+
 test('a 409 SEQ_REPLAYED with lastSeq=N makes the agent persist N and send again at once with seq N+1', async () => {
   const rig = makeRig();
   try {

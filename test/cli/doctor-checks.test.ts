@@ -156,6 +156,16 @@ test('sockets: modes, the steward group, existence and a status answer are each 
   assert.ok(passed(checkSockets(sockets({ helperSock: sock('/r/helper.sock', 0o660, 0) }), files, { ...PROD, stewardGid: null })));
 });
 
+test("steward version: the helper running an older steward than the package (its trial reverted), or a fallback, fails; the package's version passes", () => {
+  const withSelf = (self: NonNullable<Extract<SocketsObservation['status'], { ok: true }>['self']>) =>
+    checkSockets(sockets({ status: { ok: true, socket: '/run/steward/admin.sock', pid: 42, recovering: false, self } }), files, PROD).find((r) => r.name === 'steward version');
+  assert.deepEqual(withSelf({ version: '1.1.0', decision: 'trial', fallback: null, packageReverted: null }), { name: 'steward version', status: 'ok', detail: 'steward-helper runs steward 1.1.0 (trial)' });
+  const reverted = withSelf({ version: '1.0.5', decision: 'current', fallback: null, packageReverted: "the package's steward 1.1.0 was tried and REVERTED: steward 1.0.5 runs" });
+  assert.deepEqual([reverted?.status, reverted?.detail], ['fail', "the package's steward 1.1.0 was tried and REVERTED: steward 1.0.5 runs"]);
+  assert.equal(withSelf({ version: '1.0.0', decision: 'fallback', fallback: 'steward 2.0.0 never got ready 3 starts in a row', packageReverted: null })?.status, 'fail');
+  assert.equal(checkSockets(sockets(), files, PROD).find((r) => r.name === 'steward version'), undefined, 'no app steward, no check');
+});
+
 const keys = (over: Partial<KeysObservation> = {}): KeysObservation => ({
   helperKeyFile: '/k/helper.key',
   helperPubFile: '/k/helper.pub',

@@ -329,5 +329,16 @@ test("a heartbeat v2 carries the app steward's FALLBACK (self) and is accepted; 
   const old = verify(body({ v: 1, apps: [steward] }));
   assert.equal(old.ok, false);
   assert.match(old.ok ? '' : old.message, /an app has `self` only in heartbeats v2/);
-  assert.equal(verify(body({ v: 3 })).ok, false, 'a version above the newest is refused');
+  assert.equal(verify(body({ v: 4 })).ok, false, 'a version above the newest is refused');
+});
+
+test("a heartbeat v3 carries the app steward's package trial that reverted (self.packageReverted) and is accepted; in a v2 heartbeat it is refused", () => {
+  const steward = { name: 'steward', current: '2.0.0', previous: '1.0.0', held: false, blocked: false, supervisor: { state: 'running', pid: 7, attempts: 0, since: 1 }, self: { fallback: null, packageReverted: { version: '3.0.0' } } };
+  const v = verify(body({ v: 3, apps: [steward] }));
+  assert.ok(v.ok, v.ok ? '' : v.message);
+  assert.deepEqual(v.heartbeat.apps[0]?.self, { fallback: null, packageReverted: { version: '3.0.0' } });
+  const v2 = verify(body({ v: 2, apps: [steward] }));
+  assert.equal(v2.ok, false);
+  assert.match(v2.ok ? '' : v2.message, /an app has `self.packageReverted` only in heartbeats v3/);
+  assert.ok(verify(body({ v: 2, apps: [{ ...steward, self: { fallback: null } }] })).ok, 'v2 without it is as before');
 });

@@ -167,6 +167,13 @@ test('an apt upgrade to a package newer than the committed release that fails it
   await waitReady(h, back);
   const s = await steward(h);
   assert.deepEqual([s.self.version, s.current, s.quarantined], ['2.0.0', '2.0.0', ['3.0.0']]);
+  // Said plainly (issue 31 item 1): the package's version reverted, an older steward runs.
+  assert.equal(s.self.packageReverted?.version, '3.0.0', JSON.stringify(s.self));
+  assert.match(s.self.packageReverted.message, /the package's steward 3\.0\.0 was tried and REVERTED: steward 2\.0\.0 runs/);
+  assert.deepEqual([s.supervisor?.state, s.supervisor?.pid], ['running', back.pid], 'the app steward is the helper, which runs');
+  const check = await agentctl(h, ['status', '--check']);
+  assert.equal(check.code, 1, check.stderr);
+  assert.match(check.stderr, /agentctl: check: steward: REVERTED: the package's steward 3\.0\.0/);
   const receipt = (await stewardReceipts(h)).map((r: any) => r.payload ?? r).find((p: any) => p.targetVersion === '3.0.0');
   assert.deepEqual([receipt?.outcome, receipt?.reason?.code], ['rolled-back', 'REPLACEMENT_UNHEALTHY']);
   assert.equal(await pidOf(h, 'web'), webPid);

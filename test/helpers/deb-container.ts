@@ -135,11 +135,12 @@ export async function webRunning(box: SystemdContainer): Promise<{ supervisor: {
 // under the packaged helper, run as the user stwweb: the host config gets it, with `processRunner`
 // (the helper's default under systemd is a transient unit per app), the helper restarts onto
 // that config, and `agentctl update` makes 1.0.0 current. Returns web's pid. `apps`: more apps
-// of the config, or other settings of the package's (steward's, say).
-export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | 'detached' = 'auto', apps: Record<string, unknown> = {}): Promise<number> {
+// of the config, or other settings of the package's (steward's, say); `more`: other top-level
+// settings of the host config (metrics, say).
+export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | 'detached' = 'auto', apps: Record<string, unknown> = {}, more: Record<string, unknown> = {}): Promise<number> {
   await sh(box, 'getent passwd stwweb || useradd --system --user-group --no-create-home --shell /usr/sbin/nologin stwweb');
   const web = { runner: 'process', user: 'stwweb', group: 'stwweb' };
-  const config = { ...PACKAGE_DEFAULT_CONFIG, apps: { ...PACKAGE_DEFAULT_CONFIG.apps, web, ...apps }, supervisor: { processRunner } };
+  const config = { ...PACKAGE_DEFAULT_CONFIG, ...more, apps: { ...PACKAGE_DEFAULT_CONFIG.apps, web, ...apps }, supervisor: { processRunner } };
   await writeIn(box, '/etc/steward/steward.json', `${JSON.stringify(config, null, 2)}\n`);
   await sh(box, 'systemctl restart steward-helper.service');
   await statusOnceUp(box);

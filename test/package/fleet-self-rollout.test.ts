@@ -20,6 +20,8 @@ import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js'
 
 const A = '50.0.0';
 const B = '51.0.0';
+// The package an apt upgrade brings after the self-update: newer than both releases.
+const P = '52.0.0';
 const HOSTS = 3;
 const HEARTBEAT_S = 1;
 // The candidate's self-probe, shorter than the package's 5 s; the agent's round trip well
@@ -39,7 +41,7 @@ async function hostReceipts(box: SystemdContainer): Promise<any[]> {
   return (r.json.receipts as any[]).map((x) => x.payload);
 }
 
-test('a rollout of steward through steward-control to three hosts: canary then batch commit; a version whose helper exits is reverted by the canary and halts the run', { timeout: 420_000 }, async (t) => {
+test('a rollout of steward through steward-control to three hosts: canary then batch commit; a version whose helper exits is reverted by the canary and halts the run', { timeout: 1_200_000 }, async (t) => {
   const t0 = Date.now();
   let mark = t0;
   const phase = (what: string) => {
@@ -50,6 +52,9 @@ test('a rollout of steward through steward-control to three hosts: canary then b
   const boxes = await bootSeveralForDpkg(t, HOSTS);
   if (!boxes) return;
   phase(`boot ${HOSTS} containers and build the .deb`);
+  // The newer package, built while the rollouts run (awaited before its first use).
+  const newerDeb = boxes[0]!.buildDeb(P);
+  newerDeb.catch(() => {});
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'steward-fleet-self-'));
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
   const db = path.join(scratch, 'control.db');
@@ -59,7 +64,14 @@ test('a rollout of steward through steward-control to three hosts: canary then b
     return r.json;
   };
 
-  // The control plane, its releases and each host's package, at the same time.
+  // Each host's package, then the control plane and its releases (not at the same time: on a busy
+  // machine, serve's start among three dpkg runs took over the 15 s startControlDaemon gives it).
+  await Promise.all(boxes.map(async ({ box, deb, dpkg }) => {
+    const install = await run(box, 'dpkg', dpkg('-i', deb), 180_000);
+    assert.equal(install.code, 0, install.text);
+    await statusOnceUp(box);
+  }));
+  phase(`install the .deb on ${HOSTS} hosts`);
   const controlPlane = (async () => {
     const control = await startControlDaemon(db, 0, HEARTBEAT_S);
     t.after(() => control.stop());
@@ -74,13 +86,8 @@ test('a rollout of steward through steward-control to three hosts: canary then b
     for (const [version, file] of [[A, good], [B, bad]] as const) await ctl('release', 'add', 'steward', version, '--file', file, '--base-url', control.url, '--key', keys.privateKeyFile);
     return { url: control.url, publicPem: readFileSync(keys.publicKeyFile, 'utf8') };
   })();
-  await Promise.all(boxes.map(async ({ box, deb, dpkg }) => {
-    const install = await run(box, 'dpkg', dpkg('-i', deb), 180_000);
-    assert.equal(install.code, 0, install.text);
-    await statusOnceUp(box);
-  }));
-  phase(`install the .deb on ${HOSTS} hosts (and steward-control with A and B in its catalog)`);
   const { url, publicPem } = await controlPlane;
+  phase('steward-control with A and B in its catalog');
 
   const hosts: Host[] = await Promise.all(boxes.map(async ({ box }) => {
     await sh(box, 'mkdir -p /etc/steward/trusted-keys/steward');
@@ -162,6 +169,88 @@ test('a rollout of steward through steward-control to three hosts: canary then b
       assert.deepEqual((await hostReceipts(h.box)).filter((r) => r.targetVersion === B), []);
     }
     for (const h of hosts) assert.equal((await webRunning(h.box)).supervisor.pid, h.webPid, 'web is the same process');
+  });
+
+  // Issue 31 item 1: after a self-update, `apt install ./steward_<newer>.deb` restarted helper and
+  // agent at once; the agent's start waited for the helper's readiness (After=), which the helper
+  // on trial gave only after the agent's confirm, so the trial reverted at agentTimeoutMs and
+  // dpkg failed, while the helper ran the old version and nothing said so.
+  const [upgraded, reverting] = rest as [Host, Host];
+  const helperJournal = async (box: SystemdContainer) => (await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-o', 'cat'])).stdout;
+  const dpkgStatus = async (box: SystemdContainer, dpkg: (...a: string[]) => string[]) => (await run(box, 'dpkg-query', dpkg('-W', '-f', '${Status} ${Version}', 'steward'))).stdout.trim();
+  const agentExe = async (box: SystemdContainer) => {
+    const pid = (await run(box, 'systemctl', ['show', '-p', 'MainPID', '--value', 'steward-agent.service'])).stdout.trim();
+    return (await sh(box, `readlink /proc/${pid}/exe`)).stdout.trim();
+  };
+  const dpkgOf = (h: Host) => boxes.find((b) => b.box === h.box)!.dpkg;
+
+  await t.test(`dpkg -i of a newer package (${P}) on a host that updated itself to ${A} commits its trial, its agent running, and dpkg says installed`, async () => {
+    const deb = await newerDeb;
+    const { box } = upgraded;
+    assert.equal((await run(box, 'systemctl', ['is-active', 'steward-agent.service'])).stdout.trim(), 'active');
+    const started = Date.now();
+    const up = await run(box, 'dpkg', dpkgOf(upgraded)('-i', deb), 180_000);
+    const took = Date.now() - started;
+    phase(`dpkg -i ${P} after the self-update (${took} ms)`);
+    assert.equal(up.code, 0, `${up.text}\n--- the helper's journal ---\n${(await helperJournal(box)).split('\n').slice(-40).join('\n')}`);
+    // Within the trial's agentTimeoutMs (30 s here) by construction: a trial that waited longer reverted.
+    assert.equal(await dpkgStatus(box, dpkgOf(upgraded)), `install ok installed ${P}`);
+    const s = await statusOf(box, 'steward');
+    assert.deepEqual([s?.self?.version, s?.current, s?.lastAttempt?.outcome, s?.self?.packageReverted ?? null], [P, P, 'active', null], JSON.stringify(s));
+    assert.equal(await trialsOf(box, P), 1, 'the package ran once on trial');
+    // The agent moved onto the new package's Node.js, and web is the same process.
+    assert.equal(await agentExe(box), `/usr/lib/steward/${P}/node/bin/node`);
+    assert.equal((await webRunning(box)).supervisor.pid, upgraded.webPid, 'web is the same process');
+    // Issue 31 item 20: the helper's restarts (the rollout's handover, this upgrade) leave none of
+    // its processes behind (the systemd-run clients of web's unit were).
+    assert.doesNotMatch(await helperJournal(box), /left-over process|remains running after unit stopped/);
+  });
+
+  await t.test(`a package trial that does not commit (${P}, its agent stopped) fails dpkg's configure, and status, status --check, doctor and the heartbeat say it reverted; a reconfigure tries it again`, async () => {
+    const deb = await newerDeb;
+    const { box } = reverting;
+    const dpkg = dpkgOf(reverting);
+    // No agent, and a short wait for it: the trial cannot get its round trip.
+    assert.equal((await run(box, 'systemctl', ['disable', '--now', 'steward-agent.service'])).code, 0);
+    const config = JSON.parse((await run(box, 'cat', ['/etc/steward/steward.json'])).stdout);
+    const withTimeout = async (agentTimeoutMs: number) => writeIn(box, '/etc/steward/steward.json', `${JSON.stringify({ ...config, apps: { ...config.apps, steward: { ...STEWARD, agentTimeoutMs } } }, null, 2)}\n`);
+    await withTimeout(2000);
+    const up = await run(box, 'dpkg', dpkg('-i', deb), 180_000);
+    phase(`dpkg -i ${P} whose trial reverts`);
+    assert.notEqual(up.code, 0, up.text);
+    assert.match(up.text, new RegExp(`steward ${P.replace(/\./g, '\\.')}: this package's helper did not commit its trial and was reverted: .*steward ${A.replace(/\./g, '\\.')} runs`), up.text);
+    assert.match(up.text, /dpkg --configure steward/);
+    assert.equal(await dpkgStatus(box, dpkg), `install ok half-configured ${P}`);
+
+    const s = await statusOf(box, 'steward');
+    assert.deepEqual([s?.self?.version, s?.current, s?.self?.packageReverted?.version], [A, A, P], JSON.stringify(s));
+    assert.equal(s.supervisor?.state, 'running', 'the helper is the app steward, and it runs');
+    const check = await run(box, 'agentctl', ['status', '--check']);
+    assert.equal(check.code, 1, check.text);
+    assert.match(check.text, new RegExp(`steward: REVERTED: the package's steward ${P.replace(/\./g, '\\.')} was tried and REVERTED`));
+    const doctor = await run(box, 'agentctl', ['--json', 'doctor']);
+    const verdict = (doctor.json?.checks as any[] | undefined)?.find((c) => c.name === 'steward version');
+    assert.deepEqual([verdict?.status, /REVERTED/.test(verdict?.detail ?? '')], ['fail', true], doctor.text);
+    // The receipt of the reverted attempt, and the heartbeat once the agent runs again.
+    const receipt = (await hostReceipts(box)).find((r) => r.targetVersion === P);
+    assert.deepEqual([receipt?.outcome, receipt?.reasonCode ?? receipt?.reason?.code], ['rolled-back', 'REPLACEMENT_UNHEALTHY'], JSON.stringify(receipt));
+    assert.equal((await run(box, 'systemctl', ['enable', '--now', 'steward-agent.service'])).code, 0);
+    await waitFor(`the control plane to hear that ${P} reverted on ${reverting.nodeId}`, async () => {
+      const { nodes } = await ctl('nodes');
+      const app = (nodes as any[]).find((n) => n.nodeId === reverting.nodeId)?.apps?.find((a: any) => a.name === 'steward');
+      return app?.self?.packageReverted?.version === P && app.current === A && app.supervisor?.state === 'running';
+    }, 30_000, 500);
+
+    // The operator's retry, the agent running again: the configure step tries the package once more.
+    await withTimeout(STEWARD.agentTimeoutMs);
+    const again = await run(box, 'dpkg', dpkg('--configure', 'steward'), 180_000);
+    phase(`dpkg --configure steward: ${P} tried again`);
+    assert.equal(again.code, 0, again.text);
+    assert.equal(await dpkgStatus(box, dpkg), `install ok installed ${P}`);
+    const after = await statusOf(box, 'steward');
+    assert.deepEqual([after?.self?.version, after?.current, after?.self?.packageReverted ?? null], [P, P, null], JSON.stringify(after));
+    assert.equal(await trialsOf(box, P), 2, 'tried once by the upgrade, once by the reconfigure');
+    assert.equal((await webRunning(box)).supervisor.pid, reverting.webPid, 'web is the same process');
   });
   console.log(`whole test: ${Date.now() - t0} ms`);
 });

@@ -74,7 +74,9 @@ test('the steward package holds the layout of DESIGN §14, runs its own Node.js 
       assert.match(text, /^set -e$/m, script);
       assert.equal(spawnSync('sh', ['-n', path.join(control, script)]).status, 0, `${script} parses`);
     }
-    assert.match(readFileSync(path.join(control, 'postinst'), 'utf8'), /^\tNODE_DISABLE_COMPILE_CACHE=1 \/usr\/bin\/agentctl install --packaged$/m);
+    const postinst = readFileSync(path.join(control, 'postinst'), 'utf8');
+    assert.match(postinst, /^agentctl\(\) \{ NODE_DISABLE_COMPILE_CACHE=1 \/usr\/bin\/agentctl "\$@"; \}$/m);
+    assert.match(postinst, /^\tagentctl install --packaged$/m);
     // purge keeps the apps' own data.
     const postrm = readFileSync(path.join(control, 'postrm'), 'utf8');
     const rm = postrm.split('\n').find((l) => l.trim().startsWith('rm -rf ')) ?? '';
@@ -97,6 +99,9 @@ test('the steward package holds the layout of DESIGN §14, runs its own Node.js 
         assert.match(text, /^Type=notify\nNotifyAccess=all\nTimeoutStartSec=300$/m, unit);
       } else {
         assert.match(text, new RegExp(`^ExecStart=/${lib}/node/bin/node `, 'm'), unit);
+        // The agent's start never waits for the helper's readiness, which a trial gives only
+        // after the agent's confirm (test/package/fleet-self-rollout.test.ts, the apt upgrade).
+        assert.doesNotMatch(text, /^(After|Requires|BindsTo|Requisite)=.*steward-helper/m, unit);
       }
       assert.ok(!/^[^#].*\/usr\/bin\/node/m.test(text), `${unit} runs no /usr/bin/node`);
       assert.ok(!/^[^#].*\/opt\/steward\/lib/m.test(text), `${unit} names no /opt/steward/lib`);

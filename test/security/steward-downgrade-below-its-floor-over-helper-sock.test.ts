@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { checkRefusals } from '../../src/helper/stage/refusals.js';
-import { packageVersionOf } from '../../src/helper/self/self-seams.js';
+import { packageVersionOf } from '../../src/helper/self/trial-state.js';
 import { selfFloors } from '../../src/helper/self/self-floors.js';
 import type { SelfSeams } from '../../src/helper/self/self-seams.js';
 import { agentctl } from '../helpers/host.js';

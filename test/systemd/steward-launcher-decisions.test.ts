@@ -198,11 +198,11 @@ test('the launcher passes its arguments, --root and the node flags on, and tells
   const s = await h.start({ args: ['--config', '/etc/x y.json'] });
   assert.equal(s.run?.args, `--root ${h.root} --config /etc/x y.json`);
   const argv = path.join(h.base, 'argv');
-  writeFileSync(h.node, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done >"${argv}"\nenv | grep '^STEWARD_SELF_' | sort >>"${argv}"\n`);
+  writeFileSync(h.node, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done >"${argv}"\nenv | grep '^STEWARD_\\(SELF_\\|PACKAGE_VERSION=\\)' | sort >>"${argv}"\n`);
   await h.start({ env: { STEWARD_NODE_FLAGS: '--a  --b', STEWARD_LAUNCHER_ROOT: '' } });
   assert.equal(
     readFileSync(argv, 'utf8'),
-    `--a\n--b\n${h.packageDir}/bin/steward-helper.js\nSTEWARD_SELF_DECISION=package\nSTEWARD_SELF_VERSION=1.0.0\n`,
+    `--a\n--b\n${h.packageDir}/bin/steward-helper.js\nSTEWARD_PACKAGE_VERSION=1.0.0\nSTEWARD_SELF_DECISION=package\nSTEWARD_SELF_VERSION=1.0.0\n`,
   );
 });
 

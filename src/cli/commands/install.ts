@@ -5,7 +5,9 @@ import { setUpPackagedSteward } from '../../install/package-setup.js';
 import type { Step } from '../../install/install-layout.js';
 import { realSystemTools } from '../../install/system-tools.js';
 import { uninstallSteward } from '../../install/uninstall.js';
-import type { GlobalOptions } from '../context.js';
+import { checkPackagedHelper } from '../../install/package-check.js';
+import { readOwnVersion } from '../../platform/own-version.js';
+import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
 
 const CHANGES: ReadonlyArray<Step['action']> = ['created', 'updated', 'ran', 'removed'];
@@ -28,9 +30,18 @@ export function registerInstall(program: Command): void {
     .option('--agent-key <pem>', 'trust this Ed25519 release public key (PEM) for steward-agent updates')
     // The Debian package's postinst step (docs/package.md), not for operators: hidden.
     .addOption(new Option('--packaged', 'configure the installed Debian package (its postinst runs this)').hideHelp())
-    .action(async (o: { start: boolean; agentKey?: string; packaged?: boolean }, cmd: Command) => {
+    .addOption(new Option('--check-running', "after the postinst's restart: fail when the helper runs an older steward than the package (its trial reverted)").hideHelp())
+    .action(async (o: { start: boolean; agentKey?: string; packaged?: boolean; checkRunning?: boolean }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       refusePrefix(g, 'install');
+      if (o.packaged && o.checkRunning) {
+        const ctx = await cliContext(g);
+        const version = readOwnVersion();
+        const runs = await checkPackagedHelper(version, { status: () => ctx.helper.status({}), sleep: (ms) => new Promise((r) => setTimeout(r, ms)), now: () => Date.now() });
+        if (g.json) printJson({ ok: true, version, runs });
+        else process.stdout.write(`steward-helper runs steward ${runs} (the package is ${version})\n`);
+        return;
+      }
       if (o.packaged) {
         const steps = await setUpPackagedSteward({ tools: realSystemTools, ...(g.json ? {} : { onStep: printStep }) });
         if (g.json) printJson({ ok: true, steps });

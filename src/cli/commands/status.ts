@@ -30,6 +30,11 @@ export function registerStatus(program: Command): void {
         if (a.running) notes.push(`${a.running.op} ${a.running.attemptId} (${a.running.phase})`);
         if (a.stateError) notes.push(`state error: ${a.stateError}`);
         if (a.journalError) notes.push(`journal error: ${a.journalError}`);
+        if (a.self) {
+          notes.push(`runs ${a.self.version}${a.self.decision ? ` (${a.self.decision})` : ''}`);
+          if (a.self.fallback) notes.push(`FALLBACK: ${a.self.fallback.message}`);
+          if (a.self.packageReverted) notes.push(`REVERTED: ${a.self.packageReverted.message}`);
+        }
         const sv = a.supervisor;
         if (a.unit) {
           const u = a.unit;

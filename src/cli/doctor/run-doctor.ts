@@ -21,7 +21,14 @@ async function gatherSockets(paths: HostPaths, socket?: string): Promise<Sockets
   let status: SocketsObservation['status'];
   try {
     const r = await helperClient((request, o) => callHelper(chosen.path, request, o)).status({}, { timeoutMs: STATUS_TIMEOUT_MS });
-    status = { ok: true, socket: chosen.path, pid: r.pid, recovering: r.recovering };
+    const self = r.apps.find((a) => a.self)?.self;
+    status = {
+      ok: true,
+      socket: chosen.path,
+      pid: r.pid,
+      recovering: r.recovering,
+      ...(self ? { self: { version: self.version, decision: self.decision, fallback: self.fallback?.message ?? null, packageReverted: self.packageReverted?.message ?? null } } : {}),
+    };
   } catch (err) {
     status = { ok: false, error: (err as Error).message };
   }

@@ -3,7 +3,7 @@
 import { fail, octal, ok, warn, type CheckResult } from './check-result.js';
 import { controlPlaneUrls, sameControlPlaneUrl } from '../control-plane-urls.js';
 import type {
-  CaFileObservation, ConfigObservation, ControlPlaneProbe, ControlPlanesObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SkewObservation, SocketsObservation, UnitsObservation,
+  CaFileObservation, ConfigObservation, ControlPlaneProbe, ControlPlanesObservation, DiskObservation, Entry, KeysObservation, NtpObservation, Owners, SelfObservation, SkewObservation, SocketsObservation, UnitsObservation,
 } from './observations.js';
 
 // The control planes the agent talks to, as steward-agent picks them: the host config's
@@ -72,7 +72,17 @@ export function checkSockets(obs: SocketsObservation, files: { helperSock: strin
     obs.status.ok
       ? ok('helper status', `steward-helper pid ${obs.status.pid} answers over ${obs.status.socket}${obs.status.recovering ? ' (still recovering)' : ''}`)
       : fail('helper status', `no answer: ${obs.status.error}`),
+    ...(obs.status.ok && obs.status.self ? [checkSelf(obs.status.self)] : []),
   ];
+}
+
+// The app steward: the helper runs the version the host is meant to run. A package trial that
+// reverted (an older steward runs than dpkg installed) or a fallback fails.
+export function checkSelf(s: SelfObservation): CheckResult {
+  const how = s.decision ? ` (${s.decision})` : '';
+  if (s.packageReverted) return fail('steward version', s.packageReverted);
+  if (s.fallback) return fail('steward version', s.fallback);
+  return ok('steward version', `steward-helper runs steward ${s.version}${how}`);
 }
 
 // keys: the helper key pair, the trusted release keys, and the enrollment's nodeId.

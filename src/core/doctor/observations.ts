@@ -46,10 +46,19 @@ export type UnitsObservation =
   | { kind: 'no-systemd'; why: string }
   | { kind: 'observed'; units: Array<{ name: string; activeState: string }> };
 
+// What the helper says of the app steward (its status answer's `self`).
+export interface SelfObservation {
+  version: string;
+  decision: string | null;
+  fallback: string | null;
+  packageReverted: string | null;
+}
+
 export interface SocketsObservation {
   helperSock: Entry | null;
   adminSock: Entry | null;
-  status: Probe<{ socket: string; pid: number; recovering: boolean }>;
+  // self: the app steward's, when the host config has it (runner `self`, the package's).
+  status: Probe<{ socket: string; pid: number; recovering: boolean; self?: SelfObservation }>;
 }
 
 // A parsed key file: `rawPublicKey` is the hex of the 32-byte Ed25519 public key.

@@ -33,12 +33,14 @@ export function keepHostTextfile(core: HelperCore, file: string): HostTextfile {
       running: () => undefined,
       blockedInMemory: core.blockedInMemory,
       now: core.clock.now(),
+      ...(core.self ? { ownVersion: core.self.ownVersion } : {}),
     });
     return renderTextfile({
       apps: status.apps.map((a) => ({
         name: a.name,
         runner: a.runner,
-        current: a.current,
+        // The app steward: the version the helper runs (no `current` before a self-update).
+        current: a.self && a.self.version !== 'unknown' ? a.self.version : a.current,
         supervisorState: a.supervisor?.state ?? null,
         held: a.hold !== null,
         blocked: a.blocked !== null,

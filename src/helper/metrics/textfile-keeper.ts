@@ -40,7 +40,11 @@ export function keepTextfile(file: string, render: (writeErrors: number) => Prom
         lastError = '';
       } catch (err) {
         writeErrors++;
-        const why = (err as Error)?.message ?? String(err);
+        const code = (err as NodeJS.ErrnoException)?.code;
+        // EROFS under the helper's unit: its sandbox (ProtectSystem=strict) opens only the folders
+        // its ReadWritePaths= name (docs/metrics.md).
+        const hint = code === 'EROFS' ? `; the folder is read-only to steward-helper.service: name it in a drop-in's ReadWritePaths= (docs/metrics.md)` : '';
+        const why = `${(err as Error)?.message ?? String(err)}${hint}`;
         // One line per new reason: a folder that is missing stays so for every change.
         if (why !== lastError) log('metrics textfile %s not written: %s', file, why);
         lastError = why;

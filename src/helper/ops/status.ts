@@ -8,7 +8,7 @@ import { readCurrent } from '../release-store.js';
 import { readJournal } from '../update/journal.js';
 import { readRunRecord } from '../runners/run-record.js';
 import type { UnitControl } from '../update/context.js';
-import { readTrialState } from '../self/trial-state.js';
+import { readTrialState, revertedPackage } from '../self/trial-state.js';
 
 // The helper's status: per app, what `current` resolves to and what state says.
 // A broken state file shows as `stateError` on that app instead of failing the answer.
@@ -46,7 +46,9 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   const base = {
     ...(unit ? { unit } : {}),
     ...(self ? { self } : {}),
-    supervisor: rec
+    supervisor: self
+      ? selfSupervisor(ctx, self.version)
+      : rec
       ? {
           expected: rec.expected,
           state: sup?.state ?? (rec.expected === 'running' ? ('running' as const) : ('stopped' as const)),
@@ -97,13 +99,23 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   }
 }
 
+// The app steward is this helper: it runs, as this process, since it started (systemd restarts
+// it; no supervisor record of its own).
+function selfSupervisor(ctx: StatusContext, version: string): NonNullable<AppStatus['supervisor']> {
+  return { expected: 'running', state: 'running', pid: process.pid, version, attempts: 0, nextAttemptAt: null, lastExit: null, giveUpReason: null, since: ctx.startedAt };
+}
+
 async function selfInfo(ctx: StatusContext): Promise<AppStatus['self']> {
   const t = await readTrialState(ctx.paths, process.env);
   const version = ctx.ownVersion ?? 'unknown';
   const fallback = t.launched?.decision === 'fallback' && t.fallback
     ? { code: 'FALLBACK' as const, version: t.fallback.version, starts: t.fallback.starts, message: `steward ${t.fallback.version} never got ready ${t.fallback.starts} starts in a row; the package's ${version} runs instead` }
     : null;
-  return { version, decision: t.launched?.decision ?? null, fallback, problems: t.problems };
+  const pkg = revertedPackage(t, version);
+  const packageReverted = pkg === null
+    ? null
+    : { code: 'REPLACEMENT_UNHEALTHY' as const, version: pkg, message: `the package's steward ${pkg} was tried and REVERTED: steward ${version} runs, older than the package dpkg installed; \`agentctl receipts steward\` and \`journalctl -u steward-helper.service\` say why, and \`dpkg --configure steward\` (or a reinstall of the package) tries it again` };
+  return { version, decision: t.launched?.decision ?? null, fallback, packageReverted, problems: t.problems };
 }
 
 async function unitInfo(units: UnitControl, name: string): Promise<AppStatus['unit']> {

@@ -67,4 +67,7 @@ export interface AppRunner {
   // output does not go to StartSpec.logFile (the systemd runner: journald). '' when there is
   // none. Absent: the output is in the log file.
   tailLog?(app: string, sinceMs: number, lines: number): Promise<string>;
+  // The helper stops, its apps run on: ends what the runner kept only to hear of exits (the
+  // systemd runner's clients), which would stay behind in the helper's unit. Absent: nothing.
+  release?(): void;
 }

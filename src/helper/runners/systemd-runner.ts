@@ -32,9 +32,26 @@ export interface SystemdRunnerOptions {
 // steward-app-<app>.service, started by `systemd-run --wait --collect`. The systemd-run client
 // stays the helper's child so the app's exit is heard at once; the unit does not depend on
 // the client, so a crash of the helper (or of the client) leaves the app running.
+//
+// The clients are in the helper unit's cgroup, which KillMode=process leaves alone when the
+// helper stops: release() ends them at its stop (the apps run on), or systemd would warn of
+// "left-over process" (systemd-run) at every restart of the helper and carry them along.
 export function createSystemdRunner(opts: SystemdRunnerOptions): AppRunner {
+  const clients: Clients = { live: new Set(), released: false };
   return {
-    start: (spec) => startUnitApp(spec, opts),
+    start: (spec) => startUnitApp(spec, opts, clients),
+    release: () => {
+      // First: a client ended from here is no exit of its app to hear of.
+      clients.released = true;
+      for (const child of clients.live) {
+        try {
+          child.kill('SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      clients.live.clear();
+    },
     stop: (target, o) => stopUnitApp(target, opts.clock, o?.timeoutMs ?? opts.stopTimeoutMs ?? 10_000),
     isAlive: (identity) => isUnitAppAlive(identity),
     tailLog: (app, sinceMs, lines) => tailUnitLog(app, sinceMs, lines),
@@ -104,7 +121,14 @@ function isUp(st: UnitStatus): boolean {
   return st.loadState === 'loaded' && st.activeState !== 'inactive' && st.activeState !== 'failed';
 }
 
-async function startUnitApp(spec: StartSpec, opts: SystemdRunnerOptions): Promise<StartedProcess> {
+// The systemd-run clients that run (each until its app's unit ends), and whether the runner let
+// go of them (the helper stops).
+interface Clients {
+  live: Set<ChildProcess>;
+  released: boolean;
+}
+
+async function startUnitApp(spec: StartSpec, opts: SystemdRunnerOptions, clients: Clients): Promise<StartedProcess> {
   const what = `${spec.app} ${spec.version}`;
   if (!opts.isRoot) throw new StewardError('CONFIG_INVALID', `cannot start ${what} as a systemd unit: the helper is not root`);
   if (!APP_NAME_RE.test(spec.app)) throw new StewardError('CONFIG_INVALID', `cannot start ${what}: not an app name`);
@@ -117,7 +141,7 @@ async function startUnitApp(spec: StartSpec, opts: SystemdRunnerOptions): Promis
   // unit still there (winding down, failed, or dead but not yet collected) costs a look and a retry.
   const deadline = opts.clock.monotonic() + (opts.stopTimeoutMs ?? 10_000) + 5000;
   for (let tries = 1; ; tries++) {
-    const started = await spawnClient(spec, unit, opts, what);
+    const started = await spawnClient(spec, unit, opts, what, clients);
     if (started !== 'unit-exists') return started;
     debug('%s is still loaded (try %d): clearing it before starting again', unit, tries);
     if (opts.clock.monotonic() > deadline) throw new StewardError('IO_ERROR', `cannot start ${what}: ${unit} stays loaded`);
@@ -178,7 +202,7 @@ const UNIT_EXISTS_RE = /Unit \S+ was already loaded or has a fragment file|Unit 
 
 // Starts the client; 'unit-exists' when systemd refused the name because such a unit is still
 // loaded (nothing was started).
-async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOptions, what: string): Promise<StartedProcess | 'unit-exists'> {
+async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOptions, what: string, clients: Clients): Promise<StartedProcess | 'unit-exists'> {
   const args = systemdRunArgs(spec, unit, opts.stopTimeoutMs ?? 10_000);
   // Taken before the unit exists: the journal of this run (tailLog) starts here, and the
   // previous run's lines all came before (its unit was gone before this start).
@@ -198,8 +222,14 @@ async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOpt
     throw toStewardError(err, 'IO_ERROR', `cannot start ${what}: systemd-run`);
   }
   const out = collectOutput(child);
+  clients.live.add(child);
   const closed = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
-    child.once('close', (code, signal) => resolve({ code, signal }));
+    child.once('close', (code, signal) => {
+      clients.live.delete(child);
+      // Released: the helper stops, and the app runs on; nothing is to be watched (no timer
+      // of exitOf's may hold the stopping helper up).
+      if (!clients.released) resolve({ code, signal });
+    });
     child.once('error', (err) => {
       out.add(`spawn failed: ${err.message}\n`);
       resolve({ code: null, signal: null });

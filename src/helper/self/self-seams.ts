@@ -3,7 +3,7 @@ import { APP_PATH } from '../../platform/systemd.js';
 import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
 import { isVersion } from '../../core/version.js';
-import type { TrialState } from './trial-state.js';
+import { packageVersionOf, type TrialState } from './trial-state.js';
 
 const log = logger('helper:self');
 
@@ -85,12 +85,4 @@ function restartCommandOf(raw: string | undefined): string[] | null {
     throw new StewardError('CONFIG_INVALID', 'STEWARD_SELF_RESTART_COMMAND is not a JSON array of strings');
   }
   return argv as string[];
-}
-
-// The package's version as the launcher tells it: STEWARD_PACKAGE_VERSION, else the version it
-// ran when it ran the package itself (decision `package` or `fallback`), else null.
-export function packageVersionOf(env: NodeJS.ProcessEnv, launched: TrialState['launched']): string | null {
-  if (!launched) return null;
-  if (isVersion(env.STEWARD_PACKAGE_VERSION)) return env.STEWARD_PACKAGE_VERSION;
-  return launched.decision === 'package' || launched.decision === 'fallback' ? launched.version : null;
 }

@@ -1,4 +1,4 @@
-import { isVersion } from '../../core/version.js';
+import { compareVersions, isVersion } from '../../core/version.js';
 import type { HostPaths } from '../../core/paths.js';
 import { LAUNCH_DECISIONS, SELF_APP, SELF_FILES, type LaunchDecision, type Pointer, type StartRecord } from '../../core/self-schemas.js';
 import { readCurrent } from '../release-store.js';
@@ -20,6 +20,10 @@ export interface TrialState {
   reverted: (Pointer & { committed: boolean }) | null;
   // A current set aside after MAX_UNREADY_STARTS starts that never got ready (`FALLBACK`).
   fallback: StartRecord | null;
+  // The installed package's version (packageVersionOf), or null.
+  packageVersion: string | null;
+  // The package version the launcher put on trial once (`package-tried`), or null.
+  packageTried: string | null;
   // Each file that is unreadable or from a newer steward, with its path: reported, never fatal.
   problems: string[];
   files: SelfFiles;
@@ -47,9 +51,19 @@ export async function readTrialState(paths: HostPaths, env: NodeJS.ProcessEnv): 
     onTrial: validValue(files.trying),
     reverted: reverted ? { ...reverted, committed: reverted.version === current } : null,
     fallback: validValue(files.fallback),
+    packageVersion: packageVersionOf(env, launched),
+    packageTried: validValue(files.packageTried)?.version ?? null,
     problems,
     files,
   };
+}
+
+// The package's version as the launcher tells it: STEWARD_PACKAGE_VERSION, else the version it
+// ran when it ran the package itself (decision `package` or `fallback`), else null.
+export function packageVersionOf(env: NodeJS.ProcessEnv, launched: TrialState['launched']): string | null {
+  if (!launched) return null;
+  if (isVersion(env.STEWARD_PACKAGE_VERSION)) return env.STEWARD_PACKAGE_VERSION;
+  return launched.decision === 'package' || launched.decision === 'fallback' ? launched.version : null;
 }
 
 // The launcher's decision from the environment it gave the helper, or null.
@@ -58,4 +72,15 @@ export function launchedBy(env: NodeJS.ProcessEnv): TrialState['launched'] {
   const version = env.STEWARD_SELF_VERSION;
   if (!(LAUNCH_DECISIONS as readonly string[]).includes(decision ?? '') || !isVersion(version)) return null;
   return { decision: decision as LaunchDecision, version };
+}
+
+// A package trial that did not stick: the installed package's version is newer than the one
+// this helper runs, the launcher tried it (`package-tried`), and this start is no trial. The
+// launcher does not try that version again until a newer package comes (or the package's
+// configure step clears `package-tried`), so the host runs an older steward than dpkg says
+// until someone acts: status, doctor and heartbeats report it (docs/self-update.md).
+export function revertedPackage(t: TrialState, ownVersion: string): string | null {
+  const pkg = t.packageVersion;
+  if (pkg === null || t.launched === null || t.launched.decision === 'trial' || !isVersion(ownVersion)) return null;
+  return compareVersions(pkg, ownVersion) > 0 && t.packageTried === pkg ? pkg : null;
 }
