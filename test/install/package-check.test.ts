@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { StewardError } from '../../src/core/errors.js';
-import { checkPackagedHelper, forgetPackageTrial } from '../../src/install/package-check.js';
+import { checkPackagedHelper } from '../../src/cli/package-check.js';
+import { forgetPackageTrial } from '../../src/install/package-check.js';
 import type { AppStatus, StatusResult } from '../../src/protocol/answers.js';
 import { LauncherHost } from '../helpers/launcher-host.js';
 

@@ -5,7 +5,7 @@ import { setUpPackagedSteward } from '../../install/package-setup.js';
 import type { Step } from '../../install/install-layout.js';
 import { realSystemTools } from '../../install/system-tools.js';
 import { uninstallSteward } from '../../install/uninstall.js';
-import { checkPackagedHelper } from '../../install/package-check.js';
+import { checkPackagedHelper } from '../package-check.js';
 import { readOwnVersion } from '../../platform/own-version.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
@@ -21,7 +21,7 @@ function refusePrefix(g: GlobalOptions, command: string): void {
   if (g.root) throw new StewardError('USAGE', `agentctl ${command} installs onto this host; --root is not supported`);
 }
 
-// `agentctl install [--no-start]` and `agentctl uninstall [--purge]` (DESIGN §8, issue 6).
+// `agentctl install [--no-start]` and `agentctl uninstall [--purge]` (docs/design.md §8, issue 6).
 export function registerInstall(program: Command): void {
   program
     .command('install')
