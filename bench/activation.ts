@@ -11,15 +11,15 @@ import { benchArgs, ms, printRow, ratios, series } from './lib.js';
 // the reads and checks around them) without the app's start and probe: `activate()` runs in
 // this process on a `unit` app whose unit is a fake that starts at once (test/helpers/
 // fault-host.ts) and a probe that passes at once, so the time measured is steward's alone.
-// The peer is the floor: a script doing only the syscalls DESIGN §2 requires for the same
+// The peer is the floor: a script doing only the syscalls docs/design.md §2 requires for the same
 // writes, with the same sizes, on the same file system: atomic replace (open O_EXCL, write,
 // fsync, close, rename, fsync folder) of the journal (activating), the symlink swap (symlink,
-// rename, fsync folder), the supervisor record naming the new process (DESIGN §5: a record
+// rename, fsync folder), the supervisor record naming the new process (docs/design.md §5: a record
 // that says `expected: running` names the one live process, or a helper restart would start
 // a second one), the state, the journal (active), the receipt sequence and the receipts:
 // 13 fsyncs, with synchronous calls and nothing else. `extra` also gives the same work with
 // steward's own 15 fsyncs (its `stopped` supervisor record, written before the old process is
-// signalled, DESIGN §5 at every instant): what "the same fsyncs" done one after the other cost;
+// signalled, docs/design.md §5 at every instant): what "the same fsyncs" done one after the other cost;
 // and those 15 again with each fsync through libuv's thread pool, as steward makes them so that
 // its event loop never waits for the disk (one after the other; steward overlaps two pairs):
 // what is left above that is steward's own work on the main thread.
@@ -136,7 +136,7 @@ try {
   fh.cleanup();
 }
 
-// Atomic file replace (DESIGN §2) of `bytes` random bytes.
+// Atomic file replace (docs/design.md §2) of `bytes` random bytes.
 function replace(target: string, bytes: number): void {
   const dir = path.dirname(target);
   const tmp = path.join(dir, `.${path.basename(target)}.${randomBytes(6).toString('hex')}.tmp`);
@@ -173,7 +173,7 @@ async function fsyncDirAsync(dir: string): Promise<void> {
   closeSync(fd);
 }
 
-// Atomic symlink swap (DESIGN §2).
+// Atomic symlink swap (docs/design.md §2).
 function swap(dir: string, target: string): void {
   const tmp = path.join(dir, `.current.${randomBytes(6).toString('hex')}`);
   symlinkSync(target, tmp);

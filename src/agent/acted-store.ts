@@ -1,5 +1,5 @@
 // acted.json: the attemptIds of desired entries the agent has handed to the helper and the
-// helper answered (accepted or refused). The agent never sends one of these again (DESIGN §6).
+// helper answered (accepted or refused). The agent never sends one of these again (docs/design.md §6).
 import { toStewardError } from '../core/errors.js';
 import { writeJsonAtomic } from '../platform/fs-atomic.js';
 import { readVersionedJson } from '../platform/versioned-file.js';

@@ -1,4 +1,4 @@
-// The agent's folder (DESIGN §2): /var/lib/steward-agent/, 0700, owned by the user the agent
+// The agent's folder (docs/design.md §2): /var/lib/steward-agent/, 0700, owned by the user the agent
 // runs as. Every file in it is versioned JSON (or the node key's PEM), replaced atomically.
 import type { KeyObject } from 'node:crypto';
 import { promises as fsp } from 'node:fs';

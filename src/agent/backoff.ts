@@ -7,12 +7,12 @@ export interface BackoffSettings {
   jitter: number;
 }
 
-// DESIGN §6: on failure a doubling backoff from 1 s to 5 min, with jitter.
+// docs/design.md §6: on failure a doubling backoff from 1 s to 5 min, with jitter.
 export const HEARTBEAT_BACKOFF: BackoffSettings = { baseMs: 1000, capMs: 300_000, jitter: 0.1 };
 // Relaying receipts the control plane rejected is retried on a slower cadence (1 min to 1 h):
 // the heartbeats in between go without receipts so that the node stays visible.
 export const RECEIPT_RETRY_BACKOFF: BackoffSettings = { baseMs: 60_000, capMs: 3_600_000, jitter: 0.1 };
-// DESIGN §6: the heartbeat interval moves by ±10 %.
+// docs/design.md §6: the heartbeat interval moves by ±10 %.
 export const INTERVAL_JITTER = 0.1;
 
 // The wait after the `failures`-th failure in a row (1 for the first): base·2^(failures−1),
@@ -33,7 +33,7 @@ function clampUnit(r: number): number {
   return Number.isFinite(r) ? Math.min(1, Math.max(0, r)) : 0.5;
 }
 
-// DESIGN §13: "agents start their fetch after a jitter". A batch reaches its nodes at each one's
+// docs/design.md §13: "agents start their fetch after a jitter". A batch reaches its nodes at each one's
 // next heartbeat; each then waits a random part of min(FETCH_JITTER_MAX_MS, a quarter of its
 // heartbeat interval) before it hands the new entries to the helper (whose fetch follows), so
 // the nodes of one batch do not all ask for their tarballs in the same second. A quarter keeps

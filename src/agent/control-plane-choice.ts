@@ -1,4 +1,4 @@
-// Which control-plane URLs the agent heartbeats to, and the one it starts from (DESIGN §13),
+// Which control-plane URLs the agent heartbeats to, and the one it starts from (docs/design.md §13),
 // with the agent's control-plane.json that remembers the URL that last answered.
 import type { HostConfig } from '../core/config-schema.js';
 import { controlPlaneUrls } from '../core/control-plane-urls.js';

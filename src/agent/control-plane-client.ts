@@ -1,6 +1,6 @@
 // POSTs one JSON body to the control plane and reads its answer, with a deadline and a cap on
 // the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`. With several
-// control-plane URLs (DESIGN §13) a request goes to the one that last answered and moves on to
+// control-plane URLs (docs/design.md §13) a request goes to the one that last answered and moves on to
 // the next after no answer or a 5xx.
 //
 // Each request has a connection of its own (an agent sends once every interval), but over https

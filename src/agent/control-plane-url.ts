@@ -1,9 +1,9 @@
-// Which control-plane URLs the agent and `agentctl enroll` may talk to (DESIGN §2, §6).
+// Which control-plane URLs the agent and `agentctl enroll` may talk to (docs/design.md §2, §6).
 import { StewardError } from '../core/errors.js';
 import { isLoopbackHost } from '../core/name-checks.js';
 
 export interface ControlPlaneSettings {
-  // One URL, or the list tried in order (DESIGN §13).
+  // One URL, or the list tried in order (docs/design.md §13).
   url: string | readonly string[];
   caFile?: string | undefined;
   insecure?: boolean | undefined;

@@ -1,8 +1,8 @@
-// Convergence (DESIGN §6): each desired entry goes to the helper once, under the control
+// Convergence (docs/design.md §6): each desired entry goes to the helper once, under the control
 // plane's attemptId. The helper's answer, accepted or refused, is final for that attemptId:
 // a refusal (HELD, BLOCKED, QUARANTINED, BUSY, a release problem...) makes a signed `refused`
 // receipt, which is how the control plane learns; the agent does not retry it. An entry past
-// its `notAfter` (its window closed, DESIGN §11) is not handed to the helper at all.
+// its `notAfter` (its window closed, docs/design.md §11) is not handed to the helper at all.
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError, UNDECIDED_CODES } from '../core/errors.js';
 import type { Clock } from '../platform/clock.js';

@@ -1,4 +1,4 @@
-// The agent user's half of enrollment (DESIGN §6): runs as `steward` (as the current user under
+// The agent user's half of enrollment (docs/design.md §6): runs as `steward` (as the current user under
 // a root prefix), in its own folder. It makes the node key, signs the enroll payload with it,
 // has root sign the same payload with the helper key (proveHelperKey), POSTs both, and writes
 // node.key and enrollment.json; nobody else ever reads the node key.
@@ -21,7 +21,7 @@ import { relayMarkFile } from '../core/relay-mark.js';
 
 // What the root side hands the agent user's process on stdin (the token never goes in argv).
 export const enrollRequestSchema = z.strictObject({
-  // Tried in order; the first that answers enrolls the node (DESIGN §13).
+  // Tried in order; the first that answers enrolls the node (docs/design.md §13).
   controlPlaneUrls: controlPlaneUrlListSchema,
   token: z.string().check(z.minLength(1), z.maxLength(256)),
   helperPublicKey: z.string().check(z.minLength(1), z.maxLength(4096)),
@@ -57,7 +57,7 @@ export interface EnrollDeps {
   client: Pick<ControlPlaneClient, 'post' | 'url' | 'urls'>;
   clock: Pick<Clock, 'now'>;
   log: Logf;
-  // Stops the process when the folder lock is taken over (DESIGN §10).
+  // Stops the process when the folder lock is taken over (docs/design.md §10).
   onCompromised: (err: Error) => void;
   // The helper key's signature (base64, domain steward-enroll-helper-v1) over the enroll
   // payload's bytes P, made by root, who alone reads the helper key (spawn-enroll-node.ts).
@@ -153,7 +153,7 @@ async function exists(file: string): Promise<boolean> {
 }
 
 // The host name a node enrolls under: the one given, else the kernel's, which must be an RFC 1123
-// host name (DESIGN §12); the control plane refuses any other, so it is refused here first, by name.
+// host name (docs/design.md §12); the control plane refuses any other, so it is refused here first, by name.
 export function enrollHostname(given?: string): string {
   const name = given ?? os.hostname();
   if (!isHostname(name)) {

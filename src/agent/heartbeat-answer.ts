@@ -1,4 +1,4 @@
-// What a control plane's answer to one heartbeat means for the agent, pure (DESIGN §6 and
+// What a control plane's answer to one heartbeat means for the agent, pure (docs/design.md §6 and
 // src/core/control-api.ts). Anything unexpected is `unavailable`, never a crash.
 import { errorAnswerSchema, heartbeatAnswerSchema, type HeartbeatAnswer } from '../core/control-api.js';
 import { formatIssues } from '../core/format-issues.js';

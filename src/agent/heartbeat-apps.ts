@@ -1,4 +1,4 @@
-// The `apps` of a heartbeat from the helper's status answer (DESIGN §6), pure.
+// The `apps` of a heartbeat from the helper's status answer (docs/design.md §6), pure.
 import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
 import { heartbeatAppSchema, type HeartbeatApp, type HeartbeatVersion } from '../core/heartbeat-schema.js';
 import { isVersion } from '../core/version.js';
@@ -51,7 +51,7 @@ function supervisorOf(a: AppStatus): HeartbeatApp['supervisor'] {
   return { state: 'stopped', attempts: 0, since: null };
 }
 
-// The apps as a heartbeat v1 carries them: without `self` (DESIGN §16: a control plane that did
+// The apps as a heartbeat v1 carries them: without `self` (docs/design.md §16: a control plane that did
 // not list v2 refuses the field).
 export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
   return apps.map(({ self: _self, ...a }) => a);

@@ -1,4 +1,4 @@
-// The heartbeat loop (DESIGN §6): collect the helper's receipts and status, send one signed
+// The heartbeat loop (docs/design.md §6): collect the helper's receipts and status, send one signed
 // heartbeat with a seq made durable first, act on the answer, wait, repeat. Nothing the
 // control plane or the helper does makes it crash: every failure becomes a logged backoff.
 import type { KeyObject } from 'node:crypto';
@@ -28,7 +28,7 @@ export interface HeartbeatDeps {
   seq: SeqStore;
   outbox: Outbox;
   acted: ActedStore;
-  // Where the receipt versions the control plane accepts go for the helper (DESIGN §16).
+  // Where the receipt versions the control plane accepts go for the helper (docs/design.md §16).
   accepts?: Pick<AcceptsWriter, 'record'>;
   nodeId: string;
   nodeKey: KeyObject;
@@ -58,13 +58,13 @@ export class HeartbeatLoop {
   // Monotonic ms before which heartbeats go without receipts (after RECEIPT_REJECTED).
   private receiptRetryAt: number | null = null;
   private heartbeatSeconds: number;
-  // The payload version the last answer said the control plane accepts (DESIGN §16): the highest
+  // The payload version the last answer said the control plane accepts (docs/design.md §16): the highest
   // it listed, 1 before any answer and after one that listed none.
   private heartbeatV: HeartbeatVersion = 1;
   private apps: HeartbeatApp[] = [];
   private helperKey: KeyObject | null = null;
   private converging: Promise<void> | null = null;
-  // The confirm to the helper of this process's first answered heartbeat (DESIGN §14), and of
+  // The confirm to the helper of this process's first answered heartbeat (docs/design.md §14), and of
   // the first one after each new helper (a self-update's candidate waits for it): the helper
   // the last confirm was answered by (pid:startedAt of its status; '' before any status), or
   // null before any answer; tried again after the next 2xx while the helper is unreachable.
@@ -169,7 +169,7 @@ export class HeartbeatLoop {
 
   private async send(withReceipts: boolean): Promise<{ seq: number; sentAt: number; receipts: number; outcome: HeartbeatOutcome }> {
     const receipts = withReceipts ? this.d.outbox.batch(MAX_HEARTBEAT_RECEIPTS, MAX_HEARTBEAT_RECEIPT_BYTES) : [];
-    // DESIGN §6: the seq is durable before the heartbeat leaves, so no restart reuses it.
+    // docs/design.md §6: the seq is durable before the heartbeat leaves, so no restart reuses it.
     const seq = await this.d.seq.next();
     const sentAt = this.d.clock.now();
     const payload: HeartbeatPayload = {
@@ -197,7 +197,7 @@ export class HeartbeatLoop {
   // After this process's first 2xx, and the first after a new helper answered its status: tells
   // the helper, which, when it is probing this process as a new agent release, makes it active
   // on it, and when it is a steward version on trial, takes it as the round trip with the agent
-  // (DESIGN §14). Never holds up the heartbeats. A refusal is the usual answer when neither
+  // (docs/design.md §14). Never holds up the heartbeats. A refusal is the usual answer when neither
   // waits (FORBIDDEN), or from a helper older than the op (BAD_REQUEST): either way that helper
   // is not asked again.
   private startConfirm(seq: number, sentAt: number): void {
@@ -303,7 +303,7 @@ export class HeartbeatLoop {
 }
 
 // The highest payload version both sides know, of those a control plane's answer listed; 1 when
-// it listed none (DESIGN §16).
+// it listed none (docs/design.md §16).
 function highestVersion(listed: readonly number[] | undefined): HeartbeatVersion {
   let v: HeartbeatVersion = 1;
   for (const x of HEARTBEAT_VERSIONS) if (x > v && listed?.includes(x)) v = x;

@@ -1,4 +1,4 @@
-// The helper as the agent sees it: four ops over helper.sock (DESIGN §7).
+// The helper as the agent sees it: four ops over helper.sock (docs/design.md §7).
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import type { FetchAuth } from '../platform/download-auth.js';
@@ -17,7 +17,7 @@ export interface HelperPort {
   // `fetchAuth`: the node's credential for the control plane's downloads (download-auth.ts).
   update(entry: DesiredEntry, fetchAuth?: FetchAuth): Promise<UpdateAnswer | AcceptedAnswer>;
   // Tells the helper that this process had heartbeat `seq`, sent at `sentAt`, answered 2xx
-  // (DESIGN §14): the probe of an update of steward-agent waits for it. FORBIDDEN when no probe
+  // (docs/design.md §14): the probe of an update of steward-agent waits for it. FORBIDDEN when no probe
   // waits for this process.
   confirm(heartbeat: { seq: number; sentAt: number }): Promise<AgentConfirmAnswer>;
 }
@@ -34,7 +34,7 @@ export function socketHelper(socketPath: string): HelperPort {
     status: () => helper.status(),
     confirm: (hb) => helper.agentConfirm(hb),
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
-    // helper's refusals (DESIGN §6), and helper.sock would refuse the last two anyway. notAfter
+    // helper's refusals (docs/design.md §6), and helper.sock would refuse the last two anyway. notAfter
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
     update: async (e, fetchAuth) => {
       type Req = Parameters<typeof helper.update>[0];

@@ -1,4 +1,4 @@
-// steward-agent: the composition root (DESIGN §10). `steward-agent [--root DIR] [--config FILE]`
+// steward-agent: the composition root (docs/design.md §10). `steward-agent [--root DIR] [--config FILE]`
 // heartbeats in the foreground until SIGTERM; `steward-agent enroll-node` is the agent user's
 // half of `agentctl enroll`, reading its request on stdin and printing one JSON line.
 import { createInterface } from 'node:readline';
@@ -86,7 +86,7 @@ async function loadContext(o: AgentOptions): Promise<{ root: string; config: Hos
   const isRoot = process.getuid?.() === 0;
   const root = await resolveRootPrefix({ flag: o.root, env: process.env.STEWARD_ROOT, isRoot });
   if (isRoot && root === '') {
-    // DESIGN §1: the agent is the unprivileged half; as root, a compromise of it would be root's.
+    // docs/design.md §1: the agent is the unprivileged half; as root, a compromise of it would be root's.
     throw new StewardError('CONFIG_INVALID', 'steward-agent runs as user steward, not root (systemd: User=steward); --root DIR is for tests and demos');
   }
   const config = await loadHostConfig(o.config ?? hostPaths(root).configFile, { isRoot, accounts: systemAccounts });

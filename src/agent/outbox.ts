@@ -1,4 +1,4 @@
-// The agent's outbox (DESIGN §6): the helper's signed receipts waiting for the control plane's
+// The agent's outbox (docs/design.md §6): the helper's signed receipts waiting for the control plane's
 // acknowledgement, kept in outbox.json so that an agent restart neither loses nor repeats one.
 import type { KeyObject } from 'node:crypto';
 import { StewardError, toStewardError } from '../core/errors.js';
@@ -14,7 +14,7 @@ import { logger } from '../platform/log.js';
 
 const log = logger('agent:outbox');
 
-// DESIGN §6: at most 64 of the oldest pending receipts go in one heartbeat.
+// docs/design.md §6: at most 64 of the oldest pending receipts go in one heartbeat.
 export const HEARTBEAT_RECEIPTS_MAX = 64;
 // The outbox grows only while the control plane does not acknowledge; 64 MiB is far more
 // receipts (~1 KiB each) than a host makes, yet still refuses a runaway file.
@@ -96,7 +96,7 @@ function encodeFile(state: OutboxState): OutboxFile {
   };
 }
 
-// The outbox of DESIGN §6. Every mutation computes the next state, writes it with the atomic
+// The outbox of docs/design.md §6. Every mutation computes the next state, writes it with the atomic
 // file replace and only then adopts it: a crash leaves the old or the new file, and a failed
 // write leaves this object as it was. Mutations run one at a time, in call order.
 export class Outbox {

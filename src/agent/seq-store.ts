@@ -1,4 +1,4 @@
-// seq.json: the highest heartbeat seq this agent has used (DESIGN §6). A seq is made durable
+// seq.json: the highest heartbeat seq this agent has used (docs/design.md §6). A seq is made durable
 // before the heartbeat carrying it is sent, so no restart can send a seq twice.
 import { toStewardError } from '../core/errors.js';
 import { MAX_ADOPTED_SEQ } from '../core/heartbeat-limits.js';

@@ -1,5 +1,5 @@
 // The root side of enrollment: runs `steward-agent enroll-node` as the agent's user, so the
-// node key is made, used and stored only by that user (DESIGN §6). Root never reads it and
+// node key is made, used and stored only by that user (docs/design.md §6). Root never reads it and
 // never writes inside the agent's folder. Root alone reads the helper key: it signs the enroll
 // payload the agent user's process made with it, once that payload is the one it asked for.
 import { promises as fsp } from 'node:fs';

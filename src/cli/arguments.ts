@@ -2,7 +2,7 @@ import { StewardError } from '../core/errors.js';
 import { APP_NAME_RE, ATTEMPT_ID_RE } from '../core/name-checks.js';
 import { isVersion } from '../core/version.js';
 
-// The words of a command line checked before anything is sent (DESIGN §8): a malformed one is a
+// The words of a command line checked before anything is sent (docs/design.md §8): a malformed one is a
 // usage mistake (USAGE, exit 2), not a request the helper refuses (BAD_REQUEST, exit 1).
 
 // `app` as an app name, or USAGE.

@@ -37,7 +37,7 @@ export function clientRoot(opts: GlobalOptions): string {
   return raw ? path.resolve(raw) : '';
 }
 
-// Resolves paths and the socket to talk to (DESIGN §8: admin.sock when this process may
+// Resolves paths and the socket to talk to (docs/design.md §8: admin.sock when this process may
 // open it, else helper.sock; --socket overrides, and names admin.sock by its file name).
 export async function cliContext(opts: GlobalOptions): Promise<CliContext> {
   const root = clientRoot(opts);

@@ -1,7 +1,7 @@
 import type { ReasonCode } from '../core/errors.js';
 import { isNothingChanged } from '../core/errors.js';
 
-// DESIGN §8 exit codes.
+// docs/design.md §8 exit codes.
 export const EXIT = {
   ok: 0,
   failure: 1,

@@ -40,7 +40,7 @@ function versionOnly(argv: string[]): boolean {
   return (words.has('--version') || words.has('-V')) && !words.has('--help') && !words.has('-h');
 }
 
-// The agentctl program (DESIGN §8). With `argv`, only the command it names is registered when
+// The agentctl program (docs/design.md §8). With `argv`, only the command it names is registered when
 // it names one, and none when it asks for the version alone; otherwise (help, an unknown or no
 // command) every command is, so that help and commander's errors list them all.
 export async function buildProgram(argv?: string[]): Promise<Command> {

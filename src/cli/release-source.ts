@@ -19,7 +19,7 @@ export interface ReleaseSourceOptions {
   attemptId?: string;
 }
 
-// The source flags shared by `stage` and `update` (DESIGN §8).
+// The source flags shared by `stage` and `update` (docs/design.md §8).
 export function addReleaseSourceOptions(cmd: Command): Command {
   return cmd
     .option('--manifest <file>', 'a file holding one signed manifest envelope')

@@ -2,7 +2,7 @@ import type { AcceptedAnswer, UpdateAnswer } from '../protocol/answers.js';
 import { EXIT } from './error-message.js';
 import { printJson, printLines, when } from './output.js';
 
-// DESIGN §8: 0 active (also ALREADY_ACTIVE), 4 rolled back, 1 failed, 3 refused.
+// docs/design.md §8: 0 active (also ALREADY_ACTIVE), 4 rolled back, 1 failed, 3 refused.
 export function exitCodeOfAnswer(a: UpdateAnswer | AcceptedAnswer): number {
   if ('accepted' in a) return EXIT.ok;
   switch (a.outcome) {

@@ -1,4 +1,4 @@
-// Canonical JSON of DESIGN §6: object keys sorted by code point at every level,
+// Canonical JSON of docs/design.md §6: object keys sorted by code point at every level,
 // no whitespace, UTF-8. Only strings, booleans, null, safe integers, arrays and
 // plain objects are allowed; anything else is a programming error.
 export function canonicalJson(value: unknown): string {

@@ -44,7 +44,7 @@ const unitAppSchema = z.strictObject({
   logTail: z.optional(z.boolean()),
 });
 
-// The app `steward`, steward's own code (DESIGN §14): its releases go through the launcher's
+// The app `steward`, steward's own code (docs/design.md §14): its releases go through the launcher's
 // trial (docs/self-update.md); `unit` is the helper's own unit, which a handover restarts.
 const selfAppSchema = z.strictObject({
   runner: z.literal('self'),
@@ -106,19 +106,19 @@ const supervisorSchema = z.strictObject({
 });
 
 const controlPlaneSchema = z.strictObject({
-  // One URL, or a list tried in order (DESIGN §13). A list is read only by steward from this
+  // One URL, or a list tried in order (docs/design.md §13). A list is read only by steward from this
   // version on: an older agent or helper refuses the whole file (docs/agent.md).
   url: controlPlaneUrlSchema,
   caFile: z.optional(z.string().check(z.minLength(1))),
   insecure: z._default(z.boolean(), false),
 });
 
-// metrics.textfile (DESIGN §12): the node_exporter textfile the helper keeps.
+// metrics.textfile (docs/design.md §12): the node_exporter textfile the helper keeps.
 const metricsSchema = z.strictObject({
   textfile: z.optional(z.string().check(z.maxLength(4096), z.regex(TEXTFILE_RE, 'an absolute path ending in <name>.prom'))),
 });
 
-// The host config of DESIGN §2. Unknown keys are an error at every level.
+// The host config of docs/design.md §2. Unknown keys are an error at every level.
 export const hostConfigSchema = z.strictObject({
   apps: z._default(z.record(z.string().check(z.regex(APP_NAME_RE, 'app names are [a-z0-9][a-z0-9_-]{0,62}')), appSchema), {}),
   controlPlane: z.optional(controlPlaneSchema),
@@ -127,7 +127,7 @@ export const hostConfigSchema = z.strictObject({
   extract: z._default(extractSchema, () => extractSchema.parse({})),
   supervisor: z._default(supervisorSchema, () => supervisorSchema.parse({})),
   metrics: z.optional(metricsSchema),
-  // DESIGN §12: rolled-back and failed receipts carry the failed version's last log lines (at
+  // docs/design.md §12: rolled-back and failed receipts carry the failed version's last log lines (at
   // most 8 KiB), shown to the fleet's operators; false leaves them out for every app.
   logTail: z._default(z.boolean(), true),
 });

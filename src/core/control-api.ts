@@ -1,5 +1,5 @@
 // The HTTP contract between steward-agent (and `agentctl enroll`) and a control plane
-// (DESIGN §6, §9). Shared by both sides so they cannot drift; docs/protocol.md documents it.
+// (docs/design.md §6, §9). Shared by both sides so they cannot drift; docs/protocol.md documents it.
 //
 //   POST /v1/enroll     body: EnrollBody: an envelope (node key, domain steward-enroll-v1) of
 //                       EnrollPayload, plus helperSig (helper key, steward-enroll-helper-v1)
@@ -23,14 +23,14 @@ export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from '.
 const heartbeatSecondsSchema = intSchema(1, 86_400);
 const pemSchema = stringSchema(1, 4096);
 
-// The labels a node proposes at enrollment (DESIGN §11): kept under `claimed.<key>`, so a key
+// The labels a node proposes at enrollment (docs/design.md §11): kept under `claimed.<key>`, so a key
 // leaves room for that prefix. Absent for a node that proposes none (what older agents send).
 const labelsOf = (keyRe: RegExp) =>
   z.record(z.string().check(z.regex(keyRe, `label keys match ${keyRe.source}`)), z.string().check(z.regex(LABEL_VALUE_RE, `label values match ${LABEL_VALUE_RE.source}`))).check(
     z.refine((l) => Object.keys(l).length <= MAX_LABELS, { message: `at most ${MAX_LABELS} labels` }),
   );
 export const claimedLabelsSchema = labelsOf(CLAIMABLE_KEY_RE);
-// A node's or a token's labels as steward-control keeps them (DESIGN §11).
+// A node's or a token's labels as steward-control keeps them (docs/design.md §11).
 export const labelsSchema = labelsOf(LABEL_KEY_RE);
 
 // What a node signs with its fresh node key to enroll. `nodePublicKey` must verify the
@@ -68,7 +68,7 @@ export type EnrollAnswer = z.infer<typeof enrollAnswerSchema>;
 
 // One version the control plane wants on this node, under the attemptId a rollout issued.
 // The agent hands it to the helper once; the helper verifies the manifest itself. `notAfter`
-// (a run with windows, DESIGN §11): the window's end; no update may start after it (the agent
+// (a run with windows, docs/design.md §11): the window's end; no update may start after it (the agent
 // does not hand it on, the helper refuses it WINDOW_CLOSED). Absent for a run without windows,
 // so an agent from before windows still reads the answers of such runs.
 export const desiredEntrySchema = z.strictObject({
@@ -82,7 +82,7 @@ export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
 const seqSchema = intSchema(1);
 
-// DESIGN §16: an agent that can relay receipt payloads above v1 says so with this request header
+// docs/design.md §16: an agent that can relay receipt payloads above v1 says so with this request header
 // (the versions it relays, `1, 2`); a control plane then lists in the heartbeat answer the receipt
 // versions it accepts (`receiptVersions`). A header, not a payload or answer field: the heartbeat
 // payload and answer of earlier stewards are strict, so a field would be refused by one of them;

@@ -10,7 +10,7 @@ const CONTROL_G = new RegExp(`[${CONTROL}]`, 'g');
 // Text without control characters (for a zod `.regex` and a checker alike).
 export const PLAIN_TEXT_RE = new RegExp(`^[^${CONTROL}]*$`);
 
-// Control characters other than tab and newline: what a log tail may not carry (DESIGN §12).
+// Control characters other than tab and newline: what a log tail may not carry (docs/design.md §12).
 const LOG_CONTROL = CONTROL.replace('\\u0000-\\u001f', '\\u0000-\\u0008\\u000b-\\u001f');
 const LOG_CONTROL_G = new RegExp(`[${LOG_CONTROL}]`, 'g');
 // Text whose only control characters are tab and newline.

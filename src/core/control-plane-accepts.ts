@@ -1,4 +1,4 @@
-// What the control plane said it accepts (DESIGN §16), as the agent tells the helper:
+// What the control plane said it accepts (docs/design.md §16), as the agent tells the helper:
 // /var/lib/steward-agent/accepts.json, written by the agent after each heartbeat answer that
 // changed it, read by the helper when it signs a receipt. A helper signs a receipt payload version
 // above 1 only when this file lists it: a control plane that never said so gets v1.

@@ -1,4 +1,4 @@
-// `controlPlane.url` as one URL or a list of them (DESIGN §13): the agent tries them in order and
+// `controlPlane.url` as one URL or a list of them (docs/design.md §13): the agent tries them in order and
 // stays on the last one that answered. Which URLs are allowed (https, loopback http) is
 // agent/control-plane-url.ts's, checked per entry when the agent starts.
 import { z } from './zod-mini.js';

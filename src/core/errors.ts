@@ -1,4 +1,4 @@
-// The closed set of reason codes. DESIGN §4 lists the transaction's codes; the
+// The closed set of reason codes. docs/design.md §4 lists the transaction's codes; the
 // rest name failures of the local API, the CLI and the host itself.
 export const REFUSAL_CODES = [
   'BUSY',
@@ -91,7 +91,7 @@ export function isReasonCode(value: unknown): value is ReasonCode {
 
 // Codes that mean the helper took no decision on an attempt and made no receipt for it, so
 // that its attemptId stays open and the agent asks again at its next heartbeat: a helper not
-// reached, one still recovering, one handing over to another steward version (DESIGN §14), and
+// reached, one still recovering, one handing over to another steward version (docs/design.md §14), and
 // one whose app has no room left for a receipt until the agent relays what waits.
 export const UNDECIDED_CODES: ReadonlySet<ReasonCode> = new Set<ReasonCode>(['HELPER_UNREACHABLE', 'RECOVERING', 'HANDOVER', 'RECEIPTS_UNRELAYED']);
 

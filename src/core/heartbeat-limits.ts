@@ -1,9 +1,9 @@
-// The heartbeat's size limits (DESIGN §6), apart from heartbeat-schema.ts so that the agent's
+// The heartbeat's size limits (docs/design.md §6), apart from heartbeat-schema.ts so that the agent's
 // heartbeat path can use them without loading zod (issue 8, row 5).
 export const MAX_HEARTBEAT_APPS = 256;
-// DESIGN §6: at most 64 of the oldest pending receipts go in one heartbeat.
+// docs/design.md §6: at most 64 of the oldest pending receipts go in one heartbeat.
 export const MAX_HEARTBEAT_RECEIPTS = 64;
-// DESIGN §12: the receipts of one heartbeat are at most 512 KiB JSON-encoded (a receipt with a log
+// docs/design.md §12: the receipts of one heartbeat are at most 512 KiB JSON-encoded (a receipt with a log
 // tail is up to ~14 KiB), so a backlog never pushes a heartbeat past the 1 MiB body limit.
 export const MAX_HEARTBEAT_RECEIPT_BYTES = 512 * 1024;
 // The highest heartbeat seq the agent adopts from a control plane's 409 or keeps in seq.json.

@@ -8,7 +8,7 @@ import { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS } from './heartbeat-limits.j
 export { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS };
 
 // One app as the agent reports it. The supervisor part is the agent's report, not signed by
-// the helper (DESIGN §6); `since` is when the supervisor entered `state`, null if never.
+// the helper (docs/design.md §6); `since` is when the supervisor entered `state`, null if never.
 export const heartbeatAppSchema = z.strictObject({
   name: appNameSchema,
   current: z.nullable(versionSchema),
@@ -21,7 +21,7 @@ export const heartbeatAppSchema = z.strictObject({
     attempts: intSchema(0, 1_000_000),
     since: z.nullable(epochMsSchema),
   }),
-  // The app steward only, in heartbeats v2 (DESIGN §14 step 5, §16): the committed version the
+  // The app steward only, in heartbeats v2 (docs/design.md §14 step 5, §16): the committed version the
   // launcher set aside (FALLBACK) after `starts` starts that never got ready, or null. From v3,
   // `packageReverted`: the installed package's version whose trial did not commit (an older
   // steward runs than the package dpkg installed), or null.
@@ -34,13 +34,13 @@ export const heartbeatAppSchema = z.strictObject({
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
-// The heartbeat payload versions this steward sends and accepts (DESIGN §16): v2 adds an app's
+// The heartbeat payload versions this steward sends and accepts (docs/design.md §16): v2 adds an app's
 // `self`, v3 its `self.packageReverted`. An agent sends the highest version that a control plane's
 // answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
 export const HEARTBEAT_VERSIONS = [1, 2, 3] as const;
 export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
 
-// The payload of a `POST /v1/heartbeat` envelope (DESIGN §6), signed by the node key.
+// The payload of a `POST /v1/heartbeat` envelope (docs/design.md §6), signed by the node key.
 // `receipts` are the helper's envelopes, relayed as they are; each is verified on its own.
 export const heartbeatPayloadSchema = z
   .strictObject({

@@ -29,7 +29,7 @@ export const priorStateSchema = z.strictObject({
   quarantine: z.nullable(quarantineEntrySchema),
 });
 
-// journal/<app>.json (DESIGN §4): the update transaction of one app.
+// journal/<app>.json (docs/design.md §4): the update transaction of one app.
 export const journalSchema = z.strictObject({
   schemaVersion: z.literal(JOURNAL_SCHEMA_VERSION),
   attemptId: attemptIdSchema,

@@ -1,4 +1,4 @@
-// Node labels (DESIGN §11): up to 32 per node, keys `^[a-z][a-z0-9._/-]{0,62}$`, values
+// Node labels (docs/design.md §11): up to 32 per node, keys `^[a-z][a-z0-9._/-]{0,62}$`, values
 // `^[A-Za-z0-9._-]{0,63}$`. Labels that target come from operators (an enrollment token's, or
 // `nodes label`); what a node proposes at enrollment is kept under `claimed.<key>`, which a
 // selector reads only when it names that `claimed.` key itself.

@@ -1,5 +1,5 @@
 // The failed version's log lines as a receipt carries them (`logTail`, receipt payload v2,
-// DESIGN §12): valid UTF-8, every control character but tab and newline replaced, at most
+// docs/design.md §12): valid UTF-8, every control character but tab and newline replaced, at most
 // LOG_TAIL_MAX_BYTES once JSON-encoded (the receipt is signed, relayed and stored as JSON, so the
 // bound is on what it costs there: a line of quotes or escapes weighs what it encodes to).
 import { replaceLogControlChars } from './control-chars.js';

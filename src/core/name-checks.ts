@@ -16,7 +16,7 @@ export const UNKNOWN_APPS_RECEIPTS = '_unknown-apps';
 export const ATTEMPT_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 // Exactly one SRI token with a sha512 digest (64 bytes, 88 base64 characters).
 export const INTEGRITY_RE = /^sha512-[A-Za-z0-9+/]{86}==$/;
-// metrics.textfile of the host config (DESIGN §12): an absolute path to a <name>.prom file, the
+// metrics.textfile of the host config (docs/design.md §12): an absolute path to a <name>.prom file, the
 // only files node_exporter's textfile collector reads.
 export const TEXTFILE_RE = /^\/[^\0]*[^/\0]\.prom$/;
 
@@ -25,7 +25,7 @@ export function isAppName(value: unknown): value is string {
   return typeof value === 'string' && APP_NAME_RE.test(value);
 }
 
-// A host name as RFC 1123 §2.1 has it (DESIGN §12): dot-separated labels of ASCII letters,
+// A host name as RFC 1123 §2.1 has it (docs/design.md §12): dot-separated labels of ASCII letters,
 // digits and `-`, each 1 to 63 characters, neither starting nor ending with `-`; 253 characters
 // at most in all; no trailing dot. Enrollment refuses any other: the name is shown to operators
 // (CLI, dashboard) and must never carry markup, blanks or control characters.

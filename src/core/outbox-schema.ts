@@ -4,7 +4,7 @@ import { envelopeSchema } from './release-schemas.js';
 
 export const OUTBOX_SCHEMA_VERSION = 1;
 
-// /var/lib/steward-agent/outbox.json (DESIGN §6): the receipts the agent still has to relay.
+// /var/lib/steward-agent/outbox.json (docs/design.md §6): the receipts the agent still has to relay.
 // `helperKeyId` is null until the first receipt is taken; `highestSeq` is 0 until then.
 // `pending` is sorted by the receipts' seq, strictly ascending, every one at most `highestSeq`
 // (the agent's Outbox checks the order).

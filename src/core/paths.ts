@@ -2,7 +2,7 @@ import path from 'node:path';
 import { isAppName, UNKNOWN_APPS_RECEIPTS } from './name-checks.js';
 import { isVersion } from './version.js';
 
-// Every absolute path of DESIGN §2 under a root prefix ('' in production).
+// Every absolute path of docs/design.md §2 under a root prefix ('' in production).
 // Builders check app names and versions before joining them into a path.
 export interface HostPaths {
   root: string;
@@ -47,7 +47,7 @@ export function hostPaths(root: string): HostPaths {
     helperPub: r('/var/lib/steward/helper.pub'),
     nodeState: r('/var/lib/steward/state/node.json'),
     receiptSeq: r('/var/lib/steward/state/receipt-seq.json'),
-    // The self-update trial's files (DESIGN §14), shared with the package's launcher.
+    // The self-update trial's files (docs/design.md §14), shared with the package's launcher.
     selfDir: r('/var/lib/steward/self'),
     appStateRoot: r('/var/lib/steward-apps'),
     logDir: r('/var/log/steward'),

@@ -5,7 +5,7 @@ export interface QuarantinePolicy {
   capMs: number;
 }
 
-// The quarantine entry after a failed attempt of `version` (DESIGN §4 "Blame"). When the
+// The quarantine entry after a failed attempt of `version` (docs/design.md §4 "Blame"). When the
 // new version is to blame (`raise`), its failure count goes up and it waits
 // min(capMs, baseMs * 2^failures): 5 min, 10 min, 20 min ... 24 h. When the environment is
 // suspect, a retryAfter is set from the current count, which is not raised.
@@ -24,7 +24,7 @@ export function nextQuarantine(
 // Whether a quarantine entry holds a version back at `now`: its retryAfter is still ahead, and no
 // further ahead than `capMs`. A retryAfter beyond the cap cannot come from a steady clock (it was
 // stamped before the clock went back) and is not trusted, as a persisted time in the future counts
-// as now (DESIGN §5). The stage refusal, `status` and `releases` all answer with this one test.
+// as now (docs/design.md §5). The stage refusal, `status` and `releases` all answer with this one test.
 export function quarantineInForce(q: { retryAfter: number } | undefined, now: number, capMs: number): boolean {
   return q !== undefined && q.retryAfter > now && q.retryAfter <= now + capMs;
 }

@@ -10,8 +10,8 @@ export const RECEIPT_SEQ_SCHEMA_VERSION = 1;
 // The terminal outcomes a receipt records.
 export const RECEIPT_OUTCOMES = ['active', 'rolled-back', 'failed', 'refused'] as const;
 export type ReceiptOutcome = (typeof RECEIPT_OUTCOMES)[number];
-// The receipt payload versions this steward reads (DESIGN §16: every one from 1 to the newest).
-// v2 adds `logTail` (DESIGN §12); a helper signs v2 only once the control plane says it takes it.
+// The receipt payload versions this steward reads (docs/design.md §16: every one from 1 to the newest).
+// v2 adds `logTail` (docs/design.md §12); a helper signs v2 only once the control plane says it takes it.
 export const RECEIPT_VERSIONS = [1, 2] as const;
 export type ReceiptVersion = (typeof RECEIPT_VERSIONS)[number];
 // The outcomes whose receipt may carry the failed version's log lines.
@@ -19,7 +19,7 @@ export const LOG_TAIL_OUTCOMES: readonly ReceiptOutcome[] = ['rolled-back', 'fai
 
 const seqSchema = intSchema(1);
 
-// The signed receipt payload of DESIGN §6, one per update attempt's terminal outcome.
+// The signed receipt payload of docs/design.md §6, one per update attempt's terminal outcome.
 // `nodeId` is null until the host is enrolled. A refusal may lack a version or integrity
 // the request never established; any other outcome names the version it was about.
 export const receiptPayloadSchema = z
@@ -56,7 +56,7 @@ export const receiptPayloadSchema = z
   );
 export type ReceiptPayload = z.infer<typeof receiptPayloadSchema>;
 
-// receipts/<app>.json (DESIGN §2): the last receipts of one app, oldest first, plus the
+// receipts/<app>.json (docs/design.md §2): the last receipts of one app, oldest first, plus the
 // latest non-refused attempt, whose receipt is never trimmed out of `receipts`.
 export const receiptsFileSchema = z.strictObject({
   schemaVersion: z.literal(RECEIPTS_FILE_SCHEMA_VERSION),
@@ -67,7 +67,7 @@ export const receiptsFileSchema = z.strictObject({
 });
 export type ReceiptsFile = z.infer<typeof receiptsFileSchema>;
 
-// state/receipt-seq.json (DESIGN §2): the next receipt seq, never reused.
+// state/receipt-seq.json (docs/design.md §2): the next receipt seq, never reused.
 export const receiptSeqFileSchema = z.strictObject({
   schemaVersion: z.literal(RECEIPT_SEQ_SCHEMA_VERSION),
   next: seqSchema,

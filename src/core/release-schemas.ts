@@ -22,7 +22,7 @@ export function isLoopbackHostPort(v: string): boolean {
   return !!m && isLoopbackHost(m[1] as string) && Number(m[2]) > 0 && Number(m[2]) < 65536;
 }
 
-// The signed release manifest of DESIGN §1: {name, version, url, size, integrity, expires}.
+// The signed release manifest of docs/design.md §1: {name, version, url, size, integrity, expires}.
 export const manifestPayloadSchema = z.strictObject({
   name: appNameSchema,
   version: versionSchema,
@@ -33,7 +33,7 @@ export const manifestPayloadSchema = z.strictObject({
 });
 export type ManifestPayload = z.infer<typeof manifestPayloadSchema>;
 
-// The signature envelope of DESIGN §6.
+// The signature envelope of docs/design.md §6.
 export const envelopeSchema = z.strictObject({
   payload: z.string().check(z.minLength(1), z.maxLength(48 * 1024)),
   sig: z.string().check(z.minLength(1), z.maxLength(256)),
@@ -59,7 +59,7 @@ const healthSchema = z
     tcp: z.optional(tcpProbeSchema),
     timeoutMs: z._default(intSchema(1, 3_600_000), 30_000),
     stableMs: z._default(intSchema(0, 3_600_000), 5_000),
-    // "heartbeat" (steward-agent only, DESIGN §14): the probe's first success is the new agent's
+    // "heartbeat" (steward-agent only, docs/design.md §14): the probe's first success is the new agent's
     // confirm over helper.sock of a heartbeat the control plane answered 2xx.
     confirm: z.optional(z.literal('heartbeat')),
   })
@@ -68,7 +68,7 @@ const healthSchema = z
     z.refine((h) => !(h.confirm && (h.http || h.tcp)), 'health.confirm takes no http or tcp'),
   );
 
-// steward-release.json at the root of a release tarball (DESIGN §3).
+// steward-release.json at the root of a release tarball (docs/design.md §3).
 export const releaseFileSchema = z.strictObject({
   name: appNameSchema,
   version: versionSchema,

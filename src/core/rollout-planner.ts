@@ -1,4 +1,4 @@
-// The rollout planner of DESIGN §9 and §11, pure: a run's policy, the facts recorded about its
+// The rollout planner of docs/design.md §9 and §11, pure: a run's policy, the facts recorded about its
 // nodes, the attempts it issued, the verified receipts that answer them and the clock go in;
 // every node's state, the run's status and the nodes to issue the version to now come out.
 // No I/O, no Date.now: calling it twice with the same input gives the same plan. The dry run
@@ -215,7 +215,7 @@ function failureMessage(run: RolloutRun, j: Judged, bake: boolean): string {
   return `node ${j.nodeId} ${j.code === 'ROLLBACK_UNHEALTHY' || j.code === 'FAILED' ? 'failed' : 'rolled back'} ${what} (${j.code})`;
 }
 
-// Plans a rollout run (DESIGN §11): targets frozen at the start; canaries first (confirmed and
+// Plans a rollout run (docs/design.md §11): targets frozen at the start; canaries first (confirmed and
 // baked), then batches one at a time, each after the last one's verdicts and bake; halts at a
 // canary's failure, ROLLBACK_UNHEALTHY, a release problem, or a failure or refusal beyond the
 // budget; issues only after --start-at, unpaused, inside a window.

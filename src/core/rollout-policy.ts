@@ -1,4 +1,4 @@
-// The numbers of a rollout policy (DESIGN §11): a count or a percentage of the targets frozen at
+// The numbers of a rollout policy (docs/design.md §11): a count or a percentage of the targets frozen at
 // the run's start, and the seeded order canaries are chosen in. Pure.
 import { StewardError } from './errors.js';
 

@@ -1,4 +1,4 @@
-// The dry run (DESIGN §11): the planner played forward on its own clock as if every node it
+// The dry run (docs/design.md §11): the planner played forward on its own clock as if every node it
 // asks confirmed at once, through bakes, windows and the start time. Nothing else decides, so a
 // real run started at once from the same facts issues the same batches in the same order.
 import { planRollout, type Plan, type PlanInput, type RunStatus } from './rollout-planner.js';

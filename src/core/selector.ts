@@ -1,4 +1,4 @@
-// Label selectors (DESIGN §11), Kubernetes' syntax: comma-separated terms that must all hold:
+// Label selectors (docs/design.md §11), Kubernetes' syntax: comma-separated terms that must all hold:
 // `k=v` (or `k==v`), `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`. As in Kubernetes, `!=`
 // and `notin` also hold for a node without the key. The empty selector holds for every node.
 // A bad selector is a USAGE error (exit 2).

@@ -1,10 +1,10 @@
 import { z } from './zod-mini.js';
 import { intSchema, versionSchema } from './names.js';
 
-// The files of a self-update trial in /var/lib/steward/self/ (DESIGN §14, docs/self-update.md).
+// The files of a self-update trial in /var/lib/steward/self/ (docs/design.md §14, docs/self-update.md).
 // The launcher (systemd/steward-launcher, a sh script in the package) reads and writes the same
 // lines: each is one line of JSON with its keys in this order, and anything else is garbage to
-// it. Their schemaVersion stays 1 for as long as a package in the field reads only 1 (DESIGN
+// it. Their schemaVersion stays 1 for as long as a package in the field reads only 1 (docs/design.md
 // §16): the launcher is the package's, not a release's, so no release may teach it a new one.
 export const SELF_SCHEMA_VERSION = 1;
 export const SELF_APP = 'steward';

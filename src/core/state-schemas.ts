@@ -21,7 +21,7 @@ export const quarantineEntrySchema = z.strictObject({
   retryAfter: epochMsSchema,
 });
 
-// state/<app>.json (DESIGN §2): previous, highest active version, quarantine, hold, blocked.
+// state/<app>.json (docs/design.md §2): previous, highest active version, quarantine, hold, blocked.
 export const appStateSchema = z.strictObject({
   schemaVersion: z.literal(APP_STATE_SCHEMA_VERSION),
   previous: z.nullable(versionSchema),

@@ -1,4 +1,4 @@
-// The supervisor's restart decisions (DESIGN §5), pure: a persisted record, one observation and
+// The supervisor's restart decisions (docs/design.md §5), pure: a persisted record, one observation and
 // the clock go in; a decision and the record to persist come out. No I/O, no Date.now.
 
 export interface RestartPolicy {

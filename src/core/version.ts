@@ -1,4 +1,4 @@
-// Versions are semver without build metadata (DESIGN §1), checked before any
+// Versions are semver without build metadata (docs/design.md §1), checked before any
 // path is built from one.
 export const VERSION_RE = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$/;
 export const MAX_VERSION_LENGTH = 128;

@@ -1,4 +1,4 @@
-// Rollout windows (DESIGN §11): `--window 'Mon-Fri 02:00-05:00'` (days Mon..Sun, ranges such as
+// Rollout windows (docs/design.md §11): `--window 'Mon-Fri 02:00-05:00'` (days Mon..Sun, ranges such as
 // Fri-Mon, lists, or `daily`; an end at or before the start crosses midnight into the next day;
 // 24:00 is the end of the day) in an IANA time zone (`--tz`, default UTC), read through Intl.
 // Pure: the time zone rules come from Node's ICU, the clock from the caller.

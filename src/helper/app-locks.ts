@@ -13,7 +13,7 @@ const BACKGROUND_OPS = new Set(['supervise']);
 // until the helper is restarted: the others get HANDOVER rather than BUSY.
 export const HANDOVER_OP = 'handover';
 
-// One piece of work per app at a time inside the helper (DESIGN §4). A second request
+// One piece of work per app at a time inside the helper (docs/design.md §4). A second request
 // for an app busy with another request gets BUSY naming the running attempt, its phase and
 // start time.
 export class AppLocks {

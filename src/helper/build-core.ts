@@ -74,7 +74,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
   };
 }
 
-// The `process` runner (DESIGN §5): each app its own transient unit when PID 1 is systemd and
+// The `process` runner (docs/design.md §5): each app its own transient unit when PID 1 is systemd and
 // the helper is root, else a detached child with its output in /var/log/steward/<app>.log.
 async function chooseProcessRunner(paths: HostPaths, isRoot: boolean, choice: HostConfig['supervisor']['processRunner']): Promise<AppRunner> {
   const systemd = choice === 'systemd' || (choice === 'auto' && isRoot && (await systemdAvailable().catch(() => false)));

@@ -3,7 +3,7 @@ import { StewardError } from '../core/errors.js';
 import { ensureDir } from '../platform/fs-atomic.js';
 import { folderTrustProblem, trustRule, trustScope } from '../platform/trusted-file.js';
 
-// Creates the root-owned folders of DESIGN §2 with their modes. Group ownership of the
+// Creates the root-owned folders of docs/design.md §2 with their modes. Group ownership of the
 // shared ones (receipts, run) is set by install; nothing here is writable by others.
 // Then holds each to the trust rule (platform/trusted-file.ts): root reads its journal, state
 // (node.json), supervisor records and keys from them, so nobody else may own one or a folder

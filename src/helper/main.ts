@@ -74,7 +74,7 @@ export async function main(argv: string[]): Promise<number> {
     releaseRunner = () => core.runner.release?.();
     const supervisor = new Supervisor(core, config.supervisor);
     core.onStarted = (app, proc) => supervisor.watch(app, proc);
-    // The node_exporter textfile (DESIGN §12), rewritten after each change and at no other time:
+    // The node_exporter textfile (docs/design.md §12), rewritten after each change and at no other time:
     // a supervisor pass that changed nothing does not touch it.
     const textfile = config.metrics?.textfile ? keepHostTextfile(core, config.metrics.textfile) : null;
     supervisor.onChange = (app, respawned) => textfile?.supervised(app, respawned);
@@ -102,7 +102,7 @@ export async function main(argv: string[]): Promise<number> {
     // 2. For each app: validate and recover the journal, re-emit a missing receipt, run the
     // first pass, clean staging.
     await startApps(core, paths, config);
-    // 3. steward itself (DESIGN §14): close the last trial; on trial, probe and commit. A
+    // 3. steward itself (docs/design.md §14): close the last trial; on trial, probe and commit. A
     // failed trial throws: this helper exits unready and the launcher reverts it.
     const self = core.self!;
     if (selfCfg?.runner === 'self') {

@@ -41,7 +41,7 @@ export type MarkerRead =
   | { state: 'newer'; schemaVersion: number };
 
 // What the marker of versions/<ver> says. `newer` is a marker written by a newer steward
-// (DESIGN §10): never used by this one, and never taken for a broken tree and removed.
+// (docs/design.md §10): never used by this one, and never taken for a broken tree and removed.
 export async function inspectMarker(paths: HostPaths, app: string, version: string): Promise<MarkerRead> {
   const dir = versionDir(paths, app, version);
   try {

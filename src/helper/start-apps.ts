@@ -8,7 +8,7 @@ import { recoverApp } from './update/recover.js';
 
 const log = logger('helper:main');
 
-// The helper's start for every app (DESIGN §4), under helper.lock: validate and recover the
+// The helper's start for every app (docs/design.md §4), under helper.lock: validate and recover the
 // journal, re-emit a missing receipt, run the first pass, clean staging. One app's trouble
 // never stops the others.
 export async function startApps(core: HelperCore, paths: HostPaths, config: HostConfig): Promise<void> {

@@ -8,7 +8,7 @@ import { inspectMarker, listVersionDirs, readCurrent, removeRelease } from './re
 
 const log = logger('helper:start');
 
-// At start, under helper.lock (DESIGN §4): remove `.staging/*` (no stage survives a
+// At start, under helper.lock (docs/design.md §4): remove `.staging/*` (no stage survives a
 // restart) and every versions/<v> without a valid marker (a stage that died between
 // rename and marker). The tree `current` points at is never removed here: an invalid
 // current is recovery's business, not the cleaner's. One tree that cannot be removed (an

@@ -43,7 +43,7 @@ export async function loadHostConfig(
   return config;
 }
 
-// The runner `self` is the app steward's alone, and steward is only ever that (DESIGN §14): a
+// The runner `self` is the app steward's alone, and steward is only ever that (docs/design.md §14): a
 // steward run as a process app would be started by the helper it replaces.
 function checkSelfApp(file: string, config: HostConfig): void {
   for (const [name, app] of Object.entries(config.apps)) {
@@ -73,7 +73,7 @@ async function readConfigBytes(file: string, trust: TrustScope | null): Promise<
   return bytes;
 }
 
-// DESIGN §2: as root, process apps name a user and group, neither uid/gid 0.
+// docs/design.md §2: as root, process apps name a user and group, neither uid/gid 0.
 async function checkAppAccounts(file: string, config: HostConfig, opts: { isRoot: boolean; accounts: AccountLookup }): Promise<void> {
   for (const [name, app] of Object.entries(config.apps)) {
     if (app.runner !== 'process') continue;

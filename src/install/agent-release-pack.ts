@@ -5,7 +5,7 @@ import { AGENT_APP, versionSchema } from '../core/names.js';
 import { RELEASE_FILE_NAME } from '../core/release-schemas.js';
 
 // The agent as a release of the app `steward-agent` (issue 6): the tree its unit runs from
-// /opt/steward/apps/steward-agent/current. The tree carries the agent's bundle (DESIGN §15), which
+// /opt/steward/apps/steward-agent/current. The tree carries the agent's bundle (docs/design.md §15), which
 // needs no node_modules, so an update of the agent brings all of its code along and a reinstall
 // of steward's code under /opt/steward/lib never changes what a running agent runs.
 
@@ -17,7 +17,7 @@ export const AGENT_ENTRY = 'bin/steward-agent.js';
 export const AGENT_BUNDLE = 'dist/bundle/steward-agent';
 
 // The release file of the agent: no `start` (its unit starts it) and no health URL (it
-// listens on nothing). Its probe on an enrolled host (DESIGN §14): within timeoutMs the new
+// listens on nothing). Its probe on an enrolled host (docs/design.md §14): within timeoutMs the new
 // agent's process confirms over helper.sock a heartbeat the control plane answered 2xx, then
 // stays the same process for stableMs. 60 s leaves room for the agent's backoff (1, 2, 4, 8,
 // 16 s) past a control plane that misses a few heartbeats. Not enrolled, it only stays up.

@@ -93,7 +93,7 @@ export async function installCode(src: string, items: string[], dest: string): P
       }
     }
     await fsp.chmod(tmp, 0o755);
-    // Durable tree (DESIGN §2): one syncfs, then the rename makes it visible.
+    // Durable tree (docs/design.md §2): one syncfs, then the rename makes it visible.
     await syncFileSystem(tmp);
   } catch (err) {
     await removeTree(tmp).catch(() => {});

@@ -15,11 +15,11 @@ export const LAUNCHER = '/usr/local/bin/agentctl';
 // What of the package is copied (core/package-layout.ts).
 export { CODE_ITEMS, HOST_PROGRAMS } from '../core/package-layout.js';
 
-// The default host config: the agent as the app `steward-agent`, run by its own unit (DESIGN §2).
+// The default host config: the agent as the app `steward-agent`, run by its own unit (docs/design.md §2).
 // Every other setting has its documented default.
 export const AGENT_APP_CONFIG = { runner: 'unit', unit: 'steward-agent.service' } as const;
 export const DEFAULT_CONFIG = { apps: { 'steward-agent': AGENT_APP_CONFIG } };
-// The Debian package's: steward itself as the app `steward` too (DESIGN §14), since its unit runs
+// The Debian package's: steward itself as the app `steward` too (docs/design.md §14), since its unit runs
 // the launcher, which an `agentctl install` unit does not (no trial could run there).
 export const SELF_APP_CONFIG = { runner: 'self' } as const;
 export const PACKAGE_DEFAULT_CONFIG = { apps: { ...DEFAULT_CONFIG.apps, steward: SELF_APP_CONFIG } };

@@ -54,7 +54,7 @@ export async function installSteward(opts: InstallOptions): Promise<Step[]> {
   if (!user) throw new StewardError('SYSTEM_COMMAND_FAILED', `systemd-sysusers ${SYSUSERS_FILE} ran but there is no user steward in /etc/passwd`);
   did('user steward', hadUser ? 'unchanged' : 'created', `systemd-sysusers: uid ${user.uid}, gid ${user.gid}, no login shell`);
 
-  // 2. The folders of DESIGN §2 with their owners and modes.
+  // 2. The folders of docs/design.md §2 with their owners and modes.
   const tmpfiles = await writeIfChanged(TMPFILES_FILE, await read('tmpfiles.d/steward.conf'), 0o644);
   did('tmpfiles.d', tmpfiles, TMPFILES_FILE);
   const tmpfilesText = (await fsp.readFile(TMPFILES_FILE, 'utf8'));

@@ -1,4 +1,4 @@
-// The Debian package's configure step (DESIGN §14, docs/package.md): what its postinst runs as
+// The Debian package's configure step (docs/design.md §14, docs/package.md): what its postinst runs as
 // `agentctl install --packaged`, from the package's own code in /usr/lib/steward/<version>/.
 // dpkg has already put the code, /usr/bin/agentctl, the units and the sysusers.d and tmpfiles.d
 // files in place; this does the rest of what `agentctl install` does, and the postinst then
@@ -59,7 +59,7 @@ export async function setUpPackagedSteward(opts: PackageSetupOptions): Promise<S
   await removeTree(LIB_DIR);
   did('earlier code', hadLib ? 'removed' : 'absent', LIB_DIR);
 
-  // 2. The user and group, then the folders of DESIGN §2.
+  // 2. The user and group, then the folders of docs/design.md §2.
   await opts.tools.run('systemd-sysusers', [PACKAGED_SYSUSERS]);
   did('user steward', 'ran', `systemd-sysusers ${PACKAGED_SYSUSERS}`);
   await opts.tools.run('systemd-tmpfiles', ['--create', PACKAGED_TMPFILES]);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { StewardError } from '../core/errors.js';
 import { readRegularFile, writeFileAtomic } from '../platform/fs-atomic.js';
 
-// Files root writes by path for install: only in folders no one else can write (DESIGN §2).
+// Files root writes by path for install: only in folders no one else can write (docs/design.md §2).
 
 // Creates `dir` (0755) if missing and refuses it unless it is a root-owned folder that group and
 // others cannot write: a folder someone else can write would let them swap what root writes.

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 
-// Durable tree (DESIGN §2): one syncfs of the file system holding `dir` (`sync -f`)
+// Durable tree (docs/design.md §2): one syncfs of the file system holding `dir` (`sync -f`)
 // instead of an fsync per extracted file. node:child_process, not execa: execa is ~100 modules
 // and ~10 MB of RSS that a helper would keep for good after its first stage (issue 8 row 5).
 // No shell, an environment built from nothing, no stdin; a non-zero exit or a signal rejects.

@@ -1,10 +1,10 @@
-// Which URLs a release may be fetched from, and which redirects a fetch follows (DESIGN §3.1).
+// Which URLs a release may be fetched from, and which redirects a fetch follows (docs/design.md §3.1).
 import { isLoopbackHost } from '../core/name-checks.js';
 import { describeUrl, fetchFailed } from './fetch-failed.js';
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
-// Parses a source URL and refuses, before any connection, what DESIGN §3.1 forbids:
+// Parses a source URL and refuses, before any connection, what docs/design.md §3.1 forbids:
 // anything but https, http to a non-loopback host, credentials, and file: unless allowed.
 export function checkFetchUrl(raw: string, allowFile = false): URL {
   let u: URL;

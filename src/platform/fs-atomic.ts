@@ -26,7 +26,7 @@ function tmpName(target: string, kind: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString('hex')}.${kind}`);
 }
 
-// Atomic file replace (DESIGN §2): a fresh temp file opened with O_EXCL|O_NOFOLLOW, its mode
+// Atomic file replace (docs/design.md §2): a fresh temp file opened with O_EXCL|O_NOFOLLOW, its mode
 // (and optionally its group) set through the fd so no umask or race on the name can change
 // them, written, fsynced, renamed over the target, then the folder fsynced. `step` is the
 // fault seam's hook, called before each step (it throws to make that step fail).
@@ -156,7 +156,7 @@ export async function prepareJsonAtomic(target: string, value: unknown, mode = 0
   return prepareFileAtomic(target, JSON.stringify(value, null, 2) + '\n', mode, step ? { step } : {});
 }
 
-// Atomic symlink swap (DESIGN §2): symlink to a temp name, rename over `link`, fsync the folder.
+// Atomic symlink swap (docs/design.md §2): symlink to a temp name, rename over `link`, fsync the folder.
 // Never unlink-then-create: a crash between the two would leave no link at all.
 export async function swapSymlink(link: string, target: string): Promise<void> {
   const tmp = tmpName(link, 'lnk');

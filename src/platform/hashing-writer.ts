@@ -118,7 +118,7 @@ export async function writeHashedBuffer(
 
 // Hashes each chunk that `fill` writes and hands it to `sink`, in order, and returns the hash:
 // the writer of writeHashedFile (the sink writes the file) and writeHashedBuffer (it copies into
-// the buffer), and of bytes that go elsewhere (an extraction fed as they arrive, DESIGN §3 step
+// the buffer), and of bytes that go elsewhere (an extraction fed as they arrive, docs/design.md §3 step
 // 4). The chunk is hashed before `sink` sees it, so the sink may take it (transfer its memory to
 // another thread); it is counted once the sink took it. A sink error is thrown from write as it
 // came, and write must not be called again after it threw.

@@ -46,7 +46,7 @@ type DownloadOptions = Omit<FetchOptions, 'destFile'>;
 const USER_AGENT = `steward-helper/${readOwnVersion()}`;
 
 // Downloads a release tarball into destFile, hashing while streaming, under the
-// limits of DESIGN §3.1. destFile is removed on any failure.
+// limits of docs/design.md §3.1. destFile is removed on any failure.
 export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
   const url = checkFetchUrl(opts.url, opts.allowFile === true);
   if (url.protocol === 'file:') {
@@ -70,7 +70,7 @@ export async function fetchToFile(opts: FetchOptions): Promise<FetchResult> {
 
 // Downloads a release tarball over http(s) as fetchToFile does, under the same limits, but hands
 // the bytes to `sink` as they arrive instead of writing a file (the extraction that overlaps
-// the fetch, DESIGN §3 step 4). Only http and https: a `file:` URL is copied (fetchToFile).
+// the fetch, docs/design.md §3 step 4). Only http and https: a `file:` URL is copied (fetchToFile).
 export async function fetchInto(opts: Omit<FetchOptions, 'destFile'>, sink: (chunk: Uint8Array) => Promise<void>): Promise<FetchResult> {
   const url = checkFetchUrl(opts.url, false);
   if (opts.signal?.aborted) throw fetchFailed(`fetch of ${describeUrl(url)} aborted`, opts.signal.reason);

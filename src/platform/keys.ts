@@ -30,7 +30,7 @@ export function rawPublicKey(key: KeyObject): Buffer {
 // on every heartbeat, and the JWK export behind it costs a tenth of a heartbeat.
 const keyIds = new WeakMap<KeyObject, string>();
 
-// The keyId of DESIGN §6: the first 16 hex characters of sha256(raw public key).
+// The keyId of docs/design.md §6: the first 16 hex characters of sha256(raw public key).
 export function keyIdOf(key: KeyObject): string {
   let id = keyIds.get(key);
   if (id === undefined) {
@@ -95,7 +95,7 @@ export type OpenResult =
   | { ok: false; reason: 'unknown-key' | 'bad-signature' | 'bad-encoding' | 'bad-json' };
 
 // Verifies an envelope's signature over the decoded payload bytes, then parses them.
-// The bytes are verified before parsing and never re-canonicalized (DESIGN §6).
+// The bytes are verified before parsing and never re-canonicalized (docs/design.md §6).
 export function openEnvelope(envelope: Envelope, domain: Domain, keys: ReadonlyMap<string, KeyObject>): OpenResult {
   const bytes = strictBase64(envelope.payload);
   const checked = verifyEnvelopeBytes(envelope, bytes, domain, keys);

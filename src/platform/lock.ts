@@ -16,7 +16,7 @@ export interface HelperLock {
 
 export interface HelperLockOptions {
   // Called when another process took the lock or its folder vanished: the
-  // caller must stop mutating at once (DESIGN §10: it stops the process).
+  // caller must stop mutating at once (docs/design.md §10: it stops the process).
   onCompromised: (err: Error) => void;
   // Milliseconds after the last refresh at which proper-lockfile calls a lock stale.
   stale?: number;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-// Who a process is, beyond its pid (DESIGN §5): pids are reused, so a process is
+// Who a process is, beyond its pid (docs/design.md §5): pids are reused, so a process is
 // the same one only if its start time (in clock ticks since boot) and the boot match.
 export interface ProcIdentity {
   pid: number;

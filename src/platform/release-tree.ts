@@ -7,7 +7,7 @@ import { SELF_APP } from '../core/self-schemas.js';
 import * as tar from 'tar';
 import { CODE_ITEMS, HOST_PROGRAMS } from '../core/package-layout.js';
 
-// steward's own code as a release of the app `steward` (DESIGN §14): what `npm run package` puts
+// steward's own code as a release of the app `steward` (docs/design.md §14): what `npm run package` puts
 // in /usr/lib/steward/<version>/ but the Node.js runtime, which the package's launcher provides,
 // and the units and the launcher (systemd/), which belong to the package and never to a release.
 export const STEWARD_RELEASE_ITEMS = CODE_ITEMS.filter((item) => item !== 'systemd');

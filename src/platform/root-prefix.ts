@@ -9,7 +9,7 @@ export interface RootChoice {
   isRoot: boolean;
 }
 
-// Picks the root prefix (DESIGN §1): `--root DIR`, else STEWARD_ROOT unless the caller is
+// Picks the root prefix (docs/design.md §1): `--root DIR`, else STEWARD_ROOT unless the caller is
 // root (root must say --root explicitly), else '' (production). Returns a resolved real path.
 export async function resolveRootPrefix(choice: RootChoice): Promise<string> {
   const raw = choice.flag ?? (choice.isRoot ? undefined : choice.env);

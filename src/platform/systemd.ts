@@ -2,7 +2,7 @@ import { promises as fsp } from 'node:fs';
 import { runTool } from './exec.js';
 
 // The PATH of the system tools steward runs (systemctl, journalctl) and of the apps it starts
-// (DESIGN §5): the system's own folders, never the caller's.
+// (docs/design.md §5): the system's own folders, never the caller's.
 export const APP_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 // The unit an app runs in under the systemd runner.

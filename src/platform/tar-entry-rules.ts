@@ -65,7 +65,7 @@ function isValidDate(d: Date | undefined): boolean {
 }
 
 // Our rules for one archive entry, checked on its header before node-tar writes anything
-// (DESIGN §3.4). Stateful: it remembers every path so far, so one instance per archive.
+// (docs/design.md §3.4). Stateful: it remembers every path so far, so one instance per archive.
 // `prefixBytes` is the length of the longest folder the tree will live in (its staging folder
 // or versions/<ver>), its trailing '/' included: every entry's full path must fit PATH_MAX there.
 export class EntryRules {

@@ -15,7 +15,7 @@ import { checkAndSealTree, type SealedTree } from './tree-walk.js';
 
 // The archive is a file (`archivePath`), or its bytes, already verified, transferred with the
 // job (`archive`; it arrives as a Uint8Array), or its bytes as they arrive (`stream`: an
-// extraction that overlaps the fetch, DESIGN §3 step 4; chunks on `port` as StreamMessage,
+// extraction that overlaps the fetch, docs/design.md §3 step 4; chunks on `port` as StreamMessage,
 // `size` the manifest's size, `what` names them in messages: the URL).
 export type WorkerJob = (
   | { archivePath: string; archive?: never; stream?: never }

@@ -28,7 +28,7 @@ export interface ExtractResult {
   integrity: string | null;
 }
 
-// An extraction fed the archive's bytes as they arrive (DESIGN §3 step 4: for an https fetch
+// An extraction fed the archive's bytes as they arrive (docs/design.md §3 step 4: for an https fetch
 // under a signed manifest, the extraction overlaps the fetch and its hash). `write` never
 // throws: once the extraction failed it drops the bytes, so that the caller still hashes them
 // all (a mismatch wins over the extractor's error). It waits while the extraction is more than
@@ -145,7 +145,7 @@ export function prepareExtraction(): PreparedExtraction {
 }
 
 // Extracts a .tar.gz into `dest` inside a worker thread (the helper keeps answering while it
-// stages), checking every entry before it is written and the whole tree after (DESIGN §3.4).
+// stages), checking every entry before it is written and the whole tree after (docs/design.md §3.4).
 // The tree comes back root-owned (when root) and read-only; `dest` itself stays 0700.
 // Throws UNSAFE_ARCHIVE for a hostile or malformed archive, DISK_FULL, or IO_ERROR; on any
 // failure `dest` may hold partial content and the caller removes the staging folder.

@@ -114,7 +114,7 @@ function digestOf(nodes: Node[]): string {
   return 'sha256-' + createHash('sha256').update(listing).digest('base64');
 }
 
-// Checks an extracted tree again with lstat (DESIGN §3.4) against `made`, what the writer
+// Checks an extracted tree again with lstat (docs/design.md §3.4) against `made`, what the writer
 // made (TarTreeWriter.written), then makes it read-only: files are 0444/0555 already (the
 // writer set them), folders become 0555, symlinks are untouched, `root` itself stays 0700
 // (the caller writes the marker there and seals it later). Every symlink must resolve inside

@@ -1,4 +1,4 @@
-// Reads a file under the trust rule of trusted-folder.ts (DESIGN §2), which this file re-exports
+// Reads a file under the trust rule of trusted-folder.ts (docs/design.md §2), which this file re-exports
 // for the many callers that read a trusted file and check a folder both.
 import path from 'node:path';
 import { readRegularFile } from './fs-atomic.js';

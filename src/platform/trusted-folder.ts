@@ -1,4 +1,4 @@
-// The one rule for every file root reads as trust or config (DESIGN §2: nothing another user
+// The one rule for every file root reads as trust or config (docs/design.md §2: nothing another user
 // can write is read by root as code or config): the host config, the trusted release keys, the
 // CA file of the helper's fetches, the helper key, agentctl's compile cache. A file is trusted
 // only when it, its folder and every folder above it, down from the root prefix, are owned by

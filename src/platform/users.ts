@@ -69,7 +69,7 @@ export async function lookupUserById(uid: number, passwdFile = '/etc/passwd'): P
   return null;
 }
 
-// The account lookups the host config check needs (DESIGN §2: process apps' user and group),
+// The account lookups the host config check needs (docs/design.md §2: process apps' user and group),
 // from /etc/passwd and /etc/group.
 export const systemAccounts = {
   user: async (n: string): Promise<{ name: string; id: number } | null> => {

@@ -1,7 +1,7 @@
 import { z } from '../core/zod-mini.js';
 import { REASON_CODES, type ReasonCode } from '../core/errors.js';
 
-// The helper's answer lines (DESIGN §7), as the client reads them: a line is hostile input. Apart
+// The helper's answer lines (docs/design.md §7), as the client reads them: a line is hostile input. Apart
 // from the request schemas (schemas.ts), so that `agentctl status` loads only these.
 
 // A request's id, echoed in its answer: a string of at most 128 characters or a safe integer.

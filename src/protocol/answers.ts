@@ -1,4 +1,4 @@
-// What each op of the local API answers (DESIGN §7), shared by the helper that makes the
+// What each op of the local API answers (docs/design.md §7), shared by the helper that makes the
 // answers and the CLI and agent that read them. Types only: nothing here is loaded at run time.
 import type { Envelope } from '../core/release-schemas.js';
 import type { AppState } from '../core/state-schemas.js';

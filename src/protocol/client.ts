@@ -133,7 +133,7 @@ function callOnce(socketPath: string, request: object, opts: CallOptions): Promi
   });
 }
 
-// DESIGN §8: `--socket` wins (admin.sock if its file name says so); otherwise
+// docs/design.md §8: `--socket` wins (admin.sock if its file name says so); otherwise
 // admin.sock when this process may open it, else helper.sock.
 export async function pickSocket(
   paths: { adminSock: string; helperSock: string },

@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import { StewardError } from '../core/errors.js';
 
-// Framing of one request on a socket (DESIGN §7): a first line of at most
+// Framing of one request on a socket (docs/design.md §7): a first line of at most
 // `maxBytes` bytes (the '\n' not counted), then optionally exactly N upload bytes.
 
 export interface RequestLine {

@@ -1,4 +1,4 @@
-// The local API as its callers see it (DESIGN §7), one method per op with its request's fields
+// The local API as its callers see it (docs/design.md §7), one method per op with its request's fields
 // in and its answer out, as tailscale's client/local: no caller writes a request line or casts
 // an answer. The agent and every agentctl command talk to the helper through it.
 import type { AnswerOf } from './answers.js';

@@ -1,4 +1,4 @@
-// The ops of the local API (DESIGN §7), apart from their zod schemas (schemas.ts re-exports
+// The ops of the local API (docs/design.md §7), apart from their zod schemas (schemas.ts re-exports
 // these): the helper's dispatch and socket policy need the names without loading zod (issue 8,
 // row 5).
 export const PROTOCOL_VERSION = 1;
@@ -15,12 +15,12 @@ export const HELPER_SOCK_OPS = [
   'start',
   'stop',
   'restart',
-  // The new steward-agent's confirm of an answered heartbeat (DESIGN §14): the helper believes
+  // The new steward-agent's confirm of an answered heartbeat (docs/design.md §14): the helper believes
   // only the process it started for the attempt (SO_PEERCRED), whatever the request says.
   'agent-confirm',
 ] as const;
 // Ops only root may use, through admin.sock. release-hold among them: a member of group steward
-// (the agent, so the control plane) must never undo an operator's rollback or stop (DESIGN §4).
+// (the agent, so the control plane) must never undo an operator's rollback or stop (docs/design.md §4).
 export const ADMIN_ONLY_OPS = ['recover', 'prune', 'release-hold'] as const;
 export const ALL_OPS = [...HELPER_SOCK_OPS, ...ADMIN_ONLY_OPS] as const;
 export type OpName = (typeof ALL_OPS)[number];

@@ -1,5 +1,5 @@
 // One step of a long op (stage, update, rollback, recover), in the one shape it keeps from
-// staging and the transaction, through the socket (DESIGN §7: the line is
+// staging and the transaction, through the socket (docs/design.md §7: the line is
 // {"id", "event":"progress", ...this}) to agentctl's progress bar. The platform adapters below
 // staging count bytes only; staging names the phase and the attempt.
 export interface Progress {

@@ -1,4 +1,4 @@
-// What each op of the local API takes (DESIGN §7), as its schema in schemas.ts returns it:
+// What each op of the local API takes (docs/design.md §7), as its schema in schemas.ts returns it:
 // the schemas are the source, these are only their types.
 import type { z } from '../core/zod-mini.js';
 import type { OpName } from './ops.js';

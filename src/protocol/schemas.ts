@@ -5,7 +5,7 @@ import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
 import { idSchema } from './answer-schemas.js';
 import { PROTOCOL_VERSION, type OpName } from './ops.js';
 
-// The local API of DESIGN §7: newline-delimited JSON, one request per connection,
+// The local API of docs/design.md §7: newline-delimited JSON, one request per connection,
 // optionally followed by exactly `upload` raw bytes. The op names and limits are in ops.ts,
 // the answer lines in answer-schemas.ts.
 export { ADMIN_ONLY_OPS, ALL_OPS, HELPER_SOCK_OPS, MAX_REQUEST_LINE, PROTOCOL_VERSION, type OpName, type SocketKind } from './ops.js';
@@ -37,7 +37,7 @@ const releaseSource = {
   allowDowngrade: z.optional(z.boolean()),
   force: z.optional(z.boolean()),
   attemptId: z.optional(attemptIdSchema),
-  // The end of the rollout window (DESIGN §11): the helper refuses to start at or after it.
+  // The end of the rollout window (docs/design.md §11): the helper refuses to start at or after it.
   notAfter: z.optional(epochMsSchema),
 };
 
@@ -48,7 +48,7 @@ export const stageRequestSchema = z.strictObject({ ...base, op: z.literal('stage
 export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('receipts'), app: z.optional(appNameSchema) });
 
 // Who the client says it is: kept so that older clients' requests parse, and ignored: a hold's
-// `by` is the peer's credentials (DESIGN §4). Text with control characters is refused.
+// `by` is the peer's credentials (docs/design.md §4). Text with control characters is refused.
 const whoSchema = z.optional(z.string().check(z.maxLength(128), z.regex(PLAIN_TEXT_RE, 'no control characters')));
 
 // The agent's credential for downloads from its control plane (platform/download-auth.ts): an

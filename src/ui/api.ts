@@ -1,4 +1,4 @@
-// The dashboard's calls (DESIGN §12): the session routes under /ui/ and the admin API's
+// The dashboard's calls (docs/design.md §12): the session routes under /ui/ and the admin API's
 // operations for the session under /ui/api/<command words>; the browser sends the session
 // cookie itself (HttpOnly: no script here can read it). A change is a POST carrying the
 // session's anti-CSRF token in X-CSRF-Token.

@@ -1,4 +1,4 @@
-// The dashboard (DESIGN §12): the login, then a page by the address's hash (#fleet,
+// The dashboard (docs/design.md §12): the login, then a page by the address's hash (#fleet,
 // #node/<id>, #rollouts, #rollout/<app>, #receipts, #audit), its data loaded again every 2 s
 // while the tab is visible.
 import { ApiError, currentSession, login, logout } from './api.js';

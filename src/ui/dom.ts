@@ -1,4 +1,4 @@
-// The one way the dashboard makes its DOM (DESIGN §12): elements by createElement and text by
+// The one way the dashboard makes its DOM (docs/design.md §12): elements by createElement and text by
 // textContent, so a string from a node (a hostname, a version, a receipt's reason, a log line)
 // is only ever text, never markup. Attributes are set one by one; no event-handler attribute
 // and no link out of this page can be made here.

@@ -1,4 +1,4 @@
-// The control-plane client with several URLs (DESIGN §13), over real sockets on loopback: it
+// The control-plane client with several URLs (docs/design.md §13), over real sockets on loopback: it
 // moves on after no answer or a 5xx, never after a 4xx, stays on the last URL that answered, and
 // tries each URL at most once per request.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Convergence and windows (DESIGN §11): the agent hands the helper no desired entry past its
+// Convergence and windows (docs/design.md §11): the agent hands the helper no desired entry past its
 // notAfter, and hands the others on with it; an expired entry is not recorded as acted on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

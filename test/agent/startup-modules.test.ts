@@ -5,9 +5,9 @@ import { REPO } from '../helpers/host.js';
 import { bundleOf, isClassicZod, isZodMini, modulesResolvedBy } from '../helpers/module-list.js';
 
 // An idle agent's RSS was ~10 MB over issue 8's 50 MB target while it loaded classic zod (row 5).
-// Every shape it reads is one zod/mini schema (DESIGN §15), a few MB lighter, less again once
+// Every shape it reads is one zod/mini schema (docs/design.md §15), a few MB lighter, less again once
 // bundled; classic zod must not come back into its module graph. The agent runs its bundle
-// (DESIGN §15), whose start must load no other file.
+// (docs/design.md §15), whose start must load no other file.
 test("the agent's start loads no file but its bundle's, with zod/mini and no classic zod", () => {
   const bundle = bundleOf('steward-agent');
   const { modules, stderr } = modulesResolvedBy(['--input-type=module', '-e', `await import(${JSON.stringify(bundle.entry)})`]);

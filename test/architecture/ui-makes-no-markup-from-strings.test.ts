@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { REPO } from '../helpers/host.js';
 
-// The dashboard shows strings a node sent (hostnames, versions, reasons, log lines): DESIGN §12
+// The dashboard shows strings a node sent (hostnames, versions, reasons, log lines): docs/design.md §12
 // says as text, never as markup. Its DOM is made by src/ui/dom.ts with createElement and text
 // nodes; none of the browser APIs that parse a string as HTML, or run one as code, may appear
 // in src/ui.

@@ -10,7 +10,7 @@ import { bundleOf, isClassicZod, modulesResolvedBy } from '../helpers/module-lis
 // row 1), and no schema but the answer lines' (zod/mini): only --manifest needs the envelope
 // schema, and loads it then. Each runs the real CLI under
 // a loader hook listing every module it resolves; under an empty root it fails to reach a
-// helper, after building its request. agentctl runs its bundle (DESIGN §15): the files it loads
+// helper, after building its request. agentctl runs its bundle (docs/design.md §15): the files it loads
 // are mapped back to the modules they hold by the bundle's metafile.
 const NO_ROOT = path.join(os.tmpdir(), 'steward-no-such-root');
 const INTEGRITY = `sha512-${'A'.repeat(86)}==`;

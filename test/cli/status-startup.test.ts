@@ -10,7 +10,7 @@ import { bundleOf, isClassicZod, isZodMini, modulesResolvedBy } from '../helpers
 // lists every module it resolves (it fails to reach a helper under an empty root, so the error
 // path is loaded too), and holds that status reaches none of the heavy ones: zod/mini for the
 // answer lines (protocol/answer-schemas.ts), never classic zod nor the request schemas. agentctl
-// runs its bundle (DESIGN §15): the files it loads are mapped back to the modules they hold by
+// runs its bundle (docs/design.md §15): the files it loads are mapped back to the modules they hold by
 // the bundle's metafile.
 test('agentctl status loads zod/mini but no classic zod, nor the modules of other commands', () => {
   const bundle = bundleOf('agentctl');

@@ -1,4 +1,4 @@
-// DESIGN §16 across versions: the previous release's hosts (helper, agent, agentctl) against this
+// docs/design.md §16 across versions: the previous release's hosts (helper, agent, agentctl) against this
 // steward-control, and this release's hosts against the previous steward-control. In both, a
 // rollout confirms, a failed start rolls back and its receipt reaches the control plane and counts
 // (it halts the run): this release's hosts sign v1 receipts to a control plane that never said it

@@ -1,5 +1,5 @@
 // The previous steward release, built from this repository's history for the compatibility tests
-// (DESIGN §16: CI runs a fleet of the previous release's agents and helpers against the new control
+// (docs/design.md §16: CI runs a fleet of the previous release's agents and helpers against the new control
 // plane, and the reverse). Bump PREVIOUS_RELEASE when a release is cut: it is the commit the hosts
 // of the fleet run while the control plane is upgraded before them.
 import { spawnSync } from 'node:child_process';

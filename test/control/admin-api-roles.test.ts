@@ -1,4 +1,4 @@
-// Every admin route (DESIGN §12): 401 without a token, 403 for a role too low (a denial in the
+// Every admin route (docs/design.md §12): 401 without a token, 403 for a role too low (a denial in the
 // audit log, nothing changed), 200 for the right one, and every change in the audit log with
 // the operator who made it. The routes come from the operations table, so a route added
 // without a case here fails its own test.

@@ -1,4 +1,4 @@
-// DESIGN §13: artifacts are served by every instance, from the shared --artifacts folder, never
+// docs/design.md §13: artifacts are served by every instance, from the shared --artifacts folder, never
 // from one instance's disk alone. A release added through one instance's admin API downloads,
 // whole and by range, through another instance on the same PostgreSQL database.
 import { test } from 'node:test';

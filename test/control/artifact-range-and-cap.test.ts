@@ -9,7 +9,7 @@ import { byteRange } from '../../src/control/server/artifacts.js';
 import { controlCli, startControlDaemon } from '../helpers/fleet.js';
 import { sri } from '../helpers/host.js';
 
-// DESIGN §13: artifacts answer Range requests and carry immutable cache headers, and one instance
+// docs/design.md §13: artifacts answer Range requests and carry immutable cache headers, and one instance
 // sends at most --max-downloads bodies at once (503 with Retry-After past it).
 
 function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {

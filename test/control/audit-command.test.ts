@@ -1,4 +1,4 @@
-// `steward-control audit [--since 1h] [--json]` (DESIGN §12): every change the local CLI makes
+// `steward-control audit [--since 1h] [--json]` (docs/design.md §12): every change the local CLI makes
 // is in the log as `local:<user>`, in the transaction of the change; --since keeps the recent
 // entries, and every entry is printed however many pages the log takes.
 import { after, before, test } from 'node:test';

@@ -1,4 +1,4 @@
-// `steward-control backup` and `restore` (DESIGN §13, "Backups"), with real serve processes on
+// `steward-control backup` and `restore` (docs/design.md §13, "Backups"), with real serve processes on
 // each backend and fake nodes with real keys: a backup taken while a rollout runs (serve still
 // serving), the control plane lost after the rollout went on, the backup restored onto the same
 // backend and onto the other one. Nodes keep their identities and heartbeat on; no seq is
@@ -77,7 +77,7 @@ async function backupDuringRollout(backend: StoreBackend): Promise<BackedUp> {
   }
 }
 
-// Restores the backup onto a fresh target of `target`, serves it, and checks what DESIGN §13 says.
+// Restores the backup onto a fresh target of `target`, serves it, and checks what docs/design.md §13 says.
 async function restoreAndHeartbeatOn(b: BackedUp, target: StoreBackend): Promise<void> {
   const db = await target.emptyTarget();
   const artifacts = path.join(mkdtempSync(path.join(os.tmpdir(), 'steward-restored-')), 'artifacts');

@@ -1,4 +1,4 @@
-// The catalog rules of DESIGN §11 through the CLI (a real child process on the database of an
+// The catalog rules of docs/design.md §11 through the CLI (a real child process on the database of an
 // in-process control plane): a version is immutable, another key needs --resign, only the keys
 // allowed for an app sign it, `release remove` waits for the running rollout, `release list`
 // flags manifests that expire within 7 days, `keys list` shows who may sign what.

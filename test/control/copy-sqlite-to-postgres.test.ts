@@ -1,4 +1,4 @@
-// `steward-control copy --from FILE --to postgres://...` (DESIGN §13): the move of a SQLite
+// `steward-control copy --from FILE --to postgres://...` (docs/design.md §13): the move of a SQLite
 // control plane to PostgreSQL. With real serve processes and fake nodes with real keys: the
 // nodes heartbeat on against the PostgreSQL instance with their identities and their seqs (an
 // old seq is still a replay there), the rollout that was running goes on from where it was (a

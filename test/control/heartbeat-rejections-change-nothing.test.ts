@@ -1,5 +1,5 @@
 // Every rejected heartbeat answers its status and code over real HTTP and leaves every table of
-// the store exactly as it was (DESIGN §6: "rejected whole and changes nothing"), but one: a
+// the store exactly as it was (docs/design.md §6: "rejected whole and changes nothing"), but one: a
 // heartbeat refused for clock skew records that refusal on its node (three columns of its row,
 // issue 31), and nothing else.
 import { after, before, test } from 'node:test';

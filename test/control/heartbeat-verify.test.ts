@@ -84,7 +84,7 @@ const b64 = (v: unknown) => canonicalBytes(v).toString('base64');
 const STATUSES = new Set([400, 401, 409, 422]);
 const CODES = new Set(['BAD_BODY', 'UNKNOWN_NODE', 'BAD_SIGNATURE', 'SEQ_REPLAYED', 'CLOCK_SKEW', 'RECEIPT_REJECTED']);
 
-// Each rejection of DESIGN §6 and the list: the body, then the answer expected.
+// Each rejection of docs/design.md §6 and the list: the body, then the answer expected.
 const rejections: Array<{ name: string; body: () => Buffer; status: number; code: string; lastSeq?: number; serverTime?: number }> = [
   { name: 'a replayed seq (equal to the last seen)', body: () => body({ seq: 41 }), status: 409, code: 'SEQ_REPLAYED', lastSeq: 41 },
   { name: 'a replayed seq (below the last seen)', body: () => body({ seq: 7 }), status: 409, code: 'SEQ_REPLAYED', lastSeq: 41 },
@@ -250,7 +250,7 @@ for (const r of nonCounting) {
 test("a late receipt of an earlier run is accepted and stored; it counts only while the lookup knows that run's attempt", () => {
   const late = receipt({ attemptId: 'run-1.node-a', seq: 7, outcome: 'rolled-back', reason: { code: 'REPLACEMENT_UNHEALTHY', message: 'probe failed' } });
   // The store remembers every run's attempts: the receipt is tied to run-1, and the planner of
-  // run-2 ignores it as not its own (DESIGN §9) but may read it as a revert of earlier runs.
+  // run-2 ignores it as not its own (docs/design.md §9) but may read it as a revert of earlier runs.
   const v = verify(body({ receipts: [late] }));
   assert.ok(v.ok, v.ok ? '' : v.message);
   assert.deepEqual(v.receipts.map((x) => [x.payload.seq, x.counts]), [[7, true]]);

@@ -1,4 +1,4 @@
-// Labels (DESIGN §11): a token's labels go to its node; what a node proposes at enrollment is
+// Labels (docs/design.md §11): a token's labels go to its node; what a node proposes at enrollment is
 // kept under claimed.<key>; operators change labels with `nodes label`; `--select` filters
 // `nodes` and `receipts`; tokens are listed and revoked. The CLI runs as a real child process on
 // the same database as the in-process control plane.

@@ -1,4 +1,4 @@
-// The control plane's metrics (DESIGN §12) as a scraper sees them: the text passes `promtool
+// The control plane's metrics (docs/design.md §12) as a scraper sees them: the text passes `promtool
 // check metrics`, this instance's counters move as heartbeats and receipts arrive, and the
 // fleet gauges come from the store, so a second instance on the same store reports them alike.
 import { afterEach, test } from 'node:test';

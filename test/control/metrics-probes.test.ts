@@ -1,5 +1,5 @@
 // `GET /healthz` (the process serves) and `GET /readyz` (the store answers a trivial read within a
-// timeout), DESIGN §12, on the metrics listener and on the fleet listener alike.
+// timeout), docs/design.md §12, on the metrics listener and on the fleet listener alike.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';

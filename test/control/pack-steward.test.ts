@@ -1,4 +1,4 @@
-// `steward-control release pack-steward` (DESIGN §14): steward's own code as a release of the app
+// `steward-control release pack-steward` (docs/design.md §14): steward's own code as a release of the app
 // steward, which a helper stages and verifies like any app's release once it is signed.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The remote CLI (DESIGN §12): one list of steward-control commands run twice, on the server
+// The remote CLI (docs/design.md §12): one list of steward-control commands run twice, on the server
 // host's database (--db) and through the admin API (--server with STEWARD_CONTROL_TOKEN), each
 // on a fresh control plane with one enrolled node. Every command, error cases included, must
 // print the same stdout and stderr (ids, secrets, times and signatures aside) and exit the same.

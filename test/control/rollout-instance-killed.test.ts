@@ -1,4 +1,4 @@
-// DESIGN §13: killing any instance at any moment loses nothing and issues nothing twice. An
+// docs/design.md §13: killing any instance at any moment loses nothing and issues nothing twice. An
 // instance (A) advancing a rollout stops itself at a named point (the test-only stop points,
 // server/test-stop-points.ts) and is SIGKILLed there; a second instance (B) on the same
 // PostgreSQL database takes over, the simulated agents moving to it as agents do. At each of

@@ -1,4 +1,4 @@
-// The rollout policy of DESIGN §11 through the real control plane: fake nodes enroll with
+// The rollout policy of docs/design.md §11 through the real control plane: fake nodes enroll with
 // labelled tokens and heartbeat over HTTP; the fake clock drives bakes, windows and ticks.
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';

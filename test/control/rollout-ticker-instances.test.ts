@@ -1,4 +1,4 @@
-// DESIGN §13: rollouts advance on a ticker under a per-run lock, on every instance. Two serve
+// docs/design.md §13: rollouts advance on a ticker under a per-run lock, on every instance. Two serve
 // instances on one PostgreSQL database, the simulated agents heartbeating to either, finish a
 // run with a canary and batches, each attempt issued once. An operator's stop or pause waits
 // for the lock a tick holds (the tick's instance stopped at a test-only stop point,

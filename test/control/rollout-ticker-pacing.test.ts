@@ -1,4 +1,4 @@
-// DESIGN §13: a rollout tick plans each run whole, so its cost grows with the fleet. Wakes (a
+// docs/design.md §13: a rollout tick plans each run whole, so its cost grows with the fleet. Wakes (a
 // commit that stored verdicts) and the timer wait, after a tick of d ms, until PACE × d ms have
 // passed since it ended, at most MAX_GAP_MS; a burst of wakes costs one more tick. The ticker
 // runs against a store that only lists runs (none), each listing taking the time the test

@@ -1,4 +1,4 @@
-// `steward-control serve --metrics-listen HOST:PORT` as a real process (DESIGN §12): its metrics,
+// `steward-control serve --metrics-listen HOST:PORT` as a real process (docs/design.md §12): its metrics,
 // process metrics included, pass `promtool check metrics` and move with a heartbeat; the
 // --listen address named again serves them on the fleet listener, by choice.
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
-// The store contract of DESIGN §11 (src/control/store/store.ts), held on both backends (SQLite,
-// and PostgreSQL on a throwaway cluster, DESIGN §13): transactions never interleave across an
+// The store contract of docs/design.md §11 (src/control/store/store.ts), held on both backends (SQLite,
+// and PostgreSQL on a throwaway cluster, docs/design.md §13): transactions never interleave across an
 // await, every uniqueness is the database's own constraint (the code's checks are bypassed here
 // on purpose), and decisions take the store's clock, fixed for the whole transaction.
 import { after, before, test } from 'node:test';

@@ -1,4 +1,4 @@
-// A database written by a newer steward-control is refused clearly, never guessed at (DESIGN §10).
+// A database written by a newer steward-control is refused clearly, never guessed at (docs/design.md §10).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

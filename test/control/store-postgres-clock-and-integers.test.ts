@@ -1,4 +1,4 @@
-// On PostgreSQL the store's clock is the database's (DESIGN §13: decisions use it, whichever
+// On PostgreSQL the store's clock is the database's (docs/design.md §13: decisions use it, whichever
 // instance makes them), fixed for a transaction, and its 64-bit integers are read as numbers:
 // one beyond Number.MAX_SAFE_INTEGER is an error, never a silently rounded time or seq.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Several steward-control instances on one PostgreSQL database are one control plane (DESIGN
+// Several steward-control instances on one PostgreSQL database are one control plane (docs/design.md
 // §13): their transactions are SERIALIZABLE and one that lost a conflict with another instance
 // runs again, so no write of either is lost and every uniqueness still holds. (SQLite's
 // processes take the file's write lock in turn; two stores in one process would wait on each

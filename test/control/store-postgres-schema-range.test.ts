@@ -1,5 +1,5 @@
 // Migrations on PostgreSQL run only by `steward-control migrate`, under an advisory lock, and
-// each steward-control declares the schema range it works with (DESIGN §13): a database it
+// each steward-control declares the schema range it works with (docs/design.md §13): a database it
 // cannot work on is refused with STATE_INVALID naming the database's schema and the range; one
 // that a newer release only expanded is used, so a rolling upgrade stops no older instance.
 import { test } from 'node:test';

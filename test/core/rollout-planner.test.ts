@@ -1,4 +1,4 @@
-// The rollout planner (DESIGN §9, §11), table-tested on a fake clock: each case plays steps as
+// The rollout planner (docs/design.md §9, §11), table-tested on a fake clock: each case plays steps as
 // the control plane would (record the receipts, plan, record what the plan issues) and checks
 // every plan against its row.
 import { test } from 'node:test';

@@ -9,7 +9,7 @@ import {
   type SupervisorRecordState,
 } from '../../src/core/supervisor-decision.js';
 
-// DESIGN §2 defaults. Every time below is ms on a fake clock that starts at T0.
+// docs/design.md §2 defaults. Every time below is ms on a fake clock that starts at T0.
 const defaults: RestartPolicy = { baseMs: 5_000, capMs: 300_000, maxAttempts: 5, healthyMs: 600_000 };
 const T0 = 1_700_000_000_000;
 const s = 1_000;

@@ -11,7 +11,7 @@ import { describeState, materialize, recordOps, snapshotRoot, spawnTraced, state
 import { writeTree } from './fs-model.js';
 import { crashCap, crashSeed, mutationCap, requireStrace } from './settings.js';
 
-// Power cuts during the launcher's starts (DESIGN §14.4): three starts in a row (the trial, its
+// Power cuts during the launcher's starts (docs/design.md §14.4): three starts in a row (the trial, its
 // revert or commit, a start after) run under strace; every state a power cut could leave, with
 // and without each rename's folder fsync having reached the disk (crash-states.ts), is written
 // out and started LATER_STARTS more times. From each: the version on trial ran at most once in

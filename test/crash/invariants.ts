@@ -93,7 +93,7 @@ export async function checkRecoveredRoot(started: StartedRoot, before: Before): 
   } catch (err) {
     bad.push(`state/${app}.json cannot be read: ${(err as Error).message}`);
   }
-  // DESIGN §5: a record that says `expected: running` names the app's one live process, of the
+  // docs/design.md §5: a record that says `expected: running` names the app's one live process, of the
   // version `current` resolves to; no other process of the app runs, and none runs when the
   // record does not say running.
   try {

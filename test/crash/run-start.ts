@@ -20,7 +20,7 @@ export interface StartedRoot {
   close(): Promise<void>;
 }
 
-// The helper's start (DESIGN §4) on `root`, as steward-helper runs it.
+// The helper's start (docs/design.md §4) on `root`, as steward-helper runs it.
 export async function runHelperStart(root: string): Promise<StartedRoot> {
   const isRoot = process.getuid?.() === 0;
   const paths = hostPaths(root);

@@ -1,5 +1,5 @@
 // docs/admin-api.md lists every admin route with its method, role and command, as the
-// operations table has them (DESIGN §12: documented in docs/), and no route that is not one.
+// operations table has them (docs/design.md §12: documented in docs/), and no route that is not one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

@@ -117,7 +117,7 @@ test('the README\'s "Try it by hand" works pasted as it is, as an unprivileged u
   // As root: as nobody, in a copy of the checkout it can read (readable-copy.ts).
   const nobody = await lookupUser('nobody');
   assert.ok(nobody, 'nobody is in /etc/passwd');
-  // The bundles need no node_modules (DESIGN §15): the copy has none.
+  // The bundles need no node_modules (docs/design.md §15): the copy has none.
   const code = readableCopy(['package.json', 'bin', 'dist/bundle', 'examples']);
   t.after(() => code.cleanup());
   const r = await paste(t, code.dir, { uid: nobody.uid, gid: nobody.gid, home: nobody.home, name: nobody.name });

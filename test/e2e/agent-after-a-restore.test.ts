@@ -1,5 +1,5 @@
 // A real enrolled steward-agent (with its steward-helper) across a restore of its control plane
-// (DESIGN §13, "Backups"): the backup is taken while the agent heartbeats; the control plane is
+// (docs/design.md §13, "Backups"): the backup is taken while the agent heartbeats; the control plane is
 // lost a few heartbeats later and restored from that backup on the same address. The agent's
 // seq is past the restored lastSeq and it goes on without a word; an agent whose seq.json went
 // back below it (as if its host were restored too) is answered 409 and jumps past on its own.

@@ -1,4 +1,4 @@
-// steward-agent with several control-plane URLs (DESIGN §13), as a real process against control
+// steward-agent with several control-plane URLs (docs/design.md §13), as a real process against control
 // planes on loopback: the next URL after no answer or a 5xx, never after a 4xx, staying on the last
 // one that answered, also across a restart; `agentctl enroll --control-plane` repeated.
 import { test, type TestContext } from 'node:test';

@@ -7,7 +7,7 @@ import { preBundleCheckout } from '../fixtures/pre-bundle-agent-release.js';
 import { freePort } from '../fixtures/app-releases.js';
 import { makeAgentAppHost, writeAgentReleaseFile, type AgentAppHost } from '../helpers/agent-app-host.js';
 
-// The probe of a new steward-agent (DESIGN §14): not "the same process for 5 s" but, within the
+// The probe of a new steward-agent (docs/design.md §14): not "the same process for 5 s" but, within the
 // release's health.timeoutMs, the new agent's confirm over helper.sock of a heartbeat the control
 // plane answered. Real helper, real agents (this checkout's bundle, and the agent as steward made
 // it before the bundle, which knows no confirm), a fake control plane, the `process` runner.

@@ -1,4 +1,4 @@
-// Several control-plane URLs end to end (DESIGN §13): a real steward-control behind a dead port and
+// Several control-plane URLs end to end (docs/design.md §13): a real steward-control behind a dead port and
 // a 503 stub. The host enrolls through the list, then, as a host enrolled before lists whose host
 // config gains one, heartbeats past both failures and converges a rollout whose tarball comes
 // from the signed manifest's URL.

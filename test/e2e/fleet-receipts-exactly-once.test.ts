@@ -1,4 +1,4 @@
-// Exactly once, end to end (DESIGN §6): two apps updated 20 times each while the agent is
+// Exactly once, end to end (docs/design.md §6): two apps updated 20 times each while the agent is
 // SIGKILLed at seeded random moments and the control plane is down for a while. The control
 // plane must end with all 40 receipts, each seq once, byte for byte the helper's envelopes.
 import { test, after } from 'node:test';

@@ -1,4 +1,4 @@
-// Fleet targeting end to end (DESIGN §11): a real steward-control and three hosts, each a real
+// Fleet targeting end to end (docs/design.md §11): a real steward-control and three hosts, each a real
 // helper and agent in its own root; one host does not run the app. The rollout that used to
 // pick that host as its canary, get no receipt, sit `issued` for the whole verdict timeout and
 // halt now leaves it not-targeted and ends succeeded within a few heartbeats; a labelled

@@ -1,4 +1,4 @@
-// DESIGN §12 and §16 end to end: a release that fails its start on a host reaches the control
+// docs/design.md §12 and §16 end to end: a release that fails its start on a host reaches the control
 // plane as a signed v2 receipt carrying its last log lines, made fit (control characters replaced),
 // shown to operators (`receipts --logs`) and withheld from viewers; an app whose host config says
 // `logTail: false` sends a v1 receipt without them.

@@ -1,4 +1,4 @@
-// The helper's node_exporter textfile (DESIGN §12, `metrics.textfile` in the host config) kept by
+// The helper's node_exporter textfile (docs/design.md §12, `metrics.textfile` in the host config) kept by
 // a real steward-helper: written once the helper has started, rewritten as updates end and
 // receipts are signed, accepted by `promtool check metrics`; and a textfile the helper may not
 // write breaks no update (logged and counted, written again once the folder is fixed).

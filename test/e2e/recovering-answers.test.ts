@@ -7,7 +7,7 @@ import { agentctl, processApp } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 import { waitReady } from '../helpers/app-processes.js';
 
-// DESIGN §4: at its start the helper recovers before it takes any request that would change
+// docs/design.md §4: at its start the helper recovers before it takes any request that would change
 // an app; those get RECOVERING meanwhile, and status answers at once.
 test('while the helper recovers an interrupted activation, status answers and changes get RECOVERING', { timeout: 90_000 }, async (t) => {
   const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });

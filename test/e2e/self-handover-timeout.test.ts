@@ -1,4 +1,4 @@
-// A self-update's handover whose restart never comes (DESIGN §14, step 1; docs/self-update.md):
+// A self-update's handover whose restart never comes (docs/design.md §14, step 1; docs/self-update.md):
 // the old helper wrote `candidate`, asked systemd for a restart (here a command that does
 // nothing), and holds every app lock. After `handoverTimeoutMs` it withdraws: `candidate` goes,
 // the journal closes `failed` (HANDOVER_TIMEOUT) with a receipt, and the apps are free again.

@@ -1,4 +1,4 @@
-// Self-update (DESIGN §14) through the real launcher and real helpers under a root prefix: a good
+// Self-update (docs/design.md §14) through the real launcher and real helpers under a root prefix: a good
 // version commits; one that exits at start, hangs, or binds and fails its self-check, and a
 // candidate or an old helper killed with SIGKILL during the handover, each run the candidate at
 // most once, leave one `current`, keep the apps running and unblocked, and end in a receipt.

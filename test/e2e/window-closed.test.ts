@@ -1,4 +1,4 @@
-// The helper refuses to start an update or a stage past its rollout window's end (DESIGN §11),
+// The helper refuses to start an update or a stage past its rollout window's end (docs/design.md §11),
 // on its own clock: WINDOW_CLOSED, a refusal, with a signed `refused` receipt when the request
 // carried an attemptId; nothing changes on the host.
 import { after, before, test } from 'node:test';

@@ -1,4 +1,4 @@
-// A window that closes mid-run stops issuing and resumes at the next one (DESIGN §11), end to
+// A window that closes mid-run stops issuing and resumes at the next one (docs/design.md §11), end to
 // end: real helpers and agents in temp roots, the real control plane in this process on a clock
 // the test moves (the system's time plus an offset, kept within the 5 minutes of clock skew a
 // heartbeat is allowed).

@@ -22,7 +22,7 @@ import { nodeStateSchema } from '../../src/host/node-state-schema.js';
 import { ALL_OPS } from '../../src/protocol/ops.js';
 import { progressEventSchema, requestEnvelopeSchema, requestSchemas, responseSchema } from '../../src/protocol/schemas.js';
 
-// Every JSON shape is one zod schema (DESIGN §15). Before the hand-written checkers that stood
+// Every JSON shape is one zod schema (docs/design.md §15). Before the hand-written checkers that stood
 // beside the schemas went (issue 16), their verdicts on the inputs of their property tests were
 // recorded here, one file per shape (test/golden/<shape>.json; the encoding of inputs JSON
 // cannot hold is test/helpers/golden-encoding.ts; the recording code, check-arbitraries.ts and

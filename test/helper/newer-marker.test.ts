@@ -8,7 +8,7 @@ import { inspectMarker } from '../../src/helper/release-store.js';
 import { hostWithCurrent, stageBytes } from '../helpers/stage-harness.js';
 import { releaseTgz } from '../fixtures/releases.js';
 
-// DESIGN §10: an older steward may read a newer steward's files after a rollback of
+// docs/design.md §10: an older steward may read a newer steward's files after a rollback of
 // steward itself. A release tree whose marker is newer is neither used nor removed.
 test('a tree staged by a newer steward is left alone by the start cleanup and by staging', async () => {
   const s = await hostWithCurrent();

@@ -8,8 +8,8 @@ import { bundleOf, isClassicZod, isZodMini, modulesResolvedBy } from '../helpers
 // ~10 MB, classic zod ~11 MB, and a module once loaded stays. The helper's start must load
 // neither, and no path of the helper may load execa at all: `sync -f` after a stage, systemctl
 // and journalctl run through node:child_process (platform/exec.ts). Its shapes are zod/mini
-// schemas (DESIGN §15; test/helper/zod-free-paths.test.ts follows a helper's life with a loader
-// hook). The helper runs its bundle (DESIGN §15): what its start loads is a list of the bundle's
+// schemas (docs/design.md §15; test/helper/zod-free-paths.test.ts follows a helper's life with a loader
+// hook). The helper runs its bundle (docs/design.md §15): what its start loads is a list of the bundle's
 // files, mapped back by the bundle's metafile to the modules each one holds.
 const bundle = bundleOf('steward-helper');
 

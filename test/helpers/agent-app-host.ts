@@ -1,5 +1,5 @@
 // A host whose steward-agent is an app the helper runs (the `process` runner, no systemd), for the
-// tests of the agent's probe (DESIGN §14): a real helper, a fake control plane the agent enrolls
+// tests of the agent's probe (docs/design.md §14): a real helper, a fake control plane the agent enrolls
 // with, and signed agent releases made from this checkout's bundle (or by a test's own layout).
 // As root, the helper, agentctl and so the agent run as `nobody`, who owns the whole host: a
 // process app runs as a user other than root, and that user must reach helper.sock, which

@@ -54,13 +54,13 @@ const FLEET: Array<{ name: string; env: string; apps: Array<[string, string | nu
 
 export const BROKEN = '3.0.0';
 
-// The failed version's reason, as a helper's receipt says it (DESIGN §4).
+// The failed version's reason, as a helper's receipt says it (docs/design.md §4).
 export function brokenAnswer(app: string, attempt: string): Answer {
   return {
     outcome: 'rolled-back',
     reason: { code: 'REPLACEMENT_UNHEALTHY', message: `${app} ${BROKEN} exited with code 1 during its probe; rolled back to 1.0.0\nError: listen EADDRINUSE: address already in use 127.0.0.1:8080` },
     logFile: `/var/log/steward/${app}-${attempt}.log`,
-    // As a helper signs it for a control plane that takes receipt payload v2 (DESIGN §12).
+    // As a helper signs it for a control plane that takes receipt payload v2 (docs/design.md §12).
     logTail: `web ${BROKEN} listening on 127.0.0.1:8080\nnode:events:497\n      throw er; // Unhandled 'error' event\n      ^\nError: listen EADDRINUSE: address already in use 127.0.0.1:8080\n    at Server.setupListenHandle [as _listen2] (node:net:1872:16)\n`,
   };
 }

@@ -64,7 +64,7 @@ export function makeHost(config: Record<string, unknown> = { apps: { web: proces
       writeFileSync(paths.configFile, JSON.stringify(c, null, 2), { mode: 0o644 });
     },
     cleanup() {
-      // An app outlives its helper by design (DESIGN §5), so a test that ends with one running
+      // An app outlives its helper by design (docs/design.md §5), so a test that ends with one running
       // would leave it behind for the rest of the suite (seen: 8 `node server.js` per run).
       killHostApps(root, paths);
       rmSync(base, { recursive: true, force: true });

@@ -17,7 +17,7 @@ const dir = path.join(paths.appsDir, 'steward/versions', version);
 if (files.trying.state === 'valid' && files.trying.value.source === 'package' && !existsSync(path.join(dir, '.steward-valid'))) {
   rmSync(dir, { recursive: true, force: true });
   copyTree(tree, dir);
-  // Durable before the marker, as staging makes a tree (DESIGN §2, "Durable tree").
+  // Durable before the marker, as staging makes a tree (docs/design.md §2, "Durable tree").
   execFileSync('sync', ['-f', dir]);
   writeMarker(dir, version);
   execFileSync('sync', ['-f', dir]);

@@ -1,4 +1,4 @@
-// A host for the launcher's tests (systemd/steward-launcher, DESIGN §14): a temp root with the
+// A host for the launcher's tests (systemd/steward-launcher, docs/design.md §14): a temp root with the
 // app steward's release store, a package tree, and a fake runtime that records what the
 // launcher exec'd and then acts as that tree's `behaviour` file says:
 //   good   ready: a trial commits with the real commitTrial, every start resets the start count

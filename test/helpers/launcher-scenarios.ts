@@ -1,5 +1,5 @@
 // The starts the launcher's crash tests cut (a kill -9, a power cut), and what must hold after
-// any cut over the starts that follow (DESIGN §14.4): the version on trial ran at most once in
+// any cut over the starts that follow (docs/design.md §14.4): the version on trial ran at most once in
 // all, every start booted something, and the host settled on exactly one version.
 import { writeCandidate } from '../../src/helper/self/trial-steps.js';
 import type { Behaviour, LauncherHost, Run, Start } from './launcher-host.js';

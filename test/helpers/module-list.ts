@@ -76,7 +76,7 @@ export function bundleOf(program: string): Bundle {
 }
 
 // Whether a resolved module is classic zod (`zod`, `zod/v4`, `zod/v3` and what they load): the
-// daemons load zod/mini and never classic zod (DESIGN §15). zod/mini is zod/v4/mini and
+// daemons load zod/mini and never classic zod (docs/design.md §15). zod/mini is zod/v4/mini and
 // zod/v4/core, which classic zod loads too: only these modules tell the two apart.
 export const isClassicZod = (url: string): boolean => /\/node_modules\/zod\/(?:index\.js$|v4\/index\.js$|v4\/classic\/|v3\/)/.test(url);
 // Whether a resolved module is zod/mini's own (zod/mini, zod/v4/mini).

@@ -1,4 +1,4 @@
-// A throwaway PostgreSQL cluster for one test file (DESIGN §13): initdb and pg_ctl in a mkdtemp
+// A throwaway PostgreSQL cluster for one test file (docs/design.md §13): initdb and pg_ctl in a mkdtemp
 // folder, as `nobody` when the tests run as root (PostgreSQL refuses to run as root), listening
 // only on a Unix socket in that folder; a fresh database per test; stopped and removed after.
 import { execFile } from 'node:child_process';

@@ -1,4 +1,4 @@
-// A host for the self-update tests (DESIGN §14): a temp root whose app `steward` (runner self)
+// A host for the self-update tests (docs/design.md §14): a temp root whose app `steward` (runner self)
 // is steward's real built code, laid out as a release by `pack-steward`'s own code, and a
 // "package" folder laid out the same way, started through the real launcher
 // (systemd/steward-launcher) with this test's node as the runtime. Each start of the launcher is

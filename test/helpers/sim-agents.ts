@@ -1,4 +1,4 @@
-// Simulated agents for tests of several steward-control instances (DESIGN §13): FakeNodes
+// Simulated agents for tests of several steward-control instances (docs/design.md §13): FakeNodes
 // (real keys, real signatures) that heartbeat on a loop to whichever instance is first in a
 // shared list, move to the next on a connection error, a timeout or a 5xx as the agent does,
 // answer every attempt they are asked with an `active` receipt kept in an outbox until acked,

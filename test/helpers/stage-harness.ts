@@ -40,7 +40,7 @@ export async function hostWithCurrent(configExtra: Record<string, unknown> = {},
 
 // Where the bytes of a stage come from: a local file over admin.sock rules (unsigned allowed),
 // or a loopback http server under a manifest signed for them, as the agent's updates come over
-// helper.sock: the extraction then runs while they arrive (DESIGN §3 step 4).
+// helper.sock: the extraction then runs while they arrive (docs/design.md §3 step 4).
 export type StageVia = 'file' | 'fetch';
 
 // The key a host trusts for web's fetched releases, made (and written into trusted-keys/) once.

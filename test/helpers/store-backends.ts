@@ -1,4 +1,4 @@
-// Runs a suite of store tests once per backend (DESIGN §13: one store contract, one test suite
+// Runs a suite of store tests once per backend (docs/design.md §13: one store contract, one test suite
 // on both): SQLite in a mkdtemp folder, and PostgreSQL on this file's own throwaway cluster
 // (test/helpers/postgres.ts), a fresh migrated database per open(). Without PostgreSQL its
 // suite is skipped with the reason printed, except under CI=true, where it fails.

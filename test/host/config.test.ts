@@ -31,7 +31,7 @@ async function configError(config: unknown, isRoot = false): Promise<StewardErro
   assert.fail('the config was accepted');
 }
 
-test('the config of DESIGN §2 loads, with defaults filled in', async () => {
+test('the config of docs/design.md §2 loads, with defaults filled in', async () => {
   const c = await loadWith({
     apps: {
       web: { runner: 'process', user: 'web', group: 'web', keepReleases: 3, restart: { baseMs: 5000, capMs: 300000, maxAttempts: 5, healthyMs: 600000 }, quarantine: { baseMs: 300000, capMs: 86400000 } },

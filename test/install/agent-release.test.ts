@@ -38,16 +38,16 @@ test('the agent is installed as a signed, read-only release with current pointin
   assert.equal(existsSync(trustedKeysFor(host.paths, AGENT_APP)), false);
   const state = await readAppState(host.paths, AGENT_APP);
   assert.equal(state.highestActive, version);
-  // Without a hold (DESIGN §14): the control plane may update the agent from the start.
+  // Without a hold (docs/design.md §14): the control plane may update the agent from the start.
   assert.equal(state.hold, null);
   const tree = versionDir(host.paths, AGENT_APP, version);
   assert.equal(lstatSync(tree).mode & 0o7777, 0o555);
   if (IS_ROOT) assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).uid, 0);
   assert.equal(lstatSync(path.join(tree, AGENT_ENTRY)).mode & 0o222, 0, 'read-only');
-  // The agent's launcher and bundle (DESIGN §15), and no node_modules: nothing of the control
+  // The agent's launcher and bundle (docs/design.md §15), and no node_modules: nothing of the control
   // plane, no compiler, no other program.
   assert.deepEqual(readdirSync(tree).sort(), ['.steward-valid', 'bin', 'dist', 'package.json', 'steward-release.json']);
-  // Its probe when an update brings it (DESIGN §14): the new agent's confirm of an answered
+  // Its probe when an update brings it (docs/design.md §14): the new agent's confirm of an answered
   // heartbeat within 60 s, then the same process for 5 s.
   assert.deepEqual(JSON.parse(readFileSync(path.join(tree, 'steward-release.json'), 'utf8')).health, { confirm: 'heartbeat', timeoutMs: 60_000, stableMs: 5000 });
   assert.deepEqual(readdirSync(path.join(tree, 'bin')), ['steward-agent.js']);

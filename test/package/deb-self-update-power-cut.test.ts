@@ -9,7 +9,7 @@ import { makeReleaseKey } from '../helpers/host.js';
 import { stewardReleaseFiles } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
 
-// Self-update under a real systemd (DESIGN §14), one container with the .deb installed: power cuts
+// Self-update under a real systemd (docs/design.md §14), one container with the .deb installed: power cuts
 // at each of the trial's renames, a SIGKILL of the old helper during its handover, and apt
 // upgrades to a package newer and older than the committed release. A power cut is steward's
 // every process (the helper's unit, the agent's, each app's) SIGKILLed at once while the process

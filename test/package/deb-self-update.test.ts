@@ -9,7 +9,7 @@ import { makeReleaseKey } from '../helpers/host.js';
 import { stewardReleaseFiles } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
 
-// Self-update under a real systemd (DESIGN §14), one container: the packaged helper unit runs the
+// Self-update under a real systemd (docs/design.md §14), one container: the packaged helper unit runs the
 // launcher (Type=notify). A good release of steward is tried once and commits, and the unit is
 // `active` only after the commit; one that exits at start and one that hangs before binding its
 // sockets (ended by the unit's start timeout), and one killed with SIGKILL during its probe, each

@@ -7,7 +7,7 @@ import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js'
 
 // An upgrade to a newer package under a real systemd (test/helpers/deb-container.ts) with an app
 // running: the new postinst restarts the helper onto the new version's code and Node.js, and the
-// app goes on as the same process, which the new helper adopts (DESIGN §14: apps keep running
+// app goes on as the same process, which the new helper adopts (docs/design.md §14: apps keep running
 // across an upgrade; KillMode=process and one transient unit per app).
 
 test('dpkg -i of a newer package restarts the helper on the new version and leaves a running app as it was', { timeout: 300_000 }, async (t) => {

@@ -10,7 +10,7 @@ import { controlCli, startControlDaemon } from '../helpers/fleet.js';
 import { stewardTarball } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
 
-// A rollout of steward itself (DESIGN §14 through §11) to three hosts, each a booted systemd
+// A rollout of steward itself (docs/design.md §14 through §11) to three hosts, each a booted systemd
 // container with the same .deb installed, enrolled to one steward-control. steward-control runs
 // on this machine: the containers have no network of their own (systemd-nspawn without
 // --private-network), so 127.0.0.1 is the same loopback inside and out. Each host trusts the

@@ -13,7 +13,7 @@ import { REPO } from '../helpers/host.js';
 import { assertManPageClean, assertNoLintianError, has } from '../helpers/deb-read.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
-// steward-control's package (DESIGN §14, docs/package.md), built once here with the cached
+// steward-control's package (docs/design.md §14, docs/package.md), built once here with the cached
 // better-sqlite3 for its Node.js (.ci/run builds that cache before the suite), then read with
 // dpkg-deb and given to lintian.
 

@@ -12,12 +12,12 @@ import { REPO } from '../helpers/host.js';
 import { assertManPageClean, assertNoLintianError, has } from '../helpers/deb-read.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 
-// `npm run package` (DESIGN §14, docs/package.md): the .deb is built once here, then read with
+// `npm run package` (docs/design.md §14, docs/package.md): the .deb is built once here, then read with
 // dpkg-deb as a reviewer reads it, and given to lintian.
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 
-test('the steward package holds the layout of DESIGN §14, runs its own Node.js 24 and passes lintian', { timeout: 240_000 }, async (t) => {
+test('the steward package holds the layout of docs/design.md §14, runs its own Node.js 24 and passes lintian', { timeout: 240_000 }, async (t) => {
   if (!has('dpkg-deb') || !has('strip')) return skipUnlessCI(t, 'dpkg-deb or strip (binutils) is not installed');
   const out = mkdtempSync(path.join(os.tmpdir(), 'steward-deb-'));
   t.after(() => rmSync(out, { recursive: true, force: true }));

@@ -6,7 +6,7 @@ import { busyWaitMs, DEFAULT_BUSY_WAIT_MS, fetchToFile, MAX_BUSY_WAIT_MS } from 
 import { assertFailsClean, fetchSettings, useFetchFixture } from '../helpers/fetch-server.js';
 import { sri } from '../helpers/host.js';
 
-// DESIGN §13: a control plane past its --max-downloads answers 503 with Retry-After. The helper's
+// docs/design.md §13: a control plane past its --max-downloads answers 503 with Retry-After. The helper's
 // fetch waits it out (so a capped download is a later download, not a failed update that would
 // count against a rollout's failure budget), within the fetch's one deadline.
 

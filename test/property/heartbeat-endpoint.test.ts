@@ -1,4 +1,4 @@
-// Property tests of the control plane's heartbeat endpoint (DESIGN §6, issue 7 item 5): mutated
+// Property tests of the control plane's heartbeat endpoint (docs/design.md §6, issue 7 item 5): mutated
 // signed envelopes, payloads re-signed after a mutation and relayed receipts altered after
 // signing. verifyHeartbeat never throws and never accepts signed bytes it did not get signed;
 // over HTTP a rejection has its closed code, leaves every table as it was, and nothing is a 500.

@@ -86,7 +86,7 @@ test('the real helper refuses any near-valid request with a closed code and, at 
       const before = baseline;
       baseline = now;
       if (GATE_CODES.has(code)) {
-        // An update attempt the helper does not take still ends in its refused receipt (DESIGN §6):
+        // An update attempt the helper does not take still ends in its refused receipt (docs/design.md §6):
         // the receipts and their seq may change, and nothing else.
         const receipt = (p: string) => path.dirname(p) === host.paths.receiptsDir || p === host.paths.receiptSeq;
         const rest = (m: Map<string, string>) => new Map([...m].filter(([p]) => !final.error.attemptId || !receipt(p)));

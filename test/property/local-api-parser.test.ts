@@ -1,4 +1,4 @@
-// Property tests of the local API's parser and dispatcher (DESIGN §7, issue 7 item 5): whatever
+// Property tests of the local API's parser and dispatcher (docs/design.md §7, issue 7 item 5): whatever
 // bytes or JSON arrive, no exception escapes, every rejection is a StewardError with a closed
 // reason code, and a handler runs only for a request its schema and its socket's policy accept.
 import assert from 'node:assert/strict';
@@ -40,7 +40,7 @@ const anyRequest = fc.oneof(
   { weight: 4, arbitrary: mutatedJson(validRequestArb()) },
 );
 
-// What the socket policy of DESIGN §3.1 forbids on helper.sock, checked on a request a handler got.
+// What the socket policy of docs/design.md §3.1 forbids on helper.sock, checked on a request a handler got.
 function helperSockMayRun(op: OpName, r: Record<string, unknown>): boolean {
   if ((ADMIN_ONLY_OPS as readonly string[]).includes(op)) return false;
   if (op === 'stage' || op === 'update') return r.manifest !== undefined && !r.path && !r.allowUnsigned && !r.allowDowngrade;

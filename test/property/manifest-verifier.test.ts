@@ -1,4 +1,4 @@
-// Property tests of the manifest verifier (DESIGN §3.2, §6; issue 7 item 5): a signed manifest
+// Property tests of the manifest verifier (docs/design.md §3.2, §6; issue 7 item 5): a signed manifest
 // changed in any way (its envelope's JSON, its text, the payload's or the signature's bytes,
 // the signature's malleable twin) verifies only if the signed bytes, the signature and the
 // key id are the ones signed; a payload re-signed by a trusted key verifies only if it is a

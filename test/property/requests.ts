@@ -1,4 +1,4 @@
-// Valid local-API requests of every op (DESIGN §7), the seeds that the near-valid inputs of the
+// Valid local-API requests of every op (docs/design.md §7), the seeds that the near-valid inputs of the
 // property suites are mutated from.
 import fc from 'fast-check';
 import type { Envelope } from '../../src/core/release-schemas.js';

@@ -1,5 +1,5 @@
 // A dry run followed at once by a real run issues exactly what the dry run showed, in that order
-// (DESIGN §11), for random fleets, selectors and policies: the real run goes through the control
+// (docs/design.md §11), for random fleets, selectors and policies: the real run goes through the control
 // plane's own code on a real store, SQLite and PostgreSQL (start, advance on the store's fake
 // clock, verdicts as stored receipts), every node confirming as soon as it is asked.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Properties of the rollout planner (DESIGN §11), over random fleets, selectors, policies and
+// Properties of the rollout planner (docs/design.md §11), over random fleets, selectors, policies and
 // node behaviours played on a fake clock, as the control plane plays them: for any of them no
 // node outside the targets is ever issued, no batch exceeds its size, a run never ends
 // `succeeded` with a failure beyond its budget, and no attempt is issued outside a window or

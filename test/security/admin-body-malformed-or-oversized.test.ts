@@ -1,4 +1,4 @@
-// Hostile bodies on the admin API (DESIGN §12), from an authenticated admin: what is not a JSON
+// Hostile bodies on the admin API (docs/design.md §12), from an authenticated admin: what is not a JSON
 // object, over the limit, or a broken upload frame is refused with BAD_REQUEST (413 when too
 // large), changes nothing, and the server goes on answering.
 import { after, before, test } from 'node:test';

@@ -1,4 +1,4 @@
-// A client guessing operator tokens cannot dodge the failure slowdown (DESIGN §12) by sending a
+// A client guessing operator tokens cannot dodge the failure slowdown (docs/design.md §12) by sending a
 // new X-Forwarded-For with every guess: the header is believed only from a --trusted-proxy, so
 // an untrusted peer's failures all count against its own address and each waits longer.
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 // An operator token or session cookie sent over plain http from another host has crossed the
-// network in clear text (DESIGN §12): it is refused without being checked, also when a trusted
+// network in clear text (docs/design.md §12): it is refused without being checked, also when a trusted
 // proxy on loopback relays such a client over plain http. Only loopback, or TLS (the socket's
 // own, or a trusted proxy's X-Forwarded-Proto: https), may carry a credential.
 import { after, before, test } from 'node:test';

@@ -1,5 +1,5 @@
 // `steward-control --server http://<not loopback>` would send the operator token across the
-// network in clear text (DESIGN §12): the CLI refuses before it opens a connection, from the
+// network in clear text (docs/design.md §12): the CLI refuses before it opens a connection, from the
 // flag and from STEWARD_CONTROL_URL alike. Plain http to loopback is allowed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -20,7 +20,7 @@ import { bootOrSkip, CONTAINER_REPO, waitFor } from '../helpers/systemd-containe
 // Attack (or a plain bug in an app): an app that daemonizes children, then crashes. The
 // supervisor respawned it and each crash left its daemons behind, out of the app's process group
 // and session (five session leaders for one tracked app after a crash loop), holding ports,
-// memory and files. DESIGN §5: exactly one live instance, so when an app's main process ends,
+// memory and files. docs/design.md §5: exactly one live instance, so when an app's main process ends,
 // everything it started ends with it: under the detached runner (by its cgroup or its instance
 // token) and under systemd (the unit's cgroup, KillMode=mixed).
 

@@ -9,7 +9,7 @@ import { appRelease, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
 // The attack: a version failed here and was rolled back, so it is quarantined; a member of group
 // steward (the agent, so the control plane) sends it again at once with --force over helper.sock,
-// to break the app again and again. --force is admin.sock only (DESIGN §3.3, §7).
+// to break the app again and again. --force is admin.sock only (docs/design.md §3.3, §7).
 
 const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let signedArgs: string[];

@@ -8,7 +8,7 @@ import { agentctl, processApp } from '../helpers/host.js';
 
 // The attack: a member of group steward puts a hold on an app over helper.sock and says in the
 // request that root did it (`by`), so that `agentctl status` shows the hold as an operator's.
-// A hold's `by` is who the peer is (SO_PEERCRED, DESIGN §4), never what the request says.
+// A hold's `by` is who the peer is (SO_PEERCRED, docs/design.md §4), never what the request says.
 
 const host = useHost(after, { apps: { web: processApp() } });
 let me: string;

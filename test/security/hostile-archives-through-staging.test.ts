@@ -11,7 +11,7 @@ import { assertStageRefused, hostWithCurrent, stageBytes } from '../helpers/stag
 // written outside the staging folder (absolute targets aim inside the temp host), the
 // staging folder gone, `current` untouched. The sanitized ones stage, root-owned and read-only.
 // Each one twice: from a local file (hashed, then extracted), and fetched over http under a
-// signed manifest, where the extraction runs while the bytes arrive (DESIGN §3 step 4).
+// signed manifest, where the extraction runs while the bytes arrive (docs/design.md §3 step 4).
 const VIAS = [['file', 'from a local file'], ['fetch', 'fetched as it is extracted']] as const;
 
 for (const [via, how] of VIAS) {

@@ -1,6 +1,6 @@
 // A host name is shown to every operator (the CLI, the dashboard): a node that enrolls under a
 // name holding markup, blanks or control characters must be refused, by the control plane
-// whatever the agent sends, and by agentctl before it makes anything (DESIGN §12: RFC 1123).
+// whatever the agent sends, and by agentctl before it makes anything (docs/design.md §12: RFC 1123).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';

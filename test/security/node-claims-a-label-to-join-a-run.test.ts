@@ -1,4 +1,4 @@
-// A node cannot move itself into a run (DESIGN §11): what it proposes at enrollment is kept
+// A node cannot move itself into a run (docs/design.md §11): what it proposes at enrollment is kept
 // under claimed.<key>, and a selector on `env` never reads `claimed.env`. Here a node enrolled
 // with a token labelled env=staging claims env=prod; a rollout to env=prod never asks it.
 import { after, test } from 'node:test';

@@ -1,4 +1,4 @@
-// A removed or rotated operator is out at once (DESIGN §12): its old token and every dashboard
+// A removed or rotated operator is out at once (docs/design.md §12): its old token and every dashboard
 // session it made stop working on the next request, on any instance, since sessions live in the
 // store and are deleted in the transaction that removes or rotates the operator.
 import { after, before, test } from 'node:test';

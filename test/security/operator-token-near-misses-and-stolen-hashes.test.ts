@@ -1,4 +1,4 @@
-// Guessing an operator token (DESIGN §12): the token is hashed (sha256) and the hash compared
+// Guessing an operator token (docs/design.md §12): the token is hashed (sha256) and the hash compared
 // with every operator's by crypto.timingSafeEqual, so a near miss tells nothing, a copy of the
 // stored hashes is no token, and a damaged stored hash fails closed. Behaviour only: a timing
 // claim would be a benchmark.

@@ -7,7 +7,7 @@ import { agentctl, processApp } from '../helpers/host.js';
 
 // The attack: an operator stops (or rolls back) an app, which holds it; a member of group steward
 // (the agent, so whoever controls the control plane) lifts the hold over helper.sock and then
-// undoes the operator's action. release-hold is admin.sock only (DESIGN §4, §7).
+// undoes the operator's action. release-hold is admin.sock only (docs/design.md §4, §7).
 
 const host = useHost(after, { apps: { web: processApp() } });
 

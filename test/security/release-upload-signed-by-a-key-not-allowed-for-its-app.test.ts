@@ -1,4 +1,4 @@
-// An admin token is not a release key (DESIGN §11, §12): a release uploaded through the admin
+// An admin token is not a release key (docs/design.md §11, §12): a release uploaded through the admin
 // API must be signed by a key allowed for its app, and the key sent with it must be the one
 // that signed. Otherwise it is refused, nothing is stored and no bytes are left behind.
 import { after, before, test } from 'node:test';

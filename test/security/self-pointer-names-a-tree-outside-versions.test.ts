@@ -7,7 +7,7 @@ import { LAUNCHER, LauncherHost, shellParses, writeMarker, wrongLauncher } from 
 
 // The attack: a pointer in self/ (candidate, or `current` of the app steward) whose "version"
 // climbs out of versions/ to a tree the attacker placed, so that root's unit runs its code. The
-// launcher checks every version against steward's pattern (DESIGN §1) before building a path
+// launcher checks every version against steward's pattern (docs/design.md §1) before building a path
 // from it; a version that is not one is garbage, and garbage is never run.
 
 // Versions that lead out of versions/ (or would, if joined into a path unchecked).

@@ -1,5 +1,5 @@
 // The attack: a new steward version goes on trial on an enrolled host, and its probe waits for one
-// round trip with the agent (DESIGN §14, step 3). The agent that runs cannot reach the control
+// round trip with the agent (docs/design.md §14, step 3). The agent that runs cannot reach the control
 // plane, so it never confirms a heartbeat; meanwhile another process (any member of helper.sock's
 // group; here this test's own root process) asks the candidate for status and receipts and sends
 // the `agent-confirm` the agent never will. Were any request over helper.sock the round trip, a

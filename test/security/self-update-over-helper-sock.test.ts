@@ -8,7 +8,7 @@ import { stewardReleaseFiles } from '../helpers/self-release.js';
 // The attack: a member of group steward (the agent, so whoever controls the control plane)
 // rolls back, stops or downgrades steward itself over helper.sock, putting back or taking away the
 // root helper that judges every other request. Rollback, stop, start and restart of the app
-// steward are admin.sock only (DESIGN §14); an update over helper.sock (what a rollout relays) is
+// steward are admin.sock only (docs/design.md §14); an update over helper.sock (what a rollout relays) is
 // held to helper.sock's rules for any app: a signed manifest, no downgrade, no force, no path.
 // A steward release signed by a key trusted for another app is refused on admin.sock too.
 

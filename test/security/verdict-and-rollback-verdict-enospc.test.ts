@@ -11,7 +11,7 @@ import { fillDisk, withSmallDisk } from '../helpers/small-disk.js';
 
 // Issue 15 item 11: a full disk is named as one. When the verdict of an activation cannot be
 // written for want of space, the way back cannot write either (on a real full disk its first
-// write, the swap back, fails before its own verdict): DESIGN §4 blocks the app with DISK_FULL.
+// write, the swap back, fails before its own verdict): docs/design.md §4 blocks the app with DISK_FULL.
 // It used to be blocked ACTIVATION_INTERRUPTED; and a helper start on the still-full disk could
 // not recover it, threw, and left it unblocked, so a later request could act on a journal that
 // still said `activating`. The answer stays IO_ERROR (exit 1): DISK_FULL as an error code means

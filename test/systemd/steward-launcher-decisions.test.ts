@@ -9,7 +9,7 @@ import { readSelfFiles } from '../../src/helper/self/self-files.js';
 import { LauncherHost, LAUNCHER, SHELL, shellParses, wrongLauncher, type Behaviour, type Start } from '../helpers/launcher-host.js';
 import { mulberry32 } from '../helpers/prng.js';
 
-// The launcher's decisions (DESIGN §14, docs/self-update.md), one start at a time, each a real
+// The launcher's decisions (docs/design.md §14, docs/self-update.md), one start at a time, each a real
 // sh process (dash where installed) exec'ing a fake runtime that records what it ran.
 
 function base(t: TestContext): string {

@@ -9,7 +9,7 @@ import { skipUnlessCI } from '../helpers/skip.js';
 import { packagedUnit } from '../../scripts/package.js';
 
 // The files of systemd/ are valid for systemd 252: `systemd-analyze verify` accepts each unit
-// with no warning, and sysusers.d/tmpfiles.d make the user, group, folders and modes of DESIGN §2
+// with no warning, and sysusers.d/tmpfiles.d make the user, group, folders and modes of docs/design.md §2
 // inside a temp root (--root). Under CI a missing systemd tool is a failure, not a skip.
 
 const UNITS = ['steward-helper.service', 'steward-agent.service'];
@@ -47,7 +47,7 @@ for (const unit of UNITS) {
   });
 }
 
-test('sysusers.d and tmpfiles.d make the steward user and the folders of DESIGN §2 with their modes', async (t) => {
+test('sysusers.d and tmpfiles.d make the steward user and the folders of docs/design.md §2 with their modes', async (t) => {
   const reason = skipReason('/usr/bin/systemd-sysusers') ?? skipReason('/usr/bin/systemd-tmpfiles') ?? (IS_ROOT ? null : 'chown to steward in a temp root needs root');
   if (reason) return skipUnlessCI(t, reason);
   const root = mkdtempSync(path.join(os.tmpdir(), 'steward-tmpfiles-'));

@@ -13,7 +13,7 @@ export function formatChecks(results: readonly CheckResult[]): string {
   return results.map((r) => `${r.status.padEnd(4)}  ${r.name.padEnd(width)}  ${shown(r.detail.replace(/\s*\n\s*/g, ' '))}\n`).join('');
 }
 
-// `agentctl doctor` (DESIGN §8): units, sockets, permissions, keys, config, clock, disk.
+// `agentctl doctor` (docs/design.md §8): units, sockets, permissions, keys, config, clock, disk.
 export function registerDoctor(program: Command): void {
   program
     .command('doctor')

@@ -22,7 +22,7 @@ interface EnrollOptions {
   hostname?: string;
 }
 
-// `agentctl enroll --control-plane URL [--control-plane URL]... --token T [--force]` (DESIGN §6,
+// `agentctl enroll --control-plane URL [--control-plane URL]... --token T [--force]` (docs/design.md §6,
 // §13), as root at install time.
 export function registerEnroll(program: Command): void {
   program
@@ -65,7 +65,7 @@ export function registerEnroll(program: Command): void {
       const who = await agentIdentity(paths);
       await prepareAgentDir(paths, who);
       // The helper key proves itself to the control plane: it signs the very payload the node
-      // key signs (DESIGN §6, issue 15), so no node can enroll with another host's helper key.
+      // key signs (docs/design.md §6, issue 15), so no node can enroll with another host's helper key.
       const signPayload = (payload: Buffer) => signPayloadBytes(DOMAINS.enrollHelper, payload, helperKey.privateKey);
       const result = await spawnEnrollNode(paths, who, {
         controlPlaneUrls: o.controlPlane,

@@ -31,7 +31,7 @@ export async function lstatEntry(p: string): Promise<Entry | null> {
   }
 }
 
-// The trees root reads as code or config (DESIGN §2).
+// The trees root reads as code or config (docs/design.md §2).
 export function readByRoot(paths: HostPaths): string[] {
   return [path.dirname(paths.configFile), path.dirname(paths.appsDir), paths.varLib];
 }

@@ -1,4 +1,4 @@
-// The admin API's answers (DESIGN §12): JSON, errors as {error: {code, message}} with the same
+// The admin API's answers (docs/design.md §12): JSON, errors as {error: {code, message}} with the same
 // codes as the CLI's --json, and an HTTP status that says the same in HTTP's words.
 import type { ServerResponse } from 'node:http';
 import type { ReasonCode } from '../../core/errors.js';

@@ -1,4 +1,4 @@
-// The --admin-listen listener (DESIGN §12), apart from the fleet's: it answers the admin
+// The --admin-listen listener (docs/design.md §12), apart from the fleet's: it answers the admin
 // router's paths only. An upload may take a while, so a request has no total deadline here (the
 // fleet listener's is 30 s); headers must still come within 15 s and an idle socket closes
 // after 60 s.

@@ -1,5 +1,5 @@
 // The body of an upload (`release add`): one line of JSON (the operation's input), a newline,
-// then the raw bytes, as the local API frames its uploads (DESIGN §7).
+// then the raw bytes, as the local API frames its uploads (docs/design.md §7).
 export const MAX_UPLOAD_HEAD_BYTES = 64 * 1024;
 
 export type SplitUpload = { ok: true; head: Buffer; bytes: AsyncIterable<Buffer> } | { ok: false; reason: 'no-head' | 'head-too-large' };

@@ -1,4 +1,4 @@
-// The operator's HTTP surface (DESIGN §12): the admin API under /v1/admin/ (bearer tokens
+// The operator's HTTP surface (docs/design.md §12): the admin API under /v1/admin/ (bearer tokens
 // only), and under /ui/ the dashboard's sessions (login, logout, the session and its anti-CSRF
 // token), the same operations for a session (/ui/api/...) and the dashboard's files. Every
 // route runs one operation of ../operations/operations.ts, so the API, the dashboard and the

@@ -1,4 +1,4 @@
-// Running an operation for an authenticated actor over HTTP (DESIGN §12), shared by the admin
+// Running an operation for an authenticated actor over HTTP (docs/design.md §12), shared by the admin
 // API (bearer tokens) and the dashboard's session API: the role check (a denial is audited),
 // the input (a GET's query, a POST's JSON body, an upload's head and bytes), the answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,4 +1,4 @@
-// The dashboard's sessions (DESIGN §12), under /ui/: `POST /ui/login` turns an operator token
+// The dashboard's sessions (docs/design.md §12), under /ui/: `POST /ui/login` turns an operator token
 // into a session cookie (HttpOnly, SameSite=Strict, Path=/ui/, Secure under TLS);
 // `GET /ui/session` says whose it is and gives its anti-CSRF token; `POST /ui/logout` ends it;
 // `/ui/api/<command>` runs the admin API's operations for the session (a POST carries the

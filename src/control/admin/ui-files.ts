@@ -1,4 +1,4 @@
-// The dashboard's files (DESIGN §12): the page, its style sheet, icon and scripts, as the build
+// The dashboard's files (docs/design.md §12): the page, its style sheet, icon and scripts, as the build
 // left them in dist/src/ui/ (src/ui/ compiled by tsconfig.ui.json, plus its .html, .css, .svg).
 // Read once, on the first request; served from memory under /ui/ with a Content-Security-Policy
 // that takes scripts, styles and connections from this origin only and no inline code at all.

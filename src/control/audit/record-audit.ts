@@ -1,4 +1,4 @@
-// The audit log (DESIGN §12): every change, login and denial is recorded in the same
+// The audit log (docs/design.md §12): every change, login and denial is recorded in the same
 // transaction as the change itself, so a change never lands without its entry, nor an entry
 // without its change.
 import os from 'node:os';

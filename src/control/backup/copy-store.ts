@@ -1,5 +1,5 @@
 // `steward-control copy`: a store copied into an empty store (SQLite to PostgreSQL, the move
-// DESIGN §13 plans for) from one consistent snapshot, without a file in between. A copy is a
+// docs/design.md §13 plans for) from one consistent snapshot, without a file in between. A copy is a
 // move: nodes keep their identities and seqs, and running rollouts go on where they were, so
 // the source's serve must be stopped before (what it accepts after the snapshot is not copied).
 import { StewardError } from '../../core/errors.js';

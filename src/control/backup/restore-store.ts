@@ -1,4 +1,4 @@
-// `steward-control restore`: a backup file into an empty store of either backend (DESIGN §13,
+// `steward-control restore`: a backup file into an empty store of either backend (docs/design.md §13,
 // "Backups"), checked line by line as it loads in one transaction; a backup from a newer schema
 // is refused, one from an older schema goes through the migrations after its version.
 import path from 'node:path';

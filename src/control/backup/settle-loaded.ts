@@ -1,11 +1,11 @@
 // What a restore or a copy changes in the rows it loaded, in their transaction, at the newest
-// schema (DESIGN §13, "Backups"):
+// schema (docs/design.md §13, "Backups"):
 // - each release that keeps a tarball names where the target keeps it now (and must have come
 //   along: a catalog pointing at a missing tarball is refused);
 // - restore: every run that was running when the backup was taken is stopped, with a reason an
 //   operator can read, for an operator to retry. What such a run issued after the backup is
 //   not known here, so it must not go on by itself; a copy is a move and keeps its runs;
-// - the change is in the audit log, as every change is (DESIGN §12).
+// - the change is in the audit log, as every change is (docs/design.md §12).
 // Nodes keep their identities and seqs as they were: a heartbeat whose seq is not above the
 // restored lastSeq is answered 409 with it, and the agent jumps past it.
 import { StewardError } from '../../core/errors.js';

@@ -1,4 +1,4 @@
-// `release add` (DESIGN §11, §12): a manifest signed where the release key is (the operator's
+// `release add` (docs/design.md §11, §12): a manifest signed where the release key is (the operator's
 // machine through the admin API, or the server host's CLI), checked and stored with its bytes.
 import { createHash, type KeyObject } from 'node:crypto';
 import { ARTIFACTS_PREFIX } from '../../core/control-api.js';
@@ -88,7 +88,7 @@ export async function addRelease(store: ControlStore, input: AddReleaseInput): P
   return publishRelease(store, input.actor ?? localActor(), signed, signed.keep ? await copyIntoUploads(input.artifactsDir, bytes) : bytes, input.artifactsDir);
 }
 
-// Stores a signed release with its bytes (DESIGN §11's catalog rules, §12's upload): the
+// Stores a signed release with its bytes (docs/design.md §11's catalog rules, §12's upload): the
 // signature must verify under the given public key, whose id must be allowed for the app (the
 // first release of an app allows its key; `keys allow` others), else FORBIDDEN; the manifest
 // must name the app and version, and the bytes' size and integrity. A version once added is

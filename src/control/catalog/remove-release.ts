@@ -1,4 +1,4 @@
-// `release remove`: take a version out of the catalog (DESIGN §11), never while a running
+// `release remove`: take a version out of the catalog (docs/design.md §11), never while a running
 // rollout uses it.
 import { promises as fsp } from 'node:fs';
 import { StewardError } from '../../core/errors.js';

@@ -17,7 +17,7 @@ export interface ReleaseBytes {
   owned: boolean;
 }
 
-// The largest tarball the admin API takes (DESIGN §3 caps an extracted release at 2 GiB).
+// The largest tarball the admin API takes (docs/design.md §3 caps an extracted release at 2 GiB).
 export const MAX_UPLOAD_BYTES = 2 * 1024 ** 3;
 
 const uploadsDirOf = (artifactsDir: string) => path.join(artifactsDir, '.uploads');

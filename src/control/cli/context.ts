@@ -49,7 +49,7 @@ export function jsonOf(cmd: Command): boolean {
 
 // Where the store's kept release tarballs live: --artifacts DIR (or STEWARD_CONTROL_ARTIFACTS);
 // for a SQLite file, by default beside it. A PostgreSQL store has no file to put them beside:
-// the folder must be named (one every instance reads, DESIGN §13).
+// the folder must be named (one every instance reads, docs/design.md §13).
 export function artifactsDirFor(cmd: Command, db: string): string {
   const dir = cmd.optsWithGlobals<ControlGlobals>().artifacts ?? env('STEWARD_CONTROL_ARTIFACTS');
   if (dir !== undefined) return dir;

@@ -1,4 +1,4 @@
-// Runs an operation for a command (DESIGN §12): on the database (--db) as `local:<user>`, or
+// Runs an operation for a command (docs/design.md §12): on the database (--db) as `local:<user>`, or
 // through the admin API with --server, where the server runs the very same operation. The
 // command prints what comes back the same way either way, so output and exit codes agree.
 import type { Command } from 'commander';

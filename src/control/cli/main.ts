@@ -28,7 +28,7 @@ const COMMANDS: LazyCommand[] = [
 // The program options that take their value in the next word.
 const VALUE_OPTIONS = new Set(['--db', '--artifacts', '--server', '--ca-file']);
 
-// The steward-control program (DESIGN §9). With `argv`, only the command it names is
+// The steward-control program (docs/design.md §9). With `argv`, only the command it names is
 // registered when it names one; otherwise (help, an unknown or no command) every command is, so
 // that help and commander's errors list them all.
 export async function buildControlProgram(argv?: string[]): Promise<Command> {

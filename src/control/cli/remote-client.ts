@@ -1,4 +1,4 @@
-// The remote CLI's side of the admin API (DESIGN §12): one request per operation, a bearer
+// The remote CLI's side of the admin API (docs/design.md §12): one request per operation, a bearer
 // token, answers parsed back into what the local CLI would have: the output, or a StewardError
 // with the code the server answered (so the exit code is the same).
 import { createReadStream, readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// `POST /v1/enroll` (DESIGN §6): a node proves it holds the node key and the helper key named in
+// `POST /v1/enroll` (docs/design.md §6): a node proves it holds the node key and the helper key named in
 // its payload and spends a single-use token; the store gains the node and its helper key in one
 // transaction.
 import { randomBytes, type KeyObject } from 'node:crypto';
@@ -99,7 +99,7 @@ export async function enrollNode(store: ControlStore, body: Buffer, heartbeatSec
 }
 
 // Why the enrollment does not prove the helper key, or null when it does: `helperSig` must be the
-// helper key's signature over the very payload bytes the node key signed (DESIGN §6, issue 15).
+// helper key's signature over the very payload bytes the node key signed (docs/design.md §6, issue 15).
 // Checked before the token is spent, so a refused enrollment leaves the token usable.
 function checkHelperProof(helperSig: string | undefined, payload: Buffer, helperKey: KeyObject): string | null {
   if (helperSig === undefined) {

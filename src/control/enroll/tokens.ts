@@ -1,4 +1,4 @@
-// Enrollment tokens (DESIGN §6, §11): single use, expiring, revocable, carrying the labels their
+// Enrollment tokens (docs/design.md §6, §11): single use, expiring, revocable, carrying the labels their
 // node gets. Only a token's sha256 is stored, so a copy of the database enrolls nothing.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Labels } from '../../core/labels.js';

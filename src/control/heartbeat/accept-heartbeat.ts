@@ -1,4 +1,4 @@
-// `POST /v1/heartbeat` (DESIGN §6) in two steps, so that heartbeats arriving together can share
+// `POST /v1/heartbeat` (docs/design.md §6) in two steps, so that heartbeats arriving together can share
 // one commit (group-commit.ts). openHeartbeatBody checks the body and the node key's signature
 // outside any transaction; recordOpenedHeartbeat, inside the write transaction, checks seq,
 // clock and receipts against the node as it is then, records the heartbeat and its fresh

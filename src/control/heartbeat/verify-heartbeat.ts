@@ -1,4 +1,4 @@
-// The control plane's check of one `POST /v1/heartbeat` body (DESIGN §6), pure: the body, the
+// The control plane's check of one `POST /v1/heartbeat` body (docs/design.md §6), pure: the body, the
 // node and attempt lookups and the clock go in; a verdict comes out. No I/O, no Date.now.
 // Nothing in the body is trusted before the node key's signature over its payload bytes holds.
 import type { KeyObject } from 'node:crypto';
@@ -35,7 +35,7 @@ export interface RunAttempt {
 }
 
 // `counts`: the receipt carries an attemptId a run issued to this node for this app and version,
-// so it may be that run's verdict (the planner still takes only its own run's, DESIGN §9). A
+// so it may be that run's verdict (the planner still takes only its own run's, docs/design.md §9). A
 // receipt that does not count (an operator's manual update, an attempt no run issued, a receipt
 // made before enrollment) is still stored and acked: the agent relays every receipt, and refusing
 // one would wedge its outbox. A receipt that claims a run's attemptId but contradicts that issue
@@ -96,7 +96,7 @@ function claimOf(bytes: Buffer): { nodeId: string; json: unknown } | null {
   }
 }
 
-// Checks one heartbeat body in the order of DESIGN §6: size, JSON, envelope, node, signature,
+// Checks one heartbeat body in the order of docs/design.md §6: size, JSON, envelope, node, signature,
 // schema, seq, clock, then every receipt. Any receipt whose signature, helper key or nodeId does
 // not match rejects the heartbeat whole, so the caller stores nothing of it.
 export function verifyHeartbeat(
@@ -183,7 +183,7 @@ function afterSignature<N extends NodeKey>(claimed: Claimed<N>, checked: Verifie
   }
 
   // The signature holds over the bytes `claimed.json` was parsed from: it is the payload now
-  // (parsing them again would give the same value; DESIGN §6's "verify before trusting" holds).
+  // (parsing them again would give the same value; docs/design.md §6's "verify before trusting" holds).
   const parsed = heartbeatPayloadSchema.safeParse(claimed.json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -1,4 +1,4 @@
-// The control plane's Prometheus metrics (DESIGN §12), with prom-client: this instance's
+// The control plane's Prometheus metrics (docs/design.md §12), with prom-client: this instance's
 // counters and histograms, fed by the heartbeat path and the store at the cost of a counter
 // increment, and the fleet-wide gauges, read from the store at scrape time (fleet-snapshot.ts).
 // Every label value is bounded (label-values.ts). docs/metrics.md lists every metric.

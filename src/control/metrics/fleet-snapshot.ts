@@ -1,4 +1,4 @@
-// The fleet-wide facts behind the metrics' gauges (DESIGN §12), read from the store, not from
+// The fleet-wide facts behind the metrics' gauges (docs/design.md §12), read from the store, not from
 // what this instance saw: two instances on one store report the same values. A scrape reads
 // them at most once per `cacheMs` (scrapes arriving together share one read), so a scrape storm
 // costs the store one read transaction per period.

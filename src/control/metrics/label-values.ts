@@ -1,4 +1,4 @@
-// The label values the control plane's metrics may carry (DESIGN §12). A series is made for
+// The label values the control plane's metrics may carry (docs/design.md §12). A series is made for
 // every distinct label value, and most values here come from nodes, which are hostile: each
 // value is taken from a closed set or checked against its rule, and what falls outside is
 // bucketed, so that no node can make the series grow without bound.

@@ -1,4 +1,4 @@
-// The `--metrics-listen` listener (DESIGN §12): `GET /metrics` in Prometheus' text format,
+// The `--metrics-listen` listener (docs/design.md §12): `GET /metrics` in Prometheus' text format,
 // `/healthz` and `/readyz` (probes.ts). Plain http, no authentication: what it shows (counts,
 // app names, versions, codes) is bounded and holds no secret, and it is for a scraper on a
 // private network; bind it to loopback or such an address.

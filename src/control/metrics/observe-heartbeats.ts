@@ -1,4 +1,4 @@
-// The heartbeat path's hooks for this instance's metrics (DESIGN §12). Types and a wrapper only:
+// The heartbeat path's hooks for this instance's metrics (docs/design.md §12). Types and a wrapper only:
 // the server imports this file whether or not metrics are on, and prom-client is loaded only
 // by control-metrics.ts, when --metrics-listen asks for it.
 import type { ReceiptPayload } from '../../core/receipt-schema.js';

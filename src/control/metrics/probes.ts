@@ -1,4 +1,4 @@
-// `GET /healthz` and `GET /readyz` (DESIGN §12), on the metrics listener and the fleet listener
+// `GET /healthz` and `GET /readyz` (docs/design.md §12), on the metrics listener and the fleet listener
 // alike: healthz says the process serves; readyz that the store answers a trivial read within
 // a timeout. Plain text, never cached; nothing about the store but "ready" or why not.
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,4 +1,4 @@
-// What `serve --metrics-listen` adds (DESIGN §12): the registry, the store timed for it, and
+// What `serve --metrics-listen` adds (docs/design.md §12): the registry, the store timed for it, and
 // the metrics listener. serve.ts imports this file only when the flag is given, so a control
 // plane without metrics never loads prom-client.
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,4 +1,4 @@
-// `audit [--since 1h]`: the audit log, oldest first (DESIGN §12).
+// `audit [--since 1h]`: the audit log, oldest first (docs/design.md §12).
 import { z } from 'zod';
 import { parseDuration } from '../cli/parse-options.js';
 import type { AuditRow } from '../store/store.js';

@@ -1,4 +1,4 @@
-// `nodes`, `nodes label`, `nodes remove` (DESIGN §11).
+// `nodes`, `nodes label`, `nodes remove` (docs/design.md §11).
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';

@@ -1,4 +1,4 @@
-// One operation per steward-control command (DESIGN §12): what the local CLI runs on the store
+// One operation per steward-control command (docs/design.md §12): what the local CLI runs on the store
 // and what the admin API runs for `/v1/admin/<command words>`, with the same input (the
 // command's arguments and flags, as the CLI takes them) and the same output (the command's
 // --json document). One definition, so the two can never answer differently.

@@ -1,4 +1,4 @@
-// Every operation of steward-control's store, one per CLI command (DESIGN §12): the local CLI,
+// Every operation of steward-control's store, one per CLI command (docs/design.md §12): the local CLI,
 // the admin API and the dashboard's session API all run these.
 import { auditList } from './audit-ops.js';
 import { nodesLabel, nodesList, nodesRemove } from './node-ops.js';

@@ -1,4 +1,4 @@
-// `operator add|list|remove|rotate` (DESIGN §12): who may use the admin API and the dashboard.
+// `operator add|list|remove|rotate` (docs/design.md §12): who may use the admin API and the dashboard.
 // A token is printed once, by add and rotate; remove and rotate end the operator's sessions.
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';

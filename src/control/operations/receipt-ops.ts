@@ -25,7 +25,7 @@ export interface ReceiptView {
   counts: boolean;
   // Where the host kept the failed version's log, as the receipt says.
   logFile: string | null;
-  // The failed version's last log lines (receipt payload v2, DESIGN §12), for operators and
+  // The failed version's last log lines (receipt payload v2, docs/design.md §12), for operators and
   // admins; null for a viewer, who reads everything but log lines.
   logTail: string | null;
   // True when the receipt carries log lines this reader may not see; `envelope` is then null

@@ -1,4 +1,4 @@
-// `release add|list|remove` and `keys list|allow` (DESIGN §11): the signed catalog and the keys
+// `release add|list|remove` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
 // each app allows.
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';

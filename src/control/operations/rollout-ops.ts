@@ -1,4 +1,4 @@
-// `rollout start|retry|stop|pause|resume|status|list` (DESIGN §11).
+// `rollout start|retry|stop|pause|resume|status|list` (docs/design.md §11).
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import type { NodePlan, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
@@ -51,7 +51,7 @@ function runOptions(o: RunFlags): RunOptions {
   };
 }
 
-// A dry run as --json prints it (DESIGN §11): the plan the planner would follow.
+// A dry run as --json prints it (docs/design.md §11): the plan the planner would follow.
 export interface DryRunView {
   dryRun: true;
   run: NewRun;

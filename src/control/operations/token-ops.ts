@@ -1,4 +1,4 @@
-// `token create|list|revoke`: enrollment tokens (DESIGN §11).
+// `token create|list|revoke`: enrollment tokens (docs/design.md §11).
 import { z } from 'zod';
 import { StewardError } from '../../core/errors.js';
 import { parseLabels, type Labels } from '../../core/labels.js';

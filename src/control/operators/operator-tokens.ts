@@ -1,4 +1,4 @@
-// Operators' API tokens (DESIGN §12): `so_` + 32 base64url characters (24 random bytes), shown
+// Operators' API tokens (docs/design.md §12): `so_` + 32 base64url characters (24 random bytes), shown
 // once; only their sha256 is stored, so a copy of the database authenticates nobody.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { OperatorRow } from '../store/store.js';

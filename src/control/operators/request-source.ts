@@ -1,4 +1,4 @@
-// Who a request came from, for failure counters and the audit log (DESIGN §12): the peer's
+// Who a request came from, for failure counters and the audit log (docs/design.md §12): the peer's
 // address, or, when the peer is a --trusted-proxy, the address that proxy appended to
 // X-Forwarded-For (entries are read right to left past every trusted proxy; the ones further
 // left were written by the client and are never believed).

@@ -1,4 +1,4 @@
-// Operators' roles (DESIGN §12), lowest first: a viewer reads everything but log lines; an
+// Operators' roles (docs/design.md §12), lowest first: a viewer reads everything but log lines; an
 // operator also starts, pauses, resumes, stops and retries rollouts, labels nodes, creates and
 // revokes enrollment tokens and reads log lines; an admin also manages operators, releases,
 // keys and nodes.

@@ -1,4 +1,4 @@
-// Dashboard sessions (DESIGN §12): an operator token turned into a cookie, kept in the store
+// Dashboard sessions (docs/design.md §12): an operator token turned into a cookie, kept in the store
 // by the sha256 of its secret, 12 h idle and 7 days absolute. The anti-CSRF token is derived
 // from the session's secret, so it is bound to that session and needs no storage of its own.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Builds the pure planner's input for one run from the store (DESIGN §11) and plans it.
+// Builds the pure planner's input for one run from the store (docs/design.md §11) and plans it.
 import type { NodeFacts, Plan, PlanInput, RevertFact, RolloutRun, VerdictFact } from '../../core/rollout-planner.js';
 import { planRollout } from '../../core/rollout-planner.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';

@@ -1,4 +1,4 @@
-// Rollouts advance on a ticker, not inside heartbeats (DESIGN §13). Every instance ticks: on its
+// Rollouts advance on a ticker, not inside heartbeats (docs/design.md §13). Every instance ticks: on its
 // timer, and when a commit anywhere stored verdicts (tx.wakeRollouts, delivered by the store:
 // NOTIFY on PostgreSQL, in-process on SQLite). A tick advances each running run in a
 // transaction of its own, and only when it takes the run's advance lock at once: a run another

@@ -1,4 +1,4 @@
-// What `rollout start` and `rollout retry` may ask for (DESIGN §11), its defaults, and the policy
+// What `rollout start` and `rollout retry` may ask for (docs/design.md §11), its defaults, and the policy
 // a run records. Every value is checked here: a bad one is a USAGE error (exit 2).
 import { randomInt } from 'node:crypto';
 import { StewardError } from '../../core/errors.js';

@@ -1,4 +1,4 @@
-// What `rollout status` shows of a run (DESIGN §11): its policy, its status and halt reason, the
+// What `rollout status` shows of a run (docs/design.md §11): its policy, its status and halt reason, the
 // counts, each node's state from the planner with the attempt it was issued and the verdict
 // that answered it (its reason's message too), and the nodes behind (and ahead of) the app's
 // last succeeded run.
@@ -62,7 +62,7 @@ export interface RunStatusView {
   haltReason: { code: string; nodeId: string | null; message: string } | null;
   counts: PlanCounts & { behind: number };
   nodes: RunNodeStatus[];
-  // Behind the app's last succeeded run (DESIGN §11), whatever run this is.
+  // Behind the app's last succeeded run (docs/design.md §11), whatever run this is.
   behind: BehindNode[];
   // Reporting a newer version than that run's: not behind, never asked to go back.
   ahead: BehindNode[];

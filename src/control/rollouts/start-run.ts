@@ -1,4 +1,4 @@
-// Starting, retrying, pausing, resuming and stopping rollout runs (DESIGN §11): the checks, the
+// Starting, retrying, pausing, resuming and stopping rollout runs (docs/design.md §11): the checks, the
 // targets frozen at the start, the first advance, all in one transaction. A dry run makes the
 // same run in memory and plays the planner forward instead of writing.
 import { StewardError } from '../../core/errors.js';
@@ -103,7 +103,7 @@ async function recorded(tx: StoreTx, run: RunRow, record: RecordChange | undefin
 
 // The running run of `app`, once its advance lock is this transaction's. Why wait for it: a
 // tick advancing the run now must finish (or roll back) first, so that nothing it issues comes
-// after the caller's change (DESIGN §13). A tick that committed meanwhile makes this
+// after the caller's change (docs/design.md §13). A tick that committed meanwhile makes this
 // transaction's snapshot stale; the store runs it again (a serialization failure).
 async function lockActiveRun(tx: StoreTx, app: string): Promise<RunRow> {
   const run = await activeRun(tx, app);

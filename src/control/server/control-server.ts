@@ -1,5 +1,5 @@
-// The control plane's HTTP(S) server (DESIGN §6, §9): enrollment, heartbeats, artifacts, and the
-// rollout ticker (DESIGN §13), woken by every commit that stores verdicts.
+// The control plane's HTTP(S) server (docs/design.md §6, §9): enrollment, heartbeats, artifacts, and the
+// rollout ticker (docs/design.md §13), woken by every commit that stores verdicts.
 import type http from 'node:http';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
@@ -181,7 +181,7 @@ async function handle(
 }
 
 // A 200 heartbeat answer with the receipt and heartbeat versions this control plane accepts, each
-// for an agent that asked (RECEIPT_VERSIONS_HEADER, HEARTBEAT_VERSIONS_HEADER, DESIGN §16); any
+// for an agent that asked (RECEIPT_VERSIONS_HEADER, HEARTBEAT_VERSIONS_HEADER, docs/design.md §16); any
 // other answer as it is.
 function withAcceptedVersions<A extends { status: number; body: unknown }>(req: http.IncomingMessage, answer: A): A {
   if (answer.status !== 200) return answer;

@@ -1,5 +1,5 @@
 // TEST ONLY. Named points where a steward-control process stops itself (SIGSTOP), so that a
-// test can SIGKILL it exactly there (DESIGN §13: killing an instance at any moment loses
+// test can SIGKILL it exactly there (docs/design.md §13: killing an instance at any moment loses
 // nothing and issues nothing twice). Armed by STEWARD_CONTROL_TEST_STOP_AT=<point>[:<n>] (stop
 // the n-th time the point is reached; default the first), and only together with
 // STEWARD_CONTROL_TEST_HOOKS=1: without it, a set STOP_AT is refused and serve does not start,

@@ -1,4 +1,4 @@
-// Whole-store copies (DESIGN §13, "Backups"): a consistent snapshot of every table of a store,
+// Whole-store copies (docs/design.md §13, "Backups"): a consistent snapshot of every table of a store,
 // read in one transaction, and a loader that writes such rows into an empty store in one
 // transaction. Rows travel as they are stored (column names are the same on both backends, by
 // schema version), so a snapshot of either backend loads into either. ../backup/ builds

@@ -1,4 +1,4 @@
-// The one way the programs open a store (DESIGN §13): `--db` is a SQLite file, or a
+// The one way the programs open a store (docs/design.md §13): `--db` is a SQLite file, or a
 // `postgres://` (`postgresql://`) URL. The PostgreSQL store and pg are imported only for a URL:
 // a SQLite command or server does not load them (pg alone takes about 65 ms to import unbundled
 // on Node 20 here; bundled, a SQLite `steward-control nodes` used 176 ms of CPU instead of 199).

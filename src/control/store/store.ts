@@ -1,4 +1,4 @@
-// The control plane's store contract (DESIGN §11). Every query the control plane makes goes
+// The control plane's store contract (docs/design.md §11). Every query the control plane makes goes
 // through one of these async interfaces, so a second backend (PostgreSQL, §13) is one more
 // implementation, not a redesign: sqlite/open-sqlite-store.ts and postgres/open-postgres-store.ts,
 // opened by open-store.ts.
@@ -99,7 +99,7 @@ export interface NodeRow {
   // The operator's labels, and what the node claimed at enrollment under `claimed.<key>`.
   labels: Labels;
   // The node's clock minus the control plane's, as its last accepted heartbeat showed it (its
-  // sentAt against the time it was received); null before one (DESIGN §12).
+  // sentAt against the time it was received); null before one (docs/design.md §12).
   clockSkewMs: number | null;
   // Its heartbeats refused for clock skew since its last accepted one, or null.
   clockSkewRefused: ClockSkewRefusal | null;
@@ -238,7 +238,7 @@ export interface ReceiptWrites {
 
 // ---- runs
 
-// How a run was asked for (DESIGN §11), as recorded at its start.
+// How a run was asked for (docs/design.md §11), as recorded at its start.
 export interface RunPolicy {
   selector: string;
   canaries: number;
@@ -357,7 +357,7 @@ export interface RunWrites {
   // instance, or a restarted one, advanced the same step): false then, and nothing written.
   // The constraint one_attempt_per_run_and_node decides, not a read before.
   insertIssued(runId: number, i: IssuedRow): Promise<boolean>;
-  // The run's advance lock (DESIGN §13), held until the transaction ends. Only its holder may
+  // The run's advance lock (docs/design.md §13), held until the transaction ends. Only its holder may
   // issue or end the run. tryLock takes it when no other transaction holds it and answers
   // whether it did; lock waits for it. SQLite: true at once (its write transaction excludes
   // every other writer already).
@@ -442,7 +442,7 @@ export interface SettingWrites {
   set(key: string, value: string): Promise<void>;
 }
 
-// ---- operators, their sessions, failed authentications, the audit log (DESIGN §12)
+// ---- operators, their sessions, failed authentications, the audit log (docs/design.md §12)
 
 export type OperatorRole = 'viewer' | 'operator' | 'admin';
 

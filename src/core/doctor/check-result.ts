@@ -1,4 +1,4 @@
-// The result of one `agentctl doctor` check (DESIGN §8): ok, warn or fail, with a detail that
+// The result of one `agentctl doctor` check (docs/design.md §8): ok, warn or fail, with a detail that
 // names the path, what was found and what was expected.
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 

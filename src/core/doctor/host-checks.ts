@@ -26,7 +26,7 @@ export function controlPlaneOf(
 export const HELPER_UNIT = 'steward-helper.service';
 export const AGENT_UNIT = 'steward-agent.service';
 
-// The heartbeat's CLOCK_SKEW window is ±5 min (DESIGN §6): beyond it every heartbeat is refused.
+// The heartbeat's CLOCK_SKEW window is ±5 min (docs/design.md §6): beyond it every heartbeat is refused.
 export const SKEW_WARN_MS = 60_000;
 export const SKEW_FAIL_MS = 5 * 60_000;
 

@@ -1,4 +1,4 @@
-// The owners and modes DESIGN §2 specifies, as rules over host paths.
+// The owners and modes docs/design.md §2 specifies, as rules over host paths.
 import path from 'node:path';
 import type { HostPaths } from '../paths.js';
 import type { EntryType } from './observations.js';
@@ -22,7 +22,7 @@ export interface LayoutRule extends ModeRule {
 const self = (p: string, r: ModeRule): LayoutRule => ({ path: p, appliesTo: 'self', ...r });
 const children = (p: string, r: ModeRule): LayoutRule => ({ path: p, appliesTo: 'children', ...r });
 
-// Every rule of DESIGN §2 doctor checks (sockets are the socket check's).
+// Every rule of docs/design.md §2 doctor checks (sockets are the socket check's).
 export function layoutRules(p: HostPaths): LayoutRule[] {
   const rootDir = (mode: number): ModeRule => ({ type: 'dir', owner: 'root', mode });
   const rootFile = (mode: number): ModeRule => ({ type: 'file', owner: 'root', mode });

@@ -1,4 +1,4 @@
-// The permissions check (DESIGN §2): the owners and modes of the layout, and the rule that
+// The permissions check (docs/design.md §2): the owners and modes of the layout, and the rule that
 // nothing anyone but root can write is read by root as code or config.
 import { fail, octal, ok, warn, type CheckResult } from './check-result.js';
 import { ruleFor, type LayoutRule } from './layout-rules.js';

@@ -1,4 +1,4 @@
-// The helper's `metrics.textfile` (DESIGN §12): the facts of `agentctl status` (read from the
+// The helper's `metrics.textfile` (docs/design.md §12): the facts of `agentctl status` (read from the
 // state files when something changed, never on a timer) and the counters this helper keeps since
 // it started, rendered by render-textfile.ts and kept by textfile-keeper.ts. main.ts calls in
 // after every change: an op that ends (update, rollback, hold, stop ...), a supervisor state

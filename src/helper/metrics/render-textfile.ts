@@ -1,4 +1,4 @@
-// The helper's node_exporter textfile (DESIGN §12, `metrics.textfile`) in Prometheus' text
+// The helper's node_exporter textfile (docs/design.md §12, `metrics.textfile`) in Prometheus' text
 // format 0.0.4, written by hand: the helper never loads prom-client (its idle footprint is
 // bench row 5). What a node_exporter user wants of steward on one host: each app's version,
 // whether it is up, its respawns, holds and blocks, its last update's outcome and time, the

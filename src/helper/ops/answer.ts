@@ -41,7 +41,7 @@ export function answerFromReceipt(r: StoredReceipt): UpdateAnswer {
 // Requests the helper will not take, beside refusals and release problems: nothing changed.
 const REQUEST_REFUSALS: ReadonlySet<ReasonCode> = new Set(['FORBIDDEN', 'UNKNOWN_APP', 'BAD_REQUEST', 'NOT_FOUND']);
 
-// DESIGN §6: every attempt that carried an attemptId ends in a receipt, also one that ends
+// docs/design.md §6: every attempt that carried an attemptId ends in a receipt, also one that ends
 // before its journal. A refusal, a release problem or a request not taken (nothing changed)
 // gets a `refused` receipt; any other failure (an I/O error while staging, a state file that
 // does not read, a bug) a `failed` one with the error's code as its reason, so that a rollout

@@ -7,7 +7,7 @@ import type { OpContext } from '../server/api-server.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
 import type { UpdateContext } from '../update/context.js';
 
-// Who a hold names (DESIGN §4): the peer's credentials as the kernel recorded them at connect
+// Who a hold names (docs/design.md §4): the peer's credentials as the kernel recorded them at connect
 // (SO_PEERCRED), never what the request says, e.g. "alice (uid 1001) over helper.sock". Without
 // them (no perl, the client already gone), the socket says as much as is known: who may open it.
 export async function holderOf(op: Pick<OpContext, 'kind' | 'peer'>): Promise<string> {
@@ -22,7 +22,7 @@ export async function holderOf(op: Pick<OpContext, 'kind' | 'peer'>): Promise<st
   return `${name ? `${name} (uid ${uid})` : `uid ${uid}`} over ${sock}`;
 }
 
-// Puts a hold {by, at, reason} on the app (DESIGN §4): an operator acted, so helper.sock
+// Puts a hold {by, at, reason} on the app (docs/design.md §4): an operator acted, so helper.sock
 // requests that would change the app are refused until release-hold (admin.sock). `by` is
 // the peer of `op`'s connection. `state` is the app's state as the caller read it under the
 // app's lock (read here when not given); the state written is returned.

@@ -5,7 +5,7 @@ import type { SocketKind } from '../../protocol/schemas.js';
 import { readAppState } from '../state/app-state.js';
 import type { UpdateContext } from '../update/context.js';
 
-// The refusals every version- or run-state-changing request meets first (DESIGN §4): BLOCKED,
+// The refusals every version- or run-state-changing request meets first (docs/design.md §4): BLOCKED,
 // and HELD for helper.sock callers. (RECOVERING is the dispatcher's, before any handler runs.)
 export async function preflight(
   ctx: UpdateContext,

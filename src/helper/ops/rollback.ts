@@ -29,7 +29,7 @@ export async function handleRollback(core: TransactionCore, req: RollbackRequest
   return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: self || req.noWait }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app} has no previous version to roll back to`);
     await requireStaged(core, req.app, target);
-    // steward's rollback is a trial of `previous`, as any version of it (DESIGN §14).
+    // steward's rollback is a trial of `previous`, as any version of it (docs/design.md §14).
     if (self) {
       if (target === core.self?.ownVersion) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is the version running`);
       const held = await setHold(core, req.app, ctx, `rollback to ${target}`, state);

@@ -9,7 +9,7 @@ import { setHold } from './hold.js';
 import { preflight } from './preflight.js';
 import type { TransactionCore } from './run-transaction.js';
 
-// `start`, `stop`, `restart` (DESIGN §5): manual starts give the supervisor a fresh budget
+// `start`, `stop`, `restart` (docs/design.md §5): manual starts give the supervisor a fresh budget
 // (they revive an app in `error`); `stop` puts a hold, like a rollback, so a control plane
 // does not start it again. They take the app's lock like an update.
 export async function handleRunState(core: TransactionCore, req: RunStateRequest, ctx: OpContext): Promise<RunStateAnswer> {

@@ -39,7 +39,7 @@ const log = logger('helper:transaction');
 // (staging's refusals, the hold, the activation) instead of reading it again.
 type Body = (ids: { attemptId: string; startedAt: number; state: AppState }, progress: (p: Progress) => void, accept: () => void) => Promise<UpdateAnswer>;
 
-// The frame every version-changing op shares (DESIGN §4): attach to a running attempt
+// The frame every version-changing op shares (docs/design.md §4): attach to a running attempt
 // with the same attemptId, answer a finished one from its receipt, refuse (with a refused
 // receipt when an attemptId was given), take the app's lock, and run `body` as an attempt
 // that no disconnect cancels.

@@ -1,6 +1,6 @@
 import { StewardError } from '../../core/errors.js';
 
-// Refuses a request whose rollout window has closed (DESIGN §11): a stage or update carrying
+// Refuses a request whose rollout window has closed (docs/design.md §11): a stage or update carrying
 // `notAfter` that would start at or after it, on the helper's own clock. A refusal: nothing is
 // changed, and an attemptId gets a `refused` receipt WINDOW_CLOSED.
 export function refuseClosedWindow(app: string, version: string | null, notAfter: number | undefined, now: number): void {

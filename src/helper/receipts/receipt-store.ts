@@ -29,7 +29,7 @@ import { logTailOf } from '../../core/log-tail-text.js';
 import { readTail } from '../../platform/log-tail.js';
 
 const log = logger('helper:receipts');
-// DESIGN §2: receipts/<app>.json keeps the last 64 receipts; and, while the agent publishes a relay
+// docs/design.md §2: receipts/<app>.json keeps the last 64 receipts; and, while the agent publishes a relay
 // mark (core/relay-mark.ts), every receipt above it too (issue 15): a receipt leaves the file only
 // once the agent has relayed it, whatever the load on helper.sock.
 export const RECEIPTS_KEPT = 64;
@@ -46,7 +46,7 @@ export const UNRELAYED_MAX = 768;
 export const LOG_TAIL_RECEIPTS_MAX = 64;
 // How much of the end of a kept failed log is read to make a log tail.
 const LOG_TAIL_READ_BYTES = 16 * 1024;
-// DESIGN §4: a reason message is at most 512 bytes.
+// docs/design.md §4: a reason message is at most 512 bytes.
 const REASON_MAX_BYTES = 512;
 
 export interface ReceiptInput {
@@ -94,7 +94,7 @@ export interface ReceiptStoreOptions {
   // (read-accepts.ts), or null when nothing was said: receipts are then v1. Default: null.
   acceptedVersions?: () => Promise<readonly number[] | null>;
   // Whether an app's rolled-back and failed receipts carry its log tail (host config `logTail`,
-  // DESIGN §12). Default: no app's do.
+  // docs/design.md §12). Default: no app's do.
   logTail?: (app: string) => boolean;
 }
 
@@ -117,7 +117,7 @@ function withHostLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
   return run;
 }
 
-// The helper's signed receipts (DESIGN §6): seqs are allocated and receipts made durable
+// The helper's signed receipts (docs/design.md §6): seqs are allocated and receipts made durable
 // under one lock, in order, never reused. emit is idempotent per (app, attemptId).
 export class ReceiptStore {
   readonly keyId: string;

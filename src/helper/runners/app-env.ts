@@ -2,7 +2,7 @@ import os from 'node:os';
 import { APP_PATH } from '../../platform/systemd.js';
 import type { StartSpec } from './runner.js';
 
-// The environment of a `process` app, built from nothing (DESIGN §5): nothing of the
+// The environment of a `process` app, built from nothing (docs/design.md §5): nothing of the
 // helper's own environment leaks into the app; start.env comes after steward's own variables,
 // except STEWARD_INSTANCE, which a release cannot set: it is the proof of the app's processes.
 export function buildAppEnv(spec: StartSpec): Record<string, string> {

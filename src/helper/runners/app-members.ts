@@ -5,7 +5,7 @@ import { ownedGroup, readProcStatSync } from './process-group.js';
 import type { AppTarget } from './runner.js';
 
 // The processes of one app, found only by a proof that nothing but steward could have given them
-// (DESIGN §5), and only when they run as the app's own user:
+// (docs/design.md §5), and only when they run as the app's own user:
 // - the recorded main process (pid, start time and boot of the run record);
 // - a member of its process group (the group's id is held while anyone is in it);
 // - a process in the app's cgroup, where the detached runner has one (app-cgroup.ts);

@@ -33,7 +33,7 @@ export interface ProcessRunnerOptions {
 // The `process` runner without systemd: a detached child in its own session (and, where the
 // helper can make one, its own cgroup), output appended to the app's log file. When the main
 // process ends, whatever it started is killed at once, as systemd's KillMode=mixed does for a
-// unit, so an app never leaves processes behind (DESIGN §5: exactly one live instance).
+// unit, so an app never leaves processes behind (docs/design.md §5: exactly one live instance).
 export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
   const home = opts.cgroups ?? null;
   // Set once a spawn could not enter its cgroup: the token is the proof from then on.
@@ -138,7 +138,7 @@ async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, spawnIn
     prepareStateDirSync(spec, opts.isRoot, what);
     return await spawnApp(spec, logFd, opts.clock, what, spawnIn, endRest);
   } finally {
-    // The child holds its own copies of the fd; the helper keeps none (DESIGN §5).
+    // The child holds its own copies of the fd; the helper keeps none (docs/design.md §5).
     closeSync(logFd);
   }
 }

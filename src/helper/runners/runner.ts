@@ -27,7 +27,7 @@ export interface StartSpec {
 }
 
 // What a runner may stop of one app: its recorded main process and every process that proves to
-// be the app's (DESIGN §5: a process with no such proof is never signalled).
+// be the app's (docs/design.md §5: a process with no such proof is never signalled).
 export interface AppTarget {
   app: string;
   // The recorded main process, when the record names one.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { toStewardError } from '../../core/errors.js';
 import type { StartSpec } from './runner.js';
 
-// Creates the app's state folder (DESIGN §2: /var/lib/steward-apps/<app>) 0750, owned by the
+// Creates the app's state folder (docs/design.md §2: /var/lib/steward-apps/<app>) 0750, owned by the
 // app user. The chown goes through an fd opened with O_NOFOLLOW, so a symlink the app user
 // put in its place cannot hand root's chown to another path.
 // Synchronous: every start (a respawn's included) waits on it, and these are a few local

@@ -28,7 +28,7 @@ export interface SystemdRunnerOptions {
   startTimeoutMs?: number;
 }
 
-// The `process` runner under systemd (DESIGN §5): each app is its own transient service,
+// The `process` runner under systemd (docs/design.md §5): each app is its own transient service,
 // steward-app-<app>.service, started by `systemd-run --wait --collect`. The systemd-run client
 // stays the helper's child so the app's exit is heard at once; the unit does not depend on
 // the client, so a crash of the helper (or of the client) leaves the app running.
@@ -335,7 +335,7 @@ function lastLines(text: string): string {
 
 // Stops the app's unit: SIGTERM to the main process (KillMode=mixed), SIGKILL to the whole
 // cgroup after `timeoutMs`, and waits until the unit is gone. The unit steward-app-<app>.service
-// of the system manager is acted on only with a proof that it is this app's (DESIGN §5):
+// of the system manager is acted on only with a proof that it is this app's (docs/design.md §5):
 // - its main process is the recorded one, in that very unit's cgroup; or
 // - its environment holds the app's instance token, which the record held before the unit was
 //   made: so a unit that a crash left unrecorded is still found (its processes may have left
@@ -354,7 +354,7 @@ async function stopUnitApp(target: AppTarget, clock: Clock, timeoutMs: number): 
   // --no-block: the deadline is ours (the unit's TimeoutStopSec was fixed at start).
   await systemctl(['stop', '--no-block', '--', unit]);
   if (await waitUnitDown(unit, clock, timeoutMs)) return;
-  // Why SIGKILL to all: the app ignored SIGTERM past its stop timeout (DESIGN §5).
+  // Why SIGKILL to all: the app ignored SIGTERM past its stop timeout (docs/design.md §5).
   debug('stop timed out, killing the whole unit unit=%s', unit);
   await systemctl(['kill', '--kill-whom=all', '--signal=SIGKILL', '--', unit]).catch(() => undefined);
   if (!(await waitUnitDown(unit, clock, 10_000))) {

@@ -8,7 +8,7 @@ const debug = logger('helper:unit');
 // The unit names the host config accepts for `runner: "unit"` (config-schema.ts).
 const UNIT_RE = /^[A-Za-z0-9:_.@-]{1,250}\.service$/;
 
-// What the helper observes of a unit (DESIGN §5): systemd's own `Restart=` governs it.
+// What the helper observes of a unit (docs/design.md §5): systemd's own `Restart=` governs it.
 export interface UnitStatus {
   // "loaded", "not-found", ...: a unit that is not loaded is not running.
   loadState: string;

@@ -5,7 +5,7 @@ import { readRunRecord } from '../runners/run-record.js';
 import type { UpdateContext } from '../update/context.js';
 import { readJournal } from '../update/journal.js';
 
-// Opens the trial's wait for the round trip with the agent (DESIGN §14, step 3) of steward
+// Opens the trial's wait for the round trip with the agent (docs/design.md §14, step 3) of steward
 // `version`, before helper.sock is bound: `confirmed` resolves once the agent app's running process
 // confirms a heartbeat the control plane answered while this helper ran (agent-confirm.ts).
 // A request of any other process, or one of the agent's that is no such confirm, proves

@@ -29,7 +29,7 @@ export interface HandoverInput {
   onAccepted: () => void;
 }
 
-// The running helper's part of a self-update (DESIGN §14, step 1): with versions/<target> of
+// The running helper's part of a self-update (docs/design.md §14, step 1): with versions/<target> of
 // the app steward staged and the app steward's lock held (runTransaction), takes every other
 // app's lock (their requests get HANDOVER), writes the journal `activating`, writes
 // `candidate` (never `current`) and asks systemd to restart the helper's unit. The launcher

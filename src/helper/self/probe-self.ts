@@ -20,7 +20,7 @@ export interface SelfProbeInput {
   agentConfirmed: Promise<void>;
 }
 
-// The candidate's self-probe (DESIGN §14, step 3), run once its sockets are bound, every app is
+// The candidate's self-probe (docs/design.md §14, step 3), run once its sockets are bound, every app is
 // recovered and had its first pass: it is the version on trial, it stays up `stableMs`, and,
 // when the host is enrolled, the agent confirms a heartbeat through it within `agentTimeoutMs`.
 // Rejects with why it failed.

@@ -16,7 +16,7 @@ import {
 } from '../../core/self-schemas.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 
-// What one file of self/ holds. Reading never throws on its content (DESIGN §16: a newer or
+// What one file of self/ holds. Reading never throws on its content (docs/design.md §16: a newer or
 // unreadable file never blocks anything): `unreadable` and `newer` are reported, and the
 // launcher has already made the safe choice for them.
 export type SelfRead<T> =

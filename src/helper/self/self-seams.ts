@@ -7,7 +7,7 @@ import { packageVersionOf, type TrialState } from './trial-state.js';
 
 const log = logger('helper:self');
 
-// What a helper needs to hand over to a new steward version and to finish a trial (DESIGN §14),
+// What a helper needs to hand over to a new steward version and to finish a trial (docs/design.md §14),
 // built by the composition root (build-core.ts).
 export interface SelfSeams {
   // The version this helper runs (its package.json's).

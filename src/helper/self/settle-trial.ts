@@ -26,11 +26,11 @@ export interface SettleInput {
 }
 
 // At the helper's start, once its sockets answer and every app is recovered and had its first
-// pass (DESIGN §14, step 3): closes what the last trial left (`reverted`, an `activating`
+// pass (docs/design.md §14, step 3): closes what the last trial left (`reverted`, an `activating`
 // journal of the app steward), reports a fallback, and on trial probes this helper and commits
 // it. Then the caller tells systemd it is ready. Throws only on trial, when the probe or the
 // commit failed: the helper then exits without getting ready, and the launcher's next start
-// reverts the trial. Nothing here blocks an app (DESIGN §16).
+// reverts the trial. Nothing here blocks an app (docs/design.md §16).
 export async function settleTrial(ctx: UpdateContext & StageDeps, input: SettleInput): Promise<void> {
   const { trial, self } = input;
   for (const p of trial.problems) log('self-update: %s', p);

@@ -9,7 +9,7 @@ import { packageRoot } from '../../platform/own-version.js';
 import { readMarker } from '../release-store.js';
 import { stageRelease, type StageDeps } from '../stage/stage-release.js';
 
-// A package trial's tree (DESIGN §14: the package's own version goes through the same trial):
+// A package trial's tree (docs/design.md §14: the package's own version goes through the same trial):
 // the package this helper runs from, laid out as a release of the app steward, packed and
 // staged into versions/<version> like an admin's unsigned local release (the package's files
 // are root's, so no signature vouches for more). A commit then swaps `current` to it like to

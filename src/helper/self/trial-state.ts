@@ -29,7 +29,7 @@ export interface TrialState {
   files: SelfFiles;
 }
 
-// Reads the trial's state. Never throws on what the files hold (DESIGN §16).
+// Reads the trial's state. Never throws on what the files hold (docs/design.md §16).
 export async function readTrialState(paths: HostPaths, env: NodeJS.ProcessEnv): Promise<TrialState> {
   const files = await readSelfFiles(paths);
   const cur = await readCurrent(paths, SELF_APP);

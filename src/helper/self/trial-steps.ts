@@ -7,7 +7,7 @@ import { ensureDir, fsyncDir, swapSymlink, writeFileAtomic } from '../../platfor
 import { readCurrent, readMarker } from '../release-store.js';
 import { readSelfFiles, selfFile } from './self-files.js';
 
-// The helper's steps of a self-update trial (DESIGN §14); the launcher takes the others.
+// The helper's steps of a self-update trial (docs/design.md §14); the launcher takes the others.
 
 // Offers versions/<version> of the app steward to the launcher's next start: writes `candidate`
 // with the atomic file replace. `current` does not move; the caller then restarts the unit.

@@ -50,7 +50,7 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-// Serves the local API on one Unix socket (DESIGN §7): one request per connection,
+// Serves the local API on one Unix socket (docs/design.md §7): one request per connection,
 // at most `settings.maxConnections` at a time. At the cap, the oldest connection that
 // has not sent a complete request line is evicted for the new one (so idle
 // connections can never lock out `status`); if there is none, the new one gets BUSY.

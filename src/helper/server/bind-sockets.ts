@@ -5,7 +5,7 @@ import { StewardError } from '../../core/errors.js';
 import type { SocketKind } from '../../protocol/schemas.js';
 import { lookupGroup } from '../../platform/users.js';
 
-// Binding the local API's sockets without a moment of wider access (DESIGN §7):
+// Binding the local API's sockets without a moment of wider access (docs/design.md §7):
 // the run folder is created root-only, each socket is bound under umask 077 and
 // checked, then chmod/chown'd, and only then is the folder opened to the group.
 

@@ -35,7 +35,7 @@ export interface ConnectionOptions {
   log: (msg: string) => void;
 }
 
-// Serves one request on `socket` (DESIGN §7): reads the line and any upload, calls
+// Serves one request on `socket` (docs/design.md §7): reads the line and any upload, calls
 // dispatch, writes progress lines and one final line, then closes. Never throws.
 export function serveConnection(socket: net.Socket, opts: ConnectionOptions): Connection {
   const { settings } = opts;

@@ -9,7 +9,7 @@ import { checkSocketPolicy } from './socket-policy.js';
 
 // Ops whose request may be followed by upload bytes.
 const UPLOAD_OPS: readonly OpName[] = ['stage', 'update'];
-// Ops that only read; every other op waits until start-up recovery is over (DESIGN §4).
+// Ops that only read; every other op waits until start-up recovery is over (docs/design.md §4).
 // agent-confirm writes nothing either, and recovery's own probe of steward-agent waits for it.
 const READ_ONLY_OPS: readonly OpName[] = ['status', 'receipts', 'releases', 'agent-confirm'];
 

@@ -10,7 +10,7 @@ import { ADMIN_ONLY_OPS, type OpName, type SocketKind } from '../../protocol/ops
 // would take a host back or down on a group member's word alone.
 const SELF_ADMIN_OPS = ['rollback', 'stop', 'start', 'restart'] as const;
 
-// What helper.sock (group `steward`) may not ask for (DESIGN §3.1, §7): the admin-only
+// What helper.sock (group `steward`) may not ask for (docs/design.md §3.1, §7): the admin-only
 // ops (release-hold among them), and any stage or update that names a local path, skips the
 // signature, the downgrade check or a quarantine (`force`), or comes without a signed
 // manifest. admin.sock (root) may do all.
@@ -33,7 +33,7 @@ export function checkSocketPolicy(kind: SocketKind, op: OpName, request: Record<
       );
     }
   }
-  // steward's own code goes back or stops only on root's word (DESIGN §14): a group member
+  // steward's own code goes back or stops only on root's word (docs/design.md §14): a group member
   // could otherwise put back an older helper, which judges every other request.
   if (request.app === SELF_APP && (SELF_ADMIN_OPS as readonly string[]).includes(op)) {
     throw new StewardError('FORBIDDEN', `${op} of the app ${SELF_APP} (steward itself) is only available on admin.sock`);

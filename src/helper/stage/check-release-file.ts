@@ -6,7 +6,7 @@ import { AGENT_APP } from '../../core/name-checks.js';
 import { RELEASE_FILE_NAME, releaseFileSchema, type ReleaseFile } from '../../core/release-schemas.js';
 import { readFileNoFollow } from '../../platform/fs-atomic.js';
 
-// Reads and checks steward-release.json at the root of an extracted tree (DESIGN §3.5):
+// Reads and checks steward-release.json at the root of an extracted tree (docs/design.md §3.5):
 // a regular file (never through a symlink), the schema, and name and version equal to
 // the request. `process` apps need `start`; `unit` apps must not have one.
 export async function checkReleaseFile(tree: string, expect: { app: string; version: string; appConfig: AppConfig }): Promise<ReleaseFile> {

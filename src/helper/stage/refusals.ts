@@ -12,12 +12,12 @@ export interface VersionFloor {
   insist: boolean;
 }
 
-// The refusals of DESIGN §3.3 that depend on the app's state: a version below the highest
+// The refusals of docs/design.md §3.3 that depend on the app's state: a version below the highest
 // that ever reached `active` (unless an admin allows the downgrade), and a quarantined
 // version before its retryAfter (unless forced). Nothing changes when one applies.
 // A retryAfter more than `quarantineCapMs` away cannot come from a steady clock: it was stamped
 // before the clock went back, and is not trusted (as a persisted time in the future counts as
-// now, DESIGN §5): the version may be tried, and a new failure quarantines it by today's clock.
+// now, docs/design.md §5): the version may be tried, and a new failure quarantines it by today's clock.
 // Otherwise a clock set back a year would quarantine a version for a year.
 export function checkRefusals(input: {
   app: string;

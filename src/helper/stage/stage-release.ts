@@ -82,7 +82,7 @@ export function newAttemptId(now: number): string {
   return `a-${now.toString(36)}-${randomBytes(4).toString('hex')}`;
 }
 
-// Stages a release exactly as DESIGN §3 steps 1–6: trust, refusals, reuse, fetch,
+// Stages a release exactly as docs/design.md §3 steps 1–6: trust, refusals, reuse, fetch,
 // integrity, safe extraction, release file check, durable read-only tree, marker last.
 // Never touches `current`; any failure removes the staging folder. Every refused or failed stage
 // is logged (stderr) with the app, version, attempt, code and the archive entry it names.
@@ -374,7 +374,7 @@ function fetchSettings(deps: StageDeps): { settings: FetchSettings; caFile?: str
   };
 }
 
-// DESIGN §3 step 4: the extraction may run while the bytes arrive and are hashed only for an
+// docs/design.md §3 step 4: the extraction may run while the bytes arrive and are hashed only for an
 // http(s) fetch the helper makes itself under a signed manifest, whose signature was checked
 // before the first byte (resolveTrust). Local files, `file:` URLs and uploads are hashed first.
 function overlapsFetch(input: StageInput, trust: Trust): trust is Trust & { url: string } {

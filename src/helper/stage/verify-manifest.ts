@@ -12,7 +12,7 @@ export interface VerifiedManifest {
   keyId: string;
 }
 
-// Verifies a manifest envelope against the keys trusted for `app` (DESIGN §3.2, §6):
+// Verifies a manifest envelope against the keys trusted for `app` (docs/design.md §3.2, §6):
 // the signature over the exact payload bytes first, then the payload's schema, app,
 // version and expiry. Every failure is a StewardError with its reason code. A key file that
 // breaks the trust rule (trusted-file.ts) is ignored, logged, and named if the manifest is

@@ -7,7 +7,7 @@ import type { UpdateContext } from '../update/context.js';
 
 const log = logger('helper:supervisor');
 
-// Caps the log file of every process app at its logMaxBytes (DESIGN §2: /var/log/steward/<app>.log,
+// Caps the log file of every process app at its logMaxBytes (docs/design.md §2: /var/log/steward/<app>.log,
 // written by the app itself), so that an app cannot fill the disk with its output. A runner
 // with a log of its own (systemd's journal, which has its own limits) has no such file. Each file
 // is looked at with one lstat; one over its cap is cut under the app's lock, and the record's

@@ -11,7 +11,7 @@ import { capAppLogs } from './cap-logs.js';
 const log = logger('helper:supervisor');
 
 export interface SupervisorOptions {
-  // The periodic sweep (DESIGN §5: 60 s).
+  // The periodic sweep (docs/design.md §5: 60 s).
   sweepMs: number;
   // Adopted processes are not the helper's children: their exit is polled (2 s). The poll runs
   // only while there is one: a child's exit is heard at once (SIGCHLD), so an idle helper whose
@@ -22,7 +22,7 @@ export interface SupervisorOptions {
   logCheckMs?: number;
 }
 
-// The supervisor of DESIGN §5 for `process` apps. Invariant: an app whose record says
+// The supervisor of docs/design.md §5 for `process` apps. Invariant: an app whose record says
 // `expected: running` has exactly one live process. One reconcile pass, three triggers (start,
 // an exit heard at once, a periodic sweep); passes are serialized and a burst of exits
 // coalesces into one queued pass; one bad record never ends a pass. An app whose lock is held
@@ -136,7 +136,7 @@ export class Supervisor {
     return this.capping;
   }
 
-  // The poll runs while some app's process is adopted, at pollMs (DESIGN §5: 2 s).
+  // The poll runs while some app's process is adopted, at pollMs (docs/design.md §5: 2 s).
   private armPoll(): void {
     if (this.closed || this.sweep === null) return;
     if (this.adopted.size > 0 && !this.poll) this.poll = setInterval(() => void this.pollAdopted(), this.opts.pollMs);
@@ -220,11 +220,11 @@ export class Supervisor {
       // follows the spawn: a crash before that write leaves the record as it was before the exit,
       // a state a crash just before the exit was heard leaves too (the restarted helper's first
       // pass starts the app; a process the crash left unrecorded is stopped first). Every other
-      // decision is durable before anything acts on it (`error` before the stop, DESIGN §5).
+      // decision is durable before anything acts on it (`error` before the stop, docs/design.md §5).
       const changed = JSON.stringify(d.next) !== JSON.stringify(sup);
       if (changed && d.decision.action !== 'respawn-now') await writeRunRecord(ctx.paths, { ...rec, supervisor: d.next });
       // A process found dead rather than heard (adopted, or its exit not reported): whatever it
-      // started is killed now, at once, as its runner does after an exit it hears (DESIGN §5:
+      // started is killed now, at once, as its runner does after an exit it hears (docs/design.md §5:
       // exactly one live instance). After a decision that is durable (`error` before any stop).
       if (!alive && rec.process && !heard) await ctx.runner.stop(await appTarget(ctx, app, rec), { timeoutMs: 0 });
       switch (d.decision.action) {

@@ -42,7 +42,7 @@ function reasonOf(code: string, message: string) {
   return { code, message: truncateUtf8(message, 512) };
 }
 
-// The update transaction of DESIGN §4 from the journal on: stop old, swap, start new,
+// The update transaction of docs/design.md §4 from the journal on: stop old, swap, start new,
 // probe; on success state, journal{active}, receipt, prune; on failure stop new, swap
 // back, start old, probe old, quarantine, journal{rolled-back|failed}, receipt.
 // The caller holds the app's lock and has checked the preconditions.

@@ -17,7 +17,7 @@ const log = logger('helper:probe');
 // made up.
 const CLOCK_SLACK_MS = 1000;
 
-// What the probe of one start of steward-agent waits on (DESIGN §14).
+// What the probe of one start of steward-agent waits on (docs/design.md §14).
 export interface ConfirmWait {
   // The started process: the only one whose confirm counts. Called once, after the start.
   started(identity: ProcIdentity): void;
@@ -40,7 +40,7 @@ interface Open {
   closed: boolean;
 }
 
-// A self-update trial's wait (DESIGN §14, step 3): the round trip with the agent that already
+// A self-update trial's wait (docs/design.md §14, step 3): the round trip with the agent that already
 // runs, proved by its own process confirming a heartbeat it sent while this helper ran.
 interface TrialWait {
   // What the confirm's answer names (the trial's steward version and attempt).
@@ -106,7 +106,7 @@ export class AgentConfirms {
   // helper.sock is bound: the agent confirms once to each new helper, maybe at once. Resolves
   // once the agent app's running process (`running`, looked up at each confirm: it may have been
   // respawned) confirmed a heartbeat sent after this call. Nothing of any other process counts,
-  // whatever it asks (DESIGN §14: the round trip is the agent's own).
+  // whatever it asks (docs/design.md §14: the round trip is the agent's own).
   expectTrial(version: string, attemptId: string, running: () => Promise<ProcIdentity | null>): Promise<void> {
     return new Promise<void>((resolve) => {
       this.trial = {

@@ -61,7 +61,7 @@ export function probeSpecOf(rf: ReleaseFile, confirm = true): ProbeSpec {
 }
 
 // Why a process is started: only a respawn spends the restart budget; a manual start
-// (agentctl start|restart) gives a fresh one (DESIGN §5).
+// (agentctl start|restart) gives a fresh one (docs/design.md §5).
 export type StartCause = 'update' | 'first-pass' | 'respawn' | 'manual';
 
 // The restart policy of a process app.
@@ -195,7 +195,7 @@ export async function stopApp(ctx: UpdateContext, app: string, opts: { startsNex
   await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, ...kept });
 }
 
-// A `unit` app (DESIGN §5): its unit runs it from `current`, which the transaction already
+// A `unit` app (docs/design.md §5): its unit runs it from `current`, which the transaction already
 // points at `version`; starting the unit starts that version. Its identity is the unit's
 // MainPID, so the probe's "still alive" is "the same main process": a restart by the unit's
 // own Restart= during the probe counts as a death.

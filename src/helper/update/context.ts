@@ -42,7 +42,7 @@ export interface UpdateContext {
   faults: Faults;
   locks: AppLocks;
   probe: (spec: ProbeSpec, opts: ProbeOptions) => Promise<ProbeResult>;
-  // The new steward-agent's confirms over helper.sock, which its probe waits on (DESIGN §14).
+  // The new steward-agent's confirms over helper.sock, which its probe waits on (docs/design.md §14).
   agentConfirms: AgentConfirms;
   // The account a process app runs as; null means the helper's own user.
   runAs: (app: string) => Promise<RunAs | null>;

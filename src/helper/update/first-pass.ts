@@ -8,7 +8,7 @@ import type { UpdateContext } from './context.js';
 
 const log = logger('helper:start');
 
-// The start's first pass for one process app (DESIGN §4, §5): a recorded process that is
+// The start's first pass for one process app (docs/design.md §4, §5): a recorded process that is
 // still the same live process of the current version is adopted; one that should run but
 // does not is started (not a respawn: it spends no budget); of one whose record says stopped,
 // whatever still runs is stopped. A blocked app is left as recovery left it; a record from
@@ -49,7 +49,7 @@ async function firstPass(ctx: UpdateContext, app: string): Promise<'adopted' | '
   }
   // The recorded process is gone. A start (a respawn's included) spawns before it records the
   // new process, so a crash in between leaves that process running unrecorded: it is stopped
-  // here, before anything starts another (one process per app, DESIGN §5). The record's instance
+  // here, before anything starts another (one process per app, docs/design.md §5). The record's instance
   // token, durable before that spawn, is what proves it is the app's.
   await stopUnrecorded(ctx, app, rec);
   if (await isSupervisorsOwn(rec)) {

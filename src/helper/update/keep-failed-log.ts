@@ -13,7 +13,7 @@ export interface FailedLogSource {
 }
 
 // Keeps the failed version's last 200 log lines at /var/log/steward/<app>-<attemptId>.log
-// (DESIGN §4), so a failed upgrade can be debugged after the rollback. Returns the file,
+// (docs/design.md §4), so a failed upgrade can be debugged after the rollback. Returns the file,
 // or undefined when there was nothing to keep or it could not be written.
 export async function keepFailedLog(
   paths: HostPaths,

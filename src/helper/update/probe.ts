@@ -8,7 +8,7 @@ const debug = logger('helper:probe');
 export interface ProbeSpec {
   http?: string;
   tcp?: string;
-  // steward-agent's probe (DESIGN §14): the first success is the started process's confirm of a
+  // steward-agent's probe (docs/design.md §14): the first success is the started process's confirm of a
   // heartbeat the control plane answered (ProbeOptions.confirmed), within timeoutMs.
   confirm?: 'heartbeat';
   timeoutMs: number;
@@ -37,7 +37,7 @@ function formatMs(ms: number): string {
   return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${Math.round(ms)} ms`;
 }
 
-// Probes a started release (DESIGN §3): polls until the first success or timeoutMs, then the
+// Probes a started release (docs/design.md §3): polls until the first success or timeoutMs, then the
 // process must stay alive for stableMs, then one last probe must pass. Without http or tcp the
 // process must only stay alive for stableMs. A dead process fails the probe at once. With
 // `confirm`, the first success is the process's confirm, which, once given, stays given.

@@ -6,7 +6,7 @@ import type { UpdateContext } from './context.js';
 
 const log = logger('helper:prune');
 
-// Keeps `keep` versions (DESIGN §4 "Prune"): always current and previous, then the highest
+// Keeps `keep` versions (docs/design.md §4 "Prune"): always current and previous, then the highest
 // others; removes the rest, each marker first and then its tree. Runs under the app's lock,
 // so no version of the app is being staged meanwhile. Returns the versions removed.
 export async function pruneReleases(ctx: UpdateContext, app: string, keep?: number): Promise<string[]> {

@@ -22,7 +22,7 @@ export type RecoveryOutcome =
   | { app: string; action: 'recovered'; journal: Journal }
   | { app: string; action: 'receipt-reemitted'; attemptId: string };
 
-// At the helper's start (DESIGN §4), for one app: validate the journal; recover an
+// At the helper's start (docs/design.md §4), for one app: validate the journal; recover an
 // interrupted activation; re-emit the receipt of a terminal journal whose receipt is missing.
 export async function recoverApp(ctx: UpdateContext, app: string): Promise<RecoveryOutcome> {
   await removeStrayCurrentLinks(ctx.paths, app);

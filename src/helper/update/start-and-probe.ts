@@ -11,9 +11,9 @@ export interface StartHooks {
   onProbe?: () => void;
 }
 
-// Starts `version` of the app and probes it (DESIGN §4). A release of steward-agent that asks
+// Starts `version` of the app and probes it (docs/design.md §4). A release of steward-agent that asks
 // for it, on an enrolled host, is probed by the confirm of the very process started here
-// (DESIGN §14): the wait opens before the start, so a quick agent's confirm is not lost, and
+// (docs/design.md §14): the wait opens before the start, so a quick agent's confirm is not lost, and
 // closes with the probe. A failure to start is a failed probe.
 export async function startAndProbe(ctx: UpdateContext, app: string, version: string, release: ReleaseFile, attemptId: string, hooks: StartHooks = {}): Promise<ProbeResult> {
   const confirm = await wantsConfirm(ctx.paths, app, release);

@@ -5,7 +5,7 @@ import { appDir, currentLink, type HostPaths } from '../../core/paths.js';
 import { fsyncDir } from '../../platform/fs-atomic.js';
 import type { Faults } from '../../platform/faults.js';
 
-// Points `current` at versions/<version> with the atomic symlink swap (DESIGN §2):
+// Points `current` at versions/<version> with the atomic symlink swap (docs/design.md §2):
 // symlink to a temp name, rename over `current`, fsync the app folder. Never unlink-then-create.
 export async function pointCurrent(paths: HostPaths, app: string, version: string, faults: Faults, direction: 'forward' | 'back'): Promise<void> {
   const dir = appDir(paths, app);

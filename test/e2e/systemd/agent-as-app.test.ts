@@ -17,7 +17,7 @@ import { makeReleaseKey, manifestFor, REPO, unitNodeFlags } from '../../helpers/
 // by the helper; and a rollout from steward-control makes the agent update itself (it asks with
 // noWait and the new agent process relays the receipt). The release the update installs is one of
 // the agent as steward made it before its programs were bundled (a node_modules tree, the commit
-// before the bundle: DESIGN §15), and the rollout moves it forward to the bundled agent.
+// before the bundle: docs/design.md §15), and the rollout moves it forward to the bundled agent.
 
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const CONTROL = CONTROL_BIN;
@@ -210,7 +210,7 @@ test('the agent runs as the steward app steward-agent and is updated, rolled bac
       return n?.agentVersion === v3 ? n : null;
     }, 30_000, 500);
     assert.equal(node.agentVersion, v3);
-    // Its probe was its confirm over helper.sock (DESIGN §14), from the unit's main process.
+    // Its probe was its confirm over helper.sock (docs/design.md §14), from the unit's main process.
     const helperLog = (await run(box, 'journalctl', ['-u', 'steward-helper', '--no-pager', '-o', 'cat'])).stdout;
     assert.match(helperLog, new RegExp(`confirm taken app=steward-agent version=${v3.replace(/\./g, '\\.')} attempt=\\S+ pid=${after.pid} `));
     ran.push(`rollout ${next(1)} (layout of ${PRE_BUNDLE_COMMIT}) -> ${v3} (bundled): agent stopped by its own request, pid ${before.pid} -> ${after.pid}, receipt relayed, confirmed by pid ${after.pid}`);

@@ -11,7 +11,7 @@ import { exampleLines, printedPattern, readmeShellBlocks } from '../../helpers/r
 
 // `agentctl install` on a real systemd 252 (booted in a container; the repository is mounted
 // read-only at /opt/src, so install copies steward from there): the user, the units, the modes of
-// DESIGN §2, what the `steward` user is denied, an enrollment with the agent running as its unit,
+// docs/design.md §2, what the `steward` user is denied, an enrollment with the agent running as its unit,
 // a second install that changes nothing, and `uninstall --purge` leaving nothing behind.
 
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
@@ -62,7 +62,7 @@ test('agentctl install sets steward up under a real systemd, idempotently, and u
     assert.equal((await run(box, 'systemctl', ['is-enabled', 'steward-helper'])).stdout.trim(), 'enabled');
     const exec = (await run(box, 'systemctl', ['show', '-p', 'ExecStart', 'steward-helper'])).stdout;
     assert.match(exec, /\/opt\/steward\/lib\/bin\/steward-helper\.js/);
-    // The installed code is the host programs' bundles and launchers (DESIGN §15), nothing else.
+    // The installed code is the host programs' bundles and launchers (docs/design.md §15), nothing else.
     const lib = await run(box, 'sh', ['-c', 'cd /opt/steward/lib && ls -d * bin/* dist/* dist/bundle/*']);
     assert.deepEqual(lib.stdout.trim().split('\n').sort(), [
       'README.md', 'bin', 'dist', 'docs', 'package.json', 'systemd',

@@ -1,4 +1,4 @@
-// Which receipts carry the failed version's log lines (receipt payload v2, DESIGN §12 and §16).
+// Which receipts carry the failed version's log lines (receipt payload v2, docs/design.md §12 and §16).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';

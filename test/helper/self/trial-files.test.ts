@@ -11,7 +11,7 @@ import { commitTrial, resetStartCounter, writeCandidate } from '../../../src/hel
 import { LauncherHost } from '../../helpers/launcher-host.js';
 
 // The helper's side of the trial's files (src/helper/self/): reads that never throw on what a
-// file holds (DESIGN §16), the candidate written atomically, the commit.
+// file holds (docs/design.md §16), the candidate written atomically, the commit.
 
 function host(t: TestContext): LauncherHost {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-self-'));

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { makeHost, startHelper } from '../../helpers/host.js';
 import { skipUnlessCI } from '../../helpers/skip.js';
 
-// The helper under a unit with WatchdogSec (DESIGN §14, docs/self-update.md): once ready it sends
+// The helper under a unit with WatchdogSec (docs/design.md §14, docs/self-update.md): once ready it sends
 // WATCHDOG=1 on $NOTIFY_SOCKET at half of $WATCHDOG_USEC, from its own event loop; without
 // WATCHDOG_USEC it sends READY=1 alone. The socket is a fake: a unix datagram socket that perl
 // (perl-base is Essential on Debian) binds and prints each message of, one a line.

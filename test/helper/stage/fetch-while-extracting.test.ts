@@ -1,4 +1,4 @@
-// DESIGN §3 step 4 as amended: for an http(s) fetch the helper makes itself under a signed
+// docs/design.md §3 step 4 as amended: for an http(s) fetch the helper makes itself under a signed
 // manifest, the extraction runs while the bytes arrive and are hashed. What must hold: it really
 // overlaps (the tree grows before the last byte is sent); the tree is the one a local file of
 // the same bytes gives; nothing leaves the 0700 staging folder before the integrity matched; a

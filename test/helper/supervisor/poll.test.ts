@@ -11,7 +11,7 @@ import { ensureRunning } from '../../../src/helper/update/first-pass.js';
 import { supervisedHost } from '../../helpers/supervised-host.js';
 import { waitFor } from '../../helpers/systemd-container.js';
 
-// The poll of adopted processes (DESIGN §5: every 2 s) runs only while some app's process is
+// The poll of adopted processes (docs/design.md §5: every 2 s) runs only while some app's process is
 // adopted, i.e. not this helper's child: a child's exit is heard at once, so an idle helper whose
 // apps are its children wakes for nothing but the 60 s sweep (issue 8 row 5). These hold that an
 // adopted process's death is still found by the poll (the sweep here is an hour away), and that

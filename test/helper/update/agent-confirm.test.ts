@@ -12,7 +12,7 @@ import { readProcIdentity } from '../../../src/platform/proc-identity.js';
 import { probeSpecOf } from '../../../src/helper/update/app-process.js';
 import { makeHost } from '../../helpers/host.js';
 
-// When the helper probes a start by the new agent's confirm (DESIGN §14), and which release
+// When the helper probes a start by the new agent's confirm (docs/design.md §14), and which release
 // files may ask for it.
 
 const agentRelease = releaseFileSchema.parse({ name: 'steward-agent', version: '1.0.0', health: { confirm: 'heartbeat', timeoutMs: 60_000 } });

@@ -15,7 +15,7 @@ export function registerInit(program: Command): void {
 
 // `steward-control migrate`: brings an existing database to this steward-control's schema (on
 // PostgreSQL under an advisory lock, so that instances being upgraded may run it at once).
-// Never run by serve (DESIGN §13). Idempotent.
+// Never run by serve (docs/design.md §13). Idempotent.
 export function registerMigrate(program: Command): void {
   program
     .command('migrate')

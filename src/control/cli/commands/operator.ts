@@ -5,7 +5,7 @@ import { jsonOf } from '../context.js';
 import { invoke } from '../invoke.js';
 
 // `steward-control operator add NAME --role viewer|operator|admin`, `operator list`,
-// `operator remove NAME`, `operator rotate NAME` (DESIGN §12). The first admin is added on the
+// `operator remove NAME`, `operator rotate NAME` (docs/design.md §12). The first admin is added on the
 // server host (`--db`); the token printed is what STEWARD_CONTROL_TOKEN then holds.
 export function registerOperator(program: Command): void {
   const operator = program.command('operator').description('who may use the admin API and the dashboard, with which role');

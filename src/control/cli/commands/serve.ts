@@ -119,12 +119,12 @@ export function registerServe(program: Command): void {
     .option('--heartbeat-seconds <n>', 'heartbeat interval nodes are told', String(DEFAULT_HEARTBEAT_SECONDS))
     .option('--insecure', 'allow plain http on a non-loopback address')
     .option('--init', 'create the database when it does not exist (as `steward-control init`)')
-    // The admin API and dashboard sessions (DESIGN §12).
+    // The admin API and dashboard sessions (docs/design.md §12).
     .option('--admin-listen <host:port>', 'serve the admin API (/v1/admin/) and dashboard sessions (/ui/) here; the same address as --listen shares its listener')
     .option('--trusted-proxy <addr>', 'a proxy (address or CIDR) whose X-Forwarded-For and X-Forwarded-Proto are believed (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
-    // Metrics (DESIGN §12): Prometheus text at /metrics, with /healthz and /readyz, plain http.
+    // Metrics (docs/design.md §12): Prometheus text at /metrics, with /healthz and /readyz, plain http.
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics (/metrics), /healthz and /readyz on this address (plain http, no auth)')
-    // DESIGN §13: a batch of a large fleet queues for its tarballs instead of saturating the link.
+    // docs/design.md §13: a batch of a large fleet queues for its tarballs instead of saturating the link.
     .option('--max-downloads <n>', 'artifact downloads this instance sends at once; more are answered 503 with Retry-After, which helpers wait out', String(DEFAULT_MAX_DOWNLOADS))
     // Issue 31 item 11: slots for enrolled nodes that anonymous readers cannot take, and a floor on speed.
     .option('--anonymous-downloads <n>', 'of those, downloads sent at once without a node\'s or operator\'s credential (helpers from before download credentials send none); 0 refuses them (default: an eighth of --max-downloads)')

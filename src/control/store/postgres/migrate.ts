@@ -1,5 +1,5 @@
 // `steward-control migrate` on PostgreSQL, and the check every instance makes when it opens the
-// database. Migrations run only here, never in `serve` (DESIGN §13): each in its own
+// database. Migrations run only here, never in `serve` (docs/design.md §13): each in its own
 // transaction with its row in steward_migrations, all under one advisory lock, so that two
 // migrates started at once apply each migration once and a crash leaves one version or the next.
 import type pg from 'pg';

@@ -1,5 +1,5 @@
 // The PostgreSQL implementation of the store contract (../store.ts), on `pg` and its pool
-// (DESIGN §13). Several processes and instances may use one database at once:
+// (docs/design.md §13). Several processes and instances may use one database at once:
 // - this process's writes run one after the other, as on SQLite (so the contract's "never
 //   interleave" holds for every caller in it), each in a SERIALIZABLE transaction, which keeps
 //   them correct against the writes of other processes;

@@ -104,7 +104,7 @@ CREATE TABLE issued (
 CREATE INDEX issued_by_node ON issued ("nodeId");
 `;
 
-// Issue 17 (DESIGN §11), as SQLite's migration 2.
+// Issue 17 (docs/design.md §11), as SQLite's migration 2.
 const V2 = `
 ALTER TABLE tokens ADD COLUMN id text COLLATE "C";
 ALTER TABLE tokens ADD COLUMN labels text COLLATE "C" NOT NULL DEFAULT '{}';
@@ -145,7 +145,7 @@ CREATE UNIQUE INDEX one_attempt_per_run_and_node ON issued ("runId", "nodeId");
 CREATE INDEX issued_by_run ON issued ("runId");
 `;
 
-// Issue 18 (DESIGN §12), as SQLite's migration 3.
+// Issue 18 (docs/design.md §12), as SQLite's migration 3.
 const V3 = `
 CREATE TABLE operators (
   name text COLLATE "C" PRIMARY KEY,

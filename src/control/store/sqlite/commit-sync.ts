@@ -15,7 +15,7 @@
 // time; the callers that arrive while it runs share the next one (group commit of the fsync).
 // Other processes (the CLI) open the store with FULL and are not affected.
 //
-// A failed fdatasync is never retried (DESIGN §2): after a failure the kernel may have dropped
+// A failed fdatasync is never retried (docs/design.md §2): after a failure the kernel may have dropped
 // the dirty pages, so a later "successful" fsync would prove nothing. Every caller then and from
 // then on gets the error; steward-control must be restarted, and SQLite recovers from the WAL as
 // it is on disk.

@@ -38,7 +38,7 @@ export interface SqliteStoreOptions {
   // Create the file when it does not exist (`steward-control init`, `serve --init`). Otherwise a
   // missing file is refused with STATE_INVALID, so a typo in --db never makes an empty fleet.
   create?: boolean;
-  // The store's clock (DESIGN §11: decisions use it). Default: the system clock.
+  // The store's clock (docs/design.md §11: decisions use it). Default: the system clock.
   clock?: Pick<Clock, 'now'>;
   // The server's way to commit: synchronous=NORMAL and an fdatasync of the WAL in the thread
   // pool, shared by the commits made meanwhile (commit-sync.ts); durable() waits for it. Without

@@ -1,6 +1,6 @@
 // The control plane's SQLite schema as numbered migrations. `PRAGMA user_version` is the number
 // of the last one applied: a store made by a newer steward-control is refused, never guessed at
-// (DESIGN §10). Each migration is one small function run in the transaction that raises the
+// (docs/design.md §10). Each migration is one small function run in the transaction that raises the
 // version, so a crash leaves the store at one version or the next.
 import type Database from 'better-sqlite3';
 
@@ -90,7 +90,7 @@ CREATE TABLE issued (
 CREATE INDEX issued_by_node ON issued (nodeId);
 `;
 
-// Issue 17 (DESIGN §11): labels, token ids and labels, the keys allowed per app, the rollout
+// Issue 17 (docs/design.md §11): labels, token ids and labels, the keys allowed per app, the rollout
 // policy of a run, frozen targeting facts, and the attempt's window and batch.
 const V2 = `
 ALTER TABLE tokens ADD COLUMN id TEXT;
@@ -134,7 +134,7 @@ CREATE UNIQUE INDEX one_attempt_per_run_and_node ON issued (runId, nodeId);
 CREATE INDEX issued_by_run ON issued (runId);
 `;
 
-// Issue 18 (DESIGN §12): operators and their API tokens, dashboard sessions, failed
+// Issue 18 (docs/design.md §12): operators and their API tokens, dashboard sessions, failed
 // authentications per source, and the audit log, all in the store so that any instance (§13)
 // answers any request.
 const V3 = `
@@ -171,7 +171,7 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_time ON audit (at);
 `;
 
-// DESIGN §12: each node's clock skew as its last accepted heartbeat showed it (sentAt minus the
+// docs/design.md §12: each node's clock skew as its last accepted heartbeat showed it (sentAt minus the
 // time the control plane received it), for the fleet page.
 const V4 = `
 ALTER TABLE nodes ADD COLUMN clockSkewMs INTEGER;
