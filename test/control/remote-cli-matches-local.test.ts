@@ -56,7 +56,10 @@ function normalize(text: string, side: Side): string {
     .replace(/\br\d+-[0-9a-f]{16}\b/g, '<attempt>')
     .replace(/"heartbeatAgeMs": \d+/g, '"heartbeatAgeMs": <age>')
     .replace(/"clockSkewMs": -?\d+/g, '"clockSkewMs": <skew>')
-    .replace(/ [+-]\d+(ms|\.\ds|m\d\ds|h\d\dm)(?= )/g, ' <skew>')
+    // A table pads a column to its widest cell: a skew or an age of another length moves the
+    // spaces after it, so those go with it.
+    .replace(/ [+-]\d+(ms|\.\ds|m\d\ds|h\d\dm) +/g, ' <skew> ')
+    .replace(/\b\d+(ms|s|m|h|d) ago\b +/g, '<age> ')
     .replace(/\b\d+(ms|s|m|h|d) ago\b/g, '<age>')
     .replace(/local:[\w.=-]+/g, '<actor>')
     .replace(/\badam\b/g, '<actor>');

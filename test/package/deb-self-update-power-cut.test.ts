@@ -133,7 +133,10 @@ test('a self-update under systemd survives a power cut at each of its renames, a
   const { box, deb, version: pkg, dpkg } = c;
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'steward-self-cut-'));
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
-  const [olderPkg, newerPkg] = [nextPatch(pkg), nextPatch(nextPatch(pkg))];
+  // A release above the installed package (its version is the floor of steward's updates,
+  // docs/self-update.md) and below the two packages this test builds.
+  const firstRelease = nextPatch(pkg);
+  const [olderPkg, newerPkg] = [nextPatch(firstRelease), nextPatch(nextPatch(firstRelease))];
   // One at a time: two builds share the package's staging folders.
   const debs = (async (): Promise<[string, string]> => [await c.buildDeb(olderPkg), await c.buildDeb(newerPkg)])();
   const install = await run(box, 'dpkg', dpkg('-i', deb), 180_000);
@@ -160,8 +163,8 @@ test('a self-update under systemd survives a power cut at each of its renames, a
   };
 
   await timed(`apt upgrades to a package newer than the committed release: the package goes through the trial and commits`, async () => {
-    // A release older than every package of this test, committed by its trial.
-    const old = '0.0.9';
+    // A release older than the packages this test builds, committed by its trial.
+    const old = firstRelease;
     assert.equal((await offer(old)).json?.accepted, true);
     await assertSettled(box, { version: old, outcome: 'active', trials: 1, current: old, webPid });
     const up = await run(box, 'dpkg', dpkg('-i', olderDeb), 180_000);
