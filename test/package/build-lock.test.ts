@@ -26,7 +26,12 @@ test('a second build into the folder is BUSY while the first runs, and goes ahea
   const out = tempOut(t);
   let release!: () => void;
   const first = withBuildLock(out, () => new Promise<string>((r) => (release = () => r('first'))));
-  await new Promise((r) => setTimeout(r, 50));
+  // Held once its owner record is in: a second acquisition started before that, in this same
+  // process, would write the same pid's intent file as the first (src/platform/lock.ts).
+  for (let waited = 0; !existsSync(path.join(out, BUILD_LOCK, 'owner.json')); waited += 20) {
+    assert.ok(waited < 30_000, 'the first build took the lock');
+    await new Promise((r) => setTimeout(r, 20));
+  }
   let ran = false;
   await assert.rejects(
     withBuildLock(out, async () => {

