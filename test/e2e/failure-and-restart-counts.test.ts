@@ -5,26 +5,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, type TestHost } from '../helpers/host.js';
+import { appStatus } from '../helpers/app-processes.js';
+import { waitFor } from '../helpers/systemd-container.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 
 const fast = { restart: { baseMs: 100, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 }, stopTimeoutMs: 1000 };
 const config = { apps: { web: processApp(fast) }, supervisor: { sweepMs: 500, pollMs: 100 } };
 
-async function web(host: TestHost): Promise<any> {
-  const r = await agentctl(host, ['status', 'web', '--json']);
-  assert.equal(r.code, 0, r.stderr);
-  return r.json.apps[0];
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const web = (host: TestHost) => appStatus(host, 'web');
 
 test('a first install that failed is quarantined and the refusal and releases say it failed, never "failed 0 time(s)"', { timeout: 60_000 }, async (t) => {
   const host = useHost(t, config);
@@ -70,7 +58,7 @@ test("a new version's restart count starts at 0, whatever the version before it 
   const respawned = await waitFor('a respawn of 1.0.0', async () => {
     const a = await web(host);
     return a.supervisor?.pid && a.supervisor.pid !== first && a.supervisor.state === 'running' ? a : null;
-  });
+  }, 30_000, 100);
   assert.equal(respawned.supervisor.attempts, 1, 'the respawn of 1.0.0 is counted');
   assert.match((await agentctl(host, ['status', 'web'])).stdout, /\(1 respawns\)/);
 
@@ -86,6 +74,6 @@ test("a new version's restart count starts at 0, whatever the version before it 
   const second = await waitFor('a respawn of 2.0.0', async () => {
     const a = await web(host);
     return a.supervisor?.pid && a.supervisor.pid !== pid2 && a.supervisor.state === 'running' ? a : null;
-  });
+  }, 30_000, 100);
   assert.equal(second.supervisor.attempts, 1);
 });

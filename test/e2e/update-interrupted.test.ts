@@ -6,23 +6,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, BIN, processApp, type TestHost } from '../helpers/host.js';
+import { appStatus } from '../helpers/app-processes.js';
+import { waitFor } from '../helpers/systemd-container.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
-async function web(host: TestHost): Promise<any> {
-  const r = await agentctl(host, ['status', 'web', '--json']);
-  assert.equal(r.code, 0, r.stderr);
-  return r.json.apps[0];
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const web = (host: TestHost) => appStatus(host, 'web');
 
 test('Ctrl-C during agentctl update says the update goes on in the helper, how to follow it and that the app is held; the update ends active', { timeout: 90_000 }, async (t) => {
   const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
