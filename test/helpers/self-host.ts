@@ -9,7 +9,8 @@ import { after } from 'node:test';
 import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { layOutStewardTree } from '../../src/platform/release-tree.js';
-import { agentctl, makeHost, makeReleaseKey, REPO, type ReleaseKey, type TestHost } from './host.js';
+import { helperStatus } from './helper-status.js';
+import { makeHost, makeReleaseKey, REPO, type ReleaseKey, type TestHost } from './host.js';
 import { stewardReleaseFiles, type StewardReleaseFiles } from './self-release.js';
 import { LAUNCHER, SHELL } from './launcher-host.js';
 
@@ -116,8 +117,9 @@ export async function waitReady(host: SelfHost, child: ChildProcess, ms = 30_000
   const deadline = Date.now() + ms;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the helper exited (${child.exitCode ?? child.signalCode}) before it got ready`);
-    const r = await agentctl(host, ['status', '--json']).catch(() => null);
-    if (r && r.code === 0 && r.json?.recovering === false) return r.json;
+    // Asked from this process (helper-status.ts), not by an agentctl process per poll.
+    const status = await helperStatus(host.root);
+    if (status?.recovering === false) return status;
     if (Date.now() > deadline) throw new Error('the helper did not get ready');
     await new Promise((r) => setTimeout(r, 100));
   }
