@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../fixtures/app-releases.js';
@@ -30,11 +30,17 @@ test('the README\'s dashboard block starts a control plane whose /ui/ serves the
     }
     rmSync(home, { recursive: true, force: true });
   });
-  const r = spawnSync('bash', ['-euo', 'pipefail', '-c', `${block}echo "serve-pid $!"`], { cwd: REPO, env: { ...process.env, HOME: home, DEBUG: '' }, encoding: 'utf8', timeout: 60_000 });
-  pid = Number(/serve-pid (\d+)/.exec(r.stdout)?.[1] ?? 0);
-  assert.equal(r.status, 0, r.stdout + r.stderr);
-  const token = /^(so_[A-Za-z0-9_-]{32})$/m.exec(r.stdout)?.[1];
-  assert.ok(token, `operator add printed a token:\n${r.stdout}`);
+  // The block's output goes to a file, not a pipe: the server it leaves running in the
+  // background holds its standard output open, and spawnSync would wait on a pipe until its timeout.
+  const outFile = path.join(home, 'block.out');
+  const out = openSync(outFile, 'w');
+  const r = spawnSync('bash', ['-euo', 'pipefail', '-c', `${block}echo "serve-pid $!"`], { cwd: REPO, env: { ...process.env, HOME: home, DEBUG: '' }, stdio: ['ignore', out, out], timeout: 60_000 });
+  closeSync(out);
+  const printed = readFileSync(outFile, 'utf8');
+  pid = Number(/serve-pid (\d+)/.exec(printed)?.[1] ?? 0);
+  assert.equal(r.status, 0, printed);
+  const token = /^(so_[A-Za-z0-9_-]{32})$/m.exec(printed)?.[1];
+  assert.ok(token, `operator add printed a token:\n${printed}`);
   const base = `http://127.0.0.1:${admin}`;
   const page = await waitFor('the dashboard', async () => {
     try {
