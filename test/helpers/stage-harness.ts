@@ -94,9 +94,9 @@ export async function assertStageRefused(
   tgz: Buffer | ((s: StagedHost) => Buffer),
   code: string,
   extra: Partial<StageInput> | ((s: StagedHost) => Partial<StageInput> | Promise<Partial<StageInput>>) = {},
-  opts: { inMemory?: boolean; via?: StageVia } = {},
+  opts: { inMemory?: boolean; via?: StageVia; config?: Record<string, unknown> } = {},
 ): Promise<StewardError> {
-  const s = await hostWithCurrent({}, opts);
+  const s = await hostWithCurrent(opts.config ?? {}, opts);
   try {
     const input = typeof extra === 'function' ? await extra(s) : extra;
     // Its trusted key is written before the snapshot: it is not something staging changed.
