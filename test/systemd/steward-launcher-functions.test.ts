@@ -1,16 +1,18 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { isVersion, MAX_VERSION_LENGTH, VERSION_RE } from '../../src/core/version.js';
-import { LAUNCHER, SHELL } from '../helpers/launcher-host.js';
+import { LAUNCHER, SHELL, writeMarker } from '../helpers/launcher-host.js';
 import { checkProperty } from '../property/property-run.js';
 
 // The launcher's checks that start no process (systemd/steward-launcher) say what their references
-// say: is_version what isVersion (src/core/version.ts) says. On hand-picked edges and on many
-// generated inputs, every batch in one sh process (dash where installed), the functions taken from
-// the launcher itself.
+// say: is_version what isVersion (src/core/version.ts) says, has_line what `grep -qF` says. Each on
+// hand-picked edges and on many generated inputs, every batch in one sh process (dash where
+// installed), the functions taken from the launcher itself.
 
 // The text of the launcher's function `name`.
 function launcherFunction(name: string): string {
@@ -75,4 +77,44 @@ test('is_version agrees with isVersion on generated versions, near versions and 
   const valid = sample.filter(isVersion);
   assert.ok(valid.length > 300 && sample.length - valid.length > 300, `${valid.length} of ${sample.length} valid`);
   assert.ok(valid.some((v) => v.length === MAX_VERSION_LENGTH) && sample.some((v) => v.length === MAX_VERSION_LENGTH + 1 && VERSION_RE.test(v)));
+});
+
+// Whether has_line finds `text` in each of `files` just when `grep -qF` does.
+function sameAsGrep(t: TestContext, text: string, files: Buffer[]): void {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-launcher-has-line-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const names = files.map((bytes, i) => {
+    const file = path.join(dir, String(i));
+    writeFileSync(file, bytes);
+    return file;
+  });
+  const got = runShell(['has_line'], 'text=$1; shift; for f in "$@"; do if has_line "$text" "$f"; then printf 1; else printf 0; fi; done', [text, ...names]);
+  const grep = runShell([], 'text=$1; shift; for f in "$@"; do if grep -qF -- "$text" "$f"; then printf 1; else printf 0; fi; done', [text, ...names]);
+  assert.equal(got.length, files.length);
+  files.forEach((bytes, i) => assert.equal(got[i], grep[i], `has_line ${JSON.stringify(text)} in ${JSON.stringify(bytes.toString('latin1'))}`));
+}
+
+test('has_line finds the version in a marker just when grep -qF does', (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-launcher-marker-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeMarker(dir, '1.2.3-rc.1');
+  const marker = readFileSync(path.join(dir, '.steward-valid'), 'latin1');
+  const text = '"version": "1.2.3-rc.1"';
+  const at = marker.indexOf(text);
+  assert.ok(at > 0);
+  const edges = [
+    marker, marker.trimEnd(), text, `${text}\n`, '', '\n', marker.replace(text, `${text},`), marker.replace(text, '"version": "1.2.3-rc.10"'),
+    marker.replace(text, '"version": "1.2.3-rc."'), marker.replace(text, '"version":"1.2.3-rc.1"'), marker.slice(0, at + text.length), marker.slice(0, at + text.length - 1),
+    marker.replace(text, `"version": "1.2.3-\nrc.1"`), marker.replace(text, `${text}\r`), marker.replace(/\n/g, '\r\n'), `\0${text}\0\n`, `\xff\xfe${text}`, '\\'.repeat(3) + text,
+  ];
+  // Near markers: up to three characters inserted, replaced or removed, often in the text (no NUL
+  // inside it: read drops NULs, grep does not, as the launcher's comment says).
+  const near = fc
+    .tuple(fc.array(fc.tuple(fc.nat(2), fc.oneof(fc.nat(), fc.integer({ min: at - 2, max: at + text.length + 2 })), fc.constantFrom('\n', '\r', ' ', '"', '\\', '1', '.', 'x', '\xff', '\0')), { maxLength: 3 }))
+    .map(([edits]) => edits.reduce((s, [kind, n, ch]) => edit(s, kind, n, ch), marker))
+    .filter((m) => !m.replace(/\0/g, '').includes(text) || m.includes(text));
+  const files = [...edges, ...fc.sample(near, { seed: 2, numRuns: 400 })].map((s) => Buffer.from(s, 'latin1'));
+  sameAsGrep(t, text, files);
+  const found = files.filter((b) => b.includes(text)).length;
+  assert.ok(found > 50 && files.length - found > 50, `${found} of ${files.length} hold the text`);
 });
