@@ -51,8 +51,10 @@ b=
 if [ -f "$tree/behaviour" ]; then { IFS= read -r b || true; while IFS= read -r more || [ -n "$more" ]; do [ -z "$more" ] || b=; done; } <"$tree/behaviour"; fi
 [ "$b" = good ] || exit 1
 if [ "$STEWARD_SELF_DECISION" = trial ]; then "$FAKE_REAL_NODE" "$FAKE_COMMIT" "$FAKE_ROOT" "$STEWARD_SELF_VERSION" "$tree"; fi
-# Ready: the start count is reset, as resetStartCounter does (rm, then fsync of the folder).
-rm -f "$FAKE_ROOT/var/lib/steward/self/starts"
+# Ready: the start count is reset, as resetStartCounter does (rm, then fsync of the folder); no rm
+# is started when there is nothing to remove.
+starts=$FAKE_ROOT/var/lib/steward/self/starts
+if [ -e "$starts" ] || [ -L "$starts" ]; then rm -f "$starts"; fi
 sync "$FAKE_ROOT/var/lib/steward/self"
 `;
 
