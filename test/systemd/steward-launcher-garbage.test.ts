@@ -1,11 +1,11 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SELF_FILES } from '../../src/core/self-schemas.js';
-import { LAUNCHER, LauncherHost, shellParses, wrongLauncher, type Start } from '../helpers/launcher-host.js';
+import { LAUNCHER, LauncherHost, SHELL, shellParses, wrongLauncher, type Start } from '../helpers/launcher-host.js';
 
 // Every file in self/ may hold garbage (a power cut, a disk error, a newer steward's format): none
 // may stop the floor from booting, and each gets the safe choice (docs/self-update.md).
@@ -80,6 +80,50 @@ test('garbage in package-tried gives a newer package its trial once, and then it
   host.setCurrent('1.0.0');
   host.writeSelf('package-tried', '{"schemaVersion":1,"version":"1.1.');
   assert.deepEqual((await host.starts(4)).map(ran), ['trial 1.1.0', 'current 1.0.0', 'current 1.0.0', 'current 1.0.0']);
+});
+
+// A temp file of the launcher's write_state that an earlier start with the same pid left, made by a
+// wrapper that execs the launcher (same pid) right after. It is removed before the write: nothing
+// is written through it, the start is counted, and a FIFO does not block the start.
+const STALE_TMP: [string, string][] = [
+  ['a FIFO', 'mkfifo "$tmp"'],
+  ['a symlink to a file', 'ln -s "$OUTSIDE" "$tmp"'],
+  ['a symlink to nothing yet', 'ln -s "$OUTSIDE.new" "$tmp"'],
+  ["another file's hard link", 'ln "$OUTSIDE" "$tmp"'],
+];
+
+async function staleTempFilesAreRemoved(t: TestContext, launcher: string, cases: [string, string][]): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-launcher-stale-tmp-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  let n = 0;
+  for (const [what, make] of cases) {
+    const host = new LauncherHost(path.join(dir, String(n++)), '0.9.0');
+    host.addRelease('1.0.0', 'exit');
+    host.setCurrent('1.0.0');
+    mkdirSync(host.selfDir, { recursive: true, mode: 0o700 });
+    const outside = path.join(host.base, 'outside');
+    writeFileSync(outside, 'not the launcher\'s\n');
+    const wrapper = path.join(host.base, 'stale-tmp-then-launcher');
+    writeFileSync(wrapper, `tmp=${host.selfDir}/.starts.$$.tmp\nOUTSIDE=${outside}\n${make}\nexec ${SHELL} ${launcher} "$@"\n`);
+    const s = await host.start({ launcher: wrapper });
+    assert.equal(ran(s), 'current 1.0.0', what);
+    assert.equal(host.readSelf('starts'), '{"schemaVersion":1,"version":"1.0.0","starts":1}\n', what);
+    assert.ok(lstatSync(path.join(host.selfDir, 'starts')).isFile(), `${what}: starts is a file of its own`);
+    assert.equal(readFileSync(outside, 'utf8'), 'not the launcher\'s\n', `${what}: nothing was written through it`);
+    assert.ok(!existsSync(`${outside}.new`), `${what}: nothing was made through it`);
+    assert.deepEqual(readdirSync(host.selfDir), ['starts'], what);
+  }
+}
+
+test('a temp file an earlier start with the same pid left is removed before the write', (t) => staleTempFilesAreRemoved(t, LAUNCHER, STALE_TMP));
+
+test('a launcher that writes its temp file over what is there is caught by the stale temp file check', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-launcher-wrong-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const launcher = wrongLauncher(dir, 'no-tmp-rm', [[/\n {4}\{ ! exists "\.\$1\.\$\$\.tmp" \|\| rm -f -- "\$tmp"; \} &&/, '']]);
+  assert.ok(shellParses(launcher));
+  // Not the FIFO: that launcher would block on it for good.
+  for (const c of STALE_TMP.slice(1)) await assert.rejects(staleTempFilesAreRemoved(t, launcher, [c]), assert.AssertionError, c[0]);
 });
 
 test('a launcher that trusts the start count it reads is caught by the garbage check', async (t) => {

@@ -23,7 +23,8 @@ function killingBin(dir: string): string {
       path.join(bin, cmd),
       `#!/bin/sh
 [ -n "\${KILL_AT:-}" ] || exec ${real} "$@"
-n=$(( $(cat "$KILL_COUNT") + 1 ))
+read -r n <"$KILL_COUNT"
+n=$((n + 1))
 echo "$n" >"$KILL_COUNT"
 if [ "$n" = "$KILL_AT" ] && [ "$KILL_WHEN" = before ]; then kill -9 "$PPID"; exit 1; fi
 rc=0
