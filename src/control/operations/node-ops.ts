@@ -1,5 +1,5 @@
 // `nodes`, `nodes label`, `nodes remove` (docs/design.md §11).
-import { z } from 'zod';
+import { z } from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
 import { heartbeatFresh } from '../../core/heartbeat-freshness.js';
@@ -40,7 +40,7 @@ export const nodesList: Operation<{ select?: string; cursor?: string; limit?: st
   input: z.strictObject({ select: flag, cursor: flag, limit: flag }),
   async run(ctx, i) {
     const sel = parseSelector(i.select ?? '');
-    const after = decodeCursor(i.cursor, z.string().max(256));
+    const after = decodeCursor(i.cursor, z.string().check(z.maxLength(256)));
     const limit = pageLimit(i.limit);
     return ctx.store.read(async (tx) => {
       const now = await tx.now();

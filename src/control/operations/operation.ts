@@ -2,7 +2,7 @@
 // and what the admin API runs for `/v1/admin/<command words>`, with the same input (the
 // command's arguments and flags, as the CLI takes them) and the same output (the command's
 // --json document). One definition, so the two can never answer differently.
-import { z } from 'zod';
+import { z } from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { formatIssues } from '../../core/format-issues.js';
 import { nulPath } from '../../core/nul.js';
@@ -28,7 +28,7 @@ export interface Operation<I = any, O = any> {
   action: string | null;
   // The lowest role that may run it.
   role: OperatorRole;
-  input: z.ZodType<I>;
+  input: z.ZodMiniType<I>;
   // Takes an upload after its input (release add).
   upload?: boolean;
   // A paged read: the output's list under this key, and `nextCursor`.
@@ -60,8 +60,8 @@ export function parseInput<I>(op: Operation<I>, raw: unknown): I {
 }
 
 // A flag's value as the CLI takes it: text (a number is taken as its text, for scripts).
-export const flag = z.union([z.string().max(4096), z.number().finite()]).transform(String).optional();
+export const flag = z.optional(z.pipe(z.union([z.string().check(z.maxLength(4096)), z.number()]), z.transform(String)));
 // A repeatable flag.
-export const flags = z.array(z.string().max(4096)).max(1000).optional();
-export const toggle = z.boolean().optional();
-export const word = z.string().min(1).max(256);
+export const flags = z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(1000)));
+export const toggle = z.optional(z.boolean());
+export const word = z.string().check(z.minLength(1), z.maxLength(256));

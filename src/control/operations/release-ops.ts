@@ -1,6 +1,6 @@
 // `release add|list|remove` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
 // each app allows.
-import { z } from 'zod';
+import { z } from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { envelopeSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
@@ -14,7 +14,7 @@ import { flag, toggle, word, type Operation } from './operation.js';
 // `release list` flags a manifest that expires within this: re-sign it before a rollout needs it.
 const EXPIRES_SOON_MS = 7 * 86_400_000;
 
-const pem = z.string().min(1).max(4096);
+const pem = z.string().check(z.minLength(1), z.maxLength(4096));
 
 export const releaseAdd: Operation<{ app: string; version: string; manifest: Envelope; publicKey: string; keep: boolean; resign?: boolean }, AddedRelease> = {
   command: 'release add',

@@ -1,5 +1,5 @@
 // `rollout start|retry|stop|pause|resume|status|list` (docs/design.md §11).
-import { z } from 'zod';
+import { z } from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import type { NodePlan, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
 import type { SimulatedBatch } from '../../core/rollout-simulate.js';
@@ -191,7 +191,7 @@ export interface RunSummary {
   haltReason: { code: string; nodeId: string | null; message: string } | null;
 }
 
-const runCursorSchema = z.tuple([z.number().int().positive()]);
+const runCursorSchema = z.tuple([z.number().check(z.int(), z.positive())]);
 
 export const rolloutList: Operation<{ app?: string; cursor?: string; limit?: string }, { runs: RunSummary[]; nextCursor: string | null }> = {
   command: 'rollout list',
