@@ -6,8 +6,10 @@ import { readOwnVersion } from '../../platform/own-version.js';
 import { reportControlError } from './report.js';
 
 // Each command's module, imported only when it is run (src/cli/lazy-commands.ts): `steward-control
-// rollout status` then loads neither serve's HTTP server and dashboard nor backup's copier. The
-// order is the order of `steward-control --help`.
+// rollout status` then loads neither serve's HTTP server and dashboard nor backup's copier. A
+// command's module registers its subcommands and imports what they run only when one runs, so
+// that --help, which registers every command, loads none of it. The order is the order of
+// `steward-control --help`.
 const COMMANDS: LazyCommand[] = [
   [['init'], async () => (await import('./commands/init.js')).registerInit],
   [['migrate'], async () => (await import('./commands/init.js')).registerMigrate],

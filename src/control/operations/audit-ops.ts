@@ -3,7 +3,8 @@ import { z } from '../../core/zod-mini.js';
 import { parseDuration } from '../cli/parse-options.js';
 import type { AuditRow } from '../store/store.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
-import { flag, type Operation } from './operation.js';
+import { flag } from './inputs.js';
+import type { Operation } from './operation.js';
 
 // Where a page ended, and the absolute `since` of the first page (so later pages keep it).
 const cursorSchema = z.tuple([z.number().check(z.int(), z.nonnegative()), z.number().check(z.int(), z.nonnegative())]);

@@ -8,7 +8,8 @@ import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
 import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
-import { flag, flags, word, type Operation } from './operation.js';
+import { flag, flags, word } from './inputs.js';
+import type { Operation } from './operation.js';
 
 export interface NodeView {
   nodeId: string;

@@ -2,7 +2,10 @@
 // and what the admin API runs for `/v1/admin/<command words>`, with the same input (the
 // command's arguments and flags, as the CLI takes them) and the same output (the command's
 // --json document). One definition, so the two can never answer differently.
-import { z } from '../../core/zod-mini.js';
+//
+// This module holds no schema (they are in inputs.ts and beside each operation): the remote CLI
+// reads an operation's route and method from here without evaluating zod.
+import type { z } from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { formatIssues } from '../../core/format-issues.js';
 import { nulPath } from '../../core/nul.js';
@@ -59,9 +62,7 @@ export function parseInput<I>(op: Operation<I>, raw: unknown): I {
   return r.data;
 }
 
-// A flag's value as the CLI takes it: text (a number is taken as its text, for scripts).
-export const flag = z.optional(z.pipe(z.union([z.string().check(z.maxLength(4096)), z.number()]), z.transform(String)));
-// A repeatable flag.
-export const flags = z.optional(z.array(z.string().check(z.maxLength(4096))).check(z.maxLength(1000)));
-export const toggle = z.optional(z.boolean());
-export const word = z.string().check(z.minLength(1), z.maxLength(256));
+// Checks `raw` against the operation's input and runs it.
+export function runOperation<I, O>(ctx: OpContext, op: Operation<I, O>, raw: unknown, upload?: Upload): Promise<O> {
+  return op.run(ctx, parseInput(op, raw), upload);
+}

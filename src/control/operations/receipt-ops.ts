@@ -5,7 +5,8 @@ import type { Envelope } from '../../core/release-schemas.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import type { ReceiptKey, ReceiptRow } from '../store/store.js';
 import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
-import { flag, type Operation } from './operation.js';
+import { flag } from './inputs.js';
+import type { Operation } from './operation.js';
 import { roleAllows } from '../operators/roles.js';
 
 export interface ReceiptView {

@@ -9,7 +9,8 @@ import { removeRelease } from '../catalog/remove-release.js';
 import { discardReleaseBytes } from '../catalog/upload-file.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { checkNames } from './check-names.js';
-import { flag, toggle, word, type Operation } from './operation.js';
+import { flag, toggle, word } from './inputs.js';
+import type { Operation } from './operation.js';
 
 // `release list` flags a manifest that expires within this: re-sign it before a rollout needs it.
 const EXPIRES_SOON_MS = 7 * 86_400_000;

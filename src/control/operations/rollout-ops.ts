@@ -9,7 +9,8 @@ import { describeRun, type RunStatusView } from '../rollouts/run-status.js';
 import { dryRunRetry, dryRunStart, pauseRun, retryRun, startRun, stopRun, type DryRun, type RecordChange, type RunOptions } from '../rollouts/start-run.js';
 import type { ControlStore, NewRun, RunRow } from '../store/store.js';
 import { checkNames } from './check-names.js';
-import { flag, flags, toggle, word, type OpContext, type Operation } from './operation.js';
+import { flag, flags, toggle, word } from './inputs.js';
+import type { OpContext, Operation } from './operation.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
 
 // The policy flags of `rollout start` and `rollout retry`, as the CLI takes them.

@@ -6,7 +6,8 @@ import { recordAudit } from '../audit/record-audit.js';
 import { parseDuration } from '../cli/parse-options.js';
 import { createToken } from '../enroll/tokens.js';
 import type { TokenRow } from '../store/store.js';
-import { flag, flags, word, type Operation } from './operation.js';
+import { flag, flags, word } from './inputs.js';
+import type { Operation } from './operation.js';
 
 export type TokenState = 'used' | 'revoked' | 'expired' | 'valid';
 
