@@ -10,7 +10,7 @@
 // "The backup key"): a file is a backup only when the key restore is given signed it, so an
 // edit with its digest recomputed is refused. A file without its end line, with a line out of
 // place, whose digest or signature differs, or that goes on after its end line is not a backup.
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { isAppName, isVersion } from '../../core/names.js';
 import type { Scalar, SequenceMark, TableShape } from '../store/bulk.js';
 

@@ -1,5 +1,5 @@
 // `audit [--since 1h]`: the audit log, oldest first (docs/design.md §12).
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { parseDuration } from '../cli/parse-options.js';
 import type { AuditRow } from '../store/store.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';

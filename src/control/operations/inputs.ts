@@ -1,5 +1,5 @@
 // The input schemas that the operations share: their flags and words as the CLI takes them.
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 
 // A flag's value as the CLI takes it: text (a number is taken as its text, for scripts).
 export const flag = z.optional(z.pipe(z.union([z.string().check(z.maxLength(4096)), z.number()]), z.transform(String)));

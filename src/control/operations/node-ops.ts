@@ -1,5 +1,5 @@
 // `nodes`, `nodes label`, `nodes remove` (docs/design.md §11).
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
 import { heartbeatFresh } from '../../core/heartbeat-freshness.js';

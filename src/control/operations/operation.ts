@@ -5,7 +5,7 @@
 //
 // This module holds no schema (they are in inputs.ts and beside each operation): the remote CLI
 // reads an operation's route and method from here without evaluating zod.
-import type { z } from '../../core/zod-mini.js';
+import type * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { formatIssues } from '../../core/format-issues.js';
 import { nulPath } from '../../core/nul.js';

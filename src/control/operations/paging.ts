@@ -1,7 +1,7 @@
 // Pagination by opaque cursor (the house style's "API that scripts can live with"): a long list
 // comes in pages, each with `nextCursor` (null on the last), to pass back as `cursor`. A cursor
 // is base64url JSON of where the page ended; a client should not read or build one.
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { parsePositiveInt } from '../cli/parse-options.js';
 import { nulPath } from '../../core/nul.js';

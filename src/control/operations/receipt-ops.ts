@@ -1,5 +1,5 @@
 // `receipts [--node N] [--app A] [--select SEL]`: the stored receipts in arrival order.
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';

@@ -1,6 +1,6 @@
 // `release add|list|remove` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
 // each app allows.
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { envelopeSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';

@@ -1,5 +1,5 @@
 // `rollout start|retry|stop|pause|resume|status|list` (docs/design.md §11).
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import type { NodePlan, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
 import type { SimulatedBatch } from '../../core/rollout-simulate.js';

@@ -1,5 +1,5 @@
 // `token create|list|revoke`: enrollment tokens (docs/design.md §11).
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { parseLabels, type Labels } from '../../core/labels.js';
 import { recordAudit } from '../audit/record-audit.js';

@@ -2,7 +2,7 @@
 // operator also starts, pauses, resumes, stops and retries rollouts, labels nodes, creates and
 // revokes enrollment tokens and reads log lines; an admin also manages operators, releases,
 // keys and nodes.
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import type { OperatorRole } from '../store/store.js';
 
 export const ROLES = ['viewer', 'operator', 'admin'] as const satisfies readonly OperatorRole[];
