@@ -2,9 +2,14 @@
 // classic zod. zod/mini words every refusal "Invalid input" until a locale is set; English is
 // set here, once, so that a refusal names the rule ("Too big: expected string to have <=64
 // characters"), as classic zod words it. The locale is zod's own (a few kB).
-import { z } from 'zod/mini';
+//
+// Imported as a namespace, `import * as z from './zod-mini.js'`, never as zod's own `z`: esbuild
+// bundles only the members a namespace import reads by name (z.string, z.strictObject), whereas
+// zod's `z` is a namespace object used as a value, which keeps every member of zod/mini and of
+// zod/v4/core (its JSON Schema converters, its code generator) in each program's bundle.
+import { config } from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 
-z.config(en());
+config(en());
 
-export { z };
+export * from 'zod/mini';

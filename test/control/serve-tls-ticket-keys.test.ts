@@ -5,7 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { readTicketKeys } from '../../src/control/cli/commands/serve.js';
+import { readTicketKeys } from '../../src/control/cli/commands/serve-run.js';
 import { StewardError } from '../../src/core/errors.js';
 import { CONTROL_BIN, startServeProcess } from '../helpers/serve-process.js';
 import { skipUnlessCI } from '../helpers/skip.js';

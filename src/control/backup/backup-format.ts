@@ -10,7 +10,7 @@
 // "The backup key"): a file is a backup only when the key restore is given signed it, so an
 // edit with its digest recomputed is refused. A file without its end line, with a line out of
 // place, whose digest or signature differs, or that goes on after its end line is not a backup.
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { isAppName, isVersion } from '../../core/names.js';
 import type { Scalar, SequenceMark, TableShape } from '../store/bulk.js';
 
@@ -27,35 +27,35 @@ export const ROW_BATCH_BYTES = 4 * 1024 * 1024;
 // Bytes of a tarball per chunk line.
 export const CHUNK_BYTES = 512 * 1024;
 
-const int = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-const tableName = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/);
-const columnName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/);
+const int = z.number().check(z.int(), z.minimum(0), z.maximum(Number.MAX_SAFE_INTEGER));
+const tableName = z.string().check(z.regex(/^[a-z][a-z0-9_]{0,62}$/));
+const columnName = z.string().check(z.regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/));
 
 export const headerSchema = z.strictObject({
   format: z.literal(BACKUP_FORMAT),
   formatVersion: z.literal(BACKUP_FORMAT_VERSION),
-  schemaVersion: int.min(1),
+  schemaVersion: int.check(z.minimum(1)),
   takenAt: int,
   source: z.enum(['sqlite', 'postgres']),
-  stewardVersion: z.string().max(64),
+  stewardVersion: z.string().check(z.maxLength(64)),
   // The backup key's id (the first 16 hex of sha256 of its raw public key).
-  keyId: z.string().regex(/^[0-9a-f]{16}$/),
+  keyId: z.string().check(z.regex(/^[0-9a-f]{16}$/)),
 });
 export type BackupHeader = z.infer<typeof headerSchema>;
 
-export const tableSchema = z.strictObject({ table: tableName, columns: z.array(columnName).min(1).max(200) });
+export const tableSchema = z.strictObject({ table: tableName, columns: z.array(columnName).check(z.minLength(1), z.maxLength(200)) });
 export const tableEndSchema = z.strictObject({ tableEnd: tableName, rows: int });
 export const sequenceSchema = z.strictObject({ sequence: tableName, value: int });
 export const artifactMetaSchema = z.strictObject({
-  app: z.string().refine(isAppName, 'not an app name'),
-  version: z.string().refine(isVersion, 'not a version'),
-  size: int.min(1),
-  integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]{86}==$/),
+  app: z.string().check(z.refine(isAppName, 'not an app name')),
+  version: z.string().check(z.refine(isVersion, 'not a version')),
+  size: int.check(z.minimum(1)),
+  integrity: z.string().check(z.regex(/^sha512-[A-Za-z0-9+/]{86}==$/)),
 });
 export type ArtifactMeta = z.infer<typeof artifactMetaSchema>;
 export const artifactSchema = z.strictObject({ artifact: artifactMetaSchema });
-export const chunkSchema = z.strictObject({ chunk: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/) });
-export const endSchema = z.strictObject({ end: z.literal(true), lines: int, sha256: z.string().regex(/^[0-9a-f]{64}$/), signature: z.string().regex(/^[A-Za-z0-9+/]{86}==$/) });
+export const chunkSchema = z.strictObject({ chunk: z.string().check(z.regex(/^[A-Za-z0-9+/]*={0,2}$/)) });
+export const endSchema = z.strictObject({ end: z.literal(true), lines: int, sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/)), signature: z.string().check(z.regex(/^[A-Za-z0-9+/]{86}==$/)) });
 
 // The bytes the backup key signs: the domain, then the end line's count and digest (the digest
 // covers every line before the end line, the header with its keyId among them).

@@ -15,7 +15,7 @@ import { strictBase64 } from '../../platform/keys.js';
 import { labelsSchema } from '../../core/control-api.js';
 import { isAppName, isVersion } from '../../core/names.js';
 import { parseWindow } from '../../core/windows.js';
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import type { Scalar } from '../store/bulk.js';
 
 // The longest text a column holds: a node's apps (a heartbeat body is at most 1 MiB) bounds them all.

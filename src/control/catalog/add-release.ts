@@ -11,7 +11,6 @@ import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 import { copyIntoUploads, discardReleaseBytes, hashLocalFile, placeReleaseBytes, type ReleaseBytes } from './upload-file.js';
 
-export const DEFAULT_EXPIRES_DAYS = 30;
 const DAY_MS = 86_400_000;
 
 export interface AddReleaseInput {

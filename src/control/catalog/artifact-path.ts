@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { StewardError } from '../../core/errors.js';
-import { isAppName, isVersion } from '../../core/names.js';
+import { isAppName } from '../../core/name-checks.js';
+import { isVersion } from '../../core/version.js';
 
 // The folder that keeps a SQLite database's release tarballs: next to it, `<db>.artifacts/`.
 export function artifactsDirOf(dbFile: string): string {

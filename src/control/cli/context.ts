@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { artifactsDirOf } from '../catalog/artifact-path.js';
-import { openStore, type OpenStoreOptions } from '../store/open-store.js';
+import type { OpenStoreOptions } from '../store/open-store.js';
 import { isPostgresUrl } from '../store/postgres/url.js';
 import type { ControlStore } from '../store/store.js';
 import { remoteTarget, type RemoteTarget } from './remote-client.js';
@@ -60,6 +60,9 @@ export function artifactsDirFor(cmd: Command, db: string): string {
 // Runs `fn` with the store at `db` open (a SQLite file that does not exist is refused, unless
 // `opts.create`), and closes it after.
 export async function withStoreAt<T>(db: string, fn: (store: ControlStore) => T | Promise<T>, opts: OpenStoreOptions = {}): Promise<T> {
+  // Why imported here: the store's code (better-sqlite3, its schema) is for the commands run on
+  // the database; --help and a command run through --server load none of it.
+  const { openStore } = await import('../store/open-store.js');
   const store = await openStore(db, opts);
   try {
     return await fn(store);

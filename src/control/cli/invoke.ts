@@ -3,9 +3,8 @@
 // command prints what comes back the same way either way, so output and exit codes agree.
 import type { Command } from 'commander';
 import { localActor } from '../audit/record-audit.js';
-import { copyIntoUploads, type ReleaseBytes } from '../catalog/upload-file.js';
-import { runOperation } from '../operations/operations.js';
-import type { Operation } from '../operations/operation.js';
+import type { ReleaseBytes } from '../catalog/upload-file.js';
+import { runOperation, type Operation } from '../operations/operation.js';
 import { artifactsDirFor, targetOf, withStoreAt } from './context.js';
 import { callRemote } from './remote-client.js';
 
@@ -16,7 +15,7 @@ export async function invoke<I, O>(cmd: Command, op: Operation<I, O>, input: Rec
   const artifactsDir = artifactsDirFor(cmd, target.db);
   return withStoreAt(target.db, async (store) => {
     // The bytes become an upload's temporary file first, as they would on the server.
-    const owned = upload ? await copyIntoUploads(artifactsDir, upload) : undefined;
+    const owned = upload ? await (await import('../catalog/upload-file.js')).copyIntoUploads(artifactsDir, upload) : undefined;
     return runOperation({ store, actor: localActor(), artifactsDir }, op, input, owned);
   });
 }

@@ -2,12 +2,13 @@ import { Command } from 'commander';
 import { EXIT } from '../../cli/error-message.js';
 import { exitCodeOfThrown } from '../../cli/exit-code.js';
 import { commandWord, registerCommands, type LazyCommand } from '../../cli/lazy-commands.js';
-import { readOwnVersion } from '../../platform/own-version.js';
 import { reportControlError } from './report.js';
 
 // Each command's module, imported only when it is run (src/cli/lazy-commands.ts): `steward-control
-// rollout status` then loads neither serve's HTTP server and dashboard nor backup's copier. The
-// order is the order of `steward-control --help`.
+// rollout status` then loads neither serve's HTTP server and dashboard nor backup's copier. A
+// command's module registers its subcommands and imports what they run only when one runs, so
+// that --help, which registers every command, loads none of it. The order is the order of
+// `steward-control --help`.
 const COMMANDS: LazyCommand[] = [
   [['init'], async () => (await import('./commands/init.js')).registerInit],
   [['migrate'], async () => (await import('./commands/init.js')).registerMigrate],
@@ -40,7 +41,7 @@ export async function buildControlProgram(argv?: string[]): Promise<Command> {
     .option('--ca-file <file>', "a PEM CA bundle to trust for --server's https, beside Node's own")
     .option('--json', 'print one JSON document on stdout')
     // Not commander's .version(): a program option is also taken after a subcommand, and would
-    // eat `release pack-agent --version <v>`. runControlCli answers a leading -V/--version.
+    // eat `release pack-agent --version <v>`. start.ts answers a leading -V/--version.
     .addHelpText('after', '\n  -V, --version  print the steward version (as the only argument)')
     .exitOverride()
     .showHelpAfterError();
@@ -54,12 +55,8 @@ export async function buildControlProgram(argv?: string[]): Promise<Command> {
 }
 
 // Runs steward-control with `argv` and returns its exit code: 0 ok, 1 failure, 2 usage, 3 refused.
+// A leading -V/--version alone is answered by start.ts, before this module loads.
 export async function runControlCli(argv: string[]): Promise<number> {
-  // The version alone needs no command, so none is loaded for it.
-  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
-    process.stdout.write(`${readOwnVersion()}\n`);
-    return EXIT.ok;
-  }
   const program = await buildControlProgram(argv);
   const json = argv.includes('--json');
   try {

@@ -1,6 +1,6 @@
 // Parsers for command-line values; a bad value is a USAGE error (exit 2).
 import { StewardError } from '../../core/errors.js';
-import { isLoopbackHost } from '../../core/release-schemas.js';
+import { isLoopbackHost } from '../../core/name-checks.js';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

@@ -2,10 +2,9 @@
 // token, answers parsed back into what the local CLI would have: the output, or a StewardError
 // with the code the server answered (so the exit code is the same).
 import { createReadStream, readFileSync } from 'node:fs';
-import tls from 'node:tls';
+import { createRequire } from 'node:module';
 import { isReasonCode, StewardError } from '../../core/errors.js';
-import { isLoopbackHost } from '../../core/release-schemas.js';
-import { startRequest } from '../../platform/http-request.js';
+import { isLoopbackHost } from '../../core/name-checks.js';
 import { readOwnVersion } from '../../platform/own-version.js';
 import type { ReleaseBytes } from '../catalog/upload-file.js';
 import { methodOf, routeOf, type Operation } from '../operations/operation.js';
@@ -14,7 +13,6 @@ import { methodOf, routeOf, type Operation } from '../operations/operation.js';
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 // Without a byte in either direction for this long, the request is given up.
 const IDLE_TIMEOUT_MS = 60_000;
-const USER_AGENT = `steward-control/${readOwnVersion()}`;
 
 export interface RemoteTarget {
   url: URL;
@@ -39,6 +37,9 @@ export function remoteTarget(server: string, token: string | undefined, caFile: 
   let ca: string[] | undefined;
   if (caFile) {
     try {
+      // Why required here: an ESM import of node:tls would load it (and Node's crypto) for every
+      // command, --help and the ones run on the database included.
+      const tls = createRequire(import.meta.url)('node:tls') as typeof import('node:tls');
       ca = [...tls.rootCertificates, readFileSync(caFile, 'utf8')];
     } catch (err) {
       throw new StewardError('NOT_FOUND', `cannot read --ca-file ${caFile}: ${(err as Error).message}`, { cause: err });
@@ -48,7 +49,10 @@ export function remoteTarget(server: string, token: string | undefined, caFile: 
 }
 
 // Runs `op` on the server with `input`; `upload` (release add) streams its file after the input.
-export function callRemote(t: RemoteTarget, op: Operation, input: Record<string, unknown>, upload?: ReleaseBytes): Promise<unknown> {
+export async function callRemote(t: RemoteTarget, op: Operation, input: Record<string, unknown>, upload?: ReleaseBytes): Promise<unknown> {
+  // Why imported here: node:http, node:https and node:tls are for a command run through --server;
+  // context.ts reads remoteTarget above for every command that runs an operation.
+  const { startRequest } = await import('../../platform/http-request.js');
   const method = methodOf(op);
   // A --server URL with a path (behind a proxy) keeps it before the route.
   const u = new URL(t.url);
@@ -62,7 +66,7 @@ export function callRemote(t: RemoteTarget, op: Operation, input: Record<string,
     }
   }
   const head = method === 'POST' ? Buffer.from(JSON.stringify(input) + (upload ? '\n' : ''), 'utf8') : null;
-  const headers: Record<string, string | number> = { authorization: `Bearer ${t.token}`, accept: 'application/json', 'user-agent': USER_AGENT };
+  const headers: Record<string, string | number> = { authorization: `Bearer ${t.token}`, accept: 'application/json', 'user-agent': `steward-control/${readOwnVersion()}` };
   if (head) {
     headers['content-type'] = upload ? 'application/vnd.steward.upload' : 'application/json';
     headers['content-length'] = head.length + (upload?.size ?? 0);

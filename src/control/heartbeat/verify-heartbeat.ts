@@ -2,7 +2,7 @@
 // node and attempt lookups and the clock go in; a verdict comes out. No I/O, no Date.now.
 // Nothing in the body is trusted before the node key's signature over its payload bytes holds.
 import type { KeyObject } from 'node:crypto';
-import { z } from '../../core/zod-mini.js';
+import * as z from '../../core/zod-mini.js';
 import { formatIssues } from '../../core/format-issues.js';
 import { keyIdSchema, stringSchema } from '../../core/names.js';
 import { heartbeatPayloadSchema, type HeartbeatPayload } from '../../core/heartbeat-schema.js';

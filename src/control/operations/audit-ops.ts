@@ -1,12 +1,13 @@
 // `audit [--since 1h]`: the audit log, oldest first (docs/design.md §12).
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { parseDuration } from '../cli/parse-options.js';
 import type { AuditRow } from '../store/store.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
-import { flag, type Operation } from './operation.js';
+import { flag } from './inputs.js';
+import type { Operation } from './operation.js';
 
 // Where a page ended, and the absolute `since` of the first page (so later pages keep it).
-const cursorSchema = z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]);
+const cursorSchema = z.tuple([z.number().check(z.int(), z.nonnegative()), z.number().check(z.int(), z.nonnegative())]);
 
 export const auditList: Operation<{ since?: string; cursor?: string; limit?: string }, { entries: AuditRow[]; nextCursor: string | null }> = {
   command: 'audit',

@@ -1,5 +1,5 @@
 // `nodes`, `nodes label`, `nodes remove` (docs/design.md §11).
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
 import { heartbeatFresh } from '../../core/heartbeat-freshness.js';
@@ -8,7 +8,8 @@ import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
 import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
-import { flag, flags, word, type Operation } from './operation.js';
+import { flag, flags, word } from './inputs.js';
+import type { Operation } from './operation.js';
 
 export interface NodeView {
   nodeId: string;
@@ -40,7 +41,7 @@ export const nodesList: Operation<{ select?: string; cursor?: string; limit?: st
   input: z.strictObject({ select: flag, cursor: flag, limit: flag }),
   async run(ctx, i) {
     const sel = parseSelector(i.select ?? '');
-    const after = decodeCursor(i.cursor, z.string().max(256));
+    const after = decodeCursor(i.cursor, z.string().check(z.maxLength(256)));
     const limit = pageLimit(i.limit);
     return ctx.store.read(async (tx) => {
       const now = await tx.now();

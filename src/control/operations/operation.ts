@@ -2,7 +2,10 @@
 // and what the admin API runs for `/v1/admin/<command words>`, with the same input (the
 // command's arguments and flags, as the CLI takes them) and the same output (the command's
 // --json document). One definition, so the two can never answer differently.
-import { z } from 'zod';
+//
+// This module holds no schema (they are in inputs.ts and beside each operation): the remote CLI
+// reads an operation's route and method from here without evaluating zod.
+import type * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { formatIssues } from '../../core/format-issues.js';
 import { nulPath } from '../../core/nul.js';
@@ -28,7 +31,7 @@ export interface Operation<I = any, O = any> {
   action: string | null;
   // The lowest role that may run it.
   role: OperatorRole;
-  input: z.ZodType<I>;
+  input: z.ZodMiniType<I>;
   // Takes an upload after its input (release add).
   upload?: boolean;
   // A paged read: the output's list under this key, and `nextCursor`.
@@ -59,9 +62,7 @@ export function parseInput<I>(op: Operation<I>, raw: unknown): I {
   return r.data;
 }
 
-// A flag's value as the CLI takes it: text (a number is taken as its text, for scripts).
-export const flag = z.union([z.string().max(4096), z.number().finite()]).transform(String).optional();
-// A repeatable flag.
-export const flags = z.array(z.string().max(4096)).max(1000).optional();
-export const toggle = z.boolean().optional();
-export const word = z.string().min(1).max(256);
+// Checks `raw` against the operation's input and runs it.
+export function runOperation<I, O>(ctx: OpContext, op: Operation<I, O>, raw: unknown, upload?: Upload): Promise<O> {
+  return op.run(ctx, parseInput(op, raw), upload);
+}

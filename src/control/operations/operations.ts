@@ -2,7 +2,7 @@
 // the admin API and the dashboard's session API all run these.
 import { auditList } from './audit-ops.js';
 import { nodesLabel, nodesList, nodesRemove } from './node-ops.js';
-import { methodOf, parseInput, routeOf, type OpContext, type Operation, type Upload } from './operation.js';
+import { methodOf, routeOf, runOperation, type Operation } from './operation.js';
 import { operatorAdd, operatorList, operatorRemove, operatorRotate } from './operator-ops.js';
 import { receiptsList } from './receipt-ops.js';
 import { keysAllow, keysList, releaseAdd, releaseList, releaseRemove } from './release-ops.js';
@@ -27,9 +27,4 @@ export function operationAt(path: string): Operation | undefined {
   return byRoute.get(path);
 }
 
-// Checks `raw` against the operation's input and runs it.
-export function runOperation<I, O>(ctx: OpContext, op: Operation<I, O>, raw: unknown, upload?: Upload): Promise<O> {
-  return op.run(ctx, parseInput(op, raw), upload);
-}
-
-export { methodOf, routeOf };
+export { methodOf, routeOf, runOperation };

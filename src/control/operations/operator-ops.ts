@@ -1,6 +1,6 @@
 // `operator add|list|remove|rotate` (docs/design.md §12): who may use the admin API and the dashboard.
 // A token is printed once, by add and rotate; remove and rotate end the operator's sessions.
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { hashSecret, mintOperatorToken } from '../operators/operator-tokens.js';

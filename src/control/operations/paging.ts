@@ -1,7 +1,7 @@
 // Pagination by opaque cursor (the house style's "API that scripts can live with"): a long list
 // comes in pages, each with `nextCursor` (null on the last), to pass back as `cursor`. A cursor
 // is base64url JSON of where the page ended; a client should not read or build one.
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { parsePositiveInt } from '../cli/parse-options.js';
 import { nulPath } from '../../core/nul.js';
@@ -15,7 +15,7 @@ export function encodeCursor(at: unknown): string {
 
 // The position a cursor names, checked against `schema`; a bad cursor (or one holding a NUL
 // character) is a USAGE error.
-export function decodeCursor<T>(cursor: string | undefined, schema: z.ZodType<T>): T | null {
+export function decodeCursor<T>(cursor: string | undefined, schema: z.ZodMiniType<T>): T | null {
   if (cursor === undefined || cursor === '') return null;
   let parsed: unknown;
   try {

@@ -1,11 +1,12 @@
 // `receipts [--node N] [--app A] [--select SEL]`: the stored receipts in arrival order.
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import type { ReceiptKey, ReceiptRow } from '../store/store.js';
 import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
-import { flag, type Operation } from './operation.js';
+import { flag } from './inputs.js';
+import type { Operation } from './operation.js';
 import { roleAllows } from '../operators/roles.js';
 
 export interface ReceiptView {
@@ -34,7 +35,7 @@ export interface ReceiptView {
   envelope: Envelope | null;
 }
 
-const cursorSchema = z.tuple([z.number().int().nonnegative(), z.string().max(256), z.number().int().nonnegative()]);
+const cursorSchema = z.tuple([z.number().check(z.int(), z.nonnegative()), z.string().check(z.maxLength(256)), z.number().check(z.int(), z.nonnegative())]);
 
 export const receiptsList: Operation<{ node?: string; app?: string; select?: string; cursor?: string; limit?: string }, { receipts: ReceiptView[]; nextCursor: string | null }> = {
   command: 'receipts',

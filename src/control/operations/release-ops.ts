@@ -1,6 +1,6 @@
 // `release add|list|remove` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
 // each app allows.
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { envelopeSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
@@ -9,12 +9,13 @@ import { removeRelease } from '../catalog/remove-release.js';
 import { discardReleaseBytes } from '../catalog/upload-file.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { checkNames } from './check-names.js';
-import { flag, toggle, word, type Operation } from './operation.js';
+import { flag, toggle, word } from './inputs.js';
+import type { Operation } from './operation.js';
 
 // `release list` flags a manifest that expires within this: re-sign it before a rollout needs it.
 const EXPIRES_SOON_MS = 7 * 86_400_000;
 
-const pem = z.string().min(1).max(4096);
+const pem = z.string().check(z.minLength(1), z.maxLength(4096));
 
 export const releaseAdd: Operation<{ app: string; version: string; manifest: Envelope; publicKey: string; keep: boolean; resign?: boolean }, AddedRelease> = {
   command: 'release add',

@@ -1,5 +1,5 @@
 // `rollout start|retry|stop|pause|resume|status|list` (docs/design.md §11).
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import type { NodePlan, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
 import type { SimulatedBatch } from '../../core/rollout-simulate.js';
@@ -9,7 +9,8 @@ import { describeRun, type RunStatusView } from '../rollouts/run-status.js';
 import { dryRunRetry, dryRunStart, pauseRun, retryRun, startRun, stopRun, type DryRun, type RecordChange, type RunOptions } from '../rollouts/start-run.js';
 import type { ControlStore, NewRun, RunRow } from '../store/store.js';
 import { checkNames } from './check-names.js';
-import { flag, flags, toggle, word, type OpContext, type Operation } from './operation.js';
+import { flag, flags, toggle, word } from './inputs.js';
+import type { OpContext, Operation } from './operation.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
 
 // The policy flags of `rollout start` and `rollout retry`, as the CLI takes them.
@@ -191,7 +192,7 @@ export interface RunSummary {
   haltReason: { code: string; nodeId: string | null; message: string } | null;
 }
 
-const runCursorSchema = z.tuple([z.number().int().positive()]);
+const runCursorSchema = z.tuple([z.number().check(z.int(), z.positive())]);
 
 export const rolloutList: Operation<{ app?: string; cursor?: string; limit?: string }, { runs: RunSummary[]; nextCursor: string | null }> = {
   command: 'rollout list',

@@ -1,12 +1,13 @@
 // `token create|list|revoke`: enrollment tokens (docs/design.md §11).
-import { z } from 'zod';
+import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { parseLabels, type Labels } from '../../core/labels.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { parseDuration } from '../cli/parse-options.js';
 import { createToken } from '../enroll/tokens.js';
 import type { TokenRow } from '../store/store.js';
-import { flag, flags, word, type Operation } from './operation.js';
+import { flag, flags, word } from './inputs.js';
+import type { Operation } from './operation.js';
 
 export type TokenState = 'used' | 'revoked' | 'expired' | 'valid';
 

@@ -9,6 +9,7 @@ import { logger } from '../../platform/log.js';
 import type { Downloader, DownloadSlots } from './download-access.js';
 import { sendJson } from './send.js';
 import { errorAnswer } from './answer.js';
+import { DEFAULT_MIN_DOWNLOAD_RATE, type MinDownloadRate } from './download-limits.js';
 
 const log = logger('control:artifacts');
 
@@ -23,23 +24,9 @@ export function parseArtifactPath(rest: string): { app: string; version: string 
   return isAppName(app) && isVersion(version) ? { app, version } : null;
 }
 
-// How many artifact bodies one instance sends at once (`--max-downloads`); past it a download is
-// answered 503 with a Retry-After, which the helper's fetch waits out (docs/design.md §13): a 10 %
-// batch of a large fleet then queues instead of taking the network down. Who may take which slot:
-// download-access.ts.
-export const DEFAULT_MAX_DOWNLOADS = 64;
+// The Retry-After of a download answered 503 because every slot is taken (--max-downloads,
+// download-limits.ts), which the helper's fetch waits out.
 export const DOWNLOAD_RETRY_AFTER_S = 5;
-
-// The slowest download kept (issue 31 item 11): one that moves fewer than `bytesPerSecond` over
-// a window of `windowMs` (measured as bytes handed to the connection) is cut, freeing its slot.
-// The default is the helper's own floor (fetch.minBytesPerSecond, 1024 B/s over 30 s): a
-// helper slower than that gives up by itself. Kernel buffers take the first megabytes of a
-// body at once, so a reader that stalls is cut within two windows.
-export interface MinDownloadRate {
-  bytesPerSecond: number;
-  windowMs: number;
-}
-export const DEFAULT_MIN_DOWNLOAD_RATE: MinDownloadRate = { bytesPerSecond: 1024, windowMs: 30_000 };
 
 // A Range header's one byte range within a body of `size` bytes (RFC 9110 §14.1.2), "whole" for a
 // header this server ignores and answers with the whole body (none, not bytes, several ranges,

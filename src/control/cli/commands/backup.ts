@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { printJson } from '../../../cli/output.js';
-import { backupStore } from '../../backup/backup-store.js';
-import { copyStore } from '../../backup/copy-store.js';
 import type { Progress } from '../../backup/dump-store.js';
-import { restoreStore } from '../../backup/restore-store.js';
 import type { RunRef, Settled } from '../../backup/settle-loaded.js';
 import { artifactsDirOf } from '../../catalog/artifact-path.js';
 import { isPostgresUrl } from '../../store/postgres/url.js';
 import { artifactsDirFor, dbSpecOf, jsonOf, type ControlGlobals } from '../context.js';
+
+// Backup, restore and copy are imported when one of them runs: --help and the other commands
+// load none of their code (the backup file's reader and writer, both stores' loaders).
 
 // Progress of long work on stderr (stdout carries the result, JSON with --json).
 function progressOf(command: string): Progress {
@@ -30,6 +30,7 @@ export function registerBackup(program: Command): void {
     .option('--force', 'replace --out when it exists')
     .action(async (o: { out: string; key: string; force?: boolean }, cmd: Command) => {
       const db = dbSpecOf(cmd);
+      const { backupStore } = await import('../../backup/backup-store.js');
       const r = await backupStore({ db, artifactsDir: artifactsDirFor(cmd, db), out: o.out, force: o.force === true, keyFile: o.key, progress: progressOf('backup') });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(
@@ -47,6 +48,7 @@ export function registerRestore(program: Command): void {
     .requiredOption('--key <pem>', 'the backup key that signed it (its .pub, or its .key): a file it did not sign is refused')
     .action(async (o: { from: string; key: string }, cmd: Command) => {
       const db = dbSpecOf(cmd);
+      const { restoreStore } = await import('../../backup/restore-store.js');
       const r = await restoreStore({ from: o.from, db, artifactsDir: artifactsDirFor(cmd, db), keyFile: o.key, progress: progressOf('restore') });
       if (jsonOf(cmd)) return printJson(r);
       const migrated = r.migratedTo !== r.schemaVersion ? `, migrated from schema version ${r.schemaVersion} to ${r.migratedTo}` : ` (schema version ${r.schemaVersion})`;
@@ -69,6 +71,7 @@ export function registerCopy(program: Command): void {
       if (g.server !== undefined || g.db !== undefined) throw new StewardError('USAGE', '`copy` runs beside both databases: name them with --from and --to (not --db or --server)');
       const fromArtifacts = o.fromArtifacts ?? (isPostgresUrl(o.from) ? null : artifactsDirOf(o.from));
       if (fromArtifacts === null) throw new StewardError('USAGE', 'with a PostgreSQL --from, name its folder of release tarballs with --from-artifacts DIR');
+      const { copyStore } = await import('../../backup/copy-store.js');
       const r = await copyStore({ from: o.from, to: o.to, fromArtifacts, toArtifacts: artifactsDirFor(cmd, o.to), progress: progressOf('copy') });
       if (jsonOf(cmd)) return printJson(r);
       const migrated = r.migratedTo !== r.schemaVersion ? `, migrated from schema version ${r.schemaVersion} to ${r.migratedTo}` : ` (schema version ${r.schemaVersion})`;

@@ -2,16 +2,17 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { parsePublicKey } from '../../../platform/keys.js';
-import { createKeys } from '../../catalog/create-keys.js';
-import { checkNames } from '../../operations/check-names.js';
-import { keysAllow, keysList } from '../../operations/release-ops.js';
 import { jsonOf } from '../context.js';
 import { invoke } from '../invoke.js';
 
+// What the subcommands run (the key code, the operations' schemas), imported when one runs: --help
+// and the parsing of the command line register the commands without it.
+const ops = () => import('../../operations/release-ops.js');
+
 // The public key (SPKI PEM) of a PEM file holding an Ed25519 public or private key: only the
 // public half is ever sent.
-function publicPemOfFile(file: string): string {
+async function publicPemOfFile(file: string): Promise<string> {
+  const { parsePublicKey } = await import('../../../platform/keys.js');
   let pem: Buffer;
   try {
     pem = readFileSync(file);
@@ -34,6 +35,7 @@ export function registerKeys(program: Command): void {
     .requiredOption('--out <dir>', 'folder for the key files')
     .option('--name <name>', 'file name stem', 'release')
     .action(async (o: { out: string; name: string }, cmd: Command) => {
+      const { createKeys } = await import('../../catalog/create-keys.js');
       const r = await createKeys(o.out, o.name);
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(`keyId ${r.keyId}\nprivate ${r.privateKeyFile}\npublic ${r.publicKeyFile}\n`);
@@ -42,7 +44,7 @@ export function registerKeys(program: Command): void {
     .command('list [app]')
     .description('the key ids allowed to sign each app (the first release of an app allows its key)')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
-      const out = await invoke(cmd, keysList, { app });
+      const out = await invoke(cmd, (await ops()).keysList, { app });
       if (jsonOf(cmd)) return printJson(out);
       const t = [['APP', 'KEY', 'ALLOWED SINCE', 'SIGNS']];
       for (const k of out.keys) t.push([k.app, k.keyId, when(k.addedAt), k.releases.join(',') || '-']);
@@ -53,8 +55,9 @@ export function registerKeys(program: Command): void {
     .description("allow another key to sign the app's releases (a key rotation)")
     .requiredOption('--key <pem>', 'the Ed25519 public key (or its private key) to allow')
     .action(async (app: string, o: { key: string }, cmd: Command) => {
+      const { checkNames } = await import('../../operations/check-names.js');
       checkNames(app);
-      const r = await invoke(cmd, keysAllow, { app, publicKey: publicPemOfFile(o.key) });
+      const r = await invoke(cmd, (await ops()).keysAllow, { app, publicKey: await publicPemOfFile(o.key) });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(`${r.app}: key ${r.keyId} allowed\n`);
     });

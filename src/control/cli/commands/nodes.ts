@@ -1,9 +1,13 @@
 import type { Command } from 'commander';
 import { formatLabels } from '../../../core/labels.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { nodesLabel, nodesList, nodesRemove, type NodeView } from '../../operations/node-ops.js';
+import type { NodeView } from '../../operations/node-ops.js';
 import { jsonOf } from '../context.js';
 import { invoke, invokeAll } from '../invoke.js';
+
+// The operations' code (zod, their schemas), imported when a subcommand runs: --help and the
+// parsing of the command line register the commands without it.
+const ops = () => import('../../operations/node-ops.js');
 
 function age(ms: number | null): string {
   if (ms === null) return 'never';
@@ -64,7 +68,7 @@ export function registerNodes(program: Command): void {
     .description('the enrolled nodes: labels, last heartbeat, clock skew (and heartbeats refused for it), apps, receipt-lost gaps')
     .option('--select <selector>', 'only the nodes whose labels match (env=prod,tier!=db,region in (eu,us),!legacy)')
     .action(async (o: { select?: string }, cmd: Command) => {
-      const view = await invokeAll<unknown, NodeView>(cmd, nodesList, { select: o.select });
+      const view = await invokeAll<unknown, NodeView>(cmd, (await ops()).nodesList, { select: o.select });
       if (jsonOf(cmd)) return printJson({ nodes: view });
       process.stdout.write(view.length ? formatNodes(view) : o.select ? 'no node matches\n' : 'no nodes enrolled\n');
     });
@@ -74,7 +78,7 @@ export function registerNodes(program: Command): void {
     .action(async (args: string[], _o: unknown, cmd: Command) => {
       // --select is the `nodes` command's own option, read here too.
       const o = cmd.optsWithGlobals<{ select?: string }>();
-      const r = await invoke(cmd, nodesLabel, { args, select: o.select });
+      const r = await invoke(cmd, (await ops()).nodesLabel, { args, select: o.select });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(r.nodes.length ? r.nodes.map((n) => `${n.nodeId}: ${formatLabels(n.labels)}`).join('\n') + '\n' : 'no node matches\n');
     });
@@ -82,7 +86,7 @@ export function registerNodes(program: Command): void {
     .command('remove <nodeId>')
     .description('remove a node from the fleet (its receipts stay; it must enroll again)')
     .action(async (nodeId: string, _o: unknown, cmd: Command) => {
-      const r = await invoke(cmd, nodesRemove, { nodeId });
+      const r = await invoke(cmd, (await ops()).nodesRemove, { nodeId });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(`removed ${r.removed}\n`);
     });

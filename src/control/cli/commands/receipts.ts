@@ -1,8 +1,12 @@
 import type { Command } from 'commander';
 import { printJson, printLines, table, when } from '../../../cli/output.js';
-import { receiptsList, type ReceiptView } from '../../operations/receipt-ops.js';
+import type { ReceiptView } from '../../operations/receipt-ops.js';
 import { jsonOf } from '../context.js';
 import { invokeAll } from '../invoke.js';
+
+// The operations' code (zod, their schemas), imported when a subcommand runs: --help and the
+// parsing of the command line register the commands without it.
+const ops = () => import('../../operations/receipt-ops.js');
 
 // `steward-control receipts [--node N] [--app A] [--select SEL]`
 export function registerReceipts(program: Command): void {
@@ -15,7 +19,7 @@ export function registerReceipts(program: Command): void {
     .option('--logs', 'also print the failed versions\' log lines the receipts carry (operators and admins)')
     .action(async (o: { node?: string; app?: string; select?: string; logs?: boolean }, cmd: Command) => {
       const { logs, ...filter } = o;
-      const view = await invokeAll<unknown, ReceiptView>(cmd, receiptsList, filter);
+      const view = await invokeAll<unknown, ReceiptView>(cmd, (await ops()).receiptsList, filter);
       if (jsonOf(cmd)) return printJson({ receipts: view });
       // The reason's message last: it is the longest, and what says why ("Failed to find executable node").
       const rows = [['WHEN', 'NODE', 'SEQ', 'APP', 'FROM→TO', 'OUTCOME', 'REASON', 'ATTEMPT', 'COUNTS', 'MESSAGE']];

@@ -3,19 +3,18 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
-import { AGENT_APP } from '../../../core/names.js';
+import { AGENT_APP } from '../../../core/name-checks.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { packageRoot } from '../../../platform/own-version.js';
-import { layOutAgentTree, packageVersion, packTree } from '../../../install/agent-release-pack.js';
-import { layOutStewardTree } from '../../../platform/release-tree.js';
-import { SELF_APP } from '../../../core/self-schemas.js';
-import { DEFAULT_EXPIRES_DAYS, releaseKeyOf, signRelease } from '../../catalog/add-release.js';
-import { hashLocalFile } from '../../catalog/upload-file.js';
-import { checkNames } from '../../operations/check-names.js';
-import { releaseAdd, releaseList, releaseRemove } from '../../operations/release-ops.js';
+import { DEFAULT_EXPIRES_DAYS } from '../../catalog/release-defaults.js';
 import { jsonOf } from '../context.js';
 import { invoke } from '../invoke.js';
 import { parsePositiveInt } from '../parse-options.js';
+
+// What the subcommands run is imported when one runs (the operations' schemas, the signing, tar
+// for the packs): --help and the parsing of the command line register the commands without it.
+const ops = () => import('../../operations/release-ops.js');
+const names = () => import('../../operations/check-names.js');
 
 function checkUrl(url: string, flag: string): string {
   try {
@@ -40,7 +39,7 @@ export function registerRelease(program: Command): void {
     .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
     .option('--resign', 'replace the manifest of this version (same bytes) signed by another key')
     .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string; resign?: boolean }, cmd: Command) => {
-      checkNames(app, version);
+      (await names()).checkNames(app, version);
       if (!o.url === !o.baseUrl) throw new StewardError('USAGE', 'pass exactly one of --url (fetch elsewhere) and --base-url (serve the tarball from this control plane)');
       const expiresDays = parsePositiveInt(o.expiresDays, '--expires-days', 3650);
       let privateKeyPem: string;
@@ -49,6 +48,7 @@ export function registerRelease(program: Command): void {
       } catch (err) {
         throw new StewardError('NOT_FOUND', `cannot read the release key ${o.key}: ${(err as Error).message}`, { cause: err });
       }
+      const [{ releaseKeyOf, signRelease }, { hashLocalFile }, { releaseAdd }] = await Promise.all([import('../../catalog/add-release.js'), import('../../catalog/upload-file.js'), ops()]);
       const key = releaseKeyOf(privateKeyPem);
       const bytes = await hashLocalFile(o.file);
       // The manifest is signed here, on this machine's clock (the server host's, for --db).
@@ -67,8 +67,9 @@ export function registerRelease(program: Command): void {
     .action(async (o: { out: string; version?: string }, cmd: Command) => {
       const pkg = packageRoot();
       if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package (package.json) to pack the agent from');
+      const { layOutAgentTree, packageVersion, packTree } = await import('../../../install/agent-release-pack.js');
       const version = o.version ?? packageVersion(pkg);
-      checkNames(AGENT_APP, version);
+      (await names()).checkNames(AGENT_APP, version);
       if (existsSync(o.out)) throw new StewardError('USAGE', `--out ${o.out} exists; a release tarball is never overwritten`);
       const work = mkdtempSync(path.join(os.tmpdir(), 'steward-pack-agent-'));
       try {
@@ -90,8 +91,9 @@ export function registerRelease(program: Command): void {
     .action(async (o: { out: string; version?: string }, cmd: Command) => {
       const pkg = packageRoot();
       if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package (package.json) to pack steward from');
+      const [{ packageVersion }, { layOutStewardTree, packTree }, { SELF_APP }] = await Promise.all([import('../../../install/agent-release-pack.js'), import('../../../platform/release-tree.js'), import('../../../core/self-schemas.js')]);
       const version = o.version ?? packageVersion(pkg);
-      checkNames(SELF_APP, version);
+      (await names()).checkNames(SELF_APP, version);
       if (existsSync(o.out)) throw new StewardError('USAGE', `--out ${o.out} exists; a release tarball is never overwritten`);
       const work = mkdtempSync(path.join(os.tmpdir(), 'steward-pack-steward-'));
       try {
@@ -109,7 +111,7 @@ export function registerRelease(program: Command): void {
     .command('remove <app> <version>')
     .description('take a version out of the catalog, and its kept tarball (refused while a running rollout uses it)')
     .action(async (app: string, version: string, _o: unknown, cmd: Command) => {
-      const r = await invoke(cmd, releaseRemove, { app, version });
+      const r = await invoke(cmd, (await ops()).releaseRemove, { app, version });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(`removed ${r.removed.app} ${r.removed.version}${r.tarballRemoved ? ' and its tarball' : ''}\n`);
     });
@@ -117,7 +119,7 @@ export function registerRelease(program: Command): void {
     .command('list [app]')
     .description('the releases in the catalog')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
-      const out = await invoke(cmd, releaseList, { app });
+      const out = await invoke(cmd, (await ops()).releaseList, { app });
       if (jsonOf(cmd)) return printJson(out);
       const t = [['APP', 'VERSION', 'SIZE', 'EXPIRES', 'KEY', 'URL']];
       for (const r of out.releases) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : r.expiresSoon ? `${when(r.expires)} (within 7 days: re-run release add)` : when(r.expires), r.keyId, r.url]);

@@ -1,10 +1,14 @@
 import type { Command } from 'commander';
 import { describeWindows } from '../../../core/windows.js';
 import { printJson, shown, table, when } from '../../../cli/output.js';
-import { rolloutList, rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop, type DryRunView, type RunSummary } from '../../operations/rollout-ops.js';
+import type { DryRunView, RunSummary } from '../../operations/rollout-ops.js';
 import type { RunStatusView } from '../../rollouts/run-status.js';
 import { jsonOf } from '../context.js';
 import { invoke, invokeAll } from '../invoke.js';
+
+// The operations' code (zod, their schemas, the planner), imported when a subcommand runs: --help and the
+// parsing of the command line register the commands without it.
+const ops = () => import('../../operations/rollout-ops.js');
 
 interface RunFlags {
   select?: string;
@@ -97,27 +101,29 @@ export function registerRollout(program: Command): void {
   const print = (cmd: Command, v: RunStatusView | DryRunView): void => void (jsonOf(cmd) ? printJson(v) : process.stdout.write(isDryRun(v) ? formatDryRun(v) : formatRun(v)));
 
   addRunFlags(rollout.command('start <app> <version>').description('start a rollout of a catalog release to the selected nodes that run the app')).action(
-    async (app: string, version: string, o: RunFlags, cmd: Command) => print(cmd, await invoke(cmd, rolloutStart, { app, version, ...o })),
+    async (app: string, version: string, o: RunFlags, cmd: Command) => print(cmd, await invoke(cmd, (await ops()).rolloutStart, { app, version, ...o })),
   );
   addRunFlags(rollout.command('retry <app>').description("a new run of the app's last rollout over the nodes it did not confirm (--behind: of its last succeeded one, over the nodes behind it)"))
     .option('--behind', 'retry the nodes behind the last succeeded run instead')
-    .action(async (app: string, o: RunFlags, cmd: Command) => print(cmd, await invoke(cmd, rolloutRetry, { app, ...o })));
+    .action(async (app: string, o: RunFlags, cmd: Command) => print(cmd, await invoke(cmd, (await ops()).rolloutRetry, { app, ...o })));
   rollout
     .command('stop <app>')
     .description('stop the running rollout of the app (attempts already sent stay)')
-    .action(async (app: string, _o: unknown, cmd: Command) => print(cmd, await invoke(cmd, rolloutStop, { app })));
-  for (const [op, what] of [[rolloutPause, 'issue nothing new (issued attempts keep their timeouts, and their verdicts count)'], [rolloutResume, 'issue again after a pause']] as const) {
-    const name = op.command.split(' ')[1] as string;
+    .action(async (app: string, _o: unknown, cmd: Command) => print(cmd, await invoke(cmd, (await ops()).rolloutStop, { app })));
+  for (const [name, what] of [['pause', 'issue nothing new (issued attempts keep their timeouts, and their verdicts count)'], ['resume', 'issue again after a pause']] as const) {
     rollout
       .command(`${name} <app>`)
       .description(`${name} the running rollout of the app: ${what}`)
-      .action(async (app: string, _o: unknown, cmd: Command) => print(cmd, await invoke(cmd, op, { app })));
+      .action(async (app: string, _o: unknown, cmd: Command) => {
+        const o = await ops();
+        print(cmd, await invoke(cmd, name === 'pause' ? o.rolloutPause : o.rolloutResume, { app }));
+      });
   }
   rollout
     .command('status [app]')
     .description('the latest rollout of the app (or of every app)')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
-      const out = await invoke(cmd, rolloutStatus, { app });
+      const out = await invoke(cmd, (await ops()).rolloutStatus, { app });
       if (jsonOf(cmd)) return printJson(out);
       process.stdout.write(out.runs.length ? out.runs.map(formatRun).join('\n') : 'no rollouts\n');
     });
@@ -125,7 +131,7 @@ export function registerRollout(program: Command): void {
     .command('list [app]')
     .description('every rollout of the app (or of every app), newest first: status, times, halt reason')
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
-      const runs = await invokeAll<unknown, RunSummary>(cmd, rolloutList, { app });
+      const runs = await invokeAll<unknown, RunSummary>(cmd, (await ops()).rolloutList, { app });
       if (jsonOf(cmd)) return printJson({ runs });
       const rows = [['RUN', 'APP', 'VERSION', 'STATUS', 'STARTED', 'ENDED', 'SELECTOR', 'HALT']];
       for (const r of runs) {

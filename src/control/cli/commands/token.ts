@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
 import { formatLabels } from '../../../core/labels.js';
 import { printJson, table, when } from '../../../cli/output.js';
-import { tokenCreate, tokenList, tokenRevoke } from '../../operations/token-ops.js';
 import { jsonOf } from '../context.js';
 import { invoke } from '../invoke.js';
+
+// The operations' code (zod, their schemas), imported when a subcommand runs: --help and the
+// parsing of the command line register the commands without it.
+const ops = () => import('../../operations/token-ops.js');
 
 const collect = (v: string, acc: string[]) => [...acc, v];
 
@@ -16,7 +19,7 @@ export function registerToken(program: Command): void {
     .option('--ttl <duration>', 'how long it stays valid', '1h')
     .option('--label <k=v>', 'a label the enrolled node gets (repeatable)', collect, [] as string[])
     .action(async (o: { ttl: string; label: string[] }, cmd: Command) => {
-      const t = await invoke(cmd, tokenCreate, o);
+      const t = await invoke(cmd, (await ops()).tokenCreate, o);
       if (jsonOf(cmd)) return printJson(t);
       process.stdout.write(t.token + '\n');
       process.stderr.write(`steward-control: token ${t.id} valid until ${when(t.expiresAt)}, for one enrollment${Object.keys(t.labels).length ? `; its node gets ${formatLabels(t.labels)}` : ''}\n`);
@@ -25,7 +28,7 @@ export function registerToken(program: Command): void {
     .command('list')
     .description('every enrollment token: id, state, labels, the node that used it')
     .action(async (_o: unknown, cmd: Command) => {
-      const out = await invoke(cmd, tokenList, {});
+      const out = await invoke(cmd, (await ops()).tokenList, {});
       if (jsonOf(cmd)) return printJson(out);
       const rows = [['ID', 'STATE', 'CREATED', 'EXPIRES', 'USED BY', 'LABELS']];
       for (const t of out.tokens) rows.push([t.id, t.state, when(t.createdAt), when(t.expiresAt), t.usedBy ?? '-', formatLabels(t.labels)]);
@@ -35,7 +38,7 @@ export function registerToken(program: Command): void {
     .command('revoke <id>')
     .description('revoke an unused token (it enrolls nothing from now on)')
     .action(async (id: string, _o: unknown, cmd: Command) => {
-      const r = await invoke(cmd, tokenRevoke, { id });
+      const r = await invoke(cmd, (await ops()).tokenRevoke, { id });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(`revoked ${r.revoked}\n`);
     });
