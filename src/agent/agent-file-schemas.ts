@@ -1,6 +1,6 @@
 // The schemas of the agent's seq.json, acted.json and control-plane.json (its enrollment.json is
 // enrollment-schema.ts, its outbox core/outbox-schema.ts).
-import { z } from '../core/zod-mini.js';
+import * as z from '../core/zod-mini.js';
 import { controlPlaneUrlListSchema } from '../core/control-plane-urls.js';
 import { attemptIdSchema, epochMsSchema, intSchema } from '../core/names.js';
 

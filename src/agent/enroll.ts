@@ -4,7 +4,7 @@
 // node.key and enrollment.json; nobody else ever reads the node key.
 import os from 'node:os';
 import { promises as fsp } from 'node:fs';
-import { z } from '../core/zod-mini.js';
+import * as z from '../core/zod-mini.js';
 import { controlPlaneUrlListSchema } from '../core/control-plane-urls.js';
 import { claimedLabelsSchema, ENROLL_PATH, enrollAnswerSchema, errorAnswerSchema, type EnrollAnswer, type EnrollBody, type EnrollPayload } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';

@@ -1,5 +1,5 @@
 // enrollment.json in the agent's folder: what enrollment gave this node.
-import { z } from '../core/zod-mini.js';
+import * as z from '../core/zod-mini.js';
 import { epochMsSchema, intSchema, keyIdSchema } from '../core/names.js';
 
 export const ENROLLMENT_SCHEMA_VERSION = 1;

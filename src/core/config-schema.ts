@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { APP_NAME_RE, TEXTFILE_RE } from './name-checks.js';
 import { intSchema } from './names.js';
 import { controlPlaneUrlSchema } from './control-plane-urls.js';

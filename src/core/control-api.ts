@@ -12,7 +12,7 @@
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
 import { receiptVersionListSchema } from './control-plane-accepts.js';
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { CLAIMABLE_KEY_RE, LABEL_KEY_RE, LABEL_VALUE_RE, MAX_LABELS } from './labels.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, stringSchema, versionSchema } from './names.js';
 import { HOSTNAME_RE, HOSTNAME_RULE } from './name-checks.js';

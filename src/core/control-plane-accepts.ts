@@ -3,7 +3,7 @@
 // changed it, read by the helper when it signs a receipt. A helper signs a receipt payload version
 // above 1 only when this file lists it: a control plane that never said so gets v1.
 import path from 'node:path';
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import type { HostPaths } from './paths.js';
 import { intSchema, versionSchema } from './names.js';
 import { RECEIPT_VERSIONS } from './receipt-schema.js';

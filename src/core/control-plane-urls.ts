@@ -1,7 +1,7 @@
 // `controlPlane.url` as one URL or a list of them (docs/design.md §13): the agent tries them in order and
 // stays on the last one that answered. Which URLs are allowed (https, loopback http) is
 // agent/control-plane-url.ts's, checked per entry when the agent starts.
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 
 // At most this many control-plane URLs: each is tried once per heartbeat round, within a 30 s
 // deadline each, so a longer list only lengthens a round in which none answers.

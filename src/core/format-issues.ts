@@ -1,4 +1,4 @@
-import type { z } from './zod-mini.js';
+import type * as z from './zod-mini.js';
 
 // Formats zod issues as "key.path: message" lines for an error naming the file.
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {

@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
 import { hasNul } from './nul.js';
 import { envelopeSchema } from './release-schemas.js';

@@ -1,4 +1,4 @@
-import type { z } from './zod-mini.js';
+import type * as z from './zod-mini.js';
 import { StewardError, type ReasonCode } from './errors.js';
 import { formatIssues } from './format-issues.js';
 

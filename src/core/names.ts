@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { APP_NAME_RE, ATTEMPT_ID_RE, INTEGRITY_RE } from './name-checks.js';
 import { isVersion, MAX_VERSION_LENGTH, VERSION_RE } from './version.js';
 

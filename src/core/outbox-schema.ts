@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { intSchema, keyIdSchema } from './names.js';
 import { envelopeSchema } from './release-schemas.js';
 

@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSchema, versionSchema } from './names.js';
 import { reasonSchema } from './journal-schema.js';
 import { envelopeSchema } from './release-schemas.js';

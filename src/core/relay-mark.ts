@@ -4,7 +4,7 @@
 // re-enrollment). The helper keeps every receipt above the mark, so that no load on helper.sock
 // can push a receipt out before the agent relayed it.
 import path from 'node:path';
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { intSchema, keyIdSchema } from './names.js';
 import type { HostPaths } from './paths.js';
 

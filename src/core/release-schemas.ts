@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { appNameSchema, epochMsSchema, integritySchema, intSchema, keyIdSchema, versionSchema } from './names.js';
 import { isLoopbackHost } from './name-checks.js';
 import { MARKER_SCHEMA_VERSION } from './release-files.js';

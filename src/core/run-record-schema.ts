@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
 
 export const RUN_RECORD_SCHEMA_VERSION = 1;

@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { intSchema, versionSchema } from './names.js';
 
 // The files of a self-update trial in /var/lib/steward/self/ (docs/design.md §14, docs/self-update.md).

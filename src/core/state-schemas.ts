@@ -1,4 +1,4 @@
-import { z } from './zod-mini.js';
+import * as z from './zod-mini.js';
 import { epochMsSchema, intSchema, versionSchema } from './names.js';
 
 export const APP_STATE_SCHEMA_VERSION = 1;

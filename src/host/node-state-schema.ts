@@ -1,4 +1,4 @@
-import { z } from '../core/zod-mini.js';
+import * as z from '../core/zod-mini.js';
 
 export const NODE_STATE_SCHEMA_VERSION = 1;
 

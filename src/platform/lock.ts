@@ -2,7 +2,7 @@ import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { StewardError, toStewardError, type ReasonCode } from '../core/errors.js';
-import { z } from '../core/zod-mini.js';
+import * as z from '../core/zod-mini.js';
 import { logger } from './log.js';
 import { isSameProcessAlive, readBootId, readProcIdentity, type ProcIdentity } from './proc-identity.js';
 

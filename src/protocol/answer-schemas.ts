@@ -1,4 +1,4 @@
-import { z } from '../core/zod-mini.js';
+import * as z from '../core/zod-mini.js';
 import { REASON_CODES, type ReasonCode } from '../core/errors.js';
 
 // The helper's answer lines (docs/design.md §7), as the client reads them: a line is hostile input. Apart

@@ -1,6 +1,6 @@
 // What each op of the local API takes (docs/design.md §7), as its schema in schemas.ts returns it:
 // the schemas are the source, these are only their types.
-import type { z } from '../core/zod-mini.js';
+import type * as z from '../core/zod-mini.js';
 import type { OpName } from './ops.js';
 import type { requestSchemas } from './schemas.js';
 

@@ -1,4 +1,4 @@
-import { z } from '../core/zod-mini.js';
+import * as z from '../core/zod-mini.js';
 import { PLAIN_TEXT_RE } from '../core/control-chars.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { z } from '../../src/core/zod-mini.js';
+import * as z from '../../src/core/zod-mini.js';
 import { StewardError } from '../../src/core/errors.js';
 import { readVersionedJson } from '../../src/platform/versioned-file.js';
 
