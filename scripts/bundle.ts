@@ -2,11 +2,12 @@
 // runs) compiles with tsc, then this bundles tsc's output into dist/bundle/<program>/, one
 // folder per program so that a program's folder is all it needs (the agent's release carries
 // its folder alone). Each folder holds the program's entry `<program>.js`, the extraction
-// worker `tarball-worker.js` when the program stages, and the chunks of what the program loads
-// only when needed (agentctl's commands, enrollment), so that
-// lazy imports stay lazy. Native addons (better-sqlite3) stay outside, imported from
-// node_modules. dist/bundle/<program>.meta.json is esbuild's metafile: which source files each
-// output file holds, read by the tests that hold what a daemon loads.
+// worker `tarball-worker.js` when the program stages, the chunks of what the program loads
+// only when needed (agentctl's commands, enrollment), so that lazy imports stay lazy, and
+// agentctl's command runners, `run-<module>.js`, each built alone (Program.separate). Native
+// addons (better-sqlite3) stay outside, imported from node_modules. dist/bundle/<program>.meta.json
+// is esbuild's metafile (of all the program's builds): which source files each output file holds,
+// read by the tests that hold what a daemon loads.
 //
 //   node dist/scripts/bundle.js
 import { build, type Metafile, type Plugin } from 'esbuild';
