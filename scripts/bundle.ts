@@ -2,15 +2,16 @@
 // runs) compiles with tsc, then this bundles tsc's output into dist/bundle/<program>/, one
 // folder per program so that a program's folder is all it needs (the agent's release carries
 // its folder alone). Each folder holds the program's entry `<program>.js`, the extraction
-// worker `tarball-worker.js` when the program stages, and the chunks of what the program loads
-// only when needed (agentctl's commands, enrollment), so that
-// lazy imports stay lazy. Native addons (better-sqlite3) stay outside, imported from
-// node_modules. dist/bundle/<program>.meta.json is esbuild's metafile: which source files each
-// output file holds, read by the tests that hold what a daemon loads.
+// worker `tarball-worker.js` when the program stages, the chunks of what the program loads
+// only when needed (agentctl's commands, enrollment), so that lazy imports stay lazy, and
+// agentctl's command runners, `run-<module>.js`, each built alone (Program.separate). Native
+// addons (better-sqlite3) stay outside, imported from node_modules. dist/bundle/<program>.meta.json
+// is esbuild's metafile (of all the program's builds): which source files each output file holds,
+// read by the tests that hold what a daemon loads.
 //
 //   node dist/scripts/bundle.js
 import { build, type Metafile, type Plugin } from 'esbuild';
-import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,10 +23,16 @@ export interface Program {
   // Folders the program reads beside its code, relative to the checkout, copied into its bundle's
   // folder under their base name (the dashboard: src/control/admin/ui-files.ts).
   assets?: string[];
+  // A folder of tsc's output, relative to the checkout, whose modules the program's entry imports
+  // one at a time (agentctl's command runners, src/cli/main.ts): each is bundled by a build of its
+  // own into `<folder name>-<module>.js`, so that it shares no chunk with the entry or with another
+  // and a run loads that one file (and the chunks of what it imports only when needed). The
+  // entry's build imports them by that name.
+  separate?: string;
 }
 
 export const PROGRAMS: Program[] = [
-  { name: 'agentctl', entry: 'dist/src/cli/main.js' },
+  { name: 'agentctl', entry: 'dist/src/cli/main.js', separate: 'dist/src/cli/run' },
   { name: 'steward-helper', entry: 'dist/src/helper/main.js' },
   { name: 'steward-agent', entry: 'dist/src/agent/main.js' },
   { name: 'steward-control', entry: 'dist/src/control/cli/start.js', assets: ['dist/src/ui'] },
@@ -69,6 +76,21 @@ const englishOnly: Plugin = {
   },
 };
 
+// Leaves the imports of the modules of `dir` (absolute) as imports of the files their own builds
+// write beside this one (Program.separate).
+const separateModules = (dir: string): Plugin => ({
+  name: 'separate-modules',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.?\// }, (args) => {
+      const target = path.resolve(args.resolveDir, args.path);
+      return path.dirname(target) === dir ? { path: `./${separateName(dir, target)}.js`, external: true } : undefined;
+    });
+  },
+});
+
+// The name of the output file of the separate module `file` of `dir`, without .js.
+const separateName = (dir: string, file: string): string => `${path.basename(dir)}-${path.basename(file, '.js')}`;
+
 export const BUNDLE_DIR = 'dist/bundle';
 
 // The metafile of `program`'s build, relative to the checkout.
@@ -82,6 +104,29 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
   rmSync(outdir, { recursive: true, force: true });
   const entryPoints: Record<string, string> = { [p.name]: path.join(repo, p.entry) };
   if (withWorker) entryPoints[WORKER.name] = path.join(repo, WORKER.entry);
+  const separateDir = p.separate ? path.join(repo, p.separate) : null;
+  const metas = [await bundleFiles(repo, outdir, entryPoints, separateDir)];
+  // One build per separate module: a build of several would put what they share in chunks. One
+  // after the other, as two of them may write the same chunk (same content, same name).
+  for (const f of separateDir ? readdirSync(separateDir).filter((n) => n.endsWith('.js')).sort() : []) {
+    metas.push(await bundleFiles(repo, outdir, { [separateName(separateDir as string, f)]: path.join(separateDir as string, f) }, separateDir));
+  }
+  const meta: Metafile = { inputs: Object.assign({}, ...metas.map((m) => m.inputs)), outputs: Object.assign({}, ...metas.map((m) => m.outputs)) };
+  // Anything else left outside would be resolved on the host at run time: refused here.
+  const outputs = new Set(Object.keys(meta.outputs).map((o) => `./${path.basename(o)}`));
+  for (const [out, o] of Object.entries(meta.outputs)) {
+    for (const i of o.imports) {
+      if (i.external && !i.path.startsWith('node:') && !builtinModules.includes(i.path) && !NATIVE.includes(i.path) && !outputs.has(i.path)) {
+        throw new Error(`${out} imports ${i.path}, which is not bundled: bundle it, or name it in NATIVE or ABSENT (scripts/bundle.ts)`);
+      }
+    }
+  }
+  for (const a of p.assets ?? []) cpSync(path.join(repo, a), path.join(outdir, path.basename(a)), { recursive: true });
+  return meta;
+}
+
+// One esbuild build of `entryPoints` into `outdir`; the modules of `separateDir` stay out of it.
+async function bundleFiles(repo: string, outdir: string, entryPoints: Record<string, string>, separateDir: string | null): Promise<Metafile> {
   const r = await build({
     absWorkingDir: repo,
     entryPoints,
@@ -94,7 +139,7 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
     entryNames: '[name]',
     chunkNames: '[name]-[hash]',
     external: NATIVE,
-    plugins: [absentPackages, englishOnly],
+    plugins: [absentPackages, englishOnly, ...(separateDir ? [separateModules(separateDir)] : [])],
     // The CommonJS packages (commander, debug, proper-lockfile) call require() for node's own
     // modules; an ES module has no require of its own.
     banner: { js: "import { createRequire as __stewardRequire } from 'node:module';\nconst require = __stewardRequire(import.meta.url);" },
@@ -108,15 +153,6 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
     metafile: true,
     logLevel: 'warning',
   });
-  // Anything else left outside would be resolved on the host at run time: refused here.
-  for (const [out, o] of Object.entries(r.metafile.outputs)) {
-    for (const i of o.imports) {
-      if (i.external && !i.path.startsWith('node:') && !builtinModules.includes(i.path) && !NATIVE.includes(i.path)) {
-        throw new Error(`${out} imports ${i.path}, which is not bundled: bundle it, or name it in NATIVE or ABSENT (scripts/bundle.ts)`);
-      }
-    }
-  }
-  for (const a of p.assets ?? []) cpSync(path.join(repo, a), path.join(outdir, path.basename(a)), { recursive: true });
   return r.metafile;
 }
 

@@ -5,7 +5,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 import { enrollPayloadSchema } from '../core/control-api.js';
 import { StewardError, isReasonCode } from '../core/errors.js';
 import type { HostPaths } from '../core/paths.js';
@@ -63,14 +63,18 @@ export async function spawnEnrollNode(paths: HostPaths, who: AgentIdentity, req:
   const pkg = packageRoot();
   if (!pkg) throw new StewardError('INTERNAL', 'cannot find the steward package to run steward-agent from');
   const bin = path.join(pkg, 'bin', 'steward-agent.js');
-  const child = execa(process.execPath, [bin, 'enroll-node', ...(paths.root ? ['--root', paths.root] : [])], {
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'inherit',
-    buffer: false,
-    reject: false,
+  // node:child_process rather than execa: execa and its packages (~180 KB bundled) were most of
+  // what `agentctl enroll` loaded, for one child whose pipes this function reads itself.
+  const child = spawn(process.execPath, [bin, 'enroll-node', ...(paths.root ? ['--root', paths.root] : [])], {
+    stdio: ['pipe', 'pipe', 'inherit'],
     cwd: '/',
     ...(who.uid !== null && who.gid !== null ? { uid: who.uid, gid: who.gid } : {}),
+  });
+  // The child's end: its exit code or signal once its pipes are closed, or the error that kept it
+  // from starting (then neither).
+  const ended = new Promise<{ exitCode: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+    child.on('error', (error) => resolve({ exitCode: null, signal: null, error }));
+    child.once('close', (exitCode, signal) => resolve({ exitCode, signal }));
   });
   // Why: a child that exits early (ALREADY_ENROLLED) closes its stdin; writing to it then is
   // EPIPE, which must not crash agentctl: the child's result line says what happened.
@@ -94,9 +98,9 @@ export async function spawnEnrollNode(paths: HostPaths, who: AgentIdentity, req:
   } finally {
     if (!child.stdin.writableEnded) child.stdin.end();
   }
-  const r = await child;
+  const r = await ended;
   const parsed = last === null ? null : parseLine(last, enrollResultSchema);
-  if (!parsed) throw new StewardError('INTERNAL', `steward-agent enroll-node exited ${r.exitCode ?? r.signal} without a result`);
+  if (!parsed) throw new StewardError('INTERNAL', `steward-agent enroll-node ${r.error ? `did not start: ${r.error.message}` : `exited ${r.exitCode ?? r.signal}`} without a result`);
   if (!parsed.ok) throw new StewardError(isReasonCode(parsed.error.code) ? parsed.error.code : 'INTERNAL', parsed.error.message);
   return parsed;
 }

@@ -1,14 +1,16 @@
-import { Command } from 'commander';
-import { readOwnVersion } from '../platform/own-version.js';
-import { EXIT } from './error-message.js';
-import { exitCodeOfThrown } from './exit-code.js';
-import { commandWord as commandWordOf, registerCommands, type LazyCommand } from './lazy-commands.js';
-import { reportError } from './output.js';
+import type { Command } from 'commander';
+import { commandWord } from './command-word.js';
+import { registerCommands, type LazyCommand } from './lazy-commands.js';
+import { newProgram, runProgram } from './program-base.js';
+
+export { commandWord };
 
 // Each command's module, imported only when needed: `agentctl status` then loads what status
 // needs and not the installer's, doctor's or enroll's modules (execa, proper-lockfile, the
 // control-plane client...), which were most of its start-up (see bench/status-cli).
-// The order is the order of `agentctl --help`.
+// The order is the order of `agentctl --help`. Most commands run by name do not come here: the
+// entry runs their module's runner instead (main.ts, RUNNERS); this is the program of help, of a
+// word that names no command, of --version, of the completion script, and of doctor and install.
 const COMMANDS: LazyCommand[] = [
   [['status'], async () => (await import('./commands/status.js')).registerStatus],
   [['stage'], async () => (await import('./commands/stage.js')).registerStage],
@@ -25,14 +27,6 @@ const COMMANDS: LazyCommand[] = [
   [['completion'], async () => (await import('./commands/completion.js')).registerCompletion],
 ];
 
-// The global options that take a value in the next word.
-const VALUE_OPTIONS = new Set(['--root', '--socket']);
-
-// The command word of `argv`: the first word that is neither a global option nor its value.
-export function commandWord(argv: string[]): string | undefined {
-  return commandWordOf(argv, VALUE_OPTIONS);
-}
-
 // Whether `argv`, which names no command, asks for the version and nothing else: -V or
 // --version, and no help.
 function versionOnly(argv: string[]): boolean {
@@ -44,14 +38,7 @@ function versionOnly(argv: string[]): boolean {
 // it names one, and none when it asks for the version alone; otherwise (help, an unknown or no
 // command) every command is, so that help and commander's errors list them all.
 export async function buildProgram(argv?: string[]): Promise<Command> {
-  const program = new Command('agentctl')
-    .description('drive steward-helper: stage, update, roll back and inspect releases on this host')
-    .option('--root <dir>', 'root prefix of the host layout (tests, demos); default: STEWARD_ROOT unless root, else /')
-    .option('--socket <path>', 'the helper socket to use (default: admin.sock if writable, else helper.sock)')
-    .option('--json', 'print one JSON document on stdout')
-    .version(readOwnVersion(), '-V, --version', 'print the steward version')
-    .exitOverride()
-    .showHelpAfterError();
+  const program = newProgram();
   const word = argv ? commandWord(argv) : undefined;
   if (argv && word === undefined && versionOnly(argv)) return program;
   await registerCommands(program, COMMANDS, word);
@@ -60,13 +47,5 @@ export async function buildProgram(argv?: string[]): Promise<Command> {
 
 // Runs agentctl with `argv` and returns its exit code.
 export async function runCli(argv: string[]): Promise<number> {
-  const program = await buildProgram(argv);
-  const json = argv.includes('--json');
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-    // A command may set process.exitCode (a rolled-back update exits 4) while printing its answer.
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
-  } catch (err) {
-    return exitCodeOfThrown(err, json, reportError);
-  }
+  return runProgram(await buildProgram(argv), argv);
 }

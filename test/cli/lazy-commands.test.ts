@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { RUNNERS } from '../../src/cli/main.js';
+import { newProgram } from '../../src/cli/program-base.js';
 import { buildProgram, commandWord } from '../../src/cli/program.js';
 
 // agentctl imports only the module of the command it runs; these tests hold that every
@@ -43,4 +45,26 @@ test('the version alone registers no command; with help or a command it is as be
   assert.equal((await buildProgram(['--version', '--help'])).commands.length, all);
   assert.equal((await buildProgram(['-V', 'bogus'])).commands.length, all);
   assert.ok((await buildProgram(['status', '--version'])).commands.some((c) => c.name() === 'status'));
+});
+
+test("each command runner registers the words it is listed under, as the full program defines them", async () => {
+  const full = await buildProgram([]);
+  const listed = new Set<string>();
+  for (const [names, load] of RUNNERS) {
+    const program = newProgram();
+    (await load()).register(program);
+    // A runner is chosen by these words (main.ts): its module must define exactly those.
+    assert.deepEqual(program.commands.map((c) => c.name()).sort(), [...names].sort(), `the runner of ${names.join(', ')}`);
+    for (const name of names) {
+      listed.add(name);
+      const a = full.commands.find((c) => c.name() === name);
+      const b = program.commands.find((c) => c.name() === name);
+      assert.equal(b?.description(), a?.description(), name);
+      assert.deepEqual(b?.options.map((o) => o.flags), a?.options.map((o) => o.flags), name);
+      assert.deepEqual(b?.registeredArguments.map((x) => x.name()), a?.registeredArguments.map((x) => x.name()), name);
+    }
+  }
+  // The rest run the full program's way (program.ts), which registers what they name.
+  const rest = full.commands.map((c) => c.name()).filter((n) => !listed.has(n));
+  assert.deepEqual(rest, ['doctor', 'install', 'uninstall', 'completion']);
 });
