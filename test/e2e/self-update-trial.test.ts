@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { callHelper } from '../../src/protocol/client.js';
+import { helperStatus } from '../helpers/helper-status.js';
 import { agentctl, processApp } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
 import { cleanedUpAfter, currentOf, exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, upgradePackage, waitReady, type SelfHost } from '../helpers/self-host.js';
@@ -263,7 +264,7 @@ test('a SIGKILL of the candidate during its probe reverts it; one of the old hel
   old.kill('SIGKILL');
   await exited(old);
   const candidate = launch();
-  await waitFor(async () => (await agentctl(h, ['status', '--json'])).json?.apps?.find((a: any) => a.name === 'steward')?.self?.decision === 'trial');
+  await waitFor(async () => (await helperStatus(h.root))?.apps?.find((a: any) => a.name === 'steward')?.self?.decision === 'trial');
   candidate.kill('SIGKILL');
   await exited(candidate);
   const back = launch();
