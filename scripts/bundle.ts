@@ -108,8 +108,10 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
   const metas = [await bundleFiles(repo, outdir, entryPoints, separateDir)];
   // One build per separate module: a build of several would put what they share in chunks. One
   // after the other, as two of them may write the same chunk (same content, same name).
-  for (const f of separateDir ? readdirSync(separateDir).filter((n) => n.endsWith('.js')).sort() : []) {
-    metas.push(await bundleFiles(repo, outdir, { [separateName(separateDir as string, f)]: path.join(separateDir as string, f) }, separateDir));
+  if (separateDir) {
+    for (const f of readdirSync(separateDir).filter((n) => n.endsWith('.js')).sort()) {
+      metas.push(await bundleFiles(repo, outdir, { [separateName(separateDir, f)]: path.join(separateDir, f) }, separateDir));
+    }
   }
   const meta: Metafile = { inputs: Object.assign({}, ...metas.map((m) => m.inputs)), outputs: Object.assign({}, ...metas.map((m) => m.outputs)) };
   // Anything else left outside would be resolved on the host at run time: refused here.
