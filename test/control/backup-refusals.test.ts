@@ -6,8 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
@@ -19,8 +18,9 @@ import { backupBody, testBackupKey } from '../helpers/backup-file.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli, type ControlCliResult } from '../helpers/fleet.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'steward-backup-refusals-'));
+const tmp = () => scratchDir('steward-backup-refusals-');
 
 // A CLI on `db` with its tarballs in `artifacts`.
 const on = (db: string, artifacts: string) => ({ cli: (args: string[]) => controlCli(db, ['--artifacts', artifacts, ...args]) });

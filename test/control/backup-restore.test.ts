@@ -15,6 +15,7 @@ import { addKeptRelease, cliJson, nodesControl, serveControl, type ServedControl
 import { controlCli, waitUntil } from '../helpers/fleet.js';
 import { describeEachBackend, otherBackend, type StoreBackend } from '../helpers/store-backends.js';
 import { testBackupKey } from '../helpers/backup-file.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const TARBALL = Buffer.from('the tarball of web 1.1.0, kept by the control plane');
 
@@ -80,7 +81,7 @@ async function backupDuringRollout(backend: StoreBackend): Promise<BackedUp> {
 // Restores the backup onto a fresh target of `target`, serves it, and checks what docs/design.md §13 says.
 async function restoreAndHeartbeatOn(b: BackedUp, target: StoreBackend): Promise<void> {
   const db = await target.emptyTarget();
-  const artifacts = path.join(mkdtempSync(path.join(os.tmpdir(), 'steward-restored-')), 'artifacts');
+  const artifacts = path.join(scratchDir('steward-restored-'), 'artifacts');
   const restored = await controlCli(db, ['--artifacts', artifacts, 'restore', '--key', testBackupKey().pub, '--from', b.backup, '--json']);
   assert.equal(restored.code, 0, restored.stdout + restored.stderr);
   assert.deepEqual(restored.json.stoppedRuns.map((r: { id: number; app: string }) => [r.id, r.app]), [[b.runId, 'web']]);

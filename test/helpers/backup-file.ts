@@ -5,8 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash, sign } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { signedEnd } from '../../src/control/backup/backup-format.js';
@@ -15,6 +14,7 @@ import { generateKeyPair, parsePrivateKey } from '../../src/platform/keys.js';
 import { REPO } from './host.js';
 import { pgQuery } from './postgres.js';
 import type { StoreBackend } from './store-backends.js';
+import { scratchDir } from './scratch.js';
 
 export interface BackupKeyFiles {
   // The private half (`backup --key`, or `restore --key`), the public half (`restore --key`).
@@ -27,7 +27,7 @@ let shared: BackupKeyFiles | null = null;
 
 // A fresh backup key pair in its own folder.
 export function newBackupKey(): BackupKeyFiles {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-backup-key-'));
+  const dir = scratchDir('steward-backup-key-');
   const kp = generateKeyPair();
   const key = path.join(dir, 'backup.key');
   const pub = path.join(dir, 'backup.pub');
@@ -107,7 +107,7 @@ export function runRestore(db: string, artifacts: string, file: string, o: { key
 // target), and no tarball in the tarball folder.
 export async function restoreRefusedInvalid(backend: StoreBackend, file: string, message: RegExp, o: { keyFile?: string; nodeArgs?: string[] } = {}): Promise<RestoreRun> {
   const db = await backend.emptyTarget();
-  const artifacts = path.join(mkdtempSync(path.join(os.tmpdir(), 'steward-restore-artifacts-')), 'artifacts');
+  const artifacts = path.join(scratchDir('steward-restore-artifacts-'), 'artifacts');
   const before = await restoreTargetState(db);
   const r = await runRestore(db, artifacts, file, o);
   assert.equal(r.code, 1, `exit ${r.code} signal ${r.signal}: ${r.stdout}${r.stderr.slice(-2000)}`);

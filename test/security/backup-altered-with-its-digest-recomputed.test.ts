@@ -7,16 +7,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { backupBody, endLineOf, newBackupKey, readBackupLines, restoreRefusedInvalid, runRestore, testBackupKey, withRows, writeBackupLines } from '../helpers/backup-file.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli } from '../helpers/fleet.js';
 import { describeEachBackend } from '../helpers/store-backends.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'steward-altered-backup-'));
+const tmp = () => scratchDir('steward-altered-backup-');
 
 describeEachBackend((backend) => {
   test('a backup with an admin operator added and its sha256 recomputed is refused, however it is signed; the untouched one restores', async () => {

@@ -5,17 +5,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { restoreRefusedInvalid, runRestore, testBackupKey } from '../helpers/backup-file.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli } from '../helpers/fleet.js';
 import { describeEachBackend } from '../helpers/store-backends.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 describeEachBackend((backend) => {
   test('a backup concatenated with itself is refused BACKUP_INVALID and restores nothing, not even its tarball', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-doubled-backup-'));
+    const dir = scratchDir('steward-doubled-backup-');
     const db = await backend.createDatabase();
     const on = { cli: (a: string[]) => controlCli(db, ['--artifacts', path.join(dir, 'artifacts'), ...a]) };
     const keys = await cliJson(on, ['keys', 'create', '--out', path.join(dir, 'keys')]);

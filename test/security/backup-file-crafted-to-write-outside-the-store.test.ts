@@ -7,8 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { pgQuery } from '../helpers/postgres.js';
 import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
@@ -16,8 +15,9 @@ import { backupBody, testBackupKey, writeBackupLines } from '../helpers/backup-f
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli } from '../helpers/fleet.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'steward-hostile-backup-'));
+const tmp = () => scratchDir('steward-hostile-backup-');
 
 async function tablesOf(db: string): Promise<string[]> {
   if (!isPostgresUrl(db)) return existsSync(db) ? ['(a file)'] : readdirSync(path.dirname(db));

@@ -5,8 +5,7 @@
 // ROW_BATCH_BYTES: under a 96 MiB heap, such files are refused BACKUP_INVALID, the target left
 // as it was with no temporary file beside it.
 import { test } from 'node:test';
-import { createWriteStream, mkdtempSync } from 'node:fs';
-import os from 'node:os';
+import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
 import { constants as zc, createGzip } from 'node:zlib';
@@ -14,8 +13,9 @@ import { backupBody, restoreRefusedInvalid, testBackupKey } from '../helpers/bac
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli } from '../helpers/fleet.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'steward-long-backup-'));
+const tmp = () => scratchDir('steward-long-backup-');
 const MiB = 1024 * 1024;
 const HEAP = ['--max-old-space-size=96'];
 

@@ -6,8 +6,6 @@
 // column of the newest schema, on each backend, has its check (src/control/backup/backup-rows.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { COLUMNS } from '../../src/control/backup/backup-rows.js';
@@ -17,8 +15,9 @@ import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli } from '../helpers/fleet.js';
 import { pgQuery } from '../helpers/postgres.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'steward-garbage-backup-'));
+const tmp = () => scratchDir('steward-garbage-backup-');
 
 const envelopeOf = (payload: unknown) => JSON.stringify({ payload: Buffer.from(JSON.stringify(payload)).toString('base64'), sig: 'c2ln', keyId: '0123456789abcdef' });
 const RECEIPT = { v: 1, nodeId: 'n-1', app: 'web', attemptId: 'r1-0123456789abcdef', seq: 1, fromVersion: '1.0.0', targetVersion: '1.1.0', integrity: null, outcome: 'active', startedAt: 1, updatedAt: 1 };
