@@ -25,7 +25,7 @@ function tempHome(t: TestContext): string {
 }
 
 // `agentctl stage --help` (or `bin` with `args`) with HOME at `home`: its exit status and Node's
-// cache trace.
+// cache trace. A command word loads its runner, run-stage.js here (scripts/bundle.ts).
 function agentctlIn(home: string, bin = BIN.agentctl, args = ['stage', '--help']): { status: number | null; trace: string } {
   const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' };
   for (const k of ['XDG_CACHE_HOME', 'NODE_COMPILE_CACHE', 'NODE_DISABLE_COMPILE_CACHE']) delete env[k];
@@ -44,7 +44,7 @@ test('in a private home, the second agentctl run reads its modules from its own 
     return;
   }
   assert.ok(readdirSync(dir).length > 0, 'the first run wrote its cache');
-  assert.match(second.trace, new RegExp(`reading cache from ${dir}/.*agentctl/program-.*success`), `the second run read from the cache:\n${second.trace}`);
+  assert.match(second.trace, new RegExp(`reading cache from ${dir}/.*agentctl/run-stage\\.js.*success`), `the second run read from the cache:\n${second.trace}`);
 });
 
 test('steward-control keeps its cache under the same rule: its second run reads from it, and a folder others can write gets none', (t) => {
