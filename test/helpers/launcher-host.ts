@@ -4,11 +4,13 @@
 //   good   ready: a trial commits with the real commitTrial, every start resets the start count
 //   exit   exits 1 at once, never ready (a crash at start, a hang the start timeout ends)
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { hostPaths, type HostPaths } from '../../src/core/paths.js';
-import { MARKER_FILE_NAME } from '../../src/core/release-files.js';
 import { REPO } from './host.js';
+import { commitFakeTrial, writeMarker } from './launcher-commit-steps.js';
+
+export { writeMarker } from './launcher-commit-steps.js';
 
 export const LAUNCHER = path.join(REPO, 'systemd/steward-launcher');
 // dash when there is one (Debian's /bin/sh): no bashism may slip through.
@@ -50,6 +52,9 @@ if [ -n "\${FAKE_MARK:-}" ]; then : >"$FAKE_MARK/$(wc -l <"$FAKE_LOG")"; fi
 b=
 if [ -f "$tree/behaviour" ]; then { IFS= read -r b || true; while IFS= read -r more || [ -n "$more" ]; do [ -z "$more" ] || b=; done; } <"$tree/behaviour"; fi
 [ "$b" = good ] || exit 1
+# Ready. The steps below are taken by the test's own process once this exits 0, where nothing
+# traces them (launcher-commit-steps.ts).
+if [ -n "\${FAKE_READY_BY_TEST:-}" ]; then exit 0; fi
 if [ "$STEWARD_SELF_DECISION" = trial ]; then "$FAKE_REAL_NODE" "$FAKE_COMMIT" "$FAKE_ROOT" "$STEWARD_SELF_VERSION" "$tree"; fi
 # Ready: the start count is reset, as resetStartCounter does (rm, then fsync of the folder); no rm
 # is started when there is nothing to remove.
@@ -142,15 +147,39 @@ export class LauncherHost {
     return parseRuns(readFileSync(this.log, 'utf8'), this);
   }
 
-  // One start of `launcher` (the real one unless a test passes a wrong one), waited for.
+  // One start of `launcher` (the real one unless a test passes a wrong one), waited for. A good
+  // fake helper's ready steps (the trial's commit, the start count's reset) are taken here once
+  // the fake runtime exits 0: the same steps in the same order as the runtime takes them where
+  // it is traced, without starting node for each trial (launcher-commit-steps.ts).
   async start(opts: { launcher?: string; args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<Start> {
     const before = this.runs().length;
-    const child = spawn(SHELL, [opts.launcher ?? LAUNCHER, ...(opts.args ?? [])], { env: this.env(opts.env), stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(SHELL, [opts.launcher ?? LAUNCHER, ...(opts.args ?? [])], { env: this.env({ ...opts.env, FAKE_READY_BY_TEST: '1' }), stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])));
+    let [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])));
     const runs = this.runs();
-    return { code, signal, stderr, run: runs.length > before ? (runs[runs.length - 1] as Run) : null };
+    const run = runs.length > before ? (runs[runs.length - 1] as Run) : null;
+    if (run && code === 0) {
+      try {
+        await this.ready(run);
+      } catch (err) {
+        // What the runtime's `set -e` made of a failed step: its error on stderr, exit 1.
+        stderr += `${(err as Error).stack ?? String(err)}\n`;
+        code = 1;
+      }
+    }
+    return { code, signal, stderr, run };
+  }
+
+  // What the fake runtime does once ready, after a start that ran `run`.
+  private async ready(run: Run): Promise<void> {
+    if (run.decision === 'trial') {
+      const tree = run.tree === 'package' ? this.packageDir : run.tree.startsWith('versions/') ? path.join(this.appDir, run.tree) : run.tree;
+      await commitFakeTrial(this.root, run.version, tree);
+    }
+    const self = path.join(this.root, 'var/lib/steward/self');
+    rmSync(path.join(self, 'starts'), { force: true });
+    syncFolder(self);
   }
 
   // `n` starts one after another (systemd's Restart=always after each exit).
@@ -161,25 +190,20 @@ export class LauncherHost {
   }
 }
 
+// fsync of a folder, as the runtime's `sync <folder>`, which fails on a missing folder as this does.
+function syncFolder(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function writeTree(dir: string, behaviour: Behaviour): void {
   mkdirSync(path.join(dir, 'bin'), { recursive: true, mode: 0o755 });
   writeFileSync(path.join(dir, 'bin/steward-helper.js'), '// a fake helper: the fake runtime reads ../behaviour\n');
   writeFileSync(path.join(dir, 'behaviour'), behaviour);
-}
-
-// The marker as stage-release.ts writes it (writeJsonAtomic: two-space JSON).
-export function writeMarker(dir: string, version: string): void {
-  const marker = {
-    schemaVersion: 1,
-    tarballIntegrity: `sha512-${'A'.repeat(86)}==`,
-    treeDigest: `sha256-${'B'.repeat(43)}=`,
-    signed: true,
-    keyId: '0123456789abcdef',
-    version,
-    stagedAt: 1_700_000_000_000,
-  };
-  writeFileSync(path.join(dir, MARKER_FILE_NAME), JSON.stringify(marker, null, 2) + '\n');
-  chmodSync(path.join(dir, MARKER_FILE_NAME), 0o444);
 }
 
 export function parseRuns(text: string, host: { packageDir: string; appDir: string }): Run[] {

@@ -5,12 +5,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { isVersion, MAX_VERSION_LENGTH, VERSION_RE } from '../../src/core/version.js';
+import { compareVersions, isVersion, MAX_VERSION_LENGTH, VERSION_RE } from '../../src/core/version.js';
 import { LAUNCHER, SHELL, writeMarker } from '../helpers/launcher-host.js';
 import { checkProperty } from '../property/property-run.js';
 
 // The launcher's checks that start no process (systemd/steward-launcher) say what their references
-// say: is_version what isVersion (src/core/version.ts) says, has_line what `grep -qF` says. Each on
+// say: is_version what isVersion (src/core/version.ts) says, newer what compareVersions says,
+// has_line what `grep -qF` says. Each on
 // hand-picked edges and on many generated inputs, every batch in one sh process (dash where
 // installed), the functions taken from the launcher itself.
 
@@ -77,6 +78,43 @@ test('is_version agrees with isVersion on generated versions, near versions and 
   const valid = sample.filter(isVersion);
   assert.ok(valid.length > 300 && sample.length - valid.length > 300, `${valid.length} of ${sample.length} valid`);
   assert.ok(valid.some((v) => v.length === MAX_VERSION_LENGTH) && sample.some((v) => v.length === MAX_VERSION_LENGTH + 1 && VERSION_RE.test(v)));
+});
+
+// Whether the launcher's newer says "a is newer than b" for each pair just when compareVersions
+// does, and its path in the shell alone (newer_awk never started) says it for every pair that
+// has no pre-release and no number over 18 digits.
+function sameAsCompareVersions(pairs: [string, string][]): void {
+  const args = pairs.flat();
+  const loop = 'while [ $# -gt 0 ]; do if newer "$1" "$2"; then printf 1; else printf 0; fi; shift 2; done';
+  const got = runShell(['newer', 'newer_awk'], loop, args);
+  const shellOnly = runShell(['newer'], `newer_awk() { printf 'newer_awk %s %s' "$1" "$2" >&2; exit 3; }\n${loop}`, args.filter((_, i) => inShell(pairs[Math.floor(i / 2)]!)));
+  const fast = pairs.filter(inShell);
+  assert.equal(got.length, pairs.length);
+  assert.equal(shellOnly.length, fast.length);
+  pairs.forEach(([a, b], i) => assert.equal(got[i] === '1', compareVersions(a, b) > 0, `newer ${a} ${b}`));
+  fast.forEach(([a, b], i) => assert.equal(shellOnly[i] === '1', compareVersions(a, b) > 0, `newer ${a} ${b} in the shell alone`));
+}
+const inShell = ([a, b]: [string, string]) => !`${a}${b}`.includes('-') && `${a}.${b}`.split('.').every((n) => n.length <= 18);
+
+test('newer orders versions as compareVersions does, in the shell alone where it can', async () => {
+  const edges: [string, string][] = [
+    ['1.0.0', '0.9.9'], ['1.10.0', '1.9.0'], ['0.0.1', '0.0.0'], ['2.0.0', '2.0.0'], ['1.2.3', '1.2.4'], ['10.0.0', '9.99.99'],
+    ['999999999999999999.0.0', '999999999999999998.0.0'], ['1000000000000000000.0.0', '999999999999999999.0.0'], ['9223372036854775808.0.0', '9223372036854775807.0.0'],
+    ['12345678901234567890.0.0', '9999999999999999999.0.0'], ['0.0.99999999999999999999', '0.0.99999999999999999998'],
+    ['1.0.0', '1.0.0-rc.1'], ['1.0.0-rc.10', '1.0.0-rc.2'], ['1.0.0-alpha', '1.0.0-1'], ['1.0.0-a', '1.0.0-A'], ['1.2.3-01', '1.2.3-1'],
+  ];
+  sameAsCompareVersions([...edges, ...edges.map(([a, b]): [string, string] => [b, a])]);
+  assert.ok(edges.filter(inShell).length >= 6 && edges.filter((p) => !inShell(p)).length >= 6);
+  // Numbers mostly small, so that pairs share their first ones, some long; a pre-release in
+  // about a third.
+  const num = fc.oneof({ weight: 6, arbitrary: fc.nat(3).map(String) }, { weight: 1, arbitrary: fc.bigInt({ min: 0n, max: 10n ** 20n }).map(String) });
+  const pre = fc.oneof({ weight: 2, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('-rc.1', '-rc.2', '-rc.10', '-alpha', '-1', '-a.b') });
+  const one = fc.tuple(num, num, num, pre).map(([a, b, c, p]) => `${a}.${b}.${c}${p}`);
+  const pair = fc.tuple(one, one);
+  // 20 runs of up to 200 pairs, each run two sh processes.
+  await checkProperty('launcher newer = compareVersions', fc.property(fc.array(pair, { minLength: 1, maxLength: 200, size: 'max' }), sameAsCompareVersions), 20);
+  const sample = fc.sample(pair, { seed: 3, numRuns: 1000 });
+  assert.ok(sample.filter(inShell).length > 100 && sample.filter((p) => !inShell(p)).length > 100, 'both paths are taken');
 });
 
 // Whether has_line finds `text` in each of `files` just when `grep -qF` does.
