@@ -11,9 +11,8 @@ import { checkProperty } from '../property/property-run.js';
 
 // The launcher's checks that start no process (systemd/steward-launcher) say what their references
 // say: is_version what isVersion (src/core/version.ts) says, newer what compareVersions says,
-// has_line what `grep -qF` says. Each on
-// hand-picked edges and on many generated inputs, every batch in one sh process (dash where
-// installed), the functions taken from the launcher itself.
+// has_line what `grep -qF` says. Each on hand-picked edges and on many generated inputs, every
+// batch in one sh process (dash where installed), the functions taken from the launcher itself.
 
 // The text of the launcher's function `name`.
 function launcherFunction(name: string): string {
