@@ -29,14 +29,31 @@ async function completionScript(): Promise<string> {
   return script;
 }
 
-// What bash offers for the command line `words`, the last word being the one completed.
-async function complete(words: string[], cwd?: string): Promise<string[]> {
+// What bash offers for each command line of `lines` (the last word of each the one completed), all
+// asked of one bash, in the folder dir: the script is sourced once, then _agentctl runs for each
+// line with COMP_WORDS and COMP_CWORD set as bash sets them (it resets COMPREPLY itself). One bash
+// rather than one per line: a bash start is most of the cost of a line.
+async function completeAll(lines: string[][]): Promise<string[][]> {
   const file = path.join(dir, 'agentctl.bash');
   writeFileSync(file, await completionScript());
-  const prog = `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _agentctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const out = execFileSync('/bin/bash', ['-c', prog, 'bash', file, 'agentctl', ...words], { encoding: 'utf8', cwd: cwd ?? dir });
-  return out.split('\n').filter((l) => l !== '');
+  const prog = `source "$1"; shift
+while (( $# > 0 )); do
+  n=$1; shift
+  COMP_WORDS=(agentctl "\${@:1:n}"); shift "$n"
+  COMP_CWORD=$(( \${#COMP_WORDS[@]} - 1 ))
+  _agentctl
+  printf '%s\\n' "\${COMPREPLY[@]}"
+  printf '\\036\\n'
+done`;
+  const args = lines.flatMap((words) => [String(words.length), ...words]);
+  const out = execFileSync('/bin/bash', ['-c', prog, 'bash', file, ...args], { encoding: 'utf8', cwd: dir });
+  const records = out.split('\x1e\n');
+  assert.equal(records.pop(), '', 'one record per line asked');
+  assert.equal(records.length, lines.length);
+  return records.map((r) => r.split('\n').filter((l) => l !== ''));
 }
+
+const complete = async (words: string[]): Promise<string[]> => (await completeAll([words]))[0]!;
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-completion-'));
 const root = path.join(dir, 'root');
@@ -53,8 +70,10 @@ test('agentctl completion bash prints a script bash accepts, and completes every
   assert.deepEqual((await complete([''])).sort(), [...names].sort());
   assert.deepEqual((await complete(['st'])).sort(), ['stage', 'start', 'status', 'stop']);
   // Each command's own options, from its definition.
-  for (const c of program.commands.filter((x) => x.name() !== 'help')) {
-    const offered = await complete([c.name(), '--']);
+  const commands = program.commands.filter((x) => x.name() !== 'help');
+  const offers = await completeAll(commands.map((c) => [c.name(), '--']));
+  for (const [i, c] of commands.entries()) {
+    const offered = offers[i]!;
     // A hidden option (install --packaged, the package's postinst's) is neither in --help nor offered.
     for (const o of c.options) if (o.long) assert.equal(offered.includes(o.long), !o.hidden, `${c.name()} ${o.long}: offered ${offered.join(' ')}`);
     assert.ok(offered.includes('--json'), `${c.name()} takes the program's --json too`);
@@ -63,21 +82,30 @@ test('agentctl completion bash prints a script bash accepts, and completes every
 });
 
 test('an <app> completes with the apps under the root prefix, a <version> and --to with that app\'s versions', { skip: !hasBash && 'no /bin/bash here' }, async () => {
-  assert.deepEqual((await complete(['--root', root, 'rollback', ''])).sort(), ['api', 'web']);
-  assert.deepEqual(await complete(['--root', root, 'status', 'w']), ['web']);
-  assert.deepEqual((await complete(['--root', root, 'update', 'web', ''])).sort(), ['1.0.0', '1.1.0']);
-  assert.deepEqual(await complete(['--root', root, 'rollback', 'web', '--to', '1.1']), ['1.1.0']);
+  const [apps, w, versions, to, afterJson, past, outside] = await completeAll([
+    ['--root', root, 'rollback', ''],
+    ['--root', root, 'status', 'w'],
+    ['--root', root, 'update', 'web', ''],
+    ['--root', root, 'rollback', 'web', '--to', '1.1'],
+    ['--root', root, '--json', 'releases', 'a'],
+    ['--root', root, 'releases', 'web', ''],
+    ['--root', root, 'update', '../web', ''],
+  ]);
+  assert.deepEqual(apps!.sort(), ['api', 'web']);
+  assert.deepEqual(w, ['web']);
+  assert.deepEqual(versions!.sort(), ['1.0.0', '1.1.0']);
+  assert.deepEqual(to, ['1.1.0']);
   // The global option's value is not taken for the command word.
-  assert.deepEqual(await complete(['--root', root, '--json', 'releases', 'a']), ['api']);
+  assert.deepEqual(afterJson, ['api']);
   // Past the arguments a command takes, nothing.
-  assert.deepEqual(await complete(['--root', root, 'releases', 'web', '']), []);
+  assert.deepEqual(past, []);
   // An app name that would leave the apps folder is not looked up.
-  assert.deepEqual(await complete(['--root', root, 'update', '../web', '']), []);
+  assert.deepEqual(outside, []);
 });
 
 test('an option whose value is a file completes with file names', { skip: !hasBash && 'no /bin/bash here' }, async () => {
   writeFileSync(path.join(dir, 'web-1.2.0.tgz'), '');
-  assert.deepEqual(await complete(['update', 'web', '1.2.0', '--file', 'web-1.2'], dir), ['web-1.2.0.tgz']);
+  assert.deepEqual(await complete(['update', 'web', '1.2.0', '--file', 'web-1.2']), ['web-1.2.0.tgz']);
 });
 
 test('a folder named like a command substitution is offered as a name, never run', { skip: !hasBash && 'no /bin/bash here' }, async () => {
@@ -86,8 +114,12 @@ test('a folder named like a command substitution is offered as a name, never run
   const apps = path.join(root, 'opt/steward/apps');
   mkdirSync(path.join(apps, name, 'versions', '`touch PWNED`'), { recursive: true });
   try {
-    assert.deepEqual(await complete(['--root', root, 'status', '$']), [name]);
-    assert.deepEqual(await complete(['--root', root, 'update', name, '']), ['`touch PWNED`']);
+    const [names, versions] = await completeAll([
+      ['--root', root, 'status', '$'],
+      ['--root', root, 'update', name, ''],
+    ]);
+    assert.deepEqual(names, [name]);
+    assert.deepEqual(versions, ['`touch PWNED`']);
     assert.equal(existsSync(path.join(dir, 'PWNED')), false, 'a word from the host was expanded');
   } finally {
     rmSync(path.join(apps, name), { recursive: true, force: true });
