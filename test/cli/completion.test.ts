@@ -29,6 +29,13 @@ async function completionScript(): Promise<string> {
   return script;
 }
 
+// bash's stdin is /dev/null, not the socket that Node makes of a 'pipe': bash reads ~/.bashrc when
+// its stdin is a socket and SHLVL is under 2 (it takes itself for a shell sshd started), so a run
+// started where SHLVL is 0 had every bash here read root's ~/.bashrc, which on this project's
+// machines runs `pyenv init`: ~100 processes and 0.8 s of CPU per bash, and a test whose answer
+// hung on whatever that file does.
+const BASH_STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+
 // What bash offers for each command line of `lines` (the last word of each the one completed), all
 // asked of one bash, in the folder dir: the script is sourced once, then _agentctl runs for each
 // line with COMP_WORDS and COMP_CWORD set as bash sets them (it resets COMPREPLY itself). One bash
@@ -46,7 +53,7 @@ while (( $# > 0 )); do
   printf '\\036\\n'
 done`;
   const args = lines.flatMap((words) => [String(words.length), ...words]);
-  const out = execFileSync('/bin/bash', ['-c', prog, 'bash', file, ...args], { encoding: 'utf8', cwd: dir });
+  const out = execFileSync('/bin/bash', ['-c', prog, 'bash', file, ...args], { encoding: 'utf8', cwd: dir, stdio: BASH_STDIO });
   const records = out.split('\x1e\n');
   assert.equal(records.pop(), '', 'one record per line asked');
   assert.equal(records.length, lines.length);
@@ -63,7 +70,7 @@ for (const [app, versions] of [['web', ['1.0.0', '1.1.0']], ['api', ['2.0.0']]] 
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('agentctl completion bash prints a script bash accepts, and completes every command --help lists', { skip: !hasBash && 'no /bin/bash here' }, async () => {
-  execFileSync('/bin/bash', ['-n', '-c', await completionScript()]);
+  execFileSync('/bin/bash', ['-n', '-c', await completionScript()], { stdio: BASH_STDIO });
   const program = await buildProgram();
   const names = program.commands.map((c) => c.name()).filter((n) => n !== 'help');
   assert.ok(names.includes('completion') && names.includes('status') && names.length > 10, names.join(' '));
