@@ -32,8 +32,8 @@ async function completionScript(): Promise<string> {
 // bash's stdin is /dev/null, not the socket that Node makes of a 'pipe': bash reads ~/.bashrc when
 // its stdin is a socket and SHLVL is under 2 (it takes itself for a shell sshd started), so a run
 // started where SHLVL is 0 had every bash here read root's ~/.bashrc, which on this project's
-// machines runs `pyenv init`: ~100 processes and 0.8 s of CPU per bash, and a test whose answer
-// hung on whatever that file does.
+// machines runs `pyenv init`: ~100 processes and 0.8 s of CPU per bash, and answers that depended
+// on whatever that file does.
 const BASH_STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
 
 // What bash offers for each command line of `lines` (the last word of each the one completed), all
