@@ -4,9 +4,10 @@
 //   good   ready: a trial commits with the real commitTrial, every start resets the start count
 //   exit   exits 1 at once, never ready (a crash at start, a hang the start timeout ends)
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { hostPaths, type HostPaths } from '../../src/core/paths.js';
+import { fsyncDir } from '../../src/platform/fs-atomic.js';
 import { REPO } from './host.js';
 import { commitFakeTrial, writeMarker } from './launcher-commit-steps.js';
 
@@ -179,7 +180,8 @@ export class LauncherHost {
     }
     const self = path.join(this.root, 'var/lib/steward/self');
     rmSync(path.join(self, 'starts'), { force: true });
-    syncFolder(self);
+    // As the runtime's `sync <folder>`, which fails on a missing folder as this does.
+    await fsyncDir(self);
   }
 
   // `n` starts one after another (systemd's Restart=always after each exit).
@@ -187,16 +189,6 @@ export class LauncherHost {
     const out: Start[] = [];
     for (let i = 0; i < n; i++) out.push(await this.start(opts));
     return out;
-  }
-}
-
-// fsync of a folder, as the runtime's `sync <folder>`, which fails on a missing folder as this does.
-function syncFolder(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
