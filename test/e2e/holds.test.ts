@@ -69,6 +69,8 @@ test('agentctl rollback activates previous, sets a hold, and helper.sock cannot 
   assert.equal(web.current, '1.0.0');
   assert.ok(web.hold, 'the rollback holds the app');
   assert.match(web.hold.reason, /rollback/);
+  // Who asked, as the kernel recorded them at connect (the peer is read once the rollback has a target).
+  assert.match(web.hold.by, /^(\S+ \(uid \d+\)|uid \d+) over (admin|helper)\.sock$/);
 
   const undo = await helperSockUpdate('2.0.0');
   assert.equal(undo.code, 3, undo.stderr + undo.stdout);

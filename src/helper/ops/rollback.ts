@@ -20,11 +20,14 @@ async function requireStaged(core: TransactionCore, app: string, version: string
 // transaction. Not a downgrade refusal: that tree was verified when it was staged.
 // It puts a hold on the app, so a control plane cannot undo it within a heartbeat.
 export async function handleRollback(core: TransactionCore, req: RollbackRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
-  void ctx.peer(); // for the hold, while the connection is surely open
   // Read before the lock only to name the target (also in a refused receipt); the attempt gets
   // its own read under the lock.
   const before = await readAppState(core.paths, req.app).catch(() => null);
   const target = req.to ?? before?.previous ?? null;
+  // For the hold, while the connection is surely open. Not without a target: that rollback is
+  // refused and puts no hold, and reading the peer starts a process (platform/peer-credentials.ts),
+  // which a flood of such refusals over helper.sock would otherwise start each time.
+  if (target) void ctx.peer();
   const self = req.app === SELF_APP;
   return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: self || req.noWait }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app} has no previous version to roll back to`);
