@@ -40,7 +40,7 @@ export async function buildDeb(builder: DebBuilder, repo: string, out: string, o
 // What `make` leaves in `dir`, read by `read`: made into a folder of its own first, then renamed
 // to `dir`, so that what the cache holds is always whole. Two files that ask at once both make it
 // (no worse than each making its own), and the first rename wins.
-async function madeOnce<T>(dir: string, read: (dir: string) => T | null, make: (tmp: string) => Promise<void>, what: string): Promise<T> {
+export async function madeOnce<T>(dir: string, read: (dir: string) => T | null, make: (tmp: string) => Promise<void>, what: string): Promise<T> {
   const ready = read(dir);
   if (ready) return ready;
   mkdirSync(path.dirname(dir), { recursive: true });
