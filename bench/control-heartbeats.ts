@@ -41,7 +41,8 @@ const SERVER_BIN = args.rest['server-bin'] ?? path.join(root, 'bin', 'steward-co
 // heartbeat overtake it (409, counted as a failure), which no fleet does: its agents send one
 // each 30 s. 4,000 nodes at 2,000/s is 2 s apart, longer than any answer of a sustained rate.
 const NODES = Number(args.rest.nodes ?? (args.quick ? 40 : 4000));
-const SECONDS = Number(args.rest.seconds ?? (args.quick ? 1 : 6));
+// --quick only keeps the script working (CI): half-second phases.
+const SECONDS = Number(args.rest.seconds ?? (args.quick ? 0.5 : 6));
 const RUNS = args.runs;
 // Load generator threads: one per core by default.
 const THREADS = Number(args.rest.threads ?? Math.max(1, Math.min(4, os.availableParallelism())));
@@ -55,7 +56,7 @@ const MAX_PER_RUN = args.quick ? 4000 : 40_000;
 // latency, from each heartbeat's scheduled time, stays within P99_BOUND_MS.
 const RATES = (args.rest.rates ?? (args.quick ? '200,400' : '500,1000,1500,2000,2500,3000,3500,4000')).split(',').map(Number);
 if (RATES.some((r) => !(r > 0))) throw new Error('--rates takes positive numbers, e.g. 1000,2000');
-const OPEN_SECONDS = Number(args.rest['open-seconds'] ?? (args.quick ? 1 : 4));
+const OPEN_SECONDS = Number(args.rest['open-seconds'] ?? (args.quick ? 0.5 : 4));
 const P99_BOUND_MS = Number(args.rest['p99-bound'] ?? 100);
 // An open-loop answer not complete within this counts as an error (the agent waits 30 s; a
 // phase would then never end).
