@@ -112,7 +112,9 @@ export async function explore(
   workDir: string,
   check: (root: string) => Promise<string[]>,
   // `states`: check exactly these (a re-check of earlier findings) instead of generating them.
-  opts: { cap: number; seed: number; concurrency?: number; states?: CrashState[] },
+  // `enough`: stop starting states once this many violate (a mutation test needs only to meet
+  // the violations it looks for); the states already started are finished.
+  opts: { cap: number; seed: number; concurrency?: number; states?: CrashState[]; enough?: number },
 ): Promise<Exploration> {
   if (process.env.STEWARD_CRASH_OPS) {
     console.log(`operations of [${scenario}]:\n${rec.ops.map((o, i) => `  #${i} ${o.k} ${o.path}`).join('\n')}`);
@@ -134,6 +136,7 @@ export async function explore(
   const started = Date.now();
   const worker = async () => {
     for (;;) {
+      if (opts.enough !== undefined && result.violations.length >= opts.enough) return;
       const item = queue.shift();
       if (!item) return;
       const root = path.join(workDir, `s${n++}`);
@@ -168,7 +171,7 @@ export async function explore(
         : `${result.enumerated} distinct crash states enumerated ` +
           `(${gen.kinds.prefix} prefixes and ${gen.kinds['drop-one']} single losses, all of them; ${gen.kinds['drop-many']} multi-loss drawn), `) +
       `${result.made} made (cap ${opts.cap}, seed ${opts.seed}), ${result.distinct} distinct on disk, ${result.checked} checked, ` +
-      `${result.violations.length} violating; ${((Date.now() - started) / 1000).toFixed(1)} s ` +
+      `${result.violations.length} violating${result.checked < result.distinct ? ` (stopped at ${opts.enough} violating)` : ''}; ${((Date.now() - started) / 1000).toFixed(1)} s ` +
       `(summed over workers: write ${ms.write} ms, start+check ${ms.check} ms, clean ${ms.clean} ms)`,
   );
   return result;
