@@ -60,7 +60,7 @@ async function explorePowerCuts(t: TestContext, s: Scenario, launcher: string, c
     await writeTree(model, path.join(stateBase, 'root'));
     rmSync(path.join(stateBase, 'root/ran'), { recursive: true, force: true });
     const h = new LauncherHost(stateBase, s.pkg, s.pkgBehaviour);
-    const later = await h.starts(LATER_STARTS, { launcher });
+    const later = await h.starts(LATER_STARTS, { launcher, untilFixed: true });
     const bad = violations(s, h, runs.slice(0, cut), later);
     if (bad.length) problems.push(`${bad.join('; ')}\n${how}`);
     rmSync(stateBase, { recursive: true, force: true });

@@ -4,7 +4,8 @@
 //   good   ready: a trial commits with the real commitTrial, every start resets the start count
 //   exit   exits 1 at once, never ready (a crash at start, a hang the start timeout ends)
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { hostPaths, type HostPaths } from '../../src/core/paths.js';
 import { fsyncDir } from '../../src/platform/fs-atomic.js';
@@ -185,10 +186,46 @@ export class LauncherHost {
   }
 
   // `n` starts one after another (systemd's Restart=always after each exit).
-  async starts(n: number, opts: { launcher?: string } = {}): Promise<Start[]> {
+  // `untilFixed`: a start that left every file it could read as it found them (the root and the
+  // package tree, by content; the launcher reads no clock, and its environment is the same at
+  // every start) is a fixed point: each start after it would make the same decision and exec the
+  // same tree, so its result stands for the remaining starts instead of running them. What the
+  // crash tests check of the later starts (each ran something, how often a tree ran, the last ones
+  // settled) is then what the real starts would give; h.runs() holds only those that ran.
+  async starts(n: number, opts: { launcher?: string; untilFixed?: boolean } = {}): Promise<Start[]> {
     const out: Start[] = [];
-    for (let i = 0; i < n; i++) out.push(await this.start(opts));
+    let before = opts.untilFixed ? this.filesDigest() : '';
+    for (let i = 0; i < n; i++) {
+      const st = await this.start(opts);
+      out.push(st);
+      if (!opts.untilFixed) continue;
+      const after = this.filesDigest();
+      if (after === before) {
+        while (out.length < n) out.push(st);
+        break;
+      }
+      before = after;
+    }
     return out;
+  }
+
+  // Every path under the root and the package tree with its type, mode and content (a file's
+  // bytes, a link's target).
+  private filesDigest(): string {
+    const h = createHash('sha256');
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+        const p = path.join(dir, e.name);
+        const st = lstatSync(p);
+        h.update(`${p}\0${st.mode}\0`);
+        if (e.isSymbolicLink()) h.update(readlinkSync(p));
+        else if (e.isDirectory()) walk(p);
+        else if (e.isFile()) h.update(readFileSync(p));
+        h.update('\0');
+      }
+    };
+    for (const dir of [this.root, this.packageDir]) if (existsSync(dir)) walk(dir);
+    return h.digest('hex');
   }
 }
 

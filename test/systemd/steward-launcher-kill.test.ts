@@ -71,7 +71,7 @@ async function killedAtEveryStep(t: TestContext, s: Scenario, launcher: string, 
       }
       const where = `killed ${when} mv/sync call ${at} of ${calls}`;
       if (!killed) problems.push(`${where}: the launcher was not killed`);
-      const later = await h.starts(LATER_STARTS, { launcher });
+      const later = await h.starts(LATER_STARTS, { launcher, untilFixed: true });
       for (const p of violations(s, h, cut, later)) problems.push(`${where}: ${p}`);
       rmSync(h.base, { recursive: true, force: true });
       if (enough && problems.some(enough)) return { cuts: n, problems };
@@ -87,6 +87,24 @@ for (const s of SCENARIOS) {
     assert.deepEqual(r.problems, []);
   });
 }
+
+// The later starts stop at a fixed point (LauncherHost.starts, untilFixed): from each scenario's
+// start, uncut, they give what as many real starts give.
+test('the later starts cut short at a fixed point give what the real starts give', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-launcher-fixed-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const seen = (starts: Array<{ code: number | null; run: Run | null }>) => starts.map((st) => `${st.code} ${st.run ? `${st.run.decision} ${st.run.version} ${st.run.tree}` : 'nothing'}`);
+  let cut = 0;
+  for (const s of SCENARIOS) {
+    const [real, fixed] = [new LauncherHost(path.join(dir, `${s.name}-real`), s.pkg, s.pkgBehaviour), new LauncherHost(path.join(dir, `${s.name}-fixed`), s.pkg, s.pkgBehaviour)];
+    await s.setup(real);
+    await s.setup(fixed);
+    const shortened = await fixed.starts(LATER_STARTS + 1, { untilFixed: true });
+    assert.deepEqual(seen(shortened), seen(await real.starts(LATER_STARTS + 1)), s.name);
+    if (fixed.runs().length < LATER_STARTS + 1) cut++;
+  }
+  assert.ok(cut > 0, 'some scenario reached a fixed point before its last start');
+});
 
 test('a launcher that remembers a package version only once it is reverted is caught by the kill test', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-launcher-kill-wrong-'));
