@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
@@ -157,6 +157,23 @@ export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | '
 export async function statusOf(box: SystemdContainer, app: string): Promise<any> {
   const r = await run(box, 'agentctl', ['--json', 'status', app]);
   return r.json?.recovering === false ? r.json.apps?.[0] : null;
+}
+
+// Waits until the receipts file of the app steward holds a receipt whose payload `match`es, read
+// from this side through /proc/<PID 1>/root: no process is started inside for it. A wait of a
+// minute polled agentctl, a node inside the container, every second or so; the test then asks
+// agentctl (stewardReceipts) for what it asserts.
+export async function receiptWritten(box: SystemdContainer, what: string, match: (payload: any) => boolean, timeoutMs: number): Promise<void> {
+  const file = `/proc/${box.pid}/root/var/lib/steward/receipts/steward.json`;
+  await waitFor(what, async () => {
+    try {
+      const envelopes = (JSON.parse(readFileSync(file, 'utf8')) as { receipts: Array<{ payload: string }> }).receipts;
+      return envelopes.some((e) => match(JSON.parse(Buffer.from(e.payload, 'base64').toString('utf8'))));
+    } catch {
+      // Not there yet, or caught between two writes (each is a rename: a read sees one whole file).
+      return false;
+    }
+  }, timeoutMs, 200);
 }
 
 // The receipts of the app steward, decoded; null while the helper's unit restarts.
