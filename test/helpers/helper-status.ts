@@ -17,9 +17,10 @@ export async function helperStatus(root: string): Promise<any> {
   }
 }
 
-// How long a poll waits before the next: `everyMs`, or twice what the last check took when that
-// is longer, so that a check that spawns a process (a CLI, an nsenter) takes at most a third of
-// a core while it waits, instead of nearly all of it.
+// How long a poll waits before the next: `everyMs`, or three times what the last check took when
+// that is longer, so that a check that spawns a process (a CLI, an nsenter) takes at most a
+// quarter of a core while it waits, instead of nearly all of it. (Twice, a third of a core: the
+// suite is bound by the machine's CPU, and the waits of the container tests add up.)
 export function pollPause(everyMs: number, lastCheckMs: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, Math.max(everyMs, 2 * lastCheckMs)));
+  return new Promise((r) => setTimeout(r, Math.max(everyMs, 3 * lastCheckMs)));
 }

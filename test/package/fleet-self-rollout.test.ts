@@ -108,13 +108,13 @@ test('a rollout of steward through steward-control to three hosts: canary then b
       const { nodes } = await ctl('nodes');
       const fresh = (nodes as any[]).filter((n) => n.apps?.some((a: any) => a.name === 'steward' && (version === undefined || a.current === version)) && Date.now() - n.lastHeartbeatAt < 2000 * HEARTBEAT_S);
       return fresh.length === HOSTS;
-    }, 60_000, 500);
+    }, 60_000, 1000);
   const rollout = async (version: string) => {
     await ctl('rollout', 'start', 'steward', version, '--canary', canary.nodeId, '--batch', String(HOSTS - 1), '--bake', '0', '--verdict-timeout', '90s');
     return waitFor(`the rollout of steward ${version} to end`, async () => {
       const r = (await ctl('rollout', 'status', 'steward')).runs[0];
       return r?.version === version && r.status !== 'running' ? r : null;
-    }, 150_000, 500);
+    }, 150_000, 1000);
   };
   const byNode = (run: any) => new Map<string, any>((run.nodes as any[]).map((n) => [n.nodeId, n]));
   const receiptsAt = async (attemptId: string) => ((await ctl('receipts', '--app', 'steward')).receipts as any[]).filter((r) => r.attemptId === attemptId);
