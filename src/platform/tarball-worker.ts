@@ -129,6 +129,32 @@ async function* fromPort(port: MessagePort): AsyncGenerator<Buffer> {
   }
 }
 
+// `chunks` once its first chunk is in hand (or it ended, or failed): only then is the gunzip
+// made, so a job ended before any byte came (a refused fetch) leaves no zlib stream behind. On
+// Node 24, a worker terminated around such a job aborted the whole process now and then in its
+// teardown (node_zlib.cc, "close before init": a zlib handle never initialised), in 4 of 140 runs
+// of security/ca-file-in-a-folder-a-user-owns four at a time; with the gunzip made after the first
+// chunk, in none of 240. How the handle came to be uninitialised is not proven.
+async function afterFirstChunk(chunks: AsyncIterable<Buffer>): Promise<AsyncIterable<Buffer>> {
+  const it = chunks[Symbol.asyncIterator]();
+  const first = await it.next();
+  return (async function* () {
+    try {
+      if (first.done) return;
+      yield first.value;
+      for (;;) {
+        const next = await it.next();
+        if (next.done) return;
+        yield next.value;
+      }
+    } finally {
+      // Ended early (a failed pipeline): the source is ended too, as the pipeline would have (a
+      // file's stream is destroyed, closing the file).
+      await it.return?.();
+    }
+  })();
+}
+
 // The archive as gunzip's input, with its compressed size (the ratio cap's denominator),
 // a way to let go of it unread, and, for a file, the sha512 of every byte read from it.
 interface ArchiveInput {
@@ -190,7 +216,8 @@ async function extractFrom(job: WorkerJob, post: (m: WorkerMessage) => void): Pr
   const feed = new UnpackFeed(job.dest, job.limits, input.size, prefixBytes);
   let last = Date.now();
   try {
-    await pipeline(input.chunks, zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
+    const chunks = await afterFirstChunk(input.chunks);
+    await pipeline(chunks, zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) {
         feed.feed(chunk);
         if (Date.now() - last >= PROGRESS_MS) {
