@@ -4,11 +4,11 @@
 //   good   ready: a trial commits with the real commitTrial, every start resets the start count
 //   exit   exits 1 at once, never ready (a crash at start, a hang the start timeout ends)
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { hostPaths, type HostPaths } from '../../src/core/paths.js';
 import { fsyncDir } from '../../src/platform/fs-atomic.js';
+import { loadTree } from '../crash/fs-model.js';
 import { REPO } from './host.js';
 import { commitFakeTrial, writeMarker } from './launcher-commit-steps.js';
 
@@ -194,12 +194,12 @@ export class LauncherHost {
   // settled) is then what the real starts would give; h.runs() holds only those that ran.
   async starts(n: number, opts: { launcher?: string; untilFixed?: boolean } = {}): Promise<Start[]> {
     const out: Start[] = [];
-    let before = opts.untilFixed ? this.filesDigest() : '';
+    let before = opts.untilFixed ? await this.filesDigest() : '';
     for (let i = 0; i < n; i++) {
       const st = await this.start(opts);
       out.push(st);
       if (!opts.untilFixed) continue;
-      const after = this.filesDigest();
+      const after = await this.filesDigest();
       if (after === before) {
         while (out.length < n) out.push(st);
         break;
@@ -209,23 +209,11 @@ export class LauncherHost {
     return out;
   }
 
-  // Every path under the root and the package tree with its type, mode and content (a file's
-  // bytes, a link's target).
-  private filesDigest(): string {
-    const h = createHash('sha256');
-    const walk = (dir: string) => {
-      for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-        const p = path.join(dir, e.name);
-        const st = lstatSync(p);
-        h.update(`${p}\0${st.mode}\0`);
-        if (e.isSymbolicLink()) h.update(readlinkSync(p));
-        else if (e.isDirectory()) walk(p);
-        else if (e.isFile()) h.update(readFileSync(p));
-        h.update('\0');
-      }
-    };
-    for (const dir of [this.root, this.packageDir]) if (existsSync(dir)) walk(dir);
-    return h.digest('hex');
+  // The root and the package tree by content (crash/fs-model.ts: every path, its type, mode,
+  // owner, and a file's bytes or a link's target).
+  private async filesDigest(): Promise<string> {
+    const digests = await Promise.all([this.root, this.packageDir].map(async (dir) => (existsSync(dir) ? (await loadTree(dir)).digest() : '-')));
+    return digests.join(' ');
   }
 }
 
