@@ -5,6 +5,8 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { AddonNotBuilt } from '../../scripts/package/sqlite-addon.js';
 import { PACKAGE_DEFAULT_CONFIG } from '../../src/install/install-layout.js';
+import type { Envelope } from '../../src/core/release-schemas.js';
+import { decodeStored } from '../../src/helper/receipts/receipts-file.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { REPO, sri } from './host.js';
 import { runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
@@ -159,21 +161,24 @@ export async function statusOf(box: SystemdContainer, app: string): Promise<any>
   return r.json?.recovering === false ? r.json.apps?.[0] : null;
 }
 
-// Waits until the receipts file of the app steward holds a receipt whose payload `match`es, read
-// from this side through /proc/<PID 1>/root: no process is started inside for it. A wait of a
-// minute polled agentctl, a node inside the container, every second or so; the test then asks
-// agentctl (stewardReceipts) for what it asserts.
-export async function receiptWritten(box: SystemdContainer, what: string, match: (payload: any) => boolean, timeoutMs: number): Promise<void> {
+// The last receipt of the app steward whose payload `match`es, as agentctl reports it, once
+// there is one. Waited for in the receipts file first, read from this side through
+// /proc/<PID 1>/root (decodeStored, as the helper reads it back): a wait of a minute that polled
+// agentctl, a node inside the container, every second or so started none. agentctl then answers
+// within the helper's restart, if one is under way.
+export async function stewardReceiptMatching(box: SystemdContainer, what: string, match: (payload: any) => boolean, timeoutMs: number): Promise<any> {
   const file = `/proc/${box.pid}/root/var/lib/steward/receipts/steward.json`;
-  await waitFor(what, async () => {
+  const onDisk = await waitFor(`${what} in the receipts file`, async () => {
     try {
-      const envelopes = (JSON.parse(readFileSync(file, 'utf8')) as { receipts: Array<{ payload: string }> }).receipts;
-      return envelopes.some((e) => match(JSON.parse(Buffer.from(e.payload, 'base64').toString('utf8'))));
+      const envelopes = (JSON.parse(readFileSync(file, 'utf8')) as { receipts: Envelope[] }).receipts;
+      for (const e of envelopes) if (match(await decodeStored(file, e))) return true;
+      return false;
     } catch {
       // Not there yet, or caught between two writes (each is a rename: a read sees one whole file).
       return false;
     }
-  }, timeoutMs, 200);
+  }, timeoutMs, 200).then(() => true, () => false);
+  return waitFor(what, async () => (await stewardReceipts(box))?.filter(match).pop() ?? null, onDisk ? 30_000 : 1000, 500);
 }
 
 // The receipts of the app steward, decoded; null while the helper's unit restarts.

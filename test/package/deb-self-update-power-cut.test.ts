@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
-import { bootForDpkg, mainPid, nextPatch, receiptWritten, runWebApp, statusOf, statusOnceUp, stewardReceipts, trialsOf, webRunning } from '../helpers/deb-container.js';
+import { bootForDpkg, mainPid, nextPatch, runWebApp, statusOf, statusOnceUp, stewardReceiptMatching, trialsOf, webRunning } from '../helpers/deb-container.js';
 import { makeReleaseKey } from '../helpers/host.js';
 import { stewardReleaseFiles } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
@@ -89,12 +89,7 @@ async function powerCut(box: SystemdContainer, next: Stop | null): Promise<void>
 
 // The last receipt of the app steward about `version`, once there is one.
 async function receiptFor(box: SystemdContainer, version: string, timeoutMs = 120_000): Promise<any> {
-  // Waited for in the file first (no agentctl started for each look), then read through agentctl.
-  // (agentctl then answers within the helper's restart, if one is under way).
-  const onDisk = await receiptWritten(box, `a receipt about steward ${version} in the receipts file`, (p) => p.targetVersion === version, timeoutMs).then(() => true, () => false);
-  return waitFor(`a receipt about steward ${version}`, async () => {
-    return (await stewardReceipts(box))?.filter((p) => p.targetVersion === version).pop() ?? null;
-  }, onDisk ? 30_000 : 1000, 500).catch(async (err: Error) => {
+  return stewardReceiptMatching(box, `a receipt about steward ${version}`, (p) => p.targetVersion === version, timeoutMs).catch(async (err: Error) => {
     const j = await run(box, 'journalctl', ['-u', UNIT, '--no-pager', '-o', 'cat', '-n', '40']);
     throw new Error(`${err.message}\n--- journal ---\n${j.text}`);
   });

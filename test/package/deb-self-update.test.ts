@@ -4,10 +4,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
-import { bootForDpkg, mainPid, receiptWritten, runWebApp, statusOf, statusOnceUp, stewardReceipts, trialsOf, webRunning } from '../helpers/deb-container.js';
+import { bootForDpkg, mainPid, runWebApp, statusOf, statusOnceUp, stewardReceiptMatching, trialsOf, webRunning } from '../helpers/deb-container.js';
 import { makeReleaseKey } from '../helpers/host.js';
 import { stewardReleaseFiles } from '../helpers/self-release.js';
-import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
+import { waitFor } from '../helpers/systemd-container.js';
 
 // Self-update under a real systemd (docs/design.md §14), one container: the packaged helper unit runs the
 // launcher (Type=notify). A good release of steward is tried once and commits, and the unit is
@@ -18,10 +18,6 @@ import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js'
 
 type Behaviour = 'good' | 'exit' | 'hang';
 const PRELUDE: Record<Behaviour, string> = { good: '', exit: 'process.exit(3);\n', hang: 'setInterval(() => {}, 1000);\nawait new Promise(() => {});\n' };
-
-async function receiptOf(box: SystemdContainer, attemptId: string): Promise<any> {
-  return (await stewardReceipts(box))?.find((p) => p.attemptId === attemptId) ?? null;
-}
 
 test('a self-update under systemd: a good release commits before the unit is active; one that exits, hangs or is killed runs once and is reverted with a receipt', { timeout: 420_000 }, async (t) => {
   const c = await bootForDpkg(t);
@@ -51,11 +47,7 @@ test('a self-update under systemd: a good release commits before the unit is act
     assert.equal(r.json?.accepted, true, r.text);
     return r.json.attemptId as string;
   };
-  // Waited for in the receipts file first (no agentctl started for each look), then read through agentctl.
-  const settled = async (attemptId: string) => {
-    const onDisk = await receiptWritten(box, `the receipt of ${attemptId} in the receipts file`, (p) => p.attemptId === attemptId, 120_000).then(() => true, () => false);
-    return waitFor(`the receipt of ${attemptId}`, () => receiptOf(box, attemptId), onDisk ? 30_000 : 1000, 1000);
-  };
+  const settled = (attemptId: string) => stewardReceiptMatching(box, `the receipt of ${attemptId}`, (p) => p.attemptId === attemptId, 120_000);
 
   await t.test('a good release is tried once and commits; the unit is active only once it did', async () => {
     const attemptId = await update('50.0.0', 'good');
