@@ -246,7 +246,7 @@ async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOpt
   }
   const identity = await waitMainPid(unit, closed, opts, what, out);
   debug('started app=%s version=%s unit=%s pid=%d', spec.app, spec.version, unit, identity.pid);
-  const exited = closed.then((c) => exitOf(out.text(), c, identity, unit, opts.clock));
+  const exited = closed.then((c) => exitOf(out.text(), c, identity, spec.app, startedAt, opts.clock));
   return { identity, startedAt, exited };
 }
 
@@ -300,23 +300,42 @@ async function waitMainPid(
 }
 
 // How the app ended, from the client's last lines ("Main processes terminated with:
-// code=exited/status=3"). A client that died without them (killed) says nothing of the app:
-// then the unit is watched until its main process is gone.
+// code=exited/status=3"). A client that ended without them (killed, or its query of the unit
+// failed) says nothing of the app: then the unit is watched until its main process is gone, and
+// the journal's line of systemd's own about it ("Main process exited, code=exited, status=3/...")
+// tells how it ended.
 async function exitOf(
   text: string,
   client: { code: number | null; signal: string | null },
   identity: ProcIdentity,
-  unit: string,
+  app: string,
+  startedAt: number,
   clock: Clock,
 ): Promise<ExitInfo> {
   const parsed = parseExitLine(text);
   if (parsed) return parsed;
-  debug('systemd-run client ended without a result unit=%s code=%s signal=%s; watching the unit', unit, client.code, client.signal);
+  debug('systemd-run client ended without a result app=%s code=%s signal=%s output=%j; watching the unit', app, client.code, client.signal, text.slice(-400));
   for (;;) {
     const alive = await isUnitAppAlive(identity).catch(() => true);
-    if (!alive) return { code: null, signal: null };
+    if (!alive) break;
     await clock.sleep(500);
   }
+  // systemd writes its line as it reaps the process: by now it is in, or it never will be.
+  const journal = await tailUnitLog(app, startedAt, 50).catch(() => '');
+  return parseJournalExit(journal) ?? { code: null, signal: null };
+}
+
+// The last "Main process exited, code=<exited|killed|dumped>, status=<n>/<NAME>" line that
+// systemd logged for the unit (its own line; an app printing the same words cannot be told from
+// it, so this is a fallback only, for the code shown to the operator, never a decision's proof).
+export function parseJournalExit(text: string): ExitInfo | null {
+  const all = [...text.matchAll(/^\S*: Main process exited, code=(\w+), status=(\d+)(?:\/(\w+))?$/gm)];
+  const m = all.at(-1);
+  if (!m) return null;
+  const [, how, num, name] = m;
+  if (how === 'exited') return { code: Number(num), signal: null };
+  if (how === 'killed' || how === 'dumped') return { code: null, signal: name?.startsWith('SIG') ? name : name ? `SIG${name}` : null };
+  return { code: null, signal: null };
 }
 
 // Parses systemd-run's "Main processes terminated with: code=<exited|killed|dumped>/status=<n|SIG>".

@@ -10,6 +10,10 @@ import { capAppLogs } from './cap-logs.js';
 
 const log = logger('helper:supervisor');
 
+// How long a pass leaves an own child found dead for its runner to report how it ended (its
+// code or signal: the give-up reason and `lastExit` name it) before deciding on an unknown exit.
+export const EXIT_REPORT_MS = 10_000;
+
 export interface SupervisorOptions {
   // The periodic sweep (docs/design.md §5: 60 s).
   sweepMs: number;
@@ -34,6 +38,8 @@ export class Supervisor {
   private readonly exits = new Map<string, { pid: number; info: ExitInfo }>();
   private readonly children = new Map<string, { pid: number; exited: Promise<ExitInfo> }>();
   private readonly waits = new Map<string, NodeJS.Timeout>();
+  // Own children found dead whose exit the runner had not reported, since when (monotonic).
+  private readonly unreported = new Map<string, { pid: number; since: number }>();
   private sweep: NodeJS.Timeout | null = null;
   private poll: NodeJS.Timeout | null = null;
   private logCheck: NodeJS.Timeout | null = null;
@@ -189,13 +195,28 @@ export class Supervisor {
       const heardDead = rec.process !== null && this.exits.get(app)?.pid === rec.process.pid;
       const alive = rec.process && !heardDead ? await ctx.runner.isAlive(rec.process) : false;
       if (alive && rec.process && this.children.get(app)?.pid !== rec.process.pid) this.adopted.add(app);
-      // Our own child, dead, whose exit Node may not have delivered yet: wait for it briefly
-      // (bounded, so a runner that never reports cannot stall the app) to learn its code or signal.
+      // Our own child, dead, whose exit its runner has not reported yet (Node's SIGCHLD not yet
+      // delivered; under systemd, the systemd-run client still asking for the unit's result, which
+      // takes seconds on a busy host): wait briefly to learn its code or signal. If it is still not
+      // in, this app is left for the report's own pass, bounded, so a runner that never reports
+      // cannot stall the app: after EXIT_REPORT_MS the exit is decided as unknown.
       const child = this.children.get(app);
       if (!alive && rec.process && child?.pid === rec.process.pid && !this.exits.has(app)) {
         const info = await Promise.race([child.exited, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
         if (info) this.exits.set(app, { pid: child.pid, info });
+        else {
+          const seen = this.unreported.get(app);
+          const since = seen?.pid === child.pid ? seen.since : ctx.clock.monotonic() - 1000;
+          const left = EXIT_REPORT_MS - (ctx.clock.monotonic() - since);
+          if (left > 0) {
+            this.unreported.set(app, { pid: child.pid, since });
+            log('exit app=%s pid=%d not reported yet; deciding within %d ms', app, child.pid, Math.ceil(left));
+            this.wakeAt(app, left);
+            return;
+          }
+        }
       }
+      this.unreported.delete(app);
       // A heard exit comes from the runner once everything the process started has ended with it.
       const heard = rec.process !== null && this.exits.get(app)?.pid === rec.process.pid;
       let d;

@@ -120,7 +120,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   if (!box) return;
   const t0 = Date.now();
   const ran: string[] = [];
-  const planned = 6;
+  const planned = 7;
   t.after(async () => {
     await reportScenarios(box, ran, planned, { units: [HELPER_UNIT], lines: 60 });
     await box.stop();
@@ -175,6 +175,25 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     ran.push('crash heard (child)');
   });
 
+  await t.test('a crash whose systemd-run client was killed first is still told by its signal, from the journal', async () => {
+    const before = await webStatus(box);
+    // The client dies without its "Main processes terminated" line: the runner then watches the
+    // unit, and takes how the app ended from systemd's own journal line.
+    const killed = await sh(box, 'for p in /proc/[0-9]*; do [ "$(cat "$p/comm" 2>/dev/null)" = systemd-run ] && kill -KILL "${p#/proc/}" && echo "${p#/proc/}"; done; true');
+    assert.match(killed, /^\d+\n$/, 'exactly one systemd-run client was running, and was killed');
+    await sleep(300);
+    assert.equal((await webStatus(box)).supervisor.pid, before.supervisor.pid, 'the app runs on without its client');
+    await killApp(box, before.supervisor.pid);
+    const after = await waitFor('the respawn', async () => {
+      const a = await webStatus(box);
+      return a.supervisor?.pid !== before.supervisor.pid && a.supervisor?.state === 'running' ? a : null;
+    }, 15_000, 100);
+    assert.deepEqual(after.supervisor.lastExit, { code: null, signal: 'SIGKILL' });
+    assert.equal(after.supervisor.attempts, 2);
+    assert.deepEqual(await unitProcs(box), [after.supervisor.pid], 'exactly one instance');
+    ran.push('crash told from the journal (client killed)');
+  });
+
   await t.test('a SIGKILLed helper is restarted by systemd and adopts the same app process', async () => {
     const before = await webStatus(box);
     const pid = before.supervisor.pid as number;
@@ -204,7 +223,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
 
   await t.test('a crash of an adopted app (not the helper child) is heard within a second and respawned', async () => {
     const after = await crashAndRespawn(box, 'adopted', { code: null, signal: null });
-    assert.equal(after.supervisor.attempts, 2);
+    assert.equal(after.supervisor.attempts, 3);
     ran.push('crash heard (adopted)');
   });
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { holdsInstance, parseAppUnit, parseExitLine, systemdRunArgs } from '../../../src/helper/runners/systemd-runner.js';
+import { holdsInstance, parseAppUnit, parseExitLine, parseJournalExit, systemdRunArgs } from '../../../src/helper/runners/systemd-runner.js';
 import { parseUnitShow } from '../../../src/helper/runners/unit-runner.js';
 import type { StartSpec } from '../../../src/helper/runners/runner.js';
 
@@ -65,6 +65,23 @@ test("systemd-run's last lines give the exit code or the signal", () => {
   assert.deepEqual(parseExitLine(tail('code=killed/status=TERM')), { code: null, signal: 'SIGTERM' });
   assert.deepEqual(parseExitLine(tail('code=dumped/status=SEGV')), { code: null, signal: 'SIGSEGV' });
   assert.equal(parseExitLine('Running as unit: steward-app-web.service\n'), null, 'a killed client says nothing of the app');
+});
+
+test("systemd's journal line about the unit's main process gives its exit when the client said nothing", () => {
+  const journal = [
+    'listening 8080 version 2.0.0',
+    'steward-app-web.service: Main process exited, code=exited, status=1/FAILURE',
+    'steward-app-web.service: Failed with result \'exit-code\'.',
+    'listening 8080 version 2.0.0',
+    'steward-app-web.service: Main process exited, code=exited, status=3/NOTIMPLEMENTED',
+    'steward-app-web.service: Failed with result \'exit-code\'.',
+    '',
+  ].join('\n');
+  assert.deepEqual(parseJournalExit(journal), { code: 3, signal: null }, 'the last one');
+  assert.deepEqual(parseJournalExit('steward-app-web.service: Main process exited, code=killed, status=9/KILL\n'), { code: null, signal: 'SIGKILL' });
+  assert.deepEqual(parseJournalExit('steward-app-web.service: Main process exited, code=dumped, status=11/SEGV\n'), { code: null, signal: 'SIGSEGV' });
+  assert.equal(parseJournalExit('listening 8080 version 2.0.0\n'), null);
+  assert.equal(parseJournalExit('an app saying Main process exited, code=exited, status=0 mid-line\n'), null, 'only a whole line of the form');
 });
 
 test('the systemd-run command line names the unit, the user and the release, and passes the environment verbatim', () => {

@@ -227,6 +227,44 @@ test('respawns whose process exits before its start completes count as attempts,
   assert.match(rec.supervisor?.giveUpReason ?? '', /^gave up after 2 respawns: the last process exited with code 3/);
 });
 
+test('an own child found dead before its runner reports how it ended waits for the report: the give-up reason names the code', async (t) => {
+  const bootId = await readBootId();
+  // The systemd runner on a busy host: the app is gone from /proc at once, but the systemd-run
+  // client reports its code 3 only 2.5 s later, while a pass for another reason finds it dead.
+  const fake = stormRunner(bootId, () => 'stay');
+  const start = fake.runner.start;
+  fake.runner.start = async (spec) => {
+    const started = await start(spec);
+    fake.live.delete(started.identity.pid);
+    return { ...started, exited: new Promise<ExitInfo>((r) => setTimeout(() => r({ code: 3, signal: null }), 2500)) };
+  };
+  const { host, ctx } = await supervisedHost({ web: { restart: { baseMs: 0, capMs: 0, maxAttempts: 1, healthyMs: 600_000 } } }, fake.runner, systemClock);
+  let sup: Supervisor | null = null;
+  t.after(() => {
+    sup?.close();
+    host.cleanup();
+  });
+  sup = new Supervisor(ctx, { sweepMs: 60_000, pollMs: 60_000 });
+  ctx.onStarted = (app, proc) => sup?.watch(app, proc);
+  await startVersion(ctx, 'web', '1.0.0', 'update');
+  await sup.requestPass('sweep');
+  assert.equal(fake.starts.get('web'), 1, 'nothing decided before the report');
+  const respawned = await waitFor('the respawn', async () => {
+    const r = await readRunRecord(ctx.paths, 'web');
+    return fake.starts.get('web') === 2 && r?.supervisor?.attempts === 1 ? r : null;
+  });
+  assert.deepEqual(respawned.supervisor?.lastExit, { code: 3, signal: null }, 'the first exit, as its runner reported it');
+  // The respawned process dies the same way, and a pass finds it before its report again.
+  await sup.requestPass('sweep');
+  const rec = await waitFor('error', async () => {
+    const r = await readRunRecord(ctx.paths, 'web');
+    return r?.supervisor?.state === 'error' ? r : null;
+  });
+  assert.equal(fake.starts.get('web'), 2, 'the first start and one respawn');
+  assert.deepEqual(rec.supervisor?.lastExit, { code: 3, signal: null });
+  assert.match(rec.supervisor?.giveUpReason ?? '', /^gave up after 1 respawns?: the last process exited with code 3/);
+});
+
 // A live process that is none of steward's, in its own process group.
 async function unrelatedProcess(): Promise<{ pid: number; identity: ProcIdentity; alive: () => Promise<boolean>; kill: () => void }> {
   const child = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
