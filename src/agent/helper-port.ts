@@ -38,7 +38,10 @@ export function socketHelper(socketPath: string): HelperPort {
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
     update: async (e, fetchAuth) => {
       type Req = Parameters<typeof helper.update>[0];
-      const req: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
+      const base: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
+      // The run's watch window (docs/design.md §17); a helper from before it refuses the key, and
+      // is asked again without it (its versions are then watched by nothing, as before).
+      const req: Req = e.watchMs !== undefined ? { ...base, watchMs: e.watchMs } : base;
       const withAuth: Req = fetchAuth ? { ...req, fetchAuth } : req;
       const refusedKey = (err: unknown, key: string) => err instanceof StewardError && err.code === 'BAD_REQUEST' && err.message.includes(key);
       // Why these fallbacks: a helper older than windows (notAfter) or than download credentials
@@ -49,6 +52,10 @@ export function socketHelper(socketPath: string): HelperPort {
         try {
           return await helper.update(r);
         } catch (err) {
+          if (r.watchMs !== undefined && refusedKey(err, 'watchMs')) {
+            const { watchMs: _dropped, ...without } = r;
+            return ask(without);
+          }
           if (r.fetchAuth === undefined || !refusedKey(err, 'fetchAuth')) throw err;
           const { fetchAuth: _dropped, ...without } = r;
           return helper.update(without);

@@ -32,6 +32,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   AGENT_UNCONFIRMED: { exit: EXIT.rolledBack, hint: 'the new steward-agent did not confirm a heartbeat the control plane answered in time and was rolled back' },
   ROLLBACK_UNHEALTHY: { exit: EXIT.failure, hint: 'the new version failed and the previous one is unhealthy too' },
   ACTIVATION_INTERRUPTED: { exit: EXIT.rolledBack, hint: 'an activation was interrupted and rolled back at the helper start' },
+  UNHEALTHY_AFTER_ACTIVATION: { exit: EXIT.rolledBack, hint: 'the version passed its activation, then kept exiting (or its supervisor gave up) within its watch window and was rolled back on the host' },
   ALREADY_ACTIVE: { exit: EXIT.ok, hint: 'that version is already active' },
   JOURNAL_INVALID: { exit: EXIT.failure, hint: 'the app journal is unreadable; `agentctl recover <app>`' },
   FALLBACK: { exit: EXIT.failure, hint: "steward's committed version never got ready 3 starts in a row; the package's version runs instead (`agentctl status steward`)" },

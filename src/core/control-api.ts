@@ -77,6 +77,9 @@ export const desiredEntrySchema = z.strictObject({
   attemptId: attemptIdSchema,
   manifest: envelopeSchema,
   notAfter: z.optional(epochMsSchema),
+  // The watch window after activation (docs/design.md §17): the run's bake. Sent only to an agent
+  // that offers receipt payload v3 (RECEIPT_VERSIONS_HEADER): earlier agents' answers are strict.
+  watchMs: z.optional(intSchema(0, 86_400_000)),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 

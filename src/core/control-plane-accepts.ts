@@ -30,8 +30,15 @@ export function acceptsFile(paths: HostPaths): string {
 }
 
 // The newest receipt version both this steward and the control plane take (1 when they share no other).
-export function receiptVersionFor(accepted: readonly number[] | null): 1 | 2 {
+export function receiptVersionFor(accepted: readonly number[] | null): 1 | 2 | 3 {
   const mine = RECEIPT_VERSIONS as readonly number[];
   const both = (accepted ?? []).filter((v) => mine.includes(v));
-  return both.includes(2) ? 2 : 1;
+  return both.includes(3) ? 3 : both.includes(2) ? 2 : 1;
+}
+
+// The receipt versions an agent offered in RECEIPT_VERSIONS_HEADER ("1, 2, 3"): the numbers it
+// lists, in order, at most 16; anything else in it is ignored.
+export function parseOfferedVersions(header: string | string[] | undefined): number[] {
+  const text = Array.isArray(header) ? header.join(',') : (header ?? '');
+  return [...new Set(text.split(',').map((s) => s.trim()).filter((s) => /^[1-9]\d{0,5}$/.test(s)).map(Number))].slice(0, 16);
 }

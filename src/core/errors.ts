@@ -25,6 +25,7 @@ export const OUTCOME_CODES = [
   'REPLACEMENT_UNHEALTHY',
   'ROLLBACK_UNHEALTHY',
   'ACTIVATION_INTERRUPTED',
+  'UNHEALTHY_AFTER_ACTIVATION', // exited or gave up within its watch window after `active`: rolled back (§17)
   'ALREADY_ACTIVE',
   'JOURNAL_INVALID',
   'AGENT_UNCONFIRMED', // a new steward-agent confirmed no answered heartbeat in time: rolled back

@@ -11,8 +11,9 @@ export const RECEIPT_SEQ_SCHEMA_VERSION = 1;
 export const RECEIPT_OUTCOMES = ['active', 'rolled-back', 'failed', 'refused'] as const;
 export type ReceiptOutcome = (typeof RECEIPT_OUTCOMES)[number];
 // The receipt payload versions this steward reads (docs/design.md §16: every one from 1 to the newest).
-// v2 adds `logTail` (docs/design.md §12); a helper signs v2 only once the control plane says it takes it.
-export const RECEIPT_VERSIONS = [1, 2] as const;
+// v2 adds `logTail` (docs/design.md §12), v3 `causeAttemptId` (docs/design.md §17); a helper signs a
+// version above 1 only once the control plane says it takes it.
+export const RECEIPT_VERSIONS = [1, 2, 3] as const;
 export type ReceiptVersion = (typeof RECEIPT_VERSIONS)[number];
 // The outcomes whose receipt may carry the failed version's log lines.
 export const LOG_TAIL_OUTCOMES: readonly ReceiptOutcome[] = ['rolled-back', 'failed'];
@@ -24,7 +25,7 @@ const seqSchema = intSchema(1);
 // the request never established; any other outcome names the version it was about.
 export const receiptPayloadSchema = z
   .strictObject({
-    v: z.union([z.literal(1), z.literal(2)]),
+    v: z.union([z.literal(1), z.literal(2), z.literal(3)]),
     nodeId: z.nullable(z.string().check(z.maxLength(128))),
     app: appNameSchema,
     attemptId: attemptIdSchema,
@@ -45,6 +46,8 @@ export const receiptPayloadSchema = z
         z.refine(isLogTail, { message: `must be valid UTF-8 without control characters other than tab and newline, at most ${LOG_TAIL_MAX_BYTES} bytes JSON-encoded` }),
       ),
     ),
+    // v3: the attempt whose activation this one undid (a rollback by the watch window, docs/design.md §17).
+    causeAttemptId: z.optional(attemptIdSchema),
   })
   .check(
     z.refine((p) => p.outcome === 'refused' || p.targetVersion !== null, {
@@ -52,6 +55,7 @@ export const receiptPayloadSchema = z
       path: ['targetVersion'],
     }),
     z.refine((p) => p.logTail === undefined || p.v >= 2, { message: 'logTail needs receipt payload v2', path: ['logTail'] }),
+    z.refine((p) => p.causeAttemptId === undefined || p.v >= 3, { message: 'causeAttemptId needs receipt payload v3', path: ['causeAttemptId'] }),
     z.refine((p) => p.logTail === undefined || LOG_TAIL_OUTCOMES.includes(p.outcome), { message: 'only a rolled-back or failed receipt carries logTail', path: ['logTail'] }),
   );
 export type ReceiptPayload = z.infer<typeof receiptPayloadSchema>;

@@ -62,6 +62,11 @@ const healthSchema = z
     // "heartbeat" (steward-agent only, docs/design.md §14): the probe's first success is the new agent's
     // confirm over helper.sock of a heartbeat the control plane answered 2xx.
     confirm: z.optional(z.literal('heartbeat')),
+    // The watch window after `active` (docs/design.md §17): how long (default 5 min, 0 turns it off;
+    // a rollout's bake overrides it) and how many exits it takes (default 2: the third rolls back).
+    // Optional without defaults, so a manifest without them reads as it always did.
+    watchMs: z.optional(intSchema(0, 86_400_000)),
+    watchMaxRestarts: z.optional(intSchema(0, 1000)),
   })
   .check(
     z.refine((h) => !(h.http && h.tcp), 'health has at most one of http and tcp'),

@@ -9,6 +9,8 @@ import { systemAccounts } from '../platform/users.js';
 import { buildCore } from './build-core.js';
 import { loadHostConfig } from '../host/config.js';
 import { makeHandlers } from './handlers.js';
+import { rollBackByWindow } from './ops/rollback.js';
+import { WatchWindows } from './update/watch-window.js';
 import { ensureLayout } from './layout.js';
 import { keepHostTextfile } from './metrics/host-textfile.js';
 import { makeDispatch } from './server/dispatch.js';
@@ -74,6 +76,9 @@ export async function main(argv: string[]): Promise<number> {
     releaseRunner = () => core.runner.release?.();
     const supervisor = new Supervisor(core, config.supervisor);
     core.onStarted = (app, proc) => supervisor.watch(app, proc);
+    // The watch window after `active` (docs/design.md §17): exits within it roll the version back.
+    const windows = new WatchWindows(core, (app, w, why) => rollBackByWindow(core, app, w, why));
+    supervisor.onExit = (app, exit, gaveUp) => void windows.exited(app, exit, gaveUp);
     // The node_exporter textfile (docs/design.md §12), rewritten after each change and at no other time:
     // a supervisor pass that changed nothing does not touch it.
     const textfile = config.metrics?.textfile ? keepHostTextfile(core, config.metrics.textfile) : null;
@@ -122,6 +127,7 @@ export async function main(argv: string[]): Promise<number> {
     textfile?.changed();
     supervisor.start();
     void supervisor.requestPass('start');
+    for (const app of Object.keys(config.apps)) void windows.resume(app).catch((err) => log('watch app=%s: %s', app, (err as Error).message));
     log('ready root=%s pid=%d apps=%s', root || '/', process.pid, Object.keys(config.apps).join(',') || '(none)');
 
     await new Promise<void>((resolve) => {

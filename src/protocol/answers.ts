@@ -63,6 +63,9 @@ export interface AppStatus {
     packageReverted?: { code: 'REPLACEMENT_UNHEALTHY'; version: string; message: string } | null;
     problems: string[];
   };
+  // An open watch window after `active` (docs/design.md §17): the activation watched, until when,
+  // the exits heard in it so far and how many it allows; `closing` once its rollback was asked for.
+  watch?: { attemptId: string; version: string; fromVersion: string; until: number; restarts: number; maxRestarts: number; closing?: string } | null;
   // A `unit` app: what systemd says of its unit (its own Restart= keeps it up).
   unit?: { name: string; activeState: string; subState: string; mainPid: number; nRestarts: number } | { name: string; error: string };
 }

@@ -65,6 +65,9 @@ export const updateRequestSchema = z.strictObject({
   noWait: z.optional(z.boolean()),
   fetchAuth: z.optional(fetchAuthSchema),
   by: whoSchema,
+  // The watch window after `active` (docs/design.md §17) the control plane asks for (its run's
+  // bake): over the release's health.watchMs.
+  watchMs: z.optional(intSchema(0, 86_400_000)),
 });
 export const rollbackRequestSchema = z.strictObject({
   ...base,

@@ -71,3 +71,36 @@ test("the update carries the entry's notAfter; a helper that does not know the k
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the update carries the entry's watchMs (the run's bake); a helper from before watch windows is asked once more without it, notAfter kept", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-port-'));
+  const sock = path.join(dir, 'helper.sock');
+  const lines: string[] = [];
+  let knowsWatch = true;
+  const server = net.createServer((s) => {
+    let buf = '';
+    s.on('data', (c) => {
+      buf += c;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      lines.push(buf.slice(0, nl));
+      const req = JSON.parse(buf.slice(0, nl));
+      if (!knowsWatch && 'watchMs' in req) s.end(JSON.stringify({ id: req.id, ok: false, error: { code: 'BAD_REQUEST', message: 'invalid update request: Unrecognized key: "watchMs"' } }) + '\n');
+      else s.end(JSON.stringify({ id: req.id, ok: true, result: { attemptId: req.attemptId, app: req.app, accepted: true } }) + '\n');
+    });
+  });
+  await new Promise<void>((r) => server.listen(sock, () => r()));
+  try {
+    const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
+    const e = { app: 'web', version: '2.0.0', attemptId: 'r1-x', manifest, notAfter: 1_800_000_000_000, watchMs: 60_000 };
+    await socketHelper(sock).update(e);
+    assert.deepEqual([JSON.parse(lines[0] as string).watchMs, JSON.parse(lines[0] as string).notAfter], [60_000, 1_800_000_000_000]);
+    knowsWatch = false;
+    lines.length = 0;
+    assert.deepEqual(await socketHelper(sock).update(e), { attemptId: 'r1-x', app: 'web', accepted: true });
+    assert.deepEqual(lines.map((l) => ['watchMs' in JSON.parse(l), 'notAfter' in JSON.parse(l)]), [[true, true], [false, true]]);
+  } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

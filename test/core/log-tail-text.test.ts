@@ -45,5 +45,6 @@ test('the receipt schema takes logTail only in a v2 rolled-back or failed receip
   assert.equal(ok({ ...base, v: 2, outcome: 'rolled-back', logTail: 'a\u001b[2J' }), false, 'control characters');
   assert.equal(ok({ ...base, v: 2, outcome: 'rolled-back', logTail: '\ud800' }), false, 'a lone surrogate');
   assert.equal(ok({ ...base, v: 2, outcome: 'rolled-back', logTail: '"'.repeat(4096) }), false, 'over 8 KiB once encoded');
-  assert.equal(ok({ ...base, v: 3, outcome: 'active' }), false, 'a version this steward does not know');
+  assert.equal(ok({ ...base, v: 3, outcome: 'rolled-back', logTail: 'boom\n' }), true, 'v3 carries it too');
+  assert.equal(ok({ ...base, v: 4, outcome: 'active' }), false, 'a version this steward does not know');
 });

@@ -27,12 +27,13 @@ export const APP = 'web';
 
 // A release of `web` whose process sleeps (healthy) or exits at once (unhealthy), with a few
 // files and a folder, so that staging extracts a real tree.
-export function sleepRelease(version: string, healthy = true): Buffer {
+// `health`: more of the manifest's health (its watch window, say).
+export function sleepRelease(version: string, healthy = true, health: Record<string, unknown> = {}): Buffer {
   const release = {
     name: APP,
     version,
     start: { command: healthy ? ['/bin/sleep', '3600'] : ['/bin/false'] },
-    health: { timeoutMs: 1000, stableMs: 30 },
+    health: { timeoutMs: 1000, stableMs: 30, ...health },
   };
   return gzipTar(
     makeTar([
@@ -45,8 +46,8 @@ export function sleepRelease(version: string, healthy = true): Buffer {
 }
 
 // Writes the release into the host's scratch folder; the agentctl arguments that install it.
-export function sleepReleaseArgs(host: TestHost, version: string, healthy = true): string[] {
-  const tgz = sleepRelease(version, healthy);
+export function sleepReleaseArgs(host: TestHost, version: string, healthy = true, health: Record<string, unknown> = {}): string[] {
+  const tgz = sleepRelease(version, healthy, health);
   const file = path.join(host.scratch, `${APP}-${version}${healthy ? '' : '-bad'}.tgz`);
   writeFileSync(file, tgz);
   return ['--file', file, '--integrity', sri(tgz), '--allow-unsigned'];

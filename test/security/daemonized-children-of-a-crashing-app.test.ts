@@ -64,7 +64,7 @@ test('under the detached runner, a crashed app takes its daemons with it: as the
   });
 
   await t.test('a crash loop given up on leaves no daemon of any of its processes', async () => {
-    const loop = await agentctl(host, ['update', 'web', '2.0.0', ...releaseArgs(host.scratch, 'web', '2.0.0', port, { daemons: 2, crashAfterMs: 1000, stableMs: 200 }), '--json']);
+    const loop = await agentctl(host, ['update', 'web', '2.0.0', ...releaseArgs(host.scratch, 'web', '2.0.0', port, { daemons: 2, crashAfterMs: 1000, stableMs: 200, watchMs: 0 }), '--json']);
     assert.equal(loop.code, 0, loop.stdout + loop.stderr);
     await waitFor('error', async () => (await agentctl(host, ['status', 'web', '--json'])).json?.apps?.[0]?.supervisor?.state === 'error', 60_000, 100);
     const all = registeredDaemons(stateDir);

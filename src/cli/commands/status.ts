@@ -46,6 +46,9 @@ export function registerStatus(program: Command): void {
           else if (sv.state === 'error') notes.push(`ERROR: ${sv.giveUpReason ?? 'gave up'} (agentctl restart ${a.name})`);
           else notes.push('stopped');
         }
+        if (a.watch) {
+          notes.push(a.watch.closing ? `ROLLING BACK ${a.watch.version}: ${a.watch.closing}` : `watching ${a.watch.version} until ${when(a.watch.until)} (${a.watch.restarts} of ${a.watch.maxRestarts} exits allowed)`);
+        }
         const l = a.lastAttempt;
         const last = l ? `${l.outcome}${l.reason ? ' ' + l.reason.code : ''} ${l.fromVersion ?? '-'}->${l.targetVersion} (${l.attemptId})` : '-';
         rows.push([a.name, a.runner, a.current ?? '-', a.previous ?? '-', a.highestActive ?? '-', last, notes.join('; ')]);

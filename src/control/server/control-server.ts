@@ -4,6 +4,7 @@ import type http from 'node:http';
 import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
+import { parseOfferedVersions } from '../../core/control-plane-accepts.js';
 import { StewardError } from '../../core/errors.js';
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
@@ -184,9 +185,18 @@ async function handle(
 // A 200 heartbeat answer with the receipt and heartbeat versions this control plane accepts, each
 // for an agent that asked (RECEIPT_VERSIONS_HEADER, HEARTBEAT_VERSIONS_HEADER, docs/design.md §16); any
 // other answer as it is.
-function withAcceptedVersions<A extends { status: number; body: unknown }>(req: http.IncomingMessage, answer: A): A {
+export function withAcceptedVersions<A extends { status: number; body: unknown }>(req: http.IncomingMessage, answer: A): A {
   if (answer.status !== 200) return answer;
-  const receipts = req.headers[RECEIPT_VERSIONS_HEADER] !== undefined ? { receiptVersions: [...RECEIPT_VERSIONS] } : {};
+  // Only what the agent offered too: an agent relays only payloads it reads itself (one that offers
+  // "1, 2" is told 1 and 2, though this control plane takes 3).
+  const offered = req.headers[RECEIPT_VERSIONS_HEADER];
+  const both = offered === undefined ? [] : (RECEIPT_VERSIONS as readonly number[]).filter((v) => v === 1 || parseOfferedVersions(offered).includes(v));
+  const receipts = offered !== undefined ? { receiptVersions: both } : {};
+  // An agent that relays v3 is one that reads a desired entry's `watchMs`; to any other it is not sent.
+  const body = answer.body as { desired?: Array<Record<string, unknown>> };
+  if (!both.includes(3) && Array.isArray(body.desired)) {
+    answer = { ...answer, body: { ...body, desired: body.desired.map(({ watchMs: _w, ...rest }) => rest) } };
+  }
   const heartbeats = req.headers[HEARTBEAT_VERSIONS_HEADER] !== undefined ? { heartbeatVersions: [...HEARTBEAT_VERSIONS] } : {};
   return { ...answer, body: { ...(answer.body as object), ...receipts, ...heartbeats } };
 }

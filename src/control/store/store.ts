@@ -319,6 +319,8 @@ export interface OpenAttempt {
   version: string;
   attemptId: string;
   notAfter: number | null;
+  // The run's bake: the watch window the node is asked for (docs/design.md §17).
+  bakeMs: number;
 }
 
 export interface RunReads {

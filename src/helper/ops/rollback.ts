@@ -5,7 +5,8 @@ import { readCurrent, readMarker } from '../release-store.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
 import { SELF_APP } from '../../core/self-schemas.js';
 import { handOver } from '../self/handover.js';
-import { activate } from '../update/activate.js';
+import { activate, rollBackUnhealthy } from '../update/activate.js';
+import { openWatch, type WatchWindow } from '../update/watch-window.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
 import { runTransaction, type TransactionCore } from './run-transaction.js';
@@ -63,4 +64,28 @@ export async function handleRecover(core: TransactionCore, req: RecoverRequest, 
     if (after.blocked) await writeAppState(core.paths, req.app, { ...after, blocked: null });
     return answerOf(r.journal, r.receipt);
   });
+}
+
+// The watch window's rollback (docs/design.md §17), asked for by the helper itself: a new attempt
+// through the same transaction, as if over admin.sock (a hold does not stop it: it undoes what
+// the hold's owner would want undone), with no client to answer. Refused (no receipt: nobody
+// asked with an attemptId) when the window closed in between: a later update, a rollback or
+// stop by an operator, or its end.
+export async function rollBackByWindow(core: TransactionCore, app: string, w: WatchWindow, why: string): Promise<void> {
+  const ctx: OpContext = {
+    kind: 'admin',
+    id: null,
+    progress: () => {},
+    upload: null,
+    uploadSize: 0,
+    closed: new AbortController().signal,
+    peer: async () => ({ ok: false, why: 'the helper itself, for a watch window' }),
+  };
+  const answer = await runTransaction(core, { op: 'rollback', app, targetVersion: w.fromVersion }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
+    const open = await openWatch(core, app);
+    if (!open || open.attemptId !== w.attemptId) throw new StewardError('RELEASE_INVALID', `${app} ${w.version}: its watch window closed before its rollback began`);
+    const r = await rollBackUnhealthy(core, { app, attemptId, startedAt, state, progress, onAccepted: accept, window: open, why });
+    return answerOf(r.journal, r.receipt);
+  });
+  if ('outcome' in answer && answer.outcome === 'refused') throw new Error(`refused: ${answer.reason?.code ?? ''} ${answer.reason?.message ?? ''}`);
 }

@@ -1,3 +1,5 @@
+import { readWatch } from '../update/watch-window.js';
+import type { Journal } from '../../core/journal-schema.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { quarantineInForce } from '../../core/quarantine.js';
 import { requireApp } from '../../host/config.js';
@@ -80,6 +82,7 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
           }
         : null,
     ...(j.state === 'invalid' ? { journalError: j.why } : {}),
+    watch: await watchOf(ctx, name, j.state === 'ok' ? j.journal : null, cur.state === 'valid' ? cur.version : null),
   };
   try {
     const s = await readAppState(ctx.paths, name);
@@ -124,4 +127,11 @@ async function unitInfo(units: UnitControl, name: string): Promise<AppStatus['un
   } catch (err) {
     return { name, error: (err as Error).message };
   }
+}
+
+// The app's open watch window, as watch-window.ts openWatch judges it, or null.
+async function watchOf(ctx: StatusContext, app: string, j: Journal | null, current: string | null): Promise<AppStatus['watch']> {
+  const w = await readWatch(ctx.paths, app);
+  if (!w || ctx.now >= w.until || !j || j.attemptId !== w.attemptId || j.outcome !== 'active' || current !== w.version) return null;
+  return { attemptId: w.attemptId, version: w.version, fromVersion: w.fromVersion, until: w.until, restarts: w.restarts, maxRestarts: w.maxRestarts, ...(w.closing ? { closing: w.closing } : {}) };
 }

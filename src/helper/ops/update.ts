@@ -58,7 +58,7 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
       }
     }
     if (req.app === SELF_APP) return handOver(core, core.self, { attemptId, startedAt, targetVersion: req.version, state, progress, onAccepted: accept });
-    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, state, progress, onAccepted: accept });
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, state, progress, onAccepted: accept, watch: { watchMs: req.watchMs } });
     return answerOf(r.journal, r.receipt);
   });
 }

@@ -62,6 +62,9 @@ export interface ReceiptInput {
   rollbackHealthy?: boolean;
   reason?: { code: string; message: string };
   logFile?: string;
+  // The attempt whose activation this one undid (docs/design.md §17): signed (payload v3) only for a
+  // control plane that takes v3; its reason message names it either way.
+  causeAttemptId?: string;
   // Whether this receipt is the one of the app's journal, which the helper's start looks for
   // and which retention therefore keeps (lastTransaction). Default: every outcome but `refused`;
   // false for an attempt that ended before it wrote a journal.
@@ -197,7 +200,12 @@ export class ReceiptStore {
     }
     const seq = await this.allocate(input.app);
     const logTail = await this.logTailFor(input, current?.stored ?? []);
-    const payload = this.buildPayload(input, seq, await this.opts.nodeId(), logTail);
+    const accepted = input.causeAttemptId !== undefined || logTail !== undefined ? ((await this.opts.acceptedVersions?.()) ?? null) : null;
+    const cause = input.causeAttemptId !== undefined && receiptVersionFor(accepted) >= 3 ? input.causeAttemptId : undefined;
+    // The lowest version the control plane takes that holds what this receipt carries (v3 holds
+    // v2's logTail too).
+    const v = cause !== undefined ? 3 : logTail !== undefined ? (accepted?.includes(2) ? 2 : 3) : 1;
+    const payload = this.buildPayload(input, seq, await this.opts.nodeId(), v, logTail, cause);
     const envelope = signEnvelope(DOMAINS.receipt, payload, this.opts.signer.privateKey);
     const lastTransaction = ofJournal ? { attemptId: input.attemptId, seq } : (current?.file.lastTransaction ?? null);
     // A mark above every seq signed so far is bounded to them: the receipts still to come are unrelayed.
@@ -252,9 +260,9 @@ export class ReceiptStore {
     }
   }
 
-  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null, logTail?: string): ReceiptPayload {
+  private buildPayload(input: ReceiptInput, seq: number, nodeId: string | null, v: 1 | 2 | 3, logTail?: string, causeAttemptId?: string): ReceiptPayload {
     const candidate = {
-      v: logTail === undefined ? 1 : 2,
+      v,
       nodeId,
       app: input.app,
       attemptId: input.attemptId,
@@ -270,6 +278,7 @@ export class ReceiptStore {
       ...(input.reason ? { reason: { code: input.reason.code, message: truncateUtf8(input.reason.message, REASON_MAX_BYTES) } } : {}),
       ...(input.logFile !== undefined ? { logFile: input.logFile } : {}),
       ...(logTail !== undefined ? { logTail } : {}),
+      ...(causeAttemptId !== undefined ? { causeAttemptId } : {}),
     };
     return mustParse(receiptPayloadSchema, candidate, 'INTERNAL', `receipt for ${input.app} attempt ${input.attemptId} is invalid`);
   }

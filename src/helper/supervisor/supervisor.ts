@@ -52,6 +52,9 @@ export class Supervisor {
   // Hears every change a pass made to an app: a respawn (`respawned`), or another state written
   // (the metrics textfile follows them).
   onChange: ((app: string, respawned: boolean) => void) | undefined;
+  // Hears every exit a pass decided on (not a stop it asked for), once its decision is durable:
+  // `gaveUp` when the app is now in `error` (the watch window of docs/design.md §17 counts them).
+  onExit: ((app: string, exit: ExitInfo, gaveUp: boolean) => void) | undefined;
 
   constructor(
     private readonly ctx: UpdateContext,
@@ -221,12 +224,14 @@ export class Supervisor {
       const heard = rec.process !== null && this.exits.get(app)?.pid === rec.process.pid;
       let d;
       let exitLine: (() => void) | null = null;
+      let exitSeen: ExitInfo | null = null;
       if (alive) {
         d = decide(sup, { kind: 'tick', at: now }, policy, now);
       } else if (sup.state === 'running') {
         const heard = this.exits.get(app);
         const info = heard && rec.process && heard.pid === rec.process.pid ? heard.info : { code: null, signal: null };
         d = decide(sup, { kind: 'exited', at: now, ...info }, policy, now);
+        exitSeen = info;
         const { action } = d.decision;
         const line = () => log('exit app=%s pid=%s code=%s signal=%s -> %s', app, rec.process?.pid, info.code, info.signal, action);
         // Before a respawn the line waits until the replacement is spawned: a log line is a
@@ -266,6 +271,7 @@ export class Supervisor {
           break;
       }
       if (changed || d.decision.action === 'respawn-now') this.onChange?.(app, d.decision.action === 'respawn-now');
+      if (exitSeen) this.onExit?.(app, exitSeen, d.decision.action === 'give-up');
     } finally {
       held.release();
     }
@@ -288,6 +294,7 @@ export class Supervisor {
       await writeRunRecord(this.ctx.paths, { ...rec, process: null, supervisor: d.next });
       if (d.decision.action === 'wait-until') this.wakeAt(app, d.decision.at - now);
       if (d.decision.action === 'respawn-now') this.wakeAt(app, 0);
+      this.onExit?.(app, exit, d.decision.action === 'give-up');
     }
   }
 

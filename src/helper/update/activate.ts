@@ -17,6 +17,7 @@ import { pruneReleases } from './prune.js';
 import type { ProbeResult } from './probe.js';
 import { startAndProbe } from './start-and-probe.js';
 import { pointCurrent, removeCurrent } from './swap.js';
+import { causeOf, DEFAULT_WATCH_MAX_RESTARTS, removeWatch, UNHEALTHY_AFTER_ACTIVATION, WATCH_SCHEMA_VERSION, windowLength, writeWatch, type WatchWindow } from './watch-window.js';
 
 const log = logger('helper:update');
 
@@ -31,6 +32,9 @@ export interface ActivateInput {
   progress: (p: Progress) => void;
   // Resolves once journal{activating} is durable (for --no-wait).
   onAccepted?: () => void;
+  // An update's watch window after `active` (docs/design.md §17): `watchMs` the control plane asks
+  // for, over the release's. Absent: no window (a rollback, a recover).
+  watch?: { watchMs: number | undefined };
 }
 
 export interface ActivateResult {
@@ -74,6 +78,8 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   }
   input.onAccepted?.();
   faults.hit('after-journal-activating');
+  // A later activation ends the window of the one before (docs/design.md §17).
+  await removeWatch(paths, app).catch((err) => log('could not remove the watch window app=%s: %s', app, (err as Error).message));
 
   let verdict: Verdict;
   try {
@@ -96,6 +102,25 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
     const highest = state0.highestActive && compareVersions(state0.highestActive, target) > 0 ? state0.highestActive : target;
     const { [target]: _cleared, ...quarantine } = state0.quarantine;
     const done: Journal = { ...journal, outcome: 'active', updatedAt: clock.now() };
+    // The watch window is durable before the verdict: it counts only once the journal says
+    // `active` for this attempt, so a crash in between leaves none open for a version not active.
+    const watchMs = input.watch && from !== null && from !== target ? windowLength(ctx, app, targetRelease, input.watch.watchMs) : 0;
+    if (watchMs > 0 && from !== null) {
+      const now = clock.now();
+      const w: WatchWindow = {
+        schemaVersion: WATCH_SCHEMA_VERSION,
+        app,
+        attemptId,
+        version: target,
+        fromVersion: from,
+        openedAt: now,
+        until: now + watchMs,
+        maxRestarts: targetRelease.health?.watchMaxRestarts ?? DEFAULT_WATCH_MAX_RESTARTS,
+        restarts: 0,
+        prior: { previous: state0.previous, highestActive: state0.highestActive },
+      };
+      await writeWatch(paths, w).catch((err) => log('WARNING: no watch window app=%s version=%s: %s', app, target, (err as Error).message));
+    }
     try {
       // Highest active version and previous are durable before the journal says active.
       faults.write('verdict');
@@ -153,6 +178,61 @@ async function journalNotWritten(ctx: UpdateContext, input: ActivateInput, state
     throw new StewardError('IO_ERROR', `${app}: ${why}; the app is blocked until the helper's next start recovers it`, { cause: err, details: { attemptId } });
   }
   throw refusal;
+}
+
+export interface UnhealthyRollbackInput {
+  app: string;
+  attemptId: string;
+  startedAt: number;
+  state: AppState;
+  progress: (p: Progress) => void;
+  onAccepted?: () => void;
+  window: WatchWindow;
+  // The reason message (watch-window.ts unhealthyReason: it names the attempt undone).
+  why: string;
+}
+
+// The watch window's rollback (docs/design.md §17): a new attempt that undoes the activation the
+// window watched, as a failed activation is undone (the failed version's log kept, stopped,
+// `current` back, the old version started and probed, the failed one quarantined), with reason
+// UNHEALTHY_AFTER_ACTIVATION. Its journal is of the watched move (from the old version to the
+// watched one), so an interrupted rollback is finished by recovery in the same direction.
+// The caller holds the app's lock and checked that the window is still open.
+export async function rollBackUnhealthy(ctx: UpdateContext, input: UnhealthyRollbackInput): Promise<ActivateResult> {
+  const { app, attemptId, window: w } = input;
+  const { paths, faults, clock } = ctx;
+  const marker = await readMarker(paths, app, w.version);
+  if (!marker) throw new StewardError('RELEASE_INVALID', `${app} ${w.version} is not staged with a valid marker`);
+  if (!(await readMarker(paths, app, w.fromVersion))) throw new StewardError('RELEASE_INVALID', `${app} ${w.fromVersion} is not staged with a valid marker: nothing to roll back to`);
+  const priorJournal = await readJournal(paths, app);
+  // What state says once the rollback is done: `previous` as it was before the watched activation
+  // (recovery of an interrupted rollback puts it back too). The highest active version stays the
+  // watched one: it did reach `active`, and the floor against downgrades never goes down on the
+  // host's own judgement (docs/design.md §17).
+  const state0: AppState = { ...input.state, previous: w.prior.previous };
+  const journal: Journal = {
+    schemaVersion: JOURNAL_SCHEMA_VERSION,
+    attemptId,
+    app,
+    fromVersion: w.fromVersion,
+    targetVersion: w.version,
+    integrity: marker.tarballIntegrity,
+    outcome: 'activating',
+    startedAt: input.startedAt,
+    updatedAt: clock.now(),
+    reason: reasonOf(UNHEALTHY_AFTER_ACTIVATION, input.why),
+    prior: { previous: state0.previous, highestActive: state0.highestActive, quarantine: state0.quarantine[w.version] ?? null },
+  };
+  const activation = { app, attemptId, fromVersion: w.fromVersion, targetVersion: w.version, startedAt: input.startedAt, state: state0, progress: input.progress, ...(input.onAccepted ? { onAccepted: input.onAccepted } : {}) };
+  try {
+    await writeJournal(paths, journal, faults);
+  } catch (err) {
+    return journalNotWritten(ctx, activation, input.state, priorJournal, err);
+  }
+  input.onAccepted?.();
+  await removeWatch(paths, app).catch((err) => log('could not remove the watch window app=%s: %s', app, (err as Error).message));
+  log('rollback app=%s attempt=%s of %s to %s: %s', app, attemptId, w.version, w.fromVersion, input.why);
+  return undoActivation(ctx, activation, journal, state0, { reason: input.why, code: UNHEALTHY_AFTER_ACTIVATION });
 }
 
 // The failure path: stop the new version, swap back, start and probe the old one, record
@@ -260,6 +340,7 @@ export async function emitFor(ctx: UpdateContext, j: Journal): Promise<StoredRec
       ...(j.rollbackHealthy !== undefined ? { rollbackHealthy: j.rollbackHealthy } : {}),
       ...(j.reason ? { reason: j.reason } : {}),
       ...(j.logFile ? { logFile: j.logFile } : {}),
+      ...(causeOf(j.reason) !== undefined ? { causeAttemptId: causeOf(j.reason) as string } : {}),
     });
   } catch (err) {
     log('receipt not written app=%s attempt=%s: %s (re-emitted at the next start)', j.app, j.attemptId, (err as Error).message);

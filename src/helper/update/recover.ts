@@ -10,6 +10,7 @@ import { blockApp, emitFor } from './activate.js';
 import type { UpdateContext } from './context.js';
 import { readJournal, syncJournal, writeJournal } from './journal.js';
 import { pointCurrent, removeCurrent, removeStrayCurrentLinks } from './swap.js';
+import { UNHEALTHY_AFTER_ACTIVATION } from './watch-window.js';
 
 const log = logger('helper:recover');
 
@@ -99,7 +100,10 @@ async function recoverInterrupted(ctx: UpdateContext, j: Journal): Promise<Recov
       updatedAt: ctx.clock.now(),
       rollbackHealthy: healthy,
       reason: healthy
-        ? { code: 'ACTIVATION_INTERRUPTED', message: `${app}: the activation of ${j.targetVersion} was interrupted; back on ${j.fromVersion}` }
+        ? j.reason?.code === UNHEALTHY_AFTER_ACTIVATION
+          ? // The watch window's rollback (activate.ts rollBackUnhealthy), finished here: its reason stands.
+            { code: UNHEALTHY_AFTER_ACTIVATION, message: truncateUtf8(`${app} ${j.targetVersion}: ${j.reason.message}; rolled back to ${j.fromVersion} at the helper's start`, 2048) }
+          : { code: 'ACTIVATION_INTERRUPTED', message: `${app}: the activation of ${j.targetVersion} was interrupted; back on ${j.fromVersion}` }
         : {
             code: 'ROLLBACK_UNHEALTHY',
             message: truncateUtf8(`${app}: the activation of ${j.targetVersion} was interrupted and ${j.fromVersion} is unhealthy: ${why}`, 512),

@@ -120,7 +120,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   if (!box) return;
   const t0 = Date.now();
   const ran: string[] = [];
-  const planned = 7;
+  const planned = 8;
   t.after(async () => {
     await reportScenarios(box, ran, planned, { units: [HELPER_UNIT], lines: 60 });
     await box.stop();
@@ -230,7 +230,8 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   await t.test('a crash loop ends in error after 5 respawns; agentctl restart revives it', async () => {
     const crashFile = `${SCRATCH}/crash`;
     await sh(box, 'touch "$1" && chmod 0644 "$1"', crashFile);
-    const up2 = await update(box, '2.0.0', port, { crashAfterMs: 1500, crashIfExists: crashFile, stableMs: 200 });
+    // No watch window: this is the supervisor's own crash loop (the window's rollback is below).
+    const up2 = await update(box, '2.0.0', port, { crashAfterMs: 1500, crashIfExists: crashFile, stableMs: 200, watchMs: 0 });
     assert.equal(up2.code, 0, up2.text);
     const gaveUp = await waitFor('error', async () => {
       const a = await webStatus(box);
@@ -265,6 +266,21 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     assert.doesNotMatch(text, /version 2\.0\.0/, "only the failed version's lines");
     assert.equal((await webStatus(box)).version ?? '2.0.0', '2.0.0');
     ran.push('failed log from journald');
+  });
+
+  await t.test('a version that keeps crashing after its activation is rolled back inside its watch window', async () => {
+    const up4 = await update(box, '4.0.0', port, { crashAfterMs: 1000, stableMs: 200, watchMs: 30_000, watchMaxRestarts: 1 });
+    assert.equal(up4.json?.outcome, 'active', up4.text);
+    const back = await waitFor('the rollback to 2.0.0', async () => {
+      const a = await webStatus(box);
+      return a.current === '2.0.0' && a.lastAttempt?.outcome === 'rolled-back' && a.supervisor?.state === 'running' ? a : null;
+    }, 30_000, 200);
+    assert.equal(back.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
+    assert.match(back.lastAttempt.reason.message, new RegExp(`exited 2 times \\(the last with code 3\\).*activated by attempt ${up4.json.attemptId}`));
+    assert.ok(back.quarantined.includes('4.0.0'));
+    assert.equal(Number((await show(box, APP_UNIT)).MainPID), back.supervisor.pid, 'the unit runs 2.0.0');
+    assert.deepEqual(await unitProcs(box), [back.supervisor.pid], 'exactly one instance');
+    ran.push('watch window rollback (systemd runner)');
   });
 
   console.log(`whole test (boot excluded): ${Date.now() - t0} ms`);

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { receiptsFile } from '../../../src/core/paths.js';
+import { receiptPayloadSchema } from '../../../src/core/receipt-schema.js';
 import path from 'node:path';
 import { loadOrCreateHelperKey } from '../../../src/host/helper-key.js';
 import { LOG_TAIL_RECEIPTS_MAX, ReceiptStore, type ReceiptInput } from '../../../src/helper/receipts/receipt-store.js';
@@ -44,7 +45,7 @@ test('v1 without a log tail: to a control plane that said nothing or only v1, wi
   for (const [i, [o, extra]] of ([
     [{ accepted: null }, {}],
     [{ accepted: [1] }, {}],
-    [{ accepted: [1, 3] }, {}],
+    [{ accepted: [1, 4] }, {}],
     [{ accepted: [1, 2], logTail: false }, {}],
     [{ accepted: [1, 2] }, { outcome: 'active', reason: undefined }],
     [{ accepted: [1, 2] }, { logFile: undefined }],
@@ -67,4 +68,22 @@ test(`at most ${LOG_TAIL_RECEIPTS_MAX} receipts of one file carry a log tail: a 
   assert.deepEqual(carried, Array.from({ length: LOG_TAIL_RECEIPTS_MAX + 5 }, (_, i) => i < LOG_TAIL_RECEIPTS_MAX));
   const file = statSync(receiptsFile(host.paths, 'web')).size;
   assert.ok(file < 2 * 1024 * 1024, `the receipts file is ${file} bytes`);
+});
+
+test('a rollback by the watch window names its cause (v3) to a control plane that takes v3, and only in its message to one that does not', async (t) => {
+  const host = useHost(t, { apps: {} });
+  const log = failedLog(host, 'c', 'boom\n');
+  const watched = (id: string) => failure(id, log, { reason: { code: 'UNHEALTHY_AFTER_ACTIVATION', message: 'it exited 3 times (activated by attempt r7-0123456789abcdef)' }, causeAttemptId: 'r7-0123456789abcdef' });
+  const v3 = await (await storeFor(host, { accepted: [1, 2, 3] })).emit(watched('c1'));
+  assert.deepEqual([v3.payload.v, v3.payload.causeAttemptId, v3.payload.logTail], [3, 'r7-0123456789abcdef', 'boom\n']);
+  const v2 = await (await storeFor(host, { accepted: [1, 2] })).emit(watched('c2'));
+  assert.deepEqual([v2.payload.v, v2.payload.causeAttemptId, v2.payload.logTail], [2, undefined, 'boom\n']);
+  const v1 = await (await storeFor(host, { accepted: null })).emit(watched('c3'));
+  assert.deepEqual([v1.payload.v, v1.payload.causeAttemptId], [1, undefined]);
+  // A control plane that takes 1 and 3 but not 2 gets the log tail as v3.
+  const odd = await (await storeFor(host, { accepted: [1, 3] })).emit(failure('c4', log));
+  assert.deepEqual([odd.payload.v, odd.payload.logTail], [3, 'boom\n']);
+  // The schema every reader uses: causeAttemptId only in v3.
+  assert.equal(receiptPayloadSchema.safeParse({ ...v2.payload, causeAttemptId: 'r7-0123456789abcdef' }).success, false);
+  assert.equal(receiptPayloadSchema.safeParse({ ...v3.payload }).success, true);
 });

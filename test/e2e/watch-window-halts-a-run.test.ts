@@ -1,0 +1,96 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
+import { killApps } from '../helpers/app-processes.js';
+import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
+import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js';
+
+// The watch window in a run (docs/design.md §17), with the real steward-control, agent and helper:
+// the run's bake goes to the node as its window; a canary that passes its activation and then
+// keeps exiting is rolled back on the host, its receipt (payload v3) names the run's attempt as
+// its cause, and the run halts at the canary with the reason.
+
+const CTL = path.join(REPO, 'bin/steward-control.js');
+const run = promisify(execFile);
+let host: TestHost | undefined;
+let helper: HelperProcess | undefined;
+let agent: AgentProcess | undefined;
+let serve: ChildProcess | undefined;
+
+after(async () => {
+  await agent?.stop();
+  await helper?.stop();
+  serve?.kill('SIGTERM');
+  if (host) killApps(host, ['web']);
+  host?.cleanup();
+});
+
+test('a canary that keeps exiting after its activation is rolled back within the bake sent as its window, and the run halts with UNHEALTHY_AFTER_ACTIVATION', { timeout: 120_000 }, async () => {
+  const port = await freePort();
+  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000, restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 } }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
+  const h = host;
+  const db = path.join(h.scratch, 'control.db');
+  const ctl = async (...args: string[]) => JSON.parse((await run(process.execPath, [CTL, ...args, '--db', db, '--json'], { encoding: 'utf8' })).stdout);
+  const keys = await ctl('keys', 'create', '--out', path.join(h.scratch, 'keys'));
+  mkdirSync(path.join(h.paths.trustedKeysDir, 'web'), { recursive: true });
+  copyFileSync(keys.publicKeyFile, path.join(h.paths.trustedKeysDir, 'web', 'release.pub'));
+  helper = await startHelper(h);
+
+  const s = spawn(process.execPath, [CTL, 'serve', '--init', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  serve = s;
+  s.stderr?.resume();
+  const url = await new Promise<string>((resolve, reject) => {
+    s.once('exit', (code) => reject(new Error(`steward-control serve exited ${code}`)));
+    s.stdout?.on('data', (c) => {
+      const m = /listening on (\S+)/.exec(String(c));
+      if (m) resolve(m[1] as string);
+    });
+  });
+  const { token } = await ctl('token', 'create');
+  const enrolled = await agentctl(h, ['enroll', '--control-plane', url, '--token', token, '--json']);
+  assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
+  const nodeId = enrolled.json.nodeId as string;
+  agent = startAgentProcess(h);
+  const a = agent;
+  // 2.0.0 passes its activation (200 ms stable) and exits 1 s after each start. Its manifest says
+  // nothing of a window: the run's bake is the window.
+  const behaviors = { '1.0.0': { stableMs: 100 }, '2.0.0': { stableMs: 200, crashAfterMs: 1000 } } as const;
+  for (const [v, b] of Object.entries(behaviors)) {
+    const file = path.join(h.scratch, `web-${v}.tgz`);
+    writeFileSync(file, appRelease('web', v, port, b));
+    await ctl('release', 'add', 'web', v, '--file', file, '--base-url', url, '--key', keys.privateKeyFile);
+  }
+  await a.waitFor('the first heartbeat', async () => Boolean((await ctl('nodes')).nodes[0]?.lastHeartbeatAt));
+  await ctl('rollout', 'start', 'web', '1.0.0', '--bake', '0');
+  await a.waitFor('the rollout of 1.0.0 to end', async () => (await ctl('rollout', 'status', 'web')).runs[0].status === 'succeeded', 60_000);
+  assert.equal(await fetchVersion(port), '1.0.0');
+
+  await ctl('rollout', 'start', 'web', '2.0.0', '--canary', nodeId, '--bake', '60s');
+  let ended: any = null;
+  await a.waitFor('the run of 2.0.0 to halt', async () => {
+    const r = (await ctl('rollout', 'status', 'web')).runs[0];
+    ended = r.version === '2.0.0' && r.status !== 'running' ? r : null;
+    return ended !== null;
+  }, 60_000);
+  assert.equal(ended.status, 'halted', JSON.stringify(ended));
+  assert.equal(ended.haltReason?.code, 'UNHEALTHY_AFTER_ACTIVATION', JSON.stringify(ended.haltReason));
+  assert.equal(ended.haltReason?.nodeId, nodeId);
+  assert.equal(ended.nodes[0].state, 'reverted');
+
+  // The host: back on 1.0.0, 2.0.0 quarantined; the rollback's receipt names the run's attempt.
+  const st = (await agentctl(h, ['status', 'web', '--json'])).json.apps[0];
+  assert.deepEqual([st.current, st.lastAttempt.reason.code, st.quarantined], ['1.0.0', 'UNHEALTHY_AFTER_ACTIVATION', ['2.0.0']]);
+  assert.equal(await fetchVersion(port), '1.0.0');
+  const runAttempt = ended.nodes[0].attemptId as string;
+  const receipts = (await agentctl(h, ['receipts', 'web', '--json'])).json.receipts.map((x: any) => x.payload);
+  const activated = receipts.find((r: any) => r.attemptId === runAttempt);
+  const undone = receipts.find((r: any) => r.attemptId === st.lastAttempt.attemptId);
+  assert.equal(activated?.outcome, 'active', 'the run attempt itself was active');
+  assert.deepEqual([undone?.v, undone?.outcome, undone?.causeAttemptId], [3, 'rolled-back', runAttempt], JSON.stringify(undone));
+  // And the control plane stored it.
+  await a.waitFor('the control plane to store the rollback receipt', async () => (await ctl('receipts')).receipts.some((r: any) => r.attemptId === st.lastAttempt.attemptId), 20_000);
+});

@@ -1,0 +1,151 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { useHost } from '../helpers/host-fixture.js';
+import { agentctl, processApp, type TestHost } from '../helpers/host.js';
+import { freePort, releaseArgs, type AppBehavior } from '../fixtures/app-releases.js';
+import { processesUnder } from '../helpers/app-processes.js';
+import { versionsDir } from '../../src/core/paths.js';
+
+// The watch window after `active` (docs/design.md §17) with a real helper and the process runner:
+// a version that passes its activation and then keeps exiting is rolled back on the host, as a
+// new attempt with reason UNHEALTHY_AFTER_ACTIVATION naming the attempt it undoes; a window
+// survives a SIGKILL of the helper; exits after the window, or within what it allows, roll
+// nothing back.
+
+// Respawns at +0, +200, +400 ms: three exits of a version that dies 1 s after each start come
+// within about 4 s.
+const fast = { restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 }, stopTimeoutMs: 1000 };
+const config = { apps: { web: processApp(fast) }, supervisor: { sweepMs: 500, pollMs: 100 } };
+
+async function status(host: TestHost): Promise<any> {
+  const r = await agentctl(host, ['status', 'web', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  return r.json.apps[0];
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function update(host: TestHost, version: string, port: number, behavior: AppBehavior): Promise<any> {
+  const r = await agentctl(host, ['update', 'web', version, ...releaseArgs(host.scratch, 'web', version, port, { stableMs: 200, ...behavior }), '--json']);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.equal(r.json.outcome, 'active', r.stdout);
+  return r.json;
+}
+
+async function receipts(host: TestHost): Promise<any[]> {
+  const r = await agentctl(host, ['receipts', 'web', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  return (r.json.receipts as any[]).map((x) => x.payload);
+}
+
+test('a version that keeps exiting after its activation is rolled back on the host inside its window, as a new attempt naming the one it undoes', { timeout: 60_000 }, async (t) => {
+  const host = useHost(t, config);
+  await host.startHelper();
+  const port = await freePort();
+  await update(host, '1.0.0', port, {});
+  const bad = await update(host, '2.0.0', port, { crashAfterMs: 1000, watchMs: 30_000 });
+  const open = await status(host);
+  assert.equal(open.current, '2.0.0');
+  assert.deepEqual([open.watch?.version, open.watch?.fromVersion, open.watch?.attemptId, open.watch?.maxRestarts], ['2.0.0', '1.0.0', bad.attemptId, 2]);
+  const human = await agentctl(host, ['status']);
+  assert.match(human.stdout, /watching 2\.0\.0 until .* \(0 of 2 exits allowed\)/);
+
+  const after = await waitFor('the rollback to 1.0.0', async () => {
+    const a = await status(host);
+    return a.current === '1.0.0' && a.lastAttempt?.outcome === 'rolled-back' ? a : null;
+  });
+  assert.notEqual(after.lastAttempt.attemptId, bad.attemptId, 'a new attempt');
+  assert.equal(after.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
+  assert.match(after.lastAttempt.reason.message, new RegExp(`exited 3 times \\(the last with code 3\\).*activated by attempt ${bad.attemptId}`));
+  assert.deepEqual(after.quarantined, ['2.0.0'], 'the failed version is quarantined');
+  assert.equal(after.highestActive, '2.0.0', 'the floor against downgrades does not go down on the host\'s own judgement');
+  assert.equal(after.previous, null, 'previous is what it was before 2.0.0: a rollback does not go to the version rolled back from');
+  assert.equal(after.watch, null, 'the window is closed');
+  assert.ok(after.lastAttempt.logFile && existsSync(after.lastAttempt.logFile), "the failed version's log is kept");
+  assert.match(readFileSync(after.lastAttempt.logFile, 'utf8'), /version 2\.0\.0/);
+
+  const mine = (await receipts(host)).find((r) => r.attemptId === after.lastAttempt.attemptId);
+  assert.deepEqual([mine?.outcome, mine?.fromVersion, mine?.targetVersion, mine?.reason?.code], ['rolled-back', '1.0.0', '2.0.0', 'UNHEALTHY_AFTER_ACTIVATION']);
+  // No control plane said it takes payload v3: the cause is in the message only.
+  assert.equal(mine?.v, 1);
+  assert.equal(mine?.causeAttemptId, undefined);
+
+  // One process, of 1.0.0, and it stays: the rolled-back version is not started again.
+  await new Promise((r) => setTimeout(r, 1500));
+  const settled = await status(host);
+  assert.deepEqual([settled.current, settled.supervisor.state, settled.supervisor.version], ['1.0.0', 'running', '1.0.0']);
+  assert.deepEqual(await processesUnder(versionsDir(host.paths, 'web')), [settled.supervisor.pid]);
+});
+
+test('the watch window survives a SIGKILL of the helper: the next helper counts the exits on and rolls back', { timeout: 60_000 }, async (t) => {
+  const host = useHost(t, config);
+  const first = await host.startHelper();
+  const port = await freePort();
+  await update(host, '1.0.0', port, {});
+  const crashFile = path.join(host.scratch, 'crash');
+  writeFileSync(crashFile, '');
+  const bad = await update(host, '2.0.0', port, { crashAfterMs: 1500, crashIfExists: crashFile, watchMs: 60_000, watchMaxRestarts: 1 });
+  await first.kill();
+  await host.startHelper();
+  const w = (await status(host)).watch;
+  assert.equal(w?.attemptId, bad.attemptId, 'the window is still open after the restart');
+  const after = await waitFor('the rollback to 1.0.0', async () => {
+    const a = await status(host);
+    return a.current === '1.0.0' && a.lastAttempt?.outcome === 'rolled-back' ? a : null;
+  });
+  assert.equal(after.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
+  assert.match(after.lastAttempt.reason.message, new RegExp(`exited 2 times.*more than the 1 .*activated by attempt ${bad.attemptId}`));
+  rmSync(crashFile);
+});
+
+test('exits within what the window allows, or after it closed, roll nothing back; a rollback opens none', { timeout: 60_000 }, async (t) => {
+  const host = useHost(t, config);
+  await host.startHelper();
+  const port = await freePort();
+  await update(host, '1.0.0', port, {});
+  // One exit in a window that allows two.
+  const crashFile = path.join(host.scratch, 'crash');
+  writeFileSync(crashFile, '');
+  const good = await update(host, '2.0.0', port, { crashAfterMs: 2000, crashIfExists: crashFile, watchMs: 60_000 });
+  const once = await waitFor('one exit heard in the window', async () => {
+    const a = await status(host);
+    return a.watch?.restarts === 1 ? a : null;
+  });
+  rmSync(crashFile);
+  assert.equal(once.watch.attemptId, good.attemptId);
+  await new Promise((r) => setTimeout(r, 2500));
+  const still = await status(host);
+  assert.deepEqual([still.current, still.lastAttempt.attemptId, still.watch?.restarts], ['2.0.0', good.attemptId, 1]);
+
+  // A window of 1 s: the crash loop that starts after it ends in `error`, on 3.0.0.
+  const late = await update(host, '3.0.0', port, { crashAfterMs: 1500, watchMs: 1000 });
+  const gaveUp = await waitFor('error', async () => {
+    const a = await status(host);
+    return a.supervisor?.state === 'error' ? a : null;
+  });
+  assert.deepEqual([gaveUp.current, gaveUp.lastAttempt.attemptId, gaveUp.watch], ['3.0.0', late.attemptId, null]);
+
+  // watchMs 0: no window at all.
+  const r = await agentctl(host, ['restart', 'web', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  await update(host, '4.0.0', port, { watchMs: 0 });
+  assert.equal((await status(host)).watch, null);
+
+  // An operator's rollback opens no window (it would watch 4.0.0 with 5.0.0 to go back to).
+  await update(host, '5.0.0', port, {});
+  assert.equal((await status(host)).watch?.version, '5.0.0', 'the default window');
+  const back = await agentctl(host, ['rollback', 'web', '--json']);
+  assert.equal(back.code, 0, back.stdout + back.stderr);
+  const rolled = await status(host);
+  assert.deepEqual([rolled.current, rolled.watch], ['4.0.0', null]);
+});
