@@ -67,8 +67,19 @@ const healthSchema = z
     // Optional without defaults, so a manifest without them reads as it always did.
     watchMs: z.optional(intSchema(0, 86_400_000)),
     watchMaxRestarts: z.optional(intSchema(0, 1000)),
+    // Liveness (docs/design.md §17): the same http or tcp check, for a running app from `active` on,
+    // every intervalMs; failureThreshold failures in a row roll back within a watch window, and
+    // restart the app outside one.
+    liveness: z.optional(
+      z.strictObject({
+        intervalMs: z._default(intSchema(100, 3_600_000), 10_000),
+        failureThreshold: z._default(intSchema(1, 100), 3),
+        timeoutMs: z._default(intSchema(1, 60_000), 2_000),
+      }),
+    ),
   })
   .check(
+    z.refine((h) => !h.liveness || Boolean(h.http || h.tcp), 'health.liveness needs health.http or health.tcp'),
     z.refine((h) => !(h.http && h.tcp), 'health has at most one of http and tcp'),
     z.refine((h) => !(h.confirm && (h.http || h.tcp)), 'health.confirm takes no http or tcp'),
   );

@@ -11,6 +11,7 @@ import { loadHostConfig } from '../host/config.js';
 import { makeHandlers } from './handlers.js';
 import { rollBackByWindow } from './ops/rollback.js';
 import { WatchWindows } from './update/watch-window.js';
+import { LivenessChecks } from './supervisor/liveness.js';
 import { ensureLayout } from './layout.js';
 import { keepHostTextfile } from './metrics/host-textfile.js';
 import { makeDispatch } from './server/dispatch.js';
@@ -79,6 +80,8 @@ export async function main(argv: string[]): Promise<number> {
     // The watch window after `active` (docs/design.md §17): exits within it roll the version back.
     const windows = new WatchWindows(core, (app, w, why) => rollBackByWindow(core, app, w, why));
     supervisor.onExit = (app, exit, gaveUp) => void windows.exited(app, exit, gaveUp);
+    // Liveness of running apps (§17): a failure within a window rolls back, else restarts.
+    const liveness = new LivenessChecks(core, { failed: (app, version, why) => windows.breach(app, version, why) });
     // The node_exporter textfile (docs/design.md §12), rewritten after each change and at no other time:
     // a supervisor pass that changed nothing does not touch it.
     const textfile = config.metrics?.textfile ? keepHostTextfile(core, config.metrics.textfile) : null;
@@ -89,6 +92,7 @@ export async function main(argv: string[]): Promise<number> {
     core.locks.onRelease = (app, work) => {
       if (work.op !== 'supervise' && work.op !== 'first-pass') void supervisor.requestPass(`${work.op} of ${app} ended`);
       if (work.op !== 'supervise') textfile?.changed();
+      if (work.op !== 'supervise') void liveness.sync();
     };
 
     // Sockets answer at once; mutating requests get RECOVERING until the start is done.
@@ -128,6 +132,7 @@ export async function main(argv: string[]): Promise<number> {
     supervisor.start();
     void supervisor.requestPass('start');
     for (const app of Object.keys(config.apps)) void windows.resume(app).catch((err) => log('watch app=%s: %s', app, (err as Error).message));
+    void liveness.sync();
     log('ready root=%s pid=%d apps=%s', root || '/', process.pid, Object.keys(config.apps).join(',') || '(none)');
 
     await new Promise<void>((resolve) => {
@@ -135,6 +140,7 @@ export async function main(argv: string[]): Promise<number> {
         log('stopping on %s (apps keep running)', sig);
         self.stop();
         stopWatchdog();
+        liveness.close();
         resolve();
       };
       process.once('SIGTERM', () => stop('SIGTERM'));

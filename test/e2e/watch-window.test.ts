@@ -149,3 +149,38 @@ test('exits within what the window allows, or after it closed, roll nothing back
   const rolled = await status(host);
   assert.deepEqual([rolled.current, rolled.watch], ['4.0.0', null]);
 });
+
+test('a version whose health turns bad after its activation: rolled back by its liveness check inside its window, restarted outside one', { timeout: 60_000 }, async (t) => {
+  const host = useHost(t, config);
+  await host.startHelper();
+  const port = await freePort();
+  const liveness = { intervalMs: 200, failureThreshold: 3, timeoutMs: 500 };
+  await update(host, '1.0.0', port, {});
+  // /healthz answers 500 while the file exists; the process stays up.
+  const sick = path.join(host.scratch, 'sick');
+  const bad = await update(host, '2.0.0', port, { failIfExists: sick, liveness, watchMs: 30_000 });
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal((await status(host)).current, '2.0.0', 'healthy: nothing happens');
+  writeFileSync(sick, '');
+  const after = await waitFor('the rollback to 1.0.0', async () => {
+    const a = await status(host);
+    return a.current === '1.0.0' && a.lastAttempt?.outcome === 'rolled-back' ? a : null;
+  }, 15_000);
+  assert.equal(after.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
+  assert.match(after.lastAttempt.reason.message, new RegExp(`liveness check failed 3 times in a row \\(the last: .*500.*activated by attempt ${bad.attemptId}`));
+  rmSync(sick);
+
+  // Outside a window (watchMs 0): the failing process is restarted, spending one respawn.
+  await update(host, '3.0.0', port, { failIfExists: sick, liveness, watchMs: 0 });
+  const first = (await status(host)).supervisor.pid as number;
+  writeFileSync(sick, '');
+  const restarted = await waitFor('a respawn of 3.0.0', async () => {
+    const a = await status(host);
+    return a.supervisor?.pid && a.supervisor.pid !== first && a.supervisor.state === 'running' ? a : null;
+  }, 15_000);
+  rmSync(sick);
+  assert.deepEqual([restarted.current, restarted.supervisor.version, restarted.supervisor.attempts], ['3.0.0', '3.0.0', 1]);
+  // Healthy again: no more restarts.
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal((await status(host)).supervisor.pid, restarted.supervisor.pid);
+});

@@ -136,6 +136,25 @@ export class WatchWindows {
     return tail;
   }
 
+  // A failure that is not an exit (liveness): true when `version`'s window is open and its rollback
+  // is asked for, false when no window of that version is open.
+  breach(app: string, version: string, why: string): Promise<boolean> {
+    let took = false;
+    const run = (this.chains.get(app) ?? Promise.resolve()).then(async () => {
+      const w = await openWatch(this.ctx, app);
+      if (!w || w.version !== version) return;
+      took = true;
+      if (w.closing) return;
+      const next: WatchWindow = { ...w, closing: unhealthyReason(w, why) };
+      await writeWatch(this.ctx.paths, next);
+      log('liveness app=%s version=%s failed in its watch window -> rollback', app, version);
+      this.ask(app, next, next.closing as string);
+    });
+    const tail = run.catch((err) => log('watch app=%s: %s', app, (err as Error).message));
+    this.chains.set(app, tail);
+    return tail.then(() => took);
+  }
+
   // At the helper's start: a window whose rollback was asked for and never done (the helper
   // stopped in between) asks again.
   async resume(app: string): Promise<void> {

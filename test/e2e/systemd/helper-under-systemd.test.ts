@@ -120,7 +120,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   if (!box) return;
   const t0 = Date.now();
   const ran: string[] = [];
-  const planned = 8;
+  const planned = 9;
   t.after(async () => {
     await reportScenarios(box, ran, planned, { units: [HELPER_UNIT], lines: 60 });
     await box.stop();
@@ -281,6 +281,22 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     assert.equal(Number((await show(box, APP_UNIT)).MainPID), back.supervisor.pid, 'the unit runs 2.0.0');
     assert.deepEqual(await unitProcs(box), [back.supervisor.pid], 'exactly one instance');
     ran.push('watch window rollback (systemd runner)');
+  });
+
+  await t.test('a version whose health turns bad after its activation is rolled back by its liveness check inside its watch window', async () => {
+    const sick = `${SCRATCH}/sick`;
+    const up5 = await update(box, '5.0.0', port, { failIfExists: sick, stableMs: 200, watchMs: 30_000, liveness: { intervalMs: 200, failureThreshold: 3, timeoutMs: 500 } });
+    assert.equal(up5.json?.outcome, 'active', up5.text);
+    await sh(box, 'touch "$1" && chmod 0644 "$1"', sick);
+    const back = await waitFor('the rollback to 2.0.0', async () => {
+      const a = await webStatus(box);
+      return a.current === '2.0.0' && a.lastAttempt?.outcome === 'rolled-back' && a.supervisor?.state === 'running' ? a : null;
+    }, 30_000, 200);
+    await sh(box, 'rm -f "$1"', sick);
+    assert.equal(back.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
+    assert.match(back.lastAttempt.reason.message, new RegExp(`liveness check failed 3 times in a row.*activated by attempt ${up5.json.attemptId}`));
+    assert.deepEqual(await unitProcs(box), [back.supervisor.pid], 'exactly one instance');
+    ran.push('liveness rollback (systemd runner)');
   });
 
   console.log(`whole test (boot excluded): ${Date.now() - t0} ms`);
