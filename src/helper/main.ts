@@ -86,6 +86,7 @@ export async function main(argv: string[]): Promise<number> {
     // a supervisor pass that changed nothing does not touch it.
     const textfile = config.metrics?.textfile ? keepHostTextfile(core, config.metrics.textfile) : null;
     supervisor.onChange = (app, respawned) => textfile?.supervised(app, respawned);
+    windows.onChange = () => textfile?.changed();
     core.receiptStore.onEmitted = (p) => textfile?.receiptSigned(p.outcome);
     // An update, start or stop that ends hands its app back to the supervisor at once. (A first
     // pass does not: the supervisor's own first pass follows the helper's start.)

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { killApps } from '../helpers/app-processes.js';
+import { helperStatus } from '../helpers/helper-status.js';
 import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js';
 
@@ -82,7 +83,7 @@ test('a canary that keeps exiting after its activation is rolled back within the
   assert.equal(ended.nodes[0].state, 'reverted');
 
   // The host: back on 1.0.0, 2.0.0 quarantined; the rollback's receipt names the run's attempt.
-  const st = (await agentctl(h, ['status', 'web', '--json'])).json.apps[0];
+  const st = (await helperStatus(h.root)).apps.find((x: any) => x.name === 'web');
   assert.deepEqual([st.current, st.lastAttempt.reason.code, st.quarantined], ['1.0.0', 'UNHEALTHY_AFTER_ACTIVATION', ['2.0.0']]);
   assert.equal(await fetchVersion(port), '1.0.0');
   const runAttempt = ended.nodes[0].attemptId as string;

@@ -1,11 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, type TestHost } from '../helpers/host.js';
 import { freePort, releaseArgs, type AppBehavior } from '../fixtures/app-releases.js';
 import { processesUnder } from '../helpers/app-processes.js';
+import { helperStatus } from '../helpers/helper-status.js';
+import { valueOf } from '../helpers/prom-text.js';
 import { versionsDir } from '../../src/core/paths.js';
 
 // The watch window after `active` (docs/design.md §17) with a real helper and the process runner:
@@ -19,10 +21,12 @@ import { versionsDir } from '../../src/core/paths.js';
 const fast = { restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 }, stopTimeoutMs: 1000 };
 const config = { apps: { web: processApp(fast) }, supervisor: { sweepMs: 500, pollMs: 100 } };
 
+// Over the helper's socket from this process: the waits poll it (an agentctl per poll would cost
+// 0.2 s of CPU each). agentctl's own output is checked once below.
 async function status(host: TestHost): Promise<any> {
-  const r = await agentctl(host, ['status', 'web', '--json']);
-  assert.equal(r.code, 0, r.stderr);
-  return r.json.apps[0];
+  const s = await helperStatus(host.root);
+  assert.ok(s, 'the helper answers status');
+  return s.apps.find((a: any) => a.name === 'web');
 }
 
 async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
@@ -48,17 +52,40 @@ async function receipts(host: TestHost): Promise<any[]> {
   return (r.json.receipts as any[]).map((x) => x.payload);
 }
 
+// Waits until the textfile's text satisfies `ok`, and returns it.
+async function textfileWhen(file: string, ok: (text: string) => boolean, what: string): Promise<string> {
+  let text = '';
+  await waitFor(what, async () => {
+    text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    return text !== '' && ok(text);
+  }, 20_000).catch((err) => {
+    throw new Error(`${(err as Error).message}; last text:\n${text}`);
+  });
+  return text;
+}
+
 test('a version that keeps exiting after its activation is rolled back on the host inside its window, as a new attempt naming the one it undoes', { timeout: 60_000 }, async (t) => {
   const host = useHost(t, config);
+  const folder = path.join(host.scratch, 'node-exporter');
+  const prom = path.join(folder, 'steward.prom');
+  mkdirSync(folder, { mode: 0o755 });
+  host.writeConfig({ ...config, metrics: { textfile: prom } });
   await host.startHelper();
   const port = await freePort();
   await update(host, '1.0.0', port, {});
-  const bad = await update(host, '2.0.0', port, { crashAfterMs: 1000, watchMs: 30_000 });
+  const bad = await update(host, '2.0.0', port, { crashAfterMs: 1500, watchMs: 30_000 });
   const open = await status(host);
   assert.equal(open.current, '2.0.0');
   assert.deepEqual([open.watch?.version, open.watch?.fromVersion, open.watch?.attemptId, open.watch?.maxRestarts], ['2.0.0', '1.0.0', bad.attemptId, 2]);
   const human = await agentctl(host, ['status']);
-  assert.match(human.stdout, /watching 2\.0\.0 until .* \(0 of 2 exits allowed\)/);
+  assert.match(human.stdout, /watching 2\.0\.0 until .* \([0-2] of 2 exits allowed\)/);
+  const json = await agentctl(host, ['status', 'web', '--json']);
+  const seen = json.json.apps[0].watch;
+  assert.deepEqual([seen?.attemptId, seen?.until, seen?.fromVersion], [open.watch.attemptId, open.watch.until, '1.0.0'], 'agentctl status --json shows the same window');
+  const during = await textfileWhen(prom, (x) => valueOf(x, 'steward_app_watch_window_open', { app: 'web' }) === 1 && (valueOf(x, 'steward_app_watch_window_exits', { app: 'web', version: '2.0.0' }) ?? 0) >= 1, 'the open window with an exit in it');
+  assert.equal(valueOf(during, 'steward_app_last_exit_info', { app: 'web', reason: 'EXIT', code: '3' }), 1, "2.0.0's last exit, code 3");
+  assert.equal(valueOf(during, 'steward_app_watch_window_exits_allowed', { app: 'web', version: '2.0.0' }), 2);
+  assert.equal(valueOf(during, 'steward_app_watch_window_end_timestamp_seconds', { app: 'web', version: '2.0.0' }), open.watch.until / 1000);
 
   const after = await waitFor('the rollback to 1.0.0', async () => {
     const a = await status(host);
@@ -73,6 +100,7 @@ test('a version that keeps exiting after its activation is rolled back on the ho
   assert.equal(after.watch, null, 'the window is closed');
   assert.ok(after.lastAttempt.logFile && existsSync(after.lastAttempt.logFile), "the failed version's log is kept");
   assert.match(readFileSync(after.lastAttempt.logFile, 'utf8'), /version 2\.0\.0/);
+  await textfileWhen(prom, (x) => valueOf(x, 'steward_app_watch_window_open', { app: 'web' }) === 0 && valueOf(x, 'steward_app_info', { app: 'web', version: '1.0.0' }) === 1, 'the closed window');
 
   const mine = (await receipts(host)).find((r) => r.attemptId === after.lastAttempt.attemptId);
   assert.deepEqual([mine?.outcome, mine?.fromVersion, mine?.targetVersion, mine?.reason?.code], ['rolled-back', '1.0.0', '2.0.0', 'UNHEALTHY_AFTER_ACTIVATION']);

@@ -23,6 +23,16 @@ export interface HostTextfile {
 export function keepHostTextfile(core: HelperCore, file: string): HostTextfile {
   const restarts = new Map<string, number>();
   const receipts: Record<string, number> = {};
+  // A watch window closes with time, not with a change: the file is written again when the first
+  // open one ends (unref'd: it never keeps the helper up).
+  let closeTimer: NodeJS.Timeout | null = null;
+  const rewriteAt = (until: number | null) => {
+    if (closeTimer) clearTimeout(closeTimer);
+    closeTimer = null;
+    if (until === null) return;
+    closeTimer = setTimeout(() => keeper.changed(), Math.max(0, until - core.clock.now()) + 50);
+    closeTimer.unref();
+  };
   const render = async (writeErrors: number) => {
     // No `units`: the file never waits on systemctl (systemd's own metrics cover unit apps).
     const status = await readStatus({
@@ -35,6 +45,8 @@ export function keepHostTextfile(core: HelperCore, file: string): HostTextfile {
       now: core.clock.now(),
       ...(core.self ? { ownVersion: core.self.ownVersion } : {}),
     });
+    const ends = status.apps.flatMap((a) => (a.watch ? [a.watch.until] : []));
+    rewriteAt(ends.length ? Math.min(...ends) : null);
     return renderTextfile({
       apps: status.apps.map((a) => ({
         name: a.name,
@@ -46,6 +58,8 @@ export function keepHostTextfile(core: HelperCore, file: string): HostTextfile {
         blocked: a.blocked !== null,
         lastUpdate: a.lastAttempt ? { outcome: a.lastAttempt.outcome, updatedAt: a.lastAttempt.updatedAt } : null,
         restarts: restarts.get(a.name) ?? 0,
+        lastExit: a.supervisor?.lastExit ?? null,
+        watch: a.watch ? { version: a.watch.version, until: a.watch.until, restarts: a.watch.restarts, maxRestarts: a.watch.maxRestarts } : null,
       })),
       receipts,
       writeErrors,

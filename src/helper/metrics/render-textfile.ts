@@ -22,6 +22,10 @@ export interface TextfileApp {
   lastUpdate: { outcome: string; updatedAt: number } | null;
   // Respawns by the supervisor since this helper started.
   restarts: number;
+  // The supervisor's record of the last exit (a process app), or null.
+  lastExit?: { code: number | null; signal: string | null } | null;
+  // The open watch window after `active` (docs/design.md §17), or null.
+  watch?: { version: string; until: number; restarts: number; maxRestarts: number } | null;
 }
 
 export interface TextfileFacts {
@@ -49,6 +53,13 @@ export function renderTextfile(facts: TextfileFacts): string {
   family('steward_app_up', 'gauge', "1 while the supervisor's state of a process app is running.", processApps.map((a) => [{ app: a.name }, flag(a.supervisorState === 'running')]));
   family('steward_app_supervisor_state', 'gauge', "The supervisor's state of a process app: 1 for the state it is in.", processApps.flatMap((a) => (a.supervisorState === null ? [] : SUPERVISOR_STATES.map((s): Sample => [{ app: a.name, state: s }, flag(a.supervisorState === s)]))));
   family('steward_app_restarts_total', 'counter', 'Respawns of a process app by the supervisor since the helper started.', processApps.map((a) => [{ app: a.name }, a.restarts]));
+  family('steward_app_watch_window_open', 'gauge', "1 while a version's watch window after its activation is open (docs/design.md §17).", processApps.map((a) => [{ app: a.name }, flag(Boolean(a.watch))]));
+  const watched = processApps.filter((a) => a.watch);
+  family('steward_app_watch_window_end_timestamp_seconds', 'gauge', 'When the open watch window ends, in seconds since the epoch.', watched.map((a) => [{ app: a.name, version: a.watch!.version }, a.watch!.until / 1000]));
+  family('steward_app_watch_window_exits', 'gauge', 'Exits of the watched version heard in its open window; past steward_app_watch_window_exits_allowed it is rolled back.', watched.map((a) => [{ app: a.name, version: a.watch!.version }, a.watch!.restarts]));
+  family('steward_app_watch_window_exits_allowed', 'gauge', 'Exits the open watch window allows (health.watchMaxRestarts).', watched.map((a) => [{ app: a.name, version: a.watch!.version }, a.watch!.maxRestarts]));
+  const exited = processApps.filter((a) => a.lastExit);
+  family('steward_app_last_exit_info', 'gauge', "How the app's last process ended, always 1: reason EXIT with its code, SIGNAL with its signal, or UNKNOWN (an adopted process).", exited.map((a) => [exitLabels(a.name, a.lastExit!), 1]));
   family('steward_app_held', 'gauge', '1 while an operator hold is on the app (agentctl release-hold clears it).', apps.map((a) => [{ app: a.name }, flag(a.held)]));
   family('steward_app_blocked', 'gauge', '1 while the app is blocked (agentctl recover clears it).', apps.map((a) => [{ app: a.name }, flag(a.blocked)]));
   const updated = apps.filter((a) => a.lastUpdate !== null);
@@ -57,6 +68,14 @@ export function renderTextfile(facts: TextfileFacts): string {
   family('steward_receipts_total', 'counter', 'Receipts the helper signed since it started, by outcome.', RECEIPT_OUTCOMES.map((o) => [{ outcome: o }, facts.receipts[o] ?? 0]));
   family('steward_textfile_write_errors_total', 'counter', 'Writes of this textfile that failed since the helper started (the helper log says why).', [[{}, facts.writeErrors]]);
   return out.join('\n') + '\n';
+}
+
+// The labels of steward_app_last_exit_info: a signal name is the runner's ("SIGKILL"), kept to
+// letters and digits so that nothing an app does can make a label of its own.
+function exitLabels(app: string, e: { code: number | null; signal: string | null }): Record<string, string> {
+  if (e.signal) return { app, reason: 'SIGNAL', code: e.signal.replace(/[^A-Z0-9]/gi, '').slice(0, 16) };
+  if (e.code !== null) return { app, reason: 'EXIT', code: String(e.code) };
+  return { app, reason: 'UNKNOWN', code: '' };
 }
 
 // `{k="v",...}` with the format's escapes (app names and versions have none, by their rules).

@@ -118,6 +118,8 @@ export type RollBack = (app: string, w: WatchWindow, why: string) => Promise<voi
 // passed. One app's exits are handled one at a time.
 export class WatchWindows {
   private readonly chains = new Map<string, Promise<void>>();
+  // Told after each write of a window (the metrics textfile shows its count).
+  onChange: ((app: string) => void) | undefined;
 
   constructor(
     private readonly ctx: UpdateContext,
@@ -147,6 +149,7 @@ export class WatchWindows {
       if (w.closing) return;
       const next: WatchWindow = { ...w, closing: unhealthyReason(w, why) };
       await writeWatch(this.ctx.paths, next);
+      this.onChange?.(app);
       log('liveness app=%s version=%s failed in its watch window -> rollback', app, version);
       this.ask(app, next, next.closing as string);
     });
@@ -174,6 +177,7 @@ export class WatchWindows {
         : '';
     const next: WatchWindow = { ...w, restarts, ...(over && !w.closing ? { closing: unhealthyReason(w, why) } : {}) };
     await writeWatch(this.ctx.paths, next);
+    this.onChange?.(app);
     log('exit app=%s version=%s in its watch window: %d of %d%s', app, w.version, restarts, w.maxRestarts, over ? ' -> rollback' : '');
     if (over && !w.closing) this.ask(app, next, next.closing as string);
   }

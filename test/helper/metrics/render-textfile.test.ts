@@ -44,3 +44,28 @@ test('a host with no app renders text that promtool accepts', (t) => {
   assert.equal(valueOf(text, 'steward_receipts_total', { outcome: 'active' }), 0);
   assert.equal(valueOf(text, 'steward_textfile_write_errors_total'), 0);
 });
+
+test('an open watch window and the last exit are in the textfile (docs/design.md §17)', (t) => {
+  const text = renderTextfile({
+    apps: [
+      app({ name: 'web', current: '2.0.0', supervisorState: 'running', lastExit: { code: 3, signal: null }, watch: { version: '2.0.0', until: 1_800_000_300_000, restarts: 1, maxRestarts: 2 } }),
+      app({ name: 'api', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: 'SIGKILL' } }),
+      app({ name: 'old', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: null } }),
+      app({ name: 'odd', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: 'SIG"}\nX' } }),
+      app({ name: 'fresh' }),
+    ],
+    receipts: {},
+    writeErrors: 0,
+  });
+  assertPromtoolPasses(t, text);
+  assert.deepEqual(['web', 'api', 'fresh'].map((a) => valueOf(text, 'steward_app_watch_window_open', { app: a })), [1, 0, 0]);
+  assert.equal(valueOf(text, 'steward_app_watch_window_end_timestamp_seconds', { app: 'web', version: '2.0.0' }), 1_800_000_300);
+  assert.equal(valueOf(text, 'steward_app_watch_window_exits', { app: 'web', version: '2.0.0' }), 1);
+  assert.equal(valueOf(text, 'steward_app_watch_window_exits_allowed', { app: 'web', version: '2.0.0' }), 2);
+  assert.equal(valueOf(text, 'steward_app_watch_window_exits', { app: 'api', version: '1.0.0' }), undefined, 'no window, no count');
+  assert.equal(valueOf(text, 'steward_app_last_exit_info', { app: 'web', reason: 'EXIT', code: '3' }), 1);
+  assert.equal(valueOf(text, 'steward_app_last_exit_info', { app: 'api', reason: 'SIGNAL', code: 'SIGKILL' }), 1);
+  assert.equal(valueOf(text, 'steward_app_last_exit_info', { app: 'old', reason: 'UNKNOWN', code: '' }), 1);
+  assert.equal(valueOf(text, 'steward_app_last_exit_info', { app: 'odd', reason: 'SIGNAL', code: 'SIGX' }), 1, 'only letters and digits of a signal name');
+  assert.equal(samplesOf(text).filter((s) => s.name === 'steward_app_last_exit_info' && s.labels.app === 'fresh').length, 0);
+});
