@@ -22,6 +22,9 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       held: a.hold !== null && a.hold !== undefined,
       blocked: a.blocked !== null && a.blocked !== undefined,
       supervisor: supervisorOf(a),
+      // v4, only when there is one (appsForVersion strips them for a control plane that did not list 4).
+      ...(a.watch ? { watch: { version: a.watch.version, until: a.watch.until, restarts: a.watch.restarts, maxRestarts: a.watch.maxRestarts } } : {}),
+      ...(a.supervisor?.lastExit ? { lastExit: lastExitOf(a.supervisor.lastExit) } : {}),
       ...(a.self
         ? {
             self: {
@@ -35,6 +38,14 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
     else skipped.push(a.name);
   }
   return { apps: out, skipped };
+}
+
+// An exit as a heartbeat carries it: a code within the schema's range, a signal name of capitals
+// and digits (SIGKILL), anything else null, so that an odd value never drops the whole app.
+function lastExitOf(e: { code: number | null; signal: string | null }): NonNullable<HeartbeatApp['lastExit']> {
+  const code = e.code !== null && Number.isInteger(e.code) && Math.abs(e.code) <= 1_000_000 ? e.code : null;
+  const signal = e.signal?.replace(/[^A-Z0-9]/g, '').slice(0, 16) || null;
+  return { code, signal };
 }
 
 function supervisorOf(a: AppStatus): HeartbeatApp['supervisor'] {
@@ -58,9 +69,11 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 }
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
-// `self.packageReverted` (a control plane that listed 2 but not 3 refuses it).
+// `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
+// without `watch` and `lastExit`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  if (v === 1) return withoutSelf(apps);
-  if (v === 2) return apps.map((a) => (a.self ? { ...a, self: { fallback: a.self.fallback } } : a));
-  return [...apps];
+  const upTo3 = v >= 4 ? [...apps] : apps.map(({ watch: _w, lastExit: _e, ...a }) => a);
+  if (v === 1) return withoutSelf(upTo3);
+  if (v === 2) return upTo3.map((a) => (a.self ? { ...a, self: { fallback: a.self.fallback } } : a));
+  return upTo3;
 }

@@ -16,6 +16,10 @@ export interface AppReport {
   held: boolean;
   blocked: boolean;
   supervisor: { state: string; pid?: number; attempts: number; since: number | null };
+  // Heartbeats v4 (docs/design.md §17): the open watch window after the version's activation, and how
+  // the app's last process ended.
+  watch?: { version: string; until: number; restarts: number; maxRestarts: number } | null;
+  lastExit?: { code: number | null; signal: string | null } | null;
 }
 
 export interface NodeView {

@@ -51,3 +51,18 @@ test("the helper's own app steward is reported as what runs: the helper's versio
     { name: 'steward', current: '0.1.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', pid: process.pid, attempts: 0, since: 1234 }, self: { fallback: null, packageReverted: null } },
   ]);
 });
+
+test('an open watch window and the last exit go into heartbeat v4 only, and an odd exit never drops the app', async () => {
+  const { appsForVersion } = await import('../../src/agent/heartbeat-apps.js');
+  const watch = { attemptId: 'a1', version: '2.0.0', fromVersion: '1.0.0', until: 1_800_000_300_000, restarts: 1, maxRestarts: 2 };
+  const { apps, skipped } = heartbeatApps([
+    app({ name: 'web', current: '2.0.0', watch, supervisor: sup({ lastExit: { code: 3, signal: null } }) }),
+    app({ name: 'api', supervisor: sup({ lastExit: { code: null, signal: 'SIGKILL' } }) }),
+    app({ name: 'odd', supervisor: sup({ lastExit: { code: 2 ** 40, signal: 'sig"kill\n' } }) }),
+  ]);
+  assert.deepEqual(skipped, []);
+  assert.deepEqual(apps[0]?.watch, { version: '2.0.0', until: 1_800_000_300_000, restarts: 1, maxRestarts: 2 });
+  assert.deepEqual(apps.map((a) => a.lastExit), [{ code: 3, signal: null }, { code: null, signal: 'SIGKILL' }, { code: null, signal: null }]);
+  for (const v of [1, 2, 3] as const) assert.ok(appsForVersion(apps, v).every((a) => !('watch' in a) && !('lastExit' in a)), `v${v} carries neither`);
+  assert.deepEqual(appsForVersion(apps, 4), apps);
+});

@@ -329,7 +329,7 @@ test("a heartbeat v2 carries the app steward's FALLBACK (self) and is accepted; 
   const old = verify(body({ v: 1, apps: [steward] }));
   assert.equal(old.ok, false);
   assert.match(old.ok ? '' : old.message, /an app has `self` only in heartbeats v2/);
-  assert.equal(verify(body({ v: 4 })).ok, false, 'a version above the newest is refused');
+  assert.equal(verify(body({ v: 5 })).ok, false, 'a version above the newest is refused');
 });
 
 test("a heartbeat v3 carries the app steward's package trial that reverted (self.packageReverted) and is accepted; in a v2 heartbeat it is refused", () => {
@@ -341,4 +341,18 @@ test("a heartbeat v3 carries the app steward's package trial that reverted (self
   assert.equal(v2.ok, false);
   assert.match(v2.ok ? '' : v2.message, /an app has `self.packageReverted` only in heartbeats v3/);
   assert.ok(verify(body({ v: 2, apps: [{ ...steward, self: { fallback: null } }] })).ok, 'v2 without it is as before');
+});
+
+test('a heartbeat v4 carries an app\'s open watch window and last exit (docs/design.md §17); a v3 heartbeat with them is refused', () => {
+  const web = { name: 'web', current: '2.0.0', previous: '1.0.0', held: false, blocked: false, supervisor: { state: 'running', pid: 7, attempts: 1, since: 1 }, watch: { version: '2.0.0', until: 1_800_000_300_000, restarts: 1, maxRestarts: 2 }, lastExit: { code: 3, signal: null } };
+  const v = verify(body({ v: 4, apps: [web] }));
+  assert.ok(v.ok, v.ok ? '' : v.message);
+  assert.deepEqual([v.heartbeat.apps[0]?.watch, v.heartbeat.apps[0]?.lastExit], [web.watch, web.lastExit]);
+  const v3 = verify(body({ v: 3, apps: [web] }));
+  assert.equal(v3.ok, false);
+  assert.match(v3.ok ? '' : v3.message, /an app has `watch` and `lastExit` only in heartbeats v4/);
+  const { watch: _w, lastExit: _e, ...plain } = web;
+  assert.ok(verify(body({ v: 3, apps: [plain] })).ok, 'v3 without them is as before');
+  assert.equal(verify(body({ v: 4, apps: [{ ...web, lastExit: { code: null, signal: 'kill;rm' } }] })).ok, false, 'a signal name is capitals and digits');
+  assert.equal(verify(body({ v: 4, apps: [{ ...web, watch: { ...web.watch, restarts: -1 } }] })).ok, false);
 });

@@ -59,7 +59,8 @@ test('a canary that keeps exiting after its activation is rolled back within the
   const a = agent;
   // 2.0.0 passes its activation (200 ms stable) and exits 1 s after each start. Its manifest says
   // nothing of a window: the run's bake is the window.
-  const behaviors = { '1.0.0': { stableMs: 100 }, '2.0.0': { stableMs: 200, crashAfterMs: 1000 } } as const;
+  // Four exits allowed: the window stays open some 6 s, for a heartbeat to show it.
+  const behaviors = { '1.0.0': { stableMs: 100 }, '2.0.0': { stableMs: 200, crashAfterMs: 1000, watchMaxRestarts: 4 } } as const;
   for (const [v, b] of Object.entries(behaviors)) {
     const file = path.join(h.scratch, `web-${v}.tgz`);
     writeFileSync(file, appRelease('web', v, port, b));
@@ -71,6 +72,15 @@ test('a canary that keeps exiting after its activation is rolled back within the
   assert.equal(await fetchVersion(port), '1.0.0');
 
   await ctl('rollout', 'start', 'web', '2.0.0', '--canary', nodeId, '--bake', '60s');
+  // While it runs, the node's heartbeats (v4) show the open window with the run's bake as its length.
+  let watched: any = null;
+  await a.waitFor('a heartbeat with the open window', async () => {
+    const app = (await ctl('nodes')).nodes[0]?.apps?.find((x: any) => x.name === 'web');
+    watched = app?.watch?.version === '2.0.0' ? app.watch : null;
+    return watched !== null;
+  }, 30_000);
+  assert.equal(watched.maxRestarts, 4);
+  assert.ok(watched.until > Date.now() + 30_000 && watched.until <= Date.now() + 60_000, `the window is the run's bake (60 s): ends at ${new Date(watched.until).toISOString()}`);
   let ended: any = null;
   await a.waitFor('the run of 2.0.0 to halt', async () => {
     const r = (await ctl('rollout', 'status', 'web')).runs[0];

@@ -67,6 +67,13 @@ export function appCell(a: AppReport | undefined): HTMLTableCellElement {
     state(a.supervisor.state, `${a.supervisor.attempts} start attempts${a.previous ? `, previous ${a.previous}` : ''}`),
     a.held ? flag('held', 'warn', 'an operator on the host holds this app: the control plane changes nothing') : null,
     a.blocked ? flag('blocked', 'bad', 'the helper blocked this app: `agentctl recover` on the host') : null,
+    a.watch
+      ? flag(
+          `watching ${a.watch.restarts}/${a.watch.maxRestarts}`,
+          'warn',
+          `${a.watch.version} is watched until ${exactTime(a.watch.until)}: ${a.watch.restarts} exits heard, ${a.watch.maxRestarts} allowed before the host rolls it back`,
+        )
+      : null,
   );
 }
 
