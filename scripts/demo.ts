@@ -66,10 +66,10 @@ async function main(): Promise<number> {
     });
     say(`steward-control listening on ${url}, database ${db}`);
 
-    step('A release key, and three releases of web in the catalog (v3 is broken: it exits at start)');
+    step('A release key, and four releases of web in the catalog (v3 is broken: it exits at start; v2.1 exits a few seconds after)');
     await control(db, ['keys', 'create', '--out', path.join(cpDir, 'keys')]);
     const key = path.join(cpDir, 'keys/release.key');
-    for (const [version, broken] of [['1.0.0', false], ['2.0.0', false], ['3.0.0', true]] as const) {
+    for (const [version, broken] of [['1.0.0', false], ['2.0.0', false], ['2.1.0', 'late'], ['3.0.0', true]] as const) {
       const tgz = buildRelease(work, version, broken);
       await control(db, ['release', 'add', 'web', version, '--file', tgz, '--base-url', url, '--key', key]);
     }
@@ -129,6 +129,13 @@ async function main(): Promise<number> {
     if (!tail.includes('cannot read its settings')) throw new Error(`the rollback's receipt carries no log lines of 3.0.0: ${JSON.stringify(tail)}`);
     say('why, in its own words: the rollback\'s receipt carries the last lines 3.0.0 wrote');
     await control(db, ['receipts', '--app', 'web', '--select', 'env=staging', '--logs']);
+
+    step('v2.1 to staging: it passes its check, then keeps exiting; the host rolls it back inside its watch window (the run\'s bake) and the run halts');
+    await control(db, ['rollout', 'start', 'web', '2.1.0', '--select', 'env=staging', '--bake', '30s', '--verdict-timeout', '60s']);
+    const r21 = await untilEnded(db, '2.1.0');
+    if (r21.status !== 'halted') throw new Error(`the rollout of 2.1.0 ended ${r21.status}, not halted`);
+    if ((await currentOf(staging)) !== '1.0.0') throw new Error(`${staging.name} does not run 1.0.0 after the rollback of 2.1.0`);
+    say(`${staging.name} confirmed 2.1.0, then heard it exit twice within its window (its release allows one exit) and rolled it back: UNHEALTHY_AFTER_ACTIVATION, the canary's revert`);
 
     step('v2 to prod, then an operator rolls prod-3 back by hand; the control plane does not undo it');
     await control(db, ['rollout', 'start', 'web', '2.0.0', '--select', 'env=prod', '--canaries', '0', '--batch', '100%', '--bake', '0', '--verdict-timeout', '60s']);
