@@ -24,7 +24,12 @@ test('every steward metric served has its row in docs/metrics.md, and every row 
   try {
     const control = await createControlMetrics({ store, cacheMs: 0, processMetrics: false }).registry.metrics();
     const host = renderTextfile({
-      apps: [{ name: 'web', runner: 'process', current: '1.0.0', supervisorState: 'running', held: false, blocked: false, lastUpdate: { outcome: 'active', updatedAt: 1 }, restarts: 0 }],
+      apps: [
+        {
+          name: 'web', runner: 'process', current: '1.0.0', supervisorState: 'running', held: false, blocked: false, lastUpdate: { outcome: 'active', updatedAt: 1 }, restarts: 0,
+          lastExit: { code: 3, signal: null }, watch: { version: '1.0.0', until: 2, restarts: 1, maxRestarts: 2 },
+        },
+      ],
       receipts: {},
       writeErrors: 0,
     });
