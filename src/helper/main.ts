@@ -81,7 +81,10 @@ export async function main(argv: string[]): Promise<number> {
     const windows = new WatchWindows(core, (app, w, why) => rollBackByWindow(core, app, w, why));
     supervisor.onExit = (app, exit, gaveUp) => void windows.exited(app, exit, gaveUp);
     // Liveness of running apps (§17): a failure within a window rolls back, else restarts.
-    const liveness = new LivenessChecks(core, { failed: (app, version, why) => windows.breach(app, version, why) });
+    const liveness = new LivenessChecks(core, {
+      failed: (app, version, why) => windows.breach(app, version, why),
+      stopped: (app) => void supervisor.requestPass(`liveness restart of ${app}`),
+    });
     // The node_exporter textfile (docs/design.md §12), rewritten after each change and at no other time:
     // a supervisor pass that changed nothing does not touch it.
     const textfile = config.metrics?.textfile ? keepHostTextfile(core, config.metrics.textfile) : null;

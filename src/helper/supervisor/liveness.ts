@@ -31,6 +31,9 @@ export interface LivenessHooks {
   // The version failed `failureThreshold` checks in a row. Returns true when its watch window
   // took it (a rollback follows); false to have the process restarted.
   failed(app: string, version: string, why: string): Promise<boolean>;
+  // The failing process was stopped and the app's lock released: the supervisor's pass respawns
+  // it (the pass its exit asked for found the lock held, and skipped the app).
+  stopped(app: string): void;
 }
 
 export class LivenessChecks {
@@ -126,5 +129,6 @@ export class LivenessChecks {
     } finally {
       held.release();
     }
+    this.hooks.stopped(app);
   }
 }

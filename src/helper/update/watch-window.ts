@@ -129,8 +129,12 @@ export class WatchWindows {
   // An exit of `app`'s process the supervisor heard (not a stop it asked for); `gaveUp`: its
   // budget is spent and it stays down (`error`).
   exited(app: string, exit: ExitInfo, gaveUp: boolean): Promise<void> {
-    const run = (this.chains.get(app) ?? Promise.resolve()).then(() => this.onExit(app, exit, gaveUp));
-    const tail = run.catch((err) => log('watch app=%s: %s', app, (err as Error).message));
+    return this.serially(app, () => this.onExit(app, exit, gaveUp));
+  }
+
+  // Runs `fn` after the app's earlier window work; an error is logged, never thrown.
+  private serially(app: string, fn: () => Promise<void>): Promise<void> {
+    const tail = (this.chains.get(app) ?? Promise.resolve()).then(fn).catch((err) => log('watch app=%s: %s', app, (err as Error).message));
     this.chains.set(app, tail);
     void tail.then(() => {
       if (this.chains.get(app) === tail) this.chains.delete(app);
@@ -142,7 +146,7 @@ export class WatchWindows {
   // is asked for, false when no window of that version is open.
   breach(app: string, version: string, why: string): Promise<boolean> {
     let took = false;
-    const run = (this.chains.get(app) ?? Promise.resolve()).then(async () => {
+    return this.serially(app, async () => {
       const w = await openWatch(this.ctx, app);
       if (!w || w.version !== version) return;
       took = true;
@@ -152,10 +156,7 @@ export class WatchWindows {
       this.onChange?.(app);
       log('liveness app=%s version=%s failed in its watch window -> rollback', app, version);
       this.ask(app, next, next.closing as string);
-    });
-    const tail = run.catch((err) => log('watch app=%s: %s', app, (err as Error).message));
-    this.chains.set(app, tail);
-    return tail.then(() => took);
+    }).then(() => took);
   }
 
   // At the helper's start: a window whose rollback was asked for and never done (the helper
