@@ -59,8 +59,9 @@ test('a canary that keeps exiting after its activation is rolled back within the
   const a = agent;
   // 2.0.0 passes its activation (200 ms stable) and exits 1 s after each start. Its manifest says
   // nothing of a window: the run's bake is the window.
-  // Four exits allowed: the window stays open some 6 s, for a heartbeat to show it.
-  const behaviors = { '1.0.0': { stableMs: 100 }, '2.0.0': { stableMs: 200, crashAfterMs: 1000, watchMaxRestarts: 4 } } as const;
+  // Four exits allowed, 2 s apart or more: the window stays open some 12 s, for a heartbeat (every
+  // second) to show it to a poll of `nodes` (a CLI run, seconds apart on a loaded machine).
+  const behaviors = { '1.0.0': { stableMs: 100 }, '2.0.0': { stableMs: 200, crashAfterMs: 2000, watchMaxRestarts: 4 } } as const;
   for (const [v, b] of Object.entries(behaviors)) {
     const file = path.join(h.scratch, `web-${v}.tgz`);
     writeFileSync(file, appRelease('web', v, port, b));
