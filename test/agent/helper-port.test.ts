@@ -6,7 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { socketHelper } from '../../src/agent/helper-port.js';
 
-test('the update the agent sends to helper.sock carries the control plane attemptId and noWait, and never force, allowDowngrade or allowUnsigned', async () => {
+// A helper.sock that records each request line and accepts it, or refuses a request holding the
+// key `refused()` names as an older helper does (BAD_REQUEST naming the unknown key).
+async function fakeHelper(refused: () => string | null = () => null) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-port-'));
   const sock = path.join(dir, 'helper.sock');
   const lines: string[] = [];
@@ -18,10 +20,25 @@ test('the update the agent sends to helper.sock carries the control plane attemp
       if (nl < 0) return;
       lines.push(buf.slice(0, nl));
       const req = JSON.parse(buf.slice(0, nl));
-      s.end(JSON.stringify({ id: req.id, ok: true, result: { attemptId: req.attemptId, app: req.app, accepted: true } }) + '\n');
+      const key = refused();
+      if (key !== null && key in req) s.end(JSON.stringify({ id: req.id, ok: false, error: { code: 'BAD_REQUEST', message: `invalid update request: Unrecognized key: "${key}"` } }) + '\n');
+      else s.end(JSON.stringify({ id: req.id, ok: true, result: { attemptId: req.attemptId, app: req.app, accepted: true } }) + '\n');
     });
   });
   await new Promise<void>((r) => server.listen(sock, () => r()));
+  return {
+    sock,
+    lines,
+    close: () => {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+test('the update the agent sends to helper.sock carries the control plane attemptId and noWait, and never force, allowDowngrade or allowUnsigned', async () => {
+  const fake = await fakeHelper();
+  const { sock, lines } = fake;
   try {
     const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
     const answer = await socketHelper(sock).update({ app: 'web', version: '2.0.0', attemptId: 'run-9.web', manifest });
@@ -34,73 +51,40 @@ test('the update the agent sends to helper.sock carries the control plane attemp
     assert.deepEqual(req.manifest, manifest);
     for (const k of ['force', 'allowDowngrade', 'allowUnsigned', 'path', 'upload', 'integrity']) assert.equal(k in req, false, `${k} is never sent`);
   } finally {
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
+    fake.close();
   }
 });
 
 test("the update carries the entry's notAfter; a helper that does not know the key is asked once more without it", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-port-'));
-  const sock = path.join(dir, 'helper.sock');
-  const lines: string[] = [];
   let knowsNotAfter = true;
-  const server = net.createServer((s) => {
-    let buf = '';
-    s.on('data', (c) => {
-      buf += c;
-      const nl = buf.indexOf('\n');
-      if (nl < 0) return;
-      lines.push(buf.slice(0, nl));
-      const req = JSON.parse(buf.slice(0, nl));
-      if (!knowsNotAfter && 'notAfter' in req) s.end(JSON.stringify({ id: req.id, ok: false, error: { code: 'BAD_REQUEST', message: 'invalid update request: Unrecognized key: "notAfter"' } }) + '\n');
-      else s.end(JSON.stringify({ id: req.id, ok: true, result: { attemptId: req.attemptId, app: req.app, accepted: true } }) + '\n');
-    });
-  });
-  await new Promise<void>((r) => server.listen(sock, () => r()));
+  const fake = await fakeHelper(() => (knowsNotAfter ? null : 'notAfter'));
   try {
     const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
     const e = { app: 'web', version: '2.0.0', attemptId: 'r1-x', manifest, notAfter: 1_800_000_000_000 };
-    await socketHelper(sock).update(e);
-    assert.equal(JSON.parse(lines[0] as string).notAfter, 1_800_000_000_000);
+    await socketHelper(fake.sock).update(e);
+    assert.equal(JSON.parse(fake.lines[0] as string).notAfter, 1_800_000_000_000);
     knowsNotAfter = false;
-    lines.length = 0;
-    assert.deepEqual(await socketHelper(sock).update(e), { attemptId: 'r1-x', app: 'web', accepted: true });
-    assert.deepEqual(lines.map((l) => 'notAfter' in JSON.parse(l)), [true, false]);
+    fake.lines.length = 0;
+    assert.deepEqual(await socketHelper(fake.sock).update(e), { attemptId: 'r1-x', app: 'web', accepted: true });
+    assert.deepEqual(fake.lines.map((l) => 'notAfter' in JSON.parse(l)), [true, false]);
   } finally {
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
+    fake.close();
   }
 });
 
 test("the update carries the entry's watchMs (the run's bake); a helper from before watch windows is asked once more without it, notAfter kept", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-agent-port-'));
-  const sock = path.join(dir, 'helper.sock');
-  const lines: string[] = [];
   let knowsWatch = true;
-  const server = net.createServer((s) => {
-    let buf = '';
-    s.on('data', (c) => {
-      buf += c;
-      const nl = buf.indexOf('\n');
-      if (nl < 0) return;
-      lines.push(buf.slice(0, nl));
-      const req = JSON.parse(buf.slice(0, nl));
-      if (!knowsWatch && 'watchMs' in req) s.end(JSON.stringify({ id: req.id, ok: false, error: { code: 'BAD_REQUEST', message: 'invalid update request: Unrecognized key: "watchMs"' } }) + '\n');
-      else s.end(JSON.stringify({ id: req.id, ok: true, result: { attemptId: req.attemptId, app: req.app, accepted: true } }) + '\n');
-    });
-  });
-  await new Promise<void>((r) => server.listen(sock, () => r()));
+  const fake = await fakeHelper(() => (knowsWatch ? null : 'watchMs'));
   try {
     const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
     const e = { app: 'web', version: '2.0.0', attemptId: 'r1-x', manifest, notAfter: 1_800_000_000_000, watchMs: 60_000 };
-    await socketHelper(sock).update(e);
-    assert.deepEqual([JSON.parse(lines[0] as string).watchMs, JSON.parse(lines[0] as string).notAfter], [60_000, 1_800_000_000_000]);
+    await socketHelper(fake.sock).update(e);
+    assert.deepEqual([JSON.parse(fake.lines[0] as string).watchMs, JSON.parse(fake.lines[0] as string).notAfter], [60_000, 1_800_000_000_000]);
     knowsWatch = false;
-    lines.length = 0;
-    assert.deepEqual(await socketHelper(sock).update(e), { attemptId: 'r1-x', app: 'web', accepted: true });
-    assert.deepEqual(lines.map((l) => ['watchMs' in JSON.parse(l), 'notAfter' in JSON.parse(l)]), [[true, true], [false, true]]);
+    fake.lines.length = 0;
+    assert.deepEqual(await socketHelper(fake.sock).update(e), { attemptId: 'r1-x', app: 'web', accepted: true });
+    assert.deepEqual(fake.lines.map((l) => ['watchMs' in JSON.parse(l), 'notAfter' in JSON.parse(l)]), [[true, true], [false, true]]);
   } finally {
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
+    fake.close();
   }
 });

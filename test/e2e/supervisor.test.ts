@@ -6,6 +6,7 @@ import { versionsDir } from '../../src/core/paths.js';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, type TestHost } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
+import { waitFor as poll } from '../helpers/systemd-container.js';
 
 // Fast respawn policy for tests: waits of 0, 200, 400, 800, 1000 ms.
 const fast = { restart: { baseMs: 100, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 }, stopTimeoutMs: 1000 };
@@ -17,15 +18,8 @@ async function status(host: TestHost): Promise<any> {
   return r.json.apps[0];
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+// Polls every 100 ms (helper-status.ts pollPause: longer after a slow check), for up to `timeoutMs`.
+const waitFor = <T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000) => poll(what, fn, timeoutMs, 100);
 
 // Live session leaders running from the app's release trees: the app's instances.
 async function instances(host: TestHost): Promise<number[]> {

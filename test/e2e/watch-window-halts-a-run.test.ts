@@ -1,13 +1,12 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
-import { killApps } from '../helpers/app-processes.js';
+import { agentctl, processApp } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
 import { helperStatus } from '../helpers/helper-status.js';
-import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
+import { startAgentProcess } from '../helpers/agent-process.js';
+import { controlCli, startControlDaemon } from '../helpers/fleet.js';
 import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js';
 
 // The watch window in a run (docs/design.md §17), with the real steward-control, agent and helper:
@@ -15,48 +14,28 @@ import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js'
 // keeps exiting is rolled back on the host, its receipt (payload v3) names the run's attempt as
 // its cause, and the run halts at the canary with the reason.
 
-const CTL = path.join(REPO, 'bin/steward-control.js');
-const run = promisify(execFile);
-let host: TestHost | undefined;
-let helper: HelperProcess | undefined;
-let agent: AgentProcess | undefined;
-let serve: ChildProcess | undefined;
-
-after(async () => {
-  await agent?.stop();
-  await helper?.stop();
-  serve?.kill('SIGTERM');
-  if (host) killApps(host, ['web']);
-  host?.cleanup();
-});
-
-test('a canary that keeps exiting after its activation is rolled back within the bake sent as its window, and the run halts with UNHEALTHY_AFTER_ACTIVATION', { timeout: 120_000 }, async () => {
+test('a canary that keeps exiting after its activation is rolled back within the bake sent as its window, and the run halts with UNHEALTHY_AFTER_ACTIVATION', { timeout: 120_000 }, async (t) => {
   const port = await freePort();
-  host = makeHost({ apps: { web: processApp({ stopTimeoutMs: 1000, restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 } }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
-  const h = host;
+  const h = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000, restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 } }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
   const db = path.join(h.scratch, 'control.db');
-  const ctl = async (...args: string[]) => JSON.parse((await run(process.execPath, [CTL, ...args, '--db', db, '--json'], { encoding: 'utf8' })).stdout);
+  const ctl = async (...args: string[]) => {
+    const r = await controlCli(db, [...args, '--json']);
+    assert.equal(r.code, 0, `steward-control ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    return r.json;
+  };
+  const control = await startControlDaemon(db, 0, 1);
+  h.stopFirst(() => control.stop());
+  const url = control.url;
   const keys = await ctl('keys', 'create', '--out', path.join(h.scratch, 'keys'));
   mkdirSync(path.join(h.paths.trustedKeysDir, 'web'), { recursive: true });
   copyFileSync(keys.publicKeyFile, path.join(h.paths.trustedKeysDir, 'web', 'release.pub'));
-  helper = await startHelper(h);
+  await h.startHelper();
 
-  const s = spawn(process.execPath, [CTL, 'serve', '--init', '--db', db, '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  serve = s;
-  s.stderr?.resume();
-  const url = await new Promise<string>((resolve, reject) => {
-    s.once('exit', (code) => reject(new Error(`steward-control serve exited ${code}`)));
-    s.stdout?.on('data', (c) => {
-      const m = /listening on (\S+)/.exec(String(c));
-      if (m) resolve(m[1] as string);
-    });
-  });
   const { token } = await ctl('token', 'create');
   const enrolled = await agentctl(h, ['enroll', '--control-plane', url, '--token', token, '--json']);
   assert.equal(enrolled.code, 0, enrolled.stderr + enrolled.stdout);
   const nodeId = enrolled.json.nodeId as string;
-  agent = startAgentProcess(h);
-  const a = agent;
+  const a = startAgentProcess(h);
   // 2.0.0 passes its activation (200 ms stable) and exits 1 s after each start. Its manifest says
   // nothing of a window: the run's bake is the window.
   // Four exits allowed, 2 s apart or more: the window stays open some 12 s, for a heartbeat (every

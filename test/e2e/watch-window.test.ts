@@ -9,6 +9,7 @@ import { processesUnder } from '../helpers/app-processes.js';
 import { helperStatus } from '../helpers/helper-status.js';
 import { valueOf } from '../helpers/prom-text.js';
 import { versionsDir } from '../../src/core/paths.js';
+import { waitFor as poll } from '../helpers/systemd-container.js';
 
 // The watch window after `active` (docs/design.md §17) with a real helper and the process runner:
 // a version that passes its activation and then keeps exiting is rolled back on the host, as a
@@ -29,15 +30,8 @@ async function status(host: TestHost): Promise<any> {
   return s.apps.find((a: any) => a.name === 'web');
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+// Polls every 100 ms (helper-status.ts pollPause: longer after a slow check), for up to `timeoutMs`.
+const waitFor = <T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000) => poll(what, fn, timeoutMs, 100);
 
 async function update(host: TestHost, version: string, port: number, behavior: AppBehavior): Promise<any> {
   const r = await agentctl(host, ['update', 'web', version, ...releaseArgs(host.scratch, 'web', version, port, { stableMs: 200, ...behavior }), '--json']);

@@ -1,4 +1,4 @@
-import { readWatch } from '../update/watch-window.js';
+import { isOpen, readWatch } from '../update/watch-window.js';
 import type { Journal } from '../../core/journal-schema.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { quarantineInForce } from '../../core/quarantine.js';
@@ -129,9 +129,10 @@ async function unitInfo(units: UnitControl, name: string): Promise<AppStatus['un
   }
 }
 
-// The app's open watch window, as watch-window.ts openWatch judges it, or null.
+// The app's open watch window (watch-window.ts isOpen, with the journal and `current` status read
+// already), or null.
 async function watchOf(ctx: StatusContext, app: string, j: Journal | null, current: string | null): Promise<AppStatus['watch']> {
   const w = await readWatch(ctx.paths, app);
-  if (!w || ctx.now >= w.until || !j || j.attemptId !== w.attemptId || j.outcome !== 'active' || current !== w.version) return null;
+  if (!w || !isOpen(w, app, j, current, ctx.now)) return null;
   return { attemptId: w.attemptId, version: w.version, fromVersion: w.fromVersion, until: w.until, restarts: w.restarts, maxRestarts: w.maxRestarts, ...(w.closing ? { closing: w.closing } : {}) };
 }

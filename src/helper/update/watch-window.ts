@@ -18,6 +18,7 @@ import type { ExitInfo } from '../runners/runner.js';
 import { readCurrent } from '../release-store.js';
 import type { UpdateContext } from './context.js';
 import { readJournal } from './journal.js';
+import type { Journal } from '../../core/journal-schema.js';
 
 const log = logger('helper:watch');
 
@@ -84,15 +85,21 @@ export async function removeWatch(paths: HostPaths, app: string): Promise<void> 
   await fsp.rm(watchFile(paths, app), { force: true });
 }
 
-// The app's window if it is open at `now`: its attempt is the journal's, `active`, and `current`
-// resolves to its version.
+// Whether window `w` of `app` is open at `now`: its attempt is the journal's, `active`, and
+// `current` resolves to its version (`current`: that version, or null when not valid).
+export function isOpen(w: WatchWindow, app: string, journal: Journal | null, current: string | null, now: number): boolean {
+  if (w.app !== app || now >= w.until) return false;
+  if (journal?.attemptId !== w.attemptId || journal.outcome !== 'active' || journal.targetVersion !== w.version) return false;
+  return current === w.version;
+}
+
+// The app's window if it is open now (isOpen), read from the disk.
 export async function openWatch(ctx: UpdateContext, app: string): Promise<WatchWindow | null> {
   const w = await readWatch(ctx.paths, app);
   if (!w || w.app !== app || ctx.clock.now() >= w.until) return null;
   const j = await readJournal(ctx.paths, app).catch(() => null);
-  if (j?.state !== 'ok' || j.journal.attemptId !== w.attemptId || j.journal.outcome !== 'active' || j.journal.targetVersion !== w.version) return null;
   const cur = await readCurrent(ctx.paths, app).catch(() => null);
-  return cur?.state === 'valid' && cur.version === w.version ? w : null;
+  return isOpen(w, app, j?.state === 'ok' ? j.journal : null, cur?.state === 'valid' ? cur.version : null, ctx.clock.now()) ? w : null;
 }
 
 // The reason message of a rollback by the window, naming the attempt it undoes.
