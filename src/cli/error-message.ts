@@ -29,6 +29,8 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   RELEASE_INVALID: { exit: EXIT.refused, hint: 'the release or its steward-release.json is not valid for this app' },
   FETCH_FAILED: { exit: EXIT.refused, hint: 'the release could not be downloaded' },
   REPLACEMENT_UNHEALTHY: { exit: EXIT.rolledBack, hint: 'the new version failed its health check and was rolled back' },
+  APP_NOT_READY: { exit: EXIT.rolledBack, hint: 'the new version never wrote the newline on STEWARD_READY_FD that says it is ready, within health.timeoutMs, and was rolled back' },
+  READY_FD_CLOSED: { exit: EXIT.rolledBack, hint: 'the new version closed STEWARD_READY_FD (or exited) without writing the newline that says it is ready, and was rolled back' },
   AGENT_UNCONFIRMED: { exit: EXIT.rolledBack, hint: 'the new steward-agent did not confirm a heartbeat the control plane answered in time and was rolled back' },
   ROLLBACK_UNHEALTHY: { exit: EXIT.failure, hint: 'the new version failed and the previous one is unhealthy too' },
   ACTIVATION_INTERRUPTED: { exit: EXIT.rolledBack, hint: 'an activation was interrupted and rolled back at the helper start' },

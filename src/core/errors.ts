@@ -29,6 +29,8 @@ export const OUTCOME_CODES = [
   'ALREADY_ACTIVE',
   'JOURNAL_INVALID',
   'AGENT_UNCONFIRMED', // a new steward-agent confirmed no answered heartbeat in time: rolled back
+  'APP_NOT_READY', // a start.ready "fd" version wrote no newline on STEWARD_READY_FD within health.timeoutMs: rolled back (§17)
+  'READY_FD_CLOSED', // a start.ready "fd" version closed STEWARD_READY_FD (or exited) without the newline: rolled back (§17)
   'FALLBACK',
   'HANDOVER_TIMEOUT', // a self-update's restart never came: the handover was withdrawn, nothing ran the candidate
 ] as const;

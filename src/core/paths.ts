@@ -23,6 +23,7 @@ export interface HostPaths {
   appStateRoot: string;
   logDir: string;
   runDir: string;
+  appFdsDir: string;
   helperSock: string;
   adminSock: string;
   helperLock: string;
@@ -52,6 +53,8 @@ export function hostPaths(root: string): HostPaths {
     appStateRoot: r('/var/lib/steward-apps'),
     logDir: r('/var/log/steward'),
     runDir: r('/run/steward'),
+    // The FIFOs of apps' readiness and watchdog fds (docs/design.md §17): root's, 0711.
+    appFdsDir: r('/run/steward-fds'),
     helperSock: r('/run/steward/helper.sock'),
     adminSock: r('/run/steward/admin.sock'),
     helperLock: r('/run/steward/helper.lock'),

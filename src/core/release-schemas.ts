@@ -84,6 +84,16 @@ const healthSchema = z
     z.refine((h) => !(h.confirm && (h.http || h.tcp)), 'health.confirm takes no http or tcp'),
   );
 
+// start.watchdogMs: whole milliseconds from 100 ms (a timer's tick on a busy host is not finer) to an
+// hour (a watchdog that slow catches nothing a liveness check would not).
+export const WATCHDOG_MIN_MS = 100;
+export const WATCHDOG_MAX_MS = 3_600_000;
+const watchdogMsSchema = z
+  .number()
+  .check(
+    z.refine((v) => Number.isInteger(v) && v >= WATCHDOG_MIN_MS && v <= WATCHDOG_MAX_MS, `start.watchdogMs must be a whole number of milliseconds from ${WATCHDOG_MIN_MS} to ${WATCHDOG_MAX_MS} (an hour)`),
+  );
+
 // steward-release.json at the root of a release tarball (docs/design.md §3).
 export const releaseFileSchema = z.strictObject({
   name: appNameSchema,
@@ -94,6 +104,12 @@ export const releaseFileSchema = z.strictObject({
         .array(z.string().check(z.minLength(1), z.maxLength(4096), z.refine((v) => !v.includes('\0'), 'no NUL')))
         .check(z.minLength(1), z.maxLength(256)),
       env: z._default(z.record(z.string().check(z.regex(ENV_KEY_RE, 'env keys match ^[A-Z_][A-Z0-9_]{0,127}$')), envValueSchema), {}),
+      // Readiness (docs/design.md §17, docs/app-contract.md): the app gets STEWARD_READY_FD and writes
+      // one newline on it when it is ready; an activation waits for it before its health check.
+      ready: z.optional(z.literal('fd')),
+      // The watchdog (docs/design.md §17): the app gets STEWARD_WATCHDOG_FD and writes a newline at
+      // least every watchdogMs / 2 ms; a process silent for longer is killed (reason WATCHDOG).
+      watchdogMs: z.optional(watchdogMsSchema),
     }),
   ),
   health: z.optional(healthSchema),

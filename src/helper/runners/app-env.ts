@@ -1,10 +1,12 @@
 import os from 'node:os';
 import { APP_PATH } from '../../platform/systemd.js';
+import { appFdEnv } from './app-fds.js';
 import type { StartSpec } from './runner.js';
 
 // The environment of a `process` app, built from nothing (docs/design.md §5): nothing of the
 // helper's own environment leaks into the app; start.env comes after steward's own variables,
-// except STEWARD_INSTANCE, which a release cannot set: it is the proof of the app's processes.
+// except STEWARD_INSTANCE, which a release cannot set: it is the proof of the app's processes,
+// and the fd numbers of STEWARD_READY_FD and STEWARD_WATCHDOG_FD, which are the runner's.
 export function buildAppEnv(spec: StartSpec): Record<string, string> {
   const self = spec.runAs ? null : os.userInfo();
   const user = spec.runAs ? spec.runAs.name : (self?.username ?? '');
@@ -20,5 +22,6 @@ export function buildAppEnv(spec: StartSpec): Record<string, string> {
     STATE_DIRECTORY: spec.stateDir,
     ...spec.env,
     STEWARD_INSTANCE: spec.instance,
+    ...appFdEnv(spec.fds),
   };
 }

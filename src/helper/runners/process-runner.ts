@@ -13,6 +13,7 @@ import {
   type ProcIdentity,
 } from '../../platform/proc-identity.js';
 import { buildAppEnv } from './app-env.js';
+import { openChildFds } from './child-fds.js';
 import { appCgroupDir, enterCgroup, leaveCgroup, removeAppCgroup, type CgroupHome } from './app-cgroup.js';
 import { findAppMembers } from './app-members.js';
 import { readProcStat } from './process-group.js';
@@ -176,13 +177,15 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
   if (file === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
   const ids = spec.runAs && process.getuid?.() === 0 ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {};
   let child: ChildProcess;
+  // The readiness and watchdog FIFOs as fds 3 and 4 (child-fds.ts); closed here once the child has its copies.
+  const fds = openChildFds(spec.fds, what);
   try {
     child = spawnIn(spec.app, () =>
       spawn(file, args, {
         cwd: spec.cwd,
         env: buildAppEnv(spec),
         detached: true, // setsid(): its own session and process group
-        stdio: ['ignore', logFd, logFd],
+        stdio: ['ignore', logFd, logFd, ...fds.list],
         shell: false,
         ...ids,
       }),
@@ -190,6 +193,8 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
   } catch (err) {
     if (err instanceof StewardError) throw err;
     throw spawnError(err, file, what);
+  } finally {
+    fds.close();
   }
   // Read at once, before the event loop can reap a child that exits immediately.
   const statText = child.pid === undefined ? null : readStatSync(child.pid);

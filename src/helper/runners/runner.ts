@@ -1,4 +1,5 @@
 import type { ProcIdentity } from '../../platform/proc-identity.js';
+import type { AppFdPaths } from './app-fds.js';
 
 // The account an app runs as; null means the helper's own user (only when not root).
 export interface RunAs {
@@ -24,6 +25,9 @@ export interface StartSpec {
   // The app's instance token (run record `instance`), already durable in its record: it goes into
   // the app's environment as STEWARD_INSTANCE, where it is the proof that a process is the app's.
   instance: string;
+  // The FIFOs handed to the app as its readiness and watchdog fds (app-fds.ts), when its release
+  // asks for them: fd 3, then 4, named in STEWARD_READY_FD and STEWARD_WATCHDOG_FD.
+  fds?: AppFdPaths;
 }
 
 // What a runner may stop of one app: its recorded main process and every process that proves to

@@ -9,6 +9,7 @@ import { logger } from '../../platform/log.js';
 import { isSameProcessAlive, readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
 import { APP_PATH, appUnitName } from '../../platform/systemd.js';
 import { buildAppEnv } from './app-env.js';
+import { wrapWithFdOpener } from './app-fds.js';
 import { prepareStateDirSync } from './state-dir.js';
 import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 import { parseUnitShow, systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
@@ -193,7 +194,9 @@ export function systemdRunArgs(spec: StartSpec, unit: string, stopTimeoutMs: num
   ];
   if (spec.runAs) args.push('-p', `User=${spec.runAs.name}`, '-p', `Group=${spec.runAs.gid}`);
   for (const [k, v] of Object.entries(buildAppEnv(spec))) args.push(`--setenv=${k}=${v}`);
-  args.push('--', ...spec.command.map((a, i) => (i === 0 ? a : a.replaceAll('$', () => '$$'))));
+  // The readiness and watchdog FIFOs: systemd-run cannot pass an fd, so a `sh` in the unit opens them (app-fds.ts).
+  const command = wrapWithFdOpener(spec.command, spec.fds);
+  args.push('--', ...command.map((a, i) => (i === 0 ? a : a.replaceAll('$', () => '$$'))));
   return args;
 }
 

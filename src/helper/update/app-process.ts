@@ -9,6 +9,7 @@ import { readFileNoFollow } from '../../platform/fs-atomic.js';
 import { cachedParse, keepParse } from '../../platform/parse-cache.js';
 import { logger } from '../../platform/log.js';
 import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
+import { ensureAppFds, removeAppFds } from '../runners/app-fds.js';
 import type { AppTarget, StartedProcess } from '../runners/runner.js';
 import type { RunRecord } from '../../core/run-record-schema.js';
 import { checkReleaseFile } from '../stage/check-release-file.js';
@@ -97,6 +98,9 @@ export async function startVersion(
   const runAs = await ctx.runAs(app);
   const rec = await readRunRecord(ctx.paths, app).catch(() => null);
   const instance = await ensureInstance(ctx, app, version, rec);
+  // The readiness and watchdog FIFOs its release asks for (reused from the start before: a
+  // respawn makes none), and none it does not.
+  const fds = await ensureAppFds(ctx.paths, app, rf.start, runAs?.uid ?? null);
   const proc = await ctx.runner.start({
     app,
     version,
@@ -107,6 +111,7 @@ export async function startVersion(
     logFile,
     stateDir: path.join(ctx.paths.appStateRoot, app),
     instance,
+    ...(fds.ready || fds.watchdog ? { fds } : {}),
   });
   // A version's respawns are its own: the start of another version than the record's (an
   // update, a rollback) counts from 0, never on from the last version's restarts.
@@ -192,6 +197,8 @@ export async function stopApp(ctx: UpdateContext, app: string, opts: { startsNex
   const timeoutMs = cfg?.runner === 'process' ? cfg.stopTimeoutMs : ctx.stopTimeoutMs;
   await ctx.runner.stop(await appTarget(ctx, app, rec), { timeoutMs });
   if (opts.startsNext) return;
+  // Nothing of the app runs: its FIFOs go (the next start makes them again).
+  removeAppFds(ctx.paths, app);
   await writeRunRecord(ctx.paths, { schemaVersion: 1, app, expected: 'stopped', version: rec?.version ?? null, process: null, startedAt: null, ...kept });
 }
 

@@ -16,7 +16,7 @@ export interface ProbeSpec {
 }
 
 // `code`: the reason code of the failure when it is not REPLACEMENT_UNHEALTHY's.
-export type ProbeResult = { ok: true } | { ok: false; reason: string; code?: 'AGENT_UNCONFIRMED' };
+export type ProbeResult = { ok: true } | { ok: false; reason: string; code?: 'AGENT_UNCONFIRMED' | 'APP_NOT_READY' | 'READY_FD_CLOSED' };
 
 export interface ProbeOptions {
   clock: Clock;
