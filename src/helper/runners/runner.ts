@@ -1,3 +1,4 @@
+import type { ExitReason } from '../../core/exit-reasons.js';
 import type { ProcIdentity } from '../../platform/proc-identity.js';
 import type { AppFdPaths } from './app-fds.js';
 
@@ -45,6 +46,9 @@ export interface AppTarget {
 export interface ExitInfo {
   code: number | null;
   signal: string | null;
+  // Why it ended, when the runner knows more than the code or signal (an OOM kill it read from the
+  // app's cgroup or unit), or the supervisor does (a kill it asked for: Supervisor.noteKill).
+  reason?: ExitReason;
 }
 
 export interface StartedProcess {
