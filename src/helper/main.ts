@@ -12,6 +12,7 @@ import { makeHandlers } from './handlers.js';
 import { rollBackByWindow } from './ops/rollback.js';
 import { WatchWindows } from './update/watch-window.js';
 import { LivenessChecks } from './supervisor/liveness.js';
+import { Watchdogs } from './supervisor/watchdog.js';
 import { ensureLayout } from './layout.js';
 import { keepHostTextfile } from './metrics/host-textfile.js';
 import { makeDispatch } from './server/dispatch.js';
@@ -76,7 +77,13 @@ export async function main(argv: string[]): Promise<number> {
     const core = await buildCore(paths, config, isRoot);
     releaseRunner = () => core.runner.release?.();
     const supervisor = new Supervisor(core, config.supervisor);
-    core.onStarted = (app, proc) => supervisor.watch(app, proc);
+    // The watchdog (§17): a process silent on STEWARD_WATCHDOG_FD past its deadline is killed, and
+    // its exit told as WATCHDOG.
+    const watchdogs = new Watchdogs(core, { killing: (app, pid) => supervisor.noteKill(app, pid, 'WATCHDOG') });
+    core.onStarted = (app, proc) => {
+      supervisor.watch(app, proc);
+      watchdogs.started(app, proc);
+    };
     // The watch window after `active` (docs/design.md §17): exits within it roll the version back.
     const windows = new WatchWindows(core, (app, w, why) => rollBackByWindow(core, app, w, why));
     supervisor.onExit = (app, exit, gaveUp) => void windows.exited(app, exit, gaveUp);
@@ -138,6 +145,8 @@ export async function main(argv: string[]): Promise<number> {
     void supervisor.requestPass('start');
     for (const app of Object.keys(config.apps)) void windows.resume(app).catch((err) => log('watch app=%s: %s', app, (err as Error).message));
     void liveness.sync();
+    // Processes that ran on while no helper watched get a fresh deadline.
+    void watchdogs.resume().catch((err) => log('watchdog resume: %s', (err as Error).message));
     log('ready root=%s pid=%d apps=%s', root || '/', process.pid, Object.keys(config.apps).join(',') || '(none)');
 
     await new Promise<void>((resolve) => {
@@ -146,6 +155,7 @@ export async function main(argv: string[]): Promise<number> {
         self.stop();
         stopWatchdog();
         liveness.close();
+        watchdogs.close();
         resolve();
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
