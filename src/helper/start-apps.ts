@@ -3,6 +3,7 @@ import type { HostPaths } from '../core/paths.js';
 import { logger } from '../platform/log.js';
 import type { HelperCore } from './handlers.js';
 import { cleanStaleStaging } from './start-cleanup.js';
+import { cleanIdleAppFds } from './runners/clean-app-fds.js';
 import { ensureRunning } from './update/first-pass.js';
 import { recoverApp } from './update/recover.js';
 
@@ -26,4 +27,5 @@ export async function startApps(core: HelperCore, paths: HostPaths, config: Host
       log('start of app=%s failed: %s', app, (err as Error).message);
     }
   }
+  await cleanIdleAppFds(paths, config).catch((err) => log('cleaning /run/steward-fds: %s', (err as Error).message));
 }

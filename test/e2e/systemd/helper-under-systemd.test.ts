@@ -120,7 +120,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   if (!box) return;
   const t0 = Date.now();
   const ran: string[] = [];
-  const planned = 9;
+  const planned = 11;
   t.after(async () => {
     await reportScenarios(box, ran, planned, { units: [HELPER_UNIT], lines: 60 });
     await box.stop();
@@ -297,6 +297,34 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     assert.match(back.lastAttempt.reason.message, new RegExp(`liveness check failed 3 times in a row.*activated by attempt ${up5.json.attemptId}`));
     assert.deepEqual(await unitProcs(box), [back.supervisor.pid], 'exactly one instance');
     ran.push('liveness rollback (systemd runner)');
+  });
+
+  await t.test('readiness under systemd: probed only after the newline on STEWARD_READY_FD (a sh in the unit opens its FIFO); an fd closed without one rolls back at once', async () => {
+    const early = `${ROOT}/var/lib/steward-apps/web/early-probes`;
+    const up6 = await update(box, '6.0.0', port, { ready: 'after', readyAfterMs: 1000, stableMs: 200, watchMs: 0 });
+    assert.equal(up6.json?.outcome, 'active', up6.text);
+    assert.equal((await box.exec('test', ['-e', early])).code, 1, 'no /healthz request before the newline');
+    // A minute's timeout: only the end of the fd can end this wait within the test's own timeout.
+    const closed = await update(box, '6.0.1', port, { ready: 'close', readyAfterMs: 300, timeoutMs: 60_000, watchMs: 0 });
+    assert.equal(closed.json?.outcome, 'rolled-back', closed.text);
+    assert.equal(closed.json.reason.code, 'READY_FD_CLOSED');
+    const back = await webStatus(box);
+    assert.equal(back.current, '6.0.0');
+    assert.deepEqual(await unitProcs(box), [back.supervisor.pid], 'exactly one instance');
+    ran.push('readiness (systemd runner)');
+  });
+
+  await t.test('the watchdog under systemd kills a blocked event loop, told as WATCHDOG, and the supervisor respawns it', async () => {
+    const up7 = await update(box, '7.0.0', port, { watchdogMs: 400, hang: 'loop', hangAfterMs: 1500, stableMs: 200, watchMs: 0 });
+    assert.equal(up7.json?.outcome, 'active', up7.text);
+    const first = (await webStatus(box)).supervisor.pid as number;
+    const after = await waitFor('the respawn after the watchdog kill', async () => {
+      const a = await webStatus(box);
+      return a.supervisor?.pid && a.supervisor.pid !== first && a.supervisor.state === 'running' && a.supervisor.lastExit ? a : null;
+    }, 30_000, 200);
+    assert.equal(after.supervisor.lastExit.reason, 'WATCHDOG', JSON.stringify(after.supervisor.lastExit));
+    assert.equal(after.supervisor.lastExit.signal, 'SIGABRT');
+    ran.push('watchdog (systemd runner)');
   });
 
   console.log(`whole test (boot excluded): ${Date.now() - t0} ms`);
