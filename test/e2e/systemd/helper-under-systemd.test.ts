@@ -8,7 +8,8 @@ import { reportScenarios, writeIn } from '../../helpers/container-exec.js';
 // steward-helper itself as a unit of a real systemd 252 (booted in a container; the repository
 // is mounted read-only at /opt/src), with the systemd runner it picks there: the app is its own
 // unit and user, survives the helper's SIGKILL and restart, its crash is heard within a second
-// (as the helper's child and once adopted), and a crash loop ends in `error` until a restart.
+// (as the helper's child and once adopted), and a crash loop ends in `error` until a restart;
+// readiness and the watchdog work through the sh wrapper that opens their FIFOs in the unit.
 
 const ROOT = '/tmp/steward-e2e/root';
 const SCRATCH = '/tmp/steward-e2e/scratch';
