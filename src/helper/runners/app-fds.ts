@@ -8,7 +8,7 @@
 // then execs the app. Read-write, so the app holds a reader of its own: its writes never fail
 // with EPIPE while no helper reads (the helper restarts), and the pipe's 64 KiB hold them.
 // The helper reads them only through fifo-reader.ts (never blocking).
-import { chmodSync, closeSync, constants as C, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, rmSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, constants as C, existsSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, rmSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { HostPaths } from '../../core/paths.js';
 import { StewardError } from '../../core/errors.js';
@@ -65,11 +65,11 @@ export async function ensureAppFds(paths: HostPaths, app: string, start: { ready
   const folder = appFdFolder(paths, app);
   const want = { ready: start.ready === 'fd', watchdog: start.watchdogMs !== undefined };
   if (!want.ready && !want.watchdog) {
-    removeAppFds(paths, app);
+    // One stat on a respawn of an app without them (the usual case).
+    if (existsSync(folder)) removeAppFds(paths, app);
     return {};
   }
-  mkdirSync(path.dirname(paths.appFdsDir), { recursive: true, mode: 0o755 });
-  makeRootFolder(paths.appFdsDir);
+  makeRootFolder(paths.appFdsDir, true);
   makeRootFolder(folder);
   const out: AppFdPaths = {};
   for (const kind of ['ready', 'watchdog'] as const) {
@@ -119,26 +119,28 @@ export function wrapWithFdOpener(command: string[], fds: AppFdPaths | undefined)
   return ['/bin/sh', '-c', script, 'steward-fds', ...list.map((f) => f.path), ...command];
 }
 
-function makeRootFolder(dir: string): void {
-  try {
-    mkdirSync(dir, { mode: 0o711 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StewardError('IO_ERROR', `cannot make ${dir}: ${(err as Error).message}`, { cause: err });
+// Checks first and makes only what is missing: every start of the app passes here (a respawn's
+// included), and a thrown EEXIST costs more than the stat.
+function makeRootFolder(dir: string, withParent = false): void {
+  let st = lstatSync(dir, { throwIfNoEntry: false });
+  if (!st) {
+    try {
+      if (withParent) mkdirSync(path.dirname(dir), { recursive: true, mode: 0o755 });
+      mkdirSync(dir, { mode: 0o711 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new StewardError('IO_ERROR', `cannot make ${dir}: ${(err as Error).message}`, { cause: err });
+    }
+    st = lstatSync(dir);
   }
-  const st = lstatSync(dir);
   if (!st.isDirectory() || st.uid !== process.getuid?.()) throw new StewardError('ROOT_UNSAFE', `refusing ${dir}: not a folder of this helper's own`);
   // Why chmod: a folder someone else could write in would let them replace a FIFO.
   if ((st.mode & 0o777) !== 0o711) chmodSync(dir, 0o711);
 }
 
 function isOwnFifo(p: string, uid: number | null): boolean {
-  try {
-    const st = lstatSync(p);
-    const owner = uid !== null && process.getuid?.() === 0 ? uid : process.getuid?.();
-    return st.isFIFO() && st.nlink === 1 && st.uid === owner && (st.mode & 0o777) === 0o600;
-  } catch {
-    return false;
-  }
+  const st = lstatSync(p, { throwIfNoEntry: false });
+  const owner = uid !== null && process.getuid?.() === 0 ? uid : process.getuid?.();
+  return !!st && st.isFIFO() && st.nlink === 1 && st.uid === owner && (st.mode & 0o777) === 0o600;
 }
 
 function unlinkQuiet(p: string): void {
