@@ -1,4 +1,5 @@
 // The `apps` of a heartbeat from the helper's status answer (docs/design.md §6), pure.
+import { isExitReason } from '../core/exit-reasons.js';
 import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
 import { heartbeatAppSchema, type HeartbeatApp, type HeartbeatVersion } from '../core/heartbeat-schema.js';
 import { isVersion } from '../core/version.js';
@@ -42,10 +43,10 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
 
 // An exit as a heartbeat carries it: a code within the schema's range, a signal name of capitals
 // and digits (SIGKILL), anything else null, so that an odd value never drops the whole app.
-function lastExitOf(e: { code: number | null; signal: string | null }): NonNullable<HeartbeatApp['lastExit']> {
+function lastExitOf(e: { code: number | null; signal: string | null; reason?: string }): NonNullable<HeartbeatApp['lastExit']> {
   const code = e.code !== null && Number.isInteger(e.code) && Math.abs(e.code) <= 1_000_000 ? e.code : null;
   const signal = e.signal?.replace(/[^A-Z0-9]/g, '').slice(0, 16) || null;
-  return { code, signal };
+  return { code, signal, ...(isExitReason(e.reason) ? { reason: e.reason } : {}) };
 }
 
 function supervisorOf(a: AppStatus): HeartbeatApp['supervisor'] {
@@ -70,9 +71,10 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
 // `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
-// without `watch` and `lastExit`.
+// without `watch` and `lastExit`, v4 without `lastExit.reason`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  const upTo3 = v >= 4 ? [...apps] : apps.map(({ watch: _w, lastExit: _e, ...a }) => a);
+  const upTo4 = v >= 5 ? [...apps] : apps.map((a) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
+  const upTo3 = v >= 4 ? upTo4 : upTo4.map(({ watch: _w, lastExit: _e, ...a }) => a);
   if (v === 1) return withoutSelf(upTo3);
   if (v === 2) return upTo3.map((a) => (a.self ? { ...a, self: { fallback: a.self.fallback } } : a));
   return upTo3;

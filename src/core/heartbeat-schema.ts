@@ -1,4 +1,5 @@
 import * as z from './zod-mini.js';
+import { EXIT_REASONS } from './exit-reasons.js';
 import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
 import { hasNul } from './nul.js';
 import { envelopeSchema } from './release-schemas.js';
@@ -38,22 +39,29 @@ export const heartbeatAppSchema = z.strictObject({
     z.nullable(z.strictObject({ version: versionSchema, until: epochMsSchema, restarts: intSchema(0, 1_000_000), maxRestarts: intSchema(0, 1000) })),
   ),
   lastExit: z.optional(
-    z.nullable(z.strictObject({ code: z.nullable(intSchema(-1_000_000, 1_000_000)), signal: z.nullable(z.string().check(z.regex(/^[A-Z0-9]{1,16}$/))) })),
+    z.nullable(
+      z.strictObject({
+        code: z.nullable(intSchema(-1_000_000, 1_000_000)),
+        signal: z.nullable(z.string().check(z.regex(/^[A-Z0-9]{1,16}$/))),
+        // From v5: why it ended, when steward knows more than the code or signal (src/core/exit-reasons.ts).
+        reason: z.optional(z.enum(EXIT_REASONS)),
+      }),
+    ),
   ),
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
 // The heartbeat payload versions this steward sends and accepts (docs/design.md §16): v2 adds an app's
-// `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17). An agent sends the highest version that a control plane's
+// `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason`. An agent sends the highest version that a control plane's
 // answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
-export const HEARTBEAT_VERSIONS = [1, 2, 3, 4] as const;
+export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5] as const;
 export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
 
 // The payload of a `POST /v1/heartbeat` envelope (docs/design.md §6), signed by the node key.
 // `receipts` are the helper's envelopes, relayed as they are; each is verified on its own.
 export const heartbeatPayloadSchema = z
   .strictObject({
-    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]),
+    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5)]),
     nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
     seq: intSchema(1),
     sentAt: epochMsSchema,
@@ -78,6 +86,10 @@ export const heartbeatPayloadSchema = z
     }),
     z.refine((p) => p.v >= 4 || p.apps.every((a) => a.watch === undefined && a.lastExit === undefined), {
       message: 'an app has `watch` and `lastExit` only in heartbeats v4',
+      path: ['apps'],
+    }),
+    z.refine((p) => p.v >= 5 || p.apps.every((a) => a.lastExit?.reason === undefined), {
+      message: "an app's `lastExit` has `reason` only in heartbeats v5",
       path: ['apps'],
     }),
   );

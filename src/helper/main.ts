@@ -83,6 +83,7 @@ export async function main(argv: string[]): Promise<number> {
     // Liveness of running apps (§17): a failure within a window rolls back, else restarts.
     const liveness = new LivenessChecks(core, {
       failed: (app, version, why) => windows.breach(app, version, why),
+      stopping: (app, pid) => supervisor.noteKill(app, pid, 'LIVENESS_FAILED'),
       stopped: (app) => void supervisor.requestPass(`liveness restart of ${app}`),
     });
     // The node_exporter textfile (docs/design.md §12), rewritten after each change and at no other time:

@@ -1,5 +1,6 @@
 // What each op of the local API answers (docs/design.md §7), shared by the helper that makes the
 // answers and the CLI and agent that read them. Types only: nothing here is loaded at run time.
+import type { ExitReason } from '../core/exit-reasons.js';
 import type { Envelope } from '../core/release-schemas.js';
 import type { AppState } from '../core/state-schemas.js';
 import type { OpName } from './ops.js';
@@ -47,7 +48,8 @@ export interface AppStatus {
     version: string | null;
     attempts: number;
     nextAttemptAt: number | null;
-    lastExit: { code: number | null; signal: string | null } | null;
+    // `reason` when steward knows why beyond the code or signal (docs/design.md §17).
+    lastExit: { code: number | null; signal: string | null; reason?: ExitReason } | null;
     giveUpReason: string | null;
     since: number | null;
   } | null;

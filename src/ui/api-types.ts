@@ -19,7 +19,7 @@ export interface AppReport {
   // Heartbeats v4 (docs/design.md §17): the open watch window after the version's activation, and how
   // the app's last process ended.
   watch?: { version: string; until: number; restarts: number; maxRestarts: number } | null;
-  lastExit?: { code: number | null; signal: string | null } | null;
+  lastExit?: { code: number | null; signal: string | null; reason?: string } | null;
 }
 
 export interface NodeView {

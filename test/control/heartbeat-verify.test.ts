@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
+import { HEARTBEAT_VERSIONS } from '../../src/core/heartbeat-schema.js';
 import { DOMAINS, keyIdOf, signEnvelope, type Domain } from '../../src/platform/keys.js';
 import {
   ackedSeqs,
@@ -329,7 +330,7 @@ test("a heartbeat v2 carries the app steward's FALLBACK (self) and is accepted; 
   const old = verify(body({ v: 1, apps: [steward] }));
   assert.equal(old.ok, false);
   assert.match(old.ok ? '' : old.message, /an app has `self` only in heartbeats v2/);
-  assert.equal(verify(body({ v: 5 })).ok, false, 'a version above the newest is refused');
+  assert.equal(verify(body({ v: Math.max(...HEARTBEAT_VERSIONS) + 1 })).ok, false, 'a version above the newest is refused');
 });
 
 test("a heartbeat v3 carries the app steward's package trial that reverted (self.packageReverted) and is accepted; in a v2 heartbeat it is refused", () => {
@@ -355,4 +356,15 @@ test('a heartbeat v4 carries an app\'s open watch window and last exit (docs/des
   assert.ok(verify(body({ v: 3, apps: [plain] })).ok, 'v3 without them is as before');
   assert.equal(verify(body({ v: 4, apps: [{ ...web, lastExit: { code: null, signal: 'kill;rm' } }] })).ok, false, 'a signal name is capitals and digits');
   assert.equal(verify(body({ v: 4, apps: [{ ...web, watch: { ...web.watch, restarts: -1 } }] })).ok, false);
+});
+
+test("a heartbeat v5 carries the reason of an app's last exit (docs/design.md §17); a v4 heartbeat with it is refused", () => {
+  const web = { name: 'web', current: '2.0.0', previous: '1.0.0', held: false, blocked: false, supervisor: { state: 'running', pid: 7, attempts: 1, since: 1 }, lastExit: { code: null, signal: 'SIGKILL', reason: 'OOM' } };
+  const v = verify(body({ v: 5, apps: [web] }));
+  assert.ok(v.ok, v.ok ? '' : v.message);
+  assert.deepEqual(v.heartbeat.apps[0]?.lastExit, web.lastExit);
+  const v4 = verify(body({ v: 4, apps: [web] }));
+  assert.equal(v4.ok, false);
+  assert.match(v4.ok ? '' : v4.message, /`lastExit` has `reason` only in heartbeats v5/);
+  assert.equal(verify(body({ v: 5, apps: [{ ...web, lastExit: { ...web.lastExit, reason: 'SEGV' } }] })).ok, false, 'only the reasons steward names');
 });

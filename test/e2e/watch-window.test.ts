@@ -204,6 +204,8 @@ test('a version whose health turns bad after its activation: rolled back by its 
   }, 15_000);
   rmSync(sick);
   assert.deepEqual([restarted.current, restarted.supervisor.version, restarted.supervisor.attempts], ['3.0.0', '3.0.0', 1]);
+  // The exit is told apart from an ordinary one: the helper stopped it for its liveness.
+  assert.equal(restarted.supervisor.lastExit?.reason, 'LIVENESS_FAILED');
   // Healthy again: no more restarts.
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await status(host)).supervisor.pid, restarted.supervisor.pid);

@@ -40,7 +40,7 @@ export function registerStatus(program: Command): void {
           const u = a.unit;
           notes.push('error' in u ? `unit ${u.name}: ${u.error}` : `unit ${u.name} ${u.activeState}/${u.subState} pid ${u.mainPid || '-'} restarts ${u.nRestarts}`);
         } else if (sv) {
-          const exit = sv.lastExit ? ` last exit ${sv.lastExit.signal ?? 'code ' + sv.lastExit.code}` : '';
+          const exit = sv.lastExit ? ` last exit ${sv.lastExit.reason ? `${sv.lastExit.reason} (${sv.lastExit.signal ?? 'code ' + sv.lastExit.code})` : (sv.lastExit.signal ?? 'code ' + sv.lastExit.code)}` : '';
           if (sv.state === 'running') notes.push(`running pid ${sv.pid ?? '?'}${sv.attempts ? ` (${sv.attempts} respawns)` : ''}`);
           else if (sv.state === 'waiting') notes.push(`CRASHED, respawn ${sv.attempts + 1} at ${when(sv.nextAttemptAt)}${exit}`);
           else if (sv.state === 'error') notes.push(`ERROR: ${sv.giveUpReason ?? 'gave up'} (agentctl restart ${a.name})`);

@@ -4,6 +4,7 @@
 // whether it is up, its respawns, holds and blocks, its last update's outcome and time, the
 // receipts signed, and the writes of this file that failed. test/helper/metrics/ holds the
 // output to `promtool check metrics`.
+import { isExitReason } from '../../core/exit-reasons.js';
 import { JOURNAL_OUTCOMES } from '../../core/journal-schema.js';
 import { RECEIPT_OUTCOMES } from '../../core/receipt-schema.js';
 
@@ -23,7 +24,7 @@ export interface TextfileApp {
   // Respawns by the supervisor since this helper started.
   restarts: number;
   // The supervisor's record of the last exit (a process app), or null.
-  lastExit?: { code: number | null; signal: string | null } | null;
+  lastExit?: { code: number | null; signal: string | null; reason?: string } | null;
   // The open watch window after `active` (docs/design.md §17), or null.
   watch?: { version: string; until: number; restarts: number; maxRestarts: number } | null;
 }
@@ -59,7 +60,7 @@ export function renderTextfile(facts: TextfileFacts): string {
   family('steward_app_watch_window_exits', 'gauge', 'Exits of the watched version heard in its open window; past steward_app_watch_window_exits_allowed it is rolled back.', watched.map((a) => [{ app: a.name, version: a.watch!.version }, a.watch!.restarts]));
   family('steward_app_watch_window_exits_allowed', 'gauge', 'Exits the open watch window allows (health.watchMaxRestarts).', watched.map((a) => [{ app: a.name, version: a.watch!.version }, a.watch!.maxRestarts]));
   const exited = processApps.filter((a) => a.lastExit);
-  family('steward_app_last_exit_info', 'gauge', "How the app's last process ended, always 1: reason EXIT with its code, SIGNAL with its signal, or UNKNOWN (an adopted process).", exited.map((a) => [exitLabels(a.name, a.lastExit!), 1]));
+  family('steward_app_last_exit_info', 'gauge', "How the app's last process ended, always 1: reason EXIT with its code, SIGNAL with its signal, OOM, WATCHDOG or LIVENESS_FAILED with the code or signal it ended with, or UNKNOWN (an adopted process).", exited.map((a) => [exitLabels(a.name, a.lastExit!), 1]));
   family('steward_app_held', 'gauge', '1 while an operator hold is on the app (agentctl release-hold clears it).', apps.map((a) => [{ app: a.name }, flag(a.held)]));
   family('steward_app_blocked', 'gauge', '1 while the app is blocked (agentctl recover clears it).', apps.map((a) => [{ app: a.name }, flag(a.blocked)]));
   const updated = apps.filter((a) => a.lastUpdate !== null);
@@ -72,7 +73,9 @@ export function renderTextfile(facts: TextfileFacts): string {
 
 // The labels of steward_app_last_exit_info: a signal name is the runner's ("SIGKILL"), kept to
 // letters and digits so that nothing an app does can make a label of its own.
-function exitLabels(app: string, e: { code: number | null; signal: string | null }): Record<string, string> {
+function exitLabels(app: string, e: { code: number | null; signal: string | null; reason?: string }): Record<string, string> {
+  const code = e.signal ? e.signal.replace(/[^A-Z0-9]/gi, '').slice(0, 16) : e.code !== null ? String(e.code) : '';
+  if (e.reason && isExitReason(e.reason)) return { app, reason: e.reason, code };
   if (e.signal) return { app, reason: 'SIGNAL', code: e.signal.replace(/[^A-Z0-9]/gi, '').slice(0, 16) };
   if (e.code !== null) return { app, reason: 'EXIT', code: String(e.code) };
   return { app, reason: 'UNKNOWN', code: '' };

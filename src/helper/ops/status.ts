@@ -1,3 +1,4 @@
+import { readExitReason } from '../supervisor/exit-reason-file.js';
 import { isOpen, readWatch } from '../update/watch-window.js';
 import type { Journal } from '../../core/journal-schema.js';
 import type { HostConfig } from '../../core/config-schema.js';
@@ -58,7 +59,7 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
           version: rec.version,
           attempts: sup?.attempts ?? 0,
           nextAttemptAt: sup?.nextAttemptAt ?? null,
-          lastExit: sup?.lastExit ?? null,
+          lastExit: sup?.lastExit ? await withReason(ctx, name, sup.lastExit, sup.lastExitAt) : null,
           giveUpReason: sup?.giveUpReason ?? null,
           since: (sup?.state === 'running' ? sup.lastStartAt : sup?.lastExitAt) ?? rec.startedAt,
         }
@@ -100,6 +101,12 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   } catch (err) {
     return { ...base, previous: null, highestActive: null, hold: null, blocked: ctx.blockedInMemory.get(name) ?? null, quarantined: [], stateError: (err as Error).message };
   }
+}
+
+// The last exit with its reason, when one was recorded for that very exit (exit-reason-file.ts).
+async function withReason(ctx: StatusContext, app: string, exit: { code: number | null; signal: string | null }, at: number | null) {
+  const reason = await readExitReason(ctx.paths, app, at);
+  return reason ? { ...exit, reason } : exit;
 }
 
 // The app steward is this helper: it runs, as this process, since it started (systemd restarts

@@ -1,3 +1,4 @@
+import type { ExitReason } from '../../core/exit-reasons.js';
 import type { ProcIdentity } from '../../platform/proc-identity.js';
 
 // The account an app runs as; null means the helper's own user (only when not root).
@@ -43,9 +44,9 @@ export interface AppTarget {
 export interface ExitInfo {
   code: number | null;
   signal: string | null;
-  // Why the process ended, when the runner knows more than its status: 'OOM', killed by the
-  // kernel's OOM killer (the app's cgroup or unit counted the kill).
-  reason?: 'OOM';
+  // Why it ended, when the runner knows more than the code or signal (an OOM kill it read from the
+  // app's cgroup or unit), or the supervisor does (a kill it asked for: Supervisor.noteKill).
+  reason?: ExitReason;
 }
 
 export interface StartedProcess {

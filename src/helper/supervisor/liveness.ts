@@ -31,6 +31,8 @@ export interface LivenessHooks {
   // The version failed `failureThreshold` checks in a row. Returns true when its watch window
   // took it (a rollback follows); false to have the process restarted.
   failed(app: string, version: string, why: string): Promise<boolean>;
+  // The failing process `pid` is about to be stopped (the supervisor tells its exit as LIVENESS_FAILED).
+  stopping?(app: string, pid: number): void;
   // The failing process was stopped and the app's lock released: the supervisor's pass respawns
   // it (the pass its exit asked for found the lock held, and skipped the app).
   stopped(app: string): void;
@@ -125,6 +127,7 @@ export class LivenessChecks {
       if (!rec?.process || rec.process.pid !== pid || rec.version !== version || rec.expected !== 'running') return;
       log('%s app=%s version=%s pid=%d: %s; stopping it for the supervisor to respawn', LIVENESS_FAILED, app, version, pid, why);
       const cfg = this.ctx.config.apps[app];
+      this.hooks.stopping?.(app, pid);
       await this.ctx.runner.stop(await appTarget(this.ctx, app, rec), { timeoutMs: cfg?.runner === 'process' ? cfg.stopTimeoutMs : this.ctx.stopTimeoutMs });
     } finally {
       held.release();

@@ -7,6 +7,8 @@ import { readAppState } from '../state/app-state.js';
 import { appTarget, restartPolicyOf, startVersion } from '../update/app-process.js';
 import type { UpdateContext } from '../update/context.js';
 import { capAppLogs } from './cap-logs.js';
+import { writeExitReason } from './exit-reason-file.js';
+import type { ExitReason } from '../../core/exit-reasons.js';
 
 const log = logger('helper:supervisor');
 
@@ -40,6 +42,9 @@ export class Supervisor {
   private readonly waits = new Map<string, NodeJS.Timeout>();
   // Own children found dead whose exit the runner had not reported, since when (monotonic).
   private readonly unreported = new Map<string, { pid: number; since: number }>();
+  // Kills the helper itself asked for (the watchdog, a liveness restart), by app: the exit of that
+  // pid is told with the reason (noteKill).
+  private readonly killReasons = new Map<string, { pid: number; reason: ExitReason }>();
   private sweep: NodeJS.Timeout | null = null;
   private poll: NodeJS.Timeout | null = null;
   private logCheck: NodeJS.Timeout | null = null;
@@ -71,6 +76,13 @@ export class Supervisor {
       this.exits.set(app, { pid, info });
       void this.requestPass(`exit of ${app} pid ${pid}`);
     });
+  }
+
+  // The next exit of `app`'s process `pid` is one the helper caused, for `reason`: the pass that
+  // decides it records the reason with it (status, heartbeats, the watch window). Call before the
+  // kill. A reason the runner found itself (OOM) wins: the kernel's word is the more precise.
+  noteKill(app: string, pid: number, reason: ExitReason): void {
+    this.killReasons.set(app, { pid, reason });
   }
 
   // Starts the periodic sweep; each pass then arms or disarms the poll of adopted processes.
@@ -229,11 +241,15 @@ export class Supervisor {
         d = decide(sup, { kind: 'tick', at: now }, policy, now);
       } else if (sup.state === 'running') {
         const heard = this.exits.get(app);
-        const info = heard && rec.process && heard.pid === rec.process.pid ? heard.info : { code: null, signal: null };
-        d = decide(sup, { kind: 'exited', at: now, ...info }, policy, now);
+        const known: ExitInfo = heard && rec.process && heard.pid === rec.process.pid ? heard.info : { code: null, signal: null };
+        const killed = this.killReasons.get(app);
+        const info: ExitInfo = !known.reason && killed && rec.process && killed.pid === rec.process.pid ? { ...known, reason: killed.reason } : known;
+        d = decide(sup, { kind: 'exited', at: now, code: info.code, signal: info.signal }, policy, now);
         exitSeen = info;
+        // Before the record that holds the exit (exit-reason-file.ts).
+        if (info.reason && rec.process) await writeExitReason(ctx.paths, { schemaVersion: 1, app, pid: rec.process.pid, at: now, reason: info.reason });
         const { action } = d.decision;
-        const line = () => log('exit app=%s pid=%s code=%s signal=%s -> %s', app, rec.process?.pid, info.code, info.signal, action);
+        const line = () => log('exit app=%s pid=%s code=%s signal=%s%s -> %s', app, rec.process?.pid, info.code, info.signal, info.reason ? ` reason=${info.reason}` : '', action);
         // Before a respawn the line waits until the replacement is spawned: a log line is a
         // synchronous write to stderr (the journal), 0.1-0.3 ms on the respawn's clock.
         if (action === 'respawn-now') exitLine = line;
@@ -242,6 +258,7 @@ export class Supervisor {
         d = decide(sup, { kind: 'tick', at: now }, policy, now);
       }
       this.exits.delete(app);
+      if (!alive) this.killReasons.delete(app);
       // A respawn now records the exit with the new process, in the one record write that
       // follows the spawn: a crash before that write leaves the record as it was before the exit,
       // a state a crash just before the exit was heard leaves too (the restarted helper's first

@@ -7,6 +7,7 @@
 // a crash at any point leaves either an open window for the version that is active, or none.
 import { promises as fsp } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
+import { describeExitReason } from '../../core/exit-reasons.js';
 import { stateFile, type HostPaths } from '../../core/paths.js';
 import type { ReleaseFile } from '../../core/release-schemas.js';
 import * as z from '../../core/zod-mini.js';
@@ -116,7 +117,14 @@ export function causeOf(reason: { code: string; message: string } | undefined): 
 
 // How one exit reads in a reason.
 export function exitText(exit: ExitInfo): string {
-  return exit.signal ? `signal ${exit.signal}` : exit.code !== null ? `code ${exit.code}` : 'an unknown status';
+  const how = exit.signal ? `signal ${exit.signal}` : exit.code !== null ? `code ${exit.code}` : 'an unknown status';
+  return exit.reason ? `${exit.reason}, ${how}` : how;
+}
+
+// Exits that roll a watched version back at once, whatever the count: the kernel or the helper
+// killed it for what it did (docs/design.md §17).
+function killedFor(exit: ExitInfo): boolean {
+  return exit.reason === 'OOM' || exit.reason === 'WATCHDOG';
 }
 
 export type RollBack = (app: string, w: WatchWindow, why: string) => Promise<void>;
@@ -177,10 +185,12 @@ export class WatchWindows {
     const w = await openWatch(this.ctx, app);
     if (!w) return;
     const restarts = w.restarts + 1;
-    const over = gaveUp || restarts > w.maxRestarts;
+    const over = gaveUp || killedFor(exit) || restarts > w.maxRestarts;
     const why = gaveUp
       ? `its supervisor gave up on it (error; its last exit: ${exitText(exit)})`
-      : over
+      : exit.reason && killedFor(exit)
+        ? `its process was ${describeExitReason(exit.reason)}`
+        : over
         ? `it exited ${restarts} times (the last with ${exitText(exit)}), more than the ${w.maxRestarts} its watch window allows`
         : '';
     const next: WatchWindow = { ...w, restarts, ...(over && !w.closing ? { closing: unhealthyReason(w, why) } : {}) };

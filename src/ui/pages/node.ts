@@ -36,7 +36,7 @@ export function nodePage(ctx: PageContext, nodeId: string): Page {
             a.supervisor.pid ?? '-',
             a.supervisor.attempts,
             when(a.supervisor.since, now),
-            a.lastExit ? (a.lastExit.signal ? `signal ${a.lastExit.signal}` : a.lastExit.code !== null ? `exit ${a.lastExit.code}` : 'unknown') : '-',
+            a.lastExit ? `${a.lastExit.reason ? `${a.lastExit.reason}: ` : ''}${a.lastExit.signal ? `signal ${a.lastExit.signal}` : a.lastExit.code !== null ? `exit ${a.lastExit.code}` : 'unknown'}` : '-',
             a.watch ? `${a.watch.version} until ${exactTime(a.watch.until)} (${a.watch.restarts} of ${a.watch.maxRestarts} exits)` : '-',
           ]),
           { data: { table: 'apps' } },
