@@ -89,6 +89,7 @@ test('an app that grows past its memoryMax is killed by the OOM killer and its e
   // The hog stops by itself at 512 MiB (exit 3): a limit not applied fails here, the host unharmed.
   const spec = makeSpec(t, [process.execPath, path.join(APPS, 'memory-hog.mjs'), '512'], { memoryMax: 96 * MiB });
   const started = await s.runner.start(spec);
+  t.after(() => s.runner.stop(target(spec, started.identity), { timeoutMs: 1000 }));
   const exit = await started.exited;
   const log = readFileSync(spec.logFile, 'utf8');
   assert.doesNotMatch(log, /survived/, `the limit was not applied: ${log}`);
@@ -101,6 +102,8 @@ test('an app with a memoryMax killed with SIGKILL by someone else is no OOM', as
   if (!s) return;
   const spec = makeSpec(t, [process.execPath, path.join(APPS, 'hang.mjs')], { memoryMax: 256 * MiB });
   const started = await s.runner.start(spec);
+  // Whatever fails below, nothing is left running (a stop of nothing is success).
+  t.after(() => s.runner.stop(target(spec, started.identity), { timeoutMs: 1000 }));
   assert.equal(Number(readFileSync(s.limitFile('web'), 'utf8')), 256 * MiB);
   process.kill(started.identity.pid, 'SIGKILL');
   assert.deepEqual(await started.exited, { code: null, signal: 'SIGKILL' });
@@ -113,6 +116,7 @@ test('a changed memoryMax is the limit of the next start, and the cgroup goes wi
   for (const limit of [64 * MiB, 200 * MiB]) {
     const spec = makeSpec(t, command, { memoryMax: limit });
     const started = await s.runner.start(spec);
+    t.after(() => s.runner.stop(target(spec, started.identity), { timeoutMs: 1000 }));
     assert.equal(Number(readFileSync(s.limitFile('web'), 'utf8')), limit);
     // The app is in the cgroup that holds the limit: every process it forks is born there.
     const procs = readFileSync(path.join(path.dirname(s.limitFile('web')), 'cgroup.procs'), 'utf8').trim().split('\n').map(Number);
@@ -130,6 +134,7 @@ test('a start without memoryMax after one with it runs without a limit', async (
   const command = [process.execPath, path.join(APPS, 'hang.mjs')];
   const limited = makeSpec(t, command, { memoryMax: 64 * MiB });
   const first = await s.runner.start(limited);
+  t.after(() => s.runner.stop(target(limited, first.identity), { timeoutMs: 1000 }));
   await s.runner.stop(target(limited, first.identity), { timeoutMs: 2000 });
   const free = makeSpec(t, command);
   const second = await s.runner.start(free);
@@ -152,6 +157,7 @@ test('where the helper has no memory cgroup, an app with a memoryMax is refused 
   assert.equal(existsSync(spec.logFile) ? readFileSync(spec.logFile, 'utf8') : '', '', 'nothing ran');
   const plain = makeSpec(t, command);
   const started = await runner.start(plain);
+  t.after(() => runner.stop(target(plain, started.identity), { timeoutMs: 1000 }));
   await runner.stop(target(plain, started.identity), { timeoutMs: 2000 });
 });
 
