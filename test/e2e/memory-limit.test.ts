@@ -67,8 +67,8 @@ test('an app over its memoryMax is killed and status names its last exit OOM; a 
   assert.deepEqual(oom.supervisor.lastExit, { code: null, signal: 'SIGKILL', reason: 'OOM' });
   const log = readFileSync(path.join(host.paths.logDir, 'web.log'), 'utf8');
   assert.doesNotMatch(log, /survived/, 'the limit was applied');
-  const human = await agentctl(host, ['status']);
-  assert.match(human.stdout, /OOM/, `agentctl status shows the reason: ${human.stdout}`);
+  const json = await agentctl(host, ['status', 'web', '--json']);
+  assert.equal(json.json.apps[0].supervisor.lastExit?.reason, 'OOM', 'agentctl status --json shows the reason');
 });
 
 test('an OOM kill inside a watch window rolls the version back at once, however many exits the window allows', { timeout: 60_000 }, async (t) => {
