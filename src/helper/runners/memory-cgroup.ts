@@ -161,8 +161,12 @@ export function parseOomKills(text: string): number | null {
 // moves back at once. All synchronous: no other code of the helper runs while it is in there.
 function spawnInV1<T>(mount: string, dir: string, spawn: () => T): T {
   const own = ownV1MemoryCgroup(mount);
-  if (own === null) throw new StewardError('INTERNAL', 'the helper is in no v1 memory cgroup');
-  writeFileSync(path.join(dir, 'cgroup.procs'), String(process.pid));
+  if (own === null) throw new StewardError('CONFIG_INVALID', `cannot start the app of ${dir}: the helper is in no v1 memory cgroup`);
+  try {
+    writeFileSync(path.join(dir, 'cgroup.procs'), String(process.pid));
+  } catch (err) {
+    throw new StewardError('CONFIG_INVALID', `cannot start the app of ${dir}: cannot enter its memory cgroup: ${(err as Error).message}`, { cause: err });
+  }
   try {
     return spawn();
   } finally {

@@ -12,7 +12,7 @@ import { buildAppEnv } from './app-env.js';
 import { prepareStateDirSync } from './state-dir.js';
 import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 import { parseUnitShow, systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
-import { isLimitApplied, readAppliedMemoryLimit } from './unit-memory-limit.js';
+import { isLimitApplied, parseKernelOomKill, readAppliedMemoryLimit } from './unit-memory-limit.js';
 
 const debug = logger('helper:systemd');
 
@@ -249,7 +249,9 @@ async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOpt
   const identity = await waitMainPid(unit, closed, opts, what, out);
   if (spec.memoryMax !== undefined) await requireMemoryLimit(spec, unit, identity, what);
   debug('started app=%s version=%s unit=%s pid=%d', spec.app, spec.version, unit, identity.pid);
-  const exited = closed.then((c) => exitOf(out.text(), c, identity, spec.app, startedAt, opts.clock));
+  const exited = closed
+    .then((c) => exitOf(out.text(), c, identity, spec.app, startedAt, opts.clock))
+    .then((exit) => (spec.memoryMax !== undefined ? withKernelOom(exit, identity.pid, startedAt) : exit));
   return { identity, startedAt, exited };
 }
 
@@ -344,6 +346,24 @@ async function exitOf(
   // systemd writes its line as it reaps the process: by now it is in, or it never will be.
   const journal = await tailUnitLog(app, startedAt, 50).catch(() => '');
   return parseJournalExit(journal) ?? { code: null, signal: null };
+}
+
+// A SIGKILL that systemd did not name oom-kill, of an app with a memory limit: on a v1 memory
+// controller systemd cannot tell (it reads OOM kills from memory.events, a v2 file), so the
+// kernel's own log line about that very pid decides. A log that cannot be read says nothing.
+async function withKernelOom(exit: ExitInfo, pid: number, sinceMs: number): Promise<ExitInfo> {
+  if (exit.reason || exit.signal !== 'SIGKILL') return exit;
+  const since = (Math.max(0, sinceMs - 1000) / 1000).toFixed(3);
+  const r = await runTool('journalctl', ['-k', `--since=@${since}`, '-n', '500', '-o', 'cat', '--no-pager', '-q'], {
+    env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
+    timeoutMs: 10_000,
+    maxBuffer: 4 * 1024 * 1024,
+  });
+  if (r.failure !== null) {
+    debug('cannot read the kernel log for an OOM kill of pid=%d: %s', pid, r.stderr.trim() || r.failure);
+    return exit;
+  }
+  return parseKernelOomKill(r.stdout, pid) ? { ...exit, reason: 'OOM' } : exit;
 }
 
 // The last "Main process exited, code=<exited|killed|dumped>, status=<n>/<NAME>" line that

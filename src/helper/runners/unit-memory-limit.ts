@@ -62,3 +62,15 @@ function readLimit(file: string): number | null {
 export function isLimitApplied(applied: number | null, wanted: number): boolean {
   return applied !== null && applied <= wanted && applied > wanted - 64 * 1024;
 }
+
+// Whether the kernel's log says it killed process `pid` for want of memory: "Memory cgroup out of
+// memory: Killed process <pid> (<comm>)" (a cgroup's limit) or "Out of memory: Killed process
+// <pid> (<comm>)" (the whole host). The systemd runner's fallback on a v1 memory controller,
+// where systemd's result for an OOM kill is only "signal". Only the kernel (and root) writes the
+// kernel log, so an app cannot forge this line about itself.
+export function parseKernelOomKill(text: string, pid: number): boolean {
+  for (const m of text.matchAll(/^(?:Memory cgroup out of memory|Out of memory): Killed process (\d+) \(/gm)) {
+    if (Number(m[1]) === pid) return true;
+  }
+  return false;
+}

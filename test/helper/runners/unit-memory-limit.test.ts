@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isLimitApplied, readAppliedMemoryLimit, readLimitOf } from '../../../src/helper/runners/unit-memory-limit.js';
+import { isLimitApplied, parseKernelOomKill, readAppliedMemoryLimit, readLimitOf } from '../../../src/helper/runners/unit-memory-limit.js';
 
 // Under systemd the runner reads the unit's memory limit back from its process's cgroup
 // (unit-memory-limit.ts): systemd starts a unit whose MemoryMax= it cannot apply without one.
@@ -58,4 +58,20 @@ test('a limit read back counts as applied when it is the one asked for, in whole
   assert.equal(isLimitApplied(Number.POSITIVE_INFINITY, 3_000_000), false);
   assert.equal(isLimitApplied(9223372036854771712, 3_000_000), false, "v1's unlimited");
   assert.equal(isLimitApplied(256 * 1024 * 1024, 512 * 1024 * 1024), false, 'another limit');
+});
+
+test("the kernel's log names an OOM kill of a pid: a cgroup's limit or the whole host's memory, and only that pid", () => {
+  // As this kernel (6.18) logged the kill of a memory hog under a 128M limit.
+  const log = [
+    'node invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0',
+    'oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/system.slice/steward-app-web.service,task_memcg=/system.slice/steward-app-web.service,task=node,pid=31764,uid=65534',
+    'Memory cgroup out of memory: Killed process 31764 (node) total-vm:1118684kB, anon-rss:129964kB, file-rss:35256kB, shmem-rss:0kB, UID:65534 pgtables:748kB oom_score_adj:0',
+    '',
+  ].join('\n');
+  assert.equal(parseKernelOomKill(log, 31764), true);
+  assert.equal(parseKernelOomKill(log, 3176), false, 'another pid');
+  assert.equal(parseKernelOomKill(log, 317640), false, 'another pid');
+  assert.equal(parseKernelOomKill('Out of memory: Killed process 812 (node) total-vm:1kB\n', 812), true, 'the whole host out of memory');
+  assert.equal(parseKernelOomKill('some line Memory cgroup out of memory: Killed process 812 (node)\n', 812), false, 'only a whole line of the form');
+  assert.equal(parseKernelOomKill('', 812), false);
 });
