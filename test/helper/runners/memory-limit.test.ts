@@ -1,14 +1,14 @@
 import { after, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { StewardError } from '../../../src/core/errors.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { isSameProcessAlive } from '../../../src/platform/proc-identity.js';
 import { appCgroupDir, findCgroupHome, removeCgroupHome } from '../../../src/helper/runners/app-cgroup.js';
-import { findMemoryHome, parseOomKills, removeMemoryHome, type MemoryHome } from '../../../src/helper/runners/memory-cgroup.js';
+import { findMemoryHome, parseOomKills, prepareAppMemory, removeMemoryHome, type MemoryHome } from '../../../src/helper/runners/memory-cgroup.js';
 import { createProcessRunner } from '../../../src/helper/runners/process-runner.js';
 import type { AppRunner, StartSpec } from '../../../src/helper/runners/runner.js';
 import { IS_ROOT } from '../../helpers/host.js';
@@ -166,4 +166,37 @@ test('the OOM-kill count is read from memory.events (v2) and memory.oom_control 
   assert.equal(parseOomKills('oom_kill_disable 0\nunder_oom 0\noom_kill 7\n'), 7);
   assert.equal(parseOomKills('oom_kill_disable 0\nunder_oom 0\n'), null);
   assert.equal(parseOomKills(''), null);
+});
+
+// The v2 steps on a scratch tree shaped like a cgroup2 mount (this machine's memory controller
+// may be v1): the kernel's own behaviour (limits, kills) is what the tests above check.
+test('on cgroup v2 the memory controller is enabled from the mount down, the limit is memory.max, and only a SIGKILL with oom_kill up is OOM', (t) => {
+  const mount = mkdtempSync(path.join(os.tmpdir(), 'steward-fake-cgroup2-'));
+  t.after(() => rmSync(mount, { recursive: true, force: true }));
+  const dir = path.join(mount, 'steward', 'abc.prefix');
+  mkdirSync(dir, { recursive: true });
+  const controls = [mount, path.join(mount, 'steward'), dir].map((d) => path.join(d, 'cgroup.subtree_control'));
+  writeFileSync(controls[0]!, 'cpu memory pids\n');
+  writeFileSync(controls[1]!, 'pids\n');
+  writeFileSync(controls[2]!, '\n');
+  const home: MemoryHome = { kind: 'v2', home: { mount, dir } };
+  const app = path.join(dir, 'web');
+  // No limit, and no memory controller in the app's cgroup yet: nothing to watch.
+  assert.equal(prepareAppMemory(home, 'web', undefined, 'web 1.0.0'), null);
+  mkdirSync(app);
+  writeFileSync(path.join(app, 'memory.events'), 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n');
+  const m = prepareAppMemory(home, 'web', 64 * MiB, 'web 1.0.0');
+  assert.ok(m);
+  assert.deepEqual(controls.map((f) => readFileSync(f, 'utf8').trim()), ['cpu memory pids', '+memory', '+memory'], 'enabled where it was not, left where it was');
+  assert.equal(readFileSync(path.join(app, 'memory.max'), 'utf8'), String(64 * MiB));
+  assert.equal(m.spawnInside(() => 'spawned'), 'spawned');
+  assert.equal(m.killedByOom('SIGKILL'), false, 'no kill counted');
+  writeFileSync(path.join(app, 'memory.events'), 'low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n');
+  assert.equal(m.killedByOom('SIGTERM'), false, 'the OOM killer sends SIGKILL only');
+  assert.equal(m.killedByOom('SIGKILL'), true);
+  // The key taken out: the next start lifts the limit and still watches for kills.
+  const next = prepareAppMemory(home, 'web', undefined, 'web 1.0.0');
+  assert.ok(next);
+  assert.equal(readFileSync(path.join(app, 'memory.max'), 'utf8'), 'max');
+  assert.equal(next.killedByOom('SIGKILL'), false, 'counted from this start on');
 });
