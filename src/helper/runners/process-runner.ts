@@ -15,6 +15,7 @@ import {
 import { buildAppEnv } from './app-env.js';
 import { appCgroupDir, enterCgroup, leaveCgroup, removeAppCgroup, type CgroupHome } from './app-cgroup.js';
 import { findAppMembers } from './app-members.js';
+import { prepareAppMemory, removeAppMemory, type AppMemory, type MemoryHome } from './memory-cgroup.js';
 import { readProcStat } from './process-group.js';
 import { prepareStateDirSync } from './state-dir.js';
 import { stopMembers } from './stop-members.js';
@@ -28,6 +29,9 @@ export interface ProcessRunnerOptions {
   // Where each app gets a cgroup of its own (findCgroupHome); null or absent: none, and the
   // instance token in the environment is the proof of the app's processes (app-members.ts).
   cgroups?: CgroupHome | null;
+  // Where the apps' memory cgroups are (findMemoryHome), or why there are none: an app with a
+  // memoryMax is then refused its start. Absent: none.
+  memory?: MemoryHome | string;
 }
 
 // The `process` runner without systemd: a detached child in its own session (and, where the
@@ -36,6 +40,7 @@ export interface ProcessRunnerOptions {
 // unit, so an app never leaves processes behind (docs/design.md §5: exactly one live instance).
 export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
   const home = opts.cgroups ?? null;
+  const memory = opts.memory ?? 'no memory cgroups were looked for';
   // Set once a spawn could not enter its cgroup: the token is the proof from then on.
   let cgroupsOff = home === null;
   // The stop in flight per app: an exit it causes leaves the rest to it (and to its timeout).
@@ -47,6 +52,7 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
     const n = await stopMembers(find, `app ${target.app}`, { clock: opts.clock, timeoutMs });
     if (n > 0) debug('stopped app=%s processes=%d', target.app, n);
     if (home && cgroupDir) removeAppCgroup(home, cgroupDir);
+    removeAppMemory(memory, target.app);
   };
   const stop = async (target: AppTarget, timeoutMs: number): Promise<void> => {
     const p = stopAll(target, timeoutMs);
@@ -85,18 +91,23 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
     if (inFlight) await inFlight.catch(() => undefined);
     const startedBy = {};
     latest.set(spec.app, startedBy);
-    return startProcess(spec, opts, spawnIn, (target) => endRest(target, startedBy));
+    return startProcess(spec, opts, memory, spawnIn, (target) => endRest(target, startedBy));
   };
   // Spawns in the app's cgroup where there is one; a cgroup that cannot be entered turns
   // cgroups off for good (said once), and the token proves the app's processes from then on.
-  const spawnIn = (app: string, fn: () => ChildProcess): ChildProcess => {
-    if (!home || cgroupsOff) return fn();
+  // `limited`: the cgroup holds the app's memory limit (v2), so a spawn outside it is refused.
+  const spawnIn = (app: string, fn: () => ChildProcess, limited = false): ChildProcess => {
+    if (!home || cgroupsOff) {
+      if (limited) throw new StewardError('CONFIG_INVALID', `cannot start app ${app}: its cgroup, which holds its memoryMax, cannot be entered here`);
+      return fn();
+    }
     let own: string;
     try {
       own = enterCgroup(home, appCgroupDir(home, app));
     } catch (err) {
       cgroupsOff = true;
       debug('cannot start app=%s in its cgroup (%s): apps are told apart by their instance token from now on', app, (err as Error).message);
+      if (limited) throw new StewardError('CONFIG_INVALID', `cannot start app ${app}: its cgroup, which holds its memoryMax, cannot be entered: ${(err as Error).message}`, { cause: err });
       return fn();
     }
     try {
@@ -120,10 +131,10 @@ async function isProcessAlive(identity: ProcIdentity): Promise<boolean> {
   return st !== null && st.state !== 'Z' && st.state !== 'X';
 }
 
-type SpawnIn = (app: string, fn: () => ChildProcess) => ChildProcess;
+type SpawnIn = (app: string, fn: () => ChildProcess, limited?: boolean) => ChildProcess;
 type EndRest = (target: AppTarget) => Promise<void>;
 
-async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
+async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, memoryHome: MemoryHome | string, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
   const what = `${spec.app} ${spec.version}`;
   if (spec.runAs && !opts.isRoot && spec.runAs.uid !== process.getuid?.()) {
     throw new StewardError('CONFIG_INVALID', `cannot start ${what}: it runs as ${spec.runAs.name} but the helper is not root`);
@@ -136,7 +147,8 @@ async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, spawnIn
   const logFd = openLog(spec.logFile, what);
   try {
     prepareStateDirSync(spec, opts.isRoot, what);
-    return await spawnApp(spec, logFd, opts.clock, what, spawnIn, endRest);
+    const memory = prepareAppMemory(memoryHome, spec.app, spec.memoryMax, what);
+    return await spawnApp(spec, logFd, opts.clock, what, memory, spawnIn, endRest);
   } finally {
     // The child holds its own copies of the fd; the helper keeps none (docs/design.md §5).
     closeSync(logFd);
@@ -171,13 +183,21 @@ function openLog(file: string, what: string): number {
   }
 }
 
-async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: string, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
+async function spawnApp(
+  spec: StartSpec,
+  logFd: number,
+  clock: Clock,
+  what: string,
+  memory: AppMemory | null,
+  spawnIn: SpawnIn,
+  endRest: EndRest,
+): Promise<StartedProcess> {
   const [file, ...args] = spec.command;
   if (file === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
   const ids = spec.runAs && process.getuid?.() === 0 ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {};
   let child: ChildProcess;
   try {
-    child = spawnIn(spec.app, () =>
+    const spawnChild = () =>
       spawn(file, args, {
         cwd: spec.cwd,
         env: buildAppEnv(spec),
@@ -185,8 +205,8 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
         stdio: ['ignore', logFd, logFd],
         shell: false,
         ...ids,
-      }),
-    );
+      });
+    child = spawnIn(spec.app, () => (memory ? memory.spawnInside(spawnChild) : spawnChild()), memory?.kind === 'v2' && spec.memoryMax !== undefined);
   } catch (err) {
     if (err instanceof StewardError) throw err;
     throw spawnError(err, file, what);
@@ -196,14 +216,16 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
   let identity: ProcIdentity | null = null;
   const exited = new Promise<ExitInfo>((resolve) =>
     child.once('exit', (code, signal) => {
+      // Read first, before the end of the leftovers removes the app's cgroup.
+      const exit: ExitInfo = { code, signal, ...(memory?.killedByOom(signal) ? { reason: 'OOM' as const } : {}) };
       const pid = child.pid as number;
       const leader = identity ?? { pid, startTicks: (statText === null ? null : parseStartTicks(statText)) ?? -1, bootId: readBootIdSync() };
       const target: AppTarget = { app: spec.app, process: leader, instance: spec.instance, uid: spec.runAs?.uid ?? (process.getuid?.() ?? -1) };
       endRest(target).then(
-        () => resolve({ code, signal }),
+        () => resolve(exit),
         (err) => {
           debug('after the exit of app=%s pid=%d, what it left could not all be killed: %s', spec.app, pid, (err as Error).message);
-          resolve({ code, signal });
+          resolve(exit);
         },
       );
     }),
