@@ -26,6 +26,7 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       // v4, only when there is one (appsForVersion strips them for a control plane that did not list 4).
       ...(a.watch ? { watch: { version: a.watch.version, until: a.watch.until, restarts: a.watch.restarts, maxRestarts: a.watch.maxRestarts } } : {}),
       ...(a.supervisor?.lastExit ? { lastExit: lastExitOf(a.supervisor.lastExit) } : {}),
+      ...(a.supervisor?.restartsSinceActivation !== undefined ? { restarts: Math.max(0, Math.min(a.supervisor.restartsSinceActivation, 1_000_000)) } : {}),
       ...(a.self
         ? {
             self: {
@@ -71,9 +72,9 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
 // `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
-// without `watch` and `lastExit`, v4 without `lastExit.reason`.
+// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  const upTo4 = v >= 5 ? [...apps] : apps.map((a) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
+  const upTo4 = v >= 5 ? [...apps] : apps.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
   const upTo3 = v >= 4 ? upTo4 : upTo4.map(({ watch: _w, lastExit: _e, ...a }) => a);
   if (v === 1) return withoutSelf(upTo3);
   if (v === 2) return upTo3.map((a) => (a.self ? { ...a, self: { fallback: a.self.fallback } } : a));

@@ -2,6 +2,7 @@ import * as z from './zod-mini.js';
 import { APP_NAME_RE, TEXTFILE_RE } from './name-checks.js';
 import { intSchema } from './names.js';
 import { controlPlaneUrlSchema } from './control-plane-urls.js';
+import { memoryMaxSchema } from './memory-size.js';
 
 const DAY = 86_400_000;
 
@@ -34,6 +35,10 @@ const processAppSchema = z.strictObject({
   // Whether this app's rolled-back and failed receipts carry its last log lines (default: the
   // host's `logTail`). App logs may hold secrets: false keeps them on the host.
   logTail: z.optional(z.boolean()),
+  // The app's memory limit in bytes (a number, or "512M"; at least 1M), held by its cgroup or
+  // unit; absent: none (docs/design.md §17 "Memory"). Read only by steward from the release that
+  // brought it: an older helper or agent refuses the whole file (docs/host.md).
+  memoryMax: z.optional(memoryMaxSchema),
 });
 
 const unitAppSchema = z.strictObject({

@@ -38,6 +38,8 @@ export const heartbeatAppSchema = z.strictObject({
   watch: z.optional(
     z.nullable(z.strictObject({ version: versionSchema, until: epochMsSchema, restarts: intSchema(0, 1_000_000), maxRestarts: intSchema(0, 1000) })),
   ),
+  // From v5: exits of its process since its last activation (docs/design.md §17).
+  restarts: z.optional(intSchema(0, 1_000_000)),
   lastExit: z.optional(
     z.nullable(
       z.strictObject({
@@ -52,7 +54,7 @@ export const heartbeatAppSchema = z.strictObject({
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
 // The heartbeat payload versions this steward sends and accepts (docs/design.md §16): v2 adds an app's
-// `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason`. An agent sends the highest version that a control plane's
+// `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason` and `restarts`. An agent sends the highest version that a control plane's
 // answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
 export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5] as const;
 export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
@@ -88,8 +90,8 @@ export const heartbeatPayloadSchema = z
       message: 'an app has `watch` and `lastExit` only in heartbeats v4',
       path: ['apps'],
     }),
-    z.refine((p) => p.v >= 5 || p.apps.every((a) => a.lastExit?.reason === undefined), {
-      message: "an app's `lastExit` has `reason` only in heartbeats v5",
+    z.refine((p) => p.v >= 5 || p.apps.every((a) => a.lastExit?.reason === undefined && a.restarts === undefined), {
+      message: "an app has `restarts` and its `lastExit` has `reason` only in heartbeats v5",
       path: ['apps'],
     }),
   );

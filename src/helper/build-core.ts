@@ -18,6 +18,7 @@ import { readAcceptedReceiptVersions } from './receipts/read-accepts.js';
 import { readRelayedSeq } from './receipts/read-relay-mark.js';
 import { ReceiptStore } from './receipts/receipt-store.js';
 import { findCgroupHome } from './runners/app-cgroup.js';
+import { findMemoryHome } from './runners/memory-cgroup.js';
 import { createProcessRunner } from './runners/process-runner.js';
 import type { AppRunner, RunAs } from './runners/runner.js';
 import { createSystemdRunner } from './runners/systemd-runner.js';
@@ -88,7 +89,9 @@ async function chooseProcessRunner(paths: HostPaths, isRoot: boolean, choice: Ho
   log('process runner=detached (%s): apps run as detached children with a log file', choice === 'detached' ? 'configured' : isRoot ? 'systemd is not PID 1' : 'systemd needs root');
   const cgroups = findCgroupHome(paths.root);
   log(cgroups ? 'each app runs in its own cgroup under %s' : 'no cgroup of their own for apps here%s: the instance token tells their processes apart', cgroups?.dir ?? '');
-  return createProcessRunner({ clock: systemClock, isRoot, cgroups });
+  const memory = findMemoryHome(paths.root, cgroups);
+  log(typeof memory === 'string' ? 'no memory cgroups for apps here (%s): an app with a memoryMax is refused its start' : 'apps with a memoryMax get a cgroup v%s memory limit', typeof memory === 'string' ? memory : memory.kind.slice(1));
+  return createProcessRunner({ clock: systemClock, isRoot, cgroups, memory });
 }
 
 // The account a process app runs as: its configured user and group as root, else the helper's.

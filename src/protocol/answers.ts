@@ -50,6 +50,8 @@ export interface AppStatus {
     nextAttemptAt: number | null;
     // `reason` when steward knows why beyond the code or signal (docs/design.md §17).
     lastExit: { code: number | null; signal: string | null; reason?: ExitReason } | null;
+    // Exits of its process heard since the app's last activation (docs/design.md §17).
+    restartsSinceActivation?: number;
     giveUpReason: string | null;
     since: number | null;
   } | null;

@@ -19,6 +19,8 @@ export interface AppReport {
   // Heartbeats v4 (docs/design.md §17): the open watch window after the version's activation, and how
   // the app's last process ended.
   watch?: { version: string; until: number; restarts: number; maxRestarts: number } | null;
+  // Heartbeats v5: exits since the app's last activation.
+  restarts?: number;
   lastExit?: { code: number | null; signal: string | null; reason?: string } | null;
 }
 

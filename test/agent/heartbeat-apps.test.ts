@@ -67,15 +67,17 @@ test('an open watch window and the last exit go into heartbeat v4 only, and an o
   assert.deepEqual(appsForVersion(apps, 4), apps);
 });
 
-test("the last exit's reason goes into heartbeat v5 only; v4 keeps the code and signal of that exit", async () => {
+test("the last exit's reason and the restarts since activation go into heartbeat v5 only; v4 keeps the code and signal of that exit", async () => {
   const { appsForVersion } = await import('../../src/agent/heartbeat-apps.js');
   const { apps } = heartbeatApps([
-    app({ name: 'web', supervisor: sup({ lastExit: { code: null, signal: 'SIGKILL', reason: 'OOM' } }) }),
+    app({ name: 'web', supervisor: sup({ lastExit: { code: null, signal: 'SIGKILL', reason: 'OOM' }, restartsSinceActivation: 3 }) }),
     app({ name: 'api', supervisor: sup({ lastExit: { code: 1, signal: null, reason: 'made-up' as 'OOM' } }) }),
   ]);
   assert.deepEqual(apps.map((a) => a.lastExit), [{ code: null, signal: 'SIGKILL', reason: 'OOM' }, { code: 1, signal: null }], 'a reason steward does not know is dropped, not the app');
   assert.deepEqual(appsForVersion(apps, 5), apps);
+  assert.deepEqual(apps.map((a) => a.restarts), [3, undefined]);
   assert.deepEqual(appsForVersion(apps, 4).map((a) => a.lastExit), [{ code: null, signal: 'SIGKILL' }, { code: 1, signal: null }]);
+  assert.ok(appsForVersion(apps, 4).every((a) => !('restarts' in a)), 'v4 carries no restarts');
   const { heartbeatPayloadSchema } = await import('../../src/core/heartbeat-schema.js');
   const payload = (v: number, a: unknown[]) => ({ v, nodeId: 'n1', seq: 1, sentAt: 1_800_000_000_000, bootId: 'b', agentVersion: '0.1.0', apps: a, receipts: [] });
   const base = { name: 'web', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', attempts: 0, since: null } };

@@ -367,4 +367,8 @@ test("a heartbeat v5 carries the reason of an app's last exit (docs/design.md §
   assert.equal(v4.ok, false);
   assert.match(v4.ok ? '' : v4.message, /`lastExit` has `reason` only in heartbeats v5/);
   assert.equal(verify(body({ v: 5, apps: [{ ...web, lastExit: { ...web.lastExit, reason: 'SEGV' } }] })).ok, false, 'only the reasons steward names');
+  const { lastExit: _e, ...plain } = web;
+  assert.ok(verify(body({ v: 5, apps: [{ ...plain, restarts: 4 }] })).ok);
+  assert.equal(verify(body({ v: 4, apps: [{ ...plain, restarts: 4 }] })).ok, false, 'restarts only in v5');
+  assert.equal(verify(body({ v: 5, apps: [{ ...plain, restarts: -1 }] })).ok, false);
 });

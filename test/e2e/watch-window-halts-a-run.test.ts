@@ -12,9 +12,9 @@ import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js'
 // The watch window in a run (docs/design.md §17), with the real steward-control, agent and helper:
 // the run's bake goes to the node as its window; a canary that passes its activation and then
 // keeps exiting is rolled back on the host, its receipt (payload v3) names the run's attempt as
-// its cause, and the run halts at the canary with the reason.
+// its cause, and the run halts at the canary with the reason; so does one whose health turns bad.
 
-test('a canary that keeps exiting after its activation is rolled back within the bake sent as its window, and the run halts with UNHEALTHY_AFTER_ACTIVATION', { timeout: 120_000 }, async (t) => {
+test('a canary that keeps exiting, or whose health turns bad, after its activation is rolled back within the bake sent as its window, and the run halts with UNHEALTHY_AFTER_ACTIVATION', { timeout: 180_000 }, async (t) => {
   const port = await freePort();
   const h = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000, restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 } }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
   const db = path.join(h.scratch, 'control.db');
@@ -84,4 +84,30 @@ test('a canary that keeps exiting after its activation is rolled back within the
   assert.deepEqual([undone?.v, undone?.outcome, undone?.causeAttemptId], [3, 'rolled-back', runAttempt], JSON.stringify(undone));
   // And the control plane stored it.
   await a.waitFor('the control plane to store the rollback receipt', async () => (await ctl('receipts')).receipts.some((r: any) => r.attemptId === st.lastAttempt.attemptId), 20_000);
+
+  // The same run for a canary whose health turns bad after its activation (the process stays up):
+  // its liveness check fails inside the window, the host rolls it back, and the run halts.
+  const sick = path.join(h.scratch, 'sick');
+  const f3 = path.join(h.scratch, 'web-3.0.0.tgz');
+  writeFileSync(f3, appRelease('web', '3.0.0', port, { stableMs: 200, failIfExists: sick, liveness: { intervalMs: 200, failureThreshold: 3, timeoutMs: 500 } }));
+  await ctl('release', 'add', 'web', '3.0.0', '--file', f3, '--base-url', url, '--key', keys.privateKeyFile);
+  await ctl('rollout', 'start', 'web', '3.0.0', '--canary', nodeId, '--bake', '60s');
+  // Healthy through its activation (the activation's probe is the startup probe, apart from liveness).
+  await a.waitFor('3.0.0 active on the host', async () => {
+    const w = (await helperStatus(h.root)).apps.find((x: any) => x.name === 'web');
+    return w?.current === '3.0.0' && w.lastAttempt?.outcome === 'active';
+  }, 60_000);
+  writeFileSync(sick, '');
+  let sickEnded: any = null;
+  await a.waitFor('the run of 3.0.0 to halt', async () => {
+    const r = (await ctl('rollout', 'status', 'web')).runs[0];
+    sickEnded = r.version === '3.0.0' && r.status !== 'running' ? r : null;
+    return sickEnded !== null;
+  }, 60_000);
+  assert.equal(sickEnded.status, 'halted', JSON.stringify(sickEnded));
+  assert.equal(sickEnded.haltReason?.code, 'UNHEALTHY_AFTER_ACTIVATION', JSON.stringify(sickEnded.haltReason));
+  const back = (await helperStatus(h.root)).apps.find((x: any) => x.name === 'web');
+  assert.equal(back.current, '1.0.0');
+  assert.match(back.lastAttempt.reason.message, /liveness check failed 3 times in a row/);
+  assert.equal(await fetchVersion(port), '1.0.0');
 });

@@ -79,6 +79,7 @@ test('a version that keeps exiting after its activation is rolled back on the ho
   const during = await textfileWhen(prom, (x) => valueOf(x, 'steward_app_watch_window_open', { app: 'web' }) === 1 && (valueOf(x, 'steward_app_watch_window_exits', { app: 'web', version: '2.0.0' }) ?? 0) >= 1, 'the open window with an exit in it');
   assert.equal(valueOf(during, 'steward_app_last_exit_info', { app: 'web', reason: 'EXIT', code: '3' }), 1, "2.0.0's last exit, code 3");
   assert.equal(valueOf(during, 'steward_app_watch_window_exits_allowed', { app: 'web', version: '2.0.0' }), 2);
+  assert.ok((valueOf(during, 'steward_app_restarts_since_activation', { app: 'web' }) ?? 0) >= 1, 'the exits since the activation of 2.0.0');
   assert.equal(valueOf(during, 'steward_app_watch_window_end_timestamp_seconds', { app: 'web', version: '2.0.0' }), open.watch.until / 1000);
 
   const after = await waitFor('the rollback to 1.0.0', async () => {
@@ -106,6 +107,7 @@ test('a version that keeps exiting after its activation is rolled back on the ho
   await new Promise((r) => setTimeout(r, 1500));
   const settled = await status(host);
   assert.deepEqual([settled.current, settled.supervisor.state, settled.supervisor.version], ['1.0.0', 'running', '1.0.0']);
+  assert.equal(settled.supervisor.restartsSinceActivation, 0, "the rollback is an activation: 2.0.0's exits are not 1.0.0's");
   assert.deepEqual(await processesUnder(versionsDir(host.paths, 'web')), [settled.supervisor.pid]);
 });
 
@@ -206,6 +208,7 @@ test('a version whose health turns bad after its activation: rolled back by its 
   assert.deepEqual([restarted.current, restarted.supervisor.version, restarted.supervisor.attempts], ['3.0.0', '3.0.0', 1]);
   // The exit is told apart from an ordinary one: the helper stopped it for its liveness.
   assert.equal(restarted.supervisor.lastExit?.reason, 'LIVENESS_FAILED');
+  assert.equal(restarted.supervisor.restartsSinceActivation, 1, 'counted since the activation of 3.0.0');
   // Healthy again: no more restarts.
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await status(host)).supervisor.pid, restarted.supervisor.pid);

@@ -11,11 +11,14 @@ import path from 'node:path';
 // layout), or the v2 one alone (unified layout, where /sys/fs/cgroup itself is cgroup2).
 const HIERARCHIES = ['/sys/fs/cgroup/systemd', '/sys/fs/cgroup/unified', '/sys/fs/cgroup'];
 
-// Makes `name` in every writable hierarchy and returns the folders made; [] when none could be
-// (the container then shares its parent's cgroup, as before).
-export async function makeContainerCgroups(name: string): Promise<string[]> {
+// The v1 memory hierarchy of a hybrid host, for a container that asks for its own memory cgroup.
+export const V1_MEMORY = '/sys/fs/cgroup/memory';
+
+// Makes `name` in every writable hierarchy (and, with `memory`, in the v1 memory one) and returns
+// the folders made; [] when none could be (the container then shares its parent's cgroup, as before).
+export async function makeContainerCgroups(name: string, opts: { memory?: boolean } = {}): Promise<string[]> {
   const made: string[] = [];
-  for (const base of HIERARCHIES) {
+  for (const base of [...HIERARCHIES, ...(opts.memory ? [V1_MEMORY] : [])]) {
     if (!existsSync(path.join(base, 'cgroup.procs'))) continue;
     const dir = path.join(base, name);
     try {

@@ -2,10 +2,11 @@
 // helpers started on it, and whatever else a test starts against it (an agent). The teardown
 // stops those, kills every process the host's apps left, waits until they are gone, and removes
 // the tree, so that no test repeats that order or forgets a step of it.
-import { readdirSync, readFileSync, type Dirent } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { isSameProcessAliveSync, type ProcIdentity } from '../../src/platform/proc-identity.js';
 import { appCgroupDir, cgroupPids, findCgroupHome } from '../../src/helper/runners/app-cgroup.js';
+import { findMemoryHome, removeMemoryHome } from '../../src/helper/runners/memory-cgroup.js';
 import { isRunning, processesUnder, registeredDaemons } from './app-processes.js';
 import { makeHost, processApp, startHelper, type HelperProcess, type TestHost } from './host.js';
 
@@ -56,10 +57,22 @@ export function useHost(scope: TeardownScope, config: Record<string, unknown> = 
     // Why after the helpers: a helper still running would respawn what is killed here.
     await step(() => killHostProcesses(host));
     await step(() => host.cleanup());
+    await step(() => removeMemoryCgroups(host.root));
     if (errors.length > 0) throw errors[0];
   };
   onTeardown(scope, teardown);
   return fixture;
+}
+
+// Removes the host's v1 memory cgroups (memory-cgroup.ts), retrying for up to 2 s: a process just
+// killed keeps its v1 memory cgroup busy until it is reaped (host.cleanup tried once already).
+async function removeMemoryCgroups(root: string): Promise<void> {
+  const memory = findMemoryHome(root, findCgroupHome(root));
+  if (typeof memory === 'string' || memory.kind !== 'v1') return;
+  for (let i = 0; existsSync(memory.dir) && i < 100; i++) {
+    removeMemoryHome(memory);
+    if (existsSync(memory.dir)) await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 // Registers `teardown` with `scope`.

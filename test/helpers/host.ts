@@ -8,6 +8,7 @@ import { hostPaths, trustedKeysFor, type HostPaths } from '../../src/core/paths.
 import { generateKeyPair, parsePrivateKey, signEnvelope, DOMAINS } from '../../src/platform/keys.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import { findCgroupHome, removeCgroupHome } from '../../src/helper/runners/app-cgroup.js';
+import { findMemoryHome, removeMemoryHome } from '../../src/helper/runners/memory-cgroup.js';
 import { helperStatus } from './helper-status.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -71,6 +72,7 @@ export function makeHost(config: Record<string, unknown> = { apps: { web: proces
       // The apps' cgroups a helper made for this host (as root, without systemd), once empty.
       const cgroups = findCgroupHome(root);
       if (cgroups) removeCgroupHome(cgroups);
+      removeMemoryHome(findMemoryHome(root, cgroups));
     },
   };
   host.writeConfig(config);

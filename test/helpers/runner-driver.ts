@@ -17,7 +17,7 @@ export interface ExitEvent {
   event: 'exited';
   app: string;
   pid: number;
-  info: { code: number | null; signal: string | null };
+  info: { code: number | null; signal: string | null; reason?: string };
   heardAt: number;
   heardMs?: number;
 }

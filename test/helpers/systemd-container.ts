@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcess, type SpawnOptions } from 'node:chil
 import { existsSync, promises as fsp } from 'node:fs';
 import type { TestContext } from 'node:test';
 import { REPO, IS_ROOT } from './host.js';
-import { enterCgroupsScript, makeContainerCgroups, removeCgroupsScript } from './container-cgroup.js';
+import { enterCgroupsScript, makeContainerCgroups, removeCgroupsScript, V1_MEMORY } from './container-cgroup.js';
 import { skipUnlessCI } from './skip.js';
 import { pollPause } from './helper-status.js';
 
@@ -86,7 +86,14 @@ export interface BootOptions {
   // Host folders made writable inside as overlayfs: [host folder (lower), host folder that takes
   // the writes (upper), path in the container]; dpkg, say, installs into /usr and its database.
   overlays?: Array<[string, string, string]>;
+  // A v1 memory cgroup of the container's own (hybrid hosts), bound writable at MEMORY_BIND;
+  // nspawn mounts v1 controllers read-only, so systemd inside applies no MemoryMax= until
+  // giveMemoryController mounts it over /sys/fs/cgroup/memory.
+  memoryCgroup?: boolean;
 }
+
+// Where a container booted with `memoryCgroup` finds its own v1 memory cgroup.
+export const MEMORY_BIND = '/run/host-memory-cgroup';
 
 // Boots systemd in a container and waits until it is up; throws with the console output when
 // it cannot boot.
@@ -94,7 +101,8 @@ export async function bootSystemdContainer(opts: BootOptions = {}): Promise<Syst
   const machine = opts.machine ?? `steward-test-${process.pid}-${++booted}`;
   const t0 = performance.now();
   // Its own cgroup, so no other container's units share its units' cgroups (container-cgroup.ts).
-  const cgroups = await makeContainerCgroups(machine);
+  const cgroups = await makeContainerCgroups(machine, { memory: opts.memoryCgroup === true });
+  const memoryDir = cgroups.find((d) => d.startsWith(`${V1_MEMORY}/`));
   // A shell stays systemd-nspawn's parent as its watchdog. It is in a process group of its own
   // (detached), so a kill of the test's group (the runner's file timeout) does not reach it, and
   // it holds the read end of a pipe whose write end only this process has. When this process
@@ -131,6 +139,7 @@ ${removeCgroupsScript(cgroups)}exit "$code"`;
       ...(opts.bindRo ?? []).map(([from, to]) => `--bind-ro=${from}:${to}`),
       ...(opts.tmpfs ?? []).map((dir) => `--tmpfs=${dir}`),
       ...(opts.overlays ?? []).map(([lower, upper, to]) => `--overlay=${lower}:${upper}:${to}`),
+      ...(memoryDir ? [`--bind=${memoryDir}:${MEMORY_BIND}`] : []),
       '-b',
       '--',
       // Without firstboot=off the first-boot wizard waits for a key press.
@@ -249,4 +258,23 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | null | unde
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await pollPause(everyMs, Date.now() - t0);
   }
+}
+
+// Gives the container's systemd a memory controller it can write to, for MemoryMax=: on a hybrid
+// host (v1 memory), its own v1 memory cgroup (booted with `memoryCgroup`) mounted over the
+// read-only /sys/fs/cgroup/memory, then systemd re-executed (it decides at its start which
+// controllers it may use). Returns what the container's systemd now limits memory with, or null
+// and why not.
+export async function giveMemoryController(box: SystemdContainer): Promise<{ via: 'v1' | 'v2' } | { via: null; why: string }> {
+  const v2 = await box.exec('cat', ['/sys/fs/cgroup/cgroup.controllers']);
+  if (v2.code === 0) return v2.stdout.split(/\s+/).includes('memory') ? { via: 'v2' } : { via: null, why: 'the container\'s cgroup2 has no memory controller' };
+  if ((await box.exec('test', ['-e', `${MEMORY_BIND}/memory.limit_in_bytes`])).code !== 0) {
+    return { via: null, why: 'no v1 memory cgroup of its own (boot it with memoryCgroup on a hybrid host)' };
+  }
+  const mount = await box.exec('mount', ['--bind', MEMORY_BIND, '/sys/fs/cgroup/memory']);
+  if ((await box.exec('test', ['-w', '/sys/fs/cgroup/memory/cgroup.procs'])).code !== 0) return { via: null, why: `mount: ${mount.stderr.trim()}` };
+  const reexec = await box.exec('systemctl', ['daemon-reexec']);
+  if (reexec.code !== 0) return { via: null, why: `daemon-reexec: ${reexec.stderr.trim()}` };
+  await waitFor('systemd back after daemon-reexec', async () => /^(running|degraded)$/.test((await box.exec('systemctl', ['is-system-running'])).stdout.trim()), 30_000, 100);
+  return { via: 'v1' };
 }

@@ -86,6 +86,52 @@ test('keepReleases below 2 is refused', async () => {
   assert.match(err.message, /apps\.web\.keepReleases/);
 });
 
+test('memoryMax takes bytes as a number or a string with K, M, G or T, and is absent by default', async () => {
+  const cases: Array<[unknown, number]> = [
+    [1048576, 1024 * 1024],
+    [536870912, 512 * 1024 * 1024],
+    ['2048K', 2048 * 1024],
+    ['512M', 512 * 1024 * 1024],
+    ['1G', 1024 ** 3],
+    ['2T', 2 * 1024 ** 4],
+    ['3000000', 3_000_000],
+  ];
+  for (const [value, bytes] of cases) {
+    const c = await loadWith({ apps: { web: { memoryMax: value } } });
+    assert.equal(c.apps.web?.runner === 'process' ? c.apps.web.memoryMax : undefined, bytes, JSON.stringify(value));
+  }
+  const plain = await loadWith({ apps: { web: {} } });
+  assert.equal(plain.apps.web?.runner === 'process' ? plain.apps.web.memoryMax : 'not a process app', undefined);
+});
+
+test('a bad memoryMax is CONFIG_INVALID naming the file, the app and the key', async () => {
+  const cases: Array<[unknown, RegExp]> = [
+    [0, /must be above 0/],
+    [-5, /must be above 0/],
+    ['0M', /must be above 0/],
+    ['-1G', /is not a size/],
+    [1.5, /a whole number of bytes/],
+    ['lots', /"lots" is not a size/],
+    ['512 M', /is not a size/],
+    ['512MB', /is not a size/],
+    ['512m', /is not a size/],
+    ['', /is not a size/],
+    [true, /a whole number of bytes/],
+    [null, /a whole number of bytes/],
+    [{ bytes: 5 }, /a whole number of bytes/],
+    ['9999999999999999T', /too large/],
+    [1048575, /below the smallest limit, 1M/],
+    ['64K', /below the smallest limit, 1M/],
+  ];
+  for (const [value, why] of cases) {
+    const err = await configError({ apps: { web: { memoryMax: value } } });
+    assert.match(err.message, /steward\.json: apps\.web\.memoryMax: /, JSON.stringify(value));
+    assert.match(err.message, why, JSON.stringify(value));
+  }
+  // A unit app's memory is its unit's business: the key is unknown there.
+  assert.match((await configError({ apps: { agent: { runner: 'unit', unit: 'a.service', memoryMax: '1G' } } })).message, /apps\.agent: .*memoryMax/);
+});
+
 test('the app steward takes the runner self, with the helper unit and trial defaults filled in', async () => {
   const c = await loadWith({ apps: { steward: { runner: 'self' } } });
   assert.deepEqual(c.apps.steward, { runner: 'self', unit: 'steward-helper.service', keepReleases: 3, quarantine: { baseMs: 300_000, capMs: 86_400_000 }, stableMs: 5000, agentTimeoutMs: 120_000, handoverTimeoutMs: 120_000 });

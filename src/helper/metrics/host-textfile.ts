@@ -59,6 +59,7 @@ export function keepHostTextfile(core: HelperCore, file: string): HostTextfile {
         lastUpdate: a.lastAttempt ? { outcome: a.lastAttempt.outcome, updatedAt: a.lastAttempt.updatedAt } : null,
         restarts: restarts.get(a.name) ?? 0,
         lastExit: a.supervisor?.lastExit ?? null,
+        restartsSinceActivation: a.supervisor?.restartsSinceActivation ?? 0,
         watch: a.watch ? { version: a.watch.version, until: a.watch.until, restarts: a.watch.restarts, maxRestarts: a.watch.maxRestarts } : null,
       })),
       receipts,

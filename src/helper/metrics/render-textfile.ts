@@ -25,6 +25,8 @@ export interface TextfileApp {
   restarts: number;
   // The supervisor's record of the last exit (a process app), or null.
   lastExit?: { code: number | null; signal: string | null; reason?: string } | null;
+  // Exits of its process since the app's last activation (docs/design.md §17).
+  restartsSinceActivation?: number;
   // The open watch window after `active` (docs/design.md §17), or null.
   watch?: { version: string; until: number; restarts: number; maxRestarts: number } | null;
 }
@@ -54,6 +56,7 @@ export function renderTextfile(facts: TextfileFacts): string {
   family('steward_app_up', 'gauge', "1 while the supervisor's state of a process app is running.", processApps.map((a) => [{ app: a.name }, flag(a.supervisorState === 'running')]));
   family('steward_app_supervisor_state', 'gauge', "The supervisor's state of a process app: 1 for the state it is in.", processApps.flatMap((a) => (a.supervisorState === null ? [] : SUPERVISOR_STATES.map((s): Sample => [{ app: a.name, state: s }, flag(a.supervisorState === s)]))));
   family('steward_app_restarts_total', 'counter', 'Respawns of a process app by the supervisor since the helper started.', processApps.map((a) => [{ app: a.name }, a.restarts]));
+  family('steward_app_restarts_since_activation', 'gauge', "Exits of a process app's process heard since its last activation (an update, a rollback or a recovery starts it at 0).", processApps.map((a) => [{ app: a.name }, a.restartsSinceActivation ?? 0]));
   family('steward_app_watch_window_open', 'gauge', "1 while a version's watch window after its activation is open (health.watchMs; exits past the allowed ones roll it back).", processApps.map((a) => [{ app: a.name }, flag(Boolean(a.watch))]));
   const watched = processApps.filter((a) => a.watch);
   family('steward_app_watch_window_end_timestamp_seconds', 'gauge', 'When the open watch window ends, in seconds since the epoch.', watched.map((a) => [{ app: a.name, version: a.watch!.version }, a.watch!.until / 1000]));

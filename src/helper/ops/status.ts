@@ -1,5 +1,6 @@
-import { readExitReason } from '../supervisor/exit-reason-file.js';
+import { readExits, reasonOf } from '../supervisor/exits-since-activation.js';
 import { isOpen, readWatch } from '../update/watch-window.js';
+import type { ExitReason } from '../../core/exit-reasons.js';
 import type { Journal } from '../../core/journal-schema.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import { quarantineInForce } from '../../core/quarantine.js';
@@ -44,6 +45,7 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   const j = await readJournal(ctx.paths, name);
   const rec = await readRunRecord(ctx.paths, name).catch(() => null);
   const sup = rec?.supervisor;
+  const exits = rec ? await readExits(ctx.paths, name) : null;
   const unit = cfg?.runner === 'unit' && ctx.units ? await unitInfo(ctx.units, cfg.unit) : undefined;
   const self = cfg?.runner === 'self' ? await selfInfo(ctx) : undefined;
   const base = {
@@ -59,7 +61,8 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
           version: rec.version,
           attempts: sup?.attempts ?? 0,
           nextAttemptAt: sup?.nextAttemptAt ?? null,
-          lastExit: sup?.lastExit ? await withReason(ctx, name, sup.lastExit, sup.lastExitAt) : null,
+          lastExit: sup?.lastExit ? withReason(sup.lastExit, reasonOf(exits, sup.lastExitAt)) : null,
+          restartsSinceActivation: exits?.restarts ?? 0,
           giveUpReason: sup?.giveUpReason ?? null,
           since: (sup?.state === 'running' ? sup.lastStartAt : sup?.lastExitAt) ?? rec.startedAt,
         }
@@ -103,9 +106,7 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   }
 }
 
-// The last exit with its reason, when one was recorded for that very exit (exit-reason-file.ts).
-async function withReason(ctx: StatusContext, app: string, exit: { code: number | null; signal: string | null }, at: number | null) {
-  const reason = await readExitReason(ctx.paths, app, at);
+function withReason(exit: { code: number | null; signal: string | null }, reason: ExitReason | undefined) {
   return reason ? { ...exit, reason } : exit;
 }
 

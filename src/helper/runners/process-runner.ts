@@ -16,6 +16,7 @@ import { buildAppEnv } from './app-env.js';
 import { openChildFds } from './child-fds.js';
 import { appCgroupDir, enterCgroup, leaveCgroup, removeAppCgroup, type CgroupHome } from './app-cgroup.js';
 import { findAppMembers } from './app-members.js';
+import { prepareAppMemory, removeAppMemory, type AppMemory, type MemoryHome } from './memory-cgroup.js';
 import { readProcStat } from './process-group.js';
 import { prepareStateDirSync } from './state-dir.js';
 import { stopMembers } from './stop-members.js';
@@ -29,6 +30,9 @@ export interface ProcessRunnerOptions {
   // Where each app gets a cgroup of its own (findCgroupHome); null or absent: none, and the
   // instance token in the environment is the proof of the app's processes (app-members.ts).
   cgroups?: CgroupHome | null;
+  // Where the apps' memory cgroups are (findMemoryHome), or why there are none: an app with a
+  // memoryMax is then refused its start. Absent: none.
+  memory?: MemoryHome | string;
 }
 
 // The `process` runner without systemd: a detached child in its own session (and, where the
@@ -37,6 +41,7 @@ export interface ProcessRunnerOptions {
 // unit, so an app never leaves processes behind (docs/design.md §5: exactly one live instance).
 export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
   const home = opts.cgroups ?? null;
+  const memory = opts.memory ?? 'no memory cgroups were looked for';
   // Set once a spawn could not enter its cgroup: the token is the proof from then on.
   let cgroupsOff = home === null;
   // The stop in flight per app: an exit it causes leaves the rest to it (and to its timeout).
@@ -48,6 +53,7 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
     const n = await stopMembers(find, `app ${target.app}`, { clock: opts.clock, timeoutMs });
     if (n > 0) debug('stopped app=%s processes=%d', target.app, n);
     if (home && cgroupDir) removeAppCgroup(home, cgroupDir);
+    removeAppMemory(memory, target.app);
   };
   const stop = async (target: AppTarget, timeoutMs: number): Promise<void> => {
     const p = stopAll(target, timeoutMs);
@@ -86,18 +92,23 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
     if (inFlight) await inFlight.catch(() => undefined);
     const startedBy = {};
     latest.set(spec.app, startedBy);
-    return startProcess(spec, opts, spawnIn, (target) => endRest(target, startedBy));
+    return startProcess(spec, opts, memory, spawnIn, (target) => endRest(target, startedBy));
   };
   // Spawns in the app's cgroup where there is one; a cgroup that cannot be entered turns
   // cgroups off for good (said once), and the token proves the app's processes from then on.
-  const spawnIn = (app: string, fn: () => ChildProcess): ChildProcess => {
-    if (!home || cgroupsOff) return fn();
+  // `limited`: the cgroup holds the app's memory limit (v2), so a spawn outside it is refused.
+  const spawnIn = (app: string, fn: () => ChildProcess, limited = false): ChildProcess => {
+    if (!home || cgroupsOff) {
+      if (limited) throw new StewardError('CONFIG_INVALID', `cannot start app ${app}: its cgroup, which holds its memoryMax, cannot be entered here`);
+      return fn();
+    }
     let own: string;
     try {
       own = enterCgroup(home, appCgroupDir(home, app));
     } catch (err) {
       cgroupsOff = true;
       debug('cannot start app=%s in its cgroup (%s): apps are told apart by their instance token from now on', app, (err as Error).message);
+      if (limited) throw new StewardError('CONFIG_INVALID', `cannot start app ${app}: its cgroup, which holds its memoryMax, cannot be entered: ${(err as Error).message}`, { cause: err });
       return fn();
     }
     try {
@@ -121,10 +132,10 @@ async function isProcessAlive(identity: ProcIdentity): Promise<boolean> {
   return st !== null && st.state !== 'Z' && st.state !== 'X';
 }
 
-type SpawnIn = (app: string, fn: () => ChildProcess) => ChildProcess;
+type SpawnIn = (app: string, fn: () => ChildProcess, limited?: boolean) => ChildProcess;
 type EndRest = (target: AppTarget) => Promise<void>;
 
-async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
+async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, memoryHome: MemoryHome | string, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
   const what = `${spec.app} ${spec.version}`;
   if (spec.runAs && !opts.isRoot && spec.runAs.uid !== process.getuid?.()) {
     throw new StewardError('CONFIG_INVALID', `cannot start ${what}: it runs as ${spec.runAs.name} but the helper is not root`);
@@ -137,7 +148,8 @@ async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, spawnIn
   const logFd = openLog(spec.logFile, what);
   try {
     prepareStateDirSync(spec, opts.isRoot, what);
-    return await spawnApp(spec, logFd, opts.clock, what, spawnIn, endRest);
+    const memory = prepareAppMemory(memoryHome, spec.app, spec.memoryMax, what);
+    return await spawnApp(spec, logFd, opts.clock, what, memory, spawnIn, endRest);
   } finally {
     // The child holds its own copies of the fd; the helper keeps none (docs/design.md §5).
     closeSync(logFd);
@@ -172,7 +184,15 @@ function openLog(file: string, what: string): number {
   }
 }
 
-async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: string, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
+async function spawnApp(
+  spec: StartSpec,
+  logFd: number,
+  clock: Clock,
+  what: string,
+  memory: AppMemory | null,
+  spawnIn: SpawnIn,
+  endRest: EndRest,
+): Promise<StartedProcess> {
   const [file, ...args] = spec.command;
   if (file === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
   const ids = spec.runAs && process.getuid?.() === 0 ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {};
@@ -180,7 +200,7 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
   // The readiness and watchdog FIFOs as fds 3 and 4 (child-fds.ts); closed here once the child has its copies.
   const fds = openChildFds(spec.fds, what);
   try {
-    child = spawnIn(spec.app, () =>
+    const spawnChild = () =>
       spawn(file, args, {
         cwd: spec.cwd,
         env: buildAppEnv(spec),
@@ -188,8 +208,8 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
         stdio: ['ignore', logFd, logFd, ...fds.list],
         shell: false,
         ...ids,
-      }),
-    );
+      });
+    child = spawnIn(spec.app, () => (memory ? memory.spawnInside(spawnChild) : spawnChild()), memory?.kind === 'v2' && spec.memoryMax !== undefined);
   } catch (err) {
     if (err instanceof StewardError) throw err;
     throw spawnError(err, file, what);
@@ -201,14 +221,16 @@ async function spawnApp(spec: StartSpec, logFd: number, clock: Clock, what: stri
   let identity: ProcIdentity | null = null;
   const exited = new Promise<ExitInfo>((resolve) =>
     child.once('exit', (code, signal) => {
+      // Read first, before the end of the leftovers removes the app's cgroup.
+      const exit: ExitInfo = { code, signal, ...(memory?.killedByOom(signal) ? { reason: 'OOM' as const } : {}) };
       const pid = child.pid as number;
       const leader = identity ?? { pid, startTicks: (statText === null ? null : parseStartTicks(statText)) ?? -1, bootId: readBootIdSync() };
       const target: AppTarget = { app: spec.app, process: leader, instance: spec.instance, uid: spec.runAs?.uid ?? (process.getuid?.() ?? -1) };
       endRest(target).then(
-        () => resolve({ code, signal }),
+        () => resolve(exit),
         (err) => {
           debug('after the exit of app=%s pid=%d, what it left could not all be killed: %s', spec.app, pid, (err as Error).message);
-          resolve({ code, signal });
+          resolve(exit);
         },
       );
     }),

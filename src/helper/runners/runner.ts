@@ -23,6 +23,8 @@ export interface StartSpec {
   logFile: string;
   // /var/lib/steward-apps/<app>: created if missing, owned by the app user, 0750.
   stateDir: string;
+  // apps.<app>.memoryMax in bytes: the memory limit of the app's cgroup or unit. Absent: none.
+  memoryMax?: number;
   // The app's instance token (run record `instance`), already durable in its record: it goes into
   // the app's environment as STEWARD_INSTANCE, where it is the proof that a process is the app's.
   instance: string;

@@ -13,6 +13,7 @@ import { wrapWithFdOpener } from './app-fds.js';
 import { prepareStateDirSync } from './state-dir.js';
 import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 import { parseUnitShow, systemctl, unitStatus, type UnitStatus } from './unit-runner.js';
+import { isLimitApplied, parseKernelOomKill, readAppliedMemoryLimit } from './unit-memory-limit.js';
 
 const debug = logger('helper:systemd');
 
@@ -193,6 +194,7 @@ export function systemdRunArgs(spec: StartSpec, unit: string, stopTimeoutMs: num
     '-p', `SyslogIdentifier=steward-app-${spec.app}`,
   ];
   if (spec.runAs) args.push('-p', `User=${spec.runAs.name}`, '-p', `Group=${spec.runAs.gid}`);
+  if (spec.memoryMax !== undefined) args.push('-p', `MemoryMax=${spec.memoryMax}`);
   for (const [k, v] of Object.entries(buildAppEnv(spec))) args.push(`--setenv=${k}=${v}`);
   // The readiness and watchdog FIFOs: systemd-run cannot pass an fd, so a `sh` in the unit opens them (app-fds.ts).
   const command = wrapWithFdOpener(spec.command, spec.fds);
@@ -248,9 +250,30 @@ async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOpt
     throw new StewardError(code, `cannot start ${what} as ${unit}: ${text || 'systemd-run exited'}`);
   }
   const identity = await waitMainPid(unit, closed, opts, what, out);
+  if (spec.memoryMax !== undefined) await requireMemoryLimit(spec, unit, identity, what);
   debug('started app=%s version=%s unit=%s pid=%d', spec.app, spec.version, unit, identity.pid);
-  const exited = closed.then((c) => exitOf(out.text(), c, identity, spec.app, startedAt, opts.clock));
+  const exited = closed
+    .then((c) => exitOf(out.text(), c, identity, spec.app, startedAt, opts.clock))
+    .then((exit) => (spec.memoryMax !== undefined ? withKernelOom(exit, identity.pid, startedAt) : exit));
   return { identity, startedAt, exited };
+}
+
+// The unit's memory limit as its process's cgroup holds it: systemd starts a unit whose
+// MemoryMax= it cannot apply (no memory controller it may write to) without one, and says
+// nothing. Such a unit is stopped and its start refused (unit-memory-limit.ts says why).
+async function requireMemoryLimit(spec: StartSpec, unit: string, identity: ProcIdentity, what: string): Promise<void> {
+  const wanted = spec.memoryMax as number;
+  const applied = readAppliedMemoryLimit(identity.pid);
+  if (isLimitApplied(applied, wanted)) return;
+  // Gone already: its exit is what the caller hears, not a refusal.
+  if (!(await isSameProcessAlive(identity))) return;
+  debug('no memory limit on unit=%s (read back %s, wanted %d): stopping it', unit, applied, wanted);
+  // Why stop it: an app whose limit the host does not hold must not run on as if it did.
+  await systemctl(['stop', '--', unit]).catch(() => undefined);
+  throw new StewardError(
+    'CONFIG_INVALID',
+    `cannot start ${what}: apps.${spec.app}.memoryMax is ${wanted} bytes but systemd did not apply it to ${unit} (its cgroup's limit reads ${applied === null ? 'nothing: no memory controller' : applied}); remove memoryMax or give systemd a memory controller`,
+  );
 }
 
 // The client's output (a few lines), and when "Running as unit" appeared: with --wait and
@@ -328,27 +351,53 @@ async function exitOf(
   return parseJournalExit(journal) ?? { code: null, signal: null };
 }
 
+// A SIGKILL that systemd did not name oom-kill, of an app with a memory limit: on a v1 memory
+// controller systemd cannot tell (it reads OOM kills from memory.events, a v2 file), so the
+// kernel's own log line about that very pid decides. A log that cannot be read says nothing.
+async function withKernelOom(exit: ExitInfo, pid: number, sinceMs: number): Promise<ExitInfo> {
+  if (exit.reason || exit.signal !== 'SIGKILL') return exit;
+  const since = (Math.max(0, sinceMs - 1000) / 1000).toFixed(3);
+  const r = await runTool('journalctl', ['-k', `--since=@${since}`, '-n', '500', '-o', 'cat', '--no-pager', '-q'], {
+    env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
+    timeoutMs: 10_000,
+    maxBuffer: 4 * 1024 * 1024,
+  });
+  if (r.failure !== null) {
+    debug('cannot read the kernel log for an OOM kill of pid=%d: %s', pid, r.stderr.trim() || r.failure);
+    return exit;
+  }
+  return parseKernelOomKill(r.stdout, pid) ? { ...exit, reason: 'OOM' } : exit;
+}
+
 // The last "Main process exited, code=<exited|killed|dumped>, status=<n>/<NAME>" line that
 // systemd logged for the unit (its own line; an app printing the same words cannot be told from
 // it, so this is a fallback only, for the code shown to the operator, never a decision's proof).
+// An OOM kill is systemd's "Failed with result 'oom-kill'" line after it (systemd sees the kill in
+// the unit's memory.events: cgroup v2 only).
 export function parseJournalExit(text: string): ExitInfo | null {
   const all = [...text.matchAll(/^\S*: Main process exited, code=(\w+), status=(\d+)(?:\/(\w+))?$/gm)];
   const m = all.at(-1);
   if (!m) return null;
   const [, how, num, name] = m;
-  if (how === 'exited') return { code: Number(num), signal: null };
-  if (how === 'killed' || how === 'dumped') return { code: null, signal: name?.startsWith('SIG') ? name : name ? `SIG${name}` : null };
-  return { code: null, signal: null };
+  const after = text.slice((m.index ?? 0) + m[0].length);
+  const oom = /^\S*: Failed with result 'oom-kill'\.$/m.test(after) ? { reason: 'OOM' as const } : {};
+  if (how === 'exited') return { code: Number(num), signal: null, ...oom };
+  if (how === 'killed' || how === 'dumped') return { code: null, signal: name?.startsWith('SIG') ? name : name ? `SIG${name}` : null, ...oom };
+  return { code: null, signal: null, ...oom };
 }
 
-// Parses systemd-run's "Main processes terminated with: code=<exited|killed|dumped>/status=<n|SIG>".
+// Parses systemd-run's "Main processes terminated with: code=<exited|killed|dumped>/status=<n|SIG>",
+// and its "Finished with result: oom-kill" before it: the unit's Result=, which systemd sets
+// when the kernel's OOM killer killed a process of the unit (it reads memory.events: cgroup v2).
+// The client's own output, never the app's (that goes to the journal).
 export function parseExitLine(text: string): ExitInfo | null {
   const m = /Main processes terminated with: code=(\w+)\/status=([\w+-]+)/.exec(text);
   if (!m) return null;
   const [, how, status] = m;
-  if (how === 'exited' && status !== undefined && /^\d+$/.test(status)) return { code: Number(status), signal: null };
-  if ((how === 'killed' || how === 'dumped') && status) return { code: null, signal: status.startsWith('SIG') ? status : `SIG${status}` };
-  return { code: null, signal: null };
+  const oom = /^Finished with result: oom-kill$/m.test(text) ? { reason: 'OOM' as const } : {};
+  if (how === 'exited' && status !== undefined && /^\d+$/.test(status)) return { code: Number(status), signal: null, ...oom };
+  if ((how === 'killed' || how === 'dumped') && status) return { code: null, signal: status.startsWith('SIG') ? status : `SIG${status}`, ...oom };
+  return { code: null, signal: null, ...oom };
 }
 
 function lastLines(text: string): string {

@@ -7,7 +7,7 @@ import { readAppState } from '../state/app-state.js';
 import { appTarget, restartPolicyOf, startVersion } from '../update/app-process.js';
 import type { UpdateContext } from '../update/context.js';
 import { capAppLogs } from './cap-logs.js';
-import { writeExitReason } from './exit-reason-file.js';
+import { countExit } from './exits-since-activation.js';
 import type { ExitReason } from '../../core/exit-reasons.js';
 
 const log = logger('helper:supervisor');
@@ -237,6 +237,7 @@ export class Supervisor {
       let d;
       let exitLine: (() => void) | null = null;
       let exitSeen: ExitInfo | null = null;
+      let countLater: { pid: number; at: number } | null = null;
       if (alive) {
         d = decide(sup, { kind: 'tick', at: now }, policy, now);
       } else if (sup.state === 'running') {
@@ -246,8 +247,13 @@ export class Supervisor {
         const info: ExitInfo = !known.reason && killed && rec.process && killed.pid === rec.process.pid ? { ...known, reason: killed.reason } : known;
         d = decide(sup, { kind: 'exited', at: now, code: info.code, signal: info.signal }, policy, now);
         exitSeen = info;
-        // Before the record that holds the exit (exit-reason-file.ts).
-        if (info.reason && rec.process) await writeExitReason(ctx.paths, { schemaVersion: 1, app, pid: rec.process.pid, at: now, reason: info.reason });
+        // Counted (exits-since-activation.ts) before the record that holds the exit when it has a
+        // reason; an ordinary exit's count waits until its replacement is spawned.
+        if (rec.process) {
+          const exit = { pid: rec.process.pid, at: now, reason: info.reason };
+          if (info.reason || d.decision.action !== 'respawn-now') await countExit(ctx.paths, app, exit);
+          else countLater = exit;
+        }
         const { action } = d.decision;
         const line = () => log('exit app=%s pid=%s code=%s signal=%s%s -> %s', app, rec.process?.pid, info.code, info.signal, info.reason ? ` reason=${info.reason}` : '', action);
         // Before a respawn the line waits until the replacement is spawned: a log line is a
@@ -276,6 +282,7 @@ export class Supervisor {
             await this.respawn(app, cur.version, d.next);
           } finally {
             exitLine?.();
+            if (countLater) await countExit(ctx.paths, app, countLater).catch((err) => log('could not count the exit of app=%s: %s', app, (err as Error).message));
           }
           break;
         case 'wait-until':

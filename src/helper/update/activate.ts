@@ -17,6 +17,7 @@ import { pruneReleases } from './prune.js';
 import type { ProbeResult } from './probe.js';
 import { startAndProbe } from './start-and-probe.js';
 import { pointCurrent, removeCurrent } from './swap.js';
+import { removeExits } from '../supervisor/exits-since-activation.js';
 import { causeOf, DEFAULT_WATCH_MAX_RESTARTS, removeWatch, UNHEALTHY_AFTER_ACTIVATION, WATCH_SCHEMA_VERSION, windowLength, writeWatch, type WatchWindow } from './watch-window.js';
 
 const log = logger('helper:update');
@@ -78,8 +79,10 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   }
   input.onAccepted?.();
   faults.hit('after-journal-activating');
-  // A later activation ends the window of the one before (docs/design.md §17).
+  // A later activation ends the window of the one before, and starts the count of exits again
+  // (docs/design.md §17).
   await removeWatch(paths, app).catch((err) => log('could not remove the watch window app=%s: %s', app, (err as Error).message));
+  await removeExits(paths, app).catch((err) => log('could not remove the count of exits app=%s: %s', app, (err as Error).message));
 
   let verdict: Verdict;
   try {
@@ -231,6 +234,7 @@ export async function rollBackUnhealthy(ctx: UpdateContext, input: UnhealthyRoll
   }
   input.onAccepted?.();
   await removeWatch(paths, app).catch((err) => log('could not remove the watch window app=%s: %s', app, (err as Error).message));
+  await removeExits(paths, app).catch((err) => log('could not remove the count of exits app=%s: %s', app, (err as Error).message));
   log('rollback app=%s attempt=%s of %s to %s: %s', app, attemptId, w.version, w.fromVersion, input.why);
   return undoActivation(ctx, activation, journal, state0, { reason: input.why, code: UNHEALTHY_AFTER_ACTIVATION });
 }

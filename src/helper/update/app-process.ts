@@ -112,6 +112,7 @@ export async function startVersion(
     stateDir: path.join(ctx.paths.appStateRoot, app),
     instance,
     ...(fds.ready || fds.watchdog ? { fds } : {}),
+    ...(cfg?.runner === 'process' && cfg.memoryMax !== undefined ? { memoryMax: cfg.memoryMax } : {}),
   });
   // A version's respawns are its own: the start of another version than the record's (an
   // update, a rollback) counts from 0, never on from the last version's restarts.

@@ -74,6 +74,7 @@ export function appCell(a: AppReport | undefined): HTMLTableCellElement {
           `${a.watch.version} is watched until ${exactTime(a.watch.until)}: ${a.watch.restarts} exits heard, ${a.watch.maxRestarts} allowed before the host rolls it back`,
         )
       : null,
+    a.lastExit?.reason ? flag(a.lastExit.reason, 'bad', `its last process ended by ${a.lastExit.reason}${a.restarts ? `; ${a.restarts} restarts since its activation` : ''}`) : null,
   );
 }
 

@@ -28,13 +28,14 @@ export function nodePage(ctx: PageContext, nodeId: string): Page {
         ),
         h('h2', {}, 'Apps'),
         table(
-          ['app', 'current, supervisor', 'previous', 'pid', 'start attempts', 'state since', 'last exit', 'watch window'],
+          ['app', 'current, supervisor', 'previous', 'pid', 'start attempts', 'restarts since activation', 'state since', 'last exit', 'watch window'],
           n.apps.map((a) => [
             mono(a.name),
             appCell(a),
             mono(a.previous),
             a.supervisor.pid ?? '-',
             a.supervisor.attempts,
+            a.restarts ?? '-',
             when(a.supervisor.since, now),
             a.lastExit ? `${a.lastExit.reason ? `${a.lastExit.reason}: ` : ''}${a.lastExit.signal ? `signal ${a.lastExit.signal}` : a.lastExit.code !== null ? `exit ${a.lastExit.code}` : 'unknown'}` : '-',
             a.watch ? `${a.watch.version} until ${exactTime(a.watch.until)} (${a.watch.restarts} of ${a.watch.maxRestarts} exits)` : '-',

@@ -5,7 +5,7 @@ import type { ProcIdentity } from '../../../src/platform/proc-identity.js';
 import type { AppTarget, StartSpec } from '../../../src/helper/runners/runner.js';
 import { APP_PATH } from '../../../src/platform/systemd.js';
 import { readableCopy } from '../../helpers/readable-copy.js';
-import { bootOrSkip, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
+import { bootOrSkip, giveMemoryController, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
 import { startDriver, type Driver, type ExitEvent } from '../../helpers/runner-driver.js';
 
 // The systemd runner against a real systemd 252 booted in a container (the repository is
@@ -32,6 +32,7 @@ async function journalOf(box: SystemdContainer, unit: string, want: (text: strin
   return text;
 }
 
+const MiB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Each app's instance token, as its run record would hold it.
 const instanceOf = (app: string) => createHash('sha256').update(app).digest('hex').slice(0, 32);
@@ -39,7 +40,7 @@ const instanceOf = (app: string) => createHash('sha256').update(app).digest('hex
 test('the systemd runner runs each app as its own transient unit in a real systemd', { timeout: 120_000 }, async (t) => {
   const fixtures = readableCopy(['test/fixtures/apps', 'test/fixtures/systemd']);
   t.after(() => fixtures.cleanup());
-  const box = await bootOrSkip(t, { bindRo: [[fixtures.path('test/fixtures'), FIXTURES]] });
+  const box = await bootOrSkip(t, { bindRo: [[fixtures.path('test/fixtures'), FIXTURES]], memoryCgroup: true });
   if (!box) return;
   const drivers: Driver[] = [];
   try {
@@ -279,6 +280,42 @@ test('the systemd runner runs each app as its own transient unit in a real syste
         return st === 'not-found' ? st : null;
       }, 5000, 50).catch((err: Error) => err.message);
       assert.equal(gone, 'not-found');
+    });
+
+    await t.test('an app whose MemoryMax= systemd cannot apply is stopped and refused, never run unlimited', async () => {
+      // As booted on a hybrid host, nspawn gives systemd a read-only v1 memory hierarchy.
+      const v2 = (await box.exec('test', ['-e', '/sys/fs/cgroup/cgroup.controllers'])).code === 0;
+      if (v2) return console.log('the container has cgroup v2: systemd applies MemoryMax= there, nothing to refuse');
+      const refused = await helper.call('start', { spec: { ...spec('unheld', ['/usr/bin/node', 'hang.mjs']), memoryMax: 64 * MiB } }).then(
+        () => 'started',
+        (err: Error) => err.message,
+      );
+      assert.match(refused, /cannot start unheld 1\.0\.0: apps\.unheld\.memoryMax is 67108864 bytes but systemd did not apply it to steward-app-unheld\.service/);
+      const gone = await waitFor('the refused unit to go', async () => ((await showUnit(box, 'steward-app-unheld.service')).LoadState === 'not-found' ? true : null), 10_000, 100);
+      assert.equal(gone, true);
+    });
+
+    await t.test('an app over its MemoryMax= is killed by the kernel, named OOM where systemd sees the kill; a kill -9 is no OOM', async () => {
+      const memory = await giveMemoryController(box);
+      assert.notEqual(memory.via, null, `no memory controller for the container's systemd: ${'why' in memory ? memory.why : ''}`);
+      console.log(`the container's systemd limits memory with cgroup ${memory.via}`);
+      // The hog stops by itself at 512 MiB (exit 3): a limit not applied fails here, the host unharmed.
+      await helper.call('start', { spec: { ...spec('hog', ['/usr/bin/node', 'memory-hog.mjs', '512']), memoryMax: 96 * MiB } });
+      const ev = (await helper.nextEvent((e) => e.app === 'hog', 30_000)) as unknown as ExitEvent;
+      console.log(`exit of the app over its MemoryMax=: ${JSON.stringify(ev.info)}`);
+      assert.equal(ev.info.signal, 'SIGKILL', `the hog was not killed: ${JSON.stringify(ev.info)}`);
+      if (memory.via === 'v2') {
+        assert.equal(ev.info.reason, 'OOM', "systemd's Result=oom-kill names the exit OOM");
+      } else {
+        // systemd reads OOM kills from memory.events, which a v1 controller has not: the runner
+        // looks in the kernel's log, which a container's journal does not hold (no /dev/kmsg).
+        console.log(`systemd on a v1 memory controller reports Result=signal; from the kernel's log the reason is ${ev.info.reason ?? 'unknown'}`);
+      }
+
+      const r = await helper.call<{ identity: ProcIdentity }>('start', { spec: { ...spec('limited', ['/usr/bin/node', 'hang.mjs']), memoryMax: 64 * MiB } });
+      await helper.call('kill', { pid: r.identity.pid, signal: 'SIGKILL' });
+      const killed = (await helper.nextEvent((e) => e.app === 'limited', 5000)) as unknown as ExitEvent;
+      assert.deepEqual(killed.info, { code: null, signal: 'SIGKILL' }, 'a kill -9 by someone is no OOM');
     });
   } finally {
     for (const d of drivers) d.child.stdin?.end();

@@ -53,7 +53,7 @@ test('an open watch window and the last exit are in the textfile (docs/design.md
       app({ name: 'old', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: null } }),
       app({ name: 'odd', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: 'SIG"}\nX' } }),
       app({ name: 'fresh' }),
-      app({ name: 'oom', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: 'SIGKILL', reason: 'OOM' } }),
+      app({ name: 'oom', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: 'SIGKILL', reason: 'OOM' }, restartsSinceActivation: 4 }),
       app({ name: 'dog', current: '1.0.0', supervisorState: 'running', lastExit: { code: null, signal: 'SIGABRT', reason: 'WATCHDOG' } }),
     ],
     receipts: {},
@@ -62,6 +62,7 @@ test('an open watch window and the last exit are in the textfile (docs/design.md
   assertPromtoolPasses(t, text);
   assert.equal(valueOf(text, 'steward_app_last_exit_info', { app: 'oom', reason: 'OOM', code: 'SIGKILL' }), 1, 'an OOM kill is not an ordinary SIGKILL');
   assert.equal(valueOf(text, 'steward_app_last_exit_info', { app: 'dog', reason: 'WATCHDOG', code: 'SIGABRT' }), 1);
+  assert.deepEqual(['oom', 'dog'].map((a) => valueOf(text, 'steward_app_restarts_since_activation', { app: a })), [4, 0]);
   assert.deepEqual(['web', 'api', 'fresh'].map((a) => valueOf(text, 'steward_app_watch_window_open', { app: a })), [1, 0, 0]);
   assert.equal(valueOf(text, 'steward_app_watch_window_end_timestamp_seconds', { app: 'web', version: '2.0.0' }), 1_800_000_300);
   assert.equal(valueOf(text, 'steward_app_watch_window_exits', { app: 'web', version: '2.0.0' }), 1);

@@ -67,6 +67,22 @@ test("systemd-run's last lines give the exit code or the signal", () => {
   assert.equal(parseExitLine('Running as unit: steward-app-web.service\n'), null, 'a killed client says nothing of the app');
 });
 
+test("systemd-run's \"Finished with result: oom-kill\" names the exit OOM, and no other result does", () => {
+  const tail = (result: string, how: string) => `Running as unit: steward-app-web.service\nFinished with result: ${result}\nMain processes terminated with: ${how}\nService runtime: 5ms\n`;
+  assert.deepEqual(parseExitLine(tail('oom-kill', 'code=killed/status=KILL')), { code: null, signal: 'SIGKILL', reason: 'OOM' });
+  // OOMPolicy=stop: a child killed by the OOM killer stops the unit, whose main process gets SIGTERM.
+  assert.deepEqual(parseExitLine(tail('oom-kill', 'code=killed/status=TERM')), { code: null, signal: 'SIGTERM', reason: 'OOM' });
+  assert.deepEqual(parseExitLine(tail('signal', 'code=killed/status=KILL')), { code: null, signal: 'SIGKILL' }, 'a kill -9 by someone');
+  assert.deepEqual(parseExitLine(tail('exit-code', 'code=exited/status=137')), { code: 137, signal: null });
+});
+
+test("the journal's \"Failed with result 'oom-kill'\" after the last exit line names that exit OOM", () => {
+  const oom = ["steward-app-web.service: A process of this unit has been killed by the OOM killer.", 'steward-app-web.service: Main process exited, code=killed, status=9/KILL', "steward-app-web.service: Failed with result 'oom-kill'.", ''].join('\n');
+  assert.deepEqual(parseJournalExit(oom), { code: null, signal: 'SIGKILL', reason: 'OOM' });
+  const later = [oom, 'steward-app-web.service: Main process exited, code=killed, status=9/KILL', "steward-app-web.service: Failed with result 'signal'.", ''].join('\n');
+  assert.deepEqual(parseJournalExit(later), { code: null, signal: 'SIGKILL' }, 'an earlier run\'s OOM is not this exit\'s');
+});
+
 test("systemd's journal line about the unit's main process gives its exit when the client said nothing", () => {
   const journal = [
     'listening 8080 version 2.0.0',
@@ -109,6 +125,12 @@ test('the systemd-run command line names the unit, the user and the release, and
   assert.ok(!env.some((e) => e.startsWith('NODE_') || e.startsWith('DEBUG=')), "nothing of the helper's environment");
   // systemd turns $$ back into $ in ExecStart arguments.
   assert.deepEqual(args.slice(sep + 1), ['/usr/bin/node', 'server.js', '--home=$$HOME', '100%']);
+});
+
+test('memoryMax becomes the unit\'s MemoryMax= in bytes, and no limit none', () => {
+  const props = (s: StartSpec) => systemdRunArgs(s, 'steward-app-web.service', 10_000).filter((a, i, all) => all[i - 1] === '-p' && a.startsWith('Memory'));
+  assert.deepEqual(props({ ...spec, memoryMax: 512 * 1024 * 1024 }), ['MemoryMax=536870912']);
+  assert.deepEqual(props(spec), []);
 });
 
 test('an empty command, or a "$" in the program name, is refused', () => {

@@ -53,7 +53,7 @@ function formatNodes(view: NodeView[]): string {
         a?.previous ?? '-',
         a ? (a.held ? 'yes' : 'no') : '-',
         a ? (a.blocked ? 'yes' : 'no') : '-',
-        a ? `${a.supervisor.state}${a.supervisor.attempts ? ` (${a.supervisor.attempts} restarts)` : ''}${a.self?.fallback ? `, FALLBACK: ${a.self.fallback.version} set aside` : ''}${a.self?.packageReverted ? `, REVERTED: the package's ${a.self.packageReverted.version} did not commit` : ''}${a.watch ? `, watching ${a.watch.version} (${a.watch.restarts} of ${a.watch.maxRestarts} exits)` : ''}${a.lastExit?.reason ? `, last exit ${a.lastExit.reason}` : ''}` : '-',
+        a ? `${a.supervisor.state}${a.supervisor.attempts ? ` (${a.supervisor.attempts} restarts)` : ''}${a.self?.fallback ? `, FALLBACK: ${a.self.fallback.version} set aside` : ''}${a.self?.packageReverted ? `, REVERTED: the package's ${a.self.packageReverted.version} did not commit` : ''}${a.watch ? `, watching ${a.watch.version} (${a.watch.restarts} of ${a.watch.maxRestarts} exits)` : ''}${a.restarts ? `, ${a.restarts} since activation` : ''}${a.lastExit?.reason ? `, last exit ${a.lastExit.reason}` : ''}` : '-',
         first ? lost : '',
       ]);
     }
