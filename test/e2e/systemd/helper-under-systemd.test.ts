@@ -232,7 +232,9 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     const crashFile = `${SCRATCH}/crash`;
     await sh(box, 'touch "$1" && chmod 0644 "$1"', crashFile);
     // No watch window: this is the supervisor's own crash loop (the window's rollback is below).
-    const up2 = await update(box, '2.0.0', port, { crashAfterMs: 1500, crashIfExists: crashFile, stableMs: 200, watchMs: 0 });
+    // 2.5 s: the activation (a node start, the probe, 200 ms stable) must end before the first crash,
+    // also at a load of 12 on 2 cores (seen: 1.5 s was not enough).
+    const up2 = await update(box, '2.0.0', port, { crashAfterMs: 2500, crashIfExists: crashFile, stableMs: 200, watchMs: 0 });
     assert.equal(up2.code, 0, up2.text);
     const gaveUp = await waitFor('error', async () => {
       const a = await webStatus(box);
@@ -270,7 +272,8 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   });
 
   await t.test('a version that keeps crashing after its activation is rolled back inside its watch window', async () => {
-    const up4 = await update(box, '4.0.0', port, { crashAfterMs: 1000, stableMs: 200, watchMs: 30_000, watchMaxRestarts: 1 });
+    // As above: 2.5 s for the activation to end before the first crash on a loaded machine.
+    const up4 = await update(box, '4.0.0', port, { crashAfterMs: 2500, stableMs: 200, watchMs: 30_000, watchMaxRestarts: 1 });
     assert.equal(up4.json?.outcome, 'active', up4.text);
     const back = await waitFor('the rollback to 2.0.0', async () => {
       const a = await webStatus(box);
