@@ -3,6 +3,7 @@
 // be stopped and replaced by another serve on another database while the nodes keep their keys.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { createKeys } from '../../src/control/catalog/create-keys.js';
 import type { ControlLike } from './control-harness.js';
 import { controlCli, startControlDaemon, type ControlCliResult, type Daemon } from './fleet.js';
 
@@ -44,10 +45,12 @@ export function nodesControl(first: ServedControl): ControlLike & { moveTo(c: Se
   };
 }
 
-// Adds app@version to the catalog from a tarball of `bytes`, kept and served by `c`.
+// Adds app@version to the catalog from a tarball of `bytes`, kept and served by `c`. Its release
+// key is made in this process by what `keys create` runs (a process less: the key is not what
+// these tests are about).
 export async function addKeptRelease(c: ServedControl, dir: string, app: string, version: string, bytes: Buffer): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const keys = await cliJson(c, ['keys', 'create', '--out', path.join(dir, `keys-${app}-${version}`)]);
+  const keys = await createKeys(path.join(dir, `keys-${app}-${version}`), 'release');
   const file = path.join(dir, `${app}-${version}.tgz`);
   writeFileSync(file, bytes);
   await cliJson(c, ['release', 'add', app, version, '--file', file, '--base-url', c.url, '--key', keys.privateKeyFile]);
