@@ -4,7 +4,7 @@
 // its folder alone). Each folder holds the program's entry `<program>.js`, the extraction
 // worker `tarball-worker.js` when the program stages, the chunks of what the program loads
 // only when needed (agentctl's commands, enrollment), so that lazy imports stay lazy, and
-// agentctl's command runners, `run-<module>.js`, each built alone (Program.separate). Native
+// agentctl's and steward-control's command runners, `run-<module>.js`, each built alone (Program.separate). Native
 // addons (better-sqlite3) stay outside, imported from node_modules. dist/bundle/<program>.meta.json
 // is esbuild's metafile (of all the program's builds): which source files each output file holds,
 // read by the tests that hold what a daemon loads.
@@ -29,13 +29,18 @@ export interface Program {
   // and a run loads that one file (and the chunks of what it imports only when needed). The
   // entry's build imports them by that name.
   separate?: string;
+  // Packages that the program's code imports by their default export only, bundled once into
+  // `<package>.js` beside the rest and imported from there by every build of the program: with
+  // `separate`, each build would otherwise carry a copy of its own (pg: 150 KB in each of twelve
+  // runners). A package here must hold no steward code: one file, one instance in a process.
+  shared?: string[];
 }
 
 export const PROGRAMS: Program[] = [
   { name: 'agentctl', entry: 'dist/src/cli/main.js', separate: 'dist/src/cli/run' },
   { name: 'steward-helper', entry: 'dist/src/helper/main.js' },
   { name: 'steward-agent', entry: 'dist/src/agent/main.js' },
-  { name: 'steward-control', entry: 'dist/src/control/cli/start.js', assets: ['dist/src/ui'] },
+  { name: 'steward-control', entry: 'dist/src/control/cli/start.js', assets: ['dist/src/ui'], separate: 'dist/src/control/cli/run', shared: ['pg'] },
 ];
 
 // The extraction worker, its own entry in every program that stages: platform/tarball.ts starts
@@ -88,6 +93,15 @@ const separateModules = (dir: string): Plugin => ({
   },
 });
 
+// Leaves the imports of the packages of Program.shared as imports of the one file each is bundled in.
+const sharedPackages = (names: string[]): Plugin => ({
+  name: 'shared-packages',
+  setup(b) {
+    const filter = new RegExp(`^(${names.join('|')})$`);
+    b.onResolve({ filter }, (args) => (args.kind === 'entry-point' ? undefined : { path: `./${args.path}.js`, external: true }));
+  },
+});
+
 // The name of the output file of the separate module `file` of `dir`, without .js.
 const separateName = (dir: string, file: string): string => `${path.basename(dir)}-${path.basename(file, '.js')}`;
 
@@ -105,12 +119,15 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
   const entryPoints: Record<string, string> = { [p.name]: path.join(repo, p.entry) };
   if (withWorker) entryPoints[WORKER.name] = path.join(repo, WORKER.entry);
   const separateDir = p.separate ? path.join(repo, p.separate) : null;
-  const metas = [await bundleFiles(repo, outdir, entryPoints, separateDir)];
+  const shared = p.shared ?? [];
+  const metas = [await bundleFiles(repo, outdir, entryPoints, separateDir, shared)];
+  // Each shared package alone, without splitting: the file that every build imports it from.
+  for (const name of shared) metas.push(await bundleFiles(repo, outdir, { [name]: name }, null, [], false));
   // One build per separate module: a build of several would put what they share in chunks. One
   // after the other, as two of them may write the same chunk (same content, same name).
   if (separateDir) {
     for (const f of readdirSync(separateDir).filter((n) => n.endsWith('.js')).sort()) {
-      metas.push(await bundleFiles(repo, outdir, { [separateName(separateDir, f)]: path.join(separateDir, f) }, separateDir));
+      metas.push(await bundleFiles(repo, outdir, { [separateName(separateDir, f)]: path.join(separateDir, f) }, separateDir, shared));
     }
   }
   const meta: Metafile = { inputs: Object.assign({}, ...metas.map((m) => m.inputs)), outputs: Object.assign({}, ...metas.map((m) => m.outputs)) };
@@ -127,21 +144,22 @@ async function bundleProgram(repo: string, p: Program, withWorker: boolean): Pro
   return meta;
 }
 
-// One esbuild build of `entryPoints` into `outdir`; the modules of `separateDir` stay out of it.
-async function bundleFiles(repo: string, outdir: string, entryPoints: Record<string, string>, separateDir: string | null): Promise<Metafile> {
+// One esbuild build of `entryPoints` into `outdir`; the modules of `separateDir` and the packages
+// `shared` stay out of it.
+async function bundleFiles(repo: string, outdir: string, entryPoints: Record<string, string>, separateDir: string | null, shared: string[], splitting = true): Promise<Metafile> {
   const r = await build({
     absWorkingDir: repo,
     entryPoints,
     outdir,
     bundle: true,
-    splitting: true,
+    splitting,
     format: 'esm',
     platform: 'node',
     target: 'node20',
     entryNames: '[name]',
     chunkNames: '[name]-[hash]',
     external: NATIVE,
-    plugins: [absentPackages, englishOnly, ...(separateDir ? [separateModules(separateDir)] : [])],
+    plugins: [absentPackages, englishOnly, ...(separateDir ? [separateModules(separateDir)] : []), ...(shared.length ? [sharedPackages(shared)] : [])],
     // The CommonJS packages (commander, debug, proper-lockfile) call require() for node's own
     // modules; an ES module has no require of its own.
     banner: { js: "import { createRequire as __stewardRequire } from 'node:module';\nconst require = __stewardRequire(import.meta.url);" },

@@ -12,8 +12,12 @@ import type { ConnectionOptions, SecureContext } from 'node:tls';
 // though no client here speaks WebSocket; require hands back the module without reading them.
 const load = createRequire(import.meta.url);
 const http = load('node:http') as typeof import('node:http');
-const https = load('node:https') as typeof import('node:https');
-const tls = load('node:tls') as typeof import('node:tls');
+// Why required at the first https request: node:https and node:tls bring node:crypto and the TLS
+// code with them (~8 ms of a steward-control run on Node 20), which a request over plain http to
+// a loopback address (`steward-control --server http://127.0.0.1:PORT`, the tests) never uses.
+// require caches a module: the later calls cost a lookup.
+const https = () => load('node:https') as typeof import('node:https');
+const tls = () => load('node:tls') as typeof import('node:tls');
 
 // The TLS context of each CA list a client holds (readExtraCa's: Node's roots plus a CA file),
 // made once: a `ca` option makes Node parse every certificate of the list again for each
@@ -25,7 +29,7 @@ const contexts = new WeakMap<readonly string[], SecureContext>();
 function contextOf(ca: readonly string[]): SecureContext {
   let c = contexts.get(ca);
   if (!c) {
-    c = tls.createSecureContext({ ca: [...ca] });
+    c = tls().createSecureContext({ ca: [...ca] });
     contexts.set(ca, c);
   }
   return c;
@@ -57,5 +61,5 @@ export function startRequest(u: URL, method: string, headers: OutgoingHttpHeader
     options.rejectUnauthorized = true;
     if (ca) options.secureContext = contextOf(ca);
   }
-  return (u.protocol === 'https:' ? https : http).request(options);
+  return (u.protocol === 'https:' ? https() : http).request(options);
 }

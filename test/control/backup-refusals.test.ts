@@ -14,7 +14,9 @@ import { pgQuery } from '../helpers/postgres.js';
 import { isPostgresUrl } from '../../src/control/store/postgres/open-postgres-store.js';
 import { PG_SCHEMA_RANGE } from '../../src/control/store/postgres/schema.js';
 import { MIGRATIONS, STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
+import { createKeys } from '../../src/control/catalog/create-keys.js';
 import { backupBody, testBackupKey } from '../helpers/backup-file.js';
+import { addRelease, createToken } from '../helpers/control-seed.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
 import { controlCli, type ControlCliResult } from '../helpers/fleet.js';
 import { describeEachBackend, type StoreBackend } from '../helpers/store-backends.js';
@@ -25,16 +27,17 @@ const tmp = () => scratchDir('steward-backup-refusals-');
 // A CLI on `db` with its tarballs in `artifacts`.
 const on = (db: string, artifacts: string) => ({ cli: (args: string[]) => controlCli(db, ['--artifacts', artifacts, ...args]) });
 
-// A database of `backend` with a token, a release whose 256 KiB tarball it keeps, and their audit.
+// A database of `backend` with a token, a release whose 256 KiB tarball it keeps, and their audit,
+// made in this process by what `keys create`, `release add` and `token create` run on the
+// database (control-seed.ts): three CLI processes less for each store.
 async function storeWithData(backend: StoreBackend, dir: string): Promise<{ db: string; artifacts: string }> {
   const db = await backend.createDatabase();
   const artifacts = path.join(dir, 'artifacts');
-  const c = on(db, artifacts);
-  const keys = await cliJson(c, ['keys', 'create', '--out', path.join(dir, 'keys')]);
+  const keys = await createKeys(path.join(dir, 'keys'), 'release');
   const file = path.join(dir, 'web-1.0.0.tgz');
   writeFileSync(file, randomBytes(256 * 1024));
-  await cliJson(c, ['release', 'add', 'web', '1.0.0', '--file', file, '--base-url', 'http://127.0.0.1:1', '--key', keys.privateKeyFile]);
-  await cliJson(c, ['token', 'create']);
+  await addRelease(db, artifacts, { app: 'web', version: '1.0.0', file, baseUrl: 'http://127.0.0.1:1', key: keys.privateKeyFile });
+  await createToken(db, artifacts);
   return { db, artifacts };
 }
 

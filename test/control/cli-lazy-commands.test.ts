@@ -6,6 +6,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { buildControlProgram } from '../../src/control/cli/main.js';
+import { newControlProgram } from '../../src/control/cli/program-base.js';
+import { RUNNERS } from '../../src/control/cli/start.js';
 
 // steward-control imports only the module of the command it runs (src/cli/lazy-commands.ts);
 // these tests hold that every command and subcommand is still reachable that way, the same as in
@@ -29,6 +31,26 @@ test('every command, named alone, is registered without the others and the same 
     const a = full.commands.find((c) => c.name() === name) as Command;
     assert.deepEqual(shape(one), [`${name} ${JSON.stringify(a.description())} ${a.options.map((o) => o.flags).join(',')}`, ...shape(a, `${name} `)]);
   }
+});
+
+test('each command runner registers, for each word it is listed under, that command alone, as the full program defines it', async () => {
+  const full = await buildControlProgram([]);
+  const listed: string[] = [];
+  for (const [names, load] of RUNNERS) {
+    const runner = await load();
+    // A runner is chosen by these words (start.ts): its module must define exactly those.
+    assert.deepEqual(Object.keys(runner.commands).sort(), [...names].sort(), `the runner of ${names.join(', ')}`);
+    for (const name of names) {
+      listed.push(name);
+      const program = newControlProgram();
+      (runner.commands[name] as (p: Command) => void)(program);
+      assert.deepEqual(program.commands.map((c) => c.name()), [name], `the runner of ${name} registers it alone, as main.ts does`);
+      const a = full.commands.find((c) => c.name() === name) as Command;
+      assert.deepEqual(shape(program), [`${name} ${JSON.stringify(a.description())} ${a.options.map((o) => o.flags).join(',')}`, ...shape(a, `${name} `)], name);
+    }
+  }
+  // Every command has a runner: only help, a word that names no command and no command run main.ts.
+  assert.deepEqual(listed.sort(), full.commands.map((c) => c.name()).sort());
 });
 
 test('help, an unknown command and no command register every command, in the order of --help', async () => {

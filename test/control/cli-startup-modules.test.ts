@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { CONTROL_BIN } from '../helpers/serve-process.js';
 import { bundleOf, isClassicZod, moduleHook } from '../helpers/module-list.js';
 
@@ -14,13 +15,16 @@ import { bundleOf, isClassicZod, moduleHook } from '../helpers/module-list.js';
 
 // The source modules a run of steward-control with `args` (and `env`) loaded, its exit code and
 // output. better-sqlite3 is the one file it may load from outside its bundle (scripts/bundle.ts).
-function controlModules(args: string[], env: NodeJS.ProcessEnv = {}): { modules: string[]; status: number | null; stdout: string; stderr: string } {
+function controlModules(args: string[], env: NodeJS.ProcessEnv = {}): { modules: string[]; files: string[]; status: number | null; stdout: string; stderr: string } {
   const hook = moduleHook();
   try {
     const r = spawnSync(process.execPath, [...hook.args, CONTROL_BIN, ...args], { encoding: 'utf8', env: { ...process.env, STEWARD_CONTROL_DB: '', STEWARD_CONTROL_URL: '', STEWARD_CONTROL_TOKEN: '', ...env } });
-    const { sources, outside } = bundleOf('steward-control').loaded(hook.loaded(r.stderr), [CONTROL_BIN]);
+    const bundle = bundleOf('steward-control');
+    const urls = hook.loaded(r.stderr);
+    const { sources, outside } = bundle.loaded(urls, [CONTROL_BIN]);
     assert.deepEqual(outside.filter((u) => !u.includes('/node_modules/better-sqlite3/')), [], "steward-control loads no file but its launcher, its bundle's and better-sqlite3");
-    return { modules: sources, status: r.status, stdout: r.stdout, stderr: r.stderr };
+    const files = [...new Set(urls.filter((u) => u.startsWith('file:') && fileURLToPath(u).startsWith(bundle.dir + path.sep)).map((u) => path.basename(fileURLToPath(u))))].sort();
+    return { modules: sources, files, status: r.status, stdout: r.stdout, stderr: r.stderr };
   } finally {
     hook.cleanup();
   }
@@ -45,16 +49,28 @@ test('steward-control --help registers every command but loads no operation, no 
 
 test('a command through --server loads its operation and the HTTP client, but not the store nor the other operations', () => {
   // Nothing listens on port 1: the command fails to reach the server after loading what it runs.
-  const { modules, stdout, stderr } = controlModules(['--server', 'http://127.0.0.1:1', 'nodes', '--json'], { STEWARD_CONTROL_TOKEN: `so_${'A'.repeat(32)}` });
+  const { modules, files, stdout, stderr } = controlModules(['--server', 'http://127.0.0.1:1', 'nodes', '--json'], { STEWARD_CONTROL_TOKEN: `so_${'A'.repeat(32)}` });
   assert.match(stdout, /"CONTROL_PLANE_UNREACHABLE"/, stderr);
   assert.ok(some(modules, HTTP_CLIENT).length, `the hook saw the request made:\n${stderr}`);
   assert.deepEqual(some(modules, '/control/operations/').map((u) => path.basename(u)).sort(), ['inputs.js', 'node-ops.js', 'operation.js', 'paging.js']);
   for (const heavy of [...STORE, '/control/rollouts/', '/control/catalog/add-release.js']) assert.deepEqual(some(modules, heavy), [], `nodes --server loads ${heavy}`);
   assert.deepEqual(modules.filter(isClassicZod), [], 'steward-control loads classic zod');
+  assertRunnerFiles(files, 'run-nodes.js');
 });
 
+// A command named on the command line runs its runner (src/control/cli/start.ts): the entry, that
+// runner and the chunks of what its subcommand imports when it runs, no file of the full program
+// (run-all.js and the commands' chunks) nor another runner. Each file of an ES module graph costs
+// Node 20 about 1 ms: through the full program `nodes --server` was 30 files, `rollout status
+// --db` 39.
+function assertRunnerFiles(files: string[], runner: string): void {
+  assert.deepEqual(files.filter((f) => f.startsWith('run-')), [runner], files.join(' '));
+  assert.ok(files.includes('steward-control.js'), files.join(' '));
+  assert.ok(files.length <= 14, `${files.length} files: ${files.join(' ')}`);
+}
+
 test('a command on the database loads the store and its operation, but not the HTTP client', () => {
-  const { modules, status, stderr } = controlModules(['--db', path.join(os.tmpdir(), 'steward-no-such-control.db'), 'rollout', 'status']);
+  const { modules, files, status, stderr } = controlModules(['--db', path.join(os.tmpdir(), 'steward-no-such-control.db'), 'rollout', 'status']);
   assert.notEqual(status, 0, 'there is no database to read');
   assert.ok(some(modules, '/control/store/open-store.js').length, `the hook saw the store loaded:\n${stderr}`);
   assert.ok(some(modules, '/control/operations/rollout-ops.js').length, 'its operation is loaded');
@@ -62,4 +78,5 @@ test('a command on the database loads the store and its operation, but not the H
     assert.deepEqual(some(modules, heavy), [], `rollout status --db loads ${heavy}`);
   }
   assert.deepEqual(modules.filter(isClassicZod), [], 'steward-control loads classic zod');
+  assertRunnerFiles(files, 'run-rollout.js');
 });

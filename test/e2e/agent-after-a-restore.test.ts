@@ -11,13 +11,17 @@ import path from 'node:path';
 import { agentFiles } from '../../src/agent/agent-files.js';
 import { startAgentProcess } from '../helpers/agent-process.js';
 import { cliJson, serveControl, type ServedControl } from '../helpers/control-daemon-nodes.js';
-import { controlCli, waitUntil } from '../helpers/fleet.js';
+import { controlNodes } from '../helpers/control-read.js';
+import { controlCli } from '../helpers/fleet.js';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp } from '../helpers/host.js';
 import { testBackupKey } from '../helpers/backup-file.js';
 
-async function lastSeqOf(c: Pick<ServedControl, 'cli'>): Promise<number> {
-  return (await cliJson(c, ['nodes'])).nodes[0].lastSeq as number;
+// The node's lastSeq in the store at `c.db`, read in this process (control-read.ts): the waits poll it.
+async function lastSeqOf(c: Pick<ServedControl, 'db'>): Promise<number> {
+  const [node] = await controlNodes(c.db);
+  assert.ok(node, `a node in ${c.db}`);
+  return node.lastSeq;
 }
 
 test('an enrolled agent heartbeats on through a restore of its control plane from a backup, past the restored lastSeq or by jumping past it after a 409', { timeout: 120_000 }, async (t) => {

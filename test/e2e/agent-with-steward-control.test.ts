@@ -7,6 +7,7 @@ import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, 
 import { killApps } from '../helpers/app-processes.js';
 import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
 import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js';
+import { controlNodes, controlRuns } from '../helpers/control-read.js';
 
 const CTL = path.join(REPO, 'bin/steward-control.js');
 let host: TestHost | undefined;
@@ -54,11 +55,15 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
     writeFileSync(file, appRelease('web', v, port, { stableMs: 100 }));
     ctl('release', 'add', 'web', v, '--file', file, '--base-url', url, '--key', keys.privateKeyFile);
   }
-  await a.waitFor('the first heartbeat', () => Boolean(ctl('nodes').nodes[0]?.lastHeartbeatAt));
+  // The waits read the store in this process (control-read.ts); what is asserted after, the CLI prints.
+  await a.waitFor('the first heartbeat', async () => Boolean((await controlNodes(db))[0]?.lastHeartbeatAt));
 
   for (const v of ['1.0.0', '1.1.0']) {
     ctl('rollout', 'start', 'web', v, '--bake', '0');
-    await a.waitFor(`the rollout of ${v} to end`, () => ctl('rollout', 'status', 'web').runs[0].status !== 'running', 60_000);
+    await a.waitFor(`the rollout of ${v} to end`, async () => {
+      const [run] = await controlRuns(db, 'web');
+      return run !== undefined && run.status !== 'running';
+    }, 60_000);
     const run = ctl('rollout', 'status', 'web').runs[0];
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
     assert.deepEqual(run.nodes.map((n: { state: string }) => n.state), ['confirmed']);
@@ -66,7 +71,7 @@ test('a node enrolled with the real steward-control heartbeats, converges throug
   }
   const receipts = ctl('receipts').receipts;
   assert.deepEqual(receipts.map((r: { seq: number; outcome: string; counts: boolean }) => [r.seq, r.outcome, r.counts]), [[1, 'active', true], [2, 'active', true]]);
-  await a.waitFor('the node to report 1.1.0', () => ctl('nodes').nodes[0].apps[0]?.current === '1.1.0');
+  await a.waitFor('the node to report 1.1.0', async () => (await controlNodes(db))[0]?.apps[0]?.current === '1.1.0');
   const node = ctl('nodes').nodes[0];
   assert.equal(node.nodeId, enrolled.json.nodeId);
   assert.deepEqual(node.receiptLost, []);

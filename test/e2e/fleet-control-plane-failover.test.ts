@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { startAgentProcess } from '../helpers/agent-process.js';
+import { controlNodes, controlRuns } from '../helpers/control-read.js';
 import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { currentOn, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 import { agentctl, processApp } from '../helpers/host.js';
@@ -59,7 +60,8 @@ test('a host enrolls and heartbeats through a real steward-control listed after 
   rmSync(path.join(h.host.paths.agentDir, 'control-plane.json'));
   h.host.writeConfig({ apps: { web: processApp({ stopTimeoutMs: 1000 }) }, controlPlane: { url: urls } });
   h.agent = startAgentProcess(h.host);
-  await waitUntil('the node to heartbeat its apps', 30_000, async () => ((await ctl('nodes')).nodes[0]?.apps.length > 0 ? true : undefined));
+  // The waits read the store in this process (control-read.ts); what is asserted after, the CLI prints.
+  await waitUntil('the node to heartbeat its apps', 30_000, async () => (((await controlNodes(db))[0]?.apps.length ?? 0) > 0 ? true : undefined));
   assert.equal(busyHits, 2, 'the first heartbeat went past the dead URL and the 503, once each');
   // steward-control records the heartbeat before its answer reaches the agent, which writes the
   // file only then.
@@ -77,10 +79,11 @@ test('a host enrolls and heartbeats through a real steward-control listed after 
   writeFileSync(file, appRelease('web', '1.0.0', 0, { probe: 'none', stableMs: 300 }));
   await ctl('release', 'add', 'web', '1.0.0', '--file', file, '--base-url', control.url, '--key', keys.privateKeyFile);
   await ctl('rollout', 'start', 'web', '1.0.0', '--bake', '0');
-  const run = await waitUntil('the rollout to end', 60_000, async () => {
-    const r = (await ctl('rollout', 'status', 'web')).runs[0];
-    return ['succeeded', 'halted', 'stopped'].includes(r.status) ? r : undefined;
+  await waitUntil('the rollout to end', 60_000, async () => {
+    const [r] = await controlRuns(db, 'web');
+    return r && ['succeeded', 'halted', 'stopped'].includes(r.status) ? true : undefined;
   });
+  const run = (await ctl('rollout', 'status', 'web')).runs[0];
   assert.equal(run.status, 'succeeded', JSON.stringify(run, null, 2));
   assert.equal(await currentOn(h, 'web'), '1.0.0');
   assert.equal(busyHits, 2, 'the agent stayed on the URL that answered');

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { appRelease } from '../fixtures/app-releases.js';
+import { controlNodes, controlRuns } from '../helpers/control-read.js';
 import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { currentOn, enrollAndStart, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 
@@ -29,13 +30,15 @@ async function ctl(...args: string[]): Promise<any> {
   return r.json;
 }
 
-// Starts a rollout and waits (bounded far below the verdict timeout) for it to end.
+// Starts a rollout and waits (bounded far below the verdict timeout) for it to end; the run as
+// the CLI prints it. The wait reads the store in this process (control-read.ts).
 async function rollout(...args: string[]): Promise<any> {
   await ctl('rollout', 'start', ...args, '--bake', '0', '--verdict-timeout', '10m');
-  return waitUntil('the rollout to end', 60_000, async () => {
-    const run = (await ctl('rollout', 'status', 'web')).runs[0];
-    return ['succeeded', 'halted', 'stopped'].includes(run.status) ? run : undefined;
+  await waitUntil('the rollout to end', 60_000, async () => {
+    const [run] = await controlRuns(db, 'web');
+    return run && ['succeeded', 'halted', 'stopped'].includes(run.status) ? true : undefined;
   });
+  return (await ctl('rollout', 'status', 'web')).runs[0];
 }
 
 test('three hosts, one without the app: it is not-targeted, the run succeeds; a labelled rollout touches only its labels', { timeout: 240_000 }, async () => {
@@ -50,7 +53,7 @@ test('three hosts, one without the app: it is not-targeted, the run succeeds; a 
     writeFileSync(file, appRelease('web', v, 0, { probe: 'none', stableMs: 300 }));
     await ctl('release', 'add', 'web', v, '--file', file, '--base-url', control.url, '--key', keys.privateKeyFile);
   }
-  await waitUntil('every node to heartbeat its apps', 30_000, async () => ((await ctl('nodes')).nodes.filter((n: { apps: unknown[] }) => n.apps.length > 0).length === 3 ? true : undefined));
+  await waitUntil('every node to heartbeat its apps', 30_000, async () => ((await controlNodes(db)).filter((n) => n.apps.length > 0).length === 3 ? true : undefined));
 
   const first = await rollout('web', '1.0.0');
   assert.equal(first.status, 'succeeded', JSON.stringify(first, null, 2));

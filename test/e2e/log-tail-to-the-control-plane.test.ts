@@ -10,6 +10,7 @@ import path from 'node:path';
 import { agentctl, makeHost, processApp, REPO, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { killApps } from '../helpers/app-processes.js';
 import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
+import { controlNodes, controlRuns } from '../helpers/control-read.js';
 import { startControlDaemon, type Daemon } from '../helpers/fleet.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 
@@ -55,11 +56,15 @@ test('a failed start reaches the control plane with its log lines in a v2 receip
       ctl('release', 'add', app, v, '--file', file, '--base-url', url, '--key', keys.privateKeyFile);
     }
   }
-  await a.waitFor('the first heartbeat', () => Boolean(ctl('nodes').nodes[0]?.lastHeartbeatAt));
+  // The waits read the store in this process (control-read.ts); what is asserted after, the CLI prints.
+  await a.waitFor('the first heartbeat', async () => Boolean((await controlNodes(db))[0]?.lastHeartbeatAt));
   for (const app of ['web', 'api']) {
     for (const v of ['1.0.0', '2.0.0']) {
       ctl('rollout', 'start', app, v, '--bake', '0');
-      await a.waitFor(`the rollout of ${app} ${v} to end`, () => ctl('rollout', 'status', app).runs[0].status !== 'running', 90_000);
+      await a.waitFor(`the rollout of ${app} ${v} to end`, async () => {
+        const [run] = await controlRuns(db, app);
+        return run !== undefined && run.status !== 'running';
+      }, 90_000);
       assert.equal(ctl('rollout', 'status', app).runs[0].status, v === '1.0.0' ? 'succeeded' : 'halted', JSON.stringify(ctl('rollout', 'status', app).runs[0]));
     }
   }

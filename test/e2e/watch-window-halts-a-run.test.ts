@@ -6,6 +6,7 @@ import { agentctl, processApp } from '../helpers/host.js';
 import { useHost } from '../helpers/host-fixture.js';
 import { helperStatus } from '../helpers/helper-status.js';
 import { startAgentProcess } from '../helpers/agent-process.js';
+import { controlNodes, controlRuns } from '../helpers/control-read.js';
 import { controlCli, startControlDaemon } from '../helpers/fleet.js';
 import { appRelease, fetchVersion, freePort } from '../fixtures/app-releases.js';
 
@@ -39,34 +40,34 @@ test('a canary that keeps exiting, or whose health turns bad, after its activati
   // 2.0.0 passes its activation (200 ms stable) and exits 1 s after each start. Its manifest says
   // nothing of a window: the run's bake is the window.
   // Four exits allowed, 2 s apart or more: the window stays open some 12 s, for a heartbeat (every
-  // second) to show it to a poll of `nodes` (a CLI run, seconds apart on a loaded machine).
+  // second) to show it to a poll of the store. The waits read it in this process (control-read.ts);
+  // the run asserted on is what the CLI prints.
   const behaviors = { '1.0.0': { stableMs: 100 }, '2.0.0': { stableMs: 200, crashAfterMs: 2000, watchMaxRestarts: 4 } } as const;
   for (const [v, b] of Object.entries(behaviors)) {
     const file = path.join(h.scratch, `web-${v}.tgz`);
     writeFileSync(file, appRelease('web', v, port, b));
     await ctl('release', 'add', 'web', v, '--file', file, '--base-url', url, '--key', keys.privateKeyFile);
   }
-  await a.waitFor('the first heartbeat', async () => Boolean((await ctl('nodes')).nodes[0]?.lastHeartbeatAt));
+  await a.waitFor('the first heartbeat', async () => Boolean((await controlNodes(db))[0]?.lastHeartbeatAt));
   await ctl('rollout', 'start', 'web', '1.0.0', '--bake', '0');
-  await a.waitFor('the rollout of 1.0.0 to end', async () => (await ctl('rollout', 'status', 'web')).runs[0].status === 'succeeded', 60_000);
+  await a.waitFor('the rollout of 1.0.0 to end', async () => (await controlRuns(db, 'web'))[0]?.status === 'succeeded', 60_000);
   assert.equal(await fetchVersion(port), '1.0.0');
 
   await ctl('rollout', 'start', 'web', '2.0.0', '--canary', nodeId, '--bake', '60s');
   // While it runs, the node's heartbeats (v4) show the open window with the run's bake as its length.
   let watched: any = null;
   await a.waitFor('a heartbeat with the open window', async () => {
-    const app = (await ctl('nodes')).nodes[0]?.apps?.find((x: any) => x.name === 'web');
+    const app: any = (await controlNodes(db))[0]?.apps?.find((x) => x.name === 'web');
     watched = app?.watch?.version === '2.0.0' ? app.watch : null;
     return watched !== null;
   }, 30_000);
   assert.equal(watched.maxRestarts, 4);
   assert.ok(watched.until > Date.now() + 30_000 && watched.until <= Date.now() + 60_000, `the window is the run's bake (60 s): ends at ${new Date(watched.until).toISOString()}`);
-  let ended: any = null;
   await a.waitFor('the run of 2.0.0 to halt', async () => {
-    const r = (await ctl('rollout', 'status', 'web')).runs[0];
-    ended = r.version === '2.0.0' && r.status !== 'running' ? r : null;
-    return ended !== null;
+    const [r] = await controlRuns(db, 'web');
+    return r?.version === '2.0.0' && r.status !== 'running';
   }, 60_000);
+  const ended = (await ctl('rollout', 'status', 'web')).runs[0];
   assert.equal(ended.status, 'halted', JSON.stringify(ended));
   assert.equal(ended.haltReason?.code, 'UNHEALTHY_AFTER_ACTIVATION', JSON.stringify(ended.haltReason));
   assert.equal(ended.haltReason?.nodeId, nodeId);

@@ -3,7 +3,9 @@
 // be stopped and replaced by another serve on another database while the nodes keep their keys.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { createKeys } from '../../src/control/catalog/create-keys.js';
 import type { ControlLike } from './control-harness.js';
+import { addRelease } from './control-seed.js';
 import { controlCli, startControlDaemon, type ControlCliResult, type Daemon } from './fleet.js';
 
 export interface ServedControl {
@@ -44,11 +46,13 @@ export function nodesControl(first: ServedControl): ControlLike & { moveTo(c: Se
   };
 }
 
-// Adds app@version to the catalog from a tarball of `bytes`, kept and served by `c`.
+// Adds app@version to the catalog from a tarball of `bytes`, kept and served by `c`: its key and
+// the release made in this process by what `keys create` and `release add` run on the database
+// (control-seed.ts), two processes less; the release is not what these tests are about.
 export async function addKeptRelease(c: ServedControl, dir: string, app: string, version: string, bytes: Buffer): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const keys = await cliJson(c, ['keys', 'create', '--out', path.join(dir, `keys-${app}-${version}`)]);
+  const keys = await createKeys(path.join(dir, `keys-${app}-${version}`), 'release');
   const file = path.join(dir, `${app}-${version}.tgz`);
   writeFileSync(file, bytes);
-  await cliJson(c, ['release', 'add', app, version, '--file', file, '--base-url', c.url, '--key', keys.privateKeyFile]);
+  await addRelease(c.db, c.artifacts, { app, version, file, baseUrl: c.url, key: keys.privateKeyFile });
 }

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { SELF_APP_CONFIG } from '../../src/install/install-layout.js';
 import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
 import { bootSeveralForDpkg, runWebApp, statusOf, statusOnceUp, trialsOf, webRunning } from '../helpers/deb-container.js';
+import { controlNodes, controlRuns } from '../helpers/control-read.js';
 import { controlCli, startControlDaemon } from '../helpers/fleet.js';
 import { stewardTarball } from '../helpers/self-release.js';
 import { waitFor, type SystemdContainer } from '../helpers/systemd-container.js';
@@ -105,16 +106,19 @@ test('a rollout of steward through steward-control to three hosts: canary then b
   // Every host heartbeating now with the app steward (at `version`, when given).
   const fleetReports = (version?: string) =>
     waitFor(`${HOSTS} nodes reporting steward ${version ?? ''}`, async () => {
-      const { nodes } = await ctl('nodes');
+      // The waits read the store in this process (control-read.ts), not through a CLI run a poll.
+      const nodes = await controlNodes(db);
       const fresh = (nodes as any[]).filter((n) => n.apps?.some((a: any) => a.name === 'steward' && (version === undefined || a.current === version)) && Date.now() - n.lastHeartbeatAt < 2000 * HEARTBEAT_S);
       return fresh.length === HOSTS;
     }, 60_000, 1000);
   const rollout = async (version: string) => {
     await ctl('rollout', 'start', 'steward', version, '--canary', canary.nodeId, '--batch', String(HOSTS - 1), '--bake', '0', '--verdict-timeout', '90s');
-    return waitFor(`the rollout of steward ${version} to end`, async () => {
-      const r = (await ctl('rollout', 'status', 'steward')).runs[0];
-      return r?.version === version && r.status !== 'running' ? r : null;
+    await waitFor(`the rollout of steward ${version} to end`, async () => {
+      const [r] = await controlRuns(db, 'steward');
+      return r?.version === version && r.status !== 'running';
     }, 150_000, 1000);
+    // The run as the CLI prints it, once it ended.
+    return (await ctl('rollout', 'status', 'steward')).runs[0];
   };
   const byNode = (run: any) => new Map<string, any>((run.nodes as any[]).map((n) => [n.nodeId, n]));
   const receiptsAt = async (attemptId: string) => ((await ctl('receipts', '--app', 'steward')).receipts as any[]).filter((r) => r.attemptId === attemptId);
@@ -236,7 +240,7 @@ test('a rollout of steward through steward-control to three hosts: canary then b
     assert.deepEqual([receipt?.outcome, receipt?.reasonCode ?? receipt?.reason?.code], ['rolled-back', 'REPLACEMENT_UNHEALTHY'], JSON.stringify(receipt));
     assert.equal((await run(box, 'systemctl', ['enable', '--now', 'steward-agent.service'])).code, 0);
     await waitFor(`the control plane to hear that ${P} reverted on ${reverting.nodeId}`, async () => {
-      const { nodes } = await ctl('nodes');
+      const nodes = await controlNodes(db);
       const app = (nodes as any[]).find((n) => n.nodeId === reverting.nodeId)?.apps?.find((a: any) => a.name === 'steward');
       return app?.self?.packageReverted?.version === P && app.current === A && app.supervisor?.state === 'running';
     }, 30_000, 500);

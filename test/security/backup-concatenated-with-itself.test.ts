@@ -9,6 +9,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { restoreRefusedInvalid, runRestore, testBackupKey } from '../helpers/backup-file.js';
 import { cliJson } from '../helpers/control-daemon-nodes.js';
+import { createKeys } from '../../src/control/catalog/create-keys.js';
+import { addRelease, createToken } from '../helpers/control-seed.js';
 import { controlCli } from '../helpers/fleet.js';
 import { describeEachBackend } from '../helpers/store-backends.js';
 import { scratchDir } from '../helpers/scratch.js';
@@ -17,12 +19,14 @@ describeEachBackend((backend) => {
   test('a backup concatenated with itself is refused BACKUP_INVALID and restores nothing, not even its tarball', async () => {
     const dir = scratchDir('steward-doubled-backup-');
     const db = await backend.createDatabase();
-    const on = { cli: (a: string[]) => controlCli(db, ['--artifacts', path.join(dir, 'artifacts'), ...a]) };
-    const keys = await cliJson(on, ['keys', 'create', '--out', path.join(dir, 'keys')]);
+    const artifacts = path.join(dir, 'artifacts');
+    const on = { cli: (a: string[]) => controlCli(db, ['--artifacts', artifacts, ...a]) };
+    // The store's data, made in this process by what the CLI runs (control-seed.ts): the backup is the subject.
+    const keys = await createKeys(path.join(dir, 'keys'), 'release');
     const tarball = path.join(dir, 'web-1.0.0.tgz');
     writeFileSync(tarball, randomBytes(64 * 1024));
-    await cliJson(on, ['release', 'add', 'web', '1.0.0', '--file', tarball, '--base-url', 'http://127.0.0.1:1', '--key', keys.privateKeyFile]);
-    await cliJson(on, ['token', 'create']);
+    await addRelease(db, artifacts, { app: 'web', version: '1.0.0', file: tarball, baseUrl: 'http://127.0.0.1:1', key: keys.privateKeyFile });
+    await createToken(db, artifacts);
     const file = path.join(dir, 'control.backup');
     await cliJson(on, ['backup', '--key', testBackupKey().key, '--out', file]);
 

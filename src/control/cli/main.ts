@@ -1,8 +1,7 @@
-import { Command } from 'commander';
-import { EXIT } from '../../cli/error-message.js';
-import { exitCodeOfThrown } from '../../cli/exit-code.js';
-import { commandWord, registerCommands, type LazyCommand } from '../../cli/lazy-commands.js';
-import { reportControlError } from './report.js';
+import type { Command } from 'commander';
+import { registerCommands, type LazyCommand } from '../../cli/lazy-commands.js';
+import { controlCommandWord } from './command-word.js';
+import { newControlProgram, overrideCommandExits, runControlProgram } from './program-base.js';
 
 // Each command's module, imported only when it is run (src/cli/lazy-commands.ts): `steward-control
 // rollout status` then loads neither serve's HTTP server and dashboard nor backup's copier. A
@@ -26,43 +25,18 @@ const COMMANDS: LazyCommand[] = [
   [['audit'], async () => (await import('./commands/audit.js')).registerAudit],
 ];
 
-// The program options that take their value in the next word.
-const VALUE_OPTIONS = new Set(['--db', '--artifacts', '--server', '--ca-file']);
-
 // The steward-control program (docs/design.md §9). With `argv`, only the command it names is
 // registered when it names one; otherwise (help, an unknown or no command) every command is, so
 // that help and commander's errors list them all.
 export async function buildControlProgram(argv?: string[]): Promise<Command> {
-  const program = new Command('steward-control')
-    .description('the reference steward control plane: enrollment, heartbeats, signed releases, fleet rollouts')
-    .option('--db <file|url>', 'the database: a SQLite file on the server host, or a postgres:// URL (default: STEWARD_CONTROL_DB)')
-    .option('--artifacts <dir>', 'the folder of kept release tarballs (default: STEWARD_CONTROL_ARTIFACTS, else <db>.artifacts beside a SQLite file; required with PostgreSQL)')
-    .option('--server <url>', 'a steward-control admin listener to run the command through, with the operator token in STEWARD_CONTROL_TOKEN (default: STEWARD_CONTROL_URL); every command but serve, init, migrate, backup, restore and copy')
-    .option('--ca-file <file>', "a PEM CA bundle to trust for --server's https, beside Node's own")
-    .option('--json', 'print one JSON document on stdout')
-    // Not commander's .version(): a program option is also taken after a subcommand, and would
-    // eat `release pack-agent --version <v>`. start.ts answers a leading -V/--version.
-    .addHelpText('after', '\n  -V, --version  print the steward version (as the only argument)')
-    .exitOverride()
-    .showHelpAfterError();
-  await registerCommands(program, COMMANDS, argv ? commandWord(argv, VALUE_OPTIONS) : undefined);
-  // Subcommands exit through runControlCli too, not process.exit.
-  for (const c of program.commands) {
-    c.exitOverride();
-    for (const s of c.commands) s.exitOverride();
-  }
-  return program;
+  const program = newControlProgram();
+  await registerCommands(program, COMMANDS, argv ? controlCommandWord(argv) : undefined);
+  return overrideCommandExits(program);
 }
 
 // Runs steward-control with `argv` and returns its exit code: 0 ok, 1 failure, 2 usage, 3 refused.
-// A leading -V/--version alone is answered by start.ts, before this module loads.
+// A leading -V/--version alone is answered by start.ts, before this module loads; a command that
+// has a runner of its own (start.ts) is run by it instead.
 export async function runControlCli(argv: string[]): Promise<number> {
-  const program = await buildControlProgram(argv);
-  const json = argv.includes('--json');
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-    return EXIT.ok;
-  } catch (err) {
-    return exitCodeOfThrown(err, json, reportControlError);
-  }
+  return runControlProgram(await buildControlProgram(argv), argv);
 }
