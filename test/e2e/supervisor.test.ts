@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { promises as fsp, writeFileSync, rmSync } from 'node:fs';
+import { mkdirSync, promises as fsp, writeFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { versionsDir } from '../../src/core/paths.js';
+import { stateFile, versionsDir } from '../../src/core/paths.js';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, type TestHost } from '../helpers/host.js';
 import { freePort, releaseArgs } from '../fixtures/app-releases.js';
@@ -44,6 +44,10 @@ test('an app crashing in a loop is respawned at +0, +200, +400 ... ms and ends i
   writeFileSync(crashFile, '');
   const up = await agentctl(host, ['update', 'web', '1.0.0', ...releaseArgs(host.scratch, 'web', '1.0.0', port, { crashAfterMs: 1500, crashIfExists: crashFile, stableMs: 200 }), '--json']);
   assert.equal(up.code, 0, up.stdout + up.stderr);
+  // The count of exits since activation cannot be written (as on a full disk: here a folder at
+  // its path): the supervisor's decisions go on without it.
+  const exitsFile = stateFile(host.paths, 'web').replace(/\.json$/, '.exits.json');
+  mkdirSync(path.join(exitsFile, 'in-the-way'), { recursive: true });
 
   const gaveUp = await waitFor('error', async () => {
     const a = await status(host);
@@ -52,7 +56,9 @@ test('an app crashing in a loop is respawned at +0, +200, +400 ... ms and ends i
   assert.equal(gaveUp.supervisor.attempts, 5);
   assert.match(gaveUp.supervisor.giveUpReason, /gave up after 5 respawns.*code 3/);
   assert.deepEqual(gaveUp.supervisor.lastExit, { code: 3, signal: null });
+  assert.equal(gaveUp.supervisor.restartsSinceActivation, 0, 'a count that does not read is none');
   assert.deepEqual(await instances(host), [], 'nothing runs once the app is in error');
+  rmSync(exitsFile, { recursive: true });
   // No sixth respawn, even after the longest wait.
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await status(host)).supervisor.state, 'error');

@@ -248,10 +248,11 @@ export class Supervisor {
         d = decide(sup, { kind: 'exited', at: now, code: info.code, signal: info.signal }, policy, now);
         exitSeen = info;
         // Counted (exits-since-activation.ts) before the record that holds the exit when it has a
-        // reason; an ordinary exit's count waits until its replacement is spawned.
+        // reason; an ordinary exit's count waits until its replacement is spawned. A count that
+        // cannot be written (a full disk) is said and never stops the decision: it is for display.
         if (rec.process) {
           const exit = { pid: rec.process.pid, at: now, reason: info.reason };
-          if (info.reason || d.decision.action !== 'respawn-now') await countExit(ctx.paths, app, exit);
+          if (info.reason || d.decision.action !== 'respawn-now') await countExit(ctx.paths, app, exit).catch((err) => log('could not count the exit of app=%s: %s', app, (err as Error).message));
           else countLater = exit;
         }
         const { action } = d.decision;
