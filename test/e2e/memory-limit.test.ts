@@ -5,7 +5,8 @@ import path from 'node:path';
 import { useHost } from '../helpers/host-fixture.js';
 import { processApp, type TestHost } from '../helpers/host.js';
 import { freePort, releaseArgs, type AppBehavior } from '../fixtures/app-releases.js';
-import { helperStatus } from '../helpers/helper-status.js';
+import { appStatusOf } from '../helpers/helper-status.js';
+import { updateActive } from '../helpers/update-active.js';
 import { agentctl } from '../helpers/host.js';
 import { skipUnlessCI } from '../helpers/skip.js';
 import { waitFor as poll } from '../helpers/systemd-container.js';
@@ -19,20 +20,11 @@ import { findMemoryHome } from '../../src/helper/runners/memory-cgroup.js';
 const fast = { restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 }, stopTimeoutMs: 1000 };
 const config = (memoryMax: string | number) => ({ apps: { web: processApp({ ...fast, memoryMax }) }, supervisor: { sweepMs: 500, pollMs: 100 } });
 
-async function status(host: TestHost): Promise<any> {
-  const s = await helperStatus(host.root);
-  assert.ok(s, 'the helper answers status');
-  return s.apps.find((a: any) => a.name === 'web');
-}
+const status = (host: TestHost): Promise<any> => appStatusOf(host.root, 'web');
 
 const waitFor = <T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000) => poll(what, fn, timeoutMs, 100);
 
-async function update(host: TestHost, version: string, port: number, behavior: AppBehavior): Promise<any> {
-  const r = await agentctl(host, ['update', 'web', version, ...releaseArgs(host.scratch, 'web', version, port, { stableMs: 200, ...behavior }), '--json']);
-  assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.equal(r.json.outcome, 'active', r.stdout);
-  return r.json;
-}
+const update = updateActive;
 
 // False, after a skip naming why, where the helper of `host` would have no memory cgroup.
 function hasMemoryCgroup(t: TestContext, host: TestHost): boolean {

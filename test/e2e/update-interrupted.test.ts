@@ -6,16 +6,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, BIN, processApp, type TestHost } from '../helpers/host.js';
-import { helperStatus } from '../helpers/helper-status.js';
+import { appStatusOf } from '../helpers/helper-status.js';
 import { waitFor } from '../helpers/systemd-container.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 
 // Polled over the socket, in this process: an agentctl per poll cost the window below on a loaded machine.
-const web = async (host: TestHost) => {
-  const st = await helperStatus(host.root);
-  if (!st) throw new Error('the helper did not answer its status');
-  return st.apps.find((a: any) => a.name === 'web');
-};
+const web = (host: TestHost) => appStatusOf(host.root, 'web');
 
 test('Ctrl-C during agentctl update says the update goes on in the helper, how to follow it and that the app is held; the update ends active', { timeout: 90_000 }, async (t) => {
   const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });

@@ -6,7 +6,8 @@ import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, type TestHost } from '../helpers/host.js';
 import { freePort, releaseArgs, type AppBehavior } from '../fixtures/app-releases.js';
 import { processesUnder } from '../helpers/app-processes.js';
-import { helperStatus } from '../helpers/helper-status.js';
+import { appStatusOf } from '../helpers/helper-status.js';
+import { updateActive } from '../helpers/update-active.js';
 import { valueOf } from '../helpers/prom-text.js';
 import { versionsDir } from '../../src/core/paths.js';
 import { waitFor as poll } from '../helpers/systemd-container.js';
@@ -24,21 +25,12 @@ const config = { apps: { web: processApp(fast) }, supervisor: { sweepMs: 500, po
 
 // Over the helper's socket from this process: the waits poll it (an agentctl per poll would cost
 // 0.2 s of CPU each). agentctl's own output is checked once below.
-async function status(host: TestHost): Promise<any> {
-  const s = await helperStatus(host.root);
-  assert.ok(s, 'the helper answers status');
-  return s.apps.find((a: any) => a.name === 'web');
-}
+const status = (host: TestHost): Promise<any> => appStatusOf(host.root, 'web');
 
 // Polls every 100 ms (helper-status.ts pollPause: longer after a slow check), for up to `timeoutMs`.
 const waitFor = <T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000) => poll(what, fn, timeoutMs, 100);
 
-async function update(host: TestHost, version: string, port: number, behavior: AppBehavior): Promise<any> {
-  const r = await agentctl(host, ['update', 'web', version, ...releaseArgs(host.scratch, 'web', version, port, { stableMs: 200, ...behavior }), '--json']);
-  assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.equal(r.json.outcome, 'active', r.stdout);
-  return r.json;
-}
+const update = updateActive;
 
 async function receipts(host: TestHost): Promise<any[]> {
   const r = await agentctl(host, ['receipts', 'web', '--json']);

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, type TestHost } from '../helpers/host.js';
 import { fetchVersion, freePort, releaseArgs, type AppBehavior } from '../fixtures/app-releases.js';
-import { helperStatus } from '../helpers/helper-status.js';
+import { appStatusOf } from '../helpers/helper-status.js';
+import { updateActive } from '../helpers/update-active.js';
 import { waitFor as poll } from '../helpers/systemd-container.js';
 import { versionsDir } from '../../src/core/paths.js';
 
@@ -18,20 +19,11 @@ import { versionsDir } from '../../src/core/paths.js';
 const fast = { restart: { baseMs: 100, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 }, stopTimeoutMs: 1000 };
 const config = { apps: { web: processApp(fast) }, supervisor: { sweepMs: 500, pollMs: 100 } };
 
-async function status(host: TestHost): Promise<any> {
-  const s = await helperStatus(host.root);
-  assert.ok(s, 'the helper answers status');
-  return s.apps.find((a: any) => a.name === 'web');
-}
+const status = (host: TestHost): Promise<any> => appStatusOf(host.root, 'web');
 
 const waitFor = <T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000) => poll(what, fn, timeoutMs, 100);
 
-async function update(host: TestHost, version: string, port: number, behavior: AppBehavior): Promise<any> {
-  const r = await agentctl(host, ['update', 'web', version, ...releaseArgs(host.scratch, 'web', version, port, { stableMs: 200, watchMs: 0, ...behavior }), '--json']);
-  assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.equal(r.json.outcome, 'active', r.stdout);
-  return r.json;
-}
+const update = (host: TestHost, version: string, port: number, behavior: AppBehavior): Promise<any> => updateActive(host, version, port, { watchMs: 0, ...behavior });
 
 // Waits for the respawn after a watchdog kill of `pid`, and returns the app's status then.
 async function respawnAfterKill(host: TestHost, pid: number): Promise<any> {

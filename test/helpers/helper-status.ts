@@ -24,3 +24,11 @@ export async function helperStatus(root: string): Promise<any> {
 export function pollPause(everyMs: number, lastCheckMs: number): Promise<void> {
   return new Promise((r) => setTimeout(r, Math.max(everyMs, 3 * lastCheckMs)));
 }
+
+// The status of one app over the socket, from a helper that must be answering (a test's waits
+// poll it while the helper runs).
+export async function appStatusOf(root: string, app: string): Promise<any> {
+  const s = await helperStatus(root);
+  if (!s) throw new Error('the helper did not answer its status');
+  return s.apps.find((a: any) => a.name === app);
+}
