@@ -4,7 +4,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { useHost } from '../helpers/host-fixture.js';
 import { processApp, type TestHost } from '../helpers/host.js';
-import { freePort, releaseArgs, type AppBehavior } from '../fixtures/app-releases.js';
+import { freePort, type AppBehavior } from '../fixtures/app-releases.js';
 import { appStatusOf } from '../helpers/helper-status.js';
 import { updateActive } from '../helpers/update-active.js';
 import { agentctl } from '../helpers/host.js';
