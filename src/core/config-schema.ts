@@ -3,6 +3,7 @@ import { APP_NAME_RE, TEXTFILE_RE } from './name-checks.js';
 import { intSchema } from './names.js';
 import { controlPlaneUrlSchema } from './control-plane-urls.js';
 import { memoryMaxSchema } from './memory-size.js';
+import { socketsSchema } from './listen-address.js';
 
 const DAY = 86_400_000;
 
@@ -39,6 +40,11 @@ const processAppSchema = z.strictObject({
   // unit; absent: none (docs/design.md §17 "Memory"). Read only by steward from the release that
   // brought it: an older helper or agent refuses the whole file (docs/host.md).
   memoryMax: z.optional(memoryMaxSchema),
+  // The listening sockets the helper binds and hands to each process of the app (LISTEN_FDS), so
+  // that an update starts the new version beside the old on them and drops no connection
+  // (docs/design.md §17 "Zero-downtime handover"); the release must ask for start.ready "fd".
+  // Read only by steward from the release that brought it, like memoryMax.
+  sockets: z.optional(socketsSchema),
 });
 
 const unitAppSchema = z.strictObject({

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { hostConfigSchema, type AppConfig, type HostConfig } from '../core/config-schema.js';
 import { StewardError } from '../core/errors.js';
+import { findOverlap, type SocketDecl } from '../core/listen-address.js';
 import { mustParse } from '../core/must-parse.js';
 import { SELF_APP } from '../core/self-schemas.js';
 import { readFileNoFollow } from '../platform/fs-atomic.js';
@@ -39,6 +40,7 @@ export async function loadHostConfig(
   }
   const config = mustParse(hostConfigSchema, json, 'CONFIG_INVALID', file);
   checkSelfApp(file, config);
+  checkSockets(file, config);
   await checkAppAccounts(file, config, opts);
   return config;
 }
@@ -51,6 +53,13 @@ function checkSelfApp(file: string, config: HostConfig): void {
       throw new StewardError('CONFIG_INVALID', `${file}: apps.${name}: the runner "self" is the app ${SELF_APP}'s, and ${SELF_APP} has no other runner`);
     }
   }
+}
+
+// Two apps (or one app twice) cannot listen on one address: the second bind would fail at some
+// later start, so the file is refused whole, naming both.
+function checkSockets(file: string, config: HostConfig): void {
+  const clash = findOverlap(config.apps as Record<string, { sockets?: SocketDecl[] }>);
+  if (clash) throw new StewardError('CONFIG_INVALID', `${file}: ${clash} are the same address: each socket can be bound once`);
 }
 
 // The bytes of the host config, through O_NOFOLLOW; with a scope, only if the trust rule holds.

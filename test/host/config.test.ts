@@ -184,3 +184,59 @@ test('as root, a config file writable by others is refused', { skip: process.get
     host.cleanup();
   }
 });
+
+test('apps.<app>.sockets takes TCP addresses and Unix paths, and is absent by default', async () => {
+  const sockets = [
+    { name: 'http', listen: '127.0.0.1:8080' },
+    { name: 'v6', listen: '[::1]:8081' },
+    { name: 'all', listen: '0.0.0.0:8443' },
+    { name: 'admin.sock', listen: '/run/web/admin.sock' },
+  ];
+  const c = await loadWith({ apps: { web: { sockets } } });
+  assert.deepEqual(c.apps.web?.runner === 'process' ? c.apps.web.sockets : null, sockets);
+  const plain = await loadWith({ apps: { web: {} } });
+  assert.equal(plain.apps.web?.runner === 'process' ? plain.apps.web.sockets : 'not a process app', undefined);
+});
+
+test('a bad socket declaration is CONFIG_INVALID naming the app and what is wrong', async () => {
+  const cases: Array<[unknown, RegExp]> = [
+    [[{ name: 'http', listen: 'localhost:8080' }], /neither HOST:PORT/],
+    [[{ name: 'http', listen: '8080' }], /neither HOST:PORT/],
+    [[{ name: 'http', listen: '127.0.0.1:0' }], /port 0 is outside 1-65535/],
+    [[{ name: 'http', listen: '127.0.0.1:65536' }], /outside 1-65535/],
+    [[{ name: 'http', listen: '::1:80' }], /neither HOST:PORT/],
+    [[{ name: 'http', listen: '[127.0.0.1]:80' }], /bracketed IPv6/],
+    [[{ name: 'http', listen: '999.0.0.1:80' }], /not an IPv4 address/],
+    [[{ name: 'http', listen: 'run/web.sock' }], /neither HOST:PORT/],
+    [[{ name: 'http', listen: '/run/../etc/web.sock' }], /not a normalized absolute path/],
+    [[{ name: 'http', listen: `/${'x'.repeat(120)}` }], /longer than 107 bytes/],
+    [[{ name: 'a:b', listen: '127.0.0.1:80' }], /socket name/],
+    [[{ name: '', listen: '127.0.0.1:80' }], /socket name/],
+    [[{ name: 'http' }], /listen/],
+    [[{ name: 'http', listen: '127.0.0.1:80', mode: 1 }], /mode/],
+    [[], /sockets/],
+    [Array.from({ length: 17 }, (_, i) => ({ name: `s${i}`, listen: `127.0.0.1:${9000 + i}` })), /sockets/],
+    [[{ name: 'http', listen: '127.0.0.1:80' }, { name: 'http', listen: '127.0.0.1:81' }], /the socket name http is used twice/],
+  ];
+  for (const [sockets, why] of cases) {
+    const err = await configError({ apps: { web: { sockets } } });
+    assert.match(err.message, /apps\.web\.sockets/, JSON.stringify(sockets));
+    assert.match(err.message, why, JSON.stringify(sockets));
+  }
+});
+
+test('one address declared twice, by one app or two, or under a wildcard of its family, is CONFIG_INVALID naming both', async () => {
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ web: { sockets: [{ name: 'a', listen: '127.0.0.1:80' }, { name: 'b', listen: '127.0.0.1:80' }] } }, /apps\.web\.sockets\[0\] \(127\.0\.0\.1:80\) and apps\.web\.sockets\[1\]/],
+    [{ web: { sockets: [{ name: 'a', listen: '0.0.0.0:80' }] }, api: { sockets: [{ name: 'b', listen: '127.0.0.1:80' }] } }, /apps\.web\.sockets\[0\] \(0\.0\.0\.0:80\) and apps\.api\.sockets\[0\] \(127\.0\.0\.1:80\)/],
+    [{ web: { sockets: [{ name: 'a', listen: '[::]:80' }] }, api: { sockets: [{ name: 'b', listen: '[::1]:80' }] } }, /\[::\]:80/],
+    [{ web: { sockets: [{ name: 'a', listen: '/run/x.sock' }] }, api: { sockets: [{ name: 'b', listen: '/run/x.sock' }] } }, /\/run\/x\.sock/],
+  ];
+  for (const [apps, why] of cases) {
+    const err = await configError({ apps });
+    assert.match(err.message, /are the same address/, JSON.stringify(apps));
+    assert.match(err.message, why, JSON.stringify(apps));
+  }
+  // Different ports, or one IPv4 and one IPv6 address, are different sockets.
+  await loadWith({ apps: { web: { sockets: [{ name: 'a', listen: '0.0.0.0:80' }, { name: 'b', listen: '127.0.0.1:81' }, { name: 'c', listen: '[::]:80' }] } } });
+});
