@@ -46,7 +46,12 @@ export const PROGRAMS: Program[] = [
 // The extraction worker, its own entry in every program that stages: platform/tarball.ts starts
 // it as `new URL('./tarball-worker.js', import.meta.url)`, i.e. beside whichever output file
 // holds that code, and every output of a program sits in the program's one folder.
-const WORKER = { name: 'tarball-worker', entry: 'dist/src/platform/tarball-worker.js', startedBy: 'dist/src/platform/tarball.js' };
+// The socket keeper (docs/design.md §17), likewise: sockets/keeper-client.ts starts
+// `new URL('./socket-keeper.js', import.meta.url)` as a process of its own.
+const WORKERS = [
+  { name: 'tarball-worker', entry: 'dist/src/platform/tarball-worker.js', startedBy: 'dist/src/platform/tarball.js' },
+  { name: 'socket-keeper', entry: 'dist/src/helper/sockets/socket-keeper.js', startedBy: 'dist/src/helper/sockets/keeper-client.js' },
+];
 
 // Packages with a native addon: never bundled, resolved from node_modules where they run.
 export const NATIVE = ['better-sqlite3'];
@@ -111,13 +116,13 @@ export const BUNDLE_DIR = 'dist/bundle';
 export const metafileOf = (program: string): string => `${BUNDLE_DIR}/${program}.meta.json`;
 
 // Bundles one program into `repo`/dist/bundle/<name>/ and returns its metafile.
-async function bundleProgram(repo: string, p: Program, withWorker: boolean): Promise<Metafile> {
+async function bundleProgram(repo: string, p: Program, workers: Array<(typeof WORKERS)[number]>): Promise<Metafile> {
   const outdir = path.join(repo, BUNDLE_DIR, p.name);
   // Why: a chunk of an earlier build (another hash) must not linger in the program's folder,
   // which is copied whole into the agent's release and /opt/steward/lib.
   rmSync(outdir, { recursive: true, force: true });
   const entryPoints: Record<string, string> = { [p.name]: path.join(repo, p.entry) };
-  if (withWorker) entryPoints[WORKER.name] = path.join(repo, WORKER.entry);
+  for (const w of workers) entryPoints[w.name] = path.join(repo, w.entry);
   const separateDir = p.separate ? path.join(repo, p.separate) : null;
   const shared = p.shared ?? [];
   const metas = [await bundleFiles(repo, outdir, entryPoints, separateDir, shared)];
@@ -185,8 +190,9 @@ function inputsOf(meta: Metafile): Set<string> {
 // the check runs on the built graph, so a program that starts staging later cannot miss it.
 export async function bundleAll(repo: string): Promise<void> {
   for (const p of PROGRAMS) {
-    let meta = await bundleProgram(repo, p, false);
-    if (inputsOf(meta).has(WORKER.startedBy)) meta = await bundleProgram(repo, p, true);
+    let meta = await bundleProgram(repo, p, []);
+    const workers = WORKERS.filter((w) => inputsOf(meta).has(w.startedBy));
+    if (workers.length > 0) meta = await bundleProgram(repo, p, workers);
     writeFileSync(path.join(repo, metafileOf(p.name)), JSON.stringify(meta));
   }
 }

@@ -1,6 +1,7 @@
 import * as z from './zod-mini.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, versionSchema } from './names.js';
 import { quarantineEntrySchema } from './state-schemas.js';
+import { procIdentitySchema } from './run-record-schema.js';
 
 export const JOURNAL_SCHEMA_VERSION = 1;
 
@@ -45,5 +46,17 @@ export const journalSchema = z.strictObject({
   reason: z.optional(reasonSchema),
   logFile: z.optional(z.string().check(z.maxLength(4096))),
   prior: z.optional(priorStateSchema),
+  // Only while `activating`, for an app with sockets (docs/design.md §17 "Zero-downtime handover"):
+  // where its handover is and both processes. `start`: the new process is being started beside
+  // `old`; `ready`: `new` said it is ready; `drain`: `old` is being stopped. Recovery stops every
+  // process of the app whatever the phase and starts the version `current` is put back to, on the
+  // sockets the keeper still holds. A terminal journal never has it.
+  handover: z.optional(
+    z.strictObject({
+      phase: z.enum(['start', 'ready', 'drain']),
+      old: procIdentitySchema,
+      new: z.optional(procIdentitySchema),
+    }),
+  ),
 });
 export type Journal = z.infer<typeof journalSchema>;

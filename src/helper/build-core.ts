@@ -20,6 +20,7 @@ import { ReceiptStore } from './receipts/receipt-store.js';
 import { findCgroupHome } from './runners/app-cgroup.js';
 import { findMemoryHome } from './runners/memory-cgroup.js';
 import { createProcessRunner } from './runners/process-runner.js';
+import { SocketKeepers, withSocketKeepers } from './sockets/keeper-client.js';
 import type { AppRunner, RunAs } from './runners/runner.js';
 import { createSystemdRunner } from './runners/systemd-runner.js';
 import { systemdUnits } from './runners/unit-runner.js';
@@ -84,14 +85,27 @@ async function chooseProcessRunner(paths: HostPaths, isRoot: boolean, choice: Ho
       throw new StewardError('CONFIG_INVALID', 'supervisor.processRunner is "systemd" but systemd is not PID 1 or the helper is not root');
     }
     log('process runner=systemd: each app runs as its own unit steward-app-<app>.service, output in the journal');
-    return createSystemdRunner({ clock: systemClock, isRoot });
+    return refuseSockets(createSystemdRunner({ clock: systemClock, isRoot }));
   }
   log('process runner=detached (%s): apps run as detached children with a log file', choice === 'detached' ? 'configured' : isRoot ? 'systemd is not PID 1' : 'systemd needs root');
   const cgroups = findCgroupHome(paths.root);
   log(cgroups ? 'each app runs in its own cgroup under %s' : 'no cgroup of their own for apps here%s: the instance token tells their processes apart', cgroups?.dir ?? '');
   const memory = findMemoryHome(paths.root, cgroups);
   log(typeof memory === 'string' ? 'no memory cgroups for apps here (%s): an app with a memoryMax is refused its start' : 'apps with a memoryMax get a cgroup v%s memory limit', typeof memory === 'string' ? memory : memory.kind.slice(1));
-  return createProcessRunner({ clock: systemClock, isRoot, cgroups, memory });
+  const runner = createProcessRunner({ clock: systemClock, isRoot, cgroups, memory });
+  // Apps with `sockets` are started by their socket keeper (docs/design.md §17 "Zero-downtime handover").
+  return withSocketKeepers(runner, new SocketKeepers({ paths, isAlive: (id) => runner.isAlive(id) }));
+}
+
+// Under the systemd runner the handover's sockets are not built yet (docs/design.md §17): an app
+// with `sockets` is refused its start with the way out, never started without them.
+function refuseSockets(runner: AppRunner): AppRunner {
+  const start = runner.start.bind(runner);
+  runner.start = (spec) =>
+    spec.sockets && spec.sockets.length > 0
+      ? Promise.reject(new StewardError('CONFIG_INVALID', `cannot start ${spec.app}: apps.${spec.app}.sockets needs the detached process runner for now (set supervisor.processRunner to "detached"); under systemd its sockets are not handed over yet`))
+      : start(spec);
+  return runner;
 }
 
 // The account a process app runs as: its configured user and group as root, else the helper's.

@@ -55,6 +55,10 @@ export const FAULT_POINTS = [
   'after-receipt-before-prune',
   'during-prune',
   'during-swap-back',
+  // The handover of an app with sockets (update/handover.ts): each after its journal phase.
+  'after-handover-start',
+  'after-handover-ready',
+  'after-handover-drain',
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 

@@ -16,6 +16,7 @@ import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, REPO, type TestHost } from '../helpers/host.js';
 import { fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
 import { processesUnder } from '../helpers/app-processes.js';
+import { RequestLoops } from '../../bench/lib/request-loops.js';
 
 // The issue's crash test: for each kill point, a helper with STEWARD_FAULTS=<point> is
 // SIGKILLed there in the middle of `update web 3.0.0`; a fresh helper then starts, and the
@@ -31,7 +32,15 @@ const BEFORE_VERDICT: ReadonlySet<FaultPoint> = new Set([
   'after-rename-before-fsync',
   'after-start-new',
   'during-probe',
+  'after-handover-start',
+  'after-handover-ready',
+  'after-handover-drain',
 ]);
+
+// The points of the handover of an app with sockets (docs/design.md §17): reached only by such an
+// app, whose test also keeps 8 request loops going through the kill and the recovery, and
+// requires that none of their requests failed (the keeper holds the socket throughout).
+const HANDOVER: ReadonlySet<FaultPoint> = new Set(['after-handover-start', 'after-handover-ready', 'after-handover-drain']);
 
 const reached = new Map<FaultPoint, boolean>();
 
@@ -52,8 +61,9 @@ async function waitRecovered(host: TestHost): Promise<void> {
   }
 }
 
-async function update(host: TestHost, version: string, port: number, extra: string[], health: 'ok' | 'fail' = 'ok') {
-  return agentctl(host, ['update', 'web', version, ...releaseArgs(host.scratch, 'web', version, port, { health, stableMs: 200, timeoutMs: 3000 }), ...extra, '--json']);
+async function update(host: TestHost, version: string, port: number, extra: string[], health: 'ok' | 'fail' = 'ok', sockets = false) {
+  const behavior = { health, stableMs: 200, timeoutMs: 3000, ...(sockets ? { ready: 'after' as const, readyAfterMs: 50, watchMs: 0 } : {}) };
+  return agentctl(host, ['update', 'web', version, ...releaseArgs(host.scratch, 'web', version, port, behavior), ...extra, '--json']);
 }
 
 // What a point must end in once the next helper has recovered.
@@ -67,12 +77,13 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
   for (const point of FAULT_POINTS) {
     it(`leaves one valid release, a terminal journal, one receipt and one running app after ${point}`, async (t) => {
       const port = await freePort();
-      const host = useHost(t, { apps: { web: processApp({ keepReleases: 2, stopTimeoutMs: 2000 }) } });
+      const sockets = HANDOVER.has(point);
+      const host = useHost(t, { apps: { web: processApp({ keepReleases: 2, stopTimeoutMs: 2000, ...(sockets ? { sockets: [{ name: 'http', listen: `127.0.0.1:${port}` }] } : {}) }) } });
 
       // 1. Two healthy releases, so there is a previous and something to prune.
       const first = await host.startHelper();
       for (const v of ['1.0.0', '2.0.0']) {
-        const r = await update(host, v, port, []);
+        const r = await update(host, v, port, [], 'ok', sockets);
         assert.equal(r.code, 0, `install ${v}: ${r.stdout} ${r.stderr}`);
         assert.equal(r.json.outcome, 'active', r.stdout);
       }
@@ -80,8 +91,12 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
 
       // 2. A helper with the seam armed at `point` dies there during `update web 3.0.0`.
       const attemptId = `kp-${point}`;
+      const loops = sockets ? new RequestLoops(`http://127.0.0.1:${port}/`, 8) : null;
+      loops?.start();
+      if (loops) host.stopFirst(() => loops.stop());
+      const loadFrom = performance.now();
       const faulty = await host.startHelper({ STEWARD_FAULTS: point });
-      const upd = await update(host, '3.0.0', port, ['--attempt-id', attemptId], point === 'during-swap-back' ? 'fail' : 'ok');
+      const upd = await update(host, '3.0.0', port, ['--attempt-id', attemptId], point === 'during-swap-back' ? 'fail' : 'ok', sockets);
       if (faulty.child.exitCode === null && faulty.child.signalCode === null) {
         await Promise.race([once(faulty.child, 'exit'), new Promise((r) => setTimeout(r, 10_000))]);
       }
@@ -95,6 +110,14 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
       // 3. A helper without faults recovers.
       const recovered = await host.startHelper();
       await waitRecovered(host);
+      if (loops) {
+        // The app answers again, then: not one request failed through the kill and the recovery.
+        await fetchVersion(port);
+        await loops.stop();
+        const w = loops.figures(loadFrom, performance.now());
+        console.log(`kill point ${point}: ${w.answered} requests answered, ${w.failed} failed, longest gap ${Math.round(w.longestGapMs)} ms`);
+        assert.equal(w.failed, 0, `requests failed through the kill at ${point}: ${JSON.stringify(w.why)}`);
+      }
 
       const want = expectedOutcome(point);
       const target = await fsp.readlink(currentLink(host.paths, 'web'));
@@ -141,7 +164,7 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
       assert.equal(rec?.process?.pid, pids[0], 'the run record names the running process');
 
       // The client's retry of the same attempt is answered from its receipt; nothing runs again.
-      const retry = await update(host, '3.0.0', port, ['--attempt-id', attemptId], point === 'during-swap-back' ? 'fail' : 'ok');
+      const retry = await update(host, '3.0.0', port, ['--attempt-id', attemptId], point === 'during-swap-back' ? 'fail' : 'ok', sockets);
       assert.equal(retry.json?.attemptId, attemptId, `${retry.stdout} ${retry.stderr}`);
       assert.equal(retry.json?.outcome, want.outcome, retry.stdout);
       assert.equal(await fsp.readlink(currentLink(host.paths, 'web')), target, 'the retry changed nothing');
@@ -152,6 +175,32 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
       console.log(`kill point ${point}: passed (${j.journal.outcome}${want.reason ? ' ' + want.reason : ''}, current ${want.current})`);
     });
   }
+});
+
+test('a power cut in the middle of a handover (the helper, the app and its socket keeper all gone) recovers to one process of the version current resolves to', { timeout: 120_000 }, async (t) => {
+  const port = await freePort();
+  const host = useHost(t, { apps: { web: processApp({ keepReleases: 2, stopTimeoutMs: 2000, sockets: [{ name: 'http', listen: `127.0.0.1:${port}` }] }) } });
+  const first = await host.startHelper();
+  for (const v of ['1.0.0', '2.0.0']) assert.equal((await update(host, v, port, [], 'ok', true)).json?.outcome, 'active');
+  assert.equal(await first.stop(), 0);
+  const faulty = await host.startHelper({ STEWARD_FAULTS: 'after-handover-ready' });
+  await update(host, '3.0.0', port, [], 'ok', true);
+  if (faulty.child.exitCode === null && faulty.child.signalCode === null) await Promise.race([once(faulty.child, 'exit'), new Promise((r) => setTimeout(r, 10_000))]);
+  assert.match(faulty.stderr(), /^steward-fault-reached after-handover-ready 1$/m);
+  // The power goes: both versions' processes and the keeper that holds the socket die with it.
+  const both = await processesUnder(versionsDir(host.paths, 'web'));
+  assert.equal(both.length, 2, `old and new run side by side at after-handover-ready: ${both}`);
+  const keeper = JSON.parse(await fsp.readFile(path.join(host.paths.runDir, 'keepers', 'web.pid'), 'utf8')).pid as number;
+  for (const pid of [...both, keeper]) process.kill(pid, 'SIGKILL');
+  await host.startHelper();
+  await waitRecovered(host);
+  assert.equal(await fsp.readlink(currentLink(host.paths, 'web')), 'versions/2.0.0');
+  const j = await readJournal(host.paths, 'web');
+  assert.equal(j.state === 'ok' && j.journal.outcome, 'rolled-back');
+  assert.equal(j.state === 'ok' && j.journal.handover, undefined, 'a terminal journal names no handover');
+  assert.equal(await fetchVersion(port), '2.0.0', 'a new keeper bound the socket and 2.0.0 serves on it');
+  const pids = await processesUnder(versionsDir(host.paths, 'web'));
+  assert.equal(pids.length, 1, `exactly one process of the app runs: ${pids}`);
 });
 
 test('every kill point was reached', () => {

@@ -93,6 +93,7 @@ export function recordedPid(host: Pick<TestHost, 'paths'>, app: string): number 
 // process is still this host's (its folder lies under `root`: a pid reused since by another
 // process is left alone).
 function killHostApps(root: string, paths: HostPaths): void {
+  killHostKeepers(paths);
   let apps: string[];
   try {
     apps = readdirSync(paths.supervisorDir).filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -'.json'.length));
@@ -277,4 +278,28 @@ export async function snapshotTree(dir: string, skip: (p: string) => boolean = (
     }
   }
   return out;
+}
+
+// SIGKILLs the socket keepers of this host (src/helper/sockets/socket-keeper.ts): each outlives its
+// helper by design, and one left behind would hold its test's port for the rest of the suite. Only
+// the process its pid file in this host's run folder names (pid and start time) is killed.
+function killHostKeepers(paths: HostPaths): void {
+  const dir = path.join(paths.runDir, 'keepers');
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((n) => n.endsWith('.pid'));
+  } catch {
+    return;
+  }
+  for (const f of files) {
+    try {
+      const id = JSON.parse(readFileSync(path.join(dir, f), 'utf8'));
+      if (!Number.isInteger(id?.pid) || id.pid <= 1) continue;
+      // Still the process that wrote the file (its start time), not a pid reused since.
+      const stat = readFileSync(`/proc/${id.pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]) === id.startTicks) process.kill(id.pid, 'SIGKILL');
+    } catch {
+      // gone, or not ours
+    }
+  }
 }

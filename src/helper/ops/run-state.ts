@@ -28,6 +28,8 @@ export async function handleRunState(core: TransactionCore, req: RunStateRequest
       await setHold(core, req.app, ctx, 'stop');
       const rec = await readRunRecord(core.paths, req.app).catch(() => null);
       await stopApp(core, req.app);
+      // A stopped app's sockets close (sockets/keeper-client.ts): its clients are refused, not left waiting.
+      await core.runner.closeSockets?.(req.app);
       return { app: req.app, op: 'stop', changed: rec?.expected === 'running', pid: null, version: rec?.version ?? null };
     }
     const cur = await readCurrent(core.paths, req.app);

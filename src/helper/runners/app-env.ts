@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { APP_PATH } from '../../platform/systemd.js';
-import { appFdEnv } from './app-fds.js';
+import { appFdEnv, firstAppFd } from './app-fds.js';
 import type { StartSpec } from './runner.js';
 
 // The environment of a `process` app, built from nothing (docs/design.md §5): nothing of the
@@ -22,6 +22,15 @@ export function buildAppEnv(spec: StartSpec): Record<string, string> {
     STATE_DIRECTORY: spec.stateDir,
     ...spec.env,
     STEWARD_INSTANCE: spec.instance,
-    ...appFdEnv(spec.fds),
+    ...listenEnv(spec),
+    ...appFdEnv(spec.fds, firstAppFd(spec.listen?.fds.length ?? 0)),
   };
+}
+
+// The sockets of an app that has them, as systemd tells them (sd_listen_fds(3)): their count and
+// names. LISTEN_PID, the app's own pid, is set by the process runner's exec wrapper, the only
+// place that knows it; a release cannot set any of the three.
+function listenEnv(spec: StartSpec): Record<string, string> {
+  if (!spec.listen) return {};
+  return { LISTEN_FDS: String(spec.listen.fds.length), LISTEN_FDNAMES: spec.listen.names.join(':') };
 }

@@ -31,6 +31,12 @@ export interface AppFdPaths {
   watchdogMs?: number;
 }
 
+// The first fd of the app's FIFOs: 3, or past the listening sockets of an app that has them
+// (LISTEN_FDS takes 3 and up, as systemd passes them).
+export function firstAppFd(sockets: number): number {
+  return 3 + sockets;
+}
+
 // The app's folder of FIFOs. /run/steward-fds and it are root's, 0711: the app's user can open
 // the FIFO it is given by its name, and cannot list, make, rename or replace anything there.
 export function appFdFolder(paths: HostPaths, app: string): string {
@@ -43,17 +49,17 @@ export function appFdPath(paths: HostPaths, app: string, kind: AppFdKind): strin
 }
 
 // The fd numbers of the app's FIFOs: the readiness fd first, at 3, then the watchdog's.
-export function appFdNumbers(fds: AppFdPaths | undefined): Array<{ kind: AppFdKind; path: string; fd: number }> {
+export function appFdNumbers(fds: AppFdPaths | undefined, first = 3): Array<{ kind: AppFdKind; path: string; fd: number }> {
   const out: Array<{ kind: AppFdKind; path: string; fd: number }> = [];
-  if (fds?.ready) out.push({ kind: 'ready', path: fds.ready, fd: 3 + out.length });
-  if (fds?.watchdog) out.push({ kind: 'watchdog', path: fds.watchdog, fd: 3 + out.length });
+  if (fds?.ready) out.push({ kind: 'ready', path: fds.ready, fd: first + out.length });
+  if (fds?.watchdog) out.push({ kind: 'watchdog', path: fds.watchdog, fd: first + out.length });
   return out;
 }
 
 // The variables that tell the app its fd numbers.
-export function appFdEnv(fds: AppFdPaths | undefined): Record<string, string> {
+export function appFdEnv(fds: AppFdPaths | undefined, first = 3): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const f of appFdNumbers(fds)) env[f.kind === 'ready' ? READY_FD_ENV : WATCHDOG_FD_ENV] = String(f.fd);
+  for (const f of appFdNumbers(fds, first)) env[f.kind === 'ready' ? READY_FD_ENV : WATCHDOG_FD_ENV] = String(f.fd);
   if (fds?.watchdog && fds.watchdogMs !== undefined) env[WATCHDOG_MS_ENV] = String(fds.watchdogMs);
   return env;
 }

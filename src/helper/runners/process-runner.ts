@@ -17,7 +17,7 @@ import { openChildFds } from './child-fds.js';
 import { appCgroupDir, enterCgroup, leaveCgroup, removeAppCgroup, type CgroupHome } from './app-cgroup.js';
 import { findAppMembers } from './app-members.js';
 import { prepareAppMemory, removeAppMemory, type AppMemory, type MemoryHome } from './memory-cgroup.js';
-import { readProcStat } from './process-group.js';
+import { readProcStat, readProcStatSync } from './process-group.js';
 import { prepareStateDirSync } from './state-dir.js';
 import { stopMembers } from './stop-members.js';
 import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
@@ -66,13 +66,21 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
   };
   // The latest start per app, and the end of a process's leftovers in flight per app.
   const latest = new Map<string, object>();
+  // The main processes this runner started that have not ended yet, per app.
+  const running = new Map<string, Set<number>>();
   const ending = new Map<string, Promise<void>>();
   // After the main process ended: what it left is killed at once, unless a stop is at work, or
   // unless the app was started again since (its exit heard late, by a busy helper): a start
   // comes only once nothing of the process before runs (AppRunner.start), and the app's cgroup
   // and instance token now hold the new process, which is no leftover.
   const endRest = async (target: AppTarget, startedBy: object): Promise<void> => {
-    if (latest.get(target.app) !== startedBy) return;
+    const pid = target.process?.pid;
+    const others = running.get(target.app);
+    if (pid !== undefined) others?.delete(pid);
+    // Another process of the app runs beside this one (a handover: docs/design.md §17), or was
+    // started after it: only what this one started, its session, is left over. The app's cgroup
+    // and token hold that other process too.
+    if (latest.get(target.app) !== startedBy || (others !== undefined && others.size > 0)) return stopSession(target, 0);
     const inFlight = stopping.get(target.app);
     if (inFlight) {
       await inFlight.catch(() => undefined);
@@ -86,13 +94,30 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
       if (ending.get(target.app) === p) ending.delete(target.app);
     }
   };
+  // One process and its session (a process the app started with setsid() of its own is left to
+  // the app's next full stop): the old side of a handover.
+  const stopSession = async (target: AppTarget, timeoutMs: number): Promise<void> => {
+    const leader = target.process;
+    if (!leader) return;
+    const cgroupDir = home ? appCgroupDir(home, target.app) : null;
+    const find = () => findAppMembers(target, { cgroupDir, scanEnviron: cgroupsOff }).filter((m) => m.pid === leader.pid || readProcStatSync(m.pid)?.sid === leader.pid);
+    const n = await stopMembers(find, `app ${target.app} pid ${leader.pid}`, { clock: opts.clock, timeoutMs });
+    if (n > 0) debug('stopped app=%s pid=%d and its session: processes=%d', target.app, leader.pid, n);
+  };
   const start = async (spec: StartSpec): Promise<StartedProcess> => {
     // A start waits for the kill of the leftovers of the process before: it must not meet the new one.
     const inFlight = ending.get(spec.app);
     if (inFlight) await inFlight.catch(() => undefined);
     const startedBy = {};
     latest.set(spec.app, startedBy);
-    return startProcess(spec, opts, memory, spawnIn, (target) => endRest(target, startedBy));
+    const proc = await startProcess(spec, opts, memory, spawnIn, (target) => endRest(target, startedBy));
+    let set = running.get(spec.app);
+    if (!set) running.set(spec.app, (set = new Set()));
+    const pid = proc.identity.pid;
+    set.add(pid);
+    // An exit heard before this line ran (a process that ended at once) left nothing to remove.
+    void proc.exited.then(() => set.delete(pid));
+    return proc;
   };
   // Spawns in the app's cgroup where there is one; a cgroup that cannot be entered turns
   // cgroups off for good (said once), and the token proves the app's processes from then on.
@@ -121,6 +146,7 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
   return {
     start,
     stop: (target, o) => stop(target, o?.timeoutMs ?? 10_000),
+    stopOne: (target, o) => stopSession(target, o?.timeoutMs ?? 10_000),
     isAlive: (identity) => isProcessAlive(identity),
   };
 }
@@ -193,8 +219,13 @@ async function spawnApp(
   spawnIn: SpawnIn,
   endRest: EndRest,
 ): Promise<StartedProcess> {
-  const [file, ...args] = spec.command;
-  if (file === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
+  const [cmdFile, ...cmdArgs] = spec.command;
+  if (cmdFile === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
+  // With sockets, LISTEN_PID must be the app's own pid, which only the process itself knows
+  // before its exec: a /bin/sh step sets it to its pid ($$) and execs the command in place (the
+  // app keeps that pid). The command and its arguments stay arguments, never part of the script.
+  const [file, ...args] = spec.listen ? [SH, '-c', LISTEN_PID_SCRIPT, 'steward-listen', cmdFile, ...cmdArgs] : [cmdFile, ...cmdArgs];
+  if (spec.listen) checkCommandFile(cmdFile, spec.cwd, what);
   const ids = spec.runAs && process.getuid?.() === 0 ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {};
   let child: ChildProcess;
   // The readiness and watchdog FIFOs as fds 3 and 4 (child-fds.ts); closed here once the child has its copies.
@@ -205,7 +236,7 @@ async function spawnApp(
         cwd: spec.cwd,
         env: buildAppEnv(spec),
         detached: true, // setsid(): its own session and process group
-        stdio: ['ignore', logFd, logFd, ...fds.list],
+        stdio: ['ignore', logFd, logFd, ...(spec.listen?.fds ?? []), ...fds.list],
         shell: false,
         ...ids,
       });
@@ -248,6 +279,20 @@ async function spawnApp(
   identity = await identityOf(pid, statText);
   debug('started app=%s version=%s pid=%d', spec.app, spec.version, pid);
   return { identity, startedAt: clock.now(), exited };
+}
+
+const SH = '/bin/sh';
+const LISTEN_PID_SCRIPT = 'LISTEN_PID=$$; export LISTEN_PID; exec "$@"';
+
+// The wrapper's exec would fail inside the child (status 127 in the log); a command given as a
+// path is checked here instead, so a missing one is refused at once as without the wrapper.
+function checkCommandFile(file: string, cwd: string, what: string): void {
+  if (!file.includes('/')) return;
+  try {
+    statSync(path.resolve(cwd, file));
+  } catch {
+    throw new StewardError('RELEASE_INVALID', `cannot start ${what}: ${file} not found`);
+  }
 }
 
 function spawnError(err: unknown, file: string, what: string): StewardError {

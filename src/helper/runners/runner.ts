@@ -1,6 +1,7 @@
 import type { ExitReason } from '../../core/exit-reasons.js';
 import type { ProcIdentity } from '../../platform/proc-identity.js';
 import type { AppFdPaths } from './app-fds.js';
+import type { SocketDecl } from '../../core/listen-address.js';
 
 // The account an app runs as; null means the helper's own user (only when not root).
 export interface RunAs {
@@ -31,6 +32,12 @@ export interface StartSpec {
   // The FIFOs handed to the app as its readiness and watchdog fds (app-fds.ts), when its release
   // asks for them: fd 3, then 4, named in STEWARD_READY_FD and STEWARD_WATCHDOG_FD.
   fds?: AppFdPaths;
+  // apps.<app>.sockets: the app's processes are started by its socket keeper, which holds them
+  // (sockets/keeper-client.ts). Absent: none.
+  sockets?: SocketDecl[];
+  // Inside the socket keeper only: the bound sockets, passed as fds 3 and up (LISTEN_FDS), with
+  // their names (LISTEN_FDNAMES); the readiness and watchdog fds come after them.
+  listen?: { fds: number[]; names: string[] };
 }
 
 // What a runner may stop of one app: its recorded main process and every process that proves to
@@ -71,6 +78,18 @@ export interface AppRunner {
   // waits until none is left. Idempotent: nothing running is success. Never signals a process
   // without that proof or of another user than `target.uid` (a reused pid is left alone).
   stop(target: AppTarget, opts?: { timeoutMs?: number }): Promise<void>;
+  // Stops one process of the app and what it started (its session), leaving any other process of
+  // the app running: the old side of a handover (docs/design.md §17). The same proof rules as
+  // `stop`; `target.process` names the process. Absent: the runner runs one process per app.
+  stopOne?(target: AppTarget, opts?: { timeoutMs?: number }): Promise<void>;
+  // Hears again of the exit of a process of the app this runner did not start in this helper (a
+  // helper restarted, a handover's kept process): its exit as the process's real parent tells it,
+  // or null when only polling can tell (then the supervisor polls it as adopted). Absent: null.
+  reattach?(app: string, identity: ProcIdentity): Promise<StartedProcess | null>;
+  // Closes the listening sockets held for the app (apps.<app>.sockets), once an operator stopped
+  // it: connections are refused again rather than queued for a process that will not come.
+  // Absent or no sockets: nothing.
+  closeSockets?(app: string): Promise<void>;
   // Whether the recorded process is alive and is still the same process.
   isAlive(identity: ProcIdentity): Promise<boolean>;
   // The app's last `lines` lines of output since `sinceMs` (wall clock), for a runner whose

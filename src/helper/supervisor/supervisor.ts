@@ -209,7 +209,13 @@ export class Supervisor {
       // asking /proc again would only delay its respawn (issue 8 row 4).
       const heardDead = rec.process !== null && this.exits.get(app)?.pid === rec.process.pid;
       const alive = rec.process && !heardDead ? await ctx.runner.isAlive(rec.process) : false;
-      if (alive && rec.process && this.children.get(app)?.pid !== rec.process.pid) this.adopted.add(app);
+      if (alive && rec.process && this.children.get(app)?.pid !== rec.process.pid) {
+        // Not this helper's child: its exit is heard from whoever started it where the runner can
+        // tell (an app's socket keeper), else polled.
+        const back = ctx.runner.reattach ? await ctx.runner.reattach(app, rec.process).catch(() => null) : null;
+        if (back) this.watch(app, back);
+        else this.adopted.add(app);
+      }
       // Our own child, dead, whose exit its runner has not reported yet (Node's SIGCHLD not yet
       // delivered; under systemd, the systemd-run client still asking for the unit's result, which
       // takes seconds on a busy host): wait briefly to learn its code or signal. If it is still not

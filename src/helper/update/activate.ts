@@ -15,7 +15,9 @@ import { prepareJournal, readJournal, removeJournal, writeJournal, type JournalR
 import { keepFailedLog } from './keep-failed-log.js';
 import { pruneReleases } from './prune.js';
 import type { ProbeResult } from './probe.js';
-import { startAndProbe } from './start-and-probe.js';
+import { startAndProbe, type StartHooks } from './start-and-probe.js';
+import { handOver, type HandoverResult } from './handover.js';
+import type { ReleaseFile } from '../../core/release-schemas.js';
 import { pointCurrent, removeCurrent } from './swap.js';
 import { removeExits } from '../supervisor/exits-since-activation.js';
 import { causeOf, DEFAULT_WATCH_MAX_RESTARTS, removeWatch, UNHEALTHY_AFTER_ACTIVATION, WATCH_SCHEMA_VERSION, windowLength, writeWatch, type WatchWindow } from './watch-window.js';
@@ -85,17 +87,24 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   await removeExits(paths, app).catch((err) => log('could not remove the count of exits app=%s: %s', app, (err as Error).message));
 
   let verdict: Verdict;
+  const hooks = { afterStart: () => faults.hit('after-start-new'), onProbe: () => faults.hit('during-probe') };
   try {
-    input.progress({ attemptId, phase: 'stop-old' });
-    await stopApp(ctx, app, { startsNext: true });
-    faults.hit('after-stop-old');
-    input.progress({ attemptId, phase: 'swap' });
-    await pointCurrent(paths, app, target, faults, 'forward');
-    input.progress({ attemptId, phase: 'start' });
-    verdict = await startAndProbe(ctx, app, target, targetRelease, attemptId, {
-      afterStart: () => faults.hit('after-start-new'),
-      onProbe: () => faults.hit('during-probe'),
-    });
+    if (await canHandOver(ctx, app, targetRelease)) {
+      // An app with sockets: the new version starts beside the old (handover.ts).
+      input.progress({ attemptId, phase: 'swap' });
+      await pointCurrent(paths, app, target, faults, 'forward');
+      input.progress({ attemptId, phase: 'handover' });
+      const handed = await handOver(ctx, app, target, targetRelease, journal, hooks);
+      verdict = handed ?? (await stopThenStart(ctx, input, targetRelease, hooks));
+    } else {
+      input.progress({ attemptId, phase: 'stop-old' });
+      await stopApp(ctx, app, { startsNext: true });
+      faults.hit('after-stop-old');
+      input.progress({ attemptId, phase: 'swap' });
+      await pointCurrent(paths, app, target, faults, 'forward');
+      input.progress({ attemptId, phase: 'start' });
+      verdict = await startAndProbe(ctx, app, target, targetRelease, attemptId, hooks);
+    }
   } catch (err) {
     // Any failure on the way forward is a failed activation: undo it like a failed probe.
     verdict = { ok: false, reason: `the activation failed: ${(err as Error).message}` };
@@ -241,7 +250,7 @@ export async function rollBackUnhealthy(ctx: UpdateContext, input: UnhealthyRoll
 
 // The failure path: stop the new version, swap back, start and probe the old one, record
 // the blame and the outcome, and emit the receipt.
-async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal: Journal, state0: AppState, verdict: { reason: string; code?: string }): Promise<ActivateResult> {
+async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal: Journal, state0: AppState, verdict: { reason: string; code?: string; oldKept?: boolean }): Promise<ActivateResult> {
   const { app, attemptId, fromVersion: from, targetVersion: target } = input;
   const { paths, faults, clock } = ctx;
   // The code of the target's failure: its probe's own (AGENT_UNCONFIRMED), else unhealthy.
@@ -252,17 +261,45 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
     runner: ctx.config.apps[app]?.runner === 'process' ? ctx.runner : undefined,
     sinceMs: record?.startedAt,
   });
-  input.progress({ attemptId, phase: 'stop-new' });
-  await stopApp(ctx, app);
   let outcome: Journal['outcome'];
   let reason;
   let rollbackHealthy: boolean | undefined;
   let blame: boolean;
-  if (from) {
+  if (from && verdict.oldKept) {
+    // A handover whose new version was never ready: the old process never stopped.
+    input.progress({ attemptId, phase: 'swap-back' });
+    await pointCurrent(paths, app, from, faults, 'back');
+  }
+  const fromRelease = from ? await readReleaseOf(ctx, app, from).catch(() => null) : null;
+  // Back to the old version by a handover where one applies (the failed version still runs, and the
+  // app has sockets): the failed one serves until the old one is ready.
+  const handBack = from && !verdict.oldKept && fromRelease && (await canHandOver(ctx, app, fromRelease));
+  if (!verdict.oldKept && !handBack) {
+    input.progress({ attemptId, phase: 'stop-new' });
+    await stopApp(ctx, app);
+  }
+  if (from && verdict.oldKept) {
+    rollbackHealthy = true;
+    blame = true;
+    outcome = 'rolled-back';
+    reason = reasonOf(failedAs, `${app} ${target}: ${verdict.reason}; ${from} kept serving`);
+  } else if (from) {
     input.progress({ attemptId, phase: 'swap-back' });
     await pointCurrent(paths, app, from, faults, 'back');
     input.progress({ attemptId, phase: 'start-old' });
-    const old = await startAndProbe(ctx, app, from, await readReleaseOf(ctx, app, from), attemptId);
+    const release = fromRelease ?? (await readReleaseOf(ctx, app, from));
+    let old: ProbeResult | null = null;
+    if (handBack) {
+      const back: HandoverResult | null = await handOver(ctx, app, from, release, journal).catch((err) => ({ ok: false as const, reason: (err as Error).message, oldKept: true }));
+      // No handover applied, or the old version was not ready beside the failed one: the plain
+      // way (stop all, start it). Else its verdict is the rollback's.
+      if (back && !back.oldKept) old = back;
+      if (old === null) {
+        input.progress({ attemptId, phase: 'stop-new' });
+        await stopApp(ctx, app);
+      }
+    }
+    old ??= await startAndProbe(ctx, app, from, release, attemptId);
     rollbackHealthy = old.ok;
     blame = old.ok;
     outcome = old.ok ? 'rolled-back' : 'failed';
@@ -305,7 +342,24 @@ async function undoActivation(ctx: UpdateContext, input: ActivateInput, journal:
   return { journal: ended, receipt };
 }
 
-type Verdict = ProbeResult;
+type Verdict = HandoverResult;
+
+// Whether an activation of the app may be a handover: it has sockets and the release says when it
+// is ready (handover.ts decides the rest: whether anything of the app runs).
+async function canHandOver(ctx: UpdateContext, app: string, release: ReleaseFile): Promise<boolean> {
+  const cfg = ctx.config.apps[app];
+  return cfg?.runner === 'process' && cfg.sockets !== undefined && release.start?.ready === 'fd' && ctx.runner.stopOne !== undefined;
+}
+
+// An app with sockets where no handover applied (handover.ts returned null): `current` already
+// points at the target; stop what runs and start the target, its connections queued meanwhile.
+async function stopThenStart(ctx: UpdateContext, input: ActivateInput, release: ReleaseFile, hooks: StartHooks): Promise<Verdict> {
+  input.progress({ attemptId: input.attemptId, phase: 'stop-old' });
+  await stopApp(ctx, input.app, { startsNext: true });
+  ctx.faults.hit('after-stop-old');
+  input.progress({ attemptId: input.attemptId, phase: 'start' });
+  return startAndProbe(ctx, input.app, input.targetVersion, release, input.attemptId, hooks);
+}
 
 // Writes a verdict: the app's state, then the journal, durable in that order (the state is on
 // disk before the journal names the outcome). The journal's temp file is written and fsynced

@@ -113,6 +113,7 @@ export async function startVersion(
     instance,
     ...(fds.ready || fds.watchdog ? { fds } : {}),
     ...(cfg?.runner === 'process' && cfg.memoryMax !== undefined ? { memoryMax: cfg.memoryMax } : {}),
+    ...(cfg?.runner === 'process' && cfg.sockets ? { sockets: cfg.sockets } : {}),
   });
   // A version's respawns are its own: the start of another version than the record's (an
   // update, a rollback) counts from 0, never on from the last version's restarts.

@@ -43,7 +43,12 @@ export async function recoverApp(ctx: UpdateContext, app: string): Promise<Recov
     log('re-emitted receipt app=%s attempt=%s', app, j.attemptId);
     return { app, action: 'receipt-reemitted', attemptId: j.attemptId };
   }
-  return recoverInterrupted(ctx, j).catch((err) => blockUnrecovered(ctx, j, err));
+  // Where a handover was (docs/design.md §17) changes nothing here: every process of the app is
+  // stopped and the version `current` goes back to is started, on the sockets its keeper still
+  // holds (or a new keeper binds after a power cut). The outcome names no handover.
+  const { handover, ...activating } = j;
+  if (handover) log('app=%s attempt=%s was in the handover (%s) from pid %d%s', app, j.attemptId, handover.phase, handover.old.pid, handover.new ? ` to pid ${handover.new.pid}` : '');
+  return recoverInterrupted(ctx, activating).catch((err) => blockUnrecovered(ctx, activating, err));
 }
 
 // The recovery itself failed (its first write on a disk still full, say): the journal still
