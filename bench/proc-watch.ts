@@ -53,21 +53,25 @@ export interface Respawn {
 
 // SIGKILLs the one process running `sleep <marker>` and polls /proc every 1 ms until another
 // process runs `sleep <marker>`. Only pids that did not exist before the kill are read on each
-// scan, so a scan costs about one readdir of /proc. A pid that exists but still runs its
-// parent's image (forked, not yet exec'd) is read again on the next scan.
+// scan, so a scan costs about one readdir of /proc, and those that existed with the marker among
+// their arguments: a process parked to exec the app (steward's spare, src/helper/runners/
+// spare-process.ts, a `sh` with `sleep <marker>` as its arguments) becomes the replacement
+// without being a new pid. A pid that exists but still runs its parent's image (forked, not yet
+// exec'd) is read again on the next scan.
 export function killAndTimeRespawn(marker: string, timeoutMs = 20_000): Respawn {
   const now = findApp(marker);
   if (now.length !== 1) throw new Error(`expected one process running sleep ${marker}, found ${now.length}: ${now.join(' ')}`);
   const oldPid = now[0] as number;
   const known = new Set(readdirSync('/proc'));
+  const parked = [...known].filter((name) => name !== String(oldPid) && name.charCodeAt(0) <= 57 && (argvOf(name) ?? []).includes(marker));
   const killedAtMs = Date.now();
   const t0 = process.hrtime.bigint();
   process.kill(oldPid, 'SIGKILL');
   let scans = 0;
   for (;;) {
     scans++;
-    for (const name of readdirSync('/proc')) {
-      if (known.has(name) || name.charCodeAt(0) > 57) continue;
+    for (const name of [...parked, ...readdirSync('/proc')]) {
+      if ((known.has(name) && !parked.includes(name)) || name.charCodeAt(0) > 57) continue;
       if (isApp(argvOf(name), marker)) {
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         return { ms, oldPid, newPid: Number(name), scans, killedAtMs };

@@ -27,6 +27,10 @@ export interface MemberSources {
   // Whether to look for the instance token in the environment of every process of the app's
   // user (without a cgroup to trust; a /proc scan).
   scanEnviron: boolean;
+  // Whether the main process was born in the cgroup (the runner spawned it there): then every
+  // member of its group is too (a group lives inside its session, whose leader it is, and
+  // everything it forks is born where it is), and the group needs no /proc scan of its own.
+  groupInCgroup?: boolean;
 }
 
 // Every live process of `target` that one of the proofs above holds for, the helper excluded.
@@ -46,7 +50,7 @@ export function findAppMembers(target: AppTarget, sources: MemberSources): Membe
       if (st) add(pid, st.startTicks);
     }
   }
-  const pgid = target.process ? ownedGroup(target.process) : null;
+  const pgid = target.process && !(sources.cgroupDir && sources.groupInCgroup) ? ownedGroup(target.process) : null;
   const token = sources.scanEnviron && target.instance ? Buffer.from(`STEWARD_INSTANCE=${target.instance}\0`) : null;
   if (pgid === null && token === null) return [...found.values()];
   for (const name of readdirSync('/proc')) {

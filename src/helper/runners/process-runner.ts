@@ -14,12 +14,14 @@ import {
 } from '../../platform/proc-identity.js';
 import { buildAppEnv } from './app-env.js';
 import { openChildFds } from './child-fds.js';
+import { appFdNumbers } from './app-fds.js';
 import { appCgroupDir, enterCgroup, leaveCgroup, removeAppCgroup, type CgroupHome } from './app-cgroup.js';
 import { findAppMembers } from './app-members.js';
 import { prepareAppMemory, removeAppMemory, type AppMemory, type MemoryHome } from './memory-cgroup.js';
 import { readProcStat, readProcStatSync } from './process-group.js';
 import { prepareStateDirSync } from './state-dir.js';
 import { stopMembers } from './stop-members.js';
+import { SPARE_CWD, SPARE_IDLE_MS, spareArgs, spareCommandExists, spareKey } from './spare-process.js';
 import type { AppRunner, AppTarget, ExitInfo, StartSpec, StartedProcess } from './runner.js';
 
 const debug = logger('helper:runner');
@@ -46,16 +48,25 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
   let cgroupsOff = home === null;
   // The stop in flight per app: an exit it causes leaves the rest to it (and to its timeout).
   const stopping = new Map<string, Promise<unknown>>();
+  // The main processes ("pid:startTicks") this runner spawned inside their app's cgroup.
+  const bornInside = new Set<string>();
 
-  const stopAll = async (target: AppTarget, timeoutMs: number): Promise<void> => {
+  const stopAll = async (target: AppTarget, timeoutMs: number, except?: number): Promise<void> => {
     const cgroupDir = home ? appCgroupDir(home, target.app) : null;
-    const find = () => findAppMembers(target, { cgroupDir, scanEnviron: cgroupsOff });
+    const p0 = target.process;
+    const groupInCgroup = p0 !== null && bornInside.has(`${p0.pid}:${p0.startTicks}`);
+    const found = () => findAppMembers(target, { cgroupDir, scanEnviron: cgroupsOff, groupInCgroup });
+    const find = except === undefined ? found : () => found().filter((m) => m.pid !== except);
     const n = await stopMembers(find, `app ${target.app}`, { clock: opts.clock, timeoutMs });
     if (n > 0) debug('stopped app=%s processes=%d', target.app, n);
     if (home && cgroupDir) removeAppCgroup(home, cgroupDir);
     removeAppMemory(memory, target.app);
   };
   const stop = async (target: AppTarget, timeoutMs: number): Promise<void> => {
+    // A stop ends the spare too (it is in the app's cgroup, found with the rest), and one being
+    // parked is not kept.
+    generation.set(target.app, {});
+    dropSpare(target.app);
     const p = stopAll(target, timeoutMs);
     stopping.set(target.app, p);
     try {
@@ -86,7 +97,12 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
       await inFlight.catch(() => undefined);
       return;
     }
-    const p = stopAll(target, 0);
+    // The app's spare is no leftover: the respawn about to come runs in it. One that no start
+    // uses within SPARE_IDLE_MS (the supervisor gave up, or backs off that long) is ended, and the
+    // app's cgroups go with it.
+    const spare = spares.get(target.app);
+    if (spare) retireIdleSpare(target, spare);
+    const p = stopAll(target, 0, spare?.pid);
     ending.set(target.app, p);
     try {
       await p;
@@ -104,25 +120,87 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
     const n = await stopMembers(find, `app ${target.app} pid ${leader.pid}`, { clock: opts.clock, timeoutMs });
     if (n > 0) debug('stopped app=%s pid=%d and its session: processes=%d', target.app, leader.pid, n);
   };
+  // Spares (spare-process.ts): per app, the process parked for its next start, and which stop
+  // or start last changed the app (a spare spawned for an older one is not kept).
+  const spares = new Map<string, Spare>();
+  const generation = new Map<string, object>();
+  const dropSpare = (app: string) => {
+    spares.get(app)?.discard();
+    spares.delete(app);
+  };
+  // Only where the app has a cgroup: the move into it is what a spare saves (its first spawn
+  // shares the app's move), and the cgroup is what proves the spare is the app's.
+  const wantsSpare = (spec: StartSpec) => home !== null && !cgroupsOff && !spec.listen && spareCommandExists(spec);
+  // The spare for `spec` if one is parked for exactly this start and still alive; any other goes.
+  const takeSpare = async (spec: StartSpec): Promise<{ spare: Spare; identity: ProcIdentity } | null> => {
+    const spare = spares.get(spec.app);
+    if (!spare) return null;
+    spares.delete(spec.app);
+    const identity = spare.key === spareKey(spec) && spare.alive() ? await spare.ready : null;
+    if (identity && spare.alive()) return { spare, identity };
+    spare.discard();
+    return null;
+  };
+  const retireIdleSpare = (target: AppTarget, spare: Spare) => {
+    const gen = generation.get(target.app);
+    setTimeout(() => {
+      if (spares.get(target.app) !== spare || generation.get(target.app) !== gen) return;
+      debug('app=%s: no start used its spare for %d ms; ending it', target.app, SPARE_IDLE_MS);
+      dropSpare(target.app);
+      void stopAll({ ...target, process: null }, 0).catch((err) => debug('app=%s: %s', target.app, (err as Error).message));
+    }, SPARE_IDLE_MS).unref();
+  };
+  // Parks a new spare once the app runs again, off the start's path: its spawn pays the move.
+  const parkSpare = (spec: StartSpec, gen: object, endRestOf: EndRest) => {
+    setImmediate(() => {
+      if (generation.get(spec.app) !== gen || spares.has(spec.app) || stopping.has(spec.app)) return;
+      startProcess(spec, opts, memory, spawnIn, endRestOf, 'spare').then(
+        (r) => {
+          if (!r.spare) return;
+          if (generation.get(spec.app) !== gen || spares.has(spec.app)) r.spare.discard();
+          else spares.set(spec.app, r.spare);
+        },
+        (err) => debug('no spare for app=%s: %s', spec.app, (err as Error).message),
+      );
+    });
+  };
   const start = async (spec: StartSpec): Promise<StartedProcess> => {
     // A start waits for the kill of the leftovers of the process before: it must not meet the new one.
     const inFlight = ending.get(spec.app);
     if (inFlight) await inFlight.catch(() => undefined);
     const startedBy = {};
     latest.set(spec.app, startedBy);
-    const proc = await startProcess(spec, opts, memory, spawnIn, (target) => endRest(target, startedBy));
+    const gen = {};
+    generation.set(spec.app, gen);
+    const endRestOf = (target: AppTarget) => endRest(target, startedBy);
+    const parked = await takeSpare(spec);
+    let proc: StartedProcess;
+    if (parked) {
+      proc = startWithSpare(spec, opts, memory, parked.spare, parked.identity, endRestOf);
+      parkSpare(spec, gen, endRestOf);
+    } else {
+      const r = await startProcess(spec, opts, memory, spawnIn, endRestOf, wantsSpare(spec) ? 'main+spare' : 'main');
+      proc = r.proc as StartedProcess;
+      if (r.spare) spares.set(spec.app, r.spare);
+    }
     let set = running.get(spec.app);
     if (!set) running.set(spec.app, (set = new Set()));
     const pid = proc.identity.pid;
     set.add(pid);
+    const born = `${pid}:${proc.identity.startTicks}`;
+    if (home && !cgroupsOff) bornInside.add(born);
     // An exit heard before this line ran (a process that ended at once) left nothing to remove.
-    void proc.exited.then(() => set.delete(pid));
+    // The leftovers are ended before `exited` resolves, so the record of its birth can go then.
+    void proc.exited.then(() => {
+      set.delete(pid);
+      bornInside.delete(born);
+    });
     return proc;
   };
   // Spawns in the app's cgroup where there is one; a cgroup that cannot be entered turns
   // cgroups off for good (said once), and the token proves the app's processes from then on.
   // `limited`: the cgroup holds the app's memory limit (v2), so a spawn outside it is refused.
-  const spawnIn = (app: string, fn: () => ChildProcess, limited = false): ChildProcess => {
+  const spawnIn = <T>(app: string, fn: () => T, limited = false): T => {
     if (!home || cgroupsOff) {
       if (limited) throw new StewardError('CONFIG_INVALID', `cannot start app ${app}: its cgroup, which holds its memoryMax, cannot be entered here`);
       return fn();
@@ -158,10 +236,10 @@ async function isProcessAlive(identity: ProcIdentity): Promise<boolean> {
   return st !== null && st.state !== 'Z' && st.state !== 'X';
 }
 
-type SpawnIn = (app: string, fn: () => ChildProcess, limited?: boolean) => ChildProcess;
+type SpawnIn = <T>(app: string, fn: () => T, limited?: boolean) => T;
 type EndRest = (target: AppTarget) => Promise<void>;
 
-async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, memoryHome: MemoryHome | string, spawnIn: SpawnIn, endRest: EndRest): Promise<StartedProcess> {
+async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, memoryHome: MemoryHome | string, spawnIn: SpawnIn, endRest: EndRest, plan: SpawnPlan = 'main'): Promise<Spawned> {
   const what = `${spec.app} ${spec.version}`;
   if (spec.runAs && !opts.isRoot && spec.runAs.uid !== process.getuid?.()) {
     throw new StewardError('CONFIG_INVALID', `cannot start ${what}: it runs as ${spec.runAs.name} but the helper is not root`);
@@ -175,11 +253,20 @@ async function startProcess(spec: StartSpec, opts: ProcessRunnerOptions, memoryH
   try {
     prepareStateDirSync(spec, opts.isRoot, what);
     const memory = prepareAppMemory(memoryHome, spec.app, spec.memoryMax, what);
-    return await spawnApp(spec, logFd, opts.clock, what, memory, spawnIn, endRest);
+    return await spawnApp(spec, logFd, opts.clock, what, memory, spawnIn, endRest, plan);
   } finally {
     // The child holds its own copies of the fd; the helper keeps none (docs/design.md §5).
     closeSync(logFd);
   }
+}
+
+// Starts the app in its spare: the preparations a start makes that a spare cannot have made
+// ahead (the state folder, the memory cgroup's OOM count as of now), then its go.
+function startWithSpare(spec: StartSpec, opts: ProcessRunnerOptions, memoryHome: MemoryHome | string, spare: Spare, identity: ProcIdentity, endRest: EndRest): StartedProcess {
+  const what = `${spec.app} ${spec.version}`;
+  prepareStateDirSync(spec, opts.isRoot, what);
+  const memory = prepareAppMemory(memoryHome, spec.app, spec.memoryMax, what);
+  return spare.use(identity, memory, endRest);
 }
 
 function checkCwd(cwd: string, what: string): void {
@@ -210,6 +297,14 @@ function openLog(file: string, what: string): number {
   }
 }
 
+// What a spawn makes: the app's process, a spare parked for its next start (spare-process.ts), or both.
+type SpawnPlan = 'main' | 'main+spare' | 'spare';
+
+interface Spawned {
+  proc: StartedProcess | null;
+  spare: Spare | null;
+}
+
 async function spawnApp(
   spec: StartSpec,
   logFd: number,
@@ -218,7 +313,8 @@ async function spawnApp(
   memory: AppMemory | null,
   spawnIn: SpawnIn,
   endRest: EndRest,
-): Promise<StartedProcess> {
+  plan: SpawnPlan = 'main',
+): Promise<Spawned> {
   const [cmdFile, ...cmdArgs] = spec.command;
   if (cmdFile === undefined) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
   // With sockets, LISTEN_PID must be the app's own pid, which only the process itself knows
@@ -227,26 +323,54 @@ async function spawnApp(
   const [file, ...args] = spec.listen ? [SH, '-c', LISTEN_PID_SCRIPT, 'steward-listen', cmdFile, ...cmdArgs] : [cmdFile, ...cmdArgs];
   if (spec.listen) checkCommandFile(cmdFile, spec.cwd, what);
   const ids = spec.runAs && process.getuid?.() === 0 ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {};
-  let child: ChildProcess;
+  let child: ChildProcess | null = null;
+  let spareChild: ChildProcess | null = null;
   // The readiness and watchdog FIFOs as fds 3 and 4 (child-fds.ts); closed here once the child has its copies.
   const fds = openChildFds(spec.fds, what);
   try {
-    const spawnChild = () =>
-      spawn(file, args, {
-        cwd: spec.cwd,
+    const spawnChild = (spare: boolean) =>
+      spawn(spare ? SH : file, spare ? spareArgs(spec.cwd, appFdNumbers(spec.fds), cmdFile, cmdArgs) : args, {
+        cwd: spare ? SPARE_CWD : spec.cwd,
         env: buildAppEnv(spec),
         detached: true, // setsid(): its own session and process group
-        stdio: ['ignore', logFd, logFd, ...(spec.listen?.fds ?? []), ...fds.list],
+        // A spare's stdin is the pipe its go comes through, and it opens its FIFOs itself after
+        // the go (spare-process.ts); the app's stdin is /dev/null.
+        stdio: spare ? ['pipe', logFd, logFd] : ['ignore', logFd, logFd, ...(spec.listen?.fds ?? []), ...fds.list],
         shell: false,
         ...ids,
       });
-    child = spawnIn(spec.app, () => (memory ? memory.spawnInside(spawnChild) : spawnChild()), memory?.kind === 'v2' && spec.memoryMax !== undefined);
+    // Both in one stay in the cgroup: the move costs a kernel grace period, paid once for the two.
+    const both = () => {
+      const main = plan === 'spare' ? null : spawnChild(false);
+      let spare: ChildProcess | null = null;
+      if (plan !== 'main') {
+        try {
+          spare = spawnChild(true);
+        } catch (err) {
+          if (main === null) throw err;
+          debug('no spare for app=%s: %s', spec.app, (err as Error).message);
+        }
+      }
+      return { main, spare };
+    };
+    ({ main: child, spare: spareChild } = spawnIn(spec.app, () => (memory ? memory.spawnInside(both) : both()), memory?.kind === 'v2' && spec.memoryMax !== undefined));
   } catch (err) {
     if (err instanceof StewardError) throw err;
     throw spawnError(err, file, what);
   } finally {
     fds.close();
   }
+  const spare = spareChild ? armSpare(spareChild, spec, clock) : null;
+  if (child === null) return { proc: null, spare };
+  const proc = await watchMain(child, spec, clock, what, file, memory, endRest).catch((err) => {
+    spare?.discard();
+    throw err;
+  });
+  return { proc, spare };
+}
+
+// Hears the app's process: its exit (once what it left is ended: endRest) and its identity.
+async function watchMain(child: ChildProcess, spec: StartSpec, clock: Clock, what: string, file: string, memory: AppMemory | null, endRest: EndRest): Promise<StartedProcess> {
   // Read at once, before the event loop can reap a child that exits immediately.
   const statText = child.pid === undefined ? null : readStatSync(child.pid);
   let identity: ProcIdentity | null = null;
@@ -256,14 +380,7 @@ async function spawnApp(
       const exit: ExitInfo = { code, signal, ...(memory?.killedByOom(signal) ? { reason: 'OOM' as const } : {}) };
       const pid = child.pid as number;
       const leader = identity ?? { pid, startTicks: (statText === null ? null : parseStartTicks(statText)) ?? -1, bootId: readBootIdSync() };
-      const target: AppTarget = { app: spec.app, process: leader, instance: spec.instance, uid: spec.runAs?.uid ?? (process.getuid?.() ?? -1) };
-      endRest(target).then(
-        () => resolve(exit),
-        (err) => {
-          debug('after the exit of app=%s pid=%d, what it left could not all be killed: %s', spec.app, pid, (err as Error).message);
-          resolve(exit);
-        },
-      );
+      endAndTell(spec, leader, exit, endRest, resolve);
     }),
   );
   await new Promise<void>((resolve, reject) => {
@@ -279,6 +396,83 @@ async function spawnApp(
   identity = await identityOf(pid, statText);
   debug('started app=%s version=%s pid=%d', spec.app, spec.version, pid);
   return { identity, startedAt: clock.now(), exited };
+}
+
+// After an exit of the app's process: what it left is ended, then the exit is told.
+function endAndTell(spec: StartSpec, leader: ProcIdentity, exit: ExitInfo, endRest: EndRest, tell: (e: ExitInfo) => void): void {
+  const target: AppTarget = { app: spec.app, process: leader, instance: spec.instance, uid: spec.runAs?.uid ?? (process.getuid?.() ?? -1) };
+  endRest(target).then(
+    () => tell(exit),
+    (err) => {
+      debug('after the exit of app=%s pid=%d, what it left could not all be killed: %s', spec.app, leader.pid, (err as Error).message);
+      tell(exit);
+    },
+  );
+}
+
+// A spare: the app's next process, already spawned in its cgroup with its start's environment,
+// fds and user, parked in `/bin/sh` before the exec of the app's command (spare-process.ts).
+interface Spare {
+  key: string;
+  pid: number;
+  // Its identity once spawned; null when it could not be.
+  ready: Promise<ProcIdentity | null>;
+  alive(): boolean;
+  // Lets it exec the app. `memory`: the app's memory cgroup as set up for this start (its OOM
+  // count read now), `endRest` the start's own. Call once its `ready` gave an identity.
+  use(identity: ProcIdentity, memory: AppMemory | null, endRest: EndRest): StartedProcess;
+  discard(): void;
+}
+
+function armSpare(child: ChildProcess, spec: StartSpec, clock: Clock): Spare {
+  const pid = child.pid ?? -1;
+  const statText = pid > 0 ? readStatSync(pid) : null;
+  let ended = false;
+  let run: { identity: ProcIdentity; memory: AppMemory | null; endRest: EndRest; tell: (e: ExitInfo) => void } | null = null;
+  child.once('exit', (code, signal) => {
+    ended = true;
+    // A spare that never ran the app ends alone (killed with the app's stop, or its pipe closed
+    // with the helper): it started nothing and nobody waits for it.
+    if (!run) return;
+    const exit: ExitInfo = { code, signal, ...(run.memory?.killedByOom(signal) ? { reason: 'OOM' as const } : {}) };
+    endAndTell(spec, run.identity, exit, run.endRest, run.tell);
+  });
+  child.on('error', (err) => {
+    ended = true;
+    debug('spare of app=%s: %s', spec.app, err.message);
+  });
+  // EPIPE on a go to a spare that just died: its exit is heard the same.
+  child.stdin?.on('error', () => undefined);
+  child.unref();
+  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', reject);
+  }).then(
+    () => identityOf(pid, statText),
+    () => null,
+  );
+  return {
+    key: spareKey(spec),
+    pid,
+    ready: ready.catch(() => null),
+    alive: () => !ended && child.exitCode === null && child.signalCode === null,
+    use(identity, memory, endRest) {
+      const exited = new Promise<ExitInfo>((tell) => (run = { identity, memory, endRest, tell }));
+      child.stdin?.end('\n');
+      debug('started app=%s version=%s pid=%d (its spare)', spec.app, spec.version, pid);
+      return { identity, startedAt: clock.now(), exited };
+    },
+    discard() {
+      if (ended) return;
+      try {
+        // Our own child, not reaped yet: the pid is still this process.
+        child.kill('SIGKILL');
+      } catch {
+        // gone
+      }
+    },
+  };
 }
 
 const SH = '/bin/sh';

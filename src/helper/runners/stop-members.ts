@@ -51,6 +51,9 @@ export async function stopMembers(find: () => Member[], what: string, opts: Stop
     }
   }
   const killDeadline = clock.monotonic() + (opts.killWaitMs ?? 5000);
+  // Why the first looks come sooner: a SIGKILLed process is gone within a millisecond or two,
+  // and a respawn waits for the leftovers of the process before (1, 2, 4 ... ms, then pollMs).
+  let killPollMs = 1;
   for (;;) {
     members = find();
     if (members.length === 0) return signalled.size;
@@ -61,7 +64,8 @@ export async function stopMembers(find: () => Member[], what: string, opts: Stop
     if (clock.monotonic() > killDeadline) {
       throw new StewardError('INTERNAL', `${what}: pids ${pids(members)} are still running after SIGKILL`);
     }
-    await clock.sleep(pollMs);
+    await clock.sleep(Math.min(killPollMs, pollMs));
+    killPollMs *= 2;
   }
 }
 
