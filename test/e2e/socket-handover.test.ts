@@ -152,6 +152,18 @@ test('a restart of the helper, and an update by the new one, fail no request', {
   assert.equal(again, keeperPid, 'the new helper found the same keeper');
 });
 
+test('a keeper killed under a running app: the next update stops the old process first, a new keeper binds, and it ends active', { timeout: 60_000 }, async () => {
+  const { readFileSync } = await import('node:fs');
+  const pidFile = path.join(keepersDir(host.paths), 'web.pid');
+  const keeper = JSON.parse(readFileSync(pidFile, 'utf8')).pid as number;
+  process.kill(keeper, 'SIGKILL');
+  const r = await update('web', '3.1.0', port);
+  assert.equal(r.json?.outcome, 'active', r.stdout + r.stderr);
+  const again = JSON.parse(readFileSync(pidFile, 'utf8')).pid as number;
+  assert.notEqual(again, keeper, 'a new keeper holds the socket');
+  assert.equal(await fetchOk(port), true);
+});
+
 test('without sockets, the same update refuses connections (what an app that does not opt in gets)', { timeout: 60_000 }, async () => {
   const plain: AppBehavior = { stableMs: 200, watchMs: 0 };
   const r1 = await update('plain', '1.0.0', plainPort, plain);

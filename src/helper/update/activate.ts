@@ -89,7 +89,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   let verdict: Verdict;
   const hooks = { afterStart: () => faults.hit('after-start-new'), onProbe: () => faults.hit('during-probe') };
   try {
-    if (await canHandOver(ctx, app, targetRelease)) {
+    if (from !== null && (await canHandOver(ctx, app, targetRelease))) {
       // An app with sockets: the new version starts beside the old (handover.ts).
       input.progress({ attemptId, phase: 'swap' });
       await pointCurrent(paths, app, target, faults, 'forward');

@@ -46,6 +46,13 @@ export async function handOver(
     return null;
   }
   const old = rec.process;
+  // The sockets are held by the app's keeper: one that is gone (killed, crashed) left them only
+  // in the running process, and a new keeper cannot bind them beside it. Then the old process
+  // stops first and the start makes a new keeper: this once, connections are refused between.
+  if (ctx.runner.reattach && !(await ctx.runner.reattach(app, old).catch(() => null))) {
+    log('app=%s: its socket keeper does not answer; the old process stops before the new one starts', app);
+    return null;
+  }
   const { paths, faults, clock } = ctx;
   await writeJournal(paths, { ...journal, updatedAt: clock.now(), handover: { phase: 'start', old } }, faults);
   faults.hit('after-handover-start');
