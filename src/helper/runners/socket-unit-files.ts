@@ -12,6 +12,7 @@
 // Every value is treated as hostile: written so that systemd reads back exactly it (specifiers
 // `%`, variables `$`, quotes and escapes), or refused where systemd's syntax cannot carry it.
 import { createHash } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
 import { StewardError, type ReasonCode } from '../../core/errors.js';
 import { parseListenAddress, type SocketDecl } from '../../core/listen-address.js';
 
@@ -55,7 +56,7 @@ function checkSocketName(name: string): string {
   return name;
 }
 
-const HEADER = '# Written by steward-helper (docs/design.md §17); removed when the app is stopped. Do not edit.\n';
+const HEADER = '# Written by steward-helper for an app with sockets; removed when the app is stopped (agentctl stop). Do not edit.\n';
 
 // One socket unit.
 export function socketUnitText(app: string, decl: SocketDecl, holder: string): string {
@@ -88,7 +89,8 @@ export function holderUnitText(app: string, sockets: string[]): string {
       `After=${sockets.join(' ')}`,
       '[Service]',
       'ExecStart=/bin/sleep infinity',
-      'User=nobody',
+      // No user of anyone's: a user of its own, allocated while it runs.
+      'DynamicUser=yes',
     ].join('\n') +
     '\n'
   );
@@ -126,6 +128,8 @@ export interface SideSettings {
   env: Record<string, string>;
   memoryMax?: number;
   stopTimeoutMs: number;
+  // Where systemd writes how the side's main process ended (exitLine), as root, once it has.
+  exitFile: string;
 }
 
 // The drop-in of one side: everything of one start.
@@ -144,6 +148,9 @@ export function sideDropInText(s: SideSettings): string {
     'StandardOutput=journal',
     'StandardError=journal',
     `SyslogIdentifier=steward-app-${s.app}`,
+    // How it ended, as systemd tells its ExecStopPost= ('+': as root, so the app cannot write
+    // it): an inactive unit is soon unloaded with its ExecMainStatus, a failed one is not.
+    `ExecStopPost=+${EXIT_LINE_COMMAND.map(execWord).join(' ')} ${execWord(checkPath(s.exitFile, bad))}`,
   ];
   if (s.user) {
     if (!Number.isSafeInteger(s.user.gid) || s.user.gid < 0) throw bad(`not a group id: ${s.user.gid}`);
@@ -155,6 +162,32 @@ export function sideDropInText(s: SideSettings): string {
   }
   for (const [k, v] of Object.entries(s.env)) lines.push(`Environment=${envAssignment(k, v, s)}`);
   return HEADER + lines.join('\n') + '\n';
+}
+
+// The command of ExecStopPost=, then the file as its $1: one line, "<result> <code> <status>"
+// (SERVICE_RESULT, EXIT_CODE, EXIT_STATUS).
+const EXIT_LINE_COMMAND = ['/bin/sh', '-c', 'printf "%s %s %s\\n" "$SERVICE_RESULT" "$EXIT_CODE" "$EXIT_STATUS" > "$1"', 'steward-exit'];
+
+function checkPath(p: string, bad: (why: string) => StewardError): string {
+  if (!p.startsWith('/') || /[\0\n]/.test(p)) throw bad(`not a file path: ${JSON.stringify(p.slice(0, 80))}`);
+  return p;
+}
+
+// The line the side's ExecStopPost= wrote (its exit file), as an exit: "exit-code exited 3", "signal killed
+// TERM" (a name, or a number), "oom-kill killed KILL". Null when it is not such a line.
+export function parseExitFile(text: string): { code: number | null; signal: string | null; reason?: 'OOM' } | null {
+  const m = /^([a-z-]+) (exited|killed|dumped) ([A-Z0-9+-]+)\n?$/.exec(text);
+  if (!m) return null;
+  const [, result, how, status = ''] = m;
+  const oom = result === 'oom-kill' ? { reason: 'OOM' as const } : {};
+  if (how === 'exited') return /^\d+$/.test(status) ? { code: Number(status), signal: null, ...oom } : null;
+  const name = /^\d+$/.test(status) ? signalOf(Number(status)) : status.startsWith('SIG') ? status : `SIG${status}`;
+  return { code: null, signal: name, ...oom };
+}
+
+function signalOf(n: number): string | null {
+  for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
+  return null;
 }
 
 // A value systemd takes to the end of its line, specifiers expanded: one line with no control
@@ -179,8 +212,8 @@ export function plainValue(code: ReasonCode, what: string, v: string): string {
 
 // One word of ExecStart=: in double quotes, C-escaped (systemd unquotes and unescapes it), '%'
 // doubled (specifiers are expanded before the line is split), '$' doubled (variables are
-// expanded in each word at exec time). Quoted, a ';' is never a separator, a leading '-' or '@'
-// never a prefix.
+// expanded in each word at exec time). Quoted, a ';' is never a separator. (The first word's
+// prefixes, '-', '@', '+', are read after unquoting: the first word is always steward's own.)
 export function execWord(v: string): string {
   return `"${cEscape(v, 'RELEASE_INVALID', 'an argument').replaceAll('%', '%%').replaceAll('$', '$$$$')}"`;
 }

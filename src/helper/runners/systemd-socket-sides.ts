@@ -11,7 +11,7 @@
 // (ExecMainCode/ExecMainStatus/Result of that very process), else from its journal.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
-import { promises as fsp, statSync } from 'node:fs';
+import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { StewardError, toStewardError } from '../../core/errors.js';
@@ -21,6 +21,7 @@ import { runTool } from '../../platform/exec.js';
 import { logger } from '../../platform/log.js';
 import { readProcIdentity, type ProcIdentity } from '../../platform/proc-identity.js';
 import { APP_PATH } from '../../platform/systemd.js';
+import { hostPaths } from '../../core/paths.js';
 import { buildAppEnv } from './app-env.js';
 import { firstAppFd, wrapWithFdOpener } from './app-fds.js';
 import { prepareStateDirSync } from './state-dir.js';
@@ -30,6 +31,7 @@ import {
   DROP_IN,
   holderUnitText,
   RUNTIME_UNIT_DIR,
+  parseExitFile,
   SIDES,
   sideDropInText,
   socketUnitBase,
@@ -71,17 +73,19 @@ export interface SocketSidesOptions {
 export function withSocketSides(inner: AppRunner, opts: SocketSidesOptions): AppRunner {
   const clients: Clients = { live: new Set(), released: false };
   const dir = opts.unitDir ?? RUNTIME_UNIT_DIR;
-  const sideUnits = (app: string): string[] => {
+  // The app's sides; `made`: only those with a drop-in (the others never ran since its units
+  // were made, and asking systemd about one would load a unit with no command, an error it logs).
+  const sideUnits = (app: string, made = false): string[] => {
     if (!APP_NAME_RE.test(app)) return [];
     const base = socketUnitBase(app, opts.rootPrefix);
-    return SIDES.map((s) => `${base}@${s}.service`);
+    return SIDES.map((s) => `${base}@${s}.service`).filter((u) => !made || existsSync(path.join(dir, `${u}.d`, DROP_IN)));
   };
   const timeout = (o?: { timeoutMs?: number }) => o?.timeoutMs ?? opts.stopTimeoutMs ?? 10_000;
   return {
     start: (spec) => (spec.sockets && spec.sockets.length > 0 ? startSide(spec, opts, dir, clients) : inner.start(spec)),
     // One deadline: both stops run at once.
     stop: async (target, o) => {
-      await Promise.all([inner.stop(target, o), stopProvenUnits(sideUnits(target.app), target, opts.clock, timeout(o))]);
+      await Promise.all([inner.stop(target, o), stopProvenUnits(sideUnits(target.app, true), target, opts.clock, timeout(o))]);
     },
     stopOne: (target, o) => stopOneSide(target, sideUnits(target.app), opts.clock, timeout(o), (t, oo) => inner.stop(t, oo)),
     isAlive: (identity) => inner.isAlive(identity),
@@ -154,17 +158,21 @@ async function startSide(spec: StartSpec, opts: SocketSidesOptions, dir: string,
   if (!APP_NAME_RE.test(spec.app)) throw new StewardError('CONFIG_INVALID', `cannot start ${what}: not an app name`);
   const st = await fsp.stat(spec.cwd).catch(() => null);
   if (!st?.isDirectory()) throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the folder ${spec.cwd} does not exist`);
-  checkProgram(spec, what);
+  checkProgram(spec, what, buildAppEnv(spec).PATH ?? APP_PATH);
   prepareStateDirSync(spec, true, what);
   const sockets = spec.sockets ?? [];
   const names = socketUnitNames(spec.app, opts.rootPrefix, sockets);
-  const state = await showUnits([names.sides.a, names.sides.b, names.holder, ...names.sockets]);
+  // A side with no drop-in has never run since the app's units were made (asking systemd about
+  // it would load a unit with no command, which it logs as an error).
+  const known = SIDES.filter((s) => existsSync(path.join(dir, `${names.sides[s]}.d`, DROP_IN))).map((s) => names.sides[s]);
+  const state = await showUnits([...known, names.holder, ...names.sockets]);
   const side = SIDES.find((s) => !isUpState(state.get(names.sides[s])));
   if (side === undefined) throw new StewardError('INTERNAL', `cannot start ${what}: both ${names.sides.a} and ${names.sides.b} run`);
   const other = names.sides[side === 'a' ? 'b' : 'a'];
   const unit = names.sides[side];
   const stopTimeoutMs = opts.stopTimeoutMs ?? 10_000;
-  const files = unitFiles(spec, names, side, stopTimeoutMs, dir);
+  const exitFile = sideExitFile(opts.rootPrefix, unit);
+  const files = unitFiles(spec, names, side, stopTimeoutMs, dir, exitFile);
   let changed = false;
   for (const [i, f] of files.entries()) {
     const socketUnit = names.sockets[i];
@@ -181,6 +189,9 @@ async function startSide(spec: StartSpec, opts: SocketSidesOptions, dir: string,
     await systemctl(['daemon-reload']);
   }
   // A side that failed before is started again as it is (its failed state is reset by the start).
+  // Its exit file is the last run's: it goes first.
+  await fsp.mkdir(path.dirname(exitFile), { recursive: true, mode: 0o700 });
+  await fsp.rm(exitFile, { force: true });
   const startedAt = opts.clock.now();
   const started = await spawnStartClient(spec, unit, opts, what, clients, names, startedAt).catch(async (err) => {
     // A socket that could not be bound, with no side running: nothing of the app is left behind.
@@ -198,11 +209,11 @@ function isUpState(st: UnitState | undefined): boolean {
 }
 
 // The program of the command must be there: the wrapper's exec would only exit 127 in the unit.
-// A bare name is looked up in the app's PATH, as /bin/sh will.
-function checkProgram(spec: StartSpec, what: string): void {
+// A bare name is looked up in the app's PATH (`envPath`: a release may set its own), as /bin/sh will.
+function checkProgram(spec: StartSpec, what: string, envPath: string): void {
   const [file] = spec.command;
   if (file === undefined || file === '') throw new StewardError('RELEASE_INVALID', `cannot start ${what}: the command is empty`);
-  const candidates = file.includes('/') ? [path.resolve(spec.cwd, file)] : APP_PATH.split(':').map((d) => path.join(d, file));
+  const candidates = file.includes('/') ? [path.resolve(spec.cwd, file)] : envPath.split(':').map((d) => path.resolve(spec.cwd, d || '.', file));
   for (const c of candidates) {
     try {
       if (statSync(c).isFile()) return;
@@ -221,7 +232,7 @@ interface UnitFile {
 
 // The files of a start: the socket units (first, in order), the holder, the template and the
 // side's drop-in.
-function unitFiles(spec: StartSpec, names: SocketUnitNames, side: Side, stopTimeoutMs: number, dir: string): UnitFile[] {
+function unitFiles(spec: StartSpec, names: SocketUnitNames, side: Side, stopTimeoutMs: number, dir: string, exitFile: string): UnitFile[] {
   const sockets = spec.sockets ?? [];
   const n = sockets.length;
   // The environment as the process runner builds it, the FIFOs' numbers past the sockets; the
@@ -243,6 +254,7 @@ function unitFiles(spec: StartSpec, names: SocketUnitNames, side: Side, stopTime
     env,
     ...(spec.memoryMax !== undefined ? { memoryMax: spec.memoryMax } : {}),
     stopTimeoutMs,
+    exitFile,
   });
   return [
     ...sockets.map((s, i) => ({ path: path.join(dir, names.sockets[i] as string), text: socketUnitText(spec.app, s, names.holder), socket: true })),
@@ -318,7 +330,7 @@ async function spawnStartClient(
   const identity = await waitSideMain(unit, closed, opts, what, out, names, startedAt);
   if (spec.memoryMax !== undefined) await requireMemoryLimit(spec, unit, identity, what);
   const exited = closed
-    .then(() => sideExit(unit, identity, spec.app, startedAt, opts.clock))
+    .then(() => sideExit(unit, identity, spec.app, startedAt, opts.clock, sideExitFile(opts.rootPrefix, unit)))
     .then((exit) => (spec.memoryMax !== undefined ? withKernelOom(exit, identity.pid, startedAt) : exit));
   return { identity, startedAt, exited };
 }
@@ -394,15 +406,25 @@ export function socketWhy(journal: string): string {
   return `(${addr}) ${why}`;
 }
 
-// How the side's process ended, once its client ended: systemd's ExecMain* of that very process
-// while the unit is still loaded, else systemd's own journal line about it. A client that ended
-// while the side still ran (killed) says nothing: the side is watched until it is gone.
-async function sideExit(unit: string, identity: ProcIdentity, app: string, startedAt: number, clock: Clock): Promise<ExitInfo> {
+// Where a side's ExecStopPost= writes how its main process ended: the host's run folder.
+export function sideExitFile(rootPrefix: string, unit: string): string {
+  return path.join(hostPaths(rootPrefix).runDir, 'unit-exits', unit);
+}
+
+// How the side's process ended, once its client ended: the line its ExecStopPost= wrote (as
+// root), else systemd's ExecMain* of that very process while the unit is still loaded, else
+// systemd's own journal line about it. A client that ended while the side still ran (killed)
+// says nothing: the side is watched until it is gone.
+async function sideExit(unit: string, identity: ProcIdentity, app: string, startedAt: number, clock: Clock, exitFile: string): Promise<ExitInfo> {
   for (;;) {
     const alive = await isUnitAppAlive(identity).catch(() => true);
     if (!alive) break;
     await clock.sleep(500);
   }
+  // The unit is inactive once its ExecStopPost= has run: the file is whole by now, if it is there.
+  const line = await fsp.readFile(exitFile, 'utf8').catch(() => '');
+  const fromFile = parseExitFile(line);
+  if (fromFile) return fromFile;
   const exit = await readSideExit(unit, identity.pid);
   if (exit) return exit;
   const journal = await runTool('journalctl', ['-u', unit, `--since=@${(Math.max(0, startedAt) / 1000).toFixed(3)}`, '-n', '50', '-o', 'cat', '--no-pager', '-q'], {
@@ -452,10 +474,12 @@ export async function closeSocketUnits(app: string, rootPrefix: string, dir: str
   if (!ours.some((e) => entries.includes(e))) return;
   debug('closing the sockets of app=%s: %s', app, sockets.join(' '));
   await systemctl(['stop', '--', ...sockets, holder]);
-  const state = await showUnits(sides);
+  const made = sides.filter((s) => entries.includes(`${s}.d`));
+  const state = made.length > 0 ? await showUnits(made) : new Map<string, UnitState>();
   const running = sides.some((s) => isUpState(state.get(s)));
   const remove = [...sockets, holder, ...(running ? [] : [`${base}@.service`, ...sides.map((s) => `${s}.d`)])];
   for (const e of remove) await fsp.rm(path.join(dir, e), { recursive: true, force: true });
+  if (!running) for (const side of sides) await fsp.rm(sideExitFile(rootPrefix, side), { force: true });
   await systemctl(['daemon-reload']);
   // Units that failed stay loaded until reset: forget them with their files.
   await systemctl(['reset-failed', '--', ...sockets, holder, ...(running ? [] : sides)]).catch(() => undefined);

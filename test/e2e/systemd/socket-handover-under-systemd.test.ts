@@ -26,7 +26,9 @@ const SIDE_A = `${BASE}@a.service`;
 const SIDE_B = `${BASE}@b.service`;
 const SOCKET = `${BASE}@http.socket`;
 const HOLDER = `${BASE}.hold.service`;
-const ready: AppBehavior = { ready: 'after', readyAfterMs: 50, stableMs: 200, watchMs: 0, crashOnUsr2: true };
+// A health budget for a loaded machine (the CI box runs several suites on 2 cores): the handover's
+// start, readiness and probe share it.
+const ready: AppBehavior = { ready: 'after', readyAfterMs: 50, stableMs: 200, watchMs: 0, crashOnUsr2: true, timeoutMs: 20_000 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function sh(box: SystemdContainer, script: string, ...args: string[]): Promise<string> {
@@ -105,7 +107,7 @@ test('under systemd, an app with sockets is handed over between two sides of a u
   const box = await bootOrSkip(t);
   if (!box) return;
   const ran: string[] = [];
-  const planned = 6;
+  const planned = 7;
   let loops: RequestLoops | null = null;
   t.after(async () => {
     await loops?.stop();
@@ -275,5 +277,27 @@ test('under systemd, an app with sockets is handed over between two sides of a u
     assert.equal(start.code, 0, start.text);
     assert.equal(await connect(port), 'connected', 'a start opens the socket again');
     ran.push('stop closes the socket');
+  });
+
+  await t.test('a hostile command line, environment and socket path reach the app as written through the unit files', { timeout: 60_000 }, async () => {
+    // Specifiers, variables, quotes, escapes, a lone ';' (ExecStart's separator), a leading '-'
+    // (a prefix where it is the program), control characters and non-ASCII.
+    const argv = ['$HOME', '${USER}', '$$X', '%n', '%%', 'a b', ';', '\\;', '"q"', "'s'", 'new\nline', 'tab\there', '\\', '-x', '\x01ctl', 'ünï', ''];
+    const env = { ODD: 'a $HOME %n "q" \\ x', TAB: 'a\tb', CTL: 'x\x01y', LISTEN_PID: '1' };
+    const listen = '/run/odd %n $HOME "q" x/s.sock';
+    const r = await box.exec('/usr/bin/node', [`${CONTAINER_REPO}/test/fixtures/systemd/socket-sides-odd.mjs`, JSON.stringify({ argv, env, listen, prefix: '/tmp/odd host %i' })], { timeoutMs: 60_000 });
+    const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
+    assert.equal(out.error, undefined, r.stdout + r.stderr);
+    assert.deepEqual(out.seen.argv, argv, 'arguments arrive as written');
+    assert.equal(out.seen.env.ODD, env.ODD);
+    assert.equal(out.seen.env.TAB, env.TAB);
+    assert.equal(out.seen.env.CTL, env.CTL);
+    assert.equal(out.seen.env.LISTEN_PID, String(out.seen.pid), "systemd's LISTEN_PID, never the release's");
+    assert.equal(out.seen.env.LISTEN_FDNAMES, 'odd.sock-1');
+    assert.match(out.seen.fd3, /^socket:/);
+    assert.equal(out.socketAt, true, 'the Unix socket is at the path as written');
+    assert.deepEqual(out.exit, { code: null, signal: 'SIGTERM' }, 'how the stopped side ended, as its ExecStopPost= wrote it');
+    assert.deepEqual(out.left, [], 'closeSockets leaves no unit file');
+    ran.push('hostile values round trip');
   });
 });
