@@ -185,7 +185,8 @@ export function parseExitFile(text: string): { code: number | null; signal: stri
   return { code: null, signal: name, ...oom };
 }
 
-function signalOf(n: number): string | null {
+// The name of signal number `n` on this platform, or null.
+export function signalOf(n: number): string | null {
   for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
   return null;
 }

@@ -10,7 +10,6 @@
 // ends, as the transient units' systemd-run client. How the side ended is then read from systemd
 // (ExecMainCode/ExecMainStatus/Result of that very process), else from its journal.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants as osConstants } from 'node:os';
 import { existsSync, promises as fsp, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -33,6 +32,7 @@ import {
   RUNTIME_UNIT_DIR,
   parseExitFile,
   SIDES,
+  signalOf,
   sideDropInText,
   socketUnitBase,
   socketUnitNames,
@@ -360,7 +360,7 @@ async function waitSideMain(
       const bind = await socketFailure(names, startedAt);
       if (bind) throw bind;
       // How it ended goes with the error: the supervisor records it as that start's exit.
-      const exit = await readSideExit(unit, null);
+      const exit = parseExitFile(await fsp.readFile(sideExitFile(opts.rootPrefix, unit), 'utf8').catch(() => '')) ?? (await readSideExit(unit, null));
       const text = lastLines(out.text());
       throw new StewardError('RELEASE_INVALID', `cannot start ${what} as ${unit}: ${text || 'it exited at once'}${exit ? ` (${exitText(exit)})` : ''}`, exit ? { details: { exit } } : {});
     }
@@ -451,12 +451,7 @@ export function parseSideExit(text: string, pid: number | null): ExitInfo | null
   if (!Number.isSafeInteger(status)) return null;
   const oom = props.get('Result') === 'oom-kill' ? { reason: 'OOM' as const } : {};
   if (how === '1') return { code: status, signal: null, ...oom };
-  if (how === '2' || how === '3') return { code: null, signal: signalName(status), ...oom };
-  return null;
-}
-
-function signalName(n: number): string | null {
-  for (const [name, num] of Object.entries(osConstants.signals)) if (num === n) return name;
+  if (how === '2' || how === '3') return { code: null, signal: signalOf(status), ...oom };
   return null;
 }
 

@@ -13,7 +13,10 @@ import {
   templateUnitText,
   type SideSettings,
 } from '../../../src/helper/runners/socket-unit-files.js';
-import { parseShowBlocks, parseSideExit, socketWhy } from '../../../src/helper/runners/systemd-socket-sides.js';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseShowBlocks, parseSideExit, socketWhy, writeIfChanged } from '../../../src/helper/runners/systemd-socket-sides.js';
 import { parseAppUnit } from '../../../src/helper/runners/systemd-runner.js';
 
 // The unit files of an app with sockets under systemd (socket-unit-files.ts), checked without a
@@ -248,4 +251,17 @@ test('systemctl show of several units is read block by block, and a socket that 
   assert.equal(socketWhy('x\nsteward-app-web@http.socket: Failed to create listening socket (127.0.0.1:80): Address already in use\n'), '(127.0.0.1:80) the address is taken by another process');
   assert.equal(socketWhy('Failed to create listening socket (192.0.2.1:80): Cannot assign requested address'), '(192.0.2.1:80) it is not an address of this host');
   assert.equal(socketWhy('nothing'), 'systemd could not open it (see its journal)');
+});
+
+test('a unit file is written whole under a name systemd never reads, renamed into place, and not at all when its text is there', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-units-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'steward-app-web@a.service.d', 'steward.conf');
+  assert.equal(await writeIfChanged(file, 'one\n'), true);
+  assert.equal(readFileSync(file, 'utf8'), 'one\n');
+  assert.equal(await writeIfChanged(file, 'one\n'), false, 'the same text: nothing to write (and no reload)');
+  assert.equal(await writeIfChanged(file, 'two\n'), true);
+  assert.equal(readFileSync(file, 'utf8'), 'two\n');
+  assert.deepEqual(readdirSync(path.dirname(file)), ['steward.conf'], 'no temporary file is left');
+  assert.equal(await writeIfChanged(path.join(dir, 'made', 'x.socket'), 'x'), true, 'a missing folder is made');
 });
