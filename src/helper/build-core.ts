@@ -23,6 +23,7 @@ import { createProcessRunner } from './runners/process-runner.js';
 import { SocketKeepers, withSocketKeepers } from './sockets/keeper-client.js';
 import type { AppRunner, RunAs } from './runners/runner.js';
 import { createSystemdRunner } from './runners/systemd-runner.js';
+import { withSocketSides } from './runners/systemd-socket-sides.js';
 import { systemdUnits } from './runners/unit-runner.js';
 import { realStageIO } from './stage/real-stage-io.js';
 import { Attempts } from './update/attempts.js';
@@ -85,7 +86,8 @@ async function chooseProcessRunner(paths: HostPaths, isRoot: boolean, choice: Ho
       throw new StewardError('CONFIG_INVALID', 'supervisor.processRunner is "systemd" but systemd is not PID 1 or the helper is not root');
     }
     log('process runner=systemd: each app runs as its own unit steward-app-<app>.service, output in the journal');
-    return refuseSockets(createSystemdRunner({ clock: systemClock, isRoot }));
+    // Apps with `sockets`: socket units and two sides of a unit template (docs/design.md §17 "Under systemd").
+    return withSocketSides(createSystemdRunner({ clock: systemClock, isRoot }), { clock: systemClock, isRoot, rootPrefix: paths.root });
   }
   log('process runner=detached (%s): apps run as detached children with a log file', choice === 'detached' ? 'configured' : isRoot ? 'systemd is not PID 1' : 'systemd needs root');
   const cgroups = findCgroupHome(paths.root);
@@ -95,17 +97,6 @@ async function chooseProcessRunner(paths: HostPaths, isRoot: boolean, choice: Ho
   const runner = createProcessRunner({ clock: systemClock, isRoot, cgroups, memory });
   // Apps with `sockets` are started by their socket keeper (docs/design.md §17 "Zero-downtime handover").
   return withSocketKeepers(runner, new SocketKeepers({ paths, isAlive: (id) => runner.isAlive(id) }));
-}
-
-// Under the systemd runner the handover's sockets are not built yet (docs/design.md §17): an app
-// with `sockets` is refused its start with the way out, never started without them.
-function refuseSockets(runner: AppRunner): AppRunner {
-  const start = runner.start.bind(runner);
-  runner.start = (spec) =>
-    spec.sockets && spec.sockets.length > 0
-      ? Promise.reject(new StewardError('CONFIG_INVALID', `cannot start ${spec.app}: apps.${spec.app}.sockets needs the detached process runner for now (set supervisor.processRunner to "detached"); under systemd its sockets are not handed over yet`))
-      : start(spec);
-  return runner;
 }
 
 // The account a process app runs as: its configured user and group as root, else the helper's.

@@ -116,9 +116,10 @@ export function openFifoForChild(p: string): number {
 }
 
 // The command under systemd: `/bin/sh -c 'exec 3<>"$1" 4<>"$2" || exit 126; shift 2; exec "$@"'`
-// then the app's own command. The FIFO paths are arguments, never part of the script.
-export function wrapWithFdOpener(command: string[], fds: AppFdPaths | undefined): string[] {
-  const list = appFdNumbers(fds);
+// then the app's own command. The FIFO paths are arguments, never part of the script. `first`:
+// the first fd number (past the listening sockets: firstAppFd).
+export function wrapWithFdOpener(command: string[], fds: AppFdPaths | undefined, first = 3): string[] {
+  const list = appFdNumbers(fds, first);
   if (list.length === 0) return command;
   const opens = list.map((f, i) => `${f.fd}<>"$${i + 1}"`).join(' ');
   const script = `exec ${opens} || exit 126; shift ${list.length}; exec "$@"`;

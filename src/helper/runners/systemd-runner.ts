@@ -17,8 +17,9 @@ import { isLimitApplied, parseKernelOomKill, readAppliedMemoryLimit } from './un
 
 const debug = logger('helper:systemd');
 
-// A unit that holds an app: steward-app-<app>.service (app names are [a-z0-9][a-z0-9_-]*).
-const APP_UNIT_RE = /^steward-app-([a-z0-9][a-z0-9_-]{0,62})\.service$/;
+// A unit that holds an app: steward-app-<app>.service (app names are [a-z0-9][a-z0-9_-]*), or a
+// side of an app with sockets, steward-app-<app>[.<hash>]@<a|b>.service (socket-unit-files.ts).
+const APP_UNIT_RE = /^steward-app-([a-z0-9][a-z0-9_-]{0,62})(?:\.[0-9a-f]{16})?(?:@[ab])?\.service$/;
 
 export interface SystemdRunnerOptions {
   clock: Clock;
@@ -62,10 +63,12 @@ export function createSystemdRunner(opts: SystemdRunnerOptions): AppRunner {
 
 // The app unit's last `lines` journal lines since `sinceMs`: its output and systemd's own lines
 // about it ("Main process exited, code=exited, status=3"). '' when the journal has none.
-export async function tailUnitLog(app: string, sinceMs: number, lines: number): Promise<string> {
+// `more`: the units of its sides, when it has sockets (both: a handover runs two).
+export async function tailUnitLog(app: string, sinceMs: number, lines: number, more: string[] = []): Promise<string> {
   if (!APP_NAME_RE.test(app) || lines <= 0) return '';
   const since = (Math.max(0, sinceMs) / 1000).toFixed(3);
-  const r = await runTool('journalctl', ['-u', appUnitName(app), `--since=@${since}`, '-n', String(lines), '-o', 'cat', '--no-pager', '-q'], {
+  const units = [appUnitName(app), ...more].flatMap((u) => ['-u', u]);
+  const r = await runTool('journalctl', [...units, `--since=@${since}`, '-n', String(lines), '-o', 'cat', '--no-pager', '-q'], {
     env: { PATH: APP_PATH, LANG: 'C.UTF-8' },
     timeoutMs: 10_000,
     maxBuffer: 4 * 1024 * 1024,
@@ -111,7 +114,7 @@ export function parseAppUnit(cgroupText: string): AppCgroup | null {
 
 // Alive: the same process (pid, start time, boot), in its steward-app unit, which is not
 // inactive or failed and whose MainPID it still is.
-async function isUnitAppAlive(identity: ProcIdentity): Promise<boolean> {
+export async function isUnitAppAlive(identity: ProcIdentity): Promise<boolean> {
   if (!(await isSameProcessAlive(identity))) return false;
   const found = await appUnitOfPid(identity.pid);
   if (!found) return false;
@@ -119,13 +122,13 @@ async function isUnitAppAlive(identity: ProcIdentity): Promise<boolean> {
   return st.mainPid === identity.pid && isUp(st);
 }
 
-function isUp(st: UnitStatus): boolean {
+export function isUp(st: UnitStatus): boolean {
   return st.loadState === 'loaded' && st.activeState !== 'inactive' && st.activeState !== 'failed';
 }
 
 // The systemd-run clients that run (each until its app's unit ends), and whether the runner let
 // go of them (the helper stops).
-interface Clients {
+export interface Clients {
   live: Set<ChildProcess>;
   released: boolean;
 }
@@ -261,7 +264,7 @@ async function spawnClient(spec: StartSpec, unit: string, opts: SystemdRunnerOpt
 // The unit's memory limit as its process's cgroup holds it: systemd starts a unit whose
 // MemoryMax= it cannot apply (no memory controller it may write to) without one, and says
 // nothing. Such a unit is stopped and its start refused (unit-memory-limit.ts says why).
-async function requireMemoryLimit(spec: StartSpec, unit: string, identity: ProcIdentity, what: string): Promise<void> {
+export async function requireMemoryLimit(spec: StartSpec, unit: string, identity: ProcIdentity, what: string): Promise<void> {
   const wanted = spec.memoryMax as number;
   const applied = readAppliedMemoryLimit(identity.pid);
   if (isLimitApplied(applied, wanted)) return;
@@ -278,7 +281,7 @@ async function requireMemoryLimit(spec: StartSpec, unit: string, identity: ProcI
 
 // The client's output (a few lines), and when "Running as unit" appeared: with --wait and
 // Type=exec, systemd-run prints it once the start job is done, before waiting for the end.
-function collectOutput(child: ChildProcess) {
+export function collectOutput(child: ChildProcess) {
   let buf = '';
   let onRunning: (v: boolean) => void = () => undefined;
   const running = new Promise<boolean>((resolve) => (onRunning = resolve));
@@ -354,7 +357,7 @@ async function exitOf(
 // A SIGKILL that systemd did not name oom-kill, of an app with a memory limit: on a v1 memory
 // controller systemd cannot tell (it reads OOM kills from memory.events, a v2 file), so the
 // kernel's own log line about that very pid decides. A log that cannot be read says nothing.
-async function withKernelOom(exit: ExitInfo, pid: number, sinceMs: number): Promise<ExitInfo> {
+export async function withKernelOom(exit: ExitInfo, pid: number, sinceMs: number): Promise<ExitInfo> {
   if (exit.reason || exit.signal !== 'SIGKILL') return exit;
   const since = (Math.max(0, sinceMs - 1000) / 1000).toFixed(3);
   const r = await runTool('journalctl', ['-k', `--since=@${since}`, '-n', '500', '-o', 'cat', '--no-pager', '-q'], {
@@ -400,7 +403,7 @@ export function parseExitLine(text: string): ExitInfo | null {
   return { code: null, signal: null, ...oom };
 }
 
-function lastLines(text: string): string {
+export function lastLines(text: string): string {
   return text.trim().split('\n').slice(-3).join('; ');
 }
 
@@ -414,22 +417,34 @@ function lastLines(text: string): string {
 // Anything else of that name, and any process outside it, is left alone.
 async function stopUnitApp(target: AppTarget, clock: Clock, timeoutMs: number): Promise<void> {
   if (!APP_NAME_RE.test(target.app)) return;
-  const unit = appUnitName(target.app);
-  const st = await unitShow(unit);
-  if (!isUp(st)) return;
-  if (!(await isRecordedMain(target.process, unit, st)) && !holdsInstance(st.environment, target.instance)) {
-    debug('not stopping %s: neither its main process (%d) nor its environment is the recorded one', unit, st.mainPid);
-    return;
+  await stopProvenUnits([appUnitName(target.app)], target, clock, timeoutMs);
+}
+
+// Stops those of `units` that prove to be the app's (above), all at once, one deadline for all.
+export async function stopProvenUnits(units: string[], target: AppTarget, clock: Clock, timeoutMs: number): Promise<void> {
+  const proven: string[] = [];
+  for (const unit of units) {
+    const st = await unitShow(unit);
+    if (!isUp(st)) continue;
+    if (!(await isRecordedMain(target.process, unit, st)) && !holdsInstance(st.environment, target.instance)) {
+      debug('not stopping %s: neither its main process (%d) nor its environment is the recorded one', unit, st.mainPid);
+      continue;
+    }
+    debug('stopping unit=%s pid=%d timeoutMs=%d', unit, st.mainPid, timeoutMs);
+    proven.push(unit);
   }
-  debug('stopping unit=%s pid=%d timeoutMs=%d', unit, st.mainPid, timeoutMs);
+  if (proven.length === 0) return;
   // --no-block: the deadline is ours (the unit's TimeoutStopSec was fixed at start).
-  await systemctl(['stop', '--no-block', '--', unit]);
-  if (await waitUnitDown(unit, clock, timeoutMs)) return;
+  await systemctl(['stop', '--no-block', '--', ...proven]);
+  const deadline = clock.monotonic() + timeoutMs;
+  const left = [];
+  for (const unit of proven) if (!(await waitUnitDown(unit, clock, Math.max(0, deadline - clock.monotonic())))) left.push(unit);
+  if (left.length === 0) return;
   // Why SIGKILL to all: the app ignored SIGTERM past its stop timeout (docs/design.md §5).
-  debug('stop timed out, killing the whole unit unit=%s', unit);
-  await systemctl(['kill', '--kill-whom=all', '--signal=SIGKILL', '--', unit]).catch(() => undefined);
-  if (!(await waitUnitDown(unit, clock, 10_000))) {
-    throw new StewardError('IO_ERROR', `${unit} is still running after SIGKILL`);
+  debug('stop timed out, killing the whole unit units=%s', left.join(','));
+  await systemctl(['kill', '--kill-whom=all', '--signal=SIGKILL', '--', ...left]).catch(() => undefined);
+  for (const unit of left) {
+    if (!(await waitUnitDown(unit, clock, 10_000))) throw new StewardError('IO_ERROR', `${unit} is still running after SIGKILL`);
   }
 }
 
@@ -454,7 +469,7 @@ export function holdsInstance(environment: string, instance: string | null): boo
 }
 
 // What stopUnitApp needs of the unit: its state, cgroup and environment, in one `systemctl show`.
-async function unitShow(unit: string): Promise<UnitStatus & { environment: string }> {
+export async function unitShow(unit: string): Promise<UnitStatus & { environment: string }> {
   const out = await systemctl(['show', '--property=LoadState,ActiveState,SubState,MainPID,NRestarts,ControlGroup,Environment', '--', unit]);
   const env = out.split('\n').find((l) => l.startsWith('Environment='));
   return { ...parseUnitShow(out), environment: env ? env.slice('Environment='.length) : '' };
