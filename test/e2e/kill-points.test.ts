@@ -91,7 +91,7 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
 
       // 2. A helper with the seam armed at `point` dies there during `update web 3.0.0`.
       const attemptId = `kp-${point}`;
-      const loops = sockets ? new RequestLoops(`http://127.0.0.1:${port}/`, 8) : null;
+      const loops = sockets ? new RequestLoops(`http://127.0.0.1:${port}/`, 8, 10) : null;
       loops?.start();
       if (loops) host.stopFirst(() => loops.stop());
       const loadFrom = performance.now();

@@ -19,6 +19,9 @@ import { keepersDir } from '../../src/helper/sockets/keeper-client.js';
 // of an app without `sockets` shows what one that does not opt in gets.
 
 const LOOPS = 8;
+// Each loop waits this long after an answer before its next request: 8 clients at once all the
+// same, at a rate a 2-core machine running the rest of the suite beside it can afford.
+const PACE_MS = 10;
 const restart = { baseMs: 100, capMs: 1000, maxAttempts: 10, healthyMs: 60_000 };
 let port: number;
 let plainPort: number;
@@ -58,7 +61,7 @@ before(async () => {
   helper = await host.startHelper();
   const first = await update('web', '1.0.0', port);
   assert.equal(first.json?.outcome, 'active', first.stdout + first.stderr);
-  loops = new RequestLoops(`http://127.0.0.1:${port}/`, LOOPS);
+  loops = new RequestLoops(`http://127.0.0.1:${port}/`, LOOPS, PACE_MS);
   loops.start();
   host.stopFirst(() => loops.stop());
   await new Promise((r) => setTimeout(r, 500));
@@ -168,7 +171,7 @@ test('without sockets, the same update refuses connections (what an app that doe
   const plain: AppBehavior = { stableMs: 200, watchMs: 0 };
   const r1 = await update('plain', '1.0.0', plainPort, plain);
   assert.equal(r1.json?.outcome, 'active', r1.stdout + r1.stderr);
-  const l = new RequestLoops(`http://127.0.0.1:${plainPort}/`, LOOPS);
+  const l = new RequestLoops(`http://127.0.0.1:${plainPort}/`, LOOPS, PACE_MS);
   l.start();
   try {
     await new Promise((r) => setTimeout(r, 300));

@@ -138,7 +138,7 @@ test('under systemd, an app with sockets is handed over between two sides of a u
   await waitFor('the helper to answer status', () => helperReady(box), 30_000, 100);
   const first = await update(box, 'web', '1.0.0', port);
   assert.equal(first.json?.outcome, 'active', first.text);
-  loops = new RequestLoops(`http://127.0.0.1:${port}/`, LOOPS);
+  loops = new RequestLoops(`http://127.0.0.1:${port}/`, LOOPS, 10);
   loops.start();
   await sleep(500);
   const l = loops;
