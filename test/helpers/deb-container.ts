@@ -5,11 +5,13 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { AddonNotBuilt } from '../../scripts/package/sqlite-addon.js';
 import { PACKAGE_DEFAULT_CONFIG } from '../../src/install/install-layout.js';
+import { StewardError } from '../../src/core/errors.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import { decodeStored } from '../../src/helper/receipts/receipts-file.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { REPO, sri } from './host.js';
-import { appStatusIn, helperStatusIn, runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
+import { helperReceipts } from './helper-status.js';
+import { appStatusIn, helperStatusIn, pathIn, runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
 import { buildDeb, STEWARD_DEB, type DebBuilder } from './deb-cache.js';
 import { skipUnlessCI } from './skip.js';
 import { bootOrSkip, waitFor, type SystemdContainer } from './systemd-container.js';
@@ -165,7 +167,7 @@ export function statusOf(box: SystemdContainer, app: string): Promise<any> {
   return appStatusIn(box, app);
 }
 
-// The last receipt of the app steward whose payload `match`es, as agentctl reports it, once
+// The last receipt of the app steward whose payload `match`es, as agentctl would report it, once
 // there is one. Waited for in the receipts file first, read from this side through
 // /proc/<PID 1>/root (decodeStored, as the helper reads it back): a wait of a minute that polled
 // agentctl, a node inside the container, every second or so started none. agentctl then answers
@@ -185,12 +187,18 @@ export async function stewardReceiptMatching(box: SystemdContainer, what: string
   return waitFor(what, async () => (await stewardReceipts(box))?.filter(match).pop() ?? null, onDisk ? 30_000 : 1000, 500);
 }
 
-// The receipts of the app steward, decoded; null while the helper's unit restarts.
+// The receipts of the app steward, decoded, as `agentctl --json receipts steward` gives them:
+// asked over the helper's socket from this process and verified against the host's helper.pub
+// (helperReceipts). Null while the helper's unit restarts, or when one does not verify (where
+// agentctl exits 1).
 export async function stewardReceipts(box: SystemdContainer): Promise<any[] | null> {
-  const r = await run(box, 'agentctl', ['--json', 'receipts', 'steward']);
-  const list: unknown = r.json?.receipts ?? r.json;
-  if (r.code !== 0 || !Array.isArray(list)) return null;
-  return list.map((x) => x.payload ?? x);
+  try {
+    const list = await helperReceipts(pathIn(box), 'steward');
+    return list.some((r) => !r.verified) ? null : list.map((r) => r.payload);
+  } catch (err) {
+    if (err instanceof StewardError) return null;
+    throw err;
+  }
 }
 
 // How many starts of the helper's unit the launcher ran steward `version` on trial (its own
