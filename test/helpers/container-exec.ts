@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { helperStatus } from './helper-status.js';
 import type { ExecResult, SystemdContainer } from './systemd-container.js';
 
 // Commands inside a booted test container, for the suites that drive a whole host there.
@@ -8,6 +9,31 @@ export interface RunResult extends ExecResult {
   json: any;
   // stdout then stderr, for assertion messages.
   text: string;
+}
+
+// A path inside the container as this process reaches it: through its PID 1's root
+// (/proc/<pid>/root), which resolves in the container's mount namespace. Its Unix sockets connect
+// from here too, and its root is this process's root user (systemd-nspawn without a user namespace).
+// Not for SQLite, which resolves the symbolic link /proc/<pid>/root to `/`, this host's root: a
+// database the test reads from here is in a folder bound into the container (BootOptions.bind).
+export function pathIn(box: SystemdContainer, file = '/'): string {
+  return `/proc/${box.pid}/root${file === '/' ? '' : file}`;
+}
+
+// The status answer of the helper inside the container (under `root`, a prefix inside it, `/`
+// for an installed one), asked over its socket from this process (helper-status.ts); null while
+// it does not answer. The waits on a helper inside a container poll this: an `agentctl status`
+// per poll was an nsenter and a node started inside, ~0.2-0.3 s of CPU each, every 200-500 ms.
+// What a test asserts about agentctl's own output it still reads from agentctl.
+export function helperStatusIn(box: SystemdContainer, root = '/'): Promise<any> {
+  return helperStatus(pathIn(box, root));
+}
+
+// The status of `app` in the container as `agentctl --json status <app>` gives it, once the
+// helper answers and has recovered; null before.
+export async function appStatusIn(box: SystemdContainer, app: string, root = '/'): Promise<any> {
+  const s = await helperStatusIn(box, root);
+  return s?.recovering === false ? (s.apps as any[]).find((a) => a.name === app) ?? null : null;
 }
 
 // Runs a command inside; never rejects on its exit code.

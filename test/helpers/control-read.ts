@@ -8,6 +8,7 @@ import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import type { NodeView } from '../../src/control/operations/node-ops.js';
 import { nodesList } from '../../src/control/operations/node-ops.js';
 import { runOperation, type Operation } from '../../src/control/operations/operation.js';
+import { receiptsList, type ReceiptView } from '../../src/control/operations/receipt-ops.js';
 import { rolloutStatus } from '../../src/control/operations/rollout-ops.js';
 import { openStore } from '../../src/control/store/open-store.js';
 import type { RunStatusView } from '../../src/control/rollouts/run-status.js';
@@ -39,4 +40,17 @@ export async function controlNodes(db: string): Promise<NodeView[]> {
 // `rollout status APP --json`'s runs.
 export async function controlRuns(db: string, app: string): Promise<RunStatusView[]> {
   return (await readOp(db, rolloutStatus, { app })).runs;
+}
+
+// `receipts [--app APP] --json`'s receipts: every page.
+export async function controlReceipts(db: string, app?: string): Promise<ReceiptView[]> {
+  const all: ReceiptView[] = [];
+  let cursor: string | null = null;
+  do {
+    const input: Record<string, unknown> = { ...(app === undefined ? {} : { app }), ...(cursor === null ? {} : { cursor }) };
+    const page: { receipts: ReceiptView[]; nextCursor: string | null } = await readOp(db, receiptsList, input);
+    all.push(...page.receipts);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return all;
 }

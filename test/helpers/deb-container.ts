@@ -5,11 +5,13 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { AddonNotBuilt } from '../../scripts/package/sqlite-addon.js';
 import { PACKAGE_DEFAULT_CONFIG } from '../../src/install/install-layout.js';
+import { StewardError } from '../../src/core/errors.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import { decodeStored } from '../../src/helper/receipts/receipts-file.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { REPO, sri } from './host.js';
-import { runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
+import { helperReceipts } from './helper-status.js';
+import { appStatusIn, helperStatusIn, pathIn, runIn as run, shIn as sh, writeIn, type RunResult } from './container-exec.js';
 import { buildDeb, STEWARD_DEB, type DebBuilder } from './deb-cache.js';
 import { skipUnlessCI } from './skip.js';
 import { bootOrSkip, waitFor, type SystemdContainer } from './systemd-container.js';
@@ -97,13 +99,18 @@ export async function bootSeveralForDpkg(t: TestContext, count: number, builder:
 export const nextPatch = (v: string): string => v.replace(/^(\d+\.\d+\.)(\d+).*$/, (_m, head: string, patch: string) => `${head}${Number(patch) + 1}`);
 
 // `agentctl --json status` once it answers (exit 0); the helper's journal in the error if not.
+// The wait polls the helper's socket from this process (appStatusIn), then agentctl runs once.
 export async function statusOnceUp(box: SystemdContainer): Promise<RunResult> {
   let last = '';
   return waitFor('agentctl status through the packaged helper', async () => {
+    if (!(await helperStatusIn(box))) {
+      last = 'the helper does not answer on its socket';
+      return null;
+    }
     const r = await run(box, 'agentctl', ['--json', 'status']);
     last = r.text;
     return r.code === 0 ? r : null;
-  }, 30_000, 500).catch(async (err: Error) => {
+  }, 30_000, 200).catch(async (err: Error) => {
     const journal = await run(box, 'journalctl', ['-u', 'steward-helper.service', '--no-pager', '-n', '40']);
     throw new Error(`${err.message}: ${last}\n--- the helper's journal ---\n${journal.text}`);
   });
@@ -120,16 +127,16 @@ export async function mainPid(box: SystemdContainer, unit: string): Promise<stri
   return (await run(box, 'systemctl', ['show', '-p', 'MainPID', '--value', unit])).stdout.trim();
 }
 
-// `agentctl --json status web` once web's supervisor says `running`: its entry.
+// web's entry of the helper's status (`agentctl --json status web`'s) once web's supervisor says
+// `running`, polled over the helper's socket (appStatusIn).
 export async function webRunning(box: SystemdContainer): Promise<{ supervisor: { state: string; pid: number }; current: string }> {
-  let last = '';
+  let last: unknown = null;
   return waitFor('web running under the helper', async () => {
-    const r = await run(box, 'agentctl', ['--json', 'status', 'web']);
-    last = r.text;
-    const app = r.json?.recovering === false ? r.json.apps?.[0] : null;
+    const app = await appStatusIn(box, 'web');
+    last = app;
     return app?.supervisor?.state === 'running' ? app : null;
-  }, 30_000, 500).catch((err: Error) => {
-    throw new Error(`${err.message}: ${last}`);
+  }, 30_000, 200).catch((err: Error) => {
+    throw new Error(`${err.message}: ${JSON.stringify(last)}`);
   });
 }
 
@@ -155,13 +162,12 @@ export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | '
 }
 
 // `agentctl --json status <app>`'s entry for the app once the helper has recovered; null while
-// it restarts or recovers.
-export async function statusOf(box: SystemdContainer, app: string): Promise<any> {
-  const r = await run(box, 'agentctl', ['--json', 'status', app]);
-  return r.json?.recovering === false ? r.json.apps?.[0] : null;
+// it restarts or recovers. Asked over the helper's socket from this process (appStatusIn).
+export function statusOf(box: SystemdContainer, app: string): Promise<any> {
+  return appStatusIn(box, app);
 }
 
-// The last receipt of the app steward whose payload `match`es, as agentctl reports it, once
+// The last receipt of the app steward whose payload `match`es, as agentctl would report it, once
 // there is one. Waited for in the receipts file first, read from this side through
 // /proc/<PID 1>/root (decodeStored, as the helper reads it back): a wait of a minute that polled
 // agentctl, a node inside the container, every second or so started none. agentctl then answers
@@ -181,12 +187,18 @@ export async function stewardReceiptMatching(box: SystemdContainer, what: string
   return waitFor(what, async () => (await stewardReceipts(box))?.filter(match).pop() ?? null, onDisk ? 30_000 : 1000, 500);
 }
 
-// The receipts of the app steward, decoded; null while the helper's unit restarts.
+// The receipts of the app steward, decoded, as `agentctl --json receipts steward` gives them:
+// asked over the helper's socket from this process and verified against the host's helper.pub
+// (helperReceipts). Null while the helper's unit restarts, or when one does not verify (where
+// agentctl exits 1).
 export async function stewardReceipts(box: SystemdContainer): Promise<any[] | null> {
-  const r = await run(box, 'agentctl', ['--json', 'receipts', 'steward']);
-  const list: unknown = r.json?.receipts ?? r.json;
-  if (r.code !== 0 || !Array.isArray(list)) return null;
-  return list.map((x) => x.payload ?? x);
+  try {
+    const list = await helperReceipts(pathIn(box), 'steward');
+    return list.some((r) => !r.verified) ? null : list.map((r) => r.payload);
+  } catch (err) {
+    if (err instanceof StewardError) return null;
+    throw err;
+  }
 }
 
 // How many starts of the helper's unit the launcher ran steward `version` on trial (its own

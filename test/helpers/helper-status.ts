@@ -2,8 +2,11 @@
 // it does not answer (not listening yet, or restarting). The tests' waits poll it: an agentctl
 // process per poll cost 0.15-0.3 s of CPU, ten or twenty times a second, in every file that
 // waits on a helper. Tests of agentctl itself still run agentctl.
+import { readFileSync } from 'node:fs';
+import { checkReceipts, type CheckedReceipt } from '../../src/cli/commands/receipts.js';
 import { StewardError } from '../../src/core/errors.js';
 import { hostPaths } from '../../src/core/paths.js';
+import { parsePublicKey } from '../../src/platform/keys.js';
 import { callHelper, pickSocket } from '../../src/protocol/client.js';
 import { helperClient } from '../../src/protocol/helper-client.js';
 
@@ -31,4 +34,13 @@ export async function appStatusOf(root: string, app: string): Promise<any> {
   const s = await helperStatus(root);
   if (!s) throw new Error('the helper did not answer its status');
   return s.apps.find((a: any) => a.name === app);
+}
+
+// `agentctl --json receipts [app]`'s receipts, asked from this process and each verified against
+// helper.pub as the CLI verifies them (checkReceipts), from a helper that must be answering.
+export async function helperReceipts(root: string, app?: string): Promise<CheckedReceipt[]> {
+  const paths = hostPaths(root);
+  const socket = await pickSocket(paths);
+  const r = await helperClient((request, opts) => callHelper(socket.path, request, opts)).receipts(app === undefined ? {} : { app });
+  return checkReceipts(Array.isArray(r?.receipts) ? r.receipts : [], parsePublicKey(readFileSync(paths.helperPub, 'utf8')), app);
 }

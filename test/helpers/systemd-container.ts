@@ -81,6 +81,10 @@ export interface BootOptions {
   timeoutMs?: number;
   // Host folders mounted read-only inside: [host path, path in the container].
   bindRo?: Array<[string, string]>;
+  // Host folders mounted writable inside: [host path, path in the container]. What the test
+  // reads from this side with a library that resolves symbolic links (SQLite does, in every path
+  // it opens) must be here: /proc/<pid>/root/... would resolve to this host's own files.
+  bind?: Array<[string, string]>;
   // Folders given an empty writable tmpfs inside (under the read-only /usr, say).
   tmpfs?: string[];
   // Host folders made writable inside as overlayfs: [host folder (lower), host folder that takes
@@ -137,6 +141,7 @@ ${removeCgroupsScript(cgroups)}exit "$code"`;
       `--bind-ro=${REPO}:${CONTAINER_REPO}`,
       ...(process.execPath === '/usr/bin/node' ? [] : [`--bind-ro=${process.execPath}:/usr/bin/node`]),
       ...(opts.bindRo ?? []).map(([from, to]) => `--bind-ro=${from}:${to}`),
+      ...(opts.bind ?? []).map(([from, to]) => `--bind=${from}:${to}`),
       ...(opts.tmpfs ?? []).map((dir) => `--tmpfs=${dir}`),
       ...(opts.overlays ?? []).map(([lower, upper, to]) => `--overlay=${lower}:${upper}:${to}`),
       ...(memoryDir ? [`--bind=${memoryDir}:${MEMORY_BIND}`] : []),

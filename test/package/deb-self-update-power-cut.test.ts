@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
+import { pathIn, runIn as run, shIn as sh, writeIn } from '../helpers/container-exec.js';
 import { bootForDpkg, mainPid, nextPatch, runWebApp, statusOf, statusOnceUp, stewardReceiptMatching, trialsOf, webRunning } from '../helpers/deb-container.js';
 import { makeReleaseKey } from '../helpers/host.js';
 import { stewardReleaseFiles } from '../helpers/self-release.js';
@@ -64,13 +64,15 @@ async function armRunning(box: SystemdContainer): Promise<void> {
   await sh(box, `rm -f ${TRACE}`);
   const tracer = box.spawn('/usr/bin/strace', [...straceArgs(AFTER.candidate), '-p', pid], { stdio: 'ignore' });
   tracer.unref();
-  await waitFor(`strace attached to the helper ${pid}`, async () => /^TracerPid:\s+[1-9]/m.test((await run(box, 'cat', [`/proc/${pid}/status`])).stdout), 10_000, 100);
+  // Read from this side through the container's root (its /proc): no process started per poll.
+  await waitFor(`strace attached to the helper ${pid}`, async () => /^TracerPid:\s+[1-9]/m.test(readFileSync(pathIn(box, `/proc/${pid}/status`), 'utf8')), 10_000, 100);
 }
 
 // Waits for the stop; then, as at every start, `version` ran on trial at most once and `current`
 // is one version.
 async function stoppedAfter(box: SystemdContainer, stop: Stop, version: string): Promise<void> {
-  await waitFor(`the stop right after ${stop.what}`, async () => (await run(box, 'grep', ['-q', 'stopped by SIGSTOP', TRACE])).code === 0, 120_000, 200).catch(async (err: Error) => {
+  const trace = pathIn(box, TRACE);
+  await waitFor(`the stop right after ${stop.what}`, async () => existsSync(trace) && readFileSync(trace, 'utf8').includes('stopped by SIGSTOP'), 120_000, 200).catch(async (err: Error) => {
     const j = await run(box, 'journalctl', ['-u', UNIT, '--no-pager', '-o', 'cat', '-n', '30']);
     const tr = await run(box, 'cat', [TRACE]);
     throw new Error(`${err.message}\n--- strace ---\n${tr.text}\n--- journal ---\n${j.text}`);

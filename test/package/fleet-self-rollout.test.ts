@@ -226,7 +226,10 @@ test('a rollout of steward through steward-control to three hosts: canary then b
     assert.match(up.text, /dpkg --configure steward/);
     assert.equal(await dpkgStatus(box, dpkg), `install ok half-configured ${P}`);
 
-    const s = await statusOf(box, 'steward');
+    // `agentctl status` itself here (statusOf asks the helper's socket from this process).
+    const st = await run(box, 'agentctl', ['--json', 'status', 'steward']);
+    assert.equal(st.code, 0, st.text);
+    const s = st.json.apps[0];
     assert.deepEqual([s?.self?.version, s?.current, s?.self?.packageReverted?.version], [A, A, P], JSON.stringify(s));
     assert.equal(s.supervisor?.state, 'running', 'the helper is the app steward, and it runs');
     const check = await run(box, 'agentctl', ['status', '--check']);

@@ -1,9 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { appRelease, fetchVersion, freePort, type AppBehavior } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { reportScenarios, runIn, shIn, writeIn } from '../../helpers/container-exec.js';
+import { appStatusIn, helperStatusIn, reportScenarios, runIn, shIn, writeIn } from '../../helpers/container-exec.js';
+import { controlNodes, controlReceipts, controlRuns } from '../../helpers/control-read.js';
 
 // The fleet under a real systemd 252 (booted in a container; the repository is mounted read-only
 // at /opt/src): `agentctl install`, steward-control on the container's loopback (a unit of its
@@ -16,7 +20,9 @@ import { reportScenarios, runIn, shIn, writeIn } from '../../helpers/container-e
 const AGENTCTL = `${CONTAINER_REPO}/bin/agentctl.js`;
 const INSTALLED = '/opt/steward/lib/bin/agentctl.js';
 const CONTROL = `${CONTAINER_REPO}/bin/steward-control.js`;
-const DB = '/var/tmp/control.db';
+// In a folder of this host's bound there (dbHere): the waits read the store from this side.
+const DB_DIR = '/var/tmp/control';
+const DB = `${DB_DIR}/control.db`;
 const RELEASES = '/var/tmp/releases';
 // Made by the test to turn web 2.0.0 into a release that exits as soon as it starts.
 const CRASH_FILE = '/var/tmp/web-crash';
@@ -71,32 +77,47 @@ async function addRelease(box: SystemdContainer, url: string, key: string, app: 
   await ctl(box, 'release', 'add', app, version, '--file', file, '--base-url', url, '--key', key);
 }
 
+// The waits below read steward-control's store and ask the helper from this process (control-read.ts,
+// appStatusIn): a steward-control or agentctl process started inside per poll cost ~0.3 s of CPU.
+// What the test asserts it still reads from the CLIs. DB as this process opens it: its folder
+// is this host's, bound at DB_DIR (SQLite would resolve /proc/<pid>/root to this host's root).
+let dbHere = '';
+const dbFrom = (_box: SystemdContainer) => dbHere;
+
 // Starts a rollout of web and waits for its end; returns the run as `rollout status` shows it.
 async function rollout(box: SystemdContainer, version: string): Promise<any> {
   await ctl(box, 'rollout', 'start', 'web', version, '--verdict-timeout', '90s', '--bake', '0');
-  return waitFor(`the rollout of web ${version} to end`, async () => {
-    const run = (await ctl(box, 'rollout', 'status', 'web')).runs[0];
-    return run?.version === version && run.status !== 'running' ? run : null;
-  }, 90_000, 500);
+  await waitFor(`the rollout of web ${version} to end`, async () => {
+    const [run] = await controlRuns(dbFrom(box), 'web');
+    return run?.version === version && run.status !== 'running';
+  }, 90_000, 200);
+  return (await ctl(box, 'rollout', 'status', 'web')).runs[0];
 }
 
-// The receipt steward-control stored for an attempt, once the agent relayed it.
-function receiptOf(box: SystemdContainer, attemptId: string): Promise<any> {
-  return waitFor(`the receipt of ${attemptId} at steward-control`, async () => {
-    const { receipts } = await ctl(box, 'receipts', '--app', 'web');
-    return receipts.find((r: any) => r.attemptId === attemptId) ?? null;
-  }, 30_000, 500);
+// The receipt steward-control stored for an attempt, once the agent relayed it (as `receipts
+// --app web` lists it).
+async function receiptOf(box: SystemdContainer, attemptId: string): Promise<any> {
+  await waitFor(`the receipt of ${attemptId} at steward-control`, async () => (await controlReceipts(dbFrom(box), 'web')).some((r) => r.attemptId === attemptId), 30_000, 200);
+  const { receipts } = await ctl(box, 'receipts', '--app', 'web');
+  return receipts.find((r: any) => r.attemptId === attemptId) ?? null;
 }
 
 // What the node reported for an app in its last heartbeat.
 async function reported(box: SystemdContainer, app: string): Promise<any> {
-  const { nodes } = await ctl(box, 'nodes');
-  return nodes[0]?.apps?.find((a: any) => a.name === app) ?? null;
+  const nodes = await controlNodes(dbFrom(box));
+  return (nodes[0]?.apps as any[] | undefined)?.find((a: any) => a.name === app) ?? null;
 }
 
 test('a fleet under a real systemd: rollouts through steward-control, a rollback, a helper SIGKILLed mid-activation, a crash loop', { timeout: 300_000 }, async (t) => {
-  const box = await bootOrSkip(t);
-  if (!box) return;
+  const dbDir = mkdtempSync(path.join(os.tmpdir(), 'steward-fleet-db-'));
+  dbHere = path.join(dbDir, path.basename(DB));
+  // After the container stops (after hooks run in the order they were added).
+  const removeDb = () => rmSync(dbDir, { recursive: true, force: true });
+  const box = await bootOrSkip(t, { bind: [[dbDir, DB_DIR]] }).catch((err: unknown) => {
+    removeDb();
+    throw err;
+  });
+  if (!box) return removeDb();
   const t0 = Date.now();
   const ran: string[] = [];
   const planned = 6;
@@ -104,6 +125,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     await reportScenarios(box, ran, planned, { units: UNITS, lines: 150, output: 'short-monotonic' });
     await box.exec('systemctl', ['stop', 'steward-control']);
     await box.stop();
+    removeDb();
   });
 
   // 1. Install, the apps' users, the host config, steward-control, the release key, enrollment.
@@ -124,7 +146,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
   await shIn(box, 'mkdir -p -m 0755 /etc/steward/trusted-keys/web && install -m 0644 "$1" /etc/steward/trusted-keys/web/release.pub', keys.publicKeyFile);
   await writeIn(box, '/etc/steward/steward.json', JSON.stringify(CONFIG, null, 2) + '\n');
   assert.equal((await runIn(box, 'systemctl', ['restart', 'steward-helper'])).code, 0);
-  await waitFor('the helper with the new config', async () => (await agentctl(box, ['status', '--json'])).json?.apps?.length === 2, 30_000, 200);
+  await waitFor('the helper with the new config', async () => (await helperStatusIn(box))?.apps?.length === 2, 30_000, 200);
 
   const webPort = await freePort();
   const otherPort = await freePort();
@@ -144,7 +166,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
   const enroll = await agentctl(box, ['enroll', '--control-plane', url, '--token', token, '--json']);
   assert.equal(enroll.code, 0, enroll.text);
   assert.equal((await runIn(box, 'systemctl', ['enable', '--now', 'steward-agent'])).code, 0);
-  await waitFor('a heartbeat from the agent unit', async () => (await ctl(box, 'nodes')).nodes[0]?.lastHeartbeatAt, 30_000, 500);
+  await waitFor('a heartbeat from the agent unit', async () => (await controlNodes(dbFrom(box)))[0]?.lastHeartbeatAt, 30_000, 200);
 
   // `other` is installed by hand (admin.sock, unsigned): no rollout ever names it.
   const otherTgz = appRelease('other', '1.0.0', otherPort, { stableMs: 200 });
@@ -193,8 +215,8 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     await ctl(box, 'rollout', 'start', 'web', '4.0.0', '--verdict-timeout', '90s', '--bake', '0');
     // In the middle of the activation: 4.0.0 is up and listening, its stability window open.
     const attemptId = await waitFor('web 4.0.0 to be up and probed', async () => {
-      const web = await appStatus(box, 'web');
-      if (web.running?.phase !== 'start') return null;
+      const web = await appStatusIn(box, 'web');
+      if (web?.running?.phase !== 'start') return null;
       const j = (await box.exec('journalctl', ['-u', 'steward-app-web', '--after-cursor', cursor, '-o', 'cat', '--no-pager'])).stdout;
       return j.includes(`listening ${webPort} version 4.0.0`) ? (web.running.attemptId as string) : null;
     }, 60_000, 100);
@@ -205,10 +227,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
       const h = await show(box, 'steward-helper.service');
       return Number(h.MainPID) > 0 && Number(h.MainPID) !== helperBefore && h.ActiveState === 'active';
     }, 15_000, 100);
-    const web = await waitFor('recovery to finish', async () => {
-      const r = await agentctl(box, ['status', 'web', '--json']);
-      return r.json?.recovering === false ? r.json.apps[0] : null;
-    }, 60_000, 200);
+    const web = await waitFor('recovery to finish', () => appStatusIn(box, 'web'), 60_000, 200);
     // current is a complete release again, and the journal is terminal.
     assert.equal(web.current, '2.0.0');
     assert.equal(web.currentState, 'valid');
@@ -227,15 +246,13 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     const { receipts } = await ctl(box, 'receipts');
     assert.equal(receipts.filter((r: any) => r.attemptId === attemptId).length, 1);
     assert.deepEqual((await ctl(box, 'nodes')).nodes[0].receiptLost, []);
-    const run = await waitFor('the run to halt', async () => {
-      const r = (await ctl(box, 'rollout', 'status', 'web')).runs[0];
-      return r.status !== 'running' ? r : null;
-    }, 30_000, 500);
+    await waitFor('the run to halt', async () => (await controlRuns(dbFrom(box), 'web'))[0]?.status !== 'running', 30_000, 200);
+    const run = (await ctl(box, 'rollout', 'status', 'web')).runs[0];
     assert.equal(run.status, 'halted', JSON.stringify(run));
     // web runs 2.0.0 again, and other was not part of it: the same unit, process and start time.
     const webNow = await waitFor('web to run 2.0.0', async () => {
-      const a = await appStatus(box, 'web');
-      return a.supervisor?.state === 'running' && a.supervisor.version === '2.0.0' ? a : null;
+      const a = await appStatusIn(box, 'web');
+      return a?.supervisor?.state === 'running' && a.supervisor.version === '2.0.0' ? a : null;
     }, 15_000, 200);
     assert.equal(Number((await show(box, 'steward-app-web.service')).MainPID), webNow.supervisor.pid);
     assert.equal(await fetchVersion(webPort), '2.0.0');
@@ -255,8 +272,7 @@ test('a fleet under a real systemd: rollouts through steward-control, a rollback
     // From now on 2.0.0 exits with code 3 as soon as it starts; one kill starts the loop.
     await shIn(box, 'touch "$1" && chmod 0644 "$1" && kill -KILL "$2"', CRASH_FILE, String(before.supervisor.pid));
     const gaveUp = await waitFor('web to be in error', async () => {
-      const r = await agentctl(box, ['status', '--json']);
-      const a = r.json?.apps?.find((x: any) => x.name === 'web');
+      const a = await appStatusIn(box, 'web');
       return a?.supervisor?.state === 'error' ? a : null;
     }, 30_000, 200);
     assert.equal(gaveUp.supervisor.attempts, 5);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { appRelease, freePort, type AppBehavior } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { reportScenarios, writeIn } from '../../helpers/container-exec.js';
+import { appStatusIn, helperStatusIn, reportScenarios, writeIn } from '../../helpers/container-exec.js';
 
 // steward-helper itself as a unit of a real systemd 252 (booted in a container; the repository
 // is mounted read-only at /opt/src), with the systemd runner it picks there: the app is its own
@@ -49,10 +49,25 @@ async function agentctl(box: SystemdContainer, args: string[]): Promise<{ code: 
   return { code: r.code, json, text: r.stdout + r.stderr };
 }
 
-async function webStatus(box: SystemdContainer): Promise<any> {
+// `agentctl status web --json`'s entry.
+async function webStatusCli(box: SystemdContainer): Promise<any> {
   const r = await agentctl(box, ['status', 'web', '--json']);
   assert.equal(r.code, 0, r.text);
   return r.json.apps[0];
+}
+
+// The same entry, asked over the helper's socket from this process (appStatusIn), or null while
+// the helper does not answer or recovers: what the waits poll (an agentctl per poll, a node
+// started inside the container, was ~0.25 s of CPU, 5 to 50 times a wait).
+function webPolled(box: SystemdContainer): Promise<any> {
+  return appStatusIn(box, 'web', ROOT);
+}
+
+// web's entry from a helper that must be answering, over its socket.
+async function webStatus(box: SystemdContainer): Promise<any> {
+  const a = await webPolled(box);
+  assert.ok(a, 'the helper answers its status, recovered, with web');
+  return a;
 }
 
 async function show(box: SystemdContainer, unit: string, props = 'User,MainPID,ActiveState,LoadState'): Promise<Record<string, string>> {
@@ -100,13 +115,13 @@ async function crashAndRespawn(box: SystemdContainer, label: string, lastExit: {
   assert.ok(old > 0);
   const killedAt = await killApp(box, old);
   const after = await waitFor(`a respawn after killing ${old}`, async () => {
-    const a = await webStatus(box);
-    return a.supervisor?.pid && a.supervisor.pid !== old && a.supervisor.state === 'running' ? a : null;
+    const a = await webPolled(box);
+    return a?.supervisor?.pid && a.supervisor.pid !== old && a.supervisor.state === 'running' ? a : null;
   }, 10_000, 20);
   const respawnMs = Date.now() - killedAt;
   const heard = await waitFor('the exit line in the helper journal', () => heardAt(box, old), 5000, 100);
   const heardMs = heard - killedAt;
-  console.log(`${label}: crash heard in ${heardMs} ms, respawned (seen by agentctl) in ${respawnMs} ms, pid ${old} -> ${after.supervisor.pid}`);
+  console.log(`${label}: crash heard in ${heardMs} ms, respawned (seen in its status) in ${respawnMs} ms, pid ${old} -> ${after.supervisor.pid}`);
   assert.ok(heardMs < 1000, `${label}: the crash must be heard within 1 s, took ${heardMs} ms`);
   assert.deepEqual(after.supervisor.lastExit, lastExit);
   const unit = await show(box, APP_UNIT);
@@ -141,10 +156,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     '/usr/bin/node', `${CONTAINER_REPO}/bin/steward-helper.js`, '--root', ROOT,
   ]);
   assert.equal(run.code, 0, `systemd-run steward-helper: ${run.stderr}`);
-  const helperReady = async () => {
-    const r = await agentctl(box, ['status', '--json']);
-    return r.code === 0 && r.json?.recovering === false;
-  };
+  const helperReady = async () => (await helperStatusIn(box, ROOT))?.recovering === false;
   await waitFor('the helper to answer status', helperReady, 30_000, 100);
   const helperLog = (await box.exec('journalctl', ['-u', HELPER_UNIT, '-o', 'cat', '--no-pager'])).stdout;
   assert.match(helperLog, /process runner=systemd/, 'the helper picks the systemd runner under systemd');
@@ -155,7 +167,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
   assert.equal(up.json.outcome, 'active');
 
   await t.test('the app runs as its own unit steward-app-web.service, as its own user', async () => {
-    const st = await webStatus(box);
+    const st = await webStatusCli(box);
     const unit = await show(box, APP_UNIT);
     assert.equal(unit.ActiveState, 'active');
     assert.equal(unit.User, USER);
@@ -186,8 +198,8 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     assert.equal((await webStatus(box)).supervisor.pid, before.supervisor.pid, 'the app runs on without its client');
     await killApp(box, before.supervisor.pid);
     const after = await waitFor('the respawn', async () => {
-      const a = await webStatus(box);
-      return a.supervisor?.pid !== before.supervisor.pid && a.supervisor?.state === 'running' ? a : null;
+      const a = await webPolled(box);
+      return a && a.supervisor?.pid !== before.supervisor.pid && a.supervisor?.state === 'running' ? a : null;
     }, 15_000, 100);
     assert.deepEqual(after.supervisor.lastExit, { code: null, signal: 'SIGKILL' });
     assert.equal(after.supervisor.attempts, 2);
@@ -210,7 +222,7 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     console.log(`helper restarted and answering in ${Date.now() - killedAt} ms (RestartSec=1)`);
     // A few polls and sweeps later, still the very same process and nothing more.
     await sleep(1500);
-    const after = await webStatus(box);
+    const after = await webStatusCli(box);
     assert.equal(after.supervisor.pid, pid, 'agentctl status shows the same pid');
     assert.equal(after.supervisor.state, 'running');
     const unit = await show(box, APP_UNIT);
@@ -237,8 +249,8 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     const up2 = await update(box, '2.0.0', port, { crashAfterMs: 2500, crashIfExists: crashFile, stableMs: 200, watchMs: 0 });
     assert.equal(up2.code, 0, up2.text);
     const gaveUp = await waitFor('error', async () => {
-      const a = await webStatus(box);
-      return a.supervisor?.state === 'error' ? a : null;
+      const a = await webPolled(box);
+      return a?.supervisor?.state === 'error' ? a : null;
     }, 60_000, 200);
     assert.equal(gaveUp.supervisor.attempts, 5);
     assert.match(gaveUp.supervisor.giveUpReason, /gave up after 5 respawns.*code 3/);
@@ -276,8 +288,8 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     const up4 = await update(box, '4.0.0', port, { crashAfterMs: 2500, stableMs: 200, watchMs: 30_000, watchMaxRestarts: 1 });
     assert.equal(up4.json?.outcome, 'active', up4.text);
     const back = await waitFor('the rollback to 2.0.0', async () => {
-      const a = await webStatus(box);
-      return a.current === '2.0.0' && a.lastAttempt?.outcome === 'rolled-back' && a.supervisor?.state === 'running' ? a : null;
+      const a = await webPolled(box);
+      return a?.current === '2.0.0' && a.lastAttempt?.outcome === 'rolled-back' && a.supervisor?.state === 'running' ? a : null;
     }, 30_000, 200);
     assert.equal(back.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
     assert.match(back.lastAttempt.reason.message, new RegExp(`exited 2 times \\(the last with code 3\\).*activated by attempt ${up4.json.attemptId}`));
@@ -293,8 +305,8 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     assert.equal(up5.json?.outcome, 'active', up5.text);
     await sh(box, 'touch "$1" && chmod 0644 "$1"', sick);
     const back = await waitFor('the rollback to 2.0.0', async () => {
-      const a = await webStatus(box);
-      return a.current === '2.0.0' && a.lastAttempt?.outcome === 'rolled-back' && a.supervisor?.state === 'running' ? a : null;
+      const a = await webPolled(box);
+      return a?.current === '2.0.0' && a.lastAttempt?.outcome === 'rolled-back' && a.supervisor?.state === 'running' ? a : null;
     }, 30_000, 200);
     await sh(box, 'rm -f "$1"', sick);
     assert.equal(back.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
@@ -323,8 +335,8 @@ test('steward-helper as a systemd unit runs its app as its own unit, survives it
     assert.equal(up7.json?.outcome, 'active', up7.text);
     const first = (await webStatus(box)).supervisor.pid as number;
     const after = await waitFor('the respawn after the watchdog kill', async () => {
-      const a = await webStatus(box);
-      return a.supervisor?.pid && a.supervisor.pid !== first && a.supervisor.state === 'running' && a.supervisor.lastExit ? a : null;
+      const a = await webPolled(box);
+      return a?.supervisor?.pid && a.supervisor.pid !== first && a.supervisor.state === 'running' && a.supervisor.lastExit ? a : null;
     }, 30_000, 200);
     assert.equal(after.supervisor.lastExit.reason, 'WATCHDOG', JSON.stringify(after.supervisor.lastExit));
     assert.equal(after.supervisor.lastExit.signal, 'SIGABRT');
