@@ -166,6 +166,7 @@ const SLOWEST = [
   'systemd/steward-launcher-kill',
   'package/fleet-self-rollout',
   'package/deb-self-update.',
+  'e2e/systemd/socket-handover-under-systemd',
   'e2e/systemd/fleet-under-systemd',
   'compat/previous-release-fleet',
   'e2e/self-update-trial',

@@ -161,10 +161,12 @@ export async function runWebApp(box: SystemdContainer, processRunner: 'auto' | '
   return (await webRunning(box)).supervisor.pid;
 }
 
-// `agentctl --json status <app>`'s entry for the app once the helper has recovered; null while
-// it restarts or recovers. Asked over the helper's socket from this process (appStatusIn).
-export function statusOf(box: SystemdContainer, app: string): Promise<any> {
-  return appStatusIn(box, app);
+// `agentctl --json status <app>`'s entry for the app once the helper has recovered, waited for
+// (up to a minute) while it restarts or recovers: a receipt a restarted helper wrote at its
+// start may come before its recovery is over. Asked over the helper's socket from this process
+// (appStatusIn), every 100 ms.
+export async function statusOf(box: SystemdContainer, app: string): Promise<any> {
+  return waitFor(`the helper's status of ${app}, recovered`, () => appStatusIn(box, app), 60_000, 100);
 }
 
 // The last receipt of the app steward whose payload `match`es, as agentctl would report it, once
