@@ -171,6 +171,7 @@ const SLOWEST = [
   'compat/previous-release-fleet',
   'e2e/self-update-trial',
   'e2e/kill-points',
+  'e2e/socket-handover',
   'package/deb-upgrade-keeps-apps-running',
   'package/control-deb-install-upgrade-purge',
   'security/refused-receipt-flood-before-relay',
