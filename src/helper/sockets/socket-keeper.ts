@@ -153,12 +153,14 @@ export async function keeperMain(opts: KeeperOptions): Promise<void> {
     for (const c of conns) c.write(line);
   };
   const quit = () => {
+    // Closing a Unix socket's handle removes its file (libuv does); what is at the path after
+    // that is someone else's, and is left alone unless it is a socket.
     for (const h of handles) h.close();
     for (const s of opts.sockets) {
       const a = parseListenAddress(s.listen);
       if (typeof a !== 'string' && a.kind === 'unix') {
         try {
-          unlinkSync(a.path);
+          if (lstatSync(a.path).isSocket()) unlinkSync(a.path);
         } catch {
           // gone already
         }

@@ -1,7 +1,7 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,14 +21,33 @@ interface Started {
   opts: KeeperOptions;
 }
 
+// Every keeper a test started, killed when the file ends whatever happened: a keeper outlives
+// its parent by design, and one left running would hold its socket (and whatever it inherited).
+const started = new Set<number>();
+after(() => {
+  for (const pid of started) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+});
+
 async function startKeeper(sockets: KeeperOptions['sockets'], o: { uid?: number; dir?: string } = {}): Promise<Started> {
   const dir = o.dir ?? mkdtempSync(path.join(os.tmpdir(), 'steward-keeper-'));
   const opts: KeeperOptions = { app: 'web', root: dir, control: path.join(dir, 'web.sock'), pidFile: path.join(dir, 'web.pid'), sockets };
-  const child = spawn(process.execPath, [KEEPER, JSON.stringify(opts)], { stdio: ['ignore', 'pipe', 'inherit'], detached: true, ...(o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {}) });
+  // Its stderr to a file of its own, as the helper gives it the app's log: never this process's
+  // stderr, which a keeper left running would hold open after the test file ended.
+  const errFd = openSync(path.join(dir, 'keeper.err'), 'a');
+  const child = spawn(process.execPath, [KEEPER, JSON.stringify(opts)], { stdio: ['ignore', 'pipe', errFd], detached: true, ...(o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {}) });
+  closeSync(errFd);
+  if (child.pid !== undefined) started.add(child.pid);
   let out = '';
-  child.stdout.setEncoding('utf8');
+  const stdout = child.stdout as NonNullable<typeof child.stdout>;
+  stdout.setEncoding('utf8');
   const line = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: string) => {
+    stdout.on('data', (d: string) => {
       out += d;
       if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
     });
@@ -55,8 +74,11 @@ async function request(control: string, msg: object): Promise<any> {
   });
 }
 
+// Asks a keeper to quit and waits until it is gone.
 async function quit(k: Started): Promise<void> {
   if (k.first.ok) await request(k.opts.control, { op: 'quit' }).catch(() => undefined);
+  const pid = k.first.pid;
+  for (let i = 0; pid !== undefined && i < 250 && existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 20));
   rmSync(k.dir, { recursive: true, force: true });
 }
 
