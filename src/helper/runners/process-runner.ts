@@ -35,6 +35,8 @@ export interface ProcessRunnerOptions {
   // Where the apps' memory cgroups are (findMemoryHome), or why there are none: an app with a
   // memoryMax is then refused its start. Absent: none.
   memory?: MemoryHome | string;
+  // How long a spare waits for a start after the app's process ended (SPARE_IDLE_MS; tests).
+  spareIdleMs?: number;
 }
 
 // The `process` runner without systemd: a detached child in its own session (and, where the
@@ -141,14 +143,21 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
     spare.discard();
     return null;
   };
+  // Ends only the spare itself (this runner's own child), then removes the app's cgroups if they
+  // are empty: whatever else is in them by then is not this runner's to end (a process a later
+  // helper of the same host started there, as the crash tests' helpers run one after another).
   const retireIdleSpare = (target: AppTarget, spare: Spare) => {
     const gen = generation.get(target.app);
     setTimeout(() => {
       if (spares.get(target.app) !== spare || generation.get(target.app) !== gen) return;
-      debug('app=%s: no start used its spare for %d ms; ending it', target.app, SPARE_IDLE_MS);
+      debug('app=%s: no start used its spare for %d ms; ending it', target.app, opts.spareIdleMs ?? SPARE_IDLE_MS);
       dropSpare(target.app);
-      void stopAll({ ...target, process: null }, 0).catch((err) => debug('app=%s: %s', target.app, (err as Error).message));
-    }, SPARE_IDLE_MS).unref();
+      void spare.gone.then(() => {
+        if (generation.get(target.app) !== gen) return;
+        if (home) removeAppCgroup(home, appCgroupDir(home, target.app));
+        removeAppMemory(memory, target.app);
+      });
+    }, opts.spareIdleMs ?? SPARE_IDLE_MS).unref();
   };
   // Parks a new spare once the app runs again, off the start's path: its spawn pays the move.
   const parkSpare = (spec: StartSpec, gen: object, endRestOf: EndRest) => {
@@ -418,6 +427,8 @@ interface Spare {
   // Its identity once spawned; null when it could not be.
   ready: Promise<ProcIdentity | null>;
   alive(): boolean;
+  // Resolves once its process has ended (however it ended).
+  gone: Promise<void>;
   // Lets it exec the app. `memory`: the app's memory cgroup as set up for this start (its OOM
   // count read now), `endRest` the start's own. Call once its `ready` gave an identity.
   use(identity: ProcIdentity, memory: AppMemory | null, endRest: EndRest): StartedProcess;
@@ -429,8 +440,11 @@ function armSpare(child: ChildProcess, spec: StartSpec, clock: Clock): Spare {
   const statText = pid > 0 ? readStatSync(pid) : null;
   let ended = false;
   let run: { identity: ProcIdentity; memory: AppMemory | null; endRest: EndRest; tell: (e: ExitInfo) => void } | null = null;
+  let markGone: () => void = () => undefined;
+  const gone = new Promise<void>((r) => (markGone = r));
   child.once('exit', (code, signal) => {
     ended = true;
+    markGone();
     // A spare that never ran the app ends alone (killed with the app's stop, or its pipe closed
     // with the helper): it started nothing and nobody waits for it.
     if (!run) return;
@@ -439,6 +453,7 @@ function armSpare(child: ChildProcess, spec: StartSpec, clock: Clock): Spare {
   });
   child.on('error', (err) => {
     ended = true;
+    markGone();
     debug('spare of app=%s: %s', spec.app, err.message);
   });
   // EPIPE on a go to a spare that just died: its exit is heard the same.
@@ -455,6 +470,7 @@ function armSpare(child: ChildProcess, spec: StartSpec, clock: Clock): Spare {
   return {
     key: spareKey(spec),
     pid,
+    gone,
     ready: ready.catch(() => null),
     alive: () => !ended && child.exitCode === null && child.signalCode === null,
     use(identity, memory, endRest) {

@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../../../src/platform/clock.js';
@@ -133,4 +133,27 @@ test('a spare whose go never comes runs nothing: the end of its pipe ends it', a
   for (let i = 0; i < 200 && cgroupPids(appCgroupDir(home, 'web')).includes(spare); i++) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(cgroupPids(appCgroupDir(home, 'web')), [main], 'the spare exited without running anything; the app runs on');
   process.kill(main, 'SIGKILL');
+});
+
+test('a spare no start used within its idle time is ended alone: a process another runner started in the cgroup runs on', async (t) => {
+  if (!IS_ROOT) return skipUnlessCI(t, 'app cgroups need root');
+  const home = cgroupHome(t);
+  if (!home) return skipUnlessCI(t, 'no app cgroups here (they need root, no systemd as PID 1 and a writable cgroup2 mount)');
+  const r = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT, cgroups: home, spareIdleMs: 300 });
+  const spec = makeSpec();
+  t.after(() => rmSync(spec.base, { recursive: true, force: true }));
+  const first = await r.start(spec);
+  const spare = await spareOf(home, first.identity.pid);
+  process.kill(first.identity.pid, 'SIGKILL');
+  await first.exited;
+  // A later helper of the same host (another runner) starts the app meanwhile, in the same cgroup.
+  const other = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT, cgroups: home });
+  const next = await other.start({ ...spec, command: ['sleep', `87${randomBytes(3).readUIntBE(0, 3)}`] });
+  for (let i = 0; i < 100 && cgroupPids(appCgroupDir(home, 'web')).includes(spare); i++) await new Promise((res) => setTimeout(res, 20));
+  const left = cgroupPids(appCgroupDir(home, 'web'));
+  assert.ok(!left.includes(spare), `the idle spare was ended: ${left}`);
+  assert.ok(left.includes(next.identity.pid), 'the other runner\'s process runs on');
+  await other.stop(target(spec, next.identity), { timeoutMs: 200 });
+  for (let i = 0; i < 50 && existsSync(appCgroupDir(home, 'web')); i++) await new Promise((res) => setTimeout(res, 20));
+  assert.equal(existsSync(appCgroupDir(home, 'web')), false, 'the cgroup went once empty');
 });
