@@ -41,7 +41,7 @@ class KeeperConn {
   private readonly exits = new Map<number, (info: ExitInfo) => void>();
   private buf = '';
   closed = false;
-  onClose: (() => void) | undefined;
+  private readonly closeListeners: Array<() => void> = [];
 
   constructor(private readonly sock: net.Socket) {
     sock.setEncoding('utf8');
@@ -51,7 +51,7 @@ class KeeperConn {
       this.closed = true;
       for (const p of this.pending.values()) p.reject(new StewardError('IO_ERROR', 'the socket keeper went away'));
       this.pending.clear();
-      this.onClose?.();
+      for (const fn of this.closeListeners.splice(0)) fn();
     });
     // A keeper never keeps the helper running.
     sock.unref();
@@ -92,6 +92,12 @@ class KeeperConn {
       this.pending.set(id, { resolve, reject });
       this.sock.write(`${JSON.stringify({ ...msg, id })}\n`);
     });
+  }
+
+  // Calls `fn` once the connection has closed (at once if it has).
+  whenClosed(fn: () => void): void {
+    if (this.closed) fn();
+    else this.closeListeners.push(fn);
   }
 
   onExit(pid: number, hear: (info: ExitInfo) => void): void {
@@ -157,18 +163,16 @@ export class SocketKeepers {
   private conn(app: string, sockets: SocketDecl[]): Promise<KeeperConn> {
     const have = this.conns.get(app);
     if (have) return have;
-    const p = this.connectOrStart(app, sockets);
+    return this.track(app, this.connectOrStart(app, sockets));
+  }
+
+  // Keeps `p` as the app's connection until it fails or closes.
+  private track(app: string, p: Promise<KeeperConn>): Promise<KeeperConn> {
     this.conns.set(app, p);
-    p.then(
-      (c) => {
-        c.onClose = () => {
-          if (this.conns.get(app) === p) this.conns.delete(app);
-        };
-      },
-      () => {
-        if (this.conns.get(app) === p) this.conns.delete(app);
-      },
-    );
+    const forget = () => {
+      if (this.conns.get(app) === p) this.conns.delete(app);
+    };
+    p.then((c) => c.whenClosed(forget), forget);
     return p;
   }
 
@@ -253,39 +257,25 @@ export class SocketKeepers {
   // Hears the exit of a process of the app that the keeper started (for an earlier helper, or kept
   // by a withdrawn handover): null when no keeper of the app answers, or the process is gone.
   async reattach(app: string, identity: ProcIdentity): Promise<StartedProcess | null> {
-    const c = await (this.conns.get(app) ?? this.adopt(app)).catch(() => null);
+    // A keeper that runs is connected to; none is started.
+    const c = await (this.conns.get(app) ?? this.track(app, this.connect(app))).catch(() => null);
     if (!c) return null;
     if (!(await this.opts.isAlive(identity).catch(() => false))) return null;
     return { identity, startedAt: Date.now(), exited: this.exitOf(c, identity) };
   }
 
-  // A connection to a keeper that runs, none started.
-  private adopt(app: string): Promise<KeeperConn> {
-    const p = this.connect(app);
-    this.conns.set(app, p);
-    p.then(
-      (c) => {
-        c.onClose = () => {
-          if (this.conns.get(app) === p) this.conns.delete(app);
-        };
-      },
-      () => {
-        if (this.conns.get(app) === p) this.conns.delete(app);
-      },
-    );
-    return p;
-  }
-
   private exitOf(c: KeeperConn, identity: ProcIdentity): Promise<ExitInfo> {
     return new Promise<ExitInfo>((resolve) => {
-      c.onExit(identity.pid, resolve);
-      const before = c.onClose;
-      // The keeper went away (the helper's own close, or the keeper's crash): the process may run
-      // on; its end is then found by polling it.
-      c.onClose = () => {
-        before?.();
-        void this.pollUntilGone(identity).then(() => resolve({ code: null, signal: null }));
-      };
+      let heard = false;
+      c.onExit(identity.pid, (info) => {
+        heard = true;
+        resolve(info);
+      });
+      // The keeper went away (the helper's own close, or the keeper's crash) before telling the
+      // exit: the process may run on; its end is then found by polling it.
+      c.whenClosed(() => {
+        if (!heard) void this.pollUntilGone(identity).then(() => resolve({ code: null, signal: null }));
+      });
     });
   }
 
