@@ -43,18 +43,7 @@ export function createSystemdRunner(opts: SystemdRunnerOptions): AppRunner {
   const clients: Clients = { live: new Set(), released: false };
   return {
     start: (spec) => startUnitApp(spec, opts, clients),
-    release: () => {
-      // First: a client ended from here is no exit of its app to hear of.
-      clients.released = true;
-      for (const child of clients.live) {
-        try {
-          child.kill('SIGKILL');
-        } catch {
-          // gone already
-        }
-      }
-      clients.live.clear();
-    },
+    release: () => releaseClients(clients),
     stop: (target, o) => stopUnitApp(target, opts.clock, o?.timeoutMs ?? opts.stopTimeoutMs ?? 10_000),
     isAlive: (identity) => isUnitAppAlive(identity),
     tailLog: (app, sinceMs, lines) => tailUnitLog(app, sinceMs, lines),
@@ -131,6 +120,20 @@ export function isUp(st: UnitStatus): boolean {
 export interface Clients {
   live: Set<ChildProcess>;
   released: boolean;
+}
+
+// The helper stops: ends the clients (the apps run on). First `released`: a client ended from
+// here is no exit of its app to hear of.
+export function releaseClients(clients: Clients): void {
+  clients.released = true;
+  for (const child of clients.live) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  clients.live.clear();
 }
 
 async function startUnitApp(spec: StartSpec, opts: SystemdRunnerOptions, clients: Clients): Promise<StartedProcess> {

@@ -52,6 +52,7 @@ import {
   stopProvenUnits,
   tailUnitLog,
   withKernelOom,
+  releaseClients,
   type Clients,
 } from './systemd-runner.js';
 
@@ -92,15 +93,7 @@ export function withSocketSides(inner: AppRunner, opts: SocketSidesOptions): App
     tailLog: (app, sinceMs, lines) => tailUnitLog(app, sinceMs, lines, sideUnits(app)),
     closeSockets: (app) => closeSocketUnits(app, opts.rootPrefix, dir),
     release: () => {
-      clients.released = true;
-      for (const child of clients.live) {
-        try {
-          child.kill('SIGKILL');
-        } catch {
-          // gone already
-        }
-      }
-      clients.live.clear();
+      releaseClients(clients);
       inner.release?.();
     },
   };
