@@ -6,20 +6,16 @@
 import type { Journal } from '../../core/journal-schema.js';
 import type { ReleaseFile } from '../../core/release-schemas.js';
 import { logger } from '../../platform/log.js';
-import { appFdPath, ensureAppFds } from '../runners/app-fds.js';
 import { readRunRecord, writeRunRecord } from '../runners/run-record.js';
 import type { StartedProcess } from '../runners/runner.js';
 import { appTarget, isAppAlive, probeSpecOf, startVersion } from './app-process.js';
 import type { UpdateContext } from './context.js';
 import { writeJournal } from './journal.js';
 import type { ProbeResult } from './probe.js';
-import { openReadyWait } from './ready-wait.js';
-import type { StartHooks } from './start-and-probe.js';
+import type { ReadyWait } from './ready-wait.js';
+import { openReady, readyBudgetOf, type StartHooks } from './start-and-probe.js';
 
 const log = logger('helper:handover');
-
-// How long an app without a health block may take to say it is ready (as start-and-probe.ts).
-const READY_DEFAULT_TIMEOUT_MS = 30_000;
 
 // A handover's verdict. `oldKept`: the new version never became ready, was stopped, and the old
 // process runs on as the app's recorded process: nothing is left to start.
@@ -56,11 +52,9 @@ export async function handOver(
   const { paths, faults, clock } = ctx;
   await writeJournal(paths, { ...journal, updatedAt: clock.now(), handover: { phase: 'start', old } }, faults);
   faults.hit('after-handover-start');
-  const runAs = await ctx.runAs(app);
-  const start = release.start;
-  await ensureAppFds(paths, app, start, runAs?.uid ?? null);
-  const ready = openReadyWait(appFdPath(paths, app, 'ready'), clock);
-  const budget = release.health ? release.health.timeoutMs : READY_DEFAULT_TIMEOUT_MS;
+  // Never null here: the release asks for readiness, and the app is a process app.
+  const ready = (await openReady(ctx, app, release)) as ReadyWait;
+  const budget = readyBudgetOf(release);
   const began = clock.monotonic();
   let proc: StartedProcess;
   try {

@@ -45,7 +45,7 @@ export async function startAndProbe(ctx: UpdateContext, app: string, version: st
     };
     const spec = probeSpecOf(release, confirm);
     if (ready) {
-      const budget = release.health ? spec.timeoutMs : READY_DEFAULT_TIMEOUT_MS;
+      const budget = readyBudgetOf(release);
       const start = ctx.clock.monotonic();
       onProbe();
       const r = await ready.wait(budget, proc.exited);
@@ -66,8 +66,14 @@ export async function startAndProbe(ctx: UpdateContext, app: string, version: st
   }
 }
 
+// How long an activation waits for the app's readiness newline, with its probe's first success
+// (the same budget): health.timeoutMs, 30 s without a health block.
+export function readyBudgetOf(release: ReleaseFile): number {
+  return release.health ? release.health.timeoutMs : READY_DEFAULT_TIMEOUT_MS;
+}
+
 // The readiness wait of a release that asks for one, listening before the app starts.
-async function openReady(ctx: UpdateContext, app: string, release: ReleaseFile): Promise<ReadyWait | null> {
+export async function openReady(ctx: UpdateContext, app: string, release: ReleaseFile): Promise<ReadyWait | null> {
   const start = release.start;
   if (start?.ready !== 'fd' || ctx.config.apps[app]?.runner !== 'process') return null;
   const runAs = await ctx.runAs(app);
