@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { useHost } from '../helpers/host-fixture.js';
+import { environOf, useHost } from '../helpers/host-fixture.js';
 import { agentctl, processApp, type HelperProcess } from '../helpers/host.js';
 import { freePort, releaseArgs, type AppBehavior } from '../fixtures/app-releases.js';
 import { RequestLoops, type WindowFigures } from '../../bench/lib/request-loops.js';
@@ -70,13 +70,7 @@ before(async () => {
 test('the app gets its socket as fd 3 with LISTEN_FDS, LISTEN_PID of its own and LISTEN_FDNAMES', async () => {
   const st = await appStatusOf(host.root, 'web');
   const pid = st.supervisor?.pid as number;
-  const { readFileSync } = await import('node:fs');
-  const env = new Map(
-    readFileSync(`/proc/${pid}/environ`, 'utf8')
-      .split('\0')
-      .filter(Boolean)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  );
+  const env = environOf(`/proc/${pid}/environ`);
   assert.equal(env.get('LISTEN_FDS'), '1');
   assert.equal(env.get('LISTEN_PID'), String(pid), 'LISTEN_PID is the app process itself (after the exec)');
   assert.equal(env.get('LISTEN_FDNAMES'), 'http');

@@ -135,6 +135,17 @@ function recordedProcess(file: string): ProcIdentity | null {
   }
 }
 
+// The environment of a process by name, from its /proc/<pid>/environ file (`file`: one inside a
+// container is reached through container-exec.ts pathIn).
+export function environOf(file: string): Map<string, string> {
+  return new Map(
+    readFileSync(file, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
 // Whether process `pid` has `entry` (NAME=value) in its environment (false when unreadable).
 function hasEnv(pid: number, entry: string): boolean {
   try {

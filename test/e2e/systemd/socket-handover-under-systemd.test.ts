@@ -5,7 +5,8 @@ import net from 'node:net';
 import { appRelease, freePort, type AppBehavior } from '../../fixtures/app-releases.js';
 import { sri } from '../../helpers/host.js';
 import { bootOrSkip, CONTAINER_REPO, waitFor, type SystemdContainer } from '../../helpers/systemd-container.js';
-import { reportScenarios, writeIn } from '../../helpers/container-exec.js';
+import { pathIn, reportScenarios, runIn, shIn, writeIn } from '../../helpers/container-exec.js';
+import { environOf } from '../../helpers/host-fixture.js';
 import { RequestLoops, type WindowFigures } from '../../../bench/lib/request-loops.js';
 
 // The zero-downtime handover (docs/design.md §17) under the systemd runner of a real systemd 252
@@ -32,21 +33,10 @@ const ready: AppBehavior = { ready: 'after', readyAfterMs: 50, stableMs: 200, wa
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function sh(box: SystemdContainer, script: string, ...args: string[]): Promise<string> {
-  const r = await box.exec('/bin/sh', ['-c', script, 'sh', ...args]);
-  assert.equal(r.code, 0, `sh -c ${script}: ${r.stderr}`);
-  return r.stdout;
+  return (await shIn(box, script, ...args)).stdout;
 }
 
-async function agentctl(box: SystemdContainer, args: string[]): Promise<{ code: number | null; json: any; text: string }> {
-  const r = await box.exec('/usr/bin/node', [`${CONTAINER_REPO}/bin/agentctl.js`, '--root', ROOT, ...args], { timeoutMs: 60_000 });
-  let json: any = null;
-  try {
-    json = JSON.parse(r.stdout);
-  } catch {
-    // not JSON
-  }
-  return { code: r.code, json, text: r.stdout + r.stderr };
-}
+const agentctl = (box: SystemdContainer, args: string[]) => runIn(box, '/usr/bin/node', [`${CONTAINER_REPO}/bin/agentctl.js`, '--root', ROOT, ...args]);
 
 async function webStatus(box: SystemdContainer): Promise<any> {
   const r = await agentctl(box, ['status', 'web', '--json']);
@@ -156,12 +146,7 @@ test('under systemd, an app with sockets is handed over between two sides of a u
     assert.deepEqual(await sideMains(box), [pid], 'one side runs: the app');
     assert.equal((await show(box, SOCKET)).ActiveState, 'active');
     assert.equal((await show(box, HOLDER)).ActiveState, 'active', 'the holder runs with the socket');
-    const env = new Map(
-      (await sh(box, 'tr "\\0" "\\n" < "/proc/$1/environ"', String(pid)))
-        .split('\n')
-        .filter(Boolean)
-        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-    );
+    const env = environOf(pathIn(box, `/proc/${pid}/environ`));
     assert.equal(env.get('LISTEN_FDS'), '1');
     assert.equal(env.get('LISTEN_PID'), String(pid), 'LISTEN_PID is the app process itself (after the sh exec)');
     assert.equal(env.get('LISTEN_FDNAMES'), 'http');
