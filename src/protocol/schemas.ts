@@ -68,6 +68,9 @@ export const updateRequestSchema = z.strictObject({
   // The watch window after `active` (docs/design.md §17) the control plane asks for (its run's
   // bake): over the release's health.watchMs.
   watchMs: z.optional(intSchema(0, 86_400_000)),
+  // A signed downgrade authorization (docs/design.md §18): lets this update go below the app's
+  // highest active version when it holds for exactly this app and version.
+  downgrade: z.optional(envelopeSchema),
 });
 export const rollbackRequestSchema = z.strictObject({
   ...base,

@@ -5,7 +5,7 @@ import { nodesLabel, nodesList, nodesRemove } from './node-ops.js';
 import { methodOf, routeOf, runOperation, type Operation } from './operation.js';
 import { operatorAdd, operatorList, operatorRemove, operatorRotate } from './operator-ops.js';
 import { receiptsList } from './receipt-ops.js';
-import { keysAllow, keysList, releaseAdd, releaseList, releaseRemove } from './release-ops.js';
+import { keysAllow, keysList, releaseAdd, releaseAllowDowngrade, releaseList, releaseRemove } from './release-ops.js';
 import { rolloutList, rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop } from './rollout-ops.js';
 import { tokenCreate, tokenList, tokenRevoke } from './token-ops.js';
 
@@ -13,7 +13,7 @@ export const OPERATIONS: readonly Operation[] = [
   tokenCreate, tokenList, tokenRevoke,
   nodesList, nodesLabel, nodesRemove,
   receiptsList,
-  releaseAdd, releaseList, releaseRemove,
+  releaseAdd, releaseList, releaseRemove, releaseAllowDowngrade,
   keysList, keysAllow,
   rolloutStart, rolloutRetry, rolloutStop, rolloutPause, rolloutResume, rolloutStatus, rolloutList,
   operatorAdd, operatorList, operatorRemove, operatorRotate,

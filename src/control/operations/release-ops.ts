@@ -1,10 +1,11 @@
-// `release add|list|remove` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
+// `release add|list|remove|allow-downgrade` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
 // each app allows.
 import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { envelopeSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
 import { publishRelease, type AddedRelease } from '../catalog/add-release.js';
+import { allowDowngrade, type AllowedDowngrade } from '../catalog/allow-downgrade.js';
 import { removeRelease } from '../catalog/remove-release.js';
 import { discardReleaseBytes } from '../catalog/upload-file.js';
 import { recordAudit } from '../audit/record-audit.js';
@@ -34,6 +35,17 @@ export const releaseAdd: Operation<{ app: string; version: string; manifest: Env
     const r = await publishRelease(ctx.store, ctx.actor, { ...i, resign: i.resign === true }, upload, ctx.artifactsDir);
     // In the order `release add --json` has always printed.
     return { app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath };
+  },
+};
+
+export const releaseAllowDowngrade: Operation<{ app: string; version: string; authorization: Envelope; publicKey: string }, AllowedDowngrade> = {
+  command: 'release allow-downgrade',
+  action: 'release.allow-downgrade',
+  role: 'admin',
+  input: z.strictObject({ app: word, version: word, authorization: envelopeSchema, publicKey: pem }),
+  async run(ctx, i) {
+    checkNames(i.app, i.version);
+    return allowDowngrade(ctx.store, ctx.actor, i);
   },
 };
 

@@ -195,10 +195,25 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     compatibleFrom: 4,
     sql: `ALTER TABLE nodes ADD COLUMN "skewRefusedSince" bigint, ADD COLUMN "skewRefusedAt" bigint, ADD COLUMN "skewRefusedMs" bigint;`,
   },
+  // Signed downgrade authorizations (docs/design.md §18), as SQLite's migration 6. An expansion (a
+  // new table): a steward-control of schema 5 works on it, and never sends one.
+  {
+    version: 6,
+    compatibleFrom: 5,
+    sql: `CREATE TABLE downgrades (
+  app text COLLATE "C" NOT NULL,
+  version text COLLATE "C" NOT NULL,
+  "keyId" text COLLATE "C" NOT NULL,
+  "notAfter" bigint NOT NULL,
+  envelope text COLLATE "C" NOT NULL,
+  "addedAt" bigint NOT NULL,
+  PRIMARY KEY (app, version)
+);`,
+  },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 5, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 6, newest: PG_MIGRATIONS.length } as const;

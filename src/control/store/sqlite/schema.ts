@@ -185,6 +185,19 @@ ALTER TABLE nodes ADD COLUMN skewRefusedAt INTEGER;
 ALTER TABLE nodes ADD COLUMN skewRefusedMs INTEGER;
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5)];
+// Issue 33 (docs/design.md §18): signed downgrade authorizations, one per app and version.
+const V6 = `
+CREATE TABLE downgrades (
+  app TEXT NOT NULL,
+  version TEXT NOT NULL,
+  keyId TEXT NOT NULL,
+  notAfter INTEGER NOT NULL,
+  envelope TEXT NOT NULL,            -- the envelope (steward-downgrade-v1) as the release key signed it
+  addedAt INTEGER NOT NULL,
+  PRIMARY KEY (app, version)
+);
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
