@@ -4,6 +4,7 @@
 import type { KeyObject } from 'node:crypto';
 import { downgradePayloadSchema, MAX_DOWNGRADE_AHEAD_MS, type DowngradePayload } from '../../core/downgrade-schema.js';
 import { StewardError } from '../../core/errors.js';
+import { formatIssues } from '../../core/format-issues.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import { DOMAINS, keyIdOf, openEnvelope, parsePublicKey, signEnvelope } from '../../platform/keys.js';
 import { recordAudit, type Actor } from '../audit/record-audit.js';
@@ -33,7 +34,9 @@ export interface AllowedDowngrade {
 // Signs {app, version, notAfter} under steward-downgrade-v1 with the release key `key`,
 // `expiresDays` after `now` (the signing machine's clock).
 export function signDowngrade(o: { app: string; version: string; key: KeyObject; expiresDays: number; now: number }): SignedDowngrade {
-  const payload: DowngradePayload = downgradePayloadSchema.parse({ app: o.app, version: o.version, notAfter: o.now + o.expiresDays * DAY_MS });
+  const parsed = downgradePayloadSchema.safeParse({ app: o.app, version: o.version, notAfter: o.now + o.expiresDays * DAY_MS });
+  if (!parsed.success) throw new StewardError('USAGE', `cannot authorize ${JSON.stringify(o.app)} ${JSON.stringify(o.version)}: ${formatIssues(parsed.error.issues)}`);
+  const payload: DowngradePayload = parsed.data;
   const publicKey = parsePublicKey(o.key.export({ format: 'pem', type: 'pkcs8' })).export({ format: 'pem', type: 'spki' }).toString();
   return { app: o.app, version: o.version, authorization: signEnvelope(DOMAINS.downgrade, payload, o.key), publicKey };
 }
