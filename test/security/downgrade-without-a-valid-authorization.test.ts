@@ -10,7 +10,9 @@ import { callHelper } from '../../src/protocol/client.js';
 import { helperClient } from '../../src/protocol/helper-client.js';
 import { appRelease } from '../fixtures/app-releases.js';
 import { helperStatus } from '../helpers/helper-status.js';
-import { makeReleaseKey, manifestFor, type ReleaseKey } from '../helpers/host.js';
+import { makeReleaseKey, manifestFor, processApp, type ReleaseKey } from '../helpers/host.js';
+import { useHost } from '../helpers/host-fixture.js';
+import { waitUntil } from '../helpers/fleet.js';
 import { receiptOf, signedHost } from '../helpers/helper-sock-attempts.js';
 
 // A rollback attack through the fleet (docs/design.md §18): whoever writes the control plane's
@@ -80,4 +82,31 @@ test('an update below the highest active version goes through only with a valid 
   const up = await update('1.5.0', 'run-5.web.1');
   assert.equal('outcome' in up && up.outcome, 'active', JSON.stringify(up));
   assert.equal((await web()).highestActive, '1.5.0');
+});
+
+test('an authorized downgrade that the watch window rolls back leaves the floor at the version it went back to', { timeout: 120_000 }, async (t) => {
+  const host = useHost(t, { apps: { web: processApp({ stopTimeoutMs: 1000, restart: { baseMs: 200, capMs: 1000, maxAttempts: 5, healthyMs: 60_000 } }) } });
+  const key = makeReleaseKey(host, ['web']);
+  await host.startHelper();
+  const helper = helperClient((request, opts) => callHelper(host.paths.helperSock, request, opts));
+  const update = (version: string, tgz: Buffer, attemptId: string, extra: Record<string, unknown> = {}) =>
+    helper.update(
+      { app: 'web', version, manifest: key.sign(manifestFor('web', version, tgz)), attemptId, upload: tgz.length, by: 'steward-agent', ...extra },
+      { upload: { size: tgz.length, stream: Readable.from([tgz]) } },
+    );
+  const up = await update('1.5.0', appRelease('web', '1.5.0', 0, { probe: 'none', stableMs: 100 }), 'run-1.web.1');
+  assert.equal('outcome' in up && up.outcome, 'active');
+  // 1.1.0 passes its activation (alive 5 s, without a health check), then exits 5.5 s after each
+  // start: the window (the run's bake, 60 s) rolls it back at its third exit.
+  const bad = appRelease('web', '1.1.0', 0, { probe: 'none', crashAfterMs: 5500 });
+  const down = await update('1.1.0', bad, 'run-2.web.1', { watchMs: 60_000, downgrade: authorization(key, { app: 'web', version: '1.1.0', notAfter: Date.now() + DAY }) });
+  assert.equal('outcome' in down && down.outcome, 'active');
+  const web = async () => (await helperStatus(host.root)).apps.find((a: { name: string }) => a.name === 'web');
+  assert.equal((await web()).highestActive, '1.1.0', 'the floor went down with the authorized activation');
+  const back = await waitUntil('the watch window to roll 1.1.0 back', 60_000, async () => {
+    const w = await web();
+    return w.current === '1.5.0' && w.lastAttempt?.outcome === 'rolled-back' ? w : undefined;
+  });
+  assert.equal(back.lastAttempt.reason.code, 'UNHEALTHY_AFTER_ACTIVATION');
+  assert.equal(back.highestActive, '1.5.0', 'back on 1.5.0, the floor is 1.5.0 again');
 });
