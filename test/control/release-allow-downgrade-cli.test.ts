@@ -33,6 +33,11 @@ test('it prints what hosts may now do, until when, by which key, and what to run
   assert.equal(again.code, 0);
   assert.equal(again.json.replaced, true);
   assert.ok(Math.abs(again.json.notAfter - (Date.now() + 7 * 86_400_000)) < 60_000, 'the default is 7 days');
+  // release list shows it, by version.
+  const list = await controlCli(db, ['release', 'list', 'web', '--json']);
+  assert.deepEqual(list.json.releases.map((r: { version: string; downgrade: unknown }) => [r.version, r.downgrade]), [['1.1.0', { keyId: web.keyId, notAfter: again.json.notAfter, expired: false }], ['1.5.0', null]]);
+  const human = await controlCli(db, ['release', 'list', 'web']);
+  assert.match(human.stdout, new RegExp(`\nweb 1\\.1\\.0: hosts may go back to it until .* \\(downgrade authorized by key ${web.keyId}\\)\n$`));
 });
 
 test('an unknown app, a version not in the catalog, a key that is not a release key, and --expires-days out of range are refused with their codes', async () => {

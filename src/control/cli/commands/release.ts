@@ -149,5 +149,7 @@ export function registerRelease(program: Command): void {
       const t = [['APP', 'VERSION', 'SIZE', 'EXPIRES', 'KEY', 'URL']];
       for (const r of out.releases) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : r.expiresSoon ? `${when(r.expires)} (within 7 days: re-run release add)` : when(r.expires), r.keyId, r.url]);
       process.stdout.write(out.releases.length ? table(t) : 'no releases\n');
+      // The versions hosts may go back to (release allow-downgrade), while that holds.
+      for (const r of out.releases) if (r.downgrade && !r.downgrade.expired) process.stdout.write(`${r.app} ${r.version}: hosts may go back to it until ${when(r.downgrade.notAfter)} (downgrade authorized by key ${r.downgrade.keyId})\n`);
     });
 }
