@@ -45,6 +45,8 @@ export async function runHelperStart(root: string): Promise<StartedRoot> {
           const pid = (await readRunRecord(paths, app).catch(() => null))?.process?.pid;
           if (pid) killGroup(pid);
         }
+        // As the helper's own stop does: its runner keeps nothing (the process runner's spares).
+        core.runner.release?.();
         await lock.release();
       },
     };
