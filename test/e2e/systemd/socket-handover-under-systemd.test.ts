@@ -271,7 +271,9 @@ test('under systemd, an app with sockets is handed over between two sides of a u
     const env = { ODD: 'a $HOME %n "q" \\ x', TAB: 'a\tb', CTL: 'x\x01y', LISTEN_PID: '1' };
     const listen = '/run/odd %n $HOME "q" x/s.sock';
     const r = await box.exec('/usr/bin/node', [`${CONTAINER_REPO}/test/fixtures/systemd/socket-sides-odd.mjs`, JSON.stringify({ argv, env, listen, prefix: '/tmp/odd host %i' })], { timeoutMs: 60_000 });
-    const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
+    const last = r.stdout.trim().split('\n').pop() ?? '';
+    assert.ok(last.startsWith('{'), `socket-sides-odd.mjs printed no result (exit ${r.code}): ${r.stdout}${r.stderr}`);
+    const out = JSON.parse(last);
     assert.equal(out.error, undefined, r.stdout + r.stderr);
     assert.deepEqual(out.seen.argv, argv, 'arguments arrive as written');
     assert.equal(out.seen.env.ODD, env.ODD);
