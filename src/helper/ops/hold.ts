@@ -7,7 +7,7 @@ import { lookupUserById } from '../../platform/users.js';
 import { requireApp } from '../../host/config.js';
 import type { HoldAnswer, ReleaseHoldAnswer } from '../../protocol/answers.js';
 import type { HoldRequest } from '../../protocol/schemas.js';
-import type { AppLocks } from '../app-locks.js';
+import type { AppLocks, HeldLock } from '../app-locks.js';
 import { holdViewOf, nextHoldFile, readHoldFile, writeHoldFile } from '../holds/hold-file.js';
 import type { OpContext } from '../server/api-server.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
@@ -105,7 +105,7 @@ export type LiftResult = { lifted: HoldLift } | { next: number | null } | { busy
 // recorded first (state/<app>.hold.json's `lifted`, the expiry kept), then the hold cleared: a
 // crash between the two leaves an expired hold, which the next start lifts again. Idempotent.
 export async function liftExpiredHold(ctx: UpdateContext & { locks: AppLocks }, app: string, now: number): Promise<LiftResult> {
-  let lock;
+  let lock: HeldLock;
   try {
     lock = ctx.locks.tryAcquire(app, { attemptId: 'hold-expiry', op: 'hold-expiry', phase: 'write', startedAt: now });
   } catch (err) {

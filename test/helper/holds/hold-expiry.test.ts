@@ -79,7 +79,11 @@ test('a hold with an expiry is lifted by the helper at its until, the lift is re
   assert.deepEqual(answer.hold, { by: answer.hold.by, reason: 'change freeze for the audit', at: T0, until: T0 + 30 * M });
   assert.equal(answer.replaced, null);
   assert.match(answer.hold.by, /over admin\.sock/);
-  await assert.rejects(preflight(ctx, 'web', 'helper'), isHeld, 'helper.sock (the control plane) is refused while it stands');
+  await assert.rejects(
+    preflight(ctx, 'web', 'helper'),
+    (err: unknown) => isHeld(err) && /\(change freeze for the audit\), until 2027-01-15T08:30:00\.000Z$/.test((err as Error).message),
+    'helper.sock (the control plane) is refused while it stands, and told until when',
+  );
 
   const loop = new HoldExpiry(loopDeps(ctx));
   t.after(() => loop.close());
