@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { controlCli } from '../helpers/fleet.js';
+import { testBackupKey } from '../helpers/backup-file.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-allow-downgrade-'));
 const db = path.join(dir, 'control.db');
@@ -58,4 +59,19 @@ test('an unknown app, a version not in the catalog, a key that is not a release 
   }
   const list = await controlCli(db, ['audit', '--json']);
   assert.equal(list.json.entries.filter((e: { action: string }) => e.action === 'release.allow-downgrade').length, 2, 'only the two that were stored are audited');
+});
+
+test('a backup carries the authorizations, and a restore brings them back where release list and the desired entries read them', async () => {
+  const key = testBackupKey();
+  const file = path.join(dir, 'control.backup');
+  const made = await controlCli(db, ['backup', '--key', key.key, '--out', file, '--json']);
+  assert.equal(made.code, 0, made.stdout + made.stderr);
+  assert.equal(made.json.tables.downgrades, 1);
+  const restored = path.join(dir, 'restored.db');
+  const r = await controlCli(restored, ['restore', '--key', key.pub, '--from', file, '--json']);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  const before = (await controlCli(db, ['release', 'list', 'web', '--json'])).json.releases;
+  const after = (await controlCli(restored, ['release', 'list', 'web', '--json'])).json.releases;
+  assert.deepEqual(after.map((x: { downgrade: unknown }) => x.downgrade), before.map((x: { downgrade: unknown }) => x.downgrade));
+  assert.notEqual(after[0].downgrade, null);
 });
