@@ -201,7 +201,7 @@ export function withAcceptedVersions<A extends { status: number; body: unknown }
   // to any other the entry goes without it, and its host refuses the downgrade as before.
   const fields = parseDesiredFields(req.headers[DESIRED_FIELDS_HEADER]);
   const desired = (answer.body as { desired?: Array<Record<string, unknown>> }).desired;
-  if (!fields.includes('downgrade') && Array.isArray(desired)) {
+  if (!fields.includes('downgrade') && Array.isArray(desired) && desired.some((d) => 'downgrade' in d)) {
     answer = { ...answer, body: { ...(answer.body as object), desired: desired.map(({ downgrade: _d, ...rest }) => rest) } };
   }
   const heartbeats = req.headers[HEARTBEAT_VERSIONS_HEADER] !== undefined ? { heartbeatVersions: [...HEARTBEAT_VERSIONS] } : {};
