@@ -50,6 +50,9 @@ export interface RunStatusView {
   failures: number;
   maxRefused: string;
   refusedLimit: number;
+  // --max-fetch-failures as given, and what it tolerates in each batch issued so far.
+  maxFetchFailures: string;
+  fetchFailureLimits: Record<string, number>;
   verdictTimeoutMs: number;
   heartbeatIntervalMs: number;
   allowRetryReverted: boolean;
@@ -133,6 +136,8 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
     failures: plan.failures,
     maxRefused: run.maxRefused,
     refusedLimit: plan.refusedLimit,
+    maxFetchFailures: run.maxFetchFailures,
+    fetchFailureLimits: plan.fetchFailureLimits,
     verdictTimeoutMs: run.verdictTimeoutMs,
     heartbeatIntervalMs: run.heartbeatIntervalMs,
     allowRetryReverted: run.allowRetryReverted,

@@ -250,6 +250,8 @@ export interface RunPolicy {
   maxFailures: number;
   // "3" or "50%".
   maxRefused: string;
+  // "2" or "20%" of a batch (docs/design.md §18).
+  maxFetchFailures: string;
   // Failures spent by the run this one retries.
   failuresCarried: number;
   verdictTimeoutMs: number;

@@ -28,6 +28,7 @@ interface Raw {
   bakeMs: number;
   maxFailures: number;
   maxRefused: string;
+  maxFetchFailures: string;
   failuresCarried: number;
   windows: string;
   tz: string;
@@ -63,6 +64,7 @@ function toRow(r: Raw): RunRow {
     bakeMs: r.bakeMs,
     maxFailures: r.maxFailures,
     maxRefused: r.maxRefused,
+    maxFetchFailures: r.maxFetchFailures,
     failuresCarried: r.failuresCarried,
     verdictTimeoutMs: r.verdictTimeoutMs,
     allowRetryReverted: r.allowRetryReverted === 1,
@@ -150,13 +152,13 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
       try {
         const r = q(
           `INSERT INTO runs (app, version, startedAt, canary, batchSize, verdictTimeoutMs, allowRetryReverted, heartbeatIntervalMs, selector, canaries, namedCanaries,
-             canarySeed, batch, bakeMs, maxFailures, maxRefused, failuresCarried, windows, tz, startAt, behind, retryOf)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             canarySeed, batch, bakeMs, maxFailures, maxRefused, failuresCarried, windows, tz, startAt, behind, retryOf, maxFetchFailures)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
           // canary and batchSize: schema 1's columns, superseded by namedCanaries and batch.
           run.app, run.version, run.startedAt, run.namedCanaries[0] ?? null, 0, run.verdictTimeoutMs, run.allowRetryReverted ? 1 : 0, run.heartbeatIntervalMs, run.selector,
           run.canaries, JSON.stringify(run.namedCanaries), run.canarySeed, run.batch, run.bakeMs, run.maxFailures, run.maxRefused, run.failuresCarried, JSON.stringify(run.windows),
-          run.tz, run.startAt, run.behind ? 1 : 0, run.retryOf,
+          run.tz, run.startAt, run.behind ? 1 : 0, run.retryOf, run.maxFetchFailures,
         );
         id = Number(r.lastInsertRowid);
       } catch (err) {

@@ -185,6 +185,11 @@ ALTER TABLE nodes ADD COLUMN skewRefusedAt INTEGER;
 ALTER TABLE nodes ADD COLUMN skewRefusedMs INTEGER;
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5)];
+// docs/design.md §18: a run's --max-fetch-failures. Runs from before it take the default, 20 %.
+const V6 = `
+ALTER TABLE runs ADD COLUMN maxFetchFailures TEXT NOT NULL DEFAULT '20%';
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
