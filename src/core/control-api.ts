@@ -80,6 +80,9 @@ export const desiredEntrySchema = z.strictObject({
   // The watch window after activation (docs/design.md §17): the run's bake. Sent only to an agent
   // that offers receipt payload v3 (RECEIPT_VERSIONS_HEADER): earlier agents' answers are strict.
   watchMs: z.optional(intSchema(0, 86_400_000)),
+  // Until when the helper tries a failed download again (docs/design.md §18). Sent only to an agent
+  // that lists it in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
+  fetchUntil: z.optional(epochMsSchema),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
@@ -94,6 +97,10 @@ const seqSchema = intSchema(1);
 export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
 // The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
 export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
+// The optional desired-entry fields an agent reads, beyond those its receipt versions imply
+// (`fetchUntil`): a control plane sends such a field only to an agent that names it here.
+export const DESIRED_FIELDS_HEADER = 'steward-desired-fields';
+export const DESIRED_FIELDS = ['fetchUntil'] as const;
 
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.

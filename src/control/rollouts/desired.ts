@@ -5,7 +5,10 @@ import type { StoreReader } from '../store/store.js';
 // to it that no counting receipt answered yet and whose window has not closed, with the release's
 // signed manifest and, for a run with windows, the window's end (`notAfter`), and the run's bake as
 // the watch window after activation (`watchMs`, docs/design.md §17; sent only to an agent that reads
-// it: control-server.ts withAcceptedVersions).
+// it: control-server.ts withAcceptedVersions), and until when a failed download is tried again
+// (`fetchUntil`, docs/design.md §18: half the run's verdict timeout after the issue, which leaves
+// the other half to install, start, probe and relay the verdict, or the final FETCH_FAILED, before
+// the run times the node out; sent only to an agent that reads it, DESIRED_FIELDS_HEADER).
 export async function desiredFor(tx: StoreReader, nodeId: string, now: number): Promise<DesiredEntry[]> {
   const out: DesiredEntry[] = [];
   // Why first: with no run going there is nothing to send, and this is cheaper than the join.
@@ -13,7 +16,13 @@ export async function desiredFor(tx: StoreReader, nodeId: string, now: number): 
   for (const a of await tx.runs.openAttemptsFor(nodeId, now)) {
     const release = await tx.releases.get(a.app, a.version);
     // A release removed from the catalog has no manifest to send; the run times out on it.
-    if (release) out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000) });
+    if (release) out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...fetchUntilOf(a) });
   }
   return out;
+}
+
+// The fetch deadline of an attempt, or nothing when its row holds no usable numbers.
+function fetchUntilOf(a: { issuedAt: number; verdictTimeoutMs: number }): { fetchUntil?: number } {
+  const at = Number(a.issuedAt) + Math.floor(Number(a.verdictTimeoutMs) / 2);
+  return Number.isSafeInteger(at) && at > 0 ? { fetchUntil: at } : {};
 }

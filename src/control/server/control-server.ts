@@ -1,7 +1,7 @@
 // The control plane's HTTP(S) server (docs/design.md §6, §9): enrollment, heartbeats, artifacts, and the
 // rollout ticker (docs/design.md §13), woken by every commit that stores verdicts.
 import type http from 'node:http';
-import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
+import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER, DESIRED_FIELDS_HEADER } from '../../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
 import { parseOfferedVersions } from '../../core/control-plane-accepts.js';
@@ -196,6 +196,12 @@ export function withAcceptedVersions<A extends { status: number; body: unknown }
   const body = answer.body as { desired?: Array<Record<string, unknown>> };
   if (!both.includes(3) && Array.isArray(body.desired)) {
     answer = { ...answer, body: { ...body, desired: body.desired.map(({ watchMs: _w, ...rest }) => rest) } };
+  }
+  // And `fetchUntil` only to an agent that names it (DESIRED_FIELDS_HEADER).
+  const fields = String(req.headers[DESIRED_FIELDS_HEADER] ?? '').split(',').map((f) => f.trim());
+  const desired = (answer.body as { desired?: Array<Record<string, unknown>> }).desired;
+  if (!fields.includes('fetchUntil') && Array.isArray(desired)) {
+    answer = { ...answer, body: { ...(answer.body as object), desired: desired.map(({ fetchUntil: _f, ...rest }) => rest) } };
   }
   const heartbeats = req.headers[HEARTBEAT_VERSIONS_HEADER] !== undefined ? { heartbeatVersions: [...HEARTBEAT_VERSIONS] } : {};
   return { ...answer, body: { ...(answer.body as object), ...receipts, ...heartbeats } };

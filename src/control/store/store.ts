@@ -323,6 +323,9 @@ export interface OpenAttempt {
   notAfter: number | null;
   // The run's bake: the watch window the node is asked for (docs/design.md §17).
   bakeMs: number;
+  // When it was issued, and the run's verdict timeout: the node's fetch deadline (desired.ts).
+  issuedAt: number;
+  verdictTimeoutMs: number;
 }
 
 export interface RunReads {

@@ -76,7 +76,7 @@ export function pgRuns(q: Query): RunReads & RunWrites {
     },
     async openAttemptsFor(nodeId, now) {
       return q.rows<OpenAttempt>(
-        `SELECT r.app, r.version, i."attemptId", i."notAfter", r."bakeMs" FROM issued i JOIN runs r ON r.id = i."runId"
+        `SELECT r.app, r.version, i."attemptId", i."notAfter", r."bakeMs", i."issuedAt", r."verdictTimeoutMs" FROM issued i JOIN runs r ON r.id = i."runId"
          WHERE i."nodeId" = $1 AND r.status = 'running' AND NOT r.stopped AND (i."notAfter" IS NULL OR i."notAfter" > $2)
            AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x."attemptId" = i."attemptId" AND x."nodeId" = i."nodeId" AND x.counts)
          ORDER BY i."issuedAt", r.app`,

@@ -138,7 +138,7 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
     },
     async openAttemptsFor(nodeId, now) {
       return q(
-        `SELECT r.app, r.version, i.attemptId, i.notAfter, r.bakeMs FROM issued i JOIN runs r ON r.id = i.runId
+        `SELECT r.app, r.version, i.attemptId, i.notAfter, r.bakeMs, i.issuedAt, r.verdictTimeoutMs FROM issued i JOIN runs r ON r.id = i.runId
          WHERE i.nodeId = ? AND r.status = 'running' AND r.stopped = 0 AND (i.notAfter IS NULL OR i.notAfter > ?)
            AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x.attemptId = i.attemptId AND x.nodeId = i.nodeId AND x.counts = 1)
          ORDER BY i.issuedAt, r.app`,
