@@ -68,7 +68,7 @@ export async function fetchWithRetries<T>(o: FetchRetryOptions, fetchFrom: (url:
     try {
       await o.clock.sleep(waitMs, o.signal);
     } catch {
-      throw error;
+      throw new StewardError('FETCH_FAILED', `${o.what}: the helper stopped while waiting to try the fetch again (after ${tries} tries); the last: ${error.message}`, { cause: error, details: { ...error.details, tries } });
     }
   }
 }

@@ -56,6 +56,9 @@ export interface StageDeps {
   archiveInMemoryMaxBytes?: number;
   // The jitter of the waits between fetch retries (fetch-retry.ts); Math.random unless set.
   random?: () => number;
+  // Aborted when the helper stops: a fetch waiting to be tried again gives up at once (its
+  // FETCH_FAILED receipt is written), so that the wait never holds the stopping helper up.
+  stopping?: AbortSignal;
 }
 
 export interface StageInput {
@@ -210,6 +213,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
           clock,
           random: deps.random ?? Math.random,
           what: `${app} ${version}`,
+          ...(deps.stopping ? { signal: deps.stopping } : {}),
           onRetry: (n) => {
             log('fetch retrying app=%s version=%s attempt=%s tries=%d wait=%dms: %s', app, version, attemptId, n.tries, n.waitMs, n.error.message);
             progress({ attemptId, phase: 'fetch-retrying' });

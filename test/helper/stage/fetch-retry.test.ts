@@ -13,7 +13,7 @@ import { StewardError } from '../../../src/core/errors.js';
 import type { Clock } from '../../../src/platform/clock.js';
 import { systemClock } from '../../../src/platform/clock.js';
 import { artifactSources, authFor } from '../../../src/helper/stage/artifact-sources.js';
-import { FETCH_RETRY_BASE_MS, FETCH_RETRY_MAX_MS, fetchBackoffMs } from '../../../src/helper/stage/fetch-retry.js';
+import { FETCH_RETRY_BASE_MS, FETCH_RETRY_MAX_MS, fetchBackoffMs, fetchWithRetries } from '../../../src/helper/stage/fetch-retry.js';
 import { stageRelease, type StageInput } from '../../../src/helper/stage/stage-release.js';
 import type { Progress } from '../../../src/protocol/progress.js';
 import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
@@ -205,4 +205,34 @@ test('artifactSources and authFor, by table', () => {
   assert.deepEqual(authFor('https://b.example:8443/v1/artifacts/x/1.tgz', auth, cps), { origin: 'https://b.example:8443', authorization: AUTH });
   assert.equal(authFor('https://cdn.example/v1/artifacts/x/1.tgz', auth, cps), undefined);
   assert.equal(authFor('https://a.example/x', undefined, cps), undefined);
+});
+
+test("a helper that stops while a fetch waits to be tried again ends the wait at once with FETCH_FAILED; an error that is not the network's is never tried again", async () => {
+  const stopping = new AbortController();
+  let calls = 0;
+  const clock = {
+    now: () => 1_000_000,
+    // The wait the helper's stop interrupts: rejects as the real clock does on abort.
+    sleep: (_ms: number, signal?: AbortSignal) => {
+      stopping.abort();
+      return Promise.reject(signal?.reason);
+    },
+  };
+  const failing = async (): Promise<never> => {
+    calls++;
+    throw new StewardError('FETCH_FAILED', 'connection refused');
+  };
+  await assert.rejects(fetchWithRetries({ sources: ['http://127.0.0.1:1/a'], until: 2_000_000, clock, random: () => 0, what: 'web 2.0.0', signal: stopping.signal }, failing), (err: StewardError) => {
+    assert.equal(err.code, 'FETCH_FAILED');
+    assert.match(err.message, /^web 2\.0\.0: the helper stopped while waiting to try the fetch again \(after 1 tries\); the last: connection refused$/);
+    return true;
+  });
+  assert.equal(calls, 1);
+  calls = 0;
+  const mismatch = async (): Promise<never> => {
+    calls++;
+    throw new StewardError('INTEGRITY_MISMATCH', 'not the bytes signed');
+  };
+  await assert.rejects(fetchWithRetries({ sources: ['http://a/', 'http://b/'], until: 2_000_000, clock, random: () => 0, what: 'web 2.0.0' }, mismatch), { code: 'INTEGRITY_MISMATCH' });
+  assert.equal(calls, 1, 'a release problem is not the network: no other source, no retry');
 });
