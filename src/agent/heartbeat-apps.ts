@@ -27,6 +27,8 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       ...(a.watch ? { watch: { version: a.watch.version, until: a.watch.until, restarts: a.watch.restarts, maxRestarts: a.watch.maxRestarts } } : {}),
       ...(a.supervisor?.lastExit ? { lastExit: lastExitOf(a.supervisor.lastExit) } : {}),
       ...(a.supervisor?.restartsSinceActivation !== undefined ? { restarts: Math.max(0, Math.min(a.supervisor.restartsSinceActivation, 1_000_000)) } : {}),
+      // v6: an update waiting to try its download again (its phase, docs/design.md §18).
+      ...(a.running?.phase === 'fetch-retrying' ? { fetchRetrying: { attemptId: a.running.attemptId } } : {}),
       ...(a.self
         ? {
             self: {
@@ -72,9 +74,10 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
 // `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
-// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`.
+// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `fetchRetrying`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  const upTo4 = v >= 5 ? [...apps] : apps.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
+  const upTo5 = v >= 6 ? [...apps] : apps.map(({ fetchRetrying: _f, ...a }) => a);
+  const upTo4 = v >= 5 ? upTo5 : upTo5.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
   const upTo3 = v >= 4 ? upTo4 : upTo4.map(({ watch: _w, lastExit: _e, ...a }) => a);
   if (v === 1) return withoutSelf(upTo3);
   if (v === 2) return upTo3.map((a) => (a.self ? { ...a, self: { fallback: a.self.fallback } } : a));

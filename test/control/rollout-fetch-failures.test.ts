@@ -142,3 +142,29 @@ test('rollout start --max-fetch-failures reaches the run; rollout status and --j
     await ctl.close();
   }
 });
+
+describeEachBackend((backend) => {
+  test('a node whose heartbeat (v6) says its download waits to be tried again is shown issued, FETCH_RETRYING', async () => {
+    const ctl = await startControlOn(backend);
+    try {
+      const nodes = await enrollNodes(ctl, 2);
+      for (const n of nodes) assert.equal((await n.heartbeat()).status, 200);
+      nodes.sort((x, y) => (x.nodeId < y.nodeId ? -1 : 1));
+      await ctl.addRelease('web', '1.1.0');
+      await startRun(ctl.store, 'web', '1.1.0', { canary: [nodes[0]!.nodeId], bakeMs: 0 });
+      const [n0] = nodes as [FakeNode];
+      const first = await n0.heartbeat();
+      const attemptId = (first.body.desired as Array<{ attemptId: string }>)[0]!.attemptId;
+      const stateOf = async () => (await ctl.store.read(async (tx) => describeRun(tx, (await tx.runs.latest('web'))!))).nodes.find((x) => x.nodeId === n0.nodeId)!;
+      assert.deepEqual([(await stateOf()).state, (await stateOf()).reason], ['issued', null]);
+      const retrying = await n0.heartbeat({ v: 6, apps: [{ name: 'web', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', attempts: 0, since: null }, fetchRetrying: { attemptId } }] });
+      assert.equal(retrying.status, 200, JSON.stringify(retrying.body));
+      assert.deepEqual([(await stateOf()).state, (await stateOf()).reason], ['issued', 'FETCH_RETRYING']);
+      // Another attempt's retry (an operator's update) says nothing about this run's.
+      await n0.heartbeat({ v: 6, apps: [{ name: 'web', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', attempts: 0, since: null }, fetchRetrying: { attemptId: 'manual-7' } }] });
+      assert.equal((await stateOf()).reason, null);
+    } finally {
+      await ctl.close();
+    }
+  });
+});
