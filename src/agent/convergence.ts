@@ -16,6 +16,8 @@ export interface ConvergeDeps {
   helper: Pick<HelperPort, 'update'>;
   // The node's credential for the control plane's downloads, made afresh for each entry.
   fetchAuth?: () => FetchAuth;
+  // The agent's control-plane URLs, the one that answered last first: each serves the artifacts.
+  mirrors?: () => readonly string[];
   acted: ActedStore;
   clock: Pick<Clock, 'now'>;
   log: Logf;
@@ -46,7 +48,7 @@ export async function convergeDesired(desired: readonly DesiredEntry[], deps: Co
     }
     let answer: string;
     try {
-      const a = await deps.helper.update(e, deps.fetchAuth?.());
+      const a = await deps.helper.update(e, deps.fetchAuth?.(), deps.mirrors?.());
       answer = 'accepted' in a ? 'accepted' : a.settled ? 'settled' : `outcome:${a.outcome}`;
       deps.log('desired handed to the helper app=%s version=%s attemptId=%s answer=%s', e.app, e.version, e.attemptId, answer);
       results.push({ ...base, result: 'settled' === answer ? 'settled' : 'accepted' });

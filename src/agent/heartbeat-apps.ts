@@ -30,6 +30,8 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       ...(a.watch ? { watch: { version: a.watch.version, until: a.watch.until, restarts: a.watch.restarts, maxRestarts: a.watch.maxRestarts } } : {}),
       ...(a.supervisor?.lastExit ? { lastExit: lastExitOf(a.supervisor.lastExit) } : {}),
       ...(a.supervisor?.restartsSinceActivation !== undefined ? { restarts: Math.max(0, Math.min(a.supervisor.restartsSinceActivation, 1_000_000)) } : {}),
+      // v6: an update waiting to try its download again (its phase, docs/design.md §18).
+      ...(a.running?.phase === 'fetch-retrying' ? { fetchRetrying: { attemptId: a.running.attemptId } } : {}),
       ...(a.self
         ? {
             self: {
@@ -81,9 +83,9 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
 // `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
-// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `hold`.
+// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `hold` and `fetchRetrying`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  const upTo5 = v >= 6 ? [...apps] : apps.map(({ hold: _h, ...a }) => a);
+  const upTo5 = v >= 6 ? [...apps] : apps.map(({ hold: _h, fetchRetrying: _f, ...a }) => a);
   const upTo4 = v >= 5 ? upTo5 : upTo5.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
   const upTo3 = v >= 4 ? upTo4 : upTo4.map(({ watch: _w, lastExit: _e, ...a }) => a);
   if (v === 1) return withoutSelf(upTo3);

@@ -35,6 +35,8 @@ export interface HeartbeatDeps {
   // The origin (scheme://host:port) of the control plane the helper's downloads carry the
   // node's credential to (download-auth.ts); none: no credential (a test without one).
   downloadOrigin?: () => string;
+  // The control-plane URLs the helper may fetch an artifact path from (docs/design.md §18).
+  downloadMirrors?: () => readonly string[];
   // Reads helper.pub afresh; called when the helper names a key id the agent has not loaded.
   loadHelperKey(): Promise<KeyObject>;
   bootId: string;
@@ -291,7 +293,8 @@ export class HeartbeatLoop {
       }
       const origin = this.d.downloadOrigin;
       const fetchAuth = origin && (() => ({ origin: origin(), authorization: downloadAuthorization(this.d.nodeId, this.d.clock.now() + DOWNLOAD_AUTH_TTL_MS, this.d.nodeKey) }));
-      return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log, ...(fetchAuth ? { fetchAuth } : {}) });
+      const mirrors = this.d.downloadMirrors;
+      return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log, ...(fetchAuth ? { fetchAuth } : {}), ...(mirrors ? { mirrors } : {}) });
     })().then(
       () => undefined,
       (err: Error) => this.d.log('WARNING: convergence pass failed: %s', err.message),

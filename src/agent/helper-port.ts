@@ -14,8 +14,9 @@ export interface HelperPort {
   status(): Promise<StatusResult>;
   // Hands one desired entry to the helper with noWait: resolves once the helper accepted the
   // attempt (or answered it from an earlier receipt of the same attemptId).
-  // `fetchAuth`: the node's credential for the control plane's downloads (download-auth.ts).
-  update(entry: DesiredEntry, fetchAuth?: FetchAuth): Promise<UpdateAnswer | AcceptedAnswer>;
+  // `fetchAuth`: the node's credential for the control plane's downloads (download-auth.ts);
+  // `mirrors`: the agent's control-plane URLs, each of which serves the artifacts (docs/design.md §18).
+  update(entry: DesiredEntry, fetchAuth?: FetchAuth, mirrors?: readonly string[]): Promise<UpdateAnswer | AcceptedAnswer>;
   // Tells the helper that this process had heartbeat `seq`, sent at `sentAt`, answered 2xx
   // (docs/design.md §14): the probe of an update of steward-agent waits for it. FORBIDDEN when no probe
   // waits for this process.
@@ -36,16 +37,22 @@ export function socketHelper(socketPath: string): HelperPort {
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
     // helper's refusals (docs/design.md §6), and helper.sock would refuse the last two anyway. notAfter
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
-    update: async (e, fetchAuth) => {
+    update: async (e, fetchAuth, mirrors) => {
       type Req = Parameters<typeof helper.update>[0];
       const base: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
       // The run's watch window (docs/design.md §17); a helper from before it refuses the key, and
-      // is asked again without it (its versions are then watched by nothing, as before).
-      const watched: Req = e.watchMs !== undefined ? { ...base, watchMs: e.watchMs } : base;
-      // The downgrade authorization (docs/design.md §18), checked by the helper; a helper from
-      // before it refuses the key, and is asked again without it (it then refuses the downgrade
-      // DOWNGRADE_REFUSED, as it always did).
-      const req: Req = e.downgrade !== undefined ? { ...watched, downgrade: e.downgrade } : watched;
+      // is asked again without it (its versions are then watched by nothing, as before). The
+      // same for the fetch's deadline and mirrors (§18): a helper from before them fetches once,
+      // from the manifest's URL, as it always did; and for the downgrade authorization (§18),
+      // checked by the helper: one from before it refuses the downgrade DOWNGRADE_REFUSED, as it
+      // always did.
+      const req: Req = {
+        ...base,
+        ...(e.watchMs !== undefined ? { watchMs: e.watchMs } : {}),
+        ...(e.downgrade !== undefined ? { downgrade: e.downgrade } : {}),
+        ...(e.fetchUntil !== undefined ? { fetchUntil: e.fetchUntil } : {}),
+        ...(mirrors && mirrors.length > 0 ? { mirrors: [...mirrors] } : {}),
+      };
       const withAuth: Req = fetchAuth ? { ...req, fetchAuth } : req;
       const refusedKey = (err: unknown, key: string) => err instanceof StewardError && err.code === 'BAD_REQUEST' && err.message.includes(key);
       // Why these fallbacks: a helper older than windows (notAfter) or than download credentials
@@ -62,6 +69,10 @@ export function socketHelper(socketPath: string): HelperPort {
           }
           if (r.watchMs !== undefined && refusedKey(err, 'watchMs')) {
             const { watchMs: _dropped, ...without } = r;
+            return ask(without);
+          }
+          if ((r.fetchUntil !== undefined || r.mirrors !== undefined) && (refusedKey(err, 'fetchUntil') || refusedKey(err, 'mirrors'))) {
+            const { fetchUntil: _until, mirrors: _mirrors, ...without } = r;
             return ask(without);
           }
           if (r.fetchAuth === undefined || !refusedKey(err, 'fetchAuth')) throw err;

@@ -139,6 +139,8 @@ async function runAgent(o: AgentOptions): Promise<number> {
       nodeKey,
       // The control plane the agent talks to now: the release URLs a catalog writes are its own.
       downloadOrigin: () => client.url.origin,
+      // The URL that answered last first: the instance most likely up.
+      downloadMirrors: () => [client.url.href, ...client.urls.map((u) => u.href).filter((h) => h !== client.url.href)],
       loadHelperKey: async () => {
         const pem = await readFileNoFollow(paths.helperPub, 16 * 1024);
         if (!pem) throw new StewardError('STATE_INVALID', `${paths.helperPub} does not exist (has steward-helper ever started?)`);

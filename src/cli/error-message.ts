@@ -30,7 +30,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   MANIFEST_EXPIRED: { exit: EXIT.refused, hint: 'the signed manifest has expired; publish a fresh one' },
   UNSAFE_ARCHIVE: { exit: EXIT.refused, hint: 'the archive breaks an extraction rule; nothing was installed' },
   RELEASE_INVALID: { exit: EXIT.refused, hint: 'the release or its steward-release.json is not valid for this app' },
-  FETCH_FAILED: { exit: EXIT.refused, hint: 'the release could not be downloaded' },
+  FETCH_FAILED: { exit: EXIT.refused, hint: 'the release could not be downloaded (from any control plane the host knows, within the retries a rollout allows); a rollout counts it against the node, not the release' },
   REPLACEMENT_UNHEALTHY: { exit: EXIT.rolledBack, hint: 'the new version failed its health check and was rolled back' },
   APP_NOT_READY: { exit: EXIT.rolledBack, hint: 'the new version never wrote the newline on STEWARD_READY_FD that says it is ready, within health.timeoutMs, and was rolled back' },
   READY_FD_CLOSED: { exit: EXIT.rolledBack, hint: 'the new version closed STEWARD_READY_FD (or exited) without writing the newline that says it is ready, and was rolled back' },

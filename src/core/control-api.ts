@@ -84,6 +84,9 @@ export const desiredEntrySchema = z.strictObject({
   // operator made one: the helper checks it against its own trusted keys. Sent only to an agent
   // that names it in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
   downgrade: z.optional(envelopeSchema),
+  // Until when the helper tries a failed download again (docs/design.md §18). Sent only to an agent
+  // that lists it in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
+  fetchUntil: z.optional(epochMsSchema),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
@@ -99,10 +102,11 @@ export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
 // The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
 export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
 // The optional desired-entry fields an agent reads beyond those the receipt versions imply
-// (`downgrade`), comma-separated: a control plane sends such a field only to an agent that lists it.
+// (`downgrade`, `fetchUntil`), comma-separated: a control plane sends such a field only to an
+// agent that lists it.
 export const DESIRED_FIELDS_HEADER = 'steward-desired-fields';
 // The fields this header governs, and those this agent reads.
-export const OPTIONAL_DESIRED_FIELDS = ['downgrade'] as const;
+export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'fetchUntil'] as const;
 
 // The fields an agent listed in DESIRED_FIELDS_HEADER that this steward knows; anything else is ignored.
 export function parseDesiredFields(header: string | string[] | undefined): string[] {

@@ -1,7 +1,7 @@
 import * as z from './zod-mini.js';
 import { PLAIN_TEXT_RE } from './control-chars.js';
 import { EXIT_REASONS } from './exit-reasons.js';
-import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
+import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
 import { hasNul } from './nul.js';
 import { envelopeSchema } from './release-schemas.js';
 
@@ -63,12 +63,14 @@ export const heartbeatAppSchema = z.strictObject({
       }),
     ),
   ),
+  // From v6: the update whose download failed and waits to be tried again (docs/design.md §18).
+  fetchRetrying: z.optional(z.strictObject({ attemptId: attemptIdSchema })),
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
 // The heartbeat payload versions this steward sends and accepts (docs/design.md §16): v2 adds an app's
 // `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason` and `restarts`,
-// v6 `hold` (§18). An agent sends the highest version that a control plane's
+// v6 `hold` and `fetchRetrying` (§18). An agent sends the highest version that a control plane's
 // answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
 export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5, 6] as const;
 export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
@@ -108,8 +110,8 @@ export const heartbeatPayloadSchema = z
       message: "an app has `restarts` and its `lastExit` has `reason` only in heartbeats v5",
       path: ['apps'],
     }),
-    z.refine((p) => p.v >= 6 || p.apps.every((a) => a.hold === undefined), {
-      message: 'an app has `hold` only in heartbeats v6',
+    z.refine((p) => p.v >= 6 || p.apps.every((a) => a.hold === undefined && a.fetchRetrying === undefined), {
+      message: 'an app has `hold` and `fetchRetrying` only in heartbeats v6',
       path: ['apps'],
     }),
   );

@@ -22,6 +22,10 @@ export interface RolloutPolicy {
   maxFailures: number;
   failuresCarried: number;
   maxRefused: Amount;
+  // Nodes of one batch that may fail to fetch the artifact (FETCH_FAILED) before the run halts
+  // TOO_MANY_FETCH_FAILURES (docs/design.md §18): a percentage of the batch's issued nodes,
+  // rounded down.
+  maxFetchFailures: Amount;
   verdictTimeoutMs: number;
   allowRetryReverted: boolean;
   windows: RolloutWindow[];
@@ -97,7 +101,8 @@ export interface PlanInput {
 // not-targeted: selected, but its heartbeat at the start did not list the app. skipped: stale at
 // the start. pending: a target not issued yet. issued: waiting for its verdict. confirmed: a
 // signed `active` for this run's attempt. already-current: it reported the version, no attempt.
-// refused: a refusal (a release problem halts). reverted: `rolled-back` or `failed`, or so
+// refused: a refusal (a release problem halts). failed: it could not fetch the artifact
+// (FETCH_FAILED, the node's trouble, not the release's): counted in the budget. reverted: `rolled-back` or `failed`, or so
 // during its bake. timed-out: no verdict within the timeout. excluded-reverted: it reverted this
 // version before and the run does not allow a retry.
 export type NodeState =
@@ -108,6 +113,7 @@ export type NodeState =
   | 'confirmed'
   | 'already-current'
   | 'refused'
+  | 'failed'
   | 'reverted'
   | 'timed-out'
   | 'excluded-reverted';
@@ -141,6 +147,8 @@ export interface PlanCounts {
   alreadyCurrent: number;
   refused: number;
   reverted: number;
+  // Nodes that could not fetch the artifact (state `failed`).
+  fetchFailed: number;
   pending: number;
   excluded: number;
 }
@@ -157,6 +165,9 @@ export interface Plan {
   failures: number;
   batchSize: number;
   refusedLimit: number;
+  // Fetch failures each batch tolerates (of its issued nodes, --max-fetch-failures), by batch
+  // number (0: the canaries), for the batches issued so far.
+  fetchFailureLimits: Record<string, number>;
   canaryCount: number;
   counts: PlanCounts;
   // While a bake holds the next batch (or the end): when it ends.
@@ -169,6 +180,11 @@ export interface Plan {
 }
 
 const RELEASE_PROBLEMS: ReadonlySet<string> = new Set(RELEASE_PROBLEM_CODES);
+
+// A verdict `refused` (nothing changed, as every helper sends it) or `failed` with this code: the
+// node could not fetch the artifact. Its trouble, not the release's (the signed integrity makes
+// any mirror as good as another): state `failed`, counted in the budget, never a release halt.
+const FETCH_FAILED = 'FETCH_FAILED';
 
 interface Judged {
   // The node's place in the sorted node list.
@@ -198,6 +214,7 @@ function judge(run: RolloutRun, i: Issued, verdict: VerdictFact | undefined, now
   const deadline = i.issuedAt + run.policy.verdictTimeoutMs;
   const j = (state: NodeState, code: string | null, at: number): Judged => ({ index, nodeId: i.nodeId, attemptId: i.attemptId, batch: i.batch, deadline, state, code, at });
   if (!verdict) return now <= deadline ? j('issued', null, i.issuedAt) : j('timed-out', 'TIMED_OUT', deadline);
+  if ((verdict.outcome === 'refused' || verdict.outcome === 'failed') && verdict.reasonCode === FETCH_FAILED) return j('failed', FETCH_FAILED, verdict.at);
   switch (verdict.outcome) {
     case 'active':
       return j('confirmed', null, verdict.at);
@@ -211,6 +228,7 @@ function judge(run: RolloutRun, i: Issued, verdict: VerdictFact | undefined, now
 
 function failureMessage(run: RolloutRun, j: Judged, bake: boolean): string {
   const what = `${run.app} ${run.version}`;
+  if (j.state === 'failed') return `node ${j.nodeId} could not fetch ${what} (${j.code})`;
   if (j.state === 'timed-out') return `node ${j.nodeId} sent no verdict for ${what} within ${run.policy.verdictTimeoutMs} ms`;
   if (bake) return `node ${j.nodeId} failed ${what} during its bake (${j.code})`;
   return `node ${j.nodeId} ${j.code === 'ROLLBACK_UNHEALTHY' || j.code === 'FAILED' ? 'failed' : 'rolled back'} ${what} (${j.code})`;
@@ -302,7 +320,8 @@ export function planRollout(input: PlanInput): Plan {
 
   // Halting events, the first by time decides.
   const halts: HaltEvent[] = [];
-  const failures = judged.filter((j) => j.batch > 0 && (j.state === 'reverted' || j.state === 'timed-out')).sort(earlier);
+  // A node that could not fetch counts in the budget whatever its batch (a canary's hands its role on).
+  const failures = judged.filter((j) => (j.batch > 0 && (j.state === 'reverted' || j.state === 'timed-out')) || j.state === 'failed').sort(earlier);
   const refusals = judged.filter((j) => j.state === 'refused').sort(earlier);
   for (const j of judged) {
     const failed = j.state === 'reverted' || j.state === 'timed-out';
@@ -311,6 +330,19 @@ export function planRollout(input: PlanInput): Plan {
     else if (j.state === 'refused' && RELEASE_PROBLEMS.has(j.code as string)) {
       halts.push({ code: j.code as string, nodeId: j.nodeId, message: `node ${j.nodeId} refused ${run.app} ${run.version}: a problem with the release (${j.code})`, at: j.at });
     }
+  }
+  // More of one batch than --max-fetch-failures could not fetch: the artifact is the trouble
+  // (pushed before the budget's halt, which wins a tie by push order otherwise).
+  const fetchFailureLimits: Record<string, number> = {};
+  const byBatch = new Map<number, Judged[]>();
+  for (const j of judged) byBatch.set(j.batch, [...(byBatch.get(j.batch) ?? []), j]);
+  for (const [batch, inBatch] of byBatch) {
+    const limit = refusalLimitOf(p.maxFetchFailures, inBatch.length);
+    fetchFailureLimits[String(batch)] = limit;
+    const over = inBatch.filter((j) => j.state === 'failed').sort(earlier)[limit];
+    if (!over) continue;
+    const what = batch === 0 ? 'the canaries' : `batch ${batch}`;
+    halts.push({ code: 'TOO_MANY_FETCH_FAILURES', nodeId: over.nodeId, message: `the artifact cannot be fetched: ${limit + 1} of the ${inBatch.length} nodes of ${what} could not fetch ${run.app} ${run.version} (the last: node ${over.nodeId}), over --max-fetch-failures ${formatAmount(p.maxFetchFailures)}`, at: over.at });
   }
   // The failure that takes the count (the carried ones first) past the budget.
   const firstOver = Math.max(0, p.maxFailures - p.failuresCarried);
@@ -325,7 +357,7 @@ export function planRollout(input: PlanInput): Plan {
   }
   const halt = halts.sort(earlier)[0];
 
-  const counts: PlanCounts = { targeted: targets.length, notTargeted: nodes.length - targets.length, confirmed: 0, alreadyCurrent: 0, refused: 0, reverted: 0, pending: 0, excluded: 0 };
+  const counts: PlanCounts = { targeted: targets.length, notTargeted: nodes.length - targets.length, confirmed: 0, alreadyCurrent: 0, refused: 0, reverted: 0, fetchFailed: 0, pending: 0, excluded: 0 };
   const states: Record<string, NodePlan> = {};
   for (let k = 0; k < nodes.length; k++) {
     const plan = plans[k] as NodePlan;
@@ -335,13 +367,14 @@ export function planRollout(input: PlanInput): Plan {
     else if (s === 'already-current') counts.alreadyCurrent++;
     else if (s === 'refused') counts.refused++;
     else if (s === 'reverted' || s === 'timed-out') counts.reverted++;
+    else if (s === 'failed') counts.fetchFailed++;
     else if (s === 'pending' || s === 'issued') counts.pending++;
     else if (s === 'excluded-reverted') counts.excluded++;
   }
-  const canaries = judged.filter((j) => j.batch === 0 && j.state !== 'refused').map((j) => j.nodeId);
+  const canaries = judged.filter((j) => j.batch === 0 && j.state !== 'refused' && j.state !== 'failed').map((j) => j.nodeId);
   const inflight = judged.filter((j) => j.state === 'issued');
   const lastBatch = judged.reduce((m, j) => Math.max(m, j.batch), -1);
-  const base = { canaries, nodes: states, failures: p.failuresCarried + failures.length, batchSize, refusedLimit, canaryCount, counts, nextWindowAt: null };
+  const base = { canaries, nodes: states, failures: p.failuresCarried + failures.length, batchSize, refusedLimit, fetchFailureLimits, canaryCount, counts, nextWindowAt: null };
   const deadlines = inflight.map((j) => j.deadline + 1);
   const soonest = (...ts: Array<number | null>) => ts.reduce<number | null>((m, t) => (t === null || t <= now ? m : m === null ? t : Math.min(m, t)), null);
 

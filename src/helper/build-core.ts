@@ -36,7 +36,8 @@ const log = logger('helper:main');
 
 // Builds the real adapters of one helper (its composition root, shared by main and the
 // crash explorer's start driver, test/crash/run-start.ts).
-export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean): Promise<HelperCore> {
+// `stopping`: aborted when the helper stops (stage-release.ts: fetch retries end).
+export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: boolean, stopping?: AbortSignal): Promise<HelperCore> {
   const key = await loadOrCreateHelperKey(paths);
   const faults = faultsFromEnv(process.env, paths.root);
   const receiptStore = new ReceiptStore({
@@ -74,6 +75,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     startedAt: systemClock.now(),
     recovering: () => true,
     self: selfSeams(process.env, paths.root, readOwnVersion(), launchedBy(process.env)),
+    ...(stopping ? { stopping } : {}),
   };
 }
 

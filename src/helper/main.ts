@@ -76,7 +76,8 @@ export async function main(argv: string[]): Promise<number> {
       },
     });
     await ensureLayout(paths);
-    const core = await buildCore(paths, config, isRoot);
+    const stopping = new AbortController();
+    const core = await buildCore(paths, config, isRoot, stopping.signal);
     releaseRunner = () => core.runner.release?.();
     const supervisor = new Supervisor(core, config.supervisor);
     // The watchdog (§17): a process silent on STEWARD_WATCHDOG_FD past its deadline is killed, and
@@ -161,6 +162,8 @@ export async function main(argv: string[]): Promise<number> {
     await new Promise<void>((resolve) => {
       const stop = (sig: string) => {
         log('stopping on %s (apps keep running)', sig);
+        // Why: a fetch waiting to be tried again would hold the exit up for minutes.
+        stopping.abort();
         self.stop();
         stopWatchdog();
         liveness.close();

@@ -1,6 +1,7 @@
 import * as z from '../core/zod-mini.js';
 import { PLAIN_TEXT_RE } from '../core/control-chars.js';
 import { HOLD_FOR_MAX_MS, HOLD_FOR_MIN_MS, HOLD_REASON_MAX } from '../core/hold-limits.js';
+import { MAX_CONTROL_PLANE_URLS } from '../core/control-plane-urls.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
 import { idSchema } from './answer-schemas.js';
@@ -59,12 +60,19 @@ const fetchAuthSchema = z.strictObject({
   authorization: z.string().check(z.maxLength(1024), z.regex(/^[\x21-\x7e][\x20-\x7e]*$/)),
 });
 
+// The agent's control-plane URLs (docs/design.md §18): an artifact path is fetched from each in
+// turn, and the credential of fetchAuth goes to each of their origins. http(s) only, printable.
+const mirrorsSchema = z.array(z.string().check(z.maxLength(512), z.regex(/^https?:\/\/[\x21-\x7e]+$/))).check(z.maxLength(MAX_CONTROL_PLANE_URLS));
+
 export const updateRequestSchema = z.strictObject({
   ...base,
   op: z.literal('update'),
   ...releaseSource,
   noWait: z.optional(z.boolean()),
   fetchAuth: z.optional(fetchAuthSchema),
+  mirrors: z.optional(mirrorsSchema),
+  // Until when a failed fetch is tried again (docs/design.md §18): the run's fetch deadline.
+  fetchUntil: z.optional(epochMsSchema),
   by: whoSchema,
   // The watch window after `active` (docs/design.md §17) the control plane asks for (its run's
   // bake): over the release's health.watchMs.

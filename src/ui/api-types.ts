@@ -109,6 +109,7 @@ export interface RunView {
   failures: number;
   maxRefused: string;
   refusedLimit: number;
+  maxFetchFailures?: string;
   verdictTimeoutMs: number;
   windows: string[];
   tz: string;

@@ -114,3 +114,19 @@ test("the host's hold, who put it, why and until when, goes into heartbeat v6 on
   assert.ok(heartbeatPayloadSchema.safeParse(payload(5, appsForVersion(apps, 5))).success);
   assert.equal(heartbeatPayloadSchema.safeParse(payload(5, apps)).success, false, 'v5 with a hold is refused, as a control plane from before v6 would');
 });
+
+test('an update waiting to try its download again goes into heartbeat v6 as fetchRetrying; v5 and below carry none (docs/design.md §18)', async () => {
+  const { appsForVersion } = await import('../../src/agent/heartbeat-apps.js');
+  const { heartbeatPayloadSchema } = await import('../../src/core/heartbeat-schema.js');
+  const { apps } = heartbeatApps([
+    app({ name: 'web', running: { attemptId: 'r1-0123456789abcdef', op: 'update', phase: 'fetch-retrying', startedAt: 1 } }),
+    app({ name: 'api', running: { attemptId: 'r1-fedcba9876543210', op: 'update', phase: 'fetch', startedAt: 1 } }),
+  ]);
+  assert.deepEqual(apps.map((a) => a.fetchRetrying), [{ attemptId: 'r1-0123456789abcdef' }, undefined]);
+  assert.deepEqual(appsForVersion(apps, 6), apps);
+  assert.ok(appsForVersion(apps, 5).every((a) => !('fetchRetrying' in a)), 'v5 carries none');
+  const payload = (v: number, a: unknown[]) => ({ v, nodeId: 'n1', seq: 1, sentAt: 1_800_000_000_000, bootId: 'b', agentVersion: '0.1.0', apps: a, receipts: [] });
+  assert.equal(heartbeatPayloadSchema.safeParse(payload(6, apps)).success, true);
+  assert.equal(heartbeatPayloadSchema.safeParse(payload(5, apps)).success, false, 'a v5 heartbeat with fetchRetrying is refused');
+  assert.equal(heartbeatPayloadSchema.safeParse(payload(6, [{ ...apps[0], fetchRetrying: { attemptId: 'not an id!' } }])).success, false);
+});

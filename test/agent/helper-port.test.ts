@@ -72,6 +72,25 @@ test("the update carries the entry's notAfter; a helper that does not know the k
   }
 });
 
+test('the update carries fetchUntil and the mirrors (docs/design.md §18); a helper from before them is asked once more without both, the rest kept', async () => {
+  let knows = true;
+  const fake = await fakeHelper(() => (knows ? null : 'fetchUntil'));
+  try {
+    const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
+    const e = { app: 'web', version: '2.0.0', attemptId: 'r1-y', manifest, watchMs: 60_000, fetchUntil: 1_800_000_000_000 };
+    const mirrors = ['https://cp-b.example/', 'https://cp-a.example/'];
+    await socketHelper(fake.sock).update(e, undefined, mirrors);
+    const first = JSON.parse(fake.lines[0] as string);
+    assert.deepEqual([first.fetchUntil, first.mirrors, first.watchMs], [1_800_000_000_000, mirrors, 60_000]);
+    knows = false;
+    fake.lines.length = 0;
+    assert.deepEqual(await socketHelper(fake.sock).update(e, undefined, mirrors), { attemptId: 'r1-y', app: 'web', accepted: true });
+    assert.deepEqual(fake.lines.map((l) => ['fetchUntil' in JSON.parse(l), 'mirrors' in JSON.parse(l), 'watchMs' in JSON.parse(l)]), [[true, true, true], [false, false, true]]);
+  } finally {
+    fake.close();
+  }
+});
+
 test("the update carries the entry's watchMs (the run's bake); a helper from before watch windows is asked once more without it, notAfter kept", async () => {
   let knowsWatch = true;
   const fake = await fakeHelper(() => (knowsWatch ? null : 'watchMs'));

@@ -61,3 +61,13 @@ test('an agent that names downgrade in its desired-fields header gets the author
     assert.equal(out.desired[0].version, '2.0.0');
   }
 });
+
+test("a desired entry's fetchUntil goes only to an agent that names it in steward-desired-fields (docs/design.md §18)", () => {
+  const withUntil = () => ({ status: 200, body: { ackedSeqs: [], desired: [{ ...entry, fetchUntil: 1_800_000_000_000 }], heartbeatSeconds: 30 } });
+  const ask = (headers: Record<string, string>) => withAcceptedVersions({ headers } as unknown as http.IncomingMessage, withUntil()).body as any;
+  assert.equal(ask({ 'steward-receipt-versions': '1, 2, 3', 'steward-desired-fields': 'fetchUntil' }).desired[0].fetchUntil, 1_800_000_000_000);
+  assert.equal(ask({ 'steward-receipt-versions': '1, 2, 3', 'steward-desired-fields': 'somethingElse, fetchUntil ' }).desired[0].fetchUntil, 1_800_000_000_000);
+  assert.equal('fetchUntil' in ask({ 'steward-receipt-versions': '1, 2, 3' }).desired[0], false, 'an agent from before it');
+  assert.equal('fetchUntil' in ask({}).desired[0], false);
+  assert.equal('fetchUntil' in ask({ 'steward-desired-fields': 'fetchUntilNot' }).desired[0], false);
+});

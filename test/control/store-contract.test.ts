@@ -12,7 +12,7 @@ import { describeEachBackend } from '../helpers/store-backends.js';
 
 const run = (over: Partial<NewRun> = {}): NewRun => ({
   app: 'web', version: '1.0.0', startedAt: T0, heartbeatIntervalMs: 30_000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '1', bakeMs: 0,
-  maxFailures: 0, maxRefused: '50%', failuresCarried: 0, verdictTimeoutMs: 60_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, ...over,
+  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 60_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, ...over,
 });
 
 const pause = () => new Promise((r) => setImmediate(r));

@@ -22,6 +22,7 @@ const policy = (over: Partial<RolloutPolicy> = {}): RolloutPolicy => ({
   maxFailures: 0,
   failuresCarried: 0,
   maxRefused: { percent: 100 },
+  maxFetchFailures: { percent: 100 },
   verdictTimeoutMs: 30 * min,
   allowRetryReverted: false,
   windows: [],
@@ -183,12 +184,46 @@ const cases: Case[] = [
     ],
   },
   {
-    name: 'a canary whose release cannot be fetched halts the run instead of handing the role on',
-    run: run({ namedCanaries: ['n1'] }),
-    nodes: fleet('n1', 'n2'),
+    // docs/design.md §18: a download that fails is the node's trouble, not the release's.
+    name: 'a canary that cannot fetch the release is failed, counted in the budget, and hands its role on',
+    run: run({ namedCanaries: ['n1'], maxFailures: 1 }),
+    nodes: fleet('n1', 'n2', 'n3', 'n4'),
     steps: [
-      { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending', issue: ['n1'] } },
-      { at: T0 + 1 * min, receipts: [refused('n1', 'FETCH_FAILED')], expect: { status: 'halted', nodes: 'n1:refused n2:pending', halt: { code: 'FETCH_FAILED', nodeId: 'n1' } } },
+      { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending n3:pending n4:pending', issue: ['n1'] } },
+      { at: T0 + 1 * min, receipts: [refused('n1', 'FETCH_FAILED')], expect: { status: 'running', nodes: 'n1:failed n2:pending n3:pending n4:pending', issue: [NEXT_CANARY], batch: 0, canaries: [], failures: 1 } },
+    ],
+  },
+  {
+    name: 'a node of a batch that cannot fetch is a failure within the budget, and the run goes on to succeed',
+    run: run({ namedCanaries: ['n1'], batch: { count: 2 }, maxFailures: 1, maxFetchFailures: { percent: 50 } }),
+    nodes: fleet('n1', 'n2', 'n3', 'n4'),
+    steps: [
+      { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending n3:pending n4:pending', issue: ['n1'] } },
+      { at: T0 + 1 * min, receipts: [ok('n1')], expect: { status: 'running', nodes: 'n1:confirmed n2:pending n3:pending n4:pending', issue: ['n2', 'n3'], batch: 1 } },
+      { at: T0 + 2 * min, receipts: [refused('n2', 'FETCH_FAILED'), ok('n3')], expect: { status: 'running', nodes: 'n1:confirmed n2:failed n3:confirmed n4:pending', issue: ['n4'], batch: 2, failures: 1 } },
+      { at: T0 + 3 * min, receipts: [ok('n4')], expect: { status: 'succeeded', nodes: 'n1:confirmed n2:failed n3:confirmed n4:confirmed', failures: 1 } },
+    ],
+  },
+  {
+    name: 'a fetch failure beyond the budget halts the run like a revert (the default budget is 0)',
+    run: run({ namedCanaries: ['n1'], batch: { count: 2 } }),
+    nodes: fleet('n1', 'n2', 'n3'),
+    steps: [
+      { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending n3:pending', issue: ['n1'] } },
+      { at: T0 + 1 * min, receipts: [ok('n1')], expect: { status: 'running', nodes: 'n1:confirmed n2:pending n3:pending', issue: ['n2', 'n3'], batch: 1 } },
+      // A `failed` receipt with FETCH_FAILED counts the same as the `refused` every helper sends.
+      { at: T0 + 2 * min, receipts: [failed('n2', 'FETCH_FAILED')], expect: { status: 'halted', nodes: 'n1:confirmed n2:failed n3:issued', failures: 1, halt: { code: 'FETCH_FAILED', nodeId: 'n2' } } },
+    ],
+  },
+  {
+    name: 'more of a batch than --max-fetch-failures cannot fetch: the run halts TOO_MANY_FETCH_FAILURES, within the failure budget',
+    run: run({ namedCanaries: ['n1'], batch: { count: 4 }, maxFailures: 10, maxFetchFailures: { percent: 25 } }),
+    nodes: fleet('n1', 'n2', 'n3', 'n4', 'n5'),
+    steps: [
+      { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending n3:pending n4:pending n5:pending', issue: ['n1'] } },
+      { at: T0 + 1 * min, receipts: [ok('n1')], expect: { status: 'running', nodes: 'n1:confirmed n2:pending n3:pending n4:pending n5:pending', issue: ['n2', 'n3', 'n4', 'n5'], batch: 1 } },
+      { at: T0 + 2 * min, receipts: [refused('n2', 'FETCH_FAILED')], expect: { status: 'running', nodes: 'n1:confirmed n2:failed n3:issued n4:issued n5:issued', failures: 1 } },
+      { at: T0 + 3 * min, receipts: [refused('n3', 'FETCH_FAILED')], expect: { status: 'halted', nodes: 'n1:confirmed n2:failed n3:failed n4:issued n5:issued', failures: 2, halt: { code: 'TOO_MANY_FETCH_FAILURES', nodeId: 'n3' } } },
     ],
   },
   {
@@ -413,6 +448,14 @@ const cases: Case[] = [
 ];
 
 for (const c of cases) test(c.name, () => void play(c));
+
+test('the halt for a batch that cannot fetch says the artifact cannot be fetched, and the limits are shown per batch', () => {
+  const c = cases.find((x) => x.name.startsWith('more of a batch than --max-fetch-failures'))!;
+  const { plan } = play(c);
+  assert.match(plan.haltReason?.message ?? '', /^the artifact cannot be fetched: 2 of the 4 nodes of batch 1 could not fetch web 1\.2\.0 \(the last: node n3\), over --max-fetch-failures 25%$/);
+  assert.deepEqual(plan.fetchFailureLimits, { 0: 0, 1: 1 });
+  assert.equal(plan.counts.fetchFailed, 2);
+});
 
 test('a percentage batch is of the targets frozen at the start, rounded up, at least one', () => {
   const nodes = [...fleet('a', 'b', 'c', 'd', 'e', 'f', 'g'), node('x', { listedApp: false }), node('y', { lastHeartbeatAt: null })];

@@ -80,6 +80,7 @@ function play(sc: Scenario): void {
     maxFailures: sc.maxFailures,
     failuresCarried: sc.failuresCarried,
     maxRefused: sc.maxRefused,
+    maxFetchFailures: { percent: 100 },
     verdictTimeoutMs: sc.timeoutMin * MIN,
     allowRetryReverted: false,
     windows,

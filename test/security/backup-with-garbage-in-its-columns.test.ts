@@ -32,7 +32,7 @@ const GOOD: Record<string, Record<string, unknown>> = {
   audit: { id: 1, at: 1, operator: 'bob', action: 'x', target: null, source: null, details: '{}' },
   runs: {
     id: 1, app: 'web', version: '1.1.0', startedAt: 1, canary: null, batchSize: 1, verdictTimeoutMs: 1000, allowRetryReverted: false, heartbeatIntervalMs: 1000, stopped: false, status: 'halted',
-    haltCode: 'X', haltNodeId: null, haltMessage: 'm', endedAt: 2, selector: '', canaries: 1, namedCanaries: '[]', canarySeed: 0, batch: '1', bakeMs: 0, maxFailures: 0, maxRefused: '50%',
+    haltCode: 'X', haltNodeId: null, haltMessage: 'm', endedAt: 2, selector: '', canaries: 1, namedCanaries: '[]', canarySeed: 0, batch: '1', bakeMs: 0, maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%',
     failuresCarried: 0, windows: '["daily 02:00-04:00"]', tz: 'UTC', startAt: null, paused: false, behind: false, retryOf: null,
   },
 };

@@ -181,6 +181,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     bakeMs: int,
     maxFailures: int,
     maxRefused: text(16),
+    maxFetchFailures: text(16),
     failuresCarried: int,
     windows: json(windowsSchema, 'a list of rollout windows'),
     tz: text(64),

@@ -6,8 +6,12 @@ import type { StoreReader } from '../store/store.js';
 // to it that no counting receipt answered yet and whose window has not closed, with the release's
 // signed manifest and, for a run with windows, the window's end (`notAfter`), and the run's bake as
 // the watch window after activation (`watchMs`, docs/design.md §17; sent only to an agent that reads
-// it: control-server.ts withAcceptedVersions), and the signed downgrade authorization for that app
-// and version when an operator made one (docs/design.md §18; sent only to an agent that reads it).
+// it: control-server.ts withAcceptedVersions), the signed downgrade authorization for that app
+// and version when an operator made one (docs/design.md §18; sent only to an agent that reads it),
+// and until when a failed download is tried again (`fetchUntil`, docs/design.md §18: half the
+// run's verdict timeout after the issue, which leaves the other half to install, start, probe and
+// relay the verdict, or the final FETCH_FAILED, before the run times the node out; sent only to an
+// agent that reads it, DESIRED_FIELDS_HEADER).
 export async function desiredFor(tx: StoreReader, nodeId: string, now: number): Promise<DesiredEntry[]> {
   const out: DesiredEntry[] = [];
   // Why first: with no run going there is nothing to send, and this is cheaper than the join.
@@ -17,7 +21,7 @@ export async function desiredFor(tx: StoreReader, nodeId: string, now: number): 
     // A release removed from the catalog has no manifest to send; the run times out on it.
     if (!release) continue;
     const downgrade = await downgradeFor(tx, a.app, a.version);
-    out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...(downgrade ? { downgrade } : {}) });
+    out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...(downgrade ? { downgrade } : {}), ...fetchUntilOf(a) });
   }
   return out;
 }
@@ -31,4 +35,10 @@ async function downgradeFor(tx: StoreReader, app: string, version: string): Prom
   if (!row) return null;
   const ok = envelopeSchema.safeParse(row.authorization);
   return ok.success ? ok.data : null;
+}
+
+// The fetch deadline of an attempt, or nothing when its row holds no usable numbers.
+function fetchUntilOf(a: { issuedAt: number; verdictTimeoutMs: number }): { fetchUntil?: number } {
+  const at = Number(a.issuedAt) + Math.floor(Number(a.verdictTimeoutMs) / 2);
+  return Number.isSafeInteger(at) && at > 0 ? { fetchUntil: at } : {};
 }

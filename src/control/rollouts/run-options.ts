@@ -11,6 +11,8 @@ import type { RunPolicy } from '../store/store.js';
 export const DEFAULT_VERDICT_TIMEOUT_MS = 30 * 60_000;
 export const DEFAULT_BAKE_MS = 5 * 60_000;
 export const DEFAULT_MAX_REFUSED = '50%';
+// docs/design.md §18: more of one batch than this could not fetch the artifact, and the run halts.
+export const DEFAULT_MAX_FETCH_FAILURES = '20%';
 
 // Each field left out takes the default (start) or the retried run's value (retry).
 export interface RunOptions {
@@ -23,6 +25,7 @@ export interface RunOptions {
   bakeMs?: number;
   maxFailures?: number;
   maxRefused?: string;
+  maxFetchFailures?: string;
   verdictTimeoutMs?: number;
   allowRetryReverted?: boolean;
   windows?: string[];
@@ -38,6 +41,7 @@ const DEFAULTS: Omit<RunPolicy, 'canarySeed' | 'failuresCarried' | 'behind' | 'r
   bakeMs: DEFAULT_BAKE_MS,
   maxFailures: 0,
   maxRefused: DEFAULT_MAX_REFUSED,
+  maxFetchFailures: DEFAULT_MAX_FETCH_FAILURES,
   verdictTimeoutMs: DEFAULT_VERDICT_TIMEOUT_MS,
   allowRetryReverted: false,
   windows: [],
@@ -62,6 +66,7 @@ export function resolvePolicy(opts: RunOptions, base: Partial<RunPolicy> = {}): 
     bakeMs: opts.bakeMs ?? b.bakeMs,
     maxFailures: opts.maxFailures ?? b.maxFailures,
     maxRefused: opts.maxRefused ?? b.maxRefused,
+    maxFetchFailures: opts.maxFetchFailures ?? b.maxFetchFailures,
     verdictTimeoutMs: opts.verdictTimeoutMs ?? b.verdictTimeoutMs,
     allowRetryReverted: opts.allowRetryReverted ?? b.allowRetryReverted,
     windows: opts.windows ?? b.windows,
@@ -87,6 +92,7 @@ export function plannerPolicy(r: RunPolicy): RolloutPolicy {
     maxFailures: r.maxFailures,
     failuresCarried: r.failuresCarried,
     maxRefused: parseAmount(r.maxRefused, '--max-refused', { min: 0 }),
+    maxFetchFailures: parseAmount(r.maxFetchFailures, '--max-fetch-failures', { min: 0 }),
     verdictTimeoutMs: r.verdictTimeoutMs,
     allowRetryReverted: r.allowRetryReverted,
     windows: r.windows.map(parseWindow),

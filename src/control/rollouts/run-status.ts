@@ -50,6 +50,9 @@ export interface RunStatusView {
   failures: number;
   maxRefused: string;
   refusedLimit: number;
+  // --max-fetch-failures as given, and what it tolerates in each batch issued so far.
+  maxFetchFailures: string;
+  fetchFailureLimits: Record<string, number>;
   verdictTimeoutMs: number;
   heartbeatIntervalMs: number;
   allowRetryReverted: boolean;
@@ -82,6 +85,9 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
     const cur = verdicts.get(v.attemptId);
     if (!cur || v.seq < cur.seq) verdicts.set(v.attemptId, v);
   }
+  // The attempts whose download waits to be tried again, as their nodes last reported (heartbeat v6).
+  const retrying = new Set<string>();
+  for (const node of all) for (const a of node.apps) if (a.name === run.app && a.fetchRetrying) retrying.add(`${node.nodeId} ${a.fetchRetrying.attemptId}`);
   const nodes: RunNodeStatus[] = [];
   for (const [nodeId, n] of Object.entries(plan.nodes)) {
     const issue = issued.get(nodeId) ?? null;
@@ -90,7 +96,8 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
       nodeId,
       hostname: hostOf.get(nodeId) ?? null,
       state: n.state,
-      reason: n.reason,
+      // FETCH_RETRYING: issued, and its helper waits to try the download again (docs/design.md §18).
+      reason: n.state === 'issued' && n.reason === null && issue && retrying.has(`${nodeId} ${issue.attemptId}`) ? 'FETCH_RETRYING' : n.reason,
       batch: n.batch,
       attemptId: issue?.attemptId ?? null,
       issuedAt: issue?.issuedAt ?? null,
@@ -133,6 +140,8 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
     failures: plan.failures,
     maxRefused: run.maxRefused,
     refusedLimit: plan.refusedLimit,
+    maxFetchFailures: run.maxFetchFailures,
+    fetchFailureLimits: plan.fetchFailureLimits,
     verdictTimeoutMs: run.verdictTimeoutMs,
     heartbeatIntervalMs: run.heartbeatIntervalMs,
     allowRetryReverted: run.allowRetryReverted,

@@ -197,12 +197,14 @@ export function withAcceptedVersions<A extends { status: number; body: unknown }
   if (!both.includes(3) && Array.isArray(body.desired)) {
     answer = { ...answer, body: { ...body, desired: body.desired.map(({ watchMs: _w, ...rest }) => rest) } };
   }
-  // A downgrade authorization goes only to an agent that said it reads one (DESIRED_FIELDS_HEADER):
-  // to any other the entry goes without it, and its host refuses the downgrade as before.
+  // Optional desired-entry fields go only to an agent that said it reads them (DESIRED_FIELDS_HEADER):
+  // to any other the entry goes without them. Without `downgrade` its host refuses the downgrade
+  // as before; without `fetchUntil` its helper tries a download once, as before.
   const fields = parseDesiredFields(req.headers[DESIRED_FIELDS_HEADER]);
   const desired = (answer.body as { desired?: Array<Record<string, unknown>> }).desired;
-  if (!fields.includes('downgrade') && Array.isArray(desired) && desired.some((d) => 'downgrade' in d)) {
-    answer = { ...answer, body: { ...(answer.body as object), desired: desired.map(({ downgrade: _d, ...rest }) => rest) } };
+  const drop = (['downgrade', 'fetchUntil'] as const).filter((f) => !fields.includes(f));
+  if (drop.length > 0 && Array.isArray(desired) && desired.some((d) => drop.some((f) => f in d))) {
+    answer = { ...answer, body: { ...(answer.body as object), desired: desired.map((d) => Object.fromEntries(Object.entries(d).filter(([k]) => !(drop as readonly string[]).includes(k)))) } };
   }
   const heartbeats = req.headers[HEARTBEAT_VERSIONS_HEADER] !== undefined ? { heartbeatVersions: [...HEARTBEAT_VERSIONS] } : {};
   return { ...answer, body: { ...(answer.body as object), ...receipts, ...heartbeats } };

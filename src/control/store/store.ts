@@ -250,6 +250,8 @@ export interface RunPolicy {
   maxFailures: number;
   // "3" or "50%".
   maxRefused: string;
+  // "2" or "20%" of a batch (docs/design.md §18).
+  maxFetchFailures: string;
   // Failures spent by the run this one retries.
   failuresCarried: number;
   verdictTimeoutMs: number;
@@ -321,6 +323,9 @@ export interface OpenAttempt {
   notAfter: number | null;
   // The run's bake: the watch window the node is asked for (docs/design.md §17).
   bakeMs: number;
+  // When it was issued, and the run's verdict timeout: the node's fetch deadline (desired.ts).
+  issuedAt: number;
+  verdictTimeoutMs: number;
 }
 
 export interface RunReads {

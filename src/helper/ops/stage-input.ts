@@ -24,5 +24,8 @@ export function stageInputOf(
     force: req.force,
     progress,
     ...('fetchAuth' in req && req.fetchAuth ? { fetchAuth: req.fetchAuth } : {}),
+    ...('mirrors' in req && req.mirrors ? { mirrors: req.mirrors } : {}),
+    ...('fetchUntil' in req && req.fetchUntil !== undefined ? { fetchUntil: req.fetchUntil } : {}),
+    ...(req.notAfter !== undefined ? { notAfter: req.notAfter } : {}),
   };
 }

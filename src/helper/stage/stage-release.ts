@@ -29,6 +29,9 @@ import { controlPlaneUrls } from '../../core/control-plane-urls.js';
 import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
 import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
+import { artifactSources, authFor } from './artifact-sources.js';
+import { fetchWithRetries } from './fetch-retry.js';
+import { checkFetchUrl } from '../../platform/fetch-url.js';
 
 const log = logger('helper:stage');
 
@@ -51,6 +54,11 @@ export interface StageDeps {
   // ARCHIVE_IN_MEMORY_MAX_BYTES unless set: tests lower it to send a small archive through
   // the archive file.
   archiveInMemoryMaxBytes?: number;
+  // The jitter of the waits between fetch retries (fetch-retry.ts); Math.random unless set.
+  random?: () => number;
+  // Aborted when the helper stops: a fetch waiting to be tried again gives up at once (its
+  // FETCH_FAILED receipt is written), so that the wait never holds the stopping helper up.
+  stopping?: AbortSignal;
 }
 
 export interface StageInput {
@@ -78,6 +86,13 @@ export interface StageInput {
   progress?: (p: Progress) => void;
   // The agent's credential for downloads from the control plane (platform/download-auth.ts).
   fetchAuth?: FetchAuth | undefined;
+  // The agent's control-plane URLs: an artifact path is fetched from each in turn
+  // (artifact-sources.ts), and the credential goes to each of their origins.
+  mirrors?: readonly string[] | undefined;
+  // The latest time a failed fetch is tried again (fetch-retry.ts): the run's fetch deadline
+  // and the window's end, whichever is first.
+  fetchUntil?: number | undefined;
+  notAfter?: number | undefined;
 }
 
 // Makes a fresh attempt id when a request carries none.
@@ -162,6 +177,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
   let extractor: ReturnType<StageIO['prepareExtraction']> | null = null;
   try {
     extractor = io.prepareExtraction();
+    // Why not const: a fetch try that failed ends its worker, and the next try starts another.
     const tree = path.join(work, 'tree');
     // The extraction's progress is told once the bytes are all here (a fetch's comes first).
     let extracting = false;
@@ -189,18 +205,59 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
       progress({ attemptId, phase: 'extract', bytes: 0 });
     };
     let ex: ExtractResultLike;
-    if (overlapsFetch(input, trust)) {
-      ex = await fetchWhileExtracting(deps, input, trust, extractor, job, onFetched, verified);
+    const archive = path.join(work, 'archive.tgz');
+    const sources = fetchedFrom(deps, input, trust);
+    if (sources) {
+      // Each source in turn, round after round (fetch-retry.ts): a try that failed leaves nothing
+      // behind, its extraction ended and its tree removed, so that the next starts clean.
+      ex = await fetchWithRetries(
+        {
+          sources,
+          until: fetchDeadline(input, clock.now()),
+          clock,
+          random: deps.random ?? Math.random,
+          what: `${app} ${version}`,
+          ...(deps.stopping ? { signal: deps.stopping } : {}),
+          onRetry: (n) => {
+            log('fetch retrying app=%s version=%s attempt=%s tries=%d wait=%dms: %s', app, version, attemptId, n.tries, n.waitMs, n.error.message);
+            progress({ attemptId, phase: 'fetch-retrying' });
+          },
+        },
+        async (url) => {
+          const from = { ...trust, url };
+          try {
+            if (overlapsFetch(input, from)) {
+              extractor ??= io.prepareExtraction();
+              return await fetchWhileExtracting(deps, input, from, extractor, job, onFetched, verified);
+            }
+            const got = await obtainBytes(deps, input, from, archive, onFetched);
+            verified(got);
+            return await extractFromArchive(got);
+          } catch (err) {
+            // Why: an extraction fed part of a download may have written part of the tree, and
+            // the next try extracts into the same (absent) folder with a fresh worker.
+            await extractor?.cancel().catch(() => undefined);
+            extractor = null;
+            await removeOwnTree(tree).catch(() => undefined);
+            await fsp.rm(archive, { force: true }).catch(() => undefined);
+            throw err;
+          }
+        },
+      );
     } else {
-      const archive = path.join(work, 'archive.tgz');
       const got = await obtainBytes(deps, input, trust, archive, onFetched);
       verified(got);
-      ex = await extractor.extract(got.archive ? { ...job, archive: got.archive } : { ...job, archivePath: archive });
+      ex = await extractFromArchive(got);
+    }
+    // The archive's bytes, verified, into the tree.
+    async function extractFromArchive(got: BytesResult & { archive?: Buffer }): Promise<ExtractResultLike> {
+      extractor ??= io.prepareExtraction();
+      const out = await extractor.extract(got.archive ? { ...job, archive: got.archive } : { ...job, archivePath: archive });
       if (!got.archive) {
         // The archive was never fsynced (writeHashedFile): what the extraction read must be the
         // bytes verified above, or the tree is not what was vouched for. An archive held in
         // memory was extracted from the very bytes that were verified.
-        if (ex.integrity !== trust.integrity) {
+        if (out.integrity !== trust.integrity) {
           throw new StewardError('IO_ERROR', `${app} ${version}: the archive read back for extraction is not the one verified (the disk lost or changed it)`, {
             details: { attemptId },
           });
@@ -208,6 +265,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
         // Removed before the syncfs below, so that its bytes are never written to disk at all.
         await fsp.rm(archive, { force: true });
       }
+      return out;
     }
     // 5. The release file, then a durable read-only tree renamed into versions/, marker last.
     await checkReleaseFile(tree, { app, version, appConfig });
@@ -357,24 +415,65 @@ async function obtainBytes(
     url: trust.url,
     destFile,
     maxBytes: trust.size,
-    ...fetchSettings(deps),
+    ...fetchSettings(deps, input),
     allowFile: input.kind === 'admin',
     onProgress,
-    ...(input.fetchAuth ? { auth: input.fetchAuth } : {}),
+    ...authOf(deps, input, trust.url),
   });
+}
+
+// The node's credential for a fetch of `url`, when it is on a control plane's origin.
+function authOf(deps: StageDeps, input: StageInput, url: string): { auth?: FetchAuth } {
+  const auth = authFor(url, input.fetchAuth, controlPlanesOf(deps, input));
+  return auth ? { auth } : {};
+}
+
+// The control-plane URLs a fetch may go to: the agent's (the one that answered last first),
+// then the host config's.
+function controlPlanesOf(deps: StageDeps, input: StageInput): string[] {
+  const cp = deps.config.controlPlane;
+  const all = [...(input.mirrors ?? []), ...(cp ? controlPlaneUrls(cp.url) : [])];
+  return all.filter((u, i) => all.indexOf(u) === i);
+}
+
+// The URLs the release's bytes are fetched from (artifact-sources.ts), or null when the caller
+// sends them (an upload, a local path) or an unsigned release names none.
+function fetchedFrom(deps: StageDeps, input: StageInput, trust: Trust): string[] | null {
+  if (input.upload || input.path || !trust.url) return null;
+  const all = artifactSources(trust.url, controlPlanesOf(deps, input));
+  // A URL the fetch would refuse before connecting (fetch-url.ts) is no mirror worth a try; when
+  // every one is, the first is tried, for its error.
+  const usable = all.filter((u) => {
+    try {
+      checkFetchUrl(u, input.kind === 'admin');
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return usable.length > 0 ? usable : all.slice(0, 1);
+}
+
+// Until when a failed fetch is tried again: the request's fetchUntil (the control plane's, within
+// its run's verdict timeout), or the window's end when that is sooner. A request without
+// fetchUntil (an operator's update, an agent of a control plane from before it) tries each
+// source once, as before: no deadline was agreed, and the operator is told at once.
+function fetchDeadline(input: StageInput, now: number): number {
+  if (input.fetchUntil === undefined) return now;
+  return Math.min(input.fetchUntil, input.notAfter ?? Infinity);
 }
 
 // The settings of every fetch the helper makes: the host's, its extra CA file, and the control
 // plane's URLs and CA file (a download from the control plane trusts the CA its heartbeats
 // trust, platform/fetch-trust.ts), each CA file under the trust rule from the root prefix down.
-function fetchSettings(deps: StageDeps): { settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa } {
+function fetchSettings(deps: StageDeps, input: StageInput): { settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa } {
   const { caFile } = deps.config.fetch;
   const cp = deps.config.controlPlane;
   const scope = (file: string) => trustScope(path.dirname(file), deps.paths.root);
   return {
     settings: deps.config.fetch,
     ...(caFile ? { caFile, caTrust: scope(caFile) } : {}),
-    ...(cp ? { controlPlane: { urls: controlPlaneUrls(cp.url), ...(cp.caFile ? { caFile: cp.caFile, caTrust: scope(cp.caFile) } : {}) } } : {}),
+    ...(cp ? { controlPlane: { urls: controlPlanesOf(deps, input), ...(cp.caFile ? { caFile: cp.caFile, caTrust: scope(cp.caFile) } : {}) } } : {}),
   };
 }
 
@@ -413,9 +512,9 @@ async function fetchWhileExtracting(
       {
         url: trust.url,
         maxBytes: trust.size,
-        ...fetchSettings(deps),
+        ...fetchSettings(deps, input),
         onProgress,
-        ...(input.fetchAuth ? { auth: input.fetchAuth } : {}),
+        ...authOf(deps, input, trust.url),
       },
       (chunk) => streamed.write(chunk),
     );

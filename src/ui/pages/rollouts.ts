@@ -99,6 +99,7 @@ const START_FIELDS: FormField[] = [
   { name: 'bake', label: 'bake', placeholder: '5m' },
   { name: 'maxFailures', label: 'max failures', placeholder: '0' },
   { name: 'maxRefused', label: 'max refused', placeholder: '50%' },
+  { name: 'maxFetchFailures', label: 'max fetch failures', placeholder: '20%' },
   { name: 'window', label: 'windows (;)', placeholder: 'Mon-Fri 02:00-05:00', list: true },
   { name: 'tz', label: 'tz', placeholder: 'UTC' },
 ];

@@ -19,6 +19,7 @@ interface RunFlags {
   bake?: string;
   maxFailures?: string;
   maxRefused?: string;
+  maxFetchFailures?: string;
   verdictTimeout?: string;
   allowRetryReverted?: boolean;
   window: string[];
@@ -38,8 +39,8 @@ export function formatRun(v: RunStatusView): string {
     `rollout ${v.id}: ${v.app} ${v.version} ${v.status}${v.stopped && v.status !== 'stopped' ? ' (stop requested)' : ''}${v.retryOf !== null ? ` (retry of ${v.retryOf}${v.retryBehind ? ', the nodes behind' : ''})` : ''}`,
     `  started ${when(v.startedAt)}${v.endedAt ? `, ended ${when(v.endedAt)}` : ''}; selector ${shown(v.selector) || '(every node)'}`,
     `  canaries ${v.canaries}${v.namedCanaries.length ? ` (named ${v.namedCanaries.join(',')})` : ''}, seed ${v.canarySeed}: ${v.canaryNodes.join(',') || '-'}; batch ${v.batch} (${v.batchSize} nodes); bake ${seconds(v.bakeMs)}${v.bakeUntil ? ` (until ${when(v.bakeUntil)})` : ''}; verdict timeout ${seconds(v.verdictTimeoutMs)}${v.allowRetryReverted ? '; retrying reverted nodes' : ''}`,
-    `  failures ${v.failures} of ${v.maxFailures} tolerated; refusals tolerated ${v.refusedLimit} (--max-refused ${v.maxRefused}); windows ${describeWindows(v.windows, v.tz)}${v.nextWindowAt ? `, next at ${when(v.nextWindowAt)}` : ''}${v.startAt ? `; starts at ${when(v.startAt)}` : ''}`,
-    `  targeted ${c.targeted}, not targeted ${c.notTargeted}; confirmed ${c.confirmed}, already current ${c.alreadyCurrent}, refused ${c.refused}, reverted ${c.reverted}, pending ${c.pending}${c.excluded ? `, excluded ${c.excluded}` : ''}; behind ${c.behind}`,
+    `  failures ${v.failures} of ${v.maxFailures} tolerated; refusals tolerated ${v.refusedLimit} (--max-refused ${v.maxRefused}); fetch failures per batch --max-fetch-failures ${v.maxFetchFailures}; windows ${describeWindows(v.windows, v.tz)}${v.nextWindowAt ? `, next at ${when(v.nextWindowAt)}` : ''}${v.startAt ? `; starts at ${when(v.startAt)}` : ''}`,
+    `  targeted ${c.targeted}, not targeted ${c.notTargeted}; confirmed ${c.confirmed}, already current ${c.alreadyCurrent}, refused ${c.refused}, reverted ${c.reverted}${c.fetchFailed ? `, could not fetch ${c.fetchFailed}` : ''}, pending ${c.pending}${c.excluded ? `, excluded ${c.excluded}` : ''}; behind ${c.behind}`,
   ];
   if (v.haltReason) head.push(`  halted: ${v.haltReason.code}: ${v.haltReason.message}`);
   const rows = [['NODE', 'HOST', 'STATE', 'REASON', 'BATCH', 'ATTEMPT', 'OUTCOME', 'RECEIPT-LOST']];
@@ -62,7 +63,7 @@ export function formatDryRun(d: DryRunView): string {
   const c = d.counts;
   const lines = [
     `dry run: ${run.app} ${run.version}, nothing was written; selector ${shown(run.selector) || '(every node)'}`,
-    `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${d.refusedLimit} (--max-refused ${run.maxRefused}); bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
+    `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${d.refusedLimit} (--max-refused ${run.maxRefused}), fetch failures per batch ${run.maxFetchFailures}; bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
     `  canary seed ${run.canarySeed}: \`rollout start ... --seed ${run.canarySeed}\` follows this plan`,
   ];
   // Each node by its id and, as a person knows it, its hostname.
@@ -85,6 +86,7 @@ function addRunFlags(c: Command): Command {
     .option('--bake <duration>', 'how long after a batch\'s last confirmation before the next batch (default 5m; 0 allowed)')
     .option('--max-failures <n>', 'failed, reverted or timed-out nodes beyond the canaries tolerated (default 0)')
     .option('--max-refused <n|p%>', 'refusals tolerated before the run halts (default 50%)')
+    .option('--max-fetch-failures <n|p%>', 'nodes of one batch that may fail to fetch the artifact (each also counts in --max-failures); more halts the run: the artifact cannot be fetched (default 20%)')
     .option('--verdict-timeout <duration>', 'how long each node has to answer (default 30m)')
     .option('--allow-retry-reverted', 'also send the version to nodes that reverted it before')
     .option('--window <spec>', "issue only inside this window, like 'Mon-Fri 02:00-05:00' (repeatable)", collect, [] as string[])

@@ -8,7 +8,7 @@ import { isUniqueViolation, type Query } from './query.js';
 type Raw = Omit<RunRow, 'namedCanaries' | 'windows'> & { namedCanaries: string; windows: string };
 
 const COLUMNS = `id, app, version, "startedAt", "heartbeatIntervalMs", stopped, paused, status, "haltCode", "haltNodeId", "haltMessage", "endedAt", selector, canaries,
-  "namedCanaries", "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", "verdictTimeoutMs", "allowRetryReverted", windows, tz, "startAt", behind, "retryOf"`;
+  "namedCanaries", "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", "verdictTimeoutMs", "allowRetryReverted", windows, tz, "startAt", behind, "retryOf", "maxFetchFailures"`;
 
 const strings = (text: string): string[] => {
   const v = parseJson<unknown>(text, []);
@@ -76,7 +76,7 @@ export function pgRuns(q: Query): RunReads & RunWrites {
     },
     async openAttemptsFor(nodeId, now) {
       return q.rows<OpenAttempt>(
-        `SELECT r.app, r.version, i."attemptId", i."notAfter", r."bakeMs" FROM issued i JOIN runs r ON r.id = i."runId"
+        `SELECT r.app, r.version, i."attemptId", i."notAfter", r."bakeMs", i."issuedAt", r."verdictTimeoutMs" FROM issued i JOIN runs r ON r.id = i."runId"
          WHERE i."nodeId" = $1 AND r.status = 'running' AND NOT r.stopped AND (i."notAfter" IS NULL OR i."notAfter" > $2)
            AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x."attemptId" = i."attemptId" AND x."nodeId" = i."nodeId" AND x.counts)
          ORDER BY i."issuedAt", r.app`,
@@ -92,13 +92,13 @@ export function pgRuns(q: Query): RunReads & RunWrites {
         const r = await q.guarded(() =>
           q.one<{ id: number }>(
             `INSERT INTO runs (app, version, "startedAt", canary, "batchSize", "verdictTimeoutMs", "allowRetryReverted", "heartbeatIntervalMs", selector, canaries, "namedCanaries",
-               "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", windows, tz, "startAt", behind, "retryOf")
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) RETURNING id`,
+               "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", windows, tz, "startAt", behind, "retryOf", "maxFetchFailures")
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) RETURNING id`,
             [
               // canary and batchSize: schema 1's columns, superseded by namedCanaries and batch.
               run.app, run.version, run.startedAt, run.namedCanaries[0] ?? null, 0, run.verdictTimeoutMs, run.allowRetryReverted, run.heartbeatIntervalMs, run.selector,
               run.canaries, JSON.stringify(run.namedCanaries), run.canarySeed, run.batch, run.bakeMs, run.maxFailures, run.maxRefused, run.failuresCarried, JSON.stringify(run.windows),
-              run.tz, run.startAt, run.behind, run.retryOf,
+              run.tz, run.startAt, run.behind, run.retryOf, run.maxFetchFailures,
             ],
           ),
         );

@@ -210,10 +210,13 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   PRIMARY KEY (app, version)
 );`,
   },
+  // An expansion with a default (docs/design.md §18: a run's --max-fetch-failures; runs from before
+  // take 20 %). A steward-control of schema 5 or 6 inserts runs without it, which take the default.
+  { version: 7, compatibleFrom: 5, sql: `ALTER TABLE runs ADD COLUMN "maxFetchFailures" text COLLATE "C" NOT NULL DEFAULT '20%';` },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 6, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 7, newest: PG_MIGRATIONS.length } as const;

@@ -28,6 +28,7 @@ interface Raw {
   bakeMs: number;
   maxFailures: number;
   maxRefused: string;
+  maxFetchFailures: string;
   failuresCarried: number;
   windows: string;
   tz: string;
@@ -63,6 +64,7 @@ function toRow(r: Raw): RunRow {
     bakeMs: r.bakeMs,
     maxFailures: r.maxFailures,
     maxRefused: r.maxRefused,
+    maxFetchFailures: r.maxFetchFailures,
     failuresCarried: r.failuresCarried,
     verdictTimeoutMs: r.verdictTimeoutMs,
     allowRetryReverted: r.allowRetryReverted === 1,
@@ -136,7 +138,7 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
     },
     async openAttemptsFor(nodeId, now) {
       return q(
-        `SELECT r.app, r.version, i.attemptId, i.notAfter, r.bakeMs FROM issued i JOIN runs r ON r.id = i.runId
+        `SELECT r.app, r.version, i.attemptId, i.notAfter, r.bakeMs, i.issuedAt, r.verdictTimeoutMs FROM issued i JOIN runs r ON r.id = i.runId
          WHERE i.nodeId = ? AND r.status = 'running' AND r.stopped = 0 AND (i.notAfter IS NULL OR i.notAfter > ?)
            AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x.attemptId = i.attemptId AND x.nodeId = i.nodeId AND x.counts = 1)
          ORDER BY i.issuedAt, r.app`,
@@ -150,13 +152,13 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
       try {
         const r = q(
           `INSERT INTO runs (app, version, startedAt, canary, batchSize, verdictTimeoutMs, allowRetryReverted, heartbeatIntervalMs, selector, canaries, namedCanaries,
-             canarySeed, batch, bakeMs, maxFailures, maxRefused, failuresCarried, windows, tz, startAt, behind, retryOf)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             canarySeed, batch, bakeMs, maxFailures, maxRefused, failuresCarried, windows, tz, startAt, behind, retryOf, maxFetchFailures)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
           // canary and batchSize: schema 1's columns, superseded by namedCanaries and batch.
           run.app, run.version, run.startedAt, run.namedCanaries[0] ?? null, 0, run.verdictTimeoutMs, run.allowRetryReverted ? 1 : 0, run.heartbeatIntervalMs, run.selector,
           run.canaries, JSON.stringify(run.namedCanaries), run.canarySeed, run.batch, run.bakeMs, run.maxFailures, run.maxRefused, run.failuresCarried, JSON.stringify(run.windows),
-          run.tz, run.startAt, run.behind ? 1 : 0, run.retryOf,
+          run.tz, run.startAt, run.behind ? 1 : 0, run.retryOf, run.maxFetchFailures,
         );
         id = Number(r.lastInsertRowid);
       } catch (err) {

@@ -198,6 +198,11 @@ CREATE TABLE downgrades (
 );
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6)];
+// docs/design.md §18: a run's --max-fetch-failures. Runs from before it take the default, 20 %.
+const V7 = `
+ALTER TABLE runs ADD COLUMN maxFetchFailures TEXT NOT NULL DEFAULT '20%';
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
