@@ -74,7 +74,7 @@ test('hosts enrolled after the target, relabelled into it, offline through a bat
   const d = await node('host-d', { env: 'prod' });
   const c0 = await node('host-c', { env: 'dev' });
 
-  const set = await op<TargetView & { notes: string[] }>(targetSet, { name: 'prod', app: 'web', version: '1.1.0', select: 'env=prod', canaries: '1', batch: '1', bake: '0' });
+  const set = await op<TargetView & { notes: string[] }>(targetSet, { name: 'prod', app: 'web', version: '1.1.0', select: 'env=prod', canary: [a.nodeId], batch: '1', bake: '0' });
   assertOneReasonEach(set);
   assert.equal(set.nodes.length, 3, 'host-c is not selected');
   assert.ok(set.run, 'the target started a run');
@@ -91,7 +91,9 @@ test('hosts enrolled after the target, relabelled into it, offline through a bat
   v = await round([a, b, e, c0]);
   assert.ok(v.nodes.some((n) => n.nodeId === c0.nodeId), 'host-c is selected once relabelled');
 
-  // host-d comes back; host-a is re-imaged: it enrolls again as a new node at 1.0.0.
+  // host-d comes back; host-a (the canary, at 1.1.0) is re-imaged: it enrolls again as a new
+  // node at 1.0.0. Its old record stays (at 1.1.0, offline) until `nodes remove`.
+  assert.equal(a.apps[0]?.current, '1.1.0');
   const a2 = await node('host-a', { env: 'prod' });
   for (let i = 0; i < 12; i++) v = await round([a2, b, e, c0, d]);
 

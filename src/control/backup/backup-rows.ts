@@ -211,7 +211,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     clearedRunId: int,
   },
   run_owners: { runId: int, kind: oneOf(['target', 'revert', 'pin']), target: nullable(text(64)) },
-  pins: { nodeId, app: appName, version, by: nullable(text(256)), reason: text(1024), at: int, until: nullable(int) },
+  pins: { nodeId, app: appName, version, by: nullable(text(256)), reason: text(1024), at: int, until: nullable(int), runId: nullable(int) },
   audit: {
     id: int,
     at: int,

@@ -3,6 +3,7 @@
 import { auditList } from './audit-ops.js';
 import { nodesLabel, nodesList, nodesRemove } from './node-ops.js';
 import { methodOf, routeOf, runOperation, type Operation } from './operation.js';
+import { nodesPin, nodesUnpin } from './pin-ops.js';
 import { operatorAdd, operatorList, operatorRemove, operatorRotate } from './operator-ops.js';
 import { receiptsList } from './receipt-ops.js';
 import { keysAllow, keysList, releaseAdd, releaseList, releaseRemove } from './release-ops.js';
@@ -12,7 +13,7 @@ import { tokenCreate, tokenList, tokenRevoke } from './token-ops.js';
 
 export const OPERATIONS: readonly Operation[] = [
   tokenCreate, tokenList, tokenRevoke,
-  nodesList, nodesLabel, nodesRemove,
+  nodesList, nodesLabel, nodesRemove, nodesPin, nodesUnpin,
   receiptsList,
   releaseAdd, releaseList, releaseRemove,
   keysList, keysAllow,

@@ -626,6 +626,9 @@ export interface PinRow {
   at: number;
   // When it lifts itself, or null.
   until: number | null;
+  // The pin run that carried it to the node, once one did (one run per pin: a node that
+  // fails its pinned version is not asked again until the pin is set again).
+  runId: number | null;
 }
 
 export interface PinReads {
@@ -637,6 +640,8 @@ export interface PinReads {
 export interface PinWrites {
   // Inserts a pin or replaces the node's pin of the app.
   put(p: PinRow): Promise<void>;
+  // Records the run that carries a pin.
+  setRun(nodeId: string, app: string, runId: number): Promise<void>;
   // Lifts a pin: the row it removed, or null when there was none.
   remove(nodeId: string, app: string): Promise<PinRow | null>;
 }

@@ -76,6 +76,15 @@ export async function reconcileTargets(store: ControlStore): Promise<number> {
   let failed = 0;
   for (const name of names) {
     try {
+      // Read first: a converged or waiting target writes nothing.
+      const idle = await store.read(async (tx) => {
+        const t = await tx.targets.get(name);
+        if (!t) return true;
+        const r = await readTarget(tx, t, await tx.now());
+        const own = r.ownRun;
+        return !(own && (own.version !== t.version || own.paused !== t.paused)) && r.plan.refreeze.length === 0 && r.plan.start === null;
+      });
+      if (idle) continue;
       await store.write((tx) => reconcileTarget(tx, name));
     } catch (err) {
       failed++;

@@ -206,6 +206,7 @@ CREATE TABLE pins (
   reason text COLLATE "C" NOT NULL,
   at bigint NOT NULL,
   until bigint,
+  "runId" bigint,
   PRIMARY KEY ("nodeId", app)
 );
 `;

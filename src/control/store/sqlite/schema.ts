@@ -213,6 +213,7 @@ CREATE TABLE pins (
   reason TEXT NOT NULL,
   at INTEGER NOT NULL,
   until INTEGER,
+  runId INTEGER,                    -- the pin run that carried it, once one did
   PRIMARY KEY (nodeId, app)
 );
 `;
