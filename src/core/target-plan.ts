@@ -64,7 +64,7 @@ export interface TargetNodeInput {
   // `target resume`): the first is the one that decides.
   runs: NodeInRun[];
   // Seams for issue 33's other parts: a download the helper retries now, an analysis not yet
-  // decided (docs/design.md §18, §19); null when nothing says so.
+  // decided (issue 33, automated analysis); null when nothing says so.
   fetchRetrying: { since: number; message: string } | null;
   analysisPending: { since: number; message: string } | null;
 }
