@@ -80,6 +80,10 @@ export const desiredEntrySchema = z.strictObject({
   // The watch window after activation (docs/design.md §17): the run's bake. Sent only to an agent
   // that offers receipt payload v3 (RECEIPT_VERSIONS_HEADER): earlier agents' answers are strict.
   watchMs: z.optional(intSchema(0, 86_400_000)),
+  // A `target revert` (docs/design.md §18): the helper's rollback to its `previous` (which is
+  // `version`, the version it ran before), not an update; no downgrade authorization is needed.
+  // Sent only to an agent that offers it (DESIRED_FEATURES_HEADER): earlier agents' answers are strict.
+  rollback: z.optional(z.literal(true)),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
@@ -94,6 +98,10 @@ const seqSchema = intSchema(1);
 export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
 // The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
 export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
+// The same for what a desired entry may ask beyond an update (`rollback`): a control plane sends a
+// `rollback` entry only to an agent that listed it here, and withholds it from any other.
+export const DESIRED_FEATURES_HEADER = 'steward-desired-features';
+export const DESIRED_FEATURES = ['rollback'] as const;
 
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.

@@ -45,6 +45,8 @@ export interface NodeInRun {
   runId: number;
   // The run has not ended.
   active: boolean;
+  // A `target revert` run (its version: the one the node goes back to), not a converging one.
+  revert?: boolean;
   plan: NodePlan;
   // When its attempt was issued, or null.
   issuedAt: number | null;
@@ -122,6 +124,7 @@ const TRANSIENT_REFUSALS: ReadonlySet<string> = new Set(['HELD', 'WINDOW_CLOSED'
 // What the newest run that holds the node made of it, as a reason; null when that leaves it
 // free to be issued (never issued, or a transient refusal).
 function runReason(t: TargetPlanInput, n: TargetNodeInput, r: NodeInRun): BehindReason | null {
+  if (r.revert) return revertReason(t, r);
   const p = r.plan;
   const what = `${t.app} ${t.version}`;
   const runMsg = `rollout ${r.runId}`;
@@ -150,6 +153,27 @@ function runReason(t: TargetPlanInput, n: TargetNodeInput, r: NodeInRun): Behind
       return reason('reverted', `rolled back or failed ${what} before`, { code: 'REVERTED_BEFORE' });
     default:
       // pending, already-current, not-targeted, skipped: free to be issued (or refrozen).
+      return null;
+  }
+}
+
+// What a `target revert` run made of a node, as a reason; null when it has no say (not asked).
+function revertReason(t: TargetPlanInput, r: NodeInRun): BehindReason | null {
+  const p = r.plan;
+  const run = `revert rollout ${r.runId}`;
+  switch (p.state) {
+    case 'issued':
+      return reason('in-progress', `${run} asked it to roll ${t.app} back; waiting for its verdict`, { since: r.issuedAt, code: p.reason });
+    case 'confirmed':
+    case 'already-current':
+      return reason('reverted', `\`target revert ${t.name}\` took it back (${run}); \`target resume ${t.name}\` converges it to ${t.version} again`, { since: r.issuedAt });
+    case 'pending':
+      return r.active ? reason('waiting-batch', `waits for a batch of ${run}`) : null;
+    case 'refused':
+    case 'reverted':
+    case 'timed-out':
+      return reason('failed', `did not roll ${t.app} back in ${run} (${p.reason})`, { since: r.issuedAt, code: p.reason });
+    default:
       return null;
   }
 }

@@ -8,7 +8,7 @@ import { operatorAdd, operatorList, operatorRemove, operatorRotate } from './ope
 import { receiptsList } from './receipt-ops.js';
 import { keysAllow, keysList, releaseAdd, releaseList, releaseRemove } from './release-ops.js';
 import { rolloutList, rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop } from './rollout-ops.js';
-import { targetList, targetPause, targetRemove, targetResume, targetSet, targetStatus } from './target-ops.js';
+import { targetList, targetPause, targetRemove, targetResume, targetRevert, targetSet, targetStatus } from './target-ops.js';
 import { tokenCreate, tokenList, tokenRevoke } from './token-ops.js';
 
 export const OPERATIONS: readonly Operation[] = [
@@ -18,7 +18,7 @@ export const OPERATIONS: readonly Operation[] = [
   releaseAdd, releaseList, releaseRemove,
   keysList, keysAllow,
   rolloutStart, rolloutRetry, rolloutStop, rolloutPause, rolloutResume, rolloutStatus, rolloutList,
-  targetSet, targetList, targetStatus, targetPause, targetResume, targetRemove,
+  targetSet, targetList, targetStatus, targetPause, targetResume, targetRemove, targetRevert,
   operatorAdd, operatorList, operatorRemove, operatorRotate,
   auditList,
 ];

@@ -2,7 +2,7 @@
 import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { recordAudit } from '../audit/record-audit.js';
-import { dryRunSetTarget, pauseTarget, readTargetNow, readTargetsNow, removeTarget, setTarget, type SetTarget } from '../targets/set-target.js';
+import { dryRunSetTarget, pauseTarget, revertTarget, readTargetNow, readTargetsNow, removeTarget, setTarget, type SetTarget } from '../targets/set-target.js';
 import { targetSummary, targetView, type TargetSummary, type TargetView } from '../targets/target-view.js';
 import type { TargetRow } from '../store/store.js';
 import { checkNames } from './check-names.js';
@@ -97,3 +97,14 @@ export const targetRemove: Operation<{ name: string }, { removed: string; stoppe
   },
 };
 
+
+export const targetRevert: Operation<{ name: string }, TargetView & { revertRun: number; to: string; revertedNodes: string[] }> = {
+  command: 'target revert',
+  action: 'target.revert',
+  role: 'operator',
+  input: z.strictObject({ name: word }),
+  async run(ctx, { name }) {
+    const out = await revertTarget(ctx.store, name, (tx, t, runId, to, nodes) => recordAudit(tx, ctx.actor, 'target.revert', t.name, { app: t.app, version: t.version, to, runId, nodes: nodes.length <= 50 ? nodes : nodes.length }));
+    return { ...targetView(out.reading), revertRun: out.revertRun, to: out.to, revertedNodes: out.nodes };
+  },
+};

@@ -13,7 +13,11 @@ export async function desiredFor(tx: StoreReader, nodeId: string, now: number): 
   for (const a of await tx.runs.openAttemptsFor(nodeId, now)) {
     const release = await tx.releases.get(a.app, a.version);
     // A release removed from the catalog has no manifest to send; the run times out on it.
-    if (release) out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000) });
+    if (!release) continue;
+    // A target's revert run asks for the helper's rollback, not an update (docs/design.md §18).
+    const attempt = await tx.runs.attempt(a.attemptId);
+    const rollback = attempt !== null && (await tx.targets.ownerOf(attempt.runId))?.kind === 'revert';
+    out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...(rollback ? { rollback: true as const } : {}) });
   }
   return out;
 }

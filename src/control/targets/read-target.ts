@@ -44,16 +44,22 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
   const reverted = new Set((await tx.receipts.revertsOfApp(target.app)).filter((r) => r.targetVersion === target.version).map((r) => r.nodeId));
 
   // The target's runs at its version since the last resume, newest first, planned now.
-  const owned = (await tx.targets.runs(target.name)).filter((o) => o.kind === 'target' && o.runId > target.clearedRunId);
-  const runs: Array<{ row: RunRow; plan: Awaited<ReturnType<typeof planRun>>; issuedAt: Map<string, number> }> = [];
+  // Its revert runs since then too (their version is the one nodes go back to).
+  const owned = (await tx.targets.runs(target.name)).filter((o) => o.runId > target.clearedRunId);
+  type Planned = { row: RunRow; plan: Awaited<ReturnType<typeof planRun>>; issuedAt: Map<string, number>; revert: boolean };
+  const runs: Planned[] = [];
+  const every: Planned[] = [];
   let ownRun: RunRow | null = null;
   for (const o of owned) {
     const row = await tx.runs.get(o.runId);
     if (!row) continue;
-    if (row.status === 'running' && ownRun === null) ownRun = row;
-    if (row.version !== target.version) continue;
+    const revert = o.kind === 'revert';
+    if (!revert && row.status === 'running' && ownRun === null) ownRun = row;
+    if (!revert && row.version !== target.version) continue;
     const issuedAt = new Map((await tx.runs.issued(row.id)).map((i) => [i.nodeId, i.issuedAt]));
-    runs.push({ row, plan: await planRun(tx, row, now), issuedAt });
+    const p: Planned = { row, plan: await planRun(tx, row, now), issuedAt, revert };
+    every.push(p);
+    if (!revert) runs.push(p);
   }
   const latest = runs[0] ?? null;
   const active = latest && latest.row.status === 'running' ? latest : null;
@@ -79,9 +85,9 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
       const app = n.apps.find((a) => a.name === target.app) ?? null;
       const pin = pinOf.get(n.nodeId);
       const inRuns: NodeInRun[] = [];
-      for (const r of runs) {
+      for (const r of every) {
         const plan = r.plan.nodes[n.nodeId];
-        if (plan) inRuns.push({ runId: r.row.id, active: r.row.status === 'running', plan, issuedAt: r.issuedAt.get(n.nodeId) ?? null });
+        if (plan) inRuns.push({ runId: r.row.id, active: r.row.status === 'running', plan, issuedAt: r.issuedAt.get(n.nodeId) ?? null, ...(r.revert ? { revert: true } : {}) });
       }
       return {
         nodeId: n.nodeId,

@@ -5,7 +5,8 @@ import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { planTarget } from '../../core/target-plan.js';
 import { advanceRun } from '../rollouts/advance-runs.js';
 import { resolvePolicy, type RunOptions } from '../rollouts/run-options.js';
-import { dryRunOwned, type DryRun } from '../rollouts/start-run.js';
+import { planRun } from '../rollouts/plan-run.js';
+import { dryRunOwned, startOwnedRun, type DryRun } from '../rollouts/start-run.js';
 import type { ControlStore, StoreReader, StoreTx, TargetPolicy, TargetRow } from '../store/store.js';
 import { readTarget, type TargetReading } from './read-target.js';
 import { ownActiveRun, reconcileTarget, targetRunPolicy } from './reconcile-target.js';
@@ -166,5 +167,58 @@ export function readTargetsNow(store: ControlStore): Promise<TargetReading[]> {
     const out: TargetReading[] = [];
     for (const t of pre.targets) out.push(await readTarget(tx, t, now, pre));
     return out;
+  });
+}
+
+// What `target revert` did: the target after it, and the revert run it started.
+export interface RevertOutcome {
+  reading: TargetReading;
+  revertRun: number;
+  // The version the nodes go back to, and the nodes.
+  to: string;
+  nodes: string[];
+}
+
+// Takes the nodes the target's last run changed (it confirmed them, and they still run its
+// version) back to the version each ran before, through the helper's rollback to `previous`
+// (docs/design.md §18): a revert run in the target's batches and windows, without canaries or
+// bake. The target is paused, so that it does not converge them forward again; `target resume`
+// does. Refused: nothing to revert (NOT_FOUND), nodes that ran different versions before
+// (NOT_FOUND, naming them: pin them one by one), another run of the app going (BUSY), the version
+// before not in the catalog (NOT_FOUND).
+export function revertTarget(store: ControlStore, name: string, record: (tx: StoreTx, t: TargetRow, runId: number, to: string, nodes: string[]) => Promise<void>): Promise<RevertOutcome> {
+  return store.write(async (tx) => {
+    const t = await mustGet(tx, name);
+    const last = (await tx.targets.runs(name)).find((o) => o.kind === 'target');
+    const run = last ? await tx.runs.get(last.runId) : null;
+    if (!run) throw new StewardError('NOT_FOUND', `target ${name} has started no run; there is nothing to revert`);
+    const now = await tx.now();
+    const plan = await planRun(tx, run, now);
+    const before = new Map<string, string | null>();
+    for (const r of await tx.receipts.countingForRun(run.id)) if (r.outcome === 'active') before.set(r.nodeId, r.fromVersion);
+    const nodes = (await tx.nodes.list()).filter((n) => plan.nodes[n.nodeId]?.state === 'confirmed' && n.apps.find((a) => a.name === run.app)?.current === run.version);
+    if (nodes.length === 0) throw new StewardError('NOT_FOUND', `no node that rollout ${run.id} of target ${name} changed runs ${run.app} ${run.version} now; there is nothing to revert`);
+    const versions = new Map<string, string[]>();
+    for (const n of nodes) {
+      const v = before.get(n.nodeId) ?? '(none)';
+      versions.set(v, [...(versions.get(v) ?? []), n.nodeId]);
+    }
+    if (versions.size > 1 || versions.has('(none)')) {
+      const list = [...versions].map(([v, ids]) => `${v} on ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}`).join('; ');
+      throw new StewardError('NOT_FOUND', `the nodes rollout ${run.id} changed did not all run one version before (${list}); \`target revert\` takes them back to one: pin them instead (\`nodes pin NODE ${run.app}=VERSION\`)`);
+    }
+    const to = [...versions.keys()][0] as string;
+    if (run.status === 'running') {
+      await tx.runs.lock(run.id);
+      await tx.runs.setStopped(run.id);
+      await advanceRun(tx, run.id);
+    }
+    const policy = { ...targetRunPolicy(t, true), bakeMs: 0, allowRetryReverted: true, startAt: null };
+    const started = await startOwnedRun(tx, t.app, to, nodes, policy, { kind: 'revert', target: name });
+    if (!started) throw new StewardError('NOT_FOUND', `none of the nodes rollout ${run.id} changed would be asked to go back to ${t.app} ${to}`);
+    await tx.targets.put({ ...t, paused: true });
+    const ids = nodes.map((n) => n.nodeId);
+    await record(tx, t, started.id, to, ids);
+    return { reading: await readTarget(tx, { ...t, paused: true }, now), revertRun: started.id, to, nodes: ids };
   });
 }

@@ -86,6 +86,14 @@ export function registerTarget(program: Command): void {
       });
   }
   target
+    .command('revert <name>')
+    .description("take the nodes the target's last run changed back to the version each ran before (the helper's rollback), in its batches, without canaries or bake; pauses the target")
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const v = await invoke(cmd, (await ops()).targetRevert, { name });
+      if (jsonOf(cmd)) return printJson(v);
+      process.stdout.write(`reverting ${v.revertedNodes.length} node(s) to ${v.app} ${v.to} in rollout ${v.revertRun}; target ${v.name} is paused (\`target resume ${v.name}\` converges to ${v.version} again)\n` + formatTarget(v));
+    });
+  target
     .command('remove <name>')
     .description('forget a target and stop its running run (attempts already sent keep their verdicts)')
     .action(async (name: string, _o: unknown, cmd: Command) => {
