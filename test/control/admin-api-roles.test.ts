@@ -32,6 +32,8 @@ interface Case {
   // The request the right role makes (the others make the same one).
   request: () => AdminRequest;
   check?: (body: any) => void;
+  // What the state needs first, made by the test itself (not through the route).
+  prepare?: () => Promise<void>;
 }
 
 const get = (query: Record<string, string> = {}): AdminRequest => ({ method: 'GET', headers: {}, ...(Object.keys(query).length ? { query } : {}) }) as AdminRequest;
@@ -69,6 +71,15 @@ const CASES: Case[] = [
   { route: '/v1/admin/target/status', request: () => get({ name: 'prod' }), check: (b) => assert.ok(Array.isArray(b.nodes)) },
   { route: '/v1/admin/target/pause', request: () => post({ name: 'prod' }), check: (b) => assert.equal(b.status, 'paused') },
   { route: '/v1/admin/target/resume', request: () => post({ name: 'prod' }) },
+  {
+    route: '/v1/admin/target/revert',
+    // The target's run changed both nodes (from web 1.0.0, which the catalog holds).
+    prepare: async () => {
+      await c.addRelease('web', '1.0.0');
+      for (const n of nodes) await n.answer('active');
+      await c.server.tick();
+    },
+    request: () => post({ name: 'prod' }), check: (b) => assert.equal(typeof b.revertRun, 'number') },
   { route: '/v1/admin/target/remove', request: () => post({ name: 'prod' }), check: (b) => assert.equal(b.removed, 'prod') },
   { route: '/v1/admin/nodes/pin', request: () => post({ nodeId: nodes[0]!.nodeId, pin: 'web=1.1.0', reason: 'INC-1' }), check: (b) => assert.equal(b.pin.reason, 'INC-1') },
   { route: '/v1/admin/nodes/unpin', request: () => post({ nodeId: nodes[0]!.nodeId, app: 'web' }) },
@@ -97,6 +108,7 @@ for (const { op, route } of ROUTES) {
   test(`${methodOf(op)} ${route}: 401 without a token, 403 below ${op.role}, 200 for ${op.role}${op.action ? `, audited as ${op.action}` : ''}`, async () => {
     const k = CASES.find((x) => x.route === route);
     assert.ok(k, `${route} (\`${op.command}\`) has a case in CASES`);
+    await k.prepare?.();
     const r = k.request();
     assert.equal(r.method, methodOf(op));
 
