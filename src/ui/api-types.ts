@@ -180,7 +180,7 @@ export interface TargetSummary {
   paused: boolean;
   setAt: number;
   setBy: string | null;
-  status: 'converged' | 'converging' | 'paused' | 'halted';
+  status: 'converged' | 'converging' | 'paused' | 'halted' | 'waiting';
   run: { id: number; version: string; status: string } | null;
   halted: { runId: number; code: string | null; message: string } | null;
   counts: { selected: number; current: number; behind: number };

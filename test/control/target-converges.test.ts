@@ -108,6 +108,9 @@ test('a selector that matches no node is allowed: the target says it waits, and 
   const out = await op<TargetView & { notes: string[] }>(targetSet, { name: 'later', app: 'web', version: '1.1.0', select: 'env=later', canaries: '0', bake: '0' });
   assert.equal(out.nodes.length, 0);
   assert.match(out.notes.join('\n'), /matches no enrolled node now; the target waits/);
+  assert.equal(out.status, 'waiting');
+  // The same selector at the same priority overlaps whatever is enrolled: refused.
+  await assert.rejects(op(targetSet, { name: 'later-2', app: 'web', version: '1.2.0', select: 'env=later' }), { code: 'TARGET_CONFLICT' });
   assert.equal(out.run, null);
   const n = await node('host-n', { env: 'later' });
   let v = await round([n], 'later');
@@ -167,4 +170,20 @@ test('pause shows every node behind as paused, resume goes on, remove stops the 
   await assert.rejects(status('prod'), { code: 'NOT_FOUND' });
   const audit = await changes();
   assert.deepEqual(audit.map((x) => [x.action, x.operator, x.target]), [['target.set', 'alice', 'prod'], ['target.pause', 'alice', 'prod'], ['target.resume', 'alice', 'prod'], ['target.remove', 'alice', 'prod']]);
+});
+
+test("a node its host holds shows held and is not issued; once the hold is lifted it converges with no command", async () => {
+  const a = await node('host-a', { env: 'prod' });
+  const b = await node('host-b', { env: 'prod' });
+  b.apps = b.apps.map((x) => ({ ...x, held: true }));
+  await b.heartbeat();
+  await op(targetSet, { name: 'prod', app: 'web', version: '1.1.0', select: 'env=prod', canaries: '0', batch: '100%', bake: '0' });
+  let v = await round([a, b]);
+  v = await round([a, b]);
+  assert.equal(reasonOf(v, b), 'held');
+  assert.equal(b.apps[0]?.current, '1.0.0', 'a held node is not asked');
+  b.apps = b.apps.map((x) => ({ ...x, held: false }));
+  for (let i = 0; i < 4; i++) v = await round([a, b]);
+  assert.equal(v.status, 'converged');
+  assert.deepEqual((await changes()).map((x) => x.action), ['target.set']);
 });

@@ -59,6 +59,10 @@ async function prepareSet(tx: StoreReader, s: SetTarget): Promise<{ row: TargetR
     if (t.app !== s.app || t.priority !== s.priority) continue;
     const theirs = parseSelector(t.policy.selector);
     const both = all.filter((n) => matchesSelector(own, n.labels) && matchesSelector(theirs, n.labels)).map((n) => n.nodeId);
+    // The same selector overlaps whatever is enrolled now.
+    if (both.length === 0 && theirs.text === own.text) {
+      throw new StewardError('TARGET_CONFLICT', `target ${t.name} (${t.app} ${t.version}, --priority ${t.priority}) has the same selector ${JSON.stringify(own.text)}; give one of them a higher --priority`);
+    }
     if (both.length > 0) {
       throw new StewardError(
         'TARGET_CONFLICT',

@@ -4,7 +4,8 @@ import { BEHIND_REASONS, type BehindReason, type BehindReasonName, type TargetNo
 import type { TargetPolicy, TargetRow } from '../store/store.js';
 import type { TargetReading } from './read-target.js';
 
-export type TargetStatus = 'converged' | 'converging' | 'paused' | 'halted';
+// waiting: it selects no node yet.
+export type TargetStatus = 'converged' | 'converging' | 'paused' | 'halted' | 'waiting';
 
 export interface TargetNodeView {
   nodeId: string;
@@ -50,7 +51,7 @@ export function targetView(r: TargetReading): TargetView {
   });
   const current = nodes.filter((n) => n.state === 'current').length;
   const halted = r.input.halted;
-  const status: TargetStatus = t.paused ? 'paused' : halted ? 'halted' : current === nodes.length ? 'converged' : 'converging';
+  const status: TargetStatus = t.paused ? 'paused' : halted ? 'halted' : nodes.length === 0 ? 'waiting' : current === nodes.length ? 'converged' : 'converging';
   const own = r.ownRun;
   return {
     name: t.name,
