@@ -7,6 +7,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runOperation, type Operation } from '../../src/control/operations/operation.js';
 import { nodesPin, nodesUnpin } from '../../src/control/operations/pin-ops.js';
+import { removeRelease } from '../../src/control/catalog/remove-release.js';
 import { targetSet, targetStatus } from '../../src/control/operations/target-ops.js';
 import type { TargetView } from '../../src/control/targets/target-view.js';
 import type { ControlStore } from '../../src/control/store/store.js';
@@ -89,7 +90,7 @@ describeEachBackend((backend) => {
     assert.equal(v.status, 'converged');
   });
 
-  test('a pin of an unknown node, app or version, or without a reason, is refused and writes nothing', async () => {
+  test('a pin of an unknown node, app or version, or without a reason, is refused and writes nothing; a pinned or targeted version cannot leave the catalog', async () => {
     const a = await node('host-a');
     const cases: Array<[Record<string, unknown>, string, RegExp]> = [
       [{ nodeId: 'no-such-node', pin: 'web=1.1.0', reason: 'x' }, 'NOT_FOUND', /node no-such-node is not enrolled/],
@@ -108,7 +109,13 @@ describeEachBackend((backend) => {
       });
     }
     await assert.rejects(op(nodesUnpin, { nodeId: a.nodeId, app: 'web' }), { code: 'NOT_FOUND' });
+    // A version a pin or a target names stays in the catalog until they are lifted.
+    await op(nodesPin, { nodeId: a.nodeId, pin: 'web=1.2.0', reason: 'x' });
+    await assert.rejects(removeRelease(c.store, c.dir, 'web', '1.2.0'), (err: { code?: string; message?: string }) => err.code === 'BUSY' && /pinned to web 1\.2\.0/.test(err.message ?? ''));
+    await op(nodesUnpin, { nodeId: a.nodeId, app: 'web' });
+    await op(targetSet, { name: 'prod', app: 'web', version: '1.2.0', select: 'env=none' });
+    await assert.rejects(removeRelease(c.store, c.dir, 'web', '1.2.0'), (err: { code?: string; message?: string }) => err.code === 'BUSY' && /target prod wants web 1\.2\.0/.test(err.message ?? ''));
     assert.deepEqual(await c.store.read((tx) => tx.pins.list()), []);
-    assert.deepEqual(await changes(), []);
+    assert.deepEqual((await changes()).map((x) => x.action), ['nodes.pin', 'nodes.unpin', 'target.set'], 'the refusals wrote nothing');
   });
 });
