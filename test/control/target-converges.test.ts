@@ -191,4 +191,23 @@ describeEachBackend((backend) => {
     assert.equal(v.status, 'converged');
     assert.deepEqual((await changes()).map((x) => x.action), ['target.set']);
   });
+  test('a halted target shows halted on every node it would issue; resume goes on without the node that rolled back', async () => {
+    const a = await node('host-a', { env: 'prod' });
+    const b = await node('host-b', { env: 'prod' });
+    const d = await node('host-d', { env: 'prod' });
+    await op(targetSet, { name: 'prod', app: 'web', version: '1.1.0', select: 'env=prod', canary: [a.nodeId], batch: '1', bake: '0' });
+    c.clock.advance(10_000);
+    await a.answer('rolled-back', 'REPLACEMENT_UNHEALTHY');
+    a.setCurrent('web', '1.0.0');
+    await tickThrough(c);
+    let v = await status('prod');
+    assertOneReasonEach(v);
+    assert.equal(v.status, 'halted');
+    assert.equal(reasonOf(v, a), 'reverted');
+    assert.deepEqual([reasonOf(v, b), reasonOf(v, d)], ['halted', 'halted']);
+    await op(targetResume, { name: 'prod' });
+    for (let i = 0; i < 6; i++) v = await round([a, b, d]);
+    assert.deepEqual([reasonOf(v, a), reasonOf(v, b), reasonOf(v, d)], ['reverted', null, null], JSON.stringify(v.nodes));
+    assert.equal(v.counts.current, 2);
+  });
 });

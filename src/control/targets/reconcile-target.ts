@@ -60,7 +60,11 @@ export async function reconcileTarget(tx: StoreTx, name: string): Promise<Target
   if (plan.start) {
     const nodes = plan.start.map((id) => reading.nodes.get(id)).filter((n) => n !== undefined);
     const followUp = (await tx.targets.runs(name)).some((o) => o.kind === 'target' && o.runId > target.clearedRunId);
-    const run = await startOwnedRun(tx, target.app, target.version, nodes, targetRunPolicy(target, followUp), { kind: 'target', target: name });
+    // A named canary this run would not ask (it reverted the version, is held, offline or current)
+    // is left out, not a reason to start no run: the run picks its canaries among the others.
+    const policy = targetRunPolicy(target, followUp);
+    const asked = new Set(plan.start);
+    const run = await startOwnedRun(tx, target.app, target.version, nodes, { ...policy, namedCanaries: policy.namedCanaries.filter((id) => asked.has(id)) }, { kind: 'target', target: name });
     if (run) {
       log('target=%s started run=%d of %s %s over %d node(s)', name, run.id, run.app, run.version, nodes.length);
       return readTarget(tx, target, now);

@@ -114,7 +114,9 @@ export function dryRunSetTarget(store: ControlStore, s: SetTarget): Promise<SetO
     if (reading.plan.start) {
       const nodes = reading.plan.start.map((id) => reading.nodes.get(id)).filter((n) => n !== undefined);
       const followUp = (await tx.targets.runs(row.name)).some((o) => o.kind === 'target' && o.runId > row.clearedRunId);
-      dryRun = await dryRunOwned(tx, row.app, row.version, nodes, targetRunPolicy(row, followUp));
+      const policy = targetRunPolicy(row, followUp);
+      const asked = new Set(reading.plan.start);
+      dryRun = await dryRunOwned(tx, row.app, row.version, nodes, { ...policy, namedCanaries: policy.namedCanaries.filter((id) => asked.has(id)) });
     }
     return { reading, notes: notesOf(reading, previous), dryRun };
   });
