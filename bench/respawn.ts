@@ -158,6 +158,9 @@ function report(subjects: Subject[]): void {
       'scans of /proc per run (median)': series(s.samples.map((r) => r.scans)).median,
     };
     if (systemd) {
+      // The process runner's bound is issue 32's (under half of systemd's time, as it was before
+      // the cgroup move: its spare process, spare-process.ts); the systemd runner's is issue 8's.
+      const bound = k === 'stewardProcess' ? 0.5 : 1.5;
       const sd = systemd.samples.map((r) => r.ms);
       const vs = series(ratios(ms, sd));
       printRow(args, {
@@ -168,8 +171,8 @@ function report(subjects: Subject[]): void {
         peer: series(sd),
         peerWhat: 'systemd Restart=always RestartSec=0',
         ratio: vs,
-        target: 'ratio to systemd <= 1.5 and faster than PM2',
-        met: vs.median <= 1.5 && vsPm2.median < 1,
+        target: `ratio to systemd <= ${bound} and faster than PM2`,
+        met: vs.median <= bound && vsPm2.median < 1,
         extra,
       });
     } else {

@@ -11,7 +11,7 @@
 // instance) makes a full handshake, whose certificate is checked as always; a session is
 // dropped after any failure of a request that offered it.
 import type { TLSSocket } from 'node:tls';
-import { DESIRED_FEATURES, DESIRED_FEATURES_HEADER, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER } from '../core/control-api.js';
+import { DESIRED_FIELDS_HEADER, HEARTBEAT_VERSIONS_HEADER, OPTIONAL_DESIRED_FIELDS, RECEIPT_VERSIONS_HEADER } from '../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../core/heartbeat-schema.js';
 import { controlPlaneUrls, sameControlPlaneUrl } from '../core/control-plane-urls.js';
 import { StewardError } from '../core/errors.js';
@@ -134,7 +134,7 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
       if (err) reject(err);
       else resolve(value as PostAnswer);
     };
-    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json', [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', '), [HEARTBEAT_VERSIONS_HEADER]: HEARTBEAT_VERSIONS.join(', '), [DESIRED_FEATURES_HEADER]: DESIRED_FEATURES.join(', ') }, ca, offered ? { session: offered } : {});
+    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json', [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', '), [HEARTBEAT_VERSIONS_HEADER]: HEARTBEAT_VERSIONS.join(', '), [DESIRED_FIELDS_HEADER]: OPTIONAL_DESIRED_FIELDS.join(', ') }, ca, offered ? { session: offered } : {});
     // The server's session ticket (TLS 1.3 sends it after the handshake), kept for the next
     // connection; only from a connection whose certificate was verified (the socket's
     // 'secureConnect' has passed, else the request fails and the session is not kept).

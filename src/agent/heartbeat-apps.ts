@@ -1,4 +1,5 @@
 // The `apps` of a heartbeat from the helper's status answer (docs/design.md §6), pure.
+import { escapeControlChars } from '../core/control-chars.js';
 import { isExitReason } from '../core/exit-reasons.js';
 import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
 import { heartbeatAppSchema, type HeartbeatApp, type HeartbeatVersion } from '../core/heartbeat-schema.js';
@@ -21,6 +22,8 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       current: a.self && isVersion(a.self.version) ? a.self.version : a.current,
       previous: a.previous,
       held: a.hold !== null && a.hold !== undefined,
+      // v6: the hold itself (appsForVersion strips it below 6). A helper from before expiries says no `until`.
+      ...(a.hold ? { hold: holdOf(a.hold) } : {}),
       blocked: a.blocked !== null && a.blocked !== undefined,
       supervisor: supervisorOf(a),
       // v4, only when there is one (appsForVersion strips them for a control plane that did not list 4).
@@ -40,6 +43,12 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
     else skipped.push(a.name);
   }
   return { apps: out, skipped };
+}
+
+// A hold as a heartbeat carries it: its text without control characters and within the schema's
+// lengths, so that an odd hold never drops the whole app.
+function holdOf(h: NonNullable<AppStatus['hold']>): NonNullable<HeartbeatApp['hold']> {
+  return { by: escapeControlChars(h.by).slice(0, 256), reason: escapeControlChars(h.reason).slice(0, 512), at: h.at, until: h.until ?? null };
 }
 
 // An exit as a heartbeat carries it: a code within the schema's range, a signal name of capitals
@@ -72,9 +81,10 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
 // `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
-// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`.
+// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `hold`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  const upTo4 = v >= 5 ? [...apps] : apps.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
+  const upTo5 = v >= 6 ? [...apps] : apps.map(({ hold: _h, ...a }) => a);
+  const upTo4 = v >= 5 ? upTo5 : upTo5.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
   const upTo3 = v >= 4 ? upTo4 : upTo4.map(({ watch: _w, lastExit: _e, ...a }) => a);
   if (v === 1) return withoutSelf(upTo3);
   if (v === 2) return upTo3.map((a) => (a.self ? { ...a, self: { fallback: a.self.fallback } } : a));

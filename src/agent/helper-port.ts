@@ -47,7 +47,11 @@ export function socketHelper(socketPath: string): HelperPort {
       const base: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
       // The run's watch window (docs/design.md §17); a helper from before it refuses the key, and
       // is asked again without it (its versions are then watched by nothing, as before).
-      const req: Req = e.watchMs !== undefined ? { ...base, watchMs: e.watchMs } : base;
+      const watched: Req = e.watchMs !== undefined ? { ...base, watchMs: e.watchMs } : base;
+      // The downgrade authorization (docs/design.md §18), checked by the helper; a helper from
+      // before it refuses the key, and is asked again without it (it then refuses the downgrade
+      // DOWNGRADE_REFUSED, as it always did).
+      const req: Req = e.downgrade !== undefined ? { ...watched, downgrade: e.downgrade } : watched;
       const withAuth: Req = fetchAuth ? { ...req, fetchAuth } : req;
       const refusedKey = (err: unknown, key: string) => err instanceof StewardError && err.code === 'BAD_REQUEST' && err.message.includes(key);
       // Why these fallbacks: a helper older than windows (notAfter) or than download credentials
@@ -58,6 +62,10 @@ export function socketHelper(socketPath: string): HelperPort {
         try {
           return await helper.update(r);
         } catch (err) {
+          if (r.downgrade !== undefined && refusedKey(err, 'downgrade')) {
+            const { downgrade: _dropped, ...without } = r;
+            return ask(without);
+          }
           if (r.watchMs !== undefined && refusedKey(err, 'watchMs')) {
             const { watchMs: _dropped, ...without } = r;
             return ask(without);

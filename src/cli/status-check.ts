@@ -1,5 +1,6 @@
 import type { AppStatus, StatusResult } from '../protocol/answers.js';
 import { EXIT } from './error-message.js';
+import { describeHold } from './hold-text.js';
 import { when } from './output.js';
 
 // What `agentctl status --check` tells a monitoring script (docs/agentctl.md): exit 1 when an
@@ -12,7 +13,7 @@ export function checkStatus(result: StatusResult): { exit: number; problems: str
   const held: string[] = [];
   for (const a of result.apps) {
     broken.push(...brokenParts(a).map((p) => `${a.name}: ${p}`));
-    if (a.hold) held.push(`${a.name}: held by ${a.hold.by} since ${when(a.hold.at)} (${a.hold.reason})`);
+    if (a.hold) held.push(`${a.name}: ${describeHold(a.hold)}`);
   }
   const exit = broken.length ? EXIT.failure : held.length ? EXIT.refused : EXIT.ok;
   return { exit, problems: [...broken, ...held] };

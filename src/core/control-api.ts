@@ -80,9 +80,13 @@ export const desiredEntrySchema = z.strictObject({
   // The watch window after activation (docs/design.md §17): the run's bake. Sent only to an agent
   // that offers receipt payload v3 (RECEIPT_VERSIONS_HEADER): earlier agents' answers are strict.
   watchMs: z.optional(intSchema(0, 86_400_000)),
+  // A signed downgrade authorization for this app and version (docs/design.md §18), when an
+  // operator made one: the helper checks it against its own trusted keys. Sent only to an agent
+  // that names it in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
+  downgrade: z.optional(envelopeSchema),
   // A `target revert` (docs/design.md §18): the helper's rollback to its `previous` (which is
   // `version`, the version it ran before), not an update; no downgrade authorization is needed.
-  // Sent only to an agent that offers it (DESIRED_FEATURES_HEADER): earlier agents' answers are strict.
+  // Sent only to an agent that offers it (DESIRED_FIELDS_HEADER): earlier agents' answers are strict.
   rollback: z.optional(z.literal(true)),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
@@ -98,10 +102,18 @@ const seqSchema = intSchema(1);
 export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
 // The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
 export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
-// The same for what a desired entry may ask beyond an update (`rollback`): a control plane sends a
-// `rollback` entry only to an agent that listed it here, and withholds it from any other.
-export const DESIRED_FEATURES_HEADER = 'steward-desired-features';
-export const DESIRED_FEATURES = ['rollback'] as const;
+// The optional desired-entry fields an agent reads beyond those the receipt versions imply
+// (`downgrade`, `rollback`), comma-separated: a control plane sends such a field only to an agent that lists it.
+export const DESIRED_FIELDS_HEADER = 'steward-desired-fields';
+// The fields this header governs, and those this agent reads.
+export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'rollback'] as const;
+
+// The fields an agent listed in DESIRED_FIELDS_HEADER that this steward knows; anything else is ignored.
+export function parseDesiredFields(header: string | string[] | undefined): string[] {
+  const text = Array.isArray(header) ? header.join(',') : (header ?? '');
+  const known = OPTIONAL_DESIRED_FIELDS as readonly string[];
+  return [...new Set(text.split(',').map((s) => s.trim()).filter((s) => known.includes(s)))];
+}
 
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.

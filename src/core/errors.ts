@@ -27,6 +27,7 @@ export const OUTCOME_CODES = [
   'ACTIVATION_INTERRUPTED',
   'UNHEALTHY_AFTER_ACTIVATION', // exited or gave up within its watch window after `active`: rolled back (§17)
   'ALREADY_ACTIVE',
+  'DOWNGRADE_AUTHORIZED', // active below the highest active version, by a signed downgrade authorization (§18): the message names the key
   'JOURNAL_INVALID',
   'AGENT_UNCONFIRMED', // a new steward-agent confirmed no answered heartbeat in time: rolled back
   'APP_NOT_READY', // a start.ready "fd" version wrote no newline on STEWARD_READY_FD within health.timeoutMs: rolled back (§17)

@@ -1,4 +1,5 @@
 import * as z from './zod-mini.js';
+import { PLAIN_TEXT_RE } from './control-chars.js';
 import { EXIT_REASONS } from './exit-reasons.js';
 import { appNameSchema, epochMsSchema, intSchema, versionSchema } from './names.js';
 import { hasNul } from './nul.js';
@@ -50,20 +51,33 @@ export const heartbeatAppSchema = z.strictObject({
       }),
     ),
   ),
+  // From v6 (docs/design.md §18): the host's hold, when `held`: who put it, why, since and until
+  // when (null: until release-hold). Text the helper wrote, checked again as any bytes from a node.
+  hold: z.optional(
+    z.nullable(
+      z.strictObject({
+        by: z.string().check(z.maxLength(256), z.regex(PLAIN_TEXT_RE, 'no control characters')),
+        reason: z.string().check(z.maxLength(512), z.regex(PLAIN_TEXT_RE, 'no control characters')),
+        at: epochMsSchema,
+        until: z.nullable(epochMsSchema),
+      }),
+    ),
+  ),
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
 // The heartbeat payload versions this steward sends and accepts (docs/design.md §16): v2 adds an app's
-// `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason` and `restarts`. An agent sends the highest version that a control plane's
+// `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason` and `restarts`,
+// v6 `hold` (§18). An agent sends the highest version that a control plane's
 // answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
-export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5] as const;
+export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5, 6] as const;
 export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
 
 // The payload of a `POST /v1/heartbeat` envelope (docs/design.md §6), signed by the node key.
 // `receipts` are the helper's envelopes, relayed as they are; each is verified on its own.
 export const heartbeatPayloadSchema = z
   .strictObject({
-    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5)]),
+    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5), z.literal(6)]),
     nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
     seq: intSchema(1),
     sentAt: epochMsSchema,
@@ -92,6 +106,10 @@ export const heartbeatPayloadSchema = z
     }),
     z.refine((p) => p.v >= 5 || p.apps.every((a) => a.lastExit?.reason === undefined && a.restarts === undefined), {
       message: "an app has `restarts` and its `lastExit` has `reason` only in heartbeats v5",
+      path: ['apps'],
+    }),
+    z.refine((p) => p.v >= 6 || p.apps.every((a) => a.hold === undefined), {
+      message: 'an app has `hold` only in heartbeats v6',
       path: ['apps'],
     }),
   );

@@ -3,6 +3,7 @@
 // every node's state, the run's status and the nodes to issue the version to now come out.
 // No I/O, no Date.now: calling it twice with the same input gives the same plan. The dry run
 // (rollout-simulate.ts) and the control plane both decide through it.
+import { allowDowngradeCommand } from './downgrade-limits.js';
 import { RELEASE_PROBLEM_CODES } from './errors.js';
 import { heartbeatFresh } from './heartbeat-freshness.js';
 import { batchSizeOf, formatAmount, pickCanaries, refusalLimitOf, type Amount } from './rollout-policy.js';
@@ -320,7 +321,7 @@ export function planRollout(input: PlanInput): Plan {
   }
   const tooMany = refusals[refusedLimit];
   if (tooMany) {
-    halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${formatAmount(p.maxRefused)}`, at: tooMany.at });
+    halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${formatAmount(p.maxRefused)}${remedyOfRefusal(tooMany.code, run.app, run.version)}`, at: tooMany.at });
   }
   const halt = halts.sort(earlier)[0];
 
@@ -405,4 +406,11 @@ export function retryNodes(previous: Plan): string[] {
   return Object.keys(previous.nodes)
     .filter((id) => !['confirmed', 'already-current', 'not-targeted'].includes(previous.nodes[id]!.state))
     .sort();
+}
+
+// What the operator runs when the refusal that halted a run has a remedy on the control plane:
+// a host refuses a version below the highest it ran without a signed downgrade authorization
+// (docs/design.md §18).
+function remedyOfRefusal(code: string | null | undefined, app: string, version: string): string {
+  return code === 'DOWNGRADE_REFUSED' ? `; the hosts ran a newer version: to go back, \`${allowDowngradeCommand(app, version)}\`, then start the rollout again` : '';
 }

@@ -56,7 +56,8 @@ export interface TargetNodeInput {
   nodeId: string;
   lastHeartbeatAt: number | null;
   // Its report of the app now, or null when it does not report it.
-  app: { current: string | null; held: boolean; heldBy?: string | null; heldReason?: string | null; heldUntil?: number | null } | null;
+  // The host's hold details (heartbeat v6), when it sent them.
+  app: { current: string | null; held: boolean; heldBy?: string | null; heldReason?: string | null; heldAt?: number | null; heldUntil?: number | null } | null;
   clockSkewRefusedSince: number | null;
   // Its pin of the app, unexpired, or null.
   pin: { version: string; by: string | null; reason: string; at: number; until: number | null } | null;
@@ -200,7 +201,7 @@ export function planTarget(t: TargetPlanInput): TargetPlan {
     }
     const inFlight = newest !== null && (newest.plan.state === 'issued' || (newest.plan.state === 'confirmed' && newest.active));
     if (n.app?.held && !inFlight) {
-      why = reason('held', `the host holds ${t.app}${n.app.heldReason ? `: ${n.app.heldReason}` : ''}`, { by: n.app.heldBy ?? null, until: n.app.heldUntil ?? null });
+      why = reason('held', `the host holds ${t.app}${n.app.heldReason ? `: ${n.app.heldReason}` : ''}`, { since: n.app.heldAt ?? null, by: n.app.heldBy ?? null, until: n.app.heldUntil ?? null });
     } else if (n.pin && !inFlight) {
       why = reason('pinned', `pinned to ${t.app} ${n.pin.version}: ${n.pin.reason}`, { since: n.pin.at, by: n.pin.by, until: n.pin.until });
     } else if (!fresh) {

@@ -3,7 +3,7 @@ import { requireApp } from '../host/config.js';
 import { listReceipts } from './ops/receipts.js';
 import { listReleases } from './ops/releases.js';
 import { readStatus } from './ops/status.js';
-import { releaseHold } from './ops/hold.js';
+import { putHold, releaseHold } from './ops/hold.js';
 import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
@@ -62,7 +62,8 @@ export function makeHandlers(core: HelperCore) {
     update: (req, ctx) => handleUpdate(core, req, ctx),
     rollback: (req, ctx) => handleRollback(core, req, ctx),
     recover: (req, ctx) => handleRecover(core, req, ctx),
-    'release-hold': (req) => releaseHold(core, req.app),
+    'release-hold': (req, ctx) => releaseHold(core, req.app, ctx),
+    hold: (req, ctx) => putHold(core, req, ctx),
     start: (req, ctx) => handleRunState(core, req, ctx),
     stop: (req, ctx) => handleRunState(core, req, ctx),
     restart: (req, ctx) => handleRunState(core, req, ctx),

@@ -10,6 +10,8 @@ import { buildCore } from './build-core.js';
 import { loadHostConfig } from '../host/config.js';
 import { makeHandlers } from './handlers.js';
 import { rollBackByWindow } from './ops/rollback.js';
+import { liftExpiredHold } from './ops/hold.js';
+import { HoldExpiry, liftDueHolds } from './holds/hold-expiry.js';
 import { WatchWindows } from './update/watch-window.js';
 import { LivenessChecks } from './supervisor/liveness.js';
 import { Watchdogs } from './supervisor/watchdog.js';
@@ -101,7 +103,11 @@ export async function main(argv: string[]): Promise<number> {
     core.receiptStore.onEmitted = (p) => textfile?.receiptSigned(p.outcome);
     // An update, start or stop that ends hands its app back to the supervisor at once. (A first
     // pass does not: the supervisor's own first pass follows the helper's start.)
+    // Holds with an expiry (docs/design.md §18): lifted by the helper at their `until`.
+    const holdDeps = { clock: core.clock, apps: () => Object.keys(config.apps), lift: (app: string, now: number) => liftExpiredHold(core, app, now) };
+    const holdExpiry = new HoldExpiry(holdDeps);
     core.locks.onRelease = (app, work) => {
+      if (work.op === 'hold' || work.op === 'release-hold') holdExpiry.poke();
       if (work.op !== 'supervise' && work.op !== 'first-pass') void supervisor.requestPass(`${work.op} of ${app} ended`);
       if (work.op !== 'supervise') textfile?.changed();
       if (work.op !== 'supervise') void liveness.sync();
@@ -123,6 +129,8 @@ export async function main(argv: string[]): Promise<number> {
     // 2. For each app: validate and recover the journal, re-emit a missing receipt, run the
     // first pass, clean staging.
     await startApps(core, paths, config);
+    // A hold that expired while no helper ran is lifted before any request may change the app.
+    await liftDueHolds(holdDeps);
     // 3. steward itself (docs/design.md §14): close the last trial; on trial, probe and commit. A
     // failed trial throws: this helper exits unready and the launcher reverts it.
     const self = core.self!;
@@ -145,6 +153,7 @@ export async function main(argv: string[]): Promise<number> {
     void supervisor.requestPass('start');
     for (const app of Object.keys(config.apps)) void windows.resume(app).catch((err) => log('watch app=%s: %s', app, (err as Error).message));
     void liveness.sync();
+    holdExpiry.start();
     // Processes that ran on while no helper watched get a fresh deadline.
     void watchdogs.resume().catch((err) => log('watchdog resume: %s', (err as Error).message));
     log('ready root=%s pid=%d apps=%s', root || '/', process.pid, Object.keys(config.apps).join(',') || '(none)');
@@ -156,6 +165,7 @@ export async function main(argv: string[]): Promise<number> {
         stopWatchdog();
         liveness.close();
         watchdogs.close();
+        void holdExpiry.close();
         resolve();
       };
       process.once('SIGTERM', () => stop('SIGTERM'));

@@ -15,6 +15,8 @@ export const DOMAINS = {
   enrollHelper: 'steward-enroll-helper-v1',
   // The node key's signature over `<nodeId>\n<expiresAt>`: a download by an enrolled node (download-auth.ts).
   download: 'steward-download-v1',
+  // A release key's word that hosts may go back to an older version of its app (docs/design.md §18).
+  downgrade: 'steward-downgrade-v1',
 } as const;
 export type Domain = (typeof DOMAINS)[keyof typeof DOMAINS];
 

@@ -1,6 +1,7 @@
 // What each op of the local API answers (docs/design.md §7), shared by the helper that makes the
 // answers and the CLI and agent that read them. Types only: nothing here is loaded at run time.
 import type { ExitReason } from '../core/exit-reasons.js';
+import type { HoldLift, HoldView } from '../core/hold-limits.js';
 import type { Envelope } from '../core/release-schemas.js';
 import type { AppState } from '../core/state-schemas.js';
 import type { OpName } from './ops.js';
@@ -24,7 +25,10 @@ export interface AppStatus {
   currentState: 'absent' | 'valid' | 'invalid';
   previous: string | null;
   highestActive: string | null;
-  hold: AppState['hold'];
+  // The hold with its expiry (`until`, null: none; absent from helpers before docs/design.md §18).
+  hold: (AppState['hold'] & { until?: number | null }) | null;
+  // The last hold lifted, by its expiry or release-hold (absent from helpers before §18).
+  holdLifted?: HoldLift | null;
   blocked: AppState['blocked'];
   quarantined: string[];
   running: RunningWork | null;
@@ -130,10 +134,19 @@ export interface PruneAnswer {
   removed: string[];
 }
 
-// `release-hold`: whether there was a hold to clear.
+// `release-hold`: whether there was a hold to clear, and the hold cleared (absent from helpers
+// before docs/design.md §18).
 export interface ReleaseHoldAnswer {
   app: string;
   released: boolean;
+  hold?: HoldView | null;
+}
+
+// `hold`: the hold put, and the one it replaced, if any (docs/design.md §18).
+export interface HoldAnswer {
+  app: string;
+  hold: HoldView;
+  replaced: HoldView | null;
 }
 
 // `agent-confirm`: the probe of steward-agent `version` (or the trial of steward `version`; `app`
@@ -160,6 +173,7 @@ export interface Answers {
   restart: RunStateAnswer;
   prune: PruneAnswer;
   'release-hold': ReleaseHoldAnswer;
+  hold: HoldAnswer;
   'agent-confirm': AgentConfirmAnswer;
 }
 

@@ -28,6 +28,7 @@ export interface HelperClient {
   restart: Method<'restart'>;
   prune: Method<'prune'>;
   releaseHold: Method<'release-hold'>;
+  hold: Method<'hold'>;
   agentConfirm: Method<'agent-confirm'>;
 }
 
@@ -51,6 +52,7 @@ export function helperClient(send: SendRequest): HelperClient {
     restart: method('restart'),
     prune: method('prune'),
     releaseHold: method('release-hold'),
+    hold: method('hold'),
     agentConfirm: method('agent-confirm'),
   };
 }

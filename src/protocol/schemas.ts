@@ -1,5 +1,6 @@
 import * as z from '../core/zod-mini.js';
 import { PLAIN_TEXT_RE } from '../core/control-chars.js';
+import { HOLD_FOR_MAX_MS, HOLD_FOR_MIN_MS, HOLD_REASON_MAX } from '../core/hold-limits.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
 import { idSchema } from './answer-schemas.js';
@@ -68,6 +69,9 @@ export const updateRequestSchema = z.strictObject({
   // The watch window after `active` (docs/design.md §17) the control plane asks for (its run's
   // bake): over the release's health.watchMs.
   watchMs: z.optional(intSchema(0, 86_400_000)),
+  // A signed downgrade authorization (docs/design.md §18): lets this update go below the app's
+  // highest active version when it holds for exactly this app and version.
+  downgrade: z.optional(envelopeSchema),
 });
 export const rollbackRequestSchema = z.strictObject({
   ...base,
@@ -93,6 +97,15 @@ export const pruneRequestSchema = z.strictObject({
   keep: z.optional(intSchema(2, 100)),
 });
 export const releaseHoldRequestSchema = z.strictObject({ ...base, op: z.literal('release-hold'), app: appNameSchema });
+// The host's own hold (docs/design.md §18): the reason (the helper refuses a blank one too) and, for a
+// hold that expires, how long from now it stands.
+export const holdRequestSchema = z.strictObject({
+  ...base,
+  op: z.literal('hold'),
+  app: appNameSchema,
+  reason: z.string().check(z.minLength(1), z.maxLength(HOLD_REASON_MAX), z.regex(PLAIN_TEXT_RE, 'no control characters')),
+  forMs: z.optional(intSchema(HOLD_FOR_MIN_MS, HOLD_FOR_MAX_MS)),
+});
 
 const runStateRequest = <T extends 'start' | 'stop' | 'restart'>(op: T) => z.strictObject({ ...base, op: z.literal(op), app: appNameSchema, by: whoSchema });
 export const startRequestSchema = runStateRequest('start');
@@ -113,6 +126,7 @@ export const requestSchemas = {
   recover: recoverRequestSchema,
   prune: pruneRequestSchema,
   'release-hold': releaseHoldRequestSchema,
+  hold: holdRequestSchema,
   status: statusRequestSchema,
   releases: releasesRequestSchema,
   stage: stageRequestSchema,
@@ -131,6 +145,7 @@ export type RollbackRequest = RequestOf<'rollback'>;
 export type RecoverRequest = RequestOf<'recover'>;
 export type PruneRequest = RequestOf<'prune'>;
 export type ReleaseHoldRequest = RequestOf<'release-hold'>;
+export type HoldRequest = RequestOf<'hold'>;
 export type AgentConfirmRequest = RequestOf<'agent-confirm'>;
 export type RunStateRequest = RequestOf<'start'> | RequestOf<'stop'> | RequestOf<'restart'>;
 export type Request =

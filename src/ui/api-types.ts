@@ -22,6 +22,8 @@ export interface AppReport {
   // Heartbeats v5: exits since the app's last activation.
   restarts?: number;
   lastExit?: { code: number | null; signal: string | null; reason?: string } | null;
+  // Heartbeats v6 (docs/design.md §18): the host's hold, who put it, why and until when.
+  hold?: { by: string; reason: string; at: number; until: number | null } | null;
 }
 
 export interface NodeView {

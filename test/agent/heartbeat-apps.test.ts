@@ -31,7 +31,8 @@ test('the helper status maps to heartbeat apps: hold and blocked as booleans, th
   assert.deepEqual(skipped, ['bad']);
   assert.deepEqual(apps, [
     { name: 'web', current: '1.0.0', previous: '0.9.0', held: false, blocked: false, supervisor: { state: 'running', pid: 42, attempts: 0, since: 5 } },
-    { name: 'api', current: '1.0.0', previous: null, held: true, blocked: false, supervisor: { state: 'waiting', attempts: 3, since: 9 } },
+    // A helper from before hold expiries sends no `until`: the hold stands until release-hold.
+    { name: 'api', current: '1.0.0', previous: null, held: true, blocked: false, hold: { by: 'root', reason: 'manual', at: 1, until: null }, supervisor: { state: 'waiting', attempts: 3, since: 9 } },
     { name: 'db', current: null, previous: null, held: false, blocked: true, supervisor: { state: 'stopped', attempts: 0, since: null } },
     { name: 'agent', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', pid: 77, attempts: 2, since: null } },
     { name: 'gone', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'stopped', attempts: 0, since: null } },
@@ -85,4 +86,31 @@ test("the last exit's reason and the restarts since activation go into heartbeat
   assert.equal(heartbeatPayloadSchema.safeParse(payload(5, [withReason])).success, true, JSON.stringify(heartbeatPayloadSchema.safeParse(payload(5, [withReason])).error?.issues));
   assert.equal(heartbeatPayloadSchema.safeParse(payload(4, [withReason])).success, false, 'a v4 heartbeat with a reason is refused');
   assert.equal(heartbeatPayloadSchema.safeParse(payload(5, [{ ...base, lastExit: { code: null, signal: 'SIGKILL', reason: 'NOPE' } }])).success, false);
+});
+
+test("the host's hold, who put it, why and until when, goes into heartbeat v6 only; below it the app says `held` alone", async () => {
+  const { appsForVersion } = await import('../../src/agent/heartbeat-apps.js');
+  const { heartbeatPayloadSchema } = await import('../../src/core/heartbeat-schema.js');
+  const hold = { by: 'alice (uid 1001) over admin.sock', reason: 'change freeze', at: 1_800_000_000_000, until: 1_800_003_600_000 };
+  const { apps, skipped } = heartbeatApps([
+    app({ name: 'web', hold, supervisor: sup({}) }),
+    app({ name: 'api', supervisor: sup({}) }),
+    // Text a newer or damaged helper might send: escaped and cut, never the app dropped.
+    app({ name: 'odd', hold: { by: 'x\u001b[2J', reason: 'r'.repeat(600) + '\n', at: 5, until: null }, supervisor: sup({}) }),
+  ]);
+  assert.deepEqual(skipped, []);
+  assert.deepEqual(apps[0]?.hold, hold);
+  assert.equal(apps[1]?.hold, undefined, 'no hold, no field');
+  assert.equal(apps[2]?.hold?.reason.length, 512);
+  assert.doesNotMatch(apps[2]?.hold?.by ?? '', /\u001b/);
+  assert.deepEqual(appsForVersion(apps, 6), apps);
+  for (const v of [1, 2, 3, 4, 5] as const) {
+    const carried = appsForVersion(apps, v);
+    assert.ok(carried.every((a) => !('hold' in a)), `v${v} carries no hold`);
+    assert.deepEqual(carried.map((a) => a.held), [true, false, true], `v${v} keeps held`);
+  }
+  const payload = (v: number, a: unknown[]) => ({ v, nodeId: 'n1', seq: 1, sentAt: 1_800_000_000_000, bootId: 'b', agentVersion: '0.1.0', apps: a, receipts: [] });
+  assert.ok(heartbeatPayloadSchema.safeParse(payload(6, apps)).success, 'v6 takes the hold');
+  assert.ok(heartbeatPayloadSchema.safeParse(payload(5, appsForVersion(apps, 5))).success);
+  assert.equal(heartbeatPayloadSchema.safeParse(payload(5, apps)).success, false, 'v5 with a hold is refused, as a control plane from before v6 would');
 });

@@ -88,3 +88,21 @@ test("the update carries the entry's watchMs (the run's bake); a helper from bef
     fake.close();
   }
 });
+
+test("the update carries the entry's downgrade authorization; a helper from before them is asked once more without it, the rest kept", async () => {
+  let knowsDowngrade = true;
+  const fake = await fakeHelper(() => (knowsDowngrade ? null : 'downgrade'));
+  try {
+    const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
+    const downgrade = { payload: 'e30=', sig: 'BBBB', keyId: 'fedcba9876543210' };
+    const e = { app: 'web', version: '1.1.0', attemptId: 'r2-x', manifest, notAfter: 1_800_000_000_000, watchMs: 60_000, downgrade };
+    await socketHelper(fake.sock).update(e);
+    assert.deepEqual(JSON.parse(fake.lines[0] as string).downgrade, downgrade);
+    knowsDowngrade = false;
+    fake.lines.length = 0;
+    assert.deepEqual(await socketHelper(fake.sock).update(e), { attemptId: 'r2-x', app: 'web', accepted: true });
+    assert.deepEqual(fake.lines.map((l) => ['downgrade' in JSON.parse(l), 'watchMs' in JSON.parse(l), 'notAfter' in JSON.parse(l)]), [[true, true, true], [false, true, true]]);
+  } finally {
+    fake.close();
+  }
+});

@@ -5,6 +5,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPair } from '../../src/platform/keys.js';
+import { releaseKeyOf } from '../../src/control/catalog/add-release.js';
+import { signDowngrade } from '../../src/control/catalog/allow-downgrade.js';
 import { methodOf, routeOf } from '../../src/control/operations/operation.js';
 import { OPERATIONS } from '../../src/control/operations/operations.js';
 import { ROLES } from '../../src/control/operators/roles.js';
@@ -58,6 +60,11 @@ const CASES: Case[] = [
       return { method: 'POST', raw: uploadBody(signedRelease(c.releaseKey.privatePem, 'web', '1.2.0', bytes, c.clock.now(), c.server.url), bytes) };
     },
     check: (b) => assert.deepEqual([b.change, b.keyId], ['added', c.releaseKey.keyId]),
+  },
+  {
+    route: '/v1/admin/release/allow-downgrade',
+    request: () => post({ ...signDowngrade({ app: 'web', version: '1.1.0', key: releaseKeyOf(c.releaseKey.privatePem), expiresDays: 7, now: c.clock.now() }) }),
+    check: (b) => assert.deepEqual([b.app, b.version, b.keyId], ['web', '1.1.0', c.releaseKey.keyId]),
   },
   { route: '/v1/admin/rollout/status', request: () => get() },
   { route: '/v1/admin/rollout/list', request: () => get() },

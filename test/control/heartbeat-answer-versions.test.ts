@@ -44,3 +44,20 @@ test('an answer that is not a 200 is left as it is', () => {
   const refused = { status: 409, body: { error: { code: 'SEQ_REPLAYED', message: 'x' } } };
   assert.equal(withAcceptedVersions(req('1, 2, 3'), refused), refused);
 });
+
+// docs/design.md §18: a desired entry's downgrade authorization goes only to an agent that names
+// `downgrade` in its DESIRED_FIELDS_HEADER (an earlier agent would refuse the whole answer).
+const withDowngrade = () => ({ status: 200, body: { ackedSeqs: [], desired: [{ ...entry, downgrade: { payload: 'e30=', sig: 'z', keyId: 'fedcba9876543210' } }], heartbeatSeconds: 30 } });
+const reqWith = (headers: Record<string, string>) => ({ headers }) as unknown as http.IncomingMessage;
+
+test('an agent that names downgrade in its desired-fields header gets the authorization; one that does not, or names only unknown fields, gets the entry without it', () => {
+  const named = withAcceptedVersions(reqWith({ 'steward-receipt-versions': '1, 2, 3', 'steward-desired-fields': 'downgrade' }), withDowngrade()).body as any;
+  assert.equal(named.desired[0].downgrade.keyId, 'fedcba9876543210');
+  assert.equal(named.desired[0].watchMs, 60_000);
+  const others: Array<Record<string, string>> = [{ 'steward-receipt-versions': '1, 2, 3' }, { 'steward-desired-fields': 'downgrades, pin' }, {}];
+  for (const headers of others) {
+    const out = withAcceptedVersions(reqWith(headers), withDowngrade()).body as any;
+    assert.equal('downgrade' in out.desired[0], false, JSON.stringify(headers));
+    assert.equal(out.desired[0].version, '2.0.0');
+  }
+});

@@ -4,7 +4,7 @@
 // is paused and each reverted node says `reverted`. Nothing to revert is refused.
 import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DESIRED_FEATURES_HEADER, HEARTBEAT_PATH } from '../../src/core/control-api.js';
+import { DESIRED_FIELDS_HEADER, HEARTBEAT_PATH } from '../../src/core/control-api.js';
 import { runOperation, type Operation } from '../../src/control/operations/operation.js';
 import { targetRevert, targetSet, targetStatus } from '../../src/control/operations/target-ops.js';
 import type { TargetView } from '../../src/control/targets/target-view.js';
@@ -34,7 +34,7 @@ describeEachBackend((backend) => {
 
   // A heartbeat as an agent that offers rollback entries sends it; the desired entries answered.
   async function beatWithRollback(n: FakeNode, receipts: unknown[] = []): Promise<Array<{ app: string; version: string; attemptId: string; rollback?: true }>> {
-    const res = await fetch(`${c.server.url}${HEARTBEAT_PATH}`, { method: 'POST', body: n.body({ receipts }), headers: { 'content-type': 'application/json', [DESIRED_FEATURES_HEADER]: 'rollback' } });
+    const res = await fetch(`${c.server.url}${HEARTBEAT_PATH}`, { method: 'POST', body: n.body({ receipts }), headers: { 'content-type': 'application/json', [DESIRED_FIELDS_HEADER]: 'rollback' } });
     assert.equal(res.status, 200);
     return ((await res.json()) as { desired: Array<{ app: string; version: string; attemptId: string; rollback?: true }> }).desired;
   }

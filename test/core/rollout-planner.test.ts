@@ -492,3 +492,18 @@ test('retry covers every node that neither confirmed nor already ran the version
   const plan = planRollout({ run: run({ namedCanaries: ['n1'] }), nodes: [node('n1'), node('n2', { listedApp: false }), node('n3', { current: '1.2.0' }), node('n4', { lastHeartbeatAt: null }), node('n5'), node('n6', { revertedVersions: ['1.2.0'] })], issued: [{ nodeId: 'n1', attemptId: 'x', issuedAt: T0, notAfter: null, batch: 0 }], verdicts: [{ nodeId: 'n1', attemptId: 'x', outcome: 'active', reasonCode: null, at: T0 }], reverts: [], now: T0 });
   assert.deepEqual(retryNodes(plan), ['n4', 'n5', 'n6']);
 });
+
+test('a run halted by refusals whose last is DOWNGRADE_REFUSED names the command that authorizes going back; others name none', () => {
+  const halted = (code: string) =>
+    play({
+      name: `refused ${code}`,
+      run: run({ canaries: 0, batch: { percent: 100 }, maxRefused: { count: 0 } }),
+      nodes: fleet('n1', 'n2'),
+      steps: [
+        { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending', issue: ['n1', 'n2'], batch: 1 } },
+        { at: T0 + 1 * min, receipts: [refused('n1', code)], expect: { status: 'halted', nodes: 'n1:refused n2:issued', halt: { code: 'TOO_MANY_REFUSED', nodeId: 'n1' } } },
+      ],
+    }).plan.haltReason?.message ?? '';
+  assert.match(halted('DOWNGRADE_REFUSED'), /\(the last: node n1, DOWNGRADE_REFUSED\), over --max-refused 0; the hosts ran a newer version: to go back, `steward-control release allow-downgrade web 1\.2\.0 --key <a release key of web>`, then start the rollout again$/);
+  assert.doesNotMatch(halted('HELD'), /allow-downgrade/);
+});

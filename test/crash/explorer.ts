@@ -104,6 +104,8 @@ export interface Exploration {
   violations: { state: CrashState; problems: string[]; how: string }[];
 }
 
+let rootSerial = 0;
+
 // Generates the crash states of `ops`, writes each distinct one out under `workDir` and runs
 // `check` on it (which returns the violated invariants). Prints the counts.
 export async function explore(
@@ -131,7 +133,6 @@ export async function explore(
   const result: Exploration = { scenario, ops: rec.ops.length, enumerated: gen.enumerated, kinds: gen.kinds, made: gen.states.length, distinct: byDigest.size, checked: 0, violations: [] };
   await fsp.mkdir(workDir, { recursive: true, mode: 0o755 });
   const queue = [...byDigest.values()];
-  let n = 0;
   const ms = { write: 0, check: 0, clean: 0 };
   const started = Date.now();
   const worker = async () => {
@@ -139,7 +140,9 @@ export async function explore(
       if (opts.enough !== undefined && result.violations.length >= opts.enough) return;
       const item = queue.shift();
       if (!item) return;
-      const root = path.join(workDir, `s${n++}`);
+      // Unique across the explorations of one work folder: a root's path names its app cgroups
+      // (app-cgroup.ts), which a state checked earlier must not share with this one.
+      const root = path.join(workDir, `s${rootSerial++}`);
       let t = Date.now();
       await writeTree(item.model, root);
       ms.write += Date.now() - t;

@@ -1,7 +1,8 @@
 // Runs the helper's start on a root in this process: the same steps as steward-helper's main
 // (run folder, helper.lock, layout, the real adapters, then recovery, first pass and staging
-// cleanup for every app) without the sockets and the supervisor loop, so that the explorer can
-// recover hundreds of crash states without paying a node start for each.
+// cleanup for every app, then the lift of expired holds) without the sockets and the supervisor
+// loop, so that the explorer can recover hundreds of crash states without paying a node start
+// for each.
 import { hostPaths, type HostPaths } from '../../src/core/paths.js';
 import { buildCore } from '../../src/helper/build-core.js';
 import { loadHostConfig } from '../../src/host/config.js';
@@ -9,6 +10,8 @@ import type { HelperCore } from '../../src/helper/handlers.js';
 import { ensureLayout } from '../../src/helper/layout.js';
 import { prepareRunDir } from '../../src/helper/server/bind-sockets.js';
 import { startApps } from '../../src/helper/start-apps.js';
+import { liftDueHolds } from '../../src/helper/holds/hold-expiry.js';
+import { liftExpiredHold } from '../../src/helper/ops/hold.js';
 import { readRunRecord } from '../../src/helper/runners/run-record.js';
 import { acquireHelperLock } from '../../src/platform/lock.js';
 import { systemAccounts } from '../../src/platform/users.js';
@@ -35,6 +38,8 @@ export async function runHelperStart(root: string): Promise<StartedRoot> {
     await ensureLayout(paths);
     const core = await buildCore(paths, config, isRoot);
     await startApps(core, paths, config);
+    // Holds that expired while no helper ran (docs/design.md §18), as main does.
+    await liftDueHolds({ clock: core.clock, apps: () => Object.keys(config.apps), lift: (app, now) => liftExpiredHold(core, app, now) });
     return {
       paths,
       core,
@@ -45,6 +50,8 @@ export async function runHelperStart(root: string): Promise<StartedRoot> {
           const pid = (await readRunRecord(paths, app).catch(() => null))?.process?.pid;
           if (pid) killGroup(pid);
         }
+        // As the helper's own stop does: its runner keeps nothing (the process runner's spares).
+        core.runner.release?.();
         await lock.release();
       },
     };

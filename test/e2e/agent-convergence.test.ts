@@ -96,3 +96,30 @@ test('a held app answers HELD with a signed refused receipt, and the agent does 
   assert.equal((a.stderr().match(new RegExp(`attemptId=${Y.replace(/\./g, '\\.')} code=HELD`, 'g')) ?? []).length, 1);
   assert.equal(await fetchVersion(port), '1.1.0');
 });
+
+test("the host's own hold reaches the control plane with who, why and until when (heartbeat v6), and once it is lifted the next desired entry applies", { timeout: 120_000 }, async () => {
+  const a = agent as AgentProcess;
+  cp.heartbeatVersions = [1, 2, 3, 4, 5, 6];
+  const put = await agentctl(host, ['hold', 'web', '--reason', 'change freeze', '--until', '2h', '--json']);
+  assert.equal(put.code, 0, put.stderr + put.stdout);
+  const reported = () => cp.heartbeats.filter((h) => h.status === 200 && h.payload.v === 6).map((h) => h.payload.apps.find((x) => x.name === 'web'));
+  await a.waitFor('a heartbeat v6 with the hold', () => reported().some((w) => w?.hold?.reason === 'change freeze'), 30_000);
+  const web = reported().find((w) => w?.hold?.reason === 'change freeze');
+  assert.deepEqual(web?.hold, put.json.hold, 'by, reason, at and until as the helper has them');
+  assert.equal(web?.held, true);
+
+  const Z = 'run-3.web.1';
+  cp.desired = [desired('1.2.0', Z)];
+  await a.waitFor('the refused receipt', () => storedFor(Z).length === 1, 60_000);
+  assert.equal(storedFor(Z)[0]?.reason?.code, 'HELD');
+
+  const rel = await agentctl(host, ['release-hold', 'web', '--json']);
+  assert.equal(rel.code, 0, rel.stderr);
+  await a.waitFor('a heartbeat without the hold', () => reported().at(-1)?.held === false, 30_000);
+  assert.equal(reported().at(-1)?.hold, undefined);
+  const W = 'run-4.web.1';
+  cp.desired = [desired('1.2.0', W)];
+  await a.waitFor('the receipt of the new attempt', () => storedFor(W).length === 1, 60_000);
+  assert.equal(storedFor(W)[0]?.outcome, 'active');
+  assert.equal(await fetchVersion(port), '1.2.0');
+});

@@ -22,7 +22,7 @@ test('status --check exits 3 once an app is held, and names the hold on stderr',
   assert.equal(stop.code, 0, stop.stderr + stop.stdout);
   const r = await agentctl(host, ['status', '--check']);
   assert.equal(r.code, 3, r.stderr + r.stdout);
-  assert.match(r.stderr, /^agentctl: check: web: held by .* over admin\.sock since .* \(stop\)$/m);
+  assert.match(r.stderr, /^agentctl: check: web: held by .* over admin\.sock since .* \(stop\), until release-hold$/m);
   assert.match(r.stdout, /^web /m, 'the table is printed as by status');
   const one = await agentctl(host, ['status', 'api', '--check']);
   assert.equal(one.code, 0, 'only the app asked for counts');

@@ -40,6 +40,8 @@ export class FakeControlPlane {
   readonly artifacts = new Map<string, Buffer>();
   desired: DesiredEntry[] = [];
   heartbeatSeconds = 1;
+  // The heartbeat versions its answers list (docs/design.md §16); none listed: the agent sends v1.
+  heartbeatVersions: number[] | null = null;
   now: () => number = () => Date.now();
   private server: http.Server | null = null;
   private nextNode = 1;
@@ -115,7 +117,7 @@ export class FakeControlPlane {
       node.receipts.set(r.payload.seq, r.payload);
       node.envelopes.set(r.payload.seq, r.envelope);
     }
-    return record({ status: 200, json: { ackedSeqs: ackedSeqs(v), desired: this.desired, heartbeatSeconds: this.heartbeatSeconds } });
+    return record({ status: 200, json: { ackedSeqs: ackedSeqs(v), desired: this.desired, heartbeatSeconds: this.heartbeatSeconds, ...(this.heartbeatVersions ? { heartbeatVersions: this.heartbeatVersions } : {}) } });
   }
 
   // Serves over HTTP on 127.0.0.1 (on `port` when given: to come back after stop()).

@@ -27,6 +27,8 @@ export function validRequests(manifest: Envelope = FAKE_MANIFEST): Array<Record<
     { v: 1, id: 14, op: 'stop', app: 'web' },
     { v: 1, id: 15, op: 'restart', app: 'web' },
     { v: 1, id: 16, op: 'agent-confirm', seq: 7, sentAt: 1_800_000_000_000 },
+    { v: 1, id: 17, op: 'hold', app: 'web', reason: 'change freeze' },
+    { v: 1, id: 18, op: 'hold', app: 'web', reason: 'change freeze', forMs: 3_600_000 },
   ];
 }
 

@@ -1,5 +1,5 @@
 // Property tests of every reader of steward's own files (issue 7 item 5): journal, app state,
-// receipts, receipt seq, node id, run record, marker, host config, and the agent's outbox, seq,
+// hold expiry, receipts, receipt seq, node id, run record, marker, host config, and the agent's outbox, seq,
 // acted and enrollment files. Whatever bytes a file holds (a torn write, a bit flip, a hand
 // edit), the reader gives a value its schema accepts or refuses with its typed answer (a
 // StewardError of the reader's code, or an 'invalid' state), never another exception, and
@@ -34,6 +34,7 @@ import { readNodeId } from '../../src/host/node-id.js';
 import { ReceiptStore } from '../../src/helper/receipts/receipt-store.js';
 import { readRunRecord } from '../../src/helper/runners/run-record.js';
 import { readAppState } from '../../src/helper/state/app-state.js';
+import { holdFile, holdFileSchema, readHoldFile } from '../../src/helper/holds/hold-file.js';
 import { readJournal } from '../../src/helper/update/journal.js';
 import { mutatedBytes, nearValidJsonBytes } from './mutate.js';
 import { checkProperty, guarded, runsMade } from './property-run.js';
@@ -89,6 +90,15 @@ const readers: Reader[] = [
     read: () => readAppState(paths, 'web'),
     accepts: schemaAccepts(appStateSchema),
     code: 'STATE_INVALID',
+  },
+  {
+    // A hold file that does not read is no expiry (null), never an exception (docs/design.md §18).
+    name: 'readHoldFile (state/<app>.hold.json)',
+    file: holdFile(paths, 'web'),
+    valid: { schemaVersion: 1, app: 'web', expiry: { by: 'ops', reason: 'freeze', at: T, until: T + 3_600_000 }, lifted: { by: 'ops', reason: 'x', at: T - 9, until: null, liftedAt: T - 1, how: 'released', releasedBy: 'root' } },
+    read: () => readHoldFile(paths, 'web'),
+    accepts: (v) => v === null || (holdFileSchema.safeParse(v).success && (v as { app: string }).app === 'web'),
+    code: null,
   },
   {
     name: 'ReceiptStore.list (receipts/<app>.json)',

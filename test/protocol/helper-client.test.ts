@@ -18,6 +18,7 @@ const FIELDS: Record<OpName, Record<string, unknown>> = {
   restart: { app: 'web' },
   prune: { app: 'web', keep: 2 },
   'release-hold': { app: 'web' },
+  hold: { app: 'web', reason: 'change freeze', forMs: 3_600_000 },
   'agent-confirm': { seq: 1, sentAt: 0 },
 };
 

@@ -2,9 +2,12 @@ import type { Command } from 'commander';
 import { StewardError } from '../../core/errors.js';
 import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
+import { holdReasonProblem, parseHoldDuration } from '../../core/hold-limits.js';
+import { describeHold } from '../hold-text.js';
 import { printJson, printLines } from '../output.js';
 
-// `agentctl prune <app> [--keep N]` and `agentctl release-hold <app>`.
+// `agentctl prune <app> [--keep N]`, `agentctl hold <app> --reason R [--until DURATION]` and
+// `agentctl release-hold <app>`.
 export function registerMaintenance(program: Command): void {
   program
     .command('prune <app>')
@@ -18,6 +21,20 @@ export function registerMaintenance(program: Command): void {
       const r = await ctx.helper.prune(fields);
       if (ctx.json) return printJson(r);
       printLines([r.removed.length ? `removed ${app} ${r.removed.join(', ')}` : `nothing to prune for ${app}`]);
+    });
+  program
+    .command('hold <app>')
+    .description('hold the app: the control plane may not change it until the hold expires or release-hold (admin.sock)')
+    .requiredOption('--reason <text>', 'why, in one line (at most 256 characters, shown in status and to the control plane)')
+    .option('--until <duration>', 'lift the hold by itself after this long: 30m, 4h, 2d, 1d12h (1 minute to 365 days; default: until release-hold)')
+    .action(async (app: string, o: { reason: string; until?: string }, cmd: Command) => {
+      const problem = holdReasonProblem(o.reason);
+      if (problem) throw new StewardError('USAGE', `--reason ${problem}`);
+      const fields = { app: appArg(app), reason: o.reason, ...(o.until !== undefined ? { forMs: parseHoldDuration(o.until) } : {}) };
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const r = await ctx.helper.hold(fields);
+      if (ctx.json) return printJson(r);
+      printLines([`${app} ${describeHold(r.hold)}`, ...(r.replaced ? [`(it replaces the hold by ${r.replaced.by}: ${r.replaced.reason})`] : [])]);
     });
   program
     .command('release-hold <app>')

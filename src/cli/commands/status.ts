@@ -3,6 +3,7 @@ import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines, table, when } from '../output.js';
 import { checkStatus } from '../status-check.js';
+import { describeHold } from '../hold-text.js';
 
 // `agentctl status [app]`
 export function registerStatus(program: Command): void {
@@ -24,7 +25,7 @@ export function registerStatus(program: Command): void {
       for (const a of result.apps) {
         const notes: string[] = [];
         if (a.currentState === 'invalid') notes.push('current INVALID');
-        if (a.hold) notes.push(`held by ${a.hold.by} since ${when(a.hold.at)}`);
+        if (a.hold) notes.push(describeHold(a.hold));
         if (a.blocked) notes.push(`BLOCKED ${a.blocked.reason} since ${when(a.blocked.since)}`);
         if (a.quarantined.length) notes.push(`quarantined ${a.quarantined.join(',')}`);
         if (a.running) notes.push(`${a.running.op} ${a.running.attemptId} (${a.running.phase})`);

@@ -11,6 +11,7 @@
 import { envelopeSchema, manifestPayloadSchema } from '../../core/release-schemas.js';
 import { heartbeatAppSchema, MAX_HEARTBEAT_APPS } from '../../core/heartbeat-schema.js';
 import { receiptPayloadSchema } from '../../core/receipt-schema.js';
+import { downgradePayloadSchema } from '../../core/downgrade-schema.js';
 import { strictBase64 } from '../../platform/keys.js';
 import { labelsSchema } from '../../core/control-api.js';
 import { isAppName, isVersion } from '../../core/names.js';
@@ -156,6 +157,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     keyId: text(64),
   },
   app_keys: { app: appName, keyId: text(64), addedAt: int },
+  downgrades: { app: appName, version, keyId: text(64), notAfter: int, envelope: signed(downgradePayloadSchema, 'a downgrade authorization'), addedAt: int },
   runs: {
     id: int,
     app: appName,

@@ -1,10 +1,11 @@
-// `release add|list|remove` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
+// `release add|list|remove|allow-downgrade` and `keys list|allow` (docs/design.md §11): the signed catalog and the keys
 // each app allows.
 import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { envelopeSchema, type Envelope, type ManifestPayload } from '../../core/release-schemas.js';
 import { keyIdOf, parsePublicKey } from '../../platform/keys.js';
 import { publishRelease, type AddedRelease } from '../catalog/add-release.js';
+import { allowDowngrade, type AllowedDowngrade } from '../catalog/allow-downgrade.js';
 import { removeRelease } from '../catalog/remove-release.js';
 import { discardReleaseBytes } from '../catalog/upload-file.js';
 import { recordAudit } from '../audit/record-audit.js';
@@ -37,6 +38,17 @@ export const releaseAdd: Operation<{ app: string; version: string; manifest: Env
   },
 };
 
+export const releaseAllowDowngrade: Operation<{ app: string; version: string; authorization: Envelope; publicKey: string }, AllowedDowngrade> = {
+  command: 'release allow-downgrade',
+  action: 'release.allow-downgrade',
+  role: 'admin',
+  input: z.strictObject({ app: word, version: word, authorization: envelopeSchema, publicKey: pem }),
+  async run(ctx, i) {
+    checkNames(i.app, i.version);
+    return allowDowngrade(ctx.store, ctx.actor, i);
+  },
+};
+
 export interface ReleaseView {
   app: string;
   version: string;
@@ -50,6 +62,8 @@ export interface ReleaseView {
   kept: boolean;
   addedAt: number;
   manifest: Envelope;
+  // The downgrade authorization stored for this version (docs/design.md §18), or null.
+  downgrade: { keyId: string; notAfter: number; expired: boolean } | null;
 }
 
 export const releaseList: Operation<{ app?: string }, { releases: ReleaseView[] }> = {
@@ -59,12 +73,13 @@ export const releaseList: Operation<{ app?: string }, { releases: ReleaseView[] 
   input: z.strictObject({ app: flag }),
   async run(ctx, { app }) {
     if (app) checkNames(app);
-    const { rows, now } = await ctx.store.read(async (tx) => ({ rows: await tx.releases.list(app), now: await tx.now() }));
+    const { rows, downgrades, now } = await ctx.store.read(async (tx) => ({ rows: await tx.releases.list(app), downgrades: await tx.releases.downgrades(app), now: await tx.now() }));
+    const downgradeOf = new Map(downgrades.map((d) => [`${d.app}@${d.version}`, { keyId: d.keyId, notAfter: d.notAfter, expired: d.notAfter <= now }]));
     return {
       releases: rows.map((r) => {
         const payload = JSON.parse(Buffer.from(r.manifest.payload, 'base64').toString('utf8')) as ManifestPayload;
         const expired = r.expires <= now;
-        return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired, expiresSoon: !expired && r.expires <= now + EXPIRES_SOON_MS, keyId: r.manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest: r.manifest };
+        return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired, expiresSoon: !expired && r.expires <= now + EXPIRES_SOON_MS, keyId: r.manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest: r.manifest, downgrade: downgradeOf.get(`${r.app}@${r.version}`) ?? null };
       }),
     };
   },

@@ -1,7 +1,7 @@
 // The control plane's HTTP(S) server (docs/design.md §6, §9): enrollment, heartbeats, artifacts, and the
 // rollout ticker (docs/design.md §13), woken by every commit that stores verdicts.
 import type http from 'node:http';
-import { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, RECEIPT_VERSIONS_HEADER, DESIRED_FEATURES_HEADER } from '../../core/control-api.js';
+import { ARTIFACTS_PREFIX, DESIRED_FIELDS_HEADER, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, parseDesiredFields, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
 import { parseOfferedVersions } from '../../core/control-plane-accepts.js';
@@ -197,11 +197,17 @@ export function withAcceptedVersions<A extends { status: number; body: unknown }
   if (!both.includes(3) && Array.isArray(body.desired)) {
     answer = { ...answer, body: { ...body, desired: body.desired.map(({ watchMs: _w, ...rest }) => rest) } };
   }
+  // A downgrade authorization goes only to an agent that said it reads one (DESIRED_FIELDS_HEADER):
+  // to any other the entry goes without it, and its host refuses the downgrade as before.
+  const fields = parseDesiredFields(req.headers[DESIRED_FIELDS_HEADER]);
+  const desired = (answer.body as { desired?: Array<Record<string, unknown>> }).desired;
+  if (!fields.includes('downgrade') && Array.isArray(desired) && desired.some((d) => 'downgrade' in d)) {
+    answer = { ...answer, body: { ...(answer.body as object), desired: desired.map(({ downgrade: _d, ...rest }) => rest) } };
+  }
   // A rollback entry (target revert) only to an agent that reads it; another never sees it, and
   // the attempt ends by its verdict timeout.
-  const features = String(req.headers[DESIRED_FEATURES_HEADER] ?? '').split(',').map((f) => f.trim());
   const after = answer.body as { desired?: Array<Record<string, unknown>> };
-  if (!features.includes('rollback') && Array.isArray(after.desired) && after.desired.some((d) => d.rollback !== undefined)) {
+  if (!fields.includes('rollback') && Array.isArray(after.desired) && after.desired.some((d) => d.rollback !== undefined)) {
     answer = { ...answer, body: { ...after, desired: after.desired.filter((d) => d.rollback === undefined) } };
   }
   const heartbeats = req.headers[HEARTBEAT_VERSIONS_HEADER] !== undefined ? { heartbeatVersions: [...HEARTBEAT_VERSIONS] } : {};

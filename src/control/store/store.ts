@@ -399,12 +399,29 @@ export interface AppKeyRow {
   addedAt: number;
 }
 
+// A signed downgrade authorization (docs/design.md §18), one per app and version: the last one made.
+// `authorization` is the envelope as the release key signed it; `keyId` and `notAfter` are its
+// key's and payload's, for listing. Read back as data: a reader checks the envelope's shape before
+// it sends it anywhere, and the host checks its signature.
+export interface DowngradeRow {
+  app: string;
+  version: string;
+  keyId: string;
+  notAfter: number;
+  authorization: Envelope;
+  addedAt: number;
+}
+
 export interface ReleaseReads {
   get(app: string, version: string): Promise<ReleaseRow | null>;
   // The catalog, by app then time added.
   list(app?: string): Promise<ReleaseRow[]>;
   // The key ids allowed to sign an app's manifests (every app when none is named).
   keys(app?: string): Promise<AppKeyRow[]>;
+  // The downgrade authorization for app@version, or null.
+  downgrade(app: string, version: string): Promise<DowngradeRow | null>;
+  // Every downgrade authorization (of one app when named), by app, then time made.
+  downgrades(app?: string): Promise<DowngradeRow[]>;
 }
 
 export interface ReleaseWrites {
@@ -414,6 +431,8 @@ export interface ReleaseWrites {
   remove(app: string, version: string): Promise<boolean>;
   // Allows a key id to sign an app's manifests (idempotent).
   allowKey(app: string, keyId: string, at: number): Promise<void>;
+  // Stores the downgrade authorization for app@version, replacing the one there was.
+  putDowngrade(r: DowngradeRow): Promise<void>;
 }
 
 // ---- enrollment tokens

@@ -92,7 +92,7 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
       return {
         nodeId: n.nodeId,
         lastHeartbeatAt: n.lastHeartbeatAt,
-        app: app ? { current: app.current, held: app.held } : null,
+        app: app ? { current: app.current, held: app.held, ...(app.held && app.hold ? { heldBy: app.hold.by, heldReason: app.hold.reason, heldAt: app.hold.at, heldUntil: app.hold.until } : {}) } : null,
         clockSkewRefusedSince: n.clockSkewRefused?.since ?? null,
         pin: pin ? { version: pin.version, by: pin.by, reason: pin.reason, at: pin.at, until: pin.until } : null,
         revertedVersion: reverted.has(n.nodeId),

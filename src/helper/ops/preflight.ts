@@ -2,6 +2,7 @@ import { StewardError } from '../../core/errors.js';
 import { requireApp } from '../../host/config.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { SocketKind } from '../../protocol/schemas.js';
+import { holdViewOf, readHoldFile } from '../holds/hold-file.js';
 import { readAppState } from '../state/app-state.js';
 import type { UpdateContext } from '../update/context.js';
 
@@ -20,7 +21,8 @@ export async function preflight(
     throw new StewardError('BLOCKED', `${app} is blocked (${blocked.reason}${blocked.message ? ': ' + blocked.message : ''}); \`agentctl recover ${app}\``);
   }
   if (state.hold && kind === 'helper') {
-    throw new StewardError('HELD', `${app} is held by ${state.hold.by} since ${new Date(state.hold.at).toISOString()} (${state.hold.reason})`);
+    const until = holdViewOf(state.hold, await readHoldFile(ctx.paths, app))?.until ?? null;
+    throw new StewardError('HELD', `${app} is held by ${state.hold.by} since ${new Date(state.hold.at).toISOString()} (${state.hold.reason}), ${until === null ? 'until release-hold' : `until ${new Date(until).toISOString()}`}`);
   }
   return state;
 }

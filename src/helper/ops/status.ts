@@ -7,6 +7,7 @@ import { quarantineInForce } from '../../core/quarantine.js';
 import { requireApp } from '../../host/config.js';
 import type { HostPaths } from '../../core/paths.js';
 import type { AppStatus, RunningWork, StatusResult } from '../../protocol/answers.js';
+import { holdViewOf, liftOf, readHoldFile } from '../holds/hold-file.js';
 import { readAppState } from '../state/app-state.js';
 import { readCurrent } from '../release-store.js';
 import { readJournal } from '../update/journal.js';
@@ -90,11 +91,13 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
   };
   try {
     const s = await readAppState(ctx.paths, name);
+    const holdFile = await readHoldFile(ctx.paths, name);
     return {
       ...base,
       previous: s.previous,
       highestActive: s.highestActive,
-      hold: s.hold,
+      hold: holdViewOf(s.hold, holdFile),
+      holdLifted: liftOf(holdFile),
       blocked: ctx.blockedInMemory.get(name) ?? s.blocked,
       quarantined: Object.entries(s.quarantine)
         .filter(([, q]) => quarantineInForce(q, ctx.now, cfg?.quarantine.capMs ?? Infinity))

@@ -7,6 +7,7 @@ import { SELF_APP } from '../../core/self-schemas.js';
 import { handOver } from '../self/handover.js';
 import { selfFloors } from '../self/self-floors.js';
 import { activate } from '../update/activate.js';
+import { authorizedDowngradeOf } from './downgrade.js';
 import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
@@ -23,7 +24,8 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
   const noWait = req.app === SELF_APP || req.noWait;
   return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     const floors = req.app === SELF_APP ? selfFloors(core.self) : undefined;
-    const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state, floors });
+    const downgrade = await authorizedDowngradeOf(core, req, state);
+    const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state, floors, downgradeAuthorized: downgrade !== null });
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
       throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);
@@ -58,7 +60,7 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
       }
     }
     if (req.app === SELF_APP) return handOver(core, core.self, { attemptId, startedAt, targetVersion: req.version, state, progress, onAccepted: accept });
-    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, state, progress, onAccepted: accept, watch: { watchMs: req.watchMs } });
+    const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, state, progress, onAccepted: accept, watch: { watchMs: req.watchMs }, ...(downgrade ? { downgrade } : {}) });
     return answerOf(r.journal, r.receipt);
   });
 }

@@ -235,6 +235,14 @@ export function createProcessRunner(opts: ProcessRunnerOptions): AppRunner {
     stop: (target, o) => stop(target, o?.timeoutMs ?? 10_000),
     stopOne: (target, o) => stopSession(target, o?.timeoutMs ?? 10_000),
     isAlive: (identity) => isProcessAlive(identity),
+    // The spares go with the helper (the end of their pipe would end them at its exit): a helper
+    // stopped inside a process that runs on (the crash tests' starts) leaves none behind either.
+    release: () => {
+      for (const app of [...spares.keys()]) {
+        generation.set(app, {});
+        dropSpare(app);
+      }
+    },
   };
 }
 

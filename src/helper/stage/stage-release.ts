@@ -64,6 +64,9 @@ export interface StageInput {
   upload?: { stream: Readable; size: number } | null | undefined;
   allowUnsigned?: boolean | undefined;
   allowDowngrade?: boolean | undefined;
+  // The caller checked a signed downgrade authorization for exactly this app and version
+  // (verify-downgrade.ts): the highest active version is no floor for it (docs/design.md §18).
+  downgradeAuthorized?: boolean | undefined;
   force?: boolean | undefined;
   // Versions the update may not go below besides the highest active one (the app steward's).
   floors?: readonly VersionFloor[] | undefined;
@@ -125,6 +128,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     now: clock.now(),
     kind: input.kind,
     allowDowngrade: input.allowDowngrade,
+    downgradeAuthorized: input.downgradeAuthorized,
     force: input.force,
     quarantineCapMs: appConfig.quarantine.capMs,
     floors: input.floors,

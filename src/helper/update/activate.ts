@@ -20,6 +20,7 @@ import { handOver, type HandoverResult } from './handover.js';
 import type { ReleaseFile } from '../../core/release-schemas.js';
 import { pointCurrent, removeCurrent } from './swap.js';
 import { removeExits } from '../supervisor/exits-since-activation.js';
+import type { AuthorizedDowngrade } from '../stage/verify-downgrade.js';
 import { causeOf, DEFAULT_WATCH_MAX_RESTARTS, removeWatch, UNHEALTHY_AFTER_ACTIVATION, WATCH_SCHEMA_VERSION, windowLength, writeWatch, type WatchWindow } from './watch-window.js';
 
 const log = logger('helper:update');
@@ -38,6 +39,10 @@ export interface ActivateInput {
   // An update's watch window after `active` (docs/design.md §17): `watchMs` the control plane asks
   // for, over the release's. Absent: no window (a rollback, a recover).
   watch?: { watchMs: number | undefined };
+  // A signed downgrade authorization let this update go below the highest active version
+  // (docs/design.md §18): an `active` verdict lowers that floor to the target, and its receipt's
+  // reason (DOWNGRADE_AUTHORIZED) names the key. Any other verdict leaves the floor as it was.
+  downgrade?: AuthorizedDowngrade;
 }
 
 export interface ActivateResult {
@@ -48,6 +53,15 @@ export interface ActivateResult {
 function reasonOf(code: string, message: string) {
   return { code, message: truncateUtf8(message, 512) };
 }
+
+// The reason an authorized downgrade's `active` journal and receipt carry: the floor it went
+// below, and the key that allowed it (every receipt version carries a reason, and recovery
+// re-emits it from the journal).
+export function downgradeReason(app: string, target: string, d: AuthorizedDowngrade) {
+  return reasonOf(DOWNGRADE_AUTHORIZED, `${app} ${target} went below ${d.below}, the highest version that was active here, by the downgrade authorization of key ${d.keyId} (valid until ${new Date(d.notAfter).toISOString()})`);
+}
+
+export const DOWNGRADE_AUTHORIZED = 'DOWNGRADE_AUTHORIZED';
 
 // The update transaction of docs/design.md §4 from the journal on: stop old, swap, start new,
 // probe; on success state, journal{active}, receipt, prune; on failure stop new, swap
@@ -111,9 +125,9 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   }
 
   if (verdict.ok) {
-    const highest = state0.highestActive && compareVersions(state0.highestActive, target) > 0 ? state0.highestActive : target;
+    const highest = !input.downgrade && state0.highestActive && compareVersions(state0.highestActive, target) > 0 ? state0.highestActive : target;
     const { [target]: _cleared, ...quarantine } = state0.quarantine;
-    const done: Journal = { ...journal, outcome: 'active', updatedAt: clock.now() };
+    const done: Journal = { ...journal, outcome: 'active', updatedAt: clock.now(), ...(input.downgrade ? { reason: downgradeReason(app, target, input.downgrade) } : {}) };
     // The watch window is durable before the verdict: it counts only once the journal says
     // `active` for this attempt, so a crash in between leaves none open for a version not active.
     const watchMs = input.watch && from !== null && from !== target ? windowLength(ctx, app, targetRelease, input.watch.watchMs) : 0;
@@ -220,8 +234,11 @@ export async function rollBackUnhealthy(ctx: UpdateContext, input: UnhealthyRoll
   // What state says once the rollback is done: `previous` as it was before the watched activation
   // (recovery of an interrupted rollback puts it back too). The highest active version stays the
   // watched one: it did reach `active`, and the floor against downgrades never goes down on the
-  // host's own judgement (docs/design.md §17).
-  const state0: AppState = { ...input.state, previous: w.prior.previous };
+  // host's own judgement (docs/design.md §17). After an authorized downgrade (§18) the watched
+  // version is the lower one: the floor is then the version gone back to, which did run here.
+  const h = input.state.highestActive;
+  const highestActive = h !== null && compareVersions(h, w.fromVersion) >= 0 ? h : w.fromVersion;
+  const state0: AppState = { ...input.state, previous: w.prior.previous, highestActive };
   const journal: Journal = {
     schemaVersion: JOURNAL_SCHEMA_VERSION,
     attemptId,

@@ -56,6 +56,13 @@ export function heartbeat(n: NodeView): Child {
   return h('time', { title: exactTime(n.lastHeartbeatAt), class: n.stale ? 'st st-stale' : '' }, `${duration(n.heartbeatAgeMs)} ago`);
 }
 
+// What the `held` flag says on hover: who holds the app, why and until when, when the agent reports it.
+function heldTitle(a: AppReport): string {
+  const base = 'an operator on the host holds this app: the control plane changes nothing';
+  const h = a.hold;
+  return h ? `${base}. Held by ${h.by} since ${exactTime(h.at)}: ${h.reason}; ${h.until === null ? 'until agentctl release-hold' : `until ${exactTime(h.until)}`}` : base;
+}
+
 // One app of a node: its version and its supervisor's state.
 export function appCell(a: AppReport | undefined): HTMLTableCellElement {
   if (!a) return h('td', { class: 'muted' }, '-');
@@ -65,7 +72,7 @@ export function appCell(a: AppReport | undefined): HTMLTableCellElement {
     mono(a.current),
     ' ',
     state(a.supervisor.state, `${a.supervisor.attempts} start attempts${a.previous ? `, previous ${a.previous}` : ''}`),
-    a.held ? flag('held', 'warn', 'an operator on the host holds this app: the control plane changes nothing') : null,
+    a.held ? flag('held', 'warn', heldTitle(a)) : null,
     a.blocked ? flag('blocked', 'bad', 'the helper blocked this app: `agentctl recover` on the host') : null,
     a.watch
       ? flag(

@@ -28,7 +28,7 @@ export function nodePage(ctx: PageContext, nodeId: string): Page {
         ),
         h('h2', {}, 'Apps'),
         table(
-          ['app', 'current, supervisor', 'previous', 'pid', 'start attempts', 'restarts since activation', 'state since', 'last exit', 'watch window'],
+          ['app', 'current, supervisor', 'previous', 'pid', 'start attempts', 'restarts since activation', 'state since', 'last exit', 'watch window', 'hold'],
           n.apps.map((a) => [
             mono(a.name),
             appCell(a),
@@ -39,6 +39,8 @@ export function nodePage(ctx: PageContext, nodeId: string): Page {
             when(a.supervisor.since, now),
             a.lastExit ? `${a.lastExit.reason ? `${a.lastExit.reason}: ` : ''}${a.lastExit.signal ? `signal ${a.lastExit.signal}` : a.lastExit.code !== null ? `exit ${a.lastExit.code}` : 'unknown'}` : '-',
             a.watch ? `${a.watch.version} until ${exactTime(a.watch.until)} (${a.watch.restarts} of ${a.watch.maxRestarts} exits)` : '-',
+            // The host's hold (heartbeat v6, docs/design.md §18); an older agent says `held` alone.
+            a.hold ? `${a.hold.by} since ${exactTime(a.hold.at)}: ${a.hold.reason}; ${a.hold.until === null ? 'until release-hold' : `until ${exactTime(a.hold.until)}`}` : a.held ? 'held' : '-',
           ]),
           { data: { table: 'apps' } },
         ),

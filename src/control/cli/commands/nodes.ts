@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { formatLabels } from '../../../core/labels.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import type { NodeView } from '../../operations/node-ops.js';
@@ -35,6 +36,14 @@ function skewCell(n: NodeView): string {
   return n.clockSkewMs === null ? '-' : formatSkew(n.clockSkewMs);
 }
 
+// Whether the host holds the app and, from agents that report it (heartbeat v6, docs/design.md §18),
+// who holds it, why and until when.
+export function heldCell(a: Pick<HeartbeatApp, 'held' | 'hold'>): string {
+  if (!a.held) return 'no';
+  if (!a.hold) return 'yes';
+  return `yes: ${a.hold.by} since ${when(a.hold.at)} (${a.hold.reason}), ${a.hold.until === null ? 'until release-hold' : `until ${when(a.hold.until)}`}`;
+}
+
 // The human form of `nodes`: a row per app of each node.
 function formatNodes(view: NodeView[]): string {
   const rows = [['NODE', 'HOSTNAME', 'LABELS', 'HEARTBEAT', 'CLOCK-SKEW', 'APP', 'CURRENT', 'PREVIOUS', 'HELD', 'BLOCKED', 'SUPERVISOR', 'RECEIPT-LOST']];
@@ -52,7 +61,7 @@ function formatNodes(view: NodeView[]): string {
         a?.name ?? '-',
         a?.current ?? '-',
         a?.previous ?? '-',
-        a ? (a.held ? 'yes' : 'no') : '-',
+        a ? heldCell(a) : '-',
         a ? (a.blocked ? 'yes' : 'no') : '-',
         a ? `${a.supervisor.state}${a.supervisor.attempts ? ` (${a.supervisor.attempts} restarts)` : ''}${a.self?.fallback ? `, FALLBACK: ${a.self.fallback.version} set aside` : ''}${a.self?.packageReverted ? `, REVERTED: the package's ${a.self.packageReverted.version} did not commit` : ''}${a.watch ? `, watching ${a.watch.version} (${a.watch.restarts} of ${a.watch.maxRestarts} exits)` : ''}${a.restarts ? `, ${a.restarts} since activation` : ''}${a.lastExit?.reason ? `, last exit ${a.lastExit.reason}` : ''}` : '-',
         first ? lost : '',

@@ -7,6 +7,7 @@ import { AGENT_APP } from '../../../core/name-checks.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { packageRoot } from '../../../platform/own-version.js';
 import { DEFAULT_EXPIRES_DAYS } from '../../catalog/release-defaults.js';
+import { DEFAULT_DOWNGRADE_DAYS, MAX_DOWNGRADE_DAYS } from '../../../core/downgrade-limits.js';
 import { jsonOf } from '../context.js';
 import { invoke } from '../invoke.js';
 import { parsePositiveInt } from '../parse-options.js';
@@ -26,7 +27,7 @@ function checkUrl(url: string, flag: string): string {
   throw new StewardError('USAGE', `${flag} ${JSON.stringify(url)} is not an http(s) URL`);
 }
 
-// `steward-control release add|list|remove|pack-agent|pack-steward`
+// `steward-control release add|allow-downgrade|list|remove|pack-agent|pack-steward`
 export function registerRelease(program: Command): void {
   const release = program.command('release').description('the signed release catalog');
   release
@@ -58,6 +59,30 @@ export function registerRelease(program: Command): void {
       const p = r.payload;
       const head = r.change === 'added' ? `added ${app} ${version}` : r.change === 'refreshed' ? `re-signed ${app} ${version} (same key, fresh expiry)` : `re-signed ${app} ${version}: the manifest signed by key ${r.replacedKeyId} was replaced`;
       process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n`);
+    });
+  release
+    .command('allow-downgrade <app> <version>')
+    .description("sign, with a release key of the app that stays on this machine, the authorization hosts need to go back to this older version (below the highest they ran), and store it: the control plane sends it with the version's updates until it expires")
+    .requiredOption('--key <pem>', 'an Ed25519 private key (PEM) allowed to sign the app\'s releases; it is read here and never sent')
+    .option('--expires-days <n>', `how long hosts accept it, in days (1 to ${MAX_DOWNGRADE_DAYS})`, String(DEFAULT_DOWNGRADE_DAYS))
+    .action(async (app: string, version: string, o: { key: string; expiresDays: string }, cmd: Command) => {
+      (await names()).checkNames(app, version);
+      const expiresDays = parsePositiveInt(o.expiresDays, '--expires-days', MAX_DOWNGRADE_DAYS);
+      let privateKeyPem: string;
+      try {
+        privateKeyPem = readFileSync(o.key, 'utf8');
+      } catch (err) {
+        throw new StewardError('NOT_FOUND', `cannot read the release key ${o.key}: ${(err as Error).message}`, { cause: err });
+      }
+      const [{ releaseKeyOf }, { signDowngrade }, { releaseAllowDowngrade }] = await Promise.all([import('../../catalog/add-release.js'), import('../../catalog/allow-downgrade.js'), ops()]);
+      // Signed here, on this machine's clock (the server host's, for --db).
+      const signed = signDowngrade({ app, version, key: releaseKeyOf(privateKeyPem), expiresDays, now: Date.now() });
+      const r = await invoke(cmd, releaseAllowDowngrade, { ...signed });
+      if (jsonOf(cmd)) return printJson(r);
+      process.stdout.write(
+        `${r.replaced ? 'replaced the downgrade authorization' : 'authorized going back'}: hosts may install ${r.app} ${r.version} below the highest version they ran, until ${when(r.notAfter)} (key ${r.keyId})\n` +
+          `next: steward-control rollout start ${r.app} ${r.version} ...\n`,
+      );
     });
   release
     .command('pack-agent')
@@ -124,5 +149,7 @@ export function registerRelease(program: Command): void {
       const t = [['APP', 'VERSION', 'SIZE', 'EXPIRES', 'KEY', 'URL']];
       for (const r of out.releases) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : r.expiresSoon ? `${when(r.expires)} (within 7 days: re-run release add)` : when(r.expires), r.keyId, r.url]);
       process.stdout.write(out.releases.length ? table(t) : 'no releases\n');
+      // The versions hosts may go back to (release allow-downgrade), while that holds.
+      for (const r of out.releases) if (r.downgrade && !r.downgrade.expired) process.stdout.write(`${r.app} ${r.version}: hosts may go back to it until ${when(r.downgrade.notAfter)} (downgrade authorized by key ${r.downgrade.keyId})\n`);
     });
 }

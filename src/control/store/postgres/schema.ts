@@ -180,7 +180,8 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_time ON audit (at);
 `;
 
-const V6 = `
+// Issue 33 (docs/design.md §18): targets, who started each run, node pins.
+const V7 = `
 CREATE TABLE targets (
   name text COLLATE "C" PRIMARY KEY,
   app text COLLATE "C" NOT NULL,
@@ -226,13 +227,28 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     compatibleFrom: 4,
     sql: `ALTER TABLE nodes ADD COLUMN "skewRefusedSince" bigint, ADD COLUMN "skewRefusedAt" bigint, ADD COLUMN "skewRefusedMs" bigint;`,
   },
+  // Signed downgrade authorizations (docs/design.md §18), as SQLite's migration 6. An expansion (a
+  // new table): a steward-control of schema 5 works on it, and never sends one.
+  {
+    version: 6,
+    compatibleFrom: 5,
+    sql: `CREATE TABLE downgrades (
+  app text COLLATE "C" NOT NULL,
+  version text COLLATE "C" NOT NULL,
+  "keyId" text COLLATE "C" NOT NULL,
+  "notAfter" bigint NOT NULL,
+  envelope text COLLATE "C" NOT NULL,
+  "addedAt" bigint NOT NULL,
+  PRIMARY KEY (app, version)
+);`,
+  },
   // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
-  // tables): a steward-control of schema 5 works on it, and converges no target.
-  { version: 6, compatibleFrom: 5, sql: V6 },
+  // tables): a steward-control of schema 6 works on it, and converges no target.
+  { version: 7, compatibleFrom: 6, sql: V7 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 6, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 7, newest: PG_MIGRATIONS.length } as const;

@@ -1,13 +1,15 @@
 import type { Envelope } from '../../../core/release-schemas.js';
-import type { AppKeyRow, ReleaseReads, ReleaseRow, ReleaseWrites } from '../store.js';
+import type { AppKeyRow, DowngradeRow, ReleaseReads, ReleaseRow, ReleaseWrites } from '../store.js';
 import { parseJson } from '../parse-json.js';
 import type { Prepare } from './prepare.js';
 
 type Raw = Omit<ReleaseRow, 'manifest'> & { manifest: string };
 
 const toRow = (r: Raw): ReleaseRow => ({ ...r, manifest: parseJson<Envelope>(r.manifest, { payload: '', sig: '', keyId: '' }) });
+type RawDowngrade = Omit<DowngradeRow, 'authorization'> & { envelope: string };
+const toDowngrade = ({ envelope, ...r }: RawDowngrade): DowngradeRow => ({ ...r, authorization: parseJson<Envelope>(envelope, { payload: '', sig: '', keyId: '' }) });
 
-// The releases table and the key ids allowed per app (app_keys).
+// The releases table, the key ids allowed per app (app_keys) and the downgrade authorizations (downgrades).
 export function sqliteReleases(q: Prepare): ReleaseReads & ReleaseWrites {
   return {
     async get(app, version) {
@@ -32,6 +34,20 @@ export function sqliteReleases(q: Prepare): ReleaseReads & ReleaseWrites {
     },
     async allowKey(app, keyId, at) {
       q('INSERT OR IGNORE INTO app_keys (app, keyId, addedAt) VALUES (?, ?, ?)').run(app, keyId, at);
+    },
+    async downgrade(app, version) {
+      const r = q('SELECT * FROM downgrades WHERE app = ? AND version = ?').get(app, version) as RawDowngrade | undefined;
+      return r ? toDowngrade(r) : null;
+    },
+    async downgrades(app) {
+      const rows = app ? q('SELECT * FROM downgrades WHERE app = ? ORDER BY addedAt, version').all(app) : q('SELECT * FROM downgrades ORDER BY app, addedAt, version').all();
+      return (rows as RawDowngrade[]).map(toDowngrade);
+    },
+    async putDowngrade(r) {
+      q(
+        `INSERT INTO downgrades (app, version, keyId, notAfter, envelope, addedAt) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(app, version) DO UPDATE SET keyId = excluded.keyId, notAfter = excluded.notAfter, envelope = excluded.envelope, addedAt = excluded.addedAt`,
+      ).run(r.app, r.version, r.keyId, r.notAfter, JSON.stringify(r.authorization), r.addedAt);
     },
   };
 }

@@ -185,9 +185,22 @@ ALTER TABLE nodes ADD COLUMN skewRefusedAt INTEGER;
 ALTER TABLE nodes ADD COLUMN skewRefusedMs INTEGER;
 `;
 
+// Issue 33 (docs/design.md §18): signed downgrade authorizations, one per app and version.
+const V6 = `
+CREATE TABLE downgrades (
+  app TEXT NOT NULL,
+  version TEXT NOT NULL,
+  keyId TEXT NOT NULL,
+  notAfter INTEGER NOT NULL,
+  envelope TEXT NOT NULL,            -- the envelope (steward-downgrade-v1) as the release key signed it
+  addedAt INTEGER NOT NULL,
+  PRIMARY KEY (app, version)
+);
+`;
+
 // Issue 33 (docs/design.md §18): targets, who started each run (a target, its revert, the pins),
 // and node pins.
-const V6 = `
+const V7 = `
 CREATE TABLE targets (
   name TEXT PRIMARY KEY,
   app TEXT NOT NULL,
@@ -218,6 +231,6 @@ CREATE TABLE pins (
 );
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6)];
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,17 @@
+// The limits of signed downgrade authorizations (docs/design.md §18), apart from their schema so that
+// steward-control's CLI registers `release allow-downgrade` (--help) without loading zod.
+
+// `release allow-downgrade --expires-days`: 7 unless told, at most 30. Short on purpose: an
+// authorization is for going back now, and one that lingers is a way back for whoever later holds
+// the control plane's database.
+export const DEFAULT_DOWNGRADE_DAYS = 7;
+export const MAX_DOWNGRADE_DAYS = 30;
+// How far ahead of the helper's clock a notAfter may be: the longest lifetime `allow-downgrade`
+// signs, plus the clock difference a heartbeat is accepted with (±5 min, docs/design.md §6). One
+// further away was not made by `allow-downgrade` on a clock that agrees with this host's.
+export const MAX_DOWNGRADE_AHEAD_MS = MAX_DOWNGRADE_DAYS * 86_400_000 + 5 * 60_000;
+
+// The command an operator runs to authorize going back to `version` of `app`, as messages name it.
+export function allowDowngradeCommand(app: string, version: string): string {
+  return `steward-control release allow-downgrade ${app} ${version} --key <a release key of ${app}>`;
+}
