@@ -13,7 +13,8 @@ import type { HelperPort } from './helper-port.js';
 export type Logf = (format: string, ...args: unknown[]) => void;
 
 export interface ConvergeDeps {
-  helper: Pick<HelperPort, 'update'>;
+  // `rollback`: for a target's revert entries; without it such an entry is refused here.
+  helper: Pick<HelperPort, 'update'> & Partial<Pick<HelperPort, 'rollback'>>;
   // The node's credential for the control plane's downloads, made afresh for each entry.
   fetchAuth?: () => FetchAuth;
   // The agent's control-plane URLs, the one that answered last first: each serves the artifacts.
@@ -48,7 +49,8 @@ export async function convergeDesired(desired: readonly DesiredEntry[], deps: Co
     }
     let answer: string;
     try {
-      const a = await deps.helper.update(e, deps.fetchAuth?.(), deps.mirrors?.());
+      if (e.rollback && !deps.helper.rollback) throw new StewardError('BAD_REQUEST', `a rollback of ${e.app} was asked for, and this agent hands the helper none`);
+      const a = e.rollback ? await deps.helper.rollback!(e) : await deps.helper.update(e, deps.fetchAuth?.(), deps.mirrors?.());
       answer = 'accepted' in a ? 'accepted' : a.settled ? 'settled' : `outcome:${a.outcome}`;
       deps.log('desired handed to the helper app=%s version=%s attemptId=%s answer=%s', e.app, e.version, e.attemptId, answer);
       results.push({ ...base, result: 'settled' === answer ? 'settled' : 'accepted' });

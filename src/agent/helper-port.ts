@@ -17,6 +17,9 @@ export interface HelperPort {
   // `fetchAuth`: the node's credential for the control plane's downloads (download-auth.ts);
   // `mirrors`: the agent's control-plane URLs, each of which serves the artifacts (docs/design.md §18).
   update(entry: DesiredEntry, fetchAuth?: FetchAuth, mirrors?: readonly string[]): Promise<UpdateAnswer | AcceptedAnswer>;
+  // Hands a `rollback` desired entry (a target's revert, docs/design.md §18) to the helper as its
+  // rollback to `previous`, with noWait and the entry's attemptId: resolves once it accepted.
+  rollback(entry: DesiredEntry): Promise<UpdateAnswer | AcceptedAnswer>;
   // Tells the helper that this process had heartbeat `seq`, sent at `sentAt`, answered 2xx
   // (docs/design.md §14): the probe of an update of steward-agent waits for it. FORBIDDEN when no probe
   // waits for this process.
@@ -34,6 +37,9 @@ export function socketHelper(socketPath: string): HelperPort {
     receipts: () => helper.receipts(),
     status: () => helper.status(),
     confirm: (hb) => helper.agentConfirm(hb),
+    // To `previous`, never --to (helper.sock allows only that): the helper's own record of what
+    // ran before decides, as `agentctl rollback` does.
+    rollback: (e) => helper.rollback({ app: e.app, attemptId: e.attemptId, noWait: true, by: 'steward-agent' }),
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
     // helper's refusals (docs/design.md §6), and helper.sock would refuse the last two anyway. notAfter
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).

@@ -71,6 +71,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   TARGET_NOT_EMPTY: { exit: EXIT.refused, hint: 'restore and copy write only into an empty database (SQLite: a file that does not exist yet; PostgreSQL: a database without steward data) and a tarball folder without other tarballs of the same names; nothing was written' },
   OUTPUT_EXISTS: { exit: EXIT.refused, hint: 'the backup file exists; pick another --out, or pass --force to replace it (only once the new backup is complete)' },
   BACKUP_INVALID: { exit: EXIT.failure, hint: 'the backup file is truncated, corrupt, altered, not signed by the backup key given to restore --key, holds a row its columns cannot hold, or is not a steward-control backup; nothing was restored: use another copy of the backup, or the backup key that signed it' },
+  TARGET_CONFLICT: { exit: EXIT.refused, hint: 'another target of the app selects the same node at the same --priority; give one a higher --priority or narrow a --select' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 

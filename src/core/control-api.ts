@@ -87,6 +87,10 @@ export const desiredEntrySchema = z.strictObject({
   // Until when the helper tries a failed download again (docs/design.md §18). Sent only to an agent
   // that lists it in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
   fetchUntil: z.optional(epochMsSchema),
+  // A `target revert` (docs/design.md §18): the helper's rollback to its `previous` (which is
+  // `version`, the version it ran before), not an update; no downgrade authorization is needed.
+  // Sent only to an agent that offers it (DESIRED_FIELDS_HEADER): earlier agents' answers are strict.
+  rollback: z.optional(z.literal(true)),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
@@ -102,11 +106,11 @@ export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
 // The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
 export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
 // The optional desired-entry fields an agent reads beyond those the receipt versions imply
-// (`downgrade`, `fetchUntil`), comma-separated: a control plane sends such a field only to an
-// agent that lists it.
+// (`downgrade`, `fetchUntil`, `rollback`), comma-separated: a control plane sends such a field only
+// to an agent that lists it.
 export const DESIRED_FIELDS_HEADER = 'steward-desired-fields';
 // The fields this header governs, and those this agent reads.
-export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'fetchUntil'] as const;
+export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'fetchUntil', 'rollback'] as const;
 
 // The fields an agent listed in DESIRED_FIELDS_HEADER that this steward knows; anything else is ignored.
 export function parseDesiredFields(header: string | string[] | undefined): string[] {

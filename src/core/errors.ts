@@ -70,6 +70,7 @@ export const OPERATIONAL_CODES = [
   'UNAUTHENTICATED', // the admin API got no operator token (or session), or one that names nobody
   'TARGET_NOT_EMPTY', // `restore` or `copy` into a database (or tarball folder) that holds data
   'OUTPUT_EXISTS', // `backup --out F` where F exists (without --force)
+  'TARGET_CONFLICT', // `target set` of a target that selects a node another target of the app selects at the same --priority
   'BACKUP_INVALID', // a backup file that is truncated, corrupt, altered, unsigned or not a steward-control backup
 ] as const;
 

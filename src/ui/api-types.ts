@@ -163,3 +163,33 @@ export interface AuditRow {
   source: string | null;
   details: Record<string, unknown>;
 }
+
+// `target status` and `target list` (docs/control-plane.md, targets).
+export interface BehindReason {
+  reason: string;
+  since: number | null;
+  by: string | null;
+  until: number | null;
+  code: string | null;
+  message: string;
+}
+
+export interface TargetSummary {
+  name: string;
+  app: string;
+  version: string;
+  priority: number;
+  selector: string;
+  paused: boolean;
+  setAt: number;
+  setBy: string | null;
+  status: 'converged' | 'converging' | 'paused' | 'halted' | 'waiting';
+  run: { id: number; version: string; status: string } | null;
+  halted: { runId: number; code: string | null; message: string } | null;
+  counts: { selected: number; current: number; behind: number };
+  behind: Record<string, number>;
+}
+
+export interface TargetView extends TargetSummary {
+  nodes: Array<{ nodeId: string; hostname: string; version: string | null; state: 'current' | 'behind'; reason: BehindReason | null }>;
+}

@@ -1,5 +1,5 @@
 // The dashboard (docs/design.md §12): the login, then a page by the address's hash (#fleet,
-// #node/<id>, #rollouts, #rollout/<app>, #receipts, #audit), its data loaded again every 2 s
+// #node/<id>, #targets, #target/<name>, #rollouts, #rollout/<app>, #receipts, #audit), its data loaded again every 2 s
 // while the tab is visible.
 import { ApiError, currentSession, login, logout } from './api.js';
 import type { Session } from './api-types.js';
@@ -11,6 +11,7 @@ import { nodePage } from './pages/node.js';
 import { receiptsPage } from './pages/receipts.js';
 import { rolloutPage } from './pages/rollout.js';
 import { rolloutsPage } from './pages/rollouts.js';
+import { targetPage, targetsPage } from './pages/targets.js';
 
 const REFRESH_MS = 2000;
 const root = document.getElementById('app') as HTMLElement;
@@ -22,6 +23,8 @@ function pageOf(ctx: PageContext, hash: string): Page {
   if (name === 'node' && arg) return nodePage(ctx, arg);
   if (name === 'rollouts') return rolloutsPage(ctx, params);
   if (name === 'rollout' && arg) return rolloutPage(ctx, arg);
+  if (name === 'targets') return targetsPage();
+  if (name === 'target' && arg) return targetPage(arg);
   if (name === 'receipts') return receiptsPage(params);
   if (name === 'audit') return auditPage(params);
   return fleetPage(params);
@@ -104,7 +107,7 @@ function showApp(session: Session): void {
   const ctx: PageContext = { session, canChange: session.role !== 'viewer', refresh: () => void refresh(), fail };
   const page = pageOf(ctx, location.hash);
   const hash = location.hash.replace(/^#/, '').split(/[/?]/)[0] || 'fleet';
-  const nav = (name: string, label: string) => h('a', { href: `#${name}`, class: hash === name || (name === 'rollouts' && hash === 'rollout') ? 'here' : '' }, label);
+  const nav = (name: string, label: string) => h('a', { href: `#${name}`, class: hash === name || (name === 'rollouts' && hash === 'rollout') || (name === 'targets' && hash === 'target') ? 'here' : '' }, label);
   const status = h('span', { class: 'live' }, 'loading…');
   const body = h('main', { data: { page: hash } });
   replace(
@@ -113,7 +116,7 @@ function showApp(session: Session): void {
       'header',
       {},
       h('strong', { class: 'brand' }, 'steward-control'),
-      h('nav', {}, nav('fleet', 'Fleet'), nav('rollouts', 'Rollouts'), nav('receipts', 'Receipts'), nav('audit', 'Audit')),
+      h('nav', {}, nav('fleet', 'Fleet'), nav('targets', 'Targets'), nav('rollouts', 'Rollouts'), nav('receipts', 'Receipts'), nav('audit', 'Audit')),
       status,
       h('span', { class: 'who', data: { role: session.role } }, `${session.operator} (${session.role})`),
       h('button', { type: 'button', data: { action: 'logout' }, onclick: () => void logout(session).then(() => showLogin(), fail) }, 'Log out'),

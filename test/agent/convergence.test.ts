@@ -31,3 +31,30 @@ test('an entry at or past its notAfter is not handed to the helper nor recorded;
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A target's revert (docs/design.md §18): a `rollback` entry goes to the helper as its rollback to
+// `previous` under the entry's attemptId, never as an update; an agent seam without rollback
+// refuses it (acted on, so the control plane's attempt ends by its timeout, not by a retry loop).
+test('a rollback entry is handed to the helper as a rollback, not an update', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-converge-'));
+  try {
+    const acted = await ActedStore.open(path.join(dir, 'acted.json'));
+    const updates: string[] = [];
+    const rollbacks: string[] = [];
+    const results = await convergeDesired([{ ...entry('back'), version: '1.0.0', rollback: true }, entry('up')], {
+      helper: {
+        update: async (e) => (updates.push(e.attemptId), { attemptId: e.attemptId, app: e.app, accepted: true }),
+        rollback: async (e) => (rollbacks.push(e.attemptId), { attemptId: e.attemptId, app: e.app, accepted: true }),
+      },
+      acted,
+      clock: { now: () => NOW },
+      log: () => {},
+    });
+    assert.deepEqual(results.map((r) => [r.attemptId, r.result]), [['back', 'accepted'], ['up', 'accepted']]);
+    assert.deepEqual([rollbacks, updates], [['back'], ['up']]);
+    const without = await convergeDesired([{ ...entry('back-2'), rollback: true }], { helper: { update: async () => assert.fail('never an update') }, acted, clock: { now: () => NOW }, log: () => {} });
+    assert.deepEqual(without.map((r) => [r.attemptId, r.result]), [['back-2', 'refused']]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -25,6 +25,7 @@ interface Rig {
   helperKey: { privateKey: KeyObject; publicKey: KeyObject };
   receipts: Envelope[];
   updates: DesiredEntry[];
+  rollbacks: DesiredEntry[];
   updateAnswer: (e: DesiredEntry) => Promise<unknown>;
   // What the agent confirmed to the helper, and how the helper answers.
   confirms: { seq: number; sentAt: number }[];
@@ -71,6 +72,7 @@ function makeRig(): Rig {
     helperKey,
     receipts: [],
     updates: [],
+    rollbacks: [],
     updateAnswer: async (e) => ({ attemptId: e.attemptId, app: e.app, accepted: true }),
     confirms: [],
     confirmAnswer: async () => {
@@ -90,6 +92,10 @@ function makeRig(): Rig {
         status: async () => ({ root: '/', ...rig.helper, recovering: false, apps: rig.apps as never }),
         update: async (e) => {
           rig.updates.push(e);
+          return (await rig.updateAnswer(e)) as never;
+        },
+        rollback: async (e) => {
+          rig.rollbacks.push(e);
           return (await rig.updateAnswer(e)) as never;
         },
         confirm: async (hb) => {
@@ -366,6 +372,7 @@ test('the helper being unreachable still sends a heartbeat with the last apps se
         receipts: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
         status: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
         update: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
+        rollback: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
         confirm: async () => { throw new StewardError('HELPER_UNREACHABLE', 'no helper'); },
       },
     });

@@ -34,6 +34,8 @@ interface Case {
   // The request the right role makes (the others make the same one).
   request: () => AdminRequest;
   check?: (body: any) => void;
+  // What the state needs first, made by the test itself (not through the route).
+  prepare?: () => Promise<void>;
 }
 
 const get = (query: Record<string, string> = {}): AdminRequest => ({ method: 'GET', headers: {}, ...(Object.keys(query).length ? { query } : {}) }) as AdminRequest;
@@ -71,6 +73,23 @@ const CASES: Case[] = [
   { route: '/v1/admin/rollout/resume', request: () => post({ app: 'web' }) },
   { route: '/v1/admin/rollout/stop', request: () => post({ app: 'web' }), check: (b) => assert.equal(b.status, 'stopped') },
   { route: '/v1/admin/rollout/retry', request: () => post({ app: 'web', dryRun: true }), check: (b) => assert.equal(b.dryRun, true) },
+  { route: '/v1/admin/target/set', request: () => post({ name: 'prod', app: 'web', version: '1.1.0', canaries: 0, batch: '100%', bake: '0' }), check: (b) => assert.equal(b.name, 'prod') },
+  { route: '/v1/admin/target/list', request: () => get(), check: (b) => assert.deepEqual(b.targets.map((t: { name: string }) => t.name), ['prod']) },
+  { route: '/v1/admin/target/status', request: () => get({ name: 'prod' }), check: (b) => assert.ok(Array.isArray(b.nodes)) },
+  { route: '/v1/admin/target/pause', request: () => post({ name: 'prod' }), check: (b) => assert.equal(b.status, 'paused') },
+  { route: '/v1/admin/target/resume', request: () => post({ name: 'prod' }) },
+  {
+    route: '/v1/admin/target/revert',
+    // The target's run changed both nodes (from web 1.0.0, which the catalog holds).
+    prepare: async () => {
+      await c.addRelease('web', '1.0.0');
+      for (const n of nodes) await n.answer('active');
+      await c.server.tick();
+    },
+    request: () => post({ name: 'prod' }), check: (b) => assert.equal(typeof b.revertRun, 'number') },
+  { route: '/v1/admin/target/remove', request: () => post({ name: 'prod' }), check: (b) => assert.equal(b.removed, 'prod') },
+  { route: '/v1/admin/nodes/pin', request: () => post({ nodeId: nodes[0]!.nodeId, pin: 'web=1.1.0', reason: 'INC-1' }), check: (b) => assert.equal(b.pin.reason, 'INC-1') },
+  { route: '/v1/admin/nodes/unpin', request: () => post({ nodeId: nodes[0]!.nodeId, app: 'web' }) },
   { route: '/v1/admin/release/remove', request: () => post({ app: 'web', version: '1.2.0' }) },
   { route: '/v1/admin/nodes/remove', request: () => post({ nodeId: nodes[1]!.nodeId }) },
   { route: '/v1/admin/operator/list', request: () => get() },
@@ -96,6 +115,7 @@ for (const { op, route } of ROUTES) {
   test(`${methodOf(op)} ${route}: 401 without a token, 403 below ${op.role}, 200 for ${op.role}${op.action ? `, audited as ${op.action}` : ''}`, async () => {
     const k = CASES.find((x) => x.route === route);
     assert.ok(k, `${route} (\`${op.command}\`) has a case in CASES`);
+    await k.prepare?.();
     const r = k.request();
     assert.equal(r.method, methodOf(op));
 

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createControlMetrics } from '../../src/control/metrics/control-metrics.js';
 import { startRun } from '../../src/control/rollouts/start-run.js';
+import { setTarget } from '../../src/control/targets/set-target.js';
 import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import type { ControlStore } from '../../src/control/store/store.js';
 import { HEARTBEAT_PATH, MAX_BODY_BYTES } from '../../src/core/control-api.js';
@@ -179,4 +180,26 @@ test('a store that fails leaves the fleet gauges out and counts the failure; the
   assert.equal(valueOf(text, 'steward_control_fleet_read_errors_total'), 1);
   assert.equal(valueOf(text, 'steward_control_nodes', { freshness: 'fresh' }), undefined);
   assert.equal(valueOf(text, HB, { result: 'ok' }), 0);
+});
+
+test('each target has its nodes by state and those behind by their one reason, and the text passes promtool', async (t) => {
+  c = await startControlInProcess({ metrics: {}, heartbeatSeconds: 30 });
+  const nodes = await enrollNodes(c, 3);
+  for (const n of nodes) assert.equal((await n.heartbeat()).status, 200);
+  await c.addRelease('web', '1.1.0');
+  await setTarget(c.store as ControlStore, { name: 'prod', app: 'web', version: '1.1.0', priority: 0, opts: { canaries: 0, batch: '1', bakeMs: 0 }, by: 'alice' }, async () => {});
+  let text = await scrape(c);
+  assertPromtoolPasses(t, text);
+  assert.equal(valueOf(text, 'steward_control_target_nodes', { target: 'prod', state: 'behind' }), 3);
+  assert.equal(valueOf(text, 'steward_control_target_nodes', { target: 'prod', state: 'current' }), 0);
+  assert.equal(valueOf(text, 'steward_control_target_behind', { target: 'prod', reason: 'in-progress' }), 1);
+  assert.equal(valueOf(text, 'steward_control_target_behind', { target: 'prod', reason: 'waiting-batch' }), 2);
+  assert.equal(valueOf(text, 'steward_control_target_behind', { target: 'prod', reason: 'held' }), 0, 'every reason has its series');
+  for (let i = 0; i < 4; i++) {
+    for (const n of nodes) await n.answer('active');
+    await c.server.tick();
+  }
+  text = await scrape(c);
+  assert.equal(valueOf(text, 'steward_control_target_nodes', { target: 'prod', state: 'current' }), 3);
+  assert.equal(valueOf(text, 'steward_control_target_behind', { target: 'prod', reason: 'waiting-batch' }), 0);
 });

@@ -288,3 +288,17 @@ export async function enrollNodes(control: ControlLike, count: number): Promise<
   }
   return nodes;
 }
+
+// The rollout ticker's tick, with the fake clock moved on 1 s every 10 ms while it has not
+// resolved. Why: on PostgreSQL a wake (NOTIFY) arrives after its commit, so a tick it started
+// may overlap the test's next clock.advance(); the ticker then measures a tick as long as the
+// advance and pauses that long on the fake clock before the tick the test asked for.
+export async function tickThrough(control: Pick<Control<ControlStore>, 'server' | 'clock'>): Promise<void> {
+  let done = false;
+  const ticked = control.server.tick().finally(() => (done = true));
+  while (!done) {
+    await new Promise((r) => setTimeout(r, 10));
+    if (!done) control.clock.advance(1000);
+  }
+  await ticked;
+}

@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchBrowser, logIn, openPage, type RecordedPage } from '../helpers/browser.js';
 import { startDashboardFleet } from '../helpers/dashboard-fleet.js';
+import { nodesPin } from '../../src/control/operations/pin-ops.js';
+import { targetSet } from '../../src/control/operations/target-ops.js';
 
 // The dashboard's buttons that change something (the log-out button aside).
 const ACTIONS = 'main [data-action], [data-section=preview] [data-action], details.start';
@@ -10,7 +12,7 @@ async function fill(p: RecordedPage, fields: Record<string, string>): Promise<vo
   for (const [name, value] of Object.entries(fields)) await p.page.fill(`details.start input[name=${name}]`, value);
 }
 
-test('an operator sees the demo fleet, previews and starts a rollout, watches it advance as nodes confirm, pauses it and logs out; a viewer finds no buttons', async (t) => {
+test('an operator sees the demo fleet, previews and starts a rollout, watches it advance as nodes confirm, pauses it, reads a target page and logs out; a viewer finds no buttons', async (t) => {
   const browser = await launchBrowser(t);
   if (!browser) return;
   const fleet = await startDashboardFleet();
@@ -59,6 +61,23 @@ test('an operator sees the demo fleet, previews and starts a rollout, watches it
   assert.match(failed, /EADDRINUSE/);
   assert.match(failed, /\/var\/log\/steward\/web-attempt\.log/);
 
+  // A target's page (docs/design.md §18): each node it selects with its version and its one reason;
+  // a pin's reason, a person's text, shown as text.
+  await fleet.control.addRelease('cache', '1.3.0');
+  await fleet.run(targetSet, { name: 'cache-prod', app: 'cache', version: '1.3.0', select: 'env=prod', canaries: '0', bake: '0' });
+  await fleet.run(nodesPin, { nodeId: fleet.byName('prod-1').fake.nodeId, pin: 'cache=1.3.0', reason: '<b id=injected>INC-7</b>' });
+  await op.page.click('header nav a[href="#targets"]');
+  const targets = await op.page.locator('table[data-table=targets]').innerText();
+  assert.match(targets, /cache-prod\s+cache\s+1\.3\.0\s+converging/);
+  await op.page.click('table[data-table=targets] a[href="#target/cache-prod"]');
+  const rows = await op.page.locator('table[data-table=target-nodes]').innerText();
+  assert.match(rows, /prod-cache\s+1\.2\.0\s+behind\s+in-progress/, rows);
+  assert.match(rows, /prod-2\s+-\s+behind\s+app-not-reported/, rows);
+  assert.match(rows, /prod-1\s+-\s+behind\s+pinned/, rows);
+  assert.match(rows, /<b id=injected>INC-7<\/b>/, 'the reason as text');
+  assert.equal(await op.page.locator('#injected').count(), 0, 'never as markup');
+  assert.doesNotMatch(rows, /staging-1/, 'a node the selector does not pick is not listed');
+
   await op.page.click('[data-action=logout]');
   await op.page.locator('form.login').waitFor();
   await op.page.reload();
@@ -67,7 +86,7 @@ test('an operator sees the demo fleet, previews and starts a rollout, watches it
   // A viewer reads the same pages and finds nothing to press, nor the log lines.
   const viewer = await openPage(browser);
   await logIn(viewer, fleet.adminUrl, fleet.viewerToken);
-  for (const where of ['#rollouts', '#rollout/web', `#node/${staging}`, '#receipts', '#audit']) {
+  for (const where of ['#rollouts', '#rollout/web', `#node/${staging}`, '#targets', '#target/cache-prod', '#receipts', '#audit']) {
     await viewer.page.goto(`${fleet.adminUrl}/ui/${where}`);
     await viewer.page.locator('header .live:text-matches("updated")').waitFor();
     assert.equal(await viewer.page.locator(ACTIONS).count(), 0, `a viewer sees no button on ${where}`);

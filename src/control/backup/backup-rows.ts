@@ -18,6 +18,7 @@ import { isAppName, isVersion } from '../../core/names.js';
 import { parseWindow } from '../../core/windows.js';
 import * as z from '../../core/zod-mini.js';
 import type { Scalar } from '../store/bulk.js';
+import { targetPolicySchema } from '../store/target-policy.js';
 
 // The longest text a column holds: a node's apps (a heartbeat body is at most 1 MiB) bounds them all.
 export const MAX_FIELD_CHARS = 1024 * 1024;
@@ -201,6 +202,19 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
   },
   sessions: { hash: hex64, operator: text(64), createdAt: int, lastSeenAt: int, expiresAt: int },
   auth_failures: { source: text(256), failures: int, lastAt: int },
+  targets: {
+    name: text(64, (s) => s.length > 0, 'a target name'),
+    app: appName,
+    version,
+    priority: int,
+    policy: json(targetPolicySchema, "a target's run policy"),
+    paused: bool,
+    setAt: int,
+    setBy: nullable(text(256)),
+    clearedRunId: int,
+  },
+  run_owners: { runId: int, kind: oneOf(['target', 'revert', 'pin']), target: nullable(text(64)) },
+  pins: { nodeId, app: appName, version, by: nullable(text(256)), reason: text(1024), at: int, until: nullable(int), runId: nullable(int) },
   audit: {
     id: int,
     at: int,

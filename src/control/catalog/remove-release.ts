@@ -6,13 +6,19 @@ import { localActor, recordAudit, type Actor } from '../audit/record-audit.js';
 import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 
-// Removes app@version and its kept tarball; BUSY while a run of it has not ended.
+// Removes app@version and its kept tarball; BUSY while a run of it has not ended, or a target
+// or a node pin names it (docs/design.md §18).
 export async function removeRelease(store: ControlStore, artifactsDir: string, app: string, version: string, actor: Actor = localActor()): Promise<ReleaseRow> {
   const row = await store.write(async (tx) => {
     const r = await tx.releases.get(app, version);
     if (!r) throw new StewardError('NOT_FOUND', `${app} ${version} is not in the catalog`);
     const run = await tx.runs.active(app);
     if (run && run.version === version) throw new StewardError('BUSY', `rollout ${run.id} of ${app} ${version} is running; stop it before removing the release`);
+    // A standing wish for the version would start runs of a release the catalog no longer has.
+    const wanted = (await tx.targets.list()).find((t) => t.app === app && t.version === version);
+    if (wanted) throw new StewardError('BUSY', `target ${wanted.name} wants ${app} ${version}; set it to another version or remove it before removing the release`);
+    const pinned = (await tx.pins.list()).find((p) => p.app === app && p.version === version);
+    if (pinned) throw new StewardError('BUSY', `node ${pinned.nodeId} is pinned to ${app} ${version}; unpin it before removing the release`);
     await tx.releases.remove(app, version);
     await recordAudit(tx, actor, 'release.remove', `${app}@${version}`, { integrity: r.integrity, keyId: r.keyId });
     return r;

@@ -19,6 +19,7 @@ const COMMANDS: LazyCommand[] = [
   [['keys'], async () => (await import('./commands/keys.js')).registerKeys],
   [['release'], async () => (await import('./commands/release.js')).registerRelease],
   [['rollout'], async () => (await import('./commands/rollout.js')).registerRollout],
+  [['target'], async () => (await import('./commands/target.js')).registerTarget],
   [['nodes'], async () => (await import('./commands/nodes.js')).registerNodes],
   [['receipts'], async () => (await import('./commands/receipts.js')).registerReceipts],
   [['operator'], async () => (await import('./commands/operator.js')).registerOperator],

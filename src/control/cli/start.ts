@@ -24,6 +24,7 @@ export const RUNNERS: Array<[names: string[], load: () => Promise<ControlRunner>
   [['keys'], () => import('./run/keys.js')],
   [['release'], () => import('./run/release.js')],
   [['rollout'], () => import('./run/rollout.js')],
+  [['target'], () => import('./run/target.js')],
   [['nodes'], () => import('./run/nodes.js')],
   [['receipts'], () => import('./run/receipts.js')],
   [['operator'], () => import('./run/operator.js')],

@@ -104,6 +104,12 @@ export function createControlMetrics(opts: ControlMetricsOptions): ControlMetric
   fleetGauge('run_nodes', "Nodes of each app's rollout run that has not ended, by their state in the run. From the store.", ['app', 'state'], (g, s) => {
     for (const r of s.runNodes) for (const [state, n] of Object.entries(r.states)) g.set({ app: r.app, state }, n);
   });
+  fleetGauge('target_nodes', 'Nodes each target selects, by state: current (they run its version) or behind. From the store.', ['target', 'state'], (g, s) => {
+    for (const t of s.targets) for (const [state, n] of Object.entries(t.states)) g.set({ target: t.target, state }, n);
+  });
+  fleetGauge('target_behind', "Nodes each target selects that do not run its version, by their one reason (held, pinned, offline, waiting-batch, ...). From the store.", ['target', 'reason'], (g, s) => {
+    for (const t of s.targets) for (const [reason, n] of Object.entries(t.behind)) g.set({ target: t.target, reason }, n);
+  });
 
   return {
     registry,

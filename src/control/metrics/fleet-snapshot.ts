@@ -9,6 +9,9 @@ import { planRun } from '../rollouts/plan-run.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
 import type { AppVersionCount, ControlStore, FreshnessCounts, StoredRunStatus, StoreReader } from '../store/store.js';
 import { appLabel, boundAppVersions } from './label-values.js';
+import { BEHIND_REASONS, type BehindReasonName, type TargetNodeState } from '../../core/target-plan.js';
+import { readTarget } from '../targets/read-target.js';
+import { TARGET_NAME_RE } from '../targets/set-target.js';
 
 const log = logger('control:metrics');
 
@@ -25,6 +28,32 @@ export interface FleetSnapshot {
   runs: Record<StoredRunStatus, number>;
   // Per app with a run that has not ended: its nodes by the planner's state now.
   runNodes: Array<{ app: string; states: Partial<Record<NodeState, number>> }>;
+  // Per target (the first MAX_TARGETS by name; the rest summed as `_other`): its selected nodes
+  // by state, and those behind by their one reason (docs/design.md §18).
+  targets: Array<{ target: string; states: Record<TargetNodeState, number>; behind: Record<BehindReasonName, number> }>;
+}
+
+// Targets with series of their own; more are summed under OTHER_TARGET.
+export const MAX_TARGETS = 100;
+export const OTHER_TARGET = '_other';
+
+// Each target's nodes by state and reason, read and planned now (as `target status` does).
+async function readTargetGauges(tx: StoreReader, now: number): Promise<FleetSnapshot['targets']> {
+  const targets = await tx.targets.list();
+  if (targets.length === 0) return [];
+  const pre = { targets, nodes: await tx.nodes.list(), pins: await tx.pins.list() };
+  const out = new Map<string, FleetSnapshot['targets'][number]>();
+  for (const [i, t] of targets.entries()) {
+    // A name from the store is checked before it becomes a label value.
+    const name = i < MAX_TARGETS && TARGET_NAME_RE.test(t.name) ? t.name : OTHER_TARGET;
+    const entry = out.get(name) ?? { target: name, states: { current: 0, behind: 0 }, behind: Object.fromEntries(BEHIND_REASONS.map((r) => [r, 0])) as Record<BehindReasonName, number> };
+    for (const n of (await readTarget(tx, t, now, pre)).plan.nodes) {
+      entry.states[n.state]++;
+      if (n.reason) entry.behind[n.reason.reason]++;
+    }
+    out.set(name, entry);
+  }
+  return [...out.values()];
 }
 
 // Reads the snapshot in one read transaction, at the store's time.
@@ -47,6 +76,7 @@ export async function readFleetSnapshot(tx: StoreReader): Promise<FleetSnapshot>
     appVersions: boundAppVersions(await tx.nodes.countByAppVersion()),
     runs,
     runNodes,
+    targets: await readTargetGauges(tx, now),
   };
 }
 

@@ -3,19 +3,22 @@
 import { auditList } from './audit-ops.js';
 import { nodesLabel, nodesList, nodesRemove } from './node-ops.js';
 import { methodOf, routeOf, runOperation, type Operation } from './operation.js';
+import { nodesPin, nodesUnpin } from './pin-ops.js';
 import { operatorAdd, operatorList, operatorRemove, operatorRotate } from './operator-ops.js';
 import { receiptsList } from './receipt-ops.js';
 import { keysAllow, keysList, releaseAdd, releaseAllowDowngrade, releaseList, releaseRemove } from './release-ops.js';
 import { rolloutList, rolloutPause, rolloutResume, rolloutRetry, rolloutStart, rolloutStatus, rolloutStop } from './rollout-ops.js';
+import { targetList, targetPause, targetRemove, targetResume, targetRevert, targetSet, targetStatus } from './target-ops.js';
 import { tokenCreate, tokenList, tokenRevoke } from './token-ops.js';
 
 export const OPERATIONS: readonly Operation[] = [
   tokenCreate, tokenList, tokenRevoke,
-  nodesList, nodesLabel, nodesRemove,
+  nodesList, nodesLabel, nodesRemove, nodesPin, nodesUnpin,
   receiptsList,
   releaseAdd, releaseList, releaseRemove, releaseAllowDowngrade,
   keysList, keysAllow,
   rolloutStart, rolloutRetry, rolloutStop, rolloutPause, rolloutResume, rolloutStatus, rolloutList,
+  targetSet, targetList, targetStatus, targetPause, targetResume, targetRemove, targetRevert,
   operatorAdd, operatorList, operatorRemove, operatorRotate,
   auditList,
 ];

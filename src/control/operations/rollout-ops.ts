@@ -14,7 +14,7 @@ import type { OpContext, Operation } from './operation.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
 
 // The policy flags of `rollout start` and `rollout retry`, as the CLI takes them.
-const runFlags = {
+export const runFlags = {
   select: flag,
   canaries: flag,
   canary: flags,
@@ -32,10 +32,10 @@ const runFlags = {
   dryRun: toggle,
 };
 
-type RunFlags = { [K in keyof typeof runFlags]?: z.output<(typeof runFlags)[K]> };
+export type RunFlags = { [K in keyof typeof runFlags]?: z.output<(typeof runFlags)[K]> };
 
 // The flags given, as options (a flag left out keeps the default, or the retried run's value).
-function runOptions(o: RunFlags): RunOptions {
+export function runOptions(o: RunFlags): RunOptions {
   return {
     ...(o.select !== undefined ? { selector: o.select } : {}),
     ...(o.canaries !== undefined ? { canaries: parseCount(o.canaries, '--canaries', 1000) } : {}),
@@ -70,7 +70,7 @@ export interface DryRunView {
   hostnames: Record<string, string>;
 }
 
-function dryRunView(d: DryRun): DryRunView {
+export function dryRunView(d: DryRun): DryRunView {
   const s = d.simulation;
   return {
     dryRun: true,

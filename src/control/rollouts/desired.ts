@@ -21,7 +21,10 @@ export async function desiredFor(tx: StoreReader, nodeId: string, now: number): 
     // A release removed from the catalog has no manifest to send; the run times out on it.
     if (!release) continue;
     const downgrade = await downgradeFor(tx, a.app, a.version);
-    out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...(downgrade ? { downgrade } : {}), ...fetchUntilOf(a) });
+    // A target's revert run asks for the helper's rollback, not an update (docs/design.md §18).
+    const attempt = await tx.runs.attempt(a.attemptId);
+    const rollback = attempt !== null && (await tx.targets.ownerOf(attempt.runId))?.kind === 'revert';
+    out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...(downgrade && !rollback ? { downgrade } : {}), ...(rollback ? { rollback: true as const } : {}), ...fetchUntilOf(a) });
   }
   return out;
 }

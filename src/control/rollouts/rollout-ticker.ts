@@ -16,6 +16,7 @@ import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
 import type { StopPoints } from '../server/test-stop-points.js';
 import type { ControlStore } from '../store/store.js';
+import { reconcileFleet } from '../targets/reconcile-fleet.js';
 import { advanceRun } from './advance-runs.js';
 
 const log = logger('control:rollouts');
@@ -64,6 +65,9 @@ export function startRolloutTicker(opts: RolloutTickerOptions): RolloutTicker {
       for (const run of runs) {
         await advanceFree(run.id).catch((err: unknown) => log('advance of run=%d app=%s failed: %s', run.id, run.app, (err as Error)?.message ?? String(err)));
       }
+      // Then the standing wishes (docs/design.md §18): expired pins lifted, pinned versions and
+      // targets converged, each in a transaction of its own.
+      await reconcileFleet(store);
     } catch (err) {
       log('rollout tick failed: %s', (err as Error)?.message ?? String(err));
     }

@@ -5,7 +5,7 @@ import { StewardError } from '../../core/errors.js';
 import { planEnded, planRollout, retryNodes, type PlanInput } from '../../core/rollout-planner.js';
 import { simulateRollout, type Simulation } from '../../core/rollout-simulate.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
-import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunPolicy, RunRow, StoreReader, StoreTx } from '../store/store.js';
+import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunOwner, RunPolicy, RunRow, StoreReader, StoreTx } from '../store/store.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
 import { advanceRun } from './advance-runs.js';
 import { behindNodes } from './behind.js';
@@ -196,6 +196,24 @@ async function createRun(tx: StoreTx, p: PreparedRun): Promise<RunRow> {
   const id = await tx.runs.insert(p.run, p.nodes);
   await advanceRun(tx, id);
   return (await tx.runs.get(id)) as RunRow;
+}
+
+// Starts a run that a target (or the node pins) owns, inside the caller's transaction, over
+// `nodes` with `policy`, and records its owner. Null when the run would ask nobody (every node
+// current, or excluded): no run is made. Refuses as a start does (BUSY, NOT_FOUND for a release
+// not in the catalog, MANIFEST_EXPIRED).
+export async function startOwnedRun(tx: StoreTx, app: string, version: string, nodes: NodeRow[], policy: RunPolicy, owner: Omit<RunOwner, 'runId'>): Promise<RunRow | null> {
+  const prepared = await prepareRun(tx, app, version, nodes, policy);
+  if (planRollout(prepared.input).counts.pending === 0) return null;
+  const id = await tx.runs.insert(prepared.run, prepared.nodes);
+  await tx.targets.linkRun({ runId: id, ...owner });
+  await advanceRun(tx, id);
+  return (await tx.runs.get(id)) as RunRow;
+}
+
+// What startOwnedRun would start, written nowhere (a target's dry run).
+export async function dryRunOwned(tx: StoreReader, app: string, version: string, nodes: NodeRow[], policy: RunPolicy): Promise<DryRun> {
+  return dryRunOf(await prepareRun(tx, app, version, nodes, policy));
 }
 
 function dryRunOf(p: PreparedRun): DryRun {

@@ -206,6 +206,12 @@ export function withAcceptedVersions<A extends { status: number; body: unknown }
   if (drop.length > 0 && Array.isArray(desired) && desired.some((d) => drop.some((f) => f in d))) {
     answer = { ...answer, body: { ...(answer.body as object), desired: desired.map((d) => Object.fromEntries(Object.entries(d).filter(([k]) => !(drop as readonly string[]).includes(k)))) } };
   }
+  // A rollback entry (target revert) only to an agent that reads it; another never sees it, and
+  // the attempt ends by its verdict timeout.
+  const after = answer.body as { desired?: Array<Record<string, unknown>> };
+  if (!fields.includes('rollback') && Array.isArray(after.desired) && after.desired.some((d) => d.rollback !== undefined)) {
+    answer = { ...answer, body: { ...after, desired: after.desired.filter((d) => d.rollback === undefined) } };
+  }
   const heartbeats = req.headers[HEARTBEAT_VERSIONS_HEADER] !== undefined ? { heartbeatVersions: [...HEARTBEAT_VERSIONS] } : {};
   return { ...answer, body: { ...(answer.body as object), ...receipts, ...heartbeats } };
 }

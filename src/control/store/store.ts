@@ -61,6 +61,8 @@ export interface StoreReader {
   sessions: SessionReads;
   authFailures: AuthFailureReads;
   audit: AuditReads;
+  targets: TargetReads;
+  pins: PinReads;
 }
 
 export interface StoreTx extends StoreReader {
@@ -74,6 +76,8 @@ export interface StoreTx extends StoreReader {
   sessions: SessionReads & SessionWrites;
   authFailures: AuthFailureReads & AuthFailureWrites;
   audit: AuditReads & AuditWrites;
+  targets: TargetReads & TargetWrites;
+  pins: PinReads & PinWrites;
   // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
   // transaction goes on.
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
@@ -374,6 +378,10 @@ export interface RunWrites {
   end(runId: number, status: Exclude<StoredRunStatus, 'running'>, halt: { code: string; nodeId?: string; message: string } | undefined, at: number): Promise<void>;
   setStopped(runId: number): Promise<void>;
   setPaused(runId: number, paused: boolean): Promise<void>;
+  // Adds nodes to a running run of a target, or records a member's facts again (a node that
+  // matched later, came back online or reported the app since): its last heartbeat and whether
+  // it lists the app, now (docs/design.md §18). Attempts already issued are untouched.
+  refreezeNodes(runId: number, nodes: Array<{ nodeId: string; lastHeartbeatAt: number | null; listedApp: boolean }>): Promise<void>;
 }
 
 // ---- releases and their keys
@@ -568,4 +576,97 @@ export interface AuditReads {
 
 export interface AuditWrites {
   insert(e: AuditEntry): Promise<void>;
+}
+
+// ---- targets and node pins (docs/design.md §18)
+
+// A target's run policy: what `rollout start` takes, recorded once and given to each run it starts.
+export interface TargetPolicy {
+  selector: string;
+  canaries: number;
+  namedCanaries: string[];
+  batch: string;
+  bakeMs: number;
+  maxFailures: number;
+  maxRefused: string;
+  maxFetchFailures: string;
+  verdictTimeoutMs: number;
+  allowRetryReverted: boolean;
+  windows: string[];
+  tz: string;
+  startAt: number | null;
+}
+
+export interface TargetRow {
+  name: string;
+  app: string;
+  version: string;
+  priority: number;
+  policy: TargetPolicy;
+  paused: boolean;
+  // When and by whom the version was last set.
+  setAt: number;
+  setBy: string | null;
+  // A halted or stopped run of the target with an id up to this one no longer holds it back
+  // (`target resume`, or a new version); 0: none cleared.
+  clearedRunId: number;
+}
+
+// Who started a run: a target converging (`target`), a target's revert, or the node pins of an app.
+export type RunOwnerKind = 'target' | 'revert' | 'pin';
+
+export interface RunOwner {
+  runId: number;
+  kind: RunOwnerKind;
+  // The target's name; null for a pin run.
+  target: string | null;
+}
+
+export interface TargetReads {
+  // Every target, by name.
+  list(): Promise<TargetRow[]>;
+  get(name: string): Promise<TargetRow | null>;
+  // The runs a target started (converging and reverting), newest first.
+  runs(name: string): Promise<RunOwner[]>;
+  // Who started a run, or null (a one-shot `rollout start`).
+  ownerOf(runId: number): Promise<RunOwner | null>;
+}
+
+export interface TargetWrites {
+  // Inserts a target or replaces it whole.
+  put(t: TargetRow): Promise<void>;
+  // Forgets a target (its runs stay, and still name it); false when there was none.
+  remove(name: string): Promise<boolean>;
+  // Records who started a run; once per run.
+  linkRun(owner: RunOwner): Promise<void>;
+}
+
+// A node pin: the node runs `version` of `app` whatever a target wants (docs/design.md §18).
+export interface PinRow {
+  nodeId: string;
+  app: string;
+  version: string;
+  by: string | null;
+  reason: string;
+  at: number;
+  // When it lifts itself, or null.
+  until: number | null;
+  // The pin run that carried it to the node, once one did (one run per pin: a node that
+  // fails its pinned version is not asked again until the pin is set again).
+  runId: number | null;
+}
+
+export interface PinReads {
+  // Every pin, by nodeId then app.
+  list(): Promise<PinRow[]>;
+  get(nodeId: string, app: string): Promise<PinRow | null>;
+}
+
+export interface PinWrites {
+  // Inserts a pin or replaces the node's pin of the app.
+  put(p: PinRow): Promise<void>;
+  // Records the run that carries a pin.
+  setRun(nodeId: string, app: string, runId: number): Promise<void>;
+  // Lifts a pin: the row it removed, or null when there was none.
+  remove(nodeId: string, app: string): Promise<PinRow | null>;
 }

@@ -9,6 +9,7 @@ import { invoke, invokeAll } from '../invoke.js';
 // The operations' code (zod, their schemas), imported when a subcommand runs: --help and the
 // parsing of the command line register the commands without it.
 const ops = () => import('../../operations/node-ops.js');
+const pinOps = () => import('../../operations/pin-ops.js');
 
 function age(ms: number | null): string {
   if (ms === null) return 'never';
@@ -90,6 +91,24 @@ export function registerNodes(program: Command): void {
       const r = await invoke(cmd, (await ops()).nodesLabel, { args, select: o.select });
       if (jsonOf(cmd)) return printJson(r);
       process.stdout.write(r.nodes.length ? r.nodes.map((n) => `${n.nodeId}: ${formatLabels(n.labels)}`).join('\n') + '\n' : 'no node matches\n');
+    });
+  nodes
+    .command('pin <nodeId> <app=version>')
+    .description('hold a node at a catalog version whatever a target wants (its host\'s own hold still comes first)')
+    .requiredOption('--reason <text>', 'why: shown with the node wherever it is behind')
+    .option('--until <duration>', 'lift the pin by itself after this long (30m, 12h, 7d); default: until `nodes unpin`')
+    .action(async (nodeId: string, pin: string, o: { reason: string; until?: string }, cmd: Command) => {
+      const r = await invoke(cmd, (await pinOps()).nodesPin, { nodeId, pin, reason: o.reason, until: o.until });
+      if (jsonOf(cmd)) return printJson(r);
+      process.stdout.write(`pinned ${r.pin.nodeId} to ${r.pin.app} ${r.pin.version}${r.pin.until ? ` until ${when(r.pin.until)}` : ''}: ${r.pin.reason}\n`);
+    });
+  nodes
+    .command('unpin <nodeId> <app>')
+    .description("lift a node's pin of the app: targets converge it again")
+    .action(async (nodeId: string, app: string, _o: unknown, cmd: Command) => {
+      const r = await invoke(cmd, (await pinOps()).nodesUnpin, { nodeId, app });
+      if (jsonOf(cmd)) return printJson(r);
+      process.stdout.write(`unpinned ${r.unpinned.nodeId} from ${r.unpinned.app} ${r.unpinned.version}\n`);
     });
   nodes
     .command('remove <nodeId>')

@@ -76,7 +76,8 @@ export function formatDryRun(d: DryRunView): string {
 
 const collect = (v: string, acc: string[]) => [...acc, v];
 
-function addRunFlags(c: Command): Command {
+// The run policy flags of `rollout start` (and `target set`).
+export function addRunFlags(c: Command): Command {
   return c
     .option('--select <selector>', 'only the nodes whose labels match (env=prod,tier!=db,region in (eu,us),!legacy)')
     .option('--canaries <n>', 'canaries chosen at random (seeded) among the targets, confirmed and baked before the first batch (default 1)')

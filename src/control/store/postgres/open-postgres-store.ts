@@ -27,6 +27,8 @@ import type { Param, Query } from './query.js';
 import { pgReceipts } from './receipts.js';
 import { pgReleases } from './releases.js';
 import { pgRuns } from './runs.js';
+import { pgPins } from './pins.js';
+import { pgTargets } from './targets.js';
 import { pgSessions } from './sessions.js';
 import { pgSettings } from './settings.js';
 import { pgTokens } from './tokens.js';
@@ -72,6 +74,8 @@ export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeR
     sessions: pgSessions(q),
     authFailures: pgAuthFailures(q),
     audit: pgAudit(q),
+    targets: pgTargets(q),
+    pins: pgPins(q),
   };
 }
 

@@ -117,6 +117,15 @@ export function pgRuns(q: Query): RunReads & RunWrites {
       }
       return id;
     },
+    async refreezeNodes(runId, nodes) {
+      if (nodes.length === 0) return;
+      await q.count(
+        `INSERT INTO run_nodes ("runId", "nodeId", "lastHeartbeatAt", "listedApp")
+         SELECT $1, n, h, l FROM unnest($2::text[], $3::bigint[], $4::boolean[]) AS u(n, h, l)
+         ON CONFLICT ("runId", "nodeId") DO UPDATE SET "lastHeartbeatAt" = excluded."lastHeartbeatAt", "listedApp" = excluded."listedApp"`,
+        [runId, nodes.map((n) => n.nodeId), nodes.map((n) => n.lastHeartbeatAt), nodes.map((n) => n.listedApp)],
+      );
+    },
     async insertIssued(runId, i) {
       const n = await q.guarded(() =>
         q.count('INSERT INTO issued ("runId", "nodeId", "attemptId", "issuedAt", "notAfter", batch) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT ("runId", "nodeId") DO NOTHING', [

@@ -180,6 +180,38 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_time ON audit (at);
 `;
 
+// Issue 33 (docs/design.md §18): targets, who started each run, node pins.
+const V8 = `
+CREATE TABLE targets (
+  name text COLLATE "C" PRIMARY KEY,
+  app text COLLATE "C" NOT NULL,
+  version text COLLATE "C" NOT NULL,
+  priority bigint NOT NULL,
+  policy text COLLATE "C" NOT NULL,
+  paused boolean NOT NULL DEFAULT false,
+  "setAt" bigint NOT NULL,
+  "setBy" text COLLATE "C",
+  "clearedRunId" bigint NOT NULL DEFAULT 0
+);
+CREATE TABLE run_owners (
+  "runId" bigint PRIMARY KEY,
+  kind text COLLATE "C" NOT NULL CHECK (kind IN ('target', 'revert', 'pin')),
+  target text COLLATE "C"
+);
+CREATE INDEX run_owners_by_target ON run_owners (target);
+CREATE TABLE pins (
+  "nodeId" text COLLATE "C" NOT NULL,
+  app text COLLATE "C" NOT NULL,
+  version text COLLATE "C" NOT NULL,
+  by text COLLATE "C",
+  reason text COLLATE "C" NOT NULL,
+  at bigint NOT NULL,
+  until bigint,
+  "runId" bigint,
+  PRIMARY KEY ("nodeId", app)
+);
+`;
+
 // Migrations 1 to 3 came before PostgreSQL: each is as old as the code written for it.
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, compatibleFrom: 1, sql: V1 },
@@ -213,10 +245,13 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // An expansion with a default (docs/design.md §18: a run's --max-fetch-failures; runs from before
   // take 20 %). A steward-control of schema 5 or 6 inserts runs without it, which take the default.
   { version: 7, compatibleFrom: 5, sql: `ALTER TABLE runs ADD COLUMN "maxFetchFailures" text COLLATE "C" NOT NULL DEFAULT '20%';` },
+  // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
+  // tables): a steward-control of schema 5 to 7 works on it, and converges no target.
+  { version: 8, compatibleFrom: 5, sql: V8 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 7, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 8, newest: PG_MIGRATIONS.length } as const;

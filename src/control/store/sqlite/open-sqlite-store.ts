@@ -24,6 +24,8 @@ import { MIGRATIONS, STORE_SCHEMA_VERSION } from './schema.js';
 import { sqliteSessions } from './sessions.js';
 import { sqliteSettings } from './settings.js';
 import { sqliteTokens } from './tokens.js';
+import { sqlitePins } from './pins.js';
+import { sqliteTargets } from './targets.js';
 
 const log = logger('control:store');
 
@@ -154,6 +156,8 @@ export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint' | 
     sessions: sqliteSessions(q),
     authFailures: sqliteAuthFailures(q),
     audit: sqliteAudit(q),
+    targets: sqliteTargets(q),
+    pins: sqlitePins(q),
   };
 }
 

@@ -169,6 +169,10 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
       for (const n of nodes) add.run(id, n.nodeId, n.lastHeartbeatAt, n.listedApp ? 1 : 0);
       return id;
     },
+    async refreezeNodes(runId, nodes) {
+      const put = q('INSERT INTO run_nodes (runId, nodeId, lastHeartbeatAt, listedApp) VALUES (?, ?, ?, ?) ON CONFLICT (runId, nodeId) DO UPDATE SET lastHeartbeatAt = excluded.lastHeartbeatAt, listedApp = excluded.listedApp');
+      for (const n of nodes) put.run(runId, n.nodeId, n.lastHeartbeatAt, n.listedApp ? 1 : 0);
+    },
     async insertIssued(runId, i) {
       return q('INSERT INTO issued (runId, nodeId, attemptId, issuedAt, notAfter, batch) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (runId, nodeId) DO NOTHING').run(runId, i.nodeId, i.attemptId, i.issuedAt, i.notAfter, i.batch).changes === 1;
     },

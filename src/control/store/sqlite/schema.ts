@@ -203,6 +203,39 @@ const V7 = `
 ALTER TABLE runs ADD COLUMN maxFetchFailures TEXT NOT NULL DEFAULT '20%';
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7)];
+// Issue 33 (docs/design.md §18): targets, who started each run (a target, its revert, the pins),
+// and node pins.
+const V8 = `
+CREATE TABLE targets (
+  name TEXT PRIMARY KEY,
+  app TEXT NOT NULL,
+  version TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  policy TEXT NOT NULL,             -- JSON: the run policy its runs get
+  paused INTEGER NOT NULL DEFAULT 0,
+  setAt INTEGER NOT NULL,
+  setBy TEXT,
+  clearedRunId INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE run_owners (
+  runId INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL CHECK (kind IN ('target', 'revert', 'pin')),
+  target TEXT
+);
+CREATE INDEX run_owners_by_target ON run_owners (target);
+CREATE TABLE pins (
+  nodeId TEXT NOT NULL,
+  app TEXT NOT NULL,
+  version TEXT NOT NULL,
+  by TEXT,
+  reason TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  until INTEGER,
+  runId INTEGER,                    -- the pin run that carried it, once one did
+  PRIMARY KEY (nodeId, app)
+);
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
