@@ -15,6 +15,8 @@ export const DOMAINS = {
   enrollHelper: 'steward-enroll-helper-v1',
   // The node key's signature over `<nodeId>\n<expiresAt>`: a download by an enrolled node (download-auth.ts).
   download: 'steward-download-v1',
+  // The node key's signature over `<nodeId>\n<expiresAt>`: a wake-up wait by an enrolled node (wait-auth.ts).
+  wait: 'steward-wait-v1',
 } as const;
 export type Domain = (typeof DOMAINS)[keyof typeof DOMAINS];
 

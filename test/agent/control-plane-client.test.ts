@@ -111,13 +111,16 @@ test('over https a connection resumes the TLS session of the last one to that or
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const trusted = selfSignedCert(dir, 'trusted');
   const stranger = selfSignedCert(dir, 'stranger');
-  // Whether each request's connection resumed a session, in order, across every server below.
+  // Whether each new connection resumed a session, in order, across every server below (the
+  // client keeps its connection: client.close() drops it, so that the next request opens one).
   const reused: boolean[] = [];
+  const seen = new WeakSet<object>();
   let port = 0;
   const start = async (pair: { key: Buffer; cert: Buffer }, maxVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3') => {
     // A new server has new session-ticket keys: it cannot resume another server's sessions.
     const server = https.createServer({ key: pair.key, cert: pair.cert, maxVersion }, (req, res) => {
-      reused.push((req.socket as TLSSocket).isSessionReused());
+      if (!seen.has(req.socket)) reused.push((req.socket as TLSSocket).isSessionReused());
+      seen.add(req.socket);
       req.resume();
       req.on('end', () => res.end('{}'));
     });
@@ -131,11 +134,19 @@ test('over https a connection resumes the TLS session of the last one to that or
   let stop = await start(trusted);
   const client = await createControlPlaneClient({ url: `https://localhost:${port}`, caFile: trusted.certFile });
   for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  assert.deepEqual(reused, [false], 'three requests, one kept connection');
+  for (let i = 0; i < 2; i++) {
+    client.close();
+    assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  }
   assert.deepEqual(reused, [false, true, true], 'the second and third connections resumed the first one\'s session');
   // The same address, a restarted server: the session it cannot resume costs a full handshake.
   await stop();
   stop = await start(trusted);
-  for (let i = 0; i < 2; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  for (let i = 0; i < 2; i++) {
+    client.close();
+    assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  }
   assert.deepEqual(reused.slice(3), [false, true]);
   // The same address, a server with a certificate nobody trusts: a session does not let it in.
   await stop();
@@ -149,7 +160,10 @@ test('over https a connection resumes the TLS session of the last one to that or
   await stop();
   // A server that speaks TLS 1.2 at most: its sessions are resumed too.
   stop = await start(trusted, 'TLSv1.2');
-  for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  for (let i = 0; i < 3; i++) {
+    client.close();
+    assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  }
   assert.deepEqual(reused.slice(6), [false, true, true]);
   await stop();
 });
