@@ -41,6 +41,8 @@ test('plain http goes only to a loopback host unless insecure; https always; cre
   assert.equal(isInsecureUrl(checkControlPlaneUrl('http://cp.example', true)), true);
   assert.equal(isInsecureUrl(checkControlPlaneUrl('http://127.0.0.1:1')), false);
   assert.equal(endpointUrl(new URL('https://cp.example/steward/'), '/v1/heartbeat').href, 'https://cp.example/steward/v1/heartbeat');
+  // An endpoint's query goes to the URL's search, not into its path (`?` escaped there was a 404).
+  assert.equal(endpointUrl(new URL('https://cp.example/steward/'), '/v1/wait?timeout=30').href, 'https://cp.example/steward/v1/wait?timeout=30');
 });
 
 async function serve(server: http.Server | https.Server): Promise<number> {
@@ -134,7 +136,9 @@ test('over https a connection resumes the TLS session of the last one to that or
   let stop = await start(trusted);
   const client = await createControlPlaneClient({ url: `https://localhost:${port}`, caFile: trusted.certFile });
   for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
-  assert.deepEqual(reused, [false], 'three requests, one kept connection');
+  // A wake-up wait after a heartbeat goes on the same kept connection.
+  assert.equal((await client.get(() => ({ endpoint: '/v1/wait?timeout=5', headers: { Authorization: 'Steward-Node x' }, timeoutMs: 5_000 }))).status, 200);
+  assert.deepEqual(reused, [false], 'three heartbeats and a wait, one kept connection');
   for (let i = 0; i < 2; i++) {
     client.close();
     assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
