@@ -11,6 +11,9 @@
 //     helper key shared by all: every signature is made and verified). Wall time, heartbeats,
 //     and the servers' CPU per heartbeat (their ticks included). Bounded by --budget-seconds:
 //     past it the row reports how far the run got.
+//   13 wake: an online node's wake-up latency (docs/design.md §18): the node holds `GET /v1/wait` on
+//     instance B; this process (another instance) commits a change of its desired set through
+//     desiredChanged, the seam a run's issue goes through; the time until B answers the wait.
 // The PostgreSQL cluster is the tests' throwaway one (test/helpers/postgres.ts): fsync off, so
 // its commits cost no disk flush, where SQLite's server fdatasyncs its WAL. See bench/README.md.
 //
@@ -21,13 +24,15 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { HEARTBEAT_PATH } from '../src/core/control-api.js';
+import { HEARTBEAT_PATH, WAIT_PATH } from '../src/core/control-api.js';
 import { addRelease } from '../src/control/catalog/add-release.js';
 import { hashSecret, mintOperatorToken } from '../src/control/operators/operator-tokens.js';
+import { desiredChanged } from '../src/control/rollouts/desired-changed.js';
 import { startRun } from '../src/control/rollouts/start-run.js';
 import { migrateStore, openStore } from '../src/control/store/open-store.js';
 import type { ControlStore } from '../src/control/store/store.js';
 import { DOMAINS, generateKeyPair, signEnvelope } from '../src/platform/keys.js';
+import { waitAuthorization } from '../src/platform/wait-auth.js';
 import { postgresMissing, startPostgresCluster, type PgCluster } from '../test/helpers/postgres.js';
 import { startServeProcess, type ServeProcess } from '../test/helpers/serve-process.js';
 import { startLoadPool, type LoadRequest, type LoadResult } from './lib/http-load.js';
@@ -43,6 +48,7 @@ const ROLLOUT_NODES = Number(args.rest['rollout-nodes'] ?? (args.quick ? 300 : 1
 const BUDGET_S = Number(args.rest['budget-seconds'] ?? (args.quick ? 6 : 900));
 const LANES = 16;
 const HALT_RUNS = args.quick ? 2 : 5;
+const WAKE_RUNS = args.quick ? 3 : 20;
 
 interface SimNode {
   nodeId: string;
@@ -170,6 +176,35 @@ async function haltTimes(store: ControlStore, nodes: SimNode[], via: ServeProces
   return out;
 }
 
+// Wake-up latencies: for each of WAKE_RUNS nodes (after the halt rows' canaries), a wait held on
+// `via`, then a change of that node's desired set committed here; ms until the wait's answer.
+async function wakeTimes(store: ControlStore, nodes: SimNode[], via: ServeProcess): Promise<number[]> {
+  const out: number[] = [];
+  for (let k = 0; k < WAKE_RUNS; k++) {
+    const n = nodes[HALT_RUNS + k]!;
+    let answeredAt = 0;
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.get(`${via.urls.listening}${WAIT_PATH}?timeout=30`, { agent: false, headers: { authorization: waitAuthorization(n.nodeId, Date.now() + 600_000, n.key) } }, (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => {
+          answeredAt = performance.now();
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+      });
+      req.on('error', reject);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    if (answeredAt !== 0) throw new Error(`the wait of ${n.nodeId} was answered before any change: ${JSON.stringify(await answer)}`);
+    const t0 = performance.now();
+    await store.write((tx) => desiredChanged(tx, [n.nodeId]));
+    const a = await answer;
+    if (a.status !== 200 || JSON.parse(a.body).woken !== true) throw new Error(`the wait of ${n.nodeId} was answered ${a.status} ${a.body}`);
+    out.push(answeredAt - t0);
+  }
+  return out;
+}
+
 // The simulated rollout through `servers`: returns its figures, or how far it got within the budget.
 async function simulatedRollout(store: ControlStore, nodes: SimNode[], servers: ServeProcess[]): Promise<{ wallS: number; heartbeats: number; busy: number; cpuUsPerHb: number; confirmed: number; done: boolean; ticksCpuMs: number }> {
   const byId = new Map(nodes.map((n, i) => [n.nodeId, { n, server: servers[i % servers.length]! }]));
@@ -292,6 +327,12 @@ async function main(): Promise<void> {
     printRow(args, {
       row: '13 halt', what: `a canary's revert POSTed to instance A until instance B's admin API shows the run halted (PostgreSQL, ${NODES} nodes)`, unit: 'ms',
       steward: series(pgHalt), peer: series(liteHalt), peerWhat: "SQLite's one instance, the revert and the status through it", ratio: series(ratios(pgHalt, liteHalt)), target: 'none (reported)', met: true,
+    });
+    const wakes = await wakeTimes(pg, pgFleet.nodes, b!);
+    printRow(args, {
+      row: '13 wake', what: `an online node's wake-up: a change of its desired set committed by another instance until instance B answers the wait the node holds there (PostgreSQL NOTIFY, ${NODES} nodes)`, unit: 'ms',
+      steward: series(wakes), target: 'under 2,000 ms (an online node hears of a change within 2 s)', met: Math.max(...wakes) < 2_000,
+      notes: 'the commit is timed from its start; the wait answers `{woken: true}`, and the node then heartbeats',
     });
     // The rollout: a database of its own, two instances.
     await Promise.all(serves.splice(0).map((s) => s.stop()));

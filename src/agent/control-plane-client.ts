@@ -1,15 +1,19 @@
-// POSTs one JSON body to the control plane and reads its answer, with a deadline and a cap on
+// Sends requests to the control plane and reads their answers, with a deadline and a cap on
 // the answer's size. TLS verifies against Node's CAs plus `controlPlane.caFile`. With several
 // control-plane URLs (docs/design.md §13) a request goes to the one that last answered and moves on to
 // the next after no answer or a 5xx.
 //
-// Each request has a connection of its own (an agent sends once every interval), but over https
-// it offers the TLS session its last connection to the same origin was given, in memory only:
-// the server then resumes it without a new certificate signature, which took its CPU per
-// connection from 1,180 to 740 us with an RSA-2048 certificate here, and less with an EC one
+// The client keeps its connection (HTTP keep-alive, over TLS too): a heartbeat and the wake-up
+// wait that follows it (wake-wait.ts, docs/design.md §18) go one after the other on one
+// connection, which therefore costs one handshake while the waits go on. A request that finds
+// its kept connection closed by the server before any answer is sent again once on a new one.
+// A new connection over https offers the TLS session the last one to the same origin was
+// given, in memory only: the server then resumes it without a new certificate signature, which
+// took its CPU per connection from 1,180 to 740 us with an RSA-2048 certificate here
 // (bench/control-tls.ts, row `7 tls`). A server that cannot resume it (a restart, another
 // instance) makes a full handshake, whose certificate is checked as always; a session is
 // dropped after any failure of a request that offered it.
+import type { Agent as HttpAgent } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { DESIRED_FIELDS_HEADER, HEARTBEAT_VERSIONS_HEADER, OPTIONAL_DESIRED_FIELDS, RECEIPT_VERSIONS_HEADER } from '../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../core/heartbeat-schema.js';
@@ -17,7 +21,7 @@ import { controlPlaneUrls, sameControlPlaneUrl } from '../core/control-plane-url
 import { StewardError } from '../core/errors.js';
 import { RECEIPT_VERSIONS } from '../core/receipt-schema.js';
 import { readExtraCa } from '../platform/extra-ca.js';
-import { startRequest } from '../platform/http-request.js';
+import { httpModule, httpsModule, startRequest } from '../platform/http-request.js';
 import { readOwnVersion } from '../platform/own-version.js';
 import { checkControlPlaneUrl, endpointUrl, type ControlPlaneSettings } from './control-plane-url.js';
 import type { Logf } from './convergence.js';
@@ -46,6 +50,11 @@ export interface ControlPlaneClient {
   // When none answers, the last URL's failure: its 5xx answer, or CONTROL_PLANE_UNREACHABLE.
   // `signal` aborts a request in flight (the agent stopping): it then throws CONTROL_PLANE_UNREACHABLE.
   post(endpoint: string, body: unknown, signal?: AbortSignal): Promise<PostAnswer>;
+  // A GET in one round as post's, its path and headers made afresh for each URL tried (a wait's
+  // timeout shrinks as the round goes on), with `timeoutMs` as that try's deadline.
+  get(request: () => { endpoint: string; headers: Record<string, string>; timeoutMs: number }, signal?: AbortSignal): Promise<PostAnswer>;
+  // Drops the kept connections (the agent stopping). Idempotent.
+  close(): void;
 }
 
 export interface ControlPlaneClientOptions {
@@ -76,41 +85,74 @@ export async function createControlPlaneClient(settings: ControlPlaneSettings, o
   let current = Math.max(listed, 0);
   let reported = listed;
   const at = (i: number) => urls[i] as URL;
+  const kept = keptConnections();
+  const round = async (make: () => { endpoint: string; send: (u: URL) => Promise<PostAnswer> }, signal: AbortSignal | undefined): Promise<PostAnswer> => {
+    let failure: { answer: PostAnswer } | { error: unknown } = { error: new Error('no control plane URL') };
+    for (let n = 0; n < urls.length; n++) {
+      const i = (current + n) % urls.length;
+      const made = make();
+      const u = endpointUrl(at(i), made.endpoint);
+      let why: string;
+      try {
+        const answer = await made.send(u);
+        if (answer.status < 500) {
+          current = i;
+          if (reported !== i) {
+            reported = i;
+            await onAnswered?.(at(i));
+          }
+          return answer;
+        }
+        failure = { answer };
+        why = `${u.origin}${u.pathname}: HTTP ${answer.status}`;
+      } catch (err) {
+        if (signal?.aborted) throw err;
+        failure = { error: err };
+        why = (err as Error).message;
+      }
+      if (urls.length > 1) log('no answer from the control plane: %s; %s', why, n + 1 < urls.length ? `trying ${at((i + 1) % urls.length).href}` : 'no URL left this round');
+    }
+    if ('answer' in failure) return failure.answer;
+    throw failure.error;
+  };
   return {
     get url() {
       return at(current);
     },
     urls,
-    async post(endpoint, body, signal) {
-      let failure: { answer: PostAnswer } | { error: unknown } = { error: new Error('no control plane URL') };
-      for (let n = 0; n < urls.length; n++) {
-        const i = (current + n) % urls.length;
-        const u = endpointUrl(at(i), endpoint);
-        let why: string;
-        try {
-          const answer = await postJson(u, body, ca, timeoutMs, signal, sessions);
-          if (answer.status < 500) {
-            current = i;
-            if (reported !== i) {
-              reported = i;
-              await onAnswered?.(at(i));
-            }
-            return answer;
-          }
-          failure = { answer };
-          why = `${u.origin}${u.pathname}: HTTP ${answer.status}`;
-        } catch (err) {
-          if (signal?.aborted) throw err;
-          failure = { error: err };
-          why = (err as Error).message;
-        }
-        if (urls.length > 1) log('no answer from the control plane: %s; %s', why, n + 1 < urls.length ? `trying ${at((i + 1) % urls.length).href}` : 'no URL left this round');
-      }
-      if ('answer' in failure) return failure.answer;
-      throw failure.error;
+    post: (endpoint, body, signal) => {
+      const data = Buffer.from(JSON.stringify(body), 'utf8');
+      const headers = { 'Content-Type': 'application/json', 'Content-Length': data.length, [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', '), [HEARTBEAT_VERSIONS_HEADER]: HEARTBEAT_VERSIONS.join(', '), [DESIRED_FIELDS_HEADER]: OPTIONAL_DESIRED_FIELDS.join(', ') };
+      return round(() => ({ endpoint, send: (u) => sendRequest(u, 'POST', headers, data, { ca, timeoutMs, signal, sessions, kept }) }), signal);
+    },
+    get: (request, signal) =>
+      round(() => {
+        const r = request();
+        return { endpoint: r.endpoint, send: (u) => sendRequest(u, 'GET', r.headers, null, { ca, timeoutMs: r.timeoutMs, signal, sessions, kept }) };
+      }, signal),
+    close: () => kept.close(),
+  };
+}
+
+// The keep-alive agents of one client, one per scheme, made at their first request.
+function keptConnections() {
+  let agents: { http?: HttpAgent; https?: HttpAgent } = {};
+  return {
+    of(tls: boolean): HttpAgent {
+      const key = tls ? 'https' : 'http';
+      // Why a free connection is closed after 4 s: the control plane closes one idle 5 s, and a
+      // request sent as it does would fail.
+      return (agents[key] ??= tls ? new (httpsModule().Agent)({ keepAlive: true, timeout: FREE_SOCKET_MS }) : new (httpModule().Agent)({ keepAlive: true, timeout: FREE_SOCKET_MS }));
+    },
+    close() {
+      agents.http?.destroy();
+      agents.https?.destroy();
+      agents = {};
     },
   };
 }
+type Kept = ReturnType<typeof keptConnections>;
+const FREE_SOCKET_MS = 4_000;
 
 const USER_AGENT = `steward-agent/${readOwnVersion()}`;
 
@@ -118,41 +160,81 @@ function unreachable(where: URL, message: string, cause?: unknown): StewardError
   return new StewardError('CONTROL_PLANE_UNREACHABLE', `${where.origin}${where.pathname}: ${message}`, cause === undefined ? {} : { cause });
 }
 
-function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: number, signal: AbortSignal | undefined, sessions: Map<string, Buffer>): Promise<PostAnswer> {
-  const data = Buffer.from(JSON.stringify(body), 'utf8');
+interface SendOptions {
+  ca: string[] | undefined;
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  sessions: Map<string, Buffer>;
+  kept: Kept;
+}
+
+// Why once more: a kept connection the server closed just as the request went out fails before
+// any answer; the request was not taken, and a new connection is the usual remedy.
+async function sendRequest(u: URL, method: string, headers: Record<string, string | number>, data: Buffer | null, o: SendOptions): Promise<PostAnswer> {
+  try {
+    return await sendOnce(u, method, headers, data, o);
+  } catch (err) {
+    if (!(err instanceof StaleConnection)) throw err;
+    if (o.signal?.aborted) throw err.original;
+    return sendOnce(u, method, headers, data, o).catch((e: unknown) => {
+      throw e instanceof StaleConnection ? e.original : e;
+    });
+  }
+}
+
+// A request that failed on a kept connection before any answer came.
+class StaleConnection extends Error {
+  constructor(readonly original: StewardError) {
+    super(original.message);
+  }
+}
+
+const sessionWatched = new WeakSet<object>();
+
+function sendOnce(u: URL, method: string, headers: Record<string, string | number>, data: Buffer | null, o: SendOptions): Promise<PostAnswer> {
+  const { signal, sessions, timeoutMs } = o;
   const tls = u.protocol === 'https:';
   const offered = tls ? sessions.get(u.origin) : undefined;
   return new Promise((resolve, reject) => {
     let settled = false;
+    let answered = false;
     const done = (err: Error | null, value?: PostAnswer) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      req.destroy();
+      // Why only on a failure: an answered request hands its connection back to be kept.
+      if (err) req.destroy();
       if (err && offered && sessions.get(u.origin) === offered) sessions.delete(u.origin);
-      if (err) reject(err);
+      if (err) reject(req.reusedSocket && !answered && !signal?.aborted && err instanceof StewardError && !timedOut ? new StaleConnection(err) : err);
       else resolve(value as PostAnswer);
     };
-    const req = startRequest(u, 'POST', { 'Content-Type': 'application/json', 'Content-Length': data.length, 'User-Agent': USER_AGENT, Accept: 'application/json', [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', '), [HEARTBEAT_VERSIONS_HEADER]: HEARTBEAT_VERSIONS.join(', '), [DESIRED_FIELDS_HEADER]: OPTIONAL_DESIRED_FIELDS.join(', ') }, ca, offered ? { session: offered } : {});
+    let timedOut = false;
+    const req = startRequest(u, method, { ...headers, 'User-Agent': USER_AGENT, Accept: 'application/json' }, o.ca, { agent: o.kept.of(tls), ...(offered ? { session: offered } : {}) });
     // The server's session ticket (TLS 1.3 sends it after the handshake), kept for the next
-    // connection; only from a connection whose certificate was verified (the socket's
-    // 'secureConnect' has passed, else the request fails and the session is not kept).
+    // connection; only from a connection whose certificate was verified. Once per connection:
+    // a kept one carries many requests.
     if (tls) {
       req.once('socket', (socket) => {
+        if (sessionWatched.has(socket)) return;
+        sessionWatched.add(socket);
         socket.on('session', (session: Buffer) => {
-          if (!settled && (socket as TLSSocket).authorized) sessions.set(u.origin, session);
+          if ((socket as TLSSocket).authorized) sessions.set(u.origin, session);
         });
       });
     }
     // Before anything can destroy it: a destroyed request emits 'error' (socket hang up), and an
     // 'error' without a listener would crash the agent.
     req.on('error', (err: NodeJS.ErrnoException) => done(unreachable(u, `${err.message}${err.code ? ` (${err.code})` : ''}`, err)));
-    const timer = setTimeout(() => done(unreachable(u, `no complete answer within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      done(unreachable(u, `no complete answer within ${timeoutMs} ms`));
+    }, timeoutMs);
     const onAbort = () => done(unreachable(u, 'the request was aborted (stopping)'));
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
     req.once('response', (res) => {
+      answered = true;
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => {
@@ -171,6 +253,6 @@ function postJson(u: URL, body: unknown, ca: string[] | undefined, timeoutMs: nu
         done(null, { status: res.statusCode ?? 0, json });
       });
     });
-    req.end(data);
+    req.end(data ?? undefined);
   });
 }

@@ -42,6 +42,9 @@ export function isInsecureUrl(u: URL): boolean {
 // base path (https://cp.example/steward/ + /v1/heartbeat -> /steward/v1/heartbeat).
 export function endpointUrl(base: URL, endpoint: string): URL {
   const u = new URL(base.href);
-  u.pathname = base.pathname.replace(/\/+$/, '') + endpoint;
+  // An endpoint may carry a query (`/v1/wait?timeout=30`): it goes to the search, not the path.
+  const q = endpoint.indexOf('?');
+  u.pathname = base.pathname.replace(/\/+$/, '') + (q < 0 ? endpoint : endpoint.slice(0, q));
+  if (q >= 0) u.search = endpoint.slice(q);
   return u;
 }

@@ -18,6 +18,7 @@ import { appsForVersion, heartbeatApps } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
 import type { SeqStore } from './seq-store.js';
+import type { WakeSleep } from './wake-wait.js';
 
 export interface HeartbeatDeps {
   clock: Clock;
@@ -43,6 +44,8 @@ export interface HeartbeatDeps {
   agentVersion: string;
   // The interval until the first answer says otherwise (enrollment's heartbeatSeconds).
   heartbeatSeconds: number;
+  // The sleep after an answered heartbeat, ended early by a wake-up (wake-wait.ts); none: a plain sleep.
+  wake?: WakeSleep;
   log: Logf;
 }
 
@@ -88,7 +91,9 @@ export class HeartbeatLoop {
       const r = await this.tick();
       if (signal.aborted) break;
       try {
-        await this.d.clock.sleep(r.delayMs, signal);
+        // Wake-ups only after an answered heartbeat: a failing control plane gets its backoff.
+        if (this.d.wake && r.outcome.kind === 'ok') await this.d.wake.sleep(r.delayMs, signal);
+        else await this.d.clock.sleep(r.delayMs, signal);
       } catch {
         break;
       }

@@ -27,6 +27,8 @@ import { createControlPlaneClient } from './control-plane-client.js';
 import { isInsecureUrl } from './control-plane-url.js';
 import type { EnrollResult } from './enroll.js';
 import { HeartbeatLoop } from './heartbeat-loop.js';
+import { createWakeSleep } from './wake-wait.js';
+import { WAIT_AUTH_TTL_MS, waitAuthorization } from '../platform/wait-auth.js';
 import { socketHelper } from './helper-port.js';
 import { Outbox } from './outbox.js';
 import { SeqStore } from './seq-store.js';
@@ -149,6 +151,13 @@ async function runAgent(o: AgentOptions): Promise<number> {
       bootId: (await readBootId()) || 'unknown',
       agentVersion: agentVersion(),
       heartbeatSeconds: enrollment.heartbeatSeconds,
+      wake: createWakeSleep({
+        clock: systemClock,
+        random: Math.random,
+        get: (request, signal) => client.get(request, signal),
+        authorization: () => waitAuthorization(enrollment.nodeId, systemClock.now() + WAIT_AUTH_TTL_MS, nodeKey),
+        log: hbLog,
+      }),
       log: hbLog,
     });
     const stop = new AbortController();
@@ -161,6 +170,7 @@ async function runAgent(o: AgentOptions): Promise<number> {
     log('started nodeId=%s controlPlane=%s root=%s pid=%d', enrollment.nodeId, client.url.origin, root || '/', process.pid);
     if (client.urls.length > 1) log('control plane URLs (%s): %s', choice.from, client.urls.map((u) => u.href).join(' '));
     await loop.run(stop.signal);
+    client.close();
     log('stopped');
     return 0;
   } catch (err) {
@@ -205,7 +215,7 @@ async function runEnrollNode(o: AgentOptions): Promise<number> {
       return answer.data.helperSig;
     };
     const client = await createControlPlaneClient({ url: req.controlPlaneUrls, caFile: req.caFile, insecure: req.insecure }, { log: logger('agent:enroll') });
-    const result = await enrollNode(req, { paths: hostPaths(root), client, clock: systemClock, log: logger('agent:enroll'), onCompromised: exitOnCompromised, proveHelperKey });
+    const result = await enrollNode(req, { paths: hostPaths(root), client, clock: systemClock, log: logger('agent:enroll'), onCompromised: exitOnCompromised, proveHelperKey }).finally(() => client.close());
     print(result satisfies EnrollResult);
     return 0;
   } catch (err) {

@@ -9,6 +9,9 @@
 //                       | 401 UNKNOWN_NODE / BAD_SIGNATURE | 409 SEQ_REPLAYED {lastSeq}
 //                       | 422 CLOCK_SKEW {serverTime}
 //   GET  /v1/artifacts/<app>/<version>.tgz   the release tarball, when the catalog keeps it
+//   GET  /v1/wait?timeout=S   Authorization: Steward-Node (node key, domain steward-wait-v1)
+//                       200 {woken: true|false} when the node's desired set changed or S passed
+//                       | 400 BAD_QUERY | 401 UNAUTHENTICATED | 429 TOO_MANY_WAITS | 503 BUSY
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
 import { receiptVersionListSchema } from './control-plane-accepts.js';
@@ -18,7 +21,7 @@ import { appNameSchema, attemptIdSchema, epochMsSchema, intSchema, stringSchema,
 import { HOSTNAME_RE, HOSTNAME_RULE } from './name-checks.js';
 import { envelopeSchema } from './release-schemas.js';
 
-export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES } from './control-paths.js';
+export { ARTIFACTS_PREFIX, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, WAIT_PATH } from './control-paths.js';
 
 const heartbeatSecondsSchema = intSchema(1, 86_400);
 const pemSchema = stringSchema(1, 4096);
@@ -150,7 +153,15 @@ export const CONTROL_ERROR_CODES = [
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'INTERNAL',
+  // Wake-up waits (wakeups/wait-route.ts): a query that is not `timeout=1..60` (400); more waits
+  // of one node than it may hold at once (429).
+  'BAD_QUERY',
+  'TOO_MANY_WAITS',
 ] as const;
+
+// The answer of `GET /v1/wait`: `woken` when the node's desired set changed (heartbeat now),
+// false when the wait's time ran out.
+export const waitAnswerSchema = z.object({ woken: z.boolean() });
 export type ControlErrorCode = (typeof CONTROL_ERROR_CODES)[number];
 
 export const errorAnswerSchema = z.object({

@@ -3,5 +3,7 @@
 export const ENROLL_PATH = '/v1/enroll';
 export const HEARTBEAT_PATH = '/v1/heartbeat';
 export const ARTIFACTS_PREFIX = '/v1/artifacts/';
+// The wake-up long poll (docs/design.md §18): answered when the node's desired set changes.
+export const WAIT_PATH = '/v1/wait';
 // The largest body either POST accepts (docs/design.md §6: over 1 MiB is a 400).
 export const MAX_BODY_BYTES = 1024 * 1024;

@@ -11,7 +11,7 @@
 // helper's default deadline is 10 min); the control plane takes none that ends more than
 // DOWNLOAD_AUTH_MAX_AHEAD_MS ahead of its own clock, so one seen on the way is not good for long.
 import type { KeyObject } from 'node:crypto';
-import { DOMAINS, keyIdOf, signPayloadBytes, strictBase64, verifyEnvelopeBytes } from './keys.js';
+import { DOMAINS, keyIdOf, signPayloadBytes, strictBase64, verifyEnvelopeBytes, type Domain } from './keys.js';
 
 export const DOWNLOAD_AUTH_SCHEME = 'Steward-Node';
 export const DOWNLOAD_AUTH_TTL_MS = 60 * 60_000;
@@ -50,11 +50,22 @@ export function parseDownloadAuthorization(header: string): DownloadClaim | null
 
 // Why a claim is not good at `now` for a node whose key is `nodeKey`, or null when it is.
 export function checkDownloadClaim(claim: DownloadClaim, nodeKey: KeyObject, now: number): string | null {
+  return checkNodeClaim(claim, nodeKey, now, DOMAINS.download, DOWNLOAD_AUTH_MAX_AHEAD_MS);
+}
+
+// Why a Steward-Node claim is not good at `now` under `domain` (a credential signed for another
+// use is not this one's), when it ends more than `maxAheadMs` ahead, or null when it is.
+export function checkNodeClaim(claim: DownloadClaim, nodeKey: KeyObject, now: number, domain: Domain, maxAheadMs: number): string | null {
   if (claim.expiresAt <= now) return 'it has expired';
-  if (claim.expiresAt > now + DOWNLOAD_AUTH_MAX_AHEAD_MS) return 'it ends too far ahead';
+  if (claim.expiresAt > now + maxAheadMs) return 'it ends too far ahead';
   const bytes = signedText(claim.nodeId, claim.expiresAt);
   if (strictBase64(claim.sig) === null) return 'its signature is not base64';
   const keyId = keyIdOf(nodeKey);
-  const checked = verifyEnvelopeBytes({ payload: bytes.toString('base64'), sig: claim.sig, keyId }, bytes, DOMAINS.download, new Map([[keyId, nodeKey]]));
+  const checked = verifyEnvelopeBytes({ payload: bytes.toString('base64'), sig: claim.sig, keyId }, bytes, domain, new Map([[keyId, nodeKey]]));
   return checked.ok ? null : 'its signature is not the node key\'s';
+}
+
+// The Authorization header value of node `nodeId` good until `expiresAt`, signed under `domain`.
+export function nodeAuthorization(domain: Domain, nodeId: string, expiresAt: number, nodeKey: KeyObject): string {
+  return `${DOWNLOAD_AUTH_SCHEME} ${nodeId} ${expiresAt} ${signPayloadBytes(domain, signedText(nodeId, expiresAt), nodeKey)}`;
 }

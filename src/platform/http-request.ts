@@ -19,6 +19,10 @@ const http = load('node:http') as typeof import('node:http');
 const https = () => load('node:https') as typeof import('node:https');
 const tls = () => load('node:tls') as typeof import('node:tls');
 
+// The modules themselves, for a client that keeps its connections in an Agent of its own.
+export const httpModule = () => http;
+export const httpsModule = https;
+
 // The TLS context of each CA list a client holds (readExtraCa's: Node's roots plus a CA file),
 // made once: a `ca` option makes Node parse every certificate of the list again for each
 // connection, 29 ms of CPU for Node's 144 roots here, at every heartbeat of every agent with a
@@ -41,7 +45,8 @@ export const pinLoopback = ((_host: string, options: { all?: boolean }, cb: (...
   else cb(null, '127.0.0.1', 4);
 }) as unknown as LookupFunction;
 
-// Starts one request to `u` the way every steward client does: no connection reuse, `localhost`
+// Starts one request to `u` the way every steward client does: no connection reuse (unless
+// `extra.agent` keeps them), `localhost`
 // pinned to 127.0.0.1, https verified against Node's CAs plus `ca`. The caller attaches its
 // 'error' listener at once.
 export function startRequest(u: URL, method: string, headers: OutgoingHttpHeaders, ca: string[] | undefined, extra: RequestOptions & Pick<ConnectionOptions, 'session'> = {}): ClientRequest {

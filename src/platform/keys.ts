@@ -17,6 +17,8 @@ export const DOMAINS = {
   download: 'steward-download-v1',
   // A release key's word that hosts may go back to an older version of its app (docs/design.md §18).
   downgrade: 'steward-downgrade-v1',
+  // The node key's signature over `<nodeId>\n<expiresAt>`: a wake-up wait by an enrolled node (wait-auth.ts).
+  wait: 'steward-wait-v1',
 } as const;
 export type Domain = (typeof DOMAINS)[keyof typeof DOMAINS];
 

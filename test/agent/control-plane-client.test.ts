@@ -41,6 +41,8 @@ test('plain http goes only to a loopback host unless insecure; https always; cre
   assert.equal(isInsecureUrl(checkControlPlaneUrl('http://cp.example', true)), true);
   assert.equal(isInsecureUrl(checkControlPlaneUrl('http://127.0.0.1:1')), false);
   assert.equal(endpointUrl(new URL('https://cp.example/steward/'), '/v1/heartbeat').href, 'https://cp.example/steward/v1/heartbeat');
+  // An endpoint's query goes to the URL's search, not into its path (`?` escaped there was a 404).
+  assert.equal(endpointUrl(new URL('https://cp.example/steward/'), '/v1/wait?timeout=30').href, 'https://cp.example/steward/v1/wait?timeout=30');
 });
 
 async function serve(server: http.Server | https.Server): Promise<number> {
@@ -111,13 +113,16 @@ test('over https a connection resumes the TLS session of the last one to that or
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const trusted = selfSignedCert(dir, 'trusted');
   const stranger = selfSignedCert(dir, 'stranger');
-  // Whether each request's connection resumed a session, in order, across every server below.
+  // Whether each new connection resumed a session, in order, across every server below (the
+  // client keeps its connection: client.close() drops it, so that the next request opens one).
   const reused: boolean[] = [];
+  const seen = new WeakSet<object>();
   let port = 0;
   const start = async (pair: { key: Buffer; cert: Buffer }, maxVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.3') => {
     // A new server has new session-ticket keys: it cannot resume another server's sessions.
     const server = https.createServer({ key: pair.key, cert: pair.cert, maxVersion }, (req, res) => {
-      reused.push((req.socket as TLSSocket).isSessionReused());
+      if (!seen.has(req.socket)) reused.push((req.socket as TLSSocket).isSessionReused());
+      seen.add(req.socket);
       req.resume();
       req.on('end', () => res.end('{}'));
     });
@@ -131,11 +136,21 @@ test('over https a connection resumes the TLS session of the last one to that or
   let stop = await start(trusted);
   const client = await createControlPlaneClient({ url: `https://localhost:${port}`, caFile: trusted.certFile });
   for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  // A wake-up wait after a heartbeat goes on the same kept connection.
+  assert.equal((await client.get(() => ({ endpoint: '/v1/wait?timeout=5', headers: { Authorization: 'Steward-Node x' }, timeoutMs: 5_000 }))).status, 200);
+  assert.deepEqual(reused, [false], 'three heartbeats and a wait, one kept connection');
+  for (let i = 0; i < 2; i++) {
+    client.close();
+    assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  }
   assert.deepEqual(reused, [false, true, true], 'the second and third connections resumed the first one\'s session');
   // The same address, a restarted server: the session it cannot resume costs a full handshake.
   await stop();
   stop = await start(trusted);
-  for (let i = 0; i < 2; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  for (let i = 0; i < 2; i++) {
+    client.close();
+    assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  }
   assert.deepEqual(reused.slice(3), [false, true]);
   // The same address, a server with a certificate nobody trusts: a session does not let it in.
   await stop();
@@ -149,7 +164,10 @@ test('over https a connection resumes the TLS session of the last one to that or
   await stop();
   // A server that speaks TLS 1.2 at most: its sessions are resumed too.
   stop = await start(trusted, 'TLSv1.2');
-  for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  for (let i = 0; i < 3; i++) {
+    client.close();
+    assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
+  }
   assert.deepEqual(reused.slice(6), [false, true, true]);
   await stop();
 });

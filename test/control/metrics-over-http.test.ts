@@ -144,6 +144,7 @@ test('scrapes within the cache period share one read of the store; the next peri
     write: (fn) => real.write(fn),
     durable: () => real.durable(),
     onRolloutWake: (l) => real.onRolloutWake(l),
+    onNodeWake: (l) => real.onNodeWake(l),
     close: () => real.close(),
   };
   try {
@@ -173,6 +174,7 @@ test('a store that fails leaves the fleet gauges out and counts the failure; the
     },
     durable: async () => {},
     onRolloutWake: () => () => undefined,
+    onNodeWake: () => () => undefined,
     close: async () => {},
   };
   const text = await createControlMetrics({ store: failing, cacheMs: 0, processMetrics: false }).registry.metrics();

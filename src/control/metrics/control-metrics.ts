@@ -141,6 +141,7 @@ function timedStore(store: ControlStore, onCommit: (seconds: number) => void, on
     read: (fn) => store.read(fn),
     durable: () => timed(() => store.durable(), onSync),
     onRolloutWake: (listener) => store.onRolloutWake(listener),
+    onNodeWake: (listener) => store.onNodeWake(listener),
     close: () => store.close(),
   };
 }

@@ -5,6 +5,7 @@ import { planEnded, type Plan } from '../../core/rollout-planner.js';
 import { logger } from '../../platform/log.js';
 import type { StopPoints } from '../server/test-stop-points.js';
 import type { StoreTx } from '../store/store.js';
+import { desiredChanged, inFlightNodes } from './desired-changed.js';
 import { planRun } from './plan-run.js';
 
 const log = logger('control:rollouts');
@@ -46,8 +47,11 @@ export async function advanceRun(tx: StoreTx, runId: number, stopAt?: StopPoints
       if (k < nodes.length - 1) stopAt?.('issue-during');
     }
     plan = await planRun(tx, run, now);
+    await desiredChanged(tx, issued);
   }
   if (planEnded(plan.status)) {
+    // Its attempts leave the desired sets of the nodes that hold them.
+    await desiredChanged(tx, inFlightNodes(plan));
     await tx.runs.end(run.id, plan.status, plan.haltReason, now);
     log('run=%d app=%s version=%s ended status=%s%s', run.id, run.app, run.version, plan.status, plan.haltReason ? ` halt=${plan.haltReason.code} ${plan.haltReason.message}` : '');
   }

@@ -9,6 +9,7 @@ import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunOwner, RunPolicy, R
 import { readHeartbeatSeconds } from '../store/settings.js';
 import { advanceRun } from './advance-runs.js';
 import { behindNodes } from './behind.js';
+import { desiredChanged, inFlightNodes } from './desired-changed.js';
 import { nobodyToAsk } from './nothing-to-ask.js';
 import { nodeFacts, planRun, revertFacts, toRolloutRun } from './plan-run.js';
 import { resolvePolicy, type RunOptions } from './run-options.js';
@@ -88,7 +89,9 @@ export function pauseRun(store: ControlStore, app: string, paused: boolean, reco
   return store.write(async (tx) => {
     const run = await lockActiveRun(tx, app);
     await tx.runs.setPaused(run.id, paused);
-    await advanceRun(tx, run.id);
+    const advance = await advanceRun(tx, run.id);
+    // The nodes in the middle of this run hear of the pause (or the resume) at once.
+    if (advance && run.paused !== paused) await desiredChanged(tx, inFlightNodes(advance.plan));
     return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
   });
 }

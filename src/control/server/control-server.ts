@@ -1,7 +1,7 @@
 // The control plane's HTTP(S) server (docs/design.md §6, §9): enrollment, heartbeats, artifacts, and the
 // rollout ticker (docs/design.md §13), woken by every commit that stores verdicts.
 import type http from 'node:http';
-import { ARTIFACTS_PREFIX, DESIRED_FIELDS_HEADER, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, parseDesiredFields, RECEIPT_VERSIONS_HEADER } from '../../core/control-api.js';
+import { ARTIFACTS_PREFIX, DESIRED_FIELDS_HEADER, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, parseDesiredFields, RECEIPT_VERSIONS_HEADER, WAIT_PATH } from '../../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
 import { parseOfferedVersions } from '../../core/control-plane-accepts.js';
@@ -15,6 +15,8 @@ import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-hea
 import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
 import { startRolloutTicker } from '../rollouts/rollout-ticker.js';
 import type { ControlStore } from '../store/store.js';
+import { answerWait } from '../wakeups/wait-route.js';
+import { WaitRegistry } from '../wakeups/wait-registry.js';
 import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
 import { sendArtifact } from './artifacts.js';
@@ -63,6 +65,10 @@ export interface ControlServerOptions {
   admin?: AdminRouter;
   // This instance's metrics (--metrics-listen), told of every heartbeat and stored receipt.
   metrics?: HeartbeatMetrics;
+  // The most wake-up waits (GET /v1/wait) this instance holds at once (wakeups/wait-registry.ts;
+  // default DEFAULT_MAX_WAITS), and the most of one node.
+  maxWaits?: number;
+  maxWaitsPerNode?: number;
   // Answers GET /metrics on this listener: only when --metrics-listen names its address (by
   // default the metrics have a listener of their own and this one serves no /metrics).
   answerMetrics?: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
@@ -92,8 +98,10 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   }), opts.metrics);
   const slots = new DownloadSlots(opts.maxDownloads ?? DEFAULT_MAX_DOWNLOADS, ...(opts.anonymousDownloads !== undefined ? [opts.anonymousDownloads] : []));
   const downloads: Downloads = { slots, auth: opts.downloadAuth ?? createAuthenticator({ store, clock, durable }), minRate: opts.minDownloadRate === undefined ? undefined : opts.minDownloadRate };
+  const waits = new WaitRegistry({ clock, ...(opts.maxWaits !== undefined ? { maxWaits: opts.maxWaits } : {}), ...(opts.maxWaitsPerNode !== undefined ? { perNode: opts.maxWaitsPerNode } : {}) });
+  const stopNodeWakes = store.onNodeWake((ids) => waits.wake(ids));
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    handle(opts, heartbeats, durable, downloads, req, res).catch((err: unknown) => {
+    handle(opts, heartbeats, durable, downloads, waits, req, res).catch((err: unknown) => {
       log('request %s %s failed: %s', req.method, req.url, (err as Error)?.stack ?? String(err));
       sendJson(res, errorAnswer(500, 'INTERNAL', 'internal error; see the server log'), true);
     });
@@ -101,7 +109,13 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   const { server, reloadTls } = createListenerServer(opts.tls, handler);
   // Per-request limits: a slow or stalled client cannot hold a connection for long.
   limitConnections(server, 30_000);
-  const listening = await listen(server, opts.host, opts.port, !!opts.tls);
+  let listening: Awaited<ReturnType<typeof listen>>;
+  try {
+    listening = await listen(server, opts.host, opts.port, !!opts.tls);
+  } catch (err) {
+    stopNodeWakes();
+    throw err;
+  }
   const url = listening.url;
   // Why only now: a listener that could not start leaves no ticker behind to keep the process
   // alive with nothing to serve.
@@ -111,7 +125,13 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
     url,
     tick: ticker.tick,
     heartbeatStats: heartbeats.stats,
-    close: () => listening.close(() => ticker.close()),
+    // Why the waits first: their answers (503, go elsewhere) end the connections they hold, which
+    // the listener's close waits for.
+    close: () => listening.close(() => {
+      ticker.close();
+      stopNodeWakes();
+      waits.close();
+    }),
     ...(reloadTls ? { reloadTls } : {}),
   };
 }
@@ -127,6 +147,7 @@ async function handle(
   heartbeats: HeartbeatBatcher,
   durable: () => Promise<void>,
   downloads: Downloads,
+  waits: WaitRegistry,
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ): Promise<void> {
@@ -164,6 +185,7 @@ async function handle(
       return sendJson(res, errorAnswer(503, 'BUSY', `the control plane's database is busy with other instances' writes; nothing was recorded: retry after ${BUSY_RETRY_AFTER_S} s`));
     }
   }
+  if (pathOnly === WAIT_PATH) return answerWait(req, res, store, waits);
   if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
   if (pathOnly === METRICS_PATH && opts.answerMetrics) return opts.answerMetrics(req, res);
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {

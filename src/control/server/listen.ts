@@ -51,11 +51,12 @@ function bindError(err: NodeJS.ErrnoException, host: string, port: number): Stew
 // The limits of a listener that nodes or operators reach: headers within 15 s, an idle socket
 // closed after 60 s, keep-alive 5 s, a request in all within `requestTimeoutMs` (0: none), and a
 // malformed request answered 400 and closed.
+export const IDLE_SOCKET_MS = 60_000;
 export function limitConnections(server: http.Server, requestTimeoutMs: number): void {
   server.requestTimeout = requestTimeoutMs;
   server.headersTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
-  server.setTimeout(60_000, (socket) => socket.destroy());
+  server.setTimeout(IDLE_SOCKET_MS, (socket) => socket.destroy());
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();

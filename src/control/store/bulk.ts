@@ -43,7 +43,7 @@ export interface StoreSnapshot {
 }
 
 // The store's tables within the load's transaction, at the newest schema.
-export type LoadedTx = Omit<StoreTx, 'savepoint' | 'wakeRollouts'>;
+export type LoadedTx = Omit<StoreTx, 'savepoint' | 'wakeRollouts' | 'wakeNodes'>;
 
 export interface StoreLoader {
   readonly backend: 'sqlite' | 'postgres';

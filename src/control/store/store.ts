@@ -44,6 +44,12 @@ export interface ControlStore {
   // from elsewhere may be lost (a dropped connection): the ticker's timer stands behind it.
   // Returns the way to stop listening.
   onRolloutWake(listener: () => void): () => void;
+  // Calls `listener` with the nodeIds of each commit of a transaction that called tx.wakeNodes(),
+  // delivered as onRolloutWake's are: at once for this process's commits, through LISTEN/NOTIFY
+  // for other instances' (PostgreSQL). Its ids are each `n-<hex>`, deduplicated per commit (a
+  // large set may come in several calls). A wake from elsewhere may be lost (a dropped
+  // connection): the node's next heartbeat stands behind it. Returns the way to stop listening.
+  onNodeWake(listener: (nodeIds: readonly string[]) => void): () => void;
   // Closes the store after the last transaction. Idempotent.
   close(): Promise<void>;
 }
@@ -85,6 +91,11 @@ export interface StoreTx extends StoreReader {
   // nothing when it rolls back. Idempotent within a transaction; call it outside a savepoint
   // that may roll back (PostgreSQL would drop the NOTIFY with it, and a second call sends none).
   wakeRollouts(): Promise<void>;
+  // Tells every instance, once this transaction commits, that these nodes' desired sets changed
+  // (onNodeWake; docs/design.md §18, wake-ups); nothing when it rolls back. A node named twice in
+  // one transaction is told once. The same care about savepoints as wakeRollouts. Callers go
+  // through rollouts/desired-changed.ts.
+  wakeNodes(nodeIds: readonly string[]): Promise<void>;
 }
 
 // ---- nodes

@@ -106,7 +106,7 @@ function readPem(file: string, what: string): Buffer {
 }
 
 // serve's options, as commander gives them.
-export type ServeFlags = { listen: string; tlsCert?: string; tlsKey?: string; tlsTicketKeys?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string; anonymousDownloads?: string; downloadMinRate: string; downloadRateWindow: string } & AdminFlags;
+export type ServeFlags = { listen: string; tlsCert?: string; tlsKey?: string; tlsTicketKeys?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string; anonymousDownloads?: string; downloadMinRate: string; downloadRateWindow: string; maxWaits: string } & AdminFlags;
 
 // Runs serve until SIGTERM or SIGINT.
 export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
@@ -115,6 +115,7 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
   const metricsListen = o.metricsListen === undefined ? null : parseListen(o.metricsListen);
   const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
   const maxDownloads = parsePositiveInt(o.maxDownloads, '--max-downloads', 100_000);
+  const maxWaits = parsePositiveInt(o.maxWaits, '--max-waits', 1_000_000);
   const anonymousDownloads = o.anonymousDownloads === undefined ? undefined : o.anonymousDownloads === '0' ? 0 : parsePositiveInt(o.anonymousDownloads, '--anonymous-downloads', maxDownloads);
   const minRate = o.downloadMinRate === '0' ? 0 : parsePositiveInt(o.downloadMinRate, '--download-min-rate', 1_000_000_000);
   const minDownloadRate = minRate === 0 ? null : { bytesPerSecond: minRate, windowMs: parsePositiveInt(o.downloadRateWindow, '--download-rate-window', 3600) * 1000 };
@@ -156,7 +157,7 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
     }
     const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
     server = await named('--listen', startControlServer({
-      store: metrics?.store ?? store, artifactsDir, maxDownloads, anonymousDownloads, minDownloadRate, host: listen.host, port: listen.port, tls: tlsNow, heartbeatSeconds, clock: systemClock,
+      store: metrics?.store ?? store, artifactsDir, maxDownloads, anonymousDownloads, minDownloadRate, maxWaits, host: listen.host, port: listen.port, tls: tlsNow, heartbeatSeconds, clock: systemClock,
       metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined, stopAt,
       ...(admin?.shared && router ? { admin: router } : {}),
     }));

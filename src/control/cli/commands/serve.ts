@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { DEFAULT_MAX_DOWNLOADS, DEFAULT_MIN_DOWNLOAD_RATE } from '../../server/download-limits.js';
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../store/settings.js';
+import { DEFAULT_MAX_WAITS } from '../../wakeups/wait-registry.js';
 import type { ServeFlags } from './serve-run.js';
 
 // `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]
 // [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT] [--max-downloads N]
-// [--anonymous-downloads N] [--download-min-rate BYTES] [--download-rate-window S]`
+// [--anonymous-downloads N] [--download-min-rate BYTES] [--download-rate-window S] [--max-waits N]`
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -28,6 +29,8 @@ export function registerServe(program: Command): void {
     .option('--anonymous-downloads <n>', 'of those, downloads sent at once without a node\'s or operator\'s credential (helpers from before download credentials send none); 0 refuses them (default: an eighth of --max-downloads)')
     .option('--download-min-rate <bytes>', 'cut a download that moves fewer bytes a second than this over --download-rate-window, freeing its slot; 0: never', String(DEFAULT_MIN_DOWNLOAD_RATE.bytesPerSecond))
     .option('--download-rate-window <s>', 'the window of --download-min-rate, in seconds', String(DEFAULT_MIN_DOWNLOAD_RATE.windowMs / 1000))
+    // docs/design.md §18: nodes' wake-up waits held at once (each an open connection).
+    .option('--max-waits <n>', 'wake-up waits (GET /v1/wait) this instance holds at once, each an open connection; more are answered 503 and those nodes hear of changes at their heartbeat', String(DEFAULT_MAX_WAITS))
     // Why imported here: --help and the other commands load none of the server's code.
     .action(async (o: ServeFlags, cmd: Command) => (await import('./serve-run.js')).serve(o, cmd));
 }

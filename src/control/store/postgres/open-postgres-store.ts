@@ -62,7 +62,7 @@ function newPool(url: string, max: number): pg.Pool {
 }
 
 // The store's tables over one connection (the store's own transaction, or a restore's).
-export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeRollouts'> {
+export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeRollouts' | 'wakeNodes'> {
   return {
     nodes: pgNodes(q),
     receipts: pgReceipts(q),
@@ -182,18 +182,26 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
       await run(begin);
       let at: Promise<number> | null = opts.clock ? Promise.resolve(opts.clock.now()) : null;
       let woke: Promise<unknown> | null = null;
+      const woken = new Set<string>();
       const tx: StoreTx = {
         now: () => (at ??= q.one<{ now: number }>('SELECT floor(extract(epoch FROM transaction_timestamp()) * 1000)::bigint AS now').then((r) => (r as { now: number }).now)),
         ...pgFamilies(q),
         savepoint: (fn) => undoable(fn, (e) => new TransactionAbortedError(e)),
         // PostgreSQL delivers a NOTIFY at COMMIT, to every listening session (this one's too), and never after a rollback.
         wakeRollouts: async () => void (await (woke ??= q.one(`SELECT pg_notify('${ROLLOUT_CHANNEL}', '')`))),
+        wakeNodes: async (ids) => {
+          for (const id of ids) woken.add(id);
+        },
       };
       const r = await fn(tx);
       if (failed) throw failed;
+      // Why here, after fn: the NOTIFYs are sent once, outside any savepoint fn may roll back.
+      const nodes = [...woken];
+      for (const payload of nodePayloads(nodes)) await run('SELECT pg_notify($1, $2)', [NODE_CHANNEL, payload]);
       const done = await run('COMMIT');
       if (done.command !== 'COMMIT') throw new StewardError('IO_ERROR', `the transaction on ${location} was rolled back by the database at COMMIT`);
       if (woke) wakes.wakeHere();
+      if (nodes.length > 0) wakes.wakeNodesHere(nodes);
       return r;
     } catch (err) {
       if (!broken) await client.query('ROLLBACK').catch((e: Error) => (broken = e));
@@ -239,20 +247,49 @@ export async function openPostgresStore(url: string, opts: PgStoreOptions = {}):
     // A COMMIT that returned is on disk (synchronous_commit on, PostgreSQL's default).
     durable: () => Promise.resolve(),
     onRolloutWake: wakes.add,
+    onNodeWake: wakes.addNodes,
     close: () => (closed ??= tail.then(() => Promise.all(reading)).then(() => Promise.all([wakes.close(), pool.end()])).then(() => undefined)),
   };
 }
 
-// The NOTIFY channel of tx.wakeRollouts().
+// The NOTIFY channels of tx.wakeRollouts() and tx.wakeNodes().
 const ROLLOUT_CHANNEL = 'steward_rollouts';
+const NODE_CHANNEL = 'steward_nodes';
+// A NOTIFY payload is under 8000 bytes: the nodeIds of a commit go comma-separated, several
+// payloads when they are more.
+const MAX_NODE_PAYLOAD = 7000;
+const NODE_ID_RE = /^n-[0-9a-f]{1,64}$/;
 
-// The wakes of tx.wakeRollouts(): this process's listeners are called at once after its own
-// COMMIT; other processes' come through LISTEN on ROLLOUT_CHANNEL, on a connection of its own
-// opened with the first listener and opened again a second after it fails (the wakes meanwhile
-// are lost; the ticker's timer stands behind them). A notification sent from one of this
-// store's own connections (by its backend's pid) was acted on already and is not passed on.
+// The payloads that carry `ids`, each under MAX_NODE_PAYLOAD bytes.
+export function nodePayloads(ids: readonly string[]): string[] {
+  const out: string[] = [];
+  let cur = '';
+  for (const id of ids) {
+    if (cur.length > 0 && cur.length + 1 + id.length > MAX_NODE_PAYLOAD) {
+      out.push(cur);
+      cur = '';
+    }
+    cur = cur.length > 0 ? `${cur},${id}` : id;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+// The nodeIds of a payload another instance sent: anything that is not a nodeId is dropped (the
+// database's bytes are not trusted further than that).
+export function nodeIdsOfPayload(payload: string | undefined): string[] {
+  return (payload ?? '').split(',').filter((id) => NODE_ID_RE.test(id));
+}
+
+// The wakes of tx.wakeRollouts() and tx.wakeNodes(): this process's listeners are called at once
+// after its own COMMIT; other processes' come through LISTEN on both channels, on a connection of
+// its own opened with the first listener and opened again a second after it fails (the wakes
+// meanwhile are lost; the ticker's timer, and each node's next heartbeat, stand behind them). A
+// notification sent from one of this store's own connections (by its backend's pid) was acted on
+// already and is not passed on.
 function listenForWakes(url: string, location: string) {
   const listeners = new Set<() => void>();
+  const nodeListeners = new Set<(nodeIds: readonly string[]) => void>();
   const ownPids = new Set<number>();
   let client: pg.Client | null = null;
   let retry: NodeJS.Timeout | null = null;
@@ -260,6 +297,9 @@ function listenForWakes(url: string, location: string) {
   // Why on the next turn: a listener's failure is not the committed transaction's.
   const wakeHere = () => {
     for (const l of listeners) queueMicrotask(l);
+  };
+  const wakeNodesHere = (ids: readonly string[]) => {
+    for (const l of nodeListeners) queueMicrotask(() => l(ids));
   };
   const open = () => {
     retry = null;
@@ -269,19 +309,28 @@ function listenForWakes(url: string, location: string) {
     const fail = (err: Error) => {
       if (client !== c) return;
       client = null;
-      log('listening for rollout wakes on %s failed, again in 1 s: %s', location, err.message);
+      log('listening for wakes on %s failed, again in 1 s: %s', location, err.message);
       c.end().catch(() => undefined);
       if (!closed) retry = setTimeout(open, 1000);
     };
     c.on('error', fail);
     c.on('end', () => fail(new Error('the connection ended')));
     c.on('notification', (n) => {
-      if (n.channel === ROLLOUT_CHANNEL && !ownPids.has(n.processId)) wakeHere();
+      if (ownPids.has(n.processId)) return;
+      if (n.channel === ROLLOUT_CHANNEL) wakeHere();
+      else if (n.channel === NODE_CHANNEL) {
+        const ids = nodeIdsOfPayload(n.payload);
+        if (ids.length > 0) wakeNodesHere(ids);
+      }
     });
-    c.connect().then(() => c.query(`LISTEN ${ROLLOUT_CHANNEL}`)).catch(fail);
+    c.connect().then(() => c.query(`LISTEN ${ROLLOUT_CHANNEL}; LISTEN ${NODE_CHANNEL}`)).catch(fail);
+  };
+  const listen = () => {
+    if (!client && !retry && !closed) open();
   };
   return {
     wakeHere,
+    wakeNodesHere,
     // Remembers a pool connection of this store as its own (pg's processID: its backend's pid).
     own(c: pg.PoolClient) {
       const pid = (c as unknown as { processID?: number }).processID;
@@ -289,8 +338,13 @@ function listenForWakes(url: string, location: string) {
     },
     add(listener: () => void): () => void {
       listeners.add(listener);
-      if (!client && !retry && !closed) open();
+      listen();
       return () => void listeners.delete(listener);
+    },
+    addNodes(listener: (nodeIds: readonly string[]) => void): () => void {
+      nodeListeners.add(listener);
+      listen();
+      return () => void nodeListeners.delete(listener);
     },
     async close(): Promise<void> {
       closed = true;

@@ -98,6 +98,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
   };
 
   const wakeListeners = new Set<() => void>();
+  const nodeWakeListeners = new Set<(nodeIds: readonly string[]) => void>();
   let tail: Promise<unknown> = Promise.resolve();
   const serialize = <T>(fn: () => Promise<T>): Promise<T> => {
     const result = tail.then(fn);
@@ -109,12 +110,22 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
       q(begin).run();
       const at = clock.now();
       let wake = false;
-      const tx: StoreTx = { now: async () => at, ...families, savepoint, wakeRollouts: async () => void (wake = true) };
+      const woken = new Set<string>();
+      const tx: StoreTx = {
+        now: async () => at, ...families, savepoint, wakeRollouts: async () => void (wake = true),
+        wakeNodes: async (ids) => {
+          for (const id of ids) woken.add(id);
+        },
+      };
       try {
         const r = await fn(tx);
         q('COMMIT').run();
         // Why on the next turn: a listener's failure is not this committed transaction's.
         if (wake) for (const l of wakeListeners) queueMicrotask(l);
+        if (woken.size > 0) {
+          const ids = [...woken];
+          for (const l of nodeWakeListeners) queueMicrotask(() => l(ids));
+        }
         return r;
       } catch (err) {
         if (db.inTransaction) q('ROLLBACK').run();
@@ -135,6 +146,10 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
       wakeListeners.add(listener);
       return () => void wakeListeners.delete(listener);
     },
+    onNodeWake: (listener) => {
+      nodeWakeListeners.add(listener);
+      return () => void nodeWakeListeners.delete(listener);
+    },
     close: () =>
       (closed ??= serialize(async () => {
         await group?.close();
@@ -144,7 +159,7 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
 }
 
 // The store's tables over one connection's prepared statements (the store's own, or a restore's).
-export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint' | 'wakeRollouts'> {
+export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint' | 'wakeRollouts' | 'wakeNodes'> {
   return {
     nodes: sqliteNodes(q),
     receipts: sqliteReceipts(q),
