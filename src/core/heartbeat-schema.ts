@@ -110,8 +110,12 @@ export const heartbeatPayloadSchema = z
       message: "an app has `restarts` and its `lastExit` has `reason` only in heartbeats v5",
       path: ['apps'],
     }),
-    z.refine((p) => p.v >= 6 || p.apps.every((a) => a.hold === undefined && a.fetchRetrying === undefined), {
-      message: 'an app has `hold` and `fetchRetrying` only in heartbeats v6',
+    z.refine((p) => p.v >= 6 || p.apps.every((a) => a.hold === undefined), {
+      message: 'an app has `hold` only in heartbeats v6',
+      path: ['apps'],
+    }),
+    z.refine((p) => p.v >= 6 || p.apps.every((a) => a.fetchRetrying === undefined), {
+      message: 'an app has `fetchRetrying` only in heartbeats v6',
       path: ['apps'],
     }),
   );
