@@ -4,6 +4,7 @@ import { StewardError } from '../core/errors.js';
 import type { FetchAuth } from '../platform/download-auth.js';
 import type { AcceptedAnswer, AgentConfirmAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
 import { callHelper } from '../protocol/client.js';
+import { AGENT_BY } from '../protocol/schemas.js';
 import { helperClient } from '../protocol/helper-client.js';
 
 // The seam to the helper. Every method throws StewardError: HELPER_UNREACHABLE when no helper
@@ -39,13 +40,13 @@ export function socketHelper(socketPath: string): HelperPort {
     confirm: (hb) => helper.agentConfirm(hb),
     // To `previous`, never --to (helper.sock allows only that): the helper's own record of what
     // ran before decides, as `agentctl rollback` does.
-    rollback: (e) => helper.rollback({ app: e.app, attemptId: e.attemptId, noWait: true, by: 'steward-agent' }),
+    rollback: (e) => helper.rollback({ app: e.app, attemptId: e.attemptId, noWait: true, by: AGENT_BY }),
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
     // helper's refusals (docs/design.md §6), and helper.sock would refuse the last two anyway. notAfter
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
     update: async (e, fetchAuth, mirrors) => {
       type Req = Parameters<typeof helper.update>[0];
-      const base: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: 'steward-agent' };
+      const base: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: AGENT_BY };
       // The run's watch window (docs/design.md §17); a helper from before it refuses the key, and
       // is asked again without it (its versions are then watched by nothing, as before). The
       // same for the fetch's deadline and mirrors (§18): a helper from before them fetches once,

@@ -51,6 +51,9 @@ export const receiptsRequestSchema = z.strictObject({ ...base, op: z.literal('re
 
 // Who the client says it is: kept so that older clients' requests parse, and ignored: a hold's
 // `by` is the peer's credentials (docs/design.md §4). Text with control characters is refused.
+// The `by` of the requests steward-agent makes for its control plane (desired entries): the
+// helper puts no hold for what the control plane itself asked (ops/rollback.ts).
+export const AGENT_BY = 'steward-agent';
 const whoSchema = z.optional(z.string().check(z.maxLength(128), z.regex(PLAIN_TEXT_RE, 'no control characters')));
 
 // The agent's credential for downloads from its control plane (platform/download-auth.ts): an

@@ -6,6 +6,9 @@ import { useHost } from '../helpers/host-fixture.js';
 import { agentctl, makeReleaseKey, manifestFor, processApp, type ReleaseKey } from '../helpers/host.js';
 import { appStatus } from '../helpers/app-processes.js';
 import { appRelease, fetchVersion, freePort, releaseArgs } from '../fixtures/app-releases.js';
+import { callHelper } from '../../src/protocol/client.js';
+import { helperClient } from '../../src/protocol/helper-client.js';
+import { AGENT_BY } from '../../src/protocol/schemas.js';
 
 const host = useHost(after, { apps: { web: processApp({ stopTimeoutMs: 1000 }) } });
 let key: ReleaseKey;
@@ -80,4 +83,28 @@ test('agentctl rollback activates previous, sets a hold, and helper.sock cannot 
   assert.equal(rbAgain.json.error.code, 'HELD');
   assert.equal((await appStatus(host, 'web')).current, '1.0.0');
   assert.equal(await fetchVersion(port), '1.0.0');
+});
+
+// docs/design.md §18: a `target revert` reaches the host as the agent's rollback over helper.sock
+// (`by: steward-agent`, the control plane's attemptId). The control plane asked for it, so it puts
+// no hold: the target's next wish applies again. Anyone else's rollback over helper.sock holds.
+test("the agent's rollback for a target revert puts no hold; another helper.sock rollback does", { timeout: 60_000 }, async () => {
+  const released = await agentctl(host, ['release-hold', 'web', '--json']);
+  assert.equal(released.code, 0, released.stderr + released.stdout);
+  const before = await appStatus(host, 'web');
+  assert.equal(before.hold, null);
+  const helper = helperClient((request, opts) => callHelper(host.paths.helperSock, request, opts));
+  const revert = await helper.rollback({ app: 'web', attemptId: 'revert-run-7-node-1', by: AGENT_BY });
+  assert.equal((revert as { outcome?: string }).outcome, 'active', JSON.stringify(revert));
+  const after = await appStatus(host, 'web');
+  assert.equal(after.current, before.previous, 'the version it ran before');
+  assert.equal(after.hold, null, 'no hold: the control plane asked for it');
+  assert.equal(await fetchVersion(port), after.current);
+
+  const local = await agentctl(host, ['--socket', host.paths.helperSock, 'rollback', 'web', '--json']);
+  assert.equal(local.code, 0, local.stderr + local.stdout);
+  const held = await appStatus(host, 'web');
+  assert.equal(held.current, after.previous);
+  assert.ok(held.hold, "a group member's rollback holds the app");
+  assert.match(held.hold.reason, /rollback/);
 });

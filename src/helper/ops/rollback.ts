@@ -1,7 +1,8 @@
 import { StewardError } from '../../core/errors.js';
-import type { AcceptedAnswer, RecoverRequest, RollbackRequest, UpdateAnswer } from '../../protocol/schemas.js';
+import { AGENT_BY, type AcceptedAnswer, type RecoverRequest, type RollbackRequest, type UpdateAnswer } from '../../protocol/schemas.js';
 import type { OpContext } from '../server/api-server.js';
 import { readCurrent, readMarker } from '../release-store.js';
+import type { AppState } from '../../core/state-schemas.js';
 import { readAppState, writeAppState } from '../state/app-state.js';
 import { SELF_APP } from '../../core/self-schemas.js';
 import { handOver } from '../self/handover.js';
@@ -19,7 +20,11 @@ async function requireStaged(core: TransactionCore, app: string, version: string
 
 // `rollback`: activates `previous` (or, on admin.sock, --to VERSION) through the same
 // transaction. Not a downgrade refusal: that tree was verified when it was staged.
-// It puts a hold on the app, so a control plane cannot undo it within a heartbeat.
+// It puts a hold on the app, so a control plane cannot undo it within a heartbeat, except when
+// the control plane asked for it: the agent's rollback of a `target revert` (docs/design.md §18,
+// over helper.sock `by: steward-agent`) leaves the app free for the control plane's next wish, as
+// an update it hands on does. Claiming to be the agent wins nothing: it only leaves out a hold
+// that the caller chose not to have.
 export async function handleRollback(core: TransactionCore, req: RollbackRequest, ctx: OpContext): Promise<UpdateAnswer | AcceptedAnswer> {
   // Read before the lock only to name the target (also in a refused receipt); the attempt gets
   // its own read under the lock.
@@ -30,19 +35,21 @@ export async function handleRollback(core: TransactionCore, req: RollbackRequest
   // which a flood of such refusals over helper.sock would otherwise start each time.
   if (target) void ctx.peer();
   const self = req.app === SELF_APP;
+  const fromControlPlane = ctx.kind === 'helper' && req.by === AGENT_BY;
+  const hold = (state: AppState) => (fromControlPlane ? Promise.resolve(state) : setHold(core, req.app, ctx, `rollback to ${target}`, state));
   return runTransaction(core, { op: 'rollback', app: req.app, attemptId: req.attemptId, targetVersion: target, noWait: self || req.noWait }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     if (!target) throw new StewardError('RELEASE_INVALID', `${req.app} has no previous version to roll back to`);
     await requireStaged(core, req.app, target);
     // steward's rollback is a trial of `previous`, as any version of it (docs/design.md §14).
     if (self) {
       if (target === core.self?.ownVersion) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is the version running`);
-      const held = await setHold(core, req.app, ctx, `rollback to ${target}`, state);
+      const held = await hold(state);
       return handOver(core, core.self, { attemptId, startedAt, targetVersion: target, state: held, progress, onAccepted: accept });
     }
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state !== 'valid') throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release; \`agentctl recover ${req.app}\``);
     if (cur.version === target) throw new StewardError('RELEASE_INVALID', `${req.app} ${target} is already current`);
-    const held = await setHold(core, req.app, ctx, `rollback to ${target}`, state);
+    const held = await hold(state);
     const r = await activate(core, { app: req.app, attemptId, fromVersion: cur.version, targetVersion: target, startedAt, state: held, progress, onAccepted: accept });
     return answerOf(r.journal, r.receipt);
   });
