@@ -154,6 +154,27 @@ async function main(): Promise<number> {
     await control(db, ['rollout', 'status', 'web']);
     say(`${p3.name} still runs 1.0.0 several heartbeats later: it is listed behind the last succeeded run (\`rollout retry --behind\` would ask it), and the manual rollback put a hold`);
 
+    step('A target keeps prod on 2.0.0: a host enrolled now converges with no command, and each node behind says why');
+    await control(db, ['target', 'set', 'prod-web', '--app', 'web', '--version', '2.0.0', '--select', 'env=prod', '--canaries', '0', '--batch', '100%', '--bake', '0', '--verdict-timeout', '60s']);
+    const late = makeFleetHost(base, 'prod-4', 'prod', url, path.join(cpDir, 'keys/release.pub'), true);
+    hosts.push(late);
+    await startHostHelper(late);
+    const { token: lateToken } = await runJson<{ token: string }>('control', ['--db', db, 'token', 'create', '--ttl', '10m', '--label', 'env=prod']);
+    late.nodeId = await enrollHost(late, url, lateToken);
+    startHostAgent(late);
+    say(`prod-4: enrolled as node ${late.nodeId} with env=prod after the target was set; no rollout is started for it`);
+    await waitFor('prod-4 to run web 2.0.0', 90_000, async () => ((await currentOf(late)) === '2.0.0' ? true : undefined));
+    interface TargetNode { nodeId: string; state: string; reason: { reason: string } | null }
+    const behind = await waitFor('the target to show who is behind', 30_000, async () => {
+      const t = await runJson<{ nodes: TargetNode[] }>('control', ['--db', db, 'target', 'status', 'prod-web']);
+      const b = t.nodes.filter((n) => n.reason !== null);
+      return b.length === 2 ? b : undefined;
+    });
+    await control(db, ['target', 'status', 'prod-web']);
+    const why = Object.fromEntries(behind.map((n) => [n.nodeId, n.reason?.reason]));
+    if (why[p3.nodeId ?? ''] !== 'held' || why[cache.nodeId ?? ''] !== 'app-not-reported') throw new Error(`the nodes behind the target say ${JSON.stringify(why)}`);
+    say(`prod-4 converged by itself; ${p3.name} is behind because its operator holds it, ${cache.name} because it runs no web: one reason each`);
+
     step('The timeline: every receipt as the control plane verified it');
     await control(db, ['receipts']);
 
