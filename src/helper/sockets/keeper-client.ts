@@ -291,8 +291,14 @@ export class SocketKeepers {
     const c = await (this.conns.get(app) ?? this.connect(app)).catch(() => null);
     this.conns.delete(app);
     if (!c) return killStaleKeeper(this.pidFile(app));
+    // Done once the keeper is gone, not once it said it goes: its answer comes before it closes
+    // the sockets, and a stop that returned then would leave them accepting for a moment. The end
+    // of its connection is its exit; one that takes longer than QUIT_WAIT_MS is killed.
+    const gone = new Promise<void>((resolve) => c.whenClosed(resolve));
     await c.request({ op: 'quit' }).catch(() => undefined);
+    const quit = await Promise.race([gone.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), QUIT_WAIT_MS).unref())]);
     c.close();
+    if (!quit) await killStaleKeeper(this.pidFile(app));
   }
 
   // The helper stops: its connections go; the keepers run on.
@@ -301,6 +307,9 @@ export class SocketKeepers {
     this.conns.clear();
   }
 }
+
+// How long a keeper told to quit has to exit before it is killed.
+const QUIT_WAIT_MS = 5000;
 
 // A keeper that does not answer (hung) but is recorded: ended by its recorded identity.
 async function killStaleKeeper(pidFile: string): Promise<void> {
