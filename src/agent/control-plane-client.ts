@@ -152,6 +152,15 @@ function keptConnections() {
   };
 }
 type Kept = ReturnType<typeof keptConnections>;
+
+// Whether `agent` keeps an idle connection to `u`'s host and port (agent.freeSockets, keyed by
+// names that start with `host:port:`, agent.getName's documented form).
+function hasFreeConnection(agent: HttpAgent, u: URL): boolean {
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const port = u.port === '' ? (u.protocol === 'https:' ? '443' : '80') : u.port;
+  const prefix = `${host}:${port}:`;
+  return Object.entries(agent.freeSockets).some(([name, list]) => name.startsWith(prefix) && (list?.length ?? 0) > 0);
+}
 const FREE_SOCKET_MS = 4_000;
 
 const USER_AGENT = `steward-agent/${readOwnVersion()}`;
@@ -194,7 +203,11 @@ const sessionWatched = new WeakSet<object>();
 function sendOnce(u: URL, method: string, headers: Record<string, string | number>, data: Buffer | null, o: SendOptions): Promise<PostAnswer> {
   const { signal, sessions, timeoutMs } = o;
   const tls = u.protocol === 'https:';
-  const offered = tls ? sessions.get(u.origin) : undefined;
+  const agent = o.kept.of(tls);
+  // A session is offered only for a new connection. On Node 24 (not on 20) an https.Agent
+  // keys its pool by the session too, so a request that offered one could not take the kept
+  // connection that was opened without it, and every request after the first opened another.
+  const offered = tls && !hasFreeConnection(agent, u) ? sessions.get(u.origin) : undefined;
   return new Promise((resolve, reject) => {
     let settled = false;
     let answered = false;
@@ -210,7 +223,7 @@ function sendOnce(u: URL, method: string, headers: Record<string, string | numbe
       else resolve(value as PostAnswer);
     };
     let timedOut = false;
-    const req = startRequest(u, method, { ...headers, 'User-Agent': USER_AGENT, Accept: 'application/json' }, o.ca, { agent: o.kept.of(tls), ...(offered ? { session: offered } : {}) });
+    const req = startRequest(u, method, { ...headers, 'User-Agent': USER_AGENT, Accept: 'application/json' }, o.ca, { agent, ...(offered ? { session: offered } : {}) });
     // The server's session ticket (TLS 1.3 sends it after the handshake), kept for the next
     // connection; only from a connection whose certificate was verified. Once per connection:
     // a kept one carries many requests.

@@ -135,6 +135,11 @@ test('over https a connection resumes the TLS session of the last one to that or
   };
   let stop = await start(trusted);
   const client = await createControlPlaneClient({ url: `https://localhost:${port}`, caFile: trusted.certFile });
+  // A failed assertion must not leave a kept connection and a server holding the file open.
+  t.after(async () => {
+    client.close();
+    await stop();
+  });
   for (let i = 0; i < 3; i++) assert.equal((await client.post('/v1/heartbeat', { i })).status, 200);
   // A wake-up wait after a heartbeat goes on the same kept connection.
   assert.equal((await client.get(() => ({ endpoint: '/v1/wait?timeout=5', headers: { Authorization: 'Steward-Node x' }, timeoutMs: 5_000 }))).status, 200);
