@@ -298,8 +298,8 @@ async function main(): Promise<void> {
       extra: { 'nodes that heard': inProcess.heard, 'of them woken by their wait': inProcess.byWake, 'the target set call, ms (median)': median(inProcess.setMs), 'event loop delay of the serving process during the rounds, ms (p50, p99, max)': [lag.percentile(50), lag.percentile(99), lag.max].map((x) => Math.round(x / 1e6)), 'heartbeat seconds': HB_S },
       notes: `the call is the target set operation (checks, run start, first batch issued, in one transaction), in the process that serves the nodes (its SQLite work holds that process's event loop); a node not holding a wait at that moment hears at its next heartbeat; ${HEAR_BOUND_MS} ms stands for a node that did not hear within it`,
     });
-    const viaCli = await round(WAKE_ROUNDS, (k, version) => controlCli(db, ['target', 'set', `g${k}`, '--app', appOf(k), '--version', version, '--select', `group=g${k}`, '--canaries', '0', '--batch', '100%', '--bake', '0', '--json']).then((c) => {
-      if (c.code !== 0) throw new Error(`steward-control target set exited ${c.code}: ${c.stderr}`);
+    const viaCli = await round(WAKE_ROUNDS, (k, version) => controlCli(db, ['--artifacts', artifactsDir, 'target', 'set', `g${k}`, '--app', appOf(k), '--version', version, '--select', `group=g${k}`, '--canaries', '0', '--batch', '100%', '--bake', '0', '--json']).then((c) => {
+      if (c.code !== 0) throw new Error(`steward-control target set exited ${c.code}: ${c.stderr}${c.stdout}`);
     }));
     printRow(args, {
       row: '33 wake cli',
