@@ -1,0 +1,138 @@
+// A simulated node for bench/targets-fleet.ts: the real agent's heartbeat loop with its wake-up waits
+// (src/agent/heartbeat-loop.ts, wake-wait.ts) over the real control-plane client, on the real clock,
+// in front of a simulated helper that installs every desired entry at once: it switches the app's
+// current version and makes an `active` receipt signed by the node's helper key, which the agent
+// relays with its next heartbeat, as a real helper's would be. Every request is counted, and each
+// answered wait and each new desired entry is recorded with the time it came.
+import type { KeyObject } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ActedStore } from '../../src/agent/acted-store.js';
+import { createControlPlaneClient } from '../../src/agent/control-plane-client.js';
+import { HeartbeatLoop } from '../../src/agent/heartbeat-loop.js';
+import type { HelperPort } from '../../src/agent/helper-port.js';
+import { Outbox } from '../../src/agent/outbox.js';
+import { SeqStore } from '../../src/agent/seq-store.js';
+import { createWakeSleep } from '../../src/agent/wake-wait.js';
+import { HEARTBEAT_PATH, type DesiredEntry } from '../../src/core/control-api.js';
+import type { Envelope } from '../../src/core/release-schemas.js';
+import { systemClock } from '../../src/platform/clock.js';
+import { DOMAINS, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
+import { WAIT_AUTH_TTL_MS, waitAuthorization } from '../../src/platform/wait-auth.js';
+
+export interface ConvergingAgent {
+  nodeId: string;
+  // The version of its app that its simulated helper runs now.
+  current(): string;
+  // Requests sent since the last resetCounts(): heartbeats (POST) and waits (GET).
+  posts: number;
+  gets: number;
+  resetCounts(): void;
+  // Times (Date.now()) of each wait answered `{woken: true}`, and of each new desired entry (the
+  // answer of the heartbeat that brought it).
+  wokenAt: number[];
+  desired: Array<{ entry: DesiredEntry; at: number }>;
+  stop(): Promise<void>;
+}
+
+export interface AgentKeys {
+  nodeId: string;
+  nodeKey: KeyObject;
+  helperPrivate: KeyObject;
+  helperPublic: KeyObject;
+}
+
+// Starts one agent reporting `app` at `current`, against `url`.
+export async function startConvergingAgent(o: AgentKeys & { url: string; heartbeatSeconds: number; app: string; current: string }): Promise<ConvergingAgent> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-agent-'));
+  // The agent's log goes nowhere: 100 agents' lines would drown the bench's output.
+  const log = () => {};
+  const client = await createControlPlaneClient({ url: [o.url] }, { log });
+  let current = o.current;
+  let previous: string | null = null;
+  let receiptSeq = 0;
+  const receipts: Envelope[] = [];
+  const helper: HelperPort = {
+    receipts: async () => ({ helperKeyId: keyIdOf(o.helperPublic), receipts: [...receipts] }) as never,
+    status: async () => ({
+      root: '/', pid: 1, startedAt: 1, recovering: false,
+      apps: [{ name: o.app, runner: 'process', current, currentState: 'valid', previous, highestActive: null, hold: null, blocked: null, quarantined: [], running: null, lastAttempt: null, supervisor: null }],
+    }) as never,
+    // An install that takes no time: the version switches and its receipt is made now.
+    update: async (e) => {
+      const now = Date.now();
+      receipts.push(signEnvelope(DOMAINS.receipt, {
+        v: 1, nodeId: o.nodeId, app: e.app, attemptId: e.attemptId, seq: ++receiptSeq, fromVersion: current, targetVersion: e.version,
+        integrity: null, outcome: 'active', startedAt: now, updatedAt: now,
+      }, o.helperPrivate));
+      previous = current;
+      current = e.version;
+      return { attemptId: e.attemptId, app: e.app, accepted: true } as never;
+    },
+    rollback: async () => {
+      throw Object.assign(new Error('the bench asks for no rollback'), { code: 'BAD_REQUEST' });
+    },
+    confirm: async () => {
+      throw Object.assign(new Error('no confirm waits'), { code: 'FORBIDDEN' });
+    },
+  };
+  const a: ConvergingAgent = {
+    nodeId: o.nodeId,
+    current: () => current,
+    posts: 0,
+    gets: 0,
+    resetCounts: () => {
+      a.posts = 0;
+      a.gets = 0;
+    },
+    wokenAt: [],
+    desired: [],
+    stop: async () => {},
+  };
+  const loop = new HeartbeatLoop({
+    clock: systemClock,
+    random: Math.random,
+    helper,
+    controlPlane: {
+      post: async (endpoint, body, signal) => {
+        if (endpoint === HEARTBEAT_PATH) a.posts++;
+        const answer = await client.post(endpoint, body, signal);
+        const desired = (answer.json as { desired?: DesiredEntry[] } | undefined)?.desired ?? [];
+        for (const entry of desired) if (!a.desired.some((d) => d.entry.attemptId === entry.attemptId)) a.desired.push({ entry, at: Date.now() });
+        return answer;
+      },
+    },
+    seq: await SeqStore.open(path.join(dir, 'seq.json')),
+    outbox: await Outbox.open(path.join(dir, 'outbox.json')),
+    acted: await ActedStore.open(path.join(dir, 'acted.json')),
+    nodeId: o.nodeId,
+    nodeKey: o.nodeKey,
+    loadHelperKey: async () => o.helperPublic,
+    bootId: 'boot-1',
+    agentVersion: '0.1.0',
+    heartbeatSeconds: o.heartbeatSeconds,
+    wake: createWakeSleep({
+      clock: systemClock,
+      random: Math.random,
+      get: async (request, signal) => {
+        a.gets++;
+        const answer = await client.get(request, signal);
+        if (answer.status === 200 && (answer.json as { woken?: unknown } | undefined)?.woken === true) a.wokenAt.push(Date.now());
+        return answer;
+      },
+      authorization: () => waitAuthorization(o.nodeId, Date.now() + WAIT_AUTH_TTL_MS, o.nodeKey),
+      log,
+    }),
+    log,
+  });
+  const stop = new AbortController();
+  const running = loop.run(stop.signal);
+  a.stop = async () => {
+    stop.abort();
+    await running;
+    client.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return a;
+}
