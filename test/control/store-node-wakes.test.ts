@@ -4,7 +4,11 @@
 // payload another client NOTIFYs on the channel yields only what is a nodeId.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { openStore } from '../../src/control/store/open-store.js';
+import { openSqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import { waitUntil } from '../helpers/fleet.js';
 import { pgQuery } from '../helpers/postgres.js';
 import { describeEachBackend, describePostgres } from '../helpers/store-backends.js';
@@ -78,4 +82,34 @@ describePostgres((backend) => {
       await store.close();
     }
   });
+});
+
+// SQLite has one instance and no NOTIFY: a `steward-control --db FILE` command beside `serve` is
+// another process's commit, which the serving store sees by PRAGMA data_version and answers by
+// waking every enrolled node (it cannot know which ones the command changed). Its own commits
+// never count as another's.
+test("on SQLite, another process's commit wakes every enrolled node; the store's own commits do not", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-sqlite-wakes-'));
+  const file = path.join(dir, 'control.db');
+  const serving = openSqliteStore(file, { create: true, externalWakeMs: 50 });
+  const cli = openSqliteStore(file);
+  try {
+    await serving.write(async (tx) => {
+      for (const nodeId of ['n-000000000001', 'n-000000000002']) await tx.nodes.insert({ nodeId, hostname: nodeId, nodePublicKey: 'k', helperPublicKey: 'k', enrolledAt: 1, labels: {} });
+    });
+    const heard: string[][] = [];
+    serving.onNodeWake((n) => heard.push([...n]));
+    await serving.write((tx) => tx.settings.set('heartbeatSeconds', '30'));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(heard, [], "the serving store's own commit is not another process's");
+    await cli.write((tx) => tx.settings.set('heartbeatSeconds', '20'));
+    await waitUntil('the other commit to be seen', 5_000, async () => (heard.length > 0 ? true : undefined));
+    assert.deepEqual(heard, [['n-000000000001', 'n-000000000002']]);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(heard.length, 1, 'one commit, one wake');
+  } finally {
+    await cli.close();
+    await serving.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

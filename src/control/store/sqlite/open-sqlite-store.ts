@@ -46,7 +46,14 @@ export interface SqliteStoreOptions {
   // pool, shared by the commits made meanwhile (commit-sync.ts); durable() waits for it. Without
   // it every COMMIT fsyncs (synchronous=FULL) and durable() resolves at once. `sync` is a test seam.
   groupSync?: boolean | { sync?: () => Promise<void> };
+  // How often a store with node-wake listeners looks for commits by another process (a
+  // `steward-control --db FILE` command beside `serve`); default EXTERNAL_WAKE_MS. Tests.
+  externalWakeMs?: number;
 }
+
+// Another process's commit is looked for this often (PRAGMA data_version, one cheap read): what it
+// changed reaches the nodes' wake-up waits within it (docs/design.md §18).
+export const EXTERNAL_WAKE_MS = 500;
 
 // Opens the store at `file`, migrating an older schema. A store whose user_version is newer
 // than this steward-control knows is refused with STATE_INVALID.
@@ -133,6 +140,28 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
       }
     });
 
+  // Commits by another process (a CLI beside `serve`: SQLite has one instance, and no NOTIFY):
+  // which nodes they changed is not known here, so every enrolled node is woken, as if each had
+  // been named (the wait registry keeps a wake briefly for a node between two waits). Such commits
+  // are an operator's commands, seldom: the cost is one early heartbeat per node. PRAGMA
+  // data_version changes only for another connection's commits, never this one's.
+  let external: NodeJS.Timeout | null = null;
+  const watchOtherProcesses = () => {
+    if (external) return;
+    let seen = Number(db.pragma('data_version', { simple: true }));
+    external = setInterval(() => {
+      void serialize(async () => {
+        const now = Number(db.pragma('data_version', { simple: true }));
+        if (now === seen) return;
+        seen = now;
+        if (nodeWakeListeners.size === 0) return;
+        const ids = (q('SELECT nodeId FROM nodes').pluck().all() as string[]).filter((id) => typeof id === 'string');
+        if (ids.length > 0) for (const l of nodeWakeListeners) queueMicrotask(() => l(ids));
+      }).catch(() => undefined);
+    }, opts.externalWakeMs ?? EXTERNAL_WAKE_MS);
+    external.unref();
+  };
+
   const group = opts.groupSync ? createCommitSync({ db, file }, typeof opts.groupSync === 'object' ? opts.groupSync : {}) : null;
   let closed: Promise<void> | null = null;
   return {
@@ -148,10 +177,13 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
     },
     onNodeWake: (listener) => {
       nodeWakeListeners.add(listener);
+      watchOtherProcesses();
       return () => void nodeWakeListeners.delete(listener);
     },
     close: () =>
       (closed ??= serialize(async () => {
+        if (external) clearInterval(external);
+        external = null;
         await group?.close();
         db.close();
       })),
