@@ -5,21 +5,15 @@
 // relays with its next heartbeat, as a real helper's would be. Every request is counted, and each
 // answered wait and each new desired entry is recorded with the time it came.
 import type { KeyObject } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ActedStore } from '../../src/agent/acted-store.js';
 import { createControlPlaneClient } from '../../src/agent/control-plane-client.js';
-import { HeartbeatLoop } from '../../src/agent/heartbeat-loop.js';
 import type { HelperPort } from '../../src/agent/helper-port.js';
-import { Outbox } from '../../src/agent/outbox.js';
-import { SeqStore } from '../../src/agent/seq-store.js';
-import { createWakeSleep } from '../../src/agent/wake-wait.js';
 import { HEARTBEAT_PATH, type DesiredEntry } from '../../src/core/control-api.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
-import { systemClock } from '../../src/platform/clock.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
-import { WAIT_AUTH_TTL_MS, waitAuthorization } from '../../src/platform/wait-auth.js';
+import { runWakingAgentLoop } from '../../test/helpers/wake-agent.js';
 
 export interface ConvergingAgent {
   nodeId: string;
@@ -90,49 +84,15 @@ export async function startConvergingAgent(o: AgentKeys & { url: string; heartbe
     desired: [],
     stop: async () => {},
   };
-  const loop = new HeartbeatLoop({
-    clock: systemClock,
-    random: Math.random,
-    helper,
-    controlPlane: {
-      post: async (endpoint, body, signal) => {
-        if (endpoint === HEARTBEAT_PATH) a.posts++;
-        const answer = await client.post(endpoint, body, signal);
-        const desired = (answer.json as { desired?: DesiredEntry[] } | undefined)?.desired ?? [];
-        for (const entry of desired) if (!a.desired.some((d) => d.entry.attemptId === entry.attemptId)) a.desired.push({ entry, at: Date.now() });
-        return answer;
-      },
+  a.stop = await runWakingAgentLoop({
+    dir, client, helper, nodeId: o.nodeId, nodeKey: o.nodeKey, helperKey: o.helperPublic, heartbeatSeconds: o.heartbeatSeconds, log, desired: a.desired,
+    posting: (endpoint) => {
+      if (endpoint === HEARTBEAT_PATH) a.posts++;
     },
-    seq: await SeqStore.open(path.join(dir, 'seq.json')),
-    outbox: await Outbox.open(path.join(dir, 'outbox.json')),
-    acted: await ActedStore.open(path.join(dir, 'acted.json')),
-    nodeId: o.nodeId,
-    nodeKey: o.nodeKey,
-    loadHelperKey: async () => o.helperPublic,
-    bootId: 'boot-1',
-    agentVersion: '0.1.0',
-    heartbeatSeconds: o.heartbeatSeconds,
-    wake: createWakeSleep({
-      clock: systemClock,
-      random: Math.random,
-      get: async (request, signal) => {
-        a.gets++;
-        const answer = await client.get(request, signal);
-        if (answer.status === 200 && (answer.json as { woken?: unknown } | undefined)?.woken === true) a.wokenAt.push(Date.now());
-        return answer;
-      },
-      authorization: () => waitAuthorization(o.nodeId, Date.now() + WAIT_AUTH_TTL_MS, o.nodeKey),
-      log,
-    }),
-    log,
+    waiting: () => a.gets++,
+    waited: (answer) => {
+      if (answer.status === 200 && (answer.json as { woken?: unknown } | undefined)?.woken === true) a.wokenAt.push(Date.now());
+    },
   });
-  const stop = new AbortController();
-  const running = loop.run(stop.signal);
-  a.stop = async () => {
-    stop.abort();
-    await running;
-    client.close();
-    rmSync(dir, { recursive: true, force: true });
-  };
   return a;
 }

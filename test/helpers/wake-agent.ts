@@ -8,7 +8,7 @@ import os from 'node:os';
 import { format } from 'node:util';
 import path from 'node:path';
 import { ActedStore } from '../../src/agent/acted-store.js';
-import { createControlPlaneClient, type ControlPlaneClient } from '../../src/agent/control-plane-client.js';
+import { createControlPlaneClient, type ControlPlaneClient, type PostAnswer } from '../../src/agent/control-plane-client.js';
 import { HeartbeatLoop } from '../../src/agent/heartbeat-loop.js';
 import type { HelperPort } from '../../src/agent/helper-port.js';
 import { Outbox } from '../../src/agent/outbox.js';
@@ -55,23 +55,57 @@ export async function startWakeAgent(o: { urls: string[]; nodeId: string; nodeKe
       throw Object.assign(new Error('no confirm waits'), { code: 'FORBIDDEN' });
     },
   };
+  a.stop = await runWakingAgentLoop({
+    dir, client, helper, nodeId: o.nodeId, nodeKey: o.nodeKey, helperKey: o.helperKey, heartbeatSeconds: o.heartbeatSeconds, log, desired: a.desired,
+    posting: (endpoint) => {
+      a.posts++;
+      if (endpoint === HEARTBEAT_PATH) a.heartbeatTimes.push(Date.now());
+    },
+    waiting: () => a.gets++,
+  });
+  return a;
+}
+
+export interface WakingAgentLoop {
+  // The agent's folder (its seq, outbox and acted files), removed at stop.
+  dir: string;
+  client: ControlPlaneClient;
+  helper: HelperPort;
+  nodeId: string;
+  nodeKey: KeyObject;
+  // The helper key the agent checks its receipts against (public half).
+  helperKey: KeyObject;
+  heartbeatSeconds: number;
+  log: (fmt: string, ...args: unknown[]) => void;
+  // Each new desired entry is pushed here with the time its heartbeat's answer came.
+  desired: Array<{ entry: DesiredEntry; at: number }>;
+  // Called before each POST (with its endpoint) and each wait, and with each wait's answer.
+  posting(endpoint: string): void;
+  waiting(): void;
+  waited?(answer: PostAnswer): void;
+}
+
+// Runs the real agent's heartbeat loop with its wake-up waits (heartbeat-loop.ts, wake-wait.ts)
+// over `client`, on the real clock, until the returned stop, which also closes the client and
+// removes `dir`. Shared by the tests' wake agent and the targets bench's converging agents.
+export async function runWakingAgentLoop(o: WakingAgentLoop): Promise<() => Promise<void>> {
+  const { client, log } = o;
   const loop = new HeartbeatLoop({
     clock: systemClock,
     random: Math.random,
-    helper,
+    helper: o.helper,
     controlPlane: {
       post: async (endpoint, body, signal) => {
-        a.posts++;
-        if (endpoint === HEARTBEAT_PATH) a.heartbeatTimes.push(Date.now());
+        o.posting(endpoint);
         const answer = await client.post(endpoint, body, signal);
         const desired = (answer.json as { desired?: DesiredEntry[] } | undefined)?.desired ?? [];
-        for (const entry of desired) if (!a.desired.some((d) => d.entry.attemptId === entry.attemptId)) a.desired.push({ entry, at: Date.now() });
+        for (const entry of desired) if (!o.desired.some((d) => d.entry.attemptId === entry.attemptId)) o.desired.push({ entry, at: Date.now() });
         return answer;
       },
     },
-    seq: await SeqStore.open(path.join(dir, 'seq.json')),
-    outbox: await Outbox.open(path.join(dir, 'outbox.json')),
-    acted: await ActedStore.open(path.join(dir, 'acted.json')),
+    seq: await SeqStore.open(path.join(o.dir, 'seq.json')),
+    outbox: await Outbox.open(path.join(o.dir, 'outbox.json')),
+    acted: await ActedStore.open(path.join(o.dir, 'acted.json')),
     nodeId: o.nodeId,
     nodeKey: o.nodeKey,
     loadHelperKey: async () => o.helperKey,
@@ -81,9 +115,11 @@ export async function startWakeAgent(o: { urls: string[]; nodeId: string; nodeKe
     wake: createWakeSleep({
       clock: systemClock,
       random: Math.random,
-      get: (request, signal) => {
-        a.gets++;
-        return client.get(request, signal);
+      get: async (request, signal) => {
+        o.waiting();
+        const answer = await client.get(request, signal);
+        o.waited?.(answer);
+        return answer;
       },
       authorization: () => waitAuthorization(o.nodeId, Date.now() + WAIT_AUTH_TTL_MS, o.nodeKey),
       log,
@@ -92,11 +128,10 @@ export async function startWakeAgent(o: { urls: string[]; nodeId: string; nodeKe
   });
   const stop = new AbortController();
   const running = loop.run(stop.signal);
-  a.stop = async () => {
+  return async () => {
     stop.abort();
     await running;
     client.close();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(o.dir, { recursive: true, force: true });
   };
-  return a;
 }
