@@ -88,12 +88,17 @@ export function stopRun(store: ControlStore, app: string, record?: RecordChange)
 export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
     const run = await lockActiveRun(tx, app);
-    await tx.runs.setPaused(run.id, paused);
-    const advance = await advanceRun(tx, run.id);
-    // The nodes in the middle of this run hear of the pause (or the resume) at once.
-    if (advance && run.paused !== paused) await desiredChanged(tx, inFlightNodes(advance.plan));
+    await setRunPaused(tx, run, paused);
     return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
   });
+}
+
+// Pauses or resumes `run` (locked by the caller) in the caller's transaction, as `rollout
+// pause|resume` and a target's pause do: the nodes in the middle of it hear of a change at once.
+export async function setRunPaused(tx: StoreTx, run: Pick<RunRow, 'id' | 'paused'>, paused: boolean): Promise<void> {
+  await tx.runs.setPaused(run.id, paused);
+  const advance = await advanceRun(tx, run.id);
+  if (advance && run.paused !== paused) await desiredChanged(tx, inFlightNodes(advance.plan));
 }
 
 // What a change of a run records in its own transaction (the audit log's entry).

@@ -4,9 +4,8 @@
 // per-app and one-attempt-per-node constraints decide between two instances).
 import { logger } from '../../platform/log.js';
 import { advanceRun } from '../rollouts/advance-runs.js';
-import { desiredChanged, inFlightNodes } from '../rollouts/desired-changed.js';
 import { newCanarySeed } from '../rollouts/run-options.js';
-import { startOwnedRun } from '../rollouts/start-run.js';
+import { setRunPaused, startOwnedRun } from '../rollouts/start-run.js';
 import type { ControlStore, RunPolicy, RunRow, StoreTx, TargetRow } from '../store/store.js';
 import { readTarget, type TargetReading } from './read-target.js';
 
@@ -38,10 +37,7 @@ export async function reconcileTarget(tx: StoreTx, name: string): Promise<Target
     reading = await readTarget(tx, target, now);
   } else if (own && own.paused !== target.paused) {
     await tx.runs.lock(own.id);
-    await tx.runs.setPaused(own.id, target.paused);
-    // As a run's own pause: the nodes in the middle of it hear of it at once (wake-ups).
-    const advance = await advanceRun(tx, own.id);
-    if (advance) await desiredChanged(tx, inFlightNodes(advance.plan));
+    await setRunPaused(tx, own, target.paused);
     reading = await readTarget(tx, target, now);
   }
   const { plan, input } = reading;
