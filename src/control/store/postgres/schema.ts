@@ -248,10 +248,15 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
   // tables): a steward-control of schema 5 to 7 works on it, and converges no target.
   { version: 8, compatibleFrom: 5, sql: V8 },
+  // docs/design.md §18: runs of different targets of one app side by side (SQLite's migration 9). A
+  // contraction: a steward-control of schema 8 reads "the" running run of an app and relies on the
+  // index to refuse a second; it must not run on a database where two may run.
+  { version: 9, compatibleFrom: 9, sql: `DROP INDEX one_running_run_per_app;
+CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 8, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 9, newest: PG_MIGRATIONS.length } as const;

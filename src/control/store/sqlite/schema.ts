@@ -236,6 +236,15 @@ CREATE TABLE pins (
 );
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8)];
+// docs/design.md §18: the runs of different targets of one app go side by side, over nodes no two
+// of them have in flight at once (checked where runs start, src/control/rollouts/start-run.ts); a
+// one-shot run still goes alone. The index that allowed one running run per app gives way to a
+// plain one.
+const V9 = `
+DROP INDEX one_running_run_per_app;
+CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8), (db) => db.exec(V9)];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
