@@ -8,6 +8,7 @@
 import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runOperation, type Operation } from '../../src/control/operations/operation.js';
+import { readFleetSnapshot } from '../../src/control/metrics/fleet-snapshot.js';
 import { nodesLabel } from '../../src/control/operations/node-ops.js';
 import { rolloutPause, rolloutStart, rolloutStop } from '../../src/control/operations/rollout-ops.js';
 import { targetSet, targetStatus } from '../../src/control/operations/target-ops.js';
@@ -46,6 +47,9 @@ describeEachBackend((backend) => {
     await tickThrough(c);
     const runs = await running();
     assert.equal(runs.length, 2, 'both runs go at once');
+    // The metrics add the two runs' nodes up under the app: one series per app and state.
+    const snap = await c.store.read(readFleetSnapshot);
+    assert.deepEqual(snap.runNodes, [{ app: 'web', states: { issued: 2 } }]);
     for (const n of [eu, us]) {
       const d = await n.answer('active');
       assert.equal(d.length, 1, `${n.hostname} was issued`);
