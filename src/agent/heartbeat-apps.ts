@@ -83,9 +83,11 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
 // `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
-// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `hold` and `fetchRetrying`.
+// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `hold` and `fetchRetrying`,
+// v6 without `signals`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  const upTo5 = v >= 6 ? [...apps] : apps.map(({ hold: _h, fetchRetrying: _f, ...a }) => a);
+  const upTo6 = v >= 7 ? [...apps] : apps.map(({ signals: _s, ...a }) => a);
+  const upTo5 = v >= 6 ? upTo6 : upTo6.map(({ hold: _h, fetchRetrying: _f, ...a }) => a);
   const upTo4 = v >= 5 ? upTo5 : upTo5.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
   const upTo3 = v >= 4 ? upTo4 : upTo4.map(({ watch: _w, lastExit: _e, ...a }) => a);
   if (v === 1) return withoutSelf(upTo3);

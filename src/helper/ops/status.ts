@@ -1,4 +1,5 @@
 import { readExits, reasonOf } from '../supervisor/exits-since-activation.js';
+import { signalsOf, type UsageReader } from './status-signals.js';
 import { isOpen, readWatch } from '../update/watch-window.js';
 import type { ExitReason } from '../../core/exit-reasons.js';
 import type { Journal } from '../../core/journal-schema.js';
@@ -38,6 +39,9 @@ export interface StatusContext {
   now: number;
   // The version this helper runs, for the app steward's `self`.
   ownVersion?: string;
+  // Add each app's `signals` (docs/design.md §19): helper.sock's status, not the metrics textfile's.
+  signals?: boolean;
+  readUsage?: UsageReader;
 }
 
 async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
@@ -88,6 +92,20 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
         : null,
     ...(j.state === 'invalid' ? { journalError: j.why } : {}),
     watch: await watchOf(ctx, name, j.state === 'ok' ? j.journal : null, cur.state === 'valid' ? cur.version : null),
+    ...(ctx.signals && cfg && cfg.runner !== 'self'
+      ? {
+          signals: await signalsOf({
+            paths: ctx.paths,
+            config: ctx.config,
+            startedAt: ctx.startedAt,
+            app: name,
+            current: cur.state === 'valid' ? cur.version : null,
+            pid: unit ? ('mainPid' in unit && unit.mainPid > 0 ? unit.mainPid : null) : rec?.process && sup?.state !== 'waiting' && sup?.state !== 'error' ? rec.process.pid : null,
+            restarts: unit ? ('nRestarts' in unit ? unit.nRestarts : 0) : (exits?.restarts ?? 0),
+            ...(ctx.readUsage ? { readUsage: ctx.readUsage } : {}),
+          }),
+        }
+      : {}),
   };
   try {
     const s = await readAppState(ctx.paths, name);
