@@ -58,9 +58,11 @@ function signalsOf(a: AppStatus, scraped: ScrapedSignals | undefined): Heartbeat
   const s = a.signals;
   if (!s || typeof s.since !== 'number' || !Number.isFinite(s.since) || s.since < 0 || s.since > 8.64e15) return null;
   const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? Math.max(0, Math.min(Math.floor(v), 1_000_000_000)) : 0);
-  const cpu = typeof s.cpuSeconds === 'number' && Number.isFinite(s.cpuSeconds) ? Math.max(0, Math.min(s.cpuSeconds, 1e12)) : 0;
+  // Whole numbers: the heartbeat is signed as canonical JSON, which holds no floats (docs/design.md §6).
+  const cpu = typeof s.cpuSeconds === 'number' && Number.isFinite(s.cpuSeconds) ? Math.max(0, Math.min(Math.floor(s.cpuSeconds), 1e12)) : 0;
   const rss = typeof s.rssBytes === 'number' && Number.isFinite(s.rssBytes) ? Math.max(0, Math.min(Math.floor(s.rssBytes), Number.MAX_SAFE_INTEGER)) : 0;
-  const big = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 && v <= 2 ** 63 ? { v } : null);
+  // A scraped counter beyond 2^53 cannot be carried exactly: left out rather than rounded.
+  const big = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? { v: Math.floor(v) } : null);
   const req = big(scraped?.requests);
   const err = big(scraped?.errors);
   return {

@@ -15,8 +15,9 @@ const isoTimeSchema = z.string().check(
   z.refine((s) => Number.isFinite(Date.parse(s)), 'an ISO time that is a date'),
 );
 const countSchema = intSchema(0, 1_000_000_000);
-// A Prometheus counter is a float; 2^63 is beyond any honest one.
-const scrapedSchema = z.number().check(z.minimum(0), z.maximum(2 ** 63));
+// Whole numbers only: a heartbeat is signed as canonical JSON, which holds safe integers and no
+// floats (docs/design.md §6). The agent floors CPU seconds and the scraped counters.
+const scrapedSchema = intSchema(0, Number.MAX_SAFE_INTEGER);
 
 // From v7 (docs/design.md §19, docs/protocol.md): an app's signals for canary analysis. Counters
 // since `since` (the app's activation of its current release, or when the helper began counting); a
@@ -29,7 +30,7 @@ export const signalsSchema = z.strictObject({
   livenessFailures: countSchema,
   watchdogKills: countSchema,
   oomKills: countSchema,
-  cpuSeconds: z.number().check(z.minimum(0), z.maximum(1e12)),
+  cpuSeconds: intSchema(0, 1_000_000_000_000),
   rssBytes: intSchema(0, Number.MAX_SAFE_INTEGER),
   requests: z.optional(scrapedSchema),
   errors: z.optional(scrapedSchema),
