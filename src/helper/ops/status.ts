@@ -1,5 +1,6 @@
 import { readExits, reasonOf } from '../supervisor/exits-since-activation.js';
 import { signalsOf, type UsageReader } from './status-signals.js';
+import { processTreeReader } from '../supervisor/process-usage.js';
 import { isOpen, readWatch } from '../update/watch-window.js';
 import type { ExitReason } from '../../core/exit-reasons.js';
 import type { Journal } from '../../core/journal-schema.js';
@@ -24,7 +25,9 @@ export async function readStatus(
 ): Promise<StatusResult> {
   const names = app ? [app] : Object.keys(ctx.config.apps).sort();
   if (app) requireApp(ctx.config, app);
-  const apps = await Promise.all(names.map((n) => appStatus(ctx, n)));
+  // One scan of /proc for every app's signals (status-signals.ts).
+  const withUsage = ctx.signals && !ctx.readUsage ? { ...ctx, readUsage: processTreeReader() } : ctx;
+  const apps = await Promise.all(names.map((n) => appStatus(withUsage, n)));
   return { root: ctx.paths.root || '/', pid: process.pid, startedAt: ctx.startedAt, recovering: ctx.recovering, apps };
 }
 

@@ -44,17 +44,32 @@ export function parseVmRss(text: string): number {
 
 // The usage of `pid` and its descendants now, or null when `pid` is gone.
 export async function readProcessTreeUsage(pid: number, procRoot = '/proc'): Promise<ProcessUsage | null> {
-  const root = await readStat(procRoot, pid);
-  if (!root) return null;
-  const children = new Map<number, number[]>();
-  const stats = new Map<number, ProcStat>([[pid, root]]);
+  return treeUsage(await readProcessTable(procRoot), pid, procRoot);
+}
+
+// A reader of process trees that scans /proc once, at its first use, for every app of one status
+// answer (a status names each app; a scan per app would read every process's stat file again).
+export function processTreeReader(procRoot = '/proc'): (pid: number) => Promise<ProcessUsage | null> {
+  let table: Promise<ProcessTable> | null = null;
+  return async (pid) => treeUsage(await (table ??= readProcessTable(procRoot)), pid, procRoot);
+}
+
+type ProcessTable = Map<number, ProcStat>;
+
+async function readProcessTable(procRoot: string): Promise<ProcessTable> {
   const entries = (await fsp.readdir(procRoot).catch(() => [] as string[])).filter((e) => /^\d+$/.test(e)).slice(0, MAX_PROCESSES);
+  const table: ProcessTable = new Map();
   for (const e of entries) {
-    const p = Number(e);
-    if (p === pid) continue;
-    const s = await readStat(procRoot, p);
-    if (!s) continue;
-    stats.set(p, s);
+    const s = await readStat(procRoot, Number(e));
+    if (s) table.set(Number(e), s);
+  }
+  return table;
+}
+
+async function treeUsage(table: ProcessTable, pid: number, procRoot: string): Promise<ProcessUsage | null> {
+  if (!table.has(pid)) return null;
+  const children = new Map<number, number[]>();
+  for (const [p, s] of table) {
     const list = children.get(s.ppid) ?? [];
     list.push(p);
     children.set(s.ppid, list);
@@ -67,7 +82,7 @@ export async function readProcessTreeUsage(pid: number, procRoot = '/proc'): Pro
     const p = queue.pop() as number;
     if (seen.has(p)) continue;
     seen.add(p);
-    ticks += stats.get(p)?.cpuTicks ?? 0;
+    ticks += table.get(p)?.cpuTicks ?? 0;
     rss += parseVmRss(await fsp.readFile(path.join(procRoot, String(p), 'status'), 'utf8').catch(() => ''));
     queue.push(...(children.get(p) ?? []));
   }
