@@ -18,6 +18,7 @@ import { convergeDesired, type Logf } from './convergence.js';
 import { appsForVersion, heartbeatApps } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
+import type { AppScrapes } from './metrics/app-scrapes.js';
 import type { SeqStore } from './seq-store.js';
 import { MIN_WAIT_MS, NO_ROUTE_RETRY_MS, WAIT_SLACK_MS, WAKE_BACKOFF, type WakeSleep } from './wake-wait.js';
 
@@ -50,6 +51,9 @@ export interface HeartbeatDeps {
   // ended early by a GET /v1/wait (wake-wait.ts). None: plain heartbeats and sleeps.
   wake?: WakeSleep;
   log: Logf;
+  // The scrapes of the apps' own metrics (docs/design.md §19), made only while the control plane
+  // takes heartbeats v7; none: no scrapes.
+  metrics?: Pick<AppScrapes, 'collect'>;
 }
 
 export interface TickResult {
@@ -169,7 +173,9 @@ export class HeartbeatLoop {
     try {
       const st = await this.d.helper.status();
       this.helperSeen = `${st.pid}:${st.startedAt}`;
-      const { apps, skipped } = heartbeatApps(st.apps);
+      // Bounded (2 s, all apps at once): scrape-metrics.ts. Never a throw, so the status stays.
+      const scraped = this.d.metrics && this.heartbeatV >= 7 ? await this.d.metrics.collect(st.apps, this.heartbeatSeconds * 1000) : undefined;
+      const { apps, skipped } = heartbeatApps(st.apps, scraped);
       if (skipped.length) this.d.log('apps left out of the heartbeat (not reportable): %s', skipped.join(','));
       this.apps = apps;
     } catch (err) {
