@@ -49,10 +49,10 @@ const HB_S = Number(args.rest['heartbeat-seconds'] ?? (args.quick ? 3 : 5));
 const WINDOW_INTERVALS = Number(args.rest['window-intervals'] ?? (args.quick ? 1 : 6));
 const WAKE_ROUNDS = Number(args.rest['wake-rounds'] ?? (args.quick ? 1 : 5));
 const STORE = args.rest.store ?? 'sqlite';
-// `one`: the 5 targets are of one app, web (one run per app: their runs go one after another);
-// `per-group`: group k's target is of its own app, web<k>, so their runs go side by side.
-// --quick takes per-group: one app's five runs in a row take ~5 intervals, past a quick run's time.
-const APPS = args.rest.apps ?? (args.quick ? 'per-group' : 'one');
+// `one`: the 5 targets are of one app, web (their runs go side by side, docs/design.md §18);
+// `per-group`: group k's target is of its own app, web<k> (a peer for `one`: runs of different apps
+// always went side by side).
+const APPS = args.rest.apps ?? 'one';
 const GROUPS = 5;
 for (const [name, v] of [['--nodes', NODES], ['--late', LATE], ['--heartbeat-seconds', HB_S], ['--window-intervals', WINDOW_INTERVALS], ['--wake-rounds', WAKE_ROUNDS]] as const) {
   if (!(Number.isInteger(v) && v > 0)) throw new Error(`${name} takes a positive integer, not ${v}`);
@@ -188,7 +188,7 @@ async function main(): Promise<void> {
       target: '<= 2 heartbeat intervals for every node',
       met: converged.length === LATE && Math.max(...intervals) <= 2,
       extra: { 'seconds, slowest node': Math.max(...converged.map((n) => (n.convergedAt! - n.enrolledAt) / 1000)), 'seconds, median node': median(converged.map((n) => (n.convergedAt! - n.enrolledAt) / 1000)), 'seconds from the first enrollment to the last converged': lastS, 'heartbeat seconds': HB_S, 'seeding s': seedS, 'median seconds by group': Object.fromEntries(Array.from({ length: GROUPS }, (_, k) => [`g${k}`, Number(median(converged.filter((n) => n.group === `g${k}`).map((n) => (n.convergedAt! - n.enrolledAt) / 1000).concat(converged.some((n) => n.group === `g${k}`) ? [] : [NaN])).toFixed(1))])) },
-      notes: `from each node's enrollment answer until the control plane records it at the version; ${APPS === 'one' ? 'the 5 targets are of one app (web), so their follow-up runs go one after another (one run per app)' : 'each target is of its own app (web0..web4), so their follow-up runs go side by side'}`,
+      notes: `from each node's enrollment answer until the control plane records it at the version; ${APPS === 'one' ? 'the 5 targets are of one app (web); their follow-up runs go side by side' : 'each target is of its own app (web0..web4), so their follow-up runs go side by side'}`,
     });
 
     // 33 status.
