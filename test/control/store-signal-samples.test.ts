@@ -23,7 +23,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const sample = (nodeId: string, at: number, over: Partial<SignalSample> = {}): SignalSample => ({
   nodeId, app: 'web', minute: at - (at % MINUTE), at, version: '1.0.0', since: T0 - 3_600_000, restarts: 1, livenessFailures: 0, watchdogKills: 0, oomKills: 0,
-  cpuSeconds: 12.25, rssBytes: 52_428_800, requests: 1000.5, errors: 3, scrape: 'ok', ...over,
+  cpuSeconds: 12.25, rssBytes: 52_428_800, requests: 1000, errors: 3, scrape: 'ok', ...over,
 });
 
 // An app report of a heartbeat v7 (the wire's `signals`, docs/protocol.md).
@@ -62,6 +62,13 @@ describeEachBackend((backend) => {
     assert.deepEqual((await store.read((tx) => tx.signals.window('web', ['n-a'], m0 + 2000, m0 + MINUTE + 1000))), []);
     assert.deepEqual((await store.read((tx) => tx.signals.window('web', [], 0, Number.MAX_SAFE_INTEGER))), []);
     assert.equal((await store.read((tx) => tx.signals.window('api', ['n-a'], 0, Number.MAX_SAFE_INTEGER))).length, 1);
+  });
+
+  test('counters are kept as integers: a scraped float counter rounded, CPU to the millisecond', async () => {
+    const at = T0 + 50 * MINUTE;
+    await store.write((tx) => tx.signals.record([sample('n-f', at, { app: 'floats', requests: 2.6, errors: 0.4, cpuSeconds: 1.23456, rssBytes: 1e6 + 0.5 })]));
+    const [row] = await store.read((tx) => tx.signals.window('floats', ['n-f'], at, at + 1));
+    assert.deepEqual([row?.requests, row?.errors, row?.cpuSeconds, row?.rssBytes], [3, 0, 1.235, 1_000_001]);
   });
 
   test('a window over thousands of nodes is read in one query', async () => {

@@ -694,7 +694,8 @@ export interface SignalSample {
   at: number;
   // The version the node ran then (null: none installed).
   version: string | null;
-  // The wire's `signals` (src/control/analysis/signals-shape.ts): `since` as epoch ms; counters as sent.
+  // The wire's `signals` (src/control/analysis/signals-shape.ts): `since` as epoch ms; counters
+  // stored as integers (rounded; CPU to the millisecond).
   since: number;
   restarts: number;
   livenessFailures: number;

@@ -213,8 +213,8 @@ CREATE TABLE pins (
 `;
 
 // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the longest
-// analysis window (src/control/analysis/record-signals.ts). Counters are double precision: a scraped
-// Prometheus counter is a float.
+// analysis window (src/control/analysis/record-signals.ts). Integers only, as every other column
+// (backups carry no floats): CPU in milliseconds, scraped counters rounded.
 const V10 = `
 CREATE TABLE signal_samples (
   "nodeId" text COLLATE "C" NOT NULL,
@@ -223,14 +223,14 @@ CREATE TABLE signal_samples (
   at bigint NOT NULL,
   version text COLLATE "C",
   since bigint NOT NULL,
-  restarts double precision NOT NULL,
-  "livenessFailures" double precision NOT NULL,
-  "watchdogKills" double precision NOT NULL,
-  "oomKills" double precision NOT NULL,
-  "cpuSeconds" double precision NOT NULL,
-  "rssBytes" double precision NOT NULL,
-  requests double precision,
-  errors double precision,
+  restarts bigint NOT NULL,
+  "livenessFailures" bigint NOT NULL,
+  "watchdogKills" bigint NOT NULL,
+  "oomKills" bigint NOT NULL,
+  "cpuMs" bigint NOT NULL,
+  "rssBytes" bigint NOT NULL,
+  requests bigint,
+  errors bigint,
   scrape text COLLATE "C",
   PRIMARY KEY ("nodeId", app, minute)
 );

@@ -237,8 +237,8 @@ CREATE TABLE pins (
 `;
 
 // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the
-// longest analysis window (src/control/analysis/record-signals.ts). Counters are REAL: a scraped
-// Prometheus counter is a float, and RSS may pass 2^31.
+// longest analysis window (src/control/analysis/record-signals.ts). Integers only, as every other
+// column (backups carry no REAL): CPU in milliseconds, scraped counters rounded.
 const V10 = `
 CREATE TABLE signal_samples (
   nodeId TEXT NOT NULL,
@@ -247,14 +247,14 @@ CREATE TABLE signal_samples (
   at INTEGER NOT NULL,
   version TEXT,
   since INTEGER NOT NULL,
-  restarts REAL NOT NULL,
-  livenessFailures REAL NOT NULL,
-  watchdogKills REAL NOT NULL,
-  oomKills REAL NOT NULL,
-  cpuSeconds REAL NOT NULL,
-  rssBytes REAL NOT NULL,
-  requests REAL,
-  errors REAL,
+  restarts INTEGER NOT NULL,
+  livenessFailures INTEGER NOT NULL,
+  watchdogKills INTEGER NOT NULL,
+  oomKills INTEGER NOT NULL,
+  cpuMs INTEGER NOT NULL,
+  rssBytes INTEGER NOT NULL,
+  requests INTEGER,
+  errors INTEGER,
   scrape TEXT,
   PRIMARY KEY (nodeId, app, minute)
 );
