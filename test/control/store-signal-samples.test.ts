@@ -8,6 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { judgeStep } from '../../src/control/analysis/judge-step.js';
+import { defaultAnalysisPolicy } from '../../src/control/analysis/policy.js';
 import { recordSignals, SIGNAL_RETENTION_MS } from '../../src/control/analysis/record-signals.js';
 import { migrateStore, openStore } from '../../src/control/store/open-store.js';
 import { MIGRATIONS, STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
@@ -85,6 +87,32 @@ describeEachBackend((backend) => {
     const pruned = await store.write((tx) => tx.signals.prune(at + MINUTE));
     assert.ok(pruned >= 1, `pruned ${pruned}`);
     assert.deepEqual((await store.read((tx) => tx.signals.window('prune', ['n-p'], 0, Number.MAX_SAFE_INTEGER))).map((r) => r.at), [at + MINUTE, at + 2 * MINUTE]);
+  });
+
+  test('judgeStep reads both cohorts from the store: canaries erroring at 2 % against 0.1 % fail error-ratio; their minutes on the old version do not count', async () => {
+    const from = T0 + 500 * MINUTE;
+    const samples: SignalSample[] = [];
+    for (let n = 0; n < 15; n++) {
+      const canary = n < 5;
+      const nodeId = `${canary ? 'n-can' : 'n-base'}-${n}`;
+      for (let i = 0; i < 10; i++) {
+        const requests = 1000 + i * (300 + n);
+        const ratio = canary && i >= 2 ? 0.02 : 0.001;
+        // A canary switched to 2.0.0 at minute 2: its first minutes, at 1.0.0, are not the new version's.
+        samples.push(sample(nodeId, from + i * MINUTE + 5000, { app: 'judged', version: canary && i >= 2 ? '2.0.0' : '1.0.0', requests, errors: Math.floor(i * (300 + n) * ratio) + (canary && i >= 2 ? 100 : 0), restarts: 1 }));
+      }
+    }
+    await store.write((tx) => tx.signals.record(samples));
+    const ids = (prefix: string) => samples.filter((s) => s.nodeId.startsWith(prefix) && s.at === from + 5000).map((s) => s.nodeId);
+    const input = { app: 'judged', canaryNodeIds: ids('n-can'), baselineNodeIds: ids('n-base'), from: new Date(from), to: new Date(from + 10 * MINUTE), policy: { ...defaultAnalysisPolicy('enforce'), windowMs: 10 * MINUTE } };
+    const j = await judgeStep(store, { ...input, canaryVersion: '2.0.0', baselineVersion: '1.0.0' });
+    assert.equal(j.verdict, 'fail', j.summary);
+    assert.match(j.summary, /^fail: error-ratio: canary 1\.99 % \(5 nodes, [\d,]+ req\) vs baseline 0\.\d+ % \(10 nodes, [\d,]+ req\)/);
+    assert.equal(j.signals.find((s) => s.signal === 'error-ratio')?.canary.sample, 5 * 7 * 300 + 7 * (0 + 1 + 2 + 3 + 4));
+    // No baseline: inconclusive, with its why.
+    const none = await judgeStep(store, { ...input, baselineNodeIds: [] });
+    assert.equal(none.verdict, 'inconclusive');
+    assert.match(none.signals[0]!.why, /the baseline has no nodes/);
   });
 
   test('heartbeats every 30 s leave one sample a minute per app, and samples past the retention are forgotten', async () => {

@@ -1,4 +1,4 @@
-// An app's `signals` as a heartbeat v7 carries them (docs/protocol.md, "Signals"; docs/design.md §19),
+// An app's `signals` as a heartbeat v7 carries them (docs/design.md §19; the wire shape in docs/protocol.md),
 // checked again here as any bytes from a node: the heartbeat schema of this steward-control may
 // not know the field yet (it is parsed from the app's report as it was stored), and a value that
 // does not fit is no data, never a zero.
