@@ -16,7 +16,7 @@ import { MIGRATIONS, STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite
 import type { ControlStore, SignalSample } from '../../src/control/store/store.js';
 import type { HeartbeatApp } from '../../src/core/heartbeat-schema.js';
 import { StewardError } from '../../src/core/errors.js';
-import { FakeClock, MINUTE, T0 } from '../helpers/control-harness.js';
+import { FakeClock, FakeNode, MINUTE, startControlOn, T0 } from '../helpers/control-harness.js';
 import { pgQuery } from '../helpers/postgres.js';
 import { describeEachBackend, describePostgres } from '../helpers/store-backends.js';
 
@@ -115,6 +115,25 @@ describeEachBackend((backend) => {
     assert.match(none.signals[0]!.why, /the baseline has no nodes/);
   });
 
+  test('v7 heartbeats through the server leave their signals in the store, one sample a minute, with the version the node ran', async () => {
+    const control = await startControlOn(backend);
+    try {
+      const node = await new FakeNode(control).enroll();
+      const signals = (restarts: number) => ({ since: new Date(T0 - 3_600_000).toISOString(), restarts, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 3, rssBytes: 4096, requests: 100 * restarts, errors: restarts, scrape: { ok: true, at: new Date(T0).toISOString() } });
+      const start = control.clock.now();
+      for (let i = 0; i < 4; i++) {
+        node.apps = [{ name: 'web', current: '1.0.0', signals: signals(i) } as never];
+        const a = await node.heartbeat({ v: 7 });
+        assert.equal(a.status, 200, JSON.stringify(a.body));
+        control.clock.advance(30_000);
+      }
+      const rows = await control.store.read((tx) => tx.signals.window('web', [node.nodeId], 0, Number.MAX_SAFE_INTEGER));
+      assert.deepEqual(rows.map((r) => [r.at - start, r.version, r.restarts, r.requests, r.errors, r.scrape]), [[0, '1.0.0', 0, 0, 0, 'ok'], [60_000, '1.0.0', 2, 200, 2, 'ok']]);
+    } finally {
+      await control.close();
+    }
+  });
+
   test('heartbeats every 30 s leave one sample a minute per app, and samples past the retention are forgotten', async () => {
     const start = T0 + 1000 * MINUTE;
     const nodeId = 'n-hb';
@@ -139,11 +158,11 @@ describeEachBackend((backend) => {
   });
 });
 
-test('a SQLite store of schema 8 (before signal samples) is upgraded when opened, and stores them', async () => {
+test('a SQLite store of schema 9 (before signal samples) is upgraded when opened, and stores them', async () => {
   const file = path.join(dir, 'old.db');
   const raw = new Database(file);
-  for (const m of MIGRATIONS.slice(0, 8)) m(raw);
-  raw.pragma('user_version = 8');
+  for (const m of MIGRATIONS.slice(0, 9)) m(raw);
+  raw.pragma('user_version = 9');
   raw.close();
   const store = await openStore(file);
   try {
@@ -159,13 +178,13 @@ test('a SQLite store of schema 8 (before signal samples) is upgraded when opened
 });
 
 describePostgres((backend) => {
-  test('a PostgreSQL database of schema 9 is refused until `migrate` adds the signal samples, an expansion older instances go on using', async () => {
+  test('a PostgreSQL database of schema 9 is refused until `migrate` adds the signal samples, an expansion schema-9 instances go on using', async () => {
     const url = await backend.createDatabase();
     await pgQuery(url, 'DROP TABLE signal_samples');
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 10');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 9, older than/.test(err.message));
     assert.deepEqual((await migrateStore(url)).applied, [10]);
-    assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 10`)).rows, [{ compatibleFrom: 5 }]);
+    assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 10`)).rows, [{ compatibleFrom: 9 }]);
     const store = await openStore(url);
     try {
       await store.write((tx) => tx.signals.record([sample('n-old', T0)]));

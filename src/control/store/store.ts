@@ -347,8 +347,11 @@ export interface OpenAttempt {
 
 export interface RunReads {
   get(id: number): Promise<RunRow | null>;
-  // The run of `app` that has not ended, or null.
+  // The newest run of `app` that has not ended, or null. Runs of different targets of one app may
+  // go side by side (docs/design.md §18); a one-shot run goes alone.
   active(app: string): Promise<RunRow | null>;
+  // Every run of `app` that has not ended, newest first.
+  runningOf(app: string): Promise<RunRow[]>;
   // Every run that has not ended, by id; whether there is one (cheap: most heartbeats of a
   // fleet arrive while no rollout runs).
   activeAll(): Promise<RunRow[]>;

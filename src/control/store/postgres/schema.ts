@@ -273,12 +273,14 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
   // tables): a steward-control of schema 5 to 7 works on it, and converges no target.
   { version: 8, compatibleFrom: 5, sql: V8 },
-  // Issue 34's hooks (another branch) take number 9; until the two meet it is empty here, so that
-  // the signal samples are number 10 on both stores. Merging puts the hooks' migration in its place.
-  { version: 9, compatibleFrom: 5, sql: `SELECT 1;` },
+  // docs/design.md §18: runs of different targets of one app side by side (SQLite's migration 9). A
+  // contraction: a steward-control of schema 8 reads "the" running run of an app and relies on the
+  // index to refuse a second; it must not run on a database where two may run.
+  { version: 9, compatibleFrom: 9, sql: `DROP INDEX one_running_run_per_app;
+CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
   // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute. An expansion (a new
-  // table): a steward-control of schema 5 to 9 works on it, and records none.
-  { version: 10, compatibleFrom: 5, sql: V10 },
+  // table): a steward-control of schema 9 works on it, and records none.
+  { version: 10, compatibleFrom: 9, sql: V10 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
