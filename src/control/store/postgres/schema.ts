@@ -212,6 +212,31 @@ CREATE TABLE pins (
 );
 `;
 
+// Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the longest
+// analysis window (src/control/analysis/record-signals.ts). Integers only, as every other column
+// (backups carry no floats): CPU in milliseconds, scraped counters rounded.
+const V10 = `
+CREATE TABLE signal_samples (
+  "nodeId" text COLLATE "C" NOT NULL,
+  app text COLLATE "C" NOT NULL,
+  minute bigint NOT NULL,
+  at bigint NOT NULL,
+  version text COLLATE "C",
+  since bigint NOT NULL,
+  restarts bigint NOT NULL,
+  "livenessFailures" bigint NOT NULL,
+  "watchdogKills" bigint NOT NULL,
+  "oomKills" bigint NOT NULL,
+  "cpuMs" bigint NOT NULL,
+  "rssBytes" bigint NOT NULL,
+  requests bigint,
+  errors bigint,
+  scrape text COLLATE "C",
+  PRIMARY KEY ("nodeId", app, minute)
+);
+CREATE INDEX signal_samples_by_time ON signal_samples (at);
+`;
+
 // Migrations 1 to 3 came before PostgreSQL: each is as old as the code written for it.
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, compatibleFrom: 1, sql: V1 },
@@ -253,10 +278,13 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // index to refuse a second; it must not run on a database where two may run.
   { version: 9, compatibleFrom: 9, sql: `DROP INDEX one_running_run_per_app;
 CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
+  // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute. An expansion (a new
+  // table): a steward-control of schema 9 works on it, and records none.
+  { version: 10, compatibleFrom: 9, sql: V10 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 9, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 10, newest: PG_MIGRATIONS.length } as const;

@@ -245,6 +245,35 @@ DROP INDEX one_running_run_per_app;
 CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8), (db) => db.exec(V9)];
+
+// Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the
+// longest analysis window (src/control/analysis/record-signals.ts). Integers only, as every other
+// column (backups carry no REAL): CPU in milliseconds, scraped counters rounded.
+const V10 = `
+CREATE TABLE signal_samples (
+  nodeId TEXT NOT NULL,
+  app TEXT NOT NULL,
+  minute INTEGER NOT NULL,          -- the minute it stands for (epoch ms); the first sample of it stays
+  at INTEGER NOT NULL,
+  version TEXT,
+  since INTEGER NOT NULL,
+  restarts INTEGER NOT NULL,
+  livenessFailures INTEGER NOT NULL,
+  watchdogKills INTEGER NOT NULL,
+  oomKills INTEGER NOT NULL,
+  cpuMs INTEGER NOT NULL,
+  rssBytes INTEGER NOT NULL,
+  requests INTEGER,
+  errors INTEGER,
+  scrape TEXT,
+  PRIMARY KEY (nodeId, app, minute)
+);
+CREATE INDEX signal_samples_by_time ON signal_samples (at);
+`;
+
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
+  (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
+  (db) => db.exec(V9), (db) => db.exec(V10),
+];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
