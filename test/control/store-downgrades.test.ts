@@ -2,6 +2,7 @@
 // backends: `release allow-downgrade` checks and stores them, audited; one per app and version;
 // a heartbeat's desired entry for that version carries it; and what the database holds goes out
 // only when it has an envelope's shape (the host checks the signature, never the store's word).
+import { ANALYSIS_OFF } from '../../src/core/run-analysis.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,7 +30,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const run = (over: Partial<NewRun> = {}): NewRun => ({
   app: 'web', version: '1.1.0', startedAt: T0, heartbeatIntervalMs: 30_000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '1', bakeMs: 0,
-  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 3_600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, ...over,
+  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 3_600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, analysis: ANALYSIS_OFF, ...over,
 });
 
 describeEachBackend((backend) => {

@@ -1,5 +1,6 @@
 // `target set|pause|resume|remove` (docs/design.md §18): the checks, the change and the first reconcile
 // step, in one transaction, so that a refused change leaves nothing half-applied.
+import { ANALYSIS_OFF } from '../../core/run-analysis.js';
 import { StewardError } from '../../core/errors.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { planTarget } from '../../core/target-plan.js';
@@ -219,7 +220,8 @@ export function revertTarget(store: ControlStore, name: string, record: (tx: Sto
       await tx.runs.setStopped(run.id);
       await advanceRun(tx, run.id);
     }
-    const policy = { ...targetRunPolicy(t, true), bakeMs: 0, allowRetryReverted: true, startAt: null };
+    // No analysis: a revert goes back to what ran before, judged by the operator who asked for it.
+    const policy = { ...targetRunPolicy(t, true), bakeMs: 0, allowRetryReverted: true, startAt: null, analysis: ANALYSIS_OFF };
     const started = await startOwnedRun(tx, t.app, to, nodes, policy, { kind: 'revert', target: name });
     if (!started) throw new StewardError('NOT_FOUND', `none of the nodes rollout ${run.id} changed would be asked to go back to ${t.app} ${to}`);
     await tx.targets.put({ ...t, paused: true });

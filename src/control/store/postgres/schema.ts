@@ -212,6 +212,25 @@ CREATE TABLE pins (
 );
 `;
 
+// Issue 34 (docs/design.md §19), as SQLite's migration 11.
+const V11 = `
+ALTER TABLE runs ADD COLUMN analysis text COLLATE "C";
+ALTER TABLE targets ADD COLUMN analysis text COLLATE "C";
+CREATE TABLE run_judgements (
+  "runId" bigint NOT NULL,
+  step bigint NOT NULL,
+  at bigint NOT NULL,
+  mode text COLLATE "C" NOT NULL,
+  verdict text COLLATE "C" NOT NULL,
+  "windowFrom" bigint NOT NULL,
+  "windowTo" bigint NOT NULL,
+  judgement text COLLATE "C" NOT NULL,
+  "resumedAt" bigint,
+  "resumedBy" text COLLATE "C",
+  PRIMARY KEY ("runId", step)
+);
+`;
+
 // Migrations 1 to 3 came before PostgreSQL: each is as old as the code written for it.
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, compatibleFrom: 1, sql: V1 },
@@ -248,10 +267,18 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
   // tables): a steward-control of schema 5 to 7 works on it, and converges no target.
   { version: 8, compatibleFrom: 5, sql: V8 },
+  // 9 and 10: issue 34's other parts (assigned numbers, merged from their branches); until they
+  // are merged here, they change nothing.
+  { version: 9, compatibleFrom: 5, sql: 'SELECT 1;' },
+  { version: 10, compatibleFrom: 5, sql: 'SELECT 1;' },
+  // Issue 34 (docs/design.md §19): a run's and a target's analysis, each step's judgement. An
+  // expansion (nullable columns, a new table): a steward-control of schema 8 works on it, its
+  // runs read `off` and its targets the default; it never judges.
+  { version: 11, compatibleFrom: 5, sql: V11 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 8, newest: PG_MIGRATIONS.length } as const;
+export const PG_SCHEMA_RANGE = { oldest: 11, newest: PG_MIGRATIONS.length } as const;
