@@ -71,6 +71,7 @@ export interface StoreReader {
   audit: AuditReads;
   targets: TargetReads;
   pins: PinReads;
+  signals: SignalReads;
 }
 
 export interface StoreTx extends StoreReader {
@@ -86,6 +87,7 @@ export interface StoreTx extends StoreReader {
   audit: AuditReads & AuditWrites;
   targets: TargetReads & TargetWrites;
   pins: PinReads & PinWrites;
+  signals: SignalReads & SignalWrites;
   // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
   // transaction goes on.
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
@@ -714,4 +716,40 @@ export interface PinWrites {
   setRun(nodeId: string, app: string, runId: number): Promise<void>;
   // Lifts a pin: the row it removed, or null when there was none.
   remove(nodeId: string, app: string): Promise<PinRow | null>;
+}
+
+// ---- signal samples (docs/design.md §19): one sample of an app's signals per node, app and minute
+
+export interface SignalSample {
+  nodeId: string;
+  app: string;
+  // The minute it stands for (epoch ms, a multiple of 60,000), and when it was taken.
+  minute: number;
+  at: number;
+  // The version the node ran then (null: none installed).
+  version: string | null;
+  // The wire's `signals` (src/control/analysis/signals-shape.ts): `since` as epoch ms; counters as sent.
+  since: number;
+  restarts: number;
+  livenessFailures: number;
+  watchdogKills: number;
+  oomKills: number;
+  cpuSeconds: number;
+  rssBytes: number;
+  requests: number | null;
+  errors: number | null;
+  // The last scrape: null when the app's manifest names no metrics, 'ok', or its reason code.
+  scrape: string | null;
+}
+
+export interface SignalReads {
+  // The samples of `app` from these nodes taken at or after `from` and before `to`, by nodeId then at.
+  window(app: string, nodeIds: readonly string[], from: number, to: number): Promise<SignalSample[]>;
+}
+
+export interface SignalWrites {
+  // Stores each sample unless its node, app and minute has one already (the first of a minute stays).
+  record(samples: readonly SignalSample[]): Promise<void>;
+  // Forgets samples taken before `before`; how many.
+  prune(before: number): Promise<number>;
 }

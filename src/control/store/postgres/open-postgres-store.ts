@@ -28,6 +28,7 @@ import { pgReceipts } from './receipts.js';
 import { pgReleases } from './releases.js';
 import { pgRuns } from './runs.js';
 import { pgPins } from './pins.js';
+import { pgSignals } from './signals.js';
 import { pgTargets } from './targets.js';
 import { pgSessions } from './sessions.js';
 import { pgSettings } from './settings.js';
@@ -76,6 +77,7 @@ export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeR
     audit: pgAudit(q),
     targets: pgTargets(q),
     pins: pgPins(q),
+    signals: pgSignals(q),
   };
 }
 

@@ -231,6 +231,31 @@ CREATE TABLE run_judgements (
 );
 `;
 
+// Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the longest
+// analysis window (src/control/analysis/record-signals.ts). Counters are double precision: a scraped
+// Prometheus counter is a float.
+const V10 = `
+CREATE TABLE signal_samples (
+  "nodeId" text COLLATE "C" NOT NULL,
+  app text COLLATE "C" NOT NULL,
+  minute bigint NOT NULL,
+  at bigint NOT NULL,
+  version text COLLATE "C",
+  since bigint NOT NULL,
+  restarts double precision NOT NULL,
+  "livenessFailures" double precision NOT NULL,
+  "watchdogKills" double precision NOT NULL,
+  "oomKills" double precision NOT NULL,
+  "cpuSeconds" double precision NOT NULL,
+  "rssBytes" double precision NOT NULL,
+  requests double precision,
+  errors double precision,
+  scrape text COLLATE "C",
+  PRIMARY KEY ("nodeId", app, minute)
+);
+CREATE INDEX signal_samples_by_time ON signal_samples (at);
+`;
+
 // Migrations 1 to 3 came before PostgreSQL: each is as old as the code written for it.
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, compatibleFrom: 1, sql: V1 },
@@ -267,10 +292,12 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
   // tables): a steward-control of schema 5 to 7 works on it, and converges no target.
   { version: 8, compatibleFrom: 5, sql: V8 },
-  // 9 and 10: issue 34's other parts (assigned numbers, merged from their branches); until they
-  // are merged here, they change nothing.
-  { version: 9, compatibleFrom: 5, sql: 'SELECT 1;' },
-  { version: 10, compatibleFrom: 5, sql: 'SELECT 1;' },
+  // Issue 34's hooks (another branch) take number 9; until the two meet it is empty here, so that
+  // the signal samples are number 10 on both stores. Merging puts the hooks' migration in its place.
+  { version: 9, compatibleFrom: 5, sql: `SELECT 1;` },
+  // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute. An expansion (a new
+  // table): a steward-control of schema 5 to 9 works on it, and records none.
+  { version: 10, compatibleFrom: 5, sql: V10 },
   // Issue 34 (docs/design.md §19): a run's and a target's analysis, each step's judgement. An
   // expansion (nullable columns, a new table): a steward-control of schema 8 works on it, its
   // runs read `off` and its targets the default; it never judges.

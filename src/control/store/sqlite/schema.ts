@@ -236,6 +236,31 @@ CREATE TABLE pins (
 );
 `;
 
+// Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the
+// longest analysis window (src/control/analysis/record-signals.ts). Counters are REAL: a scraped
+// Prometheus counter is a float, and RSS may pass 2^31.
+const V10 = `
+CREATE TABLE signal_samples (
+  nodeId TEXT NOT NULL,
+  app TEXT NOT NULL,
+  minute INTEGER NOT NULL,          -- the minute it stands for (epoch ms); the first sample of it stays
+  at INTEGER NOT NULL,
+  version TEXT,
+  since INTEGER NOT NULL,
+  restarts REAL NOT NULL,
+  livenessFailures REAL NOT NULL,
+  watchdogKills REAL NOT NULL,
+  oomKills REAL NOT NULL,
+  cpuSeconds REAL NOT NULL,
+  rssBytes REAL NOT NULL,
+  requests REAL,
+  errors REAL,
+  scrape TEXT,
+  PRIMARY KEY (nodeId, app, minute)
+);
+CREATE INDEX signal_samples_by_time ON signal_samples (at);
+`;
+
 // Issue 34 (docs/design.md §19): a run's and a target's analysis (JSON, docs/design.md §19; runs
 // from before read off, targets the default), and each step's judgement, the first one recorded.
 const V11 = `
@@ -256,10 +281,13 @@ CREATE TABLE run_judgements (
 );
 `;
 
-// Migrations 9 and 10 are issue 34's other parts (assigned numbers, merged from their branches);
-// until they are merged here, they change nothing.
-const RESERVED = (_db: Database.Database): void => undefined;
+// Migration 9 is issue 34's hooks (another branch); until the two meet, it is empty here so that
+// this one is number 10 on both. Merging puts the hooks' migration in its place.
+const V9 = ``;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8), RESERVED, RESERVED, (db) => db.exec(V11)];
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
+  (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
+  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11),
+];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
