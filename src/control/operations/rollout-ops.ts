@@ -149,7 +149,7 @@ function pauseOp(name: 'pause' | 'resume'): Operation<{ app: string }, RunStatus
     input: z.strictObject({ app: word }),
     async run(ctx, { app }) {
       checkNames(app);
-      await pauseRun(ctx.store, app, name === 'pause', audited(ctx, `rollout.${name}`, app));
+      await pauseRun(ctx.store, app, name === 'pause', audited(ctx, `rollout.${name}`, app), ctx.actor.operator);
       return describeLatest(ctx.store, app);
     },
   };

@@ -84,10 +84,12 @@ export function stopRun(store: ControlStore, app: string, record?: RecordChange)
 }
 
 // Pauses (nothing new is issued; issued attempts keep their timeouts and verdicts) or resumes
-// the running run of `app`. Idempotent.
-export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange): Promise<RunRow> {
+// the running run of `app`. Idempotent. A resume also answers the run's inconclusive judgements
+// (docs/design.md §19): the step after one goes, on `by`'s word.
+export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange, by: string | null = null): Promise<RunRow> {
   return store.write(async (tx) => {
     const run = await lockActiveRun(tx, app);
+    if (!paused) await tx.runs.resumeJudgements(run.id, await tx.now(), by);
     await setRunPaused(tx, run, paused);
     return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
   });

@@ -13,6 +13,7 @@ import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-heartbeats.js';
 import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
+import type { JudgeStep } from '../rollouts/judge-steps.js';
 import { startRolloutTicker } from '../rollouts/rollout-ticker.js';
 import type { ControlStore } from '../store/store.js';
 import { answerWait } from '../wakeups/wait-route.js';
@@ -57,6 +58,8 @@ export interface ControlServerOptions {
   tickMs?: number;
   // Test only: where this process stops itself (test-stop-points.ts).
   stopAt?: StopPoints;
+  // The analysis's judgement (docs/design.md §19); tests and benches pass their own or wrap it.
+  judge?: JudgeStep;
   // Group commit of heartbeats (group-commit.ts): the most heartbeats in one commit, and test seams.
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
   // What every answer resting on a write waits for; a test seam (default: the store's durable()).
@@ -119,7 +122,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   const url = listening.url;
   // Why only now: a listener that could not start leaves no ticker behind to keep the process
   // alive with nothing to serve.
-  const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt });
+  const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt, ...(opts.judge ? { judge: opts.judge } : {}) });
 
   return {
     url,

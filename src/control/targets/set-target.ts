@@ -131,10 +131,16 @@ async function mustGet(tx: StoreReader, name: string): Promise<TargetRow> {
 }
 
 // Pauses a target (its run issues nothing new; nothing new starts) or resumes it. Resume also
-// clears a halt and the failures of its runs so far: their nodes are issued again.
-export function pauseTarget(store: ControlStore, name: string, paused: boolean, record: (tx: StoreTx, t: TargetRow) => Promise<void>): Promise<TargetReading> {
+// clears a halt and the failures of its runs so far: their nodes are issued again; and it answers
+// its running run's inconclusive judgements (docs/design.md §19), on `by`'s word.
+export function pauseTarget(store: ControlStore, name: string, paused: boolean, record: (tx: StoreTx, t: TargetRow) => Promise<void>, by: string | null = null): Promise<TargetReading> {
   return store.write(async (tx) => {
     const t = await mustGet(tx, name);
+    const own = paused ? null : await ownActiveRun(tx, name);
+    if (own) {
+      await tx.runs.lock(own.id);
+      await tx.runs.resumeJudgements(own.id, await tx.now(), by);
+    }
     const last = (await tx.targets.runs(name))[0];
     const run = last ? await tx.runs.get(last.runId) : null;
     const clearedRunId = !paused && run && run.status !== 'running' ? Math.max(t.clearedRunId, run.id) : t.clearedRunId;
