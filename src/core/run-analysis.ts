@@ -16,9 +16,10 @@ export interface RunAnalysis {
 
 export const DEFAULT_ANALYSIS_MODE: AnalysisMode = 'observe';
 export const DEFAULT_ANALYSIS_WINDOW_MS = 10 * 60_000;
-// A window from 10 s (tests, a short bench) to a day: one longer holds a batch for more than a day.
-export const MIN_ANALYSIS_WINDOW_MS = 10_000;
-export const MAX_ANALYSIS_WINDOW_MS = 24 * 3_600_000;
+// The window's bounds, as the judgement's (src/control/analysis/policy.ts, which core may not
+// import): signals are kept one sample a minute, for twice the longest window.
+export const MIN_ANALYSIS_WINDOW_MS = 2 * 60_000;
+export const MAX_ANALYSIS_WINDOW_MS = 60 * 60_000;
 
 export const DEFAULT_RUN_ANALYSIS: RunAnalysis = { mode: DEFAULT_ANALYSIS_MODE, windowMs: DEFAULT_ANALYSIS_WINDOW_MS, thresholds: {} };
 // Runs from before analysis, pin runs and a target's revert: nothing is judged.

@@ -98,7 +98,7 @@ function resolveAnalysis(opts: RunOptions, base: RunAnalysis): RunAnalysis {
   };
   if (!['off', 'observe', 'enforce'].includes(a.mode)) throw new StewardError('USAGE', `--analysis ${JSON.stringify(a.mode)} is not one of off, observe, enforce`);
   if (!Number.isSafeInteger(a.windowMs) || a.windowMs < MIN_ANALYSIS_WINDOW_MS || a.windowMs > MAX_ANALYSIS_WINDOW_MS) {
-    throw new StewardError('USAGE', `--analysis-window ${a.windowMs} ms is not from ${MIN_ANALYSIS_WINDOW_MS / 1000}s to ${MAX_ANALYSIS_WINDOW_MS / 3_600_000}h`);
+    throw new StewardError('USAGE', `--analysis-window ${a.windowMs} ms is not from ${MIN_ANALYSIS_WINDOW_MS / 60_000}m to ${MAX_ANALYSIS_WINDOW_MS / 60_000}m`);
   }
   return a;
 }
