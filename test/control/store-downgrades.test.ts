@@ -140,12 +140,12 @@ describePostgres((backend) => {
   test('a PostgreSQL database of schema 5 is refused until `migrate` adds the downgrades table, an expansion that schema-5 instances go on using', async () => {
     const url = await backend.createDatabase();
     // Back to schema 5: without the downgrades table (6), the runs' maxFetchFailures (7) and the
-    // targets' tables (8) and the signal samples (10).
-    await pgQuery(url, 'DROP TABLE downgrades, targets, run_owners, pins, signal_samples');
-    await pgQuery(url, 'ALTER TABLE runs DROP COLUMN "maxFetchFailures"');
+    // targets' tables (8), the signal samples (10) and the runs' analysis and judgements (11).
+    await pgQuery(url, 'DROP TABLE downgrades, targets, run_owners, pins, signal_samples, run_judgements');
+    await pgQuery(url, 'ALTER TABLE runs DROP COLUMN "maxFetchFailures", DROP COLUMN analysis');
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 6');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 5, older than/.test(err.message));
-    assert.deepEqual((await migrateStore(url)).applied, [6, 7, 8, 9, 10]);
+    assert.deepEqual((await migrateStore(url)).applied, [6, 7, 8, 9, 10, 11]);
     assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 6`)).rows, [{ compatibleFrom: 5 }]);
     const store = await openStore(url);
     try {
