@@ -81,6 +81,8 @@ interface ControlOptions {
   // Artifact download slots and the slowest download kept (serve's --max-downloads,
   // --anonymous-downloads, --download-min-rate); by default serve's.
   downloads?: Pick<ControlServerOptions, 'maxDownloads' | 'anonymousDownloads' | 'minDownloadRate'>;
+  // The analysis's judgement (docs/design.md §19), when a test wraps or replaces it.
+  judge?: ControlServerOptions['judge'];
 }
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
@@ -115,6 +117,7 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
   const server = await startControlServer({
     store: metrics?.store ?? store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
     ...(admin ? { admin } : {}),
+    ...(opts.judge ? { judge: opts.judge } : {}),
     ...opts.downloads,
   });
   const releaseKey = generateKeyPair();
