@@ -5,7 +5,7 @@
 import type { Plan } from '../../core/rollout-planner.js';
 import type { AnalysisMode } from '../../core/rollout-planner.js';
 import type { AnalysisThresholds } from '../analysis/policy.js';
-import type { StoredSignal } from '../store/judgement-record.js';
+import type { StoredSeries, StoredSignal } from '../store/judgement-record.js';
 import type { JudgementRow, RunRow } from '../store/store.js';
 import { analysisPolicyOf, wouldHave } from './judge-steps.js';
 
@@ -24,6 +24,8 @@ export interface AnalysisStepView {
   effect: string | null;
   summary: string | null;
   signals: StoredSignal[];
+  // Each signal per cohort, a point a minute over the window (null: no data that minute).
+  series: StoredSeries | null;
   // An operator resumed the run after this (inconclusive) judgement.
   resumedAt: number | null;
   resumedBy: string | null;
@@ -54,6 +56,7 @@ export function analysisView(run: Pick<RunRow, 'analysis' | 'status'>, plan: Pic
       effect: j.mode === 'enforce' ? (would ?? 'went on') : would ? `would have ${would}` : 'would have gone on',
       summary: j.judgement.summary,
       signals: j.judgement.signals,
+      series: j.judgement.series ?? null,
       resumedAt: j.resumedAt,
       resumedBy: j.resumedBy,
     });
@@ -69,5 +72,5 @@ export function analysisView(run: Pick<RunRow, 'analysis' | 'status'>, plan: Pic
 }
 
 const blank = (step: number, from: number, to: number): AnalysisStepView => ({
-  step, from, to, verdict: null, judgedAt: null, mode: null, effect: null, summary: null, signals: [], resumedAt: null, resumedBy: null,
+  step, from, to, verdict: null, judgedAt: null, mode: null, effect: null, summary: null, signals: [], series: null, resumedAt: null, resumedBy: null,
 });

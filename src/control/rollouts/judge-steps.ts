@@ -15,6 +15,7 @@ import { recordAudit } from '../audit/record-audit.js';
 import type { ControlStore, RunRow, StoreTx } from '../store/store.js';
 import { SYSTEM_ACTOR } from '../targets/pins.js';
 import { advanceRun } from './advance-runs.js';
+import { readJudgementSeries, type JudgementSeries } from './judgement-series.js';
 
 const log = logger('control:rollouts:analysis');
 
@@ -37,7 +38,7 @@ export function wouldHave(verdict: Judgement['verdict']): 'halted' | 'paused' | 
 // is logged and tried again at the next tick; nothing is recorded for it.
 export async function judgeDueSteps(store: ControlStore, run: RunRow, due: readonly AnalysisDue[], judge: JudgeStep = judgeStep): Promise<number> {
   if (run.analysis.mode === 'off' || due.length === 0) return 0;
-  const judged: Array<{ due: AnalysisDue; judgement: Judgement }> = [];
+  const judged: Array<{ due: AnalysisDue; judgement: Judgement & { series: JudgementSeries } }> = [];
   for (const d of due) {
     try {
       const judgement = await judge(store, {
@@ -49,7 +50,9 @@ export async function judgeDueSteps(store: ControlStore, run: RunRow, due: reado
         policy: analysisPolicyOf(run.analysis),
         canaryVersion: run.version,
       });
-      judged.push({ due: d, judgement });
+      // The charts' series: the same window's samples, read once more (one read per step).
+      const series = await readJudgementSeries(store, run.app, d.canary, d.baseline, d.from, d.to, run.version);
+      judged.push({ due: d, judgement: { ...judgement, series } });
     } catch (err) {
       log('judgement of run=%d step=%d failed: %s', run.id, d.step, (err as Error)?.message ?? String(err));
     }
@@ -70,7 +73,7 @@ export async function judgeDueSteps(store: ControlStore, run: RunRow, due: reado
 }
 
 // Records one step's judgement and its audit entry, unless the step has one already.
-async function recordJudgement(tx: StoreTx, run: RunRow, d: AnalysisDue, j: Judgement, now: number): Promise<boolean> {
+async function recordJudgement(tx: StoreTx, run: RunRow, d: AnalysisDue, j: Judgement & { series: JudgementSeries }, now: number): Promise<boolean> {
   const mode = run.analysis.mode === 'enforce' ? 'enforce' : 'observe';
   const inserted = await tx.runs.insertJudgement({ runId: run.id, step: d.step, at: now, mode, verdict: j.verdict, from: d.from, to: d.to, judgement: j });
   if (!inserted) return false;
