@@ -57,7 +57,8 @@ export function startRolloutTicker(opts: RolloutTickerOptions): RolloutTicker {
       const advance = await advanceRun(tx, runId, stopAt);
       const n = advance?.issued.length ?? 0;
       if (n > 0) stopAt?.('issue-before-commit');
-      return { issued: n, due: advance?.plan.analysisDue ?? [], run: advance ? await tx.runs.get(runId) : null };
+      const due = advance?.plan.analysisDue ?? [];
+      return { issued: n, due, run: due.length > 0 ? await tx.runs.get(runId) : null };
     });
     if (issued > 0) stopAt?.('issue-after-commit');
     // Steps whose analysis window has passed: judged after the commit, then recorded (and the run
