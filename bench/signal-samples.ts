@@ -39,7 +39,7 @@ try {
   const app = (i: number, round: number): HeartbeatApp =>
     ({
       name: 'web', current: '1.0.0', previous: null, held: false, blocked: false, supervisor: { state: 'running', attempts: 0, since: T0 },
-      signals: { since, restarts: Math.floor(round / 50), livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: round * 0.3, rssBytes: 80e6 + i, requests: round * 1500 + i, errors: round + (i % 7), scrape: { ok: true, at: since } },
+      signals: { since, restarts: Math.floor(round / 50), livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: Math.floor(round * 0.3), rssBytes: 80e6 + i, requests: round * 1500 + i, errors: round + (i % 7), scrape: { ok: true, at: since } },
     }) as HeartbeatApp;
 
   const rounds = (MINUTES * 60_000) / HB_MS;

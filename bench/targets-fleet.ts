@@ -12,7 +12,7 @@
 //     quiet fleet: from the call until each node of the group has the new entry in a heartbeat's
 //     answer.
 //   33 requests: the requests each late node sends per heartbeat interval in a quiet window:
-//     heartbeats, and the waits it holds between them.
+//     heartbeats (each held for its interval), and any wake-up waits (none against this server).
 //   33 wake cli: one more round of 33 wake through the local CLI (`steward-control --db ...
 //     target set`), a process of its own beside the server.
 // The N steady nodes are written straight into the store, already at their target's version and
@@ -234,7 +234,7 @@ async function main(): Promise<void> {
       target: 'about 1 per node per interval ("about one request per heartbeat interval"); heartbeats and waits are both counted',
       met: median(perNode) <= 1.25,
       extra: { 'heartbeats/node/interval': hbPer, 'waits/node/interval': waitPer },
-      notes: 'each node holds one GET /v1/wait between two heartbeats (on its kept connection): one heartbeat and one wait per interval',
+      notes: 'each node\'s heartbeat is held by the control plane for its interval (Steward-Hold, docs/protocol.md): the heartbeat is the long poll, on one kept connection',
     });
 
     // 33 wake: a new version for one group's target at a time, through the operation in this
@@ -295,8 +295,8 @@ async function main(): Promise<void> {
       steward: series(inProcess.hear),
       target: 'under 2,000 ms for every node',
       met: Math.max(...inProcess.hear) < 2000,
-      extra: { 'nodes that heard': inProcess.heard, 'of them woken by their wait': inProcess.byWake, 'the target set call, ms (median)': median(inProcess.setMs), 'event loop delay of the serving process during the rounds, ms (p50, p99, max)': [lag.percentile(50), lag.percentile(99), lag.max].map((x) => Math.round(x / 1e6)), 'heartbeat seconds': HB_S },
-      notes: `the call is the target set operation (checks, run start, first batch issued, in one transaction), in the process that serves the nodes (its SQLite work holds that process's event loop); a node not holding a wait at that moment hears at its next heartbeat; ${HEAR_BOUND_MS} ms stands for a node that did not hear within it`,
+      extra: { 'nodes that heard': inProcess.heard, 'of them woken while held': inProcess.byWake, 'the target set call, ms (median)': median(inProcess.setMs), 'event loop delay of the serving process during the rounds, ms (p50, p99, max)': [lag.percentile(50), lag.percentile(99), lag.max].map((x) => Math.round(x / 1e6)), 'heartbeat seconds': HB_S },
+      notes: `the call is the target set operation (checks, run start, first batch issued, in one transaction), in the process that serves the nodes (its SQLite work holds that process's event loop); a node whose heartbeat was not held at that moment hears at its next heartbeat; ${HEAR_BOUND_MS} ms stands for a node that did not hear within it`,
     });
     const viaCli = await round(WAKE_ROUNDS, (k, version) => controlCli(db, ['--artifacts', artifactsDir, 'target', 'set', `g${k}`, '--app', appOf(k), '--version', version, '--select', `group=g${k}`, '--canaries', '0', '--batch', '100%', '--bake', '0', '--json']).then((c) => {
       if (c.code !== 0) throw new Error(`steward-control target set exited ${c.code}: ${c.stderr}${c.stdout}`);
@@ -308,7 +308,7 @@ async function main(): Promise<void> {
       steward: series(viaCli.hear),
       target: 'under 2,000 ms for every node',
       met: Math.max(...viaCli.hear) < 2000,
-      extra: { [`nodes that heard within ${HEAR_BOUND_MS} ms`]: viaCli.heard, 'of them woken by their wait': viaCli.byWake, 'the command, ms': viaCli.setMs },
+      extra: { [`nodes that heard within ${HEAR_BOUND_MS} ms`]: viaCli.heard, 'of them woken while held': viaCli.byWake, 'the command, ms': viaCli.setMs },
       notes: STORE === 'sqlite'
         ? 'on SQLite a wake is delivered in-process only: the CLI process commits the run and its issue, serve is not told, and its nodes hear at their next heartbeat (up to an interval)'
         : "on PostgreSQL the CLI's commit NOTIFYs serve, which answers the waits",

@@ -71,6 +71,9 @@ export interface TargetNodeInput {
   // judgement); null when nothing says so.
   fetchRetrying: { since: number; message: string } | null;
   analysisPending: { since: number; message: string; until?: number | null } | null;
+  // Another target's running run of the app may still issue the node (pending) or has it in flight
+  // (issued): it is that run's until it decides; null when none does.
+  elsewhere?: { runId: number; version: string; state: 'pending' | 'issued'; target: string | null } | null;
 }
 
 export interface TargetPlanInput {
@@ -85,7 +88,8 @@ export interface TargetPlanInput {
   activeRun: { id: number; status: RunStatus; nextWindowAt: number | null; startAt: number | null; pauseReason?: { code: string; message: string } | null } | null;
   // The target's last run ended halted or stopped and no `target resume` or new version came after.
   halted: { runId: number; code: string | null; message: string; at: number | null } | null;
-  // Another run of the app that has not ended (one run per app at a time), or null.
+  // A one-shot or pin run of the app that has not ended (it goes alone: the target's next run
+  // waits for it), or null. Other targets' runs go beside this one's (TargetNodeInput.elsewhere).
   otherRun: { id: number; version: string } | null;
   nodes: TargetNodeInput[];
   // Pending nodes of the active run that the target no longer selects (relabelled out, taken
@@ -213,6 +217,10 @@ export function planTarget(t: TargetPlanInput): TargetPlan {
       why = reason('clock-skew', 'its heartbeats are refused for clock skew; fix its clock', { since: n.clockSkewRefusedSince, code: 'CLOCK_SKEW' });
     } else if (!n.app) {
       why = reason('app-not-reported', `its heartbeat does not list ${t.app}`, { code: 'APP_NOT_ON_NODE' });
+    } else if (n.elsewhere && !inFlight) {
+      const e = n.elsewhere;
+      const of = `rollout ${e.runId}${e.target ? ` (target ${e.target})` : ''} of ${t.app} ${e.version}`;
+      why = e.state === 'issued' ? reason('in-progress', `${of} has it in flight; the target issues it once that attempt decides`) : reason('waiting-batch', `${of} may still issue it; the target issues it once that run leaves it`);
     } else {
       why = newest ? runReason(t, n, newest) : null;
       if (why === null) {
@@ -228,7 +236,7 @@ export function planTarget(t: TargetPlanInput): TargetPlan {
           else if (run && run.status === 'paused') why = run.pauseReason ? reason('paused', `rollout ${run.id} is paused: ${run.pauseReason.message}`, { code: run.pauseReason.code }) : reason('paused', `rollout ${run.id} is paused`);
           else if (run && n.analysisPending) why = reason('analysis-pending', n.analysisPending.message, { since: n.analysisPending.since, until: n.analysisPending.until ?? null });
           else if (run) why = reason('waiting-batch', `waits for a batch of rollout ${run.id}`);
-          else if (t.otherRun) why = reason('waiting-batch', `waits for rollout ${t.otherRun.id} of ${t.app} ${t.otherRun.version} to end (one run per app)`);
+          else if (t.otherRun) why = reason('waiting-batch', `waits for rollout ${t.otherRun.id} of ${t.app} ${t.otherRun.version} to end (a one-shot run goes alone)`);
           else why = reason('waiting-batch', `the target's next run issues it`);
         }
       }

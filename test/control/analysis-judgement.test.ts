@@ -327,14 +327,14 @@ test('--analysis, --analysis-window and --analysis-threshold parse what the docs
 });
 
 test("an app's signals from a node are checked as hostile bytes: what does not fit is no data", () => {
-  const ok = { since: '2026-12-07T05:00:00Z', restarts: 1, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 1.5, rssBytes: 1e6 };
-  assert.deepEqual(parseAppSignals({ signals: ok }), { since: Date.parse(ok.since), restarts: 1, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 1.5, rssBytes: 1e6, requests: null, errors: null, scrape: null });
+  const ok = { since: '2026-12-07T05:00:00Z', restarts: 1, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 1, rssBytes: 1e6 };
+  assert.deepEqual(parseAppSignals({ signals: ok }), { since: Date.parse(ok.since), restarts: 1, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 1, rssBytes: 1e6, requests: null, errors: null, scrape: null });
   assert.equal(parseAppSignals({ signals: { ...ok, requests: 10, errors: 1, scrape: { ok: true, at: ok.since } } })?.scrape, 'ok');
   assert.equal(parseAppSignals({ signals: { ...ok, scrape: { ok: false, code: 'SCRAPE_TOO_LARGE', at: ok.since } } })?.scrape, 'SCRAPE_TOO_LARGE');
   // Errors without requests are no ratio.
   assert.deepEqual([parseAppSignals({ signals: { ...ok, errors: 5 } })?.requests, parseAppSignals({ signals: { ...ok, errors: 5 } })?.errors], [null, null]);
   for (const bad of [
-    { ...ok, restarts: -1 }, { ...ok, restarts: 1.5 }, { ...ok, restarts: 2 ** 60 }, { ...ok, cpuSeconds: 'lots' }, { ...ok, since: 'yesterday' }, { ...ok, since: '2026-13-45T99:99:99Z' },
+    { ...ok, restarts: -1 }, { ...ok, restarts: 1.5 }, { ...ok, restarts: 2 ** 60 }, { ...ok, cpuSeconds: 'lots' }, { ...ok, cpuSeconds: 1.5 }, { ...ok, since: 'yesterday' }, { ...ok, since: '2026-13-45T99:99:99Z' },
     { ...ok, requests: -5, errors: 0 }, { ...ok, scrape: { ok: false, code: '<script>', at: ok.since } }, { ...ok, rssBytes: null }, null, 'signals', [],
   ]) {
     assert.equal(parseAppSignals({ signals: bad }), null, JSON.stringify(bad));

@@ -8,13 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { judgeStep } from '../../src/control/analysis/judge-step.js';
+import { defaultAnalysisPolicy } from '../../src/control/analysis/policy.js';
 import { recordSignals, SIGNAL_RETENTION_MS } from '../../src/control/analysis/record-signals.js';
 import { migrateStore, openStore } from '../../src/control/store/open-store.js';
 import { MIGRATIONS, STORE_SCHEMA_VERSION } from '../../src/control/store/sqlite/schema.js';
 import type { ControlStore, SignalSample } from '../../src/control/store/store.js';
 import type { HeartbeatApp } from '../../src/core/heartbeat-schema.js';
 import { StewardError } from '../../src/core/errors.js';
-import { FakeClock, MINUTE, T0 } from '../helpers/control-harness.js';
+import { FakeClock, FakeNode, MINUTE, startControlOn, T0 } from '../helpers/control-harness.js';
 import { pgQuery } from '../helpers/postgres.js';
 import { describeEachBackend, describePostgres } from '../helpers/store-backends.js';
 
@@ -23,7 +25,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const sample = (nodeId: string, at: number, over: Partial<SignalSample> = {}): SignalSample => ({
   nodeId, app: 'web', minute: at - (at % MINUTE), at, version: '1.0.0', since: T0 - 3_600_000, restarts: 1, livenessFailures: 0, watchdogKills: 0, oomKills: 0,
-  cpuSeconds: 12.25, rssBytes: 52_428_800, requests: 1000.5, errors: 3, scrape: 'ok', ...over,
+  cpuSeconds: 12.25, rssBytes: 52_428_800, requests: 1000, errors: 3, scrape: 'ok', ...over,
 });
 
 // An app report of a heartbeat v7 (the wire's `signals`, docs/protocol.md).
@@ -64,6 +66,13 @@ describeEachBackend((backend) => {
     assert.equal((await store.read((tx) => tx.signals.window('api', ['n-a'], 0, Number.MAX_SAFE_INTEGER))).length, 1);
   });
 
+  test('counters are kept as integers: a scraped float counter rounded, CPU to the millisecond', async () => {
+    const at = T0 + 50 * MINUTE;
+    await store.write((tx) => tx.signals.record([sample('n-f', at, { app: 'floats', requests: 2.6, errors: 0.4, cpuSeconds: 1.23456, rssBytes: 1e6 + 0.5 })]));
+    const [row] = await store.read((tx) => tx.signals.window('floats', ['n-f'], at, at + 1));
+    assert.deepEqual([row?.requests, row?.errors, row?.cpuSeconds, row?.rssBytes], [3, 0, 1.235, 1_000_001]);
+  });
+
   test('a window over thousands of nodes is read in one query', async () => {
     const at = T0 + 10 * MINUTE;
     const ids = Array.from({ length: 5000 }, (_, i) => `n-many-${String(i).padStart(5, '0')}`);
@@ -78,6 +87,51 @@ describeEachBackend((backend) => {
     const pruned = await store.write((tx) => tx.signals.prune(at + MINUTE));
     assert.ok(pruned >= 1, `pruned ${pruned}`);
     assert.deepEqual((await store.read((tx) => tx.signals.window('prune', ['n-p'], 0, Number.MAX_SAFE_INTEGER))).map((r) => r.at), [at + MINUTE, at + 2 * MINUTE]);
+  });
+
+  test('judgeStep reads both cohorts from the store: canaries erroring at 2 % against 0.1 % fail error-ratio; their minutes on the old version do not count', async () => {
+    const from = T0 + 500 * MINUTE;
+    const samples: SignalSample[] = [];
+    for (let n = 0; n < 15; n++) {
+      const canary = n < 5;
+      const nodeId = `${canary ? 'n-can' : 'n-base'}-${n}`;
+      for (let i = 0; i < 10; i++) {
+        const requests = 1000 + i * (300 + n);
+        const ratio = canary && i >= 2 ? 0.02 : 0.001;
+        // A canary switched to 2.0.0 at minute 2: its first minutes, at 1.0.0, are not the new version's.
+        samples.push(sample(nodeId, from + i * MINUTE + 5000, { app: 'judged', version: canary && i >= 2 ? '2.0.0' : '1.0.0', requests, errors: Math.floor(i * (300 + n) * ratio) + (canary && i >= 2 ? 100 : 0), restarts: 1 }));
+      }
+    }
+    await store.write((tx) => tx.signals.record(samples));
+    const ids = (prefix: string) => samples.filter((s) => s.nodeId.startsWith(prefix) && s.at === from + 5000).map((s) => s.nodeId);
+    const input = { app: 'judged', canaryNodeIds: ids('n-can'), baselineNodeIds: ids('n-base'), from: new Date(from), to: new Date(from + 10 * MINUTE), policy: { ...defaultAnalysisPolicy('enforce'), windowMs: 10 * MINUTE } };
+    const j = await judgeStep(store, { ...input, canaryVersion: '2.0.0', baselineVersion: '1.0.0' });
+    assert.equal(j.verdict, 'fail', j.summary);
+    assert.match(j.summary, /^fail: error-ratio: canary 1\.99 % \(5 nodes, [\d,]+ req\) vs baseline 0\.\d+ % \(10 nodes, [\d,]+ req\)/);
+    assert.equal(j.signals.find((s) => s.signal === 'error-ratio')?.canary.sample, 5 * 7 * 300 + 7 * (0 + 1 + 2 + 3 + 4));
+    // No baseline: inconclusive, with its why.
+    const none = await judgeStep(store, { ...input, baselineNodeIds: [] });
+    assert.equal(none.verdict, 'inconclusive');
+    assert.match(none.signals[0]!.why, /the baseline has no nodes/);
+  });
+
+  test('v7 heartbeats through the server leave their signals in the store, one sample a minute, with the version the node ran', async () => {
+    const control = await startControlOn(backend);
+    try {
+      const node = await new FakeNode(control).enroll();
+      const signals = (restarts: number) => ({ since: new Date(T0 - 3_600_000).toISOString(), restarts, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 3, rssBytes: 4096, requests: 100 * restarts, errors: restarts, scrape: { ok: true, at: new Date(T0).toISOString() } });
+      const start = control.clock.now();
+      for (let i = 0; i < 4; i++) {
+        node.apps = [{ name: 'web', current: '1.0.0', signals: signals(i) } as never];
+        const a = await node.heartbeat({ v: 7 });
+        assert.equal(a.status, 200, JSON.stringify(a.body));
+        control.clock.advance(30_000);
+      }
+      const rows = await control.store.read((tx) => tx.signals.window('web', [node.nodeId], 0, Number.MAX_SAFE_INTEGER));
+      assert.deepEqual(rows.map((r) => [r.at - start, r.version, r.restarts, r.requests, r.errors, r.scrape]), [[0, '1.0.0', 0, 0, 0, 'ok'], [60_000, '1.0.0', 2, 200, 2, 'ok']]);
+    } finally {
+      await control.close();
+    }
   });
 
   test('heartbeats every 30 s leave one sample a minute per app, and samples past the retention are forgotten', async () => {
@@ -104,11 +158,11 @@ describeEachBackend((backend) => {
   });
 });
 
-test('a SQLite store of schema 8 (before signal samples) is upgraded when opened, and stores them', async () => {
+test('a SQLite store of schema 9 (before signal samples) is upgraded when opened, and stores them', async () => {
   const file = path.join(dir, 'old.db');
   const raw = new Database(file);
-  for (const m of MIGRATIONS.slice(0, 8)) m(raw);
-  raw.pragma('user_version = 8');
+  for (const m of MIGRATIONS.slice(0, 9)) m(raw);
+  raw.pragma('user_version = 9');
   raw.close();
   const store = await openStore(file);
   try {
@@ -124,7 +178,7 @@ test('a SQLite store of schema 8 (before signal samples) is upgraded when opened
 });
 
 describePostgres((backend) => {
-  test('a PostgreSQL database of schema 9 is refused until `migrate` adds the signal samples, an expansion older instances go on using', async () => {
+  test('a PostgreSQL database of schema 9 is refused until `migrate` adds the signal samples, an expansion schema-9 instances go on using', async () => {
     const url = await backend.createDatabase();
     // And 11 (the runs' analysis and judgements), after it.
     await pgQuery(url, 'DROP TABLE signal_samples, run_judgements');
@@ -133,7 +187,7 @@ describePostgres((backend) => {
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 10');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 9, older than/.test(err.message));
     assert.deepEqual((await migrateStore(url)).applied, [10, 11]);
-    assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 10`)).rows, [{ compatibleFrom: 5 }]);
+    assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 10`)).rows, [{ compatibleFrom: 9 }]);
     const store = await openStore(url);
     try {
       await store.write((tx) => tx.signals.record([sample('n-old', T0)]));

@@ -83,6 +83,8 @@ interface ControlOptions {
   downloads?: Pick<ControlServerOptions, 'maxDownloads' | 'anonymousDownloads' | 'minDownloadRate'>;
   // The analysis's judgement (docs/design.md §19), when a test wraps or replaces it.
   judge?: ControlServerOptions['judge'];
+  // The wake-up waits and held heartbeats the instance holds (serve's --max-waits); by default serve's.
+  waits?: Pick<ControlServerOptions, 'maxWaits' | 'maxWaitsPerNode'>;
 }
 
 // Starts a control plane with a fresh database, its store on the fake clock and in the server's
@@ -119,6 +121,7 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
     ...(admin ? { admin } : {}),
     ...(opts.judge ? { judge: opts.judge } : {}),
     ...opts.downloads,
+    ...opts.waits,
   });
   const releaseKey = generateKeyPair();
   return {

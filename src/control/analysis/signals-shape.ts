@@ -1,30 +1,8 @@
-// An app's `signals` as a heartbeat v7 carries them (docs/protocol.md, "Signals"; docs/design.md §19),
-// checked again here as any bytes from a node: the heartbeat schema of this steward-control may
-// not know the field yet (it is parsed from the app's report as it was stored), and a value that
-// does not fit is no data, never a zero.
-import * as z from '../../core/zod-mini.js';
-
-// Counters stay below 2^53 so that sums and differences are exact; a node sending more sends noise.
-const MAX_COUNT = Number.MAX_SAFE_INTEGER;
-const count = z.number().check(z.minimum(0), z.maximum(MAX_COUNT));
-const integer = z.number().check(z.int(), z.minimum(0), z.maximum(MAX_COUNT));
-const isoTime = z.string().check(z.maxLength(40), z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/));
-const reasonCode = z.string().check(z.regex(/^[A-Z][A-Z0-9_]{0,63}$/));
-
-export const signalsSchema = z.object({
-  since: isoTime,
-  restarts: integer,
-  livenessFailures: integer,
-  watchdogKills: integer,
-  oomKills: integer,
-  cpuSeconds: count,
-  rssBytes: count,
-  requests: z.optional(count),
-  errors: z.optional(count),
-  scrape: z.optional(z.object({ ok: z.boolean(), code: z.optional(reasonCode), at: isoTime })),
-});
-
-export type AppSignals = z.infer<typeof signalsSchema>;
+// An app's `signals` as a heartbeat v7 carries them (docs/design.md §19; the wire shape in docs/protocol.md),
+// checked again with the heartbeat's own schema before they are stored (they come from a node, and a
+// caller may hand an app report that never went through the heartbeat's check): what does not fit is
+// no data, never a zero.
+import { signalsSchema, type AppSignals } from '../../core/heartbeat-schema.js';
 
 // What one app report says of its signals, as numbers: `since` in epoch ms, and the scrape as
 // null (no metrics in the manifest), 'ok' or its reason code. Null when it has none or they do

@@ -34,8 +34,6 @@ const text =
     if (ok && !ok(v)) return `${JSON.stringify(v.slice(0, 80))}, not ${what}`;
     return null;
   };
-// A non-negative finite number (a counter, which may be a float).
-const real: Check = (v) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? null : `${describe(v)}, not a non-negative number`);
 const int: Check = (v) => (typeof v === 'number' && Number.isSafeInteger(v) ? null : `${describe(v)}, not an integer`);
 // PostgreSQL's booleans travel as booleans, SQLite's as 0 or 1.
 const bool: Check = (v) => (typeof v === 'boolean' || v === 0 || v === 1 ? null : `${describe(v)}, not a boolean`);
@@ -195,24 +193,6 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     retryOf: nullable(int),
     analysis: nullable(json(runAnalysisSchema, "a run's analysis")),
   },
-  // Issue 34's signal samples (migration 10): what the judgement of a step still to come reads.
-  signal_samples: {
-    nodeId,
-    app: appName,
-    minute: int,
-    at: int,
-    version: nullable(version),
-    since: int,
-    restarts: real,
-    livenessFailures: real,
-    watchdogKills: real,
-    oomKills: real,
-    cpuSeconds: real,
-    rssBytes: real,
-    requests: nullable(real),
-    errors: nullable(real),
-    scrape: nullable(text(64)),
-  },
   run_judgements: {
     runId: int,
     step: int,
@@ -250,6 +230,23 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
   },
   run_owners: { runId: int, kind: oneOf(['target', 'revert', 'pin']), target: nullable(text(64)) },
   pins: { nodeId, app: appName, version, by: nullable(text(256)), reason: text(1024), at: int, until: nullable(int), runId: nullable(int) },
+  signal_samples: {
+    nodeId,
+    app: appName,
+    minute: int,
+    at: int,
+    version: nullable(version),
+    since: int,
+    restarts: int,
+    livenessFailures: int,
+    watchdogKills: int,
+    oomKills: int,
+    cpuMs: int,
+    rssBytes: int,
+    requests: nullable(int),
+    errors: nullable(int),
+    scrape: nullable(text(64)),
+  },
   audit: {
     id: int,
     at: int,

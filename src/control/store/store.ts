@@ -372,8 +372,11 @@ export interface RunReads {
   get(id: number): Promise<RunRow | null>;
   // The judgements of a run's steps, by step.
   judgements(runId: number): Promise<JudgementRow[]>;
-  // The run of `app` that has not ended, or null.
+  // The newest run of `app` that has not ended, or null. Runs of different targets of one app may
+  // go side by side (docs/design.md §18); a one-shot run goes alone.
   active(app: string): Promise<RunRow | null>;
+  // Every run of `app` that has not ended, newest first.
+  runningOf(app: string): Promise<RunRow[]>;
   // Every run that has not ended, by id; whether there is one (cheap: most heartbeats of a
   // fleet arrive while no rollout runs).
   activeAll(): Promise<RunRow[]>;
@@ -728,7 +731,8 @@ export interface SignalSample {
   at: number;
   // The version the node ran then (null: none installed).
   version: string | null;
-  // The wire's `signals` (src/control/analysis/signals-shape.ts): `since` as epoch ms; counters as sent.
+  // The wire's `signals` (src/control/analysis/signals-shape.ts): `since` as epoch ms; counters
+  // stored as integers (rounded; CPU to the millisecond).
   since: number;
   restarts: number;
   livenessFailures: number;

@@ -232,8 +232,8 @@ CREATE TABLE run_judgements (
 `;
 
 // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the longest
-// analysis window (src/control/analysis/record-signals.ts). Counters are double precision: a scraped
-// Prometheus counter is a float.
+// analysis window (src/control/analysis/record-signals.ts). Integers only, as every other column
+// (backups carry no floats): CPU in milliseconds, scraped counters rounded.
 const V10 = `
 CREATE TABLE signal_samples (
   "nodeId" text COLLATE "C" NOT NULL,
@@ -242,14 +242,14 @@ CREATE TABLE signal_samples (
   at bigint NOT NULL,
   version text COLLATE "C",
   since bigint NOT NULL,
-  restarts double precision NOT NULL,
-  "livenessFailures" double precision NOT NULL,
-  "watchdogKills" double precision NOT NULL,
-  "oomKills" double precision NOT NULL,
-  "cpuSeconds" double precision NOT NULL,
-  "rssBytes" double precision NOT NULL,
-  requests double precision,
-  errors double precision,
+  restarts bigint NOT NULL,
+  "livenessFailures" bigint NOT NULL,
+  "watchdogKills" bigint NOT NULL,
+  "oomKills" bigint NOT NULL,
+  "cpuMs" bigint NOT NULL,
+  "rssBytes" bigint NOT NULL,
+  requests bigint,
+  errors bigint,
   scrape text COLLATE "C",
   PRIMARY KEY ("nodeId", app, minute)
 );
@@ -292,16 +292,18 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
   // tables): a steward-control of schema 5 to 7 works on it, and converges no target.
   { version: 8, compatibleFrom: 5, sql: V8 },
-  // Issue 34's hooks (another branch) take number 9; until the two meet it is empty here, so that
-  // the signal samples are number 10 on both stores. Merging puts the hooks' migration in its place.
-  { version: 9, compatibleFrom: 5, sql: `SELECT 1;` },
+  // docs/design.md §18: runs of different targets of one app side by side (SQLite's migration 9). A
+  // contraction: a steward-control of schema 8 reads "the" running run of an app and relies on the
+  // index to refuse a second; it must not run on a database where two may run.
+  { version: 9, compatibleFrom: 9, sql: `DROP INDEX one_running_run_per_app;
+CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
   // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute. An expansion (a new
-  // table): a steward-control of schema 5 to 9 works on it, and records none.
-  { version: 10, compatibleFrom: 5, sql: V10 },
+  // table): a steward-control of schema 9 works on it, and records none.
+  { version: 10, compatibleFrom: 9, sql: V10 },
   // Issue 34 (docs/design.md §19): a run's and a target's analysis, each step's judgement. An
-  // expansion (nullable columns, a new table): a steward-control of schema 8 works on it, its
+  // expansion (nullable columns, a new table): a steward-control of schema 9 or 10 works on it, its
   // runs read `off` and its targets the default; it never judges.
-  { version: 11, compatibleFrom: 5, sql: V11 },
+  { version: 11, compatibleFrom: 9, sql: V11 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it

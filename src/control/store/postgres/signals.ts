@@ -1,8 +1,11 @@
 import type { SignalReads, SignalSample, SignalWrites } from '../store.js';
+import { storedSample } from '../signal-sample.js';
 import type { Query } from './query.js';
 
-const NAMES = ['nodeId', 'app', 'minute', 'at', 'version', 'since', 'restarts', 'livenessFailures', 'watchdogKills', 'oomKills', 'cpuSeconds', 'rssBytes', 'requests', 'errors', 'scrape'] as const;
+const NAMES = ['nodeId', 'app', 'minute', 'at', 'version', 'since', 'restarts', 'livenessFailures', 'watchdogKills', 'oomKills', 'cpuMs', 'rssBytes', 'requests', 'errors', 'scrape'];
 const COLUMNS = NAMES.map((n) => `"${n}"`).join(', ');
+const READ = COLUMNS.replace('"cpuMs"', '"cpuMs" / 1000.0::float8 AS "cpuSeconds"');
+const TYPES = ['text', 'text', 'int8', 'int8', 'text', 'int8', 'int8', 'int8', 'int8', 'int8', 'int8', 'int8', 'int8', 'int8', 'text'];
 
 // The signal samples table (docs/design.md §19).
 export function pgSignals(q: Query): SignalReads & SignalWrites {
@@ -10,17 +13,17 @@ export function pgSignals(q: Query): SignalReads & SignalWrites {
     async window(app, nodeIds, from, to) {
       if (nodeIds.length === 0) return [];
       return q.rows<SignalSample>(
-        `SELECT ${COLUMNS} FROM signal_samples WHERE app = $1 AND "nodeId" = ANY($2::text[]) AND at >= $3 AND at < $4 ORDER BY "nodeId", at`,
+        `SELECT ${READ} FROM signal_samples WHERE app = $1 AND "nodeId" = ANY($2::text[]) AND at >= $3 AND at < $4 ORDER BY "nodeId", at`,
         [app, nodeIds, from, to],
       );
     },
     async record(samples) {
       if (samples.length === 0) return;
       // One statement for the batch: a row per sample through unnest of one array per column.
-      const arrays = NAMES.map((n) => samples.map((s) => s[n]));
-      const types = ['text', 'text', 'bigint', 'bigint', 'text', 'bigint', 'float8', 'float8', 'float8', 'float8', 'float8', 'float8', 'float8', 'float8', 'text'];
+      const rows = samples.map(storedSample);
+      const arrays = NAMES.map((_, i) => rows.map((r) => r[i] as string | number | null));
       await q.count(
-        `INSERT INTO signal_samples (${COLUMNS}) SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})
+        `INSERT INTO signal_samples (${COLUMNS}) SELECT * FROM unnest(${TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})
          ON CONFLICT ("nodeId", app, minute) DO NOTHING`,
         arrays,
       );

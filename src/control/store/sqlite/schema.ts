@@ -236,9 +236,19 @@ CREATE TABLE pins (
 );
 `;
 
+// docs/design.md §18: the runs of different targets of one app go side by side, over nodes no two
+// of them have in flight at once (checked where runs start, src/control/rollouts/start-run.ts); a
+// one-shot run still goes alone. The index that allowed one running run per app gives way to a
+// plain one.
+const V9 = `
+DROP INDEX one_running_run_per_app;
+CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';
+`;
+
+
 // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the
-// longest analysis window (src/control/analysis/record-signals.ts). Counters are REAL: a scraped
-// Prometheus counter is a float, and RSS may pass 2^31.
+// longest analysis window (src/control/analysis/record-signals.ts). Integers only, as every other
+// column (backups carry no REAL): CPU in milliseconds, scraped counters rounded.
 const V10 = `
 CREATE TABLE signal_samples (
   nodeId TEXT NOT NULL,
@@ -247,14 +257,14 @@ CREATE TABLE signal_samples (
   at INTEGER NOT NULL,
   version TEXT,
   since INTEGER NOT NULL,
-  restarts REAL NOT NULL,
-  livenessFailures REAL NOT NULL,
-  watchdogKills REAL NOT NULL,
-  oomKills REAL NOT NULL,
-  cpuSeconds REAL NOT NULL,
-  rssBytes REAL NOT NULL,
-  requests REAL,
-  errors REAL,
+  restarts INTEGER NOT NULL,
+  livenessFailures INTEGER NOT NULL,
+  watchdogKills INTEGER NOT NULL,
+  oomKills INTEGER NOT NULL,
+  cpuMs INTEGER NOT NULL,
+  rssBytes INTEGER NOT NULL,
+  requests INTEGER,
+  errors INTEGER,
   scrape TEXT,
   PRIMARY KEY (nodeId, app, minute)
 );
@@ -280,10 +290,6 @@ CREATE TABLE run_judgements (
   PRIMARY KEY (runId, step)
 );
 `;
-
-// Migration 9 is issue 34's hooks (another branch); until the two meet, it is empty here so that
-// this one is number 10 on both. Merging puts the hooks' migration in its place.
-const V9 = ``;
 
 export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
