@@ -1,6 +1,6 @@
 // The automated analysis end to end (docs/design.md §19), on both backends: 40 simulated nodes
 // heartbeat through the control plane's HTTP API on a fake clock, their signals sampled each minute
-// (test/helpers/analysis-fleet.ts), a run of 4 batches of 10 with a 5-minute analysis window:
+// in heartbeat v7 (test/helpers/analysis-fleet.ts), a run of 4 batches of 10 with a 5-minute analysis window:
 // - a bad release (errors 0.1 % to 2 %; restarts 0.2 to 30 an hour) halts ANALYSIS_FAILED within 2 windows of its
 //   first batch and before its second, both cohorts' figures in the halt reason;
 // - a release like the old one, with seeded noise, never halts;

@@ -1,13 +1,10 @@
 // A simulated fleet for the automated analysis end to end (docs/design.md §19): FakeNodes (real keys,
 // real signatures) enrolled in a real control plane on a fake clock, heartbeating through its HTTP
-// API once a simulated minute and answering every attempt `active`; each node's app signals grow by
-// seeded Poisson noise around the rates of the version it runs (test/helpers/signal-noise.ts).
-//
-// The samples are written into the store as the heartbeat path records them (one per node and
-// minute, src/control/analysis/record-signals.ts), not sent in the heartbeats: heartbeat v7 (the
-// `signals` field) is another branch of issue 34, and until it is merged here this branch's
-// heartbeat schema refuses the field. The judgement reads the same rows either way.
-import type { SignalSample } from '../../src/control/store/store.js';
+// API once a simulated minute (heartbeat v7) and answering every attempt `active`; each heartbeat
+// carries the node's app `signals`, whose counters grow by seeded Poisson noise around the rates of
+// the version it runs (test/helpers/signal-noise.ts), and the control plane keeps them as it keeps
+// any agent's (one sample per node and minute, src/control/analysis/record-signals.ts).
+import type { AppSignals } from '../../src/core/heartbeat-schema.js';
 import type { JudgeStep } from '../../src/control/rollouts/judge-steps.js';
 import type { StoreBackend } from './store-backends.js';
 import { FakeClock, FakeNode, MINUTE, T0, startControlInProcess, startControlOn, tickThrough, type Control } from './control-harness.js';
@@ -77,13 +74,13 @@ export class AnalysisFleet {
     return this.control.store;
   }
 
-  // One simulated minute: the clock moves on, every node heartbeats (answering what it is asked),
-  // its signals are sampled, and the rollout ticker ticks.
+  // One simulated minute: the clock moves on, every node's counters grow, every node heartbeats
+  // with its signals (and answers what it is asked), and the rollout ticker ticks.
   async minute(): Promise<void> {
     this.control.clock.advance(MINUTE);
     this.minutes++;
+    this.grow();
     await this.beat();
-    await this.sample();
     await tickThrough(this.control);
   }
 
@@ -100,30 +97,45 @@ export class AnalysisFleet {
     // A few at a time: the server answers them as a fleet's heartbeats arrive.
     const queue = [...this.nodes];
     const worker = async () => {
-      for (let n = queue.shift(); n; n = queue.shift()) await n.answer('active');
+      for (let n = queue.shift(); n; n = queue.shift()) await this.answer(n);
     };
     await Promise.all(Array.from({ length: 8 }, worker));
   }
 
-  private async sample(): Promise<void> {
-    const at = this.control.clock.now();
-    const samples: SignalSample[] = [];
+  // A v7 heartbeat with the node's signals; each desired entry answered `active` in a second one.
+  private async answer(n: FakeNode): Promise<void> {
+    n.apps = n.apps.map((a) => (a.name === 'web' ? ({ ...a, signals: this.signalsOf(n.nodeId) } as never) : a));
+    const first = await n.heartbeat({ v: 7 });
+    if (first.status !== 200) throw new Error(`heartbeat: ${first.status} ${JSON.stringify(first.body)}`);
+    const desired = first.body.desired as Array<{ app: string; version: string; attemptId: string }>;
+    if (desired.length === 0) return;
+    const receipts = desired.map((d) => n.receipt({ app: d.app, attemptId: d.attemptId, targetVersion: d.version, outcome: 'active' }));
+    for (const d of desired) n.setCurrent(d.app, d.version);
+    n.apps = n.apps.map((a) => (a.name === 'web' ? ({ ...a, signals: this.signalsOf(n.nodeId) } as never) : a));
+    const second = await n.heartbeat({ v: 7, receipts });
+    if (second.status !== 200) throw new Error(`heartbeat: ${second.status} ${JSON.stringify(second.body)}`);
+  }
+
+  // This minute's growth of every node's counters, by the version it runs.
+  private grow(): void {
     for (const n of this.nodes) {
-      const version = n.apps.find((a) => a.name === 'web')?.current ?? null;
-      const b = version === '1.1.0' ? this.opts.next : this.opts.old;
+      const b = n.apps.find((a) => a.name === 'web')?.current === '1.1.0' ? this.opts.next : this.opts.old;
       const c = this.counters.get(n.nodeId)!;
       c.restarts += poisson(this.rand, b.restartsPerHour / 60);
       c.liveness += poisson(this.rand, b.livenessPerHour / 60);
       const req = b.requestsPerMinute === null ? 0 : poisson(this.rand, b.requestsPerMinute * c.load);
       c.requests += req;
       c.errors += poisson(this.rand, req * b.errorRatio);
-      samples.push({
-        nodeId: n.nodeId, app: 'web', minute: at - (at % MINUTE), at, version, since: T0 - 3_600_000,
-        restarts: c.restarts, livenessFailures: c.liveness, watchdogKills: 0, oomKills: 0, cpuSeconds: this.minutes * 0.5, rssBytes: 50e6,
-        requests: b.requestsPerMinute === null ? null : c.requests, errors: b.requestsPerMinute === null ? null : c.errors, scrape: b.requestsPerMinute === null ? null : 'ok',
-      });
     }
-    await this.store.write((tx) => tx.signals.record(samples));
+  }
+
+  private signalsOf(nodeId: string): AppSignals {
+    const c = this.counters.get(nodeId)!;
+    const metrics = this.opts.old.requestsPerMinute !== null;
+    return {
+      since: new Date(T0 - 3_600_000).toISOString(), restarts: c.restarts, livenessFailures: c.liveness, watchdogKills: 0, oomKills: 0, cpuSeconds: this.minutes, rssBytes: 50_000_000,
+      ...(metrics ? { requests: c.requests, errors: c.errors, scrape: { ok: true, at: new Date(this.control.clock.now()).toISOString() } } : {}),
+    };
   }
 
   close(): Promise<void> {
