@@ -2,14 +2,15 @@
 // "Automated analysis"): each bad value refused USAGE (exit 2 from the CLI) with nothing written; the
 // run records what was given over the defaults (observe, 10m); a retry keeps its run's; a target
 // keeps its own for its runs; `rollout status` shows it as text and --json; a target's node waiting
-// for an enforced window reads analysis-pending until the window's end.
+// for an enforced window reads analysis-pending until the window's end, then `paused` with the code
+// when an inconclusive judgement paused the run, until `target resume`.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { localActor } from '../../src/control/audit/record-audit.js';
 import { formatRun } from '../../src/control/cli/commands/rollout.js';
 import { runOperation } from '../../src/control/operations/operation.js';
 import { rolloutRetry, rolloutStart, rolloutStop } from '../../src/control/operations/rollout-ops.js';
-import { targetSet, targetStatus } from '../../src/control/operations/target-ops.js';
+import { targetResume, targetSet, targetStatus } from '../../src/control/operations/target-ops.js';
 import type { RunStatusView } from '../../src/control/rollouts/run-status.js';
 import { StewardError } from '../../src/core/errors.js';
 import { enrollNodes, MINUTE, startControlInProcess, tickThrough } from '../helpers/control-harness.js';
@@ -63,4 +64,18 @@ test("a target's runs get its analysis; while one waits for an enforced window i
     assert.equal(r?.reason, 'analysis-pending');
     assert.ok(r!.until! > c.clock.now() && r!.until! <= c.clock.now() + 5 * MINUTE, 'until the window of batch 1 ends');
   }
+  // These nodes send no signals: the window passes with no data, the judgement is inconclusive and
+  // the run pauses; the target's waiting nodes say so; `target resume` lets batch 2 go.
+  c.clock.advance(5 * MINUTE);
+  for (const n of nodes) await n.heartbeat();
+  await tickThrough(c);
+  t = (await runOperation(ctx, targetStatus, { name: 'all' })) as typeof t;
+  const paused = t.nodes.filter((n) => !first.has(n.nodeId)).map((n) => n.reason);
+  assert.deepEqual([...new Set(paused.map((r) => `${r?.reason} ${(r as { code?: string } | null)?.code}`))], ['paused ANALYSIS_INCONCLUSIVE']);
+  await runOperation(ctx, targetResume, { name: 'all' });
+  await tickThrough(c);
+  const batches = new Set((await c.store.read((tx) => tx.runs.issued(t.run!.id))).map((i) => i.batch));
+  assert.deepEqual([...batches].sort(), [1, 2]);
+  const [j] = await c.store.read((tx) => tx.runs.judgements(t.run!.id));
+  assert.deepEqual([j?.verdict, j?.resumedBy], ['inconclusive', localActor().operator]);
 });
