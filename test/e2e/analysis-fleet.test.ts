@@ -96,7 +96,8 @@ describeEachBackend((backend) => {
         await fleet.until(40, () => ended(fleet.store));
         const issued = await fleet.store.read((tx) => tx.runs.issued(run.id));
         const view = await fleet.store.read(async (tx) => describeRun(tx, (await tx.runs.get(run.id))!));
-        return { status: view.status, batches: [...new Set(issued.map((i) => `${i.batch}@${Math.floor((i.issuedAt - issued[0]!.issuedAt) / MINUTE)}`))], view };
+        const audit = (await fleet.store.read((tx) => tx.audit.page(0, 0, 1000))).filter((e) => e.action === 'rollout.analysis');
+        return { status: view.status, audit: audit.map((e) => [e.details.mode, e.details.verdict, e.details.effect]), batches: [...new Set(issued.map((i) => `${i.batch}@${Math.floor((i.issuedAt - issued[0]!.issuedAt) / MINUTE)}`))], view };
       });
     const off = await play('off');
     const observe = await play('observe');
@@ -106,5 +107,7 @@ describeEachBackend((backend) => {
     assert.ok(judged.length >= 1, 'observe judged a step');
     assert.deepEqual([judged[0]!.verdict, judged[0]!.mode, judged[0]!.effect], ['fail', 'observe', 'would have halted']);
     assert.deepEqual(off.view.analysis.steps, []);
+    assert.deepEqual(off.audit, []);
+    assert.deepEqual(observe.audit[0], ['observe', 'fail', 'would have halted'], 'the audit log says it too');
   });
 });
