@@ -417,9 +417,15 @@ export function planRollout(input: PlanInput): Plan {
   const analysisDue: AnalysisDue[] = [];
   if (mode !== 'off' && input.analysis) {
     const windowMs = input.analysis.windowMs;
-    const inflightOf = new Set(judged.filter((j) => j.state === 'issued').map((j) => j.batch));
-    const laterStep = (s: number) => pending.length > 0 || judged.some((j) => j.batch > s);
-    const confirmedCanaries = judged.filter((j) => j.batch === 0 && j.state === 'confirmed').length;
+    // Once over the nodes (a plan of a 100,000-node run stays linear): the batches in flight, the last one.
+    const inflightOf = new Set<number>();
+    let maxBatch = -1;
+    for (const j of judged) {
+      if (j.state === 'issued') inflightOf.add(j.batch);
+      if (j.batch > maxBatch) maxBatch = j.batch;
+    }
+    const laterStep = (s: number) => pending.length > 0 || maxBatch > s;
+    const confirmedCanaries = (byBatch.get(0) ?? []).filter((j) => j.state === 'confirmed').length;
     for (const step of [...lastConfirm.keys()].sort((a, b) => a - b)) {
       // Converged: none of it in flight (and the canaries all confirmed), and a step follows it.
       if (inflightOf.has(step) || (step === 0 && confirmedCanaries < canaryCount && pending.length > 0) || !laterStep(step)) continue;
@@ -428,7 +434,7 @@ export function planRollout(input: PlanInput): Plan {
       const j = judgementOf.get(step);
       analysisSteps.push({ step, from, to, verdict: j?.verdict ?? null });
       if (!j && now >= to) {
-        const canary = judged.filter((x) => x.batch === step && x.state === 'confirmed').map((x) => x.nodeId);
+        const canary = (byBatch.get(step) ?? []).filter((x) => x.state === 'confirmed').map((x) => x.nodeId);
         analysisDue.push({ step, from, to, canary, baseline: [...pending] });
       }
     }
@@ -491,7 +497,7 @@ export function planRollout(input: PlanInput): Plan {
     const verdict = analysed ? judgementOf.get(analysed.step) : undefined;
     if (analysed && (!verdict || verdict.verdict === 'fail')) analysisWait = { step: analysed.step, from: analysed.from, until: analysed.to };
     else if (analysed && verdict?.verdict === 'inconclusive' && !verdict.resumed) {
-      inconclusive = { code: 'ANALYSIS_INCONCLUSIVE', message: `the analysis of ${stepName(analysed.step)} of ${run.app} ${run.version} was inconclusive: ${verdict.summary}; \`rollout resume ${run.app}\` issues the next step, \`rollout stop ${run.app}\` ends the run` };
+      inconclusive = { code: 'ANALYSIS_INCONCLUSIVE', message: `the analysis of ${stepName(analysed.step)} of ${run.app} ${run.version} was inconclusive: ${verdict.summary}; \`rollout resume ${run.app}\` (or \`target resume\` of its target) issues the next step, \`rollout stop ${run.app}\` ends the run` };
     }
     if (until !== null && now < until) bakeUntil = until;
     else if (!analysisWait && !inconclusive) next = { nodes: pending.slice(0, batchSize), batch: Math.max(lastBatch, 0) + 1 };

@@ -97,7 +97,7 @@ test('enforce: an inconclusive judgement pauses ANALYSIS_INCONCLUSIVE until an o
   assert.equal(paused.status, 'paused');
   assert.equal(paused.issue, null);
   assert.equal(paused.pauseReason?.code, 'ANALYSIS_INCONCLUSIVE');
-  assert.match(paused.pauseReason!.message, /`rollout resume web` issues the next step/);
+  assert.match(paused.pauseReason!.message, /`rollout resume web` \(or `target resume` of its target\) issues the next step/);
   // Still paused an hour later: an inconclusive never passes by itself.
   assert.equal(sim.step(T0 + 2 * 3_600_000).status, 'paused');
   sim.judgements[0] = { ...sim.judgements[0]!, resumed: true };
