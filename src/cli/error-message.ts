@@ -72,6 +72,8 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   OUTPUT_EXISTS: { exit: EXIT.refused, hint: 'the backup file exists; pick another --out, or pass --force to replace it (only once the new backup is complete)' },
   BACKUP_INVALID: { exit: EXIT.failure, hint: 'the backup file is truncated, corrupt, altered, not signed by the backup key given to restore --key, holds a row its columns cannot hold, or is not a steward-control backup; nothing was restored: use another copy of the backup, or the backup key that signed it' },
   TARGET_CONFLICT: { exit: EXIT.refused, hint: 'another target of the app selects the same node at the same --priority; give one a higher --priority or narrow a --select' },
+  ANALYSIS_FAILED: { exit: EXIT.refused, hint: "a step's canaries did worse than the nodes still on the old version (the halt reason names the signal and both cohorts' figures); fix the release, or `rollout start` again with --analysis observe if the analysis is wrong (docs/control-plane.md)" },
+  ANALYSIS_INCONCLUSIVE: { exit: EXIT.refused, hint: 'too little data to judge a step (too few nodes, requests or minutes); `rollout resume APP` (or `target resume NAME`) lets the next step go, `rollout stop APP` ends the run' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 
