@@ -14,7 +14,7 @@ import type { Outbox } from './outbox.js';
 import type { ActedStore } from './acted-store.js';
 import { backoffDelayMs, fetchJitterMs, heartbeatIntervalMs, RECEIPT_RETRY_BACKOFF } from './backoff.js';
 import type { ControlPlaneClient } from './control-plane-client.js';
-import { convergeDesired, type Logf } from './convergence.js';
+import { convergeDesired, type ConvergeResult, type Logf } from './convergence.js';
 import { appsForVersion, heartbeatApps } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
@@ -57,7 +57,8 @@ export interface HeartbeatDeps {
 }
 
 export interface TickResult {
-  outcome: HeartbeatOutcome | { kind: 'error'; message: string };
+  // 'preempted': a held heartbeat given up by the agent (an update ended: its receipt goes now).
+  outcome: HeartbeatOutcome | { kind: 'error'; message: string } | { kind: 'preempted' };
   // The wait before the next tick.
   delayMs: number;
   // How many receipts the last heartbeat sent in this tick carried.
@@ -95,6 +96,11 @@ export class HeartbeatLoop {
   private holdSeen: string | null = null;
   private holdOffUntil = -Infinity;
   private holdWakes = 0;
+  // Gives up the held heartbeat in flight, if any (preemptHold).
+  private holdInFlight: AbortController | null = null;
+  // Attempts handed to the helper whose receipts are looked for, and the look running (watchReceipts).
+  private readonly awaited = new Set<string>();
+  private watching: Promise<void> | null = null;
 
   constructor(private readonly d: HeartbeatDeps) {
     this.heartbeatSeconds = d.heartbeatSeconds;
@@ -129,6 +135,7 @@ export class HeartbeatLoop {
       await this.collect();
       const withReceipts = this.receiptRetryAt === null || this.d.clock.monotonic() >= this.receiptRetryAt;
       let sent = await this.send(withReceipts);
+      if (sent.preempted) return { outcome: { kind: 'preempted' }, delayMs: 0, sentReceipts: sent.receipts, sleep: 'plain' };
       if (sent.outcome.kind === 'replayed') {
         // The control plane has seen a higher seq (a lost seq.json, a restored backup): jump past it once.
         this.d.log('heartbeat seq replayed seq=%d lastSeq=%d: sending again with seq=%d', sent.seq, sent.outcome.lastSeq, Math.max(this.d.seq.lastSeq, sent.outcome.lastSeq) + 1);
@@ -201,7 +208,16 @@ export class HeartbeatLoop {
     return { seconds: Math.min(MAX_HOLD_SECONDS, Math.round(ms / 1000)), seen: this.holdSeen };
   }
 
-  private async send(withReceipts: boolean): Promise<{ seq: number; sentAt: number; receipts: number; outcome: HeartbeatOutcome; held: boolean }> {
+  // The agent has something to say now (an update it handed to the helper ended, and its receipt
+  // waits in the helper): the held heartbeat in flight is given up, and the next one goes at once.
+  // The control plane committed the held one already; its acks come again with the next answer.
+  private preemptHold(why: string): void {
+    if (!this.holdInFlight || this.holdInFlight.signal.aborted) return;
+    this.d.log('held heartbeat given up: %s; the next goes now', why);
+    this.holdInFlight.abort();
+  }
+
+  private async send(withReceipts: boolean): Promise<{ seq: number; sentAt: number; receipts: number; outcome: HeartbeatOutcome; held: boolean; preempted: boolean }> {
     const receipts = withReceipts ? this.d.outbox.batch(MAX_HEARTBEAT_RECEIPTS, MAX_HEARTBEAT_RECEIPT_BYTES) : [];
     // docs/design.md §6: the seq is durable before the heartbeat leaves, so no restart reuses it.
     const seq = await this.d.seq.next();
@@ -219,16 +235,22 @@ export class HeartbeatLoop {
     const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
     const ask = this.holdAsk();
     const extra = ask ? { headers: { [HOLD_HEADER]: formatHoldHeader(ask) }, timeoutMs: ask.seconds * 1000 + WAIT_SLACK_MS } : undefined;
+    const preempt = ask ? new AbortController() : null;
+    const signal = preempt ? (this.signal ? AbortSignal.any([this.signal, preempt.signal]) : preempt.signal) : this.signal;
+    this.holdInFlight = preempt;
     let outcome: HeartbeatOutcome;
     try {
-      const answer = await this.d.controlPlane.post(HEARTBEAT_PATH, envelope, this.signal, extra);
+      const answer = await this.d.controlPlane.post(HEARTBEAT_PATH, envelope, signal, extra);
       outcome = classifyHeartbeatAnswer(answer.status, answer.json);
     } catch (err) {
       outcome = { kind: 'unavailable', message: (err as Error).message };
+    } finally {
+      this.holdInFlight = null;
     }
+    const preempted = preempt !== null && preempt.signal.aborted && !this.signal?.aborted && outcome.kind === 'unavailable';
     const held = outcome.kind === 'ok' && outcome.answer.held !== undefined ? ` held=${outcome.answer.held}` : '';
-    this.d.log('heartbeat sent seq=%d apps=%d receipts=%d result=%s%s', seq, this.apps.length, receipts.length, outcome.kind, held);
-    return { seq, sentAt, receipts: receipts.length, outcome, held: ask !== null };
+    this.d.log('heartbeat sent seq=%d apps=%d receipts=%d result=%s%s', seq, this.apps.length, receipts.length, preempted ? 'given up' : outcome.kind, held);
+    return { seq, sentAt, receipts: receipts.length, outcome, held: ask !== null, preempted };
   }
 
   // After this process's first 2xx, and the first after a new helper answered its status: tells
@@ -364,12 +386,72 @@ export class HeartbeatLoop {
       const mirrors = this.d.downloadMirrors;
       return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log, ...(fetchAuth ? { fetchAuth } : {}), ...(mirrors ? { mirrors } : {}) });
     })().then(
-      () => undefined,
+      (results) => this.afterPass(results),
       (err: Error) => this.d.log('WARNING: convergence pass failed: %s', err.message),
     );
     this.converging = pass.finally(() => {
       this.converging = null;
     });
+  }
+
+  // After a convergence pass, the receipts it made go at once rather than at the end of the held
+  // heartbeat: a refusal's receipt exists already (the held heartbeat is given up now); an
+  // accepted update's comes when the helper ends it, which the agent looks for every
+  // RECEIPT_LOOK_MS while the hold lasts (watchReceipts). Without a held heartbeat they go with
+  // the next one, as before.
+  private afterPass(results: readonly ConvergeResult[]): void {
+    if (results.some((r) => r.result === 'refused' || r.result === 'settled')) this.preemptHold('the helper refused or settled an entry: its receipt goes now');
+    const accepted = results.filter((r) => r.result === 'accepted').map((r) => r.attemptId);
+    // Only with held heartbeats: a plain one goes at its interval anyway.
+    if (accepted.length > 0 && this.d.wake && this.d.clock.monotonic() >= this.holdOffUntil) this.watchReceipts(accepted);
+  }
+
+  // Looks at the helper's receipts until each of `attemptIds` has one (or RECEIPT_LOOK_FOR_MS
+  // passed, or the agent stops), and gives up the held heartbeat when one comes. One watch at a
+  // time; a later pass's ids join it.
+  private watchReceipts(attemptIds: readonly string[]): void {
+    for (const id of attemptIds) this.awaited.add(id);
+    if (this.watching) return;
+    const until = this.d.clock.monotonic() + RECEIPT_LOOK_FOR_MS;
+    this.watching = (async () => {
+      // Bounded by count as well as by time: a clock that does not move ends it too.
+      for (let look = 0; look < RECEIPT_LOOK_FOR_MS / RECEIPT_LOOK_MS && this.awaited.size > 0 && !this.signal?.aborted && this.d.clock.monotonic() < until; look++) {
+        try {
+          await this.d.clock.sleep(RECEIPT_LOOK_MS, this.signal);
+        } catch {
+          return;
+        }
+        // Nothing held: the next heartbeat goes at its time and carries what came.
+        if (!this.holdInFlight) continue;
+        let ids: string[];
+        try {
+          ids = (await this.d.helper.receipts()).receipts.map(receiptAttemptId);
+        } catch {
+          continue; // the helper did not answer: the next look, or the next heartbeat
+        }
+        const done = ids.filter((id) => this.awaited.delete(id));
+        if (done.length > 0) this.preemptHold(`the helper ended attempt ${done.join(', ')}: its receipt goes now`);
+      }
+      this.awaited.clear();
+    })().finally(() => {
+      this.watching = null;
+    });
+  }
+}
+
+// How often, and how long at most, the agent looks at the helper's receipts for an update it
+// handed on (watchReceipts): a local call on helper.sock, only while such an update runs.
+export const RECEIPT_LOOK_MS = 1_000;
+export const RECEIPT_LOOK_FOR_MS = 30 * 60_000;
+
+// A receipt envelope's attemptId, read without checking its signature (only to know that it
+// came; the outbox checks it before it goes anywhere); '' when it does not decode.
+function receiptAttemptId(e: { payload: string }): string {
+  try {
+    const p = JSON.parse(Buffer.from(e.payload, 'base64').toString('utf8')) as { attemptId?: unknown };
+    return typeof p.attemptId === 'string' ? p.attemptId : '';
+  } catch {
+    return '';
   }
 }
 

@@ -10,18 +10,22 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { format } from 'node:util';
+import { createControlPlaneClient } from '../../src/agent/control-plane-client.js';
+import type { HelperPort } from '../../src/agent/helper-port.js';
 import { waitSeconds, MIN_WAIT_MS } from '../../src/agent/wake-wait.js';
+import type { Envelope } from '../../src/core/release-schemas.js';
 import { addRelease } from '../../src/control/catalog/add-release.js';
 import { createToken } from '../../src/control/enroll/tokens.js';
 import { startRun } from '../../src/control/rollouts/start-run.js';
 import { startControlServer, type ControlServer } from '../../src/control/server/control-server.js';
 import { openSqliteStore, type SqliteStore } from '../../src/control/store/sqlite/open-sqlite-store.js';
 import { systemClock } from '../../src/platform/clock.js';
-import { generateKeyPair } from '../../src/platform/keys.js';
+import { DOMAINS, generateKeyPair, keyIdOf, signEnvelope } from '../../src/platform/keys.js';
 import { FakeNode } from '../helpers/control-harness.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { pause } from '../helpers/wait-client.js';
-import { startWakeAgent } from '../helpers/wake-agent.js';
+import { runWakingAgentLoop, startWakeAgent } from '../helpers/wake-agent.js';
 
 test('a wait lasts until the next heartbeat, at most 60 s; under 2 s left there is none', () => {
   const table: Array<[number, number | null]> = [[0, null], [MIN_WAIT_MS - 1, null], [MIN_WAIT_MS, 2], [2_999, 2], [30_000, 30], [59_999, 59], [60_000, 60], [300_000, 60]];
@@ -120,3 +124,61 @@ test('against a control plane that holds no heartbeat and has no wait route (404
   const gaps = agent.heartbeatTimes.slice(1).map((t, i) => t - agent.heartbeatTimes[i]!);
   assert.ok(gaps.every((g) => g >= 2_600 && g <= 3_800), `gaps ${gaps.join(', ')} ms`);
 });
+
+test('an update\'s receipt goes as soon as the helper ends it, not when the held heartbeat would end', { timeout: 60_000 }, async () => {
+  await serveWith(30);
+  const node = await new FakeNode(control, 'host-receipt').enroll();
+  const key = generateKeyPair();
+  const file = path.join(dir, 'api-1.2.0.tgz');
+  writeFileSync(file, 'tarball');
+  await addRelease(store, { app: 'api', version: '1.2.0', file, url: null, baseUrl: server.url, privateKeyPem: key.privatePem, expiresDays: 30, artifactsDir: path.join(dir, 'artifacts') });
+  // A helper whose update takes 800 ms: its receipt comes then, while the agent's heartbeat is held.
+  const receipts: Envelope[] = [];
+  let current = '1.0.0';
+  let endedAt = 0;
+  const helper: HelperPort = {
+    receipts: async () => ({ helperKeyId: keyIdOf(node.helper.publicKey), receipts: [...receipts] }) as never,
+    status: async () => ({ root: '/', pid: 1, startedAt: 1, recovering: false, apps: [{ name: 'api', runner: 'process', current, currentState: 'valid', previous: null, highestActive: null, hold: null, blocked: null, quarantined: [], running: null, lastAttempt: null, supervisor: null }] }) as never,
+    update: async (e) => {
+      setTimeout(() => {
+        const now = Date.now();
+        receipts.push(signEnvelope(DOMAINS.receipt, { v: 1, nodeId: node.nodeId, app: 'api', attemptId: e.attemptId, seq: 1, fromVersion: current, targetVersion: e.version, integrity: null, outcome: 'active', startedAt: now, updatedAt: now }, node.helper.privateKey));
+        current = e.version;
+        endedAt = now;
+      }, 800);
+      return { attemptId: e.attemptId, app: e.app, accepted: true } as never;
+    },
+    rollback: async () => {
+      throw new Error('not asked');
+    },
+    confirm: async () => {
+      throw Object.assign(new Error('no confirm waits'), { code: 'FORBIDDEN' });
+    },
+  };
+  const logs: string[] = [];
+  const agentDir = mkdtempSync(path.join(os.tmpdir(), 'steward-wake-receipt-'));
+  const client = await createControlPlaneClient({ url: [server.url] });
+  const stop = await runWakingAgentLoop({
+    dir: agentDir, client, helper, nodeId: node.nodeId, nodeKey: node.node.privateKey, helperKey: node.helper.publicKey, heartbeatSeconds: 30,
+    log: (f, ...a) => logs.push(`${Date.now()} ${format(f, ...a)}`), desired: [], posting: () => {}, waiting: () => {},
+  });
+  try {
+    await pause(500);
+    await startRun(store, 'api', '1.2.0', { canary: [node.nodeId], batch: '1', bakeMs: 0 });
+    await waitUntilTrue(10_000, async () => endedAt > 0);
+    // The receipt reaches the control plane within a couple of seconds of the update's end (the
+    // agent looks at the helper's receipts every second), not 30 s later.
+    await waitUntilTrue(5_000, async () => (await store.read((tx) => tx.receipts.envelope(node.nodeId, 1))) !== null);
+    assert.ok(logs.some((l) => /held heartbeat given up: the helper ended attempt/.test(l)), logs.join('\n'));
+  } finally {
+    await stop();
+  }
+});
+
+async function waitUntilTrue(ms: number, check: () => Promise<boolean>): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`not within ${ms} ms`);
+    await pause(50);
+  }
+}
