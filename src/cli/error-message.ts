@@ -72,6 +72,8 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   OUTPUT_EXISTS: { exit: EXIT.refused, hint: 'the backup file exists; pick another --out, or pass --force to replace it (only once the new backup is complete)' },
   BACKUP_INVALID: { exit: EXIT.failure, hint: 'the backup file is truncated, corrupt, altered, not signed by the backup key given to restore --key, holds a row its columns cannot hold, or is not a steward-control backup; nothing was restored: use another copy of the backup, or the backup key that signed it' },
   TARGET_CONFLICT: { exit: EXIT.refused, hint: 'another target of the app selects the same node at the same --priority; give one a higher --priority or narrow a --select' },
+  HOOK_EXISTS: { exit: EXIT.refused, hint: 'a hook of that name exists; `steward-control hook list` shows it, `hook remove NAME` removes it (and its queued events)' },
+  HOOK_DELIVERY_FAILED: { exit: EXIT.failure, hint: "the hook's receiver did not answer 2xx in time (down, slow, an error, or a redirect, which is never followed); the message says which; queued events are tried again with backoff" },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 

@@ -7,6 +7,7 @@ import { simulateRollout, type Simulation } from '../../core/rollout-simulate.js
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunOwner, RunPolicy, RunRow, StoreReader, StoreTx } from '../store/store.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
+import { emitRunEvent } from '../hooks/run-events.js';
 import { advanceRun } from './advance-runs.js';
 import { behindNodes } from './behind.js';
 import { desiredChanged, inFlightNodes } from './desired-changed.js';
@@ -99,6 +100,7 @@ export async function setRunPaused(tx: StoreTx, run: Pick<RunRow, 'id' | 'paused
   await tx.runs.setPaused(run.id, paused);
   const advance = await advanceRun(tx, run.id);
   if (advance && run.paused !== paused) await desiredChanged(tx, inFlightNodes(advance.plan));
+  if (advance && run.paused !== paused) await emitRunEvent(tx, paused ? 'run.paused' : 'run.resumed', run.id);
 }
 
 // What a change of a run records in its own transaction (the audit log's entry).
@@ -202,6 +204,7 @@ async function goesOn(tx: StoreReader, run: RunRow): Promise<boolean> {
 
 async function createRun(tx: StoreTx, p: PreparedRun): Promise<RunRow> {
   const id = await tx.runs.insert(p.run, p.nodes);
+  await emitRunEvent(tx, 'run.started', id);
   await advanceRun(tx, id);
   return (await tx.runs.get(id)) as RunRow;
 }
@@ -215,6 +218,7 @@ export async function startOwnedRun(tx: StoreTx, app: string, version: string, n
   if (planRollout(prepared.input).counts.pending === 0) return null;
   const id = await tx.runs.insert(prepared.run, prepared.nodes);
   await tx.targets.linkRun({ runId: id, ...owner });
+  await emitRunEvent(tx, 'run.started', id);
   await advanceRun(tx, id);
   return (await tx.runs.get(id)) as RunRow;
 }

@@ -1,5 +1,6 @@
 // `target set|pause|resume|remove` (docs/design.md §18): the checks, the change and the first reconcile
 // step, in one transaction, so that a refused change leaves nothing half-applied.
+import { emitTargetSet, recordTargetStatus } from '../hooks/target-events.js';
 import { StewardError } from '../../core/errors.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { planTarget } from '../../core/target-plan.js';
@@ -94,7 +95,9 @@ export function setTarget(store: ControlStore, s: SetTarget, record: (tx: StoreT
     const { row, previous } = await prepareSet(tx, s);
     await tx.targets.put(row);
     await record(tx, row);
+    await emitTargetSet(tx, row, previous);
     const reading = (await reconcileTarget(tx, row.name)) as TargetReading;
+    await recordTargetStatus(tx, reading);
     return { reading, notes: notesOf(reading, previous), dryRun: null };
   });
 }

@@ -29,6 +29,7 @@ import { pgReleases } from './releases.js';
 import { pgRuns } from './runs.js';
 import { pgPins } from './pins.js';
 import { pgTargets } from './targets.js';
+import { pgHooks } from './hooks.js';
 import { pgSessions } from './sessions.js';
 import { pgSettings } from './settings.js';
 import { pgTokens } from './tokens.js';
@@ -76,6 +77,7 @@ export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeR
     audit: pgAudit(q),
     targets: pgTargets(q),
     pins: pgPins(q),
+    hooks: pgHooks(q),
   };
 }
 
