@@ -68,10 +68,10 @@ export function postEvent(url: string, body: string, headers: Record<string, str
         finish(done(false, status, `answered ${status}${text ? `: ${text}` : ''}`));
       };
       res.on('data', (c: Buffer) => {
+        if (got < MAX_ANSWER_BYTES) chunks.push(c.subarray(0, MAX_ANSWER_BYTES - got));
         got += c.length;
-        if (got <= MAX_ANSWER_BYTES) chunks.push(c);
         // Why stop reading: the answer's body is only a reason to show; the rest is not waited for.
-        else answered();
+        if (got >= MAX_ANSWER_BYTES) answered();
       });
       res.on('end', answered);
       res.on('error', () => answered());
