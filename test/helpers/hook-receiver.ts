@@ -34,10 +34,14 @@ export async function startHookReceiver(opts: { tls?: { key: Buffer; cert: Buffe
     mode: opts.mode ?? { kind: 'ok' },
     waitFor: (n, timeoutMs = 20_000) =>
       new Promise((resolve, reject) => {
-        const check = () => received.length >= n && (resolve(), true);
-        if (check()) return;
+        if (received.length >= n) return resolve();
         const t = setTimeout(() => reject(new Error(`the receiver got ${received.length} request(s), not ${n}, within ${timeoutMs} ms`)), timeoutMs);
-        waiters.push(() => check() && clearTimeout(t));
+        const waiter = () => {
+          if (received.length < n) return void waiters.push(waiter);
+          clearTimeout(t);
+          resolve();
+        };
+        waiters.push(waiter);
       }),
     close: async () => {
       for (const res of held) res.destroy();
