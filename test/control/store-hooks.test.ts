@@ -41,7 +41,10 @@ describeEachBackend((backend) => {
       await tx.hooks.enqueue({ hook: 'ops', eventId: 'e1', type: 'dev.steward.run.halted', body: '{"id":"other"}', at });
       await tx.hooks.enqueue({ hook: 'ops', eventId: 'e2', type: 'dev.steward.target.behind', body: '{"id":"e2"}', at });
     });
+    assert.deepEqual(await store.read((tx) => tx.hooks.dueHooks(at)), ['ops']);
+    assert.deepEqual(await store.read((tx) => tx.hooks.dueHooks(at - 1)), [], 'nothing due before it was queued');
     const a = await store.write((tx) => tx.hooks.claim('ops', 'instance-a', at, at + 30_000, 10));
+    assert.deepEqual(await store.read((tx) => tx.hooks.dueHooks(at)), [], 'leased: not due');
     assert.deepEqual(a.map((d) => [d.eventId, d.body, d.leaseOwner, d.state, d.attempts]), [['e1', '{"id":"e1"}', 'instance-a', 'pending', 0], ['e2', '{"id":"e2"}', 'instance-a', 'pending', 0]]);
     assert.deepEqual(await store.write((tx) => tx.hooks.claim('ops', 'instance-b', at + 29_999, at + 60_000, 10)), [], 'leased: nobody else takes it');
     // instance-a is killed: its leases run out and b takes both over.

@@ -113,7 +113,11 @@ export function startHookDeliverer(o: HookDelivererOptions): HookDeliverer {
   let ticking: Promise<void> | null = null;
   const tickOnce = async () => {
     try {
-      const hooks = await store.read((tx) => tx.hooks.list());
+      // One read when nothing is due: no write transaction for an idle queue.
+      const hooks = await store.read(async (tx) => {
+        const due = new Set(await tx.hooks.dueHooks(await tx.now()));
+        return due.size === 0 ? [] : (await tx.hooks.list()).filter((h) => due.has(h.name));
+      });
       for (const h of hooks) {
         const free = PER_HOOK - (inFlight.get(h.name) ?? 0);
         if (free <= 0) continue;

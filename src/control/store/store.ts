@@ -741,6 +741,9 @@ export interface HookReads {
   stats(): Promise<HookStats[]>;
   // Deliveries of a hook (every hook: null), newest first, at most `limit` (tests, status).
   deliveries(hook: string | null, limit: number): Promise<DeliveryRow[]>;
+  // The hooks with a pending delivery due at `now` whose lease is free or has run out, by name:
+  // what a claim would find (read first, so that an idle queue costs no write).
+  dueHooks(now: number): Promise<string[]>;
   // The state last recorded for a subject of transition events (`target/web`), or null.
   mark(subject: string): Promise<string | null>;
 }

@@ -30,6 +30,9 @@ export function pgHooks(q: Query): HookReads & HookWrites {
         ? q.rows<DeliveryRow>(`SELECT ${DELIVERY} FROM hook_deliveries ORDER BY id DESC LIMIT $1`, [limit])
         : q.rows<DeliveryRow>(`SELECT ${DELIVERY} FROM hook_deliveries WHERE hook = $1 ORDER BY id DESC LIMIT $2`, [hook, limit]);
     },
+    async dueHooks(now) {
+      return (await q.rows<{ hook: string }>(`SELECT DISTINCT hook FROM hook_deliveries WHERE state = 'pending' AND "nextAt" <= $1 AND ("leaseUntil" IS NULL OR "leaseUntil" <= $1) ORDER BY hook`, [now])).map((r) => r.hook);
+    },
     async mark(subject) {
       return (await q.one<{ state: string }>('SELECT state FROM hook_marks WHERE subject = $1', [subject]))?.state ?? null;
     },

@@ -30,6 +30,9 @@ export function sqliteHooks(q: Prepare): HookReads & HookWrites {
         ? q(`SELECT ${DELIVERY} FROM hook_deliveries ORDER BY id DESC LIMIT ?`).all(limit)
         : q(`SELECT ${DELIVERY} FROM hook_deliveries WHERE hook = ? ORDER BY id DESC LIMIT ?`).all(hook, limit)) as DeliveryRow[];
     },
+    async dueHooks(now) {
+      return q(`SELECT DISTINCT hook FROM hook_deliveries WHERE state = 'pending' AND nextAt <= ? AND (leaseUntil IS NULL OR leaseUntil <= ?) ORDER BY hook`).pluck().all(now, now) as string[];
+    },
     async mark(subject) {
       return (q('SELECT state FROM hook_marks WHERE subject = ?').pluck().get(subject) as string | undefined) ?? null;
     },
