@@ -13,6 +13,9 @@ import { verifySignature } from '../../src/control/hooks/sign-event.js';
 import { REPO } from '../helpers/host.js';
 import { startHookReceiver, type HookReceiver } from '../helpers/hook-receiver.js';
 import { privateCa } from '../helpers/tls-cert.js';
+import { startServeProcess } from '../helpers/serve-process.js';
+import { openStore } from '../../src/control/store/open-store.js';
+import { emitEvent } from '../../src/control/hooks/emit-event.js';
 
 const BIN = path.join(REPO, 'bin', 'steward-control.js');
 const SECRET = 'a-secret-nobody-else-may-see-0123456789';
@@ -143,4 +146,44 @@ test("a receiver with a private CA's certificate is refused until --ca-file name
   assert.equal(tls.received.length, 1);
   const audit = (await cli('audit', '--json')).json.entries.filter((e: { action: string }) => e.action === 'hook.test');
   assert.deepEqual(audit.slice(-2).map((e: { details: { ok: boolean } }) => e.details.ok), [false, true]);
+});
+
+test("serve delivers to a receiver with a private CA's certificate once --ca-file names the CA, and says why not without it", { timeout: 60_000 }, async () => {
+  const before = tls.received.length;
+  const store = await openStore(db);
+  const [id] = await store.write(async (tx) => [await emitEvent(tx, 'run.halted', 'run/7', { run: { id: 7 } })]);
+  await store.close();
+  const rowOf = async () => {
+    const s = await openStore(db);
+    try {
+      return (await s.read((tx) => tx.hooks.deliveries('private', 10))).find((d) => d.eventId === id);
+    } finally {
+      await s.close();
+    }
+  };
+  const untrusting = await startServeProcess(db, ['--hook-timeout', '2'], { env: { ...process.env, DEBUG: '' } });
+  try {
+    for (let i = 0; i < 100 && (await rowOf())?.attempts === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  } finally {
+    await untrusting.stop();
+  }
+  const failed = await rowOf();
+  assert.equal(failed?.state, 'pending');
+  assert.match(failed!.lastError!, /^HOOK_DELIVERY_FAILED: cannot post: .*(certificate|verify)/i);
+  assert.equal(tls.received.length, before);
+
+  const missing = await cli('serve', '--listen', '127.0.0.1:0', '--ca-file', path.join(dir, 'no-such-ca.pem'), '--json');
+  assert.deepEqual([missing.code, missing.json?.error?.code], [1, 'NOT_FOUND'], missing.stdout + missing.stderr);
+  assert.match(missing.json.error.message, /^cannot read --ca-file .*no-such-ca\.pem: ENOENT/);
+
+  const trusting = await startServeProcess(db, ['--ca-file', caFile, '--hook-timeout', '2']);
+  try {
+    for (let i = 0; i < 100 && (await rowOf())?.state !== 'delivered'; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  } finally {
+    await trusting.stop();
+  }
+  assert.equal((await rowOf())?.state, 'delivered');
+  const got = tls.received.filter((r) => JSON.parse(r.body).id === id);
+  assert.equal(got.length, 1);
+  assert.ok(verifySignature(SECRET, got[0]!.body, String(got[0]!.headers['steward-signature']), Date.now()));
 });

@@ -124,7 +124,9 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
   const hookTimeoutMs = parsePositiveInt(o.hookTimeout, '--hook-timeout', 60) * 1000;
   const caFile = (cmd.optsWithGlobals() as { caFile?: string }).caFile;
   // Read once at the start, so that a missing file stops serve now rather than every delivery.
-  const hookCa = caFile === undefined ? undefined : await readExtraCa(caFile);
+  const hookCa = caFile === undefined ? undefined : await readExtraCa(caFile).catch((err: unknown) => {
+    throw new StewardError('NOT_FOUND', `cannot read --ca-file ${caFile}: ${(err as Error).message.replace(/^cannot read the CA file \S+: /, '')}`, { cause: err });
+  });
   const anonymousDownloads = o.anonymousDownloads === undefined ? undefined : o.anonymousDownloads === '0' ? 0 : parsePositiveInt(o.anonymousDownloads, '--anonymous-downloads', maxDownloads);
   const minRate = o.downloadMinRate === '0' ? 0 : parsePositiveInt(o.downloadMinRate, '--download-min-rate', 1_000_000_000);
   const minDownloadRate = minRate === 0 ? null : { bytesPerSecond: minRate, windowMs: parsePositiveInt(o.downloadRateWindow, '--download-rate-window', 3600) * 1000 };
