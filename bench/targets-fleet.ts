@@ -12,7 +12,7 @@
 //     quiet fleet: from the call until each node of the group has the new entry in a heartbeat's
 //     answer.
 //   33 requests: the requests each late node sends per heartbeat interval in a quiet window:
-//     heartbeats, and the waits it holds between them.
+//     heartbeats (each held for its interval), and any wake-up waits (none against this server).
 //   33 wake cli: one more round of 33 wake through the local CLI (`steward-control --db ...
 //     target set`), a process of its own beside the server.
 // The N steady nodes are written straight into the store, already at their target's version and
@@ -49,10 +49,10 @@ const HB_S = Number(args.rest['heartbeat-seconds'] ?? (args.quick ? 3 : 5));
 const WINDOW_INTERVALS = Number(args.rest['window-intervals'] ?? (args.quick ? 1 : 6));
 const WAKE_ROUNDS = Number(args.rest['wake-rounds'] ?? (args.quick ? 1 : 5));
 const STORE = args.rest.store ?? 'sqlite';
-// `one`: the 5 targets are of one app, web (one run per app: their runs go one after another);
-// `per-group`: group k's target is of its own app, web<k>, so their runs go side by side.
-// --quick takes per-group: one app's five runs in a row take ~5 intervals, past a quick run's time.
-const APPS = args.rest.apps ?? (args.quick ? 'per-group' : 'one');
+// `one`: the 5 targets are of one app, web (their runs go side by side, docs/design.md §18);
+// `per-group`: group k's target is of its own app, web<k> (a peer for `one`: runs of different apps
+// always went side by side).
+const APPS = args.rest.apps ?? 'one';
 const GROUPS = 5;
 for (const [name, v] of [['--nodes', NODES], ['--late', LATE], ['--heartbeat-seconds', HB_S], ['--window-intervals', WINDOW_INTERVALS], ['--wake-rounds', WAKE_ROUNDS]] as const) {
   if (!(Number.isInteger(v) && v > 0)) throw new Error(`${name} takes a positive integer, not ${v}`);
@@ -188,7 +188,7 @@ async function main(): Promise<void> {
       target: '<= 2 heartbeat intervals for every node',
       met: converged.length === LATE && Math.max(...intervals) <= 2,
       extra: { 'seconds, slowest node': Math.max(...converged.map((n) => (n.convergedAt! - n.enrolledAt) / 1000)), 'seconds, median node': median(converged.map((n) => (n.convergedAt! - n.enrolledAt) / 1000)), 'seconds from the first enrollment to the last converged': lastS, 'heartbeat seconds': HB_S, 'seeding s': seedS, 'median seconds by group': Object.fromEntries(Array.from({ length: GROUPS }, (_, k) => [`g${k}`, Number(median(converged.filter((n) => n.group === `g${k}`).map((n) => (n.convergedAt! - n.enrolledAt) / 1000).concat(converged.some((n) => n.group === `g${k}`) ? [] : [NaN])).toFixed(1))])) },
-      notes: `from each node's enrollment answer until the control plane records it at the version; ${APPS === 'one' ? 'the 5 targets are of one app (web), so their follow-up runs go one after another (one run per app)' : 'each target is of its own app (web0..web4), so their follow-up runs go side by side'}`,
+      notes: `from each node's enrollment answer until the control plane records it at the version; ${APPS === 'one' ? 'the 5 targets are of one app (web); their follow-up runs go side by side' : 'each target is of its own app (web0..web4), so their follow-up runs go side by side'}`,
     });
 
     // 33 status.
@@ -234,7 +234,7 @@ async function main(): Promise<void> {
       target: 'about 1 per node per interval ("about one request per heartbeat interval"); heartbeats and waits are both counted',
       met: median(perNode) <= 1.25,
       extra: { 'heartbeats/node/interval': hbPer, 'waits/node/interval': waitPer },
-      notes: 'each node holds one GET /v1/wait between two heartbeats (on its kept connection): one heartbeat and one wait per interval',
+      notes: 'each node\'s heartbeat is held by the control plane for its interval (Steward-Hold, docs/protocol.md): the heartbeat is the long poll, on one kept connection',
     });
 
     // 33 wake: a new version for one group's target at a time, through the operation in this
@@ -295,8 +295,8 @@ async function main(): Promise<void> {
       steward: series(inProcess.hear),
       target: 'under 2,000 ms for every node',
       met: Math.max(...inProcess.hear) < 2000,
-      extra: { 'nodes that heard': inProcess.heard, 'of them woken by their wait': inProcess.byWake, 'the target set call, ms (median)': median(inProcess.setMs), 'event loop delay of the serving process during the rounds, ms (p50, p99, max)': [lag.percentile(50), lag.percentile(99), lag.max].map((x) => Math.round(x / 1e6)), 'heartbeat seconds': HB_S },
-      notes: `the call is the target set operation (checks, run start, first batch issued, in one transaction), in the process that serves the nodes (its SQLite work holds that process's event loop); a node not holding a wait at that moment hears at its next heartbeat; ${HEAR_BOUND_MS} ms stands for a node that did not hear within it`,
+      extra: { 'nodes that heard': inProcess.heard, 'of them woken while held': inProcess.byWake, 'the target set call, ms (median)': median(inProcess.setMs), 'event loop delay of the serving process during the rounds, ms (p50, p99, max)': [lag.percentile(50), lag.percentile(99), lag.max].map((x) => Math.round(x / 1e6)), 'heartbeat seconds': HB_S },
+      notes: `the call is the target set operation (checks, run start, first batch issued, in one transaction), in the process that serves the nodes (its SQLite work holds that process's event loop); a node whose heartbeat was not held at that moment hears at its next heartbeat; ${HEAR_BOUND_MS} ms stands for a node that did not hear within it`,
     });
     const viaCli = await round(WAKE_ROUNDS, (k, version) => controlCli(db, ['--artifacts', artifactsDir, 'target', 'set', `g${k}`, '--app', appOf(k), '--version', version, '--select', `group=g${k}`, '--canaries', '0', '--batch', '100%', '--bake', '0', '--json']).then((c) => {
       if (c.code !== 0) throw new Error(`steward-control target set exited ${c.code}: ${c.stderr}${c.stdout}`);
@@ -308,7 +308,7 @@ async function main(): Promise<void> {
       steward: series(viaCli.hear),
       target: 'under 2,000 ms for every node',
       met: Math.max(...viaCli.hear) < 2000,
-      extra: { [`nodes that heard within ${HEAR_BOUND_MS} ms`]: viaCli.heard, 'of them woken by their wait': viaCli.byWake, 'the command, ms': viaCli.setMs },
+      extra: { [`nodes that heard within ${HEAR_BOUND_MS} ms`]: viaCli.heard, 'of them woken while held': viaCli.byWake, 'the command, ms': viaCli.setMs },
       notes: STORE === 'sqlite'
         ? 'on SQLite a wake is delivered in-process only: the CLI process commits the run and its issue, serve is not told, and its nodes hear at their next heartbeat (up to an interval)'
         : "on PostgreSQL the CLI's commit NOTIFYs serve, which answers the waits",

@@ -23,8 +23,9 @@ export interface ConvergingAgent {
   posts: number;
   gets: number;
   resetCounts(): void;
-  // Times (Date.now()) of each wait answered `{woken: true}`, and of each new desired entry (the
-  // answer of the heartbeat that brought it).
+  // Times (Date.now()) of each held heartbeat answered `woken` (or wait answered `{woken: true}`,
+  // against a control plane that holds none), and of each new desired entry (the answer of the
+  // heartbeat that brought it).
   wokenAt: number[];
   desired: Array<{ entry: DesiredEntry; at: number }>;
   stop(): Promise<void>;
@@ -88,6 +89,9 @@ export async function startConvergingAgent(o: AgentKeys & { url: string; heartbe
     dir, client, helper, nodeId: o.nodeId, nodeKey: o.nodeKey, helperKey: o.helperPublic, heartbeatSeconds: o.heartbeatSeconds, log, desired: a.desired,
     posting: (endpoint) => {
       if (endpoint === HEARTBEAT_PATH) a.posts++;
+    },
+    posted: (endpoint, answer) => {
+      if (endpoint === HEARTBEAT_PATH && answer.status === 200 && (answer.json as { held?: unknown } | undefined)?.held === 'woken') a.wokenAt.push(Date.now());
     },
     waiting: () => a.gets++,
     waited: (answer) => {

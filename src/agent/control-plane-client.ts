@@ -49,12 +49,19 @@ export interface ControlPlaneClient {
   // other answer (a 401, a 409...) comes from a live control plane and ends the round there.
   // When none answers, the last URL's failure: its 5xx answer, or CONTROL_PLANE_UNREACHABLE.
   // `signal` aborts a request in flight (the agent stopping): it then throws CONTROL_PLANE_UNREACHABLE.
-  post(endpoint: string, body: unknown, signal?: AbortSignal): Promise<PostAnswer>;
+  // `extra`: headers to send beside the usual ones, and a deadline of its own per URL (a held
+  // heartbeat, whose answer may take its hold's seconds).
+  post(endpoint: string, body: unknown, signal?: AbortSignal, extra?: PostExtra): Promise<PostAnswer>;
   // A GET in one round as post's, its path and headers made afresh for each URL tried (a wait's
   // timeout shrinks as the round goes on), with `timeoutMs` as that try's deadline.
   get(request: () => { endpoint: string; headers: Record<string, string>; timeoutMs: number }, signal?: AbortSignal): Promise<PostAnswer>;
   // Drops the kept connections (the agent stopping). Idempotent.
   close(): void;
+}
+
+export interface PostExtra {
+  headers?: Record<string, string>;
+  timeoutMs?: number;
 }
 
 export interface ControlPlaneClientOptions {
@@ -120,10 +127,11 @@ export async function createControlPlaneClient(settings: ControlPlaneSettings, o
       return at(current);
     },
     urls,
-    post: (endpoint, body, signal) => {
+    post: (endpoint, body, signal, extra) => {
       const data = Buffer.from(JSON.stringify(body), 'utf8');
-      const headers = { 'Content-Type': 'application/json', 'Content-Length': data.length, [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', '), [HEARTBEAT_VERSIONS_HEADER]: HEARTBEAT_VERSIONS.join(', '), [DESIRED_FIELDS_HEADER]: OPTIONAL_DESIRED_FIELDS.join(', ') };
-      return round(() => ({ endpoint, send: (u) => sendRequest(u, 'POST', headers, data, { ca, timeoutMs, signal, sessions, kept }) }), signal);
+      const headers = { ...extra?.headers, 'Content-Type': 'application/json', 'Content-Length': data.length, [RECEIPT_VERSIONS_HEADER]: RECEIPT_VERSIONS.join(', '), [HEARTBEAT_VERSIONS_HEADER]: HEARTBEAT_VERSIONS.join(', '), [DESIRED_FIELDS_HEADER]: OPTIONAL_DESIRED_FIELDS.join(', ') };
+      const deadline = extra?.timeoutMs ?? timeoutMs;
+      return round(() => ({ endpoint, send: (u) => sendRequest(u, 'POST', headers, data, { ca, timeoutMs: deadline, signal, sessions, kept }) }), signal);
     },
     get: (request, signal) =>
       round(() => {

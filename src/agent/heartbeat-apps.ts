@@ -5,15 +5,18 @@ import { MAX_HEARTBEAT_APPS } from '../core/heartbeat-limits.js';
 import { heartbeatAppSchema, type HeartbeatApp, type HeartbeatVersion } from '../core/heartbeat-schema.js';
 import { isVersion } from '../core/version.js';
 import type { AppStatus } from '../protocol/answers.js';
+import type { ScrapedSignals } from './metrics/app-scrapes.js';
 
 // Maps each app of a status answer to a heartbeat app (the app steward with its `self`, which a
 // heartbeat v1 leaves out: withoutSelf); an app that does not fit the schema
-// (a version the helper reports that is not one) is left out and named in `skipped`.
-export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[]; skipped: string[] } {
+// (a version the helper reports that is not one) is left out and named in `skipped`. `scraped`: the
+// agent's scrapes of the apps' own metrics (v7 `signals.requests`, `errors`, `scrape`).
+export function heartbeatApps(apps: readonly AppStatus[], scraped?: ReadonlyMap<string, ScrapedSignals>): { apps: HeartbeatApp[]; skipped: string[] } {
   const out: HeartbeatApp[] = [];
   const skipped: string[] = [];
   for (const a of apps.slice(0, MAX_HEARTBEAT_APPS)) {
     // The status answer came over a socket: every field is checked before it goes into a signed heartbeat.
+    const signals = signalsOf(a, scraped?.get(a.name));
     const parsed = heartbeatAppSchema.safeParse({
       name: a.name,
       // The app steward: the version that runs (this helper), which is `current` once a
@@ -32,6 +35,8 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
       ...(a.supervisor?.restartsSinceActivation !== undefined ? { restarts: Math.max(0, Math.min(a.supervisor.restartsSinceActivation, 1_000_000)) } : {}),
       // v6: an update waiting to try its download again (its phase, docs/design.md §18).
       ...(a.running?.phase === 'fetch-retrying' ? { fetchRetrying: { attemptId: a.running.attemptId } } : {}),
+      // v7: the app's signals (docs/design.md §19), when this helper reports them.
+      ...(signals ? { signals } : {}),
       ...(a.self
         ? {
             self: {
@@ -45,6 +50,33 @@ export function heartbeatApps(apps: readonly AppStatus[]): { apps: HeartbeatApp[
     else skipped.push(a.name);
   }
   return { apps: out, skipped };
+}
+
+// The signals as a heartbeat carries them: counts clamped to the schema's bounds, `since` as an
+// ISO time; null when the helper said none or said nonsense (the app is reported without them).
+function signalsOf(a: AppStatus, scraped: ScrapedSignals | undefined): HeartbeatApp['signals'] | null {
+  const s = a.signals;
+  if (!s || typeof s.since !== 'number' || !Number.isFinite(s.since) || s.since < 0 || s.since > 8.64e15) return null;
+  const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? Math.max(0, Math.min(Math.floor(v), 1_000_000_000)) : 0);
+  // Whole numbers: the heartbeat is signed as canonical JSON, which holds no floats (docs/design.md §6).
+  const cpu = typeof s.cpuSeconds === 'number' && Number.isFinite(s.cpuSeconds) ? Math.max(0, Math.min(Math.floor(s.cpuSeconds), 1e12)) : 0;
+  const rss = typeof s.rssBytes === 'number' && Number.isFinite(s.rssBytes) ? Math.max(0, Math.min(Math.floor(s.rssBytes), Number.MAX_SAFE_INTEGER)) : 0;
+  // A scraped counter beyond 2^53 cannot be carried exactly: left out rather than rounded.
+  const big = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? { v: Math.floor(v) } : null);
+  const req = big(scraped?.requests);
+  const err = big(scraped?.errors);
+  return {
+    since: new Date(s.since).toISOString(),
+    restarts: count(s.restarts),
+    livenessFailures: count(s.livenessFailures),
+    watchdogKills: count(s.watchdogKills),
+    oomKills: count(s.oomKills),
+    cpuSeconds: cpu,
+    rssBytes: rss,
+    ...(req ? { requests: req.v } : {}),
+    ...(err ? { errors: err.v } : {}),
+    ...(scraped ? { scrape: scraped.scrape } : {}),
+  };
 }
 
 // A hold as a heartbeat carries it: its text without control characters and within the schema's
@@ -83,9 +115,11 @@ export function withoutSelf(apps: readonly HeartbeatApp[]): HeartbeatApp[] {
 
 // The apps as a heartbeat of version `v` carries them: v1 without `self`, v2 without
 // `self.packageReverted` (a control plane that listed 2 but not 3 refuses it), v3 and below
-// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `hold` and `fetchRetrying`.
+// without `watch` and `lastExit`, v4 without `lastExit.reason` and `restarts`, v5 without `hold` and `fetchRetrying`,
+// v6 without `signals`.
 export function appsForVersion(apps: readonly HeartbeatApp[], v: HeartbeatVersion): HeartbeatApp[] {
-  const upTo5 = v >= 6 ? [...apps] : apps.map(({ hold: _h, fetchRetrying: _f, ...a }) => a);
+  const upTo6 = v >= 7 ? [...apps] : apps.map(({ signals: _s, ...a }) => a);
+  const upTo5 = v >= 6 ? upTo6 : upTo6.map(({ hold: _h, fetchRetrying: _f, ...a }) => a);
   const upTo4 = v >= 5 ? upTo5 : upTo5.map(({ restarts: _r, ...a }) => (a.lastExit?.reason ? { ...a, lastExit: { code: a.lastExit.code, signal: a.lastExit.signal } } : a));
   const upTo3 = v >= 4 ? upTo4 : upTo4.map(({ watch: _w, lastExit: _e, ...a }) => a);
   if (v === 1) return withoutSelf(upTo3);

@@ -5,6 +5,7 @@ import type { KeyObject } from 'node:crypto';
 import { HEARTBEAT_PATH } from '../core/control-paths.js';
 import { MAX_HEARTBEAT_RECEIPT_BYTES, MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
 import { HEARTBEAT_VERSIONS, type HeartbeatApp, type HeartbeatPayload, type HeartbeatVersion } from '../core/heartbeat-schema.js';
+import { formatHoldHeader, HOLD_HEADER, MAX_HOLD_SECONDS, type HeartbeatAnswer, type HoldAsk } from '../core/control-api.js';
 import type { Clock } from '../platform/clock.js';
 import { DOWNLOAD_AUTH_TTL_MS, downloadAuthorization } from '../platform/download-auth.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
@@ -17,8 +18,9 @@ import { convergeDesired, type Logf } from './convergence.js';
 import { appsForVersion, heartbeatApps } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
+import type { AppScrapes } from './metrics/app-scrapes.js';
 import type { SeqStore } from './seq-store.js';
-import type { WakeSleep } from './wake-wait.js';
+import { MIN_WAIT_MS, NO_ROUTE_RETRY_MS, WAIT_SLACK_MS, WAKE_BACKOFF, type WakeSleep } from './wake-wait.js';
 
 export interface HeartbeatDeps {
   clock: Clock;
@@ -44,9 +46,14 @@ export interface HeartbeatDeps {
   agentVersion: string;
   // The interval until the first answer says otherwise (enrollment's heartbeatSeconds).
   heartbeatSeconds: number;
-  // The sleep after an answered heartbeat, ended early by a wake-up (wake-wait.ts); none: a plain sleep.
+  // Wake-ups (docs/design.md §18): the heartbeat held by the control plane as the node's long poll
+  // (HOLD_HEADER), and, with a control plane that holds none, the sleep after an answered heartbeat
+  // ended early by a GET /v1/wait (wake-wait.ts). None: plain heartbeats and sleeps.
   wake?: WakeSleep;
   log: Logf;
+  // The scrapes of the apps' own metrics (docs/design.md §19), made only while the control plane
+  // takes heartbeats v7; none: no scrapes.
+  metrics?: Pick<AppScrapes, 'collect'>;
 }
 
 export interface TickResult {
@@ -55,6 +62,9 @@ export interface TickResult {
   delayMs: number;
   // How many receipts the last heartbeat sent in this tick carried.
   sentReceipts: number;
+  // How the wait goes: 'wake' through the wake-up waits (a control plane that holds no heartbeat),
+  // 'plain' a plain sleep (after a held heartbeat, or a failure).
+  sleep: 'wake' | 'plain';
 }
 
 export class HeartbeatLoop {
@@ -79,6 +89,12 @@ export class HeartbeatLoop {
   private helperSeen = '';
   // Aborts a heartbeat in flight when the agent stops.
   private signal: AbortSignal | undefined;
+  // Held heartbeats: the digest of the desired set last answered (the next hold's `seen`), null
+  // before the first answer that gave one; the monotonic ms before which none is asked (after a
+  // control plane that holds none answered); answers in a row that ended a hold early.
+  private holdSeen: string | null = null;
+  private holdOffUntil = -Infinity;
+  private holdWakes = 0;
 
   constructor(private readonly d: HeartbeatDeps) {
     this.heartbeatSeconds = d.heartbeatSeconds;
@@ -92,7 +108,7 @@ export class HeartbeatLoop {
       if (signal.aborted) break;
       try {
         // Wake-ups only after an answered heartbeat: a failing control plane gets its backoff.
-        if (this.d.wake && r.outcome.kind === 'ok') await this.d.wake.sleep(r.delayMs, signal);
+        if (this.d.wake && r.outcome.kind === 'ok' && r.sleep === 'wake') await this.d.wake.sleep(r.delayMs, signal);
         else await this.d.clock.sleep(r.delayMs, signal);
       } catch {
         break;
@@ -133,14 +149,14 @@ export class HeartbeatLoop {
         sent = await this.send(false);
       }
       if (sent.outcome.kind === 'ok') this.startConfirm(sent.seq, sent.sentAt);
-      return { ...(await this.settle(sent.outcome, sent.receipts)), sentReceipts: sent.receipts };
+      return { ...(await this.settle(sent.outcome, sent.receipts, sent.held)), sentReceipts: sent.receipts };
     } catch (err) {
       // A local failure (seq.json or the outbox cannot be written): back off like a network failure.
       const message = (err as Error).message;
       this.failures++;
       const delayMs = backoffDelayMs(this.failures, this.d.random);
       this.d.log('WARNING: heartbeat tick failed: %s; next try in %d ms', message, delayMs);
-      return { outcome: { kind: 'error', message }, delayMs, sentReceipts: 0 };
+      return { outcome: { kind: 'error', message }, delayMs, sentReceipts: 0, sleep: 'plain' };
     }
   }
 
@@ -157,7 +173,9 @@ export class HeartbeatLoop {
     try {
       const st = await this.d.helper.status();
       this.helperSeen = `${st.pid}:${st.startedAt}`;
-      const { apps, skipped } = heartbeatApps(st.apps);
+      // Bounded (2 s, all apps at once): scrape-metrics.ts. Never a throw, so the status stays.
+      const scraped = this.d.metrics && this.heartbeatV >= 7 ? await this.d.metrics.collect(st.apps, this.heartbeatSeconds * 1000) : undefined;
+      const { apps, skipped } = heartbeatApps(st.apps, scraped);
       if (skipped.length) this.d.log('apps left out of the heartbeat (not reportable): %s', skipped.join(','));
       this.apps = apps;
     } catch (err) {
@@ -174,7 +192,16 @@ export class HeartbeatLoop {
     return null;
   }
 
-  private async send(withReceipts: boolean): Promise<{ seq: number; sentAt: number; receipts: number; outcome: HeartbeatOutcome }> {
+  // The hold this heartbeat asks for: as long as the interval (at most 60 s), or none (no
+  // wake-ups, a control plane that holds none, an interval under 2 s).
+  private holdAsk(): HoldAsk | null {
+    if (!this.d.wake || this.d.clock.monotonic() < this.holdOffUntil) return null;
+    const ms = heartbeatIntervalMs(this.heartbeatSeconds, this.d.random);
+    if (ms < MIN_WAIT_MS) return null;
+    return { seconds: Math.min(MAX_HOLD_SECONDS, Math.round(ms / 1000)), seen: this.holdSeen };
+  }
+
+  private async send(withReceipts: boolean): Promise<{ seq: number; sentAt: number; receipts: number; outcome: HeartbeatOutcome; held: boolean }> {
     const receipts = withReceipts ? this.d.outbox.batch(MAX_HEARTBEAT_RECEIPTS, MAX_HEARTBEAT_RECEIPT_BYTES) : [];
     // docs/design.md §6: the seq is durable before the heartbeat leaves, so no restart reuses it.
     const seq = await this.d.seq.next();
@@ -190,15 +217,18 @@ export class HeartbeatLoop {
       receipts,
     };
     const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
+    const ask = this.holdAsk();
+    const extra = ask ? { headers: { [HOLD_HEADER]: formatHoldHeader(ask) }, timeoutMs: ask.seconds * 1000 + WAIT_SLACK_MS } : undefined;
     let outcome: HeartbeatOutcome;
     try {
-      const answer = await this.d.controlPlane.post(HEARTBEAT_PATH, envelope, this.signal);
+      const answer = await this.d.controlPlane.post(HEARTBEAT_PATH, envelope, this.signal, extra);
       outcome = classifyHeartbeatAnswer(answer.status, answer.json);
     } catch (err) {
       outcome = { kind: 'unavailable', message: (err as Error).message };
     }
-    this.d.log('heartbeat sent seq=%d apps=%d receipts=%d result=%s', seq, this.apps.length, receipts.length, outcome.kind);
-    return { seq, sentAt, receipts: receipts.length, outcome };
+    const held = outcome.kind === 'ok' && outcome.answer.held !== undefined ? ` held=${outcome.answer.held}` : '';
+    this.d.log('heartbeat sent seq=%d apps=%d receipts=%d result=%s%s', seq, this.apps.length, receipts.length, outcome.kind, held);
+    return { seq, sentAt, receipts: receipts.length, outcome, held: ask !== null };
   }
 
   // After this process's first 2xx, and the first after a new helper answered its status: tells
@@ -225,7 +255,7 @@ export class HeartbeatLoop {
     });
   }
 
-  private async settle(outcome: HeartbeatOutcome, sentReceipts: number): Promise<Omit<TickResult, 'sentReceipts'>> {
+  private async settle(outcome: HeartbeatOutcome, sentReceipts: number, askedHold: boolean): Promise<Omit<TickResult, 'sentReceipts'>> {
     if (outcome.kind === 'ok') {
       this.failures = 0;
       if (sentReceipts > 0) {
@@ -237,8 +267,8 @@ export class HeartbeatLoop {
       await this.d.outbox.ack(outcome.answer.ackedSeqs);
       await this.d.accepts?.record(outcome.answer.receiptVersions);
       this.startConvergence(outcome.answer.desired);
-      const delayMs = heartbeatIntervalMs(this.heartbeatSeconds, this.d.random);
-      return { outcome, delayMs };
+      if (askedHold) return { outcome, ...this.afterHold(outcome.answer) };
+      return { outcome, delayMs: heartbeatIntervalMs(this.heartbeatSeconds, this.d.random), sleep: 'wake' };
     }
     this.failures++;
     const delayMs = backoffDelayMs(this.failures, this.d.random);
@@ -273,7 +303,40 @@ export class HeartbeatLoop {
         this.d.log('control plane unavailable: %s; failures=%d next try in %d ms', outcome.message, this.failures, delayMs);
         break;
     }
-    return { outcome, delayMs };
+    return { outcome, delayMs, sleep: 'plain' };
+  }
+
+  // The wait after an answer to a heartbeat that asked to be held. Its hold took the interval
+  // (timeout): the next goes now. It ended early (woken, or the set had changed): the next goes
+  // now, to be held again, a little later each time in a row (WAKE_BACKOFF). The instance could not
+  // hold it (busy): the interval is slept. The instance is closing: the next goes in a second, to
+  // another instance. No `held` in the answer: a control plane that holds no heartbeat; the agent
+  // keeps its waits (GET /v1/wait) and asks again in an hour (an upgraded control plane).
+  private afterHold(answer: HeartbeatAnswer): { delayMs: number; sleep: 'wake' | 'plain' } {
+    const interval = heartbeatIntervalMs(this.heartbeatSeconds, this.d.random);
+    if (answer.held === undefined || answer.desiredDigest === undefined) {
+      this.holdSeen = null;
+      this.holdOffUntil = this.d.clock.monotonic() + NO_ROUTE_RETRY_MS;
+      this.d.log('the control plane holds no heartbeat (an older release): heartbeats and wake-up waits, asked again in %d min', NO_ROUTE_RETRY_MS / 60_000);
+      return { delayMs: interval, sleep: 'wake' };
+    }
+    this.holdSeen = answer.desiredDigest;
+    switch (answer.held) {
+      case 'timeout':
+        this.holdWakes = 0;
+        return { delayMs: 0, sleep: 'plain' };
+      case 'woken':
+      case 'changed': {
+        if (answer.held === 'woken') this.d.log('woken by the control plane: this node\'s desired set changed while its heartbeat was held');
+        this.holdWakes++;
+        const delayMs = this.holdWakes > 1 ? Math.min(interval, backoffDelayMs(this.holdWakes - 1, this.d.random, WAKE_BACKOFF)) : 0;
+        return { delayMs, sleep: 'plain' };
+      }
+      case 'busy':
+        return { delayMs: interval, sleep: 'plain' };
+      case 'closing':
+        return { delayMs: 1000 + Math.floor(this.d.random() * 1000), sleep: 'plain' };
+    }
   }
 
   // Convergence after a 200. The helper's answers never hold up the next heartbeat: one pass

@@ -27,6 +27,7 @@ import { createControlPlaneClient } from './control-plane-client.js';
 import { isInsecureUrl } from './control-plane-url.js';
 import type { EnrollResult } from './enroll.js';
 import { HeartbeatLoop } from './heartbeat-loop.js';
+import { AppScrapes } from './metrics/app-scrapes.js';
 import { createWakeSleep } from './wake-wait.js';
 import { WAIT_AUTH_TTL_MS, waitAuthorization } from '../platform/wait-auth.js';
 import { socketHelper } from './helper-port.js';
@@ -151,6 +152,7 @@ async function runAgent(o: AgentOptions): Promise<number> {
       bootId: (await readBootId()) || 'unknown',
       agentVersion: agentVersion(),
       heartbeatSeconds: enrollment.heartbeatSeconds,
+      metrics: new AppScrapes({ now: () => systemClock.now() }),
       wake: createWakeSleep({
         clock: systemClock,
         random: Math.random,

@@ -122,6 +122,43 @@ export function parseDesiredFields(header: string | string[] | undefined): strin
   return [...new Set(text.split(',').map((s) => s.trim()).filter((s) => known.includes(s)))];
 }
 
+// docs/design.md §18, wake-ups: an agent that can hold its heartbeat says so, and for how long, with
+// this request header: `30` (the first heartbeat, which learns the desired set's digest) or
+// `30; seen=<digest>` (the digest of the desired set it last heard). A control plane that knows it
+// answers at once when the node's desired set is not the one it has seen, and otherwise holds the
+// answer until that set changes or the seconds pass; the answer then carries `desiredDigest` and
+// `held`. One that does not know it answers at once without them, and the agent keeps its plain
+// heartbeats and waits (GET /v1/wait).
+export const HOLD_HEADER = 'steward-hold';
+export const MAX_HOLD_SECONDS = 60;
+const DIGEST_RE = /^[0-9a-f]{32}$/;
+// How a held heartbeat ended: its time ran out ('timeout'), the node's desired set changed while it
+// was held ('woken', the answer carries the new set), it was not held because the set differs from
+// the one the agent has seen ('changed'), because the instance holds its most ('busy'), or because
+// the instance is shutting down ('closing').
+export const HOLD_ENDS = ['timeout', 'woken', 'changed', 'busy', 'closing'] as const;
+export type HoldEnd = (typeof HOLD_ENDS)[number];
+
+export interface HoldAsk {
+  seconds: number;
+  seen: string | null;
+}
+
+// The hold an agent asked for, or null when the header is absent or not the contract's (the
+// heartbeat is then answered at once, as to an agent that asked none).
+export function parseHoldHeader(header: string | string[] | undefined): HoldAsk | null {
+  if (typeof header !== 'string' || header.length > 100) return null;
+  const m = /^([0-9]{1,2})(?:; ?seen=([0-9a-f]{32}))?$/.exec(header.trim());
+  if (!m) return null;
+  const seconds = Number(m[1]);
+  if (seconds < 1 || seconds > MAX_HOLD_SECONDS) return null;
+  return { seconds, seen: m[2] ?? null };
+}
+
+export function formatHoldHeader(ask: HoldAsk): string {
+  return ask.seen === null ? String(ask.seconds) : `${ask.seconds}; seen=${ask.seen}`;
+}
+
 export const heartbeatAnswerSchema = z.strictObject({
   // Receipt seqs the control plane has stored (now or before); the agent drops them from its outbox.
   ackedSeqs: z.array(seqSchema).check(z.maxLength(4096)),
@@ -133,6 +170,10 @@ export const heartbeatAnswerSchema = z.strictObject({
   // The heartbeat payload versions it accepts (absent: 1 only), given to an agent that sent
   // HEARTBEAT_VERSIONS_HEADER.
   heartbeatVersions: z.optional(receiptVersionListSchema),
+  // Given to an agent that sent HOLD_HEADER: the digest of `desired` as answered (its next
+  // heartbeat's `seen`), and how the hold ended.
+  desiredDigest: z.optional(z.string().check(z.regex(DIGEST_RE, '32 lowercase hex digits'))),
+  held: z.optional(z.enum(HOLD_ENDS)),
 });
 export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
 

@@ -9,6 +9,35 @@ import { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS } from './heartbeat-limits.j
 
 export { MAX_HEARTBEAT_APPS, MAX_HEARTBEAT_RECEIPTS };
 
+// An ISO 8601 UTC time as Date#toISOString writes it.
+const isoTimeSchema = z.string().check(
+  z.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/, 'an ISO time like 2026-01-02T03:04:05.678Z'),
+  z.refine((s) => Number.isFinite(Date.parse(s)), 'an ISO time that is a date'),
+);
+const countSchema = intSchema(0, 1_000_000_000);
+// Whole numbers only: a heartbeat is signed as canonical JSON, which holds safe integers and no
+// floats (docs/design.md §6). The agent floors CPU seconds and the scraped counters.
+const scrapedSchema = intSchema(0, Number.MAX_SAFE_INTEGER);
+
+// From v7 (docs/design.md §19, docs/protocol.md): an app's signals for canary analysis. Counters
+// since `since` (the app's activation of its current release, or when the helper began counting); a
+// new `since` is a reset, and requests/errors may go down when the app restarts (a reset too).
+// `scrape.code` is one of docs/reason-codes.md's scrape codes, checked by shape only so that a
+// newer agent's code is stored, not refused.
+export const signalsSchema = z.strictObject({
+  since: isoTimeSchema,
+  restarts: countSchema,
+  livenessFailures: countSchema,
+  watchdogKills: countSchema,
+  oomKills: countSchema,
+  cpuSeconds: intSchema(0, 1_000_000_000_000),
+  rssBytes: intSchema(0, Number.MAX_SAFE_INTEGER),
+  requests: z.optional(scrapedSchema),
+  errors: z.optional(scrapedSchema),
+  scrape: z.optional(z.strictObject({ ok: z.boolean(), code: z.optional(z.string().check(z.regex(/^[A-Z][A-Z0-9_]{0,63}$/))), at: isoTimeSchema })),
+});
+export type AppSignals = z.infer<typeof signalsSchema>;
+
 // One app as the agent reports it. The supervisor part is the agent's report, not signed by
 // the helper (docs/design.md §6); `since` is when the supervisor entered `state`, null if never.
 export const heartbeatAppSchema = z.strictObject({
@@ -65,21 +94,23 @@ export const heartbeatAppSchema = z.strictObject({
   ),
   // From v6: the update whose download failed and waits to be tried again (docs/design.md §18).
   fetchRetrying: z.optional(z.strictObject({ attemptId: attemptIdSchema })),
+  // From v7: the app's signals (docs/design.md §19).
+  signals: z.optional(signalsSchema),
 });
 export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
 // The heartbeat payload versions this steward sends and accepts (docs/design.md §16): v2 adds an app's
 // `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason` and `restarts`,
-// v6 `hold` and `fetchRetrying` (§18). An agent sends the highest version that a control plane's
+// v6 `hold` and `fetchRetrying` (§18), v7 `signals` (§19). An agent sends the highest version that a control plane's
 // answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
-export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5, 6] as const;
+export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5, 6, 7] as const;
 export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
 
 // The payload of a `POST /v1/heartbeat` envelope (docs/design.md §6), signed by the node key.
 // `receipts` are the helper's envelopes, relayed as they are; each is verified on its own.
 export const heartbeatPayloadSchema = z
   .strictObject({
-    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5), z.literal(6)]),
+    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5), z.literal(6), z.literal(7)]),
     nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
     seq: intSchema(1),
     sentAt: epochMsSchema,
@@ -116,6 +147,10 @@ export const heartbeatPayloadSchema = z
     }),
     z.refine((p) => p.v >= 6 || p.apps.every((a) => a.fetchRetrying === undefined), {
       message: 'an app has `fetchRetrying` only in heartbeats v6',
+      path: ['apps'],
+    }),
+    z.refine((p) => p.v >= 7 || p.apps.every((a) => a.signals === undefined), {
+      message: 'an app has `signals` only in heartbeats v7',
       path: ['apps'],
     }),
   );

@@ -2,6 +2,7 @@ import * as z from './zod-mini.js';
 import { appNameSchema, epochMsSchema, integritySchema, intSchema, keyIdSchema, versionSchema } from './names.js';
 import { isLoopbackHost } from './name-checks.js';
 import { MARKER_SCHEMA_VERSION } from './release-files.js';
+import { isMetricSelector } from './metric-selector.js';
 
 export { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, RELEASE_FILE_NAME } from './release-files.js';
 export const ENV_KEY_RE = /^[A-Z_][A-Z0-9_]{0,127}$/;
@@ -21,6 +22,29 @@ export function isLoopbackHostPort(v: string): boolean {
   const m = /^(.+):(\d{1,5})$/.exec(v);
   return !!m && isLoopbackHost(m[1] as string) && Number(m[2]) > 0 && Number(m[2]) < 65536;
 }
+
+// metrics.url's rule (docs/design.md §19): plain http to 127.0.0.1, [::1] or localhost (which the
+// agent maps to 127.0.0.1, resolving nothing), an explicit port, a path, no credentials. Stricter
+// than health.http: the agent, not the helper, fetches it, and follows nothing off loopback.
+export function isMetricsUrl(v: string): boolean {
+  if (v.length > 2048 || !/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):\d{1,5}\//.test(v)) return false;
+  try {
+    const u = new URL(v);
+    const port = Number(u.port);
+    return u.protocol === 'http:' && ['127.0.0.1', '[::1]', 'localhost'].includes(u.hostname) && port > 0 && port < 65536 && u.username === '' && u.password === '';
+  } catch {
+    return false;
+  }
+}
+
+// A release's own request and error counters (docs/design.md §19), scraped by the agent each
+// heartbeat interval: each a metric name with an optional label matcher (src/core/metric-selector.ts).
+export const metricsSchema = z.strictObject({
+  url: z.string().check(z.refine(isMetricsUrl, 'metrics.url must be http://127.0.0.1, http://[::1] or http://localhost with a port and a path (loopback only)')),
+  requests: z.string().check(z.refine(isMetricSelector, 'metrics.requests must be a Prometheus metric name with an optional label matcher, like http_requests_total{code!~"5.."}')),
+  errors: z.string().check(z.refine(isMetricSelector, 'metrics.errors must be a Prometheus metric name with an optional label matcher, like http_requests_total{code=~"5.."}')),
+});
+export type ReleaseMetrics = z.infer<typeof metricsSchema>;
 
 // The signed release manifest of docs/design.md §1: {name, version, url, size, integrity, expires}.
 export const manifestPayloadSchema = z.strictObject({
@@ -113,6 +137,8 @@ export const releaseFileSchema = z.strictObject({
     }),
   ),
   health: z.optional(healthSchema),
+  // The app's own counters for canary analysis (docs/design.md §19); a helper from before refuses the key.
+  metrics: z.optional(metricsSchema),
 });
 export type ReleaseFile = z.infer<typeof releaseFileSchema>;
 

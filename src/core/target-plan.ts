@@ -70,6 +70,9 @@ export interface TargetNodeInput {
   // decided (issue 33, automated analysis); null when nothing says so.
   fetchRetrying: { since: number; message: string } | null;
   analysisPending: { since: number; message: string } | null;
+  // Another target's running run of the app may still issue the node (pending) or has it in flight
+  // (issued): it is that run's until it decides; null when none does.
+  elsewhere?: { runId: number; version: string; state: 'pending' | 'issued'; target: string | null } | null;
 }
 
 export interface TargetPlanInput {
@@ -83,7 +86,8 @@ export interface TargetPlanInput {
   activeRun: { id: number; status: RunStatus; nextWindowAt: number | null; startAt: number | null } | null;
   // The target's last run ended halted or stopped and no `target resume` or new version came after.
   halted: { runId: number; code: string | null; message: string; at: number | null } | null;
-  // Another run of the app that has not ended (one run per app at a time), or null.
+  // A one-shot or pin run of the app that has not ended (it goes alone: the target's next run
+  // waits for it), or null. Other targets' runs go beside this one's (TargetNodeInput.elsewhere).
   otherRun: { id: number; version: string } | null;
   nodes: TargetNodeInput[];
   // Pending nodes of the active run that the target no longer selects (relabelled out, taken
@@ -211,6 +215,10 @@ export function planTarget(t: TargetPlanInput): TargetPlan {
       why = reason('clock-skew', 'its heartbeats are refused for clock skew; fix its clock', { since: n.clockSkewRefusedSince, code: 'CLOCK_SKEW' });
     } else if (!n.app) {
       why = reason('app-not-reported', `its heartbeat does not list ${t.app}`, { code: 'APP_NOT_ON_NODE' });
+    } else if (n.elsewhere && !inFlight) {
+      const e = n.elsewhere;
+      const of = `rollout ${e.runId}${e.target ? ` (target ${e.target})` : ''} of ${t.app} ${e.version}`;
+      why = e.state === 'issued' ? reason('in-progress', `${of} has it in flight; the target issues it once that attempt decides`) : reason('waiting-batch', `${of} may still issue it; the target issues it once that run leaves it`);
     } else {
       why = newest ? runReason(t, n, newest) : null;
       if (why === null) {
@@ -225,7 +233,7 @@ export function planTarget(t: TargetPlanInput): TargetPlan {
           else if (run && run.status === 'scheduled') why = reason('waiting-window', `rollout ${run.id} starts at its --start-at`, { until: run.startAt });
           else if (run && run.status === 'paused') why = reason('paused', `rollout ${run.id} is paused`);
           else if (run) why = reason('waiting-batch', `waits for a batch of rollout ${run.id}`);
-          else if (t.otherRun) why = reason('waiting-batch', `waits for rollout ${t.otherRun.id} of ${t.app} ${t.otherRun.version} to end (one run per app)`);
+          else if (t.otherRun) why = reason('waiting-batch', `waits for rollout ${t.otherRun.id} of ${t.app} ${t.otherRun.version} to end (a one-shot run goes alone)`);
           else why = reason('waiting-batch', `the target's next run issues it`);
         }
       }

@@ -38,6 +38,7 @@ export function makeHandlers(core: HelperCore) {
           units: core.units,
           now: core.clock.now(),
           ...(core.self ? { ownVersion: core.self.ownVersion } : {}),
+          signals: true,
         },
         req.app,
       ),

@@ -74,6 +74,20 @@ export interface AppStatus {
   // An open watch window after `active` (docs/design.md §17): the activation watched, until when,
   // the exits heard in it so far and how many it allows; `closing` once its rollback was asked for.
   watch?: { attemptId: string; version: string; fromVersion: string; until: number; restarts: number; maxRestarts: number; closing?: string } | null;
+  // The app's signals for canary analysis (docs/design.md §19; absent from helpers before it, and
+  // for the app steward): counts since `since` (epoch ms: the activation of its current release, or
+  // the helper's start), CPU of its processes since then, their RSS now; `metrics`, the current
+  // release's `metrics` block (loopback only, checked on the host), which the agent scrapes.
+  signals?: {
+    since: number;
+    restarts: number;
+    livenessFailures: number;
+    watchdogKills: number;
+    oomKills: number;
+    cpuSeconds: number;
+    rssBytes: number;
+    metrics?: { url: string; requests: string; errors: string };
+  };
   // A `unit` app: what systemd says of its unit (its own Restart= keeps it up).
   unit?: { name: string; activeState: string; subState: string; mainPid: number; nRestarts: number } | { name: string; error: string };
 }

@@ -35,6 +35,8 @@ interface Rig {
   apps: unknown[];
   // The heartbeat versions the control plane's answers list (undefined: an older one, none).
   heartbeatVersions: number[] | undefined;
+  // The agent's scrapes of the apps' own metrics (docs/design.md §19); none: no scraper.
+  metrics?: NonNullable<ConstructorParameters<typeof HeartbeatLoop>[0]['metrics']>;
   logs: string[];
   clock: Clock & { t: number; mono: number };
   // A fresh agent over the same files (a restart).
@@ -127,6 +129,7 @@ function makeRig(): Rig {
         bootId: 'boot-1',
         agentVersion: '0.1.0',
         heartbeatSeconds: 30,
+        ...(rig.metrics ? { metrics: rig.metrics } : {}),
         log: (fmt: string, ...args: unknown[]) => rig.logs.push([fmt, ...args.map(String)].join(' ')),
       });
       return { loop, seq, outbox, acted };
@@ -242,6 +245,38 @@ test("a package trial that reverted goes in heartbeats v3 (self.packageReverted)
     assert.equal((await a.loop.tick()).outcome.kind, 'ok');
     assert.equal((await a.loop.tick()).outcome.kind, 'ok');
     assert.deepEqual(sent(), [[1, null], [2, { fallback: null }], [2, { fallback: null }], [3, { fallback: null, packageReverted: { version: '3.0.0' } }]]);
+  } finally {
+    rig.cleanup();
+  }
+});
+
+test("an app's signals go in heartbeats v7, and the agent scrapes, only once the control plane lists 7 (docs/design.md §19)", async () => {
+  const rig = makeRig();
+  try {
+    const scrapedAt: number[] = [];
+    rig.metrics = {
+      collect: async (_apps, intervalMs) => {
+        scrapedAt.push(intervalMs);
+        return new Map([['web', { requests: 10, errors: 1, scrape: { ok: true, at: '2026-01-02T03:10:00.000Z' } }]]);
+      },
+    };
+    rig.apps = [{
+      name: 'web', runner: 'process', current: '1.0.0', currentState: 'valid', previous: null, highestActive: '1.0.0', hold: null, blocked: null, quarantined: [], running: null, lastAttempt: null, supervisor: null,
+      signals: { since: NOW, restarts: 2, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 1.5, rssBytes: 4096, metrics: { url: 'http://127.0.0.1:9100/metrics', requests: 'a', errors: 'b' } },
+    }];
+    const a = await rig.agent();
+    const sent = () => rig.cp.heartbeats.map((h) => [h.payload.v, h.payload.apps[0]?.signals ?? null]);
+    rig.heartbeatVersions = [1, 2, 3, 4, 5, 6];
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.deepEqual(sent(), [[1, null], [6, null]], 'a control plane that lists up to 6 gets no signals');
+    assert.deepEqual(scrapedAt, [], 'and nothing is scraped for it');
+    rig.heartbeatVersions = [1, 2, 3, 4, 5, 6, 7];
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    assert.equal((await a.loop.tick()).outcome.kind, 'ok');
+    const signals = { since: new Date(NOW).toISOString(), restarts: 2, livenessFailures: 0, watchdogKills: 0, oomKills: 0, cpuSeconds: 1, rssBytes: 4096, requests: 10, errors: 1, scrape: { ok: true, at: '2026-01-02T03:10:00.000Z' } };
+    assert.deepEqual(sent().slice(2), [[6, null], [7, signals]]);
+    assert.deepEqual(scrapedAt, [30_000], 'scraped once the answer listed 7, with the heartbeat interval');
   } finally {
     rig.cleanup();
   }

@@ -1,9 +1,10 @@
 // docs/design.md §18, wake-ups, from the agent's side: a real heartbeat loop with its wake-up waits,
 // over the real client, against a real control plane on the real clock.
-// - A run issuing to the node reaches it at once: the heartbeat that brings the entry is the one
-//   the wake-up asked for (its log says so), long before the 30 s interval, within 2 s.
-// - Quiet, the node sends one heartbeat and one wait per interval, never a busy loop.
-// - A control plane without the route (404): the agent asks once and heartbeats as before.
+// - A run issuing to the node reaches it at once: the held heartbeat's answer brings the entry (its
+//   log says woken), long before the 30 s interval, within 2 s.
+// - Quiet, the node sends one request per interval, its held heartbeat, never a busy loop.
+// - A control plane that holds no heartbeat and has no wait route (an older release): the agent
+//   asks once for each and heartbeats as before.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -58,25 +59,27 @@ test('a run that issues to an online node reaches it within 2 s, by its wake-up,
   await addRelease(store, { app: 'web', version: '1.1.0', file, url: null, baseUrl: server.url, privateKeyPem: key.privatePem, expiresDays: 30, artifactsDir: path.join(dir, 'artifacts') });
   const agent = await startWakeAgent({ urls: [server.url], nodeId: node.nodeId, nodeKey: node.node.privateKey, helperKey: node.helper.publicKey, heartbeatSeconds: 30 });
   try {
-    // Online: its first heartbeat answered, its wait held.
-    for (let i = 0; i < 50 && agent.gets === 0; i++) await pause(100);
-    assert.equal(agent.posts, 1);
-    assert.equal(agent.gets, 1);
+    // Online: its first heartbeat answered at once (it had seen no desired set), its second held.
+    for (let i = 0; i < 50 && agent.posts < 2; i++) await pause(100);
+    await pause(300);
+    assert.equal(agent.posts, 2);
+    assert.equal(agent.gets, 0, 'no wait beside a held heartbeat');
     await pause(200);
     const t0 = Date.now();
     await startRun(store, 'web', '1.1.0', { canary: [node.nodeId], batch: '1', bakeMs: 0 });
     for (let i = 0; i < 100 && agent.desired.length === 0; i++) await pause(20);
     const took = (agent.desired[0]?.at ?? Infinity) - t0;
     assert.equal(agent.desired.length, 1, `the entry came; agent log:\n${agent.logs.join('\n')}`);
-    assert.equal(agent.posts, 2, 'the second heartbeat, 30 s early');
-    assert.ok(agent.logs.some((l) => /woken by the control plane/.test(l)), 'the wake-up asked for it');
+    assert.ok(agent.logs.some((l) => /woken by the control plane/.test(l) && /held/.test(l)), 'the held heartbeat brought it');
+    assert.ok(agent.logs.some((l) => /seq=2 .*held=woken/.test(l)), agent.logs.join('\n'));
+    assert.equal(agent.gets, 0);
     assert.ok(took < 2_000, `the change reached the node in ${took} ms`);
   } finally {
     await agent.stop();
   }
 });
 
-test('quiet, an online node sends about one heartbeat and one wait per interval', { timeout: 60_000 }, async () => {
+test('quiet, an online node sends about one request per interval: its held heartbeat', { timeout: 60_000 }, async () => {
   await serveWith(3);
   const node = await new FakeNode(control, 'host-quiet').enroll();
   const agent = await startWakeAgent({ urls: [server.url], nodeId: node.nodeId, nodeKey: node.node.privateKey, helperKey: node.helper.publicKey, heartbeatSeconds: 3 });
@@ -86,14 +89,17 @@ test('quiet, an online node sends about one heartbeat and one wait per interval'
   } finally {
     await agent.stop();
   }
-  // Intervals of 3 s ± 10 %: 4 or 5 heartbeats in 12.5 s (the first at once); a wait in each interval.
+  // Holds of 3 s ± 10 %: after the first heartbeat (answered at once, `changed`), one held
+  // heartbeat per interval, and nothing else.
   const intervals = windowMs / 3_000;
   assert.ok(agent.posts >= 4 && agent.posts <= Math.ceil(intervals) + 1, `${agent.posts} heartbeats in ${windowMs} ms`);
-  assert.ok(agent.gets >= agent.posts - 1 && agent.gets <= agent.posts, `${agent.gets} waits beside ${agent.posts} heartbeats`);
+  assert.equal(agent.gets, 0);
+  const gaps = agent.heartbeatTimes.slice(2).map((t, i) => t - agent.heartbeatTimes[i + 1]!);
+  assert.ok(gaps.every((g) => g >= 2_500 && g <= 3_800), `gaps ${gaps.join(', ')} ms`);
   assert.ok(!agent.logs.some((l) => /woken|wait failed|refused/.test(l)), agent.logs.join('\n'));
 });
 
-test('against a control plane without the route (404) the agent asks once and keeps its plain heartbeats', { timeout: 60_000 }, async () => {
+test('against a control plane that holds no heartbeat and has no wait route (404) the agent asks once and keeps its plain heartbeats', { timeout: 60_000 }, async () => {
   const cp = new FakeControlPlane();
   cp.heartbeatSeconds = 3;
   const node = new FakeNode(control, 'host-old');
@@ -108,6 +114,7 @@ test('against a control plane without the route (404) the agent asks once and ke
   }
   assert.equal(agent.gets, 1, 'one wait, answered 404; none after it');
   assert.ok(agent.logs.some((l) => /has no \/v1\/wait/.test(l)));
+  assert.equal(agent.logs.filter((l) => /holds no heartbeat/.test(l)).length, 1, 'the hold asked for once');
   assert.ok(cp.heartbeats.length >= 3 && cp.heartbeats.every((h) => h.status === 200), `${cp.heartbeats.length} heartbeats, all answered`);
   // Plain intervals: 3 s ± 10 % apart.
   const gaps = agent.heartbeatTimes.slice(1).map((t, i) => t - agent.heartbeatTimes[i]!);

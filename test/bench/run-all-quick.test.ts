@@ -42,9 +42,10 @@ test('npm run bench -- --quick runs every row script and each prints its rows', 
   assert.deepEqual(summary.notBuilt, [], 'every listed row script is built by tsc');
   assert.equal(code, 0, stdout);
   // Issue 8's seven rows, issue 17's, issue 20's (13, PostgreSQL beside SQLite), issue 32's
-  // (the handover) and issue 33's (targets over a simulated fleet), each from the script that owns it.
+  // (the handover), issue 33's (targets over a simulated fleet) and issue 34's (signal samples), each
+  // from the script that owns it.
   const rows = new Set(summary.rows.map((r) => r.row.split(' ')[0]));
-  assert.deepEqual([...rows].sort(), ['1', '13', '17', '2', '3', '32', '33', '4', '5', '6', '7']);
+  assert.deepEqual([...rows].sort(), ['1', '13', '17', '2', '3', '32', '33', '34', '4', '5', '6', '7']);
   for (const r of summary.rows) {
     // Row 7 is the highest rate sustained in the open loop: on a loaded machine even quick
     // mode's lowest rate may not be, and 0 is then the honest figure. The closed loop beside

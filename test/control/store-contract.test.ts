@@ -66,11 +66,15 @@ describeEachBackend((backend) => {
     assert.deepEqual(await store.read(async (tx) => [await tx.settings.get('outer'), await tx.settings.get('inner')]), ['kept', null]);
   });
 
-  test('one active run per app is the database constraint: a second insert is refused BUSY', async () => {
+  test('runs of one app may run side by side in the store (who goes alone is start-run.ts\'s check): runningOf lists them newest first, active is the newest', async () => {
     const id = await store.write((tx) => tx.runs.insert(run(), [{ nodeId: 'n-a', lastHeartbeatAt: T0, listedApp: true }]));
-    await assert.rejects(store.write((tx) => tx.runs.insert(run(), [])), { code: 'BUSY' });
+    const beside = await store.write((tx) => tx.runs.insert(run(), []));
+    assert.deepEqual((await store.read((tx) => tx.runs.runningOf('web'))).map((r) => r.id), [beside, id]);
+    assert.equal((await store.read((tx) => tx.runs.active('web')))?.id, beside);
     await store.write((tx) => tx.runs.insert(run({ app: 'api' }), []));
     await store.write((tx) => tx.runs.end(id, 'stopped', undefined, T0));
+    await store.write((tx) => tx.runs.end(beside, 'stopped', undefined, T0));
+    assert.deepEqual(await store.read((tx) => tx.runs.runningOf('web')), []);
     await store.write((tx) => tx.runs.insert(run(), []));
   });
 
@@ -145,7 +149,7 @@ describeEachBackend((backend) => {
     assert.deepEqual(counts.atT0, { fresh: 1, stale: 0, never: 1 }, 'a heartbeat at the bound is fresh; n-b never sent one');
     assert.deepEqual(counts.after, { fresh: 0, stale: 1, never: 1 });
     assert.deepEqual(counts.versions, [{ app: 'db', version: null, nodes: 1 }, { app: 'web', version: '1.0.0', nodes: 1 }]);
-    assert.deepEqual(counts.runs, [{ status: 'running', runs: 2 }, { status: 'stopped', runs: 1 }], 'the runs the tests above made');
+    assert.deepEqual(counts.runs, [{ status: 'running', runs: 2 }, { status: 'stopped', runs: 2 }], 'the runs the tests above made');
   });
 
   test("a heartbeat records the node's clock skew: its sentAt minus the time it was received; null before one", async () => {

@@ -85,6 +85,64 @@ describeEachBackend((backend) => {
     await assert.rejects(op(targetRevert, { name: 'prod' }), { code: 'NOT_FOUND' });
   });
 
+  test('nodes that ran different versions before go back each to its own, in revert runs side by side; one that had none is left out', async () => {
+    await c.addRelease('web', '0.9.0');
+    const a = await node('host-a');
+    const b = await node('host-b');
+    const fresh = await node('host-fresh');
+    b.setCurrent('web', '0.9.0');
+    fresh.setCurrent('web', null);
+    for (const n of [b, fresh]) assert.equal((await n.heartbeat()).status, 200);
+    await op(targetSet, { name: 'prod', app: 'web', version: '1.1.0', select: 'env=prod', canaries: '0', batch: '3', bake: '0' });
+    for (let i = 0; i < 4; i++) {
+      c.clock.advance(10_000);
+      for (const n of [a, b, fresh]) await n.answer('active', undefined, { fromVersion: n === a ? '1.0.0' : n === b ? '0.9.0' : null });
+      await tickThrough(c);
+    }
+    assert.equal((await op<TargetView>(targetStatus, { name: 'prod' })).status, 'converged');
+
+    const r = await op<TargetView & { reverts: Array<{ runId: number; to: string; nodes: string[] }>; leftOut: string[]; revertRun: number }>(targetRevert, { name: 'prod' });
+    assert.deepEqual(r.reverts.map((x) => [x.to, x.nodes]).sort(), [['0.9.0', [b.nodeId]], ['1.0.0', [a.nodeId]]]);
+    assert.deepEqual(r.leftOut, [fresh.nodeId], 'it installed web first: nothing to go back to');
+    assert.equal(r.revertRun, r.reverts[0]!.runId);
+    const runs = await c.store.read((tx) => tx.runs.runningOf('web'));
+    assert.equal(runs.length, 2, 'both revert runs go at once');
+    for (let i = 0; i < 4; i++) {
+      c.clock.advance(10_000);
+      for (const n of [a, b]) {
+        for (const d of await beatWithRollback(n)) {
+          const to = n === a ? '1.0.0' : '0.9.0';
+          assert.deepEqual([d.version, d.rollback], [to, true]);
+          const receipt = n.receipt({ app: 'web', attemptId: d.attemptId, fromVersion: '1.1.0', targetVersion: to, outcome: 'active' });
+          n.setCurrent('web', to);
+          await beatWithRollback(n, [receipt]);
+        }
+      }
+      await tickThrough(c);
+    }
+    const v = await op<TargetView>(targetStatus, { name: 'prod' });
+    assert.deepEqual(v.nodes.map((n) => [n.hostname, n.version, n.reason?.reason ?? null]).sort(), [['host-a', '1.0.0', 'reverted'], ['host-b', '0.9.0', 'reverted'], ['host-fresh', '1.1.0', null]]);
+    for (const x of r.reverts) assert.equal((await c.store.read((tx) => tx.runs.get(x.runId)))?.status, 'succeeded');
+    const audit = (await c.store.read((tx) => tx.audit.page(0, 0, 100))).filter((x) => x.action === 'target.revert');
+    assert.equal(audit.length, 2, 'one audit entry per revert run');
+  });
+
+  test('a version before that is not in the catalog refuses the whole revert; nothing is started', async () => {
+    const a = await node('host-a');
+    const b = await node('host-b');
+    b.setCurrent('web', '0.8.0');
+    assert.equal((await b.heartbeat()).status, 200);
+    await op(targetSet, { name: 'prod', app: 'web', version: '1.1.0', select: 'env=prod', canaries: '0', batch: '2', bake: '0' });
+    for (let i = 0; i < 4; i++) {
+      c.clock.advance(10_000);
+      for (const n of [a, b]) await n.answer('active', undefined, { fromVersion: n === a ? '1.0.0' : '0.8.0' });
+      await tickThrough(c);
+    }
+    await assert.rejects(op(targetRevert, { name: 'prod' }), (err: { code?: string; message?: string }) => err.code === 'NOT_FOUND' && /0\.8\.0.*not in the catalog/.test(err.message ?? ''));
+    assert.deepEqual(await c.store.read((tx) => tx.runs.runningOf('web')), []);
+    assert.equal((await op<TargetView>(targetStatus, { name: 'prod' })).status, 'converged', 'not paused');
+  });
+
   test('a revert of a target that started no run is refused NOT_FOUND, and of no such target too', async () => {
     await op(targetSet, { name: 'empty', app: 'web', version: '1.1.0', select: 'env=none' });
     await assert.rejects(op(targetRevert, { name: 'empty' }), (err: { code?: string; message?: string }) => err.code === 'NOT_FOUND' && /started no run/.test(err.message ?? ''));

@@ -61,6 +61,8 @@ test('an app over its memoryMax is killed and status names its last exit OOM; a 
   assert.doesNotMatch(log, /survived/, 'the limit was applied');
   const json = await agentctl(host, ['status', 'web', '--json']);
   assert.equal(json.json.apps[0].supervisor.lastExit?.reason, 'OOM', 'agentctl status --json shows the reason');
+  // The signals of docs/design.md §19: the OOM kill is counted, the kill -9 by someone is not.
+  assert.deepEqual([json.json.apps[0].signals.oomKills, json.json.apps[0].signals.watchdogKills], [1, 0]);
 });
 
 test('an OOM kill inside a watch window rolls the version back at once, however many exits the window allows', { timeout: 60_000 }, async (t) => {

@@ -47,6 +47,9 @@ for (const hang of ['loop', 'timer'] as const) {
     assert.equal(after.supervisor.lastExit.signal, 'SIGABRT', 'killed by SIGABRT, not an exit of its own');
     assert.ok(after.supervisor.attempts >= 1, 'the respawn spent the budget');
     assert.equal(after.current, '1.0.0');
+    // The signals of docs/design.md §19: a watchdog kill, counted before the record that holds it.
+    assert.ok(after.signals.watchdogKills >= 1, JSON.stringify(after.signals));
+    assert.equal(after.signals.oomKills, 0);
   });
 }
 
@@ -58,6 +61,7 @@ test('an ordinary exit of a watched app is not told as WATCHDOG', { timeout: 60_
   const first = (await status(host)).supervisor.pid as number;
   const after = await respawnAfterKill(host, first);
   assert.deepEqual(after.supervisor.lastExit, { code: 3, signal: null });
+  assert.equal(after.signals.watchdogKills, 0, 'an ordinary exit is a restart, not a watchdog kill');
 });
 
 test('inside a watch window a watchdog kill rolls the version back at once', { timeout: 60_000 }, async (t) => {

@@ -48,3 +48,27 @@ export function sendWait(url: string, authorization: string | undefined, query =
 
 // Resolves after `ms` of real time.
 export const pause = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// Posts a heartbeat body to `url` with the hold header `hold` (none when undefined) and the
+// agent's optional-field headers, answered or still pending (a held heartbeat).
+export function sendHeartbeat(url: string, body: string, hold: string | undefined): PendingWait {
+  let done = false;
+  const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'steward-heartbeat-versions': '1, 2, 3, 4, 5, 6' };
+  if (hold !== undefined) headers['steward-hold'] = hold;
+  const req = http.request(`${url}/v1/heartbeat`, { method: 'POST', agent: false, headers });
+  const answer = new Promise<WaitAnswer>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        done = true;
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers });
+      });
+    });
+  });
+  answer.catch(() => undefined);
+  req.end(body);
+  return { answer, answered: () => done, abort: () => req.destroy() };
+}

@@ -79,8 +79,9 @@ export interface WakingAgentLoop {
   log: (fmt: string, ...args: unknown[]) => void;
   // Each new desired entry is pushed here with the time its heartbeat's answer came.
   desired: Array<{ entry: DesiredEntry; at: number }>;
-  // Called before each POST (with its endpoint) and each wait, and with each wait's answer.
+  // Called before each POST (with its endpoint) and each wait, and with each answer.
   posting(endpoint: string): void;
+  posted?(endpoint: string, answer: PostAnswer): void;
   waiting(): void;
   waited?(answer: PostAnswer): void;
 }
@@ -95,9 +96,10 @@ export async function runWakingAgentLoop(o: WakingAgentLoop): Promise<() => Prom
     random: Math.random,
     helper: o.helper,
     controlPlane: {
-      post: async (endpoint, body, signal) => {
+      post: async (endpoint, body, signal, extra) => {
         o.posting(endpoint);
-        const answer = await client.post(endpoint, body, signal);
+        const answer = await client.post(endpoint, body, signal, extra);
+        o.posted?.(endpoint, answer);
         const desired = (answer.json as { desired?: DesiredEntry[] } | undefined)?.desired ?? [];
         for (const entry of desired) if (!o.desired.some((d) => d.entry.attemptId === entry.attemptId)) o.desired.push({ entry, at: Date.now() });
         return answer;

@@ -32,6 +32,8 @@ const nodeArb = fc.record({
   refusal: fc.constantFrom('HELD', 'WINDOW_CLOSED', 'QUARANTINED', 'UNKNOWN_APP', 'FETCH_FAILED'),
   failCode: fc.constantFrom('ROLLBACK_UNHEALTHY', 'REPLACEMENT_UNHEALTHY', 'FETCH_FAILED', null),
   fetchRetrying: fc.integer({ min: 0, max: 6 }).map((x) => x === 0),
+  // Another target's running run of the app may still issue it, or has it in flight.
+  elsewhere: fc.constantFrom(null, null, null, 'pending', 'issued'),
 });
 
 const scenario = fc.record({
@@ -118,6 +120,7 @@ function inputOf(s: Scenario): TargetPlanInput {
         runs: p ? [{ runId: 9, active, plan: p, issuedAt: issued.find((x) => x.nodeId === id)?.issuedAt ?? null }] : [],
         fetchRetrying: n.fetchRetrying ? { since: T0, message: 'retrying the download' } : null,
         analysisPending: null,
+        elsewhere: n.elsewhere ? { runId: 4, version: '1.0.0', state: n.elsewhere as 'pending' | 'issued', target: 'other' } : null,
       };
     }),
     unselectedPending: [],
@@ -151,11 +154,12 @@ test('every selected node not at the version has exactly one reason from the clo
         if (issuedNow.has(n.nodeId)) {
           assert.ok(WAITING.has(n.reason.reason), `${n.nodeId} is issued only while it waits to be (${n.reason.reason})`);
           assert.ok(!facts.app?.held && !facts.pin, 'never a held or pinned node');
+          assert.ok(!facts.elsewhere, 'never a node another target\'s run may still issue or has in flight');
         }
       }
       if (out.start) {
         assert.equal(input.activeRun, null, 'a run starts only when the target has none running');
-        assert.equal(input.otherRun, null, 'nor while another run of the app runs');
+        assert.equal(input.otherRun, null, 'nor while a one-shot run of the app runs');
         assert.ok(!input.paused && !input.halted, 'nor while paused or halted');
       }
       if (!input.activeRun) assert.deepEqual(out.refreeze, [], 'nothing to refreeze without a running run');

@@ -9,6 +9,7 @@ import { DOMAINS, keyIdOf, openEnvelope, parsePrivateKey, parsePublicKey, signEn
 import { localActor, recordAudit, type Actor } from '../audit/record-audit.js';
 import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
+import { checkReleaseMetrics } from './check-release-metrics.js';
 import { copyIntoUploads, discardReleaseBytes, hashLocalFile, placeReleaseBytes, type ReleaseBytes } from './upload-file.js';
 
 const DAY_MS = 86_400_000;
@@ -97,6 +98,8 @@ export async function publishRelease(store: ControlStore, actor: Actor, r: Signe
   try {
     const { app, version } = r;
     const payload = checkSignedRelease(r, bytes);
+    // A metrics URL off loopback is refused here, before the catalog (docs/design.md §19).
+    await checkReleaseMetrics(bytes.file, app, version);
     const keyId = r.manifest.keyId;
     const target = artifactPath(artifactsDir, app, version);
     const change = await store.write(async (tx) => {

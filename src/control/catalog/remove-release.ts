@@ -12,8 +12,8 @@ export async function removeRelease(store: ControlStore, artifactsDir: string, a
   const row = await store.write(async (tx) => {
     const r = await tx.releases.get(app, version);
     if (!r) throw new StewardError('NOT_FOUND', `${app} ${version} is not in the catalog`);
-    const run = await tx.runs.active(app);
-    if (run && run.version === version) throw new StewardError('BUSY', `rollout ${run.id} of ${app} ${version} is running; stop it before removing the release`);
+    const run = (await tx.runs.runningOf(app)).find((r) => r.version === version);
+    if (run) throw new StewardError('BUSY', `rollout ${run.id} of ${app} ${version} is running; stop it before removing the release`);
     // A standing wish for the version would start runs of a release the catalog no longer has.
     const wanted = (await tx.targets.list()).find((t) => t.app === app && t.version === version);
     if (wanted) throw new StewardError('BUSY', `target ${wanted.name} wants ${app} ${version}; set it to another version or remove it before removing the release`);

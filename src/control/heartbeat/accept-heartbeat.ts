@@ -13,6 +13,7 @@ import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
 import { parsePublicKey } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
+import { recordSignals } from '../analysis/record-signals.js';
 import { desiredFor } from '../rollouts/desired.js';
 import { errorAnswer, type Answer } from '../server/answer.js';
 import type { AttemptRow, ControlStore, NodeAuth, StoreTx } from '../store/store.js';
@@ -224,6 +225,7 @@ export async function recordOpenedHeartbeat(
   }
   const hb = verdict.heartbeat;
   await tx.nodes.recordHeartbeat(hb, now);
+  await recordSignals(tx, store, hb, now);
   for (const r of verdict.receipts) await tx.receipts.insert(hb.nodeId, r, now);
   if (verdict.receipts.length) {
     log('node=%s stored receipts %s', hb.nodeId, verdict.receipts.map((r) => `seq=${r.payload.seq} ${r.payload.app} ${r.payload.outcome}${r.counts ? '' : ' (not counting)'}`).join(', '));

@@ -65,11 +65,16 @@ export async function readFleetSnapshot(tx: StoreReader): Promise<FleetSnapshot>
   const runNodes: FleetSnapshot['runNodes'] = [];
   // Why the planner: a node's state in a run (issued, confirmed, reverted ...) is what the
   // planner makes of the recorded facts, not a column; the tick plans every such run anyway.
+  // Runs of several targets of one app may go at once (docs/design.md §18): their nodes add up
+  // under the app's label, one series per app and state.
+  const byApp = new Map<string, Partial<Record<NodeState, number>>>();
   for (const run of await tx.runs.activeAll()) {
-    const states: Partial<Record<NodeState, number>> = {};
+    const app = appLabel(run.app);
+    const states = byApp.get(app) ?? {};
     for (const n of Object.values((await planRun(tx, run, now)).nodes)) states[n.state] = (states[n.state] ?? 0) + 1;
-    runNodes.push({ app: appLabel(run.app), states });
+    byApp.set(app, states);
   }
+  for (const [app, states] of byApp) runNodes.push({ app, states });
   return {
     nodes: await tx.nodes.countByFreshness(since),
     clockSkewRefused: await tx.nodes.countClockSkewRefused(),

@@ -98,13 +98,15 @@ export const targetRemove: Operation<{ name: string }, { removed: string; stoppe
 };
 
 
-export const targetRevert: Operation<{ name: string }, TargetView & { revertRun: number; to: string; revertedNodes: string[] }> = {
+export const targetRevert: Operation<{ name: string }, TargetView & { revertRun: number; to: string; revertedNodes: string[]; reverts: Array<{ runId: number; to: string; nodes: string[] }>; leftOut: string[] }> = {
   command: 'target revert',
   action: 'target.revert',
   role: 'operator',
   input: z.strictObject({ name: word }),
   async run(ctx, { name }) {
     const out = await revertTarget(ctx.store, name, (tx, t, runId, to, nodes) => recordAudit(tx, ctx.actor, 'target.revert', t.name, { app: t.app, version: t.version, to, runId, nodes: nodes.length <= 50 ? nodes : nodes.length }));
-    return { ...targetView(out.reading), revertRun: out.revertRun, to: out.to, revertedNodes: out.nodes };
+    // revertRun and to: the first (largest) revert run's, as before there could be several.
+    const first = out.reverts[0]!;
+    return { ...targetView(out.reading), revertRun: first.runId, to: first.to, revertedNodes: out.reverts.flatMap((r) => r.nodes), reverts: out.reverts, leftOut: out.leftOut };
   },
 };

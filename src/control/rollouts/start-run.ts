@@ -50,8 +50,7 @@ export function startRun(store: ControlStore, app: string, version: string, opts
 // stays running, and the start is refused: its transaction, and whatever this advance issued,
 // roll back.
 async function endIfOver(tx: StoreTx, app: string): Promise<void> {
-  const running = await tx.runs.active(app);
-  if (running) await advanceRun(tx, running.id);
+  for (const running of await tx.runs.runningOf(app)) await advanceRun(tx, running.id);
 }
 
 // What startRun would do, written nowhere.
@@ -74,23 +73,37 @@ export function dryRunRetry(store: ControlStore, app: string, opts: RunOptions, 
   return store.read(async (tx) => dryRunOf(await prepareRetry(tx, app, opts, behind)));
 }
 
-// Stops the running run of `app` (its issued attempts stay; nothing new is sent) and ends it.
+// Stops the running runs of `app` (their issued attempts stay; nothing new is sent) and ends them.
+// A target whose run is stopped shows it halted and starts no run until `target resume`. Returns
+// the newest.
 export function stopRun(store: ControlStore, app: string, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
-    const run = await lockActiveRun(tx, app);
-    await tx.runs.setStopped(run.id);
-    await advanceRun(tx, run.id);
-    return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
+    let newest: RunRow | null = null;
+    for (const run of await lockActiveRuns(tx, app)) {
+      await tx.runs.setStopped(run.id);
+      await advanceRun(tx, run.id);
+      const after = await recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
+      newest ??= after;
+    }
+    return newest as RunRow;
   });
 }
 
 // Pauses (nothing new is issued; issued attempts keep their timeouts and verdicts) or resumes
-// the running run of `app`. Idempotent.
+// the running runs of `app`. A target's run is paused or resumed with its target, which would
+// otherwise set the run back to its own state at the next tick. Idempotent. Returns the newest.
 export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange): Promise<RunRow> {
   return store.write(async (tx) => {
-    const run = await lockActiveRun(tx, app);
-    await setRunPaused(tx, run, paused);
-    return recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
+    let newest: RunRow | null = null;
+    for (const run of await lockActiveRuns(tx, app)) {
+      const owner = await tx.targets.ownerOf(run.id);
+      const target = owner?.kind === 'target' && owner.target ? await tx.targets.get(owner.target) : null;
+      if (target && target.paused !== paused) await tx.targets.put({ ...target, paused });
+      await setRunPaused(tx, run, paused);
+      const after = await recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
+      newest ??= after;
+    }
+    return newest as RunRow;
   });
 }
 
@@ -111,20 +124,15 @@ async function recorded(tx: StoreTx, run: RunRow, record: RecordChange | undefin
   return run;
 }
 
-// The running run of `app`, once its advance lock is this transaction's. Why wait for it: a
-// tick advancing the run now must finish (or roll back) first, so that nothing it issues comes
+// The running runs of `app`, once their advance locks are this transaction's. Why wait for them: a
+// tick advancing a run now must finish (or roll back) first, so that nothing it issues comes
 // after the caller's change (docs/design.md §13). A tick that committed meanwhile makes this
 // transaction's snapshot stale; the store runs it again (a serialization failure).
-async function lockActiveRun(tx: StoreTx, app: string): Promise<RunRow> {
-  const run = await activeRun(tx, app);
-  await tx.runs.lock(run.id);
-  return run;
-}
-
-async function activeRun(tx: StoreReader, app: string): Promise<RunRow> {
-  const run = await tx.runs.active(app);
-  if (!run) throw new StewardError('NOT_FOUND', `no rollout of ${app} is running`);
-  return run;
+async function lockActiveRuns(tx: StoreTx, app: string): Promise<RunRow[]> {
+  const runs = await tx.runs.runningOf(app);
+  if (runs.length === 0) throw new StewardError('NOT_FOUND', `no rollout of ${app} is running`);
+  for (const run of runs) await tx.runs.lock(run.id);
+  return runs;
 }
 
 async function prepareStart(tx: StoreReader, app: string, version: string, opts: RunOptions): Promise<PreparedRun> {
@@ -167,11 +175,22 @@ async function prepareRetry(tx: StoreReader, app: string, opts: RunOptions, behi
   return prepared;
 }
 
+// How a new run goes beside the app's running ones (docs/design.md §18): a one-shot run (and a
+// pin run) goes alone; a target's run (or its revert run) goes beside other targets' runs of the
+// app, over nodes none of them may still issue or has in flight (the caller leaves those out:
+// nodesFreeOfOtherRuns), but not beside a one-shot or pin run.
+export type RunLane = 'alone' | 'target';
+
 // The checks and the run a start or retry over `nodes` would make at the store's time.
-async function prepareRun(tx: StoreReader, app: string, version: string, nodes: NodeRow[], policy: RunPolicy): Promise<PreparedRun> {
+async function prepareRun(tx: StoreReader, app: string, version: string, nodes: NodeRow[], policy: RunPolicy, lane: RunLane = 'alone'): Promise<PreparedRun> {
   const now = await tx.now();
-  const running = await tx.runs.active(app);
-  if (running && (await goesOn(tx, running))) throw new StewardError('BUSY', `rollout ${running.id} of ${app} ${running.version} is running; one run per app (stop it first)`);
+  for (const running of await tx.runs.runningOf(app)) {
+    if (lane === 'target' && isTargetRun(await tx.targets.ownerOf(running.id))) continue;
+    if (!(await goesOn(tx, running))) continue;
+    const owner = await tx.targets.ownerOf(running.id);
+    const whose = owner?.target ? ` (target ${owner.target})` : '';
+    throw new StewardError('BUSY', lane === 'target' ? `rollout ${running.id} of ${app} ${running.version} is running, a one-shot or pin run, which goes alone; the target's run starts when it ends` : `rollout ${running.id}${whose} of ${app} ${running.version} is running; a one-shot run goes alone (stop it first${owner?.target ? `, or pause its target: \`target pause ${owner.target}\`` : ''})`);
+  }
   const release = await tx.releases.get(app, version);
   if (!release) throw new StewardError('NOT_FOUND', `${app} ${version} is not in the catalog (\`steward-control release add\`)`);
   if (release.expires <= now + policy.verdictTimeoutMs) {
@@ -214,7 +233,10 @@ async function createRun(tx: StoreTx, p: PreparedRun): Promise<RunRow> {
 // current, or excluded): no run is made. Refuses as a start does (BUSY, NOT_FOUND for a release
 // not in the catalog, MANIFEST_EXPIRED).
 export async function startOwnedRun(tx: StoreTx, app: string, version: string, nodes: NodeRow[], policy: RunPolicy, owner: Omit<RunOwner, 'runId'>): Promise<RunRow | null> {
-  const prepared = await prepareRun(tx, app, version, nodes, policy);
+  const lane: RunLane = isTargetRun(owner) ? 'target' : 'alone';
+  if (lane === 'target') nodes = await nodesFreeOfOtherRuns(tx, app, nodes);
+  if (nodes.length === 0) return null;
+  const prepared = await prepareRun(tx, app, version, nodes, policy, lane);
   if (planRollout(prepared.input).counts.pending === 0) return null;
   const id = await tx.runs.insert(prepared.run, prepared.nodes);
   await tx.targets.linkRun({ runId: id, ...owner });
@@ -225,7 +247,35 @@ export async function startOwnedRun(tx: StoreTx, app: string, version: string, n
 
 // What startOwnedRun would start, written nowhere (a target's dry run).
 export async function dryRunOwned(tx: StoreReader, app: string, version: string, nodes: NodeRow[], policy: RunPolicy): Promise<DryRun> {
-  return dryRunOf(await prepareRun(tx, app, version, nodes, policy));
+  return dryRunOf(await prepareRun(tx, app, version, nodes, policy, 'target'));
+}
+
+// A run a target started (to converge, or its revert): one that may go beside other targets' runs.
+export function isTargetRun(owner: Pick<RunOwner, 'kind'> | null): boolean {
+  return owner !== null && (owner.kind === 'target' || owner.kind === 'revert');
+}
+
+// What the app's running runs may still issue, or have in flight, on each node: a node pending or
+// issued in one of them is that run's until it decides (docs/design.md §18: one attempt of an app
+// in flight on a node at a time).
+export async function nodesInOtherRuns(tx: StoreReader, app: string, except: ReadonlySet<number> = new Set()): Promise<Map<string, { runId: number; version: string; state: 'pending' | 'issued'; target: string | null }>> {
+  const out = new Map<string, { runId: number; version: string; state: 'pending' | 'issued'; target: string | null }>();
+  const now = await tx.now();
+  for (const run of await tx.runs.runningOf(app)) {
+    if (except.has(run.id)) continue;
+    const plan = await planRun(tx, run, now);
+    if (planEnded(plan.status)) continue;
+    const owner = await tx.targets.ownerOf(run.id);
+    for (const [nodeId, p] of Object.entries(plan.nodes)) {
+      if ((p.state === 'pending' || p.state === 'issued') && !out.has(nodeId)) out.set(nodeId, { runId: run.id, version: run.version, state: p.state, target: owner?.target ?? null });
+    }
+  }
+  return out;
+}
+
+async function nodesFreeOfOtherRuns(tx: StoreReader, app: string, nodes: NodeRow[]): Promise<NodeRow[]> {
+  const taken = await nodesInOtherRuns(tx, app);
+  return taken.size === 0 ? nodes : nodes.filter((n) => !taken.has(n.nodeId));
 }
 
 function dryRunOf(p: PreparedRun): DryRun {

@@ -1,7 +1,7 @@
 // The control plane's HTTP(S) server (docs/design.md §6, §9): enrollment, heartbeats, artifacts, and the
 // rollout ticker (docs/design.md §13), woken by every commit that stores verdicts.
 import type http from 'node:http';
-import { ARTIFACTS_PREFIX, DESIRED_FIELDS_HEADER, ENROLL_PATH, HEARTBEAT_PATH, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, parseDesiredFields, RECEIPT_VERSIONS_HEADER, WAIT_PATH } from '../../core/control-api.js';
+import { ARTIFACTS_PREFIX, DESIRED_FIELDS_HEADER, ENROLL_PATH, HEARTBEAT_PATH, HOLD_HEADER, MAX_BODY_BYTES, HEARTBEAT_VERSIONS_HEADER, parseDesiredFields, parseHoldHeader, RECEIPT_VERSIONS_HEADER, WAIT_PATH } from '../../core/control-api.js';
 import { HEARTBEAT_VERSIONS } from '../../core/heartbeat-schema.js';
 import { RECEIPT_VERSIONS } from '../../core/receipt-schema.js';
 import { parseOfferedVersions } from '../../core/control-plane-accepts.js';
@@ -13,8 +13,10 @@ import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-heartbeats.js';
 import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
+import { desiredFor } from '../rollouts/desired.js';
 import { startRolloutTicker } from '../rollouts/rollout-ticker.js';
 import type { ControlStore } from '../store/store.js';
+import { answerHeld, heartbeatNodeId } from '../wakeups/hold-heartbeat.js';
 import { answerWait } from '../wakeups/wait-route.js';
 import { WaitRegistry } from '../wakeups/wait-registry.js';
 import { errorAnswer } from './answer.js';
@@ -172,7 +174,19 @@ async function handle(
     // it, and for that commit's fsync. An enrollment's too: the node writes the nodeId it is
     // answered, and the token it used is spent.
     try {
-      if (pathOnly === HEARTBEAT_PATH) return sendJson(res, withAcceptedVersions(req, await heartbeats.submit(body.body)));
+      if (pathOnly === HEARTBEAT_PATH) {
+        const raw = await heartbeats.submit(body.body);
+        const answer = withAcceptedVersions(req, raw);
+        const ask = parseHoldHeader(req.headers[HOLD_HEADER]);
+        const nodeId = ask && answer.status === 200 ? heartbeatNodeId(body.body) : null;
+        if (!ask || nodeId === null) return sendJson(res, answer);
+        // The heartbeat is committed: only its answer waits (wakeups/hold-heartbeat.ts).
+        const reread = async () => {
+          const desired = await store.read(async (tx) => desiredFor(tx, nodeId, await tx.now()));
+          return withAcceptedVersions(req, { status: 200, body: { ...(raw.body as object), desired } });
+        };
+        return await answerHeld({ req, res, nodeId, ask, answer, reread, waits });
+      }
       const answer = await enrollNode(store, body.body, opts.heartbeatSeconds);
       await durable();
       return sendJson(res, answer);

@@ -70,6 +70,7 @@ export interface StoreReader {
   targets: TargetReads;
   pins: PinReads;
   hooks: HookReads;
+  signals: SignalReads;
 }
 
 export interface StoreTx extends StoreReader {
@@ -86,6 +87,7 @@ export interface StoreTx extends StoreReader {
   targets: TargetReads & TargetWrites;
   pins: PinReads & PinWrites;
   hooks: HookReads & HookWrites;
+  signals: SignalReads & SignalWrites;
   // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
   // transaction goes on.
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
@@ -347,8 +349,11 @@ export interface OpenAttempt {
 
 export interface RunReads {
   get(id: number): Promise<RunRow | null>;
-  // The run of `app` that has not ended, or null.
+  // The newest run of `app` that has not ended, or null. Runs of different targets of one app may
+  // go side by side (docs/design.md §18); a one-shot run goes alone.
   active(app: string): Promise<RunRow | null>;
+  // Every run of `app` that has not ended, newest first.
+  runningOf(app: string): Promise<RunRow[]>;
   // Every run that has not ended, by id; whether there is one (cheap: most heartbeats of a
   // fleet arrive while no rollout runs).
   activeAll(): Promise<RunRow[]>;
@@ -770,5 +775,42 @@ export interface HookWrites {
   // Records a subject's state for transition events.
   setMark(subject: string, state: string, at: number): Promise<void>;
   // Forgets delivered and given-up deliveries finished before `before`; how many.
+  prune(before: number): Promise<number>;
+}
+
+// ---- signal samples (docs/design.md §19): one sample of an app's signals per node, app and minute
+
+export interface SignalSample {
+  nodeId: string;
+  app: string;
+  // The minute it stands for (epoch ms, a multiple of 60,000), and when it was taken.
+  minute: number;
+  at: number;
+  // The version the node ran then (null: none installed).
+  version: string | null;
+  // The wire's `signals` (src/control/analysis/signals-shape.ts): `since` as epoch ms; counters
+  // stored as integers (rounded; CPU to the millisecond).
+  since: number;
+  restarts: number;
+  livenessFailures: number;
+  watchdogKills: number;
+  oomKills: number;
+  cpuSeconds: number;
+  rssBytes: number;
+  requests: number | null;
+  errors: number | null;
+  // The last scrape: null when the app's manifest names no metrics, 'ok', or its reason code.
+  scrape: string | null;
+}
+
+export interface SignalReads {
+  // The samples of `app` from these nodes taken at or after `from` and before `to`, by nodeId then at.
+  window(app: string, nodeIds: readonly string[], from: number, to: number): Promise<SignalSample[]>;
+}
+
+export interface SignalWrites {
+  // Stores each sample unless its node, app and minute has one already (the first of a minute stays).
+  record(samples: readonly SignalSample[]): Promise<void>;
+  // Forgets samples taken before `before`; how many.
   prune(before: number): Promise<number>;
 }

@@ -4,6 +4,7 @@
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { planTarget, type NodeInRun, type TargetPlan, type TargetPlanInput } from '../../core/target-plan.js';
 import { planRun } from '../rollouts/plan-run.js';
+import { isTargetRun, nodesInOtherRuns } from '../rollouts/start-run.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
 import type { NodeRow, PinRow, RunRow, StoreReader, TargetRow } from '../store/store.js';
 
@@ -67,8 +68,16 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
     latest && (latest.row.status === 'halted' || latest.row.status === 'stopped')
       ? { runId: latest.row.id, code: latest.row.haltCode, message: latest.row.status === 'stopped' ? 'stopped by an operator' : (latest.row.haltMessage ?? 'halted'), at: latest.row.endedAt }
       : null;
-  const appRun = await tx.runs.active(target.app);
-  const otherRun = appRun && appRun.id !== active?.row.id ? { id: appRun.id, version: appRun.version } : null;
+  // Runs of the app that are not this target's: a one-shot or pin run holds back the target's next
+  // run (it goes alone); another target's run goes beside it, but a node it may still issue or has
+  // in flight is that run's until it decides (docs/design.md §18).
+  const ownIds = new Set(owned.map((o) => o.runId));
+  let otherRun: { id: number; version: string } | null = null;
+  for (const r of await tx.runs.runningOf(target.app)) {
+    if (ownIds.has(r.id) || otherRun) continue;
+    if (!isTargetRun(await tx.targets.ownerOf(r.id))) otherRun = { id: r.id, version: r.version };
+  }
+  const elsewhere = await nodesInOtherRuns(tx, target.app, ownIds);
 
   const selectedIds = new Set(selected.map((n) => n.nodeId));
   const input: TargetPlanInput = {
@@ -101,6 +110,7 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
         // run of the target issued it: that attempt is the app's one in flight on the node.
         fetchRetrying: fetchRetryingOf(app, inRuns, `${target.app} ${target.version}`),
         analysisPending: null,
+        elsewhere: elsewhere.get(n.nodeId) ?? null,
       };
     }),
     unselectedPending: active ? Object.entries(active.plan.nodes).filter(([id, p]) => p.state === 'pending' && !selectedIds.has(id)).map(([id]) => id) : [],

@@ -8,7 +8,7 @@ import { advanceRun } from '../rollouts/advance-runs.js';
 import { resolvePolicy, type RunOptions } from '../rollouts/run-options.js';
 import { planRun } from '../rollouts/plan-run.js';
 import { dryRunOwned, startOwnedRun, type DryRun } from '../rollouts/start-run.js';
-import type { ControlStore, StoreReader, StoreTx, TargetPolicy, TargetRow } from '../store/store.js';
+import type { ControlStore, StoreReader, StoreTx, TargetPolicy, TargetRow, NodeRow } from '../store/store.js';
 import { readTarget, type TargetReading } from './read-target.js';
 import { ownActiveRun, reconcileTarget, targetRunPolicy } from './reconcile-target.js';
 
@@ -179,22 +179,23 @@ export function readTargetsNow(store: ControlStore): Promise<TargetReading[]> {
   });
 }
 
-// What `target revert` did: the target after it, and the revert run it started.
+// What `target revert` did: the target after it, and the revert runs it started, one per version
+// the nodes ran before (side by side, over disjoint nodes).
 export interface RevertOutcome {
   reading: TargetReading;
-  revertRun: number;
-  // The version the nodes go back to, and the nodes.
-  to: string;
-  nodes: string[];
+  reverts: Array<{ runId: number; to: string; nodes: string[] }>;
+  // Nodes the last run changed that have no version to go back to (it installed the app first).
+  leftOut: string[];
 }
 
 // Takes the nodes the target's last run changed (it confirmed them, and they still run its
 // version) back to the version each ran before, through the helper's rollback to `previous`
 // (docs/design.md §18): a revert run in the target's batches and windows, without canaries or
-// bake. The target is paused, so that it does not converge them forward again; `target resume`
-// does. Refused: nothing to revert (NOT_FOUND), nodes that ran different versions before
-// (NOT_FOUND, naming them: pin them one by one), another run of the app going (BUSY), the version
-// before not in the catalog (NOT_FOUND).
+// bake. Nodes that ran different versions before go back each to its own: one revert run per
+// version, side by side. A node the run installed the app on first has nothing to go back to and is
+// left out (named in the answer). The target is paused, so that it does not converge them forward
+// again; `target resume` does. Refused: nothing to revert (NOT_FOUND), a one-shot run of the app
+// going (BUSY), a version before not in the catalog (NOT_FOUND): then nothing is started.
 export function revertTarget(store: ControlStore, name: string, record: (tx: StoreTx, t: TargetRow, runId: number, to: string, nodes: string[]) => Promise<void>): Promise<RevertOutcome> {
   return store.write(async (tx) => {
     const t = await mustGet(tx, name);
@@ -207,27 +208,36 @@ export function revertTarget(store: ControlStore, name: string, record: (tx: Sto
     for (const r of await tx.receipts.countingForRun(run.id)) if (r.outcome === 'active') before.set(r.nodeId, r.fromVersion);
     const nodes = (await tx.nodes.list()).filter((n) => plan.nodes[n.nodeId]?.state === 'confirmed' && n.apps.find((a) => a.name === run.app)?.current === run.version);
     if (nodes.length === 0) throw new StewardError('NOT_FOUND', `no node that rollout ${run.id} of target ${name} changed runs ${run.app} ${run.version} now; there is nothing to revert`);
-    const versions = new Map<string, string[]>();
+    const versions = new Map<string, NodeRow[]>();
+    const leftOut: string[] = [];
     for (const n of nodes) {
-      const v = before.get(n.nodeId) ?? '(none)';
-      versions.set(v, [...(versions.get(v) ?? []), n.nodeId]);
+      const v = before.get(n.nodeId) ?? null;
+      if (v === null) leftOut.push(n.nodeId);
+      else versions.set(v, [...(versions.get(v) ?? []), n]);
     }
-    if (versions.size > 1 || versions.has('(none)')) {
-      const list = [...versions].map(([v, ids]) => `${v} on ${ids.slice(0, 5).join(', ')}${ids.length > 5 ? ` and ${ids.length - 5} more` : ''}`).join('; ');
-      throw new StewardError('NOT_FOUND', `the nodes rollout ${run.id} changed did not all run one version before (${list}); \`target revert\` takes them back to one: pin them instead (\`nodes pin NODE ${run.app}=VERSION\`)`);
+    if (versions.size === 0) {
+      throw new StewardError('NOT_FOUND', `rollout ${run.id} of target ${name} installed ${run.app} first on every node it changed (${leftOut.slice(0, 5).join(', ')}${leftOut.length > 5 ? ` and ${leftOut.length - 5} more` : ''}): there is no version to go back to`);
     }
-    const to = [...versions.keys()][0] as string;
+    for (const v of versions.keys()) {
+      if (!(await tx.releases.get(run.app, v))) throw new StewardError('NOT_FOUND', `${run.app} ${v}, which ${versions.get(v)!.length} of the nodes ran before, is not in the catalog (\`steward-control release add\`); nothing was reverted`);
+    }
     if (run.status === 'running') {
       await tx.runs.lock(run.id);
       await tx.runs.setStopped(run.id);
       await advanceRun(tx, run.id);
     }
     const policy = { ...targetRunPolicy(t, true), bakeMs: 0, allowRetryReverted: true, startAt: null };
-    const started = await startOwnedRun(tx, t.app, to, nodes, policy, { kind: 'revert', target: name });
-    if (!started) throw new StewardError('NOT_FOUND', `none of the nodes rollout ${run.id} changed would be asked to go back to ${t.app} ${to}`);
+    const reverts: RevertOutcome['reverts'] = [];
+    // The largest group first: its run is the one `revertRun` names.
+    for (const [to, group] of [...versions].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0]))) {
+      const started = await startOwnedRun(tx, t.app, to, group, policy, { kind: 'revert', target: name });
+      if (!started) continue;
+      const ids = group.map((n) => n.nodeId);
+      await record(tx, t, started.id, to, ids);
+      reverts.push({ runId: started.id, to, nodes: ids });
+    }
+    if (reverts.length === 0) throw new StewardError('NOT_FOUND', `none of the nodes rollout ${run.id} changed would be asked to go back (${[...versions.keys()].join(', ')})`);
     await tx.targets.put({ ...t, paused: true });
-    const ids = nodes.map((n) => n.nodeId);
-    await record(tx, t, started.id, to, ids);
-    return { reading: await readTarget(tx, { ...t, paused: true }, now), revertRun: started.id, to, nodes: ids };
+    return { reading: await readTarget(tx, { ...t, paused: true }, now), reverts, leftOut };
   });
 }

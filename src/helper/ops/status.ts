@@ -1,4 +1,6 @@
 import { readExits, reasonOf } from '../supervisor/exits-since-activation.js';
+import { signalsOf, type UsageReader } from './status-signals.js';
+import { processTreeReader } from '../supervisor/process-usage.js';
 import { isOpen, readWatch } from '../update/watch-window.js';
 import type { ExitReason } from '../../core/exit-reasons.js';
 import type { Journal } from '../../core/journal-schema.js';
@@ -23,7 +25,9 @@ export async function readStatus(
 ): Promise<StatusResult> {
   const names = app ? [app] : Object.keys(ctx.config.apps).sort();
   if (app) requireApp(ctx.config, app);
-  const apps = await Promise.all(names.map((n) => appStatus(ctx, n)));
+  // One scan of /proc for every app's signals (status-signals.ts).
+  const withUsage = ctx.signals && !ctx.readUsage ? { ...ctx, readUsage: processTreeReader() } : ctx;
+  const apps = await Promise.all(names.map((n) => appStatus(withUsage, n)));
   return { root: ctx.paths.root || '/', pid: process.pid, startedAt: ctx.startedAt, recovering: ctx.recovering, apps };
 }
 
@@ -38,6 +42,9 @@ export interface StatusContext {
   now: number;
   // The version this helper runs, for the app steward's `self`.
   ownVersion?: string;
+  // Add each app's `signals` (docs/design.md §19): helper.sock's status, not the metrics textfile's.
+  signals?: boolean;
+  readUsage?: UsageReader;
 }
 
 async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
@@ -88,6 +95,20 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
         : null,
     ...(j.state === 'invalid' ? { journalError: j.why } : {}),
     watch: await watchOf(ctx, name, j.state === 'ok' ? j.journal : null, cur.state === 'valid' ? cur.version : null),
+    ...(ctx.signals && cfg && cfg.runner !== 'self'
+      ? {
+          signals: await signalsOf({
+            paths: ctx.paths,
+            config: ctx.config,
+            startedAt: ctx.startedAt,
+            app: name,
+            current: cur.state === 'valid' ? cur.version : null,
+            pid: unit ? ('mainPid' in unit && unit.mainPid > 0 ? unit.mainPid : null) : rec?.process && sup?.state !== 'waiting' && sup?.state !== 'error' ? rec.process.pid : null,
+            restarts: unit ? ('nRestarts' in unit ? unit.nRestarts : 0) : (exits?.restarts ?? 0),
+            ...(ctx.readUsage ? { readUsage: ctx.readUsage } : {}),
+          }),
+        }
+      : {}),
   };
   try {
     const s = await readAppState(ctx.paths, name);

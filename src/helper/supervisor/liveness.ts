@@ -7,6 +7,7 @@
 import type { ReleaseFile } from '../../core/release-schemas.js';
 import { logger } from '../../platform/log.js';
 import { readCurrent } from '../release-store.js';
+import { countSignal } from './app-signals.js';
 import { readRunRecord } from '../runners/run-record.js';
 import { appTarget, readReleaseOf } from '../update/app-process.js';
 import type { UpdateContext } from '../update/context.js';
@@ -100,6 +101,8 @@ export class LivenessChecks {
         return;
       }
       a.failures++;
+      // Each failed check is a signal (docs/design.md §19), whatever the threshold then decides.
+      await countSignal(this.ctx.paths, app, 'livenessFailures', this.ctx.startedAt ?? this.ctx.clock.now()).catch((err) => log('could not count the liveness failure of app=%s: %s', app, (err as Error).message));
       log('liveness app=%s version=%s failed (%d of %d): %s', app, a.version, a.failures, a.spec.failureThreshold, r.detail);
       if (a.failures < a.spec.failureThreshold) return;
       a.failures = 0;

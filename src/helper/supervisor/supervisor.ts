@@ -7,6 +7,7 @@ import { readAppState } from '../state/app-state.js';
 import { appTarget, restartPolicyOf, startVersion } from '../update/app-process.js';
 import type { UpdateContext } from '../update/context.js';
 import { capAppLogs } from './cap-logs.js';
+import { countSignal } from './app-signals.js';
 import { countExit } from './exits-since-activation.js';
 import type { ExitReason } from '../../core/exit-reasons.js';
 
@@ -260,6 +261,9 @@ export class Supervisor {
           const exit = { pid: rec.process.pid, at: now, reason: info.reason };
           if (info.reason || d.decision.action !== 'respawn-now') await countExit(ctx.paths, app, exit).catch((err) => log('could not count the exit of app=%s: %s', app, (err as Error).message));
           else countLater = exit;
+          // The signals of docs/design.md §19: a kill by the OOM killer or the watchdog.
+          const counter = info.reason === 'OOM' ? 'oomKills' : info.reason === 'WATCHDOG' ? 'watchdogKills' : null;
+          if (counter) await countSignal(ctx.paths, app, counter, ctx.startedAt ?? now).catch((err) => log('could not count the %s of app=%s: %s', counter, app, (err as Error).message));
         }
         const { action } = d.decision;
         const line = () => log('exit app=%s pid=%s code=%s signal=%s%s -> %s', app, rec.process?.pid, info.code, info.signal, info.reason ? ` reason=${info.reason}` : '', action);

@@ -19,6 +19,7 @@ import { startAndProbe, type StartHooks } from './start-and-probe.js';
 import { handOver, type HandoverResult } from './handover.js';
 import type { ReleaseFile } from '../../core/release-schemas.js';
 import { pointCurrent, removeCurrent } from './swap.js';
+import { resetSignalCounts } from '../supervisor/app-signals.js';
 import { removeExits } from '../supervisor/exits-since-activation.js';
 import type { AuthorizedDowngrade } from '../stage/verify-downgrade.js';
 import { causeOf, DEFAULT_WATCH_MAX_RESTARTS, removeWatch, UNHEALTHY_AFTER_ACTIVATION, WATCH_SCHEMA_VERSION, windowLength, writeWatch, type WatchWindow } from './watch-window.js';
@@ -99,6 +100,7 @@ export async function activate(ctx: UpdateContext, input: ActivateInput): Promis
   // (docs/design.md §17).
   await removeWatch(paths, app).catch((err) => log('could not remove the watch window app=%s: %s', app, (err as Error).message));
   await removeExits(paths, app).catch((err) => log('could not remove the count of exits app=%s: %s', app, (err as Error).message));
+  await resetSignalCounts(paths, app, clock.now()).catch((err) => log('could not reset the signal counts app=%s: %s', app, (err as Error).message));
 
   let verdict: Verdict;
   const hooks = { afterStart: () => faults.hit('after-start-new'), onProbe: () => faults.hit('during-probe') };
@@ -261,6 +263,7 @@ export async function rollBackUnhealthy(ctx: UpdateContext, input: UnhealthyRoll
   input.onAccepted?.();
   await removeWatch(paths, app).catch((err) => log('could not remove the watch window app=%s: %s', app, (err as Error).message));
   await removeExits(paths, app).catch((err) => log('could not remove the count of exits app=%s: %s', app, (err as Error).message));
+  await resetSignalCounts(paths, app, clock.now()).catch((err) => log('could not reset the signal counts app=%s: %s', app, (err as Error).message));
   log('rollback app=%s attempt=%s of %s to %s: %s', app, attemptId, w.version, w.fromVersion, input.why);
   return undoActivation(ctx, activation, journal, state0, { reason: input.why, code: UNHEALTHY_AFTER_ACTIVATION });
 }

@@ -25,7 +25,7 @@ const log = logger('helper:update');
 // runner), that check's answer is reused (parse-cache.ts): a respawn waits on this, and the
 // schema check was most of it (issue 8 row 4). A text is kept only when the file read the same
 // before and after the check, so the kept answer is the one of those very bytes.
-export async function readReleaseOf(ctx: UpdateContext, app: string, version: string): Promise<ReleaseFile> {
+export async function readReleaseOf(ctx: Pick<UpdateContext, 'paths' | 'config'>, app: string, version: string): Promise<ReleaseFile> {
   const appConfig = requireApp(ctx.config, app);
   const tree = versionDir(ctx.paths, app, version);
   const file = path.join(tree, RELEASE_FILE_NAME);

@@ -49,6 +49,8 @@ export interface UpdateContext {
   // Apps blocked in memory because even `blocked` could not be written (a full disk).
   blockedInMemory: Map<string, { reason: string; message: string; since: number }>;
   stopTimeoutMs: number;
+  // When this helper started (the `since` of an app's signal counts that no activation began, docs/design.md §19).
+  startedAt?: number;
   // Told of every process started, so the supervisor hears its exit at once.
   onStarted?: (app: string, proc: StartedProcess) => void;
 }

@@ -31,7 +31,7 @@ export function registerServe(program: Command): void {
     .option('--download-min-rate <bytes>', 'cut a download that moves fewer bytes a second than this over --download-rate-window, freeing its slot; 0: never', String(DEFAULT_MIN_DOWNLOAD_RATE.bytesPerSecond))
     .option('--download-rate-window <s>', 'the window of --download-min-rate, in seconds', String(DEFAULT_MIN_DOWNLOAD_RATE.windowMs / 1000))
     // docs/design.md §18: nodes' wake-up waits held at once (each an open connection).
-    .option('--max-waits <n>', 'wake-up waits (GET /v1/wait) this instance holds at once, each an open connection; more are answered 503 and those nodes hear of changes at their heartbeat', String(DEFAULT_MAX_WAITS))
+    .option('--max-waits <n>', 'held heartbeats and wake-up waits (GET /v1/wait) this instance holds at once, each an open connection; past it they are answered at once and those nodes hear of changes at their next heartbeat', String(DEFAULT_MAX_WAITS))
     // docs/design.md §19: the hooks' deliverer (their receivers' https trusts --ca-file beside Node's CAs).
     .option('--hook-timeout <s>', "how long a hook's receiver has to answer one delivery (1 to 60); a delivery is leased to this instance for twice that and 5 s more", '10')
     // Why imported here: --help and the other commands load none of the server's code.

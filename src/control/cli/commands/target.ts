@@ -91,7 +91,9 @@ export function registerTarget(program: Command): void {
     .action(async (name: string, _o: unknown, cmd: Command) => {
       const v = await invoke(cmd, (await ops()).targetRevert, { name });
       if (jsonOf(cmd)) return printJson(v);
-      process.stdout.write(`reverting ${v.revertedNodes.length} node(s) to ${v.app} ${v.to} in rollout ${v.revertRun}; target ${v.name} is paused (\`target resume ${v.name}\` converges to ${v.version} again)\n` + formatTarget(v));
+      const runs = v.reverts.map((r) => `${r.nodes.length} node(s) to ${v.app} ${r.to} in rollout ${r.runId}`).join(', ');
+      const left = v.leftOut.length > 0 ? `; left out ${v.leftOut.length} node(s) with no version before (it installed ${v.app} first): ${v.leftOut.slice(0, 5).join(', ')}${v.leftOut.length > 5 ? ' ...' : ''}` : '';
+      process.stdout.write(`reverting ${runs}${left}; target ${v.name} is paused (\`target resume ${v.name}\` converges to ${v.version} again)\n` + formatTarget(v));
     });
   target
     .command('remove <name>')

@@ -28,6 +28,7 @@ import { pgReceipts } from './receipts.js';
 import { pgReleases } from './releases.js';
 import { pgRuns } from './runs.js';
 import { pgPins } from './pins.js';
+import { pgSignals } from './signals.js';
 import { pgTargets } from './targets.js';
 import { pgHooks } from './hooks.js';
 import { pgSessions } from './sessions.js';
@@ -78,6 +79,7 @@ export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeR
     targets: pgTargets(q),
     pins: pgPins(q),
     hooks: pgHooks(q),
+    signals: pgSignals(q),
   };
 }
 

@@ -29,7 +29,10 @@ export function pgRuns(q: Query): RunReads & RunWrites {
       return one(await q.one<Raw>(`SELECT ${COLUMNS} FROM runs WHERE id = $1`, [id]));
     },
     async active(app) {
-      return one(await q.one<Raw>(`SELECT ${COLUMNS} FROM runs WHERE app = $1 AND status = 'running'`, [app]));
+      return one(await q.one<Raw>(`SELECT ${COLUMNS} FROM runs WHERE app = $1 AND status = 'running' ORDER BY id DESC LIMIT 1`, [app]));
+    },
+    async runningOf(app) {
+      return (await q.rows<Raw>(`SELECT ${COLUMNS} FROM runs WHERE app = $1 AND status = 'running' ORDER BY id DESC`, [app])).map(toRow);
     },
     async activeAll() {
       return (await q.rows<Raw>(`SELECT ${COLUMNS} FROM runs WHERE status = 'running' ORDER BY id`)).map(toRow);

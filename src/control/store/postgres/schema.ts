@@ -212,7 +212,34 @@ CREATE TABLE pins (
 );
 `;
 
-const V9 = `
+// Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the longest
+// analysis window (src/control/analysis/record-signals.ts). Integers only, as every other column
+// (backups carry no floats): CPU in milliseconds, scraped counters rounded.
+const V10 = `
+CREATE TABLE signal_samples (
+  "nodeId" text COLLATE "C" NOT NULL,
+  app text COLLATE "C" NOT NULL,
+  minute bigint NOT NULL,
+  at bigint NOT NULL,
+  version text COLLATE "C",
+  since bigint NOT NULL,
+  restarts bigint NOT NULL,
+  "livenessFailures" bigint NOT NULL,
+  "watchdogKills" bigint NOT NULL,
+  "oomKills" bigint NOT NULL,
+  "cpuMs" bigint NOT NULL,
+  "rssBytes" bigint NOT NULL,
+  requests bigint,
+  errors bigint,
+  scrape text COLLATE "C",
+  PRIMARY KEY ("nodeId", app, minute)
+);
+CREATE INDEX signal_samples_by_time ON signal_samples (at);
+`;
+
+// Issue 34 (docs/design.md §19, "Telling people"): hooks, their deliveries' durable queue, the marks
+// of transition events (SQLite's migration 11).
+const V11 = `
 CREATE TABLE hooks (
   name text COLLATE "C" PRIMARY KEY,
   url text COLLATE "C" NOT NULL,
@@ -282,14 +309,23 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   // Issue 33 (docs/design.md §18): targets, who started each run, node pins. An expansion (new
   // tables): a steward-control of schema 5 to 7 works on it, and converges no target.
   { version: 8, compatibleFrom: 5, sql: V8 },
+  // docs/design.md §18: runs of different targets of one app side by side (SQLite's migration 9). A
+  // contraction: a steward-control of schema 8 reads "the" running run of an app and relies on the
+  // index to refuse a second; it must not run on a database where two may run.
+  { version: 9, compatibleFrom: 9, sql: `DROP INDEX one_running_run_per_app;
+CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
+  // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute. An expansion (a new
+  // table): a steward-control of schema 9 works on it, and records none.
+  { version: 10, compatibleFrom: 9, sql: V10 },
   // Issue 34 (docs/design.md §19): hooks, their deliveries' durable queue, the marks of transition
-  // events, as SQLite's migration 9. An expansion (new tables): a steward-control of schema 8 works
-  // on it, and tells nobody.
-  { version: 9, compatibleFrom: 5, sql: V9 },
+  // events, as SQLite's migration 11. An expansion (new tables): a steward-control of schema 9 or 10
+  // works on it, and tells nobody.
+  { version: 11, compatibleFrom: 9, sql: V11 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-export const PG_SCHEMA_RANGE = { oldest: 9, newest: PG_MIGRATIONS.length } as const;
+// 11: this code queues hook events in the transactions of run and target changes.
+export const PG_SCHEMA_RANGE = { oldest: 11, newest: PG_MIGRATIONS.length } as const;

@@ -27,6 +27,7 @@ import { sqliteTokens } from './tokens.js';
 import { sqlitePins } from './pins.js';
 import { sqliteTargets } from './targets.js';
 import { sqliteHooks } from './hooks.js';
+import { sqliteSignals } from './signals.js';
 
 const log = logger('control:store');
 
@@ -207,6 +208,7 @@ export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint' | 
     targets: sqliteTargets(q),
     pins: sqlitePins(q),
     hooks: sqliteHooks(q),
+    signals: sqliteSignals(q),
   };
 }
 

@@ -89,7 +89,10 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
       return one(q('SELECT * FROM runs WHERE id = ?').get(id));
     },
     async active(app) {
-      return one(q(`SELECT * FROM runs WHERE app = ? AND status = 'running'`).get(app));
+      return one(q(`SELECT * FROM runs WHERE app = ? AND status = 'running' ORDER BY id DESC LIMIT 1`).get(app));
+    },
+    async runningOf(app) {
+      return (q(`SELECT * FROM runs WHERE app = ? AND status = 'running' ORDER BY id DESC`).all(app) as Raw[]).map(toRow);
     },
     async activeAll() {
       return (q(`SELECT * FROM runs WHERE status = 'running' ORDER BY id`).all() as Raw[]).map(toRow);

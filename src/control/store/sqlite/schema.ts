@@ -236,10 +236,45 @@ CREATE TABLE pins (
 );
 `;
 
+// docs/design.md §18: the runs of different targets of one app go side by side, over nodes no two
+// of them have in flight at once (checked where runs start, src/control/rollouts/start-run.ts); a
+// one-shot run still goes alone. The index that allowed one running run per app gives way to a
+// plain one.
+const V9 = `
+DROP INDEX one_running_run_per_app;
+CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';
+`;
+
+
+// Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the
+// longest analysis window (src/control/analysis/record-signals.ts). Integers only, as every other
+// column (backups carry no REAL): CPU in milliseconds, scraped counters rounded.
+const V10 = `
+CREATE TABLE signal_samples (
+  nodeId TEXT NOT NULL,
+  app TEXT NOT NULL,
+  minute INTEGER NOT NULL,          -- the minute it stands for (epoch ms); the first sample of it stays
+  at INTEGER NOT NULL,
+  version TEXT,
+  since INTEGER NOT NULL,
+  restarts INTEGER NOT NULL,
+  livenessFailures INTEGER NOT NULL,
+  watchdogKills INTEGER NOT NULL,
+  oomKills INTEGER NOT NULL,
+  cpuMs INTEGER NOT NULL,
+  rssBytes INTEGER NOT NULL,
+  requests INTEGER,
+  errors INTEGER,
+  scrape TEXT,
+  PRIMARY KEY (nodeId, app, minute)
+);
+CREATE INDEX signal_samples_by_time ON signal_samples (at);
+`;
+
 // Issue 34 (docs/design.md §19, "Telling people"): hooks, the durable queue of their deliveries (one
 // row per event and hook, its body as sent on every attempt), and the last state seen of each
 // subject whose transitions are events (a target's status).
-const V9 = `
+const V11 = `
 CREATE TABLE hooks (
   name TEXT PRIMARY KEY,
   url TEXT NOT NULL,
@@ -273,6 +308,9 @@ CREATE TABLE hook_marks (
 );
 `;
 
-export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [(db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8), (db) => db.exec(V9)];
+export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
+  (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
+  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11),
+];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
