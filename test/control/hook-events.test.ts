@@ -101,8 +101,12 @@ describeEachBackend((backend) => {
     for (let i = 0; i < 4 && status !== 'converged'; i++) status = await round([a, b]);
     assert.equal(status, 'converged');
     await tickThrough(c);
-    assert.deepEqual(await types(), ['target.set', 'run.started', 'run.succeeded', 'target.converged'], 'each once, however many ticks');
-    const converged = (await queued()).at(-1)!;
+    // Each once, however many ticks; the target may read converged (every node at the version) in
+    // the tick before its run's end is recorded.
+    const first = await types();
+    assert.deepEqual(first.slice(0, 2), ['target.set', 'run.started']);
+    assert.deepEqual(first.slice(2).sort(), ['run.succeeded', 'target.converged']);
+    const converged = (await queued()).find((e) => e.type === 'dev.steward.target.converged')!;
     assert.deepEqual([converged.subject, converged.data.target.version, converged.data.counts], ['target/prod', '1.1.0', { selected: 2, current: 2, behind: 0 }]);
 
     const late = await node('host-late', { env: 'prod' });
