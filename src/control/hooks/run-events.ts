@@ -5,8 +5,10 @@ import type { StoreTx } from '../store/store.js';
 import { emitEvent } from './emit-event.js';
 import type { HookEvent } from './hook-events.js';
 
-// Queues `event` about run `runId` as it stands now in `tx`.
-export async function emitRunEvent(tx: StoreTx, event: Extract<HookEvent, `run.${string}`>, runId: number): Promise<void> {
+// Queues `event` about run `runId` as it stands now in `tx`. `why`: the reason of a change the run's
+// row does not hold (a pause by the analysis: `{code: 'ANALYSIS_INCONCLUSIVE', message}`), sent as
+// `data.reason`.
+export async function emitRunEvent(tx: StoreTx, event: Extract<HookEvent, `run.${string}`>, runId: number, why?: { code: string; message: string }): Promise<void> {
   // Cheap when nobody listens: one read of the hooks, before the run's.
   if (!(await tx.hooks.list()).some((h) => h.events.includes(event))) return;
   const run = await tx.runs.get(runId);
@@ -25,5 +27,6 @@ export async function emitRunEvent(tx: StoreTx, event: Extract<HookEvent, `run.$
       halt: run.haltCode === null && run.haltMessage === null ? null : { code: run.haltCode, nodeId: run.haltNodeId, message: run.haltMessage },
     },
     owner: owner ? { kind: owner.kind, target: owner.target } : null,
+    ...(why ? { reason: why } : {}),
   });
 }
