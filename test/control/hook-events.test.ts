@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { emitEvent } from '../../src/control/hooks/emit-event.js';
+import { emitRunEvent } from '../../src/control/hooks/run-events.js';
 import { runOperation, type Operation } from '../../src/control/operations/operation.js';
 import { rolloutPause, rolloutResume, rolloutStart, rolloutStop } from '../../src/control/operations/rollout-ops.js';
 import { targetSet, targetStatus } from '../../src/control/operations/target-ops.js';
@@ -69,6 +70,11 @@ describeEachBackend((backend) => {
     }
     assert.equal(events[3]!.data.run.status, 'stopped');
     assert.deepEqual(await types('halts'), [], 'a hook is queued only the events it names');
+    // A change the run's row does not hold (a pause by the analysis) comes with its reason.
+    const runId = events[0]!.data.run.id as number;
+    await c.store.write((tx) => emitRunEvent(tx, 'run.paused', runId, { code: 'ANALYSIS_INCONCLUSIVE', message: 'too few requests' }));
+    assert.deepEqual((await queued()).at(-1)!.data.reason, { code: 'ANALYSIS_INCONCLUSIVE', message: 'too few requests' });
+    assert.equal('reason' in events[1]!.data, false, 'none otherwise');
   });
 
   test("a canary that rolls back halts the run: run.halted carries the halt's code, node and message, for both hooks with one id", async () => {
