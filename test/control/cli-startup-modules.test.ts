@@ -58,6 +58,14 @@ test('a command through --server loads its operation and the HTTP client, but no
   assertRunnerFiles(files, 'run-nodes.js');
 });
 
+test('hook list through --server loads its operation and the HTTP client, not the store, the deliverer nor the targets', () => {
+  const { modules, files, stdout, stderr } = controlModules(['--server', 'http://127.0.0.1:1', 'hook', 'list', '--json'], { STEWARD_CONTROL_TOKEN: `so_${'A'.repeat(32)}` });
+  assert.match(stdout, /"CONTROL_PLANE_UNREACHABLE"/, stderr);
+  assert.deepEqual(some(modules, '/control/operations/').map((u) => path.basename(u)).sort(), ['hook-ops.js', 'inputs.js', 'operation.js']);
+  for (const heavy of [...STORE, '/control/rollouts/', '/control/targets/', '/control/hooks/deliver-hooks.js']) assert.deepEqual(some(modules, heavy), [], `hook list --server loads ${heavy}`);
+  assertRunnerFiles(files, 'run-hook.js');
+});
+
 // A command named on the command line runs its runner (src/control/cli/start.ts): the entry, that
 // runner and the chunks of what its subcommand imports when it runs, no file of the full program
 // (run-all.js and the commands' chunks) nor another runner. Each file of an ES module graph costs

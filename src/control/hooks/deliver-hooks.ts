@@ -8,13 +8,12 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../platform/clock.js';
 import { logger } from '../../platform/log.js';
-import { readOwnVersion } from '../../platform/own-version.js';
 import { recordAudit } from '../audit/record-audit.js';
 import type { ControlStore, DeliveryRow, HookRow } from '../store/store.js';
 import { SYSTEM_ACTOR } from '../targets/pins.js';
 import { DEFAULT_POST_TIMEOUT_MS, postEvent, type PostOutcome } from './post-event.js';
 import { retryDelayMs } from './retry-delay.js';
-import { SIGNATURE_HEADER, signatureHeader } from './sign-event.js';
+import { deliveryHeaders } from './delivery-headers.js';
 
 const log = logger('control:hooks');
 
@@ -49,16 +48,6 @@ export interface HookDelivererOptions {
   random?: () => number;
   // Test seam: the POST itself.
   post?: (url: string, body: string, headers: Record<string, string>, o: { timeoutMs: number; ca?: string[] | undefined }) => Promise<PostOutcome>;
-}
-
-// The headers of one attempt of `d` to `h`, signed at `atMs`.
-export function deliveryHeaders(h: Pick<HookRow, 'secret'>, d: Pick<DeliveryRow, 'eventId' | 'body'>, atMs: number): Record<string, string> {
-  return {
-    'content-type': 'application/cloudevents+json; charset=utf-8',
-    'user-agent': `steward-control/${readOwnVersion()}`,
-    'idempotency-key': d.eventId,
-    [SIGNATURE_HEADER]: signatureHeader(h.secret, d.body, atMs),
-  };
 }
 
 // Starts the deliverer: its timer, when pollMs > 0.

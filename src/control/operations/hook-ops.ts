@@ -6,7 +6,7 @@ import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import { readExtraCa } from '../../platform/extra-ca.js';
 import { recordAudit } from '../audit/record-audit.js';
-import { deliveryHeaders } from '../hooks/deliver-hooks.js';
+import { deliveryHeaders } from '../hooks/delivery-headers.js';
 import { newCloudEvent, parseHookEvents, TEST_EVENT, type HookEvent } from '../hooks/hook-events.js';
 import { checkHookUrl } from '../hooks/hook-url.js';
 import { DEFAULT_POST_TIMEOUT_MS, postEvent } from '../hooks/post-event.js';
