@@ -74,6 +74,8 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   TARGET_CONFLICT: { exit: EXIT.refused, hint: 'another target of the app selects the same node at the same --priority; give one a higher --priority or narrow a --select' },
   HOOK_EXISTS: { exit: EXIT.refused, hint: 'a hook of that name exists; `steward-control hook list` shows it, `hook remove NAME` removes it (and its queued events)' },
   HOOK_DELIVERY_FAILED: { exit: EXIT.failure, hint: "the hook's receiver did not answer 2xx in time (down, slow, an error, or a redirect, which is never followed); the message says which; queued events are tried again with backoff" },
+  ANALYSIS_FAILED: { exit: EXIT.refused, hint: "a step's canaries did worse than the nodes still on the old version (the halt reason names the signal and both cohorts' figures); fix the release, or `rollout start` again with --analysis observe if the analysis is wrong (docs/control-plane.md)" },
+  ANALYSIS_INCONCLUSIVE: { exit: EXIT.refused, hint: 'too little data to judge a step (too few nodes, requests or minutes); `rollout resume APP` (or `target resume NAME`) lets the next step go, `rollout stop APP` ends the run' },
   NOTHING_TO_RETRY: { exit: EXIT.refused, hint: 'every node of that rollout confirmed or already runs the version; `rollout status` shows the nodes behind, `rollout retry --behind` asks them' },
 };
 

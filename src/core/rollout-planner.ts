@@ -96,6 +96,52 @@ export interface PlanInput {
   verdicts: VerdictFact[];
   reverts: RevertFact[];
   now: number;
+  // The run's automated analysis (docs/design.md §19) and the judgements recorded so far; absent: off.
+  analysis?: AnalysisFacts;
+}
+
+// off: no judgement. observe: each step is judged and recorded, nothing waits or halts.
+// enforce: the next step waits for the last one's window and a judgement that passes; a fail
+// halts ANALYSIS_FAILED, an inconclusive pauses ANALYSIS_INCONCLUSIVE until an operator resumes.
+export type AnalysisMode = 'off' | 'observe' | 'enforce';
+
+// A judgement the control plane recorded for one step of the run (0: the canaries). The
+// judgement itself is made outside the planner, by the ticker (src/control/rollouts/judge-steps.ts),
+// from the signals in the store: the planner only decides from its verdict.
+export interface StepJudgementFact {
+  step: number;
+  verdict: 'pass' | 'fail' | 'inconclusive';
+  at: number;
+  // One line naming the failing signal and both cohorts' figures.
+  summary: string;
+  // An operator resumed the run after this judgement (an inconclusive then lets the next step go).
+  resumed: boolean;
+}
+
+export interface AnalysisFacts {
+  mode: AnalysisMode;
+  windowMs: number;
+  judgements: StepJudgementFact[];
+}
+
+// A step whose analysis window has passed and that no judgement answers yet: the ticker judges
+// its confirmed nodes (the canary cohort) against the run's nodes still pending (the baseline:
+// the same selection, still on the old version) over [from, to].
+export interface AnalysisDue {
+  step: number;
+  from: number;
+  to: number;
+  canary: string[];
+  baseline: string[];
+}
+
+// A step of the run that is analysed (it converged with a confirmation and a step follows it):
+// its window, and its judgement's verdict once recorded.
+export interface AnalysisStep {
+  step: number;
+  from: number;
+  to: number;
+  verdict: StepJudgementFact['verdict'] | null;
 }
 
 // not-targeted: selected, but its heartbeat at the start did not list the app. skipped: stale at
@@ -175,8 +221,16 @@ export interface Plan {
   // While waiting for a window: when the next one opens.
   nextWindowAt: number | null;
   // The next time the plan can change without new facts (a deadline, a bake, a window, the
-  // start time), or null.
+  // start time, an analysis window's end), or null.
   wakeAt: number | null;
+  // Analysis (docs/design.md §19), empty or null when off: every analysed step with its window;
+  // the steps to judge now; while the next step waits for the analysis of the last one
+  // (enforce), that step and when its window ends (a past time: its judgement is awaited).
+  analysisSteps: AnalysisStep[];
+  analysisDue: AnalysisDue[];
+  analysisWait: { step: number; from: number; until: number } | null;
+  // Why the run is paused when an analysis paused it (ANALYSIS_INCONCLUSIVE), not an operator.
+  pauseReason?: HaltReason;
 }
 
 const RELEASE_PROBLEMS: ReadonlySet<string> = new Set(RELEASE_PROBLEM_CODES);
@@ -355,6 +409,41 @@ export function planRollout(input: PlanInput): Plan {
   if (tooMany) {
     halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${formatAmount(p.maxRefused)}${remedyOfRefusal(tooMany.code, run.app, run.version)}`, at: tooMany.at });
   }
+  // The analysis (docs/design.md §19): which steps are analysed, which are due, and an enforced fail.
+  const mode = input.analysis?.mode ?? 'off';
+  const judgementOf = new Map<number, StepJudgementFact>();
+  for (const j of input.analysis?.judgements ?? []) if (!judgementOf.has(j.step)) judgementOf.set(j.step, j);
+  const analysisSteps: AnalysisStep[] = [];
+  const analysisDue: AnalysisDue[] = [];
+  if (mode !== 'off' && input.analysis) {
+    const windowMs = input.analysis.windowMs;
+    // Once over the nodes (a plan of a 100,000-node run stays linear): the batches in flight, the last one.
+    const inflightOf = new Set<number>();
+    let maxBatch = -1;
+    for (const j of judged) {
+      if (j.state === 'issued') inflightOf.add(j.batch);
+      if (j.batch > maxBatch) maxBatch = j.batch;
+    }
+    const laterStep = (s: number) => pending.length > 0 || maxBatch > s;
+    const confirmedCanaries = (byBatch.get(0) ?? []).filter((j) => j.state === 'confirmed').length;
+    for (const step of [...lastConfirm.keys()].sort((a, b) => a - b)) {
+      // Converged: none of it in flight (and the canaries all confirmed), and a step follows it.
+      if (inflightOf.has(step) || (step === 0 && confirmedCanaries < canaryCount && pending.length > 0) || !laterStep(step)) continue;
+      const from = lastConfirm.get(step) as number;
+      const to = from + windowMs;
+      const j = judgementOf.get(step);
+      analysisSteps.push({ step, from, to, verdict: j?.verdict ?? null });
+      if (!j && now >= to) {
+        const canary = (byBatch.get(step) ?? []).filter((x) => x.state === 'confirmed').map((x) => x.nodeId);
+        analysisDue.push({ step, from, to, canary, baseline: [...pending] });
+      }
+    }
+    if (mode === 'enforce') {
+      for (const j of judgementOf.values()) {
+        if (j.verdict === 'fail') halts.push({ code: 'ANALYSIS_FAILED', message: `the analysis of ${stepName(j.step)} of ${run.app} ${run.version} failed: ${j.summary}`, at: j.at });
+      }
+    }
+  }
   const halt = halts.sort(earlier)[0];
 
   const counts: PlanCounts = { targeted: targets.length, notTargeted: nodes.length - targets.length, confirmed: 0, alreadyCurrent: 0, refused: 0, reverted: 0, fetchFailed: 0, pending: 0, excluded: 0 };
@@ -374,7 +463,7 @@ export function planRollout(input: PlanInput): Plan {
   const canaries = judged.filter((j) => j.batch === 0 && j.state !== 'refused' && j.state !== 'failed').map((j) => j.nodeId);
   const inflight = judged.filter((j) => j.state === 'issued');
   const lastBatch = judged.reduce((m, j) => Math.max(m, j.batch), -1);
-  const base = { canaries, nodes: states, failures: p.failuresCarried + failures.length, batchSize, refusedLimit, fetchFailureLimits, canaryCount, counts, nextWindowAt: null };
+  const base = { canaries, nodes: states, failures: p.failuresCarried + failures.length, batchSize, refusedLimit, fetchFailureLimits, canaryCount, counts, nextWindowAt: null, analysisSteps, analysisDue: halt || run.stopped ? [] : analysisDue, analysisWait: null };
   const deadlines = inflight.map((j) => j.deadline + 1);
   const soonest = (...ts: Array<number | null>) => ts.reduce<number | null>((m, t) => (t === null || t <= now ? m : m === null ? t : Math.min(m, t)), null);
 
@@ -394,6 +483,8 @@ export function planRollout(input: PlanInput): Plan {
   // What comes next: more canaries, or the next batch once nothing is in flight and the bake passed.
   let next: { nodes: string[]; batch: number } | null = null;
   let bakeUntil: number | null = null;
+  let analysisWait: Plan['analysisWait'] = null;
+  let inconclusive: HaltReason | null = null;
   const confirmed0 = judged.filter((j) => j.batch === 0 && j.state === 'confirmed').length;
   const inflight0 = inflight.filter((j) => j.batch === 0).length;
   if (confirmed0 < canaryCount && (inflight0 > 0 || pending.length > 0)) {
@@ -401,8 +492,15 @@ export function planRollout(input: PlanInput): Plan {
     if (need > 0) next = { nodes: pickCanaries(pending, p.namedCanaries, p.canarySeed, need), batch: 0 };
   } else if (inflight.length === 0) {
     const until = lastBatch >= 0 ? bakeEnd(lastBatch) : null;
+    // Enforced analysis: the last step's window has passed and its judgement let it go.
+    const analysed = mode === 'enforce' ? analysisSteps.find((a) => a.step === lastBatch) : undefined;
+    const verdict = analysed ? judgementOf.get(analysed.step) : undefined;
+    if (analysed && (!verdict || verdict.verdict === 'fail')) analysisWait = { step: analysed.step, from: analysed.from, until: analysed.to };
+    else if (analysed && verdict?.verdict === 'inconclusive' && !verdict.resumed) {
+      inconclusive = { code: 'ANALYSIS_INCONCLUSIVE', message: `the analysis of ${stepName(analysed.step)} of ${run.app} ${run.version} was inconclusive: ${verdict.summary}; \`rollout resume ${run.app}\` (or \`target resume\` of its target) issues the next step, \`rollout stop ${run.app}\` ends the run` };
+    }
     if (until !== null && now < until) bakeUntil = until;
-    else next = { nodes: pending.slice(0, batchSize), batch: Math.max(lastBatch, 0) + 1 };
+    else if (!analysisWait && !inconclusive) next = { nodes: pending.slice(0, batchSize), batch: Math.max(lastBatch, 0) + 1 };
   }
 
   // May it be issued now: after --start-at, not paused, inside a window with time left for the
@@ -413,7 +511,7 @@ export function planRollout(input: PlanInput): Plan {
   let nextWindowAt: number | null = null;
   let windowWake: number | null = null;
   if (p.startAt !== null && now < p.startAt) status = 'scheduled';
-  else if (run.paused) status = 'paused';
+  else if (run.paused || inconclusive) status = 'paused';
   else if (!win.open) {
     status = 'waiting';
     nextWindowAt = win.next;
@@ -429,8 +527,14 @@ export function planRollout(input: PlanInput): Plan {
     }
   }
   const issue = status === 'running' && next && next.nodes.length > 0 ? { ...next, notAfter } : null;
-  const wakeAt = soonest(...deadlines, bakeUntil, status === 'scheduled' ? p.startAt : null, nextWindowAt, windowWake);
-  return { ...base, status, issue, bakeUntil, nextWindowAt, wakeAt };
+  const windowEnds = analysisSteps.filter((a) => a.verdict === null).map((a) => a.to);
+  const wakeAt = soonest(...deadlines, bakeUntil, status === 'scheduled' ? p.startAt : null, nextWindowAt, windowWake, ...windowEnds);
+  return { ...base, status, issue, bakeUntil, nextWindowAt, wakeAt, analysisWait, ...(inconclusive && !run.paused && status === 'paused' ? { pauseReason: inconclusive } : {}) };
+}
+
+// How a step is named: the canaries, or batch N.
+export function stepName(step: number): string {
+  return step === 0 ? 'the canaries' : `batch ${step}`;
 }
 
 // The nodes a `rollout retry` run covers: every target (or skipped node) of the previous run

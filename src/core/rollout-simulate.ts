@@ -23,17 +23,23 @@ export interface Simulation {
   truncated: boolean;
 }
 
-// Simulates `input`'s run from `input.now`.
+// Simulates `input`'s run from `input.now`. An analysed step (docs/design.md §19) passes at the end
+// of its window: the dry run shows the waits an enforced analysis adds, never its verdicts.
 export function simulateRollout(input: PlanInput, opts: { maxSteps?: number } = {}): Simulation {
   const maxSteps = opts.maxSteps ?? 2_000;
   const issued = [...input.issued];
   const verdicts = [...input.verdicts];
+  const analysis = input.analysis ? { ...input.analysis, judgements: [...input.analysis.judgements] } : undefined;
   let now = input.now;
   const first = planRollout(input);
   const batches: SimulatedBatch[] = [];
   let plan = first;
   for (let step = 0; step < maxSteps; step++) {
-    plan = step === 0 ? first : planRollout({ ...input, issued, verdicts, now });
+    plan = step === 0 ? first : planRollout({ ...input, issued, verdicts, now, ...(analysis ? { analysis } : {}) });
+    if (analysis && plan.analysisDue.length > 0) {
+      for (const due of plan.analysisDue) analysis.judgements.push({ step: due.step, verdict: 'pass', at: now, summary: 'dry run', resumed: false });
+      continue;
+    }
     if (plan.issue) {
       batches.push({ batch: plan.issue.batch, nodes: plan.issue.nodes, at: now, notAfter: plan.issue.notAfter });
       for (const nodeId of plan.issue.nodes) {

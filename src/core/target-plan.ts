@@ -66,10 +66,11 @@ export interface TargetNodeInput {
   // The target's runs at its version that hold the node, newest first (after the last
   // `target resume`): the first is the one that decides.
   runs: NodeInRun[];
-  // Seams for issue 33's other parts: a download the helper retries now, an analysis not yet
-  // decided (issue 33, automated analysis); null when nothing says so.
+  // A download the helper retries now (issue 33); the analysis its run waits for before it
+  // issues the node's step (docs/design.md §19: the last step's window, `until` its end, or its
+  // judgement); null when nothing says so.
   fetchRetrying: { since: number; message: string } | null;
-  analysisPending: { since: number; message: string } | null;
+  analysisPending: { since: number; message: string; until?: number | null } | null;
   // Another target's running run of the app may still issue the node (pending) or has it in flight
   // (issued): it is that run's until it decides; null when none does.
   elsewhere?: { runId: number; version: string; state: 'pending' | 'issued'; target: string | null } | null;
@@ -83,7 +84,8 @@ export interface TargetPlanInput {
   allowRetryReverted: boolean;
   heartbeatIntervalMs: number;
   // The target's run at its version that has not ended, planned now, or null.
-  activeRun: { id: number; status: RunStatus; nextWindowAt: number | null; startAt: number | null } | null;
+  // pauseReason: why an analysis paused it (ANALYSIS_INCONCLUSIVE), when one did.
+  activeRun: { id: number; status: RunStatus; nextWindowAt: number | null; startAt: number | null; pauseReason?: { code: string; message: string } | null } | null;
   // The target's last run ended halted or stopped and no `target resume` or new version came after.
   halted: { runId: number; code: string | null; message: string; at: number | null } | null;
   // A one-shot or pin run of the app that has not ended (it goes alone: the target's next run
@@ -138,7 +140,7 @@ function runReason(t: TargetPlanInput, n: TargetNodeInput, r: NodeInRun): Behind
       if (n.fetchRetrying) return reason('fetch-retrying', n.fetchRetrying.message, { since: n.fetchRetrying.since });
       return reason(p.reason === 'CLOCK_SKEW' ? 'clock-skew' : 'in-progress', `${runMsg} issued it ${what}; waiting for its verdict`, { since: r.issuedAt, code: p.reason });
     case 'confirmed':
-      if (n.analysisPending) return reason('analysis-pending', n.analysisPending.message, { since: n.analysisPending.since });
+      if (n.analysisPending) return reason('analysis-pending', n.analysisPending.message, { since: n.analysisPending.since, until: n.analysisPending.until ?? null });
       // Confirmed, but its report does not show the version (yet, or any more).
       if (r.active) return reason('in-progress', `${runMsg} confirmed ${what}; its heartbeat does not report it yet`, { since: r.issuedAt });
       return null;
@@ -231,7 +233,8 @@ export function planTarget(t: TargetPlanInput): TargetPlan {
           const run = t.activeRun;
           if (run && run.status === 'waiting') why = reason('waiting-window', `rollout ${run.id} waits for its next window`, { until: run.nextWindowAt });
           else if (run && run.status === 'scheduled') why = reason('waiting-window', `rollout ${run.id} starts at its --start-at`, { until: run.startAt });
-          else if (run && run.status === 'paused') why = reason('paused', `rollout ${run.id} is paused`);
+          else if (run && run.status === 'paused') why = run.pauseReason ? reason('paused', `rollout ${run.id} is paused: ${run.pauseReason.message}`, { code: run.pauseReason.code }) : reason('paused', `rollout ${run.id} is paused`);
+          else if (run && n.analysisPending) why = reason('analysis-pending', n.analysisPending.message, { since: n.analysisPending.since, until: n.analysisPending.until ?? null });
           else if (run) why = reason('waiting-batch', `waits for a batch of rollout ${run.id}`);
           else if (t.otherRun) why = reason('waiting-batch', `waits for rollout ${t.otherRun.id} of ${t.app} ${t.otherRun.version} to end (a one-shot run goes alone)`);
           else why = reason('waiting-batch', `the target's next run issues it`);

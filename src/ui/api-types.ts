@@ -117,11 +117,52 @@ export interface RunView {
   startAt: number | null;
   retryOf: number | null;
   haltReason: { code: string; nodeId: string | null; message: string } | null;
+  // Why an analysis paused it (ANALYSIS_INCONCLUSIVE); absent from an older control plane.
+  pauseReason?: { code: string; message: string } | null;
+  analysis?: AnalysisView;
   counts: Counts;
   nodes: RunNode[];
   behind: Array<{ nodeId: string; hostname?: string; current: string | null }>;
   ahead?: Array<{ nodeId: string; hostname?: string; current: string | null }>;
   behindRunId: number | null;
+}
+
+// A run's automated analysis (docs/design.md §19), as `rollout status` answers it.
+export interface CohortFigures {
+  nodes: number;
+  value: number | null;
+  sample: number;
+}
+
+export interface AnalysisSignal {
+  signal: string;
+  verdict: string;
+  canary: CohortFigures;
+  baseline: CohortFigures;
+  why: string;
+}
+
+export interface AnalysisStep {
+  step: number;
+  from: number;
+  to: number;
+  verdict: string | null;
+  judgedAt: number | null;
+  mode: string | null;
+  effect: string | null;
+  summary: string | null;
+  signals: AnalysisSignal[];
+  series: Record<string, { canary: Array<number | null>; baseline: Array<number | null> }> | null;
+  resumedAt: number | null;
+  resumedBy: string | null;
+}
+
+export interface AnalysisView {
+  mode: string;
+  windowMs: number;
+  thresholds: { restartRate: number; livenessRate: number; errorRatio: number };
+  waiting: { step: number; from: number; until: number } | null;
+  steps: AnalysisStep[];
 }
 
 // One run of `rollout list` (newest first): what its row records, not planned again.

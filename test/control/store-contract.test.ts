@@ -2,6 +2,7 @@
 // and PostgreSQL on a throwaway cluster, docs/design.md §13): transactions never interleave across an
 // await, every uniqueness is the database's own constraint (the code's checks are bypassed here
 // on purpose), and decisions take the store's clock, fixed for the whole transaction.
+import { ANALYSIS_OFF } from '../../src/core/run-analysis.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hashToken } from '../../src/control/enroll/tokens.js';
@@ -12,7 +13,7 @@ import { describeEachBackend } from '../helpers/store-backends.js';
 
 const run = (over: Partial<NewRun> = {}): NewRun => ({
   app: 'web', version: '1.0.0', startedAt: T0, heartbeatIntervalMs: 30_000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '1', bakeMs: 0,
-  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 60_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, ...over,
+  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 60_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, analysis: ANALYSIS_OFF, ...over,
 });
 
 const pause = () => new Promise((r) => setImmediate(r));

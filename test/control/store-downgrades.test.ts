@@ -2,6 +2,7 @@
 // backends: `release allow-downgrade` checks and stores them, audited; one per app and version;
 // a heartbeat's desired entry for that version carries it; and what the database holds goes out
 // only when it has an envelope's shape (the host checks the signature, never the store's word).
+import { ANALYSIS_OFF } from '../../src/core/run-analysis.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,7 +30,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const run = (over: Partial<NewRun> = {}): NewRun => ({
   app: 'web', version: '1.1.0', startedAt: T0, heartbeatIntervalMs: 30_000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '1', bakeMs: 0,
-  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 3_600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, ...over,
+  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 3_600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, analysis: ANALYSIS_OFF, ...over,
 });
 
 describeEachBackend((backend) => {
@@ -139,13 +140,14 @@ describePostgres((backend) => {
   test('a PostgreSQL database of schema 5 is refused until `migrate` adds the downgrades table, an expansion that schema-5 instances go on using', async () => {
     const url = await backend.createDatabase();
     // Back to schema 5: without the downgrades table (6), the runs' maxFetchFailures (7), the
-    // targets' tables (8), with one running run per app again (9), without the signal samples (10) and the hooks (11).
-    await pgQuery(url, 'DROP TABLE downgrades, targets, run_owners, pins, signal_samples, hooks, hook_deliveries, hook_marks');
+    // targets' tables (8), with one running run per app again (9), without the signal samples (10), the runs'
+    // and targets' analysis and the judgements (11), and the hooks (12).
+    await pgQuery(url, 'DROP TABLE downgrades, targets, run_owners, pins, signal_samples, run_judgements, hooks, hook_deliveries, hook_marks');
     await pgQuery(url, `DROP INDEX running_runs_by_app; CREATE UNIQUE INDEX one_running_run_per_app ON runs (app) WHERE status = 'running'`);
-    await pgQuery(url, 'ALTER TABLE runs DROP COLUMN "maxFetchFailures"');
+    await pgQuery(url, 'ALTER TABLE runs DROP COLUMN "maxFetchFailures", DROP COLUMN analysis');
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 6');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 5, older than/.test(err.message));
-    assert.deepEqual((await migrateStore(url)).applied, [6, 7, 8, 9, 10, 11]);
+    assert.deepEqual((await migrateStore(url)).applied, [6, 7, 8, 9, 10, 11, 12]);
     assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 6`)).rows, [{ compatibleFrom: 5 }]);
     const store = await openStore(url);
     try {

@@ -1,6 +1,7 @@
 // The store's targets, run owners and pins (docs/design.md §18), on both backends: a target is put,
 // replaced whole and removed; a run's owner is recorded once; a pin is put, replaced, carried
 // and lifted; a running run's nodes are added or recorded again.
+import { ANALYSIS_OFF, DEFAULT_RUN_ANALYSIS } from '../../src/core/run-analysis.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ControlStore, NewRun, TargetRow } from '../../src/control/store/store.js';
@@ -10,12 +11,12 @@ import { describeEachBackend } from '../helpers/store-backends.js';
 
 const run = (over: Partial<NewRun> = {}): NewRun => ({
   app: 'web', version: '1.1.0', startedAt: T0, heartbeatIntervalMs: 30_000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '1', bakeMs: 0,
-  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 60_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, ...over,
+  maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 60_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, analysis: ANALYSIS_OFF, ...over,
 });
 
 const target = (over: Partial<TargetRow> = {}): TargetRow => ({
   name: 'prod', app: 'web', version: '1.1.0', priority: 0, paused: false, setAt: T0, setBy: 'alice', clearedRunId: 0,
-  policy: { selector: 'env=prod', canaries: 1, namedCanaries: [], batch: '10%', bakeMs: 300_000, maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', verdictTimeoutMs: 1_800_000, allowRetryReverted: false, windows: ['Mon-Fri 02:00-05:00'], tz: 'Europe/Paris', startAt: null },
+  policy: { selector: 'env=prod', canaries: 1, namedCanaries: [], batch: '10%', bakeMs: 300_000, maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%', verdictTimeoutMs: 1_800_000, allowRetryReverted: false, windows: ['Mon-Fri 02:00-05:00'], tz: 'Europe/Paris', startAt: null, analysis: DEFAULT_RUN_ANALYSIS },
   ...over,
 });
 

@@ -5,6 +5,7 @@
 // whatever is written straight into the control plane's database (a desired entry with no
 // authorization, one signed by another app's key, an expired one) is refused by every host and
 // nothing moves; with `release allow-downgrade`, the rollout goes back in batches.
+import { ANALYSIS_OFF } from '../../src/core/run-analysis.js';
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -67,7 +68,7 @@ async function forgeRun(n: number, authorization: Envelope | null): Promise<stri
       if (active) await tx.runs.end(active.id, 'stopped', undefined, now);
       const run: NewRun = {
         app: 'web', version: '1.1.0', startedAt: now, heartbeatIntervalMs: 1000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '100%', bakeMs: 0,
-        maxFailures: 3, maxRefused: '100%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null,
+        maxFailures: 3, maxRefused: '100%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, analysis: ANALYSIS_OFF,
       };
       const id = await tx.runs.insert(run, hosts.map((h) => ({ nodeId: h.nodeId, lastHeartbeatAt: now, listedApp: true })));
       const ids: string[] = [];

@@ -81,6 +81,8 @@ interface ControlOptions {
   // Artifact download slots and the slowest download kept (serve's --max-downloads,
   // --anonymous-downloads, --download-min-rate); by default serve's.
   downloads?: Pick<ControlServerOptions, 'maxDownloads' | 'anonymousDownloads' | 'minDownloadRate'>;
+  // The analysis's judgement (docs/design.md §19), when a test wraps or replaces it.
+  judge?: ControlServerOptions['judge'];
   // The wake-up waits and held heartbeats the instance holds (serve's --max-waits); by default serve's.
   waits?: Pick<ControlServerOptions, 'maxWaits' | 'maxWaitsPerNode'>;
 }
@@ -117,6 +119,7 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
   const server = await startControlServer({
     store: metrics?.store ?? store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
     ...(admin ? { admin } : {}),
+    ...(opts.judge ? { judge: opts.judge } : {}),
     ...opts.downloads,
     ...opts.waits,
   });

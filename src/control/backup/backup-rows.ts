@@ -8,6 +8,7 @@
 //
 // Every column of the newest schema is named here (test/security/backup-altered-and-resigned.test.ts
 // checks it against both backends' tables): a column added by a migration is added here too.
+import { runAnalysisSchema } from '../../core/run-analysis.js';
 import { envelopeSchema, manifestPayloadSchema } from '../../core/release-schemas.js';
 import { heartbeatAppSchema, MAX_HEARTBEAT_APPS } from '../../core/heartbeat-schema.js';
 import { receiptPayloadSchema } from '../../core/receipt-schema.js';
@@ -190,6 +191,19 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     paused: bool,
     behind: bool,
     retryOf: nullable(int),
+    analysis: nullable(json(runAnalysisSchema, "a run's analysis")),
+  },
+  run_judgements: {
+    runId: int,
+    step: int,
+    at: int,
+    mode: oneOf(['observe', 'enforce']),
+    verdict: oneOf(['pass', 'fail', 'inconclusive']),
+    windowFrom: int,
+    windowTo: int,
+    judgement: json(objectSchema, 'a JSON object'),
+    resumedAt: nullable(int),
+    resumedBy: nullable(text(256)),
   },
   run_nodes: { runId: int, nodeId, lastHeartbeatAt: nullable(int), listedApp: bool },
   issued: { runId: int, nodeId, attemptId: text(128), issuedAt: int, notAfter: nullable(int), batch: int },
@@ -212,6 +226,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     setAt: int,
     setBy: nullable(text(256)),
     clearedRunId: int,
+    analysis: nullable(json(runAnalysisSchema, "a target's analysis")),
   },
   run_owners: { runId: int, kind: oneOf(['target', 'revert', 'pin']), target: nullable(text(64)) },
   pins: { nodeId, app: appName, version, by: nullable(text(256)), reason: text(1024), at: int, until: nullable(int), runId: nullable(int) },

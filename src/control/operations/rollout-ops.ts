@@ -3,6 +3,7 @@ import * as z from '../../core/zod-mini.js';
 import { StewardError } from '../../core/errors.js';
 import type { NodePlan, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
 import type { SimulatedBatch } from '../../core/rollout-simulate.js';
+import { parseAnalysisMode, parseAnalysisThreshold, parseAnalysisWindow } from '../analysis/policy.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { parseCount, parseDuration, parseInstant } from '../cli/parse-options.js';
 import { describeRun, type RunStatusView } from '../rollouts/run-status.js';
@@ -29,6 +30,9 @@ export const runFlags = {
   window: flags,
   tz: flag,
   startAt: flag,
+  analysis: flag,
+  analysisWindow: flag,
+  analysisThreshold: flags,
   dryRun: toggle,
 };
 
@@ -51,6 +55,9 @@ export function runOptions(o: RunFlags): RunOptions {
     ...(o.window?.length ? { windows: o.window } : {}),
     ...(o.tz !== undefined ? { tz: o.tz } : {}),
     ...(o.startAt !== undefined ? { startAt: parseInstant(o.startAt, '--start-at') } : {}),
+    ...(o.analysis !== undefined ? { analysis: parseAnalysisMode(o.analysis) } : {}),
+    ...(o.analysisWindow !== undefined ? { analysisWindowMs: parseAnalysisWindow(o.analysisWindow) } : {}),
+    ...(o.analysisThreshold?.length ? { analysisThresholds: Object.fromEntries(o.analysisThreshold.map((t) => parseAnalysisThreshold(t)).map((t) => [t.key, t.value])) } : {}),
   };
 }
 
@@ -149,7 +156,7 @@ function pauseOp(name: 'pause' | 'resume'): Operation<{ app: string }, RunStatus
     input: z.strictObject({ app: word }),
     async run(ctx, { app }) {
       checkNames(app);
-      await pauseRun(ctx.store, app, name === 'pause', audited(ctx, `rollout.${name}`, app));
+      await pauseRun(ctx.store, app, name === 'pause', audited(ctx, `rollout.${name}`, app), ctx.actor.operator);
       return describeLatest(ctx.store, app);
     },
   };

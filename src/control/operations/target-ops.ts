@@ -79,7 +79,7 @@ function pauseOp(which: 'pause' | 'resume'): Operation<{ name: string }, TargetV
     role: 'operator',
     input: z.strictObject({ name: word }),
     async run(ctx, { name }) {
-      return targetView(await pauseTarget(ctx.store, name, which === 'pause', auditTarget(ctx, `target.${which}`)));
+      return targetView(await pauseTarget(ctx.store, name, which === 'pause', auditTarget(ctx, `target.${which}`), ctx.actor.operator));
     },
   };
 }

@@ -1,8 +1,8 @@
 // Builds the pure planner's input for one run from the store (docs/design.md §11) and plans it.
-import type { NodeFacts, Plan, PlanInput, RevertFact, RolloutRun, VerdictFact } from '../../core/rollout-planner.js';
+import type { AnalysisFacts, NodeFacts, Plan, PlanInput, RevertFact, RolloutRun, VerdictFact } from '../../core/rollout-planner.js';
 import { planRollout } from '../../core/rollout-planner.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
-import type { IssuedRow, ReceiptFact, RunRow, StoreReader } from '../store/store.js';
+import type { IssuedRow, JudgementRow, ReceiptFact, RunRow, StoreReader } from '../store/store.js';
 import { plannerPolicy } from './run-options.js';
 
 // The planner's view of a run row.
@@ -64,7 +64,18 @@ export async function readPlanInput(tx: StoreReader, run: RunRow, now: number): 
   for (const r of reverts) byNode.set(r.nodeId, [...(byNode.get(r.nodeId) ?? []), r]);
   const nodes = (await tx.runs.nodes(run.id)).map((n) => nodeFacts(n, byNode.get(n.nodeId) ?? []));
   const verdicts = verdictFacts(issued, await tx.receipts.countingForRun(run.id));
-  return { run: toRolloutRun(run), nodes, issued, verdicts, reverts: revertFacts(reverts), now };
+  const analysis = run.analysis.mode === 'off' ? undefined : analysisFacts(run, await tx.runs.judgements(run.id));
+  return { run: toRolloutRun(run), nodes, issued, verdicts, reverts: revertFacts(reverts), now, ...(analysis ? { analysis } : {}) };
+}
+
+// The analysis as the planner takes it (docs/design.md §19): the run's mode and window, and each
+// step's recorded judgement. A judgement recorded in observe never decides, whatever the mode.
+export function analysisFacts(run: Pick<RunRow, 'analysis'>, judgements: readonly JudgementRow[]): AnalysisFacts {
+  return {
+    mode: run.analysis.mode,
+    windowMs: run.analysis.windowMs,
+    judgements: judgements.map((j) => ({ step: j.step, verdict: j.mode === 'enforce' ? j.verdict : 'pass', at: j.at, summary: j.judgement.summary, resumed: j.resumedAt !== null })),
+  };
 }
 
 // The plan of `run` at `now`.

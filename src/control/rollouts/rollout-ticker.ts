@@ -18,6 +18,7 @@ import type { StopPoints } from '../server/test-stop-points.js';
 import type { ControlStore } from '../store/store.js';
 import { reconcileFleet } from '../targets/reconcile-fleet.js';
 import { advanceRun } from './advance-runs.js';
+import { judgeDueSteps, type JudgeStep } from './judge-steps.js';
 
 const log = logger('control:rollouts');
 
@@ -43,19 +44,26 @@ export interface RolloutTickerOptions {
   tickMs: number;
   // Test only (test-stop-points.ts).
   stopAt?: StopPoints;
+  // The analysis's judgement (docs/design.md §19); tests and the bench pass their own.
+  judge?: JudgeStep;
 }
 
 // Starts the ticker: its timer, and its wake on stored verdicts.
 export function startRolloutTicker(opts: RolloutTickerOptions): RolloutTicker {
   const { store, stopAt } = opts;
   const advanceFree = async (runId: number) => {
-    const issued = await store.write(async (tx) => {
-      if (!(await tx.runs.tryLock(runId))) return 0;
-      const n = (await advanceRun(tx, runId, stopAt))?.issued.length ?? 0;
+    const { issued, due, run } = await store.write(async (tx) => {
+      if (!(await tx.runs.tryLock(runId))) return { issued: 0, due: [], run: null };
+      const advance = await advanceRun(tx, runId, stopAt);
+      const n = advance?.issued.length ?? 0;
       if (n > 0) stopAt?.('issue-before-commit');
-      return n;
+      const due = advance?.plan.analysisDue ?? [];
+      return { issued: n, due, run: due.length > 0 ? await tx.runs.get(runId) : null };
     });
     if (issued > 0) stopAt?.('issue-after-commit');
+    // Steps whose analysis window has passed: judged after the commit, then recorded (and the run
+    // advanced on their verdict) in a transaction of their own (judge-steps.ts).
+    if (run && due.length > 0) await judgeDueSteps(store, run, due, opts.judge);
   };
   const advanceAll = async () => {
     try {

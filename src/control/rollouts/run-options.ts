@@ -5,6 +5,8 @@ import { StewardError } from '../../core/errors.js';
 import type { RolloutPolicy } from '../../core/rollout-planner.js';
 import { parseAmount } from '../../core/rollout-policy.js';
 import { parseSelector } from '../../core/selector.js';
+import type { AnalysisMode } from '../../core/rollout-planner.js';
+import { DEFAULT_RUN_ANALYSIS, MAX_ANALYSIS_WINDOW_MS, MIN_ANALYSIS_WINDOW_MS, type RunAnalysis } from '../../core/run-analysis.js';
 import { checkTimeZone, parseWindow } from '../../core/windows.js';
 import type { RunPolicy } from '../store/store.js';
 
@@ -31,6 +33,10 @@ export interface RunOptions {
   windows?: string[];
   tz?: string;
   startAt?: number | null;
+  // --analysis, --analysis-window, --analysis-threshold (docs/design.md §19).
+  analysis?: AnalysisMode;
+  analysisWindowMs?: number;
+  analysisThresholds?: RunAnalysis['thresholds'];
 }
 
 const DEFAULTS: Omit<RunPolicy, 'canarySeed' | 'failuresCarried' | 'behind' | 'retryOf'> = {
@@ -47,6 +53,7 @@ const DEFAULTS: Omit<RunPolicy, 'canarySeed' | 'failuresCarried' | 'behind' | 'r
   windows: [],
   tz: 'UTC',
   startAt: null,
+  analysis: DEFAULT_RUN_ANALYSIS,
 };
 
 // A fresh canary seed: 31 random bits (a safe integer in every store).
@@ -72,6 +79,7 @@ export function resolvePolicy(opts: RunOptions, base: Partial<RunPolicy> = {}): 
     windows: opts.windows ?? b.windows,
     tz: opts.tz ?? b.tz,
     startAt: opts.startAt !== undefined ? opts.startAt : b.startAt,
+    analysis: resolveAnalysis(opts, b.analysis),
   };
   plannerPolicy({ ...policy, failuresCarried: 0, behind: false, retryOf: null });
   if (!Number.isSafeInteger(policy.canaries) || policy.canaries < 0 || policy.canaries > 1000) throw new StewardError('USAGE', `--canaries ${policy.canaries} is not a count from 0 to 1000`);
@@ -79,6 +87,20 @@ export function resolvePolicy(opts: RunOptions, base: Partial<RunPolicy> = {}): 
   if (!Number.isSafeInteger(policy.maxFailures) || policy.maxFailures < 0) throw new StewardError('USAGE', `--max-failures ${policy.maxFailures} is not a count`);
   if (!Number.isSafeInteger(policy.canarySeed) || policy.canarySeed < 0 || policy.canarySeed >= 2 ** 32) throw new StewardError('USAGE', `--seed ${policy.canarySeed} is not an integer from 0 to 4294967295`);
   return policy;
+}
+
+// The analysis a run records: the flags given over `base`'s (the default, or the retried run's).
+function resolveAnalysis(opts: RunOptions, base: RunAnalysis): RunAnalysis {
+  const a: RunAnalysis = {
+    mode: opts.analysis ?? base.mode,
+    windowMs: opts.analysisWindowMs ?? base.windowMs,
+    thresholds: { ...base.thresholds, ...(opts.analysisThresholds ?? {}) },
+  };
+  if (!['off', 'observe', 'enforce'].includes(a.mode)) throw new StewardError('USAGE', `--analysis ${JSON.stringify(a.mode)} is not one of off, observe, enforce`);
+  if (!Number.isSafeInteger(a.windowMs) || a.windowMs < MIN_ANALYSIS_WINDOW_MS || a.windowMs > MAX_ANALYSIS_WINDOW_MS) {
+    throw new StewardError('USAGE', `--analysis-window ${a.windowMs} ms is not from ${MIN_ANALYSIS_WINDOW_MS / 60_000}m to ${MAX_ANALYSIS_WINDOW_MS / 60_000}m`);
+  }
+  return a;
 }
 
 // The planner's view of a recorded policy (windows and amounts parsed).

@@ -5,6 +5,7 @@
 import type { NodeState, PlanCounts, RunStatus } from '../../core/rollout-planner.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import type { ReceiptRow, RunRow, StoreReader } from '../store/store.js';
+import { analysisView, type AnalysisView } from './analysis-view.js';
 import { nodesOffVersion, type BehindNode } from './behind.js';
 import { planRun } from './plan-run.js';
 
@@ -63,6 +64,10 @@ export interface RunStatusView {
   retryOf: number | null;
   retryBehind: boolean;
   haltReason: { code: string; nodeId: string | null; message: string } | null;
+  // Why it is paused when its analysis paused it (ANALYSIS_INCONCLUSIVE), not an operator.
+  pauseReason: { code: string; message: string } | null;
+  // Its automated analysis (docs/design.md §19).
+  analysis: AnalysisView;
   counts: PlanCounts & { behind: number };
   nodes: RunNodeStatus[];
   // Behind the app's last succeeded run (docs/design.md §11), whatever run this is.
@@ -152,6 +157,8 @@ export async function describeRun(tx: StoreReader, run: RunRow): Promise<RunStat
     retryOf: run.retryOf,
     retryBehind: run.behind,
     haltReason: halt,
+    pauseReason: !ended && plan.pauseReason ? { code: plan.pauseReason.code, message: plan.pauseReason.message } : null,
+    analysis: analysisView(run, plan, await tx.runs.judgements(run.id)),
     counts: { ...plan.counts, behind: behind.length },
     nodes,
     behind,

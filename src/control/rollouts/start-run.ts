@@ -91,14 +91,17 @@ export function stopRun(store: ControlStore, app: string, record?: RecordChange)
 
 // Pauses (nothing new is issued; issued attempts keep their timeouts and verdicts) or resumes
 // the running runs of `app`. A target's run is paused or resumed with its target, which would
-// otherwise set the run back to its own state at the next tick. Idempotent. Returns the newest.
-export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange): Promise<RunRow> {
+// otherwise set the run back to its own state at the next tick. Idempotent. Returns the newest. A
+// resume also answers each run's inconclusive judgements (docs/design.md §19): the step after one
+// goes, on `by`'s word.
+export function pauseRun(store: ControlStore, app: string, paused: boolean, record?: RecordChange, by: string | null = null): Promise<RunRow> {
   return store.write(async (tx) => {
     let newest: RunRow | null = null;
     for (const run of await lockActiveRuns(tx, app)) {
       const owner = await tx.targets.ownerOf(run.id);
       const target = owner?.kind === 'target' && owner.target ? await tx.targets.get(owner.target) : null;
       if (target && target.paused !== paused) await tx.targets.put({ ...target, paused });
+      if (!paused) await tx.runs.resumeJudgements(run.id, await tx.now(), by);
       await setRunPaused(tx, run, paused);
       const after = await recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
       newest ??= after;

@@ -13,6 +13,7 @@ import { enrollNode } from '../enroll/enroll-node.js';
 import { createHeartbeatBatcher, type GroupCommitHooks, type HeartbeatBatcher } from '../heartbeat/group-commit.js';
 import { observeHeartbeats, type HeartbeatMetrics } from '../metrics/observe-heartbeats.js';
 import { answerProbe, isProbePath, METRICS_PATH } from '../metrics/probes.js';
+import type { JudgeStep } from '../rollouts/judge-steps.js';
 import { desiredFor } from '../rollouts/desired.js';
 import { startRolloutTicker } from '../rollouts/rollout-ticker.js';
 import type { ControlStore } from '../store/store.js';
@@ -59,6 +60,8 @@ export interface ControlServerOptions {
   tickMs?: number;
   // Test only: where this process stops itself (test-stop-points.ts).
   stopAt?: StopPoints;
+  // The analysis's judgement (docs/design.md §19); tests and benches pass their own or wrap it.
+  judge?: JudgeStep;
   // Group commit of heartbeats (group-commit.ts): the most heartbeats in one commit, and test seams.
   heartbeatBatch?: { max?: number; hooks?: GroupCommitHooks };
   // What every answer resting on a write waits for; a test seam (default: the store's durable()).
@@ -121,7 +124,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   const url = listening.url;
   // Why only now: a listener that could not start leaves no ticker behind to keep the process
   // alive with nothing to serve.
-  const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt });
+  const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt, ...(opts.judge ? { judge: opts.judge } : {}) });
 
   return {
     url,

@@ -16,6 +16,8 @@
 //   message; the constraint still decides (a StewardError: BUSY for a second active run).
 // - Time for decisions is the store's clock, `now()`, fixed for the whole transaction (as
 //   PostgreSQL's now()): token expiry, the heartbeat's clock check, a run's plan.
+import type { RunAnalysis } from '../../core/run-analysis.js';
+import type { StoredJudgement } from './judgement-record.js';
 import type { HeartbeatApp, HeartbeatPayload } from '../../core/heartbeat-schema.js';
 import type { Labels } from '../../core/labels.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
@@ -282,6 +284,9 @@ export interface RunPolicy {
   // Started by `retry --behind`.
   behind: boolean;
   retryOf: number | null;
+  // --analysis, --analysis-window, --analysis-threshold (docs/design.md §19); runs from before
+  // schema 11 read `off`.
+  analysis: RunAnalysis;
 }
 
 export type StoredRunStatus = 'running' | 'succeeded' | 'halted' | 'stopped';
@@ -347,8 +352,28 @@ export interface OpenAttempt {
   verdictTimeoutMs: number;
 }
 
+// A judgement of one step of a run (docs/design.md §19), the first one recorded for it: the
+// verdict, the window, the judgement as the analysis made it (checked when read), and whether an
+// operator resumed the run after it.
+export interface JudgementRow {
+  runId: number;
+  // 0: the canaries; then each batch.
+  step: number;
+  at: number;
+  // The run's mode when it was judged: observe records, enforce decides.
+  mode: 'observe' | 'enforce';
+  verdict: 'pass' | 'fail' | 'inconclusive';
+  from: number;
+  to: number;
+  judgement: StoredJudgement;
+  resumedAt: number | null;
+  resumedBy: string | null;
+}
+
 export interface RunReads {
   get(id: number): Promise<RunRow | null>;
+  // The judgements of a run's steps, by step.
+  judgements(runId: number): Promise<JudgementRow[]>;
   // The newest run of `app` that has not ended, or null. Runs of different targets of one app may
   // go side by side (docs/design.md §18); a one-shot run goes alone.
   active(app: string): Promise<RunRow | null>;
@@ -396,6 +421,12 @@ export interface RunWrites {
   end(runId: number, status: Exclude<StoredRunStatus, 'running'>, halt: { code: string; nodeId?: string; message: string } | undefined, at: number): Promise<void>;
   setStopped(runId: number): Promise<void>;
   setPaused(runId: number, paused: boolean): Promise<void>;
+  // Records a step's judgement unless one is recorded already (another instance judged it
+  // first): false then, and nothing written. Idempotent per (runId, step).
+  insertJudgement(j: Omit<JudgementRow, 'resumedAt' | 'resumedBy'>): Promise<boolean>;
+  // Marks the run's inconclusive judgements that no resume answered yet as resumed (`rollout
+  // resume`, `target resume`): the next step may go. Answers how many.
+  resumeJudgements(runId: number, at: number, by: string | null): Promise<number>;
   // Adds nodes to a running run of a target, or records a member's facts again (a node that
   // matched later, came back online or reported the app since): its last heartbeat and whether
   // it lists the app, now (docs/design.md §18). Attempts already issued are untouched.
@@ -613,6 +644,9 @@ export interface TargetPolicy {
   windows: string[];
   tz: string;
   startAt: number | null;
+  // Stored in its own column (schema 11), not in the policy JSON that older instances read
+  // strictly; a target set before reads the default (observe).
+  analysis: RunAnalysis;
 }
 
 export interface TargetRow {

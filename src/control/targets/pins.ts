@@ -2,6 +2,7 @@
 // node at a version whatever a target wants (a host's own hold > a pin > a target). The control
 // plane carries a pin to its node through a run of its own (kind `pin`: no canaries, one batch,
 // no bake), lifts a pin past its `until` itself, and audits that as the system's act.
+import { ANALYSIS_OFF } from '../../core/run-analysis.js';
 import { StewardError } from '../../core/errors.js';
 import { heartbeatFresh } from '../../core/heartbeat-freshness.js';
 import { logger } from '../../platform/log.js';
@@ -69,9 +70,10 @@ export async function liftExpiredPins(store: ControlStore): Promise<number> {
 }
 
 // The policy of a pin run: every pinned node at once, judged as a run's nodes are (its verdict
-// timeout), nothing held back by canaries, bake or windows; a pin is an operator's explicit word.
+// timeout), nothing held back by canaries, bake, windows or analysis; a pin is an operator's explicit word.
 export function pinRunPolicy(): RunPolicy {
   return {
+    analysis: ANALYSIS_OFF,
     selector: '',
     canaries: 0,
     namedCanaries: [],

@@ -3,6 +3,8 @@
 // what each reports, its pin, and what the target's runs at its version made of it.
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { planTarget, type NodeInRun, type TargetPlan, type TargetPlanInput } from '../../core/target-plan.js';
+import type { Plan } from '../../core/rollout-planner.js';
+import { analysisView, type AnalysisView } from '../rollouts/analysis-view.js';
 import { planRun } from '../rollouts/plan-run.js';
 import { isTargetRun, nodesInOtherRuns } from '../rollouts/start-run.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
@@ -16,6 +18,8 @@ export interface TargetReading {
   nodes: Map<string, NodeRow>;
   // The target's run that has not ended (at any version), or null.
   ownRun: RunRow | null;
+  // The analysis of its running run at its version (docs/design.md §19), or null.
+  analysis: AnalysisView | null;
 }
 
 // Whether target `a` wins a node over target `b` of the same app: the higher priority, and
@@ -87,7 +91,7 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
     paused: target.paused,
     allowRetryReverted: target.policy.allowRetryReverted,
     heartbeatIntervalMs,
-    activeRun: active ? { id: active.row.id, status: active.plan.status, nextWindowAt: active.plan.nextWindowAt, startAt: active.row.startAt } : null,
+    activeRun: active ? { id: active.row.id, status: active.plan.status, nextWindowAt: active.plan.nextWindowAt, startAt: active.row.startAt, pauseReason: active.plan.pauseReason ?? null } : null,
     halted,
     otherRun,
     nodes: selected.map((n) => {
@@ -109,14 +113,24 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
         // Its helper waits to try the download again (heartbeat v6), of the attempt a running
         // run of the target issued it: that attempt is the app's one in flight on the node.
         fetchRetrying: fetchRetryingOf(app, inRuns, `${target.app} ${target.version}`),
-        analysisPending: null,
+        analysisPending: analysisPendingOf(active, n.nodeId),
         elsewhere: elsewhere.get(n.nodeId) ?? null,
       };
     }),
     unselectedPending: active ? Object.entries(active.plan.nodes).filter(([id, p]) => p.state === 'pending' && !selectedIds.has(id)).map(([id]) => id) : [],
     now,
   };
-  return { target, input, plan: planTarget(input), nodes: new Map(selected.map((n) => [n.nodeId, n])), ownRun };
+  const analysis = active ? analysisView(active.row, active.plan, active.row.analysis.mode === 'off' ? [] : await tx.runs.judgements(active.row.id)) : null;
+  return { target, input, plan: planTarget(input), nodes: new Map(selected.map((n) => [n.nodeId, n])), ownRun, analysis };
+}
+
+// The analysis the target's running run waits for before its next step (docs/design.md §19), for a
+// node that step would issue: its run's plan has it pending.
+function analysisPendingOf(active: { row: RunRow; plan: Plan } | null, nodeId: string): { since: number; message: string; until: number } | null {
+  const wait = active?.plan.analysisWait;
+  if (!active || !wait || active.plan.nodes[nodeId]?.state !== 'pending') return null;
+  const step = wait.step === 0 ? 'the canaries' : `batch ${wait.step}`;
+  return { since: wait.from, until: wait.until, message: `rollout ${active.row.id} waits for the analysis of ${step} before its next step; the window ends at ${new Date(wait.until).toISOString()}` };
 }
 
 function fetchRetryingOf(app: { fetchRetrying?: { attemptId: string } } | null, runs: NodeInRun[], what: string): { since: number; message: string } | null {

@@ -1,6 +1,7 @@
 // `target set|pause|resume|remove` (docs/design.md §18): the checks, the change and the first reconcile
 // step, in one transaction, so that a refused change leaves nothing half-applied.
 import { emitTargetSet, recordTargetStatus } from '../hooks/target-events.js';
+import { ANALYSIS_OFF } from '../../core/run-analysis.js';
 import { StewardError } from '../../core/errors.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import { planTarget } from '../../core/target-plan.js';
@@ -133,10 +134,16 @@ async function mustGet(tx: StoreReader, name: string): Promise<TargetRow> {
 }
 
 // Pauses a target (its run issues nothing new; nothing new starts) or resumes it. Resume also
-// clears a halt and the failures of its runs so far: their nodes are issued again.
-export function pauseTarget(store: ControlStore, name: string, paused: boolean, record: (tx: StoreTx, t: TargetRow) => Promise<void>): Promise<TargetReading> {
+// clears a halt and the failures of its runs so far: their nodes are issued again; and it answers
+// its running run's inconclusive judgements (docs/design.md §19), on `by`'s word.
+export function pauseTarget(store: ControlStore, name: string, paused: boolean, record: (tx: StoreTx, t: TargetRow) => Promise<void>, by: string | null = null): Promise<TargetReading> {
   return store.write(async (tx) => {
     const t = await mustGet(tx, name);
+    const own = paused ? null : await ownActiveRun(tx, name);
+    if (own) {
+      await tx.runs.lock(own.id);
+      await tx.runs.resumeJudgements(own.id, await tx.now(), by);
+    }
     const last = (await tx.targets.runs(name))[0];
     const run = last ? await tx.runs.get(last.runId) : null;
     const clearedRunId = !paused && run && run.status !== 'running' ? Math.max(t.clearedRunId, run.id) : t.clearedRunId;
@@ -226,7 +233,8 @@ export function revertTarget(store: ControlStore, name: string, record: (tx: Sto
       await tx.runs.setStopped(run.id);
       await advanceRun(tx, run.id);
     }
-    const policy = { ...targetRunPolicy(t, true), bakeMs: 0, allowRetryReverted: true, startAt: null };
+    // No analysis: a revert goes back to what ran before, judged by the operator who asked for it.
+    const policy = { ...targetRunPolicy(t, true), bakeMs: 0, allowRetryReverted: true, startAt: null, analysis: ANALYSIS_OFF };
     const reverts: RevertOutcome['reverts'] = [];
     // The largest group first: its run is the one `revertRun` names.
     for (const [to, group] of [...versions].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0]))) {

@@ -2,6 +2,7 @@
 // target, its run, and each node it selects with its one reason for being behind.
 import { BEHIND_REASONS, type BehindReason, type BehindReasonName, type TargetNodeState } from '../../core/target-plan.js';
 import type { TargetPolicy, TargetRow } from '../store/store.js';
+import type { AnalysisView } from '../rollouts/analysis-view.js';
 import type { TargetReading } from './read-target.js';
 
 // waiting: it selects no node yet.
@@ -29,6 +30,9 @@ export interface TargetSummary {
   status: TargetStatus;
   // The target's run that has not ended, or null.
   run: { id: number; version: string; status: string } | null;
+  // Its running run's analysis (docs/design.md §19): mode, window, the step it waits for, each
+  // step's judgement; null without a running run.
+  analysis: AnalysisView | null;
   // The run that halted it, with why, while it is halted.
   halted: { runId: number; code: string | null; message: string } | null;
   counts: { selected: number; current: number; behind: number };
@@ -65,6 +69,7 @@ export function targetView(r: TargetReading): TargetView {
     setBy: t.setBy,
     status,
     run: own ? { id: own.id, version: own.version, status: r.input.activeRun?.id === own.id ? r.input.activeRun.status : own.status } : null,
+    analysis: r.analysis,
     halted: halted ? { runId: halted.runId, code: halted.code, message: halted.message } : null,
     counts: { selected: nodes.length, current, behind: nodes.length - current },
     behind,

@@ -7,6 +7,7 @@ import type { DryRunView, NodeView, RunSummary, RunView } from '../api-types.js'
 import { h, replace, table, type Child } from '../dom.js';
 import { duration, mono, state, when } from '../format.js';
 import type { Page, PageContext } from '../page.js';
+import { analysisSection } from './analysis.js';
 import { progressBar } from './progress.js';
 import { budget, dryRunView, runsTable } from './rollouts.js';
 
@@ -38,6 +39,7 @@ export function rolloutPage(ctx: PageContext, app: string): Page {
         r.haltReason ? h('div', { class: 'banner bad halt', data: { section: 'halt' } }, h('strong', {}, 'Halted: '), mono(r.haltReason.code), r.haltReason.nodeId ? h('span', {}, ' on ', nodeLink(r.haltReason.nodeId)) : null, h('div', { class: 'reason' }, r.haltReason.message)) : null,
         progressBar(r.nodes),
         bake(r, now),
+        analysisSection(r, now),
         table(
           ['targeted', 'confirmed', 'already current', 'pending', 'refused', 'reverted', 'not targeted', 'behind', 'failures / budget', 'refused limit'],
           [[r.counts.targeted, r.counts.confirmed, r.counts.alreadyCurrent, r.counts.pending, r.counts.refused, r.counts.reverted, r.counts.notTargeted, r.counts.behind ?? 0, budget(r), `${r.counts.refused} / ${r.refusedLimit}`]],
@@ -121,8 +123,9 @@ function actions(ctx: PageContext, r: RunView, preview: HTMLElement): HTMLElemen
   return h(
     'div',
     { class: 'actions' },
-    active && !r.paused ? button('Pause', 'pause', run('rollout pause')) : null,
-    active && r.paused ? button('Resume', 'resume', run('rollout resume')) : null,
+    active && !r.paused && !r.pauseReason ? button('Pause', 'pause', run('rollout pause')) : null,
+    // Paused by an operator, or by an inconclusive analysis: a resume lets the next step go.
+    active && (r.paused || r.pauseReason) ? button('Resume', 'resume', run('rollout resume')) : null,
     active ? button('Stop', 'stop', run('rollout stop'), 'danger') : null,
     !active ? button('Retry…', 'retry', retryPreview(false)) : null,
     !active && r.behind.length ? button('Retry behind…', 'retry-behind', retryPreview(true)) : null,

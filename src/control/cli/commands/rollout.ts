@@ -25,6 +25,9 @@ interface RunFlags {
   window: string[];
   tz?: string;
   startAt?: string;
+  analysis?: string;
+  analysisWindow?: string;
+  analysisThreshold: string[];
   dryRun?: boolean;
   behind?: boolean;
 }
@@ -42,7 +45,9 @@ export function formatRun(v: RunStatusView): string {
     `  failures ${v.failures} of ${v.maxFailures} tolerated; refusals tolerated ${v.refusedLimit} (--max-refused ${v.maxRefused}); fetch failures per batch --max-fetch-failures ${v.maxFetchFailures}; windows ${describeWindows(v.windows, v.tz)}${v.nextWindowAt ? `, next at ${when(v.nextWindowAt)}` : ''}${v.startAt ? `; starts at ${when(v.startAt)}` : ''}`,
     `  targeted ${c.targeted}, not targeted ${c.notTargeted}; confirmed ${c.confirmed}, already current ${c.alreadyCurrent}, refused ${c.refused}, reverted ${c.reverted}${c.fetchFailed ? `, could not fetch ${c.fetchFailed}` : ''}, pending ${c.pending}${c.excluded ? `, excluded ${c.excluded}` : ''}; behind ${c.behind}`,
   ];
+  head.push(...analysisLines(v));
   if (v.haltReason) head.push(`  halted: ${v.haltReason.code}: ${v.haltReason.message}`);
+  if (v.pauseReason) head.push(`  paused: ${v.pauseReason.code}: ${v.pauseReason.message}`);
   const rows = [['NODE', 'HOST', 'STATE', 'REASON', 'BATCH', 'ATTEMPT', 'OUTCOME', 'RECEIPT-LOST']];
   for (const n of v.nodes) {
     rows.push([n.nodeId, n.hostname ?? '-', stateText(n), n.reason ?? '-', n.batch === null ? '-' : n.batch === 0 ? 'canary' : String(n.batch), n.attemptId ?? '-', n.outcome ?? '-', n.receiptLost.length ? n.receiptLost.join(',') : '-']);
@@ -57,13 +62,38 @@ export function formatRun(v: RunStatusView): string {
   return lines(head) + (v.nodes.length ? table(rows) : '  no nodes\n') + lines([...why, ...behind, ...ahead]);
 }
 
+const stepText = (step: number) => (step === 0 ? 'the canaries' : `batch ${step}`);
+const signalValue = (signal: string, v: number | null) => (v === null ? 'no data' : signal === 'error-ratio' ? `${(v * 100).toFixed(v < 0.001 && v > 0 ? 3 : 2)} %` : `${v.toFixed(2)}/h`);
+const cohortText = (signal: string, c: { nodes: number; value: number | null; sample: number }) =>
+  `${signalValue(signal, c.value)} (${c.nodes} node${c.nodes === 1 ? '' : 's'}, ${c.sample} ${signal === 'error-ratio' ? 'req' : 'node-min'})`;
+
+// The analysis's lines of a run's status (docs/design.md §19): the policy, the step it waits for, and
+// each step's window and judgement with every signal's figures per cohort.
+export function analysisLines(v: Pick<RunStatusView, 'analysis' | 'status'>): string[] {
+  const a = v.analysis;
+  if (!a) return [];
+  if (a.mode === 'off') return ['  analysis off'];
+  const t = a.thresholds;
+  const lines = [`  analysis ${a.mode}, window ${seconds(a.windowMs)}; fails when canaries are worse by restart-rate ${t.restartRate}/h, liveness-failures ${t.livenessRate}/h, error-ratio ${(t.errorRatio * 100).toFixed(2)} %`];
+  if (a.waiting) lines.push(`  waiting for the analysis of ${stepText(a.waiting.step)}: the window ends at ${when(a.waiting.until)}`);
+  for (const s of a.steps) {
+    if (s.verdict === null) {
+      lines.push(`  analysis of ${stepText(s.step)}: window ${when(s.from)} to ${when(s.to)}, not judged yet${v.status === 'running' || v.status === 'paused' || v.status === 'waiting' ? ` (the window ends at ${when(s.to)})` : ''}`);
+      continue;
+    }
+    lines.push(`  analysis of ${stepText(s.step)}: ${s.verdict} (${s.mode}: ${s.effect}) at ${when(s.judgedAt)}, window ${when(s.from)} to ${when(s.to)}${s.resumedAt ? `; resumed by ${s.resumedBy ?? '-'} at ${when(s.resumedAt)}` : ''}`);
+    for (const g of s.signals) lines.push(`    ${g.signal} ${g.verdict}: canary ${cohortText(g.signal, g.canary)} vs baseline ${cohortText(g.signal, g.baseline)}; ${g.why}`);
+  }
+  return lines;
+}
+
 // The human form of a dry run (its --json document): what would be targeted, in which batches, when.
 export function formatDryRun(d: DryRunView): string {
   const { run } = d;
   const c = d.counts;
   const lines = [
     `dry run: ${run.app} ${run.version}, nothing was written; selector ${shown(run.selector) || '(every node)'}`,
-    `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${d.refusedLimit} (--max-refused ${run.maxRefused}), fetch failures per batch ${run.maxFetchFailures}; bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}`,
+    `  targeted ${c.targeted}, not targeted ${c.notTargeted}, already current ${c.alreadyCurrent}${c.excluded ? `, excluded ${c.excluded}` : ''}; budget: ${run.maxFailures} failures, refusals up to ${d.refusedLimit} (--max-refused ${run.maxRefused}), fetch failures per batch ${run.maxFetchFailures}; bake ${seconds(run.bakeMs)}; windows ${describeWindows(run.windows, run.tz)}; analysis ${run.analysis?.mode ?? "off"}${run.analysis && run.analysis.mode !== "off" ? ` (window ${seconds(run.analysis.windowMs)})` : ""}`,
     `  canary seed ${run.canarySeed}: \`rollout start ... --seed ${run.canarySeed}\` follows this plan`,
   ];
   // Each node by its id and, as a person knows it, its hostname.
@@ -93,6 +123,9 @@ export function addRunFlags(c: Command): Command {
     .option('--window <spec>', "issue only inside this window, like 'Mon-Fri 02:00-05:00' (repeatable)", collect, [] as string[])
     .option('--tz <zone>', 'the IANA time zone of the windows (default UTC)')
     .option('--start-at <time>', 'issue nothing before this ISO 8601 time with its zone')
+    .option('--analysis <mode>', 'judge each step against the nodes still on the old version: off, observe (record what it would do; the default), enforce (a fail halts, too little data pauses)')
+    .option('--analysis-window <duration>', 'how long each step is watched before it is judged, from 2m to 1h (default 10m)')
+    .option('--analysis-threshold <name=value>', 'how much worse than the baseline fails: restart-rate=0.5 (per node-hour), liveness-failures=1 (per node-hour), error-ratio=0.5% (repeatable)', collect, [] as string[])
     .option('--dry-run', 'print the plan the planner would follow, write nothing');
 }
 

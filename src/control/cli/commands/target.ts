@@ -5,7 +5,8 @@ import type { TargetDryRunView, TargetSetView } from '../../operations/target-op
 import type { TargetSummary, TargetView } from '../../targets/target-view.js';
 import { jsonOf } from '../context.js';
 import { invoke } from '../invoke.js';
-import { addRunFlags, formatDryRun } from './rollout.js';
+import type { RunStatusView } from '../../rollouts/run-status.js';
+import { addRunFlags, analysisLines, formatDryRun } from './rollout.js';
 
 // The operations' code, imported when a subcommand runs (as rollout.ts does).
 const ops = () => import('../../operations/target-ops.js');
@@ -23,6 +24,7 @@ function headOf(t: TargetSummary): string[] {
     `  set ${when(t.setAt)}${t.setBy ? ` by ${t.setBy}` : ''}; run ${t.run ? `${t.run.id} (${t.run.version}, ${t.run.status})` : '-'}; windows ${describeWindows(t.policy.windows, t.policy.tz)}`,
     `  selected ${t.counts.selected}, current ${t.counts.current}, behind ${t.counts.behind}${behind ? ` (${behind})` : ''}`,
     ...(t.halted ? [`  halted by rollout ${t.halted.runId}: ${t.halted.code ?? '-'}: ${t.halted.message}`] : []),
+    ...(t.analysis && t.run ? analysisLines({ analysis: t.analysis, status: t.run.status as RunStatusView['status'] }) : [`  analysis ${t.policy.analysis?.mode ?? 'off'} (its next run's)`]),
   ];
 }
 

@@ -1,21 +1,23 @@
 import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { StewardError } from '../../../core/errors.js';
 import { parseJson } from '../parse-json.js';
+import { judgementRow, runAnalysisOf, type JudgementRaw } from '../judgement-rows.js';
+import { judgementText } from '../judgement-record.js';
 import { skewRefused } from './nodes.js';
 import type { AttemptRow, IssuedRow, OpenAttempt, RunNodeRow, RunReads, RunRow, RunWrites } from '../store.js';
 import { isUniqueViolation, type Query } from './query.js';
 
-type Raw = Omit<RunRow, 'namedCanaries' | 'windows'> & { namedCanaries: string; windows: string };
+type Raw = Omit<RunRow, 'namedCanaries' | 'windows' | 'analysis'> & { namedCanaries: string; windows: string; analysis: string | null };
 
 const COLUMNS = `id, app, version, "startedAt", "heartbeatIntervalMs", stopped, paused, status, "haltCode", "haltNodeId", "haltMessage", "endedAt", selector, canaries,
-  "namedCanaries", "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", "verdictTimeoutMs", "allowRetryReverted", windows, tz, "startAt", behind, "retryOf", "maxFetchFailures"`;
+  "namedCanaries", "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", "verdictTimeoutMs", "allowRetryReverted", windows, tz, "startAt", behind, "retryOf", "maxFetchFailures", analysis`;
 
 const strings = (text: string): string[] => {
   const v = parseJson<unknown>(text, []);
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 };
 
-const toRow = (r: Raw): RunRow => ({ ...r, namedCanaries: strings(r.namedCanaries), windows: strings(r.windows) });
+const toRow = (r: Raw): RunRow => ({ ...r, namedCanaries: strings(r.namedCanaries), windows: strings(r.windows), analysis: runAnalysisOf(r.analysis) });
 const one = (r: Raw | null): RunRow | null => (r ? toRow(r) : null);
 
 // The first half of a run's advance lock key (pg_advisory_xact_lock(int, int), a key space of
@@ -95,13 +97,13 @@ export function pgRuns(q: Query): RunReads & RunWrites {
         const r = await q.guarded(() =>
           q.one<{ id: number }>(
             `INSERT INTO runs (app, version, "startedAt", canary, "batchSize", "verdictTimeoutMs", "allowRetryReverted", "heartbeatIntervalMs", selector, canaries, "namedCanaries",
-               "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", windows, tz, "startAt", behind, "retryOf", "maxFetchFailures")
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) RETURNING id`,
+               "canarySeed", batch, "bakeMs", "maxFailures", "maxRefused", "failuresCarried", windows, tz, "startAt", behind, "retryOf", "maxFetchFailures", analysis)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24) RETURNING id`,
             [
               // canary and batchSize: schema 1's columns, superseded by namedCanaries and batch.
               run.app, run.version, run.startedAt, run.namedCanaries[0] ?? null, 0, run.verdictTimeoutMs, run.allowRetryReverted, run.heartbeatIntervalMs, run.selector,
               run.canaries, JSON.stringify(run.namedCanaries), run.canarySeed, run.batch, run.bakeMs, run.maxFailures, run.maxRefused, run.failuresCarried, JSON.stringify(run.windows),
-              run.tz, run.startAt, run.behind, run.retryOf, run.maxFetchFailures,
+              run.tz, run.startAt, run.behind, run.retryOf, run.maxFetchFailures, JSON.stringify(run.analysis),
             ],
           ),
         );
@@ -153,6 +155,19 @@ export function pgRuns(q: Query): RunReads & RunWrites {
     },
     async setPaused(runId, paused) {
       await q.count('UPDATE runs SET paused = $1 WHERE id = $2', [paused, runId]);
+    },
+    async judgements(runId) {
+      return (await q.rows<JudgementRaw>('SELECT * FROM run_judgements WHERE "runId" = $1 ORDER BY step', [runId])).map(judgementRow);
+    },
+    async insertJudgement(j) {
+      const n = await q.count(
+        `INSERT INTO run_judgements ("runId", step, at, mode, verdict, "windowFrom", "windowTo", judgement) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT ("runId", step) DO NOTHING`,
+        [j.runId, j.step, j.at, j.mode, j.verdict, j.from, j.to, judgementText(j.judgement)],
+      );
+      return n === 1;
+    },
+    async resumeJudgements(runId, at, by) {
+      return q.count(`UPDATE run_judgements SET "resumedAt" = $1, "resumedBy" = $2 WHERE "runId" = $3 AND verdict = 'inconclusive' AND "resumedAt" IS NULL`, [at, by, runId]);
     },
   };
 }

@@ -212,6 +212,25 @@ CREATE TABLE pins (
 );
 `;
 
+// Issue 34 (docs/design.md §19), as SQLite's migration 11.
+const V11 = `
+ALTER TABLE runs ADD COLUMN analysis text COLLATE "C";
+ALTER TABLE targets ADD COLUMN analysis text COLLATE "C";
+CREATE TABLE run_judgements (
+  "runId" bigint NOT NULL,
+  step bigint NOT NULL,
+  at bigint NOT NULL,
+  mode text COLLATE "C" NOT NULL,
+  verdict text COLLATE "C" NOT NULL,
+  "windowFrom" bigint NOT NULL,
+  "windowTo" bigint NOT NULL,
+  judgement text COLLATE "C" NOT NULL,
+  "resumedAt" bigint,
+  "resumedBy" text COLLATE "C",
+  PRIMARY KEY ("runId", step)
+);
+`;
+
 // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute, kept for twice the longest
 // analysis window (src/control/analysis/record-signals.ts). Integers only, as every other column
 // (backups carry no floats): CPU in milliseconds, scraped counters rounded.
@@ -238,8 +257,8 @@ CREATE INDEX signal_samples_by_time ON signal_samples (at);
 `;
 
 // Issue 34 (docs/design.md §19, "Telling people"): hooks, their deliveries' durable queue, the marks
-// of transition events (SQLite's migration 11).
-const V11 = `
+// of transition events (SQLite's migration 12).
+const V12 = `
 CREATE TABLE hooks (
   name text COLLATE "C" PRIMARY KEY,
   url text COLLATE "C" NOT NULL,
@@ -317,15 +336,19 @@ CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
   // Issue 34 (docs/design.md §19): each node's app signals, one sample a minute. An expansion (a new
   // table): a steward-control of schema 9 works on it, and records none.
   { version: 10, compatibleFrom: 9, sql: V10 },
-  // Issue 34 (docs/design.md §19): hooks, their deliveries' durable queue, the marks of transition
-  // events, as SQLite's migration 11. An expansion (new tables): a steward-control of schema 9 or 10
-  // works on it, and tells nobody.
+  // Issue 34 (docs/design.md §19): a run's and a target's analysis, each step's judgement. An
+  // expansion (nullable columns, a new table): a steward-control of schema 9 or 10 works on it, its
+  // runs read `off` and its targets the default; it never judges.
   { version: 11, compatibleFrom: 9, sql: V11 },
+  // Issue 34 (docs/design.md §19): hooks, their deliveries' durable queue, the marks of transition
+  // events, as SQLite's migration 12. An expansion (new tables): a steward-control of schema 9 to 11
+  // works on it, and tells nobody.
+  { version: 12, compatibleFrom: 9, sql: V12 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-// 11: this code queues hook events in the transactions of run and target changes.
-export const PG_SCHEMA_RANGE = { oldest: 11, newest: PG_MIGRATIONS.length } as const;
+// 12: this code queues hook events in the transactions of run and target changes.
+export const PG_SCHEMA_RANGE = { oldest: 12, newest: PG_MIGRATIONS.length } as const;

@@ -1,5 +1,5 @@
 import type { RunOwner, TargetReads, TargetRow, TargetWrites } from '../store.js';
-import { readTargetPolicy } from '../target-policy.js';
+import { readTargetPolicy, targetPolicyColumns } from '../target-policy.js';
 import type { Query } from './query.js';
 
 interface Raw {
@@ -12,9 +12,10 @@ interface Raw {
   setAt: number;
   setBy: string | null;
   clearedRunId: number;
+  analysis: string | null;
 }
 
-const toRow = (r: Raw): TargetRow => ({ ...r, policy: readTargetPolicy(r.policy, r.name) });
+const toRow = ({ analysis, ...r }: Raw): TargetRow => ({ ...r, policy: readTargetPolicy(r.policy, r.name, analysis) });
 
 // The targets and run_owners tables (docs/design.md §18).
 export function pgTargets(q: Query): TargetReads & TargetWrites {
@@ -33,11 +34,12 @@ export function pgTargets(q: Query): TargetReads & TargetWrites {
       return q.one<RunOwner>('SELECT "runId", kind, target FROM run_owners WHERE "runId" = $1', [runId]);
     },
     async put(t) {
+      const cols = targetPolicyColumns(t.policy);
       await q.count(
-        `INSERT INTO targets (name, app, version, priority, policy, paused, "setAt", "setBy", "clearedRunId") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        `INSERT INTO targets (name, app, version, priority, policy, paused, "setAt", "setBy", "clearedRunId", analysis) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (name) DO UPDATE SET app = excluded.app, version = excluded.version, priority = excluded.priority, policy = excluded.policy,
-           paused = excluded.paused, "setAt" = excluded."setAt", "setBy" = excluded."setBy", "clearedRunId" = excluded."clearedRunId"`,
-        [t.name, t.app, t.version, t.priority, JSON.stringify(t.policy), t.paused, t.setAt, t.setBy, t.clearedRunId],
+           paused = excluded.paused, "setAt" = excluded."setAt", "setBy" = excluded."setBy", "clearedRunId" = excluded."clearedRunId", analysis = excluded.analysis`,
+        [t.name, t.app, t.version, t.priority, cols.policy, t.paused, t.setAt, t.setBy, t.clearedRunId, cols.analysis],
       );
     },
     async remove(name) {

@@ -2,6 +2,8 @@ import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { StewardError } from '../../../core/errors.js';
 import type { AttemptRow, IssuedRow, OpenAttempt, RunNodeRow, RunReads, RunRow, RunWrites } from '../store.js';
 import { parseJson } from '../parse-json.js';
+import { judgementRow, runAnalysisOf, type JudgementRaw } from '../judgement-rows.js';
+import { judgementText } from '../judgement-record.js';
 import { skewRefused } from './nodes.js';
 import type { Prepare } from './prepare.js';
 
@@ -35,6 +37,7 @@ interface Raw {
   startAt: number | null;
   behind: number;
   retryOf: number | null;
+  analysis: string | null;
 }
 
 const strings = (text: string): string[] => {
@@ -73,6 +76,7 @@ function toRow(r: Raw): RunRow {
     startAt: r.startAt,
     behind: r.behind === 1,
     retryOf: r.retryOf,
+    analysis: runAnalysisOf(r.analysis),
   };
 }
 
@@ -155,13 +159,13 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
       try {
         const r = q(
           `INSERT INTO runs (app, version, startedAt, canary, batchSize, verdictTimeoutMs, allowRetryReverted, heartbeatIntervalMs, selector, canaries, namedCanaries,
-             canarySeed, batch, bakeMs, maxFailures, maxRefused, failuresCarried, windows, tz, startAt, behind, retryOf, maxFetchFailures)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             canarySeed, batch, bakeMs, maxFailures, maxRefused, failuresCarried, windows, tz, startAt, behind, retryOf, maxFetchFailures, analysis)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         ).run(
           // canary and batchSize: schema 1's columns, superseded by namedCanaries and batch.
           run.app, run.version, run.startedAt, run.namedCanaries[0] ?? null, 0, run.verdictTimeoutMs, run.allowRetryReverted ? 1 : 0, run.heartbeatIntervalMs, run.selector,
           run.canaries, JSON.stringify(run.namedCanaries), run.canarySeed, run.batch, run.bakeMs, run.maxFailures, run.maxRefused, run.failuresCarried, JSON.stringify(run.windows),
-          run.tz, run.startAt, run.behind ? 1 : 0, run.retryOf, run.maxFetchFailures,
+          run.tz, run.startAt, run.behind ? 1 : 0, run.retryOf, run.maxFetchFailures, JSON.stringify(run.analysis),
         );
         id = Number(r.lastInsertRowid);
       } catch (err) {
@@ -194,6 +198,19 @@ export function sqliteRuns(q: Prepare): RunReads & RunWrites {
     },
     async setPaused(runId, paused) {
       q('UPDATE runs SET paused = ? WHERE id = ?').run(paused ? 1 : 0, runId);
+    },
+    async judgements(runId) {
+      return (q('SELECT * FROM run_judgements WHERE runId = ? ORDER BY step').all(runId) as JudgementRaw[]).map(judgementRow);
+    },
+    async insertJudgement(j) {
+      return (
+        q(
+          `INSERT INTO run_judgements (runId, step, at, mode, verdict, windowFrom, windowTo, judgement) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (runId, step) DO NOTHING`,
+        ).run(j.runId, j.step, j.at, j.mode, j.verdict, j.from, j.to, judgementText(j.judgement)).changes === 1
+      );
+    },
+    async resumeJudgements(runId, at, by) {
+      return q(`UPDATE run_judgements SET resumedAt = ?, resumedBy = ? WHERE runId = ? AND verdict = 'inconclusive' AND resumedAt IS NULL`).run(at, by, runId).changes;
     },
   };
 }

@@ -271,10 +271,30 @@ CREATE TABLE signal_samples (
 CREATE INDEX signal_samples_by_time ON signal_samples (at);
 `;
 
+// Issue 34 (docs/design.md §19): a run's and a target's analysis (JSON, docs/design.md §19; runs
+// from before read off, targets the default), and each step's judgement, the first one recorded.
+const V11 = `
+ALTER TABLE runs ADD COLUMN analysis TEXT;
+ALTER TABLE targets ADD COLUMN analysis TEXT;
+CREATE TABLE run_judgements (
+  runId INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  mode TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  windowFrom INTEGER NOT NULL,
+  windowTo INTEGER NOT NULL,
+  judgement TEXT NOT NULL,          -- JSON: the analysis's judgement (judgement-record.ts)
+  resumedAt INTEGER,
+  resumedBy TEXT,
+  PRIMARY KEY (runId, step)
+);
+`;
+
 // Issue 34 (docs/design.md §19, "Telling people"): hooks, the durable queue of their deliveries (one
 // row per event and hook, its body as sent on every attempt), and the last state seen of each
 // subject whose transitions are events (a target's status).
-const V11 = `
+const V12 = `
 CREATE TABLE hooks (
   name TEXT PRIMARY KEY,
   url TEXT NOT NULL,
@@ -310,7 +330,7 @@ CREATE TABLE hook_marks (
 
 export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
-  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11),
+  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11), (db) => db.exec(V12),
 ];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;

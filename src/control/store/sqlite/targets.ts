@@ -1,5 +1,5 @@
 import type { RunOwner, TargetReads, TargetRow, TargetWrites } from '../store.js';
-import { readTargetPolicy } from '../target-policy.js';
+import { readTargetPolicy, targetPolicyColumns } from '../target-policy.js';
 import type { Prepare } from './prepare.js';
 
 interface Raw {
@@ -12,9 +12,10 @@ interface Raw {
   setAt: number;
   setBy: string | null;
   clearedRunId: number;
+  analysis: string | null;
 }
 
-const toRow = (r: Raw): TargetRow => ({ ...r, policy: readTargetPolicy(r.policy, r.name), paused: r.paused === 1 });
+const toRow = ({ analysis, ...r }: Raw): TargetRow => ({ ...r, policy: readTargetPolicy(r.policy, r.name, analysis), paused: r.paused === 1 });
 
 // The targets and run_owners tables (docs/design.md §18).
 export function sqliteTargets(q: Prepare): TargetReads & TargetWrites {
@@ -33,11 +34,12 @@ export function sqliteTargets(q: Prepare): TargetReads & TargetWrites {
       return (q('SELECT runId, kind, target FROM run_owners WHERE runId = ?').get(runId) as RunOwner | undefined) ?? null;
     },
     async put(t) {
+      const cols = targetPolicyColumns(t.policy);
       q(
-        `INSERT INTO targets (name, app, version, priority, policy, paused, setAt, setBy, clearedRunId) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO targets (name, app, version, priority, policy, paused, setAt, setBy, clearedRunId, analysis) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (name) DO UPDATE SET app = excluded.app, version = excluded.version, priority = excluded.priority, policy = excluded.policy,
-           paused = excluded.paused, setAt = excluded.setAt, setBy = excluded.setBy, clearedRunId = excluded.clearedRunId`,
-      ).run(t.name, t.app, t.version, t.priority, JSON.stringify(t.policy), t.paused ? 1 : 0, t.setAt, t.setBy, t.clearedRunId);
+           paused = excluded.paused, setAt = excluded.setAt, setBy = excluded.setBy, clearedRunId = excluded.clearedRunId, analysis = excluded.analysis`,
+      ).run(t.name, t.app, t.version, t.priority, cols.policy, t.paused ? 1 : 0, t.setAt, t.setBy, t.clearedRunId, cols.analysis);
     },
     async remove(name) {
       return q('DELETE FROM targets WHERE name = ?').run(name).changes === 1;
