@@ -6,6 +6,7 @@ import { afterEach, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { emitEvent } from '../../src/control/hooks/emit-event.js';
 import { emitRunEvent } from '../../src/control/hooks/run-events.js';
+import { judgeDueSteps } from '../../src/control/rollouts/judge-steps.js';
 import { runOperation, type Operation } from '../../src/control/operations/operation.js';
 import { rolloutPause, rolloutResume, rolloutStart, rolloutStop } from '../../src/control/operations/rollout-ops.js';
 import { targetSet, targetStatus } from '../../src/control/operations/target-ops.js';
@@ -128,6 +129,24 @@ describeEachBackend((backend) => {
     const after = (await types()).slice(4);
     assert.deepEqual(after.slice(0, 2), ['run.started', 'target.behind']);
     assert.deepEqual(after.slice(2).sort(), ['run.succeeded', 'target.converged']);
+  });
+
+  test('an enforced analysis that is inconclusive queues run.paused with ANALYSIS_INCONCLUSIVE; the resume that answers it, run.resumed', async () => {
+    const a = await node('host-a', {});
+    const b = await node('host-b', {});
+    await op(rolloutStart, { app: 'web', version: '1.1.0', canary: [a.nodeId], batch: '1', bake: '0', analysis: 'enforce', analysisWindow: '5m' });
+    const run = (await c.store.read((tx) => tx.runs.active('web')))!;
+    const now = c.clock.now();
+    const judge = async () => ({ verdict: 'inconclusive' as const, from: new Date(now - 300_000).toISOString(), to: new Date(now).toISOString(), signals: [], summary: 'error-ratio: 3 requests on the canaries, fewer than 100' });
+    assert.equal(await judgeDueSteps(c.store, run, [{ step: 0, from: now - 300_000, to: now, canary: [a.nodeId], baseline: [b.nodeId] }], judge), 1);
+    const paused = (await queued()).at(-1)!;
+    assert.deepEqual([paused.type, paused.data.reason], ['dev.steward.run.paused', { code: 'ANALYSIS_INCONCLUSIVE', message: 'error-ratio: 3 requests on the canaries, fewer than 100' }]);
+    assert.equal(paused.data.run.paused, false, "the run's own flag: paused by its analysis, not by an operator");
+    await op(rolloutResume, { app: 'web' });
+    const resumed = (await queued()).at(-1)!;
+    assert.deepEqual([resumed.type, resumed.data.reason.code], ['dev.steward.run.resumed', 'ANALYSIS_INCONCLUSIVE']);
+    assert.match(resumed.data.reason.message, /^1 inconclusive judgement answered by alice/);
+    assert.deepEqual(await types(), ['run.started', 'run.paused', 'run.resumed']);
   });
 
   test('an event queued in a transaction that rolls back is never queued: no event without its change', async () => {

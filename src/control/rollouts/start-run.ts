@@ -101,8 +101,9 @@ export function pauseRun(store: ControlStore, app: string, paused: boolean, reco
       const owner = await tx.targets.ownerOf(run.id);
       const target = owner?.kind === 'target' && owner.target ? await tx.targets.get(owner.target) : null;
       if (target && target.paused !== paused) await tx.targets.put({ ...target, paused });
-      if (!paused) await tx.runs.resumeJudgements(run.id, await tx.now(), by);
+      const answered = paused ? 0 : await tx.runs.resumeJudgements(run.id, await tx.now(), by);
       await setRunPaused(tx, run, paused);
+      if (answered > 0 && !run.paused) await emitRunEvent(tx, 'run.resumed', run.id, answeredReason(answered, by));
       const after = await recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
       newest ??= after;
     }
@@ -117,6 +118,11 @@ export async function setRunPaused(tx: StoreTx, run: Pick<RunRow, 'id' | 'paused
   const advance = await advanceRun(tx, run.id);
   if (advance && run.paused !== paused) await desiredChanged(tx, inFlightNodes(advance.plan));
   if (advance && run.paused !== paused) await emitRunEvent(tx, paused ? 'run.paused' : 'run.resumed', run.id);
+}
+
+// Why a run paused by its analysis goes on (a run.resumed event's reason).
+export function answeredReason(answered: number, by: string | null): { code: string; message: string } {
+  return { code: 'ANALYSIS_INCONCLUSIVE', message: `${answered} inconclusive judgement${answered === 1 ? '' : 's'} answered by ${by ?? 'an operator'}: the next step goes` };
 }
 
 // What a change of a run records in its own transaction (the audit log's entry).
