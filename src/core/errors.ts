@@ -72,6 +72,8 @@ export const OPERATIONAL_CODES = [
   'OUTPUT_EXISTS', // `backup --out F` where F exists (without --force)
   'TARGET_CONFLICT', // `target set` of a target that selects a node another target of the app selects at the same --priority
   'BACKUP_INVALID', // a backup file that is truncated, corrupt, altered, unsigned or not a steward-control backup
+  'HOOK_EXISTS', // `hook add` of a name that is taken
+  'HOOK_DELIVERY_FAILED', // a hook's receiver did not acknowledge an event (down, slow, not 2xx, a redirect): `hook test`, a delivery's last error
   // A run's halt and pause reasons from its automated analysis (docs/design.md §19):
   'ANALYSIS_FAILED', // an enforced analysis found a step's canaries worse than the baseline: the run halted
   'ANALYSIS_INCONCLUSIVE', // an enforced analysis had too little data to judge a step: the run paused

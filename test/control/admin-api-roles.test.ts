@@ -11,6 +11,7 @@ import { methodOf, routeOf } from '../../src/control/operations/operation.js';
 import { OPERATIONS } from '../../src/control/operations/operations.js';
 import { ROLES } from '../../src/control/operators/roles.js';
 import type { OperatorRole } from '../../src/control/store/store.js';
+import { startHookReceiver, type HookReceiver } from '../helpers/hook-receiver.js';
 import { addOperator, adminCall, signedRelease, uploadBody, type AdminRequest } from '../helpers/admin-client.js';
 import { dumpStore, enrollNodes, startControlInProcess, type Control, type FakeNode } from '../helpers/control-harness.js';
 
@@ -20,14 +21,20 @@ const tokens: Record<OperatorRole, string> = { viewer: '', operator: '', admin: 
 const names: Record<OperatorRole, string> = { viewer: 'vera', operator: 'olga', admin: 'adam' };
 const state: { tokenId?: string } = {};
 
+let receiver: HookReceiver;
+
 before(async () => {
+  receiver = await startHookReceiver();
   c = await startControlInProcess({ admin: {} });
   for (const role of ROLES) tokens[role] = await addOperator(c.store, names[role], role);
   nodes = await enrollNodes(c, 2);
   for (const n of nodes) assert.equal((await n.heartbeat()).status, 200);
   await c.addRelease('web', '1.1.0');
 });
-after(() => c.close());
+after(async () => {
+  await c.close();
+  await receiver.close();
+});
 
 interface Case {
   route: string;
@@ -97,6 +104,14 @@ const CASES: Case[] = [
   { route: '/v1/admin/operator/rotate', request: () => post({ name: 'temp' }) },
   { route: '/v1/admin/operator/remove', request: () => post({ name: 'temp' }) },
   { route: '/v1/admin/audit', request: () => get() },
+  {
+    route: '/v1/admin/hook/add',
+    request: () => post({ name: 'pager', url: receiver.url, events: 'run.halted,target.behind', secret: 'a-secret-of-at-least-16' }),
+    check: (b) => assert.deepEqual([b.name, b.events, 'secret' in b], ['pager', ['run.halted', 'target.behind'], false]),
+  },
+  { route: '/v1/admin/hook/list', request: () => get(), check: (b) => assert.ok(!JSON.stringify(b).includes('a-secret-of-at-least-16')) },
+  { route: '/v1/admin/hook/test', request: () => post({ name: 'pager' }), check: (b) => assert.deepEqual([b.delivered, b.status], [true, 204]) },
+  { route: '/v1/admin/hook/remove', request: () => post({ name: 'pager' }), check: (b) => assert.equal(b.removed, 'pager') },
 ];
 
 const call = (route: string, r: AdminRequest & { query?: Record<string, string> }, token?: string) => adminCall(c.server.url, withQuery(route, r), { ...r, ...(token ? { token } : {}) });

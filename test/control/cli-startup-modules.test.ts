@@ -41,7 +41,7 @@ test('steward-control --help registers every command but loads no operation, no 
   const { modules, status, stderr } = controlModules(['--help']);
   assert.equal(status, 0, stderr);
   const commands = some(modules, '/control/cli/commands/').map((u) => path.basename(u)).sort();
-  assert.deepEqual(commands, ['audit.js', 'backup.js', 'init.js', 'keys.js', 'nodes.js', 'operator.js', 'receipts.js', 'release.js', 'rollout.js', 'serve.js', 'target.js', 'token.js'], `every command's module, and serve's code (serve-run.js) not:\n${stderr}`);
+  assert.deepEqual(commands, ['audit.js', 'backup.js', 'hook.js', 'init.js', 'keys.js', 'nodes.js', 'operator.js', 'receipts.js', 'release.js', 'rollout.js', 'serve.js', 'target.js', 'token.js'], `every command's module, and serve's code (serve-run.js) not:\n${stderr}`);
   for (const heavy of [ZOD, ...STORE, HTTP_CLIENT, '-ops.js', '/control/operations/inputs.js', '/control/server/control-server.js', '/control/admin/', '/node_modules/tar/', '/node_modules/debug/']) {
     assert.deepEqual(some(modules, heavy), [], `--help loads ${heavy}`);
   }
@@ -56,6 +56,14 @@ test('a command through --server loads its operation and the HTTP client, but no
   for (const heavy of [...STORE, '/control/rollouts/', '/control/catalog/add-release.js']) assert.deepEqual(some(modules, heavy), [], `nodes --server loads ${heavy}`);
   assert.deepEqual(modules.filter(isClassicZod), [], 'steward-control loads classic zod');
   assertRunnerFiles(files, 'run-nodes.js');
+});
+
+test('hook list through --server loads its operation and the HTTP client, not the store, the deliverer nor the targets', () => {
+  const { modules, files, stdout, stderr } = controlModules(['--server', 'http://127.0.0.1:1', 'hook', 'list', '--json'], { STEWARD_CONTROL_TOKEN: `so_${'A'.repeat(32)}` });
+  assert.match(stdout, /"CONTROL_PLANE_UNREACHABLE"/, stderr);
+  assert.deepEqual(some(modules, '/control/operations/').map((u) => path.basename(u)).sort(), ['hook-ops.js', 'inputs.js', 'operation.js']);
+  for (const heavy of [...STORE, '/control/rollouts/', '/control/targets/', '/control/hooks/deliver-hooks.js']) assert.deepEqual(some(modules, heavy), [], `hook list --server loads ${heavy}`);
+  assertRunnerFiles(files, 'run-hook.js');
 });
 
 // A command named on the command line runs its runner (src/control/cli/start.ts): the entry, that

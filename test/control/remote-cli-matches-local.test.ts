@@ -123,6 +123,13 @@ const STEPS: Step[] = [
   { args: ['operator', 'remove', 'temp', '--json'] },
   { args: ['nodes', 'remove', '{node}', '--json'] },
   { args: ['nodes', '--json'] },
+  { args: ['hook', 'add', 'pager', '--url', 'http://127.0.0.1:9/h', '--events', 'run.halted,target.behind', '--json'], json: (j) => ({ ...j, secret: typeof j.secret, createdAt: typeof j.createdAt, createdBy: null }) },
+  { args: ['hook', 'add', 'pager', '--url', 'http://127.0.0.1:9/h', '--events', 'run.halted'] },
+  { args: ['hook', 'add', 'bad', '--url', 'http://hooks.example.com/h', '--events', 'run.halted', '--json'] },
+  { args: ['hook', 'add', 'bad', '--url', 'https://hooks.example.com/h', '--events', 'run.exploded'] },
+  { args: ['hook', 'list', '--json'], json: (j) => ({ hooks: j.hooks.map((h: Record<string, unknown>) => ({ ...h, createdAt: typeof h.createdAt, createdBy: null })) }) },
+  { args: ['hook', 'remove', 'pager', '--json'] },
+  { args: ['hook', 'remove', 'pager'] },
   { args: ['audit', '--since', 'yesterday'] },
   { args: ['audit', '--since', '1h', '--json'], json: (j) => ({ entries: j.entries.map((e: Record<string, unknown>) => ({ ...e, id: null, source: null })) }) },
 ];

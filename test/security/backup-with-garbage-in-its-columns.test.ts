@@ -33,7 +33,12 @@ const GOOD: Record<string, Record<string, unknown>> = {
   runs: {
     id: 1, app: 'web', version: '1.1.0', startedAt: 1, canary: null, batchSize: 1, verdictTimeoutMs: 1000, allowRetryReverted: false, heartbeatIntervalMs: 1000, stopped: false, status: 'halted',
     haltCode: 'X', haltNodeId: null, haltMessage: 'm', endedAt: 2, selector: '', canaries: 1, namedCanaries: '[]', canarySeed: 0, batch: '1', bakeMs: 0, maxFailures: 0, maxRefused: '50%', maxFetchFailures: '20%',
-    failuresCarried: 0, windows: '["daily 02:00-04:00"]', tz: 'UTC', startAt: null, paused: false, behind: false, retryOf: null,
+    failuresCarried: 0, windows: '["daily 02:00-04:00"]', tz: 'UTC', startAt: null, paused: false, behind: false, retryOf: null, analysis: null,
+  },
+  hooks: { name: 'pager', url: 'https://hooks.example/x', events: '["run.halted"]', secret: 's'.repeat(32), createdAt: 1, createdBy: null },
+  hook_deliveries: {
+    id: 1, hook: 'pager', eventId: 'e-1', type: 'dev.steward.run.halted', body: '{}', createdAt: 1, state: 'pending', attempts: 0, nextAt: 1,
+    leaseOwner: null, leaseUntil: null, lastAttemptAt: null, lastError: null, finishedAt: null,
   },
 };
 
@@ -87,11 +92,14 @@ describeEachBackend((backend) => {
       ['runs', { status: 'exploded' }, /row 2 of table runs: column status holds "exploded", not one of/],
       ['operators', { role: 'root' }, /row 2 of table operators: column role holds "root", not one of viewer, operator, admin/],
       ['audit', { details: '[1,2]' }, /row 2 of table audit: column details holds JSON that is not a JSON object/],
+      ['hooks', { events: '"run.halted"' }, /row 2 of table hooks: column events holds JSON that is not a list of event types/],
+      ['hooks', { url: 'file:///etc/passwd' }, /row 2 of table hooks: column url holds "file:\/\/\/etc\/passwd", not an http\(s\) URL/],
+      ['hook_deliveries', { state: 'lost' }, /row 2 of table hook_deliveries: column state holds "lost", not one of pending, delivered, gave-up/],
     ];
     for (const [table, change, message] of cases) {
       const columns = columnsOf(body, table);
-      const good = rowOf(columns, table, table === 'runs' || table === 'audit' ? { id: 1 } : {}, sqliteBooleans);
-      const bad = rowOf(columns, table, { ...(table === 'runs' || table === 'audit' ? { id: 2 } : {}), ...(table === 'nodes' ? { nodeId: 'n-2' } : {}), ...(table === 'receipts' ? { seq: 2 } : {}), ...(table === 'operators' ? { name: 'carol', tokenHash: 'c'.repeat(64) } : {}), ...change }, sqliteBooleans);
+      const good = rowOf(columns, table, table === 'runs' || table === 'audit' || table === 'hook_deliveries' ? { id: 1 } : {}, sqliteBooleans);
+      const bad = rowOf(columns, table, { ...(table === 'runs' || table === 'audit' || table === 'hook_deliveries' ? { id: 2 } : {}), ...(table === 'hooks' ? { name: 'other' } : {}), ...(table === 'hook_deliveries' ? { eventId: 'e-2' } : {}), ...(table === 'nodes' ? { nodeId: 'n-2' } : {}), ...(table === 'receipts' ? { seq: 2 } : {}), ...(table === 'operators' ? { name: 'carol', tokenHash: 'c'.repeat(64) } : {}), ...change }, sqliteBooleans);
       const file = path.join(dir, `${table}-${Object.keys(change).join('-')}.backup`);
       writeBackupLines(file, withRows(body, table, [good, bad]));
       await restoreRefusedInvalid(backend, file, message);

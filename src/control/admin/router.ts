@@ -30,6 +30,8 @@ export interface AdminRouterOptions {
   clock: Pick<Clock, 'sleep'>;
   // What every answer resting on a write waits for; default: the store's durable().
   durable?: () => Promise<void>;
+  // serve's --ca-file: what `hook test` trusts for a receiver's https, beside Node's CAs.
+  hookCaFile?: string | undefined;
 }
 
 export interface AdminRouter {
@@ -40,7 +42,7 @@ export interface AdminRouter {
 
 export function createAdminRouter(o: AdminRouterOptions): AdminRouter {
   const durable = o.durable ?? (() => o.store.durable());
-  const ctx: AdminContext = { store: o.store, artifactsDir: o.artifactsDir, trusted: o.trustedProxies ?? parseTrustedProxies([]), auth: createAuthenticator({ store: o.store, clock: o.clock, durable }), durable };
+  const ctx: AdminContext = { store: o.store, artifactsDir: o.artifactsDir, trusted: o.trustedProxies ?? parseTrustedProxies([]), auth: createAuthenticator({ store: o.store, clock: o.clock, durable }), durable, hookCaFile: o.hookCaFile };
   return {
     async handle(req, res) {
       const path = (req.url ?? '/').split('?')[0] ?? '/';

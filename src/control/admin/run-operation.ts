@@ -25,6 +25,7 @@ export interface AdminContext {
   trusted: TrustedProxies;
   auth: Authenticator;
   durable: () => Promise<void>;
+  hookCaFile?: string | undefined;
 }
 
 // Runs an operation for an authenticated actor: its role, its input (the query of a GET, the
@@ -35,7 +36,7 @@ export async function runAs(ctx: AdminContext, actor: Actor, op: Operation, req:
     await ctx.durable();
     return sendAdminError(res, 'FORBIDDEN', `operator ${actor.operator} (${actor.role}) may not run \`${op.command}\`: it needs the ${op.role} role`);
   }
-  const opCtx = { store: ctx.store, actor, artifactsDir: ctx.artifactsDir };
+  const opCtx = { store: ctx.store, actor, artifactsDir: ctx.artifactsDir, hookCaFile: ctx.hookCaFile };
   let upload: ReleaseBytes | undefined;
   try {
     let input: unknown;

@@ -16,7 +16,7 @@ export async function invoke<I, O>(cmd: Command, op: Operation<I, O>, input: Rec
   return withStoreAt(target.db, async (store) => {
     // The bytes become an upload's temporary file first, as they would on the server.
     const owned = upload ? await (await import('../catalog/upload-file.js')).copyIntoUploads(artifactsDir, upload) : undefined;
-    return runOperation({ store, actor: localActor(), artifactsDir }, op, input, owned);
+    return runOperation({ store, actor: localActor(), artifactsDir, hookCaFile: (cmd.optsWithGlobals() as { caFile?: string }).caFile }, op, input, owned);
   });
 }
 

@@ -24,6 +24,7 @@ const COMMANDS: LazyCommand[] = [
   [['receipts'], async () => (await import('./commands/receipts.js')).registerReceipts],
   [['operator'], async () => (await import('./commands/operator.js')).registerOperator],
   [['audit'], async () => (await import('./commands/audit.js')).registerAudit],
+  [['hook'], async () => (await import('./commands/hook.js')).registerHook],
 ];
 
 // The steward-control program (docs/design.md §9). With `argv`, only the command it names is

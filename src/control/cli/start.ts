@@ -29,6 +29,7 @@ export const RUNNERS: Array<[names: string[], load: () => Promise<ControlRunner>
   [['receipts'], () => import('./run/receipts.js')],
   [['operator'], () => import('./run/operator.js')],
   [['audit'], () => import('./run/audit.js')],
+  [['hook'], () => import('./run/hook.js')],
 ];
 
 // Runs steward-control with `argv` and returns its exit code.

@@ -18,6 +18,8 @@ export interface OpContext {
   actor: Actor;
   // Where kept release tarballs live (catalog/artifact-path.ts).
   artifactsDir: string;
+  // A PEM CA bundle that hook receivers' certificates may chain to, beside Node's own (--ca-file).
+  hookCaFile?: string | undefined;
 }
 
 // Uploaded bytes, already in a temporary file inside the artifacts folder that the operation

@@ -1,6 +1,7 @@
 // Every operation of steward-control's store, one per CLI command (docs/design.md §12): the local CLI,
 // the admin API and the dashboard's session API all run these.
 import { auditList } from './audit-ops.js';
+import { hookAdd, hookList, hookRemove, hookTest } from './hook-ops.js';
 import { nodesLabel, nodesList, nodesRemove } from './node-ops.js';
 import { methodOf, routeOf, runOperation, type Operation } from './operation.js';
 import { nodesPin, nodesUnpin } from './pin-ops.js';
@@ -21,6 +22,7 @@ export const OPERATIONS: readonly Operation[] = [
   targetSet, targetList, targetStatus, targetPause, targetResume, targetRemove, targetRevert,
   operatorAdd, operatorList, operatorRemove, operatorRotate,
   auditList,
+  hookAdd, hookList, hookRemove, hookTest,
 ];
 
 const byRoute = new Map(OPERATIONS.map((op) => [routeOf(op), op]));

@@ -5,6 +5,7 @@ import { planEnded, type Plan } from '../../core/rollout-planner.js';
 import { logger } from '../../platform/log.js';
 import type { StopPoints } from '../server/test-stop-points.js';
 import type { StoreTx } from '../store/store.js';
+import { emitRunEvent } from '../hooks/run-events.js';
 import { desiredChanged, inFlightNodes } from './desired-changed.js';
 import { planRun } from './plan-run.js';
 
@@ -53,6 +54,8 @@ export async function advanceRun(tx: StoreTx, runId: number, stopAt?: StopPoints
     // Its attempts leave the desired sets of the nodes that hold them.
     await desiredChanged(tx, inFlightNodes(plan));
     await tx.runs.end(run.id, plan.status, plan.haltReason, now);
+    // Told in the same transaction as the end (docs/design.md §19): never lost, never invented.
+    await emitRunEvent(tx, plan.status === 'succeeded' ? 'run.succeeded' : plan.status === 'halted' ? 'run.halted' : 'run.stopped', run.id);
     log('run=%d app=%s version=%s ended status=%s%s', run.id, run.app, run.version, plan.status, plan.haltReason ? ` halt=${plan.haltReason.code} ${plan.haltReason.message}` : '');
   }
   return { plan, issued };

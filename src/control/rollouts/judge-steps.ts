@@ -12,6 +12,7 @@ import { judgeStep } from '../analysis/judge-step.js';
 import type { Judgement } from '../analysis/judgement.js';
 import { DEFAULT_THRESHOLDS, type AnalysisPolicy } from '../analysis/policy.js';
 import { recordAudit } from '../audit/record-audit.js';
+import { emitRunEvent } from '../hooks/run-events.js';
 import type { ControlStore, RunRow, StoreTx } from '../store/store.js';
 import { SYSTEM_ACTOR } from '../targets/pins.js';
 import { advanceRun } from './advance-runs.js';
@@ -93,5 +94,8 @@ async function recordJudgement(tx: StoreTx, run: RunRow, d: AnalysisDue, j: Judg
     signals: j.signals.map((s) => ({ signal: s.signal, verdict: s.verdict, canary: s.canary, baseline: s.baseline, why: s.why })),
   });
   log('run=%d app=%s version=%s %s judged %s (%s, %s): %s', run.id, run.app, run.version, stepName(d.step), j.verdict, mode, effect, j.summary);
+  // An enforced inconclusive pauses the run without its paused flag: told here, in the same commit
+  // (a fail halts it, and advanceRun tells that).
+  if (mode === 'enforce' && j.verdict === 'inconclusive') await emitRunEvent(tx, 'run.paused', run.id, { code: 'ANALYSIS_INCONCLUSIVE', message: j.summary });
   return true;
 }

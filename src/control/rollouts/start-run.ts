@@ -7,6 +7,7 @@ import { simulateRollout, type Simulation } from '../../core/rollout-simulate.js
 import { matchesSelector, parseSelector } from '../../core/selector.js';
 import type { ControlStore, NewRun, NodeRow, ReceiptFact, RunOwner, RunPolicy, RunRow, StoreReader, StoreTx } from '../store/store.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
+import { emitRunEvent } from '../hooks/run-events.js';
 import { advanceRun } from './advance-runs.js';
 import { behindNodes } from './behind.js';
 import { desiredChanged, inFlightNodes } from './desired-changed.js';
@@ -100,8 +101,9 @@ export function pauseRun(store: ControlStore, app: string, paused: boolean, reco
       const owner = await tx.targets.ownerOf(run.id);
       const target = owner?.kind === 'target' && owner.target ? await tx.targets.get(owner.target) : null;
       if (target && target.paused !== paused) await tx.targets.put({ ...target, paused });
-      if (!paused) await tx.runs.resumeJudgements(run.id, await tx.now(), by);
+      const answered = paused ? 0 : await tx.runs.resumeJudgements(run.id, await tx.now(), by);
       await setRunPaused(tx, run, paused);
+      if (answered > 0 && !run.paused) await emitRunEvent(tx, 'run.resumed', run.id, answeredReason(answered, by));
       const after = await recorded(tx, (await tx.runs.get(run.id)) as RunRow, record);
       newest ??= after;
     }
@@ -115,6 +117,12 @@ export async function setRunPaused(tx: StoreTx, run: Pick<RunRow, 'id' | 'paused
   await tx.runs.setPaused(run.id, paused);
   const advance = await advanceRun(tx, run.id);
   if (advance && run.paused !== paused) await desiredChanged(tx, inFlightNodes(advance.plan));
+  if (advance && run.paused !== paused) await emitRunEvent(tx, paused ? 'run.paused' : 'run.resumed', run.id);
+}
+
+// Why a run paused by its analysis goes on (a run.resumed event's reason).
+export function answeredReason(answered: number, by: string | null): { code: string; message: string } {
+  return { code: 'ANALYSIS_INCONCLUSIVE', message: `${answered} inconclusive judgement${answered === 1 ? '' : 's'} answered by ${by ?? 'an operator'}: the next step goes` };
 }
 
 // What a change of a run records in its own transaction (the audit log's entry).
@@ -224,6 +232,7 @@ async function goesOn(tx: StoreReader, run: RunRow): Promise<boolean> {
 
 async function createRun(tx: StoreTx, p: PreparedRun): Promise<RunRow> {
   const id = await tx.runs.insert(p.run, p.nodes);
+  await emitRunEvent(tx, 'run.started', id);
   await advanceRun(tx, id);
   return (await tx.runs.get(id)) as RunRow;
 }
@@ -240,6 +249,7 @@ export async function startOwnedRun(tx: StoreTx, app: string, version: string, n
   if (planRollout(prepared.input).counts.pending === 0) return null;
   const id = await tx.runs.insert(prepared.run, prepared.nodes);
   await tx.targets.linkRun({ runId: id, ...owner });
+  await emitRunEvent(tx, 'run.started', id);
   await advanceRun(tx, id);
   return (await tx.runs.get(id)) as RunRow;
 }

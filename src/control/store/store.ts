@@ -71,6 +71,7 @@ export interface StoreReader {
   audit: AuditReads;
   targets: TargetReads;
   pins: PinReads;
+  hooks: HookReads;
   signals: SignalReads;
 }
 
@@ -87,6 +88,7 @@ export interface StoreTx extends StoreReader {
   audit: AuditReads & AuditWrites;
   targets: TargetReads & TargetWrites;
   pins: PinReads & PinWrites;
+  hooks: HookReads & HookWrites;
   signals: SignalReads & SignalWrites;
   // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
   // transaction goes on.
@@ -719,6 +721,95 @@ export interface PinWrites {
   setRun(nodeId: string, app: string, runId: number): Promise<void>;
   // Lifts a pin: the row it removed, or null when there was none.
   remove(nodeId: string, app: string): Promise<PinRow | null>;
+}
+
+// ---- hooks: who is told of run and target events, and the durable queue of what they are told
+// (docs/design.md §19, "Telling people")
+
+export interface HookRow {
+  name: string;
+  // https://..., or http:// to a loopback host (hooks/hook-url.ts).
+  url: string;
+  // The event types it is sent (hooks/hook-events.ts), in the order given.
+  events: string[];
+  // The HMAC-SHA256 key of its signature header. Never shown back by a read the operator sees.
+  secret: string;
+  createdAt: number;
+  createdBy: string | null;
+}
+
+export type DeliveryState = 'pending' | 'delivered' | 'gave-up';
+
+// One event to one hook: the exact body sent on every attempt (its CloudEvent id is the
+// idempotency id), and where its delivery stands.
+export interface DeliveryRow {
+  id: number;
+  hook: string;
+  eventId: string;
+  type: string;
+  body: string;
+  createdAt: number;
+  state: DeliveryState;
+  attempts: number;
+  // When it may be tried again (pending).
+  nextAt: number;
+  // The instance holding it and until when: another instance takes it over only after that.
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+  lastAttemptAt: number | null;
+  // The last failed attempt's reason (a reason code, then a sentence), or null.
+  lastError: string | null;
+  // When it was delivered or given up.
+  finishedAt: number | null;
+}
+
+export interface HookStats {
+  hook: string;
+  pending: number;
+  delivered: number;
+  gaveUp: number;
+  lastAttemptAt: number | null;
+  lastError: string | null;
+}
+
+export interface HookReads {
+  // Every hook, by name.
+  list(): Promise<HookRow[]>;
+  get(name: string): Promise<HookRow | null>;
+  // Per hook that has deliveries: how many are pending, delivered, given up, and its latest failure.
+  stats(): Promise<HookStats[]>;
+  // Deliveries of a hook (every hook: null), newest first, at most `limit` (tests, status).
+  deliveries(hook: string | null, limit: number): Promise<DeliveryRow[]>;
+  // The hooks with a pending delivery due at `now` whose lease is free or has run out, by name:
+  // what a claim would find (read first, so that an idle queue costs no write).
+  dueHooks(now: number): Promise<string[]>;
+  // The state last recorded for a subject of transition events (`target/web`), or null.
+  mark(subject: string): Promise<string | null>;
+}
+
+export interface HookWrites {
+  // Adds a hook; the name is a database constraint (HOOK_EXISTS for a second one).
+  insert(h: HookRow): Promise<void>;
+  // Removes a hook and every delivery of it; false when there was none.
+  remove(name: string): Promise<boolean>;
+  // Queues one event for one hook, due at once. A second enqueue of the same hook and eventId
+  // writes nothing.
+  enqueue(d: { hook: string; eventId: string; type: string; body: string; at: number }): Promise<void>;
+  // Takes up to `limit` pending deliveries of `hook` due at `now` whose lease is free or has run
+  // out (a killed instance's), oldest due first, leased to `owner` until `leaseUntil`. What it
+  // returns no other instance takes before then.
+  claim(hook: string, owner: string, now: number, leaseUntil: number, limit: number): Promise<DeliveryRow[]>;
+  // Records an attempt that the receiver acknowledged (2xx). Idempotent.
+  delivered(id: number, at: number): Promise<void>;
+  // Records a failed attempt and when to try again, releasing the lease; false (nothing written)
+  // when the delivery is no longer pending or `owner` no longer holds it.
+  retry(id: number, owner: string, at: number, nextAt: number, error: string): Promise<boolean>;
+  // Records a failed attempt after which the delivery is given up; false as retry's.
+  giveUp(id: number, owner: string, at: number, error: string): Promise<boolean>;
+  // Records a subject's state for transition events.
+  setMark(subject: string, state: string, at: number): Promise<void>;
+  // Forgets delivered and given-up deliveries finished before `before`; how many.
+  prune(before: number): Promise<number>;
 }
 
 // ---- signal samples (docs/design.md §19): one sample of an app's signals per node, app and minute

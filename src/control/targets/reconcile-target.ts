@@ -3,6 +3,7 @@
 // that a missed tick or a killed instance only delays, never duplicates (the store's one-run-
 // per-app and one-attempt-per-node constraints decide between two instances).
 import { logger } from '../../platform/log.js';
+import { recordTargetStatus, targetStatusChanged } from '../hooks/target-events.js';
 import { advanceRun } from '../rollouts/advance-runs.js';
 import { newCanarySeed } from '../rollouts/run-options.js';
 import { setRunPaused, startOwnedRun } from '../rollouts/start-run.js';
@@ -89,7 +90,8 @@ export async function reconcileTargets(store: ControlStore): Promise<number> {
       try {
         const r = await readTarget(tx, t, now, pre);
         const own = r.ownRun;
-        if ((own && (own.version !== t.version || own.paused !== t.paused)) || r.plan.refreeze.length > 0 || r.plan.start !== null) out.push(t.name);
+        // A change of its status is an event to record (hooks/target-events.ts).
+        if ((own && (own.version !== t.version || own.paused !== t.paused)) || r.plan.refreeze.length > 0 || r.plan.start !== null || (await targetStatusChanged(tx, r))) out.push(t.name);
       } catch (err) {
         failed++;
         log('reconcile of target=%s failed: %s', t.name, (err as Error)?.message ?? String(err));
@@ -99,7 +101,11 @@ export async function reconcileTargets(store: ControlStore): Promise<number> {
   });
   for (const name of busy) {
     try {
-      await store.write((tx) => reconcileTarget(tx, name));
+      await store.write(async (tx) => {
+        const reading = await reconcileTarget(tx, name);
+        // Its status as this step leaves it, and the event of its change (hooks/target-events.ts).
+        if (reading) await recordTargetStatus(tx, reading);
+      });
     } catch (err) {
       failed++;
       log('reconcile of target=%s failed: %s', name, (err as Error)?.message ?? String(err));

@@ -1,5 +1,7 @@
 // `target set|pause|resume|remove` (docs/design.md §18): the checks, the change and the first reconcile
 // step, in one transaction, so that a refused change leaves nothing half-applied.
+import { emitRunEvent } from '../hooks/run-events.js';
+import { emitTargetSet, recordTargetStatus } from '../hooks/target-events.js';
 import { ANALYSIS_OFF } from '../../core/run-analysis.js';
 import { StewardError } from '../../core/errors.js';
 import { matchesSelector, parseSelector } from '../../core/selector.js';
@@ -7,7 +9,7 @@ import { planTarget } from '../../core/target-plan.js';
 import { advanceRun } from '../rollouts/advance-runs.js';
 import { resolvePolicy, type RunOptions } from '../rollouts/run-options.js';
 import { planRun } from '../rollouts/plan-run.js';
-import { dryRunOwned, startOwnedRun, type DryRun } from '../rollouts/start-run.js';
+import { answeredReason, dryRunOwned, startOwnedRun, type DryRun } from '../rollouts/start-run.js';
 import type { ControlStore, StoreReader, StoreTx, TargetPolicy, TargetRow, NodeRow } from '../store/store.js';
 import { readTarget, type TargetReading } from './read-target.js';
 import { ownActiveRun, reconcileTarget, targetRunPolicy } from './reconcile-target.js';
@@ -95,7 +97,9 @@ export function setTarget(store: ControlStore, s: SetTarget, record: (tx: StoreT
     const { row, previous } = await prepareSet(tx, s);
     await tx.targets.put(row);
     await record(tx, row);
+    await emitTargetSet(tx, row, previous);
     const reading = (await reconcileTarget(tx, row.name)) as TargetReading;
+    await recordTargetStatus(tx, reading);
     return { reading, notes: notesOf(reading, previous), dryRun: null };
   });
 }
@@ -139,7 +143,8 @@ export function pauseTarget(store: ControlStore, name: string, paused: boolean, 
     const own = paused ? null : await ownActiveRun(tx, name);
     if (own) {
       await tx.runs.lock(own.id);
-      await tx.runs.resumeJudgements(own.id, await tx.now(), by);
+      const answered = await tx.runs.resumeJudgements(own.id, await tx.now(), by);
+      if (answered > 0 && !own.paused) await emitRunEvent(tx, 'run.resumed', own.id, answeredReason(answered, by));
     }
     const last = (await tx.targets.runs(name))[0];
     const run = last ? await tx.runs.get(last.runId) : null;

@@ -14,10 +14,15 @@ import { startControlServer, type ControlServer } from '../../server/control-ser
 import { checkServeTls, type ServeTls } from '../../server/serve-tls.js';
 import { stopPointsFromEnv } from '../../server/test-stop-points.js';
 import { openStore } from '../../store/open-store.js';
+import { startHookDeliverer, type HookDeliverer } from '../../hooks/deliver-hooks.js';
+import { readExtraCa } from '../../../platform/extra-ca.js';
 import { artifactsDirFor, dbSpecOf, jsonOf } from '../context.js';
 import { parseListen, parsePositiveInt } from '../parse-options.js';
 
 const log = logger('control:serve');
+
+// How often each instance looks for hook deliveries that are due (one cheap query per hook).
+const HOOK_POLL_MS = 1000;
 
 // Node's TLS session-ticket keys: 48 bytes (a name, an HMAC key, an AES key).
 export const TICKET_KEYS_BYTES = 48;
@@ -106,7 +111,7 @@ function readPem(file: string, what: string): Buffer {
 }
 
 // serve's options, as commander gives them.
-export type ServeFlags = { listen: string; tlsCert?: string; tlsKey?: string; tlsTicketKeys?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string; anonymousDownloads?: string; downloadMinRate: string; downloadRateWindow: string; maxWaits: string } & AdminFlags;
+export type ServeFlags = { listen: string; tlsCert?: string; tlsKey?: string; tlsTicketKeys?: string; heartbeatSeconds: string; insecure?: boolean; init?: boolean; metricsListen?: string; maxDownloads: string; anonymousDownloads?: string; downloadMinRate: string; downloadRateWindow: string; maxWaits: string; hookTimeout: string } & AdminFlags;
 
 // Runs serve until SIGTERM or SIGINT.
 export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
@@ -116,6 +121,12 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
   const heartbeatSeconds = parsePositiveInt(o.heartbeatSeconds, '--heartbeat-seconds', 86_400);
   const maxDownloads = parsePositiveInt(o.maxDownloads, '--max-downloads', 100_000);
   const maxWaits = parsePositiveInt(o.maxWaits, '--max-waits', 1_000_000);
+  const hookTimeoutMs = parsePositiveInt(o.hookTimeout, '--hook-timeout', 60) * 1000;
+  const caFile = (cmd.optsWithGlobals() as { caFile?: string }).caFile;
+  // Read once at the start, so that a missing file stops serve now rather than every delivery.
+  const hookCa = caFile === undefined ? undefined : await readExtraCa(caFile).catch((err: unknown) => {
+    throw new StewardError('NOT_FOUND', `cannot read --ca-file ${caFile}: ${(err as Error).message.replace(/^cannot read the CA file \S+: /, '')}`, { cause: err });
+  });
   const anonymousDownloads = o.anonymousDownloads === undefined ? undefined : o.anonymousDownloads === '0' ? 0 : parsePositiveInt(o.anonymousDownloads, '--anonymous-downloads', maxDownloads);
   const minRate = o.downloadMinRate === '0' ? 0 : parsePositiveInt(o.downloadMinRate, '--download-min-rate', 1_000_000_000);
   const minDownloadRate = minRate === 0 ? null : { bytesPerSecond: minRate, windowMs: parsePositiveInt(o.downloadRateWindow, '--download-rate-window', 3600) * 1000 };
@@ -146,6 +157,7 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
   let adminServer: AdminServer | null = null;
   let metrics: ServeMetrics | null = null;
   let server: ControlServer | null = null;
+  let hooks: HookDeliverer | null = null;
   try {
     await store.write((tx) => tx.settings.set('heartbeatSeconds', String(heartbeatSeconds)));
     // Why a dynamic import: without --metrics-listen, prom-client is never loaded. The same
@@ -155,7 +167,7 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
       const { startServeMetrics } = await import('../../metrics/serve-metrics.js');
       metrics = await named('--metrics-listen', startServeMetrics(store, shared ? null : metricsListen));
     }
-    const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock });
+    const router = admin && createAdminRouter({ store: metrics?.store ?? store, artifactsDir, trustedProxies: admin.trusted, clock: systemClock, hookCaFile: caFile });
     server = await named('--listen', startControlServer({
       store: metrics?.store ?? store, artifactsDir, maxDownloads, anonymousDownloads, minDownloadRate, maxWaits, host: listen.host, port: listen.port, tls: tlsNow, heartbeatSeconds, clock: systemClock,
       metrics: metrics?.heartbeats, answerMetrics: shared ? metrics?.answerMetrics : undefined, stopAt,
@@ -163,6 +175,7 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
     }));
     listeners.push(server);
     if (admin && router && !admin.shared) listeners.push((adminServer = await named('--admin-listen', startAdminServer({ router, host: admin.host, port: admin.port, tls: tlsNow }))));
+    hooks = startHookDeliverer({ store, clock: systemClock, pollMs: HOOK_POLL_MS, timeoutMs: hookTimeoutMs, ca: hookCa });
     const adminUrl = admin ? (adminServer?.url ?? server.url) : null;
     const urls = { listening: server.url, ...(adminUrl ? { admin: adminUrl } : {}), ...(metrics ? { metrics: `${metrics.url ?? server.url}/metrics` } : {}) };
     process.stdout.write(
@@ -181,6 +194,7 @@ export async function serve(o: ServeFlags, cmd: Command): Promise<void> {
     });
   } finally {
     process.off('SIGHUP', onHup);
+    await hooks?.close();
     await server?.close();
     await adminServer?.close();
     await metrics?.close();

@@ -6,7 +6,8 @@ import type { ServeFlags } from './serve-run.js';
 
 // `steward-control serve --listen HOST:PORT [--tls-cert F --tls-key F] [--heartbeat-seconds N] [--insecure]
 // [--admin-listen HOST:PORT [--trusted-proxy ADDR]...] [--metrics-listen HOST:PORT] [--max-downloads N]
-// [--anonymous-downloads N] [--download-min-rate BYTES] [--download-rate-window S] [--max-waits N]`
+// [--anonymous-downloads N] [--download-min-rate BYTES] [--download-rate-window S] [--max-waits N]
+// [--hook-timeout S]`
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -31,6 +32,8 @@ export function registerServe(program: Command): void {
     .option('--download-rate-window <s>', 'the window of --download-min-rate, in seconds', String(DEFAULT_MIN_DOWNLOAD_RATE.windowMs / 1000))
     // docs/design.md §18: nodes' wake-up waits held at once (each an open connection).
     .option('--max-waits <n>', 'held heartbeats and wake-up waits (GET /v1/wait) this instance holds at once, each an open connection; past it they are answered at once and those nodes hear of changes at their next heartbeat', String(DEFAULT_MAX_WAITS))
+    // docs/design.md §19: the hooks' deliverer (their receivers' https trusts --ca-file beside Node's CAs).
+    .option('--hook-timeout <s>', "how long a hook's receiver has to answer one delivery (1 to 60); a delivery is leased to this instance for twice that and 5 s more", '10')
     // Why imported here: --help and the other commands load none of the server's code.
     .action(async (o: ServeFlags, cmd: Command) => (await import('./serve-run.js')).serve(o, cmd));
 }

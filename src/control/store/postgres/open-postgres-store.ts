@@ -30,6 +30,7 @@ import { pgRuns } from './runs.js';
 import { pgPins } from './pins.js';
 import { pgSignals } from './signals.js';
 import { pgTargets } from './targets.js';
+import { pgHooks } from './hooks.js';
 import { pgSessions } from './sessions.js';
 import { pgSettings } from './settings.js';
 import { pgTokens } from './tokens.js';
@@ -77,6 +78,7 @@ export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeR
     audit: pgAudit(q),
     targets: pgTargets(q),
     pins: pgPins(q),
+    hooks: pgHooks(q),
     signals: pgSignals(q),
   };
 }

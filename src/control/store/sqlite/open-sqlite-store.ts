@@ -26,6 +26,7 @@ import { sqliteSettings } from './settings.js';
 import { sqliteTokens } from './tokens.js';
 import { sqlitePins } from './pins.js';
 import { sqliteTargets } from './targets.js';
+import { sqliteHooks } from './hooks.js';
 import { sqliteSignals } from './signals.js';
 
 const log = logger('control:store');
@@ -206,6 +207,7 @@ export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint' | 
     audit: sqliteAudit(q),
     targets: sqliteTargets(q),
     pins: sqlitePins(q),
+    hooks: sqliteHooks(q),
     signals: sqliteSignals(q),
   };
 }

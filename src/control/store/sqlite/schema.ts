@@ -291,9 +291,46 @@ CREATE TABLE run_judgements (
 );
 `;
 
+// Issue 34 (docs/design.md §19, "Telling people"): hooks, the durable queue of their deliveries (one
+// row per event and hook, its body as sent on every attempt), and the last state seen of each
+// subject whose transitions are events (a target's status).
+const V12 = `
+CREATE TABLE hooks (
+  name TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  events TEXT NOT NULL,             -- JSON: the event types it is sent
+  secret TEXT NOT NULL,             -- the HMAC key of its signature; never shown back
+  createdAt INTEGER NOT NULL,
+  createdBy TEXT
+);
+CREATE TABLE hook_deliveries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  hook TEXT NOT NULL,
+  eventId TEXT NOT NULL,
+  type TEXT NOT NULL,
+  body TEXT NOT NULL,               -- the CloudEvent as sent, byte for byte, on every attempt
+  createdAt INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'gave-up')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  nextAt INTEGER NOT NULL,
+  leaseOwner TEXT,
+  leaseUntil INTEGER,
+  lastAttemptAt INTEGER,
+  lastError TEXT,
+  finishedAt INTEGER,
+  UNIQUE (hook, eventId)
+);
+CREATE INDEX hook_deliveries_due ON hook_deliveries (hook, state, nextAt);
+CREATE TABLE hook_marks (
+  subject TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  at INTEGER NOT NULL
+);
+`;
+
 export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
-  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11),
+  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11), (db) => db.exec(V12),
 ];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
