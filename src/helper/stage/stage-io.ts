@@ -1,3 +1,4 @@
+import type { TreeEntry } from '../../core/tree-listing.js';
 import type { ExtractLimits, FetchSettings } from '../../core/config-schema.js';
 import type { Readable } from 'node:stream';
 import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
@@ -18,6 +19,8 @@ export interface ExtractResultLike {
   entries: number;
   bytes: number;
   treeDigest: string;
+  // Every entry of the tree (platform/tree-walk.ts): its files become objects (docs/design.md §20).
+  listing: TreeEntry[];
   // The SRI sha512 of the archive bytes the extraction read from archivePath; null when the
   // archive was given in memory or streamed to it, whose sender hashed it.
   integrity: string | null;

@@ -9,7 +9,7 @@ import type { FetchSettings, HostConfig } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { mustParse } from '../../core/must-parse.js';
 import { AGENT_APP } from '../../core/name-checks.js';
-import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
+import { appDir, objectsDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Envelope, type Marker } from '../../core/release-schemas.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { Progress } from '../../protocol/progress.js';
@@ -29,6 +29,7 @@ import { controlPlaneUrls } from '../../core/control-plane-urls.js';
 import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
 import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
+import { fileTreeAsObjects } from './tree-objects.js';
 import { artifactSources, authFor } from './artifact-sources.js';
 import { fetchWithRetries } from './fetch-retry.js';
 import { checkFetchUrl } from '../../platform/fetch-url.js';
@@ -59,6 +60,9 @@ export interface StageDeps {
   // Aborted when the helper stops: a fetch waiting to be tried again gives up at once (its
   // FETCH_FAILED receipt is written), so that the wait never holds the stopping helper up.
   stopping?: AbortSignal;
+  // File the tree's files as objects and link them (docs/design.md §20); true unless set false
+  // (tests stage "the old way" with false, to compare and to upgrade from).
+  objects?: boolean;
 }
 
 export interface StageInput {
@@ -274,6 +278,15 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     await fsp.chmod(tree, 0o755);
     faults.io('staging', 'fsync');
     await io.syncFileSystem(tree);
+    let reusedBytes = 0;
+    if (deps.objects !== false) {
+      progress({ attemptId, phase: 'objects' });
+      await ensureDir(objectsDir(paths, app), 0o700);
+      reusedBytes = (await fileTreeAsObjects(objectsDir(paths, app), tree, ex.listing, faults)).reusedBytes;
+      // The objects' names and the tree's new links, durable before the tree is renamed in.
+      faults.io('objects', 'fsync');
+      await io.syncFileSystem(tree);
+    }
     await ensureDir(versionsDir(paths, app), 0o755);
     // A tree already at versions/<ver> failed the reuse test above and is not in use: replace it.
     await removeRelease(paths, app, version);
@@ -307,7 +320,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
       throw err;
     }
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
-    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes };
+    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, fetchedBytes: trust.size, reusedBytes, via: 'tarball' };
   } catch (err) {
     let e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
     // A disk error from below (the extraction worker) does not know which release it hit.
