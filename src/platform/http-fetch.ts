@@ -36,6 +36,9 @@ export interface FetchOptions {
   // The node's credential for steward-control's downloads (download-auth.ts): sent only to a
   // URL of its origin, each redirect hop checked again.
   auth?: FetchAuth;
+  // A JSON body to POST instead of a GET (the pack of objects a stage lacks, docs/design.md §20);
+  // sent again to each redirect hop (as 307/308 would).
+  body?: Buffer;
 }
 
 export type FetchResult = HashedFile;
@@ -126,7 +129,7 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
   let url = first;
   try {
     for (let redirects = 0; ; redirects++) {
-      const res = await request(url, ca.ca, guard, opts.auth);
+      const res = await request(url, ca.ca, guard, opts.auth, opts.body);
       const status = res.statusCode ?? 0;
       if (isRedirect(status)) {
         res.destroy();
@@ -182,18 +185,22 @@ function checkContentLength(header: string | undefined, maxBytes: number, where:
   }
 }
 
-function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined): Promise<IncomingMessage> {
+function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined, body?: Buffer): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     // No cookies, no compression: the hashed bytes are exactly the bytes the manifest names.
     const headers: Record<string, string> = { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' };
     if (auth && u.origin === auth.origin) headers.Authorization = auth.authorization;
-    const req = startRequest(u, 'GET', headers, ca);
+    if (body) {
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = String(body.length);
+    }
+    const req = startRequest(u, body ? 'POST' : 'GET', headers, ca);
     guard.attachRequest(req);
     req.once('response', (res) => {
       guard.attachResponse(res);
       resolve(res);
     });
     req.once('error', reject);
-    req.end();
+    req.end(body);
   });
 }

@@ -107,11 +107,12 @@ export async function fileAsObject(objectsDir: string, file: string, name: strin
   return replaced ? { reused: false, replaced } : { reused: false };
 }
 
-// Links the object `name` at `dest` (which must not exist) after checking it. Throws
-// INTEGRITY_MISMATCH (and removes the object) when it does not check out.
-export async function linkObject(objectsDir: string, name: string, dest: string, size: number): Promise<void> {
+// Links the object `name` at `dest` (which must not exist) after checking it (unless the caller
+// made or checked it moments ago, `checked`). Throws INTEGRITY_MISMATCH (and removes the object)
+// when it does not check out.
+export async function linkObject(objectsDir: string, name: string, dest: string, size: number, checked = false): Promise<void> {
   const target = objectPath(objectsDir, name);
-  const check = await checkObject(target, name, size);
+  const check: ObjectCheck = checked ? { ok: true, size } : await checkObject(target, name, size);
   if (!check.ok) {
     await fsp.unlink(target).catch(() => undefined);
     throw new StewardError('INTEGRITY_MISMATCH', `object ${name} ${check.why}; it was removed`);

@@ -216,4 +216,7 @@ export interface StageResult {
   fetchedBytes?: number;
   reusedBytes?: number;
   via?: 'tarball' | 'objects';
+  // Why a release with a file index was staged from its tarball after all: a reason code (null
+  // when more than half its bytes were missing) and a message.
+  fallback?: { code: string | null; message: string };
 }
