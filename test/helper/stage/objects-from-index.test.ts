@@ -10,29 +10,11 @@ import { verifyApp } from '../../../src/helper/ops/verify.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
 import { sri } from '../../helpers/host.js';
 import { stageIndexed, startObjectServer } from '../../helpers/object-server.js';
-import { gzipTar, makeReleaseTar, type TarEntrySpec } from '../../fixtures/tar-writer.js';
+import { releaseOf } from '../../helpers/object-releases.js';
 
 // docs/design.md §20 "Fetching what is missing": two releases that share most files; the second is
 // staged from its signed index and a pack of the files the host lacks, and its tree is the tree
 // its tarball gives, byte for byte and mode for mode.
-
-// 40 files of 4 KiB that do not compress, shared by every version, and one that changes.
-const SHARED = Array.from({ length: 40 }, (_, i) => ({ path: `lib/m${i}.js`, content: randomBytes(4096).toString('base64') }));
-
-export function releaseOf(version: string, changed: string): Buffer {
-  const entries: TarEntrySpec[] = [
-    { path: 'server.js', content: changed, mode: 0o644 },
-    { path: 'bin/', type: 'dir' },
-    { path: 'bin/run', content: '#!/bin/sh\nexec node server.js\n', mode: 0o755 },
-    { path: 'lib/', type: 'dir' },
-    ...SHARED,
-    { path: 'lib/same.js', content: SHARED[0]?.content ?? '' },
-    { path: 'lib/link.js', type: 'hardlink', linkpath: 'lib/m1.js' },
-    { path: 'lib/here', type: 'symlink', linkpath: 'm2.js' },
-    { path: 'empty', content: '' },
-  ];
-  return gzipTar(makeReleaseTar('web', version, entries));
-}
 
 test('the second of two releases that share most files fetches only the difference, and its tree is the one its tarball gives', async (t) => {
   const srv = await startObjectServer();
