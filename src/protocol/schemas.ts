@@ -190,7 +190,18 @@ export interface UpdateAnswer {
   receipt: Envelope | null;
   // True when answered from an earlier attempt's receipt (a retried attemptId).
   settled?: boolean;
+  // How the release's bytes came (docs/design.md §20), when this attempt staged it: as in
+  // StageResult; `via: 'staged'` when it was staged before (nothing fetched).
+  transfer?: StageTransfer;
 }
+
+// The bytes a stage moved and reused (docs/design.md §20).
+export interface StageTransfer {
+  via: 'tarball' | 'objects' | 'staged';
+  fetchedBytes: number;
+  reusedBytes: number;
+}
+
 export interface AcceptedAnswer {
   attemptId: string;
   app: string;
