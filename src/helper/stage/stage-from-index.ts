@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { ExtractLimits } from '../../core/config-schema.js';
-import { StewardError } from '../../core/errors.js';
+import { StewardError, toStewardError } from '../../core/errors.js';
 import { parseFileIndex } from '../../core/file-index.js';
 import { PackReader, packBytes, packRequestBody } from '../../core/object-pack.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
@@ -117,7 +117,13 @@ async function receivePack(d: IndexStageDeps, incoming: string, missing: Readonl
     },
   });
   try {
-    await d.fetchPack(packRequestBody(missing.map((m) => m.sha256)), total, (chunk) => reader.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
+    // Why toStewardError here: the fetch takes any other error from its sink for a network one
+    // (FETCH_FAILED), and a full disk must stay DISK_FULL.
+    const sink = (chunk: Uint8Array) =>
+      reader.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)).catch((err: unknown) => {
+        throw toStewardError(err, 'IO_ERROR', "writing the pack's objects");
+      });
+    await d.fetchPack(packRequestBody(missing.map((m) => m.sha256)), total, sink);
     reader.finish();
   } finally {
     await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
