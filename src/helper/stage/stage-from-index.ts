@@ -7,7 +7,7 @@ import { parseFileIndex } from '../../core/file-index.js';
 import { PackReader, packBytes, packRequestBody } from '../../core/object-pack.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
-import { adoptVerifiedFile, hasObject, linkObject, objectName, objectPath } from '../../platform/object-store.js';
+import { adoptVerifiedFile, hasObjectSync, linkObjectSync, objectName, objectPath } from '../../platform/object-store.js';
 import { findSymlinkEscape } from '../../platform/symlink-jail.js';
 import { unsafeMessage } from '../../platform/tar-entry-rules.js';
 import { logger } from '../../platform/log.js';
@@ -58,7 +58,7 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   const missing: Array<{ sha256: string; size: number; mode: number }> = [];
   let reusedBytes = 0;
   for (const [sha, size] of sizes) {
-    if ((await hasObject(d.objectsDir, objectName(sha, 0o444))) || (await hasObject(d.objectsDir, objectName(sha, 0o555)))) reusedBytes += size;
+    if (hasObjectSync(d.objectsDir, objectName(sha, 0o444)) || hasObjectSync(d.objectsDir, objectName(sha, 0o555))) reusedBytes += size;
     else missing.push({ sha256: sha, size, mode: modes.get(sha) as number });
   }
   const missingBytes = missing.reduce((n, m) => n + m.size, 0);
@@ -137,19 +137,32 @@ async function receivePack(d: IndexStageDeps, incoming: string, missing: Readonl
 async function buildTree(d: IndexStageDeps, tree: string, entries: readonly TreeEntry[], fresh: ReadonlySet<string>): Promise<void> {
   await fsp.mkdir(tree, { mode: 0o700 });
   const sorted = sortByPathBytes(entries);
-  // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
-  for (const e of sorted) if (e.type === 'dir') await fsp.mkdir(path.join(tree, e.path), { mode: 0o700 });
-  const checked = new Set<string>();
+  // Why synchronous calls, a batch at a time: thousands of small links and hashes cost more in
+  // thread-pool round trips than in work (bench/objects.ts); the yield between batches keeps the
+  // helper answering (status, other apps) while it stages.
   let n = 0;
+  const step = async (): Promise<void> => {
+    if (++n % 256 === 0) await new Promise<void>((r) => setImmediate(r));
+  };
+  // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
+  for (const e of sorted) {
+    if (e.type !== 'dir') continue;
+    fs.mkdirSync(path.join(tree, e.path), { mode: 0o700 });
+    await step();
+  }
+  const checked = new Set<string>();
+  let first = true;
   for (const e of sorted) {
     if (e.type !== 'file') continue;
     const name = objectName(e.sha256, e.mode);
-    if (!(await hasObject(d.objectsDir, name))) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
-    if (n++ === 0) d.faults.hit('during-objects');
-    await linkObject(d.objectsDir, name, path.join(tree, e.path), e.size, fresh.has(e.sha256) || checked.has(name));
+    if (!hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
+    if (first) d.faults.hit('during-objects');
+    first = false;
+    linkObjectSync(d.objectsDir, name, path.join(tree, e.path), e.size, fresh.has(e.sha256) || checked.has(name));
     checked.add(name);
+    await step();
   }
-  for (const e of sorted) if (e.type === 'symlink') await fsp.symlink(e.target, path.join(tree, e.path));
+  for (const e of sorted) if (e.type === 'symlink') fs.symlinkSync(e.target, path.join(tree, e.path));
   for (const e of sorted) {
     if (e.type !== 'symlink') continue;
     const escape = findSymlinkEscape(tree, e.path);
@@ -158,7 +171,7 @@ async function buildTree(d: IndexStageDeps, tree: string, entries: readonly Tree
   // Children before parents: a folder is made read-only once nothing below it changes.
   for (let i = sorted.length - 1; i >= 0; i--) {
     const e = sorted[i] as TreeEntry;
-    if (e.type === 'dir') await fsp.chmod(path.join(tree, e.path), 0o555);
+    if (e.type === 'dir') fs.chmodSync(path.join(tree, e.path), 0o555);
   }
   d.faults.hit('after-objects-before-rename');
 }
