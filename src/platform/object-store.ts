@@ -136,30 +136,38 @@ async function shardOf(objectsDir: string, name: string): Promise<string> {
 // An existing object that does not check out is removed first and made again from `file`.
 // Idempotent: a second call for the same file finds the object is its own inode.
 // `checked`: the caller checked (or made) this object moments ago, under the same lock.
-export async function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false): Promise<{ reused: boolean; replaced?: string }> {
+// Synchronous: a stage calls it for each of thousands of small files, where thread-pool round
+// trips cost more than the work (its caller yields between batches).
+export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false): { reused: boolean; replaced?: string } {
   const target = objectPath(objectsDir, name);
-  const st = await fsp.lstat(target).catch(() => null);
+  let st: fs.Stats | null = null;
+  try {
+    st = fs.lstatSync(target);
+  } catch {
+    st = null;
+  }
   let replaced: string | undefined;
   if (st) {
-    const own = await fsp.lstat(file);
+    const own = fs.lstatSync(file);
     if (st.ino === own.ino && st.dev === own.dev) return { reused: false };
-    const check: ObjectCheck = checked ? { ok: true, size } : await checkObject(target, name, size);
+    const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size);
     if (check.ok) {
       // Why a temporary name and a rename: the tree's name always holds a whole file.
       const tmp = path.join(path.dirname(file), `${TMP_PREFIX}${randomBytes(6).toString('hex')}`);
-      await fsp.link(target, tmp);
-      await fsp.rename(tmp, file);
+      fs.linkSync(target, tmp);
+      fs.renameSync(tmp, file);
       return { reused: true };
     }
     // Why unlink: an object that changed on disk must not be linked into any new tree. The trees
     // that hold it keep their own names (`agentctl verify` names them).
     replaced = check.why;
-    await fsp.unlink(target);
+    fs.unlinkSync(target);
   }
-  const shard = await shardOf(objectsDir, name);
+  const shard = path.join(objectsDir, name.slice(0, 2));
+  fs.mkdirSync(shard, { recursive: true, mode: 0o700 });
   const tmp = path.join(shard, `${TMP_PREFIX}${randomBytes(6).toString('hex')}`);
-  await fsp.link(file, tmp);
-  await fsp.rename(tmp, target);
+  fs.linkSync(file, tmp);
+  fs.renameSync(tmp, target);
   return replaced ? { reused: false, replaced } : { reused: false };
 }
 
