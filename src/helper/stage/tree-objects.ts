@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
@@ -21,17 +22,35 @@ export interface ObjectsFiled {
 // caller makes the links durable (a second syncfs) before the tree's rename. A fault or a crash
 // in the middle leaves complete objects and a staging folder that the next start removes.
 export async function fileTreeAsObjects(objectsDir: string, tree: string, listing: readonly TreeEntry[], faults: Faults): Promise<ObjectsFiled> {
+  // The walk made the tree's folders read-only (0555); a file replaced by a link to its object
+  // needs its folder writable for the rename, also for a helper that is not root or has no
+  // CAP_DAC_OVERRIDE. Chmodded by path: the tree is ours, inside the 0700 staging folder.
+  const dirs = listing.filter((e) => e.type === 'dir');
+  for (const d of dirs) fs.chmodSync(path.join(tree, d.path), 0o755);
+  let filed: ObjectsFiled;
+  try {
+    filed = await fileEach(objectsDir, tree, listing, faults);
+  } finally {
+    // Children before parents (the walk lists parents first), as the walk sealed them.
+    for (let i = dirs.length - 1; i >= 0; i--) fs.chmodSync(path.join(tree, (dirs[i] as TreeEntry).path), 0o555);
+  }
+  faults.hit('after-objects-before-rename');
+  return filed;
+}
+
+async function fileEach(objectsDir: string, tree: string, listing: readonly TreeEntry[], faults: Faults): Promise<ObjectsFiled> {
   let reusedBytes = 0;
   let added = 0;
   // Objects checked (or made) by this call: a second name of the same bytes is not hashed again.
   const done = new Set<string>();
   const made = new Set<string>();
+  const half = Math.floor(listing.filter((e) => e.type === 'file').length / 2);
   let n = 0;
   for (const e of listing) {
     if (e.type !== 'file') continue;
     const name = objectName(e.sha256, e.mode);
     faults.io('objects', 'write');
-    if (n++ === Math.floor(countFiles(listing) / 2)) faults.hit('during-objects');
+    if (n++ === half) faults.hit('during-objects');
     const r = fileAsObject(objectsDir, path.join(tree, e.path), name, e.size, done.has(name));
     // Why: the calls are synchronous; a yield every 256 files keeps the helper answering.
     if (n % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -42,16 +61,5 @@ export async function fileTreeAsObjects(objectsDir: string, tree: string, listin
     } else if (r.reused && !made.has(name)) reusedBytes += e.size;
     done.add(name);
   }
-  faults.hit('after-objects-before-rename');
   return { reusedBytes, added };
-}
-
-const counts = new WeakMap<readonly TreeEntry[], number>();
-function countFiles(listing: readonly TreeEntry[]): number {
-  let c = counts.get(listing);
-  if (c === undefined) {
-    c = listing.filter((e) => e.type === 'file').length;
-    counts.set(listing, c);
-  }
-  return c;
 }
