@@ -3,12 +3,19 @@ import { StewardError } from './errors.js';
 // A pack of file objects (docs/design.md §20): the answer to `POST <artifact>.pack` with the body
 // `{"sha256":["<hex>", ...]}`, each object that many bytes as a record: 32 bytes of its sha256,
 // 8 bytes of its length (big-endian), then its bytes; in the order asked, nothing else. The
-// whole answer is exactly packBytes() long, so a client knows its length before the first byte.
+// whole pack is exactly packBytes() long, so a client knows its length before the first byte; it
+// is sent gzip-compressed (application/gzip), at most gzipBound() of that on the wire.
 export const PACK_HEADER_BYTES = 40;
 // At most this many objects in one request (extract.maxEntries' default).
 export const PACK_MAX_OBJECTS = 100_000;
 
 const SHA256_RE = /^[0-9a-f]{64}$/;
+
+// The file index and packs travel gzip-compressed (docs/design.md §20); what `n` bytes may take on the
+// wire at most (deflate's worst case is a few bytes per 16 KiB block, plus its header).
+export function gzipBound(n: number): number {
+  return n + Math.ceil(n / 100) + 1024;
+}
 
 // The body of a pack request.
 export function packRequestBody(shas: readonly string[]): Buffer {

@@ -39,6 +39,9 @@ export interface FetchOptions {
   // A JSON body to POST instead of a GET (the pack of objects a stage lacks, docs/design.md §20);
   // sent again to each redirect hop (as 307/308 would).
   body?: Buffer;
+  // maxBytes is a bound, not the exact size: a shorter body is whole (a compressed file index or
+  // pack, docs/design.md §20, whose caller checks what it decompresses to).
+  atMost?: boolean;
 }
 
 export type FetchResult = HashedFile;
@@ -146,14 +149,14 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
         res.destroy();
         throw fetchFailed(`${describeUrl(url)} answered HTTP ${status}`);
       }
-      checkContentLength(res.headers['content-length'], opts.maxBytes, where);
+      checkContentLength(res.headers['content-length'], opts.maxBytes, where, opts.atMost === true);
       for await (const chunk of res as AsyncIterable<Buffer>) {
         if (w.bytes + chunk.length > opts.maxBytes) {
           throw fetchFailed(`the download from ${where} is larger than the manifest's size (${opts.maxBytes} bytes)`);
         }
         await w.write(chunk);
       }
-      if (w.bytes < opts.maxBytes) {
+      if (w.bytes < opts.maxBytes && opts.atMost !== true) {
         throw fetchFailed(`the download from ${where} is shorter than the manifest's size (${w.bytes} of ${opts.maxBytes} bytes)`);
       }
       return null;
@@ -174,13 +177,13 @@ function caOf(opts: DownloadOptions): FetchCa {
 }
 
 // A Content-Length that disagrees with the manifest is refused before any byte is stored.
-function checkContentLength(header: string | undefined, maxBytes: number, where: string): void {
+function checkContentLength(header: string | undefined, maxBytes: number, where: string, atMost: boolean): void {
   if (header === undefined || !/^\d+$/.test(header)) return;
   const n = Number(header);
   if (n > maxBytes) {
     throw fetchFailed(`the download from ${where} is larger than the manifest's size (Content-Length ${n}, manifest ${maxBytes} bytes)`);
   }
-  if (n < maxBytes) {
+  if (n < maxBytes && !atMost) {
     throw fetchFailed(`the download from ${where} is shorter than the manifest's size (Content-Length ${n}, manifest ${maxBytes} bytes)`);
   }
 }

@@ -5,6 +5,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSyn
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { parseFileIndex } from '../../src/core/file-index.js';
 import { PACK_HEADER_BYTES } from '../../src/core/object-pack.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
@@ -53,14 +54,17 @@ test('release add --index signs and keeps the file index, the control plane serv
     manifests.set(v, add.json.manifest as Envelope);
   }
   const payload = JSON.parse(Buffer.from((manifests.get('1.1.0') as Envelope).payload, 'base64').toString()) as { index: { integrity: string; size: number } };
-  const index = await call(`${control.url}/v1/artifacts/web/1.1.0.index.json`);
-  assert.equal(index.status, 200);
+  const gzIndex = await call(`${control.url}/v1/artifacts/web/1.1.0.index.json`);
+  assert.equal(gzIndex.status, 200);
+  assert.equal(gzIndex.headers['content-type'], 'application/gzip');
+  const index = { body: gunzipSync(gzIndex.body) };
   assert.equal(sri(index.body), payload.index.integrity, 'the index served is the one signed');
   assert.equal(index.body.length, payload.index.size);
   const file = parseFileIndex(index.body, { maxEntries: 1000, maxPathBytes: 4096, maxDepth: 64, maxTotalBytes: 1e9 }).find((e) => e.path === 'server.js');
   assert.ok(file && file.type === 'file');
-  const pack = await call(`${control.url}/v1/artifacts/web/1.1.0.pack`, 'POST', JSON.stringify({ sha256: [file.sha256] }));
-  assert.equal(pack.status, 200);
+  const gzPack = await call(`${control.url}/v1/artifacts/web/1.1.0.pack`, 'POST', JSON.stringify({ sha256: [file.sha256] }));
+  assert.equal(gzPack.status, 200);
+  const pack = { body: gunzipSync(gzPack.body) };
   assert.equal(pack.body.length, PACK_HEADER_BYTES + file.size);
   assert.equal(pack.body.subarray(0, 32).toString('hex'), file.sha256);
   assert.equal(createHash('sha256').update(pack.body.subarray(PACK_HEADER_BYTES)).digest('hex'), file.sha256);
@@ -80,5 +84,6 @@ test('release add --index signs and keeps the file index, the control plane serv
   assert.equal(first.via, 'tarball');
   const second = await stageRelease(s.deps, { kind: 'helper', app: 'web', version: '1.1.0', manifest: manifests.get('1.1.0') as Envelope });
   assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
+  assert.ok(first.fallback?.code === null, JSON.stringify(first.fallback));
   assert.ok((second.fetchedBytes ?? Infinity) < (second.reusedBytes ?? 0) / 10, `fetched ${second.fetchedBytes}, reused ${second.reusedBytes}`);
 });

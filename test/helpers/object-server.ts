@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { indexOfTarball, keepIndexAndObjects } from '../../src/control/catalog/file-index-of.js';
 import { parseIndexPath, sendIndex, sendPack } from '../../src/control/server/packs.js';
 import type { ControlStore } from '../../src/control/store/store.js';
@@ -21,7 +22,8 @@ export interface ObjectServer {
   artifactsDir: string;
   moved: { tgz: number; index: number; pack: number };
   requests: string[];
-  // Changes the body of the answer to `kind` (the whole body: the test's attack).
+  // Changes the body of the answer to `kind` (the whole body, decompressed for an index or a pack:
+  // the test's attack).
   tamper: Partial<Record<'tgz' | 'index' | 'pack', (body: Buffer) => Buffer>>;
   // Puts app web's `version` (tarball `tgz`) in the catalog with its index and objects; returns
   // the index's integrity and size as `release add --index` signs them.
@@ -62,7 +64,8 @@ export async function startObjectServer(): Promise<ObjectServer> {
       if (c) chunks.push(Buffer.from(c));
       let body: Buffer = Buffer.concat(chunks);
       const change = tamper[kind];
-      if (change && status === 200) body = change(body);
+      // The index and packs travel gzip-compressed: the change is made to what they decompress to.
+      if (change && status === 200) body = kind === 'tgz' ? change(body) : gzipSync(change(gunzipSync(body)));
       moved[kind] += body.length;
       realHead(status, { ...headers, 'content-length': String(body.length) });
       realWrite(body);

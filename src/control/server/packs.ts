@@ -4,6 +4,7 @@
 import { constants as fsc, createReadStream, promises as fsp } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
+import { createGzip, gzipSync } from 'node:zlib';
 import { isAppName, isVersion } from '../../core/names.js';
 import { parseFileIndex } from '../../core/file-index.js';
 import { packBytes, packHeader, parsePackRequest, PACK_MAX_OBJECTS } from '../../core/object-pack.js';
@@ -38,13 +39,15 @@ export async function sendIndex(store: ControlStore, artifactsDir: string, names
   const release = await store.read((tx) => tx.releases.get(names.app, names.version));
   const fh = release ? await openKept(indexPath(artifactsDir, names.app, names.version)) : null;
   if (!fh) return sendJson(res, errorAnswer(404, 'NOT_FOUND', `${names.app} ${names.version} has no file index here`));
-  const st = await fh.stat();
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(st.size), 'cache-control': 'public, max-age=31536000, immutable' });
-  if (headOnly) {
+  let body: Buffer;
+  try {
+    body = gzipSync(await fh.readFile());
+  } finally {
     await fh.close();
-    return void res.end();
   }
-  createReadStream('', { fd: fh, autoClose: true }).pipe(res);
+  // gzip-compressed: the signed integrity and size are the uncompressed index's (docs/design.md §20).
+  res.writeHead(200, { 'content-type': 'application/gzip', 'content-length': String(body.length), 'cache-control': 'public, max-age=31536000, immutable' });
+  res.end(headOnly ? undefined : body);
 }
 
 // Answers a pack request: every object asked must be a file of the release's index; the answer
@@ -74,22 +77,31 @@ export async function sendPack(store: ControlStore, artifactsDir: string, names:
   const unknown = shas.find((s) => !sizes.has(s));
   if (unknown) return sendJson(res, errorAnswer(400, 'BAD_BODY', `object ${unknown} is no file of ${names.app} ${names.version}`));
   const objects = serverObjectsDir(artifactsDir, names.app);
-  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(packBytes(shas.map((s) => sizes.get(s) as number))) });
+  // The pack (exactly packBytes() of it) gzip-compressed as it is read: its length on the wire is
+  // not known before, so the answer is chunked.
+  res.writeHead(200, { 'content-type': 'application/gzip', 'x-steward-pack-bytes': String(packBytes(shas.map((s) => sizes.get(s) as number))) });
+  const gz = createGzip();
+  gz.on('data', (c: Buffer) => {
+    if (!res.write(c)) gz.pause();
+  });
+  res.on('drain', () => gz.resume());
+  const put = async (b: Buffer): Promise<void> => {
+    if (!gz.write(b)) await new Promise((r) => gz.once('drain', r));
+  };
   try {
     for (const sha of shas) {
       const size = sizes.get(sha) as number;
       const fh = await openKept(path.join(objects, sha));
       if (!fh) throw new StewardError('NOT_FOUND', `object ${sha} of ${names.app} is missing on the server`);
       try {
-        if (!res.write(packHeader(sha, size))) await new Promise((r) => res.once('drain', r));
-        for await (const chunk of createReadStream('', { fd: fh, autoClose: false, end: Math.max(0, size - 1), start: 0 }) as AsyncIterable<Buffer>) {
-          if (size === 0) break;
-          if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
-        }
+        await put(packHeader(sha, size));
+        if (size > 0) for await (const chunk of createReadStream('', { fd: fh, autoClose: false, end: size - 1, start: 0 }) as AsyncIterable<Buffer>) await put(chunk);
       } finally {
         await fh.close();
       }
     }
+    await new Promise<void>((resolve) => gz.end(resolve));
+    await new Promise((r) => (gz.readableEnded ? r(undefined) : gz.once('end', r)));
     res.end();
   } catch (err) {
     // The headers are out: the node sees a short pack, refuses it and fetches the tarball.

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { createGunzip } from 'node:zlib';
 import type { ExtractLimits } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { parseFileIndex } from '../../core/file-index.js';
@@ -23,10 +24,12 @@ export interface IndexStageDeps {
   work: string;
   limits: ExtractLimits;
   faults: Faults;
-  // The index's bytes, matched against the signed integrity and size (INTEGRITY_MISMATCH if not).
-  fetchIndex(): Promise<Buffer>;
-  // POSTs `body` to the pack URL, handing the answer's bytes (exactly `bytes` of them) to `sink`.
-  fetchPack(body: Buffer, bytes: number, sink: (chunk: Uint8Array) => Promise<void>): Promise<void>;
+  // The index's bytes, matched against the signed integrity and size (INTEGRITY_MISMATCH if not),
+  // and the bytes that came over the wire for them.
+  fetchIndex(): Promise<{ bytes: Buffer; wireBytes: number }>;
+  // POSTs `body` to the pack URL, handing the answer's bytes (the gzip of a `bytes`-long pack) to
+  // `sink`; returns how many came over the wire.
+  fetchPack(body: Buffer, bytes: number, sink: (chunk: Uint8Array) => Promise<void>): Promise<number>;
   // Makes every write on the file system of `dir` durable (syncfs).
   syncFileSystem(dir: string): Promise<void>;
   // The tarball's size: above half of it missing, the tarball is fetched instead.
@@ -44,7 +47,7 @@ export type IndexStage =
 // what was signed is INTEGRITY_MISMATCH; the caller falls back to the tarball for the latter.
 // Objects are put in place only once verified and durable; the tree holds links to objects only.
 export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
-  const indexBytes = await d.fetchIndex();
+  const { bytes: indexBytes, wireBytes } = await d.fetchIndex();
   const entries = parseFileIndex(indexBytes, { maxEntries: d.limits.maxEntries, maxPathBytes: d.limits.maxPathLength, maxDepth: d.limits.maxDepth, maxTotalBytes: d.limits.maxBytes });
   // The bytes each file needs, once per sha256, and which the host lacks in either mode.
   const sizes = new Map<string, number>();
@@ -66,11 +69,10 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
 
   const incoming = path.join(d.work, 'objects-in');
   await fsp.mkdir(incoming, { mode: 0o700 });
-  let fetchedBytes = indexBytes.length;
+  let fetchedBytes = wireBytes;
   if (missing.length > 0) {
     const total = packBytes(missing.map((m) => m.size));
-    await receivePack(d, incoming, missing, total);
-    fetchedBytes += total;
+    fetchedBytes += await receivePack(d, incoming, missing, total);
     // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
     d.faults.io('objects', 'fsync');
     await d.syncFileSystem(incoming);
@@ -87,9 +89,10 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
 
 // Receives the pack of `missing` into `<incoming>/<sha256>` files (in their objects' modes), each hashed as it is
 // written and compared with its name before the next begins.
-async function receivePack(d: IndexStageDeps, incoming: string, missing: ReadonlyArray<{ sha256: string; size: number; mode: number }>, total: number): Promise<void> {
+async function receivePack(d: IndexStageDeps, incoming: string, missing: ReadonlyArray<{ sha256: string; size: number; mode: number }>, total: number): Promise<number> {
   let fh: fs.promises.FileHandle | null = null;
   let hash = createHash('sha256');
+  let wire = 0;
   const reader = new PackReader(missing, {
     start: async (i) => {
       d.faults.io('objects', 'write');
@@ -117,18 +120,41 @@ async function receivePack(d: IndexStageDeps, incoming: string, missing: Readonl
     },
   });
   try {
+    // The pack comes gzip-compressed: each chunk is inflated as it arrives and read by the pack
+    // reader, which refuses a byte past the objects asked (so no bomb inflates further).
+    const gunzip = createGunzip();
+    let failure: unknown = null;
+    const consumed = (async () => {
+      for await (const c of gunzip as AsyncIterable<Buffer>) await reader.push(c);
+    })().catch((err: unknown) => {
+      failure = err;
+      gunzip.destroy();
+    });
     // Why toStewardError here: the fetch takes any other error from its sink for a network one
-    // (FETCH_FAILED), and a full disk must stay DISK_FULL.
-    const sink = (chunk: Uint8Array) =>
-      reader.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)).catch((err: unknown) => {
-        throw toStewardError(err, 'IO_ERROR', "writing the pack's objects");
+    // (FETCH_FAILED), and a full disk must stay DISK_FULL, a bad pack INTEGRITY_MISMATCH.
+    const fail = (err: unknown): never => {
+      if (err instanceof StewardError) throw err;
+      if ((err as { code?: string }).code?.startsWith('Z_')) throw new StewardError('INTEGRITY_MISMATCH', `the pack does not decompress: ${(err as Error).message}`);
+      throw toStewardError(err, 'IO_ERROR', "writing the pack's objects");
+    };
+    const sink = async (chunk: Uint8Array): Promise<void> => {
+      if (failure) fail(failure);
+      if (!gunzip.write(chunk)) await new Promise<void>((r) => {
+        gunzip.once('drain', () => r());
+        gunzip.once('close', () => r());
       });
-    await d.fetchPack(packRequestBody(missing.map((m) => m.sha256)), total, sink);
+      if (failure) fail(failure);
+    };
+    wire = await d.fetchPack(packRequestBody(missing.map((m) => m.sha256)), total, sink);
+    gunzip.end();
+    await consumed;
+    if (failure) fail(failure);
     reader.finish();
   } finally {
     await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
   }
-  log('pack received objects=%d bytes=%d', missing.length, total);
+  log('pack received objects=%d bytes=%d wire=%d', missing.length, total, wire);
+  return wire;
 }
 
 // Makes the tree the index lists: folders 0700 while it is built and 0555 after, every file a

@@ -31,6 +31,14 @@ import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stag
 import { verifyManifest } from './verify-manifest.js';
 import { fileTreeAsObjects } from './tree-objects.js';
 import { stageFromIndex, type IndexStage } from './stage-from-index.js';
+import { gzipBound } from '../../core/object-pack.js';
+import { gunzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
+
+// sha512 SRI of bytes.
+function integrityOf(bytes: Buffer): string {
+  return 'sha512-' + createHash('sha512').update(bytes).digest('base64');
+}
 import type { ManifestPayload } from '../../core/release-schemas.js';
 
 type FileIndexRef = NonNullable<ManifestPayload['index']>;
@@ -614,9 +622,17 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         let last: unknown = new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the file index ${index.url}`);
         for (const url of sourcesOf(index.url)) {
           try {
-            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: index.size, ...fetchSettings(deps, input), ...authOf(deps, input, url) });
-            if (got.integrity !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not match the integrity the manifest signs`);
-            return await fsp.readFile(file);
+            // gzip-compressed on the wire: at most gzipBound of its signed size, and it must
+            // decompress to at most that size, to the bytes the manifest signs.
+            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, ...fetchSettings(deps, input), ...authOf(deps, input, url) });
+            let bytes: Buffer;
+            try {
+              bytes = gunzipSync(await fsp.readFile(file), { maxOutputLength: index.size });
+            } catch (err) {
+              throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not decompress to at most its signed ${index.size} bytes (${(err as Error).message})`);
+            }
+            if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not match the integrity the manifest signs`);
+            return { bytes, wireBytes: got.bytes };
           } catch (err) {
             await fsp.rm(file, { force: true });
             if (err instanceof StewardError && err.code === 'INTEGRITY_MISMATCH') throw err;
@@ -629,7 +645,7 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         if (!/\.index\.json$/.test(index.url)) throw new StewardError('FETCH_FAILED', `${app} ${version}: the file index ${index.url} names no pack (it does not end in .index.json)`);
         const url = sourcesOf(index.url.replace(/\.index\.json$/, '.pack'))[0];
         if (!url) throw new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the pack`);
-        await deps.io.fetchInto({ url, maxBytes: bytes, body, ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink);
+        return (await deps.io.fetchInto({ url, maxBytes: gzipBound(bytes), atMost: true, body, ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes;
       },
     });
     if (r.done) return r;
