@@ -139,10 +139,17 @@ async function receivePack(d: IndexStageDeps, incoming: string, missing: Readonl
     };
     const sink = async (chunk: Uint8Array): Promise<void> => {
       if (failure) fail(failure);
-      if (!gunzip.write(chunk)) await new Promise<void>((r) => {
-        gunzip.once('drain', () => r());
-        gunzip.once('close', () => r());
-      });
+      if (!gunzip.write(chunk)) {
+        await new Promise<void>((r) => {
+          const done = (): void => {
+            gunzip.off('drain', done);
+            gunzip.off('close', done);
+            r();
+          };
+          gunzip.on('drain', done);
+          gunzip.on('close', done);
+        });
+      }
       if (failure) fail(failure);
     };
     wire = await d.fetchPack(packRequestBody(missing.map((m) => m.sha256)), total, sink);
