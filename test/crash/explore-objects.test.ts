@@ -6,10 +6,11 @@ import path from 'node:path';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 import { agentctl, makeReleaseKey, manifestFor, sri, startHelper, type TestHost } from '../helpers/host.js';
 import { startObjectServer } from '../helpers/object-server.js';
-import { formatViolations } from './explorer.js';
-import { APP, exploreHelperScenario } from './helper-scenario.js';
+import { explore, formatViolations } from './explorer.js';
+import { APP, exploreHelperScenario, helperCheck } from './helper-scenario.js';
+import { withoutTreeSyncfs } from './mutations.js';
 import { killProcessesUnder } from './explorer.js';
-import { requireStrace } from './settings.js';
+import { crashSeed, mutationCap, requireStrace } from './settings.js';
 
 // docs/design.md §20 under the crash explorer: an update staged from its file index and a pack of the
 // files the host lacks (the pack's objects written and made durable, renamed into objects/, the
@@ -39,7 +40,7 @@ test('every crash state of an update staged from its file index and a pack recov
   const srv = await startObjectServer();
   t.after(() => srv.close());
   const manifestFile = (host: TestHost) => path.join(host.scratch, 'web-3.0.0.manifest.json');
-  const { x } = await exploreHelperScenario(t, 'update from a file index and a pack', {
+  const { x, rec, before, work } = await exploreHelperScenario(t, 'update from a file index and a pack', {
     installed: ['1.0.0'],
     prepare: async (host) => {
       // 2.0.0, active: the files 3.0.0 shares are objects on the host.
@@ -68,4 +69,9 @@ test('every crash state of an update staged from its file index and a pack recov
   });
   assert.ok(x.checked > 0);
   assert.equal(x.violations.length, 0, formatViolations(x));
+  // The mutation: without its syncfs calls (the pack's objects before their rename into objects/,
+  // the tree's before versions/), some state names bytes that never reached the disk.
+  const m = await explore('update from objects without its syncfs', { snapshot: rec.snapshot, ops: withoutTreeSyncfs(rec.ops) }, work, helperCheck(before), { cap: mutationCap(), seed: crashSeed(), enough: 1 });
+  assert.ok(m.violations.length > 0, 'the explorer finds no state broken by the missing syncfs');
+  console.log(formatViolations(m, 1));
 });
