@@ -27,7 +27,7 @@ export const RUNNERS: Array<[names: string[], load: () => Promise<Runner>]> = [
   [['releases'], () => import('./run/releases.js')],
   [['update'], () => import('./run/update.js')],
   [['rollback', 'recover'], () => import('./run/rollback.js')],
-  [['prune', 'hold', 'release-hold'], () => import('./run/maintenance.js')],
+  [['prune', 'hold', 'release-hold', 'verify'], () => import('./run/maintenance.js')],
   [['receipts'], () => import('./run/receipts.js')],
   [['start', 'stop', 'restart'], () => import('./run/run-state.js')],
   [['logs'], () => import('./run/logs.js')],

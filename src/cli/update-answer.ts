@@ -1,4 +1,5 @@
 import type { AcceptedAnswer, UpdateAnswer } from '../protocol/answers.js';
+import type { StageTransfer } from '../protocol/schemas.js';
 import { EXIT } from './error-message.js';
 import { printJson, printLines, when } from './output.js';
 
@@ -48,7 +49,20 @@ export function reportAnswer(a: UpdateAnswer | AcceptedAnswer, json: boolean): n
   if (a.reason && a.reason.code !== 'ALREADY_ACTIVE') lines.push(`  reason: ${a.reason.code}: ${a.reason.message}`);
   if (a.retryAfter) lines.push(`  ${a.targetVersion} is quarantined until ${when(a.retryAfter)}`);
   if (a.logFile) lines.push(`  last log lines of the failed version: ${a.logFile}`);
+  if (a.transfer) lines.push(`  ${describeTransfer(a.transfer)}`);
   lines.push(`  attempt ${a.attemptId}${a.settled ? ' (answered from its earlier receipt)' : ''}${a.receipt ? ', receipt signed' : ', receipt pending'}`);
   printLines(lines);
   return code;
+}
+
+// One line on how a stage's bytes came (docs/design.md §20).
+export function describeTransfer(t: StageTransfer): string {
+  if (t.via === 'staged') return 'staged before: nothing fetched';
+  return `fetched ${formatBytes(t.fetchedBytes)} (${t.via === 'objects' ? 'the file index and a pack of the missing files' : 'the tarball'}), reused ${formatBytes(t.reusedBytes)} of files already on this host`;
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }

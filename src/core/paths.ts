@@ -84,6 +84,11 @@ export function versionDir(p: HostPaths, app: string, version: string): string {
 export function currentLink(p: HostPaths, app: string): string {
   return path.join(appDir(p, app), 'current');
 }
+// The app's file objects by content (docs/design.md §20), on the file system of its versions/.
+export function objectsDir(p: HostPaths, app: string): string {
+  return path.join(appDir(p, app), 'objects');
+}
+
 export function stagingDir(p: HostPaths, app: string): string {
   return path.join(appDir(p, app), '.staging');
 }

@@ -54,6 +54,17 @@ export const manifestPayloadSchema = z.strictObject({
   size: intSchema(1),
   integrity: integritySchema,
   expires: epochMsSchema,
+  // The release's file index (docs/design.md §20): where it is (a URL, or a path under
+  // /v1/artifacts/ tried at each control plane, as `url` is), its integrity and size. Optional: a
+  // manifest without it stages from the tarball. A helper from before §20 refuses a manifest that
+  // has it (this schema is strict), so `release add` signs it only when asked (--index).
+  index: z.optional(
+    z.strictObject({
+      url: z.string().check(z.minLength(1), z.maxLength(4096)),
+      integrity: integritySchema,
+      size: intSchema(1, 64 * 1024 * 1024),
+    }),
+  ),
 });
 export type ManifestPayload = z.infer<typeof manifestPayloadSchema>;
 

@@ -14,6 +14,7 @@ import type { ReceiptStore } from './receipts/receipt-store.js';
 import type { OpHandlers } from './server/dispatch.js';
 import { newAttemptId, stageRelease } from './stage/stage-release.js';
 import { pruneReleases } from './update/prune.js';
+import { verifyApp } from './ops/verify.js';
 import type { Attempts } from './update/attempts.js';
 
 export interface HelperCore extends TransactionCore {
@@ -77,6 +78,20 @@ export function makeHandlers(core: HelperCore) {
       } finally {
         held.release();
       }
+    },
+    verify: async (req) => {
+      if (req.app) requireApp(core.config, req.app);
+      const apps = req.app ? [req.app] : Object.keys(core.config.apps).sort();
+      const out = [];
+      for (const app of apps) {
+        const held = await core.locks.acquire(app, { attemptId: 'verify', op: 'verify', phase: 'verify', startedAt: core.clock.now() });
+        try {
+          out.push(await verifyApp(core.paths, app));
+        } finally {
+          held.release();
+        }
+      }
+      return { apps: out };
     },
   } satisfies OpHandlers;
 }

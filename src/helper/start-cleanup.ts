@@ -1,7 +1,8 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { HostPaths } from '../core/paths.js';
-import { stagingDir } from '../core/paths.js';
+import { objectsDir, stagingDir } from '../core/paths.js';
+import { collectGarbage } from '../platform/object-store.js';
 import { removeOwnTree } from '../platform/remove-tree.js';
 import { logger } from '../platform/log.js';
 import { inspectMarker, listVersionDirs, readCurrent, removeRelease } from './release-store.js';
@@ -35,6 +36,14 @@ export async function cleanStaleStaging(paths: HostPaths, app: string): Promise<
     // A tree staged by a newer steward is not broken: leave it for that steward.
     if (m.state === 'valid' || m.state === 'newer') continue;
     await attempt(v, () => removeRelease(paths, app, v));
+  }
+  // Objects (docs/design.md §20) that no kept tree links any more: a stage that died after filing
+  // objects and before its tree reached versions/, or a prune cut short; and any temporary name.
+  try {
+    const gc = await collectGarbage(objectsDir(paths, app));
+    if (gc.removed.length > 0) log('objects collected app=%s removed=%d bytes=%d', app, gc.removed.length, gc.bytes);
+  } catch (err) {
+    log('could not collect objects app=%s: %s', app, (err as Error).message);
   }
   if (removed.length) log('cleaned app=%s removed=%s', app, removed.join(','));
   return removed;

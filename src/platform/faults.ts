@@ -28,8 +28,9 @@ export type WriteFaultPoint = (typeof WRITE_FAULT_POINTS)[number];
 
 // Durable writes whose steps a test can make fail: the journal, the app state, the receipts
 // (receipts file and seq file), the `current` symlink swap, the staging of a release (archive
-// bytes, syncfs, rename into versions/, fsync of versions/) and its marker.
-export const IO_FAULT_POINTS = ['journal', 'state', 'receipt', 'current', 'staging', 'marker'] as const;
+// bytes, syncfs, rename into versions/, fsync of versions/) and its marker, and the file objects
+// of a stage (docs/design.md §20: write is each object written or linked, rename each put in place).
+export const IO_FAULT_POINTS = ['journal', 'state', 'receipt', 'current', 'staging', 'marker', 'objects'] as const;
 export type IoFaultPoint = (typeof IO_FAULT_POINTS)[number];
 // write: the data (or the symlink) is written; fsync: the file (or file system) is synced;
 // rename: the temp name is renamed over the real one; fsyncdir: the folder is synced after it.
@@ -55,6 +56,10 @@ export const FAULT_POINTS = [
   'after-receipt-before-prune',
   'during-prune',
   'during-swap-back',
+  // A stage's file objects (docs/design.md §20): killed halfway through filing a tree's files as
+  // objects (or linking a tree from them), and before the tree's rename into versions/.
+  'during-objects',
+  'after-objects-before-rename',
   // The handover of an app with sockets (update/handover.ts): each after its journal phase.
   'after-handover-start',
   'after-handover-ready',

@@ -36,6 +36,12 @@ export interface FetchOptions {
   // The node's credential for steward-control's downloads (download-auth.ts): sent only to a
   // URL of its origin, each redirect hop checked again.
   auth?: FetchAuth;
+  // A JSON body to POST instead of a GET (the pack of objects a stage lacks, docs/design.md §20);
+  // sent again to each redirect hop (as 307/308 would).
+  body?: Buffer;
+  // maxBytes is a bound, not the exact size: a shorter body is whole (a compressed file index or
+  // pack, docs/design.md §20, whose caller checks what it decompresses to).
+  atMost?: boolean;
 }
 
 export type FetchResult = HashedFile;
@@ -126,7 +132,7 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
   let url = first;
   try {
     for (let redirects = 0; ; redirects++) {
-      const res = await request(url, ca.ca, guard, opts.auth);
+      const res = await request(url, ca.ca, guard, opts.auth, opts.body);
       const status = res.statusCode ?? 0;
       if (isRedirect(status)) {
         res.destroy();
@@ -143,14 +149,14 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
         res.destroy();
         throw fetchFailed(`${describeUrl(url)} answered HTTP ${status}`);
       }
-      checkContentLength(res.headers['content-length'], opts.maxBytes, where);
+      checkContentLength(res.headers['content-length'], opts.maxBytes, where, opts.atMost === true);
       for await (const chunk of res as AsyncIterable<Buffer>) {
         if (w.bytes + chunk.length > opts.maxBytes) {
           throw fetchFailed(`the download from ${where} is larger than the manifest's size (${opts.maxBytes} bytes)`);
         }
         await w.write(chunk);
       }
-      if (w.bytes < opts.maxBytes) {
+      if (w.bytes < opts.maxBytes && opts.atMost !== true) {
         throw fetchFailed(`the download from ${where} is shorter than the manifest's size (${w.bytes} of ${opts.maxBytes} bytes)`);
       }
       return null;
@@ -171,29 +177,33 @@ function caOf(opts: DownloadOptions): FetchCa {
 }
 
 // A Content-Length that disagrees with the manifest is refused before any byte is stored.
-function checkContentLength(header: string | undefined, maxBytes: number, where: string): void {
+function checkContentLength(header: string | undefined, maxBytes: number, where: string, atMost: boolean): void {
   if (header === undefined || !/^\d+$/.test(header)) return;
   const n = Number(header);
   if (n > maxBytes) {
     throw fetchFailed(`the download from ${where} is larger than the manifest's size (Content-Length ${n}, manifest ${maxBytes} bytes)`);
   }
-  if (n < maxBytes) {
+  if (n < maxBytes && !atMost) {
     throw fetchFailed(`the download from ${where} is shorter than the manifest's size (Content-Length ${n}, manifest ${maxBytes} bytes)`);
   }
 }
 
-function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined): Promise<IncomingMessage> {
+function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined, body?: Buffer): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     // No cookies, no compression: the hashed bytes are exactly the bytes the manifest names.
     const headers: Record<string, string> = { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' };
     if (auth && u.origin === auth.origin) headers.Authorization = auth.authorization;
-    const req = startRequest(u, 'GET', headers, ca);
+    if (body) {
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = String(body.length);
+    }
+    const req = startRequest(u, body ? 'POST' : 'GET', headers, ca);
     guard.attachRequest(req);
     req.once('response', (res) => {
       guard.attachResponse(res);
       resolve(res);
     });
     req.once('error', reject);
-    req.end();
+    req.end(body);
   });
 }

@@ -1,6 +1,7 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { ExtractLimits } from '../core/config-schema.js';
 import { StewardError, toStewardError } from '../core/errors.js';
+import type { TreeEntry } from '../core/tree-listing.js';
 import type { StreamAnswer, StreamMessage, WorkerJob, WorkerMessage } from './tarball-worker.js';
 
 // Where the archive's bytes are: a file the worker opens and reads (and hashes again, see
@@ -22,6 +23,8 @@ export interface ExtractResult {
   entries: number;
   bytes: number;
   treeDigest: string; // 'sha256-' + base64 (44 characters)
+  // Every entry of the tree (tree-walk.ts), for the object store and the file index (§20).
+  listing: TreeEntry[];
   // 'sha512-' + base64 of every archive byte the extraction read from archivePath; null for
   // an archive given in memory, which was never read back from anywhere, and for bytes streamed
   // to it (extractStream), whose caller hashed them.

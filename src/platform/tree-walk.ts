@@ -1,15 +1,19 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { StewardError } from '../core/errors.js';
 import { findSymlinkEscape } from './symlink-jail.js';
 import { unsafeMessage } from './tar-entry-rules.js';
 import type { WrittenEntry } from './tar-tree-writer.js';
+import { treeDigestOf, type TreeEntry } from '../core/tree-listing.js';
 
 export interface SealedTree {
   entries: number;
   bytes: number;
   treeDigest: string; // 'sha256-' + base64 over the canonical listing
+  // Every entry as the digest lists it (paths relative to the tree), in walk order: the stage
+  // files the tree's regular files as objects from it (docs/design.md §20), `release add` makes
+  // the release's file index of it.
+  listing: TreeEntry[];
 }
 
 interface Node {
@@ -93,25 +97,12 @@ function chmodDir(abs: string, mode: number): void {
   }
 }
 
-// UTF-16 code units sort as UTF-8 bytes do except where a surrogate (a character above
-// U+FFFF) meets U+E000..U+FFFF: without those, plain string order is the byte order.
-const NOT_BYTE_ORDERED = /[\uD800-\uFFFF]/;
-
-function sortByPathBytes(nodes: Node[]): Node[] {
-  if (!nodes.some((n) => NOT_BYTE_ORDERED.test(n.rel))) return [...nodes].sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
-  // Each path's bytes made once, not twice per comparison (that was ~100 ms on 5,600 entries).
-  const keyed = nodes.map((n) => ({ n, key: Buffer.from(n.rel) }));
-  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
-  return keyed.map((k) => k.n);
-}
-
-function digestOf(nodes: Node[]): string {
-  let listing = '';
-  for (const n of sortByPathBytes(nodes)) {
-    const m = n.made;
-    listing += `${m.kind} ${JSON.stringify(n.rel)} ${m.mode.toString(8)} ${m.size} ${m.last}\n`;
-  }
-  return 'sha256-' + createHash('sha256').update(listing).digest('base64');
+// The entry as the tree digest lists it.
+function entryOf(n: Node): TreeEntry {
+  const m = n.made;
+  if (m.kind === 'file') return { path: n.rel, type: 'file', mode: m.mode, size: m.size, sha256: m.last as string };
+  if (m.kind === 'symlink') return { path: n.rel, type: 'symlink', mode: m.mode, size: m.size, target: JSON.parse(m.last as string) as string };
+  return { path: n.rel, type: 'dir', mode: m.mode, size: 0 };
 }
 
 // Checks an extracted tree again with lstat (docs/design.md §3.4) against `made`, what the writer
@@ -142,5 +133,6 @@ export function checkAndSealTree(root: string, made: ReadonlyMap<string, Written
     if (n.made.kind === 'dir') chmodDir(n.abs, n.made.mode);
   }
   chmodDir(root, 0o700);
-  return { entries: nodes.length, bytes, treeDigest: digestOf(nodes) };
+  const listing = nodes.map(entryOf);
+  return { entries: nodes.length, bytes, treeDigest: treeDigestOf(listing), listing };
 }

@@ -148,6 +148,17 @@ export interface PruneAnswer {
   removed: string[];
 }
 
+// `verify` (docs/design.md §20): per app, the objects and staged trees checked and what changed.
+export interface VerifyProblem {
+  kind: 'object' | 'tree';
+  // The object's name (or a stray file's path), or the tree's version.
+  name: string;
+  why: string;
+}
+export interface VerifyAnswer {
+  apps: Array<{ app: string; objects: number; objectBytes: number; trees: number; problems: VerifyProblem[] }>;
+}
+
 // `release-hold`: whether there was a hold to clear, and the hold cleared (absent from helpers
 // before docs/design.md §18).
 export interface ReleaseHoldAnswer {
@@ -186,6 +197,7 @@ export interface Answers {
   stop: RunStateAnswer;
   restart: RunStateAnswer;
   prune: PruneAnswer;
+  verify: VerifyAnswer;
   'release-hold': ReleaseHoldAnswer;
   hold: HoldAnswer;
   'agent-confirm': AgentConfirmAnswer;

@@ -27,6 +27,7 @@ export interface HelperClient {
   stop: Method<'stop'>;
   restart: Method<'restart'>;
   prune: Method<'prune'>;
+  verify: Method<'verify'>;
   releaseHold: Method<'release-hold'>;
   hold: Method<'hold'>;
   agentConfirm: Method<'agent-confirm'>;
@@ -51,6 +52,7 @@ export function helperClient(send: SendRequest): HelperClient {
     stop: method('stop'),
     restart: method('restart'),
     prune: method('prune'),
+    verify: method('verify'),
     releaseHold: method('release-hold'),
     hold: method('hold'),
     agentConfirm: method('agent-confirm'),

@@ -22,7 +22,8 @@ export const HELPER_SOCK_OPS = [
 // Ops only root may use, through admin.sock. release-hold among them: a member of group steward
 // (the agent, so the control plane) must never undo an operator's rollback or stop (docs/design.md §4);
 // and hold, the host's own hold (§18), which only the host's operator puts.
-export const ADMIN_ONLY_OPS = ['recover', 'prune', 'release-hold', 'hold'] as const;
+// verify (docs/design.md §20) reads every byte of every release: root's to run, not the agent's.
+export const ADMIN_ONLY_OPS = ['recover', 'prune', 'release-hold', 'hold', 'verify'] as const;
 export const ALL_OPS = [...HELPER_SOCK_OPS, ...ADMIN_ONLY_OPS] as const;
 export type OpName = (typeof ALL_OPS)[number];
 export type SocketKind = 'helper' | 'admin';

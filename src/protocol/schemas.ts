@@ -107,6 +107,8 @@ export const pruneRequestSchema = z.strictObject({
   app: appNameSchema,
   keep: z.optional(intSchema(2, 100)),
 });
+// `verify` of one app, or of every app of the host config without `app` (docs/design.md §20).
+export const verifyRequestSchema = z.strictObject({ ...base, op: z.literal('verify'), app: z.optional(appNameSchema) });
 export const releaseHoldRequestSchema = z.strictObject({ ...base, op: z.literal('release-hold'), app: appNameSchema });
 // The host's own hold (docs/design.md §18): the reason (the helper refuses a blank one too) and, for a
 // hold that expires, how long from now it stands.
@@ -136,6 +138,7 @@ export const requestSchemas = {
   rollback: rollbackRequestSchema,
   recover: recoverRequestSchema,
   prune: pruneRequestSchema,
+  verify: verifyRequestSchema,
   'release-hold': releaseHoldRequestSchema,
   hold: holdRequestSchema,
   status: statusRequestSchema,
@@ -155,6 +158,7 @@ export type UpdateRequest = RequestOf<'update'>;
 export type RollbackRequest = RequestOf<'rollback'>;
 export type RecoverRequest = RequestOf<'recover'>;
 export type PruneRequest = RequestOf<'prune'>;
+export type VerifyRequest = RequestOf<'verify'>;
 export type ReleaseHoldRequest = RequestOf<'release-hold'>;
 export type HoldRequest = RequestOf<'hold'>;
 export type AgentConfirmRequest = RequestOf<'agent-confirm'>;
@@ -186,7 +190,18 @@ export interface UpdateAnswer {
   receipt: Envelope | null;
   // True when answered from an earlier attempt's receipt (a retried attemptId).
   settled?: boolean;
+  // How the release's bytes came (docs/design.md §20), when this attempt staged it: as in
+  // StageResult; `via: 'staged'` when it was staged before (nothing fetched).
+  transfer?: StageTransfer;
 }
+
+// The bytes a stage moved and reused (docs/design.md §20).
+export interface StageTransfer {
+  via: 'tarball' | 'objects' | 'staged';
+  fetchedBytes: number;
+  reusedBytes: number;
+}
+
 export interface AcceptedAnswer {
   attemptId: string;
   app: string;
@@ -206,4 +221,13 @@ export interface StageResult {
   treeDigest: string;
   entries?: number;
   bytes?: number;
+  // How the tree's bytes came (docs/design.md §20): `fetchedBytes` moved over the network or from
+  // the caller (the tarball, or the index and pack), `reusedBytes` of the tree's files were objects
+  // the host had already; `via` is `tarball` or `objects`. Absent from a helper before §20.
+  fetchedBytes?: number;
+  reusedBytes?: number;
+  via?: 'tarball' | 'objects';
+  // Why a release with a file index was staged from its tarball after all: a reason code (null
+  // when more than half its bytes were missing) and a message.
+  fallback?: { code: string | null; message: string };
 }

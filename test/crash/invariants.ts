@@ -1,11 +1,15 @@
 // What must hold on a root once the helper's start has recovered it from a crash state
 // (issue 7, item 2). Each check returns the sentences that are false; none means it holds.
 import { promises as fsp } from 'node:fs';
-import { stagingDir, versionDir, versionsDir } from '../../src/core/paths.js';
+import path from 'node:path';
+import { objectsDir, stagingDir, versionDir, versionsDir } from '../../src/core/paths.js';
+import { treeDigestOf } from '../../src/core/tree-listing.js';
+import { checkObject, listObjects } from '../../src/platform/object-store.js';
+import { rereadTree } from '../../src/platform/tree-reread.js';
 import { isTerminal } from '../../src/core/journal-schema.js';
 import { compareVersions } from '../../src/core/version.js';
 import { MARKER_FILE_NAME } from '../../src/core/release-schemas.js';
-import { readCurrent } from '../../src/helper/release-store.js';
+import { listVersionDirs, readCurrent, readMarker } from '../../src/helper/release-store.js';
 import { readAppState } from '../../src/helper/state/app-state.js';
 import { readJournal } from '../../src/helper/update/journal.js';
 import { readRunRecord } from '../../src/helper/runners/run-record.js';
@@ -109,6 +113,22 @@ export async function checkRecoveredRoot(started: StartedRoot, before: Before): 
     } else if (live.length) bad.push(`the record says ${rec?.expected ?? 'nothing'}, but processes of the app run: ${live.join(',')}`);
   } catch (err) {
     bad.push(`supervisor/${app}.json cannot be read: ${(err as Error).message}`);
+  }
+  // docs/design.md §20: only complete objects (each holds the bytes its name says, no temporary
+  // name is left) and only complete trees (each tree with a valid marker is what it digests).
+  try {
+    const { objects, strays } = await listObjects(objectsDir(paths, app));
+    if (strays.length) bad.push(`objects/ still holds ${strays.map((p) => path.basename(p)).join(', ')}`);
+    for (const o of objects) {
+      const check = await checkObject(o.file, o.name);
+      if (!check.ok) bad.push(`object ${o.name} ${check.why}`);
+    }
+    for (const v of await listVersionDirs(paths, app)) {
+      const m = await readMarker(paths, app, v);
+      if (m && treeDigestOf(await rereadTree(versionDir(paths, app, v))) !== m.treeDigest) bad.push(`versions/${v} has a valid marker but is not the tree it names`);
+    }
+  } catch (err) {
+    bad.push(`objects/ or versions/ cannot be read: ${(err as Error).message}`);
   }
   if (core.blockedInMemory.has(app)) bad.push(`the app is blocked in memory: ${JSON.stringify(core.blockedInMemory.get(app))}`);
   return bad;

@@ -17,6 +17,7 @@ const FIELDS: Record<OpName, Record<string, unknown>> = {
   stop: { app: 'web' },
   restart: { app: 'web' },
   prune: { app: 'web', keep: 2 },
+  verify: { app: 'web' },
   'release-hold': { app: 'web' },
   hold: { app: 'web', reason: 'change freeze', forMs: 3_600_000 },
   'agent-confirm': { seq: 1, sentAt: 0 },

@@ -5,9 +5,10 @@ import { cliContext, type GlobalOptions } from '../context.js';
 import { holdReasonProblem, parseHoldDuration } from '../../core/hold-limits.js';
 import { describeHold } from '../hold-text.js';
 import { printJson, printLines } from '../output.js';
+import { EXIT } from '../error-message.js';
 
 // `agentctl prune <app> [--keep N]`, `agentctl hold <app> --reason R [--until DURATION]` and
-// `agentctl release-hold <app>`.
+// `agentctl release-hold <app>`, and `agentctl verify [app]` (docs/design.md §20).
 export function registerMaintenance(program: Command): void {
   program
     .command('prune <app>')
@@ -21,6 +22,22 @@ export function registerMaintenance(program: Command): void {
       const r = await ctx.helper.prune(fields);
       if (ctx.json) return printJson(r);
       printLines([r.removed.length ? `removed ${app} ${r.removed.join(', ')}` : `nothing to prune for ${app}`]);
+    });
+  program
+    .command('verify [app]')
+    .description("hash every file object and staged tree again and name any that changed on disk; exit 1 if one did (admin.sock)")
+    .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const r = await ctx.helper.verify(app === undefined ? {} : { app: appArg(app) });
+      const bad = r.apps.some((a) => a.problems.length > 0);
+      if (bad) process.exitCode = EXIT.failure;
+      if (ctx.json) return printJson(r);
+      const lines: string[] = [];
+      for (const a of r.apps) {
+        lines.push(`${a.app}: ${a.trees} ${a.trees === 1 ? 'tree' : 'trees'}, ${a.objects} ${a.objects === 1 ? 'object' : 'objects'} (${a.objectBytes} bytes), ${a.problems.length === 0 ? 'all as staged' : `${a.problems.length} changed`}`);
+        for (const p of a.problems) lines.push(`  ${p.kind === 'tree' ? `tree ${a.app} ${p.name}` : `object ${p.name}`} ${p.why}`);
+      }
+      printLines(lines);
     });
   program
     .command('hold <app>')

@@ -3,6 +3,8 @@ import type { StageResult } from '../../protocol/answers.js';
 import { appArg, versionArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines } from '../output.js';
+import { transferOf } from '../../protocol/transfer.js';
+import { describeTransfer } from '../update-answer.js';
 import { createProgressBar } from '../progress-bar.js';
 import { addReleaseSourceOptions, buildReleaseRequest, type ReleaseSourceOptions } from '../release-source.js';
 
@@ -27,6 +29,6 @@ export function registerStage(program: Command): void {
     if (ctx.json) return printJson(result);
     const how = result.signed ? `signed by key ${result.keyId}` : 'UNSIGNED';
     const what = result.reused ? 'already staged' : `staged (${result.entries ?? '?'} entries)`;
-    printLines([`${app} ${version} ${what} at ${result.path}, ${how}`]);
+    printLines([`${app} ${version} ${what} at ${result.path}, ${how}`, ...(result.reused ? [] : [`  ${describeTransfer(transferOf(result))}`]), ...(result.fallback ? [`  the file index was not used: ${result.fallback.code ? `${result.fallback.code}: ` : ''}${result.fallback.message}`] : [])]);
   });
 }

@@ -10,6 +10,7 @@ import { localActor, recordAudit, type Actor } from '../audit/record-audit.js';
 import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 import { checkReleaseMetrics } from './check-release-metrics.js';
+import { indexOfTarball, keepIndexAndObjects } from './file-index-of.js';
 import { copyIntoUploads, discardReleaseBytes, hashLocalFile, placeReleaseBytes, type ReleaseBytes } from './upload-file.js';
 
 const DAY_MS = 86_400_000;
@@ -29,6 +30,9 @@ export interface AddReleaseInput {
   artifactsDir: string;
   // Who adds it (the audit log's operator); the local CLI's user unless told.
   actor?: Actor;
+  // Sign and keep the release's file index (docs/design.md §20): hosts of this steward or later
+  // then fetch only the files they lack; a helper from before refuses such a manifest.
+  index?: boolean;
 }
 
 export interface AddedRelease {
@@ -72,9 +76,14 @@ export function releaseKeyOf(pem: string, what = '--key'): KeyObject {
 
 // Signs the manifest of `bytes` for app@version with `key`: `url` as given, or the kept
 // tarball's under `baseUrl`; expiring `expiresDays` after `now`.
-export function signRelease(o: { app: string; version: string; bytes: Pick<ReleaseBytes, 'size' | 'integrity'>; url: string | null; baseUrl: string | null; key: KeyObject; expiresDays: number; now: number; resign: boolean }): SignedRelease {
-  const url = o.url ?? `${(o.baseUrl ?? '').replace(/\/+$/, '')}${ARTIFACTS_PREFIX}${o.app}/${o.version}.tgz`;
-  const payload = manifestPayloadSchema.parse({ name: o.app, version: o.version, url, size: o.bytes.size, integrity: o.bytes.integrity, expires: o.now + o.expiresDays * DAY_MS });
+// With `index` (its integrity and size, file-index-of.ts), the manifest names the release's file
+// index beside the kept tarball (docs/design.md §20); only for a kept tarball.
+export function signRelease(o: { app: string; version: string; bytes: Pick<ReleaseBytes, 'size' | 'integrity'>; url: string | null; baseUrl: string | null; key: KeyObject; expiresDays: number; now: number; resign: boolean; index?: { integrity: string; size: number } | null }): SignedRelease {
+  const base = `${(o.baseUrl ?? '').replace(/\/+$/, '')}${ARTIFACTS_PREFIX}${o.app}/${o.version}`;
+  const url = o.url ?? `${base}.tgz`;
+  if (o.index && o.url !== null) throw new StewardError('USAGE', 'a file index (--index) is served beside a kept tarball: pass --base-url, not --url');
+  const index = o.index ? { index: { url: `${base}.index.json`, integrity: o.index.integrity, size: o.index.size } } : {};
+  const payload = manifestPayloadSchema.parse({ name: o.app, version: o.version, url, size: o.bytes.size, integrity: o.bytes.integrity, expires: o.now + o.expiresDays * DAY_MS, ...index });
   const publicKey = parsePublicKey(o.key.export({ format: 'pem', type: 'pkcs8' })).export({ format: 'pem', type: 'spki' }).toString();
   return { app: o.app, version: o.version, manifest: signEnvelope(DOMAINS.manifest, payload, o.key), publicKey, keep: o.url === null, resign: o.resign };
 }
@@ -84,7 +93,8 @@ export async function addRelease(store: ControlStore, input: AddReleaseInput): P
   const key = releaseKeyOf(input.privateKeyPem);
   const bytes = await hashLocalFile(input.file);
   const now = await store.read((tx) => tx.now());
-  const signed = signRelease({ ...input, bytes, key, now, resign: input.resign === true });
+  const index = input.index ? await indexOfTarball(input.file) : null;
+  const signed = signRelease({ ...input, bytes, key, now, resign: input.resign === true, index });
   return publishRelease(store, input.actor ?? localActor(), signed, signed.keep ? await copyIntoUploads(input.artifactsDir, bytes) : bytes, input.artifactsDir);
 }
 
@@ -111,6 +121,10 @@ export async function publishRelease(store: ControlStore, actor: Actor, r: Signe
       if (keys.length === 0) await tx.releases.allowKey(app, keyId, now);
       // Why inside the transaction: it holds the store's write lock, so no other writer can add
       // this version with other bytes between the check above and the file's replacement.
+      if (payload.index && !r.keep) throw new StewardError('USAGE', `the manifest of ${app} ${version} names a file index, which is served beside a kept tarball only`);
+      // The index and the objects first: a release in the catalog whose index a node cannot fetch
+      // would send every node of it to the tarball.
+      if (payload.index && r.keep) await keepIndexAndObjects(artifactsDir, app, version, bytes.file, payload.index);
       if (r.keep) await placeReleaseBytes(bytes, target);
       await tx.releases.upsert({ app, version, manifest: r.manifest, integrity: payload.integrity, size: payload.size, expires: payload.expires, artifactPath: r.keep ? target : (existing?.artifactPath ?? null), addedAt: existing?.addedAt ?? now, keyId });
       const made = { change: !existing ? ('added' as const) : existing.keyId === keyId ? ('refreshed' as const) : ('resigned' as const), replacedKeyId: existing && existing.keyId !== keyId ? existing.keyId : null };

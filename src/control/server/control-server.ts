@@ -22,7 +22,8 @@ import { answerWait } from '../wakeups/wait-route.js';
 import { WaitRegistry } from '../wakeups/wait-registry.js';
 import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
-import { sendArtifact } from './artifacts.js';
+import { DOWNLOAD_RETRY_AFTER_S, sendArtifact } from './artifacts.js';
+import { parseIndexPath, sendIndex, sendPack } from './packs.js';
 import { DEFAULT_MAX_DOWNLOADS, type MinDownloadRate } from './download-limits.js';
 import { DownloadSlots, identifyDownloader } from './download-access.js';
 import { createAuthenticator, type Authenticator } from '../admin/authenticate.js';
@@ -206,7 +207,13 @@ async function handle(
   if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
   if (pathOnly === METRICS_PATH && opts.answerMetrics) return opts.answerMetrics(req, res);
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    // A release's file index and packs of its objects (docs/design.md §20): the tarball's credential and slots.
+    const beside = parseIndexPath(pathOnly.slice(ARTIFACTS_PREFIX.length));
+    if (beside?.kind === 'pack' ? req.method !== 'POST' : false) {
+      res.setHeader('allow', 'POST');
+      return sendJson(res, errorAnswer(405, 'NOT_FOUND', 'a pack takes POST'));
+    }
+    if (beside?.kind !== 'pack' && req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       return sendJson(res, errorAnswer(405, 'NOT_FOUND', 'artifacts take GET'));
     }
@@ -214,6 +221,16 @@ async function handle(
     if (!who.ok) return sendJson(res, errorAnswer(who.status, who.code, who.message));
     if (who.who.kind === 'anonymous' && downloads.slots.anonymousMax === 0) {
       return sendJson(res, errorAnswer(401, 'UNAUTHENTICATED', 'this control plane sends artifacts only to enrolled nodes (a Steward-Node credential) and operators (a bearer token): --anonymous-downloads 0'));
+    }
+    if (beside) {
+      const slot = downloads.slots.take(who.who);
+      if ('busy' in slot) {
+        res.setHeader('retry-after', String(DOWNLOAD_RETRY_AFTER_S));
+        return sendJson(res, errorAnswer(503, 'BUSY', `this instance has no download slot free; retry after ${DOWNLOAD_RETRY_AFTER_S} s`));
+      }
+      res.once('close', slot.release);
+      if (beside.kind === 'pack') return sendPack(store, opts.artifactsDir, beside, req, res);
+      return sendIndex(store, opts.artifactsDir, beside, res, req.method === 'HEAD');
     }
     return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), req, res, req.method === 'HEAD', downloads.slots, who.who, downloads.minRate);
   }

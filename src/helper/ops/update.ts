@@ -12,6 +12,7 @@ import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
 import { stageInputOf } from './stage-input.js';
+import { transferOf } from '../../protocol/transfer.js';
 import { runTransaction, type TransactionCore } from './run-transaction.js';
 
 // `update`: stage (or reuse) the release, then activate it through the transaction.
@@ -61,6 +62,6 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
     }
     if (req.app === SELF_APP) return handOver(core, core.self, { attemptId, startedAt, targetVersion: req.version, state, progress, onAccepted: accept });
     const r = await activate(core, { app: req.app, attemptId, fromVersion: from, targetVersion: req.version, startedAt, state, progress, onAccepted: accept, watch: { watchMs: req.watchMs }, ...(downgrade ? { downgrade } : {}) });
-    return answerOf(r.journal, r.receipt);
+    return { ...answerOf(r.journal, r.receipt), transfer: transferOf(staged) };
   });
 }

@@ -1,3 +1,4 @@
+import type { TreeEntry } from '../../core/tree-listing.js';
 import type { ExtractLimits, FetchSettings } from '../../core/config-schema.js';
 import type { Readable } from 'node:stream';
 import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
@@ -18,6 +19,8 @@ export interface ExtractResultLike {
   entries: number;
   bytes: number;
   treeDigest: string;
+  // Every entry of the tree (platform/tree-walk.ts): its files become objects (docs/design.md §20).
+  listing: TreeEntry[];
   // The SRI sha512 of the archive bytes the extraction read from archivePath; null when the
   // archive was given in memory or streamed to it, whose sender hashed it.
   integrity: string | null;
@@ -58,11 +61,12 @@ export interface StageIO {
     signal?: AbortSignal;
     onProgress?: (bytes: number, total: number) => void;
     auth?: FetchAuth;
+    atMost?: boolean;
   }): Promise<BytesResult>;
-  // Downloads an http(s) `url` as fetchToFile does, handing the bytes to `sink` as they arrive
+  // Downloads an http(s) `url` as fetchToFile does (a POST of `body` when given), handing the bytes to `sink` as they arrive
   // (hashed before the sink sees them) instead of writing a file.
   fetchInto(
-    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void; auth?: FetchAuth },
+    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void; auth?: FetchAuth; body?: Buffer; atMost?: boolean },
     sink: (chunk: Uint8Array) => Promise<void>,
   ): Promise<BytesResult>;
   // Copies a local regular file (opened with O_NOFOLLOW) into `destFile`, hashing it.

@@ -9,7 +9,7 @@ import type { FetchSettings, HostConfig } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { mustParse } from '../../core/must-parse.js';
 import { AGENT_APP } from '../../core/name-checks.js';
-import { appDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
+import { appDir, objectsDir, stagingDir, trustedKeysFor, versionDir, versionsDir, type HostPaths } from '../../core/paths.js';
 import { MARKER_FILE_NAME, MARKER_SCHEMA_VERSION, markerSchema, type Envelope, type Marker } from '../../core/release-schemas.js';
 import type { AppState } from '../../core/state-schemas.js';
 import type { Progress } from '../../protocol/progress.js';
@@ -29,6 +29,19 @@ import { controlPlaneUrls } from '../../core/control-plane-urls.js';
 import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
 import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyManifest } from './verify-manifest.js';
+import { fileTreeAsObjects } from './tree-objects.js';
+import { stageFromIndex, type IndexStage } from './stage-from-index.js';
+import { gzipBound } from '../../core/object-pack.js';
+import { gunzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
+
+// sha512 SRI of bytes.
+function integrityOf(bytes: Buffer): string {
+  return 'sha512-' + createHash('sha512').update(bytes).digest('base64');
+}
+import type { ManifestPayload } from '../../core/release-schemas.js';
+
+type FileIndexRef = NonNullable<ManifestPayload['index']>;
 import { artifactSources, authFor } from './artifact-sources.js';
 import { fetchWithRetries } from './fetch-retry.js';
 import { checkFetchUrl } from '../../platform/fetch-url.js';
@@ -59,6 +72,9 @@ export interface StageDeps {
   // Aborted when the helper stops: a fetch waiting to be tried again gives up at once (its
   // FETCH_FAILED receipt is written), so that the wait never holds the stopping helper up.
   stopping?: AbortSignal;
+  // File the tree's files as objects and link them (docs/design.md §20); true unless set false
+  // (tests stage "the old way" with false, to compare and to upgrade from).
+  objects?: boolean;
 }
 
 export interface StageInput {
@@ -207,7 +223,14 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     let ex: ExtractResultLike;
     const archive = path.join(work, 'archive.tgz');
     const sources = fetchedFrom(deps, input, trust);
-    if (sources) {
+    // docs/design.md §20: a release with a signed file index is built from the objects the host has
+    // and a pack of those it lacks; the tarball when that is most of it, or anything fails.
+    const byIndex = sources && trust.index && deps.objects !== false ? await tryIndex(deps, input, trust as Trust & { index: FileIndexRef }, work, attemptId) : null;
+    const viaObjects = byIndex?.done ? byIndex : null;
+    const fallback = byIndex && !byIndex.done ? byIndex.fallback : undefined;
+    if (viaObjects) {
+      ex = viaObjects.ex;
+    } else if (sources) {
       // Each source in turn, round after round (fetch-retry.ts): a try that failed leaves nothing
       // behind, its extraction ended and its tree removed, so that the next starts clean.
       ex = await fetchWithRetries(
@@ -274,6 +297,15 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     await fsp.chmod(tree, 0o755);
     faults.io('staging', 'fsync');
     await io.syncFileSystem(tree);
+    let reusedBytes = viaObjects?.reusedBytes ?? 0;
+    if (deps.objects !== false && !viaObjects) {
+      progress({ attemptId, phase: 'objects' });
+      await ensureDir(objectsDir(paths, app), 0o700);
+      reusedBytes = (await fileTreeAsObjects(objectsDir(paths, app), tree, ex.listing, faults)).reusedBytes;
+      // The objects' names and the tree's new links, durable before the tree is renamed in.
+      faults.io('objects', 'fsync');
+      await io.syncFileSystem(tree);
+    }
     await ensureDir(versionsDir(paths, app), 0o755);
     // A tree already at versions/<ver> failed the reuse test above and is not in use: replace it.
     await removeRelease(paths, app, version);
@@ -307,7 +339,9 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
       throw err;
     }
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
-    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes };
+    const how = viaObjects ? { fetchedBytes: viaObjects.fetchedBytes, via: 'objects' as const } : { fetchedBytes: trust.size, via: 'tarball' as const };
+    log('staged app=%s version=%s attempt=%s via=%s fetched=%d reused=%d', app, version, attemptId, how.via, how.fetchedBytes, reusedBytes);
+    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, ...how, reusedBytes, ...(fallback ? { fallback } : {}) };
   } catch (err) {
     let e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
     // A disk error from below (the extraction worker) does not know which release it hit.
@@ -336,6 +370,8 @@ interface Trust {
   integrity: string;
   size: number;
   url: string | null;
+  // The signed manifest's file index (docs/design.md §20), when it has one.
+  index?: FileIndexRef;
 }
 
 async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> {
@@ -357,7 +393,7 @@ async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> 
     if (input.upload && input.upload.size !== m.payload.size) {
       throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the upload is ${input.upload.size} bytes, the manifest says ${m.payload.size}`);
     }
-    return { signed: true, keyId: m.keyId, integrity: m.payload.integrity, size: m.payload.size, url: m.payload.url };
+    return { signed: true, keyId: m.keyId, integrity: m.payload.integrity, size: m.payload.size, url: m.payload.url, ...(m.payload.index ? { index: m.payload.index } : {}) };
   }
   if (input.kind !== 'admin') {
     throw new StewardError('SIGNATURE_INVALID', `${app} ${version}: helper.sock takes only releases with a signed manifest`);
@@ -553,4 +589,80 @@ function resultOf(paths: HostPaths, app: string, version: string, attemptId: str
     tarballIntegrity: m.tarballIntegrity,
     treeDigest: m.treeDigest,
   };
+}
+
+type IndexTry = (IndexStage & { done: true }) | { done: false; fallback: { code: string | null; message: string } };
+
+// Builds the tree from the release's file index and objects (stage-from-index.ts), or says why the
+// tarball is fetched instead, having removed whatever the try left in the staging folder. A signed
+// index that breaks the extraction's rules refuses the stage (UNSAFE_ARCHIVE), and a full disk
+// fails it (DISK_FULL): the tarball would meet the same.
+async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { index: FileIndexRef }, work: string, attemptId: string): Promise<IndexTry> {
+  const { app, version } = input;
+  const faults = deps.faults ?? noFaults;
+  const index = trust.index;
+  const sourcesOf = (url: string): string[] => artifactSources(url, controlPlanesOf(deps, input)).filter((u) => {
+    try {
+      checkFetchUrl(u, input.kind === 'admin');
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  try {
+    const r = await stageFromIndex({
+      objectsDir: objectsDir(deps.paths, app),
+      work,
+      limits: deps.config.extract,
+      faults,
+      tarballBytes: trust.size,
+      syncFileSystem: (dir) => deps.io.syncFileSystem(dir),
+      fetchIndex: async () => {
+        const file = path.join(work, 'index.json');
+        let last: unknown = new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the file index ${index.url}`);
+        for (const url of sourcesOf(index.url)) {
+          try {
+            // gzip-compressed on the wire: at most gzipBound of its signed size, and it must
+            // decompress to at most that size, to the bytes the manifest signs.
+            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, ...fetchSettings(deps, input), ...authOf(deps, input, url) });
+            let bytes: Buffer;
+            try {
+              bytes = gunzipSync(await fsp.readFile(file), { maxOutputLength: index.size });
+            } catch (err) {
+              throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not decompress to at most its signed ${index.size} bytes (${(err as Error).message})`);
+            }
+            if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not match the integrity the manifest signs`);
+            return { bytes, wireBytes: got.bytes };
+          } catch (err) {
+            await fsp.rm(file, { force: true });
+            if (err instanceof StewardError && err.code === 'INTEGRITY_MISMATCH') throw err;
+            last = err;
+          }
+        }
+        throw last;
+      },
+      fetchPack: async (body, bytes, sink) => {
+        if (!/\.index\.json$/.test(index.url)) throw new StewardError('FETCH_FAILED', `${app} ${version}: the file index ${index.url} names no pack (it does not end in .index.json)`);
+        const url = sourcesOf(index.url.replace(/\.index\.json$/, '.pack'))[0];
+        if (!url) throw new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the pack`);
+        return (await deps.io.fetchInto({ url, maxBytes: gzipBound(bytes), atMost: true, body, ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes;
+      },
+    });
+    if (r.done) return r;
+    log('objects skipped app=%s version=%s attempt=%s: %s', app, version, attemptId, r.why);
+    await clearIndexTry(work);
+    return { done: false, fallback: { code: null, message: r.why } };
+  } catch (err) {
+    const e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version} from its file index`);
+    await clearIndexTry(work);
+    if (e.code === 'UNSAFE_ARCHIVE' || e.code === 'DISK_FULL') throw e;
+    log('objects failed app=%s version=%s attempt=%s code=%s, fetching the tarball: %s', app, version, attemptId, e.code, e.message);
+    return { done: false, fallback: { code: e.code, message: e.message } };
+  }
+}
+
+// Removes what a try from the index left in the staging folder: its tree, its index, the pack's
+// objects not yet put in place. Objects put in place are complete and verified: they stay.
+async function clearIndexTry(work: string): Promise<void> {
+  for (const name of ['tree', 'index.json', 'objects-in']) await removeOwnTree(path.join(work, name)).catch(() => undefined);
 }

@@ -1,5 +1,7 @@
 import { compareVersions } from '../../core/version.js';
+import { objectsDir } from '../../core/paths.js';
 import { logger } from '../../platform/log.js';
+import { collectGarbage } from '../../platform/object-store.js';
 import { readAppState } from '../state/app-state.js';
 import { listVersionDirs, readCurrent, removeRelease } from '../release-store.js';
 import type { UpdateContext } from './context.js';
@@ -22,5 +24,9 @@ export async function pruneReleases(ctx: UpdateContext, app: string, keep?: numb
     await removeRelease(ctx.paths, app, v, () => ctx.faults.hit('during-prune'));
     log('pruned app=%s version=%s', app, v);
   }
+  // Then the objects no kept tree links (docs/design.md §20): after the trees, so that a crash in
+  // between leaves objects the next start or prune collects, never a tree without its files.
+  const gc = await collectGarbage(objectsDir(ctx.paths, app));
+  if (gc.removed.length > 0) log('objects collected app=%s removed=%d bytes=%d', app, gc.removed.length, gc.bytes);
   return victims;
 }

@@ -22,7 +22,7 @@ import { assertHostSound, fastScratch, makeFaultHost, type FaultHost } from '../
 const ERRNOS = ['enospc', 'eio'] as const;
 // Which occurrence fails: the first, the second (a later write of the same kind), or every one
 // (a disk that stays full).
-const WHEN: Record<Exclude<IoFaultPoint, 'staging' | 'marker'>, string[]> = {
+const WHEN: Record<Exclude<IoFaultPoint, 'staging' | 'marker' | 'objects'>, string[]> = {
   journal: ['@1', '@2', ''],
   state: ['@1', ''],
   receipt: ['@1', '@2', ''],
@@ -120,8 +120,9 @@ for (const healthy of [true, false]) {
 }
 
 describe('staging a release', () => {
-  for (const [pointIndex, point] of (['staging', 'marker'] as const).entries()) {
-    for (const [opIndex, op] of IO_FAULT_OPS.entries()) {
+  for (const [pointIndex, point] of (['staging', 'marker', 'objects'] as const).entries()) {
+    // The objects' faults (docs/design.md §20): each object filed (write), the syncfs after (fsync).
+    for (const [opIndex, op] of IO_FAULT_OPS.filter((o) => point !== 'objects' || o === 'write' || o === 'fsync').entries()) {
       // One errno per step, in turn, so that each point meets both (a real extraction costs).
       for (const errno of [ERRNOS[(pointIndex + opIndex) % 2] as string]) {
         const spec = `${errno}:${op}:${point}`;

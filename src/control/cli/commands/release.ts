@@ -39,7 +39,8 @@ export function registerRelease(program: Command): void {
     .requiredOption('--key <pem>', 'the Ed25519 release private key (PEM); it is read here and never sent')
     .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
     .option('--resign', 'replace the manifest of this version (same bytes) signed by another key')
-    .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string; resign?: boolean }, cmd: Command) => {
+    .option('--index', 'sign and serve the file index too, so hosts fetch only the files they lack (needs --base-url; a helper from before file indexes refuses such a manifest: use it once every host reads them)')
+    .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string; resign?: boolean; index?: boolean }, cmd: Command) => {
       (await names()).checkNames(app, version);
       if (!o.url === !o.baseUrl) throw new StewardError('USAGE', 'pass exactly one of --url (fetch elsewhere) and --base-url (serve the tarball from this control plane)');
       const expiresDays = parsePositiveInt(o.expiresDays, '--expires-days', 3650);
@@ -49,16 +50,19 @@ export function registerRelease(program: Command): void {
       } catch (err) {
         throw new StewardError('NOT_FOUND', `cannot read the release key ${o.key}: ${(err as Error).message}`, { cause: err });
       }
-      const [{ releaseKeyOf, signRelease }, { hashLocalFile }, { releaseAdd }] = await Promise.all([import('../../catalog/add-release.js'), import('../../catalog/upload-file.js'), ops()]);
+      const [{ releaseKeyOf, signRelease }, { hashLocalFile }, { releaseAdd }, { indexOfTarball }] = await Promise.all([import('../../catalog/add-release.js'), import('../../catalog/upload-file.js'), ops(), import('../../catalog/file-index-of.js')]);
+      if (o.index && o.url) throw new StewardError('USAGE', '--index serves the file index beside the kept tarball: pass --base-url, not --url');
       const key = releaseKeyOf(privateKeyPem);
       const bytes = await hashLocalFile(o.file);
+      // The index is made here from the same tarball, and made again by the catalog, which checks they agree.
+      const index = o.index ? await indexOfTarball(o.file) : null;
       // The manifest is signed here, on this machine's clock (the server host's, for --db).
-      const signed = signRelease({ app, version, bytes, url: o.url ? checkUrl(o.url, '--url') : null, baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null, key, expiresDays, now: Date.now(), resign: o.resign === true });
+      const signed = signRelease({ app, version, bytes, url: o.url ? checkUrl(o.url, '--url') : null, baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null, key, expiresDays, now: Date.now(), resign: o.resign === true, index });
       const r = await invoke(cmd, releaseAdd, { app, version, manifest: signed.manifest, publicKey: signed.publicKey, keep: signed.keep, resign: signed.resign }, bytes);
       if (jsonOf(cmd)) return printJson(r);
       const p = r.payload;
       const head = r.change === 'added' ? `added ${app} ${version}` : r.change === 'refreshed' ? `re-signed ${app} ${version} (same key, fresh expiry)` : `re-signed ${app} ${version}: the manifest signed by key ${r.replacedKeyId} was replaced`;
-      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n`);
+      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${p.index ? `  index=${p.index.url} size=${p.index.size}\n` : ''}`);
     });
   release
     .command('allow-downgrade <app> <version>')

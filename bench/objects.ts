@@ -1,0 +1,177 @@
+// Row 35 (issue 35, docs/design.md §20): the second release of a real pair staged from its signed file
+// index and a pack of the files the host lacks, against the same release staged from its full
+// tarball (today's path, no objects), in turn, run by run, both fetched over loopback http from
+// steward-control's own index and pack handlers (test/helpers/object-server.ts):
+// - `35 bytes`: bytes moved (index + pack) / the tarball's bytes (goal <= 10 %);
+// - `35 time`: staging time of the second release by objects / by the tarball (goal <= 0.25);
+// - `35 disk`: disk of 5 kept versions (objects) / disk of one version (goal <= 1.3), by unique
+//   inode; the same 5 staged without objects are in `extra`.
+// The pair: `--pair DIR1,DIR2`, two app folders, each tarred with a steward-release.json as a release
+// (make them with `npm install node-red@4.1.14` and `node-red@4.1.15` into two empty folders, say;
+// bench/README.md). Without --pair, or with --quick, a synthetic pair: a node_modules-like tree
+// and the same tree with 3 % of its files changed.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { hostConfigSchema } from '../src/core/config-schema.js';
+import { appDir } from '../src/core/paths.js';
+import { ensureLayout } from '../src/helper/layout.js';
+import { realStageIO } from '../src/helper/stage/real-stage-io.js';
+import { stageRelease } from '../src/helper/stage/stage-release.js';
+import { systemClock } from '../src/platform/clock.js';
+import { makeHost, makeReleaseKey, manifestFor, processApp, sri, type TestHost } from '../test/helpers/host.js';
+import { startObjectServer, type ObjectServer } from '../test/helpers/object-server.js';
+import { benchArgs, ms, note, printRow, ratios, series } from './lib.js';
+import { makeAppTree, QUICK_TREE } from './stage-input.js';
+
+const args = benchArgs(3, 1, ['--pair']);
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'steward-bench-objects-'));
+
+// A release tarball of `dir`'s content as web `version` (a copy with steward-release.json added).
+function releaseOf(dir: string, version: string): Buffer {
+  const tree = path.join(scratch, `tree-${version}-${randomBytes(3).toString('hex')}`);
+  cpSync(dir, tree, { recursive: true, verbatimSymlinks: true });
+  writeFileSync(path.join(tree, 'steward-release.json'), JSON.stringify({ name: 'web', version, start: { command: ['node', 'server.js'] } }) + '\n');
+  const out = `${tree}.tgz`;
+  execFileSync('tar', ['-C', tree, '-czf', out, ...readdirSync(tree).sort()]);
+  rmSync(tree, { recursive: true, force: true });
+  return readFileSync(out);
+}
+
+// The pair's two folders: --pair, else a synthetic tree and a copy with 3 % of its files changed.
+function pairDirs(): { a: string; b: string; what: string } {
+  const given = args.rest.pair;
+  if (given && !args.quick) {
+    const [a, b] = given.split(',');
+    if (!a || !b) throw new Error('--pair takes DIR1,DIR2');
+    return { a: path.resolve(a), b: path.resolve(b), what: `${path.basename(a)} -> ${path.basename(b)}` };
+  }
+  const a = path.join(scratch, 'pair-a');
+  makeAppTree(a, true, args.quick ? QUICK_TREE : { smallFiles: 3000, large: [2 << 20] });
+  const b = path.join(scratch, 'pair-b');
+  cpSync(a, b, { recursive: true });
+  const files: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) files.push(p);
+    }
+  };
+  walk(b);
+  files.filter((f) => f.endsWith('.js')).filter((_, i) => i % 33 === 0).forEach((f) => writeFileSync(f, randomBytes(64).toString('hex') + readFileSync(f, 'utf8')));
+  return { a, b, what: 'a synthetic node_modules-like tree, 3 % of its files changed' };
+}
+
+function newHost(): { host: TestHost; deps: Parameters<typeof stageRelease>[0] } {
+  const config = { apps: { web: processApp({ keepReleases: 10 }) } };
+  const host = makeHost(config);
+  return { host, deps: { paths: host.paths, config: hostConfigSchema.parse(config), clock: systemClock, io: realStageIO } };
+}
+
+// Disk used under the app's folder (versions and objects), each inode counted once.
+function diskOf(dir: string): number {
+  const seen = new Set<number>();
+  let bytes = 0;
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = path.join(d, name);
+      const st = lstatSync(p);
+      if (!seen.has(st.ino)) {
+        seen.add(st.ino);
+        bytes += st.blocks * 512;
+      }
+      if (st.isDirectory()) walk(p);
+    }
+  };
+  walk(dir);
+  return bytes;
+}
+
+async function stageFile(h: ReturnType<typeof newHost>, version: string, tgz: Buffer, objects: boolean): Promise<void> {
+  const file = path.join(h.host.scratch, `web-${version}.tgz`);
+  writeFileSync(file, tgz);
+  await stageRelease({ ...h.deps, objects }, { kind: 'admin', app: 'web', version, path: file, integrity: sri(tgz), allowUnsigned: true });
+}
+
+async function main(): Promise<void> {
+  const { a, b, what } = pairDirs();
+  const v1 = releaseOf(a, '1.0.0');
+  const versions = ['1.1.0', '1.1.1', '1.1.2', '1.1.3'];
+  const later = new Map(versions.map((v) => [v, releaseOf(b, v)]));
+  const v2 = later.get('1.1.0') as Buffer;
+  const srv: ObjectServer = await startObjectServer();
+  const indexes = new Map<string, { integrity: string; size: number }>();
+  for (const [v, tgz] of [['1.0.0', v1] as const, ...later]) indexes.set(v, await srv.publish(v, tgz));
+  const manifest = (h: ReturnType<typeof newHost>, key: ReturnType<typeof makeReleaseKey>, v: string, tgz: Buffer, withIndex: boolean) => {
+    const at = `${srv.base}/v1/artifacts/web/${v}`;
+    return key.sign(manifestFor('web', v, tgz, { url: `${at}.tgz`, ...(withIndex ? { index: { url: `${at}.index.json`, ...indexes.get(v) } } : {}) }));
+  };
+  const objMs: number[] = [];
+  const fullMs: number[] = [];
+  const moved: number[] = [];
+  const hosts: TestHost[] = [];
+  try {
+    for (let run = 0; run < args.runs; run++) {
+      for (const side of run % 2 === 0 ? (['objects', 'full'] as const) : (['full', 'objects'] as const)) {
+        const h = newHost();
+        hosts.push(h.host);
+        await ensureLayout(h.host.paths);
+        const key = makeReleaseKey(h.host, ['web']);
+        await stageFile(h, '1.0.0', v1, side === 'objects');
+        const m = manifest(h, key, '1.1.0', v2, side === 'objects');
+        const t0 = process.hrtime.bigint();
+        const r = await stageRelease({ ...h.deps, objects: side === 'objects' }, { kind: 'helper', app: 'web', version: '1.1.0', manifest: m });
+        const took = ms(t0);
+        if (side === 'objects') {
+          if (r.via !== 'objects') throw new Error(`the objects side staged via ${r.via}: ${JSON.stringify(r.fallback)}`);
+          objMs.push(took);
+          moved.push(r.fetchedBytes ?? NaN);
+        } else fullMs.push(took);
+      }
+    }
+    // Disk: 5 versions through objects, 5 without, against one.
+    const disk = async (objects: boolean, n: number): Promise<number> => {
+      const h = newHost();
+      hosts.push(h.host);
+      await ensureLayout(h.host.paths);
+      await stageFile(h, '1.0.0', v1, objects);
+      for (const v of versions.slice(0, n - 1)) await stageFile(h, v, later.get(v) as Buffer, objects);
+      return diskOf(appDir(h.host.paths, 'web'));
+    };
+    const one = await disk(false, 1);
+    const fiveObjects = await disk(true, 5);
+    const fivePlain = await disk(false, 5);
+    const tarBytes = moved.map(() => v2.length);
+    const byteRatios = ratios(moved, tarBytes);
+    const timeRatios = ratios(objMs, fullMs);
+    const pair = `${what}; tarball ${v2.length} bytes`;
+    printRow(args, { row: '35 bytes', what: `bytes moved to stage the second release of a pair by objects (index + pack) vs its tarball (${pair})`, unit: 'bytes', steward: series(moved), peer: series(tarBytes), peerWhat: 'the full tarball', ratio: series(byteRatios), target: 'ratio <= 0.10', met: series(byteRatios).median <= 0.1 });
+    printRow(args, { row: '35 time', what: `staging time of the second release by objects vs by its full tarball, both over loopback http (${pair})`, unit: 'ms', steward: series(objMs), peer: series(fullMs), peerWhat: 'the full tarball, fetched and extracted (no objects)', ratio: series(timeRatios), target: 'ratio <= 0.25', met: series(timeRatios).median <= 0.25 });
+    const diskRatio = fiveObjects / one;
+    printRow(args, {
+      row: '35 disk',
+      what: `disk of 5 kept versions (1 of the first tree, 4 of the second under new versions) through objects vs one version (${what})`,
+      unit: 'bytes',
+      steward: series([fiveObjects]),
+      peer: series([one]),
+      peerWhat: 'one version staged',
+      ratio: series([diskRatio]),
+      target: 'ratio <= 1.3',
+      met: diskRatio <= 1.3,
+      extra: { fiveWithoutObjectsRatio: fivePlain / one },
+    });
+  } finally {
+    srv.close();
+    for (const h of hosts) h.cleanup();
+  }
+}
+
+main()
+  .catch((err) => {
+    note(args, `bench/objects failed: ${(err as Error).stack ?? String(err)}`);
+    process.exitCode = 1;
+  })
+  .finally(() => rmSync(scratch, { recursive: true, force: true }));

@@ -1,0 +1,134 @@
+import { StewardError } from './errors.js';
+import { MARKER_FILE_NAME } from './release-files.js';
+import { sortByPathBytes, type TreeEntry } from './tree-listing.js';
+
+// A release's file index (docs/design.md §20): every entry of the tree its tarball stages, as
+// the tree digest lists it, in canonical JSON `{"entries":[...],"v":1}` (keys sorted, entries
+// sorted by path bytes). Its integrity and size are in the signed manifest, so every object a
+// helper links from it is covered by the release key's signature.
+export const FILE_INDEX_VERSION = 1;
+// At most this many bytes: 100,000 entries (extract.maxEntries' default) of long paths fit.
+export const FILE_INDEX_MAX_BYTES = 64 * 1024 * 1024;
+
+export interface IndexLimits {
+  maxEntries: number;
+  maxPathBytes: number;
+  maxDepth: number;
+  maxTotalBytes: number;
+}
+
+// The canonical bytes of an index of `entries` (a tree's listing, platform/tree-walk.ts).
+export function encodeFileIndex(entries: readonly TreeEntry[]): Buffer {
+  const rows = sortByPathBytes(entries).map((e) => {
+    // Keys in code point order, as canonical JSON has them.
+    if (e.type === 'file') return `{"mode":${e.mode},"path":${JSON.stringify(e.path)},"sha256":"${e.sha256}","size":${e.size},"type":"file"}`;
+    if (e.type === 'symlink') return `{"mode":${e.mode},"path":${JSON.stringify(e.path)},"size":${e.size},"target":${JSON.stringify(e.target)},"type":"symlink"}`;
+    return `{"mode":${e.mode},"path":${JSON.stringify(e.path)},"size":0,"type":"dir"}`;
+  });
+  return Buffer.from(`{"entries":[${rows.join(',')}],"v":${FILE_INDEX_VERSION}}`);
+}
+
+function refuse(why: string): never {
+  throw new StewardError('UNSAFE_ARCHIVE', `unsafe file index: ${why}`);
+}
+
+const SHA256_RE = /^[0-9a-f]{64}$/;
+
+// Checks one path as the extraction's rules check an archive's (docs/design.md §3.4): relative,
+// no `.`, `..` or empty component, no NUL, within the byte and depth caps, never the marker.
+function checkPath(p: unknown, limits: IndexLimits): string {
+  if (typeof p !== 'string' || p.length === 0) refuse('an entry has no path');
+  const shown = JSON.stringify(p.slice(0, 200));
+  if (p.includes('\0')) refuse(`entry ${shown} holds a NUL`);
+  if (p.startsWith('/')) refuse(`entry ${shown} is an absolute path`);
+  if (Buffer.byteLength(p) > limits.maxPathBytes) refuse(`entry ${shown} is longer than ${limits.maxPathBytes} bytes`);
+  const parts = p.split('/');
+  if (parts.length > limits.maxDepth) refuse(`entry ${shown} is deeper than ${limits.maxDepth}`);
+  for (const c of parts) {
+    if (c === '' || c === '.' || c === '..') refuse(`entry ${shown} has a ${c === '' ? 'empty' : JSON.stringify(c)} component`);
+    if (Buffer.byteLength(c) > 255) refuse(`entry ${shown} has a component longer than 255 bytes`);
+  }
+  if (p === MARKER_FILE_NAME) refuse(`entry ${shown} is the marker's name`);
+  return p;
+}
+
+function safeInt(v: unknown, max: number): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= max;
+}
+
+// Parses and checks an index's bytes (already matched against the signed integrity): the
+// version, the caps, one entry per path, every parent a folder listed before... (in any order),
+// only regular files (0444 or 0555), folders (0555) and symlinks (0777) whose target stays inside
+// the tree lexically; a hardlink, a device or anything else is refused. The helper checks each
+// symlink again on the tree it builds (symlink-jail.ts), as it does an archive's.
+export function parseFileIndex(bytes: Buffer, limits: IndexLimits): TreeEntry[] {
+  if (bytes.length > FILE_INDEX_MAX_BYTES) refuse(`it is ${bytes.length} bytes, over ${FILE_INDEX_MAX_BYTES}`);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    refuse('it is not JSON');
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) refuse('it is not an object');
+  const { v, entries, ...rest } = doc as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) refuse(`unknown key ${JSON.stringify(Object.keys(rest)[0])}`);
+  if (v !== FILE_INDEX_VERSION) refuse(`version ${JSON.stringify(v)} is not ${FILE_INDEX_VERSION}`);
+  if (!Array.isArray(entries)) refuse('it has no entries');
+  if (entries.length > limits.maxEntries) refuse(`it names ${entries.length} entries, over the cap of ${limits.maxEntries}`);
+  const out: TreeEntry[] = [];
+  const kinds = new Map<string, TreeEntry['type']>();
+  let total = 0;
+  for (const raw of entries as unknown[]) {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) refuse('an entry is not an object');
+    const r = raw as Record<string, unknown>;
+    const p = checkPath(r.path, limits);
+    const shown = JSON.stringify(p.slice(0, 200));
+    if (kinds.has(p)) refuse(`entry ${shown} is listed twice`);
+    const keys = Object.keys(r).sort().join(',');
+    let e: TreeEntry;
+    if (r.type === 'file') {
+      if (keys !== 'mode,path,sha256,size,type') refuse(`file ${shown} has keys ${keys}`);
+      if (r.mode !== 0o444 && r.mode !== 0o555) refuse(`file ${shown} has mode ${String(r.mode)}, not 0444 or 0555`);
+      if (typeof r.sha256 !== 'string' || !SHA256_RE.test(r.sha256)) refuse(`file ${shown} has no sha256`);
+      if (!safeInt(r.size, limits.maxTotalBytes)) refuse(`file ${shown} has a bad size`);
+      total += r.size;
+      if (total > limits.maxTotalBytes) refuse(`its files hold more than ${limits.maxTotalBytes} bytes`);
+      e = { path: p, type: 'file', mode: r.mode, size: r.size, sha256: r.sha256 };
+    } else if (r.type === 'dir') {
+      if (keys !== 'mode,path,size,type' || r.mode !== 0o555 || r.size !== 0) refuse(`folder ${shown} is not {mode 0555, size 0}`);
+      e = { path: p, type: 'dir', mode: 0o555, size: 0 };
+    } else if (r.type === 'symlink') {
+      if (keys !== 'mode,path,size,target,type' || r.mode !== 0o777) refuse(`symlink ${shown} is not {mode 0777, target}`);
+      const t = r.target;
+      if (typeof t !== 'string' || t === '' || t.includes('\0') || Buffer.byteLength(t) > limits.maxPathBytes) refuse(`symlink ${shown} has a bad target`);
+      if (t.startsWith('/')) refuse(`symlink ${shown} points to an absolute path`);
+      if (r.size !== Buffer.byteLength(t)) refuse(`symlink ${shown} has a size that is not its target's`);
+      if (escapesLexically(p, t)) refuse(`symlink ${shown} points outside the tree`);
+      e = { path: p, type: 'symlink', mode: 0o777, size: r.size, target: t };
+    } else {
+      refuse(`entry ${shown} is a ${JSON.stringify(String(r.type).slice(0, 40))}: only files, folders and symlinks are taken (no hardlink, device or FIFO)`);
+    }
+    kinds.set(p, e.type);
+    out.push(e);
+  }
+  for (const e of out) {
+    const slash = e.path.lastIndexOf('/');
+    if (slash < 0) continue;
+    const parent = e.path.slice(0, slash);
+    if (kinds.get(parent) !== 'dir') refuse(`entry ${JSON.stringify(e.path.slice(0, 200))} has no folder ${JSON.stringify(parent.slice(0, 200))} listed`);
+  }
+  return out;
+}
+
+// Whether `target`, read from the folder of `path`, leaves the tree by its `..` components alone.
+function escapesLexically(path: string, target: string): boolean {
+  const stack = path.split('/').slice(0, -1);
+  for (const c of target.split('/')) {
+    if (c === '' || c === '.') continue;
+    if (c === '..') {
+      if (stack.length === 0) return true;
+      stack.pop();
+    } else stack.push(c);
+  }
+  return false;
+}

@@ -1,0 +1,43 @@
+import { objectsDir } from '../../core/paths.js';
+import { versionDir } from '../../core/paths.js';
+import { treeDigestOf } from '../../core/tree-listing.js';
+import type { VerifyAnswer, VerifyProblem } from '../../protocol/answers.js';
+import { checkObject, listObjects } from '../../platform/object-store.js';
+import { rereadTree } from '../../platform/tree-reread.js';
+import { logger } from '../../platform/log.js';
+import type { HostPaths } from '../../core/paths.js';
+import { inspectMarker, listVersionDirs } from '../release-store.js';
+
+const log = logger('helper:verify');
+
+// `agentctl verify [APP]` (docs/design.md §20) for one app, under its lock: every object's bytes
+// hashed again against its name, every staged tree (objects-linked or staged before objects)
+// read back and its digest compared with its marker's. Changes nothing: it names what changed.
+export async function verifyApp(paths: HostPaths, app: string): Promise<VerifyAnswer['apps'][number]> {
+  const problems: VerifyProblem[] = [];
+  const { objects, strays } = await listObjects(objectsDir(paths, app));
+  let objectBytes = 0;
+  for (const o of objects) {
+    const check = await checkObject(o.file, o.name);
+    if (check.ok) objectBytes += check.size;
+    else problems.push({ kind: 'object', name: o.name, why: check.why });
+  }
+  for (const s of strays) problems.push({ kind: 'object', name: s, why: 'is not an object name (a leftover the next start removes)' });
+  let trees = 0;
+  for (const version of await listVersionDirs(paths, app)) {
+    const m = await inspectMarker(paths, app, version);
+    if (m.state !== 'valid') {
+      if (m.state !== 'newer') problems.push({ kind: 'tree', name: version, why: `has no valid marker (${m.state === 'invalid' ? m.why : 'absent'})` });
+      continue;
+    }
+    trees++;
+    try {
+      const digest = treeDigestOf(await rereadTree(versionDir(paths, app, version)));
+      if (digest !== m.marker.treeDigest) problems.push({ kind: 'tree', name: version, why: `its files are not the ones staged (tree digest ${digest}, the marker says ${m.marker.treeDigest})` });
+    } catch (err) {
+      problems.push({ kind: 'tree', name: version, why: `could not be read back: ${(err as Error).message}` });
+    }
+  }
+  for (const p of problems) log('verify found app=%s %s=%s: %s', app, p.kind, p.name, p.why);
+  return { app, objects: objects.length, objectBytes, trees, problems };
+}

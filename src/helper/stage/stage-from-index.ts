@@ -1,0 +1,231 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs, { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { createGunzip } from 'node:zlib';
+import type { ExtractLimits } from '../../core/config-schema.js';
+import { StewardError, toStewardError } from '../../core/errors.js';
+import { parseFileIndex } from '../../core/file-index.js';
+import { PackReader, packBytes, packRequestBody } from '../../core/object-pack.js';
+import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
+import type { Faults } from '../../platform/faults.js';
+import { adoptVerifiedFile, hasObjectSync, linkObjectSync, objectName, objectPath } from '../../platform/object-store.js';
+import { findSymlinkEscape } from '../../platform/symlink-jail.js';
+import { unsafeMessage } from '../../platform/tar-entry-rules.js';
+import { logger } from '../../platform/log.js';
+import type { ExtractResultLike } from './stage-io.js';
+
+const log = logger('helper:objects');
+
+// What building a tree from objects needs from the stage (stage-release.ts): how to fetch one URL
+// (the index, by GET) or a pack (by POST), each verified as it says, from the sources in turn.
+export interface IndexStageDeps {
+  objectsDir: string;
+  // The 0700 staging folder of this attempt; the tree goes to `<work>/tree`.
+  work: string;
+  limits: ExtractLimits;
+  faults: Faults;
+  // The index's bytes, matched against the signed integrity and size (INTEGRITY_MISMATCH if not),
+  // and the bytes that came over the wire for them.
+  fetchIndex(): Promise<{ bytes: Buffer; wireBytes: number }>;
+  // POSTs `body` to the pack URL, handing the answer's bytes (the gzip of a `bytes`-long pack) to
+  // `sink`; returns how many came over the wire.
+  fetchPack(body: Buffer, bytes: number, sink: (chunk: Uint8Array) => Promise<void>): Promise<number>;
+  // Makes every write on the file system of `dir` durable (syncfs).
+  syncFileSystem(dir: string): Promise<void>;
+  // The tarball's size: above half of it missing, the tarball is fetched instead.
+  tarballBytes: number;
+}
+
+export type IndexStage =
+  | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number }
+  | { done: false; why: string };
+
+// Builds the release tree at `<work>/tree` from its signed file index and the objects the host
+// has, fetching the missing ones as one pack (docs/design.md §20). Returns `done: false` (and
+// leaves nothing) when more than half of the tarball's bytes are missing. A signed index that
+// breaks the extraction's rules is UNSAFE_ARCHIVE; an index, pack or object that does not match
+// what was signed is INTEGRITY_MISMATCH; the caller falls back to the tarball for the latter.
+// Objects are put in place only once verified and durable; the tree holds links to objects only.
+export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
+  const { bytes: indexBytes, wireBytes } = await d.fetchIndex();
+  const entries = parseFileIndex(indexBytes, { maxEntries: d.limits.maxEntries, maxPathBytes: d.limits.maxPathLength, maxDepth: d.limits.maxDepth, maxTotalBytes: d.limits.maxBytes });
+  // The bytes each file needs, once per sha256, and which the host lacks in either mode.
+  const sizes = new Map<string, number>();
+  // The mode the first file of those bytes has: the object a pack brings is made in it.
+  const modes = new Map<string, number>();
+  for (const e of entries) {
+    if (e.type !== 'file') continue;
+    sizes.set(e.sha256, e.size);
+    if (!modes.has(e.sha256)) modes.set(e.sha256, e.mode);
+  }
+  const missing: Array<{ sha256: string; size: number; mode: number }> = [];
+  let reusedBytes = 0;
+  for (const [sha, size] of sizes) {
+    if (hasObjectSync(d.objectsDir, objectName(sha, 0o444)) || hasObjectSync(d.objectsDir, objectName(sha, 0o555))) reusedBytes += size;
+    else missing.push({ sha256: sha, size, mode: modes.get(sha) as number });
+  }
+  const missingBytes = missing.reduce((n, m) => n + m.size, 0);
+  if (missingBytes > d.tarballBytes / 2) return { done: false, why: `${missingBytes} of the tree's bytes are missing, more than half the ${d.tarballBytes}-byte tarball` };
+
+  const incoming = path.join(d.work, 'objects-in');
+  await fsp.mkdir(incoming, { mode: 0o700 });
+  let fetchedBytes = wireBytes;
+  if (missing.length > 0) {
+    const total = packBytes(missing.map((m) => m.size));
+    fetchedBytes += await receivePack(d, incoming, missing, total);
+    // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
+    d.faults.io('objects', 'fsync');
+    await d.syncFileSystem(incoming);
+    for (const m of missing) {
+      d.faults.io('objects', 'rename');
+      await adoptVerifiedFile(d.objectsDir, path.join(incoming, m.sha256), objectName(m.sha256, m.mode));
+    }
+  }
+  const tree = path.join(d.work, 'tree');
+  await buildTree(d, tree, entries, new Set(missing.map((m) => m.sha256)));
+  const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
+  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes };
+}
+
+// Receives the pack of `missing` into `<incoming>/<sha256>` files (in their objects' modes), each hashed as it is
+// written and compared with its name before the next begins.
+async function receivePack(d: IndexStageDeps, incoming: string, missing: ReadonlyArray<{ sha256: string; size: number; mode: number }>, total: number): Promise<number> {
+  let fh: fs.promises.FileHandle | null = null;
+  let hash = createHash('sha256');
+  let wire = 0;
+  const reader = new PackReader(missing, {
+    start: async (i) => {
+      d.faults.io('objects', 'write');
+      const m = missing[i] as { sha256: string; mode: number };
+      const file = path.join(incoming, m.sha256);
+      fh = await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+      // Why fchmod: the object's mode is its name's, whatever the umask.
+      await fh.chmod(m.mode);
+      hash = createHash('sha256');
+    },
+    data: async (chunk) => {
+      hash.update(chunk);
+      await (fh as fs.promises.FileHandle).write(chunk);
+    },
+    end: async (i) => {
+      await (fh as fs.promises.FileHandle).close();
+      fh = null;
+      const want = (missing[i] as { sha256: string }).sha256;
+      const got = hash.digest('hex');
+      if (got !== want) {
+        // Why unlink at once: bytes that are not what their name says never stay under it.
+        await fsp.unlink(path.join(incoming, want)).catch(() => undefined);
+        throw new StewardError('INTEGRITY_MISMATCH', `the pack's object ${want.slice(0, 16)}… holds other bytes (sha256 ${got.slice(0, 16)}…)`);
+      }
+    },
+  });
+  try {
+    // The pack comes gzip-compressed: each chunk is inflated as it arrives and read by the pack
+    // reader, which refuses a byte past the objects asked (so no bomb inflates further).
+    const gunzip = createGunzip();
+    let failure: unknown = null;
+    const consumed = (async () => {
+      for await (const c of gunzip as AsyncIterable<Buffer>) await reader.push(c);
+    })().catch((err: unknown) => {
+      failure = err;
+      gunzip.destroy();
+    });
+    // Why toStewardError here: the fetch takes any other error from its sink for a network one
+    // (FETCH_FAILED), and a full disk must stay DISK_FULL, a bad pack INTEGRITY_MISMATCH.
+    const fail = (err: unknown): never => {
+      if (err instanceof StewardError) throw err;
+      if ((err as { code?: string }).code?.startsWith('Z_')) throw new StewardError('INTEGRITY_MISMATCH', `the pack does not decompress: ${(err as Error).message}`);
+      throw toStewardError(err, 'IO_ERROR', "writing the pack's objects");
+    };
+    const sink = async (chunk: Uint8Array): Promise<void> => {
+      if (failure) fail(failure);
+      if (!gunzip.write(chunk)) {
+        await new Promise<void>((r) => {
+          const done = (): void => {
+            gunzip.off('drain', done);
+            gunzip.off('close', done);
+            r();
+          };
+          gunzip.on('drain', done);
+          gunzip.on('close', done);
+        });
+      }
+      if (failure) fail(failure);
+    };
+    wire = await d.fetchPack(packRequestBody(missing.map((m) => m.sha256)), total, sink);
+    gunzip.end();
+    await consumed;
+    if (failure) fail(failure);
+    reader.finish();
+  } finally {
+    await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
+  }
+  log('pack received objects=%d bytes=%d wire=%d', missing.length, total, wire);
+  return wire;
+}
+
+// Makes the tree the index lists: folders 0700 while it is built and 0555 after, every file a
+// link to its object (checked again unless this stage just made it), symlinks last, each
+// resolving inside the tree, as the extraction's tree walk requires (docs/design.md §3.4).
+async function buildTree(d: IndexStageDeps, tree: string, entries: readonly TreeEntry[], fresh: ReadonlySet<string>): Promise<void> {
+  await fsp.mkdir(tree, { mode: 0o700 });
+  const sorted = sortByPathBytes(entries);
+  // Why synchronous calls, a batch at a time: thousands of small links and hashes cost more in
+  // thread-pool round trips than in work (bench/objects.ts); the yield between batches keeps the
+  // helper answering (status, other apps) while it stages.
+  let n = 0;
+  const step = async (): Promise<void> => {
+    if (++n % 256 === 0) await new Promise<void>((r) => setImmediate(r));
+  };
+  // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
+  for (const e of sorted) {
+    if (e.type !== 'dir') continue;
+    fs.mkdirSync(path.join(tree, e.path), { mode: 0o700 });
+    await step();
+  }
+  const checked = new Set<string>();
+  let first = true;
+  for (const e of sorted) {
+    if (e.type !== 'file') continue;
+    const name = objectName(e.sha256, e.mode);
+    if (!hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
+    if (first) d.faults.hit('during-objects');
+    first = false;
+    linkObjectSync(d.objectsDir, name, path.join(tree, e.path), e.size, fresh.has(e.sha256) || checked.has(name));
+    checked.add(name);
+    await step();
+  }
+  for (const e of sorted) if (e.type === 'symlink') fs.symlinkSync(e.target, path.join(tree, e.path));
+  for (const e of sorted) {
+    if (e.type !== 'symlink') continue;
+    const escape = findSymlinkEscape(tree, e.path);
+    if (escape) throw new StewardError('UNSAFE_ARCHIVE', unsafeMessage(e.path, escape));
+  }
+  // Children before parents: a folder is made read-only once nothing below it changes.
+  for (let i = sorted.length - 1; i >= 0; i--) {
+    const e = sorted[i] as TreeEntry;
+    if (e.type === 'dir') fs.chmodSync(path.join(tree, e.path), 0o555);
+  }
+  d.faults.hit('after-objects-before-rename');
+}
+
+// Makes the object of `sha256` in `mode` from the one the host has in the other mode: its bytes
+// copied (and hashed) into a new inode, as an object's mode is part of its name.
+async function objectInOtherMode(objectsDir: string, sha256: string, mode: number, size: number): Promise<void> {
+  const other = objectPath(objectsDir, objectName(sha256, mode === 0o555 ? 0o444 : 0o555));
+  const tmp = path.join(path.dirname(other), `.tmp-${randomBytes(6).toString('hex')}`);
+  const bytes = await fsp.readFile(other);
+  if (bytes.length !== size || createHash('sha256').update(bytes).digest('hex') !== sha256) {
+    await fsp.unlink(other).catch(() => undefined);
+    throw new StewardError('INTEGRITY_MISMATCH', `object ${sha256.slice(0, 16)}… holds other bytes than its name; it was removed`);
+  }
+  await fsp.writeFile(tmp, bytes, { mode, flag: 'wx' });
+  const fh = await fsp.open(tmp, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await fsp.chmod(tmp, mode);
+  await fsp.rename(tmp, objectPath(objectsDir, objectName(sha256, mode)));
+}

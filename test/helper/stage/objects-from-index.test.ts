@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { stagingDir, versionDir } from '../../../src/core/paths.js';
+import { rereadTree } from '../../../src/platform/tree-reread.js';
+import { stageRelease } from '../../../src/helper/stage/stage-release.js';
+import { verifyApp } from '../../../src/helper/ops/verify.js';
+import { hostWithCurrent } from '../../helpers/stage-harness.js';
+import { sri } from '../../helpers/host.js';
+import { stageIndexed, startObjectServer } from '../../helpers/object-server.js';
+import { releaseOf } from '../../helpers/object-releases.js';
+
+// docs/design.md §20 "Fetching what is missing": two releases that share most files; the second is
+// staged from its signed index and a pack of the files the host lacks, and its tree is the tree
+// its tarball gives, byte for byte and mode for mode.
+
+test('the second of two releases that share most files fetches only the difference, and its tree is the one its tarball gives', async (t) => {
+  const srv = await startObjectServer();
+  const s = await hostWithCurrent();
+  const peer = await hostWithCurrent();
+  t.after(() => {
+    srv.close();
+    s.host.cleanup();
+    peer.host.cleanup();
+  });
+  const v1 = releaseOf('1.0.0', 'console.log(1)\n');
+  const v2 = releaseOf('1.1.0', `console.log(2, ${JSON.stringify(randomBytes(3000).toString('base64'))})\n`);
+  // The first: nothing of it on the host, so more than half is missing: the tarball, as before.
+  const first = await stageIndexed(s, srv, '1.0.0', v1);
+  assert.equal(first.via, 'tarball');
+  assert.equal(first.fallback?.code, null, 'a choice, not a failure');
+  assert.match(first.fallback?.message ?? '', /more than half/);
+  const before = { ...srv.moved };
+  const second = await stageIndexed(s, srv, '1.1.0', v2);
+  assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
+  assert.equal(srv.moved.tgz, before.tgz, 'the tarball of 1.1.0 was never fetched');
+  const moved = srv.moved.index - before.index + (srv.moved.pack - before.pack);
+  assert.equal(second.fetchedBytes, moved, 'fetchedBytes is what went over the wire');
+  assert.ok(moved < v2.length / 2, `moved ${moved} of a ${v2.length}-byte tarball`);
+  assert.ok((second.reusedBytes ?? 0) >= 40 * 4096, `reused ${second.reusedBytes}`);
+  assert.ok(srv.requests.some((r) => r.startsWith('POST /v1/artifacts/web/1.1.0.pack')));
+
+  // The same tarball staged the old way on another host: the same walk and the same digest.
+  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
+  writeFileSync(file, v2);
+  const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
+  assert.equal(second.treeDigest, old.treeDigest);
+  assert.equal(second.tarballIntegrity, old.tarballIntegrity);
+  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  assert.deepEqual(readdirSync(stagingDir(s.host.paths, 'web')), []);
+  assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
+});
+
+test('a third release with nothing new fetches the index and no pack', async (t) => {
+  const srv = await startObjectServer();
+  const s = await hostWithCurrent();
+  t.after(() => {
+    srv.close();
+    s.host.cleanup();
+  });
+  await stageIndexed(s, srv, '1.0.0', releaseOf('1.0.0', 'x\n'));
+  // Only steward-release.json differs (it names the version): a pack of one small object.
+  const r = await stageIndexed(s, srv, '1.0.1', releaseOf('1.0.1', 'x\n'));
+  assert.equal(r.via, 'objects');
+  assert.ok((r.fetchedBytes ?? Infinity) < 30_000, `fetched ${r.fetchedBytes}`);
+});

@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { indexOfTarball, keepIndexAndObjects } from '../../src/control/catalog/file-index-of.js';
+import { parseIndexPath, sendIndex, sendPack } from '../../src/control/server/packs.js';
+import type { ControlStore } from '../../src/control/store/store.js';
+import { stageRelease, type StageInput } from '../../src/helper/stage/stage-release.js';
+import type { StageResult } from '../../src/protocol/schemas.js';
+import { makeReleaseKey, manifestFor, type ReleaseKey } from './host.js';
+import type { StagedHost } from './stage-harness.js';
+
+// A control plane's artifact routes for app `web` on loopback (docs/design.md §20): the kept tarball,
+// the file index and packs of objects, served by steward-control's own handlers (packs.ts) over
+// a catalog that holds every release published here. Counts the bytes each kind of answer moved,
+// and lets a test change an answer's bytes on the way (an attacker on the wire, or a bad server).
+export interface ObjectServer {
+  base: string;
+  artifactsDir: string;
+  moved: { tgz: number; index: number; pack: number };
+  requests: string[];
+  // Changes the body of the answer to `kind` (the whole body, decompressed for an index or a pack:
+  // the test's attack).
+  tamper: Partial<Record<'tgz' | 'index' | 'pack', (body: Buffer) => Buffer>>;
+  // Puts app web's `version` (tarball `tgz`) in the catalog with its index and objects; returns
+  // the index's integrity and size as `release add --index` signs them.
+  publish(version: string, tgz: Buffer): Promise<{ integrity: string; size: number }>;
+  close(): void;
+}
+
+const anyRelease = { read: async (fn: (tx: unknown) => unknown) => fn({ releases: { get: async () => ({}) } }) } as unknown as ControlStore;
+
+export async function startObjectServer(): Promise<ObjectServer> {
+  const artifactsDir = mkdtempSync(path.join(os.tmpdir(), 'steward-objsrv-'));
+  const moved = { tgz: 0, index: 0, pack: 0 };
+  const requests: string[] = [];
+  const tamper: ObjectServer['tamper'] = {};
+  const server = http.createServer((req, res) => {
+    const url = req.url ?? '';
+    requests.push(`${req.method} ${url}`);
+    const rest = url.replace(/^\/v1\/artifacts\//, '');
+    const beside = parseIndexPath(rest);
+    const kind = beside ? beside.kind : 'tgz';
+    // Each answer is taken whole, counted, and maybe changed before it is sent.
+    const chunks: Buffer[] = [];
+    const realWrite = res.write.bind(res);
+    const realEnd = res.end.bind(res);
+    const realHead = res.writeHead.bind(res);
+    let status = 200;
+    let headers: http.OutgoingHttpHeaders = {};
+    res.writeHead = ((code: number, h?: http.OutgoingHttpHeaders) => {
+      status = code;
+      headers = h ?? {};
+      return res;
+    }) as typeof res.writeHead;
+    res.write = ((c: Buffer | string) => {
+      chunks.push(Buffer.from(c));
+      return true;
+    }) as typeof res.write;
+    res.end = ((c?: Buffer | string) => {
+      if (c) chunks.push(Buffer.from(c));
+      let body: Buffer = Buffer.concat(chunks);
+      const change = tamper[kind];
+      // The index and packs travel gzip-compressed: the change is made to what they decompress to.
+      if (change && status === 200) body = kind === 'tgz' ? change(body) : gzipSync(change(gunzipSync(body)));
+      moved[kind] += body.length;
+      realHead(status, { ...headers, 'content-length': String(body.length) });
+      realWrite(body);
+      return realEnd();
+    }) as typeof res.end;
+    if (beside?.kind === 'pack') return void sendPack(anyRelease, artifactsDir, beside, req, res);
+    if (beside) return void sendIndex(anyRelease, artifactsDir, beside, res, false);
+    const m = /^web\/([^/]+)\.tgz$/.exec(rest);
+    try {
+      const bytes = readFileSync(path.join(artifactsDir, 'web', `${m?.[1]}.tgz`));
+      res.writeHead(200, {});
+      res.end(bytes);
+    } catch {
+      res.writeHead(404, {});
+      res.end('{}');
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    base,
+    artifactsDir,
+    moved,
+    requests,
+    tamper,
+    async publish(version, tgz) {
+      mkdirSync(path.join(artifactsDir, 'web'), { recursive: true });
+      const file = path.join(artifactsDir, 'web', `${version}.tgz`);
+      writeFileSync(file, tgz);
+      const index = await indexOfTarball(file);
+      await keepIndexAndObjects(artifactsDir, 'web', version, file, index);
+      return index;
+    },
+    close() {
+      server.closeAllConnections();
+      server.close();
+      rmSync(artifactsDir, { recursive: true, force: true });
+    },
+  };
+}
+
+// The key each host trusts for web, made once per host.
+const keys = new WeakMap<StagedHost, ReleaseKey>();
+export function keyOf(s: StagedHost): ReleaseKey {
+  let k = keys.get(s);
+  if (!k) keys.set(s, (k = makeReleaseKey(s.host, ['web'])));
+  return k;
+}
+
+// The manifest `release add --index` signs for web `version` on `srv` (the index's fields as given).
+export function indexedManifest(s: StagedHost, srv: ObjectServer, version: string, tgz: Buffer, index: { integrity: string; size: number }, extra: Record<string, unknown> = {}) {
+  const at = `${srv.base}/v1/artifacts/web/${version}`;
+  return keyOf(s).sign(manifestFor('web', version, tgz, { url: `${at}.tgz`, index: { url: `${at}.index.json`, ...index }, ...extra }));
+}
+
+// Publishes and stages web `version` from `srv` under a manifest with its index, as the agent's update would.
+export async function stageIndexed(s: StagedHost, srv: ObjectServer, version: string, tgz: Buffer, extra: Partial<StageInput> = {}): Promise<StageResult> {
+  const index = await srv.publish(version, tgz);
+  return stageRelease(s.deps, { kind: 'helper', app: 'web', version, manifest: indexedManifest(s, srv, version, tgz, index), ...extra });
+}
+
+export function sha256(b: Buffer): string {
+  return createHash('sha256').update(b).digest('hex');
+}

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { promises as fsp, statSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { objectsDir, versionDir } from '../../src/core/paths.js';
+import { checkObject, objectName, objectPath } from '../../src/platform/object-store.js';
+import { rereadTree } from '../../src/platform/tree-reread.js';
+import { verifyApp } from '../../src/helper/ops/verify.js';
+import { stageIndexed } from '../helpers/object-server.js';
+import { objectAttackHost } from '../helpers/object-attacks.js';
+import { releaseOf } from '../helpers/object-releases.js';
+
+// docs/design.md §20: an object whose bytes change on disk after it was written (a bit flip, a root
+// process writing through a tree's name) is named by `agentctl verify` (object and tree), and no
+// later stage links it: the next stage that needs those bytes finds it does not check out,
+// removes it, and gets the bytes again.
+test('an object flipped on disk is named by verify, and a later stage never links it', async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', releaseOf('1.0.0', 'one\n'));
+  const tree1 = versionDir(s.host.paths, 'web', '1.0.0');
+  const entry = (await rereadTree(tree1)).find((e) => e.path === 'lib/m5.js');
+  assert.ok(entry && entry.type === 'file');
+  const name = objectName(entry.sha256, entry.mode);
+  const file = objectPath(objectsDir(s.host.paths, 'web'), name);
+  await fsp.chmod(file, 0o644);
+  const bytes = await fsp.readFile(file);
+  bytes[0] = (bytes[0] as number) ^ 1;
+  await fsp.writeFile(file, bytes);
+  await fsp.chmod(file, 0o444);
+
+  const found = await verifyApp(s.host.paths, 'web');
+  assert.deepEqual(found.problems.map((p) => [p.kind, p.name]).sort(), [['object', name], ['tree', '1.0.0']]);
+
+  // 1.1.0 needs the same bytes: staged from its index, it finds the object bad and takes the
+  // tarball, whose bytes make the object again.
+  const r = await stageIndexed(s, srv, '1.1.0', releaseOf('1.1.0', 'two\n'));
+  assert.equal(r.fallback?.code, 'INTEGRITY_MISMATCH', JSON.stringify(r));
+  assert.ok((await checkObject(file, name)).ok, 'the object holds its bytes again');
+  const tree2 = versionDir(s.host.paths, 'web', '1.1.0');
+  assert.equal(statSync(path.join(tree2, 'lib/m5.js')).ino, statSync(file).ino, "1.1.0 links the good object");
+  assert.notEqual(statSync(path.join(tree1, 'lib/m5.js')).ino, statSync(file).ino, "1.0.0's flipped file is no object any more");
+  const after = await verifyApp(s.host.paths, 'web');
+  assert.deepEqual(after.problems.map((p) => [p.kind, p.name]), [['tree', '1.0.0']], 'only the tree that holds the flipped bytes is named');
+});
