@@ -310,8 +310,8 @@ async function main(): Promise<void> {
       met: Math.max(...viaCli.hear) < 2000,
       extra: { [`nodes that heard within ${HEAR_BOUND_MS} ms`]: viaCli.heard, 'of them woken while held': viaCli.byWake, 'the command, ms': viaCli.setMs },
       notes: STORE === 'sqlite'
-        ? 'on SQLite a wake is delivered in-process only: the CLI process commits the run and its issue, serve is not told, and its nodes hear at their next heartbeat (up to an interval)'
-        : "on PostgreSQL the CLI's commit NOTIFYs serve, which answers the waits",
+        ? "on SQLite serve sees the CLI process's commit through PRAGMA data_version (looked at every 500 ms) and wakes every enrolled node, not knowing which ones changed"
+        : "on PostgreSQL the CLI's commit NOTIFYs serve, which answers the held heartbeats of the nodes it names",
     });
   } finally {
     await Promise.all(late.map((n) => n.agent.stop()));
