@@ -67,14 +67,23 @@ async function update(host: TestHost, version: string, port: number, extra: stri
 }
 
 // What a point must end in once the next helper has recovered.
+// Points reached while the new release is staged (docs/design.md §20: its files filed as objects
+// and its tree linked), before the update's journal: nothing was activated and the attempt never
+// began (no journal of it, no receipt: the control plane's verdict timeout decides it, as for a
+// helper that died in any stage); 2.0.0 stays current, and what the next start keeps is complete.
+const STAGING: ReadonlySet<FaultPoint> = new Set(['during-objects', 'after-objects-before-rename']);
+
 function expectedOutcome(point: FaultPoint): { outcome: string; reason: string | null; current: string } {
+  if (STAGING.has(point)) return { outcome: 'none', reason: null, current: '2.0.0' };
   if (BEFORE_VERDICT.has(point) || point === 'during-swap-back') return { outcome: 'rolled-back', reason: 'ACTIVATION_INTERRUPTED', current: '2.0.0' };
   return { outcome: 'active', reason: null, current: '3.0.0' };
 }
 
 // Each point has its own host and port, so three run at once to keep the file well under three minutes.
 describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 }, () => {
-  for (const point of FAULT_POINTS) {
+  // STEWARD_TEST_KILL_POINTS=a,b runs only those points (to look at one by hand).
+  const only = process.env.STEWARD_TEST_KILL_POINTS?.split(',');
+  for (const point of FAULT_POINTS.filter((p) => !only || only.includes(p))) {
     it(`leaves one valid release, a terminal journal, one receipt and one running app after ${point}`, async (t) => {
       const port = await freePort();
       const sockets = HANDOVER.has(point);
@@ -128,6 +137,25 @@ describe('a helper SIGKILLed at a kill point and restarted', { concurrency: 3 },
       const j = await readJournal(host.paths, 'web');
       assert.equal(j.state, 'ok', JSON.stringify(j));
       if (j.state !== 'ok') return;
+      if (STAGING.has(point)) {
+        assert.notEqual(j.journal.attemptId, attemptId, 'the attempt never began');
+        assert.ok(isTerminal(j.journal.outcome), `journal outcome ${j.journal.outcome} is terminal`);
+        const rc = await agentctl(host, ['receipts', 'web', '--json']);
+        assert.equal(rc.code, 0, `every receipt verifies: ${rc.stdout} ${rc.stderr}`);
+        assert.deepEqual((rc.json.receipts as { payload: { attemptId: string } }[]).filter((r) => r.payload.attemptId === attemptId), [], 'no receipt of an attempt that never began');
+        assert.deepEqual(readdirSync(stagingDir(host.paths, 'web')), [], 'no .staging/* is left');
+        // Only complete objects and complete trees are left: verify finds nothing changed.
+        const v = await agentctl(host, ['verify', 'web', '--json']);
+        assert.equal(v.code, 0, `verify after ${point}: ${v.stdout} ${v.stderr}`);
+        assert.equal(await fetchVersion(port), '2.0.0', 'the app answers with the version current points to');
+        assert.equal((await processesUnder(versionsDir(host.paths, 'web'))).length, 1, 'exactly one process of the app runs');
+        // The agent's retry of the attempt stages again, from the objects the crash left, and ends.
+        const retry = await update(host, '3.0.0', port, ['--attempt-id', attemptId], 'ok', sockets);
+        assert.equal(retry.json?.outcome, 'active', `${retry.stdout} ${retry.stderr}`);
+        assert.equal(await fsp.readlink(currentLink(host.paths, 'web')), 'versions/3.0.0');
+        console.log(`kill point ${point}: passed (never began; the retry active, current 3.0.0)`);
+        return;
+      }
       assert.equal(j.journal.attemptId, attemptId);
       assert.ok(isTerminal(j.journal.outcome), `journal outcome ${j.journal.outcome} is terminal`);
       assert.equal(j.journal.outcome, want.outcome, JSON.stringify(j.journal));
@@ -204,7 +232,8 @@ test('a power cut in the middle of a handover (the helper, the app and its socke
 });
 
 test('every kill point was reached', () => {
-  const missing = FAULT_POINTS.filter((p) => reached.get(p) !== true);
+  const only = process.env.STEWARD_TEST_KILL_POINTS?.split(',');
+  const missing = FAULT_POINTS.filter((p) => (!only || only.includes(p)) && reached.get(p) !== true);
   assert.deepEqual(missing, [], `kill points never reached: ${missing.join(', ')}`);
 });
 
