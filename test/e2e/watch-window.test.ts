@@ -191,7 +191,8 @@ test('a version whose health turns bad after its activation: rolled back by its 
   // Outside a window (watchMs 0): the failing process is restarted, spending one respawn.
   await update(host, '3.0.0', port, { failIfExists: sick, liveness, watchMs: 0 });
   const first = (await status(host)).supervisor.pid as number;
-  writeFileSync(sick, '');
+  // Only this process is sick: its respawn is healthy however late the file goes.
+  writeFileSync(sick, String(first));
   const restarted = await waitFor('a respawn of 3.0.0', async () => {
     const a = await status(host);
     return a.supervisor?.pid && a.supervisor.pid !== first && a.supervisor.state === 'running' ? a : null;
