@@ -31,7 +31,16 @@ async function ready(box: SystemdContainer): Promise<RunResult> {
   });
 }
 
-const exe = async (box: SystemdContainer) => (await sh(box, `readlink /proc/${await mainPid(box, 'steward-control.service')}/exe`)).stdout.trim();
+// The unit's main process's executable. A MainPID of 0 (the process gone) fails with the unit's
+// journal, which says why: seen once under load right after /readyz answered.
+const exe = async (box: SystemdContainer) => {
+  const pid = await mainPid(box, 'steward-control.service');
+  if (!pid || pid === '0') {
+    const journal = await run(box, 'journalctl', ['-u', 'steward-control.service', '--no-pager', '-n', '60']);
+    throw new Error(`steward-control.service has no main process (MainPID ${pid}); the unit's journal:\n${journal.text}`);
+  }
+  return (await sh(box, `readlink /proc/${pid}/exe`)).stdout.trim();
+};
 
 test('dpkg -i starts steward-control on its own database, an upgrade keeps the database, remove keeps the state and purge removes it', { timeout: 300_000 }, async (t) => {
   // The test never compiles better-sqlite3: without its cached build it skips (fails under CI).
