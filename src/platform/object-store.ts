@@ -45,6 +45,16 @@ export async function hashFile(file: string): Promise<string> {
 
 export type ObjectCheck = { ok: true; size: number } | { ok: false; why: string };
 
+// What an object's lstat says against its name, or null: a regular file of its name's mode, owned
+// by root when the helper is root, of the expected size.
+function statProblem(st: fs.Stats, name: string, expectSize: number | undefined): string | null {
+  if (!st.isFile()) return 'is not a regular file';
+  if ((st.mode & 0o7777) !== objectMode(name)) return `has mode ${(st.mode & 0o7777).toString(8)}, not ${objectMode(name).toString(8)}`;
+  if (process.getuid?.() === 0 && (st.uid !== 0 || st.gid !== 0)) return `is owned by ${st.uid}:${st.gid}, not root`;
+  if (expectSize !== undefined && st.size !== expectSize) return `is ${st.size} bytes, not ${expectSize}`;
+  return null;
+}
+
 // Whether the object at `file` is what its name says: a regular file (never followed), the mode of
 // its name, owned by root when we are root, and bytes whose sha256 is the name's. Every object a
 // stage reuses passes this first: an object changed on disk is never trusted (§20).
@@ -57,10 +67,8 @@ export async function checkObject(file: string, name: string, expectSize?: numbe
   } catch (err) {
     return { ok: false, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : (err as Error).message };
   }
-  if (!st.isFile()) return { ok: false, why: 'is not a regular file' };
-  if ((st.mode & 0o7777) !== objectMode(name)) return { ok: false, why: `has mode ${(st.mode & 0o7777).toString(8)}, not ${objectMode(name).toString(8)}` };
-  if (process.getuid?.() === 0 && (st.uid !== 0 || st.gid !== 0)) return { ok: false, why: `is owned by ${st.uid}:${st.gid}, not root` };
-  if (expectSize !== undefined && st.size !== expectSize) return { ok: false, why: `is ${st.size} bytes, not ${expectSize}` };
+  const why = statProblem(st, name, expectSize);
+  if (why) return { ok: false, why };
   if ((await hashFile(file)) !== m[1]) return { ok: false, why: 'holds bytes whose sha256 is not its name' };
   return { ok: true, size: st.size };
 }
@@ -77,10 +85,8 @@ export function checkObjectSync(file: string, name: string, expectSize?: number)
   } catch (err) {
     return { ok: false, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : (err as Error).message };
   }
-  if (!st.isFile()) return { ok: false, why: 'is not a regular file' };
-  if ((st.mode & 0o7777) !== objectMode(name)) return { ok: false, why: `has mode ${(st.mode & 0o7777).toString(8)}, not ${objectMode(name).toString(8)}` };
-  if (process.getuid?.() === 0 && (st.uid !== 0 || st.gid !== 0)) return { ok: false, why: `is owned by ${st.uid}:${st.gid}, not root` };
-  if (expectSize !== undefined && st.size !== expectSize) return { ok: false, why: `is ${st.size} bytes, not ${expectSize}` };
+  const why = statProblem(st, name, expectSize);
+  if (why) return { ok: false, why };
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   const hash = createHash('sha256');
   try {

@@ -2,7 +2,7 @@
 // Authorization the test makes up), answered or still pending.
 import http from 'node:http';
 import type { KeyObject } from 'node:crypto';
-import { WAIT_PATH } from '../../src/core/control-api.js';
+import { HEARTBEAT_PATH, HEARTBEAT_VERSIONS_HEADER, HOLD_HEADER, WAIT_PATH } from '../../src/core/control-api.js';
 import { waitAuthorization, WAIT_AUTH_TTL_MS } from '../../src/platform/wait-auth.js';
 
 export interface WaitAnswer {
@@ -27,35 +27,13 @@ export function waitAuth(nodeId: string, key: KeyObject, now: number = Date.now(
 
 // Sends a wait to `url` with `authorization` (none when undefined) and `query` (default: none).
 export function sendWait(url: string, authorization: string | undefined, query = '', method = 'GET'): PendingWait {
-  let done = false;
-  const req = http.request(`${url}${WAIT_PATH}${query}`, { method, agent: false, headers: authorization === undefined ? {} : { authorization } });
-  const answer = new Promise<WaitAnswer>((resolve, reject) => {
-    req.on('error', reject);
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        done = true;
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, headers: res.headers });
-      });
-    });
-  });
-  answer.catch(() => undefined);
-  req.end();
-  return { answer, answered: () => done, abort: () => req.destroy() };
+  return sendPending(`${url}${WAIT_PATH}${query}`, method, authorization === undefined ? {} : { authorization }, undefined);
 }
 
-// Resolves after `ms` of real time.
-export const pause = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-// Posts a heartbeat body to `url` with the hold header `hold` (none when undefined) and the
-// agent's optional-field headers, answered or still pending (a held heartbeat).
-export function sendHeartbeat(url: string, body: string, hold: string | undefined): PendingWait {
+// One request on a connection of its own, its answer awaited or still pending.
+function sendPending(target: string, method: string, headers: http.OutgoingHttpHeaders, body: string | undefined): PendingWait {
   let done = false;
-  const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'steward-heartbeat-versions': '1, 2, 3, 4, 5, 6' };
-  if (hold !== undefined) headers['steward-hold'] = hold;
-  const req = http.request(`${url}/v1/heartbeat`, { method: 'POST', agent: false, headers });
+  const req = http.request(target, { method, agent: false, headers });
   const answer = new Promise<WaitAnswer>((resolve, reject) => {
     req.on('error', reject);
     req.on('response', (res) => {
@@ -71,4 +49,15 @@ export function sendHeartbeat(url: string, body: string, hold: string | undefine
   answer.catch(() => undefined);
   req.end(body);
   return { answer, answered: () => done, abort: () => req.destroy() };
+}
+
+// Resolves after `ms` of real time.
+export const pause = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// Posts a heartbeat body to `url` with the hold header `hold` (none when undefined) and the
+// agent's optional-field headers, answered or still pending (a held heartbeat).
+export function sendHeartbeat(url: string, body: string, hold: string | undefined): PendingWait {
+  const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [HEARTBEAT_VERSIONS_HEADER]: '1, 2, 3, 4, 5, 6' };
+  if (hold !== undefined) headers[HOLD_HEADER] = hold;
+  return sendPending(`${url}${HEARTBEAT_PATH}`, 'POST', headers, body);
 }
