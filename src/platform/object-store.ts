@@ -9,6 +9,8 @@ import { StewardError } from '../core/errors.js';
 // object is in no kept version exactly when its link count is 1.
 
 export const OBJECT_NAME_RE = /^([0-9a-f]{64})-([rx])$/;
+// The record of checked objects (object-checks.ts), the one file of objects/ that is no object.
+export const CHECKED_FILE = 'checked';
 const TMP_PREFIX = '.tmp-';
 
 // The name of the object of `sha256` (hex) with the tree mode `mode` (0444 or 0555).
@@ -47,11 +49,12 @@ export type ObjectCheck = { ok: true; size: number } | { ok: false; why: string 
 
 // What an object's lstat says against its name, or null: a regular file of its name's mode, owned
 // by root when the helper is root, of the expected size.
-function statProblem(st: fs.Stats, name: string, expectSize: number | undefined): string | null {
+function statProblem(st: fs.Stats | fs.BigIntStats, name: string, expectSize: number | undefined): string | null {
   if (!st.isFile()) return 'is not a regular file';
-  if ((st.mode & 0o7777) !== objectMode(name)) return `has mode ${(st.mode & 0o7777).toString(8)}, not ${objectMode(name).toString(8)}`;
-  if (process.getuid?.() === 0 && (st.uid !== 0 || st.gid !== 0)) return `is owned by ${st.uid}:${st.gid}, not root`;
-  if (expectSize !== undefined && st.size !== expectSize) return `is ${st.size} bytes, not ${expectSize}`;
+  const mode = Number(st.mode) & 0o7777;
+  if (mode !== objectMode(name)) return `has mode ${mode.toString(8)}, not ${objectMode(name).toString(8)}`;
+  if (process.getuid?.() === 0 && (Number(st.uid) !== 0 || Number(st.gid) !== 0)) return `is owned by ${st.uid}:${st.gid}, not root`;
+  if (expectSize !== undefined && Number(st.size) !== expectSize) return `is ${st.size} bytes, not ${expectSize}`;
   return null;
 }
 
@@ -75,22 +78,26 @@ export async function checkObject(file: string, name: string, expectSize?: numbe
 
 // checkObject without the thread pool: the stage's hot loop over thousands of small objects,
 // where a round trip per lstat and read cost more than the work (bench/objects.ts). Files above
-// 4 MiB are read in chunks all the same.
-export function checkObjectSync(file: string, name: string, expectSize?: number): ObjectCheck {
+// 4 MiB are read in chunks all the same. `unchanged`: whether the helper's record of checked
+// objects (object-checks.ts) says this inode has not changed since it was checked; then its
+// bytes are not read again (its lstat is still held to its name).
+export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.BigIntStats) => boolean): ObjectCheck {
   const m = OBJECT_NAME_RE.exec(name);
   if (!m) return { ok: false, why: 'is not an object name' };
-  let st: fs.Stats;
+  let st: fs.BigIntStats;
   try {
-    st = fs.lstatSync(file);
+    st = fs.lstatSync(file, { bigint: true });
   } catch (err) {
     return { ok: false, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : (err as Error).message };
   }
   const why = statProblem(st, name, expectSize);
   if (why) return { ok: false, why };
+  const size = Number(st.size);
+  if (unchanged?.(st)) return { ok: true, size };
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   const hash = createHash('sha256');
   try {
-    const buf = Buffer.allocUnsafe(Math.min(Math.max(st.size, 1), 4 * 1024 * 1024));
+    const buf = Buffer.allocUnsafe(Math.min(Math.max(size, 1), 4 * 1024 * 1024));
     for (;;) {
       const n = fs.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) break;
@@ -100,7 +107,7 @@ export function checkObjectSync(file: string, name: string, expectSize?: number)
     fs.closeSync(fd);
   }
   if (hash.digest('hex') !== m[1]) return { ok: false, why: 'holds bytes whose sha256 is not its name' };
-  return { ok: true, size: st.size };
+  return { ok: true, size };
 }
 
 // hasObject without the thread pool.
@@ -112,10 +119,10 @@ export function hasObjectSync(objectsDir: string, name: string): boolean {
   }
 }
 
-// linkObject without the thread pool.
-export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false): void {
+// linkObject without the thread pool (`unchanged` as checkObjectSync takes it).
+export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.BigIntStats) => boolean): void {
   const target = objectPath(objectsDir, name);
-  const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size);
+  const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged);
   if (!check.ok) {
     try {
       fs.unlinkSync(target);
@@ -144,7 +151,7 @@ async function shardOf(objectsDir: string, name: string): Promise<string> {
 // `checked`: the caller checked (or made) this object moments ago, under the same lock.
 // Synchronous: a stage calls it for each of thousands of small files, where thread-pool round
 // trips cost more than the work (its caller yields between batches).
-export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false): { reused: boolean; replaced?: string } {
+export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false, unchanged?: (st: fs.BigIntStats) => boolean): { reused: boolean; replaced?: string } {
   const target = objectPath(objectsDir, name);
   let st: fs.Stats | null = null;
   try {
@@ -156,7 +163,7 @@ export function fileAsObject(objectsDir: string, file: string, name: string, siz
   if (st) {
     const own = fs.lstatSync(file);
     if (st.ino === own.ino && st.dev === own.dev) return { reused: false };
-    const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size);
+    const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged);
     if (check.ok) {
       // Why a temporary name and a rename: the tree's name always holds a whole file.
       const tmp = path.join(path.dirname(file), `${TMP_PREFIX}${randomBytes(6).toString('hex')}`);
@@ -215,6 +222,7 @@ export async function listObjects(objectsDir: string): Promise<{ objects: Array<
   });
   for (const shard of shards.sort()) {
     const dir = path.join(objectsDir, shard);
+    if (shard === CHECKED_FILE) continue;
     if (!/^[0-9a-f]{2}$/.test(shard)) {
       strays.push(dir);
       continue;

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { promises as fsp, statSync } from 'node:fs';
+import { lstatSync, promises as fsp, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { objectsDir, versionDir } from '../../src/core/paths.js';
+import { CheckedObjects } from '../../src/platform/object-checks.js';
 import { checkObject, objectName, objectPath } from '../../src/platform/object-store.js';
 import { rereadTree } from '../../src/platform/tree-reread.js';
 import { verifyApp } from '../../src/helper/ops/verify.js';
@@ -42,4 +43,35 @@ test('an object flipped on disk is named by verify, and a later stage never link
   assert.notEqual(statSync(path.join(tree1, 'lib/m5.js')).ino, statSync(file).ino, "1.0.0's flipped file is no object any more");
   const after = await verifyApp(s.host.paths, 'web');
   assert.deepEqual(after.problems.map((p) => [p.kind, p.name]), [['tree', '1.0.0']], 'only the tree that holds the flipped bytes is named');
+});
+
+// docs/design.md §20.3: a stage links a reused object without reading it while the record of
+// checked objects says its inode is unchanged. A flip that kept the change time (a disk's own
+// corruption, simulated here by noting the flipped object afresh) is what `agentctl verify` is
+// for: it names the object and forgets it, and the next stage hashes it and gets the bytes again.
+test('an object flipped behind the record is forgotten by verify, and the next stage hashes it', async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', releaseOf('1.0.0', 'one\n'));
+  const dir = objectsDir(s.host.paths, 'web');
+  const record = CheckedObjects.load(dir);
+  const entry = (await rereadTree(versionDir(s.host.paths, 'web', '1.0.0'))).find((e) => e.path === 'lib/m5.js');
+  assert.ok(entry && entry.type === 'file');
+  const name = objectName(entry.sha256, entry.mode);
+  assert.ok(record.unchanged(name, lstatSync(objectPath(dir, name), { bigint: true })), 'the stage noted the object it made');
+  const file = objectPath(dir, name);
+  await fsp.chmod(file, 0o644);
+  const bytes = await fsp.readFile(file);
+  bytes[0] = (bytes[0] as number) ^ 1;
+  await fsp.writeFile(file, bytes);
+  await fsp.chmod(file, 0o444);
+  record.note(name);
+  record.save();
+
+  const found = await verifyApp(s.host.paths, 'web');
+  assert.ok(found.problems.some((p) => p.kind === 'object' && p.name === name));
+  assert.equal(CheckedObjects.load(dir).unchanged(name, lstatSync(file, { bigint: true })), false, 'verify forgot it');
+  const r = await stageIndexed(s, srv, '1.1.0', releaseOf('1.1.0', 'two\n'));
+  assert.equal(r.fallback?.code, 'INTEGRITY_MISMATCH', JSON.stringify(r));
+  assert.ok((await checkObject(file, name)).ok, 'the object holds its bytes again');
 });

@@ -65,7 +65,11 @@ export async function keepIndexAndObjects(artifactsDir: string, app: string, ver
     for (const e of index.listing) {
       if (e.type !== 'file') continue;
       const dest = path.join(objects, e.sha256);
-      if (await fsp.lstat(dest).then((st) => st.isFile() && st.size === e.size, () => false)) continue;
+      if (await fsp.lstat(dest).then((st) => st.isFile() && st.size === e.size, () => false)) {
+        // Touched: a collection running on another instance now leaves it (collect-objects.ts's grace).
+        await fsp.utimes(dest, new Date(), new Date()).catch(() => undefined);
+        continue;
+      }
       await writeDurably(dest, await fsp.readFile(path.join(tree, e.path)));
     }
     await writeDurably(indexPath(artifactsDir, app, version), index.bytes);

@@ -5,7 +5,11 @@ import { StewardError } from '../../core/errors.js';
 import { localActor, recordAudit, type Actor } from '../audit/record-audit.js';
 import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
+import { collectServerObjects } from './collect-objects.js';
 import { indexPath } from './file-index-of.js';
+import { logger } from '../../platform/log.js';
+
+const log = logger('control:catalog');
 
 // Removes app@version and its kept tarball; BUSY while a run of it has not ended, or a target
 // or a node pin names it (docs/design.md §18).
@@ -27,8 +31,9 @@ export async function removeRelease(store: ControlStore, artifactsDir: string, a
   // Why after the commit: the catalog no longer names the tarball, so nothing serves it; a crash
   // before this line leaves a file nobody reads, never a release without its file.
   if (row.artifactPath !== null) await fsp.rm(artifactPath(artifactsDir, app, version), { force: true });
-  // Its file index too (docs/design.md §20). The app's objects stay: other versions may share
-  // them, and nothing collects them yet.
+  // Its file index too (docs/design.md §20), then the objects no other kept index lists.
   await fsp.rm(indexPath(artifactsDir, app, version), { force: true });
+  // Why caught: the release is removed whatever happens here; what stays is collected next time.
+  await collectServerObjects(artifactsDir, app).catch((err: unknown) => log('objects of %s not collected: %s', app, (err as Error).message));
   return row;
 }

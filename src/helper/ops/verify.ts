@@ -2,6 +2,7 @@ import { objectsDir } from '../../core/paths.js';
 import { versionDir } from '../../core/paths.js';
 import { treeDigestOf } from '../../core/tree-listing.js';
 import type { VerifyAnswer, VerifyProblem } from '../../protocol/answers.js';
+import { CheckedObjects } from '../../platform/object-checks.js';
 import { checkObject, listObjects } from '../../platform/object-store.js';
 import { rereadTree } from '../../platform/tree-reread.js';
 import { logger } from '../../platform/log.js';
@@ -12,16 +13,25 @@ const log = logger('helper:verify');
 
 // `agentctl verify [APP]` (docs/design.md §20) for one app, under its lock: every object's bytes
 // hashed again against its name, every staged tree (objects-linked or staged before objects)
-// read back and its digest compared with its marker's. Changes nothing: it names what changed.
+// read back and its digest compared with its marker's. Changes nothing but the record of checked
+// objects (§20.3): an object found changed is forgotten there, so that the next stage that needs
+// it hashes it (and replaces it) even if its change time was kept (a disk's own corruption).
 export async function verifyApp(paths: HostPaths, app: string): Promise<VerifyAnswer['apps'][number]> {
   const problems: VerifyProblem[] = [];
   const { objects, strays } = await listObjects(objectsDir(paths, app));
   let objectBytes = 0;
+  const record = CheckedObjects.load(objectsDir(paths, app));
+  let forgot = false;
   for (const o of objects) {
     const check = await checkObject(o.file, o.name);
     if (check.ok) objectBytes += check.size;
-    else problems.push({ kind: 'object', name: o.name, why: check.why });
+    else {
+      problems.push({ kind: 'object', name: o.name, why: check.why });
+      record.forget(o.name);
+      forgot = true;
+    }
   }
+  if (forgot) record.save();
   for (const s of strays) problems.push({ kind: 'object', name: s, why: 'is not an object name (a leftover the next start removes)' });
   let trees = 0;
   for (const version of await listVersionDirs(paths, app)) {

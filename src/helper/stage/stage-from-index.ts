@@ -8,6 +8,7 @@ import { parseFileIndex } from '../../core/file-index.js';
 import { PackReader, packBytes, packRequestBody } from '../../core/object-pack.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
+import { CheckedObjects } from '../../platform/object-checks.js';
 import { adoptVerifiedFile, hasObjectSync, linkObjectSync, objectName, objectPath } from '../../platform/object-store.js';
 import { findSymlinkEscape } from '../../platform/symlink-jail.js';
 import { unsafeMessage } from '../../platform/tar-entry-rules.js';
@@ -60,9 +61,16 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   }
   const missing: Array<{ sha256: string; size: number; mode: number }> = [];
   let reusedBytes = 0;
+  // The object names found here: the tree's links need not look for them again.
+  const present = new Set<string>();
   for (const [sha, size] of sizes) {
-    if (hasObjectSync(d.objectsDir, objectName(sha, 0o444)) || hasObjectSync(d.objectsDir, objectName(sha, 0o555))) reusedBytes += size;
-    else missing.push({ sha256: sha, size, mode: modes.get(sha) as number });
+    const mode = modes.get(sha) as number;
+    const first = objectName(sha, mode);
+    const other = objectName(sha, mode === 0o555 ? 0o444 : 0o555);
+    if (hasObjectSync(d.objectsDir, first)) present.add(first);
+    else if (hasObjectSync(d.objectsDir, other)) present.add(other);
+    if (present.has(first) || present.has(other)) reusedBytes += size;
+    else missing.push({ sha256: sha, size, mode });
   }
   const missingBytes = missing.reduce((n, m) => n + m.size, 0);
   if (missingBytes > d.tarballBytes / 2) return { done: false, why: `${missingBytes} of the tree's bytes are missing, more than half the ${d.tarballBytes}-byte tarball` };
@@ -82,7 +90,8 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     }
   }
   const tree = path.join(d.work, 'tree');
-  await buildTree(d, tree, entries, new Set(missing.map((m) => m.sha256)));
+  for (const m of missing) present.add(objectName(m.sha256, m.mode));
+  await buildTree(d, tree, entries, new Set(missing.map((m) => m.sha256)), present);
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
   return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes };
 }
@@ -165,9 +174,10 @@ async function receivePack(d: IndexStageDeps, incoming: string, missing: Readonl
 }
 
 // Makes the tree the index lists: folders 0700 while it is built and 0555 after, every file a
-// link to its object (checked again unless this stage just made it), symlinks last, each
-// resolving inside the tree, as the extraction's tree walk requires (docs/design.md §3.4).
-async function buildTree(d: IndexStageDeps, tree: string, entries: readonly TreeEntry[], fresh: ReadonlySet<string>): Promise<void> {
+// link to its object (checked again unless this stage just made it, or the record of checked
+// objects says it is unchanged since the helper last checked it: docs/design.md §20.3), symlinks
+// last, each resolving inside the tree, as the extraction's tree walk requires (§3.4).
+async function buildTree(d: IndexStageDeps, tree: string, entries: readonly TreeEntry[], fresh: ReadonlySet<string>, present: ReadonlySet<string>): Promise<void> {
   await fsp.mkdir(tree, { mode: 0o700 });
   const sorted = sortByPathBytes(entries);
   // Why synchronous calls, a batch at a time: thousands of small links and hashes cost more in
@@ -184,16 +194,29 @@ async function buildTree(d: IndexStageDeps, tree: string, entries: readonly Tree
     await step();
   }
   const checked = new Set<string>();
+  const record = CheckedObjects.load(d.objectsDir);
   let first = true;
-  for (const e of sorted) {
-    if (e.type !== 'file') continue;
-    const name = objectName(e.sha256, e.mode);
-    if (!hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
-    if (first) d.faults.hit('during-objects');
-    first = false;
-    linkObjectSync(d.objectsDir, name, path.join(tree, e.path), e.size, fresh.has(e.sha256) || checked.has(name));
-    checked.add(name);
-    await step();
+  try {
+    for (const e of sorted) {
+      if (e.type !== 'file') continue;
+      const name = objectName(e.sha256, e.mode);
+      if (!present.has(name) && !checked.has(name) && !hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
+      if (first) d.faults.hit('during-objects');
+      first = false;
+      try {
+        linkObjectSync(d.objectsDir, name, path.join(tree, e.path), e.size, fresh.has(e.sha256) || checked.has(name), (st) => record.unchanged(name, st));
+      } catch (err) {
+        record.forget(name);
+        throw err;
+      }
+      // Noted by its lstat right after this link (which set its change time), so that nothing
+      // done to it between its check and the note goes unseen.
+      record.note(name);
+      checked.add(name);
+      await step();
+    }
+  } finally {
+    record.save();
   }
   for (const e of sorted) if (e.type === 'symlink') fs.symlinkSync(e.target, path.join(tree, e.path));
   for (const e of sorted) {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
+import { CheckedObjects } from '../../platform/object-checks.js';
 import { fileAsObject, objectName } from '../../platform/object-store.js';
 import { logger } from '../../platform/log.js';
 
@@ -45,21 +46,35 @@ async function fileEach(objectsDir: string, tree: string, listing: readonly Tree
   const done = new Set<string>();
   const made = new Set<string>();
   const half = Math.floor(listing.filter((e) => e.type === 'file').length / 2);
+  // docs/design.md §20.3: objects this stage made (hashed as they were extracted) or checked are
+  // noted, so that a later stage links them without reading them again while they are unchanged.
+  const record = CheckedObjects.load(objectsDir);
   let n = 0;
-  for (const e of listing) {
-    if (e.type !== 'file') continue;
-    const name = objectName(e.sha256, e.mode);
-    faults.io('objects', 'write');
-    if (n++ === half) faults.hit('during-objects');
-    const r = fileAsObject(objectsDir, path.join(tree, e.path), name, e.size, done.has(name));
-    // Why: the calls are synchronous; a yield every 256 files keeps the helper answering.
-    if (n % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    if (r.replaced) log('object replaced name=%s: the one on disk %s', name, r.replaced);
-    if (!r.reused && !done.has(name)) {
-      added++;
-      made.add(name);
-    } else if (r.reused && !made.has(name)) reusedBytes += e.size;
-    done.add(name);
+  try {
+    for (const e of listing) {
+      if (e.type !== 'file') continue;
+      const name = objectName(e.sha256, e.mode);
+      faults.io('objects', 'write');
+      if (n++ === half) faults.hit('during-objects');
+      let r: ReturnType<typeof fileAsObject>;
+      try {
+        r = fileAsObject(objectsDir, path.join(tree, e.path), name, e.size, done.has(name), (st) => record.unchanged(name, st));
+      } catch (err) {
+        record.forget(name);
+        throw err;
+      }
+      record.note(name);
+      // Why: the calls are synchronous; a yield every 256 files keeps the helper answering.
+      if (n % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (r.replaced) log('object replaced name=%s: the one on disk %s', name, r.replaced);
+      if (!r.reused && !done.has(name)) {
+        added++;
+        made.add(name);
+      } else if (r.reused && !made.has(name)) reusedBytes += e.size;
+      done.add(name);
+    }
+  } finally {
+    record.save();
   }
   return { reusedBytes, added };
 }

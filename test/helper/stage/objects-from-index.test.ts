@@ -11,6 +11,7 @@ import { hostWithCurrent } from '../../helpers/stage-harness.js';
 import { sri } from '../../helpers/host.js';
 import { stageIndexed, startObjectServer } from '../../helpers/object-server.js';
 import { releaseOf } from '../../helpers/object-releases.js';
+import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
 
 // docs/design.md §20 "Fetching what is missing": two releases that share most files; the second is
 // staged from its signed index and a pack of the files the host lacks, and its tree is the tree
@@ -65,4 +66,42 @@ test('a third release with nothing new fetches the index and no pack', async (t)
   const r = await stageIndexed(s, srv, '1.0.1', releaseOf('1.0.1', 'x\n'));
   assert.equal(r.via, 'objects');
   assert.ok((r.fetchedBytes ?? Infinity) < 30_000, `fetched ${r.fetchedBytes}`);
+});
+
+// One content under two modes is two objects (the mode is in the name): a pack brings the bytes
+// once, in the first file's mode, and the stage makes the other; bytes the host has only in the
+// other mode are copied into a new object of this one. Either way the tree is the tarball's.
+test('the same bytes as a plain file and an executable, new or held only in the other mode, stage as the tarball gives them', async (t) => {
+  const srv = await startObjectServer();
+  const s = await hostWithCurrent();
+  const peer = await hostWithCurrent();
+  t.after(() => {
+    srv.close();
+    s.host.cleanup();
+    peer.host.cleanup();
+  });
+  const shared = Array.from({ length: 40 }, (_, i) => ({ path: `lib/m${i}.js`, content: randomBytes(4096).toString('base64') }));
+  const held = randomBytes(2048).toString('base64');
+  const fresh = randomBytes(2048).toString('base64');
+  const v1 = gzipTar(makeReleaseTar('web', '1.0.0', [{ path: 'lib/', type: 'dir' }, ...shared, { path: 'held.txt', content: held, mode: 0o644 }]));
+  const v2 = gzipTar(
+    makeReleaseTar('web', '1.1.0', [
+      { path: 'bin/', type: 'dir' },
+      // Only as an executable now: the host has these bytes as a plain object.
+      { path: 'bin/held', content: held, mode: 0o755 },
+      // New bytes under both modes.
+      { path: 'bin/fresh', content: fresh, mode: 0o755 },
+      { path: 'fresh.txt', content: fresh, mode: 0o644 },
+      { path: 'lib/', type: 'dir' },
+      ...shared,
+    ]),
+  );
+  await stageIndexed(s, srv, '1.0.0', v1);
+  const r = await stageIndexed(s, srv, '1.1.0', v2);
+  assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
+  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
+  writeFileSync(file, v2);
+  await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
+  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
 });

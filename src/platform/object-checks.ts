@@ -1,0 +1,134 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { CHECKED_FILE, OBJECT_NAME_RE, objectPath } from './object-store.js';
+
+// The helper's record of the objects it hashed and found to be their names (docs/design.md §20.3):
+// `objects/checked`, a line `<object name> <inode> <ctime in ns>` per object, taken by lstat right
+// after the helper last linked or made it. A write, a truncation, a chmod, a chown, a utimes, a link
+// or an unlink of the inode all set its change time to the kernel's clock, which no system call
+// sets back; so an object whose inode and change time are still the recorded ones has not been
+// changed since it was checked, and a stage links it without reading its bytes again. Anything
+// else (no record, another inode or change time, an unreadable record) is hashed as before.
+// Losing the file costs time, never trust: it is written to a temporary name and renamed, never
+// fsynced, and a record that does not read whole is ignored.
+
+const LINE_RE = /^([0-9a-f]{64}-[rx]) (\d{1,20}) (\d{1,25})$/;
+// A record over this is not read (an app has one line per object: 100,000 objects are ~10 MB).
+const MAX_RECORD_BYTES = 64 * 1024 * 1024;
+
+interface Seen {
+  ino: bigint;
+  ctimeNs: bigint;
+}
+
+export class CheckedObjects {
+  private readonly seen = new Map<string, Seen>();
+  private constructor(private readonly objectsDir: string) {}
+
+  // The record of `objectsDir`, empty when there is none or it does not read whole.
+  static load(objectsDir: string): CheckedObjects {
+    const r = new CheckedObjects(objectsDir);
+    let text: string;
+    try {
+      const file = path.join(objectsDir, CHECKED_FILE);
+      const st = fs.lstatSync(file);
+      if (!st.isFile() || st.size > MAX_RECORD_BYTES) return r;
+      text = fs.readFileSync(file, 'latin1');
+    } catch {
+      return r;
+    }
+    if (text.length > 0 && !text.endsWith('\n')) return r;
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const m = LINE_RE.exec(line);
+      if (!m) {
+        // Why all or nothing: a torn or foreign file says nothing reliable about any object.
+        r.seen.clear();
+        return r;
+      }
+      r.seen.set(m[1] as string, { ino: BigInt(m[2] as string), ctimeNs: BigInt(m[3] as string) });
+    }
+    return r;
+  }
+
+  get size(): number {
+    return this.seen.size;
+  }
+
+  // Whether the object `name`, whose lstat is `st`, is unchanged since the helper checked it.
+  unchanged(name: string, st: fs.BigIntStats): boolean {
+    const s = this.seen.get(name);
+    return !!s && s.ino === st.ino && s.ctimeNs === st.ctimeNs;
+  }
+
+  // Records `name` as checked now, by its lstat taken after the helper's last link of it; an
+  // object gone or no longer a file is forgotten.
+  note(name: string): void {
+    try {
+      const st = fs.lstatSync(objectPath(this.objectsDir, name), { bigint: true });
+      if (st.isFile()) {
+        this.seen.set(name, { ino: st.ino, ctimeNs: st.ctimeNs });
+        return;
+      }
+    } catch {
+      // gone: forgotten below
+    }
+    this.seen.delete(name);
+  }
+
+  names(): string[] {
+    return [...this.seen.keys()];
+  }
+
+  forget(name: string): void {
+    this.seen.delete(name);
+  }
+
+  // The objects recorded whose lstat still matches: those a change to other links (a prune) may
+  // note again afterwards without trusting anything that changed before it.
+  stillUnchanged(): string[] {
+    const out: string[] = [];
+    for (const name of this.seen.keys()) {
+      try {
+        if (this.unchanged(name, fs.lstatSync(objectPath(this.objectsDir, name), { bigint: true }))) out.push(name);
+      } catch {
+        // gone
+      }
+    }
+    return out;
+  }
+
+  // Replaces the record with what this holds (a temporary name, then a rename: a reader sees the
+  // old record or the new one).
+  save(): void {
+    let text = '';
+    for (const [name, s] of this.seen) if (OBJECT_NAME_RE.test(name)) text += `${name} ${s.ino} ${s.ctimeNs}\n`;
+    const file = path.join(this.objectsDir, CHECKED_FILE);
+    const tmp = path.join(this.objectsDir, `.tmp-checked-${randomBytes(6).toString('hex')}`);
+    try {
+      fs.writeFileSync(tmp, text, { mode: 0o600, flag: 'wx' });
+      fs.renameSync(tmp, file);
+    } catch {
+      // Why not thrown: the record only saves time; without it the next stage hashes again.
+      fs.rmSync(tmp, { force: true });
+    }
+  }
+}
+
+// Runs `change` (which unlinks trees' names of objects, so changes the objects' change times)
+// and notes again the objects that were unchanged before it, so that a prune does not make the
+// next stage hash every object the pruned tree shared with the kept ones.
+export async function keepingChecks<T>(objectsDir: string, change: () => Promise<T>): Promise<T> {
+  const record = CheckedObjects.load(objectsDir);
+  const before = record.size > 0 ? record.stillUnchanged() : [];
+  const out = await change();
+  if (record.size === 0) return out;
+  // Objects recorded but changed before the prune (or gone) are forgotten, never noted afresh;
+  // the prune runs under the app's lock, so nothing else wrote the record meanwhile.
+  const keep = new Set(before);
+  for (const name of record.names()) if (!keep.has(name)) record.forget(name);
+  for (const name of before) record.note(name);
+  record.save();
+  return out;
+}

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { CheckedObjects, keepingChecks } from '../../src/platform/object-checks.js';
+import { CHECKED_FILE, checkObjectSync, listObjects, objectName, objectPath } from '../../src/platform/object-store.js';
+
+// docs/design.md §20.3: the record of checked objects trusts an inode only while its change time
+// is the one noted after the helper's last link of it.
+
+function objectsWith(contents: string[]): { dir: string; names: string[]; cleanup(): void } {
+  const top = fs.mkdtempSync(path.join(os.tmpdir(), 'steward-object-checks-'));
+  const dir = path.join(top, 'objects');
+  fs.mkdirSync(dir, { mode: 0o700 });
+  const names = contents.map((c) => {
+    const name = objectName(createHash('sha256').update(c).digest('hex'), 0o444);
+    const file = objectPath(dir, name);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, c, { mode: 0o444 });
+    fs.chmodSync(file, 0o444);
+    return name;
+  });
+  return { dir, names, cleanup: () => fs.rmSync(top, { recursive: true, force: true }) };
+}
+
+const lstat = (dir: string, name: string): fs.BigIntStats => fs.lstatSync(objectPath(dir, name), { bigint: true });
+
+test('a noted object is unchanged until its inode changes: a write (even with its times set back), a chmod, a link', async (t) => {
+  const { dir, names, cleanup } = objectsWith(['one', 'two', 'three', 'four']);
+  t.after(cleanup);
+  const [a, b, c, d] = names as [string, string, string, string];
+  const r = CheckedObjects.load(dir);
+  assert.equal(r.size, 0, 'no record yet');
+  for (const n of names) r.note(n);
+  r.save();
+  const again = CheckedObjects.load(dir);
+  for (const n of names) assert.ok(again.unchanged(n, lstat(dir, n)), `${n} reads back as unchanged`);
+
+  // A write whose mtime and atime are set back: the change time still moves (after a tick of the
+  // file system's coarse clock: docs/design.md §20.3 says what a write within it means).
+  await new Promise((res) => setTimeout(res, 20));
+  const fa = objectPath(dir, a);
+  const before = fs.statSync(fa);
+  fs.chmodSync(fa, 0o644);
+  fs.writeFileSync(fa, 'ONE');
+  fs.chmodSync(fa, 0o444);
+  fs.utimesSync(fa, before.atime, before.mtime);
+  assert.ok(Math.abs(fs.statSync(fa).mtimeMs - before.mtimeMs) < 1, 'the mtime was set back');
+  assert.equal(again.unchanged(a, lstat(dir, a)), false, 'a written object is no longer unchanged');
+  assert.equal(checkObjectSync(fa, a, 3, (st) => again.unchanged(a, st)).ok, false, 'so its bytes are hashed, and found out');
+
+  fs.chmodSync(objectPath(dir, b), 0o444);
+  // A chmod to the same mode still sets the change time; wait a tick of the file system's clock first.
+  await new Promise((res) => setTimeout(res, 20));
+  fs.chmodSync(objectPath(dir, b), 0o444);
+  assert.equal(again.unchanged(b, lstat(dir, b)), false, 'a chmodded object is no longer unchanged');
+
+  await new Promise((res) => setTimeout(res, 20));
+  fs.linkSync(objectPath(dir, c), path.join(dir, '..', 'a-tree-name'));
+  assert.equal(again.unchanged(c, lstat(dir, c)), false, 'a link changes it too');
+  again.note(c);
+  assert.ok(again.unchanged(c, lstat(dir, c)), 'noted after the link, it is unchanged');
+  assert.ok(again.unchanged(d, lstat(dir, d)), 'an object nobody touched stays unchanged');
+  assert.equal(checkObjectSync(objectPath(dir, d), d, 4, (st) => again.unchanged(d, st)).ok, true);
+});
+
+test('an object replaced by another inode under its name is not unchanged', (t) => {
+  const { dir, names, cleanup } = objectsWith(['one']);
+  t.after(cleanup);
+  const [a] = names as [string];
+  const r = CheckedObjects.load(dir);
+  r.note(a);
+  const file = objectPath(dir, a);
+  const tmp = `${file}.new`;
+  // A second inode: created before the old one is unlinked, so it cannot reuse its number.
+  fs.writeFileSync(tmp, 'one', { mode: 0o444 });
+  fs.renameSync(tmp, file);
+  assert.equal(r.unchanged(a, lstat(dir, a)), false);
+});
+
+test('a torn or foreign record is ignored whole; the record is no object to list or collect', (t) => {
+  const { dir, names, cleanup } = objectsWith(['one', 'two']);
+  t.after(cleanup);
+  const r = CheckedObjects.load(dir);
+  for (const n of names) r.note(n);
+  r.save();
+  const text = fs.readFileSync(path.join(dir, CHECKED_FILE), 'utf8');
+  assert.equal(text.split('\n').filter(Boolean).length, 2);
+  for (const bad of [text.slice(0, -5), `${text}garbage\n`, 'x'.repeat(100), `${text.trimEnd()} 1\n`]) {
+    fs.writeFileSync(path.join(dir, CHECKED_FILE), bad);
+    assert.equal(CheckedObjects.load(dir).size, 0, `ignored: ${JSON.stringify(bad.slice(-20))}`);
+  }
+  fs.rmSync(path.join(dir, CHECKED_FILE));
+  fs.symlinkSync('/etc/passwd', path.join(dir, CHECKED_FILE));
+  assert.equal(CheckedObjects.load(dir).size, 0, 'a symlink is not followed');
+  fs.rmSync(path.join(dir, CHECKED_FILE));
+  r.save();
+  return listObjects(dir).then((l) => {
+    assert.deepEqual(l.strays, [], 'the record is no stray');
+    assert.equal(l.objects.length, 2);
+  });
+});
+
+test('keepingChecks notes again the objects a change to other links touched, and forgets those changed before it', async (t) => {
+  const { dir, names, cleanup } = objectsWith(['one', 'two', 'three']);
+  t.after(cleanup);
+  const [a, b, c] = names as [string, string, string];
+  const treeName = (n: string) => path.join(dir, '..', `tree-${n}`);
+  for (const n of names) fs.linkSync(objectPath(dir, n), treeName(n));
+  const r = CheckedObjects.load(dir);
+  for (const n of names) r.note(n);
+  r.save();
+  await new Promise((res) => setTimeout(res, 20));
+  // b was written before the prune: the prune must not launder it.
+  fs.chmodSync(objectPath(dir, b), 0o644);
+  fs.appendFileSync(objectPath(dir, b), '!');
+  fs.chmodSync(objectPath(dir, b), 0o444);
+  await keepingChecks(dir, async () => {
+    for (const n of names) fs.unlinkSync(treeName(n));
+    fs.unlinkSync(objectPath(dir, c));
+  });
+  const after = CheckedObjects.load(dir);
+  assert.ok(after.unchanged(a, lstat(dir, a)), 'a, unchanged before the prune, is noted again after it');
+  assert.equal(after.unchanged(b, lstat(dir, b)), false, 'b, written before the prune, is not');
+  assert.deepEqual(after.names().sort(), [a].sort(), 'b and the collected c are forgotten');
+});
