@@ -355,5 +355,5 @@ CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-// 12: this code queues hook events in the transactions of run and target changes.
-export const PG_SCHEMA_RANGE = { oldest: 12, newest: PG_MIGRATIONS.length } as const;
+// 13: this code reads and writes each release's indexed manifest (docs/design.md §20.2).
+export const PG_SCHEMA_RANGE = { oldest: 13, newest: PG_MIGRATIONS.length } as const;
