@@ -74,6 +74,15 @@ test('release add signs the plain manifest and the indexed one and keeps the fil
   assert.deepEqual([elsewhere.json.indexedManifest, elsewhere.json.index], [null, null]);
   const both = await controlCli(db, ['release', 'add', 'web', '2.0.2', '--file', other, '--url', 'https://cdn.example/web-2.0.2.tgz', '--key', keys.json.privateKeyFile, '--index', '--json']);
   assert.equal(both.code, 2, both.stdout + both.stderr);
+  // A file the extractor refuses: the plain manifest alone by default, saying why; refused with --index.
+  const junk = path.join(dir, 'junk.tgz');
+  writeFileSync(junk, 'not a tarball');
+  const skipped = await controlCli(db, ['release', 'add', 'junk', '1.0.0', '--file', junk, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--json']);
+  assert.equal(skipped.code, 0, skipped.stderr);
+  assert.deepEqual([skipped.json.index, skipped.json.indexedManifest, skipped.json.indexSkipped?.code], [null, null, 'UNSAFE_ARCHIVE']);
+  const asked = await controlCli(db, ['release', 'add', 'junk', '1.0.1', '--file', junk, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--index', '--json']);
+  assert.notEqual(asked.code, 0);
+  assert.equal(asked.json.error.code, 'UNSAFE_ARCHIVE');
   // release list says which releases have an index.
   const list = await controlCli(db, ['release', 'list', 'web', '--json']);
   assert.deepEqual(list.json.releases.map((r: { version: string; index: unknown }) => [r.version, r.index !== null]), [['1.0.0', true], ['1.1.0', true], ['2.0.0', false], ['2.0.1', false]]);

@@ -58,11 +58,24 @@ export function registerRelease(program: Command): void {
       // docs/design.md §20.2: with --base-url both manifests unless --no-index; with --url (the
       // tarball is elsewhere) only the plain one. The index is made here from the same tarball,
       // and made again by the catalog, which checks they agree.
-      const index = o.baseUrl && o.index !== false ? await indexOfTarball(o.file) : null;
+      // A tarball the extractor refuses (UNSAFE_ARCHIVE: not a gzip tar, an entry no host would
+      // extract) gets the plain manifest alone when the index is only the default, as release add
+      // did before indexes, and says so; with an explicit --index it is refused.
+      let index: { integrity: string; size: number } | null = null;
+      let indexSkipped: { code: string; message: string } | null = null;
+      if (o.baseUrl && o.index !== false) {
+        try {
+          index = await indexOfTarball(o.file);
+        } catch (err) {
+          if (o.index === true || !(err instanceof StewardError) || err.code !== 'UNSAFE_ARCHIVE') throw err;
+          indexSkipped = { code: err.code, message: err.message };
+        }
+      }
       // The manifest is signed here, on this machine's clock (the server host's, for --db).
       const signed = signRelease({ app, version, bytes, url: o.url ? checkUrl(o.url, '--url') : null, baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null, key, expiresDays, now: Date.now(), resign: o.resign === true, index });
       const r = await invoke(cmd, releaseAdd, { app, version, manifest: signed.manifest, ...(signed.indexedManifest ? { indexedManifest: signed.indexedManifest } : {}), publicKey: signed.publicKey, keep: signed.keep, resign: signed.resign }, bytes);
-      if (jsonOf(cmd)) return printJson(r);
+      if (jsonOf(cmd)) return printJson(indexSkipped ? { ...r, indexSkipped } : r);
+      if (indexSkipped) process.stderr.write(`warning: no file index for ${app} ${version}: ${indexSkipped.message}; every host fetches the whole tarball\n`);
       const p = r.payload;
       const head = r.change === 'added' ? `added ${app} ${version}` : r.change === 'refreshed' ? `re-signed ${app} ${version} (same key, fresh expiry)` : `re-signed ${app} ${version}: the manifest signed by key ${r.replacedKeyId} was replaced`;
       process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${r.index ? `  index=${r.index.url} size=${r.index.size} (hosts that read indexes get the indexed manifest)\n` : '  no file index: every host fetches the whole tarball\n'}`);
