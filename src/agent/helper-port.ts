@@ -1,6 +1,7 @@
 // The helper as the agent sees it: four ops over helper.sock (docs/design.md §7).
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
+import { refusedAsUnknown } from '../core/refused-as-unknown.js';
 import type { FetchAuth } from '../platform/download-auth.js';
 import type { AcceptedAnswer, AgentConfirmAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
 import { callHelper } from '../protocol/client.js';
@@ -30,15 +31,6 @@ export interface HelperPort {
 // Answers from the helper arrive in well under a second; a helper that says nothing for this
 // long is treated as unreachable, and the agent tries again at the next heartbeat.
 const HELPER_TIMEOUT_MS = 30_000;
-
-// Whether a refusal is a helper's schema refusing `key` as unknown (a helper from before it):
-// BAD_REQUEST naming the key in quotes after "Unrecognized key(s)". A refusal of the key's
-// content ("indexedManifest.sig: ...") or of anything else is not one.
-export function refusedAsUnknown(err: unknown, key: string): boolean {
-  if (!(err instanceof StewardError) || err.code !== 'BAD_REQUEST') return false;
-  const at = err.message.search(/nrecognized keys?:/);
-  return at >= 0 && err.message.slice(at).includes(`"${key}"`);
-}
 
 // The real helper behind `socketPath` (helper.sock).
 export function socketHelper(socketPath: string): HelperPort {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
+import { refusedAsUnknown } from '../../../core/refused-as-unknown.js';
 import { AGENT_APP } from '../../../core/name-checks.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { packageRoot } from '../../../platform/own-version.js';
@@ -73,7 +74,17 @@ export function registerRelease(program: Command): void {
       }
       // The manifest is signed here, on this machine's clock (the server host's, for --db).
       const signed = signRelease({ app, version, bytes, url: o.url ? checkUrl(o.url, '--url') : null, baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null, key, expiresDays, now: Date.now(), resign: o.resign === true, index });
-      const r = await invoke(cmd, releaseAdd, { app, version, manifest: signed.manifest, ...(signed.indexedManifest ? { indexedManifest: signed.indexedManifest } : {}), publicKey: signed.publicKey, keep: signed.keep, resign: signed.resign }, bytes);
+      const fields = { app, version, manifest: signed.manifest, publicKey: signed.publicKey, keep: signed.keep, resign: signed.resign };
+      let r: Awaited<ReturnType<typeof releaseAdd.run>>;
+      try {
+        r = await invoke(cmd, releaseAdd, { ...fields, ...(signed.indexedManifest ? { indexedManifest: signed.indexedManifest } : {}) }, bytes);
+      } catch (err) {
+        // A steward-control from before indexed manifests (--server, during a rolling upgrade)
+        // refuses the key: the plain manifest alone, as it would have made, and said so.
+        if (!signed.indexedManifest || !refusedAsUnknown(err, 'indexedManifest', 'USAGE')) throw err;
+        indexSkipped = { code: 'USAGE', message: 'the steward-control at --server is from before indexed manifests (docs/design.md §20.2) and keeps only the plain one' };
+        r = await invoke(cmd, releaseAdd, fields, bytes);
+      }
       if (jsonOf(cmd)) return printJson(indexSkipped ? { ...r, indexSkipped } : r);
       if (indexSkipped) process.stderr.write(`warning: no file index for ${app} ${version}: ${indexSkipped.message}; every host fetches the whole tarball\n`);
       const p = r.payload;
