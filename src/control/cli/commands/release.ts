@@ -82,7 +82,7 @@ export function registerRelease(program: Command): void {
         // A steward-control from before indexed manifests (--server, during a rolling upgrade)
         // refuses the key: the plain manifest alone, as it would have made, and said so.
         if (!signed.indexedManifest || !refusedAsUnknown(err, 'indexedManifest', 'USAGE')) throw err;
-        indexSkipped = { code: 'USAGE', message: 'the steward-control at --server is from before indexed manifests (docs/design.md §20.2) and keeps only the plain one' };
+        indexSkipped = { code: 'USAGE', message: 'the steward-control at --server is from before indexed manifests and keeps only the plain one: hosts fetch the whole tarball' };
         r = await invoke(cmd, releaseAdd, fields, bytes);
       }
       if (jsonOf(cmd)) return printJson(indexSkipped ? { ...r, indexSkipped } : r);
