@@ -1,6 +1,7 @@
 // The helper as the agent sees it: four ops over helper.sock (docs/design.md §7).
 import type { DesiredEntry } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
+import { refusedAsUnknown } from '../core/refused-as-unknown.js';
 import type { FetchAuth } from '../platform/download-auth.js';
 import type { AcceptedAnswer, AgentConfirmAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
 import { callHelper } from '../protocol/client.js';
@@ -34,9 +35,23 @@ const HELPER_TIMEOUT_MS = 30_000;
 // The real helper behind `socketPath` (helper.sock).
 export function socketHelper(socketPath: string): HelperPort {
   const helper = helperClient((request, opts) => callHelper(socketPath, request, { timeoutMs: HELPER_TIMEOUT_MS, ...opts }));
+  // docs/design.md §20.2: a helper from before indexed manifests refuses the key as a malformed
+  // request (no receipt); the agent asks it again without the key, and sends the key to that
+  // helper no more. Which helper that was is its pid and start time as `status` last told (the
+  // heartbeat asks for it every tick): a helper that started since, of another version perhaps,
+  // is offered the key again, once.
+  let helperSeen: string | null = null;
+  let indexedRefusedBy: string | null | undefined;
+  const indexedRefused = () => indexedRefusedBy !== undefined && indexedRefusedBy === helperSeen;
   return {
     receipts: () => helper.receipts(),
-    status: () => helper.status(),
+    status: async () => {
+      const st = await helper.status();
+      helperSeen = `${st.pid}:${st.startedAt}`;
+      // A refusal before any status was seen belongs to the helper seen first.
+      if (indexedRefusedBy === null) indexedRefusedBy = helperSeen;
+      return st;
+    },
     confirm: (hb) => helper.agentConfirm(hb),
     // To `previous`, never --to (helper.sock allows only that): the helper's own record of what
     // ran before decides, as `agentctl rollback` does.
@@ -59,6 +74,7 @@ export function socketHelper(socketPath: string): HelperPort {
         ...(e.downgrade !== undefined ? { downgrade: e.downgrade } : {}),
         ...(e.fetchUntil !== undefined ? { fetchUntil: e.fetchUntil } : {}),
         ...(mirrors && mirrors.length > 0 ? { mirrors: [...mirrors] } : {}),
+        ...(e.indexedManifest !== undefined && !indexedRefused() ? { indexedManifest: e.indexedManifest } : {}),
       };
       const withAuth: Req = fetchAuth ? { ...req, fetchAuth } : req;
       const refusedKey = (err: unknown, key: string) => err instanceof StewardError && err.code === 'BAD_REQUEST' && err.message.includes(key);
@@ -70,6 +86,13 @@ export function socketHelper(socketPath: string): HelperPort {
         try {
           return await helper.update(r);
         } catch (err) {
+          // Exactly this refusal, once: the key is dropped, so the request asked again cannot
+          // be refused for it again; any other refusal is thrown as before.
+          if (r.indexedManifest !== undefined && refusedAsUnknown(err, 'indexedManifest')) {
+            indexedRefusedBy = helperSeen;
+            const { indexedManifest: _dropped, ...without } = r;
+            return ask(without);
+          }
           if (r.downgrade !== undefined && refusedKey(err, 'downgrade')) {
             const { downgrade: _dropped, ...without } = r;
             return ask(without);

@@ -94,6 +94,10 @@ export const desiredEntrySchema = z.strictObject({
   // `version`, the version it ran before), not an update; no downgrade authorization is needed.
   // Sent only to an agent that offers it (DESIRED_FIELDS_HEADER): earlier agents' answers are strict.
   rollback: z.optional(z.literal(true)),
+  // The same release's manifest signed with its file index (docs/design.md §20.2), when the
+  // catalog keeps one: the helper stages from it, fetching only the files it lacks. Sent only to
+  // an agent that names it in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
+  indexedManifest: z.optional(envelopeSchema),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
@@ -109,11 +113,11 @@ export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
 // The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
 export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
 // The optional desired-entry fields an agent reads beyond those the receipt versions imply
-// (`downgrade`, `fetchUntil`, `rollback`), comma-separated: a control plane sends such a field only
+// (`downgrade`, `fetchUntil`, `rollback`, `indexedManifest`), comma-separated: a control plane sends such a field only
 // to an agent that lists it.
 export const DESIRED_FIELDS_HEADER = 'steward-desired-fields';
 // The fields this header governs, and those this agent reads.
-export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'fetchUntil', 'rollback'] as const;
+export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'fetchUntil', 'rollback', 'indexedManifest'] as const;
 
 // The fields an agent listed in DESIRED_FIELDS_HEADER that this steward knows; anything else is ignored.
 export function parseDesiredFields(header: string | string[] | undefined): string[] {

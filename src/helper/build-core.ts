@@ -70,6 +70,7 @@ export async function buildCore(paths: HostPaths, config: HostConfig, isRoot: bo
     agentConfirms: new AgentConfirms(systemClock),
     runAs: (app) => runAsFor(config, app, isRoot),
     blockedInMemory: new Map(),
+    lastTransfers: new Map(),
     stopTimeoutMs: 10_000,
     attempts: new Attempts<UpdateAnswer>(),
     startedAt: systemClock.now(),

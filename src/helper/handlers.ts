@@ -36,6 +36,7 @@ export function makeHandlers(core: HelperCore) {
           recovering: core.recovering(),
           running: (app) => core.locks.get(app),
           blockedInMemory: core.blockedInMemory,
+          ...(core.lastTransfers ? { lastTransfers: core.lastTransfers } : {}),
           units: core.units,
           now: core.clock.now(),
           ...(core.self ? { ownVersion: core.self.ownVersion } : {}),

@@ -5,7 +5,7 @@ import type { HoldLift, HoldView } from '../core/hold-limits.js';
 import type { Envelope } from '../core/release-schemas.js';
 import type { AppState } from '../core/state-schemas.js';
 import type { OpName } from './ops.js';
-import type { AcceptedAnswer, StageResult, UpdateAnswer } from './schemas.js';
+import type { AcceptedAnswer, StageResult, StageTransfer, UpdateAnswer } from './schemas.js';
 
 export type { AcceptedAnswer, StageResult, UpdateAnswer };
 
@@ -18,6 +18,17 @@ export interface RunningWork {
 }
 
 // `status`: one app.
+// How an app's last update since the helper started got its bytes (docs/design.md §20.2): the
+// update answer's `transfer`, its attempt and version, and `indexed` when a verified indexed
+// manifest came with the request (so `via` says whether the index path was taken).
+export interface LastTransfer extends StageTransfer {
+  attemptId: string;
+  version: string;
+  indexed: boolean;
+  fallback?: { code: string | null; message: string };
+  at: number;
+}
+
 export interface AppStatus {
   name: string;
   runner: 'process' | 'unit' | 'self';
@@ -32,6 +43,8 @@ export interface AppStatus {
   blocked: AppState['blocked'];
   quarantined: string[];
   running: RunningWork | null;
+  // The last update's transfer since the helper started (absent: none, or a helper before §20.2).
+  lastTransfer?: LastTransfer;
   lastAttempt: {
     attemptId: string;
     outcome: string;

@@ -32,6 +32,10 @@ const releaseSource = {
   app: appNameSchema,
   version: versionSchema,
   manifest: z.optional(envelopeSchema),
+  // The same release's manifest signed with its file index (docs/design.md §20.2): verified as
+  // `manifest` is and held to name the same bytes, then staged from. A helper from before it
+  // refuses the key as a malformed request, and the agent asks again without it.
+  indexedManifest: z.optional(envelopeSchema),
   integrity: z.optional(integritySchema),
   path: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
   upload: z.optional(intSchema(0)),

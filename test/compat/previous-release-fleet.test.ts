@@ -86,6 +86,15 @@ test(`this release's hosts against the previous steward-control (${PREVIOUS_RELE
   assert.deepEqual(receipts.map((r) => [r.outcome, r.counts, versionOf(r)]), [['active', true, 1], ['rolled-back', true, 1]]);
 });
 
+test(`this release's agent with the previous release's helper (${PREVIOUS_RELEASE.slice(0, 8)}): the helper refuses indexedManifest as malformed, the agent asks again without it, and the rollouts go on from the tarball`, { timeout: 400_000 }, async (t) => {
+  if (!previous) return t.skip(missing ?? 'no previous release');
+  // docs/design.md §20.2: this steward-control signs the indexed manifest of every release and sends
+  // it to this agent, which names it in its desired-fields header.
+  const { receipts, runs } = await fleetOf({ ...CURRENT, helper: previous.bin.helper, agentctl: previous.bin.agentctl }, CURRENT.control);
+  assert.deepEqual(runs, ['succeeded', 'halted']);
+  assert.deepEqual(receipts.map((r) => [r.outcome, r.counts]), [['active', true], ['rolled-back', true]]);
+});
+
 test(`a node this release enrolls with a list of control planes runs the previous release's agent (${PREVIOUS_RELEASE.slice(0, 8)}), which heartbeats to the URL that answered`, { timeout: 120_000 }, async (t) => {
   if (!previous) return t.skip(missing ?? 'no previous release');
   const host: TestHost = makeHost({ apps: { web: processApp() } });

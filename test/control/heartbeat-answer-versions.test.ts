@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { withAcceptedVersions } from '../../src/control/server/control-server.js';
 import { parseOfferedVersions } from '../../src/core/control-plane-accepts.js';
+import { desiredEntrySchema, OPTIONAL_DESIRED_FIELDS } from '../../src/core/control-api.js';
+import * as z from '../../src/core/zod-mini.js';
 
 // docs/design.md §16 and §17: a heartbeat answer lists the receipt versions both the control plane
 // and the agent take (the agent's RECEIPT_VERSIONS_HEADER), and carries a desired entry's `watchMs`
@@ -70,4 +72,24 @@ test("a desired entry's fetchUntil goes only to an agent that names it in stewar
   assert.equal('fetchUntil' in ask({ 'steward-receipt-versions': '1, 2, 3' }).desired[0], false, 'an agent from before it');
   assert.equal('fetchUntil' in ask({}).desired[0], false);
   assert.equal('fetchUntil' in ask({ 'steward-desired-fields': 'fetchUntilNot' }).desired[0], false);
+});
+
+test("a desired entry's indexedManifest goes only to an agent that names it in steward-desired-fields; an older agent's answer parses under its strict entry schema (docs/design.md §20.2)", () => {
+  const indexedManifest = { payload: 'e30=', sig: 'z', keyId: '0123456789abcdef' };
+  const manifest = { payload: 'e30=', sig: 'y', keyId: '0123456789abcdef' };
+  const withIndexed = () => ({ status: 200, body: { ackedSeqs: [], desired: [{ ...entry, manifest, indexedManifest }], heartbeatSeconds: 30 } });
+  const ask = (headers: Record<string, string>) => withAcceptedVersions({ headers } as unknown as http.IncomingMessage, withIndexed()).body as any;
+  const everything = OPTIONAL_DESIRED_FIELDS.join(', ');
+  const named = ask({ 'steward-receipt-versions': '1, 2, 3', 'steward-desired-fields': everything });
+  assert.deepEqual(named.desired[0].indexedManifest, indexedManifest);
+  assert.equal(desiredEntrySchema.safeParse(named.desired[0]).success, true);
+  // An agent of §18 (downgrade, fetchUntil, rollback) and one from before the header: without it.
+  const older = z.strictObject({ ...desiredEntrySchema.def.shape, indexedManifest: z.optional(z.never()) });
+  const headerSets: Array<Record<string, string>> = [{ 'steward-receipt-versions': '1, 2, 3', 'steward-desired-fields': 'downgrade, fetchUntil, rollback' }, { 'steward-receipt-versions': '1, 2, 3' }, {}];
+  for (const headers of headerSets) {
+    const out = ask(headers);
+    assert.equal('indexedManifest' in out.desired[0], false, JSON.stringify(headers));
+    assert.deepEqual(out.desired[0].manifest, manifest, 'the plain manifest goes to every agent');
+    assert.equal(older.safeParse(out.desired[0]).success, true, JSON.stringify(headers));
+  }
 });

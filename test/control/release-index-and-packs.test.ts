@@ -15,9 +15,11 @@ import { sri } from '../helpers/host.js';
 import { hostWithCurrent } from '../helpers/stage-harness.js';
 import { releaseOf } from '../helpers/object-releases.js';
 
-// docs/design.md §20: `release add --index` signs the file index into the manifest, the catalog keeps
-// it and the release's files as objects, the control plane serves the index and packs of the
-// objects beside the tarball, and a helper stages a second release from them.
+// docs/design.md §20: `release add` signs the file index into a second manifest (§20.2), the catalog
+// keeps it and the release's files as objects, the control plane serves the index and packs of
+// the objects beside the tarball, and a helper stages a second release from them.
+
+const payloadOf = (e: Envelope) => JSON.parse(Buffer.from(e.payload, 'base64').toString()) as Record<string, any>;
 
 function call(url: string, method = 'GET', body?: Buffer | string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
@@ -31,7 +33,7 @@ function call(url: string, method = 'GET', body?: Buffer | string): Promise<{ st
   });
 }
 
-test('release add --index signs and keeps the file index, the control plane serves it and packs, and a host stages the next release from them', async (t) => {
+test('release add signs the plain manifest and the indexed one and keeps the file index, the control plane serves it and packs, and a host stages the next release from them', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-release-index-'));
   const db = path.join(dir, 'control.db');
   const control = await startControlDaemon(db, 0, 1);
@@ -44,16 +46,57 @@ test('release add --index signs and keeps the file index, the control plane serv
   const keys = await controlCli(db, ['keys', 'create', '--out', path.join(dir, 'keys'), '--json']);
   assert.equal(keys.code, 0, keys.stderr);
   const manifests = new Map<string, Envelope>();
-  for (const [v, changed] of [['1.0.0', 'one\n'], ['1.1.0', 'two\n']] as const) {
+  const indexed = new Map<string, Envelope>();
+  // The default, and --index (kept for scripts): the same two manifests.
+  for (const [v, changed, flags] of [['1.0.0', 'one\n', []], ['1.1.0', 'two\n', ['--index']]] as const) {
     const file = path.join(dir, `web-${v}.tgz`);
     writeFileSync(file, releaseOf(v, changed));
-    const add = await controlCli(db, ['release', 'add', 'web', v, '--file', file, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--index', '--json']);
+    const add = await controlCli(db, ['release', 'add', 'web', v, '--file', file, '--base-url', control.url, '--key', keys.json.privateKeyFile, ...flags, '--json']);
     assert.equal(add.code, 0, add.stderr);
-    assert.deepEqual(Object.keys(add.json.payload.index).sort(), ['integrity', 'size', 'url']);
-    assert.equal(add.json.payload.index.url, `${control.url}/v1/artifacts/web/${v}.index.json`);
+    assert.equal('index' in add.json.payload, false, 'the plain manifest is exactly what it was before indexes');
+    assert.deepEqual(Object.keys(add.json.index).sort(), ['integrity', 'size', 'url']);
+    assert.equal(add.json.index.url, `${control.url}/v1/artifacts/web/${v}.index.json`);
+    const plain = payloadOf(add.json.manifest);
+    const withIndex = payloadOf(add.json.indexedManifest);
+    assert.deepEqual(withIndex, { ...plain, index: add.json.index }, 'the indexed manifest is the plain one plus the index');
+    assert.equal(add.json.indexedManifest.keyId, add.json.manifest.keyId);
     manifests.set(v, add.json.manifest as Envelope);
+    indexed.set(v, add.json.indexedManifest as Envelope);
   }
-  const payload = JSON.parse(Buffer.from((manifests.get('1.1.0') as Envelope).payload, 'base64').toString()) as { index: { integrity: string; size: number } };
+  // --no-index and --url: the plain manifest alone.
+  const other = path.join(dir, 'web-2.0.0.tgz');
+  writeFileSync(other, releaseOf('2.0.0', 'three\n'));
+  const plainOnly = await controlCli(db, ['release', 'add', 'web', '2.0.0', '--file', other, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--no-index', '--json']);
+  assert.equal(plainOnly.code, 0, plainOnly.stderr);
+  assert.deepEqual([plainOnly.json.indexedManifest, plainOnly.json.index, 'index' in plainOnly.json.payload], [null, null, false]);
+  const elsewhere = await controlCli(db, ['release', 'add', 'web', '2.0.1', '--file', other, '--url', 'https://cdn.example/web-2.0.1.tgz', '--key', keys.json.privateKeyFile, '--json']);
+  assert.equal(elsewhere.code, 0, elsewhere.stderr);
+  assert.deepEqual([elsewhere.json.indexedManifest, elsewhere.json.index], [null, null]);
+  const both = await controlCli(db, ['release', 'add', 'web', '2.0.2', '--file', other, '--url', 'https://cdn.example/web-2.0.2.tgz', '--key', keys.json.privateKeyFile, '--index', '--json']);
+  assert.equal(both.code, 2, both.stdout + both.stderr);
+  // A file the extractor refuses: the plain manifest alone by default, saying why; refused with --index.
+  const junk = path.join(dir, 'junk.tgz');
+  writeFileSync(junk, 'not a tarball');
+  const skipped = await controlCli(db, ['release', 'add', 'junk', '1.0.0', '--file', junk, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--json']);
+  assert.equal(skipped.code, 0, skipped.stderr);
+  assert.deepEqual([skipped.json.index, skipped.json.indexedManifest, skipped.json.indexSkipped?.code], [null, null, 'UNSAFE_ARCHIVE']);
+  const asked = await controlCli(db, ['release', 'add', 'junk', '1.0.1', '--file', junk, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--index', '--json']);
+  assert.notEqual(asked.code, 0);
+  assert.equal(asked.json.error.code, 'UNSAFE_ARCHIVE');
+  // release list says which releases have an index.
+  const list = await controlCli(db, ['release', 'list', 'web', '--json']);
+  assert.deepEqual(list.json.releases.map((r: { version: string; index: unknown }) => [r.version, r.index !== null]), [['1.0.0', true], ['1.1.0', true], ['2.0.0', false], ['2.0.1', false]]);
+  const table = await controlCli(db, ['release', 'list', 'web']);
+  assert.match(table.stdout, /INDEX/);
+  // A refresh (same key, fresh expiry) replaces both together; with --no-index it drops the indexed one.
+  const again = await controlCli(db, ['release', 'add', 'web', '1.0.0', '--file', path.join(dir, 'web-1.0.0.tgz'), '--base-url', control.url, '--key', keys.json.privateKeyFile, '--expires-days', '30', '--json']);
+  assert.equal(again.json.change, 'refreshed');
+  assert.equal(payloadOf(again.json.indexedManifest).expires, payloadOf(again.json.manifest).expires);
+  const listed = (await controlCli(db, ['release', 'list', 'web', '--json'])).json.releases.find((r: { version: string }) => r.version === '1.0.0');
+  assert.deepEqual(listed.indexedManifest, again.json.indexedManifest);
+  const dropped = await controlCli(db, ['release', 'add', 'web', '2.0.0', '--file', other, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--json']);
+  assert.notEqual(dropped.json.indexedManifest, null, 'a refresh without --no-index makes the indexed one');
+  const payload = payloadOf(indexed.get('1.1.0') as Envelope) as { index: { integrity: string; size: number } };
   const gzIndex = await call(`${control.url}/v1/artifacts/web/1.1.0.index.json`);
   assert.equal(gzIndex.status, 200);
   assert.equal(gzIndex.headers['content-type'], 'application/gzip');
@@ -80,9 +123,9 @@ test('release add --index signs and keeps the file index, the control plane serv
   mkdirSync(trustDir, { recursive: true, mode: 0o755 });
   const pub = readdirSync(path.join(dir, 'keys')).find((n) => n.endsWith('.pub')) as string;
   copyFileSync(path.join(dir, 'keys', pub), path.join(trustDir, pub));
-  const first = await stageRelease(s.deps, { kind: 'helper', app: 'web', version: '1.0.0', manifest: manifests.get('1.0.0') as Envelope });
+  const first = await stageRelease(s.deps, { kind: 'helper', app: 'web', version: '1.0.0', manifest: manifests.get('1.0.0') as Envelope, indexedManifest: indexed.get('1.0.0') as Envelope });
   assert.equal(first.via, 'tarball');
-  const second = await stageRelease(s.deps, { kind: 'helper', app: 'web', version: '1.1.0', manifest: manifests.get('1.1.0') as Envelope });
+  const second = await stageRelease(s.deps, { kind: 'helper', app: 'web', version: '1.1.0', manifest: manifests.get('1.1.0') as Envelope, indexedManifest: indexed.get('1.1.0') as Envelope });
   assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
   assert.ok(first.fallback?.code === null, JSON.stringify(first.fallback));
   assert.ok((second.fetchedBytes ?? Infinity) < (second.reusedBytes ?? 0) / 10, `fetched ${second.fetchedBytes}, reused ${second.reusedBytes}`);

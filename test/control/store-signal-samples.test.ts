@@ -184,9 +184,10 @@ describePostgres((backend) => {
     await pgQuery(url, 'DROP TABLE signal_samples, run_judgements, hook_marks, hook_deliveries, hooks');
     await pgQuery(url, 'ALTER TABLE runs DROP COLUMN analysis');
     await pgQuery(url, 'ALTER TABLE targets DROP COLUMN analysis');
+    await pgQuery(url, 'ALTER TABLE releases DROP COLUMN "indexedManifest"');
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 10');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 9, older than/.test(err.message));
-    assert.deepEqual((await migrateStore(url)).applied, [10, 11, 12]);
+    assert.deepEqual((await migrateStore(url)).applied, [10, 11, 12, 13]);
     assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 10`)).rows, [{ compatibleFrom: 9 }]);
     const store = await openStore(url);
     try {

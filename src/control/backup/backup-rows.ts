@@ -156,6 +156,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     artifactPath: nullable(text(4096)),
     addedAt: int,
     keyId: text(64),
+    indexedManifest: nullable(signed(manifestPayloadSchema, 'a release manifest')),
   },
   app_keys: { app: appName, keyId: text(64), addedAt: int },
   downgrades: { app: appName, version, keyId: text(64), notAfter: int, envelope: signed(downgradePayloadSchema, 'a downgrade authorization'), addedAt: int },

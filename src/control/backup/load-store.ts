@@ -1,14 +1,17 @@
 // Puts the events of a backup (restore) or of another store's snapshot (copy) into an empty
 // store: rows through the loader's one transaction, tarballs into the target's artifacts folder
 // (each written privately, fsynced and renamed into place before the rows that name it commit),
-// then settle-loaded.ts, then the commit. Any failure rolls the rows back and removes the
+// then settle-loaded.ts, then the commit, then the file indexes made again. Any failure rolls the rows back and removes the
 // tarballs this load placed: the target is left as it was.
 import { createHash } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import { StewardError } from '../../core/errors.js';
 import { artifactPath } from '../catalog/artifact-path.js';
 import { placeReleaseBytes, receiveUpload } from '../catalog/upload-file.js';
-import type { StoreLoader } from '../store/bulk.js';
+import type { LoadedTx, StoreLoader } from '../store/bulk.js';
+import { keepIndexAndObjects } from '../catalog/file-index-of.js';
+import { indexedManifestOf } from '../rollouts/indexed-manifest.js';
+import { manifestPayloadSchema } from '../../core/release-schemas.js';
 import type { ArtifactMeta, DumpEvent } from './backup-format.js';
 import { rowCounter, type Progress } from './dump-store.js';
 import { settleLoaded, type SettleOptions, type Settled } from './settle-loaded.js';
@@ -53,13 +56,43 @@ export async function loadStore(loader: StoreLoader, schemaVersion: number, even
         }
       }
     }
-    const settled = await loader.commit((tx) => settleLoaded(tx, { ...o.settle, artifacts }));
+    const { settled, indexed } = await loader.commit(async (tx) => ({ settled: await settleLoaded(tx, { ...o.settle, artifacts }), indexed: await indexedReleases(tx) }));
+    await keepIndexes(indexed, artifacts, o);
     return { ...settled, tables, artifacts: artifacts.size };
   } catch (err) {
     await loader.abort();
     // Why: these tarballs were not there before this load; no committed row names them.
     for (const f of placed) await fsp.rm(f, { force: true });
     throw err;
+  }
+}
+
+// The releases whose indexed manifest the control plane sends (docs/design.md §20.2), with their index.
+async function indexedReleases(tx: LoadedTx): Promise<Array<{ app: string; version: string; index: { url: string; integrity: string; size: number } }>> {
+  const out = [];
+  for (const r of await tx.releases.list()) {
+    const m = indexedManifestOf(r);
+    if (!m || r.artifactPath === null) continue;
+    const p = manifestPayloadSchema.safeParse(JSON.parse(Buffer.from(m.payload, 'base64').toString('utf8')));
+    if (p.success && p.data.index) out.push({ app: r.app, version: r.version, index: p.data.index });
+  }
+  return out;
+}
+
+// Makes each indexed release's index and objects again beside its tarball (a backup carries the
+// tarballs only): without them its hosts would find no index and take the tarball. Made after
+// the commit, from the tarball placed; one that cannot be made is told, and its hosts fall back
+// to the tarball as they would for any index they cannot fetch, until `release add` again.
+async function keepIndexes(indexed: Awaited<ReturnType<typeof indexedReleases>>, artifacts: Map<string, string>, o: { artifactsDir: string; progress: Progress }): Promise<void> {
+  for (const r of indexed) {
+    const file = artifacts.get(`${r.app}@${r.version}`);
+    if (!file) continue;
+    try {
+      await keepIndexAndObjects(o.artifactsDir, r.app, r.version, file, r.index);
+      o.progress(`file index ${r.app} ${r.version}: made again from its tarball`);
+    } catch (err) {
+      o.progress(`WARNING: the file index of ${r.app} ${r.version} could not be made again (${(err as Error).message}); its hosts take the tarball until \`steward-control release add ${r.app} ${r.version}\` is run again`);
+    }
   }
 }
 

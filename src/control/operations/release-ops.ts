@@ -10,6 +10,7 @@ import { removeRelease } from '../catalog/remove-release.js';
 import { discardReleaseBytes } from '../catalog/upload-file.js';
 import { recordAudit } from '../audit/record-audit.js';
 import { checkNames } from './check-names.js';
+import { indexedManifestOf } from '../rollouts/indexed-manifest.js';
 import { flag, toggle, word } from './inputs.js';
 import type { Operation } from './operation.js';
 
@@ -18,12 +19,13 @@ const EXPIRES_SOON_MS = 7 * 86_400_000;
 
 const pem = z.string().check(z.minLength(1), z.maxLength(4096));
 
-export const releaseAdd: Operation<{ app: string; version: string; manifest: Envelope; publicKey: string; keep: boolean; resign?: boolean }, AddedRelease> = {
+export const releaseAdd: Operation<{ app: string; version: string; manifest: Envelope; indexedManifest?: Envelope; publicKey: string; keep: boolean; resign?: boolean }, AddedRelease> = {
   command: 'release add',
   action: 'release.add',
   role: 'admin',
   upload: true,
-  input: z.strictObject({ app: word, version: word, manifest: envelopeSchema, publicKey: pem, keep: z.boolean(), resign: toggle }),
+  // `indexedManifest` (docs/design.md §20.2): optional, so that a CLI from before it is served as before.
+  input: z.strictObject({ app: word, version: word, manifest: envelopeSchema, indexedManifest: z.optional(envelopeSchema), publicKey: pem, keep: z.boolean(), resign: toggle }),
   async run(ctx, i, upload) {
     if (!upload) throw new StewardError('USAGE', 'release add: the tarball must follow the manifest');
     try {
@@ -33,8 +35,8 @@ export const releaseAdd: Operation<{ app: string; version: string; manifest: Env
       throw err;
     }
     const r = await publishRelease(ctx.store, ctx.actor, { ...i, resign: i.resign === true }, upload, ctx.artifactsDir);
-    // In the order `release add --json` has always printed.
-    return { app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath };
+    // In the order `release add --json` has always printed, then the indexed manifest and its index.
+    return { app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath, indexedManifest: r.indexedManifest, index: r.index };
   },
 };
 
@@ -64,6 +66,11 @@ export interface ReleaseView {
   manifest: Envelope;
   // The downgrade authorization stored for this version (docs/design.md §18), or null.
   downgrade: { keyId: string; notAfter: number; expired: boolean } | null;
+  // The file index hosts that read indexes stage from (docs/design.md §20.2): the one of the
+  // indexed manifest the control plane sends, or of a plain manifest signed with one; else null.
+  index: { url: string; integrity: string; size: number } | null;
+  // The indexed manifest the control plane sends to agents that read it, or null.
+  indexedManifest: Envelope | null;
 }
 
 export const releaseList: Operation<{ app?: string }, { releases: ReleaseView[] }> = {
@@ -79,7 +86,10 @@ export const releaseList: Operation<{ app?: string }, { releases: ReleaseView[] 
       releases: rows.map((r) => {
         const payload = JSON.parse(Buffer.from(r.manifest.payload, 'base64').toString('utf8')) as ManifestPayload;
         const expired = r.expires <= now;
-        return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired, expiresSoon: !expired && r.expires <= now + EXPIRES_SOON_MS, keyId: r.manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest: r.manifest, downgrade: downgradeOf.get(`${r.app}@${r.version}`) ?? null };
+        const indexedManifest = indexedManifestOf(r);
+        const indexed = indexedManifest ? (JSON.parse(Buffer.from(indexedManifest.payload, 'base64').toString('utf8')) as ManifestPayload) : payload;
+        const index = indexed.index ? { url: indexed.index.url, integrity: indexed.index.integrity, size: indexed.index.size } : null;
+        return { app: r.app, version: r.version, url: payload.url, size: r.size, integrity: r.integrity, expires: r.expires, expired, expiresSoon: !expired && r.expires <= now + EXPIRES_SOON_MS, keyId: r.manifest.keyId, kept: r.artifactPath !== null, addedAt: r.addedAt, manifest: r.manifest, downgrade: downgradeOf.get(`${r.app}@${r.version}`) ?? null, index, indexedManifest };
       }),
     };
   },

@@ -1,6 +1,7 @@
 import type { DesiredEntry } from '../../core/control-api.js';
 import { envelopeSchema, type Envelope } from '../../core/release-schemas.js';
-import type { StoreReader } from '../store/store.js';
+import type { ReleaseRow, StoreReader } from '../store/store.js';
+import { indexedManifestOf } from './indexed-manifest.js';
 
 // What a heartbeat answer asks of a node at `now`: every attempt a run that has not ended issued
 // to it that no counting receipt answered yet and whose window has not closed, with the release's
@@ -11,7 +12,9 @@ import type { StoreReader } from '../store/store.js';
 // and until when a failed download is tried again (`fetchUntil`, docs/design.md §18: half the
 // run's verdict timeout after the issue, which leaves the other half to install, start, probe and
 // relay the verdict, or the final FETCH_FAILED, before the run times the node out; sent only to an
-// agent that reads it, DESIRED_FIELDS_HEADER).
+// agent that reads it, DESIRED_FIELDS_HEADER), and the release's manifest signed with its file index
+// when the catalog keeps one that names the same bytes (`indexedManifest`, docs/design.md §20.2;
+// sent only to an agent that reads it; never with a revert, which stages nothing).
 export async function desiredFor(tx: StoreReader, nodeId: string, now: number): Promise<DesiredEntry[]> {
   const out: DesiredEntry[] = [];
   // Why first: with no run going there is nothing to send, and this is cheaper than the join.
@@ -24,7 +27,7 @@ export async function desiredFor(tx: StoreReader, nodeId: string, now: number): 
     // A target's revert run asks for the helper's rollback, not an update (docs/design.md §18).
     const attempt = await tx.runs.attempt(a.attemptId);
     const rollback = attempt !== null && (await tx.targets.ownerOf(attempt.runId))?.kind === 'revert';
-    out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...(downgrade && !rollback ? { downgrade } : {}), ...(rollback ? { rollback: true as const } : {}), ...fetchUntilOf(a) });
+    out.push({ app: a.app, version: a.version, attemptId: a.attemptId, manifest: release.manifest, ...(a.notAfter !== null ? { notAfter: a.notAfter } : {}), watchMs: Math.min(Math.max(0, Math.trunc(Number(a.bakeMs) || 0)), 86_400_000), ...(downgrade && !rollback ? { downgrade } : {}), ...(rollback ? { rollback: true as const } : {}), ...fetchUntilOf(a), ...(rollback ? {} : indexedOf(release)) });
   }
   return out;
 }
@@ -38,6 +41,12 @@ async function downgradeFor(tx: StoreReader, app: string, version: string): Prom
   if (!row) return null;
   const ok = envelopeSchema.safeParse(row.authorization);
   return ok.success ? ok.data : null;
+}
+
+// The release's indexed manifest as a desired-entry field, when it is one to send.
+function indexedOf(release: ReleaseRow): { indexedManifest?: Envelope } {
+  const m = indexedManifestOf(release);
+  return m ? { indexedManifest: m } : {};
 }
 
 // The fetch deadline of an attempt, or nothing when its row holds no usable numbers.

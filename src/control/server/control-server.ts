@@ -255,10 +255,11 @@ export function withAcceptedVersions<A extends { status: number; body: unknown }
   }
   // Optional desired-entry fields go only to an agent that said it reads them (DESIRED_FIELDS_HEADER):
   // to any other the entry goes without them. Without `downgrade` its host refuses the downgrade
-  // as before; without `fetchUntil` its helper tries a download once, as before.
+  // as before; without `fetchUntil` its helper tries a download once, as before; without
+  // `indexedManifest` its helper stages from the tarball, as before (docs/design.md §20.2).
   const fields = parseDesiredFields(req.headers[DESIRED_FIELDS_HEADER]);
   const desired = (answer.body as { desired?: Array<Record<string, unknown>> }).desired;
-  const drop = (['downgrade', 'fetchUntil'] as const).filter((f) => !fields.includes(f));
+  const drop = (['downgrade', 'fetchUntil', 'indexedManifest'] as const).filter((f) => !fields.includes(f));
   if (drop.length > 0 && Array.isArray(desired) && desired.some((d) => drop.some((f) => f in d))) {
     answer = { ...answer, body: { ...(answer.body as object), desired: desired.map((d) => Object.fromEntries(Object.entries(d).filter(([k]) => !(drop as readonly string[]).includes(k)))) } };
   }

@@ -445,6 +445,9 @@ export interface ReleaseRow {
   artifactPath: string | null;
   addedAt: number;
   keyId: string;
+  // The same release's manifest signed with its file index (docs/design.md §20.2), or null (none
+  // made: --url, --no-index, a release from before). Absent on write reads as null.
+  indexedManifest?: Envelope | null;
 }
 
 export interface AppKeyRow {
@@ -479,7 +482,8 @@ export interface ReleaseReads {
 }
 
 export interface ReleaseWrites {
-  // Inserts a release, or replaces the manifest (and expiry, key, artifact) of an existing one.
+  // Inserts a release, or replaces the manifest (and expiry, key, artifact, and the indexed
+  // manifest, null when absent) of an existing one.
   upsert(r: ReleaseRow): Promise<void>;
   // Removes a release from the catalog; false when it was not there.
   remove(app: string, version: string): Promise<boolean>;

@@ -16,6 +16,7 @@ export function stageInputOf(
     version: req.version,
     attemptId,
     manifest: req.manifest,
+    ...(req.indexedManifest ? { indexedManifest: req.indexedManifest } : {}),
     integrity: req.integrity,
     path: req.path,
     upload: ctx.upload ? { stream: ctx.upload, size: ctx.uploadSize } : null,

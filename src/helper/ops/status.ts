@@ -8,7 +8,7 @@ import type { HostConfig } from '../../core/config-schema.js';
 import { quarantineInForce } from '../../core/quarantine.js';
 import { requireApp } from '../../host/config.js';
 import type { HostPaths } from '../../core/paths.js';
-import type { AppStatus, RunningWork, StatusResult } from '../../protocol/answers.js';
+import type { AppStatus, LastTransfer, RunningWork, StatusResult } from '../../protocol/answers.js';
 import { holdViewOf, liftOf, readHoldFile } from '../holds/hold-file.js';
 import { readAppState } from '../state/app-state.js';
 import { readCurrent } from '../release-store.js';
@@ -37,6 +37,7 @@ export interface StatusContext {
   startedAt: number;
   recovering: boolean;
   running: (app: string) => RunningWork | undefined;
+  lastTransfers?: ReadonlyMap<string, LastTransfer>;
   blockedInMemory: ReadonlyMap<string, { reason: string; message: string; since: number }>;
   units?: UnitControl;
   now: number;
@@ -80,6 +81,7 @@ async function appStatus(ctx: StatusContext, name: string): Promise<AppStatus> {
     current: cur.state === 'valid' ? cur.version : null,
     currentState: cur.state,
     running: ctx.running(name) ?? null,
+    ...(ctx.lastTransfers?.get(name) ? { lastTransfer: ctx.lastTransfers.get(name) } : {}),
     lastAttempt:
       j.state === 'ok'
         ? {

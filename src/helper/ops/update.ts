@@ -27,6 +27,8 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
     const floors = req.app === SELF_APP ? selfFloors(core.self) : undefined;
     const downgrade = await authorizedDowngradeOf(core, req, state);
     const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state, floors, downgradeAuthorized: downgrade !== null });
+    // Told by `status` (an update of the control plane's is answered `accepted` before this).
+    core.lastTransfers?.set(req.app, { attemptId, version: req.version, ...transferOf(staged), indexed: req.indexedManifest !== undefined, ...(staged.fallback ? { fallback: staged.fallback } : {}), at: core.clock.now() });
     const cur = await readCurrent(core.paths, req.app);
     if (cur.state === 'invalid') {
       throw new StewardError('RELEASE_INVALID', `${req.app}: current is not a valid release (${cur.why}); \`agentctl recover ${req.app}\``);

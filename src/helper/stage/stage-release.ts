@@ -28,7 +28,7 @@ import { checkRefusals, type VersionFloor } from './refusals.js';
 import { controlPlaneUrls } from '../../core/control-plane-urls.js';
 import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
 import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
-import { verifyManifest } from './verify-manifest.js';
+import { verifyIndexedManifest, verifyManifest } from './verify-manifest.js';
 import { fileTreeAsObjects } from './tree-objects.js';
 import { stageFromIndex, type IndexStage } from './stage-from-index.js';
 import { gzipBound } from '../../core/object-pack.js';
@@ -83,6 +83,9 @@ export interface StageInput {
   version: string;
   attemptId?: string | undefined;
   manifest?: Envelope | undefined;
+  // The same release's manifest signed with its file index (docs/design.md §20.2): staged from
+  // when it verifies as `manifest` does and names the same bytes; the request is refused when not.
+  indexedManifest?: Envelope | undefined;
   integrity?: string | undefined;
   path?: string | undefined;
   upload?: { stream: Readable; size: number } | null | undefined;
@@ -387,14 +390,16 @@ async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> 
       trust: trustScope(trustedDir, input.trustedDir ? undefined : deps.paths.root),
       now: deps.clock.now(),
     });
+    const index = input.indexedManifest ? await verifyIndexedManifest(input.indexedManifest, m.payload, { app, version, trustedDir, trust: trustScope(trustedDir, input.trustedDir ? undefined : deps.paths.root), now: deps.clock.now() }) : m.payload.index;
     if (input.integrity && input.integrity !== m.payload.integrity) {
       throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: --integrity disagrees with the signed manifest`);
     }
     if (input.upload && input.upload.size !== m.payload.size) {
       throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the upload is ${input.upload.size} bytes, the manifest says ${m.payload.size}`);
     }
-    return { signed: true, keyId: m.keyId, integrity: m.payload.integrity, size: m.payload.size, url: m.payload.url, ...(m.payload.index ? { index: m.payload.index } : {}) };
+    return { signed: true, keyId: m.keyId, integrity: m.payload.integrity, size: m.payload.size, url: m.payload.url, ...(index ? { index } : {}) };
   }
+  if (input.indexedManifest) throw new StewardError('BAD_REQUEST', `${app} ${version}: an indexed manifest comes only with the manifest it indexes`);
   if (input.kind !== 'admin') {
     throw new StewardError('SIGNATURE_INVALID', `${app} ${version}: helper.sock takes only releases with a signed manifest`);
   }

@@ -4,6 +4,7 @@ import { manifestPayloadSchema, type Envelope, type ManifestPayload } from '../.
 import { DOMAINS, loadTrustedKeys, openEnvelope } from '../../platform/keys.js';
 import { logger } from '../../platform/log.js';
 import { trustRule, type TrustScope } from '../../platform/trusted-file.js';
+import { sameRelease } from '../../core/same-release.js';
 
 const log = logger('helper:stage');
 
@@ -51,4 +52,30 @@ export async function verifyManifest(
     );
   }
   return { payload: m, keyId: opened.keyId };
+}
+
+// Verifies the indexed manifest that came with `plain` (docs/design.md §20.2) exactly as
+// verifyManifest does (the same trusted keys, signature, schema, app, version, expiry), and holds
+// it to be the same release: the same url, size and integrity as the plain manifest, with an
+// index. Returns that index. Any failure refuses the whole request, with the code of the check
+// that failed and a message naming the indexed manifest: an indexed manifest that does not match
+// its plain one was made or changed by someone other than the release key's holder and the
+// catalog (which refuses such a pair), so nothing it came with is staged.
+export async function verifyIndexedManifest(
+  envelope: Envelope,
+  plain: ManifestPayload,
+  expect: { app: string; version: string; trustedDir: string; trust: TrustScope; now: number },
+): Promise<NonNullable<ManifestPayload['index']>> {
+  let m: VerifiedManifest;
+  try {
+    m = await verifyManifest(envelope, expect);
+  } catch (err) {
+    if (!(err instanceof StewardError)) throw err;
+    throw new StewardError(err.code, `the indexed manifest of ${expect.app} ${expect.version}: ${err.message}`, { cause: err });
+  }
+  if (!sameRelease(plain, m.payload)) {
+    throw new StewardError('INTEGRITY_MISMATCH', `the indexed manifest of ${expect.app} ${expect.version} names other bytes than its manifest (url, size or integrity differ)`);
+  }
+  if (!m.payload.index) throw new StewardError('RELEASE_INVALID', `the indexed manifest of ${expect.app} ${expect.version} names no file index`);
+  return m.payload.index;
 }

@@ -1,3 +1,4 @@
+import type { LastTransfer } from '../../protocol/answers.js';
 import type { HostConfig } from '../../core/config-schema.js';
 import type { HostPaths } from '../../core/paths.js';
 import type { ReceiptInput, StoredReceipt } from '../receipts/receipt-store.js';
@@ -48,6 +49,9 @@ export interface UpdateContext {
   runAs: (app: string) => Promise<RunAs | null>;
   // Apps blocked in memory because even `blocked` could not be written (a full disk).
   blockedInMemory: Map<string, { reason: string; message: string; since: number }>;
+  // How each app's last update since this helper started got its bytes (docs/design.md §20.2), for
+  // `status` (`lastTransfer`); in memory only. Absent in cores built for tests: nothing recorded.
+  lastTransfers?: Map<string, LastTransfer>;
   stopTimeoutMs: number;
   // When this helper started (the `since` of an app's signal counts that no activation began, docs/design.md §19).
   startedAt?: number;

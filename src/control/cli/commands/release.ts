@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
+import { refusedAsUnknown } from '../../../core/refused-as-unknown.js';
 import { AGENT_APP } from '../../../core/name-checks.js';
 import { printJson, table, when } from '../../../cli/output.js';
 import { packageRoot } from '../../../platform/own-version.js';
@@ -39,7 +40,8 @@ export function registerRelease(program: Command): void {
     .requiredOption('--key <pem>', 'the Ed25519 release private key (PEM); it is read here and never sent')
     .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
     .option('--resign', 'replace the manifest of this version (same bytes) signed by another key')
-    .option('--index', 'sign and serve the file index too, so hosts fetch only the files they lack (needs --base-url; a helper from before file indexes refuses such a manifest: use it once every host reads them)')
+    .option('--index', 'sign a second manifest with the file index and serve the index, so hosts that read indexes fetch only the files they lack (the default with --base-url; others get the plain manifest)')
+    .option('--no-index', 'sign only the plain manifest: every host fetches the whole tarball')
     .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string; resign?: boolean; index?: boolean }, cmd: Command) => {
       (await names()).checkNames(app, version);
       if (!o.url === !o.baseUrl) throw new StewardError('USAGE', 'pass exactly one of --url (fetch elsewhere) and --base-url (serve the tarball from this control plane)');
@@ -51,18 +53,43 @@ export function registerRelease(program: Command): void {
         throw new StewardError('NOT_FOUND', `cannot read the release key ${o.key}: ${(err as Error).message}`, { cause: err });
       }
       const [{ releaseKeyOf, signRelease }, { hashLocalFile }, { releaseAdd }, { indexOfTarball }] = await Promise.all([import('../../catalog/add-release.js'), import('../../catalog/upload-file.js'), ops(), import('../../catalog/file-index-of.js')]);
-      if (o.index && o.url) throw new StewardError('USAGE', '--index serves the file index beside the kept tarball: pass --base-url, not --url');
+      if (o.index === true && o.url) throw new StewardError('USAGE', '--index serves the file index beside the kept tarball: pass --base-url, not --url');
       const key = releaseKeyOf(privateKeyPem);
       const bytes = await hashLocalFile(o.file);
-      // The index is made here from the same tarball, and made again by the catalog, which checks they agree.
-      const index = o.index ? await indexOfTarball(o.file) : null;
+      // docs/design.md §20.2: with --base-url both manifests unless --no-index; with --url (the
+      // tarball is elsewhere) only the plain one. The index is made here from the same tarball,
+      // and made again by the catalog, which checks they agree.
+      // A tarball the extractor refuses (UNSAFE_ARCHIVE: not a gzip tar, an entry no host would
+      // extract) gets the plain manifest alone when the index is only the default, as release add
+      // did before indexes, and says so; with an explicit --index it is refused.
+      let index: { integrity: string; size: number } | null = null;
+      let indexSkipped: { code: string; message: string } | null = null;
+      if (o.baseUrl && o.index !== false) {
+        try {
+          index = await indexOfTarball(o.file);
+        } catch (err) {
+          if (o.index === true || !(err instanceof StewardError) || err.code !== 'UNSAFE_ARCHIVE') throw err;
+          indexSkipped = { code: err.code, message: err.message };
+        }
+      }
       // The manifest is signed here, on this machine's clock (the server host's, for --db).
       const signed = signRelease({ app, version, bytes, url: o.url ? checkUrl(o.url, '--url') : null, baseUrl: o.baseUrl ? checkUrl(o.baseUrl, '--base-url') : null, key, expiresDays, now: Date.now(), resign: o.resign === true, index });
-      const r = await invoke(cmd, releaseAdd, { app, version, manifest: signed.manifest, publicKey: signed.publicKey, keep: signed.keep, resign: signed.resign }, bytes);
-      if (jsonOf(cmd)) return printJson(r);
+      const fields = { app, version, manifest: signed.manifest, publicKey: signed.publicKey, keep: signed.keep, resign: signed.resign };
+      let r: Awaited<ReturnType<typeof releaseAdd.run>>;
+      try {
+        r = await invoke(cmd, releaseAdd, { ...fields, ...(signed.indexedManifest ? { indexedManifest: signed.indexedManifest } : {}) }, bytes);
+      } catch (err) {
+        // A steward-control from before indexed manifests (--server, during a rolling upgrade)
+        // refuses the key: the plain manifest alone, as it would have made, and said so.
+        if (!signed.indexedManifest || !refusedAsUnknown(err, 'indexedManifest', 'USAGE')) throw err;
+        indexSkipped = { code: 'USAGE', message: 'the steward-control at --server is from before indexed manifests and keeps only the plain one: hosts fetch the whole tarball' };
+        r = await invoke(cmd, releaseAdd, fields, bytes);
+      }
+      if (jsonOf(cmd)) return printJson(indexSkipped ? { ...r, indexSkipped } : r);
+      if (indexSkipped) process.stderr.write(`warning: no file index for ${app} ${version}: ${indexSkipped.message}; every host fetches the whole tarball\n`);
       const p = r.payload;
       const head = r.change === 'added' ? `added ${app} ${version}` : r.change === 'refreshed' ? `re-signed ${app} ${version} (same key, fresh expiry)` : `re-signed ${app} ${version}: the manifest signed by key ${r.replacedKeyId} was replaced`;
-      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${p.index ? `  index=${p.index.url} size=${p.index.size}\n` : ''}`);
+      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${r.index ? `  index=${r.index.url} size=${r.index.size} (hosts that read indexes get the indexed manifest)\n` : '  no file index: every host fetches the whole tarball\n'}`);
     });
   release
     .command('allow-downgrade <app> <version>')
@@ -150,8 +177,8 @@ export function registerRelease(program: Command): void {
     .action(async (app: string | undefined, _o: unknown, cmd: Command) => {
       const out = await invoke(cmd, (await ops()).releaseList, { app });
       if (jsonOf(cmd)) return printJson(out);
-      const t = [['APP', 'VERSION', 'SIZE', 'EXPIRES', 'KEY', 'URL']];
-      for (const r of out.releases) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : r.expiresSoon ? `${when(r.expires)} (within 7 days: re-run release add)` : when(r.expires), r.keyId, r.url]);
+      const t = [['APP', 'VERSION', 'SIZE', 'EXPIRES', 'KEY', 'INDEX', 'URL']];
+      for (const r of out.releases) t.push([r.app, r.version, String(r.size), r.expired ? `EXPIRED ${when(r.expires)}` : r.expiresSoon ? `${when(r.expires)} (within 7 days: re-run release add)` : when(r.expires), r.keyId, r.index ? 'yes' : 'no', r.url]);
       process.stdout.write(out.releases.length ? table(t) : 'no releases\n');
       // The versions hosts may go back to (release allow-downgrade), while that holds.
       for (const r of out.releases) if (r.downgrade && !r.downgrade.expired) process.stdout.write(`${r.app} ${r.version}: hosts may go back to it until ${when(r.downgrade.notAfter)} (downgrade authorized by key ${r.downgrade.keyId})\n`);

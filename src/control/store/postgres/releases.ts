@@ -3,10 +3,10 @@ import { parseJson } from '../parse-json.js';
 import type { AppKeyRow, DowngradeRow, ReleaseReads, ReleaseRow, ReleaseWrites } from '../store.js';
 import type { Query } from './query.js';
 
-type Raw = Omit<ReleaseRow, 'manifest'> & { manifest: string };
+type Raw = Omit<ReleaseRow, 'manifest' | 'indexedManifest'> & { manifest: string; indexedManifest: string | null };
 
-const toRow = (r: Raw): ReleaseRow => ({ ...r, manifest: parseJson<Envelope>(r.manifest, { payload: '', sig: '', keyId: '' }) });
-const COLUMNS = 'app, version, manifest, integrity, size, expires, "artifactPath", "addedAt", "keyId"';
+const toRow = (r: Raw): ReleaseRow => ({ ...r, manifest: parseJson<Envelope>(r.manifest, { payload: '', sig: '', keyId: '' }), indexedManifest: r.indexedManifest === null ? null : parseJson<Envelope | null>(r.indexedManifest, null) });
+const COLUMNS = 'app, version, manifest, integrity, size, expires, "artifactPath", "addedAt", "keyId", "indexedManifest"';
 type RawDowngrade = Omit<DowngradeRow, 'authorization'> & { envelope: string };
 const toDowngrade = ({ envelope, ...r }: RawDowngrade): DowngradeRow => ({ ...r, authorization: parseJson<Envelope>(envelope, { payload: '', sig: '', keyId: '' }) });
 const DOWNGRADE_COLUMNS = 'app, version, "keyId", "notAfter", envelope, "addedAt"';
@@ -29,9 +29,9 @@ export function pgReleases(q: Query): ReleaseReads & ReleaseWrites {
     },
     async upsert(r) {
       await q.count(
-        `INSERT INTO releases (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (app, version) DO UPDATE SET manifest = excluded.manifest, expires = excluded.expires, "artifactPath" = excluded."artifactPath", "keyId" = excluded."keyId"`,
-        [r.app, r.version, JSON.stringify(r.manifest), r.integrity, r.size, r.expires, r.artifactPath, r.addedAt, r.keyId],
+        `INSERT INTO releases (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (app, version) DO UPDATE SET manifest = excluded.manifest, expires = excluded.expires, "artifactPath" = excluded."artifactPath", "keyId" = excluded."keyId", "indexedManifest" = excluded."indexedManifest"`,
+        [r.app, r.version, JSON.stringify(r.manifest), r.integrity, r.size, r.expires, r.artifactPath, r.addedAt, r.keyId, r.indexedManifest ? JSON.stringify(r.indexedManifest) : null],
       );
     },
     async remove(app, version) {

@@ -344,11 +344,16 @@ CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
   // events, as SQLite's migration 12. An expansion (new tables): a steward-control of schema 9 to 11
   // works on it, and tells nobody.
   { version: 12, compatibleFrom: 9, sql: V12 },
+  // Issue 35 (docs/design.md §20.2): each release's manifest signed with its file index, as SQLite's
+  // migration 13. An expansion (a nullable column): a steward-control of schema 12 works on it; a
+  // release it adds or refreshes leaves the column as it was, and a newer instance then sends
+  // the indexed manifest only while it names the plain one's bytes and expiry (rollouts/desired.ts).
+  { version: 13, compatibleFrom: 12, sql: `ALTER TABLE releases ADD COLUMN "indexedManifest" text COLLATE "C";` },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
 // added) to `newest` (the last migration it ships, which `migrate` brings a database to). A
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
-// 12: this code queues hook events in the transactions of run and target changes.
-export const PG_SCHEMA_RANGE = { oldest: 12, newest: PG_MIGRATIONS.length } as const;
+// 13: this code reads and writes each release's indexed manifest (docs/design.md §20.2).
+export const PG_SCHEMA_RANGE = { oldest: 13, newest: PG_MIGRATIONS.length } as const;

@@ -3,9 +3,9 @@ import type { AppKeyRow, DowngradeRow, ReleaseReads, ReleaseRow, ReleaseWrites }
 import { parseJson } from '../parse-json.js';
 import type { Prepare } from './prepare.js';
 
-type Raw = Omit<ReleaseRow, 'manifest'> & { manifest: string };
+type Raw = Omit<ReleaseRow, 'manifest' | 'indexedManifest'> & { manifest: string; indexedManifest: string | null };
 
-const toRow = (r: Raw): ReleaseRow => ({ ...r, manifest: parseJson<Envelope>(r.manifest, { payload: '', sig: '', keyId: '' }) });
+const toRow = (r: Raw): ReleaseRow => ({ ...r, manifest: parseJson<Envelope>(r.manifest, { payload: '', sig: '', keyId: '' }), indexedManifest: r.indexedManifest === null ? null : parseJson<Envelope | null>(r.indexedManifest, null) });
 type RawDowngrade = Omit<DowngradeRow, 'authorization'> & { envelope: string };
 const toDowngrade = ({ envelope, ...r }: RawDowngrade): DowngradeRow => ({ ...r, authorization: parseJson<Envelope>(envelope, { payload: '', sig: '', keyId: '' }) });
 
@@ -25,9 +25,9 @@ export function sqliteReleases(q: Prepare): ReleaseReads & ReleaseWrites {
     },
     async upsert(r) {
       q(
-        `INSERT INTO releases (app, version, manifest, integrity, size, expires, artifactPath, addedAt, keyId) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT(app, version) DO UPDATE SET manifest = excluded.manifest, expires = excluded.expires, artifactPath = excluded.artifactPath, keyId = excluded.keyId`,
-      ).run(r.app, r.version, JSON.stringify(r.manifest), r.integrity, r.size, r.expires, r.artifactPath, r.addedAt, r.keyId);
+        `INSERT INTO releases (app, version, manifest, integrity, size, expires, artifactPath, addedAt, keyId, indexedManifest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT(app, version) DO UPDATE SET manifest = excluded.manifest, expires = excluded.expires, artifactPath = excluded.artifactPath, keyId = excluded.keyId, indexedManifest = excluded.indexedManifest`,
+      ).run(r.app, r.version, JSON.stringify(r.manifest), r.integrity, r.size, r.expires, r.artifactPath, r.addedAt, r.keyId, r.indexedManifest ? JSON.stringify(r.indexedManifest) : null);
     },
     async remove(app, version) {
       return q('DELETE FROM releases WHERE app = ? AND version = ?').run(app, version).changes === 1;

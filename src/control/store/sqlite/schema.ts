@@ -328,9 +328,15 @@ CREATE TABLE hook_marks (
 );
 `;
 
+// Issue 35 (docs/design.md §20.2): beside each release's plain manifest, the same release's manifest
+// signed with its file index, sent only to agents that read it (NULL: the release has none).
+const V13 = `
+ALTER TABLE releases ADD COLUMN indexedManifest TEXT;
+`;
+
 export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
-  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11), (db) => db.exec(V12),
+  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11), (db) => db.exec(V12), (db) => db.exec(V13),
 ];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
