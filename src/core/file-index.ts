@@ -38,17 +38,18 @@ const SHA256_RE = /^[0-9a-f]{64}$/;
 // no `.`, `..` or empty component, no NUL, within the byte and depth caps, never the marker.
 function checkPath(p: unknown, limits: IndexLimits): string {
   if (typeof p !== 'string' || p.length === 0) refuse('an entry has no path');
-  const shown = JSON.stringify(p.slice(0, 200));
-  if (p.includes('\0')) refuse(`entry ${shown} holds a NUL`);
-  if (p.startsWith('/')) refuse(`entry ${shown} is an absolute path`);
-  if (Buffer.byteLength(p) > limits.maxPathBytes) refuse(`entry ${shown} is longer than ${limits.maxPathBytes} bytes`);
+  // A function: quoting every path costs more than checking it, and only a refusal shows it.
+  const shown = (): string => JSON.stringify(p.slice(0, 200));
+  if (p.includes('\0')) refuse(`entry ${shown()} holds a NUL`);
+  if (p.startsWith('/')) refuse(`entry ${shown()} is an absolute path`);
+  if (Buffer.byteLength(p) > limits.maxPathBytes) refuse(`entry ${shown()} is longer than ${limits.maxPathBytes} bytes`);
   const parts = p.split('/');
-  if (parts.length > limits.maxDepth) refuse(`entry ${shown} is deeper than ${limits.maxDepth}`);
+  if (parts.length > limits.maxDepth) refuse(`entry ${shown()} is deeper than ${limits.maxDepth}`);
   for (const c of parts) {
-    if (c === '' || c === '.' || c === '..') refuse(`entry ${shown} has a ${c === '' ? 'empty' : JSON.stringify(c)} component`);
-    if (Buffer.byteLength(c) > 255) refuse(`entry ${shown} has a component longer than 255 bytes`);
+    if (c === '' || c === '.' || c === '..') refuse(`entry ${shown()} has a ${c === '' ? 'empty' : JSON.stringify(c)} component`);
+    if (Buffer.byteLength(c) > 255) refuse(`entry ${shown()} has a component longer than 255 bytes`);
   }
-  if (p === MARKER_FILE_NAME) refuse(`entry ${shown} is the marker's name`);
+  if (p === MARKER_FILE_NAME) refuse(`entry ${shown()} is the marker's name`);
   return p;
 }
 
@@ -82,31 +83,31 @@ export function parseFileIndex(bytes: Buffer, limits: IndexLimits): TreeEntry[] 
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) refuse('an entry is not an object');
     const r = raw as Record<string, unknown>;
     const p = checkPath(r.path, limits);
-    const shown = JSON.stringify(p.slice(0, 200));
-    if (kinds.has(p)) refuse(`entry ${shown} is listed twice`);
+    const shown = (): string => JSON.stringify(p.slice(0, 200));
+    if (kinds.has(p)) refuse(`entry ${shown()} is listed twice`);
     const keys = Object.keys(r).sort().join(',');
     let e: TreeEntry;
     if (r.type === 'file') {
-      if (keys !== 'mode,path,sha256,size,type') refuse(`file ${shown} has keys ${keys}`);
-      if (r.mode !== 0o444 && r.mode !== 0o555) refuse(`file ${shown} has mode ${String(r.mode)}, not 0444 or 0555`);
-      if (typeof r.sha256 !== 'string' || !SHA256_RE.test(r.sha256)) refuse(`file ${shown} has no sha256`);
-      if (!safeInt(r.size, limits.maxTotalBytes)) refuse(`file ${shown} has a bad size`);
+      if (keys !== 'mode,path,sha256,size,type') refuse(`file ${shown()} has keys ${keys}`);
+      if (r.mode !== 0o444 && r.mode !== 0o555) refuse(`file ${shown()} has mode ${String(r.mode)}, not 0444 or 0555`);
+      if (typeof r.sha256 !== 'string' || !SHA256_RE.test(r.sha256)) refuse(`file ${shown()} has no sha256`);
+      if (!safeInt(r.size, limits.maxTotalBytes)) refuse(`file ${shown()} has a bad size`);
       total += r.size;
       if (total > limits.maxTotalBytes) refuse(`its files hold more than ${limits.maxTotalBytes} bytes`);
       e = { path: p, type: 'file', mode: r.mode, size: r.size, sha256: r.sha256 };
     } else if (r.type === 'dir') {
-      if (keys !== 'mode,path,size,type' || r.mode !== 0o555 || r.size !== 0) refuse(`folder ${shown} is not {mode 0555, size 0}`);
+      if (keys !== 'mode,path,size,type' || r.mode !== 0o555 || r.size !== 0) refuse(`folder ${shown()} is not {mode 0555, size 0}`);
       e = { path: p, type: 'dir', mode: 0o555, size: 0 };
     } else if (r.type === 'symlink') {
-      if (keys !== 'mode,path,size,target,type' || r.mode !== 0o777) refuse(`symlink ${shown} is not {mode 0777, target}`);
+      if (keys !== 'mode,path,size,target,type' || r.mode !== 0o777) refuse(`symlink ${shown()} is not {mode 0777, target}`);
       const t = r.target;
-      if (typeof t !== 'string' || t === '' || t.includes('\0') || Buffer.byteLength(t) > limits.maxPathBytes) refuse(`symlink ${shown} has a bad target`);
-      if (t.startsWith('/')) refuse(`symlink ${shown} points to an absolute path`);
-      if (r.size !== Buffer.byteLength(t)) refuse(`symlink ${shown} has a size that is not its target's`);
-      if (escapesLexically(p, t)) refuse(`symlink ${shown} points outside the tree`);
+      if (typeof t !== 'string' || t === '' || t.includes('\0') || Buffer.byteLength(t) > limits.maxPathBytes) refuse(`symlink ${shown()} has a bad target`);
+      if (t.startsWith('/')) refuse(`symlink ${shown()} points to an absolute path`);
+      if (r.size !== Buffer.byteLength(t)) refuse(`symlink ${shown()} has a size that is not its target's`);
+      if (escapesLexically(p, t)) refuse(`symlink ${shown()} points outside the tree`);
       e = { path: p, type: 'symlink', mode: 0o777, size: r.size, target: t };
     } else {
-      refuse(`entry ${shown} is a ${JSON.stringify(String(r.type).slice(0, 40))}: only files, folders and symlinks are taken (no hardlink, device or FIFO)`);
+      refuse(`entry ${shown()} is a ${JSON.stringify(String(r.type).slice(0, 40))}: only files, folders and symlinks are taken (no hardlink, device or FIFO)`);
     }
     kinds.set(p, e.type);
     out.push(e);

@@ -78,20 +78,37 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   const incoming = path.join(d.work, 'objects-in');
   await fsp.mkdir(incoming, { mode: 0o700 });
   let fetchedBytes = wireBytes;
-  if (missing.length > 0) {
-    const total = packBytes(missing.map((m) => m.size));
-    fetchedBytes += await receivePack(d, incoming, missing, total);
-    // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
-    d.faults.io('objects', 'fsync');
-    await d.syncFileSystem(incoming);
-    for (const m of missing) {
-      d.faults.io('objects', 'rename');
-      await adoptVerifiedFile(d.objectsDir, path.join(incoming, m.sha256), objectName(m.sha256, m.mode));
+  const fresh = new Set(missing.map((m) => m.sha256));
+  const tree = new TreeBuilder(d, path.join(d.work, 'tree'), entries, present);
+  try {
+    // The folders and the links to objects the host has are made while the pack comes: on a
+    // real network the wait for the pack is the longer part, and this work fills it.
+    const laying = tree.layOut(fresh);
+    // Why: a failure of the links while the pack comes is taken up after the pack, not unhandled.
+    laying.catch(() => undefined);
+    try {
+      if (missing.length > 0) {
+        const total = packBytes(missing.map((m) => m.size));
+        fetchedBytes += await receivePack(d, incoming, missing, total);
+        // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
+        d.faults.io('objects', 'fsync');
+        await d.syncFileSystem(incoming);
+        for (const m of missing) {
+          d.faults.io('objects', 'rename');
+          await adoptVerifiedFile(d.objectsDir, path.join(incoming, m.sha256), objectName(m.sha256, m.mode));
+        }
+      }
+    } catch (err) {
+      tree.stop();
+      await laying.catch(() => undefined);
+      throw err;
     }
+    await laying;
+    for (const m of missing) present.add(objectName(m.sha256, m.mode));
+    await tree.finish(fresh);
+  } finally {
+    tree.saveChecks();
   }
-  const tree = path.join(d.work, 'tree');
-  for (const m of missing) present.add(objectName(m.sha256, m.mode));
-  await buildTree(d, tree, entries, new Set(missing.map((m) => m.sha256)), present);
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
   return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes };
 }
@@ -176,60 +193,92 @@ async function receivePack(d: IndexStageDeps, incoming: string, missing: Readonl
 // Makes the tree the index lists: folders 0700 while it is built and 0555 after, every file a
 // link to its object (checked again unless this stage just made it, or the record of checked
 // objects says it is unchanged since the helper last checked it: docs/design.md §20.3), symlinks
-// last, each resolving inside the tree, as the extraction's tree walk requires (§3.4).
-async function buildTree(d: IndexStageDeps, tree: string, entries: readonly TreeEntry[], fresh: ReadonlySet<string>, present: ReadonlySet<string>): Promise<void> {
-  await fsp.mkdir(tree, { mode: 0o700 });
-  const sorted = sortByPathBytes(entries);
+// last, each resolving inside the tree, as the extraction's tree walk requires (§3.4). In two
+// parts: `layOut` (the folders, and the files whose objects the host has) while the pack comes,
+// `finish` (the files of the pack, the symlinks, the folders sealed) after.
+class TreeBuilder {
+  private readonly sorted: TreeEntry[];
+  private readonly checked = new Set<string>();
+  private readonly record: CheckedObjects;
+  private first = true;
+  private stopped = false;
+  private n = 0;
+
+  constructor(
+    private readonly d: IndexStageDeps,
+    private readonly tree: string,
+    entries: readonly TreeEntry[],
+    // Object names the host has (found, or brought by the pack): no lookup needed before a link.
+    private readonly present: ReadonlySet<string>,
+  ) {
+    this.sorted = sortByPathBytes(entries);
+    this.record = CheckedObjects.load(d.objectsDir);
+  }
+
   // Why synchronous calls, a batch at a time: thousands of small links and hashes cost more in
-  // thread-pool round trips than in work (bench/objects.ts); the yield between batches keeps the
-  // helper answering (status, other apps) while it stages.
-  let n = 0;
-  const step = async (): Promise<void> => {
-    if (++n % 256 === 0) await new Promise<void>((r) => setImmediate(r));
-  };
-  // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
-  for (const e of sorted) {
-    if (e.type !== 'dir') continue;
-    fs.mkdirSync(path.join(tree, e.path), { mode: 0o700 });
-    await step();
+  // thread-pool round trips than in work (bench/objects.ts); the yield between batches lets the
+  // pack come in and keeps the helper answering (status, other apps) while it stages.
+  private async step(): Promise<void> {
+    if (++this.n % 256 === 0) await new Promise<void>((r) => setImmediate(r));
+    if (this.stopped) throw new StewardError('IO_ERROR', 'the tree was left unfinished: the pack failed');
   }
-  const checked = new Set<string>();
-  const record = CheckedObjects.load(d.objectsDir);
-  let first = true;
-  try {
-    for (const e of sorted) {
-      if (e.type !== 'file') continue;
-      const name = objectName(e.sha256, e.mode);
-      if (!present.has(name) && !checked.has(name) && !hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
-      if (first) d.faults.hit('during-objects');
-      first = false;
-      try {
-        linkObjectSync(d.objectsDir, name, path.join(tree, e.path), e.size, fresh.has(e.sha256) || checked.has(name), (st) => record.unchanged(name, st));
-      } catch (err) {
-        record.forget(name);
-        throw err;
-      }
-      // Noted by its lstat right after this link (which set its change time), so that nothing
-      // done to it between its check and the note goes unseen.
-      record.note(name);
-      checked.add(name);
-      await step();
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  async layOut(fresh: ReadonlySet<string>): Promise<void> {
+    await fsp.mkdir(this.tree, { mode: 0o700 });
+    // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
+    for (const e of this.sorted) {
+      if (e.type !== 'dir') continue;
+      fs.mkdirSync(path.join(this.tree, e.path), { mode: 0o700 });
+      await this.step();
     }
-  } finally {
-    record.save();
+    for (const e of this.sorted) if (e.type === 'file' && !fresh.has(e.sha256)) await this.link(e, false);
   }
-  for (const e of sorted) if (e.type === 'symlink') fs.symlinkSync(e.target, path.join(tree, e.path));
-  for (const e of sorted) {
-    if (e.type !== 'symlink') continue;
-    const escape = findSymlinkEscape(tree, e.path);
-    if (escape) throw new StewardError('UNSAFE_ARCHIVE', unsafeMessage(e.path, escape));
+
+  async finish(fresh: ReadonlySet<string>): Promise<void> {
+    for (const e of this.sorted) if (e.type === 'file' && fresh.has(e.sha256)) await this.link(e, true);
+    const { sorted, tree } = this;
+    for (const e of sorted) if (e.type === 'symlink') fs.symlinkSync(e.target, path.join(tree, e.path));
+    for (const e of sorted) {
+      if (e.type !== 'symlink') continue;
+      const escape = findSymlinkEscape(tree, e.path);
+      if (escape) throw new StewardError('UNSAFE_ARCHIVE', unsafeMessage(e.path, escape));
+    }
+    // Children before parents: a folder is made read-only once nothing below it changes.
+    for (let i = sorted.length - 1; i >= 0; i--) {
+      const e = sorted[i] as TreeEntry;
+      if (e.type === 'dir') fs.chmodSync(path.join(tree, e.path), 0o555);
+    }
+    this.d.faults.hit('after-objects-before-rename');
   }
-  // Children before parents: a folder is made read-only once nothing below it changes.
-  for (let i = sorted.length - 1; i >= 0; i--) {
-    const e = sorted[i] as TreeEntry;
-    if (e.type === 'dir') fs.chmodSync(path.join(tree, e.path), 0o555);
+
+  saveChecks(): void {
+    this.record.save();
   }
-  d.faults.hit('after-objects-before-rename');
+
+  // Links the file `e` to its object (made from the other mode's when only that exists); `made`:
+  // this stage made the object from the pack (hashed as it was written).
+  private async link(e: TreeEntry & { type: 'file' }, made: boolean): Promise<void> {
+    const { d, record, checked } = this;
+    const name = objectName(e.sha256, e.mode);
+    if (!this.present.has(name) && !checked.has(name) && !hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
+    if (this.first) d.faults.hit('during-objects');
+    this.first = false;
+    try {
+      linkObjectSync(d.objectsDir, name, path.join(this.tree, e.path), e.size, made || checked.has(name), (st) => record.unchanged(name, st));
+    } catch (err) {
+      record.forget(name);
+      throw err;
+    }
+    // Noted by its lstat right after this link (which set its change time), so that nothing
+    // done to it between its check and the note goes unseen.
+    record.note(name);
+    checked.add(name);
+    await this.step();
+  }
 }
 
 // Makes the object of `sha256` in `mode` from the one the host has in the other mode: its bytes
