@@ -42,6 +42,9 @@ export interface FetchOptions {
   // maxBytes is a bound, not the exact size: a shorter body is whole (a compressed file index or
   // pack, docs/design.md §20, whose caller checks what it decompresses to).
   atMost?: boolean;
+  // The Accept-Encoding sent (default `identity`): a file index or pack names the compressions
+  // the helper reads (docs/protocol.md); its answer's bytes are still hashed as they come.
+  acceptEncoding?: string;
 }
 
 export type FetchResult = HashedFile;
@@ -132,7 +135,7 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
   let url = first;
   try {
     for (let redirects = 0; ; redirects++) {
-      const res = await request(url, ca.ca, guard, opts.auth, opts.body);
+      const res = await request(url, ca.ca, guard, opts.auth, opts.body, opts.acceptEncoding);
       const status = res.statusCode ?? 0;
       if (isRedirect(status)) {
         res.destroy();
@@ -188,10 +191,11 @@ function checkContentLength(header: string | undefined, maxBytes: number, where:
   }
 }
 
-function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined, body?: Buffer): Promise<IncomingMessage> {
+function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined, body?: Buffer, acceptEncoding = 'identity'): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    // No cookies, no compression: the hashed bytes are exactly the bytes the manifest names.
-    const headers: Record<string, string> = { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' };
+    // No cookies, no transfer compression: the hashed bytes are exactly the bytes sent (a file
+    // index or pack asks which compression its representation comes in, docs/protocol.md).
+    const headers: Record<string, string> = { 'Accept-Encoding': acceptEncoding, 'User-Agent': USER_AGENT, Accept: '*/*' };
     if (auth && u.origin === auth.origin) headers.Authorization = auth.authorization;
     if (body) {
       headers['Content-Type'] = 'application/json';

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { compressionOf, compressSync, decompressSync } from '../../src/core/compression.js';
 import { indexOfTarball, keepIndexAndObjects } from '../../src/control/catalog/file-index-of.js';
 import { parseIndexPath, sendIndex, sendPack } from '../../src/control/server/packs.js';
 import type { ControlStore } from '../../src/control/store/store.js';
@@ -25,6 +25,12 @@ export interface ObjectServer {
   // Changes the body of the answer to `kind` (the whole body, decompressed for an index or a pack:
   // the test's attack).
   tamper: Partial<Record<'tgz' | 'index' | 'pack', (body: Buffer) => Buffer>>;
+  // Cuts answers of a kind: each answer takes the next count, sends its headers (the whole
+  // length) and that many bytes of its body, then drops the connection.
+  cut: Partial<Record<'tgz' | 'index' | 'pack', number[]>>;
+  // Each request's Accept-Encoding, and each answer's Content-Type, in order.
+  accepts: string[];
+  answered: string[];
   // Puts app web's `version` (tarball `tgz`) in the catalog with its index and objects; returns
   // the index's integrity and size as `release add --index` signs them.
   publish(version: string, tgz: Buffer): Promise<{ integrity: string; size: number }>;
@@ -38,9 +44,13 @@ export async function startObjectServer(): Promise<ObjectServer> {
   const moved = { tgz: 0, index: 0, pack: 0 };
   const requests: string[] = [];
   const tamper: ObjectServer['tamper'] = {};
+  const cut: ObjectServer['cut'] = {};
+  const accepts: string[] = [];
+  const answered: string[] = [];
   const server = http.createServer((req, res) => {
     const url = req.url ?? '';
     requests.push(`${req.method} ${url}`);
+    accepts.push(String(req.headers['accept-encoding'] ?? ''));
     const rest = url.replace(/^\/v1\/artifacts\//, '');
     const beside = parseIndexPath(rest);
     const kind = beside ? beside.kind : 'tgz';
@@ -64,15 +74,27 @@ export async function startObjectServer(): Promise<ObjectServer> {
       if (c) chunks.push(Buffer.from(c));
       let body: Buffer = Buffer.concat(chunks);
       const change = tamper[kind];
-      // The index and packs travel gzip-compressed: the change is made to what they decompress to.
-      if (change && status === 200) body = kind === 'tgz' ? change(body) : gzipSync(change(gunzipSync(body)));
-      moved[kind] += body.length;
+      // The index and packs travel compressed: the change is made to what they decompress to,
+      // compressed again as they came.
+      if (change && status === 200) {
+        const c = compressionOf(body);
+        body = kind === 'tgz' ? change(body) : compressSync(c === 'zstd' ? 'zstd' : 'gzip', change(decompressSync(body, 1 << 30, 'the answer')));
+      }
+      answered.push(String(headers['content-type'] ?? ''));
+      const cutAt = status === 200 ? cut[kind]?.shift() : undefined;
       realHead(status, { ...headers, 'content-length': String(body.length) });
+      if (cutAt !== undefined) {
+        moved[kind] += Math.min(cutAt, body.length);
+        realWrite(body.subarray(0, cutAt));
+        setTimeout(() => res.destroy(), 20);
+        return res;
+      }
+      moved[kind] += body.length;
       realWrite(body);
       return realEnd();
     }) as typeof res.end;
     if (beside?.kind === 'pack') return void sendPack(anyRelease, artifactsDir, beside, req, res);
-    if (beside) return void sendIndex(anyRelease, artifactsDir, beside, res, false);
+    if (beside) return void sendIndex(anyRelease, artifactsDir, beside, req, res, false);
     const m = /^web\/([^/]+)\.tgz$/.exec(rest);
     try {
       const bytes = readFileSync(path.join(artifactsDir, 'web', `${m?.[1]}.tgz`));
@@ -91,6 +113,9 @@ export async function startObjectServer(): Promise<ObjectServer> {
     moved,
     requests,
     tamper,
+    cut,
+    accepts,
+    answered,
     async publish(version, tgz) {
       mkdirSync(path.join(artifactsDir, 'web'), { recursive: true });
       const file = path.join(artifactsDir, 'web', `${version}.tgz`);

@@ -6,6 +6,8 @@ import { localActor, recordAudit, type Actor } from '../audit/record-audit.js';
 import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 import { indexPath } from './file-index-of.js';
+import { compressedIndexPath } from './pack-records.js';
+import { removePatchesOf } from './patch-path.js';
 
 // Removes app@version and its kept tarball; BUSY while a run of it has not ended, or a target
 // or a node pin names it (docs/design.md §18).
@@ -27,8 +29,10 @@ export async function removeRelease(store: ControlStore, artifactsDir: string, a
   // Why after the commit: the catalog no longer names the tarball, so nothing serves it; a crash
   // before this line leaves a file nobody reads, never a release without its file.
   if (row.artifactPath !== null) await fsp.rm(artifactPath(artifactsDir, app, version), { force: true });
-  // Its file index too (docs/design.md §20). The app's objects stay: other versions may share
-  // them, and nothing collects them yet.
-  await fsp.rm(indexPath(artifactsDir, app, version), { force: true });
+  // Its file index too (docs/design.md §20), its compressed copies, and the patches to and from
+  // it (§20.2). The app's objects stay: other versions may share them, and nothing collects them yet.
+  const indexFile = indexPath(artifactsDir, app, version);
+  for (const f of [indexFile, compressedIndexPath(indexFile, 'gzip'), compressedIndexPath(indexFile, 'zstd')]) await fsp.rm(f, { force: true });
+  await removePatchesOf(artifactsDir, app, version);
   return row;
 }

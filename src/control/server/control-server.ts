@@ -230,7 +230,7 @@ async function handle(
       }
       res.once('close', slot.release);
       if (beside.kind === 'pack') return sendPack(store, opts.artifactsDir, beside, req, res);
-      return sendIndex(store, opts.artifactsDir, beside, res, req.method === 'HEAD');
+      return sendIndex(store, opts.artifactsDir, beside, req, res, req.method === 'HEAD');
     }
     return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), req, res, req.method === 'HEAD', downloads.slots, who.who, downloads.minRate);
   }

@@ -32,7 +32,7 @@ import { verifyManifest } from './verify-manifest.js';
 import { fileTreeAsObjects } from './tree-objects.js';
 import { stageFromIndex, type IndexStage } from './stage-from-index.js';
 import { gzipBound } from '../../core/object-pack.js';
-import { gunzipSync } from 'node:zlib';
+import { acceptEncoding, decompressSync } from '../../core/compression.js';
 import { createHash } from 'node:crypto';
 
 // sha512 SRI of bytes.
@@ -622,14 +622,14 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         let last: unknown = new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the file index ${index.url}`);
         for (const url of sourcesOf(index.url)) {
           try {
-            // gzip-compressed on the wire: at most gzipBound of its signed size, and it must
-            // decompress to at most that size, to the bytes the manifest signs.
-            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, ...fetchSettings(deps, input), ...authOf(deps, input, url) });
+            // gzip- or zstd-compressed on the wire (docs/protocol.md): at most gzipBound of its
+            // signed size, and it must decompress to at most that size, to the bytes the manifest signs.
+            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: acceptEncoding(), ...fetchSettings(deps, input), ...authOf(deps, input, url) });
             let bytes: Buffer;
             try {
-              bytes = gunzipSync(await fsp.readFile(file), { maxOutputLength: index.size });
+              bytes = decompressSync(await fsp.readFile(file), index.size, `${app} ${version}: the file index from ${url}`);
             } catch (err) {
-              throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not decompress to at most its signed ${index.size} bytes (${(err as Error).message})`);
+              throw new StewardError('INTEGRITY_MISMATCH', (err as Error).message);
             }
             if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not match the integrity the manifest signs`);
             return { bytes, wireBytes: got.bytes };
@@ -641,11 +641,11 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         }
         throw last;
       },
-      fetchPack: async (body, bytes, sink) => {
+      fetchPack: async (body, maxWireBytes, sink) => {
         if (!/\.index\.json$/.test(index.url)) throw new StewardError('FETCH_FAILED', `${app} ${version}: the file index ${index.url} names no pack (it does not end in .index.json)`);
         const url = sourcesOf(index.url.replace(/\.index\.json$/, '.pack'))[0];
         if (!url) throw new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the pack`);
-        return (await deps.io.fetchInto({ url, maxBytes: gzipBound(bytes), atMost: true, body, ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes;
+        return (await deps.io.fetchInto({ url, maxBytes: maxWireBytes, atMost: true, body, acceptEncoding: acceptEncoding(), ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes;
       },
     });
     if (r.done) return r;

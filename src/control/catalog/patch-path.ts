@@ -1,0 +1,23 @@
+// Where the catalog keeps the static zstd patches of an app (docs/design.md §20.2):
+// `<artifacts>/<app>/<to>.from-<from>.patch`.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { StewardError } from '../../core/errors.js';
+import { isAppName } from '../../core/name-checks.js';
+import { isVersion } from '../../core/version.js';
+
+export function patchPath(artifactsDir: string, app: string, to: string, from: string): string {
+  if (!isAppName(app) || !isVersion(to) || !isVersion(from)) throw new StewardError('USAGE', `${app} ${from} -> ${to} is not an app and two versions`);
+  return path.join(artifactsDir, app, `${to}.from-${from}.patch`);
+}
+
+// Removes every patch to or from app@version (release remove): nothing serves a patch whose
+// release is gone.
+export async function removePatchesOf(artifactsDir: string, app: string, version: string): Promise<void> {
+  const dir = path.join(artifactsDir, app);
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  for (const n of names) {
+    const m = /^(.+)\.from-(.+)\.patch$/.exec(n);
+    if (m && (m[1] === version || m[2] === version)) await fsp.rm(path.join(dir, n), { force: true });
+  }
+}
