@@ -25,12 +25,14 @@ export interface ObjectServer {
   // Changes the body of the answer to `kind` (the whole body, decompressed for an index or a pack:
   // the test's attack).
   tamper: Partial<Record<'tgz' | 'index' | 'pack', (body: Buffer) => Buffer>>;
-  // Cuts answers of a kind: each answer takes the next count, sends its headers (the whole
-  // length) and that many bytes of its body, then drops the connection.
+  // Cuts answers of a kind: each answer takes the next count (below 1: that share of the body),
+  // sends its headers (the whole length) and that many bytes of its body, then drops the connection.
   cut: Partial<Record<'tgz' | 'index' | 'pack', number[]>>;
   // Each request's Accept-Encoding, and each answer's Content-Type, in order.
   accepts: string[];
   answered: string[];
+  // How many objects each pack request asked for, in order.
+  packAsks: number[];
   // Puts app web's `version` (tarball `tgz`) in the catalog with its index and objects; returns
   // the index's integrity and size as `release add --index` signs them.
   publish(version: string, tgz: Buffer): Promise<{ integrity: string; size: number }>;
@@ -47,6 +49,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
   const cut: ObjectServer['cut'] = {};
   const accepts: string[] = [];
   const answered: string[] = [];
+  const packAsks: number[] = [];
   const server = http.createServer((req, res) => {
     const url = req.url ?? '';
     requests.push(`${req.method} ${url}`);
@@ -54,6 +57,11 @@ export async function startObjectServer(): Promise<ObjectServer> {
     const rest = url.replace(/^\/v1\/artifacts\//, '');
     const beside = parseIndexPath(rest);
     const kind = beside ? beside.kind : 'tgz';
+    if (kind === 'pack') {
+      const body: Buffer[] = [];
+      req.on('data', (c: Buffer) => body.push(c));
+      req.on('end', () => packAsks.push((JSON.parse(Buffer.concat(body).toString()) as { sha256: string[] }).sha256.length));
+    }
     // Each answer is taken whole, counted, and maybe changed before it is sent.
     const chunks: Buffer[] = [];
     const realWrite = res.write.bind(res);
@@ -81,7 +89,8 @@ export async function startObjectServer(): Promise<ObjectServer> {
         body = kind === 'tgz' ? change(body) : compressSync(c === 'zstd' ? 'zstd' : 'gzip', change(decompressSync(body, 1 << 30, 'the answer')));
       }
       answered.push(String(headers['content-type'] ?? ''));
-      const cutAt = status === 200 ? cut[kind]?.shift() : undefined;
+      const share = status === 200 ? cut[kind]?.shift() : undefined;
+      const cutAt = share === undefined ? undefined : share < 1 ? Math.floor(body.length * share) : share;
       realHead(status, { ...headers, 'content-length': String(body.length) });
       if (cutAt !== undefined) {
         moved[kind] += Math.min(cutAt, body.length);
@@ -116,6 +125,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
     cut,
     accepts,
     answered,
+    packAsks,
     async publish(version, tgz) {
       mkdirSync(path.join(artifactsDir, 'web'), { recursive: true });
       const file = path.join(artifactsDir, 'web', `${version}.tgz`);
