@@ -103,12 +103,13 @@ export function decompressSync(bytes: Buffer, maxOutput: number, what: string): 
   }
 }
 
-// A streaming decompressor of `c` (zstd with at most a 2^windowLogMax window).
-export function createDecompressor(c: Compression, what: string, windowLogMax = 27): Transform {
+// A streaming decompressor of `c` (zstd with at most a 2^windowLogMax window, and a raw-content
+// dictionary when given: a static patch's bases, docs/design.md §20.2).
+export function createDecompressor(c: Compression, what: string, windowLogMax = 27, dictionary?: Buffer): Transform {
   if (c === 'gzip') return zlib.createGunzip();
   const zs = zstdOf();
   if (!zs) throw noZstd(what);
-  return zs.createZstdDecompress({ params: { [zstdConstant('ZSTD_d_windowLogMax')]: windowLogMax } });
+  return zs.createZstdDecompress({ params: { [zstdConstant('ZSTD_d_windowLogMax')]: windowLogMax }, ...(dictionary && dictionary.length > 0 ? { dictionary } : {}) });
 }
 
 // The refusal of zstd bytes on a runtime without zstd.

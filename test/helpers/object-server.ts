@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { compressionOf, compressSync, decompressSync } from '../../src/core/compression.js';
 import { indexOfTarball, keepIndexAndObjects } from '../../src/control/catalog/file-index-of.js';
-import { parseIndexPath, sendIndex, sendPack } from '../../src/control/server/packs.js';
+import { parseIndexPath, sendIndex, sendPack, sendPatch } from '../../src/control/server/packs.js';
+import { makePatches, type MadePatches } from '../../src/control/catalog/make-patches.js';
 import type { ControlStore } from '../../src/control/store/store.js';
 import { stageRelease, type StageInput } from '../../src/helper/stage/stage-release.js';
 import type { StageResult } from '../../src/protocol/schemas.js';
@@ -20,14 +21,14 @@ import type { StagedHost } from './stage-harness.js';
 export interface ObjectServer {
   base: string;
   artifactsDir: string;
-  moved: { tgz: number; index: number; pack: number };
+  moved: { tgz: number; index: number; pack: number; patch: number };
   requests: string[];
   // Changes the body of the answer to `kind` (the whole body, decompressed for an index or a pack:
   // the test's attack).
-  tamper: Partial<Record<'tgz' | 'index' | 'pack', (body: Buffer) => Buffer>>;
+  tamper: Partial<Record<'tgz' | 'index' | 'pack' | 'patch', (body: Buffer) => Buffer>>;
   // Cuts answers of a kind: each answer takes the next count (below 1: that share of the body),
   // sends its headers (the whole length) and that many bytes of its body, then drops the connection.
-  cut: Partial<Record<'tgz' | 'index' | 'pack', number[]>>;
+  cut: Partial<Record<'tgz' | 'index' | 'pack' | 'patch', number[]>>;
   // Each request's Accept-Encoding, and each answer's Content-Type, in order.
   accepts: string[];
   answered: string[];
@@ -36,6 +37,8 @@ export interface ObjectServer {
   // Puts app web's `version` (tarball `tgz`) in the catalog with its index and objects; returns
   // the index's integrity and size as `release add --index` signs them.
   publish(version: string, tgz: Buffer): Promise<{ integrity: string; size: number }>;
+  // What the last publish made as static patches (§20.2), as `release add` would.
+  patches: MadePatches | null;
   close(): void;
 }
 
@@ -43,7 +46,7 @@ const anyRelease = { read: async (fn: (tx: unknown) => unknown) => fn({ releases
 
 export async function startObjectServer(): Promise<ObjectServer> {
   const artifactsDir = mkdtempSync(path.join(os.tmpdir(), 'steward-objsrv-'));
-  const moved = { tgz: 0, index: 0, pack: 0 };
+  const moved = { tgz: 0, index: 0, pack: 0, patch: 0 };
   const requests: string[] = [];
   const tamper: ObjectServer['tamper'] = {};
   const cut: ObjectServer['cut'] = {};
@@ -86,7 +89,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
       // compressed again as they came.
       if (change && status === 200) {
         const c = compressionOf(body);
-        body = kind === 'tgz' ? change(body) : compressSync(c === 'zstd' ? 'zstd' : 'gzip', change(decompressSync(body, 1 << 30, 'the answer')));
+        body = kind === 'tgz' || kind === 'patch' ? change(body) : compressSync(c === 'zstd' ? 'zstd' : 'gzip', change(decompressSync(body, 1 << 30, 'the answer')));
       }
       answered.push(String(headers['content-type'] ?? ''));
       const share = status === 200 ? cut[kind]?.shift() : undefined;
@@ -103,6 +106,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
       return realEnd();
     }) as typeof res.end;
     if (beside?.kind === 'pack') return void sendPack(anyRelease, artifactsDir, beside, req, res);
+    if (beside?.kind === 'patch') return void sendPatch(anyRelease, artifactsDir, { ...beside, from: beside.from as string }, req, res, false, null);
     if (beside) return void sendIndex(anyRelease, artifactsDir, beside, req, res, false);
     const m = /^web\/([^/]+)\.tgz$/.exec(rest);
     try {
@@ -116,7 +120,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  const srv: ObjectServer = {
     base,
     artifactsDir,
     moved,
@@ -126,12 +130,14 @@ export async function startObjectServer(): Promise<ObjectServer> {
     accepts,
     answered,
     packAsks,
+    patches: null,
     async publish(version, tgz) {
       mkdirSync(path.join(artifactsDir, 'web'), { recursive: true });
       const file = path.join(artifactsDir, 'web', `${version}.tgz`);
       writeFileSync(file, tgz);
       const index = await indexOfTarball(file);
       await keepIndexAndObjects(artifactsDir, 'web', version, file, index);
+      srv.patches = await makePatches(artifactsDir, 'web', version);
       return index;
     },
     close() {
@@ -140,6 +146,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
       rmSync(artifactsDir, { recursive: true, force: true });
     },
   };
+  return srv;
 }
 
 // The key each host trusts for web, made once per host.

@@ -33,8 +33,8 @@ export const releaseAdd: Operation<{ app: string; version: string; manifest: Env
       throw err;
     }
     const r = await publishRelease(ctx.store, ctx.actor, { ...i, resign: i.resign === true }, upload, ctx.artifactsDir);
-    // In the order `release add --json` has always printed.
-    return { app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath };
+    // In the order `release add --json` has always printed; `patches` (§20.2) last, for an indexed release.
+    return { app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath, ...(r.patches ? { patches: r.patches } : {}) };
   },
 };
 

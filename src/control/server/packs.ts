@@ -12,6 +12,9 @@ import { gzipBound, packBytes, packHeader, parsePackRequest, PACK_MAX_OBJECTS } 
 import { StewardError } from '../../core/errors.js';
 import { indexPath, serverObjectsDir } from '../catalog/file-index-of.js';
 import { ensureCompressedIndex, ensureRecord } from '../catalog/pack-records.js';
+import { patchPath } from '../catalog/patch-path.js';
+import { sendStaticFile } from './artifacts.js';
+import { DEFAULT_MIN_DOWNLOAD_RATE, type MinDownloadRate } from './download-limits.js';
 import type { ControlStore } from '../store/store.js';
 import { logger } from '../../platform/log.js';
 import { errorAnswer } from './answer.js';
@@ -23,8 +26,14 @@ const log = logger('control:packs');
 // The largest pack request: PACK_MAX_OBJECTS hex sha256s in JSON.
 const MAX_PACK_REQUEST_BYTES = PACK_MAX_OBJECTS * 67 + 64;
 
-// The app, version and kind an artifact path names beside the tarball, or null.
-export function parseIndexPath(rest: string): { app: string; version: string; kind: 'index' | 'pack' } | null {
+// The app, version and kind an artifact path names beside the tarball, or null: its index, a
+// pack of its objects, or a static patch to it from version `from` (docs/design.md §20.2).
+export function parseIndexPath(rest: string): { app: string; version: string; kind: 'index' | 'pack' | 'patch'; from?: string } | null {
+  const p = /^([^/]+)\/([^/]+)\.from-([^/]+)\.patch$/.exec(rest);
+  if (p) {
+    const [, app, version, from] = p as unknown as [string, string, string, string];
+    return isAppName(app) && isVersion(version) && isVersion(from) ? { app, version, kind: 'patch', from } : null;
+  }
   const m = /^([^/]+)\/([^/]+)\.(index\.json|pack)$/.exec(rest);
   if (!m) return null;
   const [, app, version, ext] = m as unknown as [string, string, string, string];
@@ -75,6 +84,19 @@ async function writeFileTo(res: ServerResponse, file: string): Promise<boolean> 
     await fh.close();
   }
   return !res.destroyed;
+}
+
+// Sends the static patch to a catalog release from `from` (whole, or the one byte range asked:
+// it is a kept file, as the tarball), or 404 when none was made.
+export async function sendPatch(store: ControlStore, artifactsDir: string, names: { app: string; version: string; from: string }, req: IncomingMessage, res: ServerResponse, headOnly: boolean, minRate: MinDownloadRate | null = DEFAULT_MIN_DOWNLOAD_RATE): Promise<void> {
+  const [to, from] = await store.read(async (tx) => [await tx.releases.get(names.app, names.version), await tx.releases.get(names.app, names.from)]);
+  const fh = to && from ? await openKept(patchPath(artifactsDir, names.app, names.version, names.from)) : null;
+  if (!fh) return sendJson(res, errorAnswer(404, 'NOT_FOUND', `there is no patch of ${names.app} from ${names.from} to ${names.version} here`));
+  const st = await fh.stat();
+  // The patch never changes while both releases stay (remade identically at a refresh): its size
+  // and time name it for If-Range.
+  const headers = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes', etag: `"patch-${st.size}-${Math.trunc(st.mtimeMs)}"`, 'cache-control': 'no-cache' };
+  await sendStaticFile(fh, headers, req, res, headOnly, `the patch of ${names.app} from ${names.from} to ${names.version}`, minRate, `a patch of ${names.app}`);
 }
 
 // Sends the kept index of a catalog release, or 404: its compressed copy kept beside it

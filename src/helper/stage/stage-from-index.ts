@@ -6,6 +6,7 @@ import { StewardError, toStewardError } from '../../core/errors.js';
 import { parseFileIndex } from '../../core/file-index.js';
 import { PackReader, packBytes, packRequestBody, packWireBound } from '../../core/object-pack.js';
 import { StreamDecoder } from './stream-decoder.js';
+import { receivePatch, type PatchSource } from './stage-from-patch.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
 import { adoptVerifiedFile, hasObjectSync, linkObjectSync, objectName, objectPath } from '../../platform/object-store.js';
@@ -34,10 +35,16 @@ export interface IndexStageDeps {
   syncFileSystem(dir: string): Promise<void>;
   // The tarball's size: above half of it missing, the tarball is fetched instead.
   tarballBytes: number;
+  // Where static patches from versions the host has come from, best first (stage-from-patch.ts):
+  // the next is tried only when the one before is not offered (nothing came).
+  patches?: readonly PatchSource[];
 }
 
+// What became of the patch a stage tried (docs/design.md §20.2): used, or why not.
+export type PatchTry = { from: string; used: true } | { from: string; used: false; code: string | null; message: string };
+
 export type IndexStage =
-  | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number }
+  | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number; patch?: PatchTry }
   | { done: false; why: string };
 
 // Builds the release tree at `<work>/tree` from its signed file index and the objects the host
@@ -70,8 +77,18 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   const incoming = path.join(d.work, 'objects-in');
   await fsp.mkdir(incoming, { mode: 0o700 });
   let fetchedBytes = wireBytes;
+  let patch: PatchTry | undefined;
   if (missing.length > 0) {
-    fetchedBytes += await receivePack(d, incoming, missing);
+    // A static patch from a version the host has first, where one is offered; the pack otherwise.
+    let used = false;
+    for (const src of d.patches ?? []) {
+      const byPatch = await receivePatch({ objectsDir: d.objectsDir, work: d.work, limits: d.limits, maxBytes: d.tarballBytes }, src, incoming, sizes, missing);
+      fetchedBytes += byPatch.wire;
+      patch = byPatch.ok ? { from: src.from, used: true } : { from: src.from, used: false, code: byPatch.code, message: byPatch.message };
+      used = byPatch.ok;
+      if (byPatch.ok || byPatch.wire > 0 || byPatch.code !== 'FETCH_FAILED') break;
+    }
+    if (!used) fetchedBytes += await receivePack(d, incoming, missing);
     // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
     d.faults.io('objects', 'fsync');
     await d.syncFileSystem(incoming);
@@ -83,7 +100,7 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   const tree = path.join(d.work, 'tree');
   await buildTree(d, tree, entries, new Set(missing.map((m) => m.sha256)));
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
-  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes };
+  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}) };
 }
 
 // How many POSTs one pack may take: the first, and asks for the rest after a cut (§20.2).

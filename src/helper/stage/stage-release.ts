@@ -32,7 +32,9 @@ import { verifyManifest } from './verify-manifest.js';
 import { fileTreeAsObjects } from './tree-objects.js';
 import { stageFromIndex, type IndexStage } from './stage-from-index.js';
 import { gzipBound } from '../../core/object-pack.js';
-import { acceptEncoding, decompressSync } from '../../core/compression.js';
+import { acceptEncoding, decompressSync, hasZstd } from '../../core/compression.js';
+import type { PatchSource } from './stage-from-patch.js';
+import { compareVersions, isVersion } from '../../core/version.js';
 import { createHash } from 'node:crypto';
 
 // sha512 SRI of bytes.
@@ -341,7 +343,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
     const how = viaObjects ? { fetchedBytes: viaObjects.fetchedBytes, via: 'objects' as const } : { fetchedBytes: trust.size, via: 'tarball' as const };
     log('staged app=%s version=%s attempt=%s via=%s fetched=%d reused=%d', app, version, attemptId, how.via, how.fetchedBytes, reusedBytes);
-    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, ...how, reusedBytes, ...(fallback ? { fallback } : {}) };
+    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, ...how, reusedBytes, ...(fallback ? { fallback } : {}), ...(viaObjects?.patch ? { patch: viaObjects.patch } : {}) };
   } catch (err) {
     let e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
     // A disk error from below (the extraction worker) does not know which release it hit.
@@ -641,6 +643,7 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         }
         throw last;
       },
+      patches: await patchSources(deps, input, index.url, sourcesOf),
       fetchPack: async (body, maxWireBytes, sink) => {
         if (!/\.index\.json$/.test(index.url)) throw new StewardError('FETCH_FAILED', `${app} ${version}: the file index ${index.url} names no pack (it does not end in .index.json)`);
         const url = sourcesOf(index.url.replace(/\.index\.json$/, '.pack'))[0];
@@ -664,5 +667,35 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
 // Removes what a try from the index left in the staging folder: its tree, its index, the pack's
 // objects not yet put in place. Objects put in place are complete and verified: they stay.
 async function clearIndexTry(work: string): Promise<void> {
-  for (const name of ['tree', 'index.json', 'objects-in']) await removeOwnTree(path.join(work, name)).catch(() => undefined);
+  for (const name of ['tree', 'index.json', 'objects-in', 'patch']) await removeOwnTree(path.join(work, name)).catch(() => undefined);
+}
+
+// The static patches a stage may take (docs/design.md §20.2), best first: from the version the
+// host runs when it is below the one staged, then from the newest complete version below it;
+// none on a runtime without zstd or for an index whose URL names no patch.
+async function patchSources(deps: StageDeps, input: StageInput, indexUrl: string, sourcesOf: (url: string) => string[]): Promise<PatchSource[]> {
+  const { app, version } = input;
+  if (!hasZstd() || !/\.index\.json$/.test(indexUrl)) return [];
+  const below = (v: string): boolean => v !== version && compareVersions(v, version) < 0;
+  const froms: string[] = [];
+  const current = await readCurrent(deps.paths, app).catch(() => null);
+  if (current?.state === 'valid' && below(current.version)) froms.push(current.version);
+  const names = (await fsp.readdir(versionsDir(deps.paths, app)).catch(() => [] as string[])).filter((v) => isVersion(v) && below(v)).sort((a, b) => compareVersions(b, a));
+  for (const v of names) {
+    if ((await inspectMarker(deps.paths, app, v)).state !== 'valid') continue;
+    if (!froms.includes(v)) froms.push(v);
+    break;
+  }
+  const sources: PatchSource[] = [];
+  for (const from of froms) {
+    const url = sourcesOf(indexUrl.replace(/\.index\.json$/, `.from-${from}.patch`))[0];
+    if (!url) continue;
+    sources.push({
+      from,
+      to: version,
+      fetchPatch: async (start, maxBytes, sink) =>
+        (await deps.io.fetchInto({ url, maxBytes, atMost: true, acceptEncoding: acceptEncoding(), ...(start > 0 ? { rangeStart: start } : {}), ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes,
+    });
+  }
+  return sources;
 }

@@ -17,6 +17,8 @@ export class StreamDecoder {
     private readonly what: string,
     private readonly out: (chunk: Buffer) => Promise<void>,
     private readonly windowLogMax = 27,
+    // Only zstd with this dictionary (a static patch's bases) when given.
+    private readonly dictionary?: Buffer,
   ) {}
 
   // Takes the next compressed bytes; throws once decompressing or `out` failed.
@@ -56,7 +58,8 @@ export class StreamDecoder {
     const c = compressionOf(Buffer.concat(this.head));
     if (c === 'short' && !ended) return false;
     if (c !== 'gzip' && c !== 'zstd') throw new StewardError('INTEGRITY_MISMATCH', `${this.what} is neither gzip nor zstd`);
-    const z = createDecompressor(c, this.what, this.windowLogMax);
+    if (this.dictionary && c !== 'zstd') throw new StewardError('INTEGRITY_MISMATCH', `${this.what} is not zstd`);
+    const z = createDecompressor(c, this.what, this.windowLogMax, this.dictionary);
     this.z = z;
     this.consumed = (async () => {
       for await (const c2 of z as AsyncIterable<Buffer>) await this.out(c2);
@@ -91,6 +94,8 @@ export class StreamDecoder {
     if (typeof e.code === 'string' && (e.code.startsWith('Z_') || e.code.startsWith('ZSTD_') || e.code === 'ERR_ZLIB_BINDING_CLOSED')) {
       // zlib's "unexpected end of file" is a stream cut short; anything else is other bytes.
       this.truncated = /unexpected end of file/i.test(e.message ?? '') || e.code === 'Z_BUF_ERROR';
+      // A frame whose window passes the cap is a bomb, not a damaged stream.
+      if (/windowTooLarge|too much memory/i.test(`${e.code} ${e.message}`)) throw new StewardError('UNSAFE_ARCHIVE', `${this.what} needs a window past 2^${this.windowLogMax} bytes (${e.message})`);
       throw new StewardError('INTEGRITY_MISMATCH', `${this.what} does not decompress: ${e.message}`);
     }
     throw err;

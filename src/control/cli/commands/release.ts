@@ -62,7 +62,7 @@ export function registerRelease(program: Command): void {
       if (jsonOf(cmd)) return printJson(r);
       const p = r.payload;
       const head = r.change === 'added' ? `added ${app} ${version}` : r.change === 'refreshed' ? `re-signed ${app} ${version} (same key, fresh expiry)` : `re-signed ${app} ${version}: the manifest signed by key ${r.replacedKeyId} was replaced`;
-      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${p.index ? `  index=${p.index.url} size=${p.index.size}\n` : ''}`);
+      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${p.index ? `  index=${p.index.url} size=${p.index.size}\n` : ''}${patchLines(r.patches)}`);
     });
   release
     .command('allow-downgrade <app> <version>')
@@ -156,4 +156,11 @@ export function registerRelease(program: Command): void {
       // The versions hosts may go back to (release allow-downgrade), while that holds.
       for (const r of out.releases) if (r.downgrade && !r.downgrade.expired) process.stdout.write(`${r.app} ${r.version}: hosts may go back to it until ${when(r.downgrade.notAfter)} (downgrade authorized by key ${r.downgrade.keyId})\n`);
     });
+}
+
+// What `release add` says of the static patches it made (docs/design.md §20.2).
+function patchLines(p: { from: string[]; notes: string[] } | undefined): string {
+  if (!p) return '';
+  const made = p.from.length > 0 ? `  patches from ${p.from.join(', ')}\n` : '';
+  return made + p.notes.map((n) => `  ${n}\n`).join('');
 }

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { hasZstd } from '../../../src/core/compression.js';
+import { versionDir } from '../../../src/core/paths.js';
+import { stageRelease } from '../../../src/helper/stage/stage-release.js';
+import { rereadTree } from '../../../src/platform/tree-reread.js';
+import { sri } from '../../helpers/host.js';
+import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-attacks.js';
+import { stageIndexed } from '../../helpers/object-server.js';
+import { hostWithCurrent } from '../../helpers/stage-harness.js';
+import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
+
+// docs/design.md §20.2: a static zstd patch from a version the host has brings the objects it
+// lacks; its tree is the tarball's. Made and taken only where the runtime has zstd.
+const NO_ZSTD = hasZstd() ? false : `this runtime (Node ${process.versions.node}) has no zstd: no patch is made or taken (the pack path is tested below)`;
+const SHARED = Array.from({ length: 40 }, (_, i) => ({ path: `lib/s${i}.js`, content: randomBytes(3072).toString('base64') }));
+const EDITED = Array.from({ length: 8 }, (_, i) => randomBytes(6000).toString('base64'));
+
+// Each version edits the same 8 files a little (a line of its own), and adds one file.
+export function patchRelease(version: string): Buffer {
+  const edited = EDITED.map((c, i) => ({ path: `lib/e${i}.js`, content: `// ${version}\n${c}` }));
+  return gzipTar(makeReleaseTar('web', version, [{ path: 'lib/', type: 'dir' }, { path: 'bin/', type: 'dir' }, { path: 'bin/run', content: `#!/bin/sh\necho ${version}\n`, mode: 0o755 }, ...SHARED, ...edited, { path: `lib/new-${version}.js`, content: `x(${JSON.stringify(version)})\n` }]));
+}
+
+test('a release staged from a static patch fetches the patch and no pack, and its tree is the tarball\'s, byte for byte and mode for mode', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  const peer = await hostWithCurrent();
+  t.after(() => {
+    cleanup();
+    peer.host.cleanup();
+  });
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  const v2 = patchRelease('1.1.0');
+  const at = srv.requests.length;
+  const r = await stageIndexed(s, srv, '1.1.0', v2);
+  assert.deepEqual(srv.patches?.from, ['1.0.0']);
+  assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
+  assert.deepEqual(r.patch, { from: '1.0.0', used: true });
+  const asked = srv.requests.slice(at);
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.from-1.0.0.patch'), asked.join('\n'));
+  assert.ok(!asked.some((q) => q.includes('.pack') || q.includes('.tgz')), asked.join('\n'));
+  assert.ok(srv.moved.patch < v2.length / 20, `the patch moved ${srv.moved.patch} bytes of a ${v2.length}-byte tarball`);
+  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
+  writeFileSync(file, v2);
+  const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
+  assert.equal(r.treeDigest, old.treeDigest);
+  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertNothingUntrusted(s);
+});
+
+test('a patch cut midway is resumed with Range from where it stopped', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  srv.cut.patch = [0.5];
+  const at = srv.requests.length;
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.deepEqual(r.patch, { from: '1.0.0', used: true }, JSON.stringify(r.patch));
+  const asked = srv.requests.slice(at);
+  assert.equal(asked.filter((q) => q.endsWith('1.1.0.from-1.0.0.patch')).length, 2, asked.join('\n'));
+  assert.ok(!asked.some((q) => q.includes('.pack')));
+  await assertNothingUntrusted(s);
+});
+
+test('the catalog makes patches from exactly the 2 newest earlier indexed versions', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  for (const v of ['1.0.0', '1.1.0', '1.2.0']) await srv.publish(v, patchRelease(v));
+  await srv.publish('1.3.0', patchRelease('1.3.0'));
+  assert.deepEqual(srv.patches, { from: ['1.2.0', '1.1.0'], notes: [] });
+  const dir = path.join(srv.artifactsDir, 'web');
+  assert.ok(existsSync(path.join(dir, '1.3.0.from-1.2.0.patch')));
+  assert.ok(existsSync(path.join(dir, '1.3.0.from-1.1.0.patch')));
+  assert.ok(!existsSync(path.join(dir, '1.3.0.from-1.0.0.patch')));
+  void s;
+});
+
+test('on a runtime without zstd the catalog makes no patch, says why, and a stage takes the pack', { skip: hasZstd() ? `this runtime (Node ${process.versions.node}) has zstd: patches are tested above` : false }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.equal(srv.patches?.from.length, 0);
+  assert.match(srv.patches?.notes[0] ?? '', /has no zstd/);
+  assert.equal(r.via, 'objects');
+  assert.equal(r.patch, undefined, 'no patch was tried');
+  assert.ok(!srv.requests.some((q) => q.endsWith('.patch')));
+  assert.ok(srv.requests.some((q) => q.startsWith('POST') && q.endsWith('1.1.0.pack')));
+  await assertNothingUntrusted(s);
+});
