@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -11,20 +10,11 @@ import { sri } from '../../helpers/host.js';
 import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-attacks.js';
 import { stageIndexed } from '../../helpers/object-server.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
-import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
+import { patchRelease } from '../../helpers/patch-releases.js';
 
 // docs/design.md §20.2: a static zstd patch from a version the host has brings the objects it
 // lacks; its tree is the tarball's. Made and taken only where the runtime has zstd.
 const NO_ZSTD = hasZstd() ? false : `this runtime (Node ${process.versions.node}) has no zstd: no patch is made or taken (the pack path is tested below)`;
-const SHARED = Array.from({ length: 40 }, (_, i) => ({ path: `lib/s${i}.js`, content: randomBytes(3072).toString('base64') }));
-const EDITED = Array.from({ length: 8 }, (_, i) => randomBytes(6000).toString('base64'));
-
-// Each version edits the same 8 files a little (a line of its own), and adds one file.
-export function patchRelease(version: string): Buffer {
-  const edited = EDITED.map((c, i) => ({ path: `lib/e${i}.js`, content: `// ${version}\n${c}` }));
-  return gzipTar(makeReleaseTar('web', version, [{ path: 'lib/', type: 'dir' }, { path: 'bin/', type: 'dir' }, { path: 'bin/run', content: `#!/bin/sh\necho ${version}\n`, mode: 0o755 }, ...SHARED, ...edited, { path: `lib/new-${version}.js`, content: `x(${JSON.stringify(version)})\n` }]));
-}
-
 test('a release staged from a static patch fetches the patch and no pack, and its tree is the tarball\'s, byte for byte and mode for mode', { skip: NO_ZSTD }, async (t) => {
   const { s, srv, cleanup } = await objectAttackHost();
   const peer = await hostWithCurrent();
