@@ -37,8 +37,10 @@ export interface ObjectServer {
   // Puts app web's `version` (tarball `tgz`) in the catalog with its index and objects; returns
   // the index's integrity and size as `release add --index` signs them.
   publish(version: string, tgz: Buffer): Promise<{ integrity: string; size: number }>;
-  // What the last publish made as static patches (§20.2), as `release add` would.
+  // What the last publish made as static patches (§20.2), as `release add` would; and whether
+  // they are offered (false: every patch answers 404, as from a control plane without them).
   patches: MadePatches | null;
+  offerPatches: boolean;
   close(): void;
 }
 
@@ -106,6 +108,10 @@ export async function startObjectServer(): Promise<ObjectServer> {
       return realEnd();
     }) as typeof res.end;
     if (beside?.kind === 'pack') return void sendPack(anyRelease, artifactsDir, beside, req, res);
+    if (beside?.kind === 'patch' && !srv.offerPatches) {
+      res.writeHead(404, {});
+      return void res.end('{}');
+    }
     if (beside?.kind === 'patch') return void sendPatch(anyRelease, artifactsDir, { ...beside, from: beside.from as string }, req, res, false, null);
     if (beside) return void sendIndex(anyRelease, artifactsDir, beside, req, res, false);
     const m = /^web\/([^/]+)\.tgz$/.exec(rest);
@@ -131,6 +137,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
     answered,
     packAsks,
     patches: null,
+    offerPatches: true,
     async publish(version, tgz) {
       mkdirSync(path.join(artifactsDir, 'web'), { recursive: true });
       const file = path.join(artifactsDir, 'web', `${version}.tgz`);
