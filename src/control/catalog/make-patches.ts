@@ -6,7 +6,7 @@ import { constants as fsc, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { hasZstd, zstdConstant, zstdOf } from '../../core/compression.js';
 import { parseFileIndex } from '../../core/file-index.js';
-import { packHeader } from '../../core/object-pack.js';
+import { packBytes, packHeader } from '../../core/object-pack.js';
 import { encodePatchHeader, patchDictionary, patchWindowLog, planPatch, PATCH_WINDOW_LOG_MAX } from '../../core/object-patch.js';
 import { compareVersions, isVersion } from '../../core/version.js';
 import { indexPath, serverObjectsDir } from './file-index-of.js';
@@ -55,15 +55,19 @@ export async function makePatches(artifactsDir: string, app: string, version: st
     const oldEntries = parseFileIndex(await fsp.readFile(indexPath(artifactsDir, app, from)), INDEX_LIMITS);
     const plan = planPatch(newEntries, oldEntries);
     const bases = patchDictionary(plan);
+    // The window is judged from the indexes' sizes before any object is read.
+    const oldSizes = new Map(oldEntries.flatMap((e) => (e.type === 'file' ? [[e.sha256, e.size] as const] : [])));
+    const dictBytes = bases.reduce((n, b) => n + (oldSizes.get(b) ?? 0), 0);
+    const outBytes = packBytes(plan.map((o) => o.size));
+    const windowLog = patchWindowLog(dictBytes, outBytes);
+    if (windowLog === null) {
+      made.notes.push(`no patch from ${from}: its ${dictBytes} bytes of bases and ${outBytes} of output pass a 2^${PATCH_WINDOW_LOG_MAX}-byte window`);
+      continue;
+    }
     const dictionary = Buffer.concat(await Promise.all(bases.map((b) => readObject(objects, b))));
     const records: Buffer[] = [];
     for (const o of plan) records.push(packHeader(o.sha256, o.size), await readObject(objects, o.sha256));
     const output = Buffer.concat(records);
-    const windowLog = patchWindowLog(dictionary.length, output.length);
-    if (windowLog === null) {
-      made.notes.push(`no patch from ${from}: its ${dictionary.length} bytes of bases and ${output.length} of output pass a 2^${PATCH_WINDOW_LOG_MAX}-byte window`);
-      continue;
-    }
     const body = zs.zstdCompressSync(output, {
       ...(dictionary.length > 0 ? { dictionary } : {}),
       params: { [zstdConstant('ZSTD_c_compressionLevel')]: 19, [zstdConstant('ZSTD_c_windowLog')]: windowLog },
