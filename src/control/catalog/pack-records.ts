@@ -57,11 +57,13 @@ export async function ensureRecord(objectsDir: string, sha256: string, size: num
   return { file, bytes: rec.length };
 }
 
-// The compressed copy of the index kept at `indexFile`, made and written durably when absent.
+// The compressed copy of the index kept at `indexFile`, made and written durably when absent or
+// older than the index (an index written again by hand is never shadowed by an old copy).
 export async function ensureCompressedIndex(indexFile: string, c: Compression): Promise<{ file: string; bytes: number } | null> {
   const file = compressedIndexPath(indexFile, c);
-  const have = await sizeOfFile(file);
-  if (have !== null) return { file, bytes: have };
+  const [copy, index] = await Promise.all([fsp.lstat(file).catch(() => null), fsp.lstat(indexFile).catch(() => null)]);
+  if (!index?.isFile()) return null;
+  if (copy?.isFile() && copy.mtimeMs >= index.mtimeMs) return { file, bytes: copy.size };
   const fh = await fsp.open(indexFile, fsc.O_RDONLY | fsc.O_NOFOLLOW).catch(() => null);
   if (!fh) return null;
   let raw: Buffer;
