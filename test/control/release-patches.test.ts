@@ -59,6 +59,11 @@ describeEachBackend((backend) => {
     assert.deepEqual(third.json.patches, { from: ['1.1.0', '1.0.0'], notes: [] });
     assert.match(human.stdout, /^ {2}patches from 1\.2\.0, 1\.1\.0$/m);
     assert.deepEqual(readdirSync(web).filter((n) => n.endsWith('.patch')).sort(), ['1.1.0.from-1.0.0.patch', '1.2.0.from-1.0.0.patch', '1.2.0.from-1.1.0.patch', '1.3.0.from-1.1.0.patch', '1.3.0.from-1.2.0.patch']);
+    const deltas = () => readdirSync(web).filter((n) => n.includes('.index.json.from-')).sort();
+    assert.deepEqual(deltas(), ['1.1.0.index.json.from-1.0.0.zst', '1.2.0.index.json.from-1.0.0.zst', '1.2.0.index.json.from-1.1.0.zst', '1.3.0.index.json.from-1.1.0.zst', '1.3.0.index.json.from-1.2.0.zst']);
+    const delta = await get(`${control.url}/v1/artifacts/web/1.3.0.index.json.from-1.2.0.zst`);
+    assert.equal(delta.status, 200);
+    assert.equal(delta.headers['content-type'], 'application/zstd');
 
     const url = `${control.url}/v1/artifacts/web/1.3.0.from-1.2.0.patch`;
     const whole = await get(url);
@@ -73,7 +78,8 @@ describeEachBackend((backend) => {
     const removed = await cli(['release', 'remove', 'web', '1.2.0', '--json']);
     assert.equal(removed.code, 0, removed.stderr);
     assert.deepEqual(readdirSync(web).filter((n) => n.endsWith('.patch')).sort(), ['1.1.0.from-1.0.0.patch', '1.3.0.from-1.1.0.patch']);
-    assert.ok(!readdirSync(web).some((n) => n.startsWith('1.2.0.index.json')), 'the index and its compressed copies are gone');
+    assert.deepEqual(deltas(), ['1.1.0.index.json.from-1.0.0.zst', '1.3.0.index.json.from-1.1.0.zst']);
+    assert.ok(!readdirSync(web).some((n) => n.startsWith('1.2.0.index.json')), 'the index, its compressed copies and deltas are gone');
     assert.equal((await get(url)).status, 404);
     assert.ok(existsSync(path.join(web, '1.3.0.index.json.zst')));
   });

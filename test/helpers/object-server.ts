@@ -21,14 +21,15 @@ import type { StagedHost } from './stage-harness.js';
 export interface ObjectServer {
   base: string;
   artifactsDir: string;
-  moved: { tgz: number; index: number; pack: number; patch: number };
+  moved: { tgz: number; index: number; pack: number; patch: number; delta: number };
   requests: string[];
+  // (moved: the bodies of 2xx answers only, as a client counts what it takes.)
   // Changes the body of the answer to `kind` (the whole body, decompressed for an index or a pack:
   // the test's attack).
-  tamper: Partial<Record<'tgz' | 'index' | 'pack' | 'patch', (body: Buffer) => Buffer>>;
+  tamper: Partial<Record<'tgz' | 'index' | 'pack' | 'patch' | 'delta', (body: Buffer) => Buffer>>;
   // Cuts answers of a kind: each answer takes the next count (below 1: that share of the body),
   // sends its headers (the whole length) and that many bytes of its body, then drops the connection.
-  cut: Partial<Record<'tgz' | 'index' | 'pack' | 'patch', number[]>>;
+  cut: Partial<Record<'tgz' | 'index' | 'pack' | 'patch' | 'delta', number[]>>;
   // Each request's Accept-Encoding, and each answer's Content-Type, in order.
   accepts: string[];
   answered: string[];
@@ -48,7 +49,7 @@ const anyRelease = { read: async (fn: (tx: unknown) => unknown) => fn({ releases
 
 export async function startObjectServer(): Promise<ObjectServer> {
   const artifactsDir = mkdtempSync(path.join(os.tmpdir(), 'steward-objsrv-'));
-  const moved = { tgz: 0, index: 0, pack: 0, patch: 0 };
+  const moved = { tgz: 0, index: 0, pack: 0, patch: 0, delta: 0 };
   const requests: string[] = [];
   const tamper: ObjectServer['tamper'] = {};
   const cut: ObjectServer['cut'] = {};
@@ -61,7 +62,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
     accepts.push(String(req.headers['accept-encoding'] ?? ''));
     const rest = url.replace(/^\/v1\/artifacts\//, '');
     const beside = parseIndexPath(rest);
-    const kind = beside ? beside.kind : 'tgz';
+    const kind = !beside ? 'tgz' : beside.kind === 'index-delta' ? 'delta' : beside.kind;
     if (kind === 'pack') {
       const body: Buffer[] = [];
       req.on('data', (c: Buffer) => body.push(c));
@@ -91,7 +92,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
       // compressed again as they came.
       if (change && status === 200) {
         const c = compressionOf(body);
-        body = kind === 'tgz' || kind === 'patch' ? change(body) : compressSync(c === 'zstd' ? 'zstd' : 'gzip', change(decompressSync(body, 1 << 30, 'the answer')));
+        body = kind === 'tgz' || kind === 'patch' || kind === 'delta' ? change(body) : compressSync(c === 'zstd' ? 'zstd' : 'gzip', change(decompressSync(body, 1 << 30, 'the answer')));
       }
       answered.push(String(headers['content-type'] ?? ''));
       const share = status === 200 ? cut[kind]?.shift() : undefined;
@@ -103,16 +104,16 @@ export async function startObjectServer(): Promise<ObjectServer> {
         realWrite(body.subarray(0, cutAt), () => setTimeout(() => res.destroy(), 20));
         return res;
       }
-      moved[kind] += body.length;
+      if (status >= 200 && status < 300) moved[kind] += body.length;
       realWrite(body);
       return realEnd();
     }) as typeof res.end;
     if (beside?.kind === 'pack') return void sendPack(anyRelease, artifactsDir, beside, req, res);
-    if (beside?.kind === 'patch' && !srv.offerPatches) {
+    if ((beside?.kind === 'patch' || beside?.kind === 'index-delta') && !srv.offerPatches) {
       res.writeHead(404, {});
       return void res.end('{}');
     }
-    if (beside?.kind === 'patch') return void sendPatch(anyRelease, artifactsDir, { ...beside, from: beside.from as string }, req, res, false, null);
+    if (beside?.kind === 'patch' || beside?.kind === 'index-delta') return void sendPatch(anyRelease, artifactsDir, { ...beside, kind: beside.kind, from: beside.from as string }, req, res, false, null);
     if (beside) return void sendIndex(anyRelease, artifactsDir, beside, req, res, false);
     const m = /^web\/([^/]+)\.tgz$/.exec(rest);
     try {

@@ -1,7 +1,8 @@
 // Static zstd patches at `release add` (docs/design.md §20.2): for a release whose index and
 // objects the catalog keeps, a patch from each of the 2 newest earlier versions of the app that
-// have an index, `<artifacts>/<app>/<to>.from-<from>.patch` (core/object-patch.ts), where the
-// runtime has zstd. A patch is an optimisation: one that cannot be made is named, not an error.
+// have an index, `<artifacts>/<app>/<to>.from-<from>.patch` (core/object-patch.ts), and the
+// index's delta from that version's index, `<to>.index.json.from-<from>.zst`, where the runtime
+// has zstd. A patch is an optimisation: one that cannot be made is named, not an error.
 import { constants as fsc, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { hasZstd, zstdConstant, zstdOf } from '../../core/compression.js';
@@ -10,7 +11,7 @@ import { packBytes, packHeader } from '../../core/object-pack.js';
 import { encodePatchHeader, patchDictionary, patchWindowLog, planPatch, PATCH_WINDOW_LOG_MAX } from '../../core/object-patch.js';
 import { compareVersions, isVersion } from '../../core/version.js';
 import { indexPath, serverObjectsDir } from './file-index-of.js';
-import { patchPath } from './patch-path.js';
+import { indexDeltaPath, patchPath } from './patch-path.js';
 import { writeDurably } from './write-durably.js';
 
 // How many earlier versions get a patch to a new one.
@@ -50,9 +51,17 @@ export async function makePatches(artifactsDir: string, app: string, version: st
   if (!zs || !hasZstd()) return { from: [], notes: [`no patches: this runtime (Node ${process.versions.node}) has no zstd (Node 22.15 and later have it)`] };
   const made: MadePatches = { from: [], notes: [] };
   const objects = serverObjectsDir(artifactsDir, app);
-  const newEntries = parseFileIndex(await fsp.readFile(indexPath(artifactsDir, app, version)), INDEX_LIMITS);
+  const newRaw = await fsp.readFile(indexPath(artifactsDir, app, version));
+  const newEntries = parseFileIndex(newRaw, INDEX_LIMITS);
   for (const from of (await indexedBefore(artifactsDir, app, version)).slice(0, PATCHES_PER_RELEASE)) {
-    const oldEntries = parseFileIndex(await fsp.readFile(indexPath(artifactsDir, app, from)), INDEX_LIMITS);
+    const oldRaw = await fsp.readFile(indexPath(artifactsDir, app, from));
+    const oldEntries = parseFileIndex(oldRaw, INDEX_LIMITS);
+    // The index's own delta first: a helper that has `from` fetches it instead of the index.
+    const indexWindow = patchWindowLog(oldRaw.length, newRaw.length);
+    if (indexWindow !== null) {
+      const delta = zs.zstdCompressSync(newRaw, { dictionary: oldRaw, params: { [zstdConstant('ZSTD_c_compressionLevel')]: 19, [zstdConstant('ZSTD_c_windowLog')]: indexWindow } } as { params: Record<number, number> });
+      await writeDurably(indexDeltaPath(artifactsDir, app, version, from), delta);
+    }
     const plan = planPatch(newEntries, oldEntries);
     const bases = patchDictionary(plan);
     // The window is judged from the indexes' sizes before any object is read.

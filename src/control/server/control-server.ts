@@ -230,7 +230,7 @@ async function handle(
       }
       res.once('close', slot.release);
       if (beside.kind === 'pack') return sendPack(store, opts.artifactsDir, beside, req, res);
-      if (beside.kind === 'patch') return sendPatch(store, opts.artifactsDir, { ...beside, from: beside.from as string }, req, res, req.method === 'HEAD', downloads.minRate);
+      if (beside.kind === 'patch' || beside.kind === 'index-delta') return sendPatch(store, opts.artifactsDir, { ...beside, kind: beside.kind, from: beside.from as string }, req, res, req.method === 'HEAD', downloads.minRate);
       return sendIndex(store, opts.artifactsDir, beside, req, res, req.method === 'HEAD');
     }
     return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), req, res, req.method === 'HEAD', downloads.slots, who.who, downloads.minRate);

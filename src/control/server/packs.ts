@@ -12,7 +12,7 @@ import { gzipBound, packBytes, packHeader, parsePackRequest, PACK_MAX_OBJECTS } 
 import { StewardError } from '../../core/errors.js';
 import { indexPath, serverObjectsDir } from '../catalog/file-index-of.js';
 import { ensureCompressedIndex, ensureRecord } from '../catalog/pack-records.js';
-import { patchPath } from '../catalog/patch-path.js';
+import { indexDeltaPath, patchPath } from '../catalog/patch-path.js';
 import { sendStaticFile } from './artifacts.js';
 import { DEFAULT_MIN_DOWNLOAD_RATE, type MinDownloadRate } from './download-limits.js';
 import type { ControlStore } from '../store/store.js';
@@ -28,11 +28,12 @@ const MAX_PACK_REQUEST_BYTES = PACK_MAX_OBJECTS * 67 + 64;
 
 // The app, version and kind an artifact path names beside the tarball, or null: its index, a
 // pack of its objects, or a static patch to it from version `from` (docs/design.md §20.2).
-export function parseIndexPath(rest: string): { app: string; version: string; kind: 'index' | 'pack' | 'patch'; from?: string } | null {
-  const p = /^([^/]+)\/([^/]+)\.from-([^/]+)\.patch$/.exec(rest);
+export function parseIndexPath(rest: string): { app: string; version: string; kind: 'index' | 'pack' | 'patch' | 'index-delta'; from?: string } | null {
+  const d = /^([^/]+)\/([^/]+)\.index\.json\.from-([^/]+)\.zst$/.exec(rest);
+  const p = d ?? /^([^/]+)\/([^/]+)\.from-([^/]+)\.patch$/.exec(rest);
   if (p) {
     const [, app, version, from] = p as unknown as [string, string, string, string];
-    return isAppName(app) && isVersion(version) && isVersion(from) ? { app, version, kind: 'patch', from } : null;
+    return isAppName(app) && isVersion(version) && isVersion(from) ? { app, version, kind: d ? 'index-delta' : 'patch', from } : null;
   }
   const m = /^([^/]+)\/([^/]+)\.(index\.json|pack)$/.exec(rest);
   if (!m) return null;
@@ -88,14 +89,16 @@ async function writeFileTo(res: ServerResponse, file: string): Promise<boolean> 
 
 // Sends the static patch to a catalog release from `from` (whole, or the one byte range asked:
 // it is a kept file, as the tarball), or 404 when none was made.
-export async function sendPatch(store: ControlStore, artifactsDir: string, names: { app: string; version: string; from: string }, req: IncomingMessage, res: ServerResponse, headOnly: boolean, minRate: MinDownloadRate | null = DEFAULT_MIN_DOWNLOAD_RATE): Promise<void> {
+// Also the zstd delta of its index from `from`'s index (`index-delta`).
+export async function sendPatch(store: ControlStore, artifactsDir: string, names: { app: string; version: string; from: string; kind?: 'patch' | 'index-delta' }, req: IncomingMessage, res: ServerResponse, headOnly: boolean, minRate: MinDownloadRate | null = DEFAULT_MIN_DOWNLOAD_RATE): Promise<void> {
   const [to, from] = await store.read(async (tx) => [await tx.releases.get(names.app, names.version), await tx.releases.get(names.app, names.from)]);
-  const fh = to && from ? await openKept(patchPath(artifactsDir, names.app, names.version, names.from)) : null;
-  if (!fh) return sendJson(res, errorAnswer(404, 'NOT_FOUND', `there is no patch of ${names.app} from ${names.from} to ${names.version} here`));
+  const delta = names.kind === 'index-delta';
+  const fh = to && from ? await openKept((delta ? indexDeltaPath : patchPath)(artifactsDir, names.app, names.version, names.from)) : null;
+  if (!fh) return sendJson(res, errorAnswer(404, 'NOT_FOUND', `there is no ${delta ? 'index delta' : 'patch'} of ${names.app} from ${names.from} to ${names.version} here`));
   const st = await fh.stat();
   // The patch never changes while both releases stay (remade identically at a refresh): its size
   // and time name it for If-Range.
-  const headers = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes', etag: `"patch-${st.size}-${Math.trunc(st.mtimeMs)}"`, 'cache-control': 'no-cache' };
+  const headers = { 'content-type': delta ? 'application/zstd' : 'application/octet-stream', 'accept-ranges': 'bytes', etag: `"patch-${st.size}-${Math.trunc(st.mtimeMs)}"`, 'cache-control': 'no-cache' };
   await sendStaticFile(fh, headers, req, res, headOnly, `the patch of ${names.app} from ${names.from} to ${names.version}`, minRate, `a patch of ${names.app}`);
 }
 

@@ -32,7 +32,9 @@ import { verifyManifest } from './verify-manifest.js';
 import { fileTreeAsObjects } from './tree-objects.js';
 import { stageFromIndex, type IndexStage } from './stage-from-index.js';
 import { gzipBound } from '../../core/object-pack.js';
-import { acceptEncoding, decompressSync, hasZstd } from '../../core/compression.js';
+import { acceptEncoding, decompressSync, hasZstd, zstdConstant, zstdOf } from '../../core/compression.js';
+import { PATCH_WINDOW_LOG_MAX } from '../../core/object-patch.js';
+import { indexOfStagedTree } from './staged-index.js';
 import type { PatchSource } from './stage-from-patch.js';
 import { compareVersions, isVersion } from '../../core/version.js';
 import { createHash } from 'node:crypto';
@@ -612,6 +614,9 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
     }
   });
   try {
+    const patches = await patchSources(deps, input, index.url, sourcesOf);
+    // Bytes a delta of the index brought that were not used (its fallback's cost).
+    let spent = 0;
     const r = await stageFromIndex({
       objectsDir: objectsDir(deps.paths, app),
       work,
@@ -620,6 +625,9 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
       tarballBytes: trust.size,
       syncFileSystem: (dir) => deps.io.syncFileSystem(dir),
       fetchIndex: async () => {
+        const delta = await indexByDelta(deps, input, index, work, patches, sourcesOf);
+        if ('bytes' in delta) return delta;
+        spent = delta.spent;
         const file = path.join(work, 'index.json');
         let last: unknown = new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the file index ${index.url}`);
         for (const url of sourcesOf(index.url)) {
@@ -634,7 +642,7 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
               throw new StewardError('INTEGRITY_MISMATCH', (err as Error).message);
             }
             if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not match the integrity the manifest signs`);
-            return { bytes, wireBytes: got.bytes };
+            return { bytes, wireBytes: got.bytes + spent };
           } catch (err) {
             await fsp.rm(file, { force: true });
             if (err instanceof StewardError && err.code === 'INTEGRITY_MISMATCH') throw err;
@@ -643,7 +651,7 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         }
         throw last;
       },
-      patches: await patchSources(deps, input, index.url, sourcesOf),
+      patches,
       fetchPack: async (body, maxWireBytes, sink) => {
         if (!/\.index\.json$/.test(index.url)) throw new StewardError('FETCH_FAILED', `${app} ${version}: the file index ${index.url} names no pack (it does not end in .index.json)`);
         const url = sourcesOf(index.url.replace(/\.index\.json$/, '.pack'))[0];
@@ -667,7 +675,7 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
 // Removes what a try from the index left in the staging folder: its tree, its index, the pack's
 // objects not yet put in place. Objects put in place are complete and verified: they stay.
 async function clearIndexTry(work: string): Promise<void> {
-  for (const name of ['tree', 'index.json', 'objects-in', 'patch']) await removeOwnTree(path.join(work, name)).catch(() => undefined);
+  for (const name of ['tree', 'index.json', 'index.delta', 'objects-in', 'patch']) await removeOwnTree(path.join(work, name)).catch(() => undefined);
 }
 
 // The static patches a stage may take (docs/design.md §20.2), best first: from the version the
@@ -698,4 +706,38 @@ async function patchSources(deps: StageDeps, input: StageInput, indexUrl: string
     });
   }
   return sources;
+}
+
+// The signed index from a zstd delta against the index of the version a patch would come from
+// (docs/design.md §20.2), made again from that version's tree and objects (staged-index.ts):
+// `<index url>.from-<from>.zst`, decoded with the old index as its dictionary to at most the signed
+// size and checked against the signed integrity. From the patch sources in turn whose tree
+// reads and offers one (the next only after a 404); anything else and the full index is fetched.
+async function indexByDelta(deps: StageDeps, input: StageInput, index: FileIndexRef, work: string, patches: readonly PatchSource[], sourcesOf: (url: string) => string[]): Promise<{ bytes: Buffer; wireBytes: number } | { spent: number }> {
+  const zs = zstdOf();
+  if (!zs) return { spent: 0 };
+  let spent = 0;
+  for (const src of patches) {
+    const old = indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
+    if (!old) continue;
+    const url = sourcesOf(`${index.url}.from-${src.from}.zst`)[0];
+    if (!url) break;
+    const file = path.join(work, 'index.delta');
+    let got = 0;
+    try {
+      got = (await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: 'zstd', ...fetchSettings(deps, input), ...authOf(deps, input, url) })).bytes;
+      const bytes = zs.zstdDecompressSync(await fsp.readFile(file), { dictionary: old, maxOutputLength: Math.max(1, index.size), params: { [zstdConstant('ZSTD_d_windowLogMax')]: PATCH_WINDOW_LOG_MAX } } as { maxOutputLength: number });
+      if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `the delta of the file index from ${src.from} does not decode to the index the manifest signs`);
+      log('index of %s %s by its delta from %s: %d bytes on the wire', input.app, input.version, src.from, got);
+      return { bytes, wireBytes: spent + got };
+    } catch (err) {
+      spent += got;
+      log('index delta of %s %s from %s not used: %s', input.app, input.version, src.from, (err as Error).message);
+      // The next source only when this one offered nothing (a 404).
+      if (got > 0) break;
+    } finally {
+      await fsp.rm(file, { force: true });
+    }
+  }
+  return { spent };
 }

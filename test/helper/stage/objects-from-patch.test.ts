@@ -25,19 +25,38 @@ test('a release staged from a static patch fetches the patch and no pack, and it
   await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
   const v2 = patchRelease('1.1.0');
   const at = srv.requests.length;
+  const before = { ...srv.moved };
   const r = await stageIndexed(s, srv, '1.1.0', v2);
   assert.deepEqual(srv.patches?.from, ['1.0.0']);
   assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
   assert.deepEqual(r.patch, { from: '1.0.0', used: true });
   const asked = srv.requests.slice(at);
   assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.from-1.0.0.patch'), asked.join('\n'));
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json.from-1.0.0.zst'), 'the index came as a delta from 1.0.0\'s');
+  assert.ok(!asked.includes('GET /v1/artifacts/web/1.1.0.index.json'), 'the full index was never fetched');
   assert.ok(!asked.some((q) => q.includes('.pack') || q.includes('.tgz')), asked.join('\n'));
-  assert.ok(srv.moved.patch < v2.length / 20, `the patch moved ${srv.moved.patch} bytes of a ${v2.length}-byte tarball`);
+  const moved = srv.moved.patch - before.patch + (srv.moved.delta - before.delta) + (srv.moved.index - before.index);
+  assert.equal(r.fetchedBytes, moved, 'fetchedBytes is what went over the wire');
+  assert.ok(moved < v2.length / 20, `the patch and index delta moved ${moved} bytes of a ${v2.length}-byte tarball`);
   const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
   writeFileSync(file, v2);
   const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
   assert.equal(r.treeDigest, old.treeDigest);
   assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertNothingUntrusted(s);
+});
+
+test('an index delta that decodes to another index is not used: the full index is fetched and the stage goes on', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  srv.tamper.delta = (body) => Buffer.concat([body.subarray(0, body.length - 8), Buffer.alloc(8, 0x55)]);
+  const at = srv.requests.length;
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
+  const asked = srv.requests.slice(at);
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json.from-1.0.0.zst'));
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json'), 'the full index was fetched after the delta failed');
   await assertNothingUntrusted(s);
 });
 
