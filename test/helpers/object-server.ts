@@ -27,6 +27,8 @@ export interface ObjectServer {
   // Changes the body of the answer to `kind` (the whole body, decompressed for an index or a pack:
   // the test's attack).
   tamper: Partial<Record<'tgz' | 'index' | 'pack' | 'patch' | 'delta', (body: Buffer) => Buffer>>;
+  // Replaces the bytes of an answer as sent (compressed), after `tamper`.
+  wire: Partial<Record<'tgz' | 'index' | 'pack' | 'patch' | 'delta', (body: Buffer) => Buffer>>;
   // Cuts answers of a kind: each answer takes the next count (below 1: that share of the body),
   // sends its headers (the whole length) and that many bytes of its body, then drops the connection.
   cut: Partial<Record<'tgz' | 'index' | 'pack' | 'patch' | 'delta', number[]>>;
@@ -39,7 +41,8 @@ export interface ObjectServer {
   // the index's integrity and size as `release add --index` signs them.
   publish(version: string, tgz: Buffer): Promise<{ integrity: string; size: number }>;
   // What the last publish made as static patches (§20.2), as `release add` would; and whether
-  // they are offered (false: every patch answers 404, as from a control plane without them).
+  // they are offered (default false, the pack path: every patch and index delta answers 404, as
+  // from a control plane without them).
   patches: MadePatches | null;
   offerPatches: boolean;
   close(): void;
@@ -53,6 +56,7 @@ export async function startObjectServer(): Promise<ObjectServer> {
   const requests: string[] = [];
   const tamper: ObjectServer['tamper'] = {};
   const cut: ObjectServer['cut'] = {};
+  const wire: ObjectServer['wire'] = {};
   const accepts: string[] = [];
   const answered: string[] = [];
   const packAsks: number[] = [];
@@ -94,6 +98,8 @@ export async function startObjectServer(): Promise<ObjectServer> {
         const c = compressionOf(body);
         body = kind === 'tgz' || kind === 'patch' || kind === 'delta' ? change(body) : compressSync(c === 'zstd' ? 'zstd' : 'gzip', change(decompressSync(body, 1 << 30, 'the answer')));
       }
+      const rewire = wire[kind];
+      if (rewire && status === 200) body = rewire(body);
       answered.push(String(headers['content-type'] ?? ''));
       const share = status === 200 ? cut[kind]?.shift() : undefined;
       const cutAt = share === undefined ? undefined : share < 1 ? Math.floor(body.length * share) : share;
@@ -133,12 +139,13 @@ export async function startObjectServer(): Promise<ObjectServer> {
     moved,
     requests,
     tamper,
+    wire,
     cut,
     accepts,
     answered,
     packAsks,
     patches: null,
-    offerPatches: true,
+    offerPatches: false,
     async publish(version, tgz) {
       mkdirSync(path.join(artifactsDir, 'web'), { recursive: true });
       const file = path.join(artifactsDir, 'web', `${version}.tgz`);

@@ -113,6 +113,7 @@ const cases: Array<[string, (srv: ObjectServer, patch: Buffer) => Buffer, string
 for (const [what, change, code] of cases) {
   test(`a patch that is ${what} is refused (${code}), nothing of it kept, and the pack brings the objects`, { skip: NO_ZSTD }, async (t) => {
     const { s, srv, cleanup } = await objectAttackHost();
+    srv.offerPatches = true;
     t.after(cleanup);
     await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
     let made: Buffer | null = null;

@@ -33,8 +33,6 @@ test('the second of two releases that share most files fetches only the differen
   assert.equal(first.fallback?.code, null, 'a choice, not a failure');
   assert.match(first.fallback?.message ?? '', /more than half/);
   const before = { ...srv.moved };
-  // The pack path: no static patch offered (objects-from-patch.test.ts has those).
-  srv.offerPatches = false;
   const second = await stageIndexed(s, srv, '1.1.0', v2);
   assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
   assert.equal(srv.moved.tgz, before.tgz, 'the tarball of 1.1.0 was never fetched');

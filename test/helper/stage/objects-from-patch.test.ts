@@ -17,6 +17,7 @@ import { patchRelease } from '../../helpers/patch-releases.js';
 const NO_ZSTD = hasZstd() ? false : `this runtime (Node ${process.versions.node}) has no zstd: no patch is made or taken (the pack path is tested below)`;
 test('a release staged from a static patch fetches the patch and no pack, and its tree is the tarball\'s, byte for byte and mode for mode', { skip: NO_ZSTD }, async (t) => {
   const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
   const peer = await hostWithCurrent();
   t.after(() => {
     cleanup();
@@ -48,6 +49,7 @@ test('a release staged from a static patch fetches the patch and no pack, and it
 
 test('an index delta that decodes to another index is not used: the full index is fetched and the stage goes on', { skip: NO_ZSTD }, async (t) => {
   const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
   t.after(cleanup);
   await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
   srv.tamper.delta = (body) => Buffer.concat([body.subarray(0, body.length - 8), Buffer.alloc(8, 0x55)]);
@@ -62,6 +64,7 @@ test('an index delta that decodes to another index is not used: the full index i
 
 test('a patch cut midway is resumed with Range from where it stopped', { skip: NO_ZSTD }, async (t) => {
   const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
   t.after(cleanup);
   await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
   srv.cut.patch = [0.5];
@@ -76,6 +79,7 @@ test('a patch cut midway is resumed with Range from where it stopped', { skip: N
 
 test('the catalog makes patches from exactly the 2 newest earlier indexed versions', { skip: NO_ZSTD }, async (t) => {
   const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
   t.after(cleanup);
   for (const v of ['1.0.0', '1.1.0', '1.2.0']) await srv.publish(v, patchRelease(v));
   await srv.publish('1.3.0', patchRelease('1.3.0'));
@@ -89,6 +93,7 @@ test('the catalog makes patches from exactly the 2 newest earlier indexed versio
 
 test('on a runtime without zstd the catalog makes no patch, says why, and a stage takes the pack', { skip: hasZstd() ? `this runtime (Node ${process.versions.node}) has zstd: patches are tested above` : false }, async (t) => {
   const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
   t.after(cleanup);
   await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
   const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { acceptEncoding, hasZstd } from '../../../src/core/compression.js';
+import { acceptEncoding, decompressSync, hasZstd } from '../../../src/core/compression.js';
 import { versionDir } from '../../../src/core/paths.js';
 import { PACK_TRIES } from '../../../src/helper/stage/stage-from-index.js';
 import { stageRelease } from '../../../src/helper/stage/stage-release.js';
@@ -86,4 +86,45 @@ test(`the helper asks for the index and pack with Accept-Encoding "${acceptEncod
     ['GET /v1/artifacts/web/1.1.0.index.json', ...want],
     ['POST /v1/artifacts/web/1.1.0.pack', ...want],
   ]);
+});
+
+// A zstd frame of `bytes` written by hand (raw blocks of at most 128 KiB, no checksum), so that
+// a runtime without zstd can make one.
+function zstdFrameOf(bytes: Buffer): Buffer {
+  const parts: Buffer[] = [Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 17 << 3])];
+  for (let at = 0; at < bytes.length || at === 0; at += 128 * 1024) {
+    const block = bytes.subarray(at, at + 128 * 1024);
+    const head = Buffer.alloc(3);
+    head.writeUIntLE((block.length << 3) | (at + 128 * 1024 >= bytes.length ? 1 : 0), 0, 3);
+    parts.push(head, block);
+    if (bytes.length === 0) break;
+  }
+  return Buffer.concat(parts);
+}
+
+test(`a pack answered in zstd is ${hasZstd() ? 'read' : 'refused UNSUPPORTED_COMPRESSION (this runtime has no zstd) and the tarball staged'}`, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', release('1.0.0', 0));
+  srv.wire.pack = (body) => zstdFrameOf(decompressSync(body, 1 << 30, 'the pack'));
+  const r = await stageIndexed(s, srv, '1.1.0', release('1.1.0', 5));
+  if (hasZstd()) assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
+  else {
+    assert.equal(r.via, 'tarball');
+    assert.equal(r.fallback?.code, 'UNSUPPORTED_COMPRESSION');
+    assert.match(r.fallback?.message ?? '', /has no zstd/);
+  }
+  await assertNothingUntrusted(s);
+});
+
+test('a pack answered in neither gzip nor zstd is refused INTEGRITY_MISMATCH and the tarball staged', async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', release('1.0.0', 0));
+  srv.wire.pack = (body) => Buffer.concat([Buffer.from('BZh9'), body]);
+  const r = await stageIndexed(s, srv, '1.1.0', release('1.1.0', 5));
+  assert.equal(r.via, 'tarball');
+  assert.equal(r.fallback?.code, 'INTEGRITY_MISMATCH');
+  assert.match(r.fallback?.message ?? '', /neither gzip nor zstd/);
+  await assertNothingUntrusted(s);
 });
