@@ -80,7 +80,11 @@ test(`the helper asks for the index and pack with Accept-Encoding "${acceptEncod
   const at = srv.requests.length;
   const r = await stageIndexed(s, srv, '1.1.0', release('1.1.0', 5));
   assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
-  const asked = srv.requests.slice(at).map((q, i) => [q, srv.accepts[at + i], srv.answered[at + i]]);
+  // The index and the pack (patches, offered by no one here, are asked for on Node 22.15+ first).
+  const asked = srv.requests
+    .map((q, i) => [q, srv.accepts[i], srv.answered[i]])
+    .slice(at)
+    .filter(([q]) => q?.endsWith('.index.json') || q?.endsWith('.pack'));
   const want = hasZstd() ? ['zstd, gzip', 'application/zstd'] : ['gzip', 'application/gzip'];
   assert.deepEqual(asked, [
     ['GET /v1/artifacts/web/1.1.0.index.json', ...want],
