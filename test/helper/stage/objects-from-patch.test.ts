@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { hasZstd } from '../../../src/core/compression.js';
-import { versionDir } from '../../../src/core/paths.js';
+import { objectsDir, versionDir } from '../../../src/core/paths.js';
+import { adoptVerifiedFile, objectName, objectPath } from '../../../src/platform/object-store.js';
 import { stageRelease } from '../../../src/helper/stage/stage-release.js';
 import { rereadTree } from '../../../src/platform/tree-reread.js';
 import { sri } from '../../helpers/host.js';
 import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-attacks.js';
-import { stageIndexed } from '../../helpers/object-server.js';
+import { sha256, stageIndexed } from '../../helpers/object-server.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
 import { patchRelease } from '../../helpers/patch-releases.js';
 
@@ -44,6 +45,28 @@ test('a release staged from a static patch fetches the patch and no pack, and it
   const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
   assert.equal(r.treeDigest, old.treeDigest);
   assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertNothingUntrusted(s);
+});
+
+test('an object of the patch the host already has is decoded, checked and dropped: the host\'s object stays as it was', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  // The one new file of 1.1.0, put in objects/ as a stage would have (a verified object).
+  const bytes = Buffer.from('x("1.1.0")\n');
+  const objects = objectsDir(s.host.paths, 'web');
+  const tmp = path.join(objects, '.tmp-test');
+  writeFileSync(tmp, bytes, { mode: 0o444 });
+  const name = objectName(sha256(bytes), 0o444);
+  await adoptVerifiedFile(objects, tmp, name);
+  const before = statSync(objectPath(objects, name));
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.deepEqual(r.patch, { from: '1.0.0', used: true }, JSON.stringify(r.patch));
+  const header = readFileSync(path.join(srv.artifactsDir, 'web', '1.1.0.from-1.0.0.patch'));
+  assert.ok(header.includes(Buffer.from(sha256(bytes))), 'the patch holds the object the host had');
+  const after = statSync(objectPath(objects, name));
+  assert.equal(after.ino, before.ino, 'the host\'s object was not written again');
   await assertNothingUntrusted(s);
 });
 

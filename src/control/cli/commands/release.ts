@@ -39,7 +39,7 @@ export function registerRelease(program: Command): void {
     .requiredOption('--key <pem>', 'the Ed25519 release private key (PEM); it is read here and never sent')
     .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
     .option('--resign', 'replace the manifest of this version (same bytes) signed by another key')
-    .option('--index', 'sign and serve the file index too, so hosts fetch only the files they lack (needs --base-url; a helper from before file indexes refuses such a manifest: use it once every host reads them)')
+    .option('--index', 'sign and serve the file index too, so hosts fetch only the files they lack, and make static zstd patches from the 2 newest indexed versions where this Node.js has zstd (needs --base-url; a helper from before file indexes refuses such a manifest: use it once every host reads them)')
     .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string; resign?: boolean; index?: boolean }, cmd: Command) => {
       (await names()).checkNames(app, version);
       if (!o.url === !o.baseUrl) throw new StewardError('USAGE', 'pass exactly one of --url (fetch elsewhere) and --base-url (serve the tarball from this control plane)');
