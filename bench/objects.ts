@@ -5,7 +5,11 @@
 // - `35 bytes`: bytes moved (index + pack) / the tarball's bytes (goal <= 10 %);
 // - `35 time`: staging time of the second release by objects / by the tarball (goal <= 0.25);
 // - `35 disk`: disk of 5 kept versions (objects) / disk of one version (goal <= 1.3), by unique
-//   inode; the same 5 staged without objects are in `extra`.
+//   inode; the same 5 staged without objects are in `extra`;
+// - `35 patch bytes` and `35 patch time` (docs/design.md §20.5), where the runtime has zstd: the
+//   second release staged from its index and the static zstd patch from the first (the control
+//   plane's own, made as `release add` makes it), against the tarball (goals <= 0.01 and <= 0.25).
+//   The `35 bytes`/`35 time` rows are the pack path: no patch offered.
 // The pair: `--pair DIR1,DIR2`, two app folders, each tarred with a steward-release.json as a release
 // (make them with `npm install node-red@4.1.14` and `node-red@4.1.15` into two empty folders, say;
 // bench/README.md). Without --pair, or with --quick, a synthetic pair: a node_modules-like tree
@@ -15,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { hasZstd } from '../src/core/compression.js';
 import { hostConfigSchema } from '../src/core/config-schema.js';
 import { appDir } from '../src/core/paths.js';
 import { ensureLayout } from '../src/helper/layout.js';
@@ -138,24 +143,34 @@ async function main(): Promise<void> {
   const floorMs: number[] = [];
   const fullMs: number[] = [];
   const moved: number[] = [];
+  const patchMs: number[] = [];
+  const patchMoved: number[] = [];
+  const zstd = hasZstd();
   const hosts: TestHost[] = [];
   try {
     for (let run = 0; run < args.runs; run++) {
-      for (const side of run % 2 === 0 ? (['objects', 'full'] as const) : (['full', 'objects'] as const)) {
+      const order = run % 2 === 0 ? (['objects', 'full', 'patch'] as const) : (['patch', 'full', 'objects'] as const);
+      for (const side of order.filter((x) => x !== 'patch' || zstd)) {
         const h = newHost();
         hosts.push(h.host);
         await ensureLayout(h.host.paths);
         const key = makeReleaseKey(h.host, ['web']);
-        await stageFile(h, '1.0.0', v1, side === 'objects');
-        const m = manifest(h, key, '1.1.0', v2, side === 'objects');
+        const objects = side !== 'full';
+        await stageFile(h, '1.0.0', v1, objects);
+        const m = manifest(h, key, '1.1.0', v2, objects);
+        srv.offerPatches = side === 'patch';
         const t0 = process.hrtime.bigint();
-        const r = await stageRelease({ ...h.deps, objects: side === 'objects' }, { kind: 'helper', app: 'web', version: '1.1.0', manifest: m });
+        const r = await stageRelease({ ...h.deps, objects }, { kind: 'helper', app: 'web', version: '1.1.0', manifest: m });
         const took = ms(t0);
+        if (objects && r.via !== 'objects') throw new Error(`the ${side} side staged via ${r.via}: ${JSON.stringify(r.fallback)}`);
+        if (side === 'patch' && r.patch?.used !== true) throw new Error(`the patch side took no patch: ${JSON.stringify(r.patch)}`);
         if (side === 'objects') {
-          if (r.via !== 'objects') throw new Error(`the objects side staged via ${r.via}: ${JSON.stringify(r.fallback)}`);
           objMs.push(took);
           moved.push(r.fetchedBytes ?? NaN);
           floorMs.push(linkFloorMs(path.join(appDir(h.host.paths, 'web'), 'versions', '1.1.0')));
+        } else if (side === 'patch') {
+          patchMs.push(took);
+          patchMoved.push(r.fetchedBytes ?? NaN);
         } else fullMs.push(took);
       }
     }
@@ -177,6 +192,12 @@ async function main(): Promise<void> {
     const pair = `${what}; tarball ${v2.length} bytes`;
     printRow(args, { row: '35 bytes', what: `bytes moved to stage the second release of a pair by objects (index + pack) vs its tarball (${pair})`, unit: 'bytes', steward: series(moved), peer: series(tarBytes), peerWhat: 'the full tarball', ratio: series(byteRatios), target: 'ratio <= 0.10', met: series(byteRatios).median <= 0.1 });
     printRow(args, { row: '35 time', what: `staging time of the second release by objects vs by its full tarball, both over loopback http (${pair})`, unit: 'ms', steward: series(objMs), peer: series(fullMs), peerWhat: 'the full tarball, fetched and extracted (no objects)', ratio: series(timeRatios), target: 'ratio <= 0.25', met: series(timeRatios).median <= 0.25, extra: { linkFloorMs: series(floorMs).median, linkFloorRatio: series(ratios(floorMs, fullMs)).median } });
+    if (zstd) {
+      const patchBytes = ratios(patchMoved, patchMoved.map(() => v2.length));
+      const patchTime = ratios(patchMs, fullMs.slice(0, patchMs.length));
+      printRow(args, { row: '35 patch bytes', what: `bytes moved to stage the second release of a pair by its index and a static zstd patch from the first vs its tarball (${pair})`, unit: 'bytes', steward: series(patchMoved), peer: series(patchMoved.map(() => v2.length)), peerWhat: 'the full tarball', ratio: series(patchBytes), target: 'ratio <= 0.01', met: series(patchBytes).median <= 0.01 });
+      printRow(args, { row: '35 patch time', what: `staging time of the second release by index and patch vs by its full tarball, both over loopback http (${pair})`, unit: 'ms', steward: series(patchMs), peer: series(fullMs), peerWhat: 'the full tarball, fetched and extracted (no objects)', ratio: series(patchTime), target: 'ratio <= 0.25', met: series(patchTime).median <= 0.25 });
+    } else note(args, `rows 35 patch bytes and 35 patch time: not measured, this runtime (Node ${process.versions.node}) has no zstd (Node 22.15 and later have it), so no patch is made or taken`);
     const diskRatio = fiveObjects / one;
     printRow(args, {
       row: '35 disk',

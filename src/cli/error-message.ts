@@ -53,6 +53,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   HELPER_LOCKED: { exit: EXIT.failure, hint: 'another steward-helper already runs for this root' },
   HELPER_UNREACHABLE: { exit: EXIT.unreachable, hint: 'is steward-helper running? `systemctl status steward-helper` says why not; one started by hand prints why it exited on its terminal (run it in the foreground to see)' },
   IO_ERROR: { exit: EXIT.failure, hint: 'a file system operation failed' },
+  UNSUPPORTED_COMPRESSION: { exit: EXIT.refused, hint: 'the release is zstd-compressed and this host\'s Node.js has no zstd (22.15 and later have it); run steward on a newer Node.js, or publish a gzip tarball' },
   RECEIPTS_UNRELAYED: { exit: EXIT.refused, hint: 'the receipts steward-agent has not relayed yet fill this app\'s share; nothing changed and no receipt was made: check `systemctl status steward-agent` and its control plane, then try again' },
   USAGE: { exit: EXIT.usage, hint: 'see `agentctl --help`' },
   INTERNAL: { exit: EXIT.failure, hint: 'this is a bug in steward; please report it with the message' },

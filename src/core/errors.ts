@@ -49,6 +49,7 @@ export const OPERATIONAL_CODES = [
   'HELPER_LOCKED', // another helper holds helper.lock for this root
   'HELPER_UNREACHABLE', // the CLI could not talk to the helper
   'IO_ERROR', // a file system operation failed (other than a full disk)
+  'UNSUPPORTED_COMPRESSION', // zstd-compressed bytes (a tarball) on a runtime whose zlib has no zstd (Node before 22.15)
   'RECEIPTS_UNRELAYED', // the app has too many receipts the agent has not relayed: refused without a receipt
   'USAGE', // the command line is wrong
   'INTERNAL', // a bug: the message says where

@@ -17,6 +17,13 @@ export function gzipBound(n: number): number {
   return n + Math.ceil(n / 100) + 1024;
 }
 
+// What a pack of objects of `sizes` may take on the wire at most, as the concatenation of one
+// compressed record per object (docs/design.md §20.5): a gzip member or zstd frame each, whose
+// header, trailer and block overhead this bounds.
+export function packWireBound(sizes: readonly number[]): number {
+  return sizes.reduce((n, s) => n + PACK_HEADER_BYTES + s + Math.ceil((PACK_HEADER_BYTES + s) / 100) + 64, 1024);
+}
+
 // The body of a pack request.
 export function packRequestBody(shas: readonly string[]): Buffer {
   return Buffer.from(JSON.stringify({ sha256: shas }));
@@ -62,6 +69,8 @@ export class PackReader {
   private i = 0;
   private header = Buffer.alloc(0);
   private left = 0;
+  // Set when finish() found the pack ended before the objects asked (a cut, not other bytes).
+  endedShort = false;
 
   constructor(
     private readonly want: ReadonlyArray<{ sha256: string; size: number }>,
@@ -104,6 +113,7 @@ export class PackReader {
 
   // Throws unless every object asked came whole.
   finish(): void {
+    this.endedShort = this.i < this.want.length;
     if (this.i !== this.want.length || this.left !== 0 || this.header.length !== 0) throw new StewardError('INTEGRITY_MISMATCH', `the pack ended after ${this.i} of ${this.want.length} objects`);
   }
 }

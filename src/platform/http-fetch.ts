@@ -42,6 +42,12 @@ export interface FetchOptions {
   // maxBytes is a bound, not the exact size: a shorter body is whole (a compressed file index or
   // pack, docs/design.md §20, whose caller checks what it decompresses to).
   atMost?: boolean;
+  // The Accept-Encoding sent (default `identity`): a file index or pack names the compressions
+  // the helper reads (docs/protocol.md); its answer's bytes are still hashed as they come.
+  acceptEncoding?: string;
+  // Asks only for the bytes from this offset on (`Range: bytes=N-`): the answer must be 206 from
+  // exactly there, and maxBytes bounds what is left (a static patch resumed, docs/design.md §20.5).
+  rangeStart?: number;
 }
 
 export type FetchResult = HashedFile;
@@ -132,7 +138,7 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
   let url = first;
   try {
     for (let redirects = 0; ; redirects++) {
-      const res = await request(url, ca.ca, guard, opts.auth, opts.body);
+      const res = await request(url, ca.ca, guard, opts.auth, opts.body, opts.acceptEncoding, opts.rangeStart);
       const status = res.statusCode ?? 0;
       if (isRedirect(status)) {
         res.destroy();
@@ -148,6 +154,13 @@ async function downloadOnce(first: URL, opts: DownloadOptions, ca: CaChoice, w: 
       if (status < 200 || status > 299) {
         res.destroy();
         throw fetchFailed(`${describeUrl(url)} answered HTTP ${status}`);
+      }
+      if (opts.rangeStart !== undefined && opts.rangeStart > 0) {
+        const from = /^bytes (\d+)-\d+\/\d+$/.exec(String(res.headers['content-range'] ?? ''))?.[1];
+        if (status !== 206 || Number(from) !== opts.rangeStart) {
+          res.destroy();
+          throw fetchFailed(`${describeUrl(url)} did not answer the range from byte ${opts.rangeStart} (HTTP ${status})`);
+        }
       }
       checkContentLength(res.headers['content-length'], opts.maxBytes, where, opts.atMost === true);
       for await (const chunk of res as AsyncIterable<Buffer>) {
@@ -188,11 +201,13 @@ function checkContentLength(header: string | undefined, maxBytes: number, where:
   }
 }
 
-function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined, body?: Buffer): Promise<IncomingMessage> {
+function request(u: URL, ca: string[] | undefined, guard: TransferGuard, auth: FetchAuth | undefined, body?: Buffer, acceptEncoding = 'identity', rangeStart?: number): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    // No cookies, no compression: the hashed bytes are exactly the bytes the manifest names.
-    const headers: Record<string, string> = { 'Accept-Encoding': 'identity', 'User-Agent': USER_AGENT, Accept: '*/*' };
+    // No cookies, no transfer compression: the hashed bytes are exactly the bytes sent (a file
+    // index or pack asks which compression its representation comes in, docs/protocol.md).
+    const headers: Record<string, string> = { 'Accept-Encoding': acceptEncoding, 'User-Agent': USER_AGENT, Accept: '*/*' };
     if (auth && u.origin === auth.origin) headers.Authorization = auth.authorization;
+    if (rangeStart !== undefined && rangeStart > 0) headers.Range = `bytes=${rangeStart}-`;
     if (body) {
       headers['Content-Type'] = 'application/json';
       headers['Content-Length'] = String(body.length);

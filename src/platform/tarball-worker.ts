@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { parentPort, type MessagePort } from 'node:worker_threads';
 import zlib from 'node:zlib';
 import type { ExtractLimits } from '../core/config-schema.js';
+import { compressionOf, createDecompressor, hasZstd, noZstd, type Compression } from '../core/compression.js';
 import { StewardError, type ReasonCode } from '../core/errors.js';
 import { unsafeMessage } from './tar-entry-rules.js';
 import { UnpackFeed } from './tar-unpack-feed.js';
@@ -61,8 +62,8 @@ function classify(err: unknown, job: WorkerJob): { code: ReasonCode; message: st
   const e = err as NodeJS.ErrnoException;
   if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT') return { code: 'DISK_FULL', message: `extracting ${nameOf(job)}: no space left on device` };
   // zlib's own errors (Z_BUF_ERROR "unexpected end of file", Z_DATA_ERROR, ...) mean bad input.
-  if (typeof e?.code === 'string' && e.code.startsWith('Z_')) {
-    return { code: 'UNSAFE_ARCHIVE', message: unsafeMessage(null, `the gzip data is corrupt or truncated (${e.message})`) };
+  if (typeof e?.code === 'string' && (e.code.startsWith('Z_') || e.code.startsWith('ZSTD_'))) {
+    return { code: 'UNSAFE_ARCHIVE', message: unsafeMessage(null, `the ${(job as { compression?: string }).compression ?? 'gzip'} data is corrupt or truncated (${e.message})`) };
   }
   return { code: 'IO_ERROR', message: `extracting ${nameOf(job)} into ${job.dest}: ${e?.message ?? String(err)}` };
 }
@@ -70,27 +71,34 @@ function classify(err: unknown, job: WorkerJob): { code: ReasonCode; message: st
 function openArchive(file: string): { fd: number; size: number } {
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   const st = fs.fstatSync(fd);
-  const magic = Buffer.alloc(2);
-  const n = st.isFile() ? fs.readSync(fd, magic, 0, 2, 0) : 0;
+  const magic = Buffer.alloc(4);
+  const n = st.isFile() ? fs.readSync(fd, magic, 0, 4, 0) : 0;
   if (!st.isFile()) {
     fs.closeSync(fd);
     throw new StewardError('IO_ERROR', `${file} is not a regular file`);
   }
-  if (!isGzip(magic.subarray(0, n))) {
+  try {
+    compressionOfArchive(magic.subarray(0, n), true);
+  } catch (err) {
     fs.closeSync(fd);
-    throw notGzip();
+    throw err;
   }
   return { fd, size: st.size };
 }
 
-const GZIP_MAGIC = [0x1f, 0x8b];
-
-function isGzip(head: Uint8Array): boolean {
-  return head.length >= GZIP_MAGIC.length && GZIP_MAGIC.every((b, i) => head[i] === b);
+// The compression an archive starts as (docs/design.md §20.5): gzip, or zstd where this
+// runtime has it (UNSUPPORTED_COMPRESSION where not); 'short' while fewer bytes than a magic
+// are in hand and more may come; UNSAFE_ARCHIVE for anything else.
+function compressionOfArchive(head: Uint8Array, ended: boolean): Compression | 'short' {
+  const c = compressionOf(head);
+  if (c === 'short' && !ended) return 'short';
+  if (c === 'zstd' && !hasZstd()) throw noZstd('the archive');
+  if (c !== 'gzip' && c !== 'zstd') throw notGzip();
+  return c;
 }
 
 function notGzip(): StewardError {
-  return new StewardError('UNSAFE_ARCHIVE', unsafeMessage(null, 'it is not a gzip file (no 1f 8b magic)'));
+  return new StewardError('UNSAFE_ARCHIVE', unsafeMessage(null, 'it is not a gzip file (no 1f 8b magic) nor a zstd one (no 28 b5 2f fd)'));
 }
 
 // The archive's bytes as gunzip's input, READ_AHEAD at a time (views, no copies).
@@ -108,20 +116,26 @@ async function* fromPort(port: MessagePort): AsyncGenerator<Buffer> {
     queue.push(m);
     wake?.();
   });
-  // How many bytes of the gzip magic have been checked so far.
-  let head = 0;
+  // The first bytes, held until they name the compression (checked as openArchive does).
+  let head: Buffer | null = Buffer.alloc(0);
   let consumed = 0;
   for (;;) {
     if (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
     wake = null;
     const m = queue.shift() as StreamMessage;
     if ('end' in m) {
-      if (head < GZIP_MAGIC.length) throw notGzip();
+      if (head !== null) {
+        compressionOfArchive(head, true);
+        if (head.length > 0) yield head;
+      }
       return;
     }
-    const chunk = Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength);
-    for (let i = 0; head < GZIP_MAGIC.length && i < chunk.length; i++, head++) {
-      if (chunk[i] !== GZIP_MAGIC[head]) throw notGzip();
+    let chunk = Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength);
+    if (head !== null) {
+      head = Buffer.concat([head, chunk]);
+      if (compressionOfArchive(head, false) === 'short') continue;
+      chunk = head;
+      head = null;
     }
     yield chunk;
     consumed += chunk.length;
@@ -135,10 +149,10 @@ async function* fromPort(port: MessagePort): AsyncGenerator<Buffer> {
 // teardown (node_zlib.cc, "close before init": a zlib handle never initialised), in 4 of 140 runs
 // of security/ca-file-in-a-folder-a-user-owns four at a time; with the gunzip made after the first
 // chunk, in none of 240. How the handle came to be uninitialised is not proven.
-async function afterFirstChunk(chunks: AsyncIterable<Buffer>): Promise<AsyncIterable<Buffer>> {
+async function afterFirstChunk(chunks: AsyncIterable<Buffer>): Promise<{ chunks: AsyncIterable<Buffer>; first: Buffer | null }> {
   const it = chunks[Symbol.asyncIterator]();
   const first = await it.next();
-  return (async function* () {
+  const rest = (async function* () {
     try {
       if (first.done) return;
       yield first.value;
@@ -153,6 +167,7 @@ async function afterFirstChunk(chunks: AsyncIterable<Buffer>): Promise<AsyncIter
       await it.return?.();
     }
   })();
+  return { chunks: rest, first: first.done ? null : first.value };
 }
 
 // The archive as gunzip's input, with its compressed size (the ratio cap's denominator),
@@ -171,7 +186,7 @@ function openInput(job: WorkerJob): ArchiveInput {
   }
   if (job.archive) {
     const archive = Buffer.from(job.archive.buffer, job.archive.byteOffset, job.archive.byteLength);
-    if (!isGzip(archive)) throw notGzip();
+    compressionOfArchive(archive, true);
     return { chunks: slicesOf(archive), size: archive.length, close() {}, digest: () => null };
   }
   const { fd, size } = openArchive(job.archivePath);
@@ -216,8 +231,11 @@ async function extractFrom(job: WorkerJob, post: (m: WorkerMessage) => void): Pr
   const feed = new UnpackFeed(job.dest, job.limits, input.size, prefixBytes);
   let last = Date.now();
   try {
-    const chunks = await afterFirstChunk(input.chunks);
-    await pipeline(chunks, zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
+    const { chunks, first } = await afterFirstChunk(input.chunks);
+    const c = first ? compressionOfArchive(first, true) : 'gzip';
+    // For classify()'s message of a corrupt stream.
+    (job as { compression?: string }).compression = c;
+    await pipeline(chunks, c === 'zstd' ? createDecompressor('zstd', nameOf(job)) : zlib.createGunzip(GUNZIP_OPTIONS), async (source: AsyncIterable<Buffer>) => {
       for await (const chunk of source) {
         feed.feed(chunk);
         if (Date.now() - last >= PROGRESS_MS) {

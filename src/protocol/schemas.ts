@@ -234,4 +234,8 @@ export interface StageResult {
   // Why a release with a file index was staged from its tarball after all: a reason code (null
   // when more than half its bytes were missing) and a message.
   fallback?: { code: string | null; message: string };
+  // The static patch the stage tried (docs/design.md §20.5): from which version, whether its
+  // objects were used, and if not why (a reason code, null for "not offered", and a message);
+  // the pack brought them then. Absent when no patch was tried.
+  patch?: { from: string; used: boolean; code?: string | null; message?: string };
 }

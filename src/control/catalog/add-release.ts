@@ -12,6 +12,7 @@ import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 import { checkReleaseMetrics } from './check-release-metrics.js';
 import { indexOfTarball, keepIndexAndObjects } from './file-index-of.js';
+import { makePatches, type MadePatches } from './make-patches.js';
 import { copyIntoUploads, discardReleaseBytes, hashLocalFile, placeReleaseBytes, type ReleaseBytes } from './upload-file.js';
 
 const DAY_MS = 86_400_000;
@@ -52,6 +53,8 @@ export interface AddedRelease {
   // expiry, or another key's manifest replaced (--resign; `replacedKeyId` signed it).
   change: 'added' | 'refreshed' | 'resigned';
   replacedKeyId: string | null;
+  // For a release whose index the catalog keeps: the static patches made to it (§20.5).
+  patches?: MadePatches;
 }
 
 // A signed manifest on its way to the catalog, with the public key that signed it.
@@ -156,7 +159,10 @@ export async function publishRelease(store: ControlStore, actor: Actor, r: Signe
       await recordAudit(tx, actor, 'release.add', `${app}@${version}`, { keyId, integrity: payload.integrity, size: payload.size, expires: payload.expires, url: payload.url, kept: r.keep, indexed: r.indexedManifest ? true : false, ...made });
       return made;
     });
-    return { app, version, manifest: r.manifest, payload, indexedManifest: r.indexedManifest ?? null, index, keyId, artifactPath: r.keep ? target : null, ...change };
+    // Why after the commit: a patch is derived from kept files, and one that fails to be made
+    // only sends hosts to the pack; it never fails the release.
+    const patches = index && r.keep ? await makePatches(artifactsDir, app, version).catch((err: unknown) => ({ from: [], notes: [`no patches: ${(err as Error).message}`] })) : undefined;
+    return { app, version, manifest: r.manifest, payload, indexedManifest: r.indexedManifest ?? null, index, keyId, artifactPath: r.keep ? target : null, ...change, ...(patches ? { patches } : {}) };
   } finally {
     await discardReleaseBytes(bytes);
   }

@@ -2,8 +2,8 @@
 // (to sign its integrity) and again by the catalog from the kept tarball (to keep it, and the
 // objects a pack sends, beside the tarball). Both run the helper's own extraction (its rules, its
 // modes), so the index lists exactly the tree a host stages from the tarball.
-import { createHash, randomBytes } from 'node:crypto';
-import { constants as fsc, promises as fsp } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { encodeFileIndex } from '../../core/file-index.js';
@@ -13,6 +13,8 @@ import { extractArchive } from '../../platform/tarball.js';
 import { isAppName } from '../../core/name-checks.js';
 import { isVersion } from '../../core/version.js';
 import { StewardError } from '../../core/errors.js';
+import { compressedIndexPath, ensureCompressedIndex, ensureRecord, keptCompressions } from './pack-records.js';
+import { writeDurably } from './write-durably.js';
 
 // The extraction's caps a host uses unless its config says otherwise (docs/host.md).
 const LIMITS = { maxEntries: 100_000, maxBytes: 2 * 1024 ** 3, maxPathLength: 4096, maxDepth: 64, maxRatio: 200 };
@@ -54,7 +56,8 @@ export function serverObjectsDir(artifactsDir: string, app: string): string {
 
 // Keeps the index of a kept tarball and its files as objects, checking the index is the one the
 // manifest signs (INTEGRITY_MISMATCH otherwise). Each object and the index are written to a
-// temporary name, fsynced and renamed: a crash leaves whole files or none.
+// temporary name, fsynced and renamed: a crash leaves whole files or none. Each object's
+// compressed pack records and the compressed index are kept too (pack-records.ts).
 export async function keepIndexAndObjects(artifactsDir: string, app: string, version: string, file: string, signed: { integrity: string; size: number }): Promise<void> {
   await withTarballIndex(file, async (index, tree) => {
     if (index.integrity !== signed.integrity || index.size !== signed.size) {
@@ -72,18 +75,15 @@ export async function keepIndexAndObjects(artifactsDir: string, app: string, ver
       }
       await writeDurably(dest, await fsp.readFile(path.join(tree, e.path)));
     }
-    await writeDurably(indexPath(artifactsDir, app, version), index.bytes);
+    // The records a pack answer concatenates, and the compressed index (pack-records.ts),
+    // made now so that no request compresses; the index's own copies first removed, as a
+    // copy from before would not be this index's.
+    const indexFile = indexPath(artifactsDir, app, version);
+    for (const c of keptCompressions()) {
+      for (const e of index.listing) if (e.type === 'file') await ensureRecord(objects, e.sha256, e.size, c);
+      await fsp.rm(compressedIndexPath(indexFile, c), { force: true });
+    }
+    await writeDurably(indexFile, index.bytes);
+    for (const c of keptCompressions()) await ensureCompressedIndex(indexFile, c);
   });
-}
-
-async function writeDurably(dest: string, bytes: Buffer): Promise<void> {
-  const tmp = `${dest}.${randomBytes(6).toString('hex')}.tmp`;
-  const fh = await fsp.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o644);
-  try {
-    await fh.writeFile(bytes);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await fsp.rename(tmp, dest);
 }

@@ -7,6 +7,8 @@ import type { ControlStore, ReleaseRow } from '../store/store.js';
 import { artifactPath } from './artifact-path.js';
 import { collectServerObjects } from './collect-objects.js';
 import { indexPath } from './file-index-of.js';
+import { compressedIndexPath } from './pack-records.js';
+import { removePatchesOf } from './patch-path.js';
 import { logger } from '../../platform/log.js';
 
 const log = logger('control:catalog');
@@ -31,8 +33,11 @@ export async function removeRelease(store: ControlStore, artifactsDir: string, a
   // Why after the commit: the catalog no longer names the tarball, so nothing serves it; a crash
   // before this line leaves a file nobody reads, never a release without its file.
   if (row.artifactPath !== null) await fsp.rm(artifactPath(artifactsDir, app, version), { force: true });
-  // Its file index too (docs/design.md §20), then the objects no other kept index lists.
-  await fsp.rm(indexPath(artifactsDir, app, version), { force: true });
+  // Its file index too (docs/design.md §20), its compressed copies, and the patches to and from
+  // it (§20.5); then the objects (and their kept records) no other kept index lists (§20.4).
+  const indexFile = indexPath(artifactsDir, app, version);
+  for (const f of [indexFile, compressedIndexPath(indexFile, 'gzip'), compressedIndexPath(indexFile, 'zstd')]) await fsp.rm(f, { force: true });
+  await removePatchesOf(artifactsDir, app, version);
   // Why caught: the release is removed whatever happens here; what stays is collected next time.
   await collectServerObjects(artifactsDir, app).catch((err: unknown) => log('objects of %s not collected: %s', app, (err as Error).message));
   return row;

@@ -35,8 +35,9 @@ export const releaseAdd: Operation<{ app: string; version: string; manifest: Env
       throw err;
     }
     const r = await publishRelease(ctx.store, ctx.actor, { ...i, resign: i.resign === true }, upload, ctx.artifactsDir);
-    // In the order `release add --json` has always printed, then the indexed manifest and its index.
-    return { app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath, indexedManifest: r.indexedManifest, index: r.index };
+    // In the order `release add --json` has always printed, then the indexed manifest and its
+    // index, and `patches` (§20.5) for an indexed release.
+    return { app: r.app, version: r.version, keyId: r.keyId, change: r.change, replacedKeyId: r.replacedKeyId, payload: r.payload, manifest: r.manifest, artifactPath: r.artifactPath, indexedManifest: r.indexedManifest, index: r.index, ...(r.patches ? { patches: r.patches } : {}) };
   },
 };
 

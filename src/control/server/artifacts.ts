@@ -89,19 +89,33 @@ export async function sendArtifact(
   } catch {
     return sendJson(res, errorAnswer(404, 'NOT_FOUND', `the tarball of ${names.app} ${names.version} is missing on the server`));
   }
+  await sendStaticFile(fh, artifactHeaders(release), req, res, headOnly, `${names.app} ${names.version}`, minRate, `${names.app} ${names.version} to ${who.kind} ${who.id}`);
+}
+
+// Sends an open kept file (the tarball, a patch: docs/design.md §20.5) whole or the one byte range
+// asked (206, or 416), with `headers`; closes it.
+export async function sendStaticFile(
+  fh: fsp.FileHandle,
+  headers: Record<string, string>,
+  req: Pick<IncomingMessage, 'headers'>,
+  res: ServerResponse,
+  headOnly: boolean,
+  what: string,
+  minRate: MinDownloadRate | null,
+  to: string,
+): Promise<void> {
   const st = await fh.stat();
   if (!st.isFile()) {
     await fh.close();
     return sendJson(res, errorAnswer(404, 'NOT_FOUND', 'no such artifact'));
   }
-  const headers = artifactHeaders(release);
   // If-Range: the range only while the client's copy is this one (an ETag; a date is not ours).
   const ifRange = req.headers['if-range'];
   const range = ifRange === undefined || ifRange === headers.etag ? byteRange(req.headers.range, st.size) : 'whole';
   if (range === 'unsatisfiable') {
     await fh.close();
     res.setHeader('content-range', `bytes */${st.size}`);
-    return sendJson(res, errorAnswer(416, 'BAD_RANGE', `the range ${JSON.stringify(String(req.headers.range).slice(0, 100))} is outside the ${st.size} bytes of ${names.app} ${names.version}`));
+    return sendJson(res, errorAnswer(416, 'BAD_RANGE', `the range ${JSON.stringify(String(req.headers.range).slice(0, 100))} is outside the ${st.size} bytes of ${what}`));
   }
   const part = range === 'whole' ? null : range;
   if (part) res.writeHead(206, { ...headers, 'content-range': `bytes ${part.start}-${part.end}/${st.size}`, 'content-length': String(part.end - part.start + 1) });
@@ -116,7 +130,7 @@ export async function sendArtifact(
   // aborted download meanwhile); pipeline destroys it, which closes the file, and ends the
   // response on a read error.
   const body = createReadStream('', { fd: fh, autoClose: true, ...(part ? { start: part.start, end: part.end } : {}) });
-  if (minRate && minRate.bytesPerSecond > 0) cutWhenSlow(res, minRate, `${names.app} ${names.version} to ${who.kind} ${who.id}`);
+  if (minRate && minRate.bytesPerSecond > 0) cutWhenSlow(res, minRate, to);
   pipeline(body, res, () => undefined);
 }
 

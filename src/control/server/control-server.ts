@@ -23,7 +23,7 @@ import { WaitRegistry } from '../wakeups/wait-registry.js';
 import { errorAnswer } from './answer.js';
 import { limitConnections, listen } from './listen.js';
 import { DOWNLOAD_RETRY_AFTER_S, sendArtifact } from './artifacts.js';
-import { parseIndexPath, sendIndex, sendPack } from './packs.js';
+import { parseIndexPath, sendIndex, sendPack, sendPatch } from './packs.js';
 import { DEFAULT_MAX_DOWNLOADS, type MinDownloadRate } from './download-limits.js';
 import { DownloadSlots, identifyDownloader } from './download-access.js';
 import { createAuthenticator, type Authenticator } from '../admin/authenticate.js';
@@ -207,7 +207,7 @@ async function handle(
   if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
   if (pathOnly === METRICS_PATH && opts.answerMetrics) return opts.answerMetrics(req, res);
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {
-    // A release's file index and packs of its objects (docs/design.md §20): the tarball's credential and slots.
+    // A release's file index, packs of its objects and static patches (docs/design.md §20): the tarball's credential and slots.
     const beside = parseIndexPath(pathOnly.slice(ARTIFACTS_PREFIX.length));
     if (beside?.kind === 'pack' ? req.method !== 'POST' : false) {
       res.setHeader('allow', 'POST');
@@ -230,7 +230,8 @@ async function handle(
       }
       res.once('close', slot.release);
       if (beside.kind === 'pack') return sendPack(store, opts.artifactsDir, beside, req, res);
-      return sendIndex(store, opts.artifactsDir, beside, res, req.method === 'HEAD');
+      if (beside.kind === 'patch' || beside.kind === 'index-delta') return sendPatch(store, opts.artifactsDir, { ...beside, kind: beside.kind, from: beside.from as string }, req, res, req.method === 'HEAD', downloads.minRate);
+      return sendIndex(store, opts.artifactsDir, beside, req, res, req.method === 'HEAD');
     }
     return sendArtifact(store, opts.artifactsDir, pathOnly.slice(ARTIFACTS_PREFIX.length), req, res, req.method === 'HEAD', downloads.slots, who.who, downloads.minRate);
   }

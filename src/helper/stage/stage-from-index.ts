@@ -1,11 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { createGunzip } from 'node:zlib';
 import type { ExtractLimits } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { parseFileIndex } from '../../core/file-index.js';
-import { PackReader, packBytes, packRequestBody } from '../../core/object-pack.js';
+import { PackReader, packBytes, packRequestBody, packWireBound } from '../../core/object-pack.js';
+import { StreamDecoder } from './stream-decoder.js';
+import { receivePatch, type PatchSource } from './stage-from-patch.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
 import { CheckedObjects } from '../../platform/object-checks.js';
@@ -28,17 +29,23 @@ export interface IndexStageDeps {
   // The index's bytes, matched against the signed integrity and size (INTEGRITY_MISMATCH if not),
   // and the bytes that came over the wire for them.
   fetchIndex(): Promise<{ bytes: Buffer; wireBytes: number }>;
-  // POSTs `body` to the pack URL, handing the answer's bytes (the gzip of a `bytes`-long pack) to
-  // `sink`; returns how many came over the wire.
-  fetchPack(body: Buffer, bytes: number, sink: (chunk: Uint8Array) => Promise<void>): Promise<number>;
+  // POSTs `body` to the pack URL, handing the answer's bytes (a compressed pack, at most
+  // `maxWireBytes` of them) to `sink`; returns how many came over the wire.
+  fetchPack(body: Buffer, maxWireBytes: number, sink: (chunk: Uint8Array) => Promise<void>): Promise<number>;
   // Makes every write on the file system of `dir` durable (syncfs).
   syncFileSystem(dir: string): Promise<void>;
   // The tarball's size: above half of it missing, the tarball is fetched instead.
   tarballBytes: number;
+  // Where static patches from versions the host has come from, best first (stage-from-patch.ts):
+  // the next is tried only when the one before is not offered (nothing came).
+  patches?: readonly PatchSource[];
 }
 
+// What became of the patch a stage tried (docs/design.md §20.5): used, or why not.
+export type PatchTry = { from: string; used: true } | { from: string; used: false; code: string | null; message: string };
+
 export type IndexStage =
-  | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number }
+  | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number; patch?: PatchTry }
   | { done: false; why: string };
 
 // Builds the release tree at `<work>/tree` from its signed file index and the objects the host
@@ -80,16 +87,25 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   let fetchedBytes = wireBytes;
   const fresh = new Set(missing.map((m) => m.sha256));
   const tree = new TreeBuilder(d, path.join(d.work, 'tree'), entries, present);
+  let patch: PatchTry | undefined;
   try {
-    // The folders and the links to objects the host has are made while the pack comes: on a
-    // real network the wait for the pack is the longer part, and this work fills it.
+    // The folders and the links to objects the host has are made while the patch or the pack
+    // comes: on a real network the wait for it is the longer part, and this work fills it.
     const laying = tree.layOut(fresh);
     // Why: a failure of the links while the pack comes is taken up after the pack, not unhandled.
     laying.catch(() => undefined);
     try {
       if (missing.length > 0) {
-        const total = packBytes(missing.map((m) => m.size));
-        fetchedBytes += await receivePack(d, incoming, missing, total);
+        // A static patch from a version the host has first, where one is offered; the pack otherwise.
+        let used = false;
+        for (const src of d.patches ?? []) {
+          const byPatch = await receivePatch({ objectsDir: d.objectsDir, work: d.work, limits: d.limits, maxBytes: d.tarballBytes }, src, incoming, sizes, missing);
+          fetchedBytes += byPatch.wire;
+          patch = byPatch.ok ? { from: src.from, used: true } : { from: src.from, used: false, code: byPatch.code, message: byPatch.message };
+          used = byPatch.ok;
+          if (byPatch.ok || byPatch.wire > 0 || byPatch.code !== 'FETCH_FAILED') break;
+        }
+        if (!used) fetchedBytes += await receivePack(d, incoming, missing);
         // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
         d.faults.io('objects', 'fsync');
         await d.syncFileSystem(incoming);
@@ -110,21 +126,52 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     tree.saveChecks();
   }
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
-  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes };
+  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}) };
 }
 
-// Receives the pack of `missing` into `<incoming>/<sha256>` files (in their objects' modes), each hashed as it is
-// written and compared with its name before the next begins.
-async function receivePack(d: IndexStageDeps, incoming: string, missing: ReadonlyArray<{ sha256: string; size: number; mode: number }>, total: number): Promise<number> {
+// How many POSTs one pack may take: the first, and asks for the rest after a cut (§20.5).
+export const PACK_TRIES = 3;
+
+// Receives the pack of `missing` into `<incoming>/<sha256>` files (in their objects' modes), each
+// hashed as it is written and compared with its name before the next begins. An answer cut
+// midway (the connection, or a compressed stream that ends early) keeps the objects that came
+// whole and verified, and a new POST asks for the rest: a pack is made per request, so this is
+// its form of `Range` (docs/design.md §20.5); at most PACK_TRIES requests in all.
+async function receivePack(d: IndexStageDeps, incoming: string, missing: ReadonlyArray<{ sha256: string; size: number; mode: number }>): Promise<number> {
+  let pending = missing;
+  let wire = 0;
+  for (let attempt = 1; ; attempt++) {
+    const r = await receivePackOnce(d, incoming, pending);
+    wire += r.wire;
+    pending = pending.filter((m) => !r.got.has(m.sha256));
+    if (!r.error || pending.length === 0) break;
+    // Only a try that brought objects is worth another: a refusal or a cut before the first
+    // whole object falls back to the tarball.
+    if (!r.cut || r.got.size === 0 || attempt >= PACK_TRIES) throw r.error;
+    log('pack cut after %d of %d objects (%s); asking for the %d left', r.got.size, r.got.size + pending.length, r.error.message, pending.length);
+  }
+  log('pack received objects=%d bytes=%d wire=%d', missing.length, packBytes(missing.map((m) => m.size)), wire);
+  return wire;
+}
+
+// One POST for the pack of `want`: which objects came whole and verified, and the error that
+// ended it, if any (`cut` when the answer only stopped short).
+async function receivePackOnce(
+  d: IndexStageDeps,
+  incoming: string,
+  want: ReadonlyArray<{ sha256: string; size: number; mode: number }>,
+): Promise<{ wire: number; got: Set<string>; error: StewardError | null; cut: boolean }> {
   let fh: fs.promises.FileHandle | null = null;
+  let current: string | null = null;
   let hash = createHash('sha256');
   let wire = 0;
-  const reader = new PackReader(missing, {
+  const got = new Set<string>();
+  const reader = new PackReader(want, {
     start: async (i) => {
       d.faults.io('objects', 'write');
-      const m = missing[i] as { sha256: string; mode: number };
-      const file = path.join(incoming, m.sha256);
-      fh = await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+      const m = want[i] as { sha256: string; mode: number };
+      current = path.join(incoming, m.sha256);
+      fh = await fsp.open(current, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
       // Why fchmod: the object's mode is its name's, whatever the umask.
       await fh.chmod(m.mode);
       hash = createHash('sha256');
@@ -136,58 +183,39 @@ async function receivePack(d: IndexStageDeps, incoming: string, missing: Readonl
     end: async (i) => {
       await (fh as fs.promises.FileHandle).close();
       fh = null;
-      const want = (missing[i] as { sha256: string }).sha256;
-      const got = hash.digest('hex');
-      if (got !== want) {
-        // Why unlink at once: bytes that are not what their name says never stay under it.
-        await fsp.unlink(path.join(incoming, want)).catch(() => undefined);
-        throw new StewardError('INTEGRITY_MISMATCH', `the pack's object ${want.slice(0, 16)}… holds other bytes (sha256 ${got.slice(0, 16)}…)`);
+      const wantSha = (want[i] as { sha256: string }).sha256;
+      const sum = hash.digest('hex');
+      if (sum !== wantSha) {
+        throw new StewardError('INTEGRITY_MISMATCH', `the pack's object ${wantSha.slice(0, 16)}… holds other bytes (sha256 ${sum.slice(0, 16)}…)`);
       }
+      current = null;
+      got.add(wantSha);
     },
   });
+  // The answer is gzip or zstd (docs/protocol.md), read from its first bytes; each chunk is
+  // decompressed as it arrives and read by the pack reader, which refuses a byte past the objects
+  // asked (so no bomb inflates further).
+  const decoder = new StreamDecoder('the pack', (c) => reader.push(c));
+  let error: StewardError | null = null;
+  let cut = false;
   try {
-    // The pack comes gzip-compressed: each chunk is inflated as it arrives and read by the pack
-    // reader, which refuses a byte past the objects asked (so no bomb inflates further).
-    const gunzip = createGunzip();
-    let failure: unknown = null;
-    const consumed = (async () => {
-      for await (const c of gunzip as AsyncIterable<Buffer>) await reader.push(c);
-    })().catch((err: unknown) => {
-      failure = err;
-      gunzip.destroy();
-    });
+    wire = await d.fetchPack(packRequestBody(want.map((m) => m.sha256)), packWireBound(want.map((m) => m.size)), (chunk) => decoder.write(chunk));
+    await decoder.end();
+    reader.finish();
+  } catch (err) {
     // Why toStewardError here: the fetch takes any other error from its sink for a network one
     // (FETCH_FAILED), and a full disk must stay DISK_FULL, a bad pack INTEGRITY_MISMATCH.
-    const fail = (err: unknown): never => {
-      if (err instanceof StewardError) throw err;
-      if ((err as { code?: string }).code?.startsWith('Z_')) throw new StewardError('INTEGRITY_MISMATCH', `the pack does not decompress: ${(err as Error).message}`);
-      throw toStewardError(err, 'IO_ERROR', "writing the pack's objects");
-    };
-    const sink = async (chunk: Uint8Array): Promise<void> => {
-      if (failure) fail(failure);
-      if (!gunzip.write(chunk)) {
-        await new Promise<void>((r) => {
-          const done = (): void => {
-            gunzip.off('drain', done);
-            gunzip.off('close', done);
-            r();
-          };
-          gunzip.on('drain', done);
-          gunzip.on('close', done);
-        });
-      }
-      if (failure) fail(failure);
-    };
-    wire = await d.fetchPack(packRequestBody(missing.map((m) => m.sha256)), total, sink);
-    gunzip.end();
-    await consumed;
-    if (failure) fail(failure);
-    reader.finish();
+    const failure = decoder.failure ?? err;
+    error = failure instanceof StewardError ? failure : toStewardError(failure, 'IO_ERROR', "writing the pack's objects");
+    cut = (error.code === 'FETCH_FAILED' && decoder.failure === null) || decoder.truncated || reader.endedShort;
   } finally {
     await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
+    decoder.destroy();
   }
-  log('pack received objects=%d bytes=%d wire=%d', missing.length, total, wire);
-  return wire;
+  // Why unlink at once: bytes that are not (or not yet) what their name says never stay under it.
+  if (current !== null) await fsp.unlink(current).catch(() => undefined);
+  if (error && !cut) for (const sha of got) await fsp.unlink(path.join(incoming, sha)).catch(() => undefined);
+  return { wire, got: error && !cut ? new Set() : got, error, cut };
 }
 
 // Makes the tree the index lists: folders 0700 while it is built and 0555 after, every file a

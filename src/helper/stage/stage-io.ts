@@ -62,11 +62,12 @@ export interface StageIO {
     onProgress?: (bytes: number, total: number) => void;
     auth?: FetchAuth;
     atMost?: boolean;
+    acceptEncoding?: string;
   }): Promise<BytesResult>;
   // Downloads an http(s) `url` as fetchToFile does (a POST of `body` when given), handing the bytes to `sink` as they arrive
   // (hashed before the sink sees them) instead of writing a file.
   fetchInto(
-    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void; auth?: FetchAuth; body?: Buffer; atMost?: boolean },
+    opts: { url: string; maxBytes: number; settings: FetchSettings; caFile?: string; caTrust?: TrustScope; controlPlane?: ControlPlaneCa; signal?: AbortSignal; onProgress?: (bytes: number, total: number) => void; auth?: FetchAuth; body?: Buffer; atMost?: boolean; acceptEncoding?: string; rangeStart?: number },
     sink: (chunk: Uint8Array) => Promise<void>,
   ): Promise<BytesResult>;
   // Copies a local regular file (opened with O_NOFOLLOW) into `destFile`, hashing it.

@@ -32,7 +32,11 @@ import { verifyIndexedManifest, verifyManifest } from './verify-manifest.js';
 import { fileTreeAsObjects } from './tree-objects.js';
 import { stageFromIndex, type IndexStage } from './stage-from-index.js';
 import { gzipBound } from '../../core/object-pack.js';
-import { gunzipSync } from 'node:zlib';
+import { acceptEncoding, decompressSync, hasZstd, zstdConstant, zstdOf } from '../../core/compression.js';
+import { PATCH_WINDOW_LOG_MAX } from '../../core/object-patch.js';
+import { indexOfStagedTree } from './staged-index.js';
+import type { PatchSource } from './stage-from-patch.js';
+import { compareVersions, isVersion } from '../../core/version.js';
 import { createHash } from 'node:crypto';
 
 // sha512 SRI of bytes.
@@ -344,7 +348,7 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
     const how = viaObjects ? { fetchedBytes: viaObjects.fetchedBytes, via: 'objects' as const } : { fetchedBytes: trust.size, via: 'tarball' as const };
     log('staged app=%s version=%s attempt=%s via=%s fetched=%d reused=%d', app, version, attemptId, how.via, how.fetchedBytes, reusedBytes);
-    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, ...how, reusedBytes, ...(fallback ? { fallback } : {}) };
+    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, ...how, reusedBytes, ...(fallback ? { fallback } : {}), ...(viaObjects?.patch ? { patch: viaObjects.patch } : {}) };
   } catch (err) {
     let e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
     // A disk error from below (the extraction worker) does not know which release it hit.
@@ -615,6 +619,9 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
     }
   });
   try {
+    const patches = await patchSources(deps, input, index.url, sourcesOf);
+    // Bytes a delta of the index brought that were not used (its fallback's cost).
+    let spent = 0;
     const r = await stageFromIndex({
       objectsDir: objectsDir(deps.paths, app),
       work,
@@ -623,21 +630,24 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
       tarballBytes: trust.size,
       syncFileSystem: (dir) => deps.io.syncFileSystem(dir),
       fetchIndex: async () => {
+        const delta = await indexByDelta(deps, input, index, work, patches, sourcesOf);
+        if ('bytes' in delta) return delta;
+        spent = delta.spent;
         const file = path.join(work, 'index.json');
         let last: unknown = new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the file index ${index.url}`);
         for (const url of sourcesOf(index.url)) {
           try {
-            // gzip-compressed on the wire: at most gzipBound of its signed size, and it must
-            // decompress to at most that size, to the bytes the manifest signs.
-            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, ...fetchSettings(deps, input), ...authOf(deps, input, url) });
+            // gzip- or zstd-compressed on the wire (docs/protocol.md): at most gzipBound of its
+            // signed size, and it must decompress to at most that size, to the bytes the manifest signs.
+            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: acceptEncoding(), ...fetchSettings(deps, input), ...authOf(deps, input, url) });
             let bytes: Buffer;
             try {
-              bytes = gunzipSync(await fsp.readFile(file), { maxOutputLength: index.size });
+              bytes = decompressSync(await fsp.readFile(file), index.size, `${app} ${version}: the file index from ${url}`);
             } catch (err) {
-              throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not decompress to at most its signed ${index.size} bytes (${(err as Error).message})`);
+              throw new StewardError('INTEGRITY_MISMATCH', (err as Error).message);
             }
             if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not match the integrity the manifest signs`);
-            return { bytes, wireBytes: got.bytes };
+            return { bytes, wireBytes: got.bytes + spent };
           } catch (err) {
             await fsp.rm(file, { force: true });
             if (err instanceof StewardError && err.code === 'INTEGRITY_MISMATCH') throw err;
@@ -646,11 +656,12 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         }
         throw last;
       },
-      fetchPack: async (body, bytes, sink) => {
+      patches,
+      fetchPack: async (body, maxWireBytes, sink) => {
         if (!/\.index\.json$/.test(index.url)) throw new StewardError('FETCH_FAILED', `${app} ${version}: the file index ${index.url} names no pack (it does not end in .index.json)`);
         const url = sourcesOf(index.url.replace(/\.index\.json$/, '.pack'))[0];
         if (!url) throw new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the pack`);
-        return (await deps.io.fetchInto({ url, maxBytes: gzipBound(bytes), atMost: true, body, ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes;
+        return (await deps.io.fetchInto({ url, maxBytes: maxWireBytes, atMost: true, body, acceptEncoding: acceptEncoding(), ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes;
       },
     });
     if (r.done) return r;
@@ -669,5 +680,69 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
 // Removes what a try from the index left in the staging folder: its tree, its index, the pack's
 // objects not yet put in place. Objects put in place are complete and verified: they stay.
 async function clearIndexTry(work: string): Promise<void> {
-  for (const name of ['tree', 'index.json', 'objects-in']) await removeOwnTree(path.join(work, name)).catch(() => undefined);
+  for (const name of ['tree', 'index.json', 'index.delta', 'objects-in', 'patch']) await removeOwnTree(path.join(work, name)).catch(() => undefined);
+}
+
+// The static patches a stage may take (docs/design.md §20.5), best first: from the version the
+// host runs when it is below the one staged, then from the newest complete version below it;
+// none on a runtime without zstd or for an index whose URL names no patch.
+async function patchSources(deps: StageDeps, input: StageInput, indexUrl: string, sourcesOf: (url: string) => string[]): Promise<PatchSource[]> {
+  const { app, version } = input;
+  if (!hasZstd() || !/\.index\.json$/.test(indexUrl)) return [];
+  const below = (v: string): boolean => v !== version && compareVersions(v, version) < 0;
+  const froms: string[] = [];
+  const current = await readCurrent(deps.paths, app).catch(() => null);
+  if (current?.state === 'valid' && below(current.version)) froms.push(current.version);
+  const names = (await fsp.readdir(versionsDir(deps.paths, app)).catch(() => [] as string[])).filter((v) => isVersion(v) && below(v)).sort((a, b) => compareVersions(b, a));
+  for (const v of names) {
+    if ((await inspectMarker(deps.paths, app, v)).state !== 'valid') continue;
+    if (!froms.includes(v)) froms.push(v);
+    break;
+  }
+  const sources: PatchSource[] = [];
+  for (const from of froms) {
+    const url = sourcesOf(indexUrl.replace(/\.index\.json$/, `.from-${from}.patch`))[0];
+    if (!url) continue;
+    sources.push({
+      from,
+      to: version,
+      fetchPatch: async (start, maxBytes, sink) =>
+        (await deps.io.fetchInto({ url, maxBytes, atMost: true, acceptEncoding: acceptEncoding(), ...(start > 0 ? { rangeStart: start } : {}), ...fetchSettings(deps, input), ...authOf(deps, input, url) }, sink)).bytes,
+    });
+  }
+  return sources;
+}
+
+// The signed index from a zstd delta against the index of the version a patch would come from
+// (docs/design.md §20.5), made again from that version's tree and objects (staged-index.ts):
+// `<index url>.from-<from>.zst`, decoded with the old index as its dictionary to at most the signed
+// size and checked against the signed integrity. From the patch sources in turn whose tree
+// reads and offers one (the next only after a 404); anything else and the full index is fetched.
+async function indexByDelta(deps: StageDeps, input: StageInput, index: FileIndexRef, work: string, patches: readonly PatchSource[], sourcesOf: (url: string) => string[]): Promise<{ bytes: Buffer; wireBytes: number } | { spent: number }> {
+  const zs = zstdOf();
+  if (!zs) return { spent: 0 };
+  let spent = 0;
+  for (const src of patches) {
+    const old = indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
+    if (!old) continue;
+    const url = sourcesOf(`${index.url}.from-${src.from}.zst`)[0];
+    if (!url) break;
+    const file = path.join(work, 'index.delta');
+    let got = 0;
+    try {
+      got = (await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: 'zstd', ...fetchSettings(deps, input), ...authOf(deps, input, url) })).bytes;
+      const bytes = zs.zstdDecompressSync(await fsp.readFile(file), { dictionary: old, maxOutputLength: Math.max(1, index.size), params: { [zstdConstant('ZSTD_d_windowLogMax')]: PATCH_WINDOW_LOG_MAX } } as { maxOutputLength: number });
+      if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `the delta of the file index from ${src.from} does not decode to the index the manifest signs`);
+      log('index of %s %s by its delta from %s: %d bytes on the wire', input.app, input.version, src.from, got);
+      return { bytes, wireBytes: spent + got };
+    } catch (err) {
+      spent += got;
+      log('index delta of %s %s from %s not used: %s', input.app, input.version, src.from, (err as Error).message);
+      // The next source only when this one offered nothing (a 404).
+      if (got > 0) break;
+    } finally {
+      await fsp.rm(file, { force: true });
+    }
+  }
+  return { spent };
 }

@@ -40,7 +40,7 @@ export function registerRelease(program: Command): void {
     .requiredOption('--key <pem>', 'the Ed25519 release private key (PEM); it is read here and never sent')
     .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
     .option('--resign', 'replace the manifest of this version (same bytes) signed by another key')
-    .option('--index', 'sign a second manifest with the file index and serve the index, so hosts that read indexes fetch only the files they lack (the default with --base-url; others get the plain manifest)')
+    .option('--index', 'sign a second manifest with the file index and serve the index, so hosts that read indexes fetch only the files they lack, and make static zstd patches from the 2 newest indexed versions where this Node.js has zstd (the default with --base-url; others get the plain manifest)')
     .option('--no-index', 'sign only the plain manifest: every host fetches the whole tarball')
     .action(async (app: string, version: string, o: { file: string; url?: string; baseUrl?: string; key: string; expiresDays: string; resign?: boolean; index?: boolean }, cmd: Command) => {
       (await names()).checkNames(app, version);
@@ -89,7 +89,7 @@ export function registerRelease(program: Command): void {
       if (indexSkipped) process.stderr.write(`warning: no file index for ${app} ${version}: ${indexSkipped.message}; every host fetches the whole tarball\n`);
       const p = r.payload;
       const head = r.change === 'added' ? `added ${app} ${version}` : r.change === 'refreshed' ? `re-signed ${app} ${version} (same key, fresh expiry)` : `re-signed ${app} ${version}: the manifest signed by key ${r.replacedKeyId} was replaced`;
-      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${r.index ? `  index=${r.index.url} size=${r.index.size} (hosts that read indexes get the indexed manifest)\n` : '  no file index: every host fetches the whole tarball\n'}`);
+      process.stdout.write(`${head}: url=${p.url} size=${p.size} expires=${when(p.expires)} keyId=${r.keyId}\n  integrity=${p.integrity}\n${r.index ? `  index=${r.index.url} size=${r.index.size} (hosts that read indexes get the indexed manifest)\n` : '  no file index: every host fetches the whole tarball\n'}${patchLines(r.patches)}`);
     });
   release
     .command('allow-downgrade <app> <version>')
@@ -183,4 +183,11 @@ export function registerRelease(program: Command): void {
       // The versions hosts may go back to (release allow-downgrade), while that holds.
       for (const r of out.releases) if (r.downgrade && !r.downgrade.expired) process.stdout.write(`${r.app} ${r.version}: hosts may go back to it until ${when(r.downgrade.notAfter)} (downgrade authorized by key ${r.downgrade.keyId})\n`);
     });
+}
+
+// What `release add` says of the static patches it made (docs/design.md §20.5).
+function patchLines(p: { from: string[]; notes: string[] } | undefined): string {
+  if (!p) return '';
+  const made = p.from.length > 0 ? `  patches from ${p.from.join(', ')}\n` : '';
+  return made + p.notes.map((n) => `  ${n}\n`).join('');
 }

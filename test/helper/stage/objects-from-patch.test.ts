@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { hasZstd } from '../../../src/core/compression.js';
+import { objectsDir, versionDir } from '../../../src/core/paths.js';
+import { adoptVerifiedFile, objectName, objectPath } from '../../../src/platform/object-store.js';
+import { stageRelease } from '../../../src/helper/stage/stage-release.js';
+import { rereadTree } from '../../../src/platform/tree-reread.js';
+import { sri } from '../../helpers/host.js';
+import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-attacks.js';
+import { sha256, stageIndexed } from '../../helpers/object-server.js';
+import { hostWithCurrent } from '../../helpers/stage-harness.js';
+import { patchRelease } from '../../helpers/patch-releases.js';
+
+// docs/design.md §20.5: a static zstd patch from a version the host has brings the objects it
+// lacks; its tree is the tarball's. Made and taken only where the runtime has zstd.
+const NO_ZSTD = hasZstd() ? false : `this runtime (Node ${process.versions.node}) has no zstd: no patch is made or taken (the pack path is tested below)`;
+test('a release staged from a static patch fetches the patch and no pack, and its tree is the tarball\'s, byte for byte and mode for mode', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  const peer = await hostWithCurrent();
+  t.after(() => {
+    cleanup();
+    peer.host.cleanup();
+  });
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  const v2 = patchRelease('1.1.0');
+  const at = srv.requests.length;
+  const before = { ...srv.moved };
+  const r = await stageIndexed(s, srv, '1.1.0', v2);
+  assert.deepEqual(srv.patches?.from, ['1.0.0']);
+  assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
+  assert.deepEqual(r.patch, { from: '1.0.0', used: true });
+  const asked = srv.requests.slice(at);
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.from-1.0.0.patch'), asked.join('\n'));
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json.from-1.0.0.zst'), 'the index came as a delta from 1.0.0\'s');
+  assert.ok(!asked.includes('GET /v1/artifacts/web/1.1.0.index.json'), 'the full index was never fetched');
+  assert.ok(!asked.some((q) => q.includes('.pack') || q.includes('.tgz')), asked.join('\n'));
+  const moved = srv.moved.patch - before.patch + (srv.moved.delta - before.delta) + (srv.moved.index - before.index);
+  assert.equal(r.fetchedBytes, moved, 'fetchedBytes is what went over the wire');
+  assert.ok(moved < v2.length / 20, `the patch and index delta moved ${moved} bytes of a ${v2.length}-byte tarball`);
+  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
+  writeFileSync(file, v2);
+  const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
+  assert.equal(r.treeDigest, old.treeDigest);
+  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertNothingUntrusted(s);
+});
+
+test('an object of the patch the host already has is decoded, checked and dropped: the host\'s object stays as it was', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  // The one new file of 1.1.0, put in objects/ as a stage would have (a verified object).
+  const bytes = Buffer.from('x("1.1.0")\n');
+  const objects = objectsDir(s.host.paths, 'web');
+  const tmp = path.join(objects, '.tmp-test');
+  writeFileSync(tmp, bytes, { mode: 0o444 });
+  const name = objectName(sha256(bytes), 0o444);
+  await adoptVerifiedFile(objects, tmp, name);
+  const before = statSync(objectPath(objects, name));
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.deepEqual(r.patch, { from: '1.0.0', used: true }, JSON.stringify(r.patch));
+  const header = readFileSync(path.join(srv.artifactsDir, 'web', '1.1.0.from-1.0.0.patch'));
+  assert.ok(header.includes(Buffer.from(sha256(bytes))), 'the patch holds the object the host had');
+  const after = statSync(objectPath(objects, name));
+  assert.equal(after.ino, before.ino, 'the host\'s object was not written again');
+  await assertNothingUntrusted(s);
+});
+
+test('an index delta that decodes to another index is not used: the full index is fetched and the stage goes on', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  srv.tamper.delta = (body) => Buffer.concat([body.subarray(0, body.length - 8), Buffer.alloc(8, 0x55)]);
+  const at = srv.requests.length;
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
+  const asked = srv.requests.slice(at);
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json.from-1.0.0.zst'));
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json'), 'the full index was fetched after the delta failed');
+  await assertNothingUntrusted(s);
+});
+
+test('a patch cut midway is resumed with Range from where it stopped', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  srv.cut.patch = [0.5];
+  const at = srv.requests.length;
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.deepEqual(r.patch, { from: '1.0.0', used: true }, JSON.stringify(r.patch));
+  const asked = srv.requests.slice(at);
+  assert.equal(asked.filter((q) => q.endsWith('1.1.0.from-1.0.0.patch')).length, 2, asked.join('\n'));
+  assert.ok(!asked.some((q) => q.includes('.pack')));
+  await assertNothingUntrusted(s);
+});
+
+test('the catalog makes patches from exactly the 2 newest earlier indexed versions', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  for (const v of ['1.0.0', '1.1.0', '1.2.0']) await srv.publish(v, patchRelease(v));
+  await srv.publish('1.3.0', patchRelease('1.3.0'));
+  assert.deepEqual(srv.patches, { from: ['1.2.0', '1.1.0'], notes: [] });
+  const dir = path.join(srv.artifactsDir, 'web');
+  assert.ok(existsSync(path.join(dir, '1.3.0.from-1.2.0.patch')));
+  assert.ok(existsSync(path.join(dir, '1.3.0.from-1.1.0.patch')));
+  assert.ok(!existsSync(path.join(dir, '1.3.0.from-1.0.0.patch')));
+  void s;
+});
+
+test('on a runtime without zstd the catalog makes no patch, says why, and a stage takes the pack', { skip: hasZstd() ? `this runtime (Node ${process.versions.node}) has zstd: patches are tested above` : false }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.equal(srv.patches?.from.length, 0);
+  assert.match(srv.patches?.notes[0] ?? '', /has no zstd/);
+  assert.equal(r.via, 'objects');
+  assert.equal(r.patch, undefined, 'no patch was tried');
+  assert.ok(!srv.requests.some((q) => q.endsWith('.patch')));
+  assert.ok(srv.requests.some((q) => q.startsWith('POST') && q.endsWith('1.1.0.pack')));
+  await assertNothingUntrusted(s);
+});
