@@ -55,7 +55,7 @@ test('an app over its memoryMax is killed and status names its last exit OOM; a 
     const a = await status(host);
     return a.supervisor?.lastExit?.reason === 'OOM' ? a : null;
   });
-  rmSync(grow);
+  rmSync(grow, { force: true });
   assert.deepEqual(oom.supervisor.lastExit, { code: null, signal: 'SIGKILL', reason: 'OOM' });
   const log = readFileSync(path.join(host.paths.logDir, 'web.log'), 'utf8');
   assert.doesNotMatch(log, /survived/, 'the limit was applied');
