@@ -6,6 +6,7 @@ import { StewardError, toStewardError } from '../../core/errors.js';
 import { parseFileIndex } from '../../core/file-index.js';
 import { PackReader, packBytes, packRequestBody, packWireBound } from '../../core/object-pack.js';
 import { StreamDecoder } from './stream-decoder.js';
+import { hasZstd } from '../../core/compression.js';
 import { receivePatch, type PatchSource } from './stage-from-patch.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
@@ -46,7 +47,8 @@ export type PatchTry = { from: string; used: true } | { from: string; used: fals
 
 export type IndexStage =
   | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number; patch?: PatchTry }
-  | { done: false; why: string };
+  // `fetchedBytes`, `patch`: what a patch tried for a release mostly missing moved, and why it was not taken.
+  | { done: false; why: string; fetchedBytes?: number; patch?: PatchTry };
 
 // Builds the release tree at `<work>/tree` from its signed file index and the objects the host
 // has, fetching the missing ones as one pack (docs/design.md §20). Returns `done: false` (and
@@ -80,7 +82,12 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     else missing.push({ sha256: sha, size, mode });
   }
   const missingBytes = missing.reduce((n, m) => n + m.size, 0);
-  if (missingBytes > d.tarballBytes / 2) return { done: false, why: `${missingBytes} of the tree's bytes are missing, more than half the ${d.tarballBytes}-byte tarball` };
+  // More than half missing: the tarball, unless a static patch (whose bytes are not the files'
+  // but their difference from a version the host has) comes in under half of it.
+  const overHalf = missingBytes > d.tarballBytes / 2;
+  const overHalfWhy = `${missingBytes} of the tree's bytes are missing, more than half the ${d.tarballBytes}-byte tarball`;
+  const patches = hasZstd() ? (d.patches ?? []) : [];
+  if (overHalf && patches.length === 0) return { done: false, why: overHalfWhy };
 
   const incoming = path.join(d.work, 'objects-in');
   await fsp.mkdir(incoming, { mode: 0o700 });
@@ -98,13 +105,14 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
       if (missing.length > 0) {
         // A static patch from a version the host has first, where one is offered; the pack otherwise.
         let used = false;
-        for (const src of d.patches ?? []) {
-          const byPatch = await receivePatch({ objectsDir: d.objectsDir, work: d.work, limits: d.limits, maxBytes: d.tarballBytes }, src, incoming, sizes, missing);
+        for (const src of patches) {
+          const byPatch = await receivePatch({ objectsDir: d.objectsDir, work: d.work, limits: d.limits, maxBytes: overHalf ? Math.floor(d.tarballBytes / 2) : d.tarballBytes }, src, incoming, sizes, missing);
           fetchedBytes += byPatch.wire;
           patch = byPatch.ok ? { from: src.from, used: true } : { from: src.from, used: false, code: byPatch.code, message: byPatch.message };
           used = byPatch.ok;
           if (byPatch.ok || byPatch.wire > 0 || byPatch.code !== 'FETCH_FAILED') break;
         }
+        if (!used && overHalf) throw new NoPatchOverHalf(`${overHalfWhy}, and no patch under half of it was taken${patch && !patch.used ? ` (${patch.message})` : ''}`, fetchedBytes);
         if (!used) fetchedBytes += await receivePack(d, incoming, missing);
         // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
         d.faults.io('objects', 'fsync');
@@ -117,6 +125,8 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     } catch (err) {
       tree.stop();
       await laying.catch(() => undefined);
+      // The tarball, as for any release mostly missing (not a failure: no fallback code).
+      if (err instanceof NoPatchOverHalf) return { done: false, why: err.message, fetchedBytes: err.fetchedBytes, ...(patch ? { patch } : {}) };
       throw err;
     }
     await laying;
@@ -127,6 +137,16 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   }
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
   return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}) };
+}
+
+// A release mostly missing whose patches were not taken: the stage takes the tarball.
+class NoPatchOverHalf extends Error {
+  constructor(
+    message: string,
+    readonly fetchedBytes: number,
+  ) {
+    super(message);
+  }
 }
 
 // How many POSTs one pack may take: the first, and asks for the rest after a cut (§20.5).

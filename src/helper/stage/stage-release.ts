@@ -30,7 +30,7 @@ import type { ControlPlaneCa } from '../../platform/fetch-trust.js';
 import type { BytesResult, ExtractJob, ExtractResultLike, StageIO } from './stage-io.js';
 import { verifyIndexedManifest, verifyManifest } from './verify-manifest.js';
 import { fileTreeAsObjects } from './tree-objects.js';
-import { stageFromIndex, type IndexStage } from './stage-from-index.js';
+import { stageFromIndex, type IndexStage, type PatchTry } from './stage-from-index.js';
 import { gzipBound } from '../../core/object-pack.js';
 import { acceptEncoding, decompressSync, hasZstd, zstdConstant, zstdOf } from '../../core/compression.js';
 import { PATCH_WINDOW_LOG_MAX } from '../../core/object-patch.js';
@@ -346,9 +346,11 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
       throw err;
     }
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
-    const how = viaObjects ? { fetchedBytes: viaObjects.fetchedBytes, via: 'objects' as const } : { fetchedBytes: trust.size, via: 'tarball' as const };
+    // A tarball after a patch that was tried and not taken counts the patch's bytes too.
+    const tried = byIndex && !byIndex.done ? byIndex : null;
+    const how = viaObjects ? { fetchedBytes: viaObjects.fetchedBytes, via: 'objects' as const } : { fetchedBytes: trust.size + (tried?.triedBytes ?? 0), via: 'tarball' as const };
     log('staged app=%s version=%s attempt=%s via=%s fetched=%d reused=%d', app, version, attemptId, how.via, how.fetchedBytes, reusedBytes);
-    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, ...how, reusedBytes, ...(fallback ? { fallback } : {}), ...(viaObjects?.patch ? { patch: viaObjects.patch } : {}) };
+    return { ...resultOf(paths, app, version, attemptId, marker, false), entries: ex.entries, bytes: ex.bytes, ...how, reusedBytes, ...(fallback ? { fallback } : {}), ...((viaObjects ?? tried)?.patch ? { patch: (viaObjects ?? tried)?.patch } : {}) };
   } catch (err) {
     let e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version}`);
     // A disk error from below (the extraction worker) does not know which release it hit.
@@ -600,7 +602,8 @@ function resultOf(paths: HostPaths, app: string, version: string, attemptId: str
   };
 }
 
-type IndexTry = (IndexStage & { done: true }) | { done: false; fallback: { code: string | null; message: string } };
+// `triedBytes`, `patch`: a patch tried for a release mostly missing, and not taken.
+type IndexTry = (IndexStage & { done: true }) | { done: false; fallback: { code: string | null; message: string }; triedBytes?: number; patch?: PatchTry };
 
 // Builds the tree from the release's file index and objects (stage-from-index.ts), or says why the
 // tarball is fetched instead, having removed whatever the try left in the staging folder. A signed
@@ -667,7 +670,7 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
     if (r.done) return r;
     log('objects skipped app=%s version=%s attempt=%s: %s', app, version, attemptId, r.why);
     await clearIndexTry(work);
-    return { done: false, fallback: { code: null, message: r.why } };
+    return { done: false, fallback: { code: null, message: r.why }, ...(r.fetchedBytes ? { triedBytes: r.fetchedBytes } : {}), ...(r.patch ? { patch: r.patch } : {}) };
   } catch (err) {
     const e = toStewardError(err, 'IO_ERROR', `staging ${app} ${version} from its file index`);
     await clearIndexTry(work);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -12,6 +13,7 @@ import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-a
 import { sha256, stageIndexed } from '../../helpers/object-server.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
 import { patchRelease } from '../../helpers/patch-releases.js';
+import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
 
 // docs/design.md §20.5: a static zstd patch from a version the host has brings the objects it
 // lacks; its tree is the tarball's. Made and taken only where the runtime has zstd.
@@ -127,4 +129,49 @@ test('on a runtime without zstd the catalog makes no patch, says why, and a stag
   assert.ok(!srv.requests.some((q) => q.endsWith('.patch')));
   assert.ok(srv.requests.some((q) => q.startsWith('POST') && q.endsWith('1.1.0.pack')));
   await assertNothingUntrusted(s);
+});
+
+// A release whose every file changed a little (a major release, a rebuild that stamps each file)
+// has more than half its bytes missing: the pack would be most of the tarball, but a patch, whose
+// bytes are the difference from a version the host has, is taken when it is under half of it.
+const WHOLE = Array.from({ length: 30 }, () => randomBytes(4096).toString('base64'));
+const stamped = (version: string, fresh = false) =>
+  gzipTar(makeReleaseTar('web', version, [{ path: 'lib/', type: 'dir' }, ...WHOLE.map((c, i) => ({ path: `lib/f${i}.js`, content: fresh ? randomBytes(4096).toString('base64') : `// ${version}\n${c}` }))]));
+
+test('a release with every file changed takes a patch under half its tarball, and the tarball when the patch is not', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', stamped('1.0.0'));
+  const v2 = stamped('2.0.0');
+  const r = await stageIndexed(s, srv, '2.0.0', v2);
+  assert.equal(r.via, 'objects', JSON.stringify(r));
+  assert.deepEqual(r.patch, { from: '1.0.0', used: true });
+  assert.ok((r.fetchedBytes ?? Infinity) < v2.length / 2, `moved ${r.fetchedBytes} of a ${v2.length}-byte tarball`);
+  await assertNothingUntrusted(s);
+
+  // New bytes everywhere: its patch is the size of its files, over half the tarball: not taken
+  // (its download stops at half), the tarball is, and fetchedBytes counts both.
+  const v3 = stamped('3.0.0', true);
+  const before = { ...srv.moved };
+  const r3 = await stageIndexed(s, srv, '3.0.0', v3);
+  assert.equal(r3.via, 'tarball');
+  assert.equal(r3.fallback?.code, null, JSON.stringify(r3.fallback));
+  assert.match(r3.fallback?.message ?? '', /more than half .* no patch under half of it was taken/);
+  assert.equal(r3.patch?.used, false, JSON.stringify(r3.patch));
+  const moved = srv.moved.patch - before.patch + (srv.moved.delta - before.delta) + (srv.moved.index - before.index) + (srv.moved.tgz - before.tgz);
+  assert.ok((r3.fetchedBytes ?? 0) >= v3.length && (r3.fetchedBytes ?? 0) <= moved, `fetchedBytes ${r3.fetchedBytes}, tarball ${v3.length}, moved ${moved}`);
+  await assertNothingUntrusted(s);
+});
+
+test('without a patch offered, a release with every file changed takes the tarball, as any release mostly missing', async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', stamped('1.0.0'));
+  const r = await stageIndexed(s, srv, '2.0.0', stamped('2.0.0'));
+  assert.equal(r.via, 'tarball');
+  assert.match(r.fallback?.message ?? '', /more than half/);
+  // On a runtime with zstd the patch was asked for (404); without, never.
+  assert.notEqual(r.patch?.used, true);
+  if (!hasZstd()) assert.equal(r.patch, undefined);
 });
