@@ -141,6 +141,7 @@ async function main(): Promise<void> {
   };
   const objMs: number[] = [];
   const floorMs: number[] = [];
+  const viaTarball = { objects: 0, patch: 0 };
   const fullMs: number[] = [];
   const moved: number[] = [];
   const patchMs: number[] = [];
@@ -162,8 +163,10 @@ async function main(): Promise<void> {
         const t0 = process.hrtime.bigint();
         const r = await stageRelease({ ...h.deps, objects }, { kind: 'helper', app: 'web', version: '1.1.0', manifest: m });
         const took = ms(t0);
-        if (objects && r.via !== 'objects') throw new Error(`the ${side} side staged via ${r.via}: ${JSON.stringify(r.fallback)}`);
-        if (side === 'patch' && r.patch?.used !== true) throw new Error(`the patch side took no patch: ${JSON.stringify(r.patch)}`);
+        // A pair that shares less than half its bytes (a major release) stages from the tarball
+        // on the objects side, as a host would, and from the patch only if it is under half: told.
+        if (objects && r.via !== 'objects') viaTarball[side] += 1;
+        if (objects && r.via !== 'objects') note(args, `the ${side} side staged via ${r.via}: ${r.fallback?.message ?? ''}`);
         if (side === 'objects') {
           objMs.push(took);
           moved.push(r.fetchedBytes ?? NaN);
@@ -191,12 +194,12 @@ async function main(): Promise<void> {
     const timeRatios = ratios(objMs, fullMs);
     const pair = `${what}; tarball ${v2.length} bytes`;
     printRow(args, { row: '35 bytes', what: `bytes moved to stage the second release of a pair by objects (index + pack) vs its tarball (${pair})`, unit: 'bytes', steward: series(moved), peer: series(tarBytes), peerWhat: 'the full tarball', ratio: series(byteRatios), target: 'ratio <= 0.10', met: series(byteRatios).median <= 0.1 });
-    printRow(args, { row: '35 time', what: `staging time of the second release by objects vs by its full tarball, both over loopback http (${pair})`, unit: 'ms', steward: series(objMs), peer: series(fullMs), peerWhat: 'the full tarball, fetched and extracted (no objects)', ratio: series(timeRatios), target: 'ratio <= 0.25', met: series(timeRatios).median <= 0.25, extra: { linkFloorMs: series(floorMs).median, linkFloorRatio: series(ratios(floorMs, fullMs)).median } });
+    printRow(args, { row: '35 time', what: `staging time of the second release by objects vs by its full tarball, both over loopback http (${pair})`, unit: 'ms', steward: series(objMs), peer: series(fullMs), peerWhat: 'the full tarball, fetched and extracted (no objects)', ratio: series(timeRatios), target: 'ratio <= 0.25', met: series(timeRatios).median <= 0.25, extra: { linkFloorMs: series(floorMs).median, linkFloorRatio: series(ratios(floorMs, fullMs)).median, runsViaTarball: viaTarball.objects } });
     if (zstd) {
       const patchBytes = ratios(patchMoved, patchMoved.map(() => v2.length));
       const patchTime = ratios(patchMs, fullMs.slice(0, patchMs.length));
       printRow(args, { row: '35 patch bytes', what: `bytes moved to stage the second release of a pair by its index and a static zstd patch from the first vs its tarball (${pair})`, unit: 'bytes', steward: series(patchMoved), peer: series(patchMoved.map(() => v2.length)), peerWhat: 'the full tarball', ratio: series(patchBytes), target: 'ratio <= 0.01', met: series(patchBytes).median <= 0.01 });
-      printRow(args, { row: '35 patch time', what: `staging time of the second release by index and patch vs by its full tarball, both over loopback http (${pair})`, unit: 'ms', steward: series(patchMs), peer: series(fullMs), peerWhat: 'the full tarball, fetched and extracted (no objects)', ratio: series(patchTime), target: 'ratio <= 0.25', met: series(patchTime).median <= 0.25 });
+      printRow(args, { row: '35 patch time', what: `staging time of the second release by index and patch vs by its full tarball, both over loopback http (${pair})`, unit: 'ms', steward: series(patchMs), peer: series(fullMs), peerWhat: 'the full tarball, fetched and extracted (no objects)', ratio: series(patchTime), target: 'ratio <= 0.25', met: series(patchTime).median <= 0.25, extra: { runsViaTarball: viaTarball.patch } });
     } else note(args, `rows 35 patch bytes and 35 patch time: not measured, this runtime (Node ${process.versions.node}) has no zstd (Node 22.15 and later have it), so no patch is made or taken`);
     const diskRatio = fiveObjects / one;
     printRow(args, {
