@@ -58,7 +58,8 @@ export function reportAnswer(a: UpdateAnswer | AcceptedAnswer, json: boolean): n
 // One line on how a stage's bytes came (docs/design.md §20).
 export function describeTransfer(t: StageTransfer): string {
   if (t.via === 'staged') return 'staged before: nothing fetched';
-  return `fetched ${formatBytes(t.fetchedBytes)} (${t.via === 'objects' ? 'the file index and a pack of the missing files' : 'the tarball'}), reused ${formatBytes(t.reusedBytes)} of files already on this host`;
+  const how = t.via === 'tarball' ? 'the tarball' : t.patch?.used ? `the file index and a static patch from ${t.patch.from}` : 'the file index and a pack of the missing files';
+  return `fetched ${formatBytes(t.fetchedBytes)} (${how}), reused ${formatBytes(t.reusedBytes)} of files already on this host`;
 }
 
 function formatBytes(n: number): string {

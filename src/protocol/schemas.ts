@@ -204,6 +204,8 @@ export interface StageTransfer {
   via: 'tarball' | 'objects' | 'staged';
   fetchedBytes: number;
   reusedBytes: number;
+  // The static patch the stage tried (§20.5), when it tried one.
+  patch?: { from: string; used: boolean; code?: string | null; message?: string };
 }
 
 export interface AcceptedAnswer {

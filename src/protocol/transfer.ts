@@ -4,5 +4,5 @@ import type { StageResult, StageTransfer } from './schemas.js';
 // and reused; `staged` when the release was staged before and nothing was fetched.
 export function transferOf(r: StageResult): StageTransfer {
   if (r.reused || r.via === undefined) return { via: 'staged', fetchedBytes: 0, reusedBytes: 0 };
-  return { via: r.via, fetchedBytes: r.fetchedBytes ?? 0, reusedBytes: r.reusedBytes ?? 0 };
+  return { via: r.via, fetchedBytes: r.fetchedBytes ?? 0, reusedBytes: r.reusedBytes ?? 0, ...(r.patch ? { patch: r.patch } : {}) };
 }

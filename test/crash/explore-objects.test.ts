@@ -11,6 +11,7 @@ import { APP, exploreHelperScenario, helperCheck } from './helper-scenario.js';
 import { withoutTreeSyncfs } from './mutations.js';
 import { killProcessesUnder } from './explorer.js';
 import { crashSeed, mutationCap, requireStrace } from './settings.js';
+import { hasZstd } from '../../src/core/compression.js';
 
 // docs/design.md §20 under the crash explorer: an update staged from its file index and a pack of the
 // files the host lacks (the pack's objects written and made durable, renamed into objects/, the
@@ -74,4 +75,46 @@ test('every crash state of an update staged from its file index and a pack recov
   const m = await explore('update from objects without its syncfs', { snapshot: rec.snapshot, ops: withoutTreeSyncfs(rec.ops) }, work, helperCheck(before), { cap: mutationCap(), seed: crashSeed(), enough: 1 });
   assert.ok(m.violations.length > 0, 'the explorer finds no state broken by the missing syncfs');
   console.log(formatViolations(m, 1));
+});
+
+// The same update from a static zstd patch (docs/design.md §20.5): its objects are decoded from the
+// patch with bases the host has, written and made durable as a pack's, then the same tree.
+test('every crash state of an update staged from a static patch recovers to complete objects and trees', { skip: hasZstd() ? false : `this runtime (Node ${process.versions.node}) has no zstd: no patch is made or taken` }, async (t) => {
+  if (!requireStrace(t)) return;
+  const srv = await startObjectServer();
+  srv.offerPatches = true;
+  t.after(() => srv.close());
+  const manifestFile = (host: TestHost) => path.join(host.scratch, 'web-3.0.0.manifest.json');
+  const { x, rec, before, work } = await exploreHelperScenario(t, 'update from a static patch', {
+    installed: ['1.0.0'],
+    prepare: async (host) => {
+      // 2.0.0, active: the files 3.0.0 shares are objects on the host.
+      const tgz2 = sharedRelease('2.0.0');
+      const file2 = path.join(host.scratch, 'web-2.0.0.tgz');
+      writeFileSync(file2, tgz2);
+      const helper = await startHelper(host);
+      try {
+        const r = await agentctl(host, ['update', APP, '2.0.0', '--file', file2, '--integrity', sri(tgz2), '--allow-unsigned', '--json']);
+        assert.equal(r.json?.outcome, 'active', `${r.stdout} ${r.stderr}`);
+      } finally {
+        await helper.stop();
+        await killProcessesUnder(host.root);
+      }
+      const key = makeReleaseKey(host, [APP]);
+      // 2.0.0 published first, as release add would have: 3.0.0's patch is made from it.
+      await srv.publish('2.0.0', tgz2);
+      const tgz3 = sharedRelease('3.0.0');
+      const index = await srv.publish('3.0.0', tgz3);
+      const at = `${srv.base}/v1/artifacts/web/3.0.0`;
+      writeFileSync(manifestFile(host), JSON.stringify(key.sign(manifestFor(APP, '3.0.0', tgz3, { url: `${at}.tgz`, index: { url: `${at}.index.json`, ...index } }))));
+    },
+    act: (h) => agentctl(h, ['update', APP, '3.0.0', '--manifest', manifestFile(h), '--attempt-id', 'crash-objects', '--json']),
+    expect: (r) => {
+      assert.equal(r?.json?.outcome, 'active', `the traced update: ${r?.stdout} ${r?.stderr}`);
+      assert.equal((r?.json as { transfer?: { via?: string } }).transfer?.via, 'objects', 'the traced update staged from objects');
+      assert.match(JSON.stringify(r?.json), /"patch":\{"from":"2.0.0","used":true\}/, `the traced update took the patch: ${r?.stdout}`);
+    },
+  });
+  assert.ok(x.checked > 0);
+  assert.equal(x.violations.length, 0, formatViolations(x));
 });

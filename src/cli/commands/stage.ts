@@ -29,6 +29,6 @@ export function registerStage(program: Command): void {
     if (ctx.json) return printJson(result);
     const how = result.signed ? `signed by key ${result.keyId}` : 'UNSIGNED';
     const what = result.reused ? 'already staged' : `staged (${result.entries ?? '?'} entries)`;
-    printLines([`${app} ${version} ${what} at ${result.path}, ${how}`, ...(result.reused ? [] : [`  ${describeTransfer(transferOf(result))}`]), ...(result.fallback ? [`  the file index was not used: ${result.fallback.code ? `${result.fallback.code}: ` : ''}${result.fallback.message}`] : [])]);
+    printLines([`${app} ${version} ${what} at ${result.path}, ${how}`, ...(result.reused ? [] : [`  ${describeTransfer(transferOf(result))}`]), ...(result.patch && !result.patch.used ? [`  the static patch from ${result.patch.from} was not used: ${result.patch.code ? `${result.patch.code}: ` : ''}${result.patch.message}`] : []), ...(result.fallback ? [`  the file index was not used: ${result.fallback.code ? `${result.fallback.code}: ` : ''}${result.fallback.message}`] : [])]);
   });
 }

@@ -106,7 +106,7 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
         // A static patch from a version the host has first, where one is offered; the pack otherwise.
         let used = false;
         for (const src of patches) {
-          const byPatch = await receivePatch({ objectsDir: d.objectsDir, work: d.work, limits: d.limits, maxBytes: overHalf ? Math.floor(d.tarballBytes / 2) : d.tarballBytes }, src, incoming, sizes, missing);
+          const byPatch = await receivePatch({ objectsDir: d.objectsDir, work: d.work, limits: d.limits, faults: d.faults, maxBytes: overHalf ? Math.floor(d.tarballBytes / 2) : d.tarballBytes }, src, incoming, sizes, missing);
           fetchedBytes += byPatch.wire;
           patch = byPatch.ok ? { from: src.from, used: true } : { from: src.from, used: false, code: byPatch.code, message: byPatch.message };
           used = byPatch.ok;

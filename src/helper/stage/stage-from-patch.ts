@@ -9,6 +9,7 @@ import { hasZstd } from '../../core/compression.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { PackReader, packBytes } from '../../core/object-pack.js';
 import { parsePatchHeader, patchDictionary, patchHeaderLength, patchWindowLog, PATCH_HEADER_MAX, PATCH_WINDOW_LOG_MAX, type PatchHeader } from '../../core/object-patch.js';
+import type { Faults } from '../../platform/faults.js';
 import { hasObjectSync, objectName, objectPath } from '../../platform/object-store.js';
 import { logger } from '../../platform/log.js';
 import { StreamDecoder } from './stream-decoder.js';
@@ -36,6 +37,8 @@ export interface PatchDeps {
   limits: ExtractLimits;
   // A patch longer than this is not worth fetching (the tarball's size).
   maxBytes: number;
+  // The stage's fault points: `objects` write, as a pack's objects have (a full disk mid-patch).
+  faults?: Faults;
 }
 
 export type PatchOutcome = { ok: true; wire: number } | { ok: false; wire: number; code: string | null; message: string };
@@ -130,7 +133,7 @@ async function applyPatch(d: PatchDeps, from: string, to: string, file: string, 
     dict.push(bytes);
   }
   if (patchWindowLog(dictBytes, output) === null) throw new StewardError('UNSAFE_ARCHIVE', `the patch's ${dictBytes} bytes of bases and ${output} of objects pass a 2^${PATCH_WINDOW_LOG_MAX}-byte window`);
-  await decode(file, bodyAt, Buffer.concat(dict), header, incoming, new Map(missing.map((m) => [m.sha256, m])), written);
+  await decode(file, bodyAt, Buffer.concat(dict), header, incoming, new Map(missing.map((m) => [m.sha256, m])), written, d.faults);
 }
 
 // The bytes of object `sha256` the host has (either mode), hashed against its name. A base the
@@ -151,7 +154,7 @@ async function readBase(objectsDir: string, sha256: string): Promise<Buffer> {
 // Decodes the patch's zstd stream (within the window cap, with the dictionary) through a pack
 // reader of the header's objects: each is hashed against its name; those the host lacks are
 // written to `<incoming>/<sha256>`, the others dropped. A byte past the objects is refused.
-async function decode(file: string, at: number, dictionary: Buffer, header: PatchHeader, incoming: string, lack: ReadonlyMap<string, Want>, written: string[]): Promise<void> {
+async function decode(file: string, at: number, dictionary: Buffer, header: PatchHeader, incoming: string, lack: ReadonlyMap<string, Want>, written: string[], faults?: Faults): Promise<void> {
   let fh: fs.promises.FileHandle | null = null;
   let hash = createHash('sha256');
   const reader = new PackReader(header.objects, {
@@ -159,6 +162,7 @@ async function decode(file: string, at: number, dictionary: Buffer, header: Patc
       const m = lack.get((header.objects[i] as { sha256: string }).sha256);
       hash = createHash('sha256');
       if (!m) return;
+      faults?.io('objects', 'write');
       const dest = path.join(incoming, m.sha256);
       fh = await fsp.open(dest, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
       written.push(dest);
