@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { CHECKED_FILE, OBJECT_NAME_RE, objectPath } from './object-store.js';
 
 // The helper's record of the objects it hashed and found to be their names (docs/design.md §20.3):
-// `objects/checked`, a line `<object name> <inode> <ctime in ns>` per object, taken by lstat right
+// `objects/checked`, a line `<object name> <inode> <ctime in ms>` per object, taken by lstat right
 // after the helper last linked or made it. A write, a truncation, a chmod, a chown, a utimes, a link
 // or an unlink of the inode all set its change time to the kernel's clock, which no system call
 // sets back; so an object whose inode and change time are still the recorded ones has not been
@@ -13,13 +13,14 @@ import { CHECKED_FILE, OBJECT_NAME_RE, objectPath } from './object-store.js';
 // Losing the file costs time, never trust: it is written to a temporary name and renamed, never
 // fsynced, and a record that does not read whole is ignored.
 
-const LINE_RE = /^([0-9a-f]{64}-[rx]) (\d{1,20}) (\d{1,25})$/;
+// The change time in ms as lstat gives it, a double (the shortest text that reads back as it).
+const LINE_RE = /^([0-9a-f]{64}-[rx]) (\d{1,16}) (\d{1,16}(?:\.\d{1,20})?)$/;
 // A record over this is not read (an app has one line per object: 100,000 objects are ~10 MB).
 const MAX_RECORD_BYTES = 64 * 1024 * 1024;
 
 interface Seen {
-  ino: bigint;
-  ctimeNs: bigint;
+  ino: number;
+  ctimeMs: number;
 }
 
 export class CheckedObjects {
@@ -47,7 +48,7 @@ export class CheckedObjects {
         r.seen.clear();
         return r;
       }
-      r.seen.set(m[1] as string, { ino: BigInt(m[2] as string), ctimeNs: BigInt(m[3] as string) });
+      r.seen.set(m[1] as string, { ino: Number(m[2]), ctimeMs: Number(m[3]) });
     }
     return r;
   }
@@ -57,18 +58,18 @@ export class CheckedObjects {
   }
 
   // Whether the object `name`, whose lstat is `st`, is unchanged since the helper checked it.
-  unchanged(name: string, st: fs.BigIntStats): boolean {
+  unchanged(name: string, st: fs.Stats): boolean {
     const s = this.seen.get(name);
-    return !!s && s.ino === st.ino && s.ctimeNs === st.ctimeNs;
+    return !!s && s.ino === st.ino && s.ctimeMs === st.ctimeMs;
   }
 
   // Records `name` as checked now, by its lstat taken after the helper's last link of it; an
   // object gone or no longer a file is forgotten.
   note(name: string): void {
     try {
-      const st = fs.lstatSync(objectPath(this.objectsDir, name), { bigint: true });
+      const st = fs.lstatSync(objectPath(this.objectsDir, name));
       if (st.isFile()) {
-        this.seen.set(name, { ino: st.ino, ctimeNs: st.ctimeNs });
+        this.seen.set(name, { ino: st.ino, ctimeMs: st.ctimeMs });
         return;
       }
     } catch {
@@ -91,7 +92,7 @@ export class CheckedObjects {
     const out: string[] = [];
     for (const name of this.seen.keys()) {
       try {
-        if (this.unchanged(name, fs.lstatSync(objectPath(this.objectsDir, name), { bigint: true }))) out.push(name);
+        if (this.unchanged(name, fs.lstatSync(objectPath(this.objectsDir, name)))) out.push(name);
       } catch {
         // gone
       }
@@ -103,7 +104,7 @@ export class CheckedObjects {
   // old record or the new one).
   save(): void {
     let text = '';
-    for (const [name, s] of this.seen) if (OBJECT_NAME_RE.test(name)) text += `${name} ${s.ino} ${s.ctimeNs}\n`;
+    for (const [name, s] of this.seen) if (OBJECT_NAME_RE.test(name)) text += `${name} ${s.ino} ${s.ctimeMs}\n`;
     const file = path.join(this.objectsDir, CHECKED_FILE);
     const tmp = path.join(this.objectsDir, `.tmp-checked-${randomBytes(6).toString('hex')}`);
     try {

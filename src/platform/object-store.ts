@@ -49,7 +49,7 @@ export type ObjectCheck = { ok: true; size: number } | { ok: false; why: string 
 
 // What an object's lstat says against its name, or null: a regular file of its name's mode, owned
 // by root when the helper is root, of the expected size.
-function statProblem(st: fs.Stats | fs.BigIntStats, name: string, expectSize: number | undefined): string | null {
+function statProblem(st: fs.Stats, name: string, expectSize: number | undefined): string | null {
   if (!st.isFile()) return 'is not a regular file';
   const mode = Number(st.mode) & 0o7777;
   if (mode !== objectMode(name)) return `has mode ${mode.toString(8)}, not ${objectMode(name).toString(8)}`;
@@ -81,12 +81,12 @@ export async function checkObject(file: string, name: string, expectSize?: numbe
 // 4 MiB are read in chunks all the same. `unchanged`: whether the helper's record of checked
 // objects (object-checks.ts) says this inode has not changed since it was checked; then its
 // bytes are not read again (its lstat is still held to its name).
-export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.BigIntStats) => boolean): ObjectCheck {
+export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.Stats) => boolean): ObjectCheck {
   const m = OBJECT_NAME_RE.exec(name);
   if (!m) return { ok: false, why: 'is not an object name' };
-  let st: fs.BigIntStats;
+  let st: fs.Stats;
   try {
-    st = fs.lstatSync(file, { bigint: true });
+    st = fs.lstatSync(file);
   } catch (err) {
     return { ok: false, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : (err as Error).message };
   }
@@ -120,7 +120,7 @@ export function hasObjectSync(objectsDir: string, name: string): boolean {
 }
 
 // linkObject without the thread pool (`unchanged` as checkObjectSync takes it).
-export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.BigIntStats) => boolean): void {
+export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean): void {
   const target = objectPath(objectsDir, name);
   const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged);
   if (!check.ok) {
@@ -151,7 +151,7 @@ async function shardOf(objectsDir: string, name: string): Promise<string> {
 // `checked`: the caller checked (or made) this object moments ago, under the same lock.
 // Synchronous: a stage calls it for each of thousands of small files, where thread-pool round
 // trips cost more than the work (its caller yields between batches).
-export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false, unchanged?: (st: fs.BigIntStats) => boolean): { reused: boolean; replaced?: string } {
+export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean): { reused: boolean; replaced?: string } {
   const target = objectPath(objectsDir, name);
   let st: fs.Stats | null = null;
   try {

@@ -726,14 +726,15 @@ async function indexByDelta(deps: StageDeps, input: StageInput, index: FileIndex
   if (!zs) return { spent: 0 };
   let spent = 0;
   for (const src of patches) {
-    const old = indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
-    if (!old) continue;
     const url = sourcesOf(`${index.url}.from-${src.from}.zst`)[0];
     if (!url) break;
     const file = path.join(work, 'index.delta');
     let got = 0;
     try {
+      // The delta first: the old index is made again (a walk of that tree) only when there is one.
       got = (await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: 'zstd', ...fetchSettings(deps, input), ...authOf(deps, input, url) })).bytes;
+      const old = indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
+      if (!old) throw new StewardError('IO_ERROR', `the tree of ${src.from} does not give its index again`);
       const bytes = zs.zstdDecompressSync(await fsp.readFile(file), { dictionary: old, maxOutputLength: Math.max(1, index.size), params: { [zstdConstant('ZSTD_d_windowLogMax')]: PATCH_WINDOW_LOG_MAX } } as { maxOutputLength: number });
       if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `the delta of the file index from ${src.from} does not decode to the index the manifest signs`);
       log('index of %s %s by its delta from %s: %d bytes on the wire', input.app, input.version, src.from, got);
