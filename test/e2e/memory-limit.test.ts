@@ -50,7 +50,8 @@ test('an app over its memoryMax is killed and status names its last exit OOM; a 
   });
   assert.deepEqual(killed.supervisor.lastExit, { code: null, signal: 'SIGKILL' }, 'a kill -9 by someone is no OOM');
 
-  writeFileSync(grow, '');
+  // Only this process grows: its respawn after the OOM kill must not grow and die again.
+  writeFileSync(grow, String(killed.supervisor.pid));
   const oom = await waitFor('an exit named OOM', async () => {
     const a = await status(host);
     return a.supervisor?.lastExit?.reason === 'OOM' ? a : null;

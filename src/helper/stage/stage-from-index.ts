@@ -229,8 +229,10 @@ async function receivePackOnce(
     error = failure instanceof StewardError ? failure : toStewardError(failure, 'IO_ERROR', "writing the pack's objects");
     cut = (error.code === 'FETCH_FAILED' && decoder.failure === null) || decoder.truncated || reader.endedShort;
   } finally {
+    // The decompressor stopped first: a pack reader callback still running (one that opens the
+    // next object's file, say) ends before the files are closed and unlinked below.
+    await decoder.stop();
     await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
-    decoder.destroy();
   }
   // Why unlink at once: bytes that are not (or not yet) what their name says never stay under it.
   if (current !== null) await fsp.unlink(current).catch(() => undefined);

@@ -189,8 +189,10 @@ async function decode(file: string, at: number, dictionary: Buffer, header: Patc
   } catch (err) {
     throw decoder.failure instanceof StewardError ? decoder.failure : err;
   } finally {
+    // The decompressor stopped first: a reader callback still running ends before the close
+    // below and the caller's unlink of what was written.
+    await decoder.stop();
     await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
-    decoder.destroy();
   }
 }
 

@@ -53,6 +53,13 @@ export class StreamDecoder {
     this.z?.destroy();
   }
 
+  // Ends the decompressor and waits until no `out` call is running or will run: after a failure or
+  // a cut, so that nothing `out` opens or writes comes after the caller's clean-up.
+  async stop(): Promise<void> {
+    this.z?.destroy();
+    await this.consumed;
+  }
+
   // Makes the decompressor once the magic is in hand: false while more bytes are needed.
   private start(ended: boolean): boolean {
     const c = compressionOf(Buffer.concat(this.head));
