@@ -143,8 +143,8 @@ async function shardOf(objectsDir: string, name: string): Promise<string> {
 }
 
 // Makes `file` (a regular file of a staged tree whose bytes were hashed as they were written, and
-// made durable since) the object `name`, by a second name: linked to a temporary name and renamed
-// into place, so that an object name only ever holds a complete file. When the object exists and
+// made durable since) the object `name`, by a second name: one link, atomic, so that an object
+// name only ever holds a complete file. When the object exists and
 // checks out, `file` is replaced by a link to it instead (the tree then shares the object's inode).
 // An existing object that does not check out is removed first and made again from `file`.
 // Idempotent: a second call for the same file finds the object is its own inode.
@@ -153,12 +153,8 @@ async function shardOf(objectsDir: string, name: string): Promise<string> {
 // trips cost more than the work (its caller yields between batches).
 export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean): { reused: boolean; replaced?: string } {
   const target = objectPath(objectsDir, name);
-  let st: fs.Stats | null = null;
-  try {
-    st = fs.lstatSync(target);
-  } catch {
-    st = null;
-  }
+  // Why throwIfNoEntry: most objects of a first stage are new, and an exception per file costs.
+  const st = fs.lstatSync(target, { throwIfNoEntry: false });
   let replaced: string | undefined;
   if (st) {
     const own = fs.lstatSync(file);
@@ -176,11 +172,15 @@ export function fileAsObject(objectsDir: string, file: string, name: string, siz
     replaced = check.why;
     fs.unlinkSync(target);
   }
-  const shard = path.join(objectsDir, name.slice(0, 2));
-  fs.mkdirSync(shard, { recursive: true, mode: 0o700 });
-  const tmp = path.join(shard, `${TMP_PREFIX}${randomBytes(6).toString('hex')}`);
-  fs.linkSync(file, tmp);
-  fs.renameSync(tmp, target);
+  // A link is atomic: the object's name appears holding the file's inode, whose bytes are durable
+  // (the caller's syncfs), or not at all. Its shard folder is made the first time it is missing.
+  try {
+    fs.linkSync(file, target);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+    fs.linkSync(file, target);
+  }
   return replaced ? { reused: false, replaced } : { reused: false };
 }
 
