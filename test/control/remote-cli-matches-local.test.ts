@@ -148,10 +148,21 @@ async function enrollNode(side: Side): Promise<void> {
 // The node takes what the run asks of it and answers `active`, as a helper would.
 async function answerActive(side: Side): Promise<void> {
   for (let i = 0; i < 50; i++) {
-    if ((await side.node!.answer('active')).length > 0) return;
+    if ((await side.node!.answer('active')).length > 0) return runEnded(side);
     await new Promise((r) => setTimeout(r, 100));
   }
   assert.fail(`${side.name}: the run never asked the node for web 1.1.0`);
+}
+
+// The receipt ends the run on the control plane's next pass, not at once: the next step compares
+// the run's status on both sides, so both wait until it has ended.
+async function runEnded(side: Side): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const r = await run([...side.args, 'rollout', 'status', 'web', '--json'], side.env);
+    if (r.code === 0 && (JSON.parse(r.stdout) as { runs: Array<{ endedAt: number | null }> }).runs.every((x) => x.endedAt !== null)) return;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.fail(`${side.name}: the run of web 1.1.0 never ended after its node answered active`);
 }
 
 before(async () => {
