@@ -51,10 +51,10 @@ export type ObjectCheck = { ok: true; size: number } | { ok: false; why: string 
 // by root when the helper is root, of the expected size.
 function statProblem(st: fs.Stats, name: string, expectSize: number | undefined): string | null {
   if (!st.isFile()) return 'is not a regular file';
-  const mode = Number(st.mode) & 0o7777;
+  const mode = st.mode & 0o7777;
   if (mode !== objectMode(name)) return `has mode ${mode.toString(8)}, not ${objectMode(name).toString(8)}`;
-  if (process.getuid?.() === 0 && (Number(st.uid) !== 0 || Number(st.gid) !== 0)) return `is owned by ${st.uid}:${st.gid}, not root`;
-  if (expectSize !== undefined && Number(st.size) !== expectSize) return `is ${st.size} bytes, not ${expectSize}`;
+  if (process.getuid?.() === 0 && (st.uid !== 0 || st.gid !== 0)) return `is owned by ${st.uid}:${st.gid}, not root`;
+  if (expectSize !== undefined && st.size !== expectSize) return `is ${st.size} bytes, not ${expectSize}`;
   return null;
 }
 
@@ -92,7 +92,7 @@ export function checkObjectSync(file: string, name: string, expectSize?: number,
   }
   const why = statProblem(st, name, expectSize);
   if (why) return { ok: false, why };
-  const size = Number(st.size);
+  const size = st.size;
   if (unchanged?.(st)) return { ok: true, size };
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   const hash = createHash('sha256');
