@@ -1,11 +1,11 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 import { agentctl, makeReleaseKey, manifestFor, sri, startHelper, type TestHost } from '../helpers/host.js';
-import { startObjectServer } from '../helpers/object-server.js';
+import { startObjectServer, type ObjectServer } from '../helpers/object-server.js';
 import { explore, formatViolations } from './explorer.js';
 import { APP, exploreHelperScenario, helperCheck } from './helper-scenario.js';
 import { withoutTreeSyncfs } from './mutations.js';
@@ -36,12 +36,12 @@ function sharedRelease(version: string): Buffer {
   );
 }
 
-test('every crash state of an update staged from its file index and a pack recovers to complete objects and trees', async (t) => {
-  if (!requireStrace(t)) return;
-  const srv = await startObjectServer();
-  t.after(() => srv.close());
+// Traces `update web 3.0.0` from its signed index on a host where 2.0.0 is active (its files are
+// objects there), from `srv`, and explores every crash state of it. `patch`: 2.0.0 published on
+// `srv` too, as release add would have, so that 3.0.0 comes as a static patch from it.
+async function exploreIndexedUpdate(t: TestContext, name: string, srv: ObjectServer, patch: boolean) {
   const manifestFile = (host: TestHost) => path.join(host.scratch, 'web-3.0.0.manifest.json');
-  const { x, rec, before, work } = await exploreHelperScenario(t, 'update from a file index and a pack', {
+  return exploreHelperScenario(t, name, {
     installed: ['1.0.0'],
     prepare: async (host) => {
       // 2.0.0, active: the files 3.0.0 shares are objects on the host.
@@ -57,6 +57,7 @@ test('every crash state of an update staged from its file index and a pack recov
         await killProcessesUnder(host.root);
       }
       const key = makeReleaseKey(host, [APP]);
+      if (patch) await srv.publish('2.0.0', tgz2);
       const tgz3 = sharedRelease('3.0.0');
       const index = await srv.publish('3.0.0', tgz3);
       const at = `${srv.base}/v1/artifacts/web/3.0.0`;
@@ -66,8 +67,16 @@ test('every crash state of an update staged from its file index and a pack recov
     expect: (r) => {
       assert.equal(r?.json?.outcome, 'active', `the traced update: ${r?.stdout} ${r?.stderr}`);
       assert.equal((r?.json as { transfer?: { via?: string } }).transfer?.via, 'objects', 'the traced update staged from objects');
+      if (patch) assert.match(JSON.stringify(r?.json), /"patch":\{"from":"2.0.0","used":true\}/, `the traced update took the patch: ${r?.stdout}`);
     },
   });
+}
+
+test('every crash state of an update staged from its file index and a pack recovers to complete objects and trees', async (t) => {
+  if (!requireStrace(t)) return;
+  const srv = await startObjectServer();
+  t.after(() => srv.close());
+  const { x, rec, before, work } = await exploreIndexedUpdate(t, 'update from a file index and a pack', srv, false);
   assert.ok(x.checked > 0);
   assert.equal(x.violations.length, 0, formatViolations(x));
   // The mutation: without its syncfs calls (the pack's objects before their rename into objects/,
@@ -84,37 +93,7 @@ test('every crash state of an update staged from a static patch recovers to comp
   const srv = await startObjectServer();
   srv.offerPatches = true;
   t.after(() => srv.close());
-  const manifestFile = (host: TestHost) => path.join(host.scratch, 'web-3.0.0.manifest.json');
-  const { x, rec, before, work } = await exploreHelperScenario(t, 'update from a static patch', {
-    installed: ['1.0.0'],
-    prepare: async (host) => {
-      // 2.0.0, active: the files 3.0.0 shares are objects on the host.
-      const tgz2 = sharedRelease('2.0.0');
-      const file2 = path.join(host.scratch, 'web-2.0.0.tgz');
-      writeFileSync(file2, tgz2);
-      const helper = await startHelper(host);
-      try {
-        const r = await agentctl(host, ['update', APP, '2.0.0', '--file', file2, '--integrity', sri(tgz2), '--allow-unsigned', '--json']);
-        assert.equal(r.json?.outcome, 'active', `${r.stdout} ${r.stderr}`);
-      } finally {
-        await helper.stop();
-        await killProcessesUnder(host.root);
-      }
-      const key = makeReleaseKey(host, [APP]);
-      // 2.0.0 published first, as release add would have: 3.0.0's patch is made from it.
-      await srv.publish('2.0.0', tgz2);
-      const tgz3 = sharedRelease('3.0.0');
-      const index = await srv.publish('3.0.0', tgz3);
-      const at = `${srv.base}/v1/artifacts/web/3.0.0`;
-      writeFileSync(manifestFile(host), JSON.stringify(key.sign(manifestFor(APP, '3.0.0', tgz3, { url: `${at}.tgz`, index: { url: `${at}.index.json`, ...index } }))));
-    },
-    act: (h) => agentctl(h, ['update', APP, '3.0.0', '--manifest', manifestFile(h), '--attempt-id', 'crash-objects', '--json']),
-    expect: (r) => {
-      assert.equal(r?.json?.outcome, 'active', `the traced update: ${r?.stdout} ${r?.stderr}`);
-      assert.equal((r?.json as { transfer?: { via?: string } }).transfer?.via, 'objects', 'the traced update staged from objects');
-      assert.match(JSON.stringify(r?.json), /"patch":\{"from":"2.0.0","used":true\}/, `the traced update took the patch: ${r?.stdout}`);
-    },
-  });
+  const { x } = await exploreIndexedUpdate(t, 'update from a static patch', srv, true);
   assert.ok(x.checked > 0);
   assert.equal(x.violations.length, 0, formatViolations(x));
 });
