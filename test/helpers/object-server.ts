@@ -11,7 +11,10 @@ import { makePatches, type MadePatches } from '../../src/control/catalog/make-pa
 import type { ControlStore } from '../../src/control/store/store.js';
 import { stageRelease, type StageInput } from '../../src/helper/stage/stage-release.js';
 import type { StageResult } from '../../src/protocol/schemas.js';
-import { makeReleaseKey, manifestFor, type ReleaseKey } from './host.js';
+import assert from 'node:assert/strict';
+import { versionDir } from '../../src/core/paths.js';
+import { rereadTree } from '../../src/platform/tree-reread.js';
+import { makeReleaseKey, manifestFor, sri, type ReleaseKey } from './host.js';
 import type { StagedHost } from './stage-harness.js';
 
 // A control plane's artifact routes for app `web` on loopback (docs/design.md §20): the kept tarball,
@@ -182,6 +185,17 @@ export function indexedManifest(s: StagedHost, srv: ObjectServer, version: strin
 export async function stageIndexed(s: StagedHost, srv: ObjectServer, version: string, tgz: Buffer, extra: Partial<StageInput> = {}): Promise<StageResult> {
   const index = await srv.publish(version, tgz);
   return stageRelease(s.deps, { kind: 'helper', app: 'web', version, manifest: indexedManifest(s, srv, version, tgz, index), ...extra });
+}
+
+// The tree `r` staged on `s` is the one `tgz` gives staged the old way (its tarball, no objects) on
+// `peer`: the same digest, tarball integrity and walk, byte for byte and mode for mode.
+export async function assertTreeAsTarballGives(s: StagedHost, r: StageResult, peer: StagedHost, version: string, tgz: Buffer): Promise<void> {
+  const file = path.join(peer.host.scratch, `web-${version}.tgz`);
+  writeFileSync(file, tgz);
+  const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version, path: file, integrity: sri(tgz), allowUnsigned: true });
+  assert.equal(r.treeDigest, old.treeDigest);
+  assert.equal(r.tarballIntegrity, old.tarballIntegrity);
+  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', version)), await rereadTree(versionDir(peer.host.paths, 'web', version)));
 }
 
 export function sha256(b: Buffer): string {

@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
-import { stagingDir, versionDir } from '../../../src/core/paths.js';
-import { rereadTree } from '../../../src/platform/tree-reread.js';
-import { stageRelease } from '../../../src/helper/stage/stage-release.js';
+import { stagingDir } from '../../../src/core/paths.js';
 import { verifyApp } from '../../../src/helper/ops/verify.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
-import { sri } from '../../helpers/host.js';
-import { stageIndexed, startObjectServer } from '../../helpers/object-server.js';
+import { assertTreeAsTarballGives, stageIndexed, startObjectServer } from '../../helpers/object-server.js';
 import { releaseOf } from '../../helpers/object-releases.js';
 import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
 
@@ -44,12 +40,7 @@ test('the second of two releases that share most files fetches only the differen
   assert.ok(srv.requests.some((r) => r.startsWith('POST /v1/artifacts/web/1.1.0.pack')));
 
   // The same tarball staged the old way on another host: the same walk and the same digest.
-  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
-  writeFileSync(file, v2);
-  const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
-  assert.equal(second.treeDigest, old.treeDigest);
-  assert.equal(second.tarballIntegrity, old.tarballIntegrity);
-  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertTreeAsTarballGives(s, second, peer, '1.1.0', v2);
   assert.deepEqual(readdirSync(stagingDir(s.host.paths, 'web')), []);
   assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
 });
@@ -99,9 +90,6 @@ test('the same bytes as a plain file and an executable, new or held only in the 
   await stageIndexed(s, srv, '1.0.0', v1);
   const r = await stageIndexed(s, srv, '1.1.0', v2);
   assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
-  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
-  writeFileSync(file, v2);
-  await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
-  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertTreeAsTarballGives(s, r, peer, '1.1.0', v2);
   assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
 });

@@ -4,13 +4,10 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { hasZstd } from '../../../src/core/compression.js';
-import { objectsDir, versionDir } from '../../../src/core/paths.js';
+import { objectsDir } from '../../../src/core/paths.js';
 import { adoptVerifiedFile, objectName, objectPath } from '../../../src/platform/object-store.js';
-import { stageRelease } from '../../../src/helper/stage/stage-release.js';
-import { rereadTree } from '../../../src/platform/tree-reread.js';
-import { sri } from '../../helpers/host.js';
 import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-attacks.js';
-import { sha256, stageIndexed } from '../../helpers/object-server.js';
+import { assertTreeAsTarballGives, sha256, stageIndexed } from '../../helpers/object-server.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
 import { patchRelease } from '../../helpers/patch-releases.js';
 import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
@@ -42,11 +39,7 @@ test('a release staged from a static patch fetches the patch and no pack, and it
   const moved = srv.moved.patch - before.patch + (srv.moved.delta - before.delta) + (srv.moved.index - before.index);
   assert.equal(r.fetchedBytes, moved, 'fetchedBytes is what went over the wire');
   assert.ok(moved < v2.length / 20, `the patch and index delta moved ${moved} bytes of a ${v2.length}-byte tarball`);
-  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
-  writeFileSync(file, v2);
-  const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
-  assert.equal(r.treeDigest, old.treeDigest);
-  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertTreeAsTarballGives(s, r, peer, '1.1.0', v2);
   await assertNothingUntrusted(s);
 });
 

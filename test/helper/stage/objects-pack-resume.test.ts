@@ -1,16 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
 import { acceptEncoding, decompressSync, hasZstd } from '../../../src/core/compression.js';
-import { versionDir } from '../../../src/core/paths.js';
 import { PACK_TRIES } from '../../../src/helper/stage/stage-from-index.js';
-import { stageRelease } from '../../../src/helper/stage/stage-release.js';
-import { rereadTree } from '../../../src/platform/tree-reread.js';
-import { sri } from '../../helpers/host.js';
 import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-attacks.js';
-import { stageIndexed } from '../../helpers/object-server.js';
+import { assertTreeAsTarballGives, stageIndexed } from '../../helpers/object-server.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
 import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
 
@@ -42,11 +36,7 @@ test('a pack cut midway is resumed by object: the second POST asks only for what
   assert.ok(second < first && second > 0, `the second asked ${second} of the first's ${first}`);
   assert.ok(!srv.requests.some((q) => q.includes('1.1.0.tgz')), 'the tarball was never fetched');
   // The same tarball staged the old way on another host: the same walk.
-  const file = path.join(peer.host.scratch, 'web-1.1.0.tgz');
-  writeFileSync(file, v2);
-  const old = await stageRelease({ ...peer.deps, objects: false }, { kind: 'admin', app: 'web', version: '1.1.0', path: file, integrity: sri(v2), allowUnsigned: true });
-  assert.equal(r.treeDigest, old.treeDigest);
-  assert.deepEqual(await rereadTree(versionDir(s.host.paths, 'web', '1.1.0')), await rereadTree(versionDir(peer.host.paths, 'web', '1.1.0')));
+  await assertTreeAsTarballGives(s, r, peer, '1.1.0', v2);
   await assertNothingUntrusted(s);
 });
 
