@@ -5,7 +5,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { parseFileIndex } from '../../core/file-index.js';
 import { logger } from '../../platform/log.js';
-import { serverObjectsDir } from './file-index-of.js';
+import { KEPT_INDEX_LIMITS, serverObjectsDir } from './file-index-of.js';
 
 const log = logger('control:objects');
 
@@ -29,7 +29,7 @@ export async function collectServerObjects(artifactsDir: string, app: string, no
     if (!raw) continue;
     let entries;
     try {
-      entries = parseFileIndex(raw, { maxEntries: 1_000_000, maxPathBytes: 4096, maxDepth: 1024, maxTotalBytes: Number.MAX_SAFE_INTEGER });
+      entries = parseFileIndex(raw, KEPT_INDEX_LIMITS);
     } catch (err) {
       log('objects of %s not collected: %s does not read: %s', app, name, (err as Error).message);
       return { removed: 0, bytes: 0 };

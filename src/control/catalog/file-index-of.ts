@@ -16,6 +16,10 @@ import { StewardError } from '../../core/errors.js';
 import { compressedIndexPath, ensureCompressedIndex, ensureRecord, keptCompressions } from './pack-records.js';
 import { writeDurably } from './write-durably.js';
 
+// The caps an index the catalog made and kept is read back under (packs, patches, collection):
+// its own, so only a file that is no index of ours is refused.
+export const KEPT_INDEX_LIMITS = { maxEntries: 1_000_000, maxPathBytes: 4096, maxDepth: 1024, maxTotalBytes: Number.MAX_SAFE_INTEGER };
+
 // The extraction's caps a host uses unless its config says otherwise (docs/host.md).
 const LIMITS = { maxEntries: 100_000, maxBytes: 2 * 1024 ** 3, maxPathLength: 4096, maxDepth: 64, maxRatio: 200 };
 

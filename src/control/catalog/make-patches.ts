@@ -10,7 +10,7 @@ import { parseFileIndex } from '../../core/file-index.js';
 import { packBytes, packHeader } from '../../core/object-pack.js';
 import { encodePatchHeader, patchDictionary, patchWindowLog, planPatch, PATCH_WINDOW_LOG_MAX } from '../../core/object-patch.js';
 import { compareVersions, isVersion } from '../../core/version.js';
-import { indexPath, serverObjectsDir } from './file-index-of.js';
+import { indexPath, KEPT_INDEX_LIMITS, serverObjectsDir } from './file-index-of.js';
 import { indexDeltaPath, patchPath } from './patch-path.js';
 import { writeDurably } from './write-durably.js';
 
@@ -23,8 +23,6 @@ export interface MadePatches {
   // Why fewer than PATCHES_PER_RELEASE were made, when that is not simply "no earlier version".
   notes: string[];
 }
-
-const INDEX_LIMITS = { maxEntries: 1_000_000, maxPathBytes: 4096, maxDepth: 1024, maxTotalBytes: Number.MAX_SAFE_INTEGER };
 
 // The versions of `app` below `version` whose index the catalog keeps, newest first.
 async function indexedBefore(artifactsDir: string, app: string, version: string): Promise<string[]> {
@@ -52,10 +50,10 @@ export async function makePatches(artifactsDir: string, app: string, version: st
   const made: MadePatches = { from: [], notes: [] };
   const objects = serverObjectsDir(artifactsDir, app);
   const newRaw = await fsp.readFile(indexPath(artifactsDir, app, version));
-  const newEntries = parseFileIndex(newRaw, INDEX_LIMITS);
+  const newEntries = parseFileIndex(newRaw, KEPT_INDEX_LIMITS);
   for (const from of (await indexedBefore(artifactsDir, app, version)).slice(0, PATCHES_PER_RELEASE)) {
     const oldRaw = await fsp.readFile(indexPath(artifactsDir, app, from));
-    const oldEntries = parseFileIndex(oldRaw, INDEX_LIMITS);
+    const oldEntries = parseFileIndex(oldRaw, KEPT_INDEX_LIMITS);
     // The index's own delta first: a helper that has `from` fetches it instead of the index.
     const indexWindow = patchWindowLog(oldRaw.length, newRaw.length);
     if (indexWindow !== null) {

@@ -10,7 +10,7 @@ import { isAppName, isVersion } from '../../core/names.js';
 import { parseFileIndex } from '../../core/file-index.js';
 import { gzipBound, packBytes, packHeader, parsePackRequest, PACK_MAX_OBJECTS } from '../../core/object-pack.js';
 import { StewardError } from '../../core/errors.js';
-import { indexPath, serverObjectsDir } from '../catalog/file-index-of.js';
+import { indexPath, KEPT_INDEX_LIMITS, serverObjectsDir } from '../catalog/file-index-of.js';
 import { ensureCompressedIndex, ensureRecord } from '../catalog/pack-records.js';
 import { indexDeltaPath, patchPath } from '../catalog/patch-path.js';
 import { sendStaticFile } from './artifacts.js';
@@ -140,7 +140,7 @@ export async function sendPack(store: ControlStore, artifactsDir: string, names:
   let sizes: Map<string, number>;
   try {
     sizes = new Map();
-    for (const e of parseFileIndex(raw, { maxEntries: 1_000_000, maxPathBytes: 4096, maxDepth: 1024, maxTotalBytes: Number.MAX_SAFE_INTEGER })) if (e.type === 'file') sizes.set(e.sha256, e.size);
+    for (const e of parseFileIndex(raw, KEPT_INDEX_LIMITS)) if (e.type === 'file') sizes.set(e.sha256, e.size);
   } catch (err) {
     log('index of %s %s unreadable: %s', names.app, names.version, (err as Error).message);
     return sendJson(res, errorAnswer(500, 'INTERNAL', `the file index of ${names.app} ${names.version} does not read`));
