@@ -16,6 +16,7 @@ import { indexDeltaPath, patchPath } from '../catalog/patch-path.js';
 import { sendStaticFile } from './artifacts.js';
 import { DEFAULT_MIN_DOWNLOAD_RATE, type MinDownloadRate } from './download-limits.js';
 import type { ControlStore } from '../store/store.js';
+import { drained } from '../../platform/drained.js';
 import { logger } from '../../platform/log.js';
 import { errorAnswer } from './answer.js';
 import { readBody } from './read-body.js';
@@ -69,17 +70,7 @@ async function writeFileTo(res: ServerResponse, file: string): Promise<boolean> 
   try {
     for await (const chunk of createReadStream('', { fd: fh, autoClose: false, start: 0 }) as AsyncIterable<Buffer>) {
       if (res.destroyed) return false;
-      if (!res.write(chunk)) {
-        await new Promise<void>((r) => {
-          const done = (): void => {
-            res.off('drain', done);
-            res.off('close', done);
-            r();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      }
+      if (!res.write(chunk)) await drained(res);
     }
   } finally {
     await fh.close();

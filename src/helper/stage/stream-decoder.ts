@@ -3,6 +3,7 @@
 import type { Transform } from 'node:stream';
 import { compressionOf, createDecompressor } from '../../core/compression.js';
 import { StewardError } from '../../core/errors.js';
+import { drained } from '../../platform/drained.js';
 
 export class StreamDecoder {
   private head: Buffer[] = [];
@@ -79,17 +80,7 @@ export class StreamDecoder {
 
   private async feed(b: Buffer): Promise<void> {
     const z = this.z as Transform;
-    if (!z.write(b)) {
-      await new Promise<void>((r) => {
-        const done = (): void => {
-          z.off('drain', done);
-          z.off('close', done);
-          r();
-        };
-        z.on('drain', done);
-        z.on('close', done);
-      });
-    }
+    if (!z.write(b)) await drained(z);
     this.check();
   }
 
