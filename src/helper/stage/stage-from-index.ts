@@ -97,10 +97,11 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   let patch: PatchTry | undefined;
   try {
     // The folders and the links to objects the host has are made while the patch or the pack
-    // comes: on a real network the wait for it is the longer part, and this work fills it.
-    const laying = tree.layOut(fresh);
+    // comes: on a real network the wait for it is the longer part, and this work fills it. Not
+    // for a release mostly missing, whose tree is made only once its patch is taken.
+    const laying = overHalf ? null : tree.layOut(fresh);
     // Why: a failure of the links while the pack comes is taken up after the pack, not unhandled.
-    laying.catch(() => undefined);
+    laying?.catch(() => undefined);
     try {
       if (missing.length > 0) {
         // A static patch from a version the host has first, where one is offered; the pack otherwise.
@@ -124,12 +125,12 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
       }
     } catch (err) {
       tree.stop();
-      await laying.catch(() => undefined);
+      await laying?.catch(() => undefined);
       // The tarball, as for any release mostly missing (not a failure: no fallback code).
       if (err instanceof NoPatchOverHalf) return { done: false, why: err.message, fetchedBytes: err.fetchedBytes, ...(patch ? { patch } : {}) };
       throw err;
     }
-    await laying;
+    await (laying ?? tree.layOut(fresh));
     for (const m of missing) present.add(objectName(m.sha256, m.mode));
     await tree.finish(fresh);
   } finally {
