@@ -42,16 +42,29 @@ function checkPath(p: unknown, limits: IndexLimits): string {
   const shown = (): string => JSON.stringify(p.slice(0, 200));
   if (p.includes('\0')) refuse(`entry ${shown()} holds a NUL`);
   if (p.startsWith('/')) refuse(`entry ${shown()} is an absolute path`);
-  if (Buffer.byteLength(p) > limits.maxPathBytes) refuse(`entry ${shown()} is longer than ${limits.maxPathBytes} bytes`);
+  const bytes = Buffer.byteLength(p);
+  if (bytes > limits.maxPathBytes) refuse(`entry ${shown()} is longer than ${limits.maxPathBytes} bytes`);
   const parts = p.split('/');
   if (parts.length > limits.maxDepth) refuse(`entry ${shown()} is deeper than ${limits.maxDepth}`);
   for (const c of parts) {
     if (c === '' || c === '.' || c === '..') refuse(`entry ${shown()} has a ${c === '' ? 'empty' : JSON.stringify(c)} component`);
-    if (Buffer.byteLength(c) > 255) refuse(`entry ${shown()} has a component longer than 255 bytes`);
+    // A path of at most 255 bytes has no longer component: most are, and are not measured again.
+    if (bytes > 255 && Buffer.byteLength(c) > 255) refuse(`entry ${shown()} has a component longer than 255 bytes`);
   }
   if (p === MARKER_FILE_NAME) refuse(`entry ${shown()} is the marker's name`);
   return p;
 }
+
+// Whether `r` has exactly the keys `want` (sorted, as the refusal shows them).
+function keysAre(r: Record<string, unknown>, want: readonly string[]): boolean {
+  if (Object.keys(r).length !== want.length) return false;
+  for (const k of want) if (!Object.hasOwn(r, k)) return false;
+  return true;
+}
+
+const FILE_KEYS = ['mode', 'path', 'sha256', 'size', 'type'];
+const DIR_KEYS = ['mode', 'path', 'size', 'type'];
+const SYMLINK_KEYS = ['mode', 'path', 'size', 'target', 'type'];
 
 function safeInt(v: unknown, max: number): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= max;
@@ -85,10 +98,10 @@ export function parseFileIndex(bytes: Buffer, limits: IndexLimits): TreeEntry[] 
     const p = checkPath(r.path, limits);
     const shown = (): string => JSON.stringify(p.slice(0, 200));
     if (kinds.has(p)) refuse(`entry ${shown()} is listed twice`);
-    const keys = Object.keys(r).sort().join(',');
+    const keys = (): string => Object.keys(r).sort().join(',');
     let e: TreeEntry;
     if (r.type === 'file') {
-      if (keys !== 'mode,path,sha256,size,type') refuse(`file ${shown()} has keys ${keys}`);
+      if (!keysAre(r, FILE_KEYS)) refuse(`file ${shown()} has keys ${keys()}`);
       if (r.mode !== 0o444 && r.mode !== 0o555) refuse(`file ${shown()} has mode ${String(r.mode)}, not 0444 or 0555`);
       if (typeof r.sha256 !== 'string' || !SHA256_RE.test(r.sha256)) refuse(`file ${shown()} has no sha256`);
       if (!safeInt(r.size, limits.maxTotalBytes)) refuse(`file ${shown()} has a bad size`);
@@ -96,10 +109,10 @@ export function parseFileIndex(bytes: Buffer, limits: IndexLimits): TreeEntry[] 
       if (total > limits.maxTotalBytes) refuse(`its files hold more than ${limits.maxTotalBytes} bytes`);
       e = { path: p, type: 'file', mode: r.mode, size: r.size, sha256: r.sha256 };
     } else if (r.type === 'dir') {
-      if (keys !== 'mode,path,size,type' || r.mode !== 0o555 || r.size !== 0) refuse(`folder ${shown()} is not {mode 0555, size 0}`);
+      if (!keysAre(r, DIR_KEYS) || r.mode !== 0o555 || r.size !== 0) refuse(`folder ${shown()} is not {mode 0555, size 0}`);
       e = { path: p, type: 'dir', mode: 0o555, size: 0 };
     } else if (r.type === 'symlink') {
-      if (keys !== 'mode,path,size,target,type' || r.mode !== 0o777) refuse(`symlink ${shown()} is not {mode 0777, target}`);
+      if (!keysAre(r, SYMLINK_KEYS) || r.mode !== 0o777) refuse(`symlink ${shown()} is not {mode 0777, target}`);
       const t = r.target;
       if (typeof t !== 'string' || t === '' || t.includes('\0') || Buffer.byteLength(t) > limits.maxPathBytes) refuse(`symlink ${shown()} has a bad target`);
       if (t.startsWith('/')) refuse(`symlink ${shown()} points to an absolute path`);

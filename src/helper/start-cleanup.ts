@@ -6,6 +6,7 @@ import { collectGarbage } from '../platform/object-store.js';
 import { removeOwnTree } from '../platform/remove-tree.js';
 import { logger } from '../platform/log.js';
 import { inspectMarker, listVersionDirs, readCurrent, removeRelease } from './release-store.js';
+import { collectKeptIndexes } from './stage/kept-indexes.js';
 
 const log = logger('helper:start');
 
@@ -42,6 +43,7 @@ export async function cleanStaleStaging(paths: HostPaths, app: string): Promise<
   try {
     const gc = await collectGarbage(objectsDir(paths, app));
     if (gc.removed.length > 0) log('objects collected app=%s removed=%d bytes=%d', app, gc.removed.length, gc.bytes);
+    await collectKeptIndexes(paths, app);
   } catch (err) {
     log('could not collect objects app=%s: %s', app, (err as Error).message);
   }

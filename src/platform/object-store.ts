@@ -9,8 +9,10 @@ import { StewardError } from '../core/errors.js';
 // object is in no kept version exactly when its link count is 1.
 
 export const OBJECT_NAME_RE = /^([0-9a-f]{64})-([rx])$/;
-// The record of checked objects (object-checks.ts), the one file of objects/ that is no object.
+// The record of checked objects (object-checks.ts) and the folder of kept file indexes
+// (helper/stage/kept-indexes.ts): the two names in objects/ that are no shard.
 export const CHECKED_FILE = 'checked';
+export const INDEXES_DIR = 'indexes';
 const TMP_PREFIX = '.tmp-';
 
 // The name of the object of `sha256` (hex) with the tree mode `mode` (0444 or 0555).
@@ -20,7 +22,8 @@ export function objectName(sha256: string, mode: number): string {
 
 // Where the object `name` lives under `objectsDir`.
 export function objectPath(objectsDir: string, name: string): string {
-  return path.join(objectsDir, name.slice(0, 2), name);
+  // Joined, not path.join: a stage calls this per file of the tree, and the parts need no normalizing.
+  return `${objectsDir}/${name.slice(0, 2)}/${name}`;
 }
 
 // The mode an object of `name` has.
@@ -81,12 +84,13 @@ export async function checkObject(file: string, name: string, expectSize?: numbe
 // 4 MiB are read in chunks all the same. `unchanged`: whether the helper's record of checked
 // objects (object-checks.ts) says this inode has not changed since it was checked; then its
 // bytes are not read again (its lstat is still held to its name).
-export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.Stats) => boolean): ObjectCheck {
+// `seen`: the object's lstat, taken by the caller moments ago (its lookup), so not taken again.
+export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.Stats) => boolean, seen?: fs.Stats): ObjectCheck {
   const m = OBJECT_NAME_RE.exec(name);
   if (!m) return { ok: false, why: 'is not an object name' };
   let st: fs.Stats;
   try {
-    st = fs.lstatSync(file);
+    st = seen ?? fs.lstatSync(file);
   } catch (err) {
     return { ok: false, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : (err as Error).message };
   }
@@ -112,17 +116,23 @@ export function checkObjectSync(file: string, name: string, expectSize?: number,
 
 // hasObject without the thread pool.
 export function hasObjectSync(objectsDir: string, name: string): boolean {
+  return objectStatSync(objectsDir, name) !== undefined;
+}
+
+// The lstat of the object `name` when it is a regular file (not checked), or undefined.
+export function objectStatSync(objectsDir: string, name: string): fs.Stats | undefined {
   try {
-    return fs.lstatSync(objectPath(objectsDir, name)).isFile();
+    const st = fs.lstatSync(objectPath(objectsDir, name), { throwIfNoEntry: false });
+    return st?.isFile() ? st : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
-// linkObject without the thread pool (`unchanged` as checkObjectSync takes it).
-export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean): void {
+// linkObject without the thread pool (`unchanged`, `seen` as checkObjectSync takes them).
+export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean, seen?: fs.Stats): void {
   const target = objectPath(objectsDir, name);
-  const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged);
+  const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged, seen);
   if (!check.ok) {
     try {
       fs.unlinkSync(target);
@@ -222,7 +232,7 @@ export async function listObjects(objectsDir: string): Promise<{ objects: Array<
   });
   for (const shard of shards.sort()) {
     const dir = path.join(objectsDir, shard);
-    if (shard === CHECKED_FILE) continue;
+    if (shard === CHECKED_FILE || shard === INDEXES_DIR) continue;
     if (!/^[0-9a-f]{2}$/.test(shard)) {
       strays.push(dir);
       continue;

@@ -5,16 +5,18 @@ import type { ExtractLimits } from '../../core/config-schema.js';
 import { StewardError, toStewardError } from '../../core/errors.js';
 import { parseFileIndex } from '../../core/file-index.js';
 import { PackReader, packBytes, packRequestBody, packWireBound } from '../../core/object-pack.js';
+import { IncomingObject } from './incoming-object.js';
 import { StreamDecoder } from './stream-decoder.js';
 import { hasZstd } from '../../core/compression.js';
 import { receivePatch, type PatchSource } from './stage-from-patch.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
 import { CheckedObjects } from '../../platform/object-checks.js';
-import { adoptVerifiedFile, hasObjectSync, linkObjectSync, objectName, objectPath } from '../../platform/object-store.js';
+import { adoptVerifiedFile, hasObjectSync, linkObjectSync, objectName, objectPath, objectStatSync } from '../../platform/object-store.js';
 import { findSymlinkEscape } from '../../platform/symlink-jail.js';
 import { unsafeMessage } from '../../platform/tar-entry-rules.js';
 import { logger } from '../../platform/log.js';
+import { TimeSlicer } from '../../platform/time-slice.js';
 import type { ExtractResultLike } from './stage-io.js';
 
 const log = logger('helper:objects');
@@ -46,7 +48,7 @@ export interface IndexStageDeps {
 export type PatchTry = { from: string; used: true } | { from: string; used: false; code: string | null; message: string };
 
 export type IndexStage =
-  | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number; patch?: PatchTry }
+  | { done: true; ex: ExtractResultLike; fetchedBytes: number; reusedBytes: number; patch?: PatchTry; indexBytes: Buffer }
   // `fetchedBytes`, `patch`: what a patch tried for a release mostly missing moved, and why it was not taken.
   | { done: false; why: string; fetchedBytes?: number; patch?: PatchTry };
 
@@ -70,15 +72,18 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   }
   const missing: Array<{ sha256: string; size: number; mode: number }> = [];
   let reusedBytes = 0;
-  // The object names found here: the tree's links need not look for them again.
-  const present = new Set<string>();
+  // The object names found here, with the lstat that found them: the tree's links neither look
+  // for them again nor take their lstat again to check them.
+  const present = new Map<string, fs.Stats>();
   for (const [sha, size] of sizes) {
     const mode = modes.get(sha) as number;
     const first = objectName(sha, mode);
     const other = objectName(sha, mode === 0o555 ? 0o444 : 0o555);
-    if (hasObjectSync(d.objectsDir, first)) present.add(first);
-    else if (hasObjectSync(d.objectsDir, other)) present.add(other);
-    if (present.has(first) || present.has(other)) reusedBytes += size;
+    const st = objectStatSync(d.objectsDir, first);
+    const otherSt = st ? undefined : objectStatSync(d.objectsDir, other);
+    if (st) present.set(first, st);
+    else if (otherSt) present.set(other, otherSt);
+    if (st || otherSt) reusedBytes += size;
     else missing.push({ sha256: sha, size, mode });
   }
   const missingBytes = missing.reduce((n, m) => n + m.size, 0);
@@ -115,13 +120,6 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
         }
         if (!used && overHalf) throw new NoPatchOverHalf(`${overHalfWhy}, and no patch under half of it was taken${patch && !patch.used ? ` (${patch.message})` : ''}`, fetchedBytes);
         if (!used) fetchedBytes += await receivePack(d, incoming, missing);
-        // Why a syncfs before any rename into objects/: an object name only ever names durable bytes.
-        d.faults.io('objects', 'fsync');
-        await d.syncFileSystem(incoming);
-        for (const m of missing) {
-          d.faults.io('objects', 'rename');
-          await adoptVerifiedFile(d.objectsDir, path.join(incoming, m.sha256), objectName(m.sha256, m.mode));
-        }
       }
     } catch (err) {
       tree.stop();
@@ -131,13 +129,25 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
       throw err;
     }
     await (laying ?? tree.layOut(fresh));
-    for (const m of missing) present.add(objectName(m.sha256, m.mode));
-    await tree.finish(fresh);
+    // The pack's files are linked into the tree where they are (objects-in/), not yet as objects.
+    const copies = await tree.finish(fresh, incoming, modes);
+    // One syncfs makes the pack's bytes and the whole tree durable (the caller's commit needs no
+    // other): the objects' names come only after it, as an object name only ever names durable
+    // bytes. Their renames need not be durable before the tree's: a power cut that loses one
+    // leaves a complete tree whose file is no object, fetched again by the next stage that lacks it.
+    await fsp.chmod(tree.root, 0o755);
+    d.faults.io('objects', 'fsync');
+    await d.syncFileSystem(d.work);
+    for (const made of [...missing.map((m) => ({ file: path.join(incoming, m.sha256), name: objectName(m.sha256, m.mode) })), ...copies]) {
+      d.faults.io('objects', 'rename');
+      await adoptVerifiedFile(d.objectsDir, made.file, made.name);
+      tree.noteMade(made.name);
+    }
   } finally {
     tree.saveChecks();
   }
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
-  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}) };
+  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}), indexBytes };
 }
 
 // A release mostly missing whose patches were not taken: the stage takes the tarball.
@@ -182,7 +192,7 @@ async function receivePackOnce(
   incoming: string,
   want: ReadonlyArray<{ sha256: string; size: number; mode: number }>,
 ): Promise<{ wire: number; got: Set<string>; error: StewardError | null; cut: boolean }> {
-  let fh: fs.promises.FileHandle | null = null;
+  let out: IncomingObject | null = null;
   let current: string | null = null;
   let hash = createHash('sha256');
   let wire = 0;
@@ -192,18 +202,16 @@ async function receivePackOnce(
       d.faults.io('objects', 'write');
       const m = want[i] as { sha256: string; mode: number };
       current = path.join(incoming, m.sha256);
-      fh = await fsp.open(current, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
-      // Why fchmod: the object's mode is its name's, whatever the umask.
-      await fh.chmod(m.mode);
+      out = new IncomingObject(current, m.mode);
       hash = createHash('sha256');
     },
     data: async (chunk) => {
       hash.update(chunk);
-      await (fh as fs.promises.FileHandle).write(chunk);
+      (out as IncomingObject).write(chunk);
     },
     end: async (i) => {
-      await (fh as fs.promises.FileHandle).close();
-      fh = null;
+      (out as IncomingObject).close();
+      out = null;
       const wantSha = (want[i] as { sha256: string }).sha256;
       const sum = hash.digest('hex');
       if (sum !== wantSha) {
@@ -233,7 +241,11 @@ async function receivePackOnce(
     // The decompressor stopped first: a pack reader callback still running (one that opens the
     // next object's file, say) ends before the files are closed and unlinked below.
     await decoder.stop();
-    await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
+    try {
+      (out as IncomingObject | null)?.close();
+    } catch {
+      // its bytes are unlinked below
+    }
   }
   // Why unlink at once: bytes that are not (or not yet) what their name says never stay under it.
   if (current !== null) await fsp.unlink(current).catch(() => undefined);
@@ -242,35 +254,36 @@ async function receivePackOnce(
 }
 
 // Makes the tree the index lists: folders 0700 while it is built and 0555 after, every file a
-// link to its object (checked again unless this stage just made it, or the record of checked
-// objects says it is unchanged since the helper last checked it: docs/design.md §20.3), symlinks
-// last, each resolving inside the tree, as the extraction's tree walk requires (§3.4). In two
-// parts: `layOut` (the folders, and the files whose objects the host has) while the pack comes,
-// `finish` (the files of the pack, the symlinks, the folders sealed) after.
+// link to the object the host has (checked again unless the record of checked objects says it is
+// unchanged since the helper last checked it: docs/design.md §20.3) or to the verified file the
+// pack or patch brought (made an object after the syncfs), symlinks last, each resolving inside
+// the tree, as the extraction's tree walk requires (§3.4). In two parts: `layOut` (the folders,
+// and the files whose objects the host has) while the pack comes, `finish` (the files of the
+// pack, the symlinks, the folders sealed) after.
 class TreeBuilder {
   private readonly sorted: TreeEntry[];
   private readonly checked = new Set<string>();
   private readonly record: CheckedObjects;
   private first = true;
   private stopped = false;
-  private n = 0;
+  private readonly slicer = new TimeSlicer();
 
   constructor(
     private readonly d: IndexStageDeps,
-    private readonly tree: string,
+    readonly root: string,
     entries: readonly TreeEntry[],
-    // Object names the host has (found, or brought by the pack): no lookup needed before a link.
-    private readonly present: ReadonlySet<string>,
+    // Object names the host has, with the lstat that found them: no lookup needed before a link.
+    private readonly present: ReadonlyMap<string, fs.Stats>,
   ) {
     this.sorted = sortByPathBytes(entries);
     this.record = CheckedObjects.load(d.objectsDir);
   }
 
-  // Why synchronous calls, a batch at a time: thousands of small links and hashes cost more in
-  // thread-pool round trips than in work (bench/objects.ts); the yield between batches lets the
+  // Why synchronous calls, a slice at a time: thousands of small links and hashes cost more in
+  // thread-pool round trips than in work (bench/objects.ts); the turn between slices lets the
   // pack come in and keeps the helper answering (status, other apps) while it stages.
   private async step(): Promise<void> {
-    if (++this.n % 256 === 0) await new Promise<void>((r) => setImmediate(r));
+    if (this.slicer.due()) await this.slicer.pass();
     if (this.stopped) throw new StewardError('IO_ERROR', 'the tree was left unfinished: the pack failed');
   }
 
@@ -279,19 +292,40 @@ class TreeBuilder {
   }
 
   async layOut(fresh: ReadonlySet<string>): Promise<void> {
-    await fsp.mkdir(this.tree, { mode: 0o700 });
+    await fsp.mkdir(this.root, { mode: 0o700 });
     // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
     for (const e of this.sorted) {
       if (e.type !== 'dir') continue;
-      fs.mkdirSync(path.join(this.tree, e.path), { mode: 0o700 });
+      fs.mkdirSync(`${this.root}/${e.path}`, { mode: 0o700 });
       await this.step();
     }
-    for (const e of this.sorted) if (e.type === 'file' && !fresh.has(e.sha256)) await this.link(e, false);
+    for (const e of this.sorted) if (e.type === 'file' && !fresh.has(e.sha256)) await this.link(e);
   }
 
-  async finish(fresh: ReadonlySet<string>): Promise<void> {
-    for (const e of this.sorted) if (e.type === 'file' && fresh.has(e.sha256)) await this.link(e, true);
-    const { sorted, tree } = this;
+  // `incoming`: where the pack's verified files are (`<incoming>/<sha256>`, each in the mode
+  // `modes` gives), linked from there. A file of the same bytes in the other mode gets its own
+  // inode, a copy in that mode (an object's mode is part of its name). Returns the files to
+  // make objects of once they are durable: the copies (the pack's own are the caller's).
+  async finish(fresh: ReadonlySet<string>, incoming: string, modes: ReadonlyMap<string, number>): Promise<Array<{ file: string; name: string }>> {
+    const copies = new Map<string, { file: string; name: string }>();
+    for (const e of this.sorted) {
+      if (e.type !== 'file' || !fresh.has(e.sha256)) continue;
+      let from = `${incoming}/${e.sha256}`;
+      if (((modes.get(e.sha256) as number) & 0o111) !== (e.mode & 0o111)) {
+        const name = objectName(e.sha256, e.mode);
+        const copy = copies.get(name) ?? { file: `${incoming}/${name}`, name };
+        if (!copies.has(name)) {
+          fs.copyFileSync(from, copy.file, fs.constants.COPYFILE_EXCL);
+          fs.chmodSync(copy.file, e.mode);
+          copies.set(name, copy);
+        }
+        from = copy.file;
+      }
+      this.firstLink();
+      fs.linkSync(from, `${this.root}/${e.path}`);
+      await this.step();
+    }
+    const { sorted, root: tree } = this;
     for (const e of sorted) if (e.type === 'symlink') fs.symlinkSync(e.target, path.join(tree, e.path));
     for (const e of sorted) {
       if (e.type !== 'symlink') continue;
@@ -304,22 +338,34 @@ class TreeBuilder {
       if (e.type === 'dir') fs.chmodSync(path.join(tree, e.path), 0o555);
     }
     this.d.faults.hit('after-objects-before-rename');
+    return [...copies.values()];
+  }
+
+  // The crash explorer's step at the first file linked into the tree.
+  private firstLink(): void {
+    if (this.first) this.d.faults.hit('during-objects');
+    this.first = false;
   }
 
   saveChecks(): void {
     this.record.save();
   }
 
-  // Links the file `e` to its object (made from the other mode's when only that exists); `made`:
-  // this stage made the object from the pack (hashed as it was written).
-  private async link(e: TreeEntry & { type: 'file' }, made: boolean): Promise<void> {
+  // Notes the object `name`, made by this stage from bytes it hashed, as checked (after its rename
+  // into objects/, which set its change time).
+  noteMade(name: string): void {
+    this.record.note(name);
+  }
+
+  // Links the file `e` to the object the host has (made from the other mode's when only that exists).
+  private async link(e: TreeEntry & { type: 'file' }): Promise<void> {
     const { d, record, checked } = this;
     const name = objectName(e.sha256, e.mode);
-    if (!this.present.has(name) && !checked.has(name) && !hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
-    if (this.first) d.faults.hit('during-objects');
-    this.first = false;
+    const seen = this.present.get(name);
+    if (seen === undefined && !checked.has(name) && !hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
+    this.firstLink();
     try {
-      linkObjectSync(d.objectsDir, name, path.join(this.tree, e.path), e.size, made || checked.has(name), (st) => record.unchanged(name, st));
+      linkObjectSync(d.objectsDir, name, `${this.root}/${e.path}`, e.size, checked.has(name), (st) => record.unchanged(name, st), seen);
     } catch (err) {
       record.forget(name);
       throw err;

@@ -12,6 +12,7 @@ import { parsePatchHeader, patchDictionary, patchHeaderLength, patchWindowLog, P
 import type { Faults } from '../../platform/faults.js';
 import { hasObjectSync, objectName, objectPath } from '../../platform/object-store.js';
 import { logger } from '../../platform/log.js';
+import { IncomingObject } from './incoming-object.js';
 import { StreamDecoder } from './stream-decoder.js';
 
 const log = logger('helper:patch');
@@ -155,7 +156,7 @@ async function readBase(objectsDir: string, sha256: string): Promise<Buffer> {
 // reader of the header's objects: each is hashed against its name; those the host lacks are
 // written to `<incoming>/<sha256>`, the others dropped. A byte past the objects is refused.
 async function decode(file: string, at: number, dictionary: Buffer, header: PatchHeader, incoming: string, lack: ReadonlyMap<string, Want>, written: string[], faults?: Faults): Promise<void> {
-  let fh: fs.promises.FileHandle | null = null;
+  let out: IncomingObject | null = null;
   let hash = createHash('sha256');
   const reader = new PackReader(header.objects, {
     start: async (i) => {
@@ -164,18 +165,16 @@ async function decode(file: string, at: number, dictionary: Buffer, header: Patc
       if (!m) return;
       faults?.io('objects', 'write');
       const dest = path.join(incoming, m.sha256);
-      fh = await fsp.open(dest, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+      out = new IncomingObject(dest, m.mode);
       written.push(dest);
-      // Why fchmod: the object's mode is its name's, whatever the umask.
-      await fh.chmod(m.mode);
     },
     data: async (chunk) => {
       hash.update(chunk);
-      if (fh) await fh.write(chunk);
+      out?.write(chunk);
     },
     end: async (i) => {
-      await (fh as fs.promises.FileHandle | null)?.close();
-      fh = null;
+      (out as IncomingObject | null)?.close();
+      out = null;
       const want = (header.objects[i] as { sha256: string }).sha256;
       const got = hash.digest('hex');
       if (got !== want) throw new StewardError('INTEGRITY_MISMATCH', `the patch's object ${want.slice(0, 16)}… decodes to other bytes (sha256 ${got.slice(0, 16)}…)`);
@@ -192,7 +191,11 @@ async function decode(file: string, at: number, dictionary: Buffer, header: Patc
     // The decompressor stopped first: a reader callback still running ends before the close
     // below and the caller's unlink of what was written.
     await decoder.stop();
-    await (fh as fs.promises.FileHandle | null)?.close().catch(() => undefined);
+    try {
+      (out as IncomingObject | null)?.close();
+    } catch {
+      // the caller unlinks what was written
+    }
   }
 }
 

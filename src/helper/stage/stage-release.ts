@@ -22,7 +22,7 @@ import { describeUrl } from '../../platform/fetch-failed.js';
 import { logger } from '../../platform/log.js';
 import { trustScope, type TrustScope } from '../../platform/trusted-file.js';
 import { readAppState } from '../state/app-state.js';
-import { inspectMarker, readCurrent, removeRelease } from '../release-store.js';
+import { inspectMarker, readCurrent, readMarker, removeRelease } from '../release-store.js';
 import { checkReleaseFile } from './check-release-file.js';
 import { checkRefusals, type VersionFloor } from './refusals.js';
 import { controlPlaneUrls } from '../../core/control-plane-urls.js';
@@ -34,7 +34,9 @@ import { stageFromIndex, type IndexStage, type PatchTry } from './stage-from-ind
 import { gzipBound } from '../../core/object-pack.js';
 import { acceptEncoding, decompressSync, hasZstd, zstdConstant, zstdOf } from '../../core/compression.js';
 import { PATCH_WINDOW_LOG_MAX } from '../../core/object-patch.js';
+import { encodeFileIndex } from '../../core/file-index.js';
 import { indexOfStagedTree } from './staged-index.js';
+import { keepIndex, keptIndex } from './kept-indexes.js';
 import type { PatchSource } from './stage-from-patch.js';
 import { compareVersions, isVersion } from '../../core/version.js';
 import { createHash } from 'node:crypto';
@@ -301,9 +303,12 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     await checkReleaseFile(tree, { app, version, appConfig });
     progress({ attemptId, phase: 'commit' });
     // The top folder was 0700 while staging; open it to the app's user before it becomes visible.
-    await fsp.chmod(tree, 0o755);
-    faults.io('staging', 'fsync');
-    await io.syncFileSystem(tree);
+    // A tree from objects is open and durable already (stage-from-index.ts: its one syncfs).
+    if (!viaObjects) {
+      await fsp.chmod(tree, 0o755);
+      faults.io('staging', 'fsync');
+      await io.syncFileSystem(tree);
+    }
     let reusedBytes = viaObjects?.reusedBytes ?? 0;
     if (deps.objects !== false && !viaObjects) {
       progress({ attemptId, phase: 'objects' });
@@ -345,6 +350,8 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
       await removeUnfinished(paths, app, version);
       throw err;
     }
+    // Its index, for the next stage's index delta from this version (kept-indexes.ts).
+    if (deps.objects !== false) keepIndex(objectsDir(paths, app), marker.treeDigest, () => viaObjects?.indexBytes ?? encodeFileIndex(ex.listing));
     log('staged app=%s version=%s attempt=%s entries=%d bytes=%d', app, version, attemptId, ex.entries, ex.bytes);
     // A tarball after a patch that was tried and not taken counts the patch's bytes too.
     const tried = byIndex && !byIndex.done ? byIndex : null;
@@ -733,7 +740,8 @@ async function indexByDelta(deps: StageDeps, input: StageInput, index: FileIndex
     try {
       // The delta first: the old index is made again (a walk of that tree) only when there is one.
       got = (await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: 'zstd', ...fetchSettings(deps, input), ...authOf(deps, input, url) })).bytes;
-      const old = indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
+      const fromMarker = await readMarker(deps.paths, input.app, src.from);
+      const old = (fromMarker && keptIndex(objectsDir(deps.paths, input.app), fromMarker.treeDigest)) ?? indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
       if (!old) throw new StewardError('IO_ERROR', `the tree of ${src.from} does not give its index again`);
       const bytes = zs.zstdDecompressSync(await fsp.readFile(file), { dictionary: old, maxOutputLength: Math.max(1, index.size), params: { [zstdConstant('ZSTD_d_windowLogMax')]: PATCH_WINDOW_LOG_MAX } } as { maxOutputLength: number });
       if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `the delta of the file index from ${src.from} does not decode to the index the manifest signs`);

@@ -5,6 +5,7 @@ import type { Faults } from '../../platform/faults.js';
 import { CheckedObjects } from '../../platform/object-checks.js';
 import { fileAsObject, objectName } from '../../platform/object-store.js';
 import { logger } from '../../platform/log.js';
+import { TimeSlicer } from '../../platform/time-slice.js';
 
 const log = logger('helper:objects');
 
@@ -49,6 +50,7 @@ async function fileEach(objectsDir: string, tree: string, listing: readonly Tree
   // docs/design.md §20.3: objects this stage made (hashed as they were extracted) or checked are
   // noted, so that a later stage links them without reading them again while they are unchanged.
   const record = CheckedObjects.load(objectsDir);
+  const slicer = new TimeSlicer();
   let n = 0;
   try {
     for (const e of listing) {
@@ -64,8 +66,8 @@ async function fileEach(objectsDir: string, tree: string, listing: readonly Tree
         throw err;
       }
       record.note(name);
-      // Why: the calls are synchronous; a yield every 256 files keeps the helper answering.
-      if (n % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      // Why: the calls are synchronous; a turn of the event loop every slice keeps the helper answering.
+      if (slicer.due()) await slicer.pass();
       if (r.replaced) log('object replaced name=%s: the one on disk %s', name, r.replaced);
       if (!r.reused && !done.has(name)) {
         added++;

@@ -5,6 +5,7 @@ import { keepingChecks } from '../../platform/object-checks.js';
 import { collectGarbage } from '../../platform/object-store.js';
 import { readAppState } from '../state/app-state.js';
 import { listVersionDirs, readCurrent, removeRelease } from '../release-store.js';
+import { collectKeptIndexes } from '../stage/kept-indexes.js';
 import type { UpdateContext } from './context.js';
 
 const log = logger('helper:prune');
@@ -33,6 +34,7 @@ export async function pruneReleases(ctx: UpdateContext, app: string, keep?: numb
     // between leaves objects the next start or prune collects, never a tree without its files.
     const gc = await collectGarbage(objectsDir(ctx.paths, app));
     if (gc.removed.length > 0) log('objects collected app=%s removed=%d bytes=%d', app, gc.removed.length, gc.bytes);
+    await collectKeptIndexes(ctx.paths, app);
   });
   return victims;
 }

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { hasZstd } from '../../../src/core/compression.js';
 import { objectsDir } from '../../../src/core/paths.js';
-import { adoptVerifiedFile, objectName, objectPath } from '../../../src/platform/object-store.js';
+import { adoptVerifiedFile, INDEXES_DIR, objectName, objectPath } from '../../../src/platform/object-store.js';
+import { removeRelease } from '../../../src/helper/release-store.js';
+import { collectKeptIndexes } from '../../../src/helper/stage/kept-indexes.js';
+import { indexOfStagedTree } from '../../../src/helper/stage/staged-index.js';
 import { assertNothingUntrusted, objectAttackHost } from '../../helpers/object-attacks.js';
 import { assertTreeAsTarballGives, sha256, stageIndexed } from '../../helpers/object-server.js';
 import { hostWithCurrent } from '../../helpers/stage-harness.js';
@@ -78,6 +81,51 @@ test('an index delta that decodes to another index is not used: the full index i
   assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json.from-1.0.0.zst'));
   assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json'), 'the full index was fetched after the delta failed');
   await assertNothingUntrusted(s);
+});
+
+// docs/design.md §20.5: each staged version's index is kept beside the objects, named by its tree
+// digest, and the next index delta decodes against it rather than walking that version's tree.
+// A cache, never a trust: a kept index that is wrong costs the full index, never the stage.
+test('the index delta decodes against the kept index of the version it comes from; a wrong one costs the full index only', { skip: NO_ZSTD }, async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  srv.offerPatches = true;
+  t.after(cleanup);
+  const objects = objectsDir(s.host.paths, 'web');
+  const first = await stageIndexed(s, srv, '1.0.0', patchRelease('1.0.0'));
+  const kept = path.join(objects, INDEXES_DIR, `${sha256(Buffer.from(first.treeDigest))}.json`);
+  const tree = path.join(s.host.paths.appsDir, 'web', 'versions', '1.0.0');
+  assert.deepEqual(readFileSync(kept), indexOfStagedTree(tree, objects), 'the kept index is the one the tree gives');
+  // The tree alone no longer gives its index (an object of it is gone): only the kept one can.
+  const ino = statSync(path.join(tree, 'lib', 'new-1.0.0.js')).ino;
+  for (const shard of readdirSync(objects).filter((n) => /^[0-9a-f]{2}$/.test(n))) {
+    for (const n of readdirSync(path.join(objects, shard))) if (statSync(path.join(objects, shard, n)).ino === ino) unlinkSync(path.join(objects, shard, n));
+  }
+  assert.equal(indexOfStagedTree(tree, objects), null);
+  let at = srv.requests.length;
+  const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
+  assert.equal(r.via, 'objects', JSON.stringify(r.fallback));
+  let asked = srv.requests.slice(at);
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.1.0.index.json.from-1.0.0.zst'));
+  assert.ok(!asked.includes('GET /v1/artifacts/web/1.1.0.index.json'), `the delta decoded against the kept index: ${asked.join(', ')}`);
+  // A kept index that is not the tree's: the delta fails its integrity, the full index is fetched.
+  const second = path.join(objects, INDEXES_DIR, `${sha256(Buffer.from(r.treeDigest))}.json`);
+  writeFileSync(second, '{"entries":[],"v":1}');
+  at = srv.requests.length;
+  const r2 = await stageIndexed(s, srv, '1.2.0', patchRelease('1.2.0'));
+  assert.equal(r2.via, 'objects', JSON.stringify(r2.fallback));
+  asked = srv.requests.slice(at);
+  assert.ok(asked.includes('GET /v1/artifacts/web/1.2.0.index.json'), `the full index was fetched: ${asked.join(', ')}`);
+  const peer = await hostWithCurrent();
+  t.after(() => peer.host.cleanup());
+  await assertTreeAsTarballGives(s, r2, peer, '1.2.0', patchRelease('1.2.0'));
+  await assertNothingUntrusted(s);
+  // Collected with the versions: the kept index of a version removed goes, the others stay.
+  await removeRelease(s.host.paths, 'web', '1.0.0');
+  writeFileSync(path.join(objects, INDEXES_DIR, '.tmp-left'), 'x');
+  assert.equal(await collectKeptIndexes(s.host.paths, 'web'), 2);
+  const left = readdirSync(path.join(objects, INDEXES_DIR));
+  assert.ok(!left.includes(path.basename(kept)) && !left.includes('.tmp-left'), left.join(', '));
+  for (const v of [r, r2]) assert.ok(left.includes(`${sha256(Buffer.from(v.treeDigest))}.json`), `${v.version}'s kept index stays`);
 });
 
 test('a patch cut midway is resumed with Range from where it stopped', { skip: NO_ZSTD }, async (t) => {
