@@ -27,7 +27,7 @@ import { realStageIO } from '../src/helper/stage/real-stage-io.js';
 import { stageRelease } from '../src/helper/stage/stage-release.js';
 import { systemClock } from '../src/platform/clock.js';
 import { makeHost, makeReleaseKey, manifestFor, processApp, sri, type TestHost } from '../test/helpers/host.js';
-import { startObjectServer, type ObjectServer } from '../test/helpers/object-server.js';
+import { startObjectServerProcess } from './lib/object-server-process.js';
 import { benchArgs, ms, note, printRow, ratios, series } from './lib.js';
 import { makeAppTree, QUICK_TREE } from './stage-input.js';
 
@@ -132,9 +132,14 @@ async function main(): Promise<void> {
   const versions = ['1.1.0', '1.1.1', '1.1.2', '1.1.3'];
   const later = new Map(versions.map((v) => [v, releaseOf(b, v)]));
   const v2 = later.get('1.1.0') as Buffer;
-  const srv: ObjectServer = await startObjectServer();
+  // The control plane's routes in a process of their own, as on a real fleet (lib/object-server-process.ts).
+  const srv = await startObjectServerProcess();
   const indexes = new Map<string, { integrity: string; size: number }>();
-  for (const [v, tgz] of [['1.0.0', v1] as const, ...later]) indexes.set(v, await srv.publish(v, tgz));
+  for (const [v, tgz] of [['1.0.0', v1] as const, ...later]) {
+    const file = path.join(scratch, `published-${v}.tgz`);
+    writeFileSync(file, tgz);
+    indexes.set(v, await srv.publish(v, file));
+  }
   const manifest = (h: ReturnType<typeof newHost>, key: ReturnType<typeof makeReleaseKey>, v: string, tgz: Buffer, withIndex: boolean) => {
     const at = `${srv.base}/v1/artifacts/web/${v}`;
     return key.sign(manifestFor('web', v, tgz, { url: `${at}.tgz`, ...(withIndex ? { index: { url: `${at}.index.json`, ...indexes.get(v) } } : {}) }));
@@ -159,7 +164,7 @@ async function main(): Promise<void> {
         const objects = side !== 'full';
         await stageFile(h, '1.0.0', v1, objects);
         const m = manifest(h, key, '1.1.0', v2, objects);
-        srv.offerPatches = side === 'patch';
+        await srv.offerPatches(side === 'patch');
         const t0 = process.hrtime.bigint();
         const r = await stageRelease({ ...h.deps, objects }, { kind: 'helper', app: 'web', version: '1.1.0', manifest: m });
         const took = ms(t0);

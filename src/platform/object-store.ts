@@ -222,6 +222,19 @@ export async function adoptVerifiedFile(objectsDir: string, file: string, name: 
   await fsp.rename(file, path.join(shard, name));
 }
 
+// adoptVerifiedFile without the thread pool (a stage adopts the pack's objects by the hundred).
+export function adoptVerifiedFileSync(objectsDir: string, file: string, name: string): void {
+  const target = objectPath(objectsDir, name);
+  try {
+    fs.renameSync(file, target);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync(file)) throw err;
+    // Its shard folder is made the first time it is missing.
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+    fs.renameSync(file, target);
+  }
+}
+
 // Every object name under `objectsDir` with its link count, and the temporary files a crash left.
 export async function listObjects(objectsDir: string): Promise<{ objects: Array<{ name: string; file: string; nlink: number; size: number }>; strays: string[] }> {
   const objects: Array<{ name: string; file: string; nlink: number; size: number }> = [];

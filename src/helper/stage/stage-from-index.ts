@@ -12,7 +12,7 @@ import { receivePatch, type PatchSource } from './stage-from-patch.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
 import { CheckedObjects } from '../../platform/object-checks.js';
-import { adoptVerifiedFile, hasObjectSync, linkObjectSync, objectName, objectPath, objectStatSync } from '../../platform/object-store.js';
+import { adoptVerifiedFileSync, hasObjectSync, linkObjectSync, objectName, objectPath, objectStatSync } from '../../platform/object-store.js';
 import { findSymlinkEscape } from '../../platform/symlink-jail.js';
 import { unsafeMessage } from '../../platform/tar-entry-rules.js';
 import { logger } from '../../platform/log.js';
@@ -138,10 +138,12 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     await fsp.chmod(tree.root, 0o755);
     d.faults.io('objects', 'fsync');
     await d.syncFileSystem(d.work);
+    const slicer = new TimeSlicer();
     for (const made of [...missing.map((m) => ({ file: path.join(incoming, m.sha256), name: objectName(m.sha256, m.mode) })), ...copies]) {
       d.faults.io('objects', 'rename');
-      await adoptVerifiedFile(d.objectsDir, made.file, made.name);
+      adoptVerifiedFileSync(d.objectsDir, made.file, made.name);
       tree.noteMade(made.name);
+      if (slicer.due()) await slicer.pass();
     }
   } finally {
     tree.saveChecks();
