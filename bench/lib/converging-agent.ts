@@ -5,7 +5,7 @@
 // relays with its next heartbeat, as a real helper's would be. Every request is counted, and each
 // answered wait and each new desired entry is recorded with the time it came.
 import type { KeyObject } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createControlPlaneClient } from '../../src/agent/control-plane-client.js';
@@ -85,7 +85,7 @@ export async function startConvergingAgent(o: AgentKeys & { url: string; heartbe
     desired: [],
     stop: async () => {},
   };
-  a.stop = await runWakingAgentLoop({
+  const stopLoop = await runWakingAgentLoop({
     dir, client, helper, nodeId: o.nodeId, nodeKey: o.nodeKey, helperKey: o.helperPublic, heartbeatSeconds: o.heartbeatSeconds, log, desired: a.desired,
     posting: (endpoint) => {
       if (endpoint === HEARTBEAT_PATH) a.posts++;
@@ -98,5 +98,10 @@ export async function startConvergingAgent(o: AgentKeys & { url: string; heartbe
       if (answer.status === 200 && (answer.json as { woken?: unknown } | undefined)?.woken === true) a.wokenAt.push(Date.now());
     },
   });
+  // Its folder goes with it: 100 agents a run would leave 100 folders in the temporary folder.
+  a.stop = async () => {
+    await stopLoop();
+    rmSync(dir, { recursive: true, force: true });
+  };
   return a;
 }

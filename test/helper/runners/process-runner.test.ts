@@ -189,7 +189,10 @@ test('stop kills the rest of the group when its leader is already gone and no ru
 // killed while the event loop is held, and the new one spawned before the loop runs again.
 for (const proof of ['token', 'cgroup'] as const) {
   test(`a process started before the previous one's exit is heard is not killed as its leftover (${proof})`, async (t) => {
-    const home = proof === 'cgroup' ? findCgroupHome(mkdtempSync(path.join(os.tmpdir(), 'steward-cgroup-home-'))) : null;
+    // The folder only names the cgroup home (its hash); removed with it.
+    const prefix = mkdtempSync(path.join(os.tmpdir(), 'steward-cgroup-home-'));
+    t.after(() => rmSync(prefix, { recursive: true, force: true }));
+    const home = proof === 'cgroup' ? findCgroupHome(prefix) : null;
     if (proof === 'cgroup' && !home) return skipUnlessCI(t, 'no app cgroups here (they need root, no systemd as PID 1 and a writable cgroup2 mount)');
     if (home) t.after(() => removeCgroupHome(home));
     const r = createProcessRunner({ clock: systemClock, isRoot: IS_ROOT, cgroups: home });

@@ -21,7 +21,10 @@ const keepAlive = setInterval(() => {}, 1000);
 after(() => clearInterval(keepAlive));
 
 function cgroupHome(t: { after(fn: () => void): void }): CgroupHome | null {
-  const home = findCgroupHome(mkdtempSync(path.join(os.tmpdir(), 'steward-spare-home-')));
+  // The folder only names the cgroup home (its hash); removed with it.
+  const prefix = mkdtempSync(path.join(os.tmpdir(), 'steward-spare-home-'));
+  t.after(() => rmSync(prefix, { recursive: true, force: true }));
+  const home = findCgroupHome(prefix);
   if (home) t.after(() => removeCgroupHome(home));
   return home;
 }
