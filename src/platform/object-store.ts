@@ -216,7 +216,8 @@ export async function hasObject(objectsDir: string, name: string): Promise<boole
 }
 
 // Moves a verified, durable file into place as the object `name` (a fresh object from a pack).
-// Idempotent: an object already there is left, the file dropped.
+// An object already there under that name is replaced by this inode, the same verified bytes
+// (the trees that link the old one keep it).
 export async function adoptVerifiedFile(objectsDir: string, file: string, name: string): Promise<void> {
   const shard = await shardOf(objectsDir, name);
   await fsp.rename(file, path.join(shard, name));
