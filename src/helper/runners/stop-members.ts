@@ -25,15 +25,22 @@ export async function stopMembers(find: () => Member[], what: string, opts: Stop
   let members = find();
   if (members.length === 0) return 0;
   const termed = new Set<string>();
-  const signalled = new Set<string>();
+  const signalled = new Map<string, Member>();
   const send = (list: Member[], signal: 'SIGTERM' | 'SIGKILL') => {
     for (const m of list) {
       const key = `${m.pid}:${m.startTicks}`;
       if (signal === 'SIGTERM' && termed.has(key)) continue;
       if (signal === 'SIGTERM') termed.add(key);
-      signalled.add(key);
+      signalled.set(key, m);
       signalMember(m, signal);
     }
+  };
+  // What is left: what `find` finds, else the processes signalled that have not ended yet. A
+  // process on its way out has released its memory, and with it the environment that proved it
+  // the app's, some time before it is a zombie: `find` no longer knows it while it still runs.
+  const left = (): Member[] => {
+    const found = find();
+    return found.length > 0 ? found : [...signalled.values()].filter(stillRunning);
   };
   if (opts.timeoutMs > 0) {
     // Why SIGTERM to all at once: each gets the whole timeout to end, and the stop as a whole
@@ -42,10 +49,10 @@ export async function stopMembers(find: () => Member[], what: string, opts: Stop
     send(members, 'SIGTERM');
     const deadline = clock.monotonic() + opts.timeoutMs;
     for (;;) {
-      const left = deadline - clock.monotonic();
-      if (left <= 0) break;
-      await clock.sleep(Math.min(pollMs, left));
-      members = find();
+      const rest = deadline - clock.monotonic();
+      if (rest <= 0) break;
+      await clock.sleep(Math.min(pollMs, rest));
+      members = left();
       if (members.length === 0) return signalled.size;
       send(members, 'SIGTERM');
     }
@@ -55,7 +62,7 @@ export async function stopMembers(find: () => Member[], what: string, opts: Stop
   // and a respawn waits for the leftovers of the process before (1, 2, 4 ... ms, then pollMs).
   let killPollMs = 1;
   for (;;) {
-    members = find();
+    members = left();
     if (members.length === 0) return signalled.size;
     // Why SIGKILL: these outlived their SIGTERM's timeout (or, with timeoutMs 0, their main
     // process, as systemd's KillMode=mixed does).
@@ -77,6 +84,12 @@ function signalMember(m: Member, signal: 'SIGTERM' | 'SIGKILL'): void {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
   }
+}
+
+// Whether the process `m` still runs: the same start time, and neither a zombie nor dead.
+function stillRunning(m: Member): boolean {
+  const st = readProcStatSync(m.pid);
+  return st !== null && st.startTicks === m.startTicks && st.state !== 'Z' && st.state !== 'X';
 }
 
 function pids(members: Member[]): string {
