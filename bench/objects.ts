@@ -220,7 +220,7 @@ async function main(): Promise<void> {
       extra: { fiveWithoutObjectsRatio: fivePlain / one },
     });
   } finally {
-    srv.close();
+    await srv.close();
     for (const h of hosts) h.cleanup();
   }
 }

@@ -15,7 +15,7 @@ export interface ObjectServerProcess {
   base: string;
   publish(version: string, file: string): Promise<{ integrity: string; size: number }>;
   offerPatches(on: boolean): Promise<void>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export async function startObjectServerProcess(): Promise<ObjectServerProcess> {
@@ -43,7 +43,14 @@ export async function startObjectServerProcess(): Promise<ObjectServerProcess> {
     base,
     publish: async (version, file) => (await ask({ publish: { version, file } })).index as { integrity: string; size: number },
     offerPatches: async (on) => void (await ask({ offerPatches: on })),
-    close: () => void child.kill(),
+    // Disconnected, it removes its artifacts folder and exits; killed only if it does not.
+    close: async () => {
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.disconnect();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
   };
 }
 
