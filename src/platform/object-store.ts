@@ -144,12 +144,17 @@ export function linkObjectSync(objectsDir: string, name: string, dest: string, s
   fs.linkSync(target, dest);
 }
 
-// Makes the shard folder of `name` (0700: only root reads objects by path; trees reach them by
-// their own names).
-async function shardOf(objectsDir: string, name: string): Promise<string> {
-  const shard = path.join(objectsDir, name.slice(0, 2));
-  await fsp.mkdir(shard, { recursive: true, mode: 0o700 });
-  return shard;
+// Runs `op`, a link or rename that puts a name at `target` (an object's path); the shard folder is
+// made the first time `op` finds it missing (0700: only root reads objects by path; trees reach
+// them by their own names).
+function intoShard(target: string, op: () => void): void {
+  try {
+    op();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+    op();
+  }
 }
 
 // Makes `file` (a regular file of a staged tree whose bytes were hashed as they were written, and
@@ -183,14 +188,8 @@ export function fileAsObject(objectsDir: string, file: string, name: string, siz
     fs.unlinkSync(target);
   }
   // A link is atomic: the object's name appears holding the file's inode, whose bytes are durable
-  // (the caller's syncfs), or not at all. Its shard folder is made the first time it is missing.
-  try {
-    fs.linkSync(file, target);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-    fs.linkSync(file, target);
-  }
+  // (the caller's syncfs), or not at all.
+  intoShard(target, () => fs.linkSync(file, target));
   return replaced ? { reused: false, replaced } : { reused: false };
 }
 
@@ -217,23 +216,11 @@ export async function hasObject(objectsDir: string, name: string): Promise<boole
 
 // Moves a verified, durable file into place as the object `name` (a fresh object from a pack).
 // An object already there under that name is replaced by this inode, the same verified bytes
-// (the trees that link the old one keep it).
-export async function adoptVerifiedFile(objectsDir: string, file: string, name: string): Promise<void> {
-  const shard = await shardOf(objectsDir, name);
-  await fsp.rename(file, path.join(shard, name));
-}
-
-// adoptVerifiedFile without the thread pool (a stage adopts the pack's objects by the hundred).
+// (the trees that link the old one keep it). Synchronous: a stage adopts a pack's objects by the
+// hundred, where thread-pool round trips cost more than the renames.
 export function adoptVerifiedFileSync(objectsDir: string, file: string, name: string): void {
   const target = objectPath(objectsDir, name);
-  try {
-    fs.renameSync(file, target);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync(file)) throw err;
-    // Its shard folder is made the first time it is missing.
-    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-    fs.renameSync(file, target);
-  }
+  intoShard(target, () => fs.renameSync(file, target));
 }
 
 // Every object name under `objectsDir` with its link count, and the temporary files a crash left.

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { hasZstd } from '../../../src/core/compression.js';
 import { objectsDir } from '../../../src/core/paths.js';
-import { adoptVerifiedFile, INDEXES_DIR, objectName, objectPath } from '../../../src/platform/object-store.js';
+import { adoptVerifiedFileSync, INDEXES_DIR, objectName, objectPath } from '../../../src/platform/object-store.js';
 import { removeRelease } from '../../../src/helper/release-store.js';
 import { collectKeptIndexes } from '../../../src/helper/stage/kept-indexes.js';
 import { indexOfStagedTree } from '../../../src/helper/stage/staged-index.js';
@@ -57,7 +57,7 @@ test('an object of the patch the host already has is decoded, checked and droppe
   const tmp = path.join(objects, '.tmp-test');
   writeFileSync(tmp, bytes, { mode: 0o444 });
   const name = objectName(sha256(bytes), 0o444);
-  await adoptVerifiedFile(objects, tmp, name);
+  adoptVerifiedFileSync(objects, tmp, name);
   const before = statSync(objectPath(objects, name));
   const r = await stageIndexed(s, srv, '1.1.0', patchRelease('1.1.0'));
   assert.deepEqual(r.patch, { from: '1.0.0', used: true }, JSON.stringify(r.patch));
