@@ -114,7 +114,7 @@ export function checkObjectSync(file: string, name: string, expectSize?: number,
   return { ok: true, size };
 }
 
-// hasObject without the thread pool.
+// Whether the object `name` is present (not checked: linkObjectSync checks what it links).
 export function hasObjectSync(objectsDir: string, name: string): boolean {
   return objectStatSync(objectsDir, name) !== undefined;
 }
@@ -129,7 +129,10 @@ export function objectStatSync(objectsDir: string, name: string): fs.Stats | und
   }
 }
 
-// linkObject without the thread pool (`unchanged`, `seen` as checkObjectSync takes them).
+// Links the object `name` at `dest` (which must not exist) after checking it (unless the caller
+// made or checked it moments ago, `checked`; `unchanged`, `seen` as checkObjectSync takes them).
+// Throws INTEGRITY_MISMATCH (and removes the object) when it does not check out. Synchronous: a
+// stage links thousands of small files, where thread-pool round trips cost more than the work.
 export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean, seen?: fs.Stats): void {
   const target = objectPath(objectsDir, name);
   const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged, seen);
@@ -191,27 +194,6 @@ export function fileAsObject(objectsDir: string, file: string, name: string, siz
   // (the caller's syncfs), or not at all.
   intoShard(target, () => fs.linkSync(file, target));
   return replaced ? { reused: false, replaced } : { reused: false };
-}
-
-// Links the object `name` at `dest` (which must not exist) after checking it (unless the caller
-// made or checked it moments ago, `checked`). Throws INTEGRITY_MISMATCH (and removes the object)
-// when it does not check out.
-export async function linkObject(objectsDir: string, name: string, dest: string, size: number, checked = false): Promise<void> {
-  const target = objectPath(objectsDir, name);
-  const check: ObjectCheck = checked ? { ok: true, size } : await checkObject(target, name, size);
-  if (!check.ok) {
-    await fsp.unlink(target).catch(() => undefined);
-    throw new StewardError('INTEGRITY_MISMATCH', `object ${name} ${check.why}; it was removed`);
-  }
-  await fsp.link(target, dest);
-}
-
-// Whether the object `name` is present (not checked: linkObject checks what it links).
-export async function hasObject(objectsDir: string, name: string): Promise<boolean> {
-  return fsp.lstat(objectPath(objectsDir, name)).then(
-    (st) => st.isFile(),
-    () => false,
-  );
 }
 
 // Moves a verified, durable file into place as the object `name` (a fresh object from a pack).

@@ -35,4 +35,14 @@ export class IncomingObject {
     this.fd = null;
     if (fd !== null) fs.closeSync(fd);
   }
+
+  // Closes the file after a failure: an error closing it is not thrown (the caller unlinks what
+  // was written, and reports the failure that came first).
+  abandon(): void {
+    try {
+      this.close();
+    } catch {
+      // the failure reported is the one before
+    }
+  }
 }

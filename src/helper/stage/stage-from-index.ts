@@ -243,11 +243,7 @@ async function receivePackOnce(
     // The decompressor stopped first: a pack reader callback still running (one that opens the
     // next object's file, say) ends before the files are closed and unlinked below.
     await decoder.stop();
-    try {
-      (out as IncomingObject | null)?.close();
-    } catch {
-      // its bytes are unlinked below
-    }
+    (out as IncomingObject | null)?.abandon();
   }
   // Why unlink at once: bytes that are not (or not yet) what their name says never stay under it.
   if (current !== null) await fsp.unlink(current).catch(() => undefined);

@@ -191,11 +191,7 @@ async function decode(file: string, at: number, dictionary: Buffer, header: Patc
     // The decompressor stopped first: a reader callback still running ends before the close
     // below and the caller's unlink of what was written.
     await decoder.stop();
-    try {
-      (out as IncomingObject | null)?.close();
-    } catch {
-      // the caller unlinks what was written
-    }
+    (out as IncomingObject | null)?.abandon();
   }
 }
 

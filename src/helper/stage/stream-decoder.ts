@@ -50,10 +50,6 @@ export class StreamDecoder {
     this.check();
   }
 
-  destroy(): void {
-    this.z?.destroy();
-  }
-
   // Ends the decompressor and waits until no `out` call is running or will run: after a failure or
   // a cut, so that nothing `out` opens or writes comes after the caller's clean-up.
   async stop(): Promise<void> {
