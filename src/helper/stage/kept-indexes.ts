@@ -12,6 +12,7 @@ import path from 'node:path';
 import type { HostPaths } from '../../core/paths.js';
 import { objectsDir } from '../../core/paths.js';
 import { FILE_INDEX_MAX_BYTES } from '../../core/file-index.js';
+import { readFileNoFollow } from '../../platform/fs-atomic.js';
 import { INDEXES_DIR } from '../../platform/object-store.js';
 import { logger } from '../../platform/log.js';
 import { listVersionDirs, readMarker } from '../release-store.js';
@@ -38,20 +39,8 @@ export function keepIndex(objectsDir: string, treeDigest: string, bytes: () => B
 }
 
 // The kept index of the tree of `treeDigest`, or null (none, not a regular file, too large).
-export function keptIndex(objectsDir: string, treeDigest: string): Buffer | null {
-  const file = path.join(objectsDir, INDEXES_DIR, nameOf(treeDigest));
-  try {
-    const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-    try {
-      const st = fs.fstatSync(fd);
-      if (!st.isFile() || st.size > FILE_INDEX_MAX_BYTES) return null;
-      return fs.readFileSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch {
-    return null;
-  }
+export async function keptIndex(objectsDir: string, treeDigest: string): Promise<Buffer | null> {
+  return readFileNoFollow(path.join(objectsDir, INDEXES_DIR, nameOf(treeDigest)), FILE_INDEX_MAX_BYTES).catch(() => null);
 }
 
 // Removes every kept index (and temporary file) that no valid version of `app` names by its

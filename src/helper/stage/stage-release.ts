@@ -741,7 +741,7 @@ async function indexByDelta(deps: StageDeps, input: StageInput, index: FileIndex
       // The delta first: the old index is made again (a walk of that tree) only when there is one.
       got = (await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: 'zstd', ...fetchSettings(deps, input), ...authOf(deps, input, url) })).bytes;
       const fromMarker = await readMarker(deps.paths, input.app, src.from);
-      const old = (fromMarker && keptIndex(objectsDir(deps.paths, input.app), fromMarker.treeDigest)) ?? indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
+      const old = (fromMarker && (await keptIndex(objectsDir(deps.paths, input.app), fromMarker.treeDigest))) ?? indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
       if (!old) throw new StewardError('IO_ERROR', `the tree of ${src.from} does not give its index again`);
       const bytes = zs.zstdDecompressSync(await fsp.readFile(file), { dictionary: old, maxOutputLength: Math.max(1, index.size), params: { [zstdConstant('ZSTD_d_windowLogMax')]: PATCH_WINDOW_LOG_MAX } } as { maxOutputLength: number });
       if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `the delta of the file index from ${src.from} does not decode to the index the manifest signs`);
