@@ -19,6 +19,9 @@ export const DOMAINS = {
   downgrade: 'steward-downgrade-v1',
   // The node key's signature over `<nodeId>\n<expiresAt>`: a wake-up wait by an enrolled node (wait-auth.ts).
   wait: 'steward-wait-v1',
+  // The director's (steward-control's online key listed in the TUF root) word that one node runs
+  // one app's version for one attempt (docs/design.md §21.1).
+  directive: 'steward-directive-v1',
 } as const;
 export type Domain = (typeof DOMAINS)[keyof typeof DOMAINS];
 
