@@ -59,12 +59,15 @@ export type IndexStage =
 // what was signed is INTEGRITY_MISMATCH; the caller falls back to the tarball for the latter.
 // Objects are put in place only once verified and durable; the tree holds links to objects only.
 export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
+  const phases = new Phases();
   const { bytes: indexBytes, wireBytes } = await d.fetchIndex();
+  phases.mark('index');
   const entries = parseFileIndex(indexBytes, { maxEntries: d.limits.maxEntries, maxPathBytes: d.limits.maxPathLength, maxDepth: d.limits.maxDepth, maxTotalBytes: d.limits.maxBytes });
   // The bytes each file needs, once per sha256, and which the host lacks in either mode.
   const sizes = new Map<string, number>();
   // The mode the first file of those bytes has: the object a pack brings is made in it.
   const modes = new Map<string, number>();
+  phases.mark('parse');
   for (const e of entries) {
     if (e.type !== 'file') continue;
     sizes.set(e.sha256, e.size);
@@ -87,6 +90,7 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     else missing.push({ sha256: sha, size, mode });
   }
   const missingBytes = missing.reduce((n, m) => n + m.size, 0);
+  phases.mark('lookup');
   // More than half missing: the tarball, unless a static patch (whose bytes are not the files'
   // but their difference from a version the host has) comes in under half of it.
   const overHalf = missingBytes > d.tarballBytes / 2;
@@ -129,6 +133,7 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
       throw err;
     }
     await (laying ?? tree.layOut(fresh));
+    phases.mark('layout+fetch');
     // The pack's files are linked into the tree where they are (objects-in/), not yet as objects.
     const copies = await tree.finish(fresh, incoming, modes);
     // One syncfs makes the pack's bytes and the whole tree durable (the caller's commit needs no
@@ -136,8 +141,10 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     // bytes. Their renames need not be durable before the tree's: a power cut that loses one
     // leaves a complete tree whose file is no object, fetched again by the next stage that lacks it.
     await fsp.chmod(tree.root, 0o755);
+    phases.mark('finish');
     d.faults.io('objects', 'fsync');
     await d.syncFileSystem(d.work);
+    phases.mark('syncfs');
     const slicer = new TimeSlicer();
     for (const made of [...missing.map((m) => ({ file: path.join(incoming, m.sha256), name: objectName(m.sha256, m.mode) })), ...copies]) {
       d.faults.io('objects', 'rename');
@@ -148,8 +155,29 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   } finally {
     tree.saveChecks();
   }
+  phases.mark('adopt');
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
-  return { done: true, ex: { entries: entries.length, bytes, treeDigest: treeDigestOf(entries), listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}), indexBytes };
+  const treeDigest = treeDigestOf(entries);
+  phases.mark('digest');
+  log('staged from objects entries=%d missing=%d phases(ms) %s', entries.length, missing.length, phases.text());
+  return { done: true, ex: { entries: entries.length, bytes, treeDigest, listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}), indexBytes };
+}
+
+// Where a stage from objects spends its time, for the debug log (`DEBUG=helper:objects`): the
+// milliseconds between marks, named by the phase each mark ends.
+class Phases {
+  private last = performance.now();
+  private readonly took: string[] = [];
+
+  mark(name: string): void {
+    const now = performance.now();
+    this.took.push(`${name}=${(now - this.last).toFixed(1)}`);
+    this.last = now;
+  }
+
+  text(): string {
+    return this.took.join(' ');
+  }
 }
 
 // A release mostly missing whose patches were not taken: the stage takes the tarball.
