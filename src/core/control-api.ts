@@ -12,6 +12,10 @@
 //   GET  /v1/wait?timeout=S   Authorization: Steward-Node (node key, domain steward-wait-v1)
 //                       200 {woken: true|false} when the node's desired set changed or S passed
 //                       | 400 BAD_QUERY | 401 UNAUTHENTICATED | 429 TOO_MANY_WAITS | 503 BUSY
+//   GET  /v1/trust/bundle?root=N   Authorization: Steward-Node (as /v1/wait)
+//                       200 TrustBundle: the fleet's TUF metadata a host trusting root N needs
+//                       (docs/design.md §21.2) | 400 BAD_QUERY | 401 UNAUTHENTICATED
+//                       | 404 NOT_FOUND (the fleet has no TUF repository yet)
 //
 // Every error answer is `{error: {code, message}}`, plus `lastSeq` (409) or `serverTime` (422).
 import { receiptVersionListSchema } from './control-plane-accepts.js';
@@ -98,6 +102,11 @@ export const desiredEntrySchema = z.strictObject({
   // catalog keeps one: the helper stages from it, fetching only the files it lacks. Sent only to
   // an agent that names it in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
   indexedManifest: z.optional(envelopeSchema),
+  // The director's word (docs/design.md §21): an envelope under `steward-directive-v1`, signed by
+  // the online director key the fleet's TUF root names, for this node, app, version and attemptId.
+  // A host whose TUF root is set installs nothing without one. Sent only to an agent that names it
+  // in DESIRED_FIELDS_HEADER: earlier agents' answers are strict.
+  directive: z.optional(envelopeSchema),
 });
 export type DesiredEntry = z.infer<typeof desiredEntrySchema>;
 
@@ -113,11 +122,11 @@ export const RECEIPT_VERSIONS_HEADER = 'steward-receipt-versions';
 // The same for the heartbeat payload's own versions (`1, 2`): answered with `heartbeatVersions`.
 export const HEARTBEAT_VERSIONS_HEADER = 'steward-heartbeat-versions';
 // The optional desired-entry fields an agent reads beyond those the receipt versions imply
-// (`downgrade`, `fetchUntil`, `rollback`, `indexedManifest`), comma-separated: a control plane sends such a field only
-// to an agent that lists it.
+// (`downgrade`, `fetchUntil`, `rollback`, `indexedManifest`, `directive`), and the answer's own `trust`,
+// comma-separated: a control plane sends such a field only to an agent that lists it.
 export const DESIRED_FIELDS_HEADER = 'steward-desired-fields';
 // The fields this header governs, and those this agent reads.
-export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'fetchUntil', 'rollback', 'indexedManifest'] as const;
+export const OPTIONAL_DESIRED_FIELDS = ['downgrade', 'fetchUntil', 'rollback', 'indexedManifest', 'directive', 'trust'] as const;
 
 // The fields an agent listed in DESIRED_FIELDS_HEADER that this steward knows; anything else is ignored.
 export function parseDesiredFields(header: string | string[] | undefined): string[] {
@@ -178,6 +187,10 @@ export const heartbeatAnswerSchema = z.strictObject({
   // heartbeat's `seen`), and how the hold ended.
   desiredDigest: z.optional(z.string().check(z.regex(DIGEST_RE, '32 lowercase hex digits'))),
   held: z.optional(z.enum(HOLD_ENDS)),
+  // The newest versions of the fleet's TUF root and timestamp (docs/design.md §21.2), when it has a
+  // TUF repository: an agent whose helper trusts older ones fetches GET /v1/trust/bundle and hands
+  // it to the helper. Sent only to an agent that names `trust` in DESIRED_FIELDS_HEADER.
+  trust: z.optional(z.strictObject({ rootVersion: intSchema(1), timestampVersion: intSchema(1) })),
 });
 export type HeartbeatAnswer = z.infer<typeof heartbeatAnswerSchema>;
 
@@ -203,6 +216,22 @@ export const CONTROL_ERROR_CODES = [
   'BAD_QUERY',
   'TOO_MANY_WAITS',
 ] as const;
+
+// A TUF metadata file's name as a client fetches it with consistent snapshots (docs/design.md §21.1):
+// `<v>.root.json`, `timestamp.json`, `<v>.snapshot.json`, `<v>.targets.json`, `<v>.app.<name>.json`.
+export const TRUST_FILE_NAME_RE = /^(?:[1-9][0-9]{0,15}\.(?:root|snapshot|targets|app\.[a-z0-9][a-z0-9_-]{0,62})|timestamp)\.json$/;
+// At most this many bytes of metadata in one bundle, base64 included (an agent reads no more).
+export const MAX_TRUST_BUNDLE_BYTES = 8 * 1024 * 1024;
+
+// The answer of `GET /v1/trust/bundle?root=N` (docs/design.md §21.2): every root after N up to the
+// newest, the newest timestamp, the snapshot it names, the top-level targets and every app's
+// delegated targets the snapshot names, each as the exact bytes the control plane stores (base64).
+// Nothing in it is trusted for being here: the helper verifies it all from the root it holds.
+export const trustBundleSchema = z.strictObject({
+  v: z.literal(1),
+  files: z.record(z.string().check(z.regex(TRUST_FILE_NAME_RE, 'a TUF metadata file name')), z.string().check(z.maxLength(MAX_TRUST_BUNDLE_BYTES))),
+});
+export type TrustBundle = z.infer<typeof trustBundleSchema>;
 
 // The answer of `GET /v1/wait`: `woken` when the node's desired set changed (heartbeat now),
 // false when the wait's time ran out.

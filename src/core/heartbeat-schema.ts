@@ -101,16 +101,25 @@ export type HeartbeatApp = z.infer<typeof heartbeatAppSchema>;
 
 // The heartbeat payload versions this steward sends and accepts (docs/design.md §16): v2 adds an app's
 // `self`, v3 its `self.packageReverted`, v4 its `watch` and `lastExit` (§17), v5 `lastExit.reason` and `restarts`,
-// v6 `hold` and `fetchRetrying` (§18), v7 `signals` (§19). An agent sends the highest version that a control plane's
+// v6 `hold` and `fetchRetrying` (§18), v7 `signals` (§19), v8 the payload's `trust` (§21). An agent sends the highest version that a control plane's
 // answer listed (HEARTBEAT_VERSIONS_HEADER), and v1 before any such answer.
-export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5, 6, 7] as const;
+export const HEARTBEAT_VERSIONS = [1, 2, 3, 4, 5, 6, 7, 8] as const;
 export type HeartbeatVersion = (typeof HEARTBEAT_VERSIONS)[number];
+
+// What a host reports of its trust in releases (docs/design.md §21.2).
+export const trustReportSchema = z.strictObject({
+  scheme: z.enum(['keys', 'tuf']),
+  rootVersion: z.optional(intSchema(1)),
+  timestampVersion: z.optional(intSchema(1)),
+  timestampAgeSeconds: z.optional(intSchema(0)),
+});
+export type TrustReport = z.infer<typeof trustReportSchema>;
 
 // The payload of a `POST /v1/heartbeat` envelope (docs/design.md §6), signed by the node key.
 // `receipts` are the helper's envelopes, relayed as they are; each is verified on its own.
 export const heartbeatPayloadSchema = z
   .strictObject({
-    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5), z.literal(6), z.literal(7)]),
+    v: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5), z.literal(6), z.literal(7), z.literal(8)]),
     nodeId: z.string().check(z.minLength(1), z.maxLength(128)),
     seq: intSchema(1),
     sentAt: epochMsSchema,
@@ -119,6 +128,10 @@ export const heartbeatPayloadSchema = z
     agentVersion: versionSchema,
     apps: z.array(heartbeatAppSchema).check(z.maxLength(MAX_HEARTBEAT_APPS)),
     receipts: z.array(envelopeSchema).check(z.maxLength(MAX_HEARTBEAT_RECEIPTS)),
+    // How the host trusts releases (docs/design.md §21.2): `keys` (per-app release keys, until its TUF
+    // root is set) or `tuf`, with the versions it trusts and the age of its newest valid timestamp
+    // (from the timestamp's signed `x-steward-signed-at`; absent when it has none).
+    trust: z.optional(trustReportSchema),
   })
   .check(
     z.refine((p) => new Set(p.apps.map((a) => a.name)).size === p.apps.length, {
@@ -152,6 +165,10 @@ export const heartbeatPayloadSchema = z
     z.refine((p) => p.v >= 7 || p.apps.every((a) => a.signals === undefined), {
       message: 'an app has `signals` only in heartbeats v7',
       path: ['apps'],
+    }),
+    z.refine((p) => p.v >= 8 || p.trust === undefined, {
+      message: 'a heartbeat has `trust` only in v8',
+      path: ['trust'],
     }),
   );
 export type HeartbeatPayload = z.infer<typeof heartbeatPayloadSchema>;
