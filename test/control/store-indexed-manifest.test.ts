@@ -131,6 +131,6 @@ test('a SQLite store of schema 12 (before indexed manifests) is upgraded when op
   }
   const check = new Database(file, { readonly: true });
   assert.equal(check.pragma('user_version', { simple: true }), STORE_SCHEMA_VERSION);
-  assert.equal(STORE_SCHEMA_VERSION, 13);
+  assert.ok(STORE_SCHEMA_VERSION >= 13);
   check.close();
 });

@@ -26,7 +26,7 @@ const APP = JSON.stringify([{ name: 'web', current: '1.0.0', previous: null, hel
 
 // A row a steward-control could have written, by column name.
 const GOOD: Record<string, Record<string, unknown>> = {
-  nodes: { nodeId: 'n-1', hostname: 'host-1', nodePublicKey: 'pem', helperPublicKey: 'pem', enrolledAt: 1, lastSeq: 3, lastHeartbeatAt: 2, apps: APP, bootId: 'b', agentVersion: '0.1.0', labels: '{"env":"prod"}', clockSkewMs: -5, skewRefusedSince: null, skewRefusedAt: null, skewRefusedMs: null },
+  nodes: { nodeId: 'n-1', hostname: 'host-1', nodePublicKey: 'pem', helperPublicKey: 'pem', enrolledAt: 1, lastSeq: 3, lastHeartbeatAt: 2, apps: APP, bootId: 'b', agentVersion: '0.1.0', labels: '{"env":"prod"}', clockSkewMs: -5, skewRefusedSince: null, skewRefusedAt: null, skewRefusedMs: null, trust: null, trustAt: null },
   receipts: { nodeId: 'n-1', seq: 1, app: 'web', attemptId: 'r1-0123456789abcdef', outcome: 'active', reasonCode: null, fromVersion: '1.0.0', targetVersion: '1.1.0', updatedAt: 1, receivedAt: 1, counts: true, envelope: ENVELOPE },
   operators: { name: 'bob', role: 'viewer', tokenHash: 'b'.repeat(64), createdAt: 1, rotatedAt: null },
   audit: { id: 1, at: 1, operator: 'bob', action: 'x', target: null, source: null, details: '{}' },

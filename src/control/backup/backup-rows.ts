@@ -10,7 +10,7 @@
 // checks it against both backends' tables): a column added by a migration is added here too.
 import { runAnalysisSchema } from '../../core/run-analysis.js';
 import { envelopeSchema, manifestPayloadSchema } from '../../core/release-schemas.js';
-import { heartbeatAppSchema, MAX_HEARTBEAT_APPS } from '../../core/heartbeat-schema.js';
+import { heartbeatAppSchema, MAX_HEARTBEAT_APPS, trustReportSchema } from '../../core/heartbeat-schema.js';
 import { receiptPayloadSchema } from '../../core/receipt-schema.js';
 import { downgradePayloadSchema } from '../../core/downgrade-schema.js';
 import { strictBase64 } from '../../platform/keys.js';
@@ -131,6 +131,8 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     skewRefusedSince: nullable(int),
     skewRefusedAt: nullable(int),
     skewRefusedMs: nullable(int),
+    trust: nullable(json(trustReportSchema, "a heartbeat's trust report")),
+    trustAt: nullable(int),
   },
   receipts: {
     nodeId,
@@ -257,6 +259,11 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
     finishedAt: nullable(int),
   },
   hook_marks: { subject: text(256), state: text(64), at: int },
+  // The fleet's TUF repository (docs/design.md §21.2): a backup holds the online private keys, as
+  // the database does. What clients verify is checked by them, not here.
+  trust_metadata: { role: text(128, (s) => /^(root|targets|snapshot|timestamp|app\.[a-z0-9][a-z0-9_-]{0,62})$/.test(s), 'a TUF role name'), version: int, bytes: text(MAX_FIELD_CHARS), createdAt: int },
+  trust_keys: { role: oneOf(['snapshot', 'timestamp', 'director']), privateKey: pem, publicKey: pem, createdAt: int },
+  trust_pending: { role: oneOf(['root', 'targets']), bytes: text(MAX_FIELD_CHARS), updatedAt: int, updatedBy: nullable(text(256)) },
   signal_samples: {
     nodeId,
     app: appName,

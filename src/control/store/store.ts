@@ -18,7 +18,7 @@
 //   PostgreSQL's now()): token expiry, the heartbeat's clock check, a run's plan.
 import type { RunAnalysis } from '../../core/run-analysis.js';
 import type { StoredJudgement } from './judgement-record.js';
-import type { HeartbeatApp, HeartbeatPayload } from '../../core/heartbeat-schema.js';
+import type { HeartbeatApp, HeartbeatPayload, TrustReport } from '../../core/heartbeat-schema.js';
 import type { Labels } from '../../core/labels.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import type { Envelope } from '../../core/release-schemas.js';
@@ -73,6 +73,7 @@ export interface StoreReader {
   pins: PinReads;
   hooks: HookReads;
   signals: SignalReads;
+  trust: TrustReads;
 }
 
 export interface StoreTx extends StoreReader {
@@ -90,6 +91,7 @@ export interface StoreTx extends StoreReader {
   pins: PinReads & PinWrites;
   hooks: HookReads & HookWrites;
   signals: SignalReads & SignalWrites;
+  trust: TrustReads & TrustWrites;
   // Runs `fn` so that a throw undoes only what `fn` wrote (a savepoint); the rest of the
   // transaction goes on.
   savepoint<T>(fn: () => Promise<T>): Promise<T>;
@@ -124,6 +126,13 @@ export interface NodeRow {
   clockSkewMs: number | null;
   // Its heartbeats refused for clock skew since its last accepted one, or null.
   clockSkewRefused: ClockSkewRefusal | null;
+  // What its latest heartbeat reported of its trust in releases (v8, docs/design.md §21.2), and
+  // when; null when that heartbeat carried none (an older agent).
+  trust: NodeTrust | null;
+}
+
+export interface NodeTrust extends TrustReport {
+  at: number;
 }
 
 // A node whose heartbeats the control plane refuses for clock skew (422 CLOCK_SKEW): each such
@@ -851,4 +860,57 @@ export interface SignalWrites {
   record(samples: readonly SignalSample[]): Promise<void>;
   // Forgets samples taken before `before`; how many.
   prune(before: number): Promise<number>;
+}
+
+// ---- the fleet's TUF repository (docs/design.md §21.2)
+
+// One published version of a role's metadata, as the exact bytes served.
+export interface TrustMetadataRow {
+  // root, targets, snapshot, timestamp, app.<name>
+  role: string;
+  version: number;
+  bytes: string;
+  createdAt: number;
+}
+
+export type OnlineRole = 'snapshot' | 'timestamp' | 'director';
+
+export interface TrustKeyRow {
+  role: OnlineRole;
+  // PKCS#8 and SPKI PEM of an Ed25519 key.
+  privateKey: string;
+  publicKey: string;
+  createdAt: number;
+}
+
+export type PendingRole = 'root' | 'targets';
+
+export interface TrustPendingRow {
+  role: PendingRole;
+  // The metadata with the signatures gathered so far.
+  bytes: string;
+  updatedAt: number;
+  updatedBy: string | null;
+}
+
+export interface TrustReads {
+  // The newest version of a role, or null.
+  latest(role: string): Promise<TrustMetadataRow | null>;
+  get(role: string, version: number): Promise<TrustMetadataRow | null>;
+  // Every version of a role above `after`, oldest first.
+  after(role: string, after: number): Promise<TrustMetadataRow[]>;
+  // The newest version of each role whose name starts with `prefix` (`app.`), by role.
+  latestOf(prefix: string): Promise<TrustMetadataRow[]>;
+  keys(): Promise<TrustKeyRow[]>;
+  pending(role: PendingRole): Promise<TrustPendingRow | null>;
+}
+
+export interface TrustWrites {
+  // Inserts one version; false (nothing written, the transaction goes on) when that role and
+  // version is published already: metadata is append-only and the first insert wins.
+  publish(row: TrustMetadataRow): Promise<boolean>;
+  // Inserts the online keys; false when any is there already (they are made once).
+  insertKeys(rows: readonly TrustKeyRow[]): Promise<boolean>;
+  setPending(row: TrustPendingRow): Promise<void>;
+  clearPending(role: PendingRole): Promise<void>;
 }

@@ -2,20 +2,21 @@ import type { HeartbeatApp } from '../../../core/heartbeat-schema.js';
 import { parseJson, parseLabels } from '../parse-json.js';
 import type { AppVersionCount, FreshnessCounts, NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
 import { withSkewRefusal, type SkewRefusalColumns } from '../skew-refusal.js';
+import { withNodeTrust, type NodeTrustColumns } from '../node-trust.js';
 import type { Query } from './query.js';
 
-interface Raw extends Omit<NodeRow, 'apps' | 'labels' | 'clockSkewRefused'>, SkewRefusalColumns {
+interface Raw extends Omit<NodeRow, 'apps' | 'labels' | 'clockSkewRefused' | 'trust'>, SkewRefusalColumns, NodeTrustColumns {
   apps: string;
   labels: string;
 }
 
 function toRow(r: Raw): NodeRow {
   const apps = parseJson<unknown>(r.apps, []);
-  return { ...withSkewRefusal(r), apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
+  return { ...withNodeTrust(withSkewRefusal(r)), apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
 }
 
 const COLUMNS = `"nodeId", hostname, "nodePublicKey", "helperPublicKey", "enrolledAt", "lastSeq", "lastHeartbeatAt", apps, "bootId", "agentVersion", labels, "clockSkewMs",
-  "skewRefusedSince", "skewRefusedAt", "skewRefusedMs"`;
+  "skewRefusedSince", "skewRefusedAt", "skewRefusedMs", trust, "trustAt"`;
 
 // Whether the skew refusal on record counts (store/skew-refusal.ts), of the nodes row `n.` when named.
 export const skewRefused = (n = '') => `${n}"skewRefusedAt" IS NOT NULL AND (${n}"lastHeartbeatAt" IS NULL OR ${n}"skewRefusedAt" >= ${n}"lastHeartbeatAt")`;
@@ -74,9 +75,9 @@ export function pgNodes(q: Query): NodeReads & NodeWrites {
     async recordHeartbeat(hb, at) {
       await q.count(
         `UPDATE nodes SET "lastSeq" = $1, "lastHeartbeatAt" = $2, apps = $3, "bootId" = $4, "agentVersion" = $5, "clockSkewMs" = $6,
-           "skewRefusedSince" = NULL, "skewRefusedAt" = NULL, "skewRefusedMs" = NULL WHERE "nodeId" = $7`,
+           "skewRefusedSince" = NULL, "skewRefusedAt" = NULL, "skewRefusedMs" = NULL, trust = $8, "trustAt" = $9 WHERE "nodeId" = $7`,
         [
-        hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId,
+        hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId, hb.trust ? JSON.stringify(hb.trust) : null, hb.trust ? at : null,
       ]);
     },
     async recordClockSkewRefusal(nodeId, skewMs, at, minGapMs) {

@@ -29,6 +29,7 @@ import { pgReleases } from './releases.js';
 import { pgRuns } from './runs.js';
 import { pgPins } from './pins.js';
 import { pgSignals } from './signals.js';
+import { pgTrust } from './trust.js';
 import { pgTargets } from './targets.js';
 import { pgHooks } from './hooks.js';
 import { pgSessions } from './sessions.js';
@@ -80,6 +81,7 @@ export function pgFamilies(q: Query): Omit<StoreTx, 'now' | 'savepoint' | 'wakeR
     pins: pgPins(q),
     hooks: pgHooks(q),
     signals: pgSignals(q),
+    trust: pgTrust(q),
   };
 }
 

@@ -292,6 +292,30 @@ CREATE TABLE hook_marks (
 );
 `;
 
+// Issue 36 (docs/design.md §21.2): the fleet's TUF repository, as SQLite's migration 14.
+const V14 = `
+CREATE TABLE trust_metadata (
+  role text COLLATE "C" NOT NULL,
+  version bigint NOT NULL,
+  bytes text COLLATE "C" NOT NULL,
+  "createdAt" bigint NOT NULL,
+  PRIMARY KEY (role, version)
+);
+CREATE TABLE trust_keys (
+  role text COLLATE "C" PRIMARY KEY CHECK (role IN ('snapshot', 'timestamp', 'director')),
+  "privateKey" text COLLATE "C" NOT NULL,
+  "publicKey" text COLLATE "C" NOT NULL,
+  "createdAt" bigint NOT NULL
+);
+CREATE TABLE trust_pending (
+  role text COLLATE "C" PRIMARY KEY CHECK (role IN ('root', 'targets')),
+  bytes text COLLATE "C" NOT NULL,
+  "updatedAt" bigint NOT NULL,
+  "updatedBy" text COLLATE "C"
+);
+ALTER TABLE nodes ADD COLUMN trust text COLLATE "C", ADD COLUMN "trustAt" bigint;
+`;
+
 // Migrations 1 to 3 came before PostgreSQL: each is as old as the code written for it.
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, compatibleFrom: 1, sql: V1 },
@@ -349,6 +373,11 @@ CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
   // release it adds or refreshes leaves the column as it was, and a newer instance then sends
   // the indexed manifest only while it names the plain one's bytes and expiry (rollouts/desired.ts).
   { version: 13, compatibleFrom: 12, sql: `ALTER TABLE releases ADD COLUMN "indexedManifest" text COLLATE "C";` },
+  // Issue 36 (docs/design.md §21.2): the TUF repository's metadata, online keys and pending
+  // signatures, and each node's trust report. An expansion (new tables, nullable columns): a
+  // steward-control of schema 13 works on it; it keeps no repository, never re-signs a timestamp,
+  // and the heartbeats it accepts leave a node's trust report as it was.
+  { version: 14, compatibleFrom: 13, sql: V14 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
@@ -356,4 +385,5 @@ CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
 // database past `newest` is still used when its `compatibleFrom` is at most `newest`: it was
 // only expanded.
 // 13: this code reads and writes each release's indexed manifest (docs/design.md §20.2).
-export const PG_SCHEMA_RANGE = { oldest: 13, newest: PG_MIGRATIONS.length } as const;
+// 14: this code keeps the fleet's TUF repository and each node's trust report (docs/design.md §21.2).
+export const PG_SCHEMA_RANGE = { oldest: 14, newest: PG_MIGRATIONS.length } as const;

@@ -3,16 +3,17 @@ import type { Labels } from '../../../core/labels.js';
 import type { AppVersionCount, FreshnessCounts, NodeAuth, NodeReads, NodeRow, NodeWrites } from '../store.js';
 import { parseJson, parseLabels } from '../parse-json.js';
 import { withSkewRefusal, type SkewRefusalColumns } from '../skew-refusal.js';
+import { withNodeTrust, type NodeTrustColumns } from '../node-trust.js';
 import type { Prepare } from './prepare.js';
 
-interface Raw extends Omit<NodeRow, 'apps' | 'labels' | 'clockSkewRefused'>, SkewRefusalColumns {
+interface Raw extends Omit<NodeRow, 'apps' | 'labels' | 'clockSkewRefused' | 'trust'>, SkewRefusalColumns, NodeTrustColumns {
   apps: string;
   labels: string;
 }
 
 function toRow(r: Raw): NodeRow {
   const apps = parseJson<unknown>(r.apps, []);
-  return { ...withSkewRefusal(r), apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
+  return { ...withNodeTrust(withSkewRefusal(r)), apps: Array.isArray(apps) ? (apps as HeartbeatApp[]) : [], labels: parseLabels(r.labels) };
 }
 
 // Whether the skew refusal on record counts (store/skew-refusal.ts), of the nodes row `n.` when named.
@@ -65,8 +66,8 @@ export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
     async recordHeartbeat(hb, at) {
       q(
         `UPDATE nodes SET lastSeq = ?, lastHeartbeatAt = ?, apps = ?, bootId = ?, agentVersion = ?, clockSkewMs = ?,
-           skewRefusedSince = NULL, skewRefusedAt = NULL, skewRefusedMs = NULL WHERE nodeId = ?`,
-      ).run(hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.nodeId);
+           skewRefusedSince = NULL, skewRefusedAt = NULL, skewRefusedMs = NULL, trust = ?, trustAt = ? WHERE nodeId = ?`,
+      ).run(hb.seq, at, JSON.stringify(hb.apps), hb.bootId, hb.agentVersion, hb.sentAt - at, hb.trust ? JSON.stringify(hb.trust) : null, hb.trust ? at : null, hb.nodeId);
     },
     async recordClockSkewRefusal(nodeId, skewMs, at, minGapMs) {
       // One statement, so the gap is the row's own: no read before the write.

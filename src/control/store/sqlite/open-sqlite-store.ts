@@ -28,6 +28,7 @@ import { sqlitePins } from './pins.js';
 import { sqliteTargets } from './targets.js';
 import { sqliteHooks } from './hooks.js';
 import { sqliteSignals } from './signals.js';
+import { sqliteTrust } from './trust.js';
 
 const log = logger('control:store');
 
@@ -209,6 +210,7 @@ export function sqliteFamilies(q: Prepare): Omit<StoreTx, 'now' | 'savepoint' | 
     pins: sqlitePins(q),
     hooks: sqliteHooks(q),
     signals: sqliteSignals(q),
+    trust: sqliteTrust(q),
   };
 }
 

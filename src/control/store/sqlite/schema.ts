@@ -334,9 +334,38 @@ const V13 = `
 ALTER TABLE releases ADD COLUMN indexedManifest TEXT;
 `;
 
+// Issue 36 (docs/design.md §21.2): the fleet's TUF repository. Every published version of each
+// role's metadata as the exact bytes signed (append-only: one row per role and version, so two
+// instances re-signing a timestamp at once make one row), the online keys (snapshot, timestamp,
+// director), at most one pending root and one pending top-level targets with the signatures
+// gathered so far, and each node's trust report from its latest v8 heartbeat.
+const V14 = `
+CREATE TABLE trust_metadata (
+  role TEXT NOT NULL,               -- root, targets, snapshot, timestamp, app.<name>
+  version INTEGER NOT NULL,
+  bytes TEXT NOT NULL,              -- the metadata file as served (UTF-8 JSON), byte for byte
+  createdAt INTEGER NOT NULL,
+  PRIMARY KEY (role, version)
+);
+CREATE TABLE trust_keys (
+  role TEXT PRIMARY KEY CHECK (role IN ('snapshot', 'timestamp', 'director')),
+  privateKey TEXT NOT NULL,         -- Ed25519 PKCS#8 PEM: as secret as the database
+  publicKey TEXT NOT NULL,          -- SPKI PEM
+  createdAt INTEGER NOT NULL
+);
+CREATE TABLE trust_pending (
+  role TEXT PRIMARY KEY CHECK (role IN ('root', 'targets')),
+  bytes TEXT NOT NULL,              -- the metadata with the signatures gathered so far
+  updatedAt INTEGER NOT NULL,
+  updatedBy TEXT
+);
+ALTER TABLE nodes ADD COLUMN trust TEXT;       -- JSON: the heartbeat's trust report, or NULL
+ALTER TABLE nodes ADD COLUMN trustAt INTEGER;  -- when it was reported
+`;
+
 export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
-  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11), (db) => db.exec(V12), (db) => db.exec(V13),
+  (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11), (db) => db.exec(V12), (db) => db.exec(V13), (db) => db.exec(V14),
 ];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;
