@@ -15,6 +15,7 @@ import { createAuthenticator, credentialsAllowed, requestFacts } from './authent
 import { sendAdminError, statusOf } from './admin-answers.js';
 import { checkMethod, lingerOnUnreadBody, refuseCleartext, runAs, type AdminContext } from './run-operation.js';
 import { serveSessionRoutes } from './session-routes.js';
+import { checkTrustRoute, isTrustPath, serveTrustRoute } from './trust-routes.js';
 
 const log = logger('control:admin');
 
@@ -62,9 +63,14 @@ export function createAdminRouter(o: AdminRouterOptions): AdminRouter {
 
 // `/v1/admin/<command>`: a bearer token, its operator's role, then the operation.
 async function serveApi(ctx: AdminContext, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
-  const op = operationAt(path);
-  if (!op) return sendAdminError(res, 'NOT_FOUND', `no admin route ${JSON.stringify(path.slice(0, 200))} (docs/admin-api.md lists them)`);
-  if (!checkMethod(op, req, res)) return;
+  const trust = isTrustPath(path);
+  const op = trust ? undefined : operationAt(path);
+  if (trust) {
+    if (!checkTrustRoute(path, req, res)) return;
+  } else {
+    if (!op) return sendAdminError(res, 'NOT_FOUND', `no admin route ${JSON.stringify(path.slice(0, 200))} (docs/admin-api.md lists them)`);
+    if (!checkMethod(op, req, res)) return;
+  }
   const facts = requestFacts(req, ctx.trusted);
   const header = req.headers.authorization;
   if (header === undefined) {
@@ -75,7 +81,9 @@ async function serveApi(ctx: AdminContext, req: IncomingMessage, res: ServerResp
   const token = /^Bearer ([^\s]+)$/i.exec(header)?.[1] ?? null;
   const operator = await ctx.auth.checkToken(facts, token, 'bearer', path);
   if (!operator) return sendAdminError(res, 'UNAUTHENTICATED', 'the operator token is wrong, or its operator was removed or rotated', { 'www-authenticate': 'Bearer' });
-  await runAs(ctx, { operator: operator.name, role: operator.role, source: facts.address }, op, req, res, path);
+  const actor = { operator: operator.name, role: operator.role, source: facts.address };
+  if (trust) return serveTrustRoute(ctx, actor, req, res, path);
+  await runAs(ctx, actor, op as NonNullable<typeof op>, req, res, path);
 }
 
 // The answer to anything an operation or a route threw: its code and message, or 500 for a bug

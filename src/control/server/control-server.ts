@@ -30,6 +30,9 @@ import { createAuthenticator, type Authenticator } from '../admin/authenticate.j
 import { readBody } from './read-body.js';
 import { createListenerServer, type ServeTls } from './serve-tls.js';
 import { sendJson } from './send.js';
+import { answerTrustBundle, TRUST_BUNDLE_PATH } from '../trust/bundle-route.js';
+import { withTrust } from '../trust/heartbeat-trust.js';
+import { startTimestampResigner } from '../trust/resign-timestamps.js';
 import type { StopPoints } from './test-stop-points.js';
 
 const log = logger('control:server');
@@ -59,6 +62,9 @@ export interface ControlServerOptions {
   // How often the rollout ticker ticks without a wake (rollout-ticker.ts); 0 turns the timer
   // off (tests call tick()).
   tickMs?: number;
+  // How often the timestamp re-signer looks (trust/resign-timestamps.ts; default a minute); 0
+  // looks once at start only (tests call resignTimestamp()).
+  resignCheckMs?: number;
   // Test only: where this process stops itself (test-stop-points.ts).
   stopAt?: StopPoints;
   // The analysis's judgement (docs/design.md §19); tests and benches pass their own or wrap it.
@@ -84,6 +90,8 @@ export interface ControlServer {
   url: string;
   // Advances every running rollout no other instance is advancing, now, as the timer does.
   tick(): Promise<void>;
+  // Re-signs the fleet's TUF timestamp now when it is due, as the timer does (trust/resign-timestamps.ts).
+  resignTimestamp(): Promise<number | null>;
   // Heartbeat commits made so far and the heartbeats they held.
   heartbeatStats(): { commits: number; heartbeats: number };
   // Stops the timer and the listener, and drops idle connections. Idempotent.
@@ -126,15 +134,18 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   // Why only now: a listener that could not start leaves no ticker behind to keep the process
   // alive with nothing to serve.
   const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt, ...(opts.judge ? { judge: opts.judge } : {}) });
+  const resigner = startTimestampResigner({ store, clock, ...(opts.resignCheckMs !== undefined ? { everyMs: opts.resignCheckMs } : {}) });
 
   return {
     url,
     tick: ticker.tick,
+    resignTimestamp: resigner.check,
     heartbeatStats: heartbeats.stats,
     // Why the waits first: their answers (503, go elsewhere) end the connections they hold, which
     // the listener's close waits for.
     close: () => listening.close(() => {
       ticker.close();
+      resigner.close();
       stopNodeWakes();
       waits.close();
     }),
@@ -180,14 +191,18 @@ async function handle(
     try {
       if (pathOnly === HEARTBEAT_PATH) {
         const raw = await heartbeats.submit(body.body);
-        const answer = withAcceptedVersions(req, raw);
         const ask = parseHoldHeader(req.headers[HOLD_HEADER]);
-        const nodeId = ask && answer.status === 200 ? heartbeatNodeId(body.body) : null;
+        const fields = parseDesiredFields(req.headers[DESIRED_FIELDS_HEADER]);
+        const readsTrust = fields.includes('trust') || fields.includes('directive');
+        const sender = raw.status === 200 && (ask || readsTrust) ? heartbeatNodeId(body.body) : null;
+        // The fleet's TUF versions and each entry's directive, to an agent that reads them (trust/heartbeat-trust.ts).
+        const answer = readsTrust ? await withTrust(req, withAcceptedVersions(req, raw), store, sender) : withAcceptedVersions(req, raw);
+        const nodeId = ask ? sender : null;
         if (!ask || nodeId === null) return sendJson(res, answer);
         // The heartbeat is committed: only its answer waits (wakeups/hold-heartbeat.ts).
         const reread = async () => {
           const desired = await store.read(async (tx) => desiredFor(tx, nodeId, await tx.now()));
-          return withAcceptedVersions(req, { status: 200, body: { ...(raw.body as object), desired } });
+          return withTrust(req, withAcceptedVersions(req, { status: 200, body: { ...(raw.body as object), desired } }), store, nodeId);
         };
         return await answerHeld({ req, res, nodeId, ask, answer, reread, waits });
       }
@@ -204,6 +219,7 @@ async function handle(
     }
   }
   if (pathOnly === WAIT_PATH) return answerWait(req, res, store, waits);
+  if (pathOnly === TRUST_BUNDLE_PATH) return answerTrustBundle(req, res, store);
   if (isProbePath(pathOnly)) return answerProbe(pathOnly, store, req, res);
   if (pathOnly === METRICS_PATH && opts.answerMetrics) return opts.answerMetrics(req, res);
   if (pathOnly.startsWith(ARTIFACTS_PREFIX)) {

@@ -20,9 +20,12 @@ const log = logger('control:hold');
 // A held answer's socket may be idle this much longer than the hold.
 const SOCKET_SLACK_MS = 15_000;
 
-// The digest an agent echoes as `seen`: of the desired entries exactly as answered to it.
+// The digest an agent echoes as `seen`: of the desired entries exactly as answered to it, but
+// for each entry's `directive` (docs/design.md §21.2), which is signed afresh for every answer
+// (its issuedAt is the answer's time): the same set with a newer directive is the same set.
 export function desiredDigest(desired: unknown): string {
-  return createHash('sha256').update(canonicalJson(desired ?? [])).digest('hex').slice(0, 32);
+  const entries = Array.isArray(desired) ? desired.map((d) => (d !== null && typeof d === 'object' && 'directive' in d ? (({ directive: _d, ...rest }) => rest)(d as Record<string, unknown>) : d)) : desired;
+  return createHash('sha256').update(canonicalJson(entries ?? [])).digest('hex').slice(0, 32);
 }
 
 // A 200 answer with the digest of its desired set and how the hold ended.

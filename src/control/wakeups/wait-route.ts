@@ -36,7 +36,7 @@ export function parseWaitQuery(rawUrl: string): { ok: true; ms: number } | { ok:
 }
 
 // The node a wait's Authorization header proves, or the 401 that refuses it.
-async function waitingNode(header: string | undefined, store: ControlStore): Promise<{ ok: true; nodeId: string } | { ok: false; answer: Answer }> {
+export async function waitingNode(header: string | undefined, store: ControlStore): Promise<{ ok: true; nodeId: string } | { ok: false; answer: Answer }> {
   const refuse = (message: string) => ({ ok: false as const, answer: errorAnswer(401, 'UNAUTHENTICATED', message) });
   if (header === undefined) return refuse(`a wait takes the node's ${DOWNLOAD_AUTH_SCHEME} credential, signed with its node key under steward-wait-v1 (docs/protocol.md)`);
   const claim = parseDownloadAuthorization(header);

@@ -1,0 +1,50 @@
+// What the heartbeat answer carries of the fleet's TUF repository (docs/design.md §21.2), to an agent
+// that names it in steward-desired-fields: `trust: {rootVersion, timestampVersion}` (the newest
+// published), and on each desired entry a `directive` signed with the director key for this node,
+// app, version and attempt, issued now and holding until the entry's own notAfter or 24 h,
+// whichever comes first. An older agent's answer stays strict: it gets neither.
+import type http from 'node:http';
+import type { KeyObject } from 'node:crypto';
+import { DESIRED_FIELDS_HEADER, parseDesiredFields } from '../../core/control-api.js';
+import { MAX_DIRECTIVE_LIFETIME_MS } from '../../core/trust/directive-schema.js';
+import { parsePrivateKey } from '../../platform/keys.js';
+import { signDirective } from '../../platform/trust/directive.js';
+import type { Answer } from '../server/answer.js';
+import type { ControlStore } from '../store/store.js';
+
+// The director key never changes once made (a new one is a new root and new keys are refused):
+// read once per store.
+const directors = new WeakMap<ControlStore, KeyObject>();
+
+export async function withTrust(req: http.IncomingMessage, answer: Answer, store: ControlStore, nodeId: string | null): Promise<Answer> {
+  if (answer.status !== 200 || nodeId === null) return answer;
+  const fields = parseDesiredFields(req.headers[DESIRED_FIELDS_HEADER]);
+  const wantTrust = fields.includes('trust');
+  const wantDirective = fields.includes('directive');
+  if (!wantTrust && !wantDirective) return answer;
+  const body = answer.body as { desired?: Array<Record<string, unknown>> };
+  const needKey = wantDirective && Array.isArray(body.desired) && body.desired.length > 0 && !directors.has(store);
+  const { root, timestamp, now, directorPem } = await store.read(async (tx) => ({
+    root: wantTrust ? (await tx.trust.latest('root'))?.version ?? null : null,
+    timestamp: wantTrust ? (await tx.trust.latest('timestamp'))?.version ?? null : null,
+    now: await tx.now(),
+    directorPem: needKey ? ((await tx.trust.keys()).find((k) => k.role === 'director')?.privateKey ?? null) : null,
+  }));
+  if (directorPem !== null) directors.set(store, parsePrivateKey(directorPem));
+  let out = body as Record<string, unknown>;
+  // Only once the fleet has a repository: before it, a host has no root to check against.
+  if (wantTrust && root !== null && timestamp !== null) out = { ...out, trust: { rootVersion: root, timestampVersion: timestamp } };
+  const director = directors.get(store);
+  if (wantDirective && director && Array.isArray(body.desired)) {
+    out = {
+      ...out,
+      desired: body.desired.map((d) => {
+        const notAfter = Math.min(typeof d.notAfter === 'number' ? d.notAfter : Infinity, now + MAX_DIRECTIVE_LIFETIME_MS);
+        if (notAfter <= now) return d;
+        const directive = signDirective({ nodeId, app: d.app as string, version: d.version as string, attemptId: d.attemptId as string, issuedAt: now, notAfter }, director);
+        return { ...d, directive };
+      }),
+    };
+  }
+  return { ...answer, body: out };
+}
