@@ -6,8 +6,11 @@ import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { Key, Metadata, MetadataKind, type Root, type Snapshot, type Targets, type Timestamp } from '@tufjs/models';
 import { Updater } from 'tuf-js';
-import { metadataBytes } from '../../src/core/trust/build.js';
-import { signMetadata, tufKeyIdOf } from '../../src/platform/trust/tuf-keys.js';
+import { addReleaseTargets, delegateApp, metadataBytes, newAppTargets, newRoot, newTopTargets } from '../../src/core/trust/build.js';
+import type { ControlStore } from '../../src/control/store/store.js';
+import { makeOnlineKeys, putAppTargets, putPending } from '../../src/control/trust/repository.js';
+import { signMetadata, tufKeyIdOf, tufKeyOf } from '../../src/platform/trust/tuf-keys.js';
+import { manifestBytesOf, newKey } from './tuf-repo.js';
 import { adminCall, type AdminAnswer } from './admin-client.js';
 import { MemoryFetcher, METADATA_URL } from './tuf-fetcher.js';
 import { scratchDir } from './scratch.js';
@@ -71,3 +74,33 @@ export function updaterOver(trustedRoot: Buffer, files: ReadonlyMap<string, Buff
   return new Updater({ metadataDir, metadataBaseUrl: METADATA_URL, fetcher: new MemoryFetcher(files) });
 }
 
+
+// A fleet's repository made through the store (as the admin API would): the online keys, root 1
+// (three offline keys, threshold 2), the top-level targets delegating `web` (three keys,
+// threshold 2), and web's targets naming its releases. The offline keys come back.
+export interface SeededRepository {
+  rootKeys: KeyObject[];
+  webKeys: KeyObject[];
+  root: Metadata<Root>;
+  targets: Metadata<Targets>;
+  web: Metadata<Targets>;
+}
+
+export async function seedRepository(store: ControlStore, now: number, releases: string[] = ['1.0.0']): Promise<SeededRepository> {
+  const rootKeys = [newKey(), newKey(), newKey()];
+  const webKeys = [newKey(), newKey(), newKey()];
+  return store.write(async (tx) => {
+    const online = await makeOnlineKeys(tx);
+    const root = signedBy(newRoot({ rootKeys: rootKeys.map(tufKeyOf), threshold: 2, snapshotKey: online.snapshot.tuf, timestampKey: online.timestamp.tuf, directorKey: online.director.tuf, expires: now + 365 * DAY }), rootKeys.slice(0, 2));
+    await putPending(tx, 'root', bytesOf(root).toString('utf8'), 'test');
+    const targets = signedBy(atVersion(delegateApp(newTopTargets({ expires: now + 365 * DAY }), 'web', webKeys.map(tufKeyOf), 2), 1), rootKeys.slice(0, 2));
+    await putPending(tx, 'targets', bytesOf(targets).toString('utf8'), 'test');
+    let web = newAppTargets({ expires: now + 365 * DAY });
+    for (const version of releases) web = addReleaseTargets(web, { app: 'web', version, manifestBytes: manifestBytesOf('web', version, now) });
+    web = signedBy(web, webKeys.slice(0, 2));
+    await putAppTargets(tx, 'web', bytesOf(web).toString('utf8'));
+    return { rootKeys, webKeys, root, targets, web };
+  });
+}
+
+const DAY = 86_400_000;
