@@ -23,6 +23,7 @@ export const BEHIND_REASONS = [
   'clock-skew',
   'analysis-pending',
   'paused',
+  'metadata-stale',
 ] as const;
 export type BehindReasonName = (typeof BEHIND_REASONS)[number];
 
@@ -59,6 +60,9 @@ export interface TargetNodeInput {
   // The host's hold details (heartbeat v6), when it sent them.
   app: { current: string | null; held: boolean; heldBy?: string | null; heldReason?: string | null; heldAt?: number | null; heldUntil?: number | null } | null;
   clockSkewRefusedSince: number | null;
+  // The host trusts by TUF and its newest timestamp is over two re-sign periods old, or it has none,
+  // while the fleet has a repository (docs/design.md §21.2): when it reported so; absent or null: not stale.
+  metadataStaleSince?: number | null;
   // Its pin of the app, unexpired, or null.
   pin: { version: string; by: string | null; reason: string; at: number; until: number | null } | null;
   // It rolled back or failed the target's version before (a verified receipt).
@@ -215,6 +219,8 @@ export function planTarget(t: TargetPlanInput): TargetPlan {
       why = reason('offline', n.lastHeartbeatAt === null ? 'it never sent a heartbeat' : 'no heartbeat within 3 intervals', { since: n.lastHeartbeatAt });
     } else if (n.clockSkewRefusedSince !== null && !inFlight) {
       why = reason('clock-skew', 'its heartbeats are refused for clock skew; fix its clock', { since: n.clockSkewRefusedSince, code: 'CLOCK_SKEW' });
+    } else if (n.metadataStaleSince != null && !inFlight) {
+      why = reason('metadata-stale', "its host's TUF metadata is over two hours old, or it has none: it cannot verify a release until its agent fetches the trust bundle", { since: n.metadataStaleSince });
     } else if (!n.app) {
       why = reason('app-not-reported', `its heartbeat does not list ${t.app}`, { code: 'APP_NOT_ON_NODE' });
     } else if (n.elsewhere && !inFlight) {

@@ -73,7 +73,13 @@ describeEachBackend((backend) => {
       await store.write((tx) => tx.nodes.recordHeartbeat({ ...hb, seq: 1, trust: report }, T0 + 5));
       assert.deepEqual((await store.read((tx) => tx.nodes.get('n-a')))?.trust, { ...report, at: T0 + 5 });
       assert.deepEqual((await store.read((tx) => tx.nodes.list()))[0]?.trust, { ...report, at: T0 + 5 });
-      await store.write((tx) => tx.nodes.recordHeartbeat({ ...hb, v: 7 as const, seq: 2 }, T0 + 6));
+      assert.equal(await store.read((tx) => tx.nodes.countMetadataStale(7200)), 0);
+      assert.equal(await store.read((tx) => tx.nodes.countMetadataStale(29)), 1);
+      await store.write((tx) => tx.nodes.recordHeartbeat({ ...hb, seq: 3, trust: { scheme: 'tuf' } }, T0 + 5));
+      assert.equal(await store.read((tx) => tx.nodes.countMetadataStale(7200)), 1, 'no timestamp at all');
+      await store.write((tx) => tx.nodes.recordHeartbeat({ ...hb, seq: 4, trust: { scheme: 'keys' } }, T0 + 5));
+      assert.equal(await store.read((tx) => tx.nodes.countMetadataStale(7200)), 0);
+      await store.write((tx) => tx.nodes.recordHeartbeat({ ...hb, v: 7 as const, seq: 5 }, T0 + 6));
       assert.equal((await store.read((tx) => tx.nodes.get('n-a')))?.trust, null, 'a heartbeat without a report leaves none');
     } finally {
       await store.close();

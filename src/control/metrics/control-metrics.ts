@@ -77,9 +77,9 @@ export function createControlMetrics(opts: ControlMetricsOptions): ControlMetric
   const snapshots = cachedFleetSnapshots(opts.store, { cacheMs: opts.cacheMs ?? FLEET_CACHE_MS, now: opts.now ?? (() => performance.now()), onError: () => fleetErrors.inc() });
   // One gauge per fleet fact; each scrape sets it from the (cached) snapshot, or leaves it
   // empty when the store did not answer.
-  const fleetGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: NonNullable<Awaited<ReturnType<typeof snapshots.get>>>) => void) =>
+  const fleetGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: NonNullable<Awaited<ReturnType<typeof snapshots.get>>>) => void, fullName?: string) =>
     new Gauge({
-      name: `${p}${name}`,
+      name: fullName ?? `${p}${name}`,
       help,
       labelNames,
       registers: [registry],
@@ -95,6 +95,10 @@ export function createControlMetrics(opts: ControlMetricsOptions): ControlMetric
   fleetGauge('clock_skew_refused_nodes', 'Enrolled nodes whose heartbeats are refused for clock skew (422 CLOCK_SKEW) since their last accepted one. From the store.', [], (g, s) => {
     g.set(s.clockSkewRefused);
   });
+  // Named as docs/design.md §21.2 names it, outside the steward_control_ prefix.
+  fleetGauge('', "Nodes that trust releases by TUF whose newest timestamp is over two re-sign periods (2 h) old, or that have none, while the fleet has a TUF repository: metadata-stale. From the store.", [], (g, s) => {
+    g.set(s.metadataStale);
+  }, 'steward_nodes_metadata_stale');
   fleetGauge('app_version_nodes', "Nodes whose latest heartbeat reports the app at the version (none: not installed). The top apps and versions by nodes; the rest summed as app _other and version other. From the store.", ['app', 'version'], (g, s) => {
     for (const r of s.appVersions) g.set({ app: r.app, version: r.version ?? 'none' }, r.nodes);
   });

@@ -12,6 +12,7 @@ import { appLabel, boundAppVersions } from './label-values.js';
 import { BEHIND_REASONS, type BehindReasonName, type TargetNodeState } from '../../core/target-plan.js';
 import { readTarget } from '../targets/read-target.js';
 import { TARGET_NAME_RE } from '../targets/set-target.js';
+import { METADATA_STALE_AFTER_MS } from '../trust/freshness.js';
 
 const log = logger('control:metrics');
 
@@ -23,6 +24,8 @@ export interface FleetSnapshot {
   nodes: FreshnessCounts;
   // Nodes whose heartbeats are refused for clock skew now.
   clockSkewRefused: number;
+  // Nodes whose TUF metadata is stale while the fleet has a repository (docs/design.md §21.2).
+  metadataStale: number;
   // Bounded (label-values.ts): at most a few hundred rows whatever nodes report.
   appVersions: AppVersionCount[];
   runs: Record<StoredRunStatus, number>;
@@ -78,6 +81,7 @@ export async function readFleetSnapshot(tx: StoreReader): Promise<FleetSnapshot>
   return {
     nodes: await tx.nodes.countByFreshness(since),
     clockSkewRefused: await tx.nodes.countClockSkewRefused(),
+    metadataStale: (await tx.trust.latest('timestamp')) === null ? 0 : await tx.nodes.countMetadataStale(METADATA_STALE_AFTER_MS / 1000),
     appVersions: boundAppVersions(await tx.nodes.countByAppVersion()),
     runs,
     runNodes,

@@ -10,6 +10,8 @@ import { readHeartbeatSeconds } from '../store/settings.js';
 import { decodeCursor, encodeCursor, fillPage, pageLimit } from './paging.js';
 import { flag, flags, word } from './inputs.js';
 import type { Operation } from './operation.js';
+import type { NodeTrust } from '../store/store.js';
+import { isMetadataStale } from '../trust/freshness.js';
 
 export interface NodeView {
   nodeId: string;
@@ -31,6 +33,10 @@ export interface NodeView {
   clockSkewRefused: { since: number; lastAt: number; clockSkewMs: number } | null;
   apps: HeartbeatApp[];
   receiptLost: number[];
+  // How its host trusts releases, from its latest heartbeat (v8; null: an older agent), and whether
+  // its TUF metadata is stale while the fleet has a repository (docs/design.md §21.2).
+  trust: NodeTrust | null;
+  metadataStale: boolean;
 }
 
 export const nodesList: Operation<{ select?: string; cursor?: string; limit?: string }, { nodes: NodeView[]; nextCursor: string | null }> = {
@@ -46,6 +52,7 @@ export const nodesList: Operation<{ select?: string; cursor?: string; limit?: st
     return ctx.store.read(async (tx) => {
       const now = await tx.now();
       const intervalMs = (await readHeartbeatSeconds(tx)) * 1000;
+      const hasRepository = (await tx.trust.latest('timestamp')) !== null;
       const page = await fillPage((a: string | null, n) => tx.nodes.page(a, n), (n) => n.nodeId, after, limit, (n) => matchesSelector(sel, n.labels));
       const nodes: NodeView[] = [];
       for (const n of page.rows) {
@@ -64,6 +71,8 @@ export const nodesList: Operation<{ select?: string; cursor?: string; limit?: st
           clockSkewRefused: n.clockSkewRefused,
           apps: n.apps,
           receiptLost: await tx.receipts.gaps(n.nodeId),
+          trust: n.trust,
+          metadataStale: isMetadataStale(n, hasRepository),
         });
       }
       return { nodes, nextCursor: page.next === null ? null : encodeCursor(page.next) };

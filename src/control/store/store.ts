@@ -178,6 +178,9 @@ export interface NodeReads {
   countByFreshness(since: number): Promise<FreshnessCounts>;
   // How many nodes the control plane refuses heartbeats of for clock skew now (clockSkewRefused).
   countClockSkewRefused(): Promise<number>;
+  // How many nodes' latest trust report (v8) says `tuf` with no timestamp age or one above
+  // `maxAgeSeconds` (docs/design.md §21.2: metadata-stale while the fleet has a repository).
+  countMetadataStale(maxAgeSeconds: number): Promise<number>;
   // How many nodes report each app at each version (`current`, null: not installed), from their
   // latest heartbeat; one row per app and version reported, in no order. Values are as stored:
   // the caller checks them before they become label values.

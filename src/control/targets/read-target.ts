@@ -9,6 +9,7 @@ import { planRun } from '../rollouts/plan-run.js';
 import { isTargetRun, nodesInOtherRuns } from '../rollouts/start-run.js';
 import { readHeartbeatSeconds } from '../store/settings.js';
 import type { NodeRow, PinRow, RunRow, StoreReader, TargetRow } from '../store/store.js';
+import { isMetadataStale } from '../trust/freshness.js';
 
 export interface TargetReading {
   target: TargetRow;
@@ -42,6 +43,8 @@ export function selectedNodes(target: Pick<TargetRow, 'name' | 'app' | 'priority
 export async function readTarget(tx: StoreReader, target: TargetRow, now: number, pre?: { targets: TargetRow[]; nodes: NodeRow[]; pins: PinRow[] }): Promise<TargetReading> {
   const targets = pre?.targets ?? (await tx.targets.list());
   const all = pre?.nodes ?? (await tx.nodes.list());
+  // A node is metadata-stale only while the fleet has a TUF repository (docs/design.md §21.2).
+  const hasRepository = (await tx.trust.latest('timestamp')) !== null;
   const pins = (pre?.pins ?? (await tx.pins.list())).filter((p) => p.app === target.app && (p.until === null || p.until > now));
   const heartbeatIntervalMs = (await readHeartbeatSeconds(tx)) * 1000;
   const selected = selectedNodes(target, targets, all);
@@ -107,6 +110,7 @@ export async function readTarget(tx: StoreReader, target: TargetRow, now: number
         lastHeartbeatAt: n.lastHeartbeatAt,
         app: app ? { current: app.current, held: app.held, ...(app.held && app.hold ? { heldBy: app.hold.by, heldReason: app.hold.reason, heldAt: app.hold.at, heldUntil: app.hold.until } : {}) } : null,
         clockSkewRefusedSince: n.clockSkewRefused?.since ?? null,
+        metadataStaleSince: isMetadataStale(n, hasRepository) ? (n.trust?.at ?? null) : null,
         pin: pin ? { version: pin.version, by: pin.by, reason: pin.reason, at: pin.at, until: pin.until } : null,
         revertedVersion: reverted.has(n.nodeId),
         runs: inRuns,

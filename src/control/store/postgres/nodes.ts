@@ -56,6 +56,16 @@ export function pgNodes(q: Query): NodeReads & NodeWrites {
     async countClockSkewRefused() {
       return (await q.one<{ n: number }>(`SELECT COUNT(*) AS n FROM nodes WHERE ${SKEW_REFUSED}`))?.n ?? 0;
     },
+    async countMetadataStale(maxAgeSeconds) {
+      // The column holds JSON text a heartbeat's schema checked (store/node-trust.ts).
+      return (
+        (await q.one<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM nodes WHERE trust IS NOT NULL AND trust::json->>'scheme' = 'tuf'
+             AND (trust::json->>'timestampAgeSeconds' IS NULL OR (trust::json->>'timestampAgeSeconds')::bigint > $1)`,
+          [maxAgeSeconds],
+        ))?.n ?? 0
+      );
+    },
     async countByAppVersion() {
       // Why in SQL: one pass over the table, not every node's apps parsed in JS. A column that
       // holds no JSON array (never written so) counts as no apps rather than failing the read.

@@ -51,6 +51,14 @@ export function sqliteNodes(q: Prepare): NodeReads & NodeWrites {
     async countClockSkewRefused() {
       return (q(`SELECT COUNT(*) AS n FROM nodes WHERE ${SKEW_REFUSED}`).get() as { n: number }).n;
     },
+    async countMetadataStale(maxAgeSeconds) {
+      return (
+        q(
+          `SELECT COUNT(*) AS n FROM nodes WHERE trust IS NOT NULL AND json_valid(trust) AND json_extract(trust, '$.scheme') = 'tuf'
+             AND (json_extract(trust, '$.timestampAgeSeconds') IS NULL OR json_extract(trust, '$.timestampAgeSeconds') > ?)`,
+        ).get(maxAgeSeconds) as { n: number }
+      ).n;
+    },
     async countByAppVersion() {
       // Why json_each in SQL: one pass over the table, not every node's apps parsed in JS.
       return q(
