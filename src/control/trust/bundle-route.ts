@@ -57,7 +57,7 @@ export async function answerTrustBundle(req: http.IncomingMessage, res: http.Ser
   const who = await waitingNode(req.headers.authorization, store);
   if (!who.ok) return sendJson(res, who.answer);
   const bundle = await store.read((tx) => trustBundle(tx, query.root));
-  if (!bundle) return sendJson(res, errorAnswer(404, 'NOT_FOUND', 'this fleet has no TUF repository yet (docs/design.md §21.2)'));
+  if (!bundle) return sendJson(res, errorAnswer(404, 'NOT_FOUND', 'this fleet has no TUF repository yet: an operator publishes its root and targets first'));
   const size = Object.values(bundle.files).reduce((n, b) => n + b.length, 0);
   if (size > MAX_TRUST_BUNDLE_BYTES) {
     // Why not part of it: a bundle cut short cannot verify; the operator must see this.
