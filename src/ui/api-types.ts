@@ -42,6 +42,11 @@ export interface NodeView {
   clockSkewRefused: { since: number; lastAt: number; clockSkewMs: number } | null;
   apps: AppReport[];
   receiptLost: number[];
+  // How its host trusts releases (heartbeat v8; null: an older agent), and whether its TUF
+  // metadata is stale while the fleet has a repository (docs/design.md §21.2). Absent from an
+  // older steward-control.
+  trust?: { scheme: 'keys' | 'tuf'; rootVersion?: number; timestampVersion?: number; timestampAgeSeconds?: number; at: number } | null;
+  metadataStale?: boolean;
 }
 
 export interface ReceiptView {

@@ -114,6 +114,7 @@ function nodeFlags(n: NodeView): Child {
   if (n.receiptLost.length) out.push(flag(`receipt-lost ×${n.receiptLost.length}`, 'bad', `receipt seqs never received: ${n.receiptLost.join(', ')}`));
   if (n.clockSkewRefused) out.push(flag('clock-skew', 'bad', 'its heartbeats are refused: its clock is more than 5 minutes off the control plane\'s (fix it: NTP); rollouts pass it by (CLOCK_SKEW)'));
   if (n.stale) out.push(flag('stale', 'warn', 'no heartbeat within 3 heartbeat intervals: down, unreachable, or refused (a rollout starting now skips it)'));
+  if (n.metadataStale) out.push(flag('metadata-stale', 'warn', "its host trusts releases by TUF and its newest timestamp is over 2 hours old, or it has none: it verifies no release until its agent fetches the trust bundle"));
   return out.length ? h('span', {}, ...out) : h('span', { class: 'muted' }, '-');
 }
 
