@@ -25,6 +25,8 @@ const apiKeys = [newKey(), newKey(), newKey()];
 let online: OnlineKeysAnswer;
 let root1: Metadata<Root>;
 let targets1: Metadata<Targets>;
+let root2: Metadata<Root>;
+let newRootKeys: ReturnType<typeof newKey>[];
 
 before(async () => {
   // The server's clock at the real time: tuf-js checks expiry against the real clock.
@@ -123,8 +125,8 @@ test('a node fetches a bundle that tuf-js verifies from root 1; bad queries and 
 });
 
 test("a root rotation needs the previous root's threshold and its own; a bundle carries it to a host on root 1", async () => {
-  const newRootKeys = [newKey(), newKey(), newKey()];
-  const root2 = rotateRoot(root1, { rootKeys: newRootKeys.map(tufKeyOf), threshold: 2, expires: now() + 365 * DAY });
+  newRootKeys = [newKey(), newKey(), newKey()];
+  root2 = rotateRoot(root1, { rootKeys: newRootKeys.map(tufKeyOf), threshold: 2, expires: now() + 365 * DAY });
   const put = await putMetadata(c.server.url, admin, '/v1/admin/trust/pending/root', signedBy(root2, newRootKeys.slice(0, 2)));
   assert.equal(put.status, 200, JSON.stringify(put.body));
   assert.equal(put.body.published, false, "the new keys alone are not enough");
@@ -133,6 +135,7 @@ test("a root rotation needs the previous root's threshold and its own; a bundle 
   assert.equal(one.body.published, false);
   const two = await postSignatures(c.server.url, admin, 'root', signaturesOf(root2, [rootKeys[2]!]));
   assert.equal(two.body.published, true, JSON.stringify(two.body));
+  assert.deepEqual(two.body.warnings, [], 'the targets role kept its keys');
   assert.equal((await status()).root.version, 2);
   const b = await bundle(1);
   assert.ok(b.body.files['2.root.json']);
@@ -143,6 +146,27 @@ test("a root rotation needs the previous root's threshold and its own; a bundle 
   assert.equal((await bundle(2)).body.files['2.root.json'], undefined, 'a host on root 2 gets no root');
   // A root replayed at an old version is refused.
   assert.equal((await putMetadata(c.server.url, admin, '/v1/admin/trust/pending/root', signedBy(root1, rootKeys))).status, 409);
+});
+
+test('a rotation of the targets keys says the targets must be signed again; once they are, a host on root 1 verifies it all', async () => {
+  const targetsKeys = [newKey(), newKey(), newKey()];
+  const root3 = rotateRoot(root2, { targetsKeys: targetsKeys.map(tufKeyOf), targetsThreshold: 2, expires: now() + 365 * DAY });
+  const put = await putMetadata(c.server.url, admin, '/v1/admin/trust/pending/root', signedBy(root3, newRootKeys.slice(0, 2)));
+  assert.equal(put.body.published, true, JSON.stringify(put.body));
+  assert.equal(put.body.warnings.length, 1);
+  assert.match(put.body.warnings[0], /targets version 1 are not signed by this root's targets role/);
+  assert.equal((await status()).targets.verifies, false);
+  // The old targets keys no longer sign them.
+  assert.equal((await putMetadata(c.server.url, admin, '/v1/admin/trust/pending/targets', signedBy(atVersion(targets1, 2), rootKeys.slice(0, 2)))).body.error.code, 'FORBIDDEN');
+  const again = await putMetadata(c.server.url, admin, '/v1/admin/trust/pending/targets', signedBy(atVersion(targets1, 2), targetsKeys.slice(1, 3)));
+  assert.equal(again.body.published, true, JSON.stringify(again.body));
+  const s = await status();
+  assert.deepEqual([s.root.version, s.targets.version, s.targets.verifies], [3, 2, true]);
+  const b = await bundle(1);
+  assert.deepEqual(Object.keys(b.body.files).filter((n) => n.endsWith('.root.json')).sort(), ['2.root.json', '3.root.json']);
+  const updater = updaterOver(metadataBytes(signedBy(root1, rootKeys.slice(0, 2))), filesOf(b.body));
+  await updater.refresh();
+  assert.ok(await updater.getTargetInfo('web/1.0.0/manifest.json'));
 });
 
 test('every change and refusal is in the audit log; a viewer may read the status but change nothing', async () => {

@@ -182,6 +182,8 @@ export interface PendingResult {
   version: number;
   published: boolean;
   signatures: Tally[];
+  // What the operator must do next (a root whose targets role no longer signs the published targets).
+  warnings: string[];
 }
 
 // Stores the next root or top-level targets, unsigned or partly signed; publishes it when its
@@ -217,7 +219,7 @@ async function settlePending(tx: StoreTx, role: PendingRole, md: AnyMetadata, by
   const version = md.signed.version;
   if (!met) {
     await tx.trust.setPending({ role, bytes: metadataBytes(md).toString('utf8'), updatedAt: now, updatedBy: by });
-    return { role, version, published: false, signatures: tally };
+    return { role, version, published: false, signatures: tally, warnings: [] };
   }
   // The check a host makes, through @tufjs/models: the previous root's and its own thresholds
   // for a root, the root's targets role for the targets.
@@ -234,8 +236,25 @@ async function settlePending(tx: StoreTx, role: PendingRole, md: AnyMetadata, by
   }
   await tx.trust.publish({ role, version, bytes: metadataBytes(md).toString('utf8'), createdAt: now });
   await tx.trust.clearPending(role);
-  if (await tx.trust.latest('targets')) await publishSnapshot(tx, now);
-  return { role, version, published: true, signatures: tally };
+  const warnings: string[] = [];
+  const top = await currentTargets(tx);
+  if (top) {
+    await publishSnapshot(tx, now);
+    if (role === 'root' && !targetsVerify((md as Metadata<Root>), top.md)) {
+      warnings.push(`the published targets version ${top.md.signed.version} are not signed by this root's targets role: hosts refuse them until targets version ${top.md.signed.version + 1}, signed by its keys, is published (PUT /v1/admin/trust/pending/targets)`);
+    }
+  }
+  return { role, version, published: true, signatures: tally, warnings };
+}
+
+// Whether `targets` verify under `root`'s targets role (what a host checks).
+export function targetsVerify(root: Metadata<Root>, targets: Metadata<Targets>): boolean {
+  try {
+    root.verifyDelegate('targets', targets);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // Publishes an app's delegated targets, signed on the operator's machine: they must verify under

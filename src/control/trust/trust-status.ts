@@ -7,14 +7,16 @@ import { MetadataKind, type Metadata, type Root } from '@tufjs/models';
 import { appOfRole } from '../../core/trust/roles.js';
 import type { NodeRow, PendingRole, StoreReader } from '../store/store.js';
 import { isMetadataStale } from './freshness.js';
-import { currentRoot, currentSnapshot, currentTargets, currentTimestamp, onlineKeys, parseMetadata, signedAtOf, tallyOf, type Tally } from './repository.js';
+import { currentRoot, currentSnapshot, currentTargets, currentTimestamp, onlineKeys, parseMetadata, signedAtOf, tallyOf, targetsVerify, type Tally } from './repository.js';
 
 export interface TrustStatus {
   repository: boolean;
   onlineKeys: { snapshot: string; timestamp: string; director: string } | null;
   root: { version: number; expires: string; keyids: string[]; threshold: number; targets: { keyids: string[]; threshold: number } } | null;
   pending: Record<PendingRole, { version: number; signatures: Tally[]; updatedAt: number; updatedBy: string | null } | null>;
-  targets: { version: number; expires: string } | null;
+  // `verifies`: the published root's targets role signs them (false after a rotation of its keys,
+  // until the targets are signed again).
+  targets: { version: number; expires: string; verifies: boolean } | null;
   apps: Array<{ app: string; role: string; keyids: string[]; threshold: number; version: number | null; expires: string | null }>;
   snapshot: { version: number; expires: string } | null;
   timestamp: { version: number; expires: string; signedAt: number | null } | null;
@@ -54,7 +56,7 @@ export async function trustStatus(tx: StoreReader, nodes?: readonly NodeRow[]): 
     onlineKeys: keys && { snapshot: keys.snapshot.tuf.keyID, timestamp: keys.timestamp.tuf.keyID, director: keys.director.tuf.keyID },
     root: root && rootView(root.md),
     pending: { root: await pending('root'), targets: await pending('targets') },
-    targets: top && { version: top.md.signed.version, expires: top.md.signed.expires },
+    targets: top && { version: top.md.signed.version, expires: top.md.signed.expires, verifies: root !== null && targetsVerify(root.md, top.md) },
     apps: apps.sort((a, b) => (a.app < b.app ? -1 : 1)),
     snapshot: snapshot && { version: snapshot.md.signed.version, expires: snapshot.md.signed.expires },
     timestamp: timestamp && { version: timestamp.md.signed.version, expires: timestamp.md.signed.expires, signedAt: signedAtOf(timestamp.md) },
