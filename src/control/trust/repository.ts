@@ -125,17 +125,12 @@ export async function tallyOf(tx: StoreReader, role: PendingRole, md: AnyMetadat
   return [{ role: 'targets', have: signatureCount(md, t.keys), need: t.threshold, keyids: t.keys.map((k) => k.keyID) }];
 }
 
-// The keys that may sign a pending item.
+// The keys that may sign a pending item: for a root, the previous root's root keys and its own;
+// for the targets, the current root's targets keys.
 async function signersOf(tx: StoreReader, role: PendingRole, md: AnyMetadata): Promise<Map<string, Key>> {
-  const out = new Map<string, Key>();
-  for (const t of await tallyOf(tx, role, md)) {
-    for (const id of t.keyids) {
-      const root = role === 'root' && t.role === `root ${md.signed.version}` ? (md as Metadata<Root>).signed : (await currentRoot(tx))?.md.signed;
-      const k = root?.keys[id];
-      if (k) out.set(id, k);
-    }
-  }
-  return out;
+  const prev = (await currentRoot(tx))?.md.signed;
+  const sets = role === 'root' ? [...(prev ? [roleKeys(prev, 'root').keys] : []), roleKeys((md as Metadata<Root>).signed, 'root').keys] : prev ? [roleKeys(prev, 'targets').keys] : [];
+  return new Map(sets.flat().map((k) => [k.keyID, k]));
 }
 
 // Checks every signature a metadata carries against the keys that may sign it: one by another key
@@ -217,6 +212,8 @@ async function settlePending(tx: StoreTx, role: PendingRole, md: AnyMetadata, by
   const tally = await tallyOf(tx, role, md);
   const met = tally.every((t) => t.have >= t.need) && tally.every((t) => t.need >= 1);
   const version = md.signed.version;
+  // Another version may have been published since this one was made pending.
+  await checkNextVersion(tx, role, md);
   if (!met) {
     await tx.trust.setPending({ role, bytes: metadataBytes(md).toString('utf8'), updatedAt: now, updatedBy: by });
     return { role, version, published: false, signatures: tally, warnings: [] };
@@ -234,7 +231,9 @@ async function settlePending(tx: StoreTx, role: PendingRole, md: AnyMetadata, by
   } catch (err) {
     throw new StewardError('SIGNATURE_INVALID', `${role} version ${version} does not verify: ${(err as Error).message}`);
   }
-  await tx.trust.publish({ role, version, bytes: metadataBytes(md).toString('utf8'), createdAt: now });
+  if (!(await tx.trust.publish({ role, version, bytes: metadataBytes(md).toString('utf8'), createdAt: now }))) {
+    throw conflict(`${role} version ${version} was published just now by another request`);
+  }
   await tx.trust.clearPending(role);
   const warnings: string[] = [];
   const top = await currentTargets(tx);
