@@ -24,6 +24,7 @@ import type { HeartbeatPayload } from '../../core/heartbeat-schema.js';
 import type { ReceiptPayload } from '../../core/receipt-schema.js';
 import { logger } from '../../platform/log.js';
 import type { Answer } from '../server/answer.js';
+import { readTrustState } from '../trust/heartbeat-trust.js';
 import { TransactionAbortedError, type ControlStore, type StoreTx } from '../store/store.js';
 import type { StopPoints } from '../server/test-stop-points.js';
 import { openHeartbeatBody, recordOpenedHeartbeat, recordSkewRefusal, type OpenedHeartbeatBody, type SkewRefused } from './accept-heartbeat.js';
@@ -143,6 +144,9 @@ export function createHeartbeatBatcher(opts: HeartbeatBatcherOptions): Heartbeat
       outcomes = await store.write(async (tx) => {
         const out: Outcome[] = [];
         for (const p of batch) out.push(await recordOne(tx, p, stored));
+        // Once per commit, for the answers of agents that read `trust` or `directive` (trust/heartbeat-trust.ts).
+        const trust = await readTrustState(tx);
+        for (const o of out) if ('answer' in o && o.answer.status === 200) o.answer = { ...o.answer, trust };
         // A verdict is acted on at once: every instance's rollout ticker wakes at this COMMIT.
         if (stored.verdicts > 0) {
           await tx.wakeRollouts();

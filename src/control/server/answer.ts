@@ -4,6 +4,15 @@ import type { ControlErrorCode } from '../../core/control-api.js';
 export interface Answer {
   status: number;
   body: unknown;
+  // Not sent: the fleet's TUF versions and the store's time, read in the heartbeat's own commit,
+  // from which trust/heartbeat-trust.ts answers an agent that asks without another read.
+  trust?: TrustState;
+}
+
+export interface TrustState {
+  rootVersion: number | null;
+  timestampVersion: number | null;
+  now: number;
 }
 
 // The error body of the contract: {error: {code, message}} plus lastSeq or serverTime.

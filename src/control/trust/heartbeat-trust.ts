@@ -9,8 +9,13 @@ import { DESIRED_FIELDS_HEADER, parseDesiredFields } from '../../core/control-ap
 import { MAX_DIRECTIVE_LIFETIME_MS } from '../../core/trust/directive-schema.js';
 import { parsePrivateKey } from '../../platform/keys.js';
 import { signDirective } from '../../platform/trust/directive.js';
-import type { Answer } from '../server/answer.js';
-import type { ControlStore } from '../store/store.js';
+import type { Answer, TrustState } from '../server/answer.js';
+import type { ControlStore, StoreReader } from '../store/store.js';
+
+// The fleet's newest root and timestamp versions and the store's time, in one transaction.
+export async function readTrustState(tx: StoreReader): Promise<TrustState> {
+  return { rootVersion: (await tx.trust.latest('root'))?.version ?? null, timestampVersion: (await tx.trust.latest('timestamp'))?.version ?? null, now: await tx.now() };
+}
 
 // The director key never changes once made (a new one is a new root and new keys are refused):
 // read once per store.
@@ -24,12 +29,16 @@ export async function withTrust(req: http.IncomingMessage, answer: Answer, store
   if (!wantTrust && !wantDirective) return answer;
   const body = answer.body as { desired?: Array<Record<string, unknown>> };
   const needKey = wantDirective && Array.isArray(body.desired) && body.desired.length > 0 && !directors.has(store);
-  const { root, timestamp, now, directorPem } = await store.read(async (tx) => ({
-    root: wantTrust ? (await tx.trust.latest('root'))?.version ?? null : null,
-    timestamp: wantTrust ? (await tx.trust.latest('timestamp'))?.version ?? null : null,
-    now: await tx.now(),
-    directorPem: needKey ? ((await tx.trust.keys()).find((k) => k.role === 'director')?.privateKey ?? null) : null,
-  }));
+  // The heartbeat's commit read the versions and its time (group-commit.ts); a held answer made
+  // again, or the director key not yet known here, reads them now.
+  const read =
+    answer.trust && !needKey
+      ? { ...answer.trust, directorPem: null }
+      : await store.read(async (tx) => ({
+          ...(await readTrustState(tx)),
+          directorPem: needKey ? ((await tx.trust.keys()).find((k) => k.role === 'director')?.privateKey ?? null) : null,
+        }));
+  const { rootVersion: root, timestampVersion: timestamp, now, directorPem } = read;
   if (directorPem !== null) directors.set(store, parsePrivateKey(directorPem));
   let out = body as Record<string, unknown>;
   // Only once the fleet has a repository: before it, a host has no root to check against.
