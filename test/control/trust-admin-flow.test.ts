@@ -173,6 +173,17 @@ test('every change and refusal is in the audit log; a viewer may read the status
   assert.equal((await adminCall(c.server.url, '/v1/admin/trust')).status, 401);
   assert.equal((await putMetadata(c.server.url, viewer, '/v1/admin/trust/apps/web', Metadata.fromJSON(MetadataKind.Targets, targets1.toJSON() as never))).status, 403);
   assert.equal((await adminCall(c.server.url, '/v1/admin/trust/pending/root', { method: 'POST', token: admin, json: {} })).status, 405);
+  assert.equal((await adminCall(c.server.url, '/v1/admin/trust/pending/snapshot', { method: 'PUT', token: admin, raw: Buffer.from('{}') })).status, 404);
+  for (const app of ['%E0%A4%A', 'Web', 'a.b']) {
+    const r = await putMetadata(c.server.url, admin, `/v1/admin/trust/apps/${app}`, targets1);
+    assert.deepEqual([r.status, r.body.error.code], [400, 'USAGE'], app);
+  }
+  const garbage = await adminCall(c.server.url, '/v1/admin/trust/pending/targets', { method: 'PUT', token: admin, raw: Buffer.from('not json') });
+  assert.deepEqual([garbage.status, garbage.body.error.code], [400, 'USAGE']);
+  const wrongType = await putMetadata(c.server.url, admin, '/v1/admin/trust/pending/targets', root1);
+  assert.match(wrongType.body.error.message, /of type "root", not targets/);
+  const noSigs = await postSignatures(c.server.url, admin, 'root', []);
+  assert.deepEqual([noSigs.status, noSigs.body.error.code], [400, 'USAGE']);
   const actions = await auditActions();
   for (const a of ['trust.online-keys', 'trust.online-keys.refused', 'trust.pending', 'trust.pending.refused', 'trust.sign', 'trust.sign.refused', 'trust.app', 'trust.app.refused', 'denied']) {
     assert.ok(actions.includes(a), `the audit log lacks ${a}: ${actions.join(', ')}`);

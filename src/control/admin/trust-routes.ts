@@ -42,7 +42,16 @@ function match(path: string): { route: Route; param: string | null } | null {
   const pending = /^\/v1\/admin\/trust\/pending\/(root|targets)(\/signatures)?$/.exec(path);
   if (pending) return { route: pending[2] ? d : c, param: pending[1] as string };
   const app = /^\/v1\/admin\/trust\/apps\/([^/]{1,128})$/.exec(path);
-  if (app) return { route: TRUST_ROUTES[4], param: decodeURIComponent(app[1] as string) };
+  if (app) {
+    let name: string;
+    try {
+      name = decodeURIComponent(app[1] as string);
+    } catch {
+      // Not percent-encoding: no app has that name (putAppTargets says so).
+      name = app[1] as string;
+    }
+    return { route: TRUST_ROUTES[4], param: name };
+  }
   return null;
 }
 
