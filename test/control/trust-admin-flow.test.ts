@@ -65,7 +65,12 @@ test('a root one signature short stays pending; the threshold met publishes it',
   assert.equal(put.status, 200, JSON.stringify(put.body));
   assert.equal(put.body.published, false);
   assert.deepEqual(put.body.signatures.map((t: { have: number; need: number }) => [t.have, t.need]), [[1, 2]]);
-  assert.equal((await status()).pending.root.version, 1);
+  const pending = (await status()).pending.root;
+  assert.equal(pending.version, 1);
+  // What another operator signs: the pending file, its first signature in it.
+  const fetched = Metadata.fromJSON(MetadataKind.Root, pending.metadata);
+  assert.deepEqual(Object.keys(fetched.signatures), [tufKeyOf(rootKeys[0]!).keyID]);
+  assert.deepEqual(fetched.signed.toJSON(), root1.signed.toJSON());
   // A signature by a key the root does not name, or one that does not verify, is refused.
   const stranger = signaturesOf(root1, [newKey()]);
   assert.equal((await postSignatures(c.server.url, admin, 'root', stranger)).body.error.code, 'FORBIDDEN');

@@ -13,7 +13,9 @@ export interface TrustStatus {
   repository: boolean;
   onlineKeys: { snapshot: string; timestamp: string; director: string } | null;
   root: { version: number; expires: string; keyids: string[]; threshold: number; targets: { keyids: string[]; threshold: number } } | null;
-  pending: Record<PendingRole, { version: number; signatures: Tally[]; updatedAt: number; updatedBy: string | null } | null>;
+  // `metadata`: the pending file as stored, signatures gathered so far included, for another
+  // operator to sign on their machine (its `signed` is what each signature covers).
+  pending: Record<PendingRole, { version: number; signatures: Tally[]; updatedAt: number; updatedBy: string | null; metadata: unknown } | null>;
   // `verifies`: the published root's targets role signs them (false after a rotation of its keys,
   // until the targets are signed again).
   targets: { version: number; expires: string; verifies: boolean } | null;
@@ -33,7 +35,7 @@ export async function trustStatus(tx: StoreReader, nodes?: readonly NodeRow[]): 
     const row = await tx.trust.pending(role);
     if (!row) return null;
     const md = role === 'root' ? parseMetadata(MetadataKind.Root, row.bytes) : parseMetadata(MetadataKind.Targets, row.bytes);
-    return { version: md.signed.version, signatures: await tallyOf(tx, role, md), updatedAt: row.updatedAt, updatedBy: row.updatedBy };
+    return { version: md.signed.version, signatures: await tallyOf(tx, role, md), updatedAt: row.updatedAt, updatedBy: row.updatedBy, metadata: JSON.parse(row.bytes) as unknown };
   };
   const appRows = new Map((await tx.trust.latestOf('app.')).map((r) => [r.role, r]));
   const apps: TrustStatus['apps'] = [];
