@@ -64,7 +64,7 @@ describeEachBackend((backend) => {
     const clock = new FakeClock(Date.now());
     let c: Control<ControlStore> | null = null;
     try {
-      c = await startControlOn(backend, { clock });
+      c = await startControlOn(backend, { clock, resignCheckMs: MINUTE });
       await seedRepository(c.store, clock.now());
       const version = async () => (await c!.store.read((tx) => tx.trust.latest('timestamp')))?.version;
       assert.equal(await version(), 2);

@@ -74,6 +74,8 @@ export interface Control<S extends ControlStore = SqliteStore> {
 interface ControlOptions {
   heartbeatSeconds?: number;
   tickMs?: number;
+  // How often the TUF timestamp re-signer looks (docs/design.md §21.4); by default only at start.
+  resignCheckMs?: number;
   heartbeatBatch?: ControlServerOptions['heartbeatBatch'];
   clock?: FakeClock;
   admin?: { trustedProxies?: string[]; sleep?: (ms: number) => Promise<void> };
@@ -117,7 +119,7 @@ async function serveStore<S extends ControlStore>(at: { dir: string; dbFile: str
   const admin = opts.admin && createAdminRouter({ store, artifactsDir, trustedProxies: parseTrustedProxies(opts.admin.trustedProxies ?? []), clock: { sleep: opts.admin.sleep ?? (async () => undefined) } });
   const metrics: ServeMetrics | null = opts.metrics ? await startServeMetrics(store, { host: '127.0.0.1', port: 0 }, { cacheMs: opts.metrics.cacheMs ?? 0, processMetrics: false }) : null;
   const server = await startControlServer({
-    store: metrics?.store ?? store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
+    store: metrics?.store ?? store, artifactsDir, host: '127.0.0.1', port: 0, heartbeatSeconds, clock, tickMs: opts.tickMs ?? 0, resignCheckMs: opts.resignCheckMs ?? 0, heartbeatBatch: opts.heartbeatBatch, metrics: metrics?.heartbeats,
     ...(admin ? { admin } : {}),
     ...(opts.judge ? { judge: opts.judge } : {}),
     ...opts.downloads,

@@ -32,7 +32,7 @@ import { createListenerServer, type ServeTls } from './serve-tls.js';
 import { sendJson } from './send.js';
 import { answerTrustBundle, TRUST_BUNDLE_PATH } from '../trust/bundle-route.js';
 import { withTrust } from '../trust/heartbeat-trust.js';
-import { startTimestampResigner } from '../trust/resign-timestamps.js';
+import { RESIGN_CHECK_MS, startTimestampResigner } from '../trust/resign-timestamps.js';
 import type { StopPoints } from './test-stop-points.js';
 
 const log = logger('control:server');
@@ -63,7 +63,8 @@ export interface ControlServerOptions {
   // off (tests call tick()).
   tickMs?: number;
   // How often the timestamp re-signer looks (trust/resign-timestamps.ts; default a minute); 0
-  // looks once at start only (tests call resignTimestamp()).
+  // looks once at start only (tests call resignTimestamp()). With tickMs 0 (a server whose tests
+  // drive its timers) the default is 0 too: no sleeper of its own on a test's fake clock.
   resignCheckMs?: number;
   // Test only: where this process stops itself (test-stop-points.ts).
   stopAt?: StopPoints;
@@ -134,7 +135,7 @@ export async function startControlServer(opts: ControlServerOptions): Promise<Co
   // Why only now: a listener that could not start leaves no ticker behind to keep the process
   // alive with nothing to serve.
   const ticker = startRolloutTicker({ store, clock, tickMs: opts.tickMs ?? 1000, stopAt: opts.stopAt, ...(opts.judge ? { judge: opts.judge } : {}) });
-  const resigner = startTimestampResigner({ store, clock, ...(opts.resignCheckMs !== undefined ? { everyMs: opts.resignCheckMs } : {}) });
+  const resigner = startTimestampResigner({ store, clock, everyMs: opts.resignCheckMs ?? (opts.tickMs === 0 ? 0 : RESIGN_CHECK_MS) });
 
   return {
     url,
