@@ -1,0 +1,138 @@
+// The operator's side of the trust admin API (docs/design.md §21.2): the routes the trust commands
+// and `release add` call on a steward-control admin listener, and the server's status read back
+// into what they need. Offline metadata is built and signed on this machine (offline.ts); only
+// public keys, signatures and signed metadata go to the server.
+//
+// The shapes this client assumes (agreed in the brief of the slice, to be checked against the
+// server's when the two meet):
+// - `GET /v1/admin/trust` answers `{root, targets, pending: {root, targets}, delegations,
+//   timestamp?, snapshot?, nodes?}`, where `root`, `targets` and each pending item is null or
+//   `{metadata}` (the JSON of the metadata file, `signed` and `signatures`; other fields are
+//   ignored), each delegation `{app, metadata}` (metadata: the app's current delegated targets, or
+//   null before its first release), `timestamp` `{version, signedAt (ISO 8601 or epoch ms),
+//   expires}`, `nodes` `{byScheme: {keys: n, tuf: n}, metadataStale: n}`. Everything a command
+//   decides on is read from the metadata itself, so the extra fields only feed `trust status`.
+// - `POST /v1/admin/trust/online-keys` with `{}` (or `{rotate: [roles]}` for new keys of those
+//   roles, which a root rotation then names) answers `{snapshot, timestamp, director}`, each a TUF
+//   key `{keytype, scheme, keyval: {public}}` (or `{key: <that>}`).
+// - `PUT /v1/admin/trust/pending/{root|targets}` and `PUT /v1/admin/trust/apps/{app}` take the
+//   metadata file's bytes (`metadataBytes`) as the body.
+// - `POST /v1/admin/trust/pending/{role}/signatures` takes `{signatures: [{keyid, sig}]}` and may
+//   answer `{published: true|false}`.
+import { Key, Metadata, MetadataKind, type Root, type Targets } from '@tufjs/models';
+import type { Command } from 'commander';
+import { StewardError } from '../../../core/errors.js';
+import { tufKeyIdOfKey } from '../../../core/trust/key-id.js';
+import { targetOf } from '../context.js';
+import { callAdminRoute, type RemoteTarget } from '../remote-client.js';
+
+export const TRUST_ROUTE = '/v1/admin/trust';
+
+export type PendingRole = 'root' | 'targets';
+
+export interface Delegation {
+  app: string;
+  // The app's current delegated targets, or null before its first release under TUF.
+  metadata: Metadata<Targets> | null;
+}
+
+export interface TrustStatus {
+  root: Metadata<Root> | null;
+  targets: Metadata<Targets> | null;
+  pending: { root: Metadata<Root> | null; targets: Metadata<Targets> | null };
+  delegations: Delegation[];
+  // The server's answer as it came, for --json and for what status shows beyond the metadata.
+  raw: Record<string, unknown>;
+}
+
+export interface OnlineKeys {
+  snapshot: Key;
+  timestamp: Key;
+  director: Key;
+}
+
+// The admin listener the trust commands talk to: they run through --server (or
+// STEWARD_CONTROL_URL) only, since what they sign must be signed where the offline keys are.
+export function trustTarget(cmd: Command): RemoteTarget {
+  const t = targetOf(cmd);
+  if (t.kind !== 'remote') {
+    throw new StewardError('USAGE', '`trust` talks to a steward-control admin listener: pass --server URL (or set STEWARD_CONTROL_URL) with the operator token in STEWARD_CONTROL_TOKEN, from the machine that holds the offline keys');
+  }
+  return t.remote;
+}
+
+function metadataOf<K extends MetadataKind.Root | MetadataKind.Targets>(kind: K, what: string, v: unknown): (K extends MetadataKind.Root ? Metadata<Root> : Metadata<Targets>) | null {
+  if (v === null || v === undefined) return null;
+  const json = (typeof v === 'object' && v !== null && 'metadata' in v ? (v as { metadata: unknown }).metadata : v) as unknown;
+  if (json === null || json === undefined) return null;
+  const parsed = typeof json === 'string' ? (JSON.parse(json) as unknown) : json;
+  try {
+    return Metadata.fromJSON(kind as MetadataKind.Root, parsed as Parameters<typeof Metadata.fromJSON>[1]) as never;
+  } catch (err) {
+    throw new StewardError('CONTROL_PLANE_REFUSED', `the server's trust status holds ${what} that is not TUF ${kind} metadata: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+// The server's trust status, its metadata parsed.
+export function readStatus(raw: unknown): TrustStatus {
+  const s = (raw ?? {}) as Record<string, unknown>;
+  const pending = (s['pending'] ?? {}) as Record<string, unknown>;
+  const delegations = Array.isArray(s['delegations']) ? (s['delegations'] as Array<Record<string, unknown>>) : [];
+  return {
+    root: metadataOf(MetadataKind.Root, 'a root', s['root']),
+    targets: metadataOf(MetadataKind.Targets, 'a targets', s['targets']),
+    pending: { root: metadataOf(MetadataKind.Root, 'a pending root', pending['root']), targets: metadataOf(MetadataKind.Targets, 'a pending targets', pending['targets']) },
+    delegations: delegations.map((d) => ({ app: String(d['app']), metadata: metadataOf(MetadataKind.Targets, `the delegated targets of ${String(d['app'])}`, d['metadata'] ?? null) })),
+    raw: s,
+  };
+}
+
+function keyOf(role: string, v: unknown): Key {
+  const json = (typeof v === 'object' && v !== null && 'key' in v ? (v as { key: unknown }).key : v) as Record<string, unknown> | undefined;
+  try {
+    const k = Key.fromJSON('', json as Parameters<typeof Key.fromJSON>[1]);
+    // Labelled with its own id, whatever the server said.
+    return Key.fromJSON(tufKeyIdOfKey(k), json as Parameters<typeof Key.fromJSON>[1]);
+  } catch (err) {
+    throw new StewardError('CONTROL_PLANE_REFUSED', `the server's online ${role} key is not a TUF key: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+export class TrustApi {
+  constructor(readonly target: RemoteTarget) {}
+
+  async status(): Promise<TrustStatus> {
+    return readStatus(await callAdminRoute(this.target, 'GET', TRUST_ROUTE));
+  }
+
+  // The status, or null from a steward-control without the trust routes (404 NOT_FOUND there):
+  // `release add` then behaves as before trust.
+  async statusIfAny(): Promise<TrustStatus | null> {
+    try {
+      return await this.status();
+    } catch (err) {
+      if (err instanceof StewardError && (err.code === 'NOT_FOUND' || /answered 404/.test(err.message))) return null;
+      throw err;
+    }
+  }
+
+  async onlineKeys(rotate: string[] = []): Promise<OnlineKeys> {
+    const a = (await callAdminRoute(this.target, 'POST', `${TRUST_ROUTE}/online-keys`, json(rotate.length ? { rotate } : {}))) as Record<string, unknown>;
+    const keys = (a['keys'] ?? a) as Record<string, unknown>;
+    return { snapshot: keyOf('snapshot', keys['snapshot']), timestamp: keyOf('timestamp', keys['timestamp']), director: keyOf('director', keys['director']) };
+  }
+
+  putPending(role: PendingRole, bytes: Buffer): Promise<unknown> {
+    return callAdminRoute(this.target, 'PUT', `${TRUST_ROUTE}/pending/${role}`, bytes);
+  }
+
+  postSignatures(role: PendingRole, signatures: Array<{ keyid: string; sig: string }>): Promise<unknown> {
+    return callAdminRoute(this.target, 'POST', `${TRUST_ROUTE}/pending/${role}/signatures`, json({ signatures }));
+  }
+
+  putApp(app: string, bytes: Buffer): Promise<unknown> {
+    return callAdminRoute(this.target, 'PUT', `${TRUST_ROUTE}/apps/${encodeURIComponent(app)}`, bytes);
+  }
+}
+
+const json = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8');
