@@ -47,12 +47,11 @@ export function registerRelease(program: Command): void {
       const keyFiles = requiredKeys(o.key);
       if (!o.url === !o.baseUrl) throw new StewardError('USAGE', 'pass exactly one of --url (fetch elsewhere) and --base-url (serve the tarball from this control plane)');
       const expiresDays = parsePositiveInt(o.expiresDays, '--expires-days', 3650);
-      const privateKeyPem = readReleaseKey(keyFiles[0] as string);
       const [{ releaseKeyOf, signRelease }, { hashLocalFile }, { releaseAdd }, { withTarballIndex }] = await Promise.all([import('../../catalog/add-release.js'), import('../../catalog/upload-file.js'), ops(), import('../../catalog/file-index-of.js')]);
       if (o.index === true && o.url) throw new StewardError('USAGE', '--index serves the file index beside the kept tarball: pass --base-url, not --url');
-      const key = releaseKeyOf(privateKeyPem);
       // Under TUF, the delegation's keys are checked before anything is signed or uploaded.
       const tuf = await (await trustRelease()).prepareTufRelease(cmd, app, keyFiles);
+      const key = releaseKeyOf(readReleaseKey(await envelopeKeyFile(cmd, app, keyFiles)));
       const bytes = await hashLocalFile(o.file);
       // docs/design.md §20.2: with --base-url both manifests unless --no-index; with --url (the
       // tarball is elsewhere) only the plain one. The index is made here from the same tarball,
@@ -112,11 +111,10 @@ export function registerRelease(program: Command): void {
       (await names()).checkNames(app, version);
       const keyFiles = requiredKeys(o.key);
       const expiresDays = parsePositiveInt(o.expiresDays, '--expires-days', MAX_DOWNGRADE_DAYS);
-      const privateKeyPem = readReleaseKey(keyFiles[0] as string);
       const [{ releaseKeyOf }, { signDowngrade }, { releaseAllowDowngrade, releaseList }] = await Promise.all([import('../../catalog/add-release.js'), import('../../catalog/allow-downgrade.js'), ops()]);
-      const key = releaseKeyOf(privateKeyPem);
       const T = await trustRelease();
       const tuf = await T.prepareTufRelease(cmd, app, keyFiles);
+      const key = releaseKeyOf(readReleaseKey(await envelopeKeyFile(cmd, app, keyFiles)));
       // Under TUF, the release's manifest as the app's targets name it, found before anything is sent.
       let manifestBytes: Buffer | null = null;
       if (tuf) {
@@ -229,6 +227,19 @@ function readReleaseKey(file: string): string {
   } catch (err) {
     throw new StewardError('NOT_FOUND', `cannot read the release key ${file}: ${(err as Error).message}`, { cause: err });
   }
+}
+
+// The key that signs the §6 envelope (the manifest, the downgrade authorization), which the
+// catalog checks against the keys it allows for the app: the only --key, or with several (a TUF
+// delegation's), the first the catalog allows (the first --key for an app it has no key of yet).
+async function envelopeKeyFile(cmd: Command, app: string, keyFiles: string[]): Promise<string> {
+  if (keyFiles.length === 1) return keyFiles[0] as string;
+  const [{ keysList }, { keyIdOf, parsePrivateKey }] = await Promise.all([ops(), import('../../../platform/keys.js')]);
+  const allowed = new Set((await invoke(cmd, keysList, { app })).keys.map((k) => k.keyId));
+  if (allowed.size === 0) return keyFiles[0] as string;
+  const found = keyFiles.find((f) => allowed.has(keyIdOf(parsePrivateKey(readReleaseKey(f)))));
+  if (!found) throw new StewardError('FORBIDDEN', `none of the --key files is a release key the catalog allows for ${app} (allowed: ${[...allowed].join(', ')}); \`steward-control keys allow ${app} --key <one of them>.pub\` allows one`);
+  return found;
 }
 
 // The TUF side of release add and allow-downgrade (@tufjs/models, the builders), imported when one runs.
