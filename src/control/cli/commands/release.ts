@@ -37,7 +37,7 @@ export function registerRelease(program: Command): void {
     .requiredOption('--file <tgz>', 'the release tarball')
     .option('--url <url>', 'where nodes fetch it (the tarball is then not kept)')
     .option('--base-url <url>', "the control plane's public URL, to serve the kept tarball from")
-    .option('--key <pem>', "the Ed25519 release private key (PEM); it is read here and never sent. Under TUF (the server's repository delegates the app: docs/trust.md), repeat it with a threshold of the app's delegation keys: the first also signs the manifest", collect)
+    .option('--key <pem>', "the Ed25519 release private key (PEM); it is read here and never sent. Under TUF (the server's repository delegates the app), repeat it with a threshold of the app's delegation keys: the first also signs the manifest", collect)
     .option('--expires-days <n>', 'manifest lifetime in days', String(DEFAULT_EXPIRES_DAYS))
     .option('--resign', 'replace the manifest of this version (same bytes) signed by another key')
     .option('--index', 'sign a second manifest with the file index and serve the index, so hosts that read indexes fetch only the files they lack, and make static zstd patches from the 2 newest indexed versions where this Node.js has zstd (the default with --base-url; others get the plain manifest)')

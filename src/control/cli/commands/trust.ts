@@ -28,7 +28,7 @@ function expiresDaysOf(text: string): number {
 export function registerTrust(program: Command): void {
   const trust = program
     .command('trust')
-    .description("the fleet's TUF repository (docs/trust.md): offline root and app keys sign on this machine, through --server; only public keys and signatures are sent");
+    .description("the fleet's TUF repository: offline root and app keys sign on this machine, through --server; only public keys and signatures are sent");
   trust
     .command('init')
     .description('make root v1 and the top-level targets v1 from the offline root keys (their .pub files) and the server\'s online keys, and leave them pending until a threshold of root key holders signs them (trust sign-root)')

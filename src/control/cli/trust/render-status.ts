@@ -14,7 +14,7 @@ function ageText(ms: number): string {
 
 export function renderStatus(s: TrustStatus, now: number): string[] {
   const lines: string[] = [];
-  if (!s.root && !s.pending.root) return ['no TUF repository: hosts verify releases with per-app keys (the keys scheme); `steward-control trust init` makes one (docs/trust.md)'];
+  if (!s.root && !s.pending.root) return ['no TUF repository: hosts verify releases with per-app keys (the keys scheme); `steward-control trust init` makes one'];
   if (s.root) lines.push(...describeRoot(s.root, now));
   else lines.push('no root published yet');
   if (s.targets) lines.push(...describeTargets(s.targets, now));
