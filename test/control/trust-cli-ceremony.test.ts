@@ -142,6 +142,18 @@ test('the ceremony: init, two root key holders sign, delegate an app, two sign a
   assertNoPrivateKeySent();
 });
 
+test('trust export-root writes the published root, which verifies under its own keys, and never overwrites a file', async () => {
+  const file = path.join(dir, 'root.json');
+  const r = await run(['trust', 'export-root', '--out', file, '--json']);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.deepEqual([r.json.version, r.json.threshold], [1, 2]);
+  const { Metadata, MetadataKind } = await import('@tufjs/models');
+  const root = Metadata.fromJSON(MetadataKind.Root, JSON.parse(readFileSync(file, 'utf8')));
+  root.verifyDelegate('root', root);
+  const again = await run(['trust', 'export-root', '--out', file, '--json']);
+  assert.deepEqual([again.code, again.json.error.code], [2, 'USAGE']);
+});
+
 test('trust status: versions, thresholds, expiries with days left, delegations, timestamp age and nodes; --json as the server answers', async () => {
   fake.extra = { timestamp: { version: 7, signedAt: new Date(Date.now() - 3 * 3_600_000).toISOString(), expires: new Date(Date.now() + 21 * 3_600_000).toISOString() }, nodes: { byScheme: { keys: 5, tuf: 2 }, metadataStale: 1 } };
   const human = await run(['trust', 'status']);

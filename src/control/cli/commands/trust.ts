@@ -221,6 +221,26 @@ export function registerTrust(program: Command): void {
       ]);
     });
   trust
+    .command('export-root')
+    .description("write the fleet's current root (checked here: signed by a threshold of its own keys) to a file, the one hosts are given to start trusting the repository (agentctl enroll --trust-root FILE, agentctl trust set-root FILE)")
+    .requiredOption('--out <file>', 'the file to write (must not exist)')
+    .action(async (o: { out: string }, cmd: Command) => {
+      const L = await lib();
+      const { existsSync, writeFileSync } = await import('node:fs');
+      if (existsSync(o.out)) throw new StewardError('USAGE', `--out ${o.out} exists; pass a new file`);
+      const status = await new L.TrustApi(L.trustTarget(cmd)).status();
+      if (!status.root) throw new StewardError('NOT_FOUND', status.pending.root ? `root v${status.pending.root.signed.version} is pending, not published: finish signing it (trust sign-root) first` : 'this fleet has no TUF repository: `steward-control trust init` first');
+      try {
+        status.root.verifyDelegate('root', status.root);
+      } catch (err) {
+        throw new StewardError('SIGNATURE_INVALID', `the server's root v${status.root.signed.version} is not signed by a threshold of its own keys: ${(err as Error).message}`, { cause: err });
+      }
+      writeFileSync(o.out, L.metadataBytes(status.root), { flag: 'wx', mode: 0o644 });
+      const r = status.root.signed;
+      if (jsonOf(cmd)) return printJson({ file: o.out, version: r.version, expires: r.expires, keyids: r.roles['root']!.keyIDs, threshold: r.roles['root']!.threshold });
+      out([`wrote root v${r.version} to ${o.out}`, ...L.describeRoot(status.root).map((l) => '  ' + l), `check its root key ids against your key holders, then on each host: agentctl trust set-root ${o.out} (or agentctl enroll ... --trust-root ${o.out})`]);
+    });
+  trust
     .command('status')
     .description("the fleet's TUF repository: root and targets versions, keys, thresholds and expiries, what is pending and who still must sign it, each app's delegation, the timestamp's age, the nodes by scheme")
     .action(async (_o: unknown, cmd: Command) => {
