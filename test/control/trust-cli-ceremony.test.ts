@@ -80,8 +80,8 @@ test('the ceremony: init, two root key holders sign, delegate an app, two sign a
   assert.deepEqual(root.signed.roles['timestamp']!.keyIDs, [tufKeyIdOf(fake.online.timestamp[0]!)]);
   assert.deepEqual(root.signed.unrecognizedFields[DIRECTOR_FIELD], { keyids: [tufKeyIdOf(fake.online.director[0]!)], threshold: 1 });
   assert.equal(Object.keys(root.signatures).length, 0, 'uploaded unsigned');
-  assert.equal(fake.pending.targets!.signed.version, 1);
-  assert.equal(Object.keys(fake.pending.targets!.signed.delegations!.roles ?? {}).length, 0);
+  // The server takes the targets only under a published root: they come with root v1's publication.
+  assert.equal(fake.pending.targets, null);
 
   // A second init while one is pending is refused unless --replace.
   const again = await run(['trust', 'init', '--keys', `${a.pub},${b.pub}`, '--json']);
@@ -96,11 +96,10 @@ test('the ceremony: init, two root key holders sign, delegate an app, two sign a
   const first = await run(['trust', 'sign-root', '--key', a.key]);
   assert.equal(first.code, 0, first.stderr);
   assert.match(first.stdout, /^signing:\n  root v1, expires .* \(in 36[45] days\)\n    root: 2 of 3: /);
-  assert.match(first.stdout, /signed root v1 with key [0-9a-f]{64}\n  1 of 2 signatures of root v1's root keys .*\n  another key holder runs: steward-control --server \S+ trust sign-root --key <your root key>\.pem\n/);
-  assert.match(first.stdout, /signed targets v1 with key .*\n  1 of 2 signatures of root v1's targets keys/);
+  assert.match(first.stdout, /signed root v1 with key [0-9a-f]{64}\n  1 of 2 signatures of root v1's root keys .*\n  another key holder runs: steward-control --server \S+ trust sign-root --key <your root key>\.pem\n$/);
   assert.ok(fake.pending.root, 'not published on one signature');
   const sigPosts = fake.requests.filter((r) => r.path.endsWith('/signatures'));
-  assert.equal(sigPosts.length, 2);
+  assert.equal(sigPosts.length, 1);
   for (const p of sigPosts) {
     const body = JSON.parse(p.body.toString());
     assert.deepEqual(Object.keys(body), ['signatures']);
@@ -108,12 +107,15 @@ test('the ceremony: init, two root key holders sign, delegate an app, two sign a
     assert.match(body.signatures[0].sig, /^[0-9a-f]{128}$/);
   }
 
+  // The second publishes root v1, puts the empty targets v1 pending and signs it: 1 of 2.
   const second = await run(['trust', 'sign-root', '--key', c.key, '--json']);
   assert.equal(second.code, 0, second.stdout + second.stderr);
   assert.deepEqual(
     second.json.signed.map((s: { role: string; version: number; published: boolean; thresholdsMet: boolean }) => [s.role, s.version, s.published, s.thresholdsMet]),
-    [['root', 1, true, true], ['targets', 1, true, true]],
+    [['root', 1, true, true], ['targets', 1, false, false]],
   );
+  const third = await run(['trust', 'sign-root', '--key', b.key]);
+  assert.match(third.stdout, /^signing:\n  targets v1, expires .*\n    delegates no app yet\nsigned targets v1 with key .*\n  2 of 2 signatures of root v1's targets keys .*\n  published targets v1\n$/);
   const published = fake.roots[0]!;
   published.verifyDelegate('root', published);
   published.verifyDelegate('targets', fake.targets[0]!);
@@ -196,6 +198,32 @@ test('trust rotate: root v2 with a lost key replaced and new online keys, signed
   v1!.verifyDelegate('root', v2!);
   v2!.verifyDelegate('root', v2!);
   assertNoPrivateKeySent();
+});
+
+test("against a status of summaries without the metadata (the server's branch as of this writing), the commands that sign refuse, naming what is missing; status shows the summaries", async () => {
+  fake.summaryOnly = true;
+  try {
+    const human = await run(['trust', 'status']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /^root v2, expires \S+ \(in 36[45] days\)\n  root: 2 of 3: /);
+    assert.match(human.stdout, /\napp web: 2 of 3 keys \(.*\); no release signed under TUF yet\n/);
+    assert.match(human.stdout, /\nnodes by scheme: keys 3, tuf 1, unreported 0; metadata-stale: 0\n$/);
+    for (const args of [['trust', 'sign-root', '--key', a.key], ['trust', 'delegate', 'api', '--keys', `${w1.pub},${w2.pub}`], ['trust', 'rotate'], ['trust', 'init', '--keys', `${a.pub},${b.pub}`]]) {
+      const before = fake.requests.length;
+      const r = await run([...args, '--json']);
+      if (args[1] === 'init') {
+        assert.deepEqual([r.code, r.json.error.code], [2, 'USAGE']);
+        assert.match(r.json.error.message, /already has root v2/);
+        continue;
+      }
+      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.json.error.code, 'CONTROL_PLANE_REFUSED');
+      assert.match(r.json.error.message, /describes root\.metadata, targets\.metadata without the metadata itself/);
+      assert.deepEqual(fake.requests.slice(before).map((x) => x.method), ['GET'], 'nothing but the status was asked');
+    }
+  } finally {
+    fake.summaryOnly = false;
+  }
 });
 
 test('trust commands run through --server only', async () => {

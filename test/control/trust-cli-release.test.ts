@@ -69,6 +69,8 @@ test('a repository made through the commands is accepted by tuf-js\'s Updater, a
   await ok(['trust', 'init', '--keys', root.map((k) => k.pub).join(','), '--threshold', '2']);
   await ok(['trust', 'sign-root', '--key', root[0]!.key]);
   await ok(['trust', 'sign-root', '--key', root[2]!.key]);
+  // Root v1 published, the targets v1 put pending with it: one more root key holder signs it.
+  await ok(['trust', 'sign-root', '--key', root[1]!.key]);
   await ok(['trust', 'delegate', 'web', '--keys', web.map((k) => k.pub).join(','), '--threshold', '2']);
   await ok(['trust', 'sign-root', '--key', root[1]!.key]);
   await ok(['trust', 'sign-root', '--key', root[0]!.key]);

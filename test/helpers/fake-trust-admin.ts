@@ -28,6 +28,9 @@ export interface FakeTrustAdmin {
   apps: Map<string, Metadata<Targets>>;
   // Extra fields of the status answer (timestamp, nodes).
   extra: Record<string, unknown>;
+  // Answer the status as the server's branch (trust-server) does as of this writing: summaries,
+  // no metadata.
+  summaryOnly: boolean;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,7 @@ export async function startFakeTrustAdmin(opts: { upstream?: string } = {}): Pro
     pending: { root: null, targets: null },
     apps: new Map(),
     extra: {},
+    summaryOnly: false,
     close: async () => undefined,
   };
   const root = () => fake.roots.at(-1) ?? null;
@@ -102,6 +106,7 @@ export async function startFakeTrustAdmin(opts: { upstream?: string } = {}): Pro
       if (!req.headers.authorization) return answer(res, 401, { error: { code: 'UNAUTHENTICATED', message: 'no token' } });
       const p = url.pathname;
       if (req.method === 'GET' && p === '/v1/admin/trust') {
+        if (fake.summaryOnly) return answer(res, 200, summaryStatus(fake));
         return answer(res, 200, {
           root: md(root()),
           targets: md(fake.targets.at(-1)),
@@ -118,12 +123,18 @@ export async function startFakeTrustAdmin(opts: { upstream?: string } = {}): Pro
         for (const role of ['snapshot', 'timestamp', 'director'] as const) {
           if (fake.online[role].length === 0 || rotate.includes(role)) fake.online[role].push(generateKeyPairSync('ed25519').privateKey);
         }
-        const keyOf = (role: 'snapshot' | 'timestamp' | 'director') => tufKeyOf(fake.online[role].at(-1)!).toJSON();
-        return answer(res, 200, { snapshot: keyOf('snapshot'), timestamp: keyOf('timestamp'), director: keyOf('director') });
+        // As the server's branch answers: {onlineKeys: {role: {keyid, key}}}.
+        const keyOf = (role: 'snapshot' | 'timestamp' | 'director') => {
+          const k = tufKeyOf(fake.online[role].at(-1)!);
+          return { keyid: k.keyID, key: k.toJSON() };
+        };
+        return answer(res, 200, { onlineKeys: { snapshot: keyOf('snapshot'), timestamp: keyOf('timestamp'), director: keyOf('director') } });
       }
       const pend = /^\/v1\/admin\/trust\/pending\/(root|targets)(\/signatures)?$/.exec(p);
       if (pend && req.method === 'PUT' && !pend[2]) {
         const json = JSON.parse(body.toString());
+        // As the server's branch does: a targets only under a published root.
+        if (pend[1] === 'targets' && !root()) return answer(res, 400, { error: { code: 'USAGE', message: 'publish a root first: the targets are signed under its targets role' } });
         if (pend[1] === 'root') fake.pending.root = Metadata.fromJSON(MetadataKind.Root, json);
         else fake.pending.targets = Metadata.fromJSON(MetadataKind.Targets, json);
         return answer(res, 200, { pending: pend[1] });
@@ -152,4 +163,25 @@ export async function startFakeTrustAdmin(opts: { upstream?: string } = {}): Pro
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   fake.close = () => new Promise((resolve) => server.close(() => resolve()));
   return fake;
+}
+
+// The status in the shape of the server's branch (src/control/trust/trust-status.ts there).
+function summaryStatus(fake: FakeTrustAdmin): unknown {
+  const root = fake.roots.at(-1);
+  const top = fake.targets.at(-1);
+  const role = (r: Root, name: string) => ({ keyids: [...r.roles[name]!.keyIDs], threshold: r.roles[name]!.threshold });
+  return {
+    repository: false,
+    onlineKeys: null,
+    root: root ? { version: root.signed.version, expires: root.signed.expires, ...role(root.signed, 'root'), targets: role(root.signed, 'targets') } : null,
+    pending: {
+      root: fake.pending.root ? { version: fake.pending.root.signed.version, signatures: [], updatedAt: 0, updatedBy: 'ada' } : null,
+      targets: fake.pending.targets ? { version: fake.pending.targets.signed.version, signatures: [], updatedAt: 0, updatedBy: 'ada' } : null,
+    },
+    targets: top ? { version: top.signed.version, expires: top.signed.expires } : null,
+    apps: Object.values(top?.signed.delegations?.roles ?? {}).map((r) => ({ app: r.name.slice(4), role: r.name, keyids: [...r.keyIDs], threshold: r.threshold, version: fake.apps.get(r.name.slice(4))?.signed.version ?? null, expires: null })),
+    snapshot: null,
+    timestamp: null,
+    nodes: { keys: 3, tuf: 1, unreported: 0, metadataStale: 0 },
+  };
 }

@@ -51,7 +51,9 @@ export function registerTrust(program: Command): void {
       const expires = L.daysFromNow(expiresDaysOf(o.expiresDays));
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
-      if (status.root) throw new StewardError('USAGE', `this fleet already has root v${status.root.signed.version}: change its keys with \`steward-control trust rotate\`, not init`);
+      const had = status.root?.signed.version ?? (status.raw['root'] as { version?: number } | null | undefined)?.version;
+      if (had !== undefined) throw new StewardError('USAGE', `this fleet already has root v${had}: change its keys with \`steward-control trust rotate\`, not init`);
+      L.needMetadata(status, 'make root v1');
       if (status.pending.root && !o.replace) throw new StewardError('USAGE', `root v${status.pending.root.signed.version} is already pending (${L.countLines(L.countSignatures(status.pending.root, L.signerGroups(status, 'root'))).join('; ')}): sign it with \`trust sign-root\`, or pass --replace to start over`);
       const online = await api.onlineKeys();
       const root = L.newRoot({
@@ -66,7 +68,11 @@ export function registerTrust(program: Command): void {
       });
       const targets = L.newTopTargets({ expires });
       await api.putPending('root', L.metadataBytes(root));
-      await api.putPending('targets', L.metadataBytes(targets));
+      // A server that takes the targets only once a root is published (it checks them under the
+      // root's targets role) gets them from the sign-root that publishes root v1.
+      await api.putPending('targets', L.metadataBytes(targets)).catch((err: unknown) => {
+        if (!(err instanceof StewardError && err.code === 'USAGE' && /root first/.test(err.message))) throw err;
+      });
       const signers = rootKeys.map((k) => ({ file: k.file, keyid: k.key.keyID }));
       const next = signCommand(api.target.url);
       if (jsonOf(cmd)) {
@@ -98,16 +104,18 @@ export function registerTrust(program: Command): void {
       const id = L.tufKeyIdOf(key);
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
-      const roles = (['root', 'targets'] as const).filter((r) => status.pending[r] !== null);
+      L.needMetadata(status, 'sign what is pending');
+      const roles: Array<'root' | 'targets'> = (['root', 'targets'] as const).filter((r) => status.pending[r] !== null);
       if (roles.length === 0) throw new StewardError('NOT_FOUND', 'nothing is pending: `trust init`, `trust rotate` and `trust delegate` make what root key holders sign');
-      const signable = roles.filter((r) => L.signerGroups(status, r).some((g) => g.keys.some((k) => k.keyID === id)));
+      const signable: Array<'root' | 'targets'> = roles.filter((r) => L.signerGroups(status, r).some((g) => g.keys.some((k) => k.keyID === id)));
       if (signable.length === 0) {
         const may = roles.flatMap((r) => L.signerGroups(status, r).map((g) => `${r}: ${g.label}: ${g.keys.map((k) => k.keyID).join(', ')}`));
         throw new StewardError('FORBIDDEN', `key ${id} (${o.key}) may not sign what is pending (${roles.map((r) => `${r} v${status.pending[r]!.signed.version}`).join(', ')}); the keys that may: ${may.join('; ')}`);
       }
       const results: Array<{ role: string; version: number; keyid: string; published: boolean; thresholdsMet: boolean; signatures: Array<{ of: string; signed: number; threshold: number; keyids: string[] }> }> = [];
       const lines: string[] = [];
-      for (const role of signable) {
+      for (let i = 0; i < signable.length; i++) {
+        const role = signable[i] as 'root' | 'targets';
         const md = status.pending[role]!;
         // Shown before it is signed: a human checks the version, keys, thresholds and expiry.
         if (!jsonOf(cmd)) process.stdout.write(['signing:', ...(role === 'root' ? L.describeRoot(md as never) : L.describeTargets(md as never)).map((l) => '  ' + l)].join('\n') + '\n');
@@ -122,6 +130,17 @@ export function registerTrust(program: Command): void {
         if (published) lines.push(`  published ${role} v${md.signed.version}`);
         else if (met) lines.push(`  the thresholds are met: the server publishes ${role} v${md.signed.version} (\`steward-control trust status\`)`);
         else lines.push(`  another key holder runs: ${signCommand(api.target.url)}`);
+        // Root v1 just published and no top-level targets yet (a server that takes them only under
+        // a published root): the empty targets v1 goes pending now, and this key signs it if it may.
+        if (role === 'root' && published && md.signed.version === 1 && !status.targets && !status.pending.targets) {
+          const targets = L.newTopTargets({ expires: L.daysFromNow(365) });
+          await api.putPending('targets', L.metadataBytes(targets));
+          status.root = md as never;
+          status.pending = { root: null, targets };
+          lines.push('put the top-level targets v1 pending (it delegates no app yet)');
+          if (L.signerGroups(status, 'targets').some((g) => g.keys.some((k) => k.keyID === id))) signable.push('targets');
+          else roles.push('targets');
+        }
       }
       for (const role of roles.filter((r) => !signable.includes(r))) lines.push(`${role} v${status.pending[role]!.signed.version} is pending too, but key ${id} may not sign it (${L.signerGroups(status, role).map((g) => g.label).join('; ')})`);
       if (jsonOf(cmd)) return printJson({ signed: results });
@@ -146,6 +165,7 @@ export function registerTrust(program: Command): void {
       const expires = L.daysFromNow(expiresDaysOf(o.expiresDays));
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
+      L.needMetadata(status, 'make the next root');
       if (!status.root) throw new StewardError('USAGE', 'this fleet has no root yet: `steward-control trust init` makes the first one');
       if (status.pending.root && !o.replace) throw new StewardError('USAGE', `root v${status.pending.root.signed.version} is already pending: sign it with \`trust sign-root\`, or pass --replace to start over`);
       const was = status.root.signed;
@@ -202,6 +222,7 @@ export function registerTrust(program: Command): void {
       const expires = L.daysFromNow(expiresDaysOf(o.expiresDays));
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
+      L.needMetadata(status, `delegate ${app}`);
       if (!status.targets) throw new StewardError('USAGE', status.pending.targets ? `the top-level targets v${status.pending.targets.signed.version} is pending, not published: finish signing it (\`trust sign-root\`) first` : 'this fleet has no TUF repository yet: `steward-control trust init` first');
       if (status.pending.targets && !o.replace) throw new StewardError('USAGE', `the top-level targets v${status.pending.targets.signed.version} is already pending: sign it with \`trust sign-root\` first, or pass --replace to drop it`);
       const before = L.delegationOf(status.targets, app);
@@ -229,6 +250,7 @@ export function registerTrust(program: Command): void {
       const { existsSync, writeFileSync } = await import('node:fs');
       if (existsSync(o.out)) throw new StewardError('USAGE', `--out ${o.out} exists; pass a new file`);
       const status = await new L.TrustApi(L.trustTarget(cmd)).status();
+      L.needMetadata(status, 'export the root');
       if (!status.root) throw new StewardError('NOT_FOUND', status.pending.root ? `root v${status.pending.root.signed.version} is pending, not published: finish signing it (trust sign-root) first` : 'this fleet has no TUF repository: `steward-control trust init` first');
       try {
         status.root.verifyDelegate('root', status.root);

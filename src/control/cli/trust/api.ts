@@ -13,8 +13,13 @@
 //   expires}`, `nodes` `{byScheme: {keys: n, tuf: n}, metadataStale: n}`. Everything a command
 //   decides on is read from the metadata itself, so the extra fields only feed `trust status`.
 // - `POST /v1/admin/trust/online-keys` with `{}` (or `{rotate: [roles]}` for new keys of those
-//   roles, which a root rotation then names) answers `{snapshot, timestamp, director}`, each a TUF
-//   key `{keytype, scheme, keyval: {public}}` (or `{key: <that>}`).
+//   roles, which a root rotation then names) answers `{snapshot, timestamp, director}` (or under
+//   `onlineKeys`, as the server's branch does), each a TUF key `{keytype, scheme, keyval:
+//   {public}}` or `{keyid, key: <that>}`; the id is computed here, never taken.
+// - The server's branch (trust-server) answers the status with summaries (`root: {version,
+//   expires, keyids, threshold}`, `apps: [{app, keyids, threshold, version}]`, `nodes: {keys,
+//   tuf, unreported, metadataStale}`) and, as of this writing, without the metadata: the commands
+//   then refuse, naming what is missing (needMetadata), rather than sign what they cannot see.
 // - `PUT /v1/admin/trust/pending/{root|targets}` and `PUT /v1/admin/trust/apps/{app}` take the
 //   metadata file's bytes (`metadataBytes`) as the body.
 // - `POST /v1/admin/trust/pending/{role}/signatures` takes `{signatures: [{keyid, sig}]}` and may
@@ -37,6 +42,9 @@ export interface Delegation {
 }
 
 export interface TrustStatus {
+  // Whether the server has a root (published or pending) whose metadata it did not send: the
+  // commands that build on it or sign it then refuse (missingMetadata).
+  missing: string[];
   root: Metadata<Root> | null;
   targets: Metadata<Targets> | null;
   pending: { root: Metadata<Root> | null; targets: Metadata<Targets> | null };
@@ -61,9 +69,11 @@ export function trustTarget(cmd: Command): RemoteTarget {
   return t.remote;
 }
 
-function metadataOf<K extends MetadataKind.Root | MetadataKind.Targets>(kind: K, what: string, v: unknown): (K extends MetadataKind.Root ? Metadata<Root> : Metadata<Targets>) | null {
+function metadataOf<K extends MetadataKind.Root | MetadataKind.Targets>(kind: K, what: string, v: unknown, missing?: string[]): (K extends MetadataKind.Root ? Metadata<Root> : Metadata<Targets>) | null {
   if (v === null || v === undefined) return null;
-  const json = (typeof v === 'object' && v !== null && 'metadata' in v ? (v as { metadata: unknown }).metadata : v) as unknown;
+  // `{metadata, ...}`, or the metadata itself; an item described (a version) without it is missing.
+  const json = (typeof v === 'object' && v !== null && 'metadata' in v ? (v as { metadata: unknown }).metadata : typeof v === 'object' && v !== null && !('signed' in v) ? undefined : v) as unknown;
+  if (json === undefined && missing) missing.push(what);
   if (json === null || json === undefined) return null;
   const parsed = typeof json === 'string' ? (JSON.parse(json) as unknown) : json;
   try {
@@ -77,18 +87,39 @@ function metadataOf<K extends MetadataKind.Root | MetadataKind.Targets>(kind: K,
 export function readStatus(raw: unknown): TrustStatus {
   const s = (raw ?? {}) as Record<string, unknown>;
   const pending = (s['pending'] ?? {}) as Record<string, unknown>;
-  const delegations = Array.isArray(s['delegations']) ? (s['delegations'] as Array<Record<string, unknown>>) : [];
+  // `delegations` as agreed; `apps` as the server names them.
+  const list = s['delegations'] ?? s['apps'];
+  const delegations = Array.isArray(list) ? (list as Array<Record<string, unknown>>) : [];
+  const missing: string[] = [];
   return {
-    root: metadataOf(MetadataKind.Root, 'a root', s['root']),
-    targets: metadataOf(MetadataKind.Targets, 'a targets', s['targets']),
-    pending: { root: metadataOf(MetadataKind.Root, 'a pending root', pending['root']), targets: metadataOf(MetadataKind.Targets, 'a pending targets', pending['targets']) },
-    delegations: delegations.map((d) => ({ app: String(d['app']), metadata: metadataOf(MetadataKind.Targets, `the delegated targets of ${String(d['app'])}`, d['metadata'] ?? null) })),
+    root: metadataOf(MetadataKind.Root, 'root.metadata', s['root'], missing),
+    targets: metadataOf(MetadataKind.Targets, 'targets.metadata', s['targets'], missing),
+    pending: { root: metadataOf(MetadataKind.Root, 'pending.root.metadata', pending['root'], missing), targets: metadataOf(MetadataKind.Targets, 'pending.targets.metadata', pending['targets'], missing) },
+    delegations: delegations.map((d) => {
+      const app = String(d['app']);
+      const has = 'metadata' in d;
+      if (!has && d['version'] !== null && d['version'] !== undefined) missing.push(`the metadata of ${app}'s delegated targets`);
+      return { app, metadata: has ? metadataOf(MetadataKind.Targets, `the delegated targets of ${app}`, d['metadata'] ?? null) : null };
+    }),
+    missing,
     raw: s,
   };
 }
 
+// Refuses to go on when the server described metadata it did not send: what is signed here is
+// built from those bytes, never from a summary of them.
+export function needMetadata(status: TrustStatus, what: string): void {
+  if (status.missing.length === 0) return;
+  throw new StewardError(
+    'CONTROL_PLANE_REFUSED',
+    `cannot ${what}: the server's trust status (GET ${TRUST_ROUTE}) describes ${status.missing.join(', ')} without the metadata itself, which this command signs or builds on here; the steward-control at --server must send each item's metadata (its JSON, as \`metadata\`)`,
+  );
+}
+
 function keyOf(role: string, v: unknown): Key {
-  const json = (typeof v === 'object' && v !== null && 'key' in v ? (v as { key: unknown }).key : v) as Record<string, unknown> | undefined;
+  const whole = (typeof v === 'object' && v !== null && 'key' in v ? (v as { key: unknown }).key : v) as Record<string, unknown> | undefined;
+  // The key object alone: a `keyid` beside it would change the id computed over it.
+  const json = whole && { keytype: whole['keytype'], scheme: whole['scheme'], keyval: whole['keyval'] };
   try {
     const k = Key.fromJSON('', json as Parameters<typeof Key.fromJSON>[1]);
     // Labelled with its own id, whatever the server said.
@@ -118,7 +149,7 @@ export class TrustApi {
 
   async onlineKeys(rotate: string[] = []): Promise<OnlineKeys> {
     const a = (await callAdminRoute(this.target, 'POST', `${TRUST_ROUTE}/online-keys`, json(rotate.length ? { rotate } : {}))) as Record<string, unknown>;
-    const keys = (a['keys'] ?? a) as Record<string, unknown>;
+    const keys = (a['onlineKeys'] ?? a['keys'] ?? a) as Record<string, unknown>;
     return { snapshot: keyOf('snapshot', keys['snapshot']), timestamp: keyOf('timestamp', keys['timestamp']), director: keyOf('director', keys['director']) };
   }
 

@@ -88,7 +88,7 @@ function roleKeys(root: Root, role: string): { keys: Key[]; threshold: number } 
 
 // Who must sign the pending `role`: a root, a threshold of the previous root's keys (none for v1)
 // and of its own; a top-level targets, the targets keys of the root it will be published under
-// (the pending root's when one is pending, else the current one's).
+// (the published root's; the pending root's before there is one).
 export function signerGroups(status: TrustStatus, role: PendingRole): SignerGroup[] {
   if (role === 'root') {
     const next = status.pending.root;
@@ -97,7 +97,8 @@ export function signerGroups(status: TrustStatus, role: PendingRole): SignerGrou
     if (status.root) groups.push({ label: `root v${status.root.signed.version}'s root keys (the root it replaces)`, ...roleKeys(status.root.signed, 'root') });
     return groups;
   }
-  const under = status.pending.root ?? status.root;
+  // Under the published root, as the server checks them (a pending root is not trusted yet).
+  const under = status.root ?? status.pending.root;
   if (!status.pending.targets || !under) return [];
   return [{ label: `root v${under.signed.version}'s targets keys`, ...roleKeys(under.signed, 'targets') }];
 }

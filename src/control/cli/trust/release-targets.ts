@@ -12,7 +12,7 @@ import { addReleaseTargets, metadataBytes, newAppTargets, type ReleaseTargets } 
 import { APP_DELEGATION_LIFETIME_MS } from '../../../core/trust/roles.js';
 import { signatureCount, signMetadata, tufKeyIdOf } from '../../../platform/trust/tuf-keys.js';
 import { targetOf } from '../context.js';
-import { TrustApi } from './api.js';
+import { needMetadata, TrustApi } from './api.js';
 import { checkDelegationKeys, delegationOf, readPrivateKey } from './offline.js';
 
 export interface TufRelease {
@@ -44,7 +44,11 @@ export async function prepareTufRelease(cmd: Command, app: string, keyFiles: str
   if (t.kind !== 'remote') return one('several keys sign a TUF delegation through --server only');
   const api = new TrustApi(t.remote);
   const status = await api.statusIfAny();
-  if (!status || !status.root) return one('the server has no TUF repository (`steward-control trust status`)');
+  if (!status || (!status.root && !status.raw['root'])) return one('the server has no TUF repository (`steward-control trust status`)');
+  // The server's summary of its delegations says whether the app is delegated even when it sends
+  // no metadata; signing under TUF needs the metadata itself.
+  const summary = Array.isArray(status.raw['apps']) && (status.raw['apps'] as Array<{ app?: unknown }>).some((a) => a.app === app);
+  if (summary || status.targets) needMetadata(status, `sign ${app}'s release under TUF`);
   const delegation = delegationOf(status.targets, app);
   if (!delegation) {
     process.stderr.write(`warning: the fleet's TUF repository does not delegate ${app}: hosts under the tuf scheme will not install this release; \`steward-control trust delegate ${app} --keys ...\` gives ${app} its keys\n`);
