@@ -135,7 +135,7 @@ test('the ceremony: init, two root key holders sign, delegate an app, two sign a
   assert.match(notRoot.json.error.message, new RegExp(`key ${idOf(w1)} `));
   assert.equal((await run(['trust', 'sign-root', '--key', b.key])).code, 0);
   const s2 = await run(['trust', 'sign-root', '--key', a.key]);
-  assert.match(s2.stdout, /signing:\n  targets v2, expires .*\n    app\.web: 2 of 3: /);
+  assert.match(s2.stdout, /signing:\n  targets v2, expires .*\n    app\.web: 2 of 3: .*\n  changes from targets v1:\n    app\.web: delegated to 2 of 3 keys \(/);
   assert.match(s2.stdout, /published targets v2/);
   const t2 = fake.targets[1]!;
   published.verifyDelegate('targets', t2);
@@ -186,7 +186,9 @@ test('trust rotate: root v2 with a lost key replaced and new online keys, signed
   assert.deepEqual(next.signed.roles['root']!.keyIDs, [idOf(a), idOf(b), idOf(d)].sort());
   assert.deepEqual(next.signed.roles['timestamp']!.keyIDs, [tufKeyIdOf(fake.online.timestamp[1]!)], 'the new timestamp key');
   assert.deepEqual(next.signed.roles['snapshot']!.keyIDs, [tufKeyIdOf(fake.online.snapshot[0]!)], 'the snapshot key kept');
-  // d alone: 1 of 2 new, 0 of 2 previous.
+  // d alone: 1 of 2 new, 0 of 2 previous. What changes is shown before signing.
+  const shown = await run(['trust', 'sign-root', '--key', d.key]);
+  assert.match(shown.stdout, new RegExp(`  changes from root v1:\\n    root: key added ${idOf(d)}\\n    root: key removed ${idOf(c)}\\n    timestamp: key added [0-9a-f]{64}\\n    timestamp: key removed [0-9a-f]{64}\\n    director: `));
   const byD = await run(['trust', 'sign-root', '--key', d.key, '--json']);
   assert.deepEqual(byD.json.signed[0].signatures.map((s: { signed: number; threshold: number }) => [s.signed, s.threshold]), [[1, 2], [0, 2]]);
   // c (lost from the new root, still a key of v1) counts toward the previous threshold only.

@@ -118,7 +118,13 @@ export function registerTrust(program: Command): void {
         const role = signable[i] as 'root' | 'targets';
         const md = status.pending[role]!;
         // Shown before it is signed: a human checks the version, keys, thresholds and expiry.
-        if (!jsonOf(cmd)) process.stdout.write(['signing:', ...(role === 'root' ? L.describeRoot(md as never) : L.describeTargets(md as never)).map((l) => '  ' + l)].join('\n') + '\n');
+        if (!jsonOf(cmd)) {
+          const prev = role === 'root' ? status.root : status.targets;
+          const changes = prev ? (role === 'root' ? L.rootChanges(prev as never, md as never) : L.targetsChanges(prev as never, md as never)) : [];
+          process.stdout.write(
+            ['signing:', ...(role === 'root' ? L.describeRoot(md as never) : L.describeTargets(md as never)).map((l) => '  ' + l), ...(prev ? [`  changes from ${role} v${prev.signed.version}:`, ...changes.map((c) => '    ' + c)] : [])].join('\n') + '\n',
+          );
+        }
         L.signMetadata(md, key);
         const sig = md.signatures[id]!;
         const answer = (await api.postSignatures(role, [{ keyid: id, sig: sig.sig }])) as { published?: unknown } | null;

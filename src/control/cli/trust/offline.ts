@@ -175,3 +175,42 @@ export function checkDelegationKeys(app: string, d: { role: string; keys: Key[];
 }
 
 export const daysFromNow = (days: number, now = Date.now()): number => now + days * DAY_MS;
+
+// What a pending root changes from the published one, for the human about to sign it: the keys
+// added to and removed from each role, thresholds, the director, the expiry. A control plane
+// that slipped a key into a root would show here.
+export function rootChanges(prev: Metadata<Root>, next: Metadata<Root>): string[] {
+  const out: string[] = [];
+  for (const role of ['root', 'targets', 'snapshot', 'timestamp']) {
+    const a = prev.signed.roles[role];
+    const b = next.signed.roles[role];
+    if (!a || !b) continue;
+    const added = b.keyIDs.filter((k) => !a.keyIDs.includes(k));
+    const removed = a.keyIDs.filter((k) => !b.keyIDs.includes(k));
+    if (added.length) out.push(`${role}: key${added.length === 1 ? '' : 's'} added ${added.join(', ')}`);
+    if (removed.length) out.push(`${role}: key${removed.length === 1 ? '' : 's'} removed ${removed.join(', ')}`);
+    if (a.threshold !== b.threshold) out.push(`${role}: threshold ${a.threshold} -> ${b.threshold}`);
+  }
+  const d = (r: Root) => JSON.stringify((r.unrecognizedFields[DIRECTOR_FIELD] as { keyids?: string[] } | undefined)?.keyids ?? []);
+  if (d(prev.signed) !== d(next.signed)) out.push(`director: ${d(prev.signed)} -> ${d(next.signed)}`);
+  if (prev.signed.expires !== next.signed.expires) out.push(`expires: ${prev.signed.expires} -> ${next.signed.expires}`);
+  return out.length ? out : ['nothing but the version'];
+}
+
+// What a pending top-level targets changes from the published one: each app delegated, re-delegated
+// (other keys, threshold or paths) or no longer delegated, and the expiry.
+export function targetsChanges(prev: Metadata<Targets>, next: Metadata<Targets>): string[] {
+  const out: string[] = [];
+  const a = prev.signed.delegations?.roles ?? {};
+  const b = next.signed.delegations?.roles ?? {};
+  const shape = (r: { keyIDs: string[]; threshold: number; paths?: string[] | undefined }) => JSON.stringify([[...r.keyIDs].sort(), r.threshold, r.paths ?? []]);
+  for (const [name, r] of Object.entries(b)) {
+    const was = a[name];
+    if (!was) out.push(`${name}: delegated to ${r.threshold} of ${r.keyIDs.length} keys (${r.keyIDs.join(', ')})`);
+    else if (shape(was) !== shape(r)) out.push(`${name}: re-delegated to ${r.threshold} of ${r.keyIDs.length} keys (${r.keyIDs.join(', ')}); was ${was.threshold} of ${was.keyIDs.length} (${was.keyIDs.join(', ')})`);
+  }
+  for (const name of Object.keys(a)) if (!b[name]) out.push(`${name}: no longer delegated`);
+  if (Object.keys(next.signed.targets).length !== Object.keys(prev.signed.targets).length) out.push('its own targets changed (steward puts none there)');
+  if (prev.signed.expires !== next.signed.expires) out.push(`expires: ${prev.signed.expires} -> ${next.signed.expires}`);
+  return out.length ? out : ['nothing but the version'];
+}
