@@ -87,6 +87,16 @@ test('the ceremony: init, two root key holders sign, delegate an app, two sign a
   const again = await run(['trust', 'init', '--keys', `${a.pub},${b.pub}`, '--json']);
   assert.deepEqual([again.code, again.json.error.code], [2, 'USAGE']);
   assert.match(again.json.error.message, /root v1 is already pending/);
+  // A server that answers its online keys only once: --replace takes them from the pending root.
+  fake.onlineOnce = true;
+  try {
+    const replaced = await run(['trust', 'init', '--threshold', '2', '--keys', `${a.pub},${b.pub},${c.pub}`, '--replace', '--json']);
+    assert.equal(replaced.code, 0, replaced.stdout + replaced.stderr);
+    assert.deepEqual(replaced.json.online, init.json.online);
+    assert.equal(fake.online.snapshot.length, 1);
+  } finally {
+    fake.onlineOnce = false;
+  }
 
   // A key that is not a root key: refused, named by its TUF key id.
   const stranger = await run(['trust', 'sign-root', '--key', d.key, '--json']);

@@ -31,6 +31,8 @@ export interface FakeTrustAdmin {
   // Answer the status as the server's branch (trust-server) does as of this writing: summaries,
   // no metadata.
   summaryOnly: boolean;
+  // Refuse POST online-keys once they exist, as the server's branch does.
+  onlineOnce: boolean;
   close(): Promise<void>;
 }
 
@@ -62,6 +64,7 @@ export async function startFakeTrustAdmin(opts: { upstream?: string } = {}): Pro
     apps: new Map(),
     extra: {},
     summaryOnly: false,
+    onlineOnce: false,
     close: async () => undefined,
   };
   const root = () => fake.roots.at(-1) ?? null;
@@ -119,6 +122,7 @@ export async function startFakeTrustAdmin(opts: { upstream?: string } = {}): Pro
         });
       }
       if (req.method === 'POST' && p === '/v1/admin/trust/online-keys') {
+        if (fake.onlineOnce && fake.online.snapshot.length > 0) return answer(res, 409, { error: { code: 'STATE_INVALID', message: 'the online keys exist already: they are made once (rotating one is a root rotation naming a new key)' } });
         const rotate = ((JSON.parse(body.toString() || '{}') as { rotate?: string[] }).rotate ?? []) as Array<'snapshot' | 'timestamp' | 'director'>;
         for (const role of ['snapshot', 'timestamp', 'director'] as const) {
           if (fake.online[role].length === 0 || rotate.includes(role)) fake.online[role].push(generateKeyPairSync('ed25519').privateKey);

@@ -53,9 +53,13 @@ export function registerTrust(program: Command): void {
       const status = await api.status();
       const had = status.root?.signed.version ?? (status.raw['root'] as { version?: number } | null | undefined)?.version;
       if (had !== undefined) throw new StewardError('USAGE', `this fleet already has root v${had}: change its keys with \`steward-control trust rotate\`, not init`);
-      L.needMetadata(status, 'make root v1');
-      if (status.pending.root && !o.replace) throw new StewardError('USAGE', `root v${status.pending.root.signed.version} is already pending (${L.countLines(L.countSignatures(status.pending.root, L.signerGroups(status, 'root'))).join('; ')}): sign it with \`trust sign-root\`, or pass --replace to start over`);
-      const online = await api.onlineKeys();
+      // init builds on nothing the server holds: a summary of a pending root is enough to refuse.
+      const pendingRoot = status.pending.root?.signed.version ?? ((status.raw['pending'] as { root?: { version?: number } | null } | undefined)?.root?.version);
+      if (pendingRoot !== undefined && !o.replace) {
+        const counts = status.pending.root ? ` (${L.countLines(L.countSignatures(status.pending.root, L.signerGroups(status, 'root'))).join('; ')})` : '';
+        throw new StewardError('USAGE', `root v${pendingRoot} is already pending${counts}: sign it with \`trust sign-root\`, or pass --replace to start over`);
+      }
+      const online = await api.onlineKeys([], status.pending.root);
       const root = L.newRoot({
         rootKeys: rootKeys.map((k) => k.key),
         threshold,
@@ -70,14 +74,18 @@ export function registerTrust(program: Command): void {
       await api.putPending('root', L.metadataBytes(root));
       // A server that takes the targets only once a root is published (it checks them under the
       // root's targets role) gets them from the sign-root that publishes root v1.
-      await api.putPending('targets', L.metadataBytes(targets)).catch((err: unknown) => {
-        if (!(err instanceof StewardError && err.code === 'USAGE' && /root first/.test(err.message))) throw err;
-      });
+      const targetsPending = await api.putPending('targets', L.metadataBytes(targets)).then(
+        () => true,
+        (err: unknown) => {
+          if (!(err instanceof StewardError && err.code === 'USAGE' && /root first/.test(err.message))) throw err;
+          return false;
+        },
+      );
       const signers = rootKeys.map((k) => ({ file: k.file, keyid: k.key.keyID }));
       const next = signCommand(api.target.url);
       if (jsonOf(cmd)) {
         return printJson({
-          pending: { root: { version: 1, threshold, keyids: root.signed.roles['root']!.keyIDs, expires: root.signed.expires }, targets: { version: 1, threshold: targetsThreshold, keyids: root.signed.roles['targets']!.keyIDs, expires: targets.signed.expires } },
+          pending: { root: { version: 1, threshold, keyids: root.signed.roles['root']!.keyIDs, expires: root.signed.expires }, targets: targetsPending ? { version: 1, threshold: targetsThreshold, keyids: root.signed.roles['targets']!.keyIDs, expires: targets.signed.expires } : null },
           online: { snapshot: online.snapshot.keyID, timestamp: online.timestamp.keyID, director: online.director.keyID },
           signers,
           next,
@@ -86,7 +94,7 @@ export function registerTrust(program: Command): void {
       out([
         'pending (not yet trusted by anything):',
         ...L.describeRoot(root).map((l) => '  ' + l),
-        ...L.describeTargets(targets).map((l) => '  ' + l),
+        ...(targetsPending ? L.describeTargets(targets).map((l) => '  ' + l) : ['  (the empty top-level targets v1 goes pending when root v1 is published, by the sign-root that publishes it)']),
         `next: ${threshold} of these root key holders sign, each on the machine that holds their private key:`,
         ...signers.map((s) => `  ${s.keyid}  (${s.file})`),
         `  ${next}`,

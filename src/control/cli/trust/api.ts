@@ -28,6 +28,7 @@ import { Key, Metadata, MetadataKind, type Root, type Targets } from '@tufjs/mod
 import type { Command } from 'commander';
 import { StewardError } from '../../../core/errors.js';
 import { tufKeyIdOfKey } from '../../../core/trust/key-id.js';
+import { DIRECTOR_FIELD } from '../../../core/trust/roles.js';
 import { targetOf } from '../context.js';
 import { callAdminRoute, type RemoteTarget } from '../remote-client.js';
 
@@ -147,8 +148,22 @@ export class TrustApi {
     }
   }
 
-  async onlineKeys(rotate: string[] = []): Promise<OnlineKeys> {
-    const a = (await callAdminRoute(this.target, 'POST', `${TRUST_ROUTE}/online-keys`, json(rotate.length ? { rotate } : {}))) as Record<string, unknown>;
+  // The server's online public keys. A server that makes them once and refuses to answer them
+  // again (the server's branch: STATE_INVALID) is answered from `named`, a root that names them
+  // (the pending root being replaced), when there is one.
+  async onlineKeys(rotate: string[] = [], named: Metadata<Root> | null = null): Promise<OnlineKeys> {
+    let a: Record<string, unknown>;
+    try {
+      a = (await callAdminRoute(this.target, 'POST', `${TRUST_ROUTE}/online-keys`, json(rotate.length ? { rotate } : {}))) as Record<string, unknown>;
+    } catch (err) {
+      if (!(err instanceof StewardError && err.code === 'STATE_INVALID')) throw err;
+      if (named && rotate.length === 0) return onlineKeysOf(named);
+      throw new StewardError(
+        'STATE_INVALID',
+        `${rotate.length ? `cannot get new online keys for ${rotate.join(', ')}` : 'cannot get the online public keys'}: the server answered "${err.message}" to POST ${TRUST_ROUTE}/online-keys and its status does not carry the keys; the steward-control at --server must answer its online keys again${rotate.length ? ' and make new ones on request' : ''}`,
+        { cause: err },
+      );
+    }
     const keys = (a['onlineKeys'] ?? a['keys'] ?? a) as Record<string, unknown>;
     return { snapshot: keyOf('snapshot', keys['snapshot']), timestamp: keyOf('timestamp', keys['timestamp']), director: keyOf('director', keys['director']) };
   }
@@ -164,6 +179,18 @@ export class TrustApi {
   putApp(app: string, bytes: Buffer): Promise<unknown> {
     return callAdminRoute(this.target, 'PUT', `${TRUST_ROUTE}/apps/${encodeURIComponent(app)}`, bytes);
   }
+}
+
+// The online keys a root names: its snapshot and timestamp roles' keys and its director's.
+function onlineKeysOf(root: Metadata<Root>): OnlineKeys {
+  const r = root.signed;
+  const one = (ids: readonly string[] | undefined, role: string) => {
+    const k = ids?.length === 1 ? r.keys[ids[0] as string] : undefined;
+    if (!k) throw new StewardError('CONTROL_PLANE_REFUSED', `the pending root names no single ${role} key`);
+    return k;
+  };
+  const director = r.unrecognizedFields[DIRECTOR_FIELD] as { keyids?: string[] } | undefined;
+  return { snapshot: one(r.roles['snapshot']?.keyIDs, 'snapshot'), timestamp: one(r.roles['timestamp']?.keyIDs, 'timestamp'), director: one(director?.keyids, 'director') };
 }
 
 const json = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8');
