@@ -44,7 +44,7 @@ function assertNoPrivateKeySent(): void {
   }
 }
 
-test('trust init refuses a threshold it cannot meet, a duplicate key, a file that is no Ed25519 public key, and no --server, before asking the server anything', async () => {
+test('trust init refuses a threshold it cannot meet, a duplicate key, a file that is no Ed25519 public key or is missing, before asking the server anything', async () => {
   writeFileSync(path.join(dir, 'junk.pub'), 'not a key\n');
   const cases: Array<[string[], RegExp]> = [
     [['--keys', `${a.pub},${b.pub}`, '--threshold', '3'], /--threshold 3 is more than the 2 keys of --keys/],
