@@ -214,6 +214,18 @@ export interface Answers {
   'release-hold': ReleaseHoldAnswer;
   hold: HoldAnswer;
   'agent-confirm': AgentConfirmAnswer;
+  'trust-refresh': TrustAnswer;
+  'trust-set-root': TrustAnswer;
+}
+
+// `trust-refresh` and `trust-set-root` (docs/design.md §21): what the helper trusts now. `keys`
+// before any TUF root; then the root's and the newest timestamp's versions and the timestamp's
+// x-steward-signed-at (epoch ms), when it has them.
+export interface TrustAnswer {
+  scheme: 'keys' | 'tuf';
+  rootVersion?: number;
+  timestampVersion?: number;
+  timestampSignedAt?: number;
 }
 
 // The answer of op `K` (an op without one here does not compile).
