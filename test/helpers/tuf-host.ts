@@ -12,7 +12,9 @@ import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { StewardError } from '../../src/core/errors.js';
 import { versionDir } from '../../src/core/paths.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
-import { addReleaseTargets, delegateApp, newAppTargets } from '../../src/core/trust/build.js';
+import type { KeyObject } from 'node:crypto';
+import type { Metadata, Root } from '@tufjs/models';
+import { addReleaseTargets, delegateApp, newAppTargets, rotateRoot } from '../../src/core/trust/build.js';
 import { DOMAINS, parsePrivateKey, signEnvelope } from '../../src/platform/keys.js';
 import { signDirective } from '../../src/platform/trust/directive.js';
 import { signMetadata, tufKeyOf } from '../../src/platform/trust/tuf-keys.js';
@@ -178,3 +180,23 @@ export async function assertRefreshRefused(h: TufHost, bundle: TrustBundle, code
 }
 
 export const downgradeBytes = (version: string, notAfter = Date.now() + 7 * DAY): Buffer => canonicalBytes({ app: 'web', version, notAfter });
+
+// The next root: new root keys, timestamp or director key when given, signed by the previous
+// root's keys and the new ones (or by `signers` alone), put as `<v>.root.json`.
+export function rotate(repo: TufRepo, o: { rootKeys?: KeyObject[]; timestamp?: KeyObject; director?: KeyObject; expires?: number; signers?: KeyObject[] } = {}): Metadata<Root> {
+  const prev = repo.roots[repo.roots.length - 1]!;
+  const next = rotateRoot(prev, {
+    expires: o.expires ?? Date.now() + 365 * DAY,
+    ...(o.rootKeys ? { rootKeys: o.rootKeys.map(tufKeyOf) } : {}),
+    ...(o.timestamp ? { timestampKey: tufKeyOf(o.timestamp) } : {}),
+    ...(o.director ? { directorKey: tufKeyOf(o.director) } : {}),
+  });
+  const signers = o.signers ?? [...new Set([...repo.keys.root, ...(o.rootKeys ?? [])])];
+  signers.forEach((k) => signMetadata(next, k));
+  if (o.rootKeys) repo.keys.root = o.rootKeys;
+  if (o.timestamp) repo.keys.timestamp = o.timestamp;
+  if (o.director) repo.keys.director = o.director;
+  repo.put(`${next.signed.version}.root.json`, next);
+  repo.roots.push(next);
+  return next;
+}
