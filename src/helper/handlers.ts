@@ -7,7 +7,6 @@ import { putHold, releaseHold } from './ops/hold.js';
 import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
-import { handleTrustRefresh, handleTrustSetRoot } from './ops/trust.js';
 import { handleRunState } from './ops/run-state.js';
 import { stageInputOf } from './ops/stage-input.js';
 import { refuseClosedWindow } from './ops/window.js';
@@ -71,8 +70,9 @@ export function makeHandlers(core: HelperCore) {
     start: (req, ctx) => handleRunState(core, req, ctx),
     stop: (req, ctx) => handleRunState(core, req, ctx),
     restart: (req, ctx) => handleRunState(core, req, ctx),
-    'trust-refresh': (req, ctx) => handleTrustRefresh(core, req, ctx),
-    'trust-set-root': (req, ctx) => handleTrustSetRoot(core, req, ctx),
+    // tuf-js is loaded only when trust is verified (the helper's start stays small).
+    'trust-refresh': async (req, ctx) => (await import('./ops/trust.js')).handleTrustRefresh(core, req, ctx),
+    'trust-set-root': async (req, ctx) => (await import('./ops/trust.js')).handleTrustSetRoot(core, req, ctx),
     'agent-confirm': (req, ctx) => ctx.peer().then((peer) => core.agentConfirms.confirm(peer, req)),
     prune: async (req) => {
       requireApp(core.config, req.app);

@@ -112,6 +112,16 @@ export interface StatusResult {
   startedAt: number;
   recovering: boolean;
   apps: AppStatus[];
+  // How the host trusts releases (docs/design.md §21); absent from a helper before it.
+  trust?: TrustStatus;
+}
+
+// The trust `status` shows: the trust-refresh answer, whether that timestamp has expired by this
+// host's clock, and why the store could not be read, when it could not (then scheme is `tuf`:
+// something is there, and nothing of it is trusted).
+export interface TrustStatus extends TrustAnswer {
+  timestampExpired?: boolean;
+  error?: string;
 }
 
 // `releases`: one staged version.

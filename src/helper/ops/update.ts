@@ -9,7 +9,6 @@ import { selfFloors } from '../self/self-floors.js';
 import { activate } from '../update/activate.js';
 import { authorizedDowngradeOf } from './downgrade.js';
 import { scheme } from '../trust/trust-store.js';
-import { verifyTufUpdate } from '../trust/verify-tuf-update.js';
 import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
@@ -29,7 +28,7 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
     const floors = req.app === SELF_APP ? selfFloors(core.self) : undefined;
     // Under TUF (docs/design.md §21) the agent's updates are the director's and the delegation's
     // word; admin.sock (root on the host) keeps the release keys.
-    const tuf = ctx.kind === 'helper' && (await scheme(core.paths)) === 'tuf' ? await verifyTufUpdate(core.paths, { ...req, attemptId }, state, core.clock.now()) : null;
+    const tuf = ctx.kind === 'helper' && (await scheme(core.paths)) === 'tuf' ? await (await import('../trust/verify-tuf-update.js')).verifyTufUpdate(core.paths, { ...req, attemptId }, state, core.clock.now()) : null;
     const downgrade = tuf ? tuf.downgrade : await authorizedDowngradeOf(core, req, state);
     const tufVerified = tuf ? { payload: tuf.payload, ...(tuf.index ? { index: tuf.index } : {}) } : undefined;
     const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state, floors, downgradeAuthorized: downgrade !== null, ...(tufVerified ? { tufVerified } : {}) });

@@ -11,6 +11,7 @@ import { StewardError } from '../../core/errors.js';
 import type { HostPaths } from '../../core/paths.js';
 import { ensureDir, fsyncDir } from '../../platform/fs-atomic.js';
 import { readTrustedFile, trustRule, trustScope } from '../../platform/trusted-file.js';
+import { SIGNED_AT_FIELD } from '../../core/trust/roles.js';
 
 // The names tuf-js keeps in its metadata folder (no version prefix).
 export const STORED_NAME_RE = /^(?:root|timestamp|snapshot|targets|app\.[a-z0-9][a-z0-9_-]{0,62})\.json$/;
@@ -126,4 +127,47 @@ export async function swapIn(paths: HostPaths, work: string): Promise<void> {
   await fsp.rename(work, dir);
   await fsyncDir(paths.trustDir);
   if (hadOld) await fsp.rm(old, { recursive: true, force: true });
+}
+
+export interface TrustState {
+  scheme: TrustScheme;
+  rootVersion?: number;
+  timestampVersion?: number;
+  // The newest trusted timestamp's x-steward-signed-at (epoch ms), when it has one.
+  timestampSignedAt?: number;
+  // Whether that timestamp has expired by this host's clock.
+  timestampExpired?: boolean;
+}
+
+// The `signed` of stored metadata, parsed as plain JSON: tuf-js verified it when it was stored,
+// and `status` reads it without loading tuf-js (which the helper loads only when it verifies).
+function signedOf(bytes: Buffer | undefined): Record<string, unknown> | null {
+  if (!bytes) return null;
+  try {
+    const signed = (JSON.parse(bytes.toString('utf8')) as { signed?: unknown }).signed;
+    return signed && typeof signed === 'object' ? (signed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+// What the stored metadata says, without verifying it again.
+export function stateOf(files: ReadonlyMap<string, Buffer>, now: number): TrustState {
+  const root = signedOf(files.get('root.json'));
+  if (!root) return { scheme: files.has('root.json') ? 'tuf' : 'keys' };
+  const out: TrustState = { scheme: 'tuf', ...(typeof root['version'] === 'number' ? { rootVersion: root['version'] } : {}) };
+  const ts = signedOf(files.get('timestamp.json'));
+  if (ts && typeof ts['version'] === 'number') {
+    out.timestampVersion = ts['version'];
+    const expires = typeof ts['expires'] === 'string' ? Date.parse(ts['expires']) : NaN;
+    out.timestampExpired = !(expires > now);
+    const at = ts[SIGNED_AT_FIELD];
+    const ms = typeof at === 'string' ? Date.parse(at) : NaN;
+    if (Number.isFinite(ms)) out.timestampSignedAt = ms;
+  }
+  return out;
+}
+
+export async function readTrustState(paths: HostPaths, now: number): Promise<TrustState> {
+  return stateOf(await readStore(paths), now);
 }

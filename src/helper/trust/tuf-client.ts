@@ -6,18 +6,20 @@
 // checked again at this host's clock). tuf-js's errors are mapped to reason codes (trustErrorOf).
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { Metadata, MetadataKind, type Root, type TargetFile, type Timestamp } from '@tufjs/models';
+import { Metadata, MetadataKind, type Root, type TargetFile } from '@tufjs/models';
 import { BaseFetcher, Updater } from 'tuf-js';
 // tuf-js does not export its errors from its index (docs/design.md §21.1); there is no exports
 // map, so the file is reachable.
 import { BadVersionError, DownloadHTTPError, DownloadLengthMismatchError, ExpiredMetadataError, RuntimeError } from 'tuf-js/dist/error.js';
 import { StewardError, type ReasonCode } from '../../core/errors.js';
 import type { HostPaths } from '../../core/paths.js';
-import { appOfRole, SIGNED_AT_FIELD } from '../../core/trust/roles.js';
+import { appOfRole } from '../../core/trust/roles.js';
 import { strictBase64 } from '../../platform/keys.js';
 import { directorKeysOf } from '../../platform/trust/directive.js';
 import { TRUST_FILE_NAME_RE, type TrustBundle } from '../../core/control-api.js';
-import { readStore, removeWork, swapIn, withTrustLock, workCopy } from './trust-store.js';
+import { readStore, removeWork, stateOf, swapIn, withTrustLock, workCopy, type TrustState } from './trust-store.js';
+
+export { readTrustState, type TrustState } from './trust-store.js';
 
 // Where the Updater believes the metadata lives: nothing is ever fetched from it.
 const METADATA_URL = 'https://steward.invalid/metadata';
@@ -85,44 +87,6 @@ export function trustErrorOf(err: unknown, what: string): StewardError {
 // Parses stored root/timestamp bytes (already verified by tuf-js when they were stored).
 function parseRoot(bytes: Buffer): Metadata<Root> {
   return Metadata.fromJSON(MetadataKind.Root, JSON.parse(bytes.toString('utf8')));
-}
-function parseTimestamp(bytes: Buffer): Metadata<Timestamp> {
-  return Metadata.fromJSON(MetadataKind.Timestamp, JSON.parse(bytes.toString('utf8')));
-}
-
-export interface TrustState {
-  scheme: 'keys' | 'tuf';
-  rootVersion?: number;
-  timestampVersion?: number;
-  // The newest trusted timestamp's x-steward-signed-at (epoch ms), when it has one.
-  timestampSignedAt?: number;
-  // Whether that timestamp holds at this host's clock.
-  timestampExpired?: boolean;
-}
-
-// What the stored metadata says, without verifying again (tuf-js verified it when it was stored).
-export function stateOf(files: ReadonlyMap<string, Buffer>, now: number): TrustState {
-  const rootBytes = files.get('root.json');
-  if (!rootBytes) return { scheme: 'keys' };
-  const out: TrustState = { scheme: 'tuf', rootVersion: parseRoot(rootBytes).signed.version };
-  const ts = files.get('timestamp.json');
-  if (ts) {
-    try {
-      const t = parseTimestamp(ts);
-      out.timestampVersion = t.signed.version;
-      out.timestampExpired = t.signed.isExpired(new Date(now));
-      const at = t.signed.unrecognizedFields[SIGNED_AT_FIELD];
-      const ms = typeof at === 'string' ? Date.parse(at) : NaN;
-      if (Number.isFinite(ms)) out.timestampSignedAt = ms;
-    } catch {
-      // Not readable as a timestamp: reported as none.
-    }
-  }
-  return out;
-}
-
-export async function readTrustState(paths: HostPaths, now: number): Promise<TrustState> {
-  return stateOf(await readStore(paths), now);
 }
 
 // The files of a bundle by name, each strict base64 under a name a client fetches.
