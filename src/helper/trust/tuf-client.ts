@@ -15,7 +15,7 @@ import { StewardError, type ReasonCode } from '../../core/errors.js';
 import type { HostPaths } from '../../core/paths.js';
 import { appOfRole } from '../../core/trust/roles.js';
 import { strictBase64 } from '../../platform/keys.js';
-import { directorKeysOf } from '../../platform/trust/directive.js';
+import { checkTrustRoot } from '../../platform/trust/root-check.js';
 import { TRUST_FILE_NAME_RE, type TrustBundle } from '../../core/control-api.js';
 import { readStore, removeWork, stateOf, swapIn, withTrustLock, workCopy, type TrustState } from './trust-store.js';
 
@@ -191,35 +191,12 @@ export async function storedRoot(paths: HostPaths): Promise<Metadata<Root> | nul
 }
 
 
-// Why a file cannot be a host's trusted root, or null: TUF root metadata whose own keys meet its
-// root threshold (tuf-js's check of a trusted root), with a director field steward can read.
-export function rootProblem(bytes: Buffer): { root: Metadata<Root> } | { why: string } {
-  let root: Metadata<Root>;
-  try {
-    root = Metadata.fromJSON(MetadataKind.Root, JSON.parse(bytes.toString('utf8')));
-  } catch (err) {
-    return { why: `it is not TUF root metadata (${(err as Error).message})` };
-  }
-  if (root.signed.type !== MetadataKind.Root) return { why: `it is ${root.signed.type} metadata, not a root` };
-  try {
-    root.verifyDelegate(MetadataKind.Root, root);
-  } catch (err) {
-    return { why: `its own keys do not meet its root threshold (${(err as Error).message})` };
-  }
-  try {
-    if (directorKeysOf(root).size === 0) return { why: `it names no director key (the signed field x-steward-director)` };
-  } catch (err) {
-    return { why: (err as Error).message };
-  }
-  return { root };
-}
-
 // Makes `bytes` the host's trusted root (agentctl trust set-root, enroll --trust-root): refused
 // (TRUST_INVALID) when it is not a root whose own keys meet its threshold, and (TRUST_ROLLBACK)
 // when its version is below the root trusted now. The same root again changes nothing; any
 // other starts the metadata afresh from it (the next trust-refresh brings the rest).
 export async function setTrustedRoot(paths: HostPaths, bytes: Buffer, now: number): Promise<TrustState> {
-  const r = rootProblem(bytes);
+  const r = checkTrustRoot(bytes);
   if ('why' in r) throw new StewardError('TRUST_INVALID', `the file is not a usable TUF root: ${r.why}`);
   return withTrustLock(paths, async () => {
     const stored = await readStore(paths);
