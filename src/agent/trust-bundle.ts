@@ -11,8 +11,8 @@ import type { ControlPlaneClient } from './control-plane-client.js';
 import { DEFAULT_TIMEOUT_MS } from './control-plane-client.js';
 
 export const TRUST_BUNDLE_PATH = '/v1/trust/bundle';
-// The answer's body: the bundle's base64 files (at most MAX_TRUST_BUNDLE_BYTES) and their names.
-export const MAX_TRUST_BUNDLE_ANSWER_BYTES = MAX_TRUST_BUNDLE_BYTES + 64 * 1024;
+// The answer's body is read up to MAX_TRUST_BUNDLE_BYTES (control-api.ts: an agent reads no more).
+export const MAX_TRUST_BUNDLE_ANSWER_BYTES = MAX_TRUST_BUNDLE_BYTES;
 
 export interface TrustBundleSource {
   get: ControlPlaneClient['get'];
