@@ -56,8 +56,8 @@ export function webRelease(version: string): Buffer {
 
 // Adds `app` `version` to the app's delegation (delegated first when it is not), signed by
 // `signers` of its keys (two of three unless given), then publishes a new snapshot and timestamp.
-export function addRelease(repo: TufRepo, app: string, version: string, tgz: Buffer, opts: { downgradeBytes?: Buffer; signers?: number; publish?: boolean } = {}): Buffer {
-  const manifestBytes = canonicalBytes(manifestFor(app, version, tgz));
+export function addRelease(repo: TufRepo, app: string, version: string, tgz: Buffer, opts: { downgradeBytes?: Buffer; signers?: number; publish?: boolean; url?: string } = {}): Buffer {
+  const manifestBytes = canonicalBytes(manifestFor(app, version, tgz, opts.url ? { url: opts.url } : {}));
   if (!repo.keys.apps.has(app)) {
     const keys = [newKey(), newKey(), newKey()];
     repo.keys.apps.set(app, keys);
