@@ -127,6 +127,18 @@ export async function swapIn(paths: HostPaths, work: string): Promise<void> {
   await fsp.rename(work, dir);
   await fsyncDir(paths.trustDir);
   if (hadOld) await fsp.rm(old, { recursive: true, force: true });
+  await removeLeftovers(paths);
+}
+
+// What a crash left beside metadata/: the old folders of swaps it interrupted after their second
+// rename, and work folders of an hour ago (a refresh or an update's check holds one for seconds).
+async function removeLeftovers(paths: HostPaths): Promise<void> {
+  const hourAgo = Date.now() - 3_600_000;
+  for (const name of await fsp.readdir(paths.trustDir).catch(() => [] as string[])) {
+    const p = path.join(paths.trustDir, name);
+    const old = name.startsWith('metadata.old-') || (name.startsWith('work-') && ((await fsp.lstat(p).catch(() => null))?.mtimeMs ?? Infinity) < hourAgo);
+    if (old) await fsp.rm(p, { recursive: true, force: true }).catch(() => {});
+  }
 }
 
 export interface TrustState {

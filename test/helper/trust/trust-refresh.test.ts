@@ -58,3 +58,15 @@ test('a host trusts a root, then whatever of a bundle verifies from it; a bundle
   await assert.rejects(setTrustedRoot(paths, repo.files.get('2.root.json')!, Date.now()), refusal('TRUST_ROLLBACK'));
   assert.equal((await readTrustState(paths, Date.now())).rootVersion, 3);
 });
+
+test('a swap a crash interrupted between its renames is put back; a store file another user could write is not trusted', async () => {
+  const { renameSync, chmodSync } = await import('node:fs');
+  const paths = hostPaths(scratchDir('steward-trust-'));
+  const repo = makeTufRepo();
+  await setTrustedRoot(paths, repo.files.get('1.root.json')!, Date.now());
+  renameSync(metadataDir(paths), `${paths.trustDir}/metadata.old-crash`);
+  assert.equal(await scheme(paths), 'tuf', 'the old folder is put back');
+  chmodSync(`${metadataDir(paths)}/root.json`, 0o666);
+  await assert.rejects(scheme(paths), refusal('TRUST_INVALID'));
+  await assert.rejects(readTrustState(paths, Date.now()), /writable by group or others/);
+});
