@@ -56,7 +56,7 @@ export function webRelease(version: string): Buffer {
 
 // Adds `app` `version` to the app's delegation (delegated first when it is not), signed by
 // `signers` of its keys (two of three unless given), then publishes a new snapshot and timestamp.
-export function addRelease(repo: TufRepo, app: string, version: string, tgz: Buffer, opts: { downgradeBytes?: Buffer; signers?: number; publish?: boolean; url?: string } = {}): Buffer {
+export function addRelease(repo: TufRepo, app: string, version: string, tgz: Buffer, opts: { downgradeBytes?: Buffer; indexBytes?: Buffer; signers?: number; publish?: boolean; url?: string } = {}): Buffer {
   const manifestBytes = canonicalBytes(manifestFor(app, version, tgz, opts.url ? { url: opts.url } : {}));
   if (!repo.keys.apps.has(app)) {
     const keys = [newKey(), newKey(), newKey()];
@@ -66,7 +66,7 @@ export function addRelease(repo: TufRepo, app: string, version: string, tgz: Buf
     repo.keys.root.slice(0, 2).forEach((k) => signMetadata(repo.targets, k));
     repo.apps.set(app, newAppTargets({ expires: Date.now() + 365 * DAY }));
   }
-  const md = addReleaseTargets(repo.apps.get(app)!, { app, version, manifestBytes, ...(opts.downgradeBytes ? { downgradeBytes: opts.downgradeBytes } : {}) });
+  const md = addReleaseTargets(repo.apps.get(app)!, { app, version, manifestBytes, ...(opts.downgradeBytes ? { downgradeBytes: opts.downgradeBytes } : {}), ...(opts.indexBytes ? { indexBytes: opts.indexBytes } : {}) });
   repo.keys.apps.get(app)!.slice(0, opts.signers ?? 2).forEach((k) => signMetadata(md, k));
   repo.apps.set(app, md);
   if (opts.publish !== false) repo.publish(Date.now());
@@ -126,7 +126,7 @@ export interface DirectiveOptions {
 
 // update over helper.sock of web `version` for `attemptId`: the manifest of the release added,
 // the director's directive for this node and attempt (unless told otherwise), the tarball uploaded.
-export function tufUpdate(h: TufHost, version: string, attemptId: string, o: DirectiveOptions & { manifestBytes?: Buffer; tgz?: Buffer; downgrade?: Envelope } = {}) {
+export function tufUpdate(h: TufHost, version: string, attemptId: string, o: DirectiveOptions & { manifestBytes?: Buffer; tgz?: Buffer; downgrade?: Envelope; indexedManifest?: Envelope } = {}) {
   const tgz = o.tgz ?? h.tgz.get(version);
   assert.ok(tgz, `a tarball of web ${version}`);
   const manifestBytes = o.manifestBytes ?? h.manifests.get(version) ?? canonicalBytes(manifestFor('web', version, tgz));
@@ -135,7 +135,7 @@ export function tufUpdate(h: TufHost, version: string, attemptId: string, o: Dir
     ? undefined
     : signDirective({ nodeId: o.nodeId ?? NODE_ID, app: 'web', version: o.version ?? version, attemptId: o.attemptId ?? attemptId, issuedAt: o.issuedAt ?? now - 1000, notAfter: o.notAfter ?? now + 3_600_000 }, h.repo.keys.director);
   return h.helperSock.update(
-    { app: 'web', version, manifest: envelopeOf(manifestBytes), attemptId, upload: tgz.length, by: 'steward-agent', ...(directive ? { directive } : {}), ...(o.downgrade ? { downgrade: o.downgrade } : {}) },
+    { app: 'web', version, manifest: envelopeOf(manifestBytes), attemptId, upload: tgz.length, by: 'steward-agent', ...(directive ? { directive } : {}), ...(o.downgrade ? { downgrade: o.downgrade } : {}), ...(o.indexedManifest ? { indexedManifest: o.indexedManifest } : {}) },
     { upload: { size: tgz.length, stream: Readable.from([tgz]) } },
   );
 }
