@@ -72,7 +72,9 @@ export function trustCodeOf(err: unknown): ReasonCode {
   if (err instanceof ExpiredMetadataError) return 'TRUST_EXPIRED';
   const message = err instanceof Error ? err.message : String(err);
   if ((err as Error | undefined)?.constructor?.name === 'UnsignedMetadataError') return 'TRUST_SIGNATURE';
-  if (err instanceof BadVersionError && /Expected version \d+, got \d+/.test(message)) return 'TRUST_ROLLBACK';
+  // A root file of the next version holding another: an older root replayed is a rollback, any other is malformed.
+  const root = /Expected version (\d+), got (\d+)/.exec(message);
+  if (err instanceof BadVersionError && root) return Number(root[2]) < Number(root[1]) ? 'TRUST_ROLLBACK' : 'TRUST_INVALID';
   for (const [re, code] of BY_MESSAGE) if (re.test(message)) return code;
   if (err instanceof BadVersionError) return 'TRUST_ROLLBACK';
   return 'TRUST_INVALID';

@@ -70,3 +70,21 @@ test('a swap a crash interrupted between its renames is put back; a store file a
   await assert.rejects(scheme(paths), refusal('TRUST_INVALID'));
   await assert.rejects(readTrustState(paths, Date.now()), /writable by group or others/);
 });
+
+test("a root file of the next version holding an older root is a rollback, one holding a later version is malformed", async () => {
+  const paths = hostPaths(scratchDir('steward-trust-'));
+  const repo = makeTufRepo();
+  await setTrustedRoot(paths, repo.files.get('1.root.json')!, Date.now());
+  await refreshTrust(paths, bundleOf(repo), Date.now());
+  const replay = bundleOf(repo);
+  replay.files['2.root.json'] = replay.files['1.root.json']!;
+  await assert.rejects(refreshTrust(paths, replay, Date.now()), refusal('TRUST_ROLLBACK'));
+  // Version 3 served as 2.root.json.
+  const { rotate } = await import('../../helpers/tuf-host.js');
+  rotate(repo);
+  rotate(repo);
+  const skip = bundleOf(repo, ['3.root.json']);
+  skip.files = { '2.root.json': skip.files['3.root.json']!, ...bundleOf(repo, ['timestamp.json']).files };
+  await assert.rejects(refreshTrust(paths, skip, Date.now()), refusal('TRUST_INVALID'));
+  assert.equal((await readTrustState(paths, Date.now())).rootVersion, 1);
+});
