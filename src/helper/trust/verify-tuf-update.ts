@@ -57,7 +57,10 @@ function payloadBytes(e: Envelope, what: string): Buffer {
   return b;
 }
 
-export async function verifyTufUpdate(paths: HostPaths, req: TufUpdateRequest, state: AppState, now: number): Promise<TufVerified> {
+// `directed: false` for a `stage` (nothing is activated: no directive is asked for, and a
+// version below the floor is left to the stage's own refusal).
+export async function verifyTufUpdate(paths: HostPaths, req: TufUpdateRequest, state: Pick<AppState, 'highestActive'>, now: number, opts: { directed?: boolean } = {}): Promise<TufVerified> {
+  const directed = opts.directed !== false;
   const { app, version } = req;
   const what = `${app} ${version}`;
   const role = delegatedRoleName(app);
@@ -68,18 +71,20 @@ export async function verifyTufUpdate(paths: HostPaths, req: TufUpdateRequest, s
   // 1. The director's word for this node and attempt.
   const root = await storedRoot(paths);
   if (!root) throw new StewardError('TRUST_INVALID', `${what}: this host trusts no TUF root`);
-  const nodeId = await readNodeId(paths);
-  if (nodeId === null) notDirected('this host is not enrolled, so no directive is for it');
-  if (!req.directive) notDirected('none came with the request');
-  let keys;
-  try {
-    keys = directorKeysOf(root);
-  } catch (err) {
-    throw new StewardError('TRUST_INVALID', `${what}: the trusted root's director: ${(err as Error).message}`);
+  if (directed) {
+    const nodeId = await readNodeId(paths);
+    if (nodeId === null) notDirected('this host is not enrolled, so no directive is for it');
+    if (!req.directive) notDirected('none came with the request');
+    let keys;
+    try {
+      keys = directorKeysOf(root);
+    } catch (err) {
+      throw new StewardError('TRUST_INVALID', `${what}: the trusted root's director: ${(err as Error).message}`);
+    }
+    const d = openDirective(req.directive as Envelope, keys, { nodeId: nodeId as string, app, version, now });
+    if (!d.ok) notDirected(`the directive is refused (${d.reason}): ${d.message}`);
+    if (d.ok && d.directive.attemptId !== req.attemptId) notDirected(`the directive is for attempt ${d.directive.attemptId}, not ${req.attemptId}`);
   }
-  const d = openDirective(req.directive as Envelope, keys, { nodeId: nodeId as string, app, version, now });
-  if (!d.ok) notDirected(`the directive is refused (${d.reason}): ${d.message}`);
-  if (d.ok && d.directive.attemptId !== req.attemptId) notDirected(`the directive is for attempt ${d.directive.attemptId}, not ${req.attemptId}`);
 
   // 2. The manifest, the index and the downgrade as the app's delegation signs them.
   if (!req.manifest) throw new StewardError('RELEASE_INVALID', `${what}: no manifest`);
@@ -108,7 +113,7 @@ export async function verifyTufUpdate(paths: HostPaths, req: TufUpdateRequest, s
     index = indexed.index;
   }
   const below = state.highestActive;
-  const downgrading = app !== SELF_APP && below !== null && compareVersions(version, below) < 0;
+  const downgrading = directed && app !== SELF_APP && below !== null && compareVersions(version, below) < 0;
   const paths_ = [manifestTargetPath(app, version), ...(index ? [indexTargetPath(app, version)] : []), ...(downgrading ? [downgradeTargetPath(app, version)] : [])];
   const targets = await storedTargets(paths, paths_);
 
