@@ -54,7 +54,8 @@ export interface ControlPlaneClient {
   post(endpoint: string, body: unknown, signal?: AbortSignal, extra?: PostExtra): Promise<PostAnswer>;
   // A GET in one round as post's, its path and headers made afresh for each URL tried (a wait's
   // timeout shrinks as the round goes on), with `timeoutMs` as that try's deadline.
-  get(request: () => { endpoint: string; headers: Record<string, string>; timeoutMs: number }, signal?: AbortSignal): Promise<PostAnswer>;
+  // `maxBytes`: a cap on the answer's body other than MAX_ANSWER_BYTES (the trust bundle's).
+  get(request: () => { endpoint: string; headers: Record<string, string>; timeoutMs: number; maxBytes?: number }, signal?: AbortSignal): Promise<PostAnswer>;
   // Drops the kept connections (the agent stopping). Idempotent.
   close(): void;
 }
@@ -136,7 +137,7 @@ export async function createControlPlaneClient(settings: ControlPlaneSettings, o
     get: (request, signal) =>
       round(() => {
         const r = request();
-        return { endpoint: r.endpoint, send: (u) => sendRequest(u, 'GET', r.headers, null, { ca, timeoutMs: r.timeoutMs, signal, sessions, kept }) };
+        return { endpoint: r.endpoint, send: (u) => sendRequest(u, 'GET', r.headers, null, { ca, timeoutMs: r.timeoutMs, signal, sessions, kept, ...(r.maxBytes !== undefined ? { maxBytes: r.maxBytes } : {}) }) };
       }, signal),
     close: () => kept.close(),
   };
@@ -183,6 +184,8 @@ interface SendOptions {
   signal: AbortSignal | undefined;
   sessions: Map<string, Buffer>;
   kept: Kept;
+  // The answer's cap (MAX_ANSWER_BYTES unless given).
+  maxBytes?: number;
 }
 
 // Why once more: a kept connection the server closed just as the request went out fails before
@@ -260,7 +263,7 @@ function sendOnce(u: URL, method: string, headers: Record<string, string | numbe
       let size = 0;
       res.on('data', (c: Buffer) => {
         size += c.length;
-        if (size > MAX_ANSWER_BYTES) return done(unreachable(u, `the answer is larger than ${MAX_ANSWER_BYTES} bytes`));
+        if (size > (o.maxBytes ?? MAX_ANSWER_BYTES)) return done(unreachable(u, `the answer is larger than ${o.maxBytes ?? MAX_ANSWER_BYTES} bytes`));
         chunks.push(c);
       });
       res.on('error', (err) => done(unreachable(u, `reading the answer failed: ${err.message}`, err)));

@@ -5,7 +5,7 @@ import type { KeyObject } from 'node:crypto';
 import { HEARTBEAT_PATH } from '../core/control-paths.js';
 import { MAX_HEARTBEAT_RECEIPT_BYTES, MAX_HEARTBEAT_RECEIPTS } from '../core/heartbeat-limits.js';
 import { HEARTBEAT_VERSIONS, type HeartbeatApp, type HeartbeatPayload, type HeartbeatVersion } from '../core/heartbeat-schema.js';
-import { formatHoldHeader, HOLD_HEADER, MAX_HOLD_SECONDS, type HeartbeatAnswer, type HoldAsk } from '../core/control-api.js';
+import { formatHoldHeader, HOLD_HEADER, MAX_HOLD_SECONDS, type HeartbeatAnswer, type HoldAsk, type TrustBundle } from '../core/control-api.js';
 import type { Clock } from '../platform/clock.js';
 import { DOWNLOAD_AUTH_TTL_MS, downloadAuthorization } from '../platform/download-auth.js';
 import { DOMAINS, keyIdOf, signEnvelope } from '../platform/keys.js';
@@ -18,6 +18,8 @@ import { convergeDesired, type ConvergeResult, type Logf } from './convergence.j
 import { appsForVersion, heartbeatApps } from './heartbeat-apps.js';
 import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answer.js';
 import type { HelperPort } from './helper-port.js';
+import { needsRefresh, trustReportOf } from './trust-bundle.js';
+import type { TrustStatus } from '../protocol/answers.js';
 import type { AppScrapes } from './metrics/app-scrapes.js';
 import type { SeqStore } from './seq-store.js';
 import { MIN_WAIT_MS, NO_ROUTE_RETRY_MS, WAIT_SLACK_MS, WAKE_BACKOFF, type WakeSleep } from './wake-wait.js';
@@ -54,7 +56,13 @@ export interface HeartbeatDeps {
   // The scrapes of the apps' own metrics (docs/design.md §19), made only while the control plane
   // takes heartbeats v7; none: no scrapes.
   metrics?: Pick<AppScrapes, 'collect'>;
+  // Where the fleet's TUF metadata comes from (docs/design.md §21.2, trust-bundle.ts); none: the
+  // helper's trust is reported but never refreshed.
+  trust?: { fetchBundle(root: number, signal?: AbortSignal): Promise<TrustBundle> };
 }
+
+// A refresh that failed is not tried again for the same versions before this long.
+const TRUST_RETRY_MS = 5 * 60_000;
 
 export interface TickResult {
   // 'preempted': a held heartbeat given up by the agent (an update ended: its receipt goes now).
@@ -100,6 +108,10 @@ export class HeartbeatLoop {
   private holdInFlight: AbortController | null = null;
   // Attempts handed to the helper whose receipts are looked for, and the look running (watchReceipts).
   private readonly awaited = new Set<string>();
+  // The helper's trust as its last status said (docs/design.md §21); undefined from a helper before it.
+  private helperTrust: TrustStatus | undefined;
+  // The versions of the last refresh that failed, and the monotonic ms until which they are not tried again.
+  private trustFailed: { key: string; until: number } | null = null;
   private watching: Promise<void> | null = null;
 
   constructor(private readonly d: HeartbeatDeps) {
@@ -180,6 +192,7 @@ export class HeartbeatLoop {
     try {
       const st = await this.d.helper.status();
       this.helperSeen = `${st.pid}:${st.startedAt}`;
+      this.helperTrust = st.trust;
       // Bounded (2 s, all apps at once): scrape-metrics.ts. Never a throw, so the status stays.
       const scraped = this.d.metrics && this.heartbeatV >= 7 ? await this.d.metrics.collect(st.apps, this.heartbeatSeconds * 1000) : undefined;
       const { apps, skipped } = heartbeatApps(st.apps, scraped);
@@ -231,6 +244,8 @@ export class HeartbeatLoop {
       agentVersion: this.d.agentVersion,
       apps: appsForVersion(this.apps, this.heartbeatV),
       receipts,
+      // v8: how the host trusts releases, when the helper says (docs/design.md §21.2).
+      ...(this.heartbeatV >= 8 && this.helperTrust ? { trust: trustReportOf(this.helperTrust, sentAt) } : {}),
     };
     const envelope = signEnvelope(DOMAINS.heartbeat, payload, this.d.nodeKey);
     const ask = this.holdAsk();
@@ -251,6 +266,28 @@ export class HeartbeatLoop {
     const held = outcome.kind === 'ok' && outcome.answer.held !== undefined ? ` held=${outcome.answer.held}` : '';
     this.d.log('heartbeat sent seq=%d apps=%d receipts=%d result=%s%s', seq, this.apps.length, receipts.length, preempted ? 'given up' : outcome.kind, held);
     return { seq, sentAt, receipts: receipts.length, outcome, held: ask !== null, preempted };
+  }
+
+  // Fetches the trust bundle and hands it to the helper when the answer names versions newer than
+  // the helper trusts (docs/design.md §21.2). Bounded by the client's deadline and the helper's;
+  // a failure is logged and not tried again for the same versions for TRUST_RETRY_MS.
+  private async refreshTrust(offered: HeartbeatAnswer['trust']): Promise<void> {
+    const helper = this.d.helper;
+    if (!this.d.trust || !helper.trustRefresh || !offered || !needsRefresh(this.helperTrust, offered)) return;
+    const key = `${offered.rootVersion}/${offered.timestampVersion}`;
+    if (this.trustFailed && this.trustFailed.key === key && this.d.clock.monotonic() < this.trustFailed.until) return;
+    const root = this.helperTrust?.rootVersion as number;
+    try {
+      const bundle = await this.d.trust.fetchBundle(root, this.signal);
+      const a = await helper.trustRefresh(bundle);
+      this.helperTrust = { ...this.helperTrust, ...a, timestampExpired: false };
+      this.trustFailed = null;
+      this.d.log('trust refreshed: root %s timestamp %s (the control plane offered root %d timestamp %d)', a.rootVersion ?? '-', a.timestampVersion ?? '-', offered.rootVersion, offered.timestampVersion);
+    } catch (err) {
+      this.trustFailed = { key, until: this.d.clock.monotonic() + TRUST_RETRY_MS };
+      const e = err as Error & { code?: string };
+      this.d.log('WARNING: trust refresh to root %d timestamp %d failed code=%s: %s; tried again in %d s', offered.rootVersion, offered.timestampVersion, e.code ?? '-', e.message, TRUST_RETRY_MS / 1000);
+    }
   }
 
   // After this process's first 2xx, and the first after a new helper answered its status: tells
@@ -288,6 +325,8 @@ export class HeartbeatLoop {
       this.heartbeatV = highestVersion(outcome.answer.heartbeatVersions);
       await this.d.outbox.ack(outcome.answer.ackedSeqs);
       await this.d.accepts?.record(outcome.answer.receiptVersions);
+      // Newer metadata first: the desired entries may name releases only it signs.
+      await this.refreshTrust(outcome.answer.trust);
       this.startConvergence(outcome.answer.desired);
       if (askedHold) return { outcome, ...this.afterHold(outcome.answer) };
       return { outcome, delayMs: heartbeatIntervalMs(this.heartbeatSeconds, this.d.random), sleep: 'wake' };

@@ -1,9 +1,10 @@
 // The helper as the agent sees it: four ops over helper.sock (docs/design.md §7).
-import type { DesiredEntry } from '../core/control-api.js';
+import { Readable } from 'node:stream';
+import type { DesiredEntry, TrustBundle } from '../core/control-api.js';
 import { StewardError } from '../core/errors.js';
 import { refusedAsUnknown } from '../core/refused-as-unknown.js';
 import type { FetchAuth } from '../platform/download-auth.js';
-import type { AcceptedAnswer, AgentConfirmAnswer, ReceiptsResult, StatusResult, UpdateAnswer } from '../protocol/answers.js';
+import type { AcceptedAnswer, AgentConfirmAnswer, ReceiptsResult, StatusResult, TrustAnswer, UpdateAnswer } from '../protocol/answers.js';
 import { callHelper } from '../protocol/client.js';
 import { AGENT_BY } from '../protocol/schemas.js';
 import { helperClient } from '../protocol/helper-client.js';
@@ -26,6 +27,8 @@ export interface HelperPort {
   // (docs/design.md §14): the probe of an update of steward-agent waits for it. FORBIDDEN when no probe
   // waits for this process.
   confirm(heartbeat: { seq: number; sentAt: number }): Promise<AgentConfirmAnswer>;
+  // Hands the fleet's TUF metadata to the helper (docs/design.md §21), which trusts what verifies.
+  trustRefresh?(bundle: TrustBundle): Promise<TrustAnswer>;
 }
 
 // Answers from the helper arrive in well under a second; a helper that says nothing for this
@@ -53,6 +56,11 @@ export function socketHelper(socketPath: string): HelperPort {
       return st;
     },
     confirm: (hb) => helper.agentConfirm(hb),
+    // The bundle as upload bytes after the line (up to MAX_TRUST_BUNDLE_BYTES; a line is 64 KiB at most).
+    trustRefresh: (bundle) => {
+      const bytes = Buffer.from(JSON.stringify(bundle), 'utf8');
+      return helper.trustRefresh({ upload: bytes.length }, { upload: { size: bytes.length, stream: Readable.from([bytes]) } });
+    },
     // To `previous`, never --to (helper.sock allows only that): the helper's own record of what
     // ran before decides, as `agentctl rollback` does.
     rollback: (e) => helper.rollback({ app: e.app, attemptId: e.attemptId, noWait: true, by: AGENT_BY }),
@@ -72,6 +80,7 @@ export function socketHelper(socketPath: string): HelperPort {
         ...base,
         ...(e.watchMs !== undefined ? { watchMs: e.watchMs } : {}),
         ...(e.downgrade !== undefined ? { downgrade: e.downgrade } : {}),
+        ...(e.directive !== undefined ? { directive: e.directive } : {}),
         ...(e.fetchUntil !== undefined ? { fetchUntil: e.fetchUntil } : {}),
         ...(mirrors && mirrors.length > 0 ? { mirrors: [...mirrors] } : {}),
         ...(e.indexedManifest !== undefined && !indexedRefused() ? { indexedManifest: e.indexedManifest } : {}),
@@ -91,6 +100,12 @@ export function socketHelper(socketPath: string): HelperPort {
           if (r.indexedManifest !== undefined && refusedAsUnknown(err, 'indexedManifest')) {
             indexedRefusedBy = helperSeen;
             const { indexedManifest: _dropped, ...without } = r;
+            return ask(without);
+          }
+          // The directive (docs/design.md §21): a helper from before TUF trusts release keys only,
+          // and refuses the key as unknown; asked again without it, as for indexedManifest.
+          if (r.directive !== undefined && refusedAsUnknown(err, 'directive')) {
+            const { directive: _dropped, ...without } = r;
             return ask(without);
           }
           if (r.downgrade !== undefined && refusedKey(err, 'downgrade')) {

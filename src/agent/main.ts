@@ -30,6 +30,7 @@ import { HeartbeatLoop } from './heartbeat-loop.js';
 import { AppScrapes } from './metrics/app-scrapes.js';
 import { createWakeSleep } from './wake-wait.js';
 import { WAIT_AUTH_TTL_MS, waitAuthorization } from '../platform/wait-auth.js';
+import { fetchTrustBundle } from './trust-bundle.js';
 import { socketHelper } from './helper-port.js';
 import { Outbox } from './outbox.js';
 import { SeqStore } from './seq-store.js';
@@ -160,6 +161,9 @@ async function runAgent(o: AgentOptions): Promise<number> {
         authorization: () => waitAuthorization(enrollment.nodeId, systemClock.now() + WAIT_AUTH_TTL_MS, nodeKey),
         log: hbLog,
       }),
+      trust: {
+        fetchBundle: (root, signal) => fetchTrustBundle({ get: (request, s) => client.get(request, s), authorization: () => waitAuthorization(enrollment.nodeId, systemClock.now() + WAIT_AUTH_TTL_MS, nodeKey) }, root, signal),
+      },
       log: hbLog,
     });
     const stop = new AbortController();

@@ -31,7 +31,7 @@ export const RUNNERS: Array<[names: string[], load: () => Promise<Runner>]> = [
   [['receipts'], () => import('./run/receipts.js')],
   [['start', 'stop', 'restart'], () => import('./run/run-state.js')],
   [['logs'], () => import('./run/logs.js')],
-  [['enroll'], () => import('./run/enroll.js')],
+  [['enroll', 'trust'], () => import('./run/enroll.js')],
 ];
 
 // Runs agentctl with `argv` and returns its exit code.

@@ -19,6 +19,15 @@ export const RELEASE_PROBLEM_CODES = [
   'UNSAFE_ARCHIVE',
   'RELEASE_INVALID',
   'FETCH_FAILED',
+  // Under TUF (docs/design.md §21): metadata a refresh refuses, and an update the trusted metadata does not vouch for.
+  'TRUST_ROLLBACK', // metadata older than what this host trusts (a freeze or a metadata rollback)
+  'TRUST_EXPIRED', // the trusted metadata (or the metadata offered) has expired
+  'TRUST_SIGNATURE', // metadata not signed by a threshold of its role's keys
+  'TRUST_MISMATCH', // metadata that is not what the timestamp or snapshot names (mix-and-match)
+  'TRUST_TOO_LARGE', // a metadata file over its cap (endless data)
+  'TRUST_INVALID', // metadata that is malformed, or a trust root that cannot be used
+  'TRUST_UNSIGNED', // the manifest (or index) is not the target the app's delegation signs
+  'TRUST_NOT_DIRECTED', // no directive of the root's director for this node, app, version and attempt
 ] as const;
 
 export const OUTCOME_CODES = [

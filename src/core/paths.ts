@@ -15,6 +15,7 @@ export interface HostPaths {
   supervisorDir: string;
   receiptsDir: string;
   keysDir: string;
+  trustDir: string;
   helperKey: string;
   helperPub: string;
   nodeState: string;
@@ -44,6 +45,8 @@ export function hostPaths(root: string): HostPaths {
     supervisorDir: r('/var/lib/steward/supervisor'),
     receiptsDir: r('/var/lib/steward/receipts'),
     keysDir: r('/var/lib/steward/keys'),
+    // The helper's TUF trust (docs/design.md §21): the trusted root and metadata, root's, 0700.
+    trustDir: r('/var/lib/steward/trust'),
     helperKey: r('/var/lib/steward/keys/helper.key'),
     helperPub: r('/var/lib/steward/helper.pub'),
     nodeState: r('/var/lib/steward/state/node.json'),

@@ -7,6 +7,7 @@ import { putHold, releaseHold } from './ops/hold.js';
 import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
+import { scheme } from './trust/trust-store.js';
 import { handleRunState } from './ops/run-state.js';
 import { stageInputOf } from './ops/stage-input.js';
 import { refuseClosedWindow } from './ops/window.js';
@@ -51,13 +52,16 @@ export function makeHandlers(core: HelperCore) {
       const attemptId = req.attemptId ?? newAttemptId(core.clock.now());
       const held = await core.locks.acquire(req.app, { attemptId, op: 'stage', phase: 'verify', startedAt: core.clock.now() });
       try {
-        return await stageRelease(
-          core,
-          stageInputOf(req, ctx, attemptId, (p) => {
+        // Under TUF (docs/design.md §21.3) a stage over helper.sock is held to the app's
+        // delegation as an update is, without a directive (nothing is activated).
+        const tuf = ctx.kind === 'helper' && (await scheme(core.paths)) === 'tuf' ? await (await import('./trust/verify-tuf-update.js')).verifyTufUpdate(core.paths, { ...req, attemptId }, { highestActive: null }, core.clock.now(), { directed: false }) : null;
+        return await stageRelease(core, {
+          ...stageInputOf(req, ctx, attemptId, (p) => {
             held.work.phase = p.phase;
             ctx.progress(p);
           }),
-        );
+          ...(tuf ? { tufVerified: { payload: tuf.payload, ...(tuf.index ? { index: tuf.index } : {}) } } : {}),
+        });
       } finally {
         held.release();
       }
@@ -70,6 +74,9 @@ export function makeHandlers(core: HelperCore) {
     start: (req, ctx) => handleRunState(core, req, ctx),
     stop: (req, ctx) => handleRunState(core, req, ctx),
     restart: (req, ctx) => handleRunState(core, req, ctx),
+    // tuf-js is loaded only when trust is verified (the helper's start stays small).
+    'trust-refresh': async (req, ctx) => (await import('./ops/trust.js')).handleTrustRefresh(core, req, ctx),
+    'trust-set-root': async (req, ctx) => (await import('./ops/trust.js')).handleTrustSetRoot(core, req, ctx),
     'agent-confirm': (req, ctx) => ctx.peer().then((peer) => core.agentConfirms.confirm(peer, req)),
     prune: async (req) => {
       requireApp(core.config, req.app);

@@ -112,6 +112,16 @@ export interface StatusResult {
   startedAt: number;
   recovering: boolean;
   apps: AppStatus[];
+  // How the host trusts releases (docs/design.md §21); absent from a helper before it.
+  trust?: TrustStatus;
+}
+
+// The trust `status` shows: the trust-refresh answer, whether that timestamp has expired by this
+// host's clock, and why the store could not be read, when it could not (then scheme is `tuf`:
+// something is there, and nothing of it is trusted).
+export interface TrustStatus extends TrustAnswer {
+  timestampExpired?: boolean;
+  error?: string;
 }
 
 // `releases`: one staged version.
@@ -214,6 +224,18 @@ export interface Answers {
   'release-hold': ReleaseHoldAnswer;
   hold: HoldAnswer;
   'agent-confirm': AgentConfirmAnswer;
+  'trust-refresh': TrustAnswer;
+  'trust-set-root': TrustAnswer;
+}
+
+// `trust-refresh` and `trust-set-root` (docs/design.md §21): what the helper trusts now. `keys`
+// before any TUF root; then the root's and the newest timestamp's versions and the timestamp's
+// x-steward-signed-at (epoch ms), when it has them.
+export interface TrustAnswer {
+  scheme: 'keys' | 'tuf';
+  rootVersion?: number;
+  timestampVersion?: number;
+  timestampSignedAt?: number;
 }
 
 // The answer of op `K` (an op without one here does not compile).

@@ -31,6 +31,8 @@ export interface HelperClient {
   releaseHold: Method<'release-hold'>;
   hold: Method<'hold'>;
   agentConfirm: Method<'agent-confirm'>;
+  trustRefresh: Method<'trust-refresh'>;
+  trustSetRoot: Method<'trust-set-root'>;
 }
 
 // A client whose requests go through `send`, numbered from 1.
@@ -56,5 +58,7 @@ export function helperClient(send: SendRequest): HelperClient {
     releaseHold: method('release-hold'),
     hold: method('hold'),
     agentConfirm: method('agent-confirm'),
+    trustRefresh: method('trust-refresh'),
+    trustSetRoot: method('trust-set-root'),
   };
 }

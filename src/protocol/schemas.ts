@@ -4,6 +4,7 @@ import { HOLD_FOR_MAX_MS, HOLD_FOR_MIN_MS, HOLD_REASON_MAX } from '../core/hold-
 import { MAX_CONTROL_PLANE_URLS } from '../core/control-plane-urls.js';
 import { appNameSchema, attemptIdSchema, epochMsSchema, integritySchema, intSchema, versionSchema } from '../core/names.js';
 import { envelopeSchema, type Envelope } from '../core/release-schemas.js';
+import { MAX_TRUST_BUNDLE_BYTES, trustBundleSchema } from '../core/control-api.js';
 import { idSchema } from './answer-schemas.js';
 import { PROTOCOL_VERSION, type OpName } from './ops.js';
 
@@ -87,6 +88,10 @@ export const updateRequestSchema = z.strictObject({
   // A signed downgrade authorization (docs/design.md §18): lets this update go below the app's
   // highest active version when it holds for exactly this app and version.
   downgrade: z.optional(envelopeSchema),
+  // The desired entry's directive (docs/design.md §21): under TUF, the director's word that this
+  // node runs this app's version for this attempt. A helper from before it refuses the key as a
+  // malformed request, and the agent asks again without it.
+  directive: z.optional(envelopeSchema),
 });
 export const rollbackRequestSchema = z.strictObject({
   ...base,
@@ -134,7 +139,19 @@ export const restartRequestSchema = runStateRequest('restart');
 // (the peer's pid); these two only bound it in time and go to the log.
 export const agentConfirmRequestSchema = z.strictObject({ ...base, op: z.literal('agent-confirm'), seq: intSchema(1), sentAt: epochMsSchema });
 
+// `trust-refresh` (helper.sock, docs/design.md §21): the fleet's TUF metadata, a TrustBundle, inline
+// as `bundle` or (a bundle is up to MAX_TRUST_BUNDLE_BYTES, a request line at most 64 KiB) as
+// the JSON of the bundle in `upload` bytes after the line; exactly one of them.
+export const trustRefreshRequestSchema = z
+  .strictObject({ ...base, op: z.literal('trust-refresh'), bundle: z.optional(trustBundleSchema), upload: z.optional(intSchema(1, MAX_TRUST_BUNDLE_BYTES + 1024)) })
+  .check(z.refine((r) => (r.bundle === undefined) !== (r.upload === undefined), { message: 'a trust-refresh carries its bundle inline or as upload bytes, exactly one' }));
+// `trust-set-root` (admin.sock, docs/design.md §21): the bytes of a TUF root metadata file, as upload bytes.
+export const TRUST_ROOT_MAX_BYTES = 512 * 1024;
+export const trustSetRootRequestSchema = z.strictObject({ ...base, op: z.literal('trust-set-root'), upload: intSchema(1, TRUST_ROOT_MAX_BYTES) });
+
 export const requestSchemas = {
+  'trust-refresh': trustRefreshRequestSchema,
+  'trust-set-root': trustSetRootRequestSchema,
   start: startRequestSchema,
   stop: stopRequestSchema,
   restart: restartRequestSchema,
@@ -166,6 +183,8 @@ export type VerifyRequest = RequestOf<'verify'>;
 export type ReleaseHoldRequest = RequestOf<'release-hold'>;
 export type HoldRequest = RequestOf<'hold'>;
 export type AgentConfirmRequest = RequestOf<'agent-confirm'>;
+export type TrustRefreshRequest = RequestOf<'trust-refresh'>;
+export type TrustSetRootRequest = RequestOf<'trust-set-root'>;
 export type RunStateRequest = RequestOf<'start'> | RequestOf<'stop'> | RequestOf<'restart'>;
 export type Request =
   | RunStateRequest

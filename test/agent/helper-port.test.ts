@@ -125,3 +125,21 @@ test("the update carries the entry's downgrade authorization; a helper from befo
     fake.close();
   }
 });
+
+test("the update carries the entry's directive (docs/design.md §21); a helper from before TUF is asked once more without it, the rest kept", async () => {
+  let knows = true;
+  const fake = await fakeHelper(() => (knows ? null : 'directive'));
+  try {
+    const manifest = { payload: 'e30=', sig: 'AAAA', keyId: '0123456789abcdef' };
+    const directive = { payload: 'e30=', sig: 'BBBB', keyId: 'fedcba9876543210' };
+    const e = { app: 'web', version: '2.0.0', attemptId: 'r1-d', manifest, directive, watchMs: 60_000 };
+    await socketHelper(fake.sock).update(e);
+    assert.deepEqual(JSON.parse(fake.lines[0] as string).directive, directive);
+    knows = false;
+    fake.lines.length = 0;
+    assert.deepEqual(await socketHelper(fake.sock).update(e), { attemptId: 'r1-d', app: 'web', accepted: true });
+    assert.deepEqual(fake.lines.map((l) => { const r = JSON.parse(l); return ['directive' in r, r.watchMs]; }), [[true, 60_000], [false, 60_000]]);
+  } finally {
+    fake.close();
+  }
+});

@@ -41,7 +41,7 @@ test('steward-control --help registers every command but loads no operation, no 
   const { modules, status, stderr } = controlModules(['--help']);
   assert.equal(status, 0, stderr);
   const commands = some(modules, '/control/cli/commands/').map((u) => path.basename(u)).sort();
-  assert.deepEqual(commands, ['audit.js', 'backup.js', 'hook.js', 'init.js', 'keys.js', 'nodes.js', 'operator.js', 'receipts.js', 'release.js', 'rollout.js', 'serve.js', 'target.js', 'token.js'], `every command's module, and serve's code (serve-run.js) not:\n${stderr}`);
+  assert.deepEqual(commands, ['audit.js', 'backup.js', 'hook.js', 'init.js', 'keys.js', 'nodes.js', 'operator.js', 'receipts.js', 'release.js', 'rollout.js', 'serve.js', 'target.js', 'token.js', 'trust.js'], `every command's module, and serve's code (serve-run.js) not:\n${stderr}`);
   for (const heavy of [ZOD, ...STORE, HTTP_CLIENT, '-ops.js', '/control/operations/inputs.js', '/control/server/control-server.js', '/control/admin/', '/node_modules/tar/', '/node_modules/debug/']) {
     assert.deepEqual(some(modules, heavy), [], `--help loads ${heavy}`);
   }

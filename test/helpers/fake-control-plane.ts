@@ -42,6 +42,11 @@ export class FakeControlPlane {
   heartbeatSeconds = 1;
   // The heartbeat versions its answers list (docs/design.md §16); none listed: the agent sends v1.
   heartbeatVersions: number[] | null = null;
+  // The fleet's TUF versions its answers name (docs/design.md §21.2), and the bundle
+  // GET /v1/trust/bundle answers; the roots it was asked for, in order.
+  trust: { rootVersion: number; timestampVersion: number } | null = null;
+  trustBundle: unknown = null;
+  readonly trustAsked: number[] = [];
   now: () => number = () => Date.now();
   private server: http.Server | null = null;
   private nextNode = 1;
@@ -64,6 +69,10 @@ export class FakeControlPlane {
     if (method === 'GET' && url.startsWith('/v1/artifacts/')) {
       const a = this.artifacts.get(url.slice('/v1/artifacts/'.length));
       return a ? { status: 200, json: undefined, body: a } : { status: 404, json: { error: { code: 'NOT_FOUND', message: url } } };
+    }
+    if (method === 'GET' && url.startsWith('/v1/trust/bundle?root=')) {
+      this.trustAsked.push(Number(url.slice('/v1/trust/bundle?root='.length)));
+      return this.trustBundle ? { status: 200, json: this.trustBundle } : { status: 404, json: { error: { code: 'NOT_FOUND', message: url } } };
     }
     if (method !== 'POST') return { status: 404, json: { error: { code: 'NOT_FOUND', message: url } } };
     if (url === '/v1/enroll') return this.enroll(body);
@@ -117,7 +126,7 @@ export class FakeControlPlane {
       node.receipts.set(r.payload.seq, r.payload);
       node.envelopes.set(r.payload.seq, r.envelope);
     }
-    return record({ status: 200, json: { ackedSeqs: ackedSeqs(v), desired: this.desired, heartbeatSeconds: this.heartbeatSeconds, ...(this.heartbeatVersions ? { heartbeatVersions: this.heartbeatVersions } : {}) } });
+    return record({ status: 200, json: { ackedSeqs: ackedSeqs(v), desired: this.desired, heartbeatSeconds: this.heartbeatSeconds, ...(this.heartbeatVersions ? { heartbeatVersions: this.heartbeatVersions } : {}), ...(this.trust ? { trust: this.trust } : {}) } });
   }
 
   // Serves over HTTP on 127.0.0.1 (on `port` when given: to come back after stop()).

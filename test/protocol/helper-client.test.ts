@@ -21,6 +21,8 @@ const FIELDS: Record<OpName, Record<string, unknown>> = {
   'release-hold': { app: 'web' },
   hold: { app: 'web', reason: 'change freeze', forMs: 3_600_000 },
   'agent-confirm': { seq: 1, sentAt: 0 },
+  'trust-refresh': { bundle: { v: 1, files: {} } },
+  'trust-set-root': { upload: 10 },
 };
 
 const methodOf = (op: OpName) => op.replace(/-(\w)/g, (_m, c: string) => c.toUpperCase()) as keyof HelperClient;

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { TrustStatus } from '../../protocol/answers.js';
 import { appArg } from '../arguments.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { printJson, printLines, table, when } from '../output.js';
@@ -54,7 +55,17 @@ export function registerStatus(program: Command): void {
         const last = l ? `${l.outcome}${l.reason ? ' ' + l.reason.code : ''} ${l.fromVersion ?? '-'}->${l.targetVersion} (${l.attemptId})` : '-';
         rows.push([a.name, a.runner, a.current ?? '-', a.previous ?? '-', a.highestActive ?? '-', last, notes.join('; ')]);
       }
-      printLines([`helper pid ${result.pid}, root ${result.root}${result.recovering ? ', RECOVERING' : ''}`]);
+      printLines([`helper pid ${result.pid}, root ${result.root}${result.recovering ? ', RECOVERING' : ''}`, ...(result.trust ? [trustLine(result.trust, Date.now())] : [])]);
       process.stdout.write(result.apps.length ? table(rows) : 'no apps in the host config\n');
     });
+}
+
+// How the host trusts releases (docs/design.md §21), one line.
+export function trustLine(t: TrustStatus, now: number): string {
+  if (t.error) return `trust: tuf, UNUSABLE: ${t.error}`;
+  if (t.scheme === 'keys') return 'trust: keys (per-app release keys in /etc/steward/trusted-keys; no TUF root)';
+  const ts = t.timestampVersion === undefined
+    ? 'no timestamp yet'
+    : `timestamp v${t.timestampVersion}${t.timestampSignedAt !== undefined ? ` signed ${Math.max(0, Math.round((now - t.timestampSignedAt) / 1000))} s ago` : ''}${t.timestampExpired ? ', EXPIRED' : ''}`;
+  return `trust: tuf, root v${t.rootVersion ?? '?'}, ${ts}`;
 }

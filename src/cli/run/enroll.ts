@@ -1,6 +1,6 @@
-import { registerEnroll } from '../commands/enroll.js';
+import { registerEnrollAndTrust } from '../commands/enroll.js';
 import { runCommand } from '../program-base.js';
 
 // The runner of commands/enroll.ts, bundled as a file of its own (src/cli/main.ts).
-export const register = registerEnroll;
-export const runCli = (argv: string[]): Promise<number> => runCommand(argv, registerEnroll);
+export const register = registerEnrollAndTrust;
+export const runCli = (argv: string[]): Promise<number> => runCommand(argv, registerEnrollAndTrust);

@@ -17,6 +17,7 @@ const COMMANDS: LazyCommand[] = [
   [['copy'], async () => (await import('./commands/backup.js')).registerCopy],
   [['token'], async () => (await import('./commands/token.js')).registerToken],
   [['keys'], async () => (await import('./commands/keys.js')).registerKeys],
+  [['trust'], async () => (await import('./commands/trust.js')).registerTrust],
   [['release'], async () => (await import('./commands/release.js')).registerRelease],
   [['rollout'], async () => (await import('./commands/rollout.js')).registerRollout],
   [['target'], async () => (await import('./commands/target.js')).registerTarget],

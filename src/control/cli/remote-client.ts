@@ -50,22 +50,34 @@ export function remoteTarget(server: string, token: string | undefined, caFile: 
 
 // Runs `op` on the server with `input`; `upload` (release add) streams its file after the input.
 export async function callRemote(t: RemoteTarget, op: Operation, input: Record<string, unknown>, upload?: ReleaseBytes): Promise<unknown> {
-  // Why imported here: node:http, node:https and node:tls are for a command run through --server;
-  // context.ts reads remoteTarget above for every command that runs an operation.
-  const { startRequest } = await import('../../platform/http-request.js');
   const method = methodOf(op);
-  // A --server URL with a path (behind a proxy) keeps it before the route.
-  const u = new URL(t.url);
-  u.pathname = t.url.pathname.replace(/\/+$/, '') + routeOf(op);
-  u.search = '';
+  const query: Record<string, string> = {};
   if (method === 'GET') {
     for (const [k, v] of Object.entries(input)) {
       if (v === undefined) continue;
       if (typeof v !== 'string' && typeof v !== 'number') throw new StewardError('INTERNAL', `${op.command}: ${k} is not text and cannot go in a query`);
-      u.searchParams.set(k, String(v));
+      query[k] = String(v);
     }
   }
   const head = method === 'POST' ? Buffer.from(JSON.stringify(input) + (upload ? '\n' : ''), 'utf8') : null;
+  return requestAdmin(t, method, routeOf(op), query, head, upload);
+}
+
+// One request to an admin route that is not an operation's (the trust routes of docs/design.md
+// §21.2): `body` sent as JSON (PUT, POST), the JSON answer back, or a StewardError as callRemote's.
+export async function callAdminRoute(t: RemoteTarget, method: 'GET' | 'POST' | 'PUT', route: string, body?: Buffer): Promise<unknown> {
+  return requestAdmin(t, method, route, {}, method === 'GET' ? null : (body ?? Buffer.from('{}')));
+}
+
+async function requestAdmin(t: RemoteTarget, method: 'GET' | 'POST' | 'PUT', route: string, query: Record<string, string>, head: Buffer | null, upload?: ReleaseBytes): Promise<unknown> {
+  // Why imported here: node:http, node:https and node:tls are for a command run through --server;
+  // context.ts reads remoteTarget above for every command that runs an operation.
+  const { startRequest } = await import('../../platform/http-request.js');
+  // A --server URL with a path (behind a proxy) keeps it before the route.
+  const u = new URL(t.url);
+  u.pathname = t.url.pathname.replace(/\/+$/, '') + route;
+  u.search = '';
+  for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
   const headers: Record<string, string | number> = { authorization: `Bearer ${t.token}`, accept: 'application/json', 'user-agent': `steward-control/${readOwnVersion()}` };
   if (head) {
     headers['content-type'] = upload ? 'application/vnd.steward.upload' : 'application/json';

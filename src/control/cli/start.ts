@@ -22,6 +22,7 @@ export const RUNNERS: Array<[names: string[], load: () => Promise<ControlRunner>
   [['backup', 'restore', 'copy'], () => import('./run/backup.js')],
   [['token'], () => import('./run/token.js')],
   [['keys'], () => import('./run/keys.js')],
+  [['trust'], () => import('./run/trust.js')],
   [['release'], () => import('./run/release.js')],
   [['rollout'], () => import('./run/rollout.js')],
   [['target'], () => import('./run/target.js')],

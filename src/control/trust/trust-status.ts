@@ -12,14 +12,16 @@ import { currentRoot, currentSnapshot, currentTargets, currentTimestamp, onlineK
 export interface TrustStatus {
   repository: boolean;
   onlineKeys: { snapshot: string; timestamp: string; director: string } | null;
-  root: { version: number; expires: string; keyids: string[]; threshold: number; targets: { keyids: string[]; threshold: number } } | null;
+  // Each published item carries its metadata file as stored (`metadata`), which the trust commands
+  // build on and sign over on the operator's machine, never a summary of it.
+  root: { version: number; expires: string; keyids: string[]; threshold: number; targets: { keyids: string[]; threshold: number }; metadata: unknown } | null;
   // `metadata`: the pending file as stored, signatures gathered so far included, for another
   // operator to sign on their machine (its `signed` is what each signature covers).
   pending: Record<PendingRole, { version: number; signatures: Tally[]; updatedAt: number; updatedBy: string | null; metadata: unknown } | null>;
   // `verifies`: the published root's targets role signs them (false after a rotation of its keys,
   // until the targets are signed again).
-  targets: { version: number; expires: string; verifies: boolean } | null;
-  apps: Array<{ app: string; role: string; keyids: string[]; threshold: number; version: number | null; expires: string | null }>;
+  targets: { version: number; expires: string; verifies: boolean; metadata: unknown } | null;
+  apps: Array<{ app: string; role: string; keyids: string[]; threshold: number; version: number | null; expires: string | null; metadata: unknown }>;
   snapshot: { version: number; expires: string } | null;
   timestamp: { version: number; expires: string; signedAt: number | null } | null;
   nodes: { keys: number; tuf: number; unreported: number; metadataStale: number };
@@ -44,7 +46,7 @@ export async function trustStatus(tx: StoreReader, nodes?: readonly NodeRow[]): 
     if (app === null) continue;
     const row = appRows.get(d.name);
     const md = row ? parseMetadata(MetadataKind.Targets, row.bytes) : null;
-    apps.push({ app, role: d.name, keyids: [...d.keyIDs], threshold: d.threshold, version: md?.signed.version ?? null, expires: md?.signed.expires ?? null });
+    apps.push({ app, role: d.name, keyids: [...d.keyIDs], threshold: d.threshold, version: md?.signed.version ?? null, expires: md?.signed.expires ?? null, metadata: row ? (JSON.parse(row.bytes) as unknown) : null });
   }
   const all = nodes ?? (await tx.nodes.list());
   const counts = { keys: 0, tuf: 0, unreported: 0, metadataStale: 0 };
@@ -56,9 +58,9 @@ export async function trustStatus(tx: StoreReader, nodes?: readonly NodeRow[]): 
   return {
     repository: !!timestamp,
     onlineKeys: keys && { snapshot: keys.snapshot.tuf.keyID, timestamp: keys.timestamp.tuf.keyID, director: keys.director.tuf.keyID },
-    root: root && rootView(root.md),
+    root: root && { ...rootView(root.md), metadata: JSON.parse(root.row.bytes) as unknown },
     pending: { root: await pending('root'), targets: await pending('targets') },
-    targets: top && { version: top.md.signed.version, expires: top.md.signed.expires, verifies: root !== null && targetsVerify(root.md, top.md) },
+    targets: top && { version: top.md.signed.version, expires: top.md.signed.expires, verifies: root !== null && targetsVerify(root.md, top.md), metadata: JSON.parse(top.row.bytes) as unknown },
     apps: apps.sort((a, b) => (a.app < b.app ? -1 : 1)),
     snapshot: snapshot && { version: snapshot.md.signed.version, expires: snapshot.md.signed.expires },
     timestamp: timestamp && { version: timestamp.md.signed.version, expires: timestamp.md.signed.expires, signedAt: signedAtOf(timestamp.md) },
@@ -66,7 +68,7 @@ export async function trustStatus(tx: StoreReader, nodes?: readonly NodeRow[]): 
   };
 }
 
-function rootView(md: Metadata<Root>): NonNullable<TrustStatus['root']> {
+function rootView(md: Metadata<Root>): Omit<NonNullable<TrustStatus['root']>, 'metadata'> {
   const r = md.signed.roles['root'];
   const t = md.signed.roles['targets'];
   return {

@@ -8,7 +8,8 @@ import type { HostConfig } from '../../core/config-schema.js';
 import { quarantineInForce } from '../../core/quarantine.js';
 import { requireApp } from '../../host/config.js';
 import type { HostPaths } from '../../core/paths.js';
-import type { AppStatus, LastTransfer, RunningWork, StatusResult } from '../../protocol/answers.js';
+import type { AppStatus, LastTransfer, RunningWork, StatusResult, TrustStatus } from '../../protocol/answers.js';
+import { readTrustState } from '../trust/trust-store.js';
 import { holdViewOf, liftOf, readHoldFile } from '../holds/hold-file.js';
 import { readAppState } from '../state/app-state.js';
 import { readCurrent } from '../release-store.js';
@@ -28,7 +29,23 @@ export async function readStatus(
   // One scan of /proc for every app's signals (status-signals.ts).
   const withUsage = ctx.signals && !ctx.readUsage ? { ...ctx, readUsage: processTreeReader() } : ctx;
   const apps = await Promise.all(names.map((n) => appStatus(withUsage, n)));
-  return { root: ctx.paths.root || '/', pid: process.pid, startedAt: ctx.startedAt, recovering: ctx.recovering, apps };
+  return { root: ctx.paths.root || '/', pid: process.pid, startedAt: ctx.startedAt, recovering: ctx.recovering, apps, trust: await trustStatus(ctx.paths, ctx.now) };
+}
+
+// What the trust store holds (docs/design.md §21), never a throw: a store that cannot be read says why.
+async function trustStatus(paths: HostPaths, now: number): Promise<TrustStatus> {
+  try {
+    const s = await readTrustState(paths, now);
+    return {
+      scheme: s.scheme,
+      ...(s.rootVersion !== undefined ? { rootVersion: s.rootVersion } : {}),
+      ...(s.timestampVersion !== undefined ? { timestampVersion: s.timestampVersion } : {}),
+      ...(s.timestampSignedAt !== undefined ? { timestampSignedAt: s.timestampSignedAt } : {}),
+      ...(s.timestampExpired !== undefined ? { timestampExpired: s.timestampExpired } : {}),
+    };
+  } catch (err) {
+    return { scheme: 'tuf', error: (err as Error).message };
+  }
 }
 
 export interface StatusContext {

@@ -8,6 +8,7 @@ import { handOver } from '../self/handover.js';
 import { selfFloors } from '../self/self-floors.js';
 import { activate } from '../update/activate.js';
 import { authorizedDowngradeOf } from './downgrade.js';
+import { scheme } from '../trust/trust-store.js';
 import { readJournal } from '../update/journal.js';
 import { answerOf } from './answer.js';
 import { setHold } from './hold.js';
@@ -25,8 +26,12 @@ export async function handleUpdate(core: TransactionCore, req: UpdateRequest, ct
   const noWait = req.app === SELF_APP || req.noWait;
   return runTransaction(core, { op: 'update', app: req.app, attemptId: req.attemptId, targetVersion: req.version, noWait, notAfter: req.notAfter }, ctx, async ({ attemptId, startedAt, state }, progress, accept) => {
     const floors = req.app === SELF_APP ? selfFloors(core.self) : undefined;
-    const downgrade = await authorizedDowngradeOf(core, req, state);
-    const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state, floors, downgradeAuthorized: downgrade !== null });
+    // Under TUF (docs/design.md §21) the agent's updates are the director's and the delegation's
+    // word; admin.sock (root on the host) keeps the release keys.
+    const tuf = ctx.kind === 'helper' && (await scheme(core.paths)) === 'tuf' ? await (await import('../trust/verify-tuf-update.js')).verifyTufUpdate(core.paths, { ...req, attemptId }, state, core.clock.now()) : null;
+    const downgrade = tuf ? tuf.downgrade : await authorizedDowngradeOf(core, req, state);
+    const tufVerified = tuf ? { payload: tuf.payload, ...(tuf.index ? { index: tuf.index } : {}) } : undefined;
+    const staged = await stageRelease(core, { ...stageInputOf(req, ctx, attemptId, progress), state, floors, downgradeAuthorized: downgrade !== null, ...(tufVerified ? { tufVerified } : {}) });
     // Told by `status` (an update of the control plane's is answered `accepted` before this).
     core.lastTransfers?.set(req.app, { attemptId, version: req.version, ...transferOf(staged), indexed: req.indexedManifest !== undefined, ...(staged.fallback ? { fallback: staged.fallback } : {}), at: core.clock.now() });
     const cur = await readCurrent(core.paths, req.app);

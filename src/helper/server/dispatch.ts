@@ -8,7 +8,7 @@ import type { Dispatch, OpContext } from './api-server.js';
 import { checkSocketPolicy } from './socket-policy.js';
 
 // Ops whose request may be followed by upload bytes.
-const UPLOAD_OPS: readonly OpName[] = ['stage', 'update'];
+const UPLOAD_OPS: readonly OpName[] = ['stage', 'update', 'trust-refresh', 'trust-set-root'];
 // Ops that only read; every other op waits until start-up recovery is over (docs/design.md §4).
 // agent-confirm writes nothing either, and recovery's own probe of steward-agent waits for it.
 const READ_ONLY_OPS: readonly OpName[] = ['status', 'receipts', 'releases', 'agent-confirm'];

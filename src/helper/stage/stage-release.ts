@@ -100,6 +100,10 @@ export interface StageInput {
   // The caller checked a signed downgrade authorization for exactly this app and version
   // (verify-downgrade.ts): the highest active version is no floor for it (docs/design.md §18).
   downgradeAuthorized?: boolean | undefined;
+  // Under TUF (docs/design.md §21), the manifest payload (and index) the caller verified as the
+  // targets of the app's delegation (trust/verify-tuf-update.ts), in the place of a release key's
+  // signature on the manifest.
+  tufVerified?: { payload: ManifestPayload; index?: FileIndexRef } | undefined;
   force?: boolean | undefined;
   // Versions the update may not go below besides the highest active one (the app steward's).
   floors?: readonly VersionFloor[] | undefined;
@@ -392,6 +396,13 @@ interface Trust {
 
 async function resolveTrust(deps: StageDeps, input: StageInput): Promise<Trust> {
   const { app, version } = input;
+  if (input.tufVerified) {
+    const m = input.tufVerified.payload;
+    if (input.integrity && input.integrity !== m.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: --integrity disagrees with the manifest`);
+    if (input.upload && input.upload.size !== m.size) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the upload is ${input.upload.size} bytes, the manifest says ${m.size}`);
+    const index = input.tufVerified.index;
+    return { signed: true, keyId: null, integrity: m.integrity, size: m.size, url: m.url, ...(index ? { index } : {}) };
+  }
   if (input.manifest) {
     const trustedDir = input.trustedDir ?? trustedKeysFor(deps.paths, app);
     const m = await verifyManifest(input.manifest, {

@@ -14,6 +14,8 @@ const log = logger('helper:stage');
 // A downgrade the app's release key allowed: by which key, until when, and the floor it goes below.
 export interface AuthorizedDowngrade {
   keyId: string;
+  // Under TUF (docs/design.md §21), what authorized it, in the place of a key.
+  by?: string;
   notAfter: number;
   below: string;
 }

@@ -59,7 +59,7 @@ function reasonOf(code: string, message: string) {
 // below, and the key that allowed it (every receipt version carries a reason, and recovery
 // re-emits it from the journal).
 export function downgradeReason(app: string, target: string, d: AuthorizedDowngrade) {
-  return reasonOf(DOWNGRADE_AUTHORIZED, `${app} ${target} went below ${d.below}, the highest version that was active here, by the downgrade authorization of key ${d.keyId} (valid until ${new Date(d.notAfter).toISOString()})`);
+  return reasonOf(DOWNGRADE_AUTHORIZED, `${app} ${target} went below ${d.below}, the highest version that was active here, by ${d.by ?? `the downgrade authorization of key ${d.keyId}`} (valid until ${new Date(d.notAfter).toISOString()})`);
 }
 
 export const DOWNGRADE_AUTHORIZED = 'DOWNGRADE_AUTHORIZED';

@@ -1,0 +1,125 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import path from 'node:path';
+import { ActedStore } from '../../src/agent/acted-store.js';
+import { HeartbeatLoop } from '../../src/agent/heartbeat-loop.js';
+import type { HelperPort } from '../../src/agent/helper-port.js';
+import { Outbox } from '../../src/agent/outbox.js';
+import { SeqStore } from '../../src/agent/seq-store.js';
+import { fetchTrustBundle, MAX_TRUST_BUNDLE_ANSWER_BYTES, trustReportOf } from '../../src/agent/trust-bundle.js';
+import type { TrustBundle } from '../../src/core/control-api.js';
+import { StewardError } from '../../src/core/errors.js';
+import type { TrustStatus } from '../../src/protocol/answers.js';
+import { keyIdOf } from '../../src/platform/keys.js';
+import { FakeControlPlane } from '../helpers/fake-control-plane.js';
+import { scratchDir } from '../helpers/scratch.js';
+
+const NOW = 1_800_000_000_000;
+
+// docs/design.md §21.2, the agent's side: an answer naming newer versions than the helper trusts
+// makes the agent fetch the bundle for the helper's root and hand it to the helper, before it
+// acts on the desired entries; a refresh that failed is not fetched again at every heartbeat; and
+// heartbeats v8 report the helper's trust with the age of its timestamp.
+test('the agent fetches the bundle for the root its helper trusts, hands it over, and reports trust in heartbeats v8', async () => {
+  const dir = scratchDir('steward-agent-trust-');
+  const node = generateKeyPairSync('ed25519');
+  const helperKey = generateKeyPairSync('ed25519');
+  const cp = new FakeControlPlane();
+  cp.now = () => NOW;
+  cp.heartbeatSeconds = 30;
+  cp.addNode('node-1', node.publicKey, helperKey.publicKey);
+  const clock = { t: NOW, mono: 0, now: () => clock.t, monotonic: () => clock.mono, sleep: async () => {} };
+  let trust: TrustStatus = { scheme: 'tuf', rootVersion: 1, timestampVersion: 1, timestampSignedAt: NOW - 90_000, timestampExpired: false };
+  const handed: TrustBundle[] = [];
+  const fetched: number[] = [];
+  let refreshFails = false;
+  const helper: HelperPort = {
+    receipts: async () => ({ helperKeyId: keyIdOf(helperKey.publicKey), receipts: [] }),
+    status: async () => ({ root: '/', pid: 1, startedAt: NOW, recovering: false, apps: [], trust }),
+    update: async () => {
+      throw new Error('no update');
+    },
+    rollback: async () => {
+      throw new Error('no rollback');
+    },
+    confirm: async () => {
+      throw new StewardError('FORBIDDEN', 'none waits');
+    },
+    trustRefresh: async (b) => {
+      handed.push(b);
+      if (refreshFails) throw new StewardError('TRUST_ROLLBACK', 'older');
+      trust = { ...trust, rootVersion: 2, timestampVersion: 5, timestampSignedAt: NOW - 1000 };
+      return { scheme: 'tuf', rootVersion: 2, timestampVersion: 5, timestampSignedAt: NOW - 1000 };
+    },
+  };
+  const offered = { rootVersion: 2, timestampVersion: 5 };
+  const logs: string[] = [];
+  const loop = new HeartbeatLoop({
+    clock,
+    random: () => 0.5,
+    helper,
+    controlPlane: {
+      post: async (endpoint, body) => {
+        const r = cp.handle('POST', endpoint, Buffer.from(JSON.stringify(body)));
+        return { status: r.status, json: r.status === 200 ? { ...(r.json as object), heartbeatVersions: [1, 2, 3, 4, 5, 6, 7, 8], trust: offered } : r.json };
+      },
+    },
+    seq: await SeqStore.open(path.join(dir, 'seq.json')),
+    outbox: await Outbox.open(path.join(dir, 'outbox.json')),
+    acted: await ActedStore.open(path.join(dir, 'acted.json')),
+    nodeId: 'node-1',
+    nodeKey: node.privateKey,
+    loadHelperKey: async () => helperKey.publicKey,
+    bootId: 'boot-1',
+    agentVersion: '0.1.0',
+    heartbeatSeconds: 30,
+    trust: {
+      fetchBundle: async (root) => {
+        fetched.push(root);
+        return { v: 1, files: { 'timestamp.json': 'e30=' } };
+      },
+    },
+    log: (fmt: string, ...args: unknown[]) => logs.push([fmt, ...args.map(String)].join(' ')),
+  });
+  assert.equal((await loop.tick()).outcome.kind, 'ok');
+  assert.equal(cp.heartbeats[0]!.payload.trust, undefined, 'v1 before the control plane listed 8');
+  assert.deepEqual(fetched, [1], 'the bundle for the root the helper trusts');
+  assert.equal(handed.length, 1);
+  assert.equal((await loop.tick()).outcome.kind, 'ok');
+  assert.deepEqual(cp.heartbeats[1]!.payload.trust, { scheme: 'tuf', rootVersion: 2, timestampVersion: 5, timestampAgeSeconds: 1 });
+  assert.deepEqual(fetched, [1], 'nothing newer offered: nothing fetched');
+
+  // A refresh the helper refuses: tried once, not again before five minutes.
+  trust = { scheme: 'tuf', rootVersion: 2, timestampVersion: 4 };
+  refreshFails = true;
+  await loop.tick();
+  await loop.tick();
+  assert.deepEqual(fetched, [1, 2]);
+  assert.ok(logs.some((l) => l.includes('TRUST_ROLLBACK')), logs.join('\n'));
+  clock.mono += 5 * 60_000 + 1;
+  await loop.tick();
+  assert.deepEqual(fetched, [1, 2, 2]);
+});
+
+test("the trust report's age is of a valid timestamp only; the bundle is fetched as /v1/wait is authorized, under its own cap", async () => {
+  assert.deepEqual(trustReportOf({ scheme: 'keys' }, NOW), { scheme: 'keys' });
+  assert.deepEqual(trustReportOf({ scheme: 'tuf', rootVersion: 1, timestampVersion: 3, timestampSignedAt: NOW - 5500, timestampExpired: true }, NOW), { scheme: 'tuf', rootVersion: 1, timestampVersion: 3 });
+  const asked: Array<{ endpoint: string; headers: Record<string, string>; maxBytes?: number }> = [];
+  const bundle = await fetchTrustBundle(
+    {
+      get: async (request) => {
+        asked.push(request());
+        return { status: 200, json: { v: 1, files: { '2.root.json': 'e30=' } } };
+      },
+      authorization: () => 'Steward-Node x',
+    },
+    1,
+  );
+  assert.deepEqual(bundle, { v: 1, files: { '2.root.json': 'e30=' } });
+  assert.equal(asked[0]!.endpoint, '/v1/trust/bundle?root=1');
+  assert.equal(asked[0]!.headers['Authorization'], 'Steward-Node x');
+  assert.equal(asked[0]!.maxBytes, MAX_TRUST_BUNDLE_ANSWER_BYTES);
+  await assert.rejects(fetchTrustBundle({ get: async () => ({ status: 404, json: undefined }), authorization: () => 'x' }, 1), (e: unknown) => e instanceof StewardError && e.code === 'CONTROL_PLANE_REFUSED');
+  await assert.rejects(fetchTrustBundle({ get: async () => ({ status: 200, json: { v: 1, files: { 'x.json': 'e30=' } } }), authorization: () => 'x' }, 1), (e: unknown) => e instanceof StewardError && e.code === 'TRUST_INVALID');
+});

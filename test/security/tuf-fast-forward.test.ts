@@ -1,0 +1,16 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { addWeb, assertRefreshRefused, assertUpdateRefused, bundleOf, tufHost, tufUpdate, web } from '../helpers/tuf-host.js';
+
+// A fast-forward: one stolen key of web's delegation (its threshold is 2 of 3) signs web
+// 999.0.0, so that the host would take it and refuse every real release below it ever after.
+// The delegation one signature short verifies nothing: the bundle is refused TRUST_SIGNATURE,
+// and 999.0.0 is not installed.
+test('a version 999.0.0 signed by one key of a delegation that needs two is not installed', { timeout: 120_000 }, async (t) => {
+  const h = await tufHost(t);
+  addWeb(h, '999.0.0', { signers: 1 });
+  await assertRefreshRefused(h, bundleOf(h.repo), 'TRUST_SIGNATURE', /app\.web was signed by 1\/2 keys/);
+  await assertUpdateRefused(h, tufUpdate(h, '999.0.0', 'run-1.web.1'), 'run-1.web.1', 'TRUST_UNSIGNED', '1.0.0', '999.0.0');
+  const st = await web(h);
+  assert.deepEqual([st.current, st.highestActive], ['1.0.0', '1.0.0'], 'the floor did not move to 999.0.0');
+});
