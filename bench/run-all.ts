@@ -22,7 +22,7 @@ const self = path.basename(fileURLToPath(import.meta.url));
 // The row scripts in the order of issue 8's rows. bench/ also holds shared modules (lib.ts,
 // stage-input.ts, pm2.ts, proc-watch.ts, lib/), so a script is a row only when listed here; a
 // .js in dist/bench/ that is neither listed nor known as shared is named on stderr.
-export const ROW_SCRIPTS = ['stage', 'stage-status', 'activation', 'respawn', 'footprint', 'status-cli', 'control-heartbeats', 'control-tls', 'rollout-advance', 'control-postgres', 'handover', 'targets-fleet', 'signal-samples', 'analysis-fleet', 'objects'];
+export const ROW_SCRIPTS = ['stage', 'stage-status', 'activation', 'respawn', 'footprint', 'status-cli', 'control-heartbeats', 'control-tls', 'rollout-advance', 'control-postgres', 'handover', 'targets-fleet', 'signal-samples', 'analysis-fleet', 'objects', 'trust'];
 const SHARED = ['lib', 'stage-input', 'pm2', 'proc-watch'];
 // Each quick script takes under 20 s on a quiet 2-core machine; the full ones a few minutes.
 export const QUICK_SCRIPT_SECONDS = 90;

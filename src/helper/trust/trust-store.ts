@@ -57,7 +57,9 @@ async function restoreInterrupted(paths: HostPaths): Promise<void> {
 // The stored metadata by name, each file read under the trust rule; empty when nothing is
 // stored. A file that breaks the rule refuses the whole store (TRUST_INVALID): trust is never
 // taken from a file another user could have written, nor quietly dropped.
-export async function readStore(paths: HostPaths): Promise<Map<string, Buffer>> {
+// `pick`: only the files it names are read (an update reads its own app's delegation, not a
+// fleet's every one).
+export async function readStore(paths: HostPaths, pick?: (name: string) => boolean): Promise<Map<string, Buffer>> {
   await restoreInterrupted(paths);
   const dir = metadataDir(paths);
   const out = new Map<string, Buffer>();
@@ -69,7 +71,7 @@ export async function readStore(paths: HostPaths): Promise<Map<string, Buffer>> 
     throw err;
   }
   const scope = trustScope(dir, paths.root);
-  for (const name of names.filter((n) => STORED_NAME_RE.test(n)).sort()) {
+  for (const name of names.filter((n) => STORED_NAME_RE.test(n) && (!pick || pick(n))).sort()) {
     const r = await readTrustedFile(path.join(dir, name), scope, MAX_STORED_BYTES);
     if (r.state === 'untrusted') throw new StewardError('TRUST_INVALID', `the trust store is not trusted: ${r.why} (${trustRule(scope)})`);
     if (r.state === 'ok') out.set(name, r.bytes);
@@ -79,7 +81,7 @@ export async function readStore(paths: HostPaths): Promise<Map<string, Buffer>> 
 
 // `tuf` once a trusted root is stored, else `keys` (per-app release keys, docs/design.md §6).
 export async function scheme(paths: HostPaths): Promise<TrustScheme> {
-  return (await readStore(paths)).has('root.json') ? 'tuf' : 'keys';
+  return (await readStore(paths, (n) => n === 'root.json')).has('root.json') ? 'tuf' : 'keys';
 }
 
 // A fresh private folder beside metadata/ holding `files`: where tuf-js works on a copy.

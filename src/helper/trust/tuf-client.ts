@@ -13,7 +13,7 @@ import { BaseFetcher, Updater } from 'tuf-js';
 import { BadVersionError, DownloadHTTPError, DownloadLengthMismatchError, ExpiredMetadataError, RuntimeError } from 'tuf-js/dist/error.js';
 import { StewardError, type ReasonCode } from '../../core/errors.js';
 import type { HostPaths } from '../../core/paths.js';
-import { appOfRole } from '../../core/trust/roles.js';
+import { appOfRole, delegatedRoleName } from '../../core/trust/roles.js';
 import { strictBase64 } from '../../platform/keys.js';
 import { checkTrustRoot } from '../../platform/trust/root-check.js';
 import { TRUST_FILE_NAME_RE, type TrustBundle } from '../../core/control-api.js';
@@ -153,7 +153,9 @@ export async function refreshTrust(paths: HostPaths, bundle: TrustBundle, now: n
 // trusted root at this host's clock, nothing written. Throws TRUST_* for metadata that no longer
 // holds (TRUST_EXPIRED above all).
 export async function storedTargets(paths: HostPaths, targetPaths: readonly string[]): Promise<Map<string, TargetFile | undefined>> {
-  const stored = await withTrustLock(paths, () => readStore(paths));
+  // The top-level roles and the delegations of the apps asked about: tuf-js reads no other.
+  const wanted = new Set(['root.json', 'timestamp.json', 'snapshot.json', 'targets.json', ...targetPaths.map((p) => `${delegatedRoleName(p.slice(0, p.indexOf('/')))}.json`)]);
+  const stored = await withTrustLock(paths, () => readStore(paths, (n) => wanted.has(n)));
   if (!stored.has('root.json')) throw new StewardError('TRUST_INVALID', 'this host trusts no TUF root');
   // The stored files as a fetcher would have served them: `<v>.<role>.json` for a role stored at version v.
   const served = new Map<string, Buffer>();
@@ -188,7 +190,7 @@ export async function storedTargets(paths: HostPaths, targetPaths: readonly stri
 
 // The stored root, parsed (tuf-js verified it when it was stored).
 export async function storedRoot(paths: HostPaths): Promise<Metadata<Root> | null> {
-  const bytes = (await readStore(paths)).get('root.json');
+  const bytes = (await readStore(paths, (n) => n === 'root.json')).get('root.json');
   return bytes ? parseRoot(bytes) : null;
 }
 
