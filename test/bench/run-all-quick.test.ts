@@ -43,7 +43,7 @@ test('npm run bench -- --quick runs every row script and each prints its rows', 
   assert.equal(code, 0, stdout);
   // Issue 8's seven rows, issue 17's, issue 20's (13, PostgreSQL beside SQLite), issue 32's
   // (the handover), issue 33's (targets over a simulated fleet) and issue 34's (signal samples;
-  // automated analysis over a simulated fleet) issue 35's (content-addressed staging) and issue 36's (TUF trust), each
+  // automated analysis over a simulated fleet), issue 35's (content-addressed staging) and issue 36's (TUF trust), each
   // from the script that owns it.
   const rows = new Set(summary.rows.map((r) => r.row.split(' ')[0]));
   assert.deepEqual([...rows].sort(), ['1', '13', '17', '2', '3', '32', '33', '34', '35', '36', '4', '5', '6', '7']);
