@@ -4,7 +4,10 @@
 // does not run the app. A rollout to staging; one to prod with two canaries, a 50 % batch and a
 // failure budget of 0, paused and resumed on the way (the host without the app is never asked);
 // a broken release halted by its canary on staging before prod is touched; an operator's manual
-// rollback left alone; and the receipts the control plane verified, as a timeline.
+// rollback left alone; and the receipts the control plane verified, as a timeline. The fleet trusts
+// releases by TUF (docs/trust.md): root and web keys made in the temp folder, the signing
+// ceremony through the admin API, each release signed by both web keys, and the hosts enrolled
+// with the exported root and no release key of their own.
 import { chmodSync, mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,37 +62,62 @@ async function main(): Promise<number> {
   let cp: Daemon | null = null;
   try {
     step('A control plane on loopback, its SQLite database in the temp folder (serve --init creates it)');
-    cp = startDaemon('steward-control', 'control', ['--db', db, 'serve', '--init', '--listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
-    const url = await waitFor('steward-control to listen', 15_000, async () => {
+    cp = startDaemon('steward-control', 'control', ['--db', db, 'serve', '--init', '--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--heartbeat-seconds', '1']);
+    const [url, adminUrl] = await waitFor('steward-control to listen', 15_000, async () => {
       if (cp?.child.exitCode !== null) throw new Error(`steward-control exited: ${cp?.output()}`);
-      return /listening on (\S+)/.exec(cp.output())?.[1];
+      const u = /listening on (\S+)/.exec(cp.output())?.[1];
+      const a = /admin API on (\S+)/.exec(cp.output())?.[1];
+      return u && a ? ([u, a] as const) : undefined;
     });
-    say(`steward-control listening on ${url}, database ${db}`);
+    say(`steward-control listening on ${url} (admin API on ${adminUrl}), database ${db}`);
 
-    step('A release key, and four releases of web in the catalog (v3 is broken: it exits at start; v2.1 exits a few seconds after)');
-    await control(db, ['keys', 'create', '--out', path.join(cpDir, 'keys')]);
-    const key = path.join(cpDir, 'keys/release.key');
+    step('TUF trust (docs/trust.md): three root keys and two web keys, which their holders keep offline (here, the temp folder)');
+    const keysDir = path.join(base, 'offline-keys');
+    mkdirSync(keysDir, { mode: 0o700 });
+    const names = ['root-alice', 'root-bob', 'root-carol', 'web-dana', 'web-erin'] as const;
+    for (const n of names) await runJson('control', ['keys', 'create', '--out', keysDir, '--name', n]);
+    const pub = (n: (typeof names)[number]) => path.join(keysDir, `${n}.pub`);
+    const key = (n: (typeof names)[number]) => path.join(keysDir, `${n}.key`);
+    say(`keys: ${names.map((n) => `${n}.key/.pub`).join(', ')} in ${keysDir}`);
+    const token = (await run('control', ['--db', db, 'operator', 'add', 'demo-admin', '--role', 'admin'])).stdout.trim();
+    // The trust commands run through the admin API, where the keys are: each prints one line here.
+    const remote = async (args: string[], show: RegExp): Promise<void> => {
+      say(`$ steward-control --server ${adminUrl} ${args.map((a) => a.replaceAll(keysDir + '/', '')).join(' ')}`);
+      const r = await run('control', ['--server', adminUrl, ...args], { STEWARD_CONTROL_TOKEN: token });
+      if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stderr}${r.stdout}`);
+      const lines = r.stdout.split('\n').filter((l) => show.test(l));
+      say(`  ${(lines.length > 0 ? lines : [r.stdout.trim().split('\n').at(-1) ?? '']).map((l) => l.trim().replace(/ \(signed: [^)]*\)/, '').replace(/; may sign: .*$/, '')).join('; ')}`);
+    };
+    await remote(['trust', 'init', '--keys', `${pub('root-alice')},${pub('root-bob')},${pub('root-carol')}`, '--threshold', '2'], /published once/);
+    for (const holder of ['root-alice', 'root-bob', 'root-alice'] as const) await remote(['trust', 'sign-root', '--key', key(holder)], /^\s*(published|put|\d+ of \d+ signatures)/);
+    await remote(['trust', 'delegate', 'web', '--keys', `${pub('web-dana')},${pub('web-erin')}`, '--threshold', '2'], /targets v2|pending/);
+    for (const holder of ['root-alice', 'root-bob'] as const) await remote(['trust', 'sign-root', '--key', key(holder)], /^\s*(published|\d+ of \d+ signatures)/);
+    const fleetRoot = path.join(cpDir, 'fleet-root.json');
+    await remote(['trust', 'export-root', '--out', fleetRoot], /^wrote/);
+
+    step('Four releases of web, each signed by both web keys (v3 is broken: it exits at start; v2.1 exits a few seconds after)');
     for (const [version, broken] of [['1.0.0', false], ['2.0.0', false], ['2.1.0', 'late'], ['3.0.0', true]] as const) {
       const tgz = buildRelease(work, version, broken);
-      await control(db, ['release', 'add', 'web', version, '--file', tgz, '--base-url', url, '--key', key]);
+      await remote(['release', 'add', 'web', version, '--file', tgz, '--base-url', url, '--key', key('web-dana'), '--key', key('web-erin')], /^added|app\.web/);
     }
 
-    step('Five hosts, each a helper and an agent in its own root, enrolled with a one-use token that labels it');
+    step('Five hosts, each a helper and an agent in its own root, enrolled with a one-use token that labels it and the fleet\'s TUF root (no release key on the hosts)');
     const fleet: Array<[string, string, boolean]> = [['staging-1', 'staging', true], ['prod-1', 'prod', true], ['prod-2', 'prod', true], ['prod-3', 'prod', true], ['prod-cache', 'prod', false]];
     for (const [name, env, web] of fleet) {
-      const host = makeFleetHost(base, name, env, url, path.join(cpDir, 'keys/release.pub'), web);
+      const host = makeFleetHost(base, name, env, url, null, web);
       hosts.push(host);
       await startHostHelper(host);
       const { token } = await runJson<{ token: string }>('control', ['--db', db, 'token', 'create', '--ttl', '10m', '--label', `env=${env}`]);
-      const nodeId = await enrollHost(host, url, token);
+      const nodeId = await enrollHost(host, url, token, fleetRoot);
       startHostAgent(host);
       say(`${name}: root ${host.root}, enrolled as node ${nodeId} with env=${env}${web ? '' : ' (it runs cache, not web)'}`);
     }
-    await waitFor('five nodes heartbeating', 30_000, async () => {
-      const nodes = await runJson<{ nodes: Array<{ apps: unknown[] }> }>('control', ['--db', db, 'nodes']);
-      return nodes.nodes.filter((n) => n.apps.length > 0).length === 5 ? true : undefined;
+    await waitFor('five nodes heartbeating, on TUF', 30_000, async () => {
+      const nodes = await runJson<{ nodes: Array<{ apps: unknown[]; trust: { scheme: string } | null; metadataStale: boolean }> }>('control', ['--db', db, 'nodes']);
+      return nodes.nodes.filter((n) => n.apps.length > 0 && n.trust?.scheme === 'tuf' && !n.metadataStale).length === 5 ? true : undefined;
     });
     await control(db, ['nodes']);
+    say('each node\'s heartbeats report trust tuf (root v1), its metadata fresh (`nodes --json`: trust, metadataStale)');
     const [staging, , , , cache] = hosts as [FleetHost, FleetHost, FleetHost, FleetHost, FleetHost];
     const prod = hosts.filter((h) => h.env === 'prod' && h !== cache);
 
@@ -156,11 +184,11 @@ async function main(): Promise<number> {
 
     step('A target keeps prod on 2.0.0: a host enrolled now converges with no command, and each node behind says why');
     await control(db, ['target', 'set', 'prod-web', '--app', 'web', '--version', '2.0.0', '--select', 'env=prod', '--canaries', '0', '--batch', '100%', '--bake', '0', '--verdict-timeout', '60s']);
-    const late = makeFleetHost(base, 'prod-4', 'prod', url, path.join(cpDir, 'keys/release.pub'), true);
+    const late = makeFleetHost(base, 'prod-4', 'prod', url, null, true);
     hosts.push(late);
     await startHostHelper(late);
     const { token: lateToken } = await runJson<{ token: string }>('control', ['--db', db, 'token', 'create', '--ttl', '10m', '--label', 'env=prod']);
-    late.nodeId = await enrollHost(late, url, lateToken);
+    late.nodeId = await enrollHost(late, url, lateToken, fleetRoot);
     startHostAgent(late);
     say(`prod-4: enrolled as node ${late.nodeId} with env=prod after the target was set; no rollout is started for it`);
     await waitFor('prod-4 to run web 2.0.0', 90_000, async () => ((await currentOf(late)) === '2.0.0' ? true : undefined));

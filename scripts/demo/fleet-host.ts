@@ -15,14 +15,19 @@ export interface FleetHost {
   agent: Daemon | null;
 }
 
-// Lays out a host under `base/<name>`: config naming the control plane, the release key trusted.
-// Without `web`, its only app is `cache` (a host the rollouts of web must leave alone).
-export function makeFleetHost(base: string, name: string, env: string, controlUrl: string, releasePub: string, web = true): FleetHost {
+// Lays out a host under `base/<name>`: config naming the control plane, and the release key
+// trusted for web unless `releasePub` is null (a host that trusts releases by the fleet's TUF root
+// given at enrolment). Without `web`, its only app is `cache` (a host the rollouts of web must
+// leave alone).
+export function makeFleetHost(base: string, name: string, env: string, controlUrl: string, releasePub: string | null, web = true): FleetHost {
   const root = path.join(base, name);
-  const trusted = path.join(root, 'etc/steward/trusted-keys/web');
-  mkdirSync(trusted, { recursive: true, mode: 0o755 });
+  mkdirSync(path.join(root, 'etc/steward'), { recursive: true, mode: 0o755 });
   chmodSync(root, 0o755);
-  copyFileSync(releasePub, path.join(trusted, 'release.pub'));
+  if (releasePub !== null) {
+    const trusted = path.join(root, 'etc/steward/trusted-keys/web');
+    mkdirSync(trusted, { recursive: true, mode: 0o755 });
+    copyFileSync(releasePub, path.join(trusted, 'release.pub'));
+  }
   const app = { runner: 'process', keepReleases: 3, ...(isRoot ? { user: 'nobody', group: 'nogroup' } : {}) };
   writeFileSync(path.join(root, 'etc/steward/steward.json'), JSON.stringify({ apps: web ? { web: app } : { cache: app }, controlPlane: { url: controlUrl } }, null, 2));
   return { name, env, root, nodeId: null, helper: null, agent: null };
@@ -38,9 +43,10 @@ export async function startHostHelper(host: FleetHost): Promise<void> {
   });
 }
 
-// Enrolls the host with a one-use token, as `agentctl enroll` does at install time.
-export async function enrollHost(host: FleetHost, controlUrl: string, token: string): Promise<string> {
-  const answer = await runJson<{ nodeId: string }>('agentctl', ['--root', host.root, 'enroll', '--control-plane', controlUrl, '--token', token]);
+// Enrolls the host with a one-use token, as `agentctl enroll` does at install time; with
+// `trustRoot`, the fleet's exported TUF root (`--trust-root`), which the host trusts from then on.
+export async function enrollHost(host: FleetHost, controlUrl: string, token: string, trustRoot?: string): Promise<string> {
+  const answer = await runJson<{ nodeId: string }>('agentctl', ['--root', host.root, 'enroll', '--control-plane', controlUrl, '--token', token, ...(trustRoot ? ['--trust-root', trustRoot] : [])]);
   host.nodeId = answer.nodeId;
   return answer.nodeId;
 }

@@ -83,12 +83,13 @@ export function registerRelease(program: Command): void {
         indexSkipped = { code: 'USAGE', message: 'the steward-control at --server is from before indexed manifests and keeps only the plain one: hosts fetch the whole tarball' };
         r = await invoke(cmd, releaseAdd, fields, bytes);
       }
-      // Under TUF: the app's targets name the manifest hosts get (the indexed one when the catalog
-      // keeps the index) and the index, signed here by the delegation's keys.
+      // Under TUF: the app's targets name the plain manifest (the one every desired entry carries and
+      // the helper checks as manifest.json, docs/design.md §21.1) and, when the catalog keeps the
+      // index, the index, signed here by the delegation's keys.
       let trust: Awaited<ReturnType<Awaited<ReturnType<typeof trustRelease>>['signAndUploadTargets']>> | null = null;
       if (tuf) {
         const indexed = r.index && signed.indexedManifest && !indexSkipped ? signed.indexedManifest : null;
-        const manifestBytes = Buffer.from((indexed ?? signed.manifest).payload, 'base64');
+        const manifestBytes = Buffer.from(signed.manifest.payload, 'base64');
         try {
           trust = await (await trustRelease()).signAndUploadTargets(tuf, { app, version, manifestBytes, ...(indexed && indexBytes ? { indexBytes } : {}) });
         } catch (err) {
