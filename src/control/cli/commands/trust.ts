@@ -176,6 +176,9 @@ export function registerTrust(program: Command): void {
       const targetsKeys = o.targetsKeys ? L.readPublicKeys(o.targetsKeys, '--targets-keys') : null;
       const roles = o.newOnline === undefined ? [] : o.newOnline.split(',').map((r) => r.trim());
       for (const r of roles) if (!(ONLINE_ROLES as readonly string[]).includes(r)) throw new StewardError('USAGE', `--new-online ${JSON.stringify(r)} is not one of ${ONLINE_ROLES.join(', ')}`);
+      // Why refused here: the control plane makes its online keys once and cannot make new ones
+      // yet; asking it would only fail on its side with a message about the first making.
+      if (roles.length > 0) throw new StewardError('USAGE', '--new-online is not built yet: the control plane makes its online keys (snapshot, timestamp, director) once and cannot make new ones; a rotation can change the root and targets keys and thresholds');
       const expires = L.daysFromNow(expiresDaysOf(o.expiresDays));
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
