@@ -18,13 +18,15 @@ const EVIL = '\u001b[2J\u001b[H\u202eroot\nweb  runner  9.9.9';
 const host = useHost(after, { apps: { web: processApp() } });
 before(() => host.startHelper());
 
-// `agentctl status`: one header line, the table's header and one line for `web`, nothing hidden.
+// `agentctl status`: the helper's line, the trust line (docs/design.md §21.3), the table's header and
+// one line for `web`, nothing hidden.
 async function statusLines(): Promise<string[]> {
   const r = await agentctl(host, ['status']);
   assert.equal(r.code, 0, r.stderr + r.stdout);
   assert.doesNotMatch(r.stdout, CONTROL, JSON.stringify(r.stdout));
   const lines = r.stdout.trimEnd().split('\n');
-  assert.equal(lines.length, 3, JSON.stringify(r.stdout));
+  assert.equal(lines.length, 4, JSON.stringify(r.stdout));
+  assert.match(lines[1] ?? '', /^trust: keys /);
   return lines;
 }
 
@@ -40,7 +42,7 @@ test('a stop over helper.sock whose `by` holds escapes and a newline is refused 
 test('a hold with escapes in an older state file is shown escaped, on one line, by status and in a HELD refusal', { timeout: 30_000 }, async () => {
   await writeAppState(host.paths, 'web', { ...emptyAppState(), hold: { by: EVIL, reason: `stop${EVIL}`, at: Date.now() } });
   const lines = await statusLines();
-  assert.match(lines[2] ?? '', /held by \\x1b\[2J\\x1b\[H\\u202eroot\\nweb {2}runner {2}9\.9\.9 since/);
+  assert.match(lines[3] ?? '', /held by \\x1b\[2J\\x1b\[H\\u202eroot\\nweb {2}runner {2}9\.9\.9 since/);
   const r = await agentctl(host, ['--socket', host.paths.helperSock, 'start', 'web']);
   assert.equal(r.code, 3, r.stderr + r.stdout);
   assert.match(r.stderr, /HELD/);
