@@ -28,7 +28,10 @@ export async function withTrust(req: http.IncomingMessage, answer: Answer, store
   const wantDirective = fields.includes('directive');
   if (!wantTrust && !wantDirective) return answer;
   const body = answer.body as { desired?: Array<Record<string, unknown>> };
-  const needKey = wantDirective && Array.isArray(body.desired) && body.desired.length > 0 && !directors.has(store);
+  // A fleet with no repository (its commit read no root) has no director key to read: without
+  // this, every answer with desired entries to a new agent took one more transaction.
+  const noRepository = answer.trust !== undefined && answer.trust.rootVersion === null;
+  const needKey = wantDirective && !noRepository && Array.isArray(body.desired) && body.desired.length > 0 && !directors.has(store);
   // The heartbeat's commit read the versions and its time (group-commit.ts); a held answer made
   // again, or the director key not yet known here, reads them now.
   const read =
