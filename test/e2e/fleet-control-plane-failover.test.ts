@@ -12,7 +12,7 @@ import path from 'node:path';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { startAgentProcess } from '../helpers/agent-process.js';
 import { controlNodes, controlRuns } from '../helpers/control-read.js';
-import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
+import { controlJson, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { currentOn, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 import { agentctl, processApp } from '../helpers/host.js';
 
@@ -33,11 +33,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function ctl(...args: string[]): Promise<any> {
-  const r = await controlCli(db, [...args, '--json']);
-  if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stdout}${r.stderr}`);
-  return r.json;
-}
+const ctl = (...args: string[]): Promise<any> => controlJson(db, args);
 
 test('a host enrolls and heartbeats through a real steward-control listed after a dead URL and a 503, and converges a rollout', { timeout: 180_000 }, async () => {
   control = await startControlDaemon(db, 0, 1);

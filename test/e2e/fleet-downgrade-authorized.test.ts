@@ -17,7 +17,7 @@ import type { Envelope } from '../../src/core/release-schemas.js';
 import { DOMAINS, parsePrivateKey, signEnvelope } from '../../src/platform/keys.js';
 import { appRelease } from '../fixtures/app-releases.js';
 import { controlNodes, controlReceipts, controlRuns } from '../helpers/control-read.js';
-import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
+import { controlJson, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { helperStatus } from '../helpers/helper-status.js';
 import { enrollAndStart, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 
@@ -33,11 +33,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function ctl(...args: string[]): Promise<any> {
-  const r = await controlCli(db, [...args, '--json']);
-  if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stdout}${r.stderr}`);
-  return r.json;
-}
+const ctl = (...args: string[]): Promise<any> => controlJson(db, args);
 
 async function runEnded(): Promise<any> {
   await waitUntil('the run to end', 90_000, async () => {

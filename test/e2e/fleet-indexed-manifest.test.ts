@@ -16,7 +16,7 @@ import { versionDir } from '../../src/core/paths.js';
 import { appFiles } from '../fixtures/app-releases.js';
 import { gzipTar, makeTar } from '../fixtures/tar-writer.js';
 import { controlNodes, controlReceipts, controlRuns } from '../helpers/control-read.js';
-import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
+import { controlJson, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { agentctl } from '../helpers/host.js';
 import { enrollAndStart, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 
@@ -31,11 +31,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function ctl(...args: string[]): Promise<any> {
-  const r = await controlCli(db, [...args, '--json']);
-  if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stdout}${r.stderr}`);
-  return r.json;
-}
+const ctl = (...args: string[]): Promise<any> => controlJson(db, args);
 
 async function runEnded(version: string): Promise<any> {
   await waitUntil(`the run of ${version} to end`, 90_000, async () => {

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { appRelease } from '../fixtures/app-releases.js';
 import { controlNodes, controlRuns } from '../helpers/control-read.js';
-import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
+import { controlJson, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { currentOn, enrollAndStart, makeFleetHost, removeFleetHost, type FleetHost } from '../helpers/fleet-hosts.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'steward-fleet-targeting-'));
@@ -24,11 +24,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function ctl(...args: string[]): Promise<any> {
-  const r = await controlCli(db, [...args, '--json']);
-  if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stdout}${r.stderr}`);
-  return r.json;
-}
+const ctl = (...args: string[]): Promise<any> => controlJson(db, args);
 
 // Starts a rollout and waits (bounded far below the verdict timeout) for it to end; the run as
 // the CLI prints it. The wait reads the store in this process (control-read.ts).

@@ -17,7 +17,7 @@ import { artifactsDirOf } from '../../src/control/catalog/artifact-path.js';
 import { openStore } from '../../src/control/store/open-store.js';
 import { appRelease, freePort } from '../fixtures/app-releases.js';
 import { controlReceipts, controlRuns } from '../helpers/control-read.js';
-import { controlCli, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
+import { controlCli, controlJson, startControlDaemon, waitUntil, type Daemon } from '../helpers/fleet.js';
 import { helperStatus } from '../helpers/helper-status.js';
 import { agentctl, makeHost, processApp, startHelper, type HelperProcess, type TestHost } from '../helpers/host.js';
 import { startAgentProcess, type AgentProcess } from '../helpers/agent-process.js';
@@ -43,11 +43,7 @@ after(async () => {
 });
 
 // The local CLI on the control plane's host (--db), as the other fleet tests run it.
-async function ctl(...args: string[]): Promise<any> {
-  const r = await controlCli(db, [...args, '--json']);
-  if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stdout}${r.stderr}`);
-  return r.json;
-}
+const ctl = (...args: string[]): Promise<any> => controlJson(db, args);
 
 async function runEnded(): Promise<any> {
   await waitUntil('the run to end', 90_000, async () => {

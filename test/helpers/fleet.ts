@@ -63,6 +63,14 @@ export function controlCli(db: string | null, args: string[]): Promise<ControlCl
   });
 }
 
+// Runs `steward-control --db <db> ...args --json` and answers its JSON; a non-zero exit throws,
+// naming the command and what it printed.
+export async function controlJson(db: string | null, args: string[]): Promise<any> {
+  const r = await controlCli(db, [...args, '--json']);
+  if (r.code !== 0) throw new Error(`steward-control ${args.join(' ')} exited ${r.code}: ${r.stdout}${r.stderr}`);
+  return r.json;
+}
+
 // Starts the `steward-control serve` program on 127.0.0.1:<port> and waits for its "listening on" line.
 // `bin`: another build's bin/steward-control.js (the compatibility tests); `args`: more serve flags.
 // `env`: more variables (the test-only stop points, server/test-stop-points.ts).
