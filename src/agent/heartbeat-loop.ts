@@ -63,6 +63,9 @@ export interface HeartbeatDeps {
 
 // A refresh that failed is not tried again for the same versions before this long.
 const TRUST_RETRY_MS = 5 * 60_000;
+// After BUSY (the helper verifying another bundle, or past its bound on trust-refresh: docs/design.md
+// §21.3): tried again at the first heartbeat this long after, not five minutes later.
+const TRUST_BUSY_RETRY_MS = 15_000;
 
 export interface TickResult {
   // 'preempted': a held heartbeat given up by the agent (an update ended: its receipt goes now).
@@ -270,7 +273,8 @@ export class HeartbeatLoop {
 
   // Fetches the trust bundle and hands it to the helper when the answer names versions newer than
   // the helper trusts (docs/design.md §21.2). Bounded by the client's deadline and the helper's;
-  // a failure is logged and not tried again for the same versions for TRUST_RETRY_MS.
+  // a failure is logged and not tried again for the same versions for TRUST_RETRY_MS (BUSY:
+  // TRUST_BUSY_RETRY_MS).
   private async refreshTrust(offered: HeartbeatAnswer['trust']): Promise<void> {
     const helper = this.d.helper;
     if (!this.d.trust || !helper.trustRefresh || !offered || !needsRefresh(this.helperTrust, offered)) return;
@@ -284,9 +288,10 @@ export class HeartbeatLoop {
       this.trustFailed = null;
       this.d.log('trust refreshed: root %s timestamp %s (the control plane offered root %d timestamp %d)', a.rootVersion ?? '-', a.timestampVersion ?? '-', offered.rootVersion, offered.timestampVersion);
     } catch (err) {
-      this.trustFailed = { key, until: this.d.clock.monotonic() + TRUST_RETRY_MS };
       const e = err as Error & { code?: string };
-      this.d.log('WARNING: trust refresh to root %d timestamp %d failed code=%s: %s; tried again in %d s', offered.rootVersion, offered.timestampVersion, e.code ?? '-', e.message, TRUST_RETRY_MS / 1000);
+      const wait = e.code === 'BUSY' ? TRUST_BUSY_RETRY_MS : TRUST_RETRY_MS;
+      this.trustFailed = { key, until: this.d.clock.monotonic() + wait };
+      this.d.log('WARNING: trust refresh to root %d timestamp %d failed code=%s: %s; tried again in %d s', offered.rootVersion, offered.timestampVersion, e.code ?? '-', e.message, wait / 1000);
     }
   }
 

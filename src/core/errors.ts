@@ -30,6 +30,16 @@ export const RELEASE_PROBLEM_CODES = [
   'TRUST_NOT_DIRECTED', // no directive of the root's director for this node, app, version and attempt
 ] as const;
 
+// Trust refusals a rollout counts against the host, not the release (docs/design.md §21.5). On the
+// update path each comes from the host's own state: TRUST_EXPIRED, its stored metadata expired at
+// its clock (it has not fetched a fresh bundle: metadata-stale, or its clock is ahead);
+// TRUST_ROLLBACK, its stored metadata no longer agreeing with itself; TRUST_NOT_DIRECTED, no
+// directive it takes (an agent too old to ask for one, its clock, a root rotation it missed). The
+// node is `refused` and the run goes on, `--max-refused` halting it when a whole fleet is so (the
+// repository itself expired, a director the hosts do not trust). Every other TRUST_* code halts a
+// run at its first refusal, as any release problem.
+export const HOST_TRUST_CODES = ['TRUST_EXPIRED', 'TRUST_ROLLBACK', 'TRUST_NOT_DIRECTED'] as const satisfies readonly (typeof RELEASE_PROBLEM_CODES)[number][];
+
 export const OUTCOME_CODES = [
   'REPLACEMENT_UNHEALTHY',
   'ROLLBACK_UNHEALTHY',

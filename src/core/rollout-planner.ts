@@ -4,7 +4,7 @@
 // No I/O, no Date.now: calling it twice with the same input gives the same plan. The dry run
 // (rollout-simulate.ts) and the control plane both decide through it.
 import { allowDowngradeCommand } from './downgrade-limits.js';
-import { RELEASE_PROBLEM_CODES } from './errors.js';
+import { HOST_TRUST_CODES, RELEASE_PROBLEM_CODES } from './errors.js';
 import { heartbeatFresh } from './heartbeat-freshness.js';
 import { batchSizeOf, formatAmount, pickCanaries, refusalLimitOf, type Amount } from './rollout-policy.js';
 import { windowAt, type RolloutWindow } from './windows.js';
@@ -233,7 +233,11 @@ export interface Plan {
   pauseReason?: HaltReason;
 }
 
-const RELEASE_PROBLEMS: ReadonlySet<string> = new Set(RELEASE_PROBLEM_CODES);
+// The refusals that halt a run at the first: a release problem. The trust refusals of the host's
+// own state (HOST_TRUST_CODES: TRUST_EXPIRED, TRUST_ROLLBACK, TRUST_NOT_DIRECTED) are not: the
+// node is `refused` and counted against --max-refused (docs/design.md §21.5).
+const HOST_TRUST: ReadonlySet<string> = new Set(HOST_TRUST_CODES);
+const RELEASE_PROBLEMS: ReadonlySet<string> = new Set(RELEASE_PROBLEM_CODES.filter((c) => !HOST_TRUST.has(c)));
 
 // A verdict `refused` (nothing changed, as every helper sends it) or `failed` with this code: the
 // node could not fetch the artifact. Its trouble, not the release's (the signed integrity makes
@@ -382,7 +386,7 @@ export function planRollout(input: PlanInput): Plan {
     if (failed && j.batch === 0) halts.push({ code: j.code as string, nodeId: j.nodeId, message: `canary ${failureMessage(run, j, bakeFailed.has(j))}`, at: j.at });
     else if (failed && j.code === 'ROLLBACK_UNHEALTHY') halts.push({ code: j.code, nodeId: j.nodeId, message: failureMessage(run, j, bakeFailed.has(j)), at: j.at });
     else if (j.state === 'refused' && RELEASE_PROBLEMS.has(j.code as string)) {
-      halts.push({ code: j.code as string, nodeId: j.nodeId, message: `node ${j.nodeId} refused ${run.app} ${run.version}: a problem with the release (${j.code})`, at: j.at });
+      halts.push({ code: j.code as string, nodeId: j.nodeId, message: `node ${j.nodeId} refused ${run.app} ${run.version}: a problem with the release (${j.code})${remedyOfReleaseProblem(j.code, run.app, run.version)}`, at: j.at });
     }
   }
   // More of one batch than --max-fetch-failures could not fetch: the artifact is the trouble
@@ -549,5 +553,17 @@ export function retryNodes(previous: Plan): string[] {
 // a host refuses a version below the highest it ran without a signed downgrade authorization
 // (docs/design.md §18).
 function remedyOfRefusal(code: string | null | undefined, app: string, version: string): string {
-  return code === 'DOWNGRADE_REFUSED' ? `; the hosts ran a newer version: to go back, \`${allowDowngradeCommand(app, version)}\`, then start the rollout again` : '';
+  if (code === 'DOWNGRADE_REFUSED') return `; the hosts ran a newer version: to go back, \`${allowDowngradeCommand(app, version)}\`, then start the rollout again`;
+  if (code && HOST_TRUST.has(code)) {
+    return `; ${code} is the hosts' own trust state, not the release: \`steward-control nodes\` flags metadata-stale hosts (their agent has not fetched a fresh trust bundle) and \`steward-control trust status\` says whether the fleet's timestamp is fresh; once the hosts have caught up, \`steward-control rollout retry ${app}\``;
+  }
+  return '';
+}
+
+// What the operator checks when a trust refusal that halts a run names the release: the app's
+// delegation does not vouch for it (docs/design.md §21.5).
+function remedyOfReleaseProblem(code: string | null, app: string, version: string): string {
+  if (code === 'TRUST_UNSIGNED') return `; the app.${app} delegation the host trusts does not sign this release's manifest (or index): is ${app} ${version} published under TUF (\`steward-control trust status\`, \`release add ${app} ${version} ... --key\` with the app's keys)?`;
+  if (code?.startsWith('TRUST_')) return `; the host refused the fleet's TUF metadata: \`steward-control trust status\`, and the receipt's message in \`rollout status\``;
+  return '';
 }

@@ -8,6 +8,7 @@ import { handleRecover, handleRollback } from './ops/rollback.js';
 import type { TransactionCore } from './ops/run-transaction.js';
 import { handleUpdate } from './ops/update.js';
 import { scheme } from './trust/trust-store.js';
+import { TrustRefreshGate } from './trust/refresh-gate.js';
 import { handleRunState } from './ops/run-state.js';
 import { stageInputOf } from './ops/stage-input.js';
 import { refuseClosedWindow } from './ops/window.js';
@@ -27,6 +28,8 @@ export interface HelperCore extends TransactionCore {
 // The op handlers the local API dispatches to, bound to one helper's state: each takes its op's
 // checked request and answers its op's answer.
 export function makeHandlers(core: HelperCore) {
+  // The bound on trust-refresh over helper.sock (docs/design.md §21.3).
+  const trustGate = new TrustRefreshGate(core.clock);
   return {
     status: (req) =>
       readStatus(
@@ -75,8 +78,8 @@ export function makeHandlers(core: HelperCore) {
     stop: (req, ctx) => handleRunState(core, req, ctx),
     restart: (req, ctx) => handleRunState(core, req, ctx),
     // tuf-js is loaded only when trust is verified (the helper's start stays small).
-    'trust-refresh': async (req, ctx) => (await import('./ops/trust.js')).handleTrustRefresh(core, req, ctx),
-    'trust-set-root': async (req, ctx) => (await import('./ops/trust.js')).handleTrustSetRoot(core, req, ctx),
+    'trust-refresh': async (req, ctx) => (await import('./ops/trust.js')).handleTrustRefresh(core, req, ctx, trustGate),
+    'trust-set-root': async (req, ctx) => (await import('./ops/trust.js')).handleTrustSetRoot(core, req, ctx, trustGate),
     'agent-confirm': (req, ctx) => ctx.peer().then((peer) => core.agentConfirms.confirm(peer, req)),
     prune: async (req) => {
       requireApp(core.config, req.app);

@@ -33,7 +33,7 @@ test('the agent fetches the bundle for the root its helper trusts, hands it over
   let trust: TrustStatus = { scheme: 'tuf', rootVersion: 1, timestampVersion: 1, timestampSignedAt: NOW - 90_000, timestampExpired: false };
   const handed: TrustBundle[] = [];
   const fetched: number[] = [];
-  let refreshFails = false;
+  let refreshFails: false | 'TRUST_ROLLBACK' | 'BUSY' = false;
   const helper: HelperPort = {
     receipts: async () => ({ helperKeyId: keyIdOf(helperKey.publicKey), receipts: [] }),
     status: async () => ({ root: '/', pid: 1, startedAt: NOW, recovering: false, apps: [], trust }),
@@ -48,7 +48,7 @@ test('the agent fetches the bundle for the root its helper trusts, hands it over
     },
     trustRefresh: async (b) => {
       handed.push(b);
-      if (refreshFails) throw new StewardError('TRUST_ROLLBACK', 'older');
+      if (refreshFails) throw new StewardError(refreshFails, refreshFails === 'BUSY' ? 'trust-refresh: at most 4 trust bundles are verified at once' : 'older');
       trust = { ...trust, rootVersion: 2, timestampVersion: 5, timestampSignedAt: NOW - 1000 };
       return { scheme: 'tuf', rootVersion: 2, timestampVersion: 5, timestampSignedAt: NOW - 1000 };
     },
@@ -92,7 +92,7 @@ test('the agent fetches the bundle for the root its helper trusts, hands it over
 
   // A refresh the helper refuses: tried once, not again before five minutes.
   trust = { scheme: 'tuf', rootVersion: 2, timestampVersion: 4 };
-  refreshFails = true;
+  refreshFails = 'TRUST_ROLLBACK';
   await loop.tick();
   await loop.tick();
   assert.deepEqual(fetched, [1, 2]);
@@ -100,6 +100,20 @@ test('the agent fetches the bundle for the root its helper trusts, hands it over
   clock.mono += 5 * 60_000 + 1;
   await loop.tick();
   assert.deepEqual(fetched, [1, 2, 2]);
+
+  // The helper BUSY (its bound on trust-refresh, docs/design.md §21.3): tried again 15 s later,
+  // not five minutes.
+  clock.mono += 5 * 60_000 + 1;
+  refreshFails = 'BUSY';
+  await loop.tick();
+  assert.deepEqual(fetched, [1, 2, 2, 2]);
+  clock.mono += 14_000;
+  await loop.tick();
+  assert.deepEqual(fetched, [1, 2, 2, 2], 'not before 15 s');
+  clock.mono += 1_001;
+  await loop.tick();
+  assert.deepEqual(fetched, [1, 2, 2, 2, 2]);
+  assert.ok(logs.some((l) => / BUSY trust-refresh: .* 15$/.test(l)), logs.join('\n'));
 });
 
 test("the trust report's age is of a valid timestamp only; the bundle is fetched as /v1/wait is authorized, under its own cap", async () => {

@@ -76,3 +76,43 @@ test('the rule: exactly two hours is not stale, a second more is', () => {
   assert.equal(isMetadataStale(at(undefined), false), false);
   assert.equal(isMetadataStale({ trust: null }, true), false);
 });
+
+// The text `nodes` table's TRUST column (docs/control-plane.md, `nodes`): the cell of each node's
+// first row, read under its header.
+const trustColumn = (text: string): Map<string, string> => {
+  const lines = text.trimEnd().split('\n');
+  const header = lines[0] ?? '';
+  const from = header.indexOf('TRUST');
+  const to = header.indexOf('APP', from);
+  assert.ok(from > 0 && to > from, header);
+  const out = new Map<string, string>();
+  for (const l of lines.slice(1)) {
+    const id = l.slice(0, l.indexOf(' '));
+    if (id) out.set(id, l.slice(from, to).trim());
+  }
+  return out;
+};
+
+test('the text nodes table shows each node trust: scheme, root version, stale; - for an older agent', async () => {
+  const { formatNodes } = await import('../../src/control/cli/commands/nodes.js');
+  assert.equal((await nodes[0]!.heartbeat({ v: 8, trust: { scheme: 'tuf', rootVersion: 3, timestampVersion: 9, timestampAgeSeconds: 3 * 3600 } })).status, 200);
+  assert.equal((await nodes[1]!.heartbeat()).status, 200);
+  assert.equal((await nodes[2]!.heartbeat({ v: 8, trust: { scheme: 'tuf', rootVersion: 3, timestampVersion: 9, timestampAgeSeconds: 60 } })).status, 200);
+  assert.equal((await nodes[3]!.heartbeat({ v: 8, trust: { scheme: 'keys' } })).status, 200);
+  const col = trustColumn(formatNodes((await runOperation(ctx(), nodesList, {})).nodes));
+  assert.deepEqual(nodes.map((n) => col.get(n.nodeId)), ['tuf r3 stale', '-', 'tuf r3', 'keys']);
+});
+
+test('the TRUST cell is built from a known scheme and a whole version only: hostile or unknown values never reach the terminal', async () => {
+  const { trustCell } = await import('../../src/control/cli/commands/nodes.js');
+  const cell = (trust: unknown, metadataStale: unknown = false) => trustCell({ trust, metadataStale } as never);
+  assert.equal(cell(null), '-');
+  assert.equal(cell(undefined), '-', 'a server older than trust reports');
+  assert.equal(cell({ scheme: 'tuf' }, true), 'tuf stale', 'a tuf host with no root version reported');
+  assert.equal(cell({ scheme: '\u001b[2J\u001b[Htuf\nn-evil', rootVersion: 3 }), '?');
+  assert.equal(cell({ scheme: 'tuf', rootVersion: '3\u001b[2J' }), 'tuf');
+  assert.equal(cell({ scheme: 'tuf', rootVersion: 1.5 }), 'tuf');
+  assert.equal(cell({ scheme: 'tuf', rootVersion: -1 }), 'tuf');
+  assert.equal(cell({ scheme: 'keys', rootVersion: 4 }), 'keys');
+  assert.equal(cell({ scheme: 'tuf', rootVersion: 2 }, 'yes'), 'tuf r2', 'stale only when the flag is true');
+});

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planRollout, retryNodes, type Issued, type NodeFacts, type Plan, type RevertFact, type RolloutPolicy, type RolloutRun, type VerdictFact } from '../../src/core/rollout-planner.js';
 import { pickCanaries } from '../../src/core/rollout-policy.js';
+import { HOST_TRUST_CODES, RELEASE_PROBLEM_CODES } from '../../src/core/errors.js';
 import { parseWindow } from '../../src/core/windows.js';
 
 // Every time is ms on a fake clock; the run starts at T0 (2023-11-14T22:13:20Z, a Tuesday).
@@ -549,4 +550,54 @@ test('a run halted by refusals whose last is DOWNGRADE_REFUSED names the command
     }).plan.haltReason?.message ?? '';
   assert.match(halted('DOWNGRADE_REFUSED'), /\(the last: node n1, DOWNGRADE_REFUSED\), over --max-refused 0; the hosts ran a newer version: to go back, `steward-control release allow-downgrade web 1\.2\.0 --key <a release key of web>`, then start the rollout again$/);
   assert.doesNotMatch(halted('HELD'), /allow-downgrade/);
+});
+
+// docs/design.md §21.5: what each TRUST_* refusal means for a run. The table names every TRUST_*
+// code of errors.ts, so a new one fails here until it is decided.
+test('a TRUST_* refusal halts the run as a release problem, except the host-state ones, which are refused and counted against --max-refused', () => {
+  const decided: Record<string, 'halts' | 'host'> = {
+    TRUST_UNSIGNED: 'halts',
+    TRUST_SIGNATURE: 'halts',
+    TRUST_MISMATCH: 'halts',
+    TRUST_TOO_LARGE: 'halts',
+    TRUST_INVALID: 'halts',
+    TRUST_EXPIRED: 'host',
+    TRUST_ROLLBACK: 'host',
+    TRUST_NOT_DIRECTED: 'host',
+  };
+  assert.deepEqual(RELEASE_PROBLEM_CODES.filter((c) => c.startsWith('TRUST_')).sort(), Object.keys(decided).sort(), 'every TRUST_* code is decided');
+  assert.deepEqual([...HOST_TRUST_CODES].sort(), Object.keys(decided).filter((c) => decided[c] === 'host').sort());
+  for (const [code, kind] of Object.entries(decided)) {
+    // A canary refusing: a release problem halts at once (even with every refusal tolerated); a
+    // host-state refusal hands the canary's role on, and the run goes on.
+    const canary = play({
+      name: `canary refused ${code}`,
+      run: run({ namedCanaries: ['n1'], maxRefused: { percent: 100 } }),
+      nodes: fleet('n1', 'n2', 'n3', 'n4'),
+      steps: [
+        { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending n3:pending n4:pending', issue: ['n1'] } },
+        kind === 'halts'
+          ? { at: T0 + 1 * min, receipts: [refused('n1', code)], expect: { status: 'halted', nodes: 'n1:refused n2:pending n3:pending n4:pending', halt: { code, nodeId: 'n1' } } }
+          : { at: T0 + 1 * min, receipts: [refused('n1', code)], expect: { status: 'running', nodes: 'n1:refused n2:pending n3:pending n4:pending', issue: [NEXT_CANARY], batch: 0, canaries: [] } },
+      ],
+    });
+    assert.equal(canary.plan.nodes['n1']?.reason, code, `${code}: the node's reason is the receipt's code`);
+    if (kind === 'halts') {
+      assert.match(canary.plan.haltReason?.message ?? '', new RegExp(`^node n1 refused web 1\\.2\\.0: a problem with the release \\(${code}\\); `), code);
+      if (code === 'TRUST_UNSIGNED') assert.match(canary.plan.haltReason?.message ?? '', /the app\.web delegation the host trusts does not sign/);
+      continue;
+    }
+    // Past --max-refused, the host-state refusals halt TOO_MANY_REFUSED, naming where to look.
+    const many = play({
+      name: `batch refused ${code}`,
+      run: run({ canaries: 0, batch: { percent: 100 }, maxRefused: { count: 1 } }),
+      nodes: fleet('n1', 'n2', 'n3'),
+      steps: [
+        { at: T0, expect: { status: 'running', nodes: 'n1:pending n2:pending n3:pending', issue: ['n1', 'n2', 'n3'], batch: 1 } },
+        { at: T0 + 1 * min, receipts: [refused('n1', code)], expect: { status: 'running', nodes: 'n1:refused n2:issued n3:issued' } },
+        { at: T0 + 2 * min, receipts: [refused('n2', code)], expect: { status: 'halted', nodes: 'n1:refused n2:refused n3:issued', halt: { code: 'TOO_MANY_REFUSED', nodeId: 'n2' } } },
+      ],
+    });
+    assert.match(many.plan.haltReason?.message ?? '', new RegExp(`\\(the last: node n2, ${code}\\), over --max-refused 1; ${code} is the hosts' own trust state, not the release: .*metadata-stale.*\`steward-control rollout retry web\`$`), code);
+  }
 });

@@ -44,9 +44,22 @@ export function heldCell(a: Pick<HeartbeatApp, 'held' | 'hold'>): string {
   return `yes: ${a.hold.by} since ${when(a.hold.at)} (${a.hold.reason}), ${a.hold.until === null ? 'until release-hold' : `until ${when(a.hold.until)}`}`;
 }
 
+// How the node's host trusts releases (docs/design.md §21.2), from its latest heartbeat: `keys`,
+// `tuf r<root version>` (`tuf` before it reports one), ` stale` after it when metadata-stale, `-`
+// for an agent older than heartbeat v8. Built from the report's scheme and version alone, each
+// checked (a report is the host's word, and a remote server's answer is read as it comes): an
+// unknown scheme is `?`, a version that is not a positive whole number is left out.
+export function trustCell(n: Pick<NodeView, 'trust' | 'metadataStale'>): string {
+  const t = n.trust as { scheme?: unknown; rootVersion?: unknown } | null | undefined;
+  if (!t || typeof t !== 'object') return '-';
+  const scheme = t.scheme === 'keys' || t.scheme === 'tuf' ? t.scheme : '?';
+  const root = scheme === 'tuf' && Number.isSafeInteger(t.rootVersion) && (t.rootVersion as number) > 0 ? ` r${t.rootVersion as number}` : '';
+  return `${scheme}${root}${n.metadataStale === true ? ' stale' : ''}`;
+}
+
 // The human form of `nodes`: a row per app of each node.
-function formatNodes(view: NodeView[]): string {
-  const rows = [['NODE', 'HOSTNAME', 'LABELS', 'HEARTBEAT', 'CLOCK-SKEW', 'APP', 'CURRENT', 'PREVIOUS', 'HELD', 'BLOCKED', 'SUPERVISOR', 'RECEIPT-LOST']];
+export function formatNodes(view: NodeView[]): string {
+  const rows = [['NODE', 'HOSTNAME', 'LABELS', 'HEARTBEAT', 'CLOCK-SKEW', 'TRUST', 'APP', 'CURRENT', 'PREVIOUS', 'HELD', 'BLOCKED', 'SUPERVISOR', 'RECEIPT-LOST']];
   for (const n of view) {
     const lost = n.receiptLost.length ? n.receiptLost.join(',') : '-';
     const apps = n.apps.length ? n.apps : [null];
@@ -58,6 +71,7 @@ function formatNodes(view: NodeView[]): string {
         first ? formatLabels(n.labels) : '',
         first ? `${age(n.heartbeatAgeMs)}${n.stale ? ' (stale)' : ''}` : '',
         first ? skewCell(n) : '',
+        first ? trustCell(n) : '',
         a?.name ?? '-',
         a?.current ?? '-',
         a?.previous ?? '-',
@@ -75,7 +89,7 @@ function formatNodes(view: NodeView[]): string {
 export function registerNodes(program: Command): void {
   const nodes = program
     .command('nodes')
-    .description('the enrolled nodes: labels, last heartbeat, clock skew (and heartbeats refused for it), apps, receipt-lost gaps')
+    .description('the enrolled nodes: labels, last heartbeat, clock skew (and heartbeats refused for it), trust (scheme, root version, metadata-stale), apps, receipt-lost gaps')
     .option('--select <selector>', 'only the nodes whose labels match (env=prod,tier!=db,region in (eu,us),!legacy)')
     .action(async (o: { select?: string }, cmd: Command) => {
       const view = await invokeAll<unknown, NodeView>(cmd, (await ops()).nodesList, { select: o.select });

@@ -104,53 +104,47 @@ export function registerTrust(program: Command): void {
     });
   trust
     .command('sign-root')
-    .description("sign, with an offline key read here and never sent, what is pending under the root's keys: a new root (trust init, trust rotate) and/or the top-level targets (trust init, trust delegate). It prints what it signs first; only the signature is sent")
-    .requiredOption('--key <pem>', 'an Ed25519 private key (PEM) of the root (or the targets role)')
-    .action(async (o: { key: string }, cmd: Command) => {
+    .description("sign, with an offline key read here and never sent, what is pending under the root's keys: a new root (trust init, trust rotate) and/or the top-level targets (trust init, trust delegate). It prints what it signs first; only the signature is sent. With no network: --offline --in STATUS --out SIGNATURES on the key's machine, then --signature SIGNATURES from a connected one")
+    .option('--key <pem>', 'an Ed25519 private key (PEM) of the root (or the targets role)')
+    .option('--offline', 'sign with no network: read what is pending from --in, write the signatures to --out (nothing is sent; no --server needed)')
+    .option('--in <file>', 'with --offline: the trust status a connected machine saved (`trust status --json > FILE`)')
+    .option('--out <file>', 'with --offline: the signature file to write (a new file), to carry to a connected machine')
+    .option('--signature <file>', 'send the signatures of a `sign-root --offline` (on a connected machine, through --server; no key needed)')
+    .action(async (o: { key?: string; offline?: boolean; in?: string; out?: string; signature?: string }, cmd: Command) => {
       const L = await lib();
+      if (o.signature !== undefined) {
+        const extra = (['key', 'offline', 'in', 'out'] as const).filter((k) => o[k] !== undefined);
+        if (extra.length) throw new StewardError('USAGE', `--signature sends signatures made already: it takes no ${extra.map((k) => `--${k}`).join(', ')}`);
+        return submitSignatures(L, o.signature, cmd);
+      }
+      if (o.key === undefined) throw new StewardError('USAGE', 'sign-root needs --key PEM (the private key to sign with), or --signature FILE to send the signatures a `sign-root --offline` wrote');
+      if (o.offline) {
+        if (o.in === undefined || o.out === undefined) throw new StewardError('USAGE', '--offline needs --in STATUS (the output of `trust status --json`, saved on a connected machine) and --out FILE (the signatures it writes)');
+        return signOffline(L, { key: o.key, in: o.in, out: o.out }, cmd);
+      }
+      if (o.in !== undefined || o.out !== undefined) throw new StewardError('USAGE', '--in and --out go with --offline (signing with no network)');
       const key = L.readPrivateKey(o.key);
       const id = L.tufKeyIdOf(key);
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
       L.needMetadata(status, 'sign what is pending');
-      const roles: Array<'root' | 'targets'> = (['root', 'targets'] as const).filter((r) => status.pending[r] !== null);
-      if (roles.length === 0) throw new StewardError('NOT_FOUND', 'nothing is pending: `trust init`, `trust rotate` and `trust delegate` make what root key holders sign');
-      const signable: Array<'root' | 'targets'> = roles.filter((r) => L.signerGroups(status, r).some((g) => g.keys.some((k) => k.keyID === id)));
-      if (signable.length === 0) {
-        const may = roles.flatMap((r) => L.signerGroups(status, r).map((g) => `${r}: ${g.label}: ${g.keys.map((k) => k.keyID).join(', ')}`));
-        throw new StewardError('FORBIDDEN', `key ${id} (${o.key}) may not sign what is pending (${roles.map((r) => `${r} v${status.pending[r]!.signed.version}`).join(', ')}); the keys that may: ${may.join('; ')}`);
-      }
-      const results: Array<{ role: string; version: number; keyid: string; published: boolean; thresholdsMet: boolean; signatures: Array<{ of: string; signed: number; threshold: number; keyids: string[] }> }> = [];
+      const { roles, signable } = signableRoles(L, status, id, o.key);
+      const results: SignResult[] = [];
       const lines: string[] = [];
       for (let i = 0; i < signable.length; i++) {
         const role = signable[i] as 'root' | 'targets';
         const md = status.pending[role]!;
         // Shown before it is signed: a human checks the version, keys, thresholds and expiry.
-        if (!jsonOf(cmd)) {
-          const prev = role === 'root' ? status.root : status.targets;
-          const changes = prev ? (role === 'root' ? L.rootChanges(prev as never, md as never) : L.targetsChanges(prev as never, md as never)) : [];
-          process.stdout.write(
-            ['signing:', ...(role === 'root' ? L.describeRoot(md as never) : L.describeTargets(md as never)).map((l) => '  ' + l), ...(prev ? [`  changes from ${role} v${prev.signed.version}:`, ...changes.map((c) => '    ' + c)] : [])].join('\n') + '\n',
-          );
-        }
+        if (!jsonOf(cmd)) showSigning(L, status, role);
         L.signMetadata(md, key);
         const sig = md.signatures[id]!;
         const answer = (await api.postSignatures(role, [{ keyid: id, sig: sig.sig }])) as { published?: unknown } | null;
-        const counts = L.countSignatures(md, L.signerGroups(status, role));
-        const met = L.thresholdsMet(counts);
-        const published = answer?.published === true;
-        results.push({ role, version: md.signed.version, keyid: id, published, thresholdsMet: met, signatures: counts.map((c) => ({ of: c.label, signed: c.signed.length, threshold: c.threshold, keyids: c.signed })) });
-        lines.push(`signed ${role} v${md.signed.version} with key ${id}`, ...L.countLines(counts).map((l) => '  ' + l));
-        if (published) lines.push(`  published ${role} v${md.signed.version}`);
-        else if (met) lines.push(`  the thresholds are met: the server publishes ${role} v${md.signed.version} (\`steward-control trust status\`)`);
-        else lines.push(`  another key holder runs: ${signCommand(api.target.url)}`);
+        const r = resultOf(L, status, role, id, answer?.published === true);
+        results.push(r);
+        lines.push(`signed ${role} v${md.signed.version} with key ${id}`, ...resultLines(L, status, r, api.target.url));
         // Root v1 just published and no top-level targets yet (a server that takes them only under
         // a published root): the empty targets v1 goes pending now, and this key signs it if it may.
-        if (role === 'root' && published && md.signed.version === 1 && !status.targets && !status.pending.targets) {
-          const targets = L.newTopTargets({ expires: L.daysFromNow(365) });
-          await api.putPending('targets', L.metadataBytes(targets));
-          status.root = md as never;
-          status.pending = { root: null, targets };
+        if (await pendTargetsAfterRootV1(L, api, status, role, r.published)) {
           lines.push('put the top-level targets v1 pending (it delegates no app yet)');
           if (L.signerGroups(status, 'targets').some((g) => g.keys.some((k) => k.keyID === id))) signable.push('targets');
           else roles.push('targets');
@@ -291,4 +285,113 @@ export function registerTrust(program: Command): void {
       const { renderStatus } = await import('../trust/render-status.js');
       out(renderStatus(L.readStatus(raw), Date.now()));
     });
+}
+
+type Lib = Awaited<ReturnType<typeof lib>>;
+type Status = Awaited<ReturnType<InstanceType<Lib['TrustApi']>['status']>>;
+type SignResult = { role: string; version: number; keyid: string; published: boolean; thresholdsMet: boolean; signatures: Array<{ of: string; signed: number; threshold: number; keyids: string[] }> };
+
+// What is pending, and what of it key `id` may sign (FORBIDDEN, naming the keys that may, when nothing).
+function signableRoles(L: Lib, status: Status, id: string, keyFile: string): { roles: Array<'root' | 'targets'>; signable: Array<'root' | 'targets'> } {
+  const roles: Array<'root' | 'targets'> = (['root', 'targets'] as const).filter((r) => status.pending[r] !== null);
+  if (roles.length === 0) throw new StewardError('NOT_FOUND', 'nothing is pending: `trust init`, `trust rotate` and `trust delegate` make what root key holders sign');
+  const signable = roles.filter((r) => L.signerGroups(status, r).some((g) => g.keys.some((k) => k.keyID === id)));
+  if (signable.length === 0) {
+    const may = roles.flatMap((r) => L.signerGroups(status, r).map((g) => `${r}: ${g.label}: ${g.keys.map((k) => k.keyID).join(', ')}`));
+    throw new StewardError('FORBIDDEN', `key ${id} (${keyFile}) may not sign what is pending (${roles.map((r) => `${r} v${status.pending[r]!.signed.version}`).join(', ')}); the keys that may: ${may.join('; ')}`);
+  }
+  return { roles, signable };
+}
+
+// What a key holder checks before signing: the pending item and what it changes from the published one.
+function showSigning(L: Lib, status: Status, role: 'root' | 'targets'): void {
+  const md = status.pending[role]!;
+  const prev = role === 'root' ? status.root : status.targets;
+  const changes = prev ? (role === 'root' ? L.rootChanges(prev as never, md as never) : L.targetsChanges(prev as never, md as never)) : [];
+  process.stdout.write(
+    ['signing:', ...(role === 'root' ? L.describeRoot(md as never) : L.describeTargets(md as never)).map((l) => '  ' + l), ...(prev ? [`  changes from ${role} v${prev.signed.version}:`, ...changes.map((c) => '    ' + c)] : [])].join('\n') + '\n',
+  );
+}
+
+// Where the pending `role` stands once signed by `id` (its signatures as `status` holds them).
+function resultOf(L: Lib, status: Status, role: 'root' | 'targets', id: string, published: boolean): SignResult {
+  const md = status.pending[role]!;
+  const counts = L.countSignatures(md, L.signerGroups(status, role));
+  return { role, version: md.signed.version, keyid: id, published, thresholdsMet: L.thresholdsMet(counts), signatures: counts.map((c) => ({ of: c.label, signed: c.signed.length, threshold: c.threshold, keyids: c.signed })) };
+}
+
+function resultLines(L: Lib, status: Status, r: SignResult, server: URL): string[] {
+  const md = status.pending[r.role as 'root' | 'targets']!;
+  const lines = L.countLines(L.countSignatures(md, L.signerGroups(status, r.role as 'root' | 'targets'))).map((l) => '  ' + l);
+  if (r.published) lines.push(`  published ${r.role} v${r.version}`);
+  else if (r.thresholdsMet) lines.push(`  the thresholds are met: the server publishes ${r.role} v${r.version} (\`steward-control trust status\`)`);
+  else lines.push(`  another key holder runs: ${signCommand(server)}`);
+  return lines;
+}
+
+// Root v1 just published and no top-level targets: puts the empty targets v1 pending (the server
+// takes targets only under a published root) and updates `status`. Whether it did.
+async function pendTargetsAfterRootV1(L: Lib, api: InstanceType<Lib['TrustApi']>, status: Status, role: 'root' | 'targets', published: boolean): Promise<boolean> {
+  const md = status.pending[role];
+  if (role !== 'root' || !published || !md || md.signed.version !== 1 || status.targets || status.pending.targets) return false;
+  const targets = L.newTopTargets({ expires: L.daysFromNow(365) });
+  await api.putPending('targets', L.metadataBytes(targets));
+  status.root = md as never;
+  status.pending = { root: null, targets };
+  return true;
+}
+
+// `trust sign-root --offline --key PEM --in STATUS --out FILE`: no network, nothing sent.
+async function signOffline(L: Lib, o: { key: string; in: string; out: string }, cmd: Command): Promise<void> {
+  const S = await import('../trust/offline-signatures.js');
+  const { existsSync, writeFileSync } = await import('node:fs');
+  const key = L.readPrivateKey(o.key);
+  const id = L.tufKeyIdOf(key);
+  if (existsSync(o.out)) throw new StewardError('USAGE', `--out ${o.out} exists; pass a new file`);
+  const status = S.readStatusFile(o.in);
+  L.needMetadata(status, 'sign what is pending');
+  const { roles, signable } = signableRoles(L, status, id, o.key);
+  const entries: Array<import('../trust/offline-signatures.js').SignatureEntry> = [];
+  const results: SignResult[] = [];
+  const lines: string[] = [];
+  for (const role of signable) {
+    const md = status.pending[role]!;
+    if (!jsonOf(cmd)) showSigning(L, status, role);
+    L.signMetadata(md, key);
+    entries.push({ role, version: md.signed.version, keyid: id, sig: md.signatures[id]!.sig, signedSha256: S.signedDigest(md) });
+    const r = resultOf(L, status, role, id, false);
+    results.push(r);
+    lines.push(`signed ${role} v${md.signed.version} with key ${id}, offline: nothing was sent`, ...r.signatures.map((c) => `  with it, ${Math.min(c.signed, c.threshold)} of ${c.threshold} signatures of ${c.of}`));
+  }
+  for (const role of roles.filter((r) => !signable.includes(r))) lines.push(`${role} v${status.pending[role]!.signed.version} is pending too, but key ${id} may not sign it (${L.signerGroups(status, role).map((g) => g.label).join('; ')})`);
+  writeFileSync(o.out, JSON.stringify(S.signatureFileOf(entries, Date.now()), null, 2) + '\n', { flag: 'wx', mode: 0o644 });
+  const next = `steward-control --server URL trust sign-root --signature ${o.out}`;
+  if (jsonOf(cmd)) return printJson({ out: o.out, signed: results.map(({ published: _p, ...r }) => r), next });
+  out([...lines, `wrote ${o.out} (the signatures only; the key stays here)`, `next: carry it to a connected machine and run: ${next}`]);
+}
+
+// `trust sign-root --signature FILE`: sends the signatures an offline sign-root wrote, each checked
+// first against what is pending now.
+async function submitSignatures(L: Lib, file: string, cmd: Command): Promise<void> {
+  const S = await import('../trust/offline-signatures.js');
+  const sigs = S.readSignatureFile(file);
+  const api = new L.TrustApi(L.trustTarget(cmd));
+  const results: SignResult[] = [];
+  const lines: string[] = [];
+  for (const e of sigs.signatures) {
+    // Read again for each: the one before may have published a root.
+    const status = await api.status();
+    L.needMetadata(status, 'send the signatures');
+    const md = S.checkStillPending(status, e, file);
+    const answer = (await api.postSignatures(e.role, [{ keyid: e.keyid, sig: e.sig }])) as { published?: unknown } | null;
+    S.addSignature(md, e);
+    const r = resultOf(L, status, e.role, e.keyid, answer?.published === true);
+    results.push(r);
+    lines.push(`sent the signature of key ${e.keyid} over ${e.role} v${e.version} (made ${sigs.signedAt})`, ...resultLines(L, status, r, api.target.url));
+    if (await pendTargetsAfterRootV1(L, api, status, e.role, r.published)) {
+      lines.push('put the top-level targets v1 pending (it delegates no app yet): the root\'s targets key holders sign it the same way (save `trust status --json` again, `sign-root --offline`, then `--signature`)');
+    }
+  }
+  if (jsonOf(cmd)) return printJson({ signed: results });
+  out(lines);
 }
