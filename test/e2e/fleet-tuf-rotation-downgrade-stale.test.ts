@@ -137,7 +137,7 @@ test('root rotation, an authorized downgrade, a compromised director and metadat
   assert.equal(canary?.reason, 'DOWNGRADE_REFUSED', JSON.stringify(refused.nodes));
   const no = await receiptOf(canary.attemptId);
   assert.deepEqual([no?.outcome, no?.reasonCode], ['refused', 'DOWNGRADE_REFUSED'], JSON.stringify(no));
-  assert.match(no?.reasonMessage ?? '', /steward-control release allow-downgrade web 1\.1\.0/, String(no?.reasonMessage));
+  assert.match(no?.reasonMessage ?? '', /`steward-control release allow-downgrade web 1\.1\.0 --key <a key of app\.web> --key <another>\.\.\.`, with a threshold of the app\.web delegation's keys, adds the target web\/1\.1\.0\/downgrade\.json/, String(no?.reasonMessage));
   assert.deepEqual(await f.webOnHosts(), ['1.2.0/1.2.0'], 'nothing moved');
   await op('release', 'allow-downgrade', 'web', '1.1.0', '--key', keys.w1.key, '--key', keys.w2.key);
   const back = await rolloutTo('1.1.0');

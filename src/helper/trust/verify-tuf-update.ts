@@ -154,9 +154,11 @@ async function verifyAgainstStored(paths: HostPaths, req: TufUpdateRequest, stat
   // 3. Below the floor: the delegation's own downgrade authorization (docs/design.md §18).
   let downgrade: AuthorizedDowngrade | null = null;
   if (downgrading) {
-    const command = allowDowngradeCommand(app, version);
+    // Under TUF one release key is not enough (the CLI refuses fewer keys than the delegation's
+    // threshold): the command names one --key per key of that threshold.
+    const command = `${allowDowngradeCommand(app, version).replace(/ --key <[^>]*>$/, '')} --key <a key of ${role}> --key <another>...`;
     const refuse = (why: string): never => {
-      throw new StewardError('DOWNGRADE_REFUSED', `${what} is below ${below}, the highest version that was active here, and ${why}: \`${command}\` adds the target ${downgradeTargetPath(app, version)} to the ${role} delegation; the control plane sends its bytes with the update`);
+      throw new StewardError('DOWNGRADE_REFUSED', `${what} is below ${below}, the highest version that was active here, and ${why}: \`${command}\`, with a threshold of the ${role} delegation's keys, adds the target ${downgradeTargetPath(app, version)} to it; the control plane sends its bytes with the update`);
     };
     const t = targets.get(downgradeTargetPath(app, version));
     if (!t) refuse(`the ${role} delegation signs no ${downgradeTargetPath(app, version)}`);
