@@ -19,6 +19,9 @@ export interface ConvergeDeps {
   fetchAuth?: () => FetchAuth;
   // The agent's control-plane URLs, the one that answered last first: each serves the artifacts.
   mirrors?: () => readonly string[];
+  // Why the newer TUF metadata the control plane offered could not be fetched, while the helper
+  // still trusts older (heartbeat-loop.ts); none: nothing is missing.
+  trustFetchFailed?: () => string | undefined;
   acted: ActedStore;
   clock: Pick<Clock, 'now'>;
   log: Logf;
@@ -50,7 +53,7 @@ export async function convergeDesired(desired: readonly DesiredEntry[], deps: Co
     let answer: string;
     try {
       if (e.rollback && !deps.helper.rollback) throw new StewardError('BAD_REQUEST', `a rollback of ${e.app} was asked for, and this agent hands the helper none`);
-      const a = e.rollback ? await deps.helper.rollback!(e) : await deps.helper.update(e, deps.fetchAuth?.(), deps.mirrors?.());
+      const a = e.rollback ? await deps.helper.rollback!(e) : await deps.helper.update(e, deps.fetchAuth?.(), deps.mirrors?.(), deps.trustFetchFailed?.());
       answer = 'accepted' in a ? 'accepted' : a.settled ? 'settled' : `outcome:${a.outcome}`;
       deps.log('desired handed to the helper app=%s version=%s attemptId=%s answer=%s', e.app, e.version, e.attemptId, answer);
       results.push({ ...base, result: 'settled' === answer ? 'settled' : 'accepted' });

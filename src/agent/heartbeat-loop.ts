@@ -20,6 +20,7 @@ import { classifyHeartbeatAnswer, type HeartbeatOutcome } from './heartbeat-answ
 import type { HelperPort } from './helper-port.js';
 import { needsRefresh, trustReportOf } from './trust-bundle.js';
 import type { TrustStatus } from '../protocol/answers.js';
+import { escapeControlChars } from '../core/control-chars.js';
 import type { AppScrapes } from './metrics/app-scrapes.js';
 import type { SeqStore } from './seq-store.js';
 import { MIN_WAIT_MS, NO_ROUTE_RETRY_MS, WAIT_SLACK_MS, WAKE_BACKOFF, type WakeSleep } from './wake-wait.js';
@@ -115,6 +116,11 @@ export class HeartbeatLoop {
   private helperTrust: TrustStatus | undefined;
   // The versions of the last refresh that failed, and the monotonic ms until which they are not tried again.
   private trustFailed: { key: string; until: number } | null = null;
+  // The refresh in flight (it never holds up a heartbeat; a convergence pass waits for it).
+  private refreshing: Promise<void> | null = null;
+  // The versions the control plane offered whose bundle could not be fetched, and why (cleared
+  // by a refresh that got one): handed on with updates while the helper trusts older ones.
+  private trustFetchError: { offered: { rootVersion: number; timestampVersion: number }; message: string } | null = null;
   private watching: Promise<void> | null = null;
 
   constructor(private readonly d: HeartbeatDeps) {
@@ -140,7 +146,7 @@ export class HeartbeatLoop {
 
   // Resolves when no convergence pass is running.
   async idle(): Promise<void> {
-    while (this.converging) await this.converging;
+    while (this.converging || this.refreshing) await (this.converging ?? this.refreshing);
     if (this.confirm) await this.confirm;
   }
 
@@ -271,10 +277,30 @@ export class HeartbeatLoop {
     return { seq, sentAt, receipts: receipts.length, outcome, held: ask !== null, preempted };
   }
 
+  // Starts a refresh of the helper's trust (refreshTrust) unless one is running. In the
+  // background: a control plane that dribbles the bundle (or never ends it) holds up no heartbeat;
+  // the convergence pass of this answer waits for it (startConvergence).
+  private startRefresh(offered: HeartbeatAnswer['trust']): void {
+    if (this.refreshing) return;
+    this.refreshing = this.refreshTrust(offered).finally(() => {
+      this.refreshing = null;
+    });
+  }
+
+  // Why the helper's metadata is behind what the control plane offered: the fetch of the bundle
+  // that failed, while the helper still trusts older versions than those; else undefined.
+  private trustFetchFailed(): string | undefined {
+    const f = this.trustFetchError;
+    return f && needsRefresh(this.helperTrust, f.offered) ? f.message : undefined;
+  }
+
   // Fetches the trust bundle and hands it to the helper when the answer names versions newer than
-  // the helper trusts (docs/design.md §21.2). Bounded by the client's deadline and the helper's;
-  // a failure is logged and not tried again for the same versions for TRUST_RETRY_MS (BUSY:
-  // TRUST_BUSY_RETRY_MS).
+  // the helper trusts (docs/design.md §21.2). Bounded by the client's deadline
+  // (controlPlane.trustBundleTimeoutMs) and byte cap, and the helper's; a failure is logged and
+  // not tried again for the same versions for TRUST_RETRY_MS (BUSY: TRUST_BUSY_RETRY_MS). A fetch
+  // that failed is remembered (trustFetchError): the updates handed on meanwhile say so, and the
+  // helper then refuses what the newer metadata might have allowed FETCH_FAILED, not as a release
+  // no delegation signed.
   private async refreshTrust(offered: HeartbeatAnswer['trust']): Promise<void> {
     const helper = this.d.helper;
     if (!this.d.trust || !helper.trustRefresh || !offered || !needsRefresh(this.helperTrust, offered)) return;
@@ -282,10 +308,20 @@ export class HeartbeatLoop {
     if (this.trustFailed && this.trustFailed.key === key && this.d.clock.monotonic() < this.trustFailed.until) return;
     const root = this.helperTrust?.rootVersion as number;
     try {
-      const bundle = await this.d.trust.fetchBundle(root, this.signal);
+      let bundle: TrustBundle;
+      try {
+        bundle = await this.d.trust.fetchBundle(root, this.signal);
+      } catch (err) {
+        const e = err as Error & { code?: string };
+        // Plain text, bounded: it goes to the helper, and into a receipt.
+        const why = escapeControlChars(`${e.code ?? 'ERROR'}: ${e.message}`).slice(0, 1000);
+        this.trustFetchError = { offered: { rootVersion: offered.rootVersion, timestampVersion: offered.timestampVersion }, message: why };
+        throw err;
+      }
       const a = await helper.trustRefresh(bundle);
       this.helperTrust = { ...this.helperTrust, ...a, timestampExpired: false };
       this.trustFailed = null;
+      this.trustFetchError = null;
       this.d.log('trust refreshed: root %s timestamp %s (the control plane offered root %d timestamp %d)', a.rootVersion ?? '-', a.timestampVersion ?? '-', offered.rootVersion, offered.timestampVersion);
     } catch (err) {
       const e = err as Error & { code?: string };
@@ -330,8 +366,8 @@ export class HeartbeatLoop {
       this.heartbeatV = highestVersion(outcome.answer.heartbeatVersions);
       await this.d.outbox.ack(outcome.answer.ackedSeqs);
       await this.d.accepts?.record(outcome.answer.receiptVersions);
-      // Newer metadata first: the desired entries may name releases only it signs.
-      await this.refreshTrust(outcome.answer.trust);
+      // Newer metadata first: the desired entries may name releases only it signs (the pass waits for it).
+      this.startRefresh(outcome.answer.trust);
       this.startConvergence(outcome.answer.desired);
       if (askedHold) return { outcome, ...this.afterHold(outcome.answer) };
       return { outcome, delayMs: heartbeatIntervalMs(this.heartbeatSeconds, this.d.random), sleep: 'wake' };
@@ -418,6 +454,8 @@ export class HeartbeatLoop {
     const jitterMs = fetchJitterMs(this.heartbeatSeconds, this.d.random);
     this.d.log('desired=%d new: handed to the helper in %d ms (fetch jitter)', pending.length, jitterMs);
     const pass = (async () => {
+      // The refresh this answer started (or one still running): the entries may need its metadata.
+      while (this.refreshing) await this.refreshing;
       if (jitterMs > 0) {
         try {
           await this.d.clock.sleep(jitterMs, this.signal);
@@ -428,7 +466,7 @@ export class HeartbeatLoop {
       const origin = this.d.downloadOrigin;
       const fetchAuth = origin && (() => ({ origin: origin(), authorization: downloadAuthorization(this.d.nodeId, this.d.clock.now() + DOWNLOAD_AUTH_TTL_MS, this.d.nodeKey) }));
       const mirrors = this.d.downloadMirrors;
-      return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log, ...(fetchAuth ? { fetchAuth } : {}), ...(mirrors ? { mirrors } : {}) });
+      return convergeDesired(pending, { helper: this.d.helper, acted: this.d.acted, clock: this.d.clock, log: this.d.log, trustFetchFailed: () => this.trustFetchFailed(), ...(fetchAuth ? { fetchAuth } : {}), ...(mirrors ? { mirrors } : {}) });
     })().then(
       (results) => this.afterPass(results),
       (err: Error) => this.d.log('WARNING: convergence pass failed: %s', err.message),

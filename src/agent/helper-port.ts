@@ -19,7 +19,9 @@ export interface HelperPort {
   // attempt (or answered it from an earlier receipt of the same attemptId).
   // `fetchAuth`: the node's credential for the control plane's downloads (download-auth.ts);
   // `mirrors`: the agent's control-plane URLs, each of which serves the artifacts (docs/design.md §18).
-  update(entry: DesiredEntry, fetchAuth?: FetchAuth, mirrors?: readonly string[]): Promise<UpdateAnswer | AcceptedAnswer>;
+  // `trustFetchFailed`: why the newer TUF metadata the control plane offered could not be fetched
+  // (docs/design.md §21.3): a refusal it might have lifted is then FETCH_FAILED.
+  update(entry: DesiredEntry, fetchAuth?: FetchAuth, mirrors?: readonly string[], trustFetchFailed?: string): Promise<UpdateAnswer | AcceptedAnswer>;
   // Hands a `rollback` desired entry (a target's revert, docs/design.md §18) to the helper as its
   // rollback to `previous`, with noWait and the entry's attemptId: resolves once it accepted.
   rollback(entry: DesiredEntry): Promise<UpdateAnswer | AcceptedAnswer>;
@@ -67,7 +69,7 @@ export function socketHelper(socketPath: string): HelperPort {
     // Never force, allowDowngrade or allowUnsigned: the control plane cannot override the
     // helper's refusals (docs/design.md §6), and helper.sock would refuse the last two anyway. notAfter
     // goes along when the entry has one: the helper refuses to start past it (WINDOW_CLOSED).
-    update: async (e, fetchAuth, mirrors) => {
+    update: async (e, fetchAuth, mirrors, trustFetchFailed) => {
       type Req = Parameters<typeof helper.update>[0];
       const base: Req = { app: e.app, version: e.version, manifest: e.manifest, attemptId: e.attemptId, noWait: true, by: AGENT_BY };
       // The run's watch window (docs/design.md §17); a helper from before it refuses the key, and
@@ -81,6 +83,7 @@ export function socketHelper(socketPath: string): HelperPort {
         ...(e.watchMs !== undefined ? { watchMs: e.watchMs } : {}),
         ...(e.downgrade !== undefined ? { downgrade: e.downgrade } : {}),
         ...(e.directive !== undefined ? { directive: e.directive } : {}),
+        ...(e.directive !== undefined && trustFetchFailed !== undefined ? { trustFetchFailed } : {}),
         ...(e.fetchUntil !== undefined ? { fetchUntil: e.fetchUntil } : {}),
         ...(mirrors && mirrors.length > 0 ? { mirrors: [...mirrors] } : {}),
         ...(e.indexedManifest !== undefined && !indexedRefused() ? { indexedManifest: e.indexedManifest } : {}),
@@ -106,6 +109,12 @@ export function socketHelper(socketPath: string): HelperPort {
           // and refuses the key as unknown; asked again without it, as for indexedManifest.
           if (r.directive !== undefined && refusedAsUnknown(err, 'directive')) {
             const { directive: _dropped, ...without } = r;
+            return ask(without);
+          }
+          // A helper from before trustFetchFailed refuses the key: asked again without it (its
+          // refusal then keeps the code newer metadata might have lifted).
+          if (r.trustFetchFailed !== undefined && refusedAsUnknown(err, 'trustFetchFailed')) {
+            const { trustFetchFailed: _dropped, ...without } = r;
             return ask(without);
           }
           if (r.downgrade !== undefined && refusedKey(err, 'downgrade')) {

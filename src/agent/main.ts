@@ -162,7 +162,12 @@ async function runAgent(o: AgentOptions): Promise<number> {
         log: hbLog,
       }),
       trust: {
-        fetchBundle: (root, signal) => fetchTrustBundle({ get: (request, s) => client.get(request, s), authorization: () => waitAuthorization(enrollment.nodeId, systemClock.now() + WAIT_AUTH_TTL_MS, nodeKey) }, root, signal),
+        fetchBundle: (root, signal) =>
+          fetchTrustBundle(
+            { get: (request, s) => client.get(request, s), authorization: () => waitAuthorization(enrollment.nodeId, systemClock.now() + WAIT_AUTH_TTL_MS, nodeKey), ...(cp?.trustBundleTimeoutMs !== undefined ? { timeoutMs: cp.trustBundleTimeoutMs } : {}) },
+            root,
+            signal,
+          ),
       },
       log: hbLog,
     });

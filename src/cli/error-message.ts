@@ -30,7 +30,7 @@ const TEXT: Record<ReasonCode, { exit: number; hint: string }> = {
   MANIFEST_EXPIRED: { exit: EXIT.refused, hint: 'the signed manifest has expired; publish a fresh one' },
   UNSAFE_ARCHIVE: { exit: EXIT.refused, hint: 'the archive breaks an extraction rule; nothing was installed' },
   RELEASE_INVALID: { exit: EXIT.refused, hint: 'the release or its steward-release.json is not valid for this app' },
-  FETCH_FAILED: { exit: EXIT.refused, hint: 'the release could not be downloaded (from any control plane the host knows, within the retries a rollout allows); a rollout counts it against the node, not the release' },
+  FETCH_FAILED: { exit: EXIT.refused, hint: 'the release could not be downloaded (from any control plane the host knows, within the retries a rollout allows), or, under TUF, the newer metadata the control plane offered could not be fetched and the stored one does not vouch for the update (the message names both); a rollout counts it against the node, not the release' },
   TRUST_ROLLBACK: { exit: EXIT.refused, hint: 'the TUF metadata offered is older than what this host trusts (a freeze or a metadata rollback); nothing was trusted from it; a rollout counts it against the host, not the release' },
   TRUST_EXPIRED: { exit: EXIT.refused, hint: "the TUF metadata has expired; the host needs a fresh bundle from steward-control (its timestamp is re-signed hourly); a rollout counts it against the host, not the release" },
   TRUST_SIGNATURE: { exit: EXIT.refused, hint: "TUF metadata is not signed by a threshold of its role's keys; nothing was trusted from it" },

@@ -122,6 +122,9 @@ const controlPlaneSchema = z.strictObject({
   url: controlPlaneUrlSchema,
   caFile: z.optional(z.string().check(z.minLength(1))),
   insecure: z._default(z.boolean(), false),
+  // The agent's deadline for the whole answer of GET /v1/trust/bundle (docs/agent.md): a control
+  // plane that dribbles it, or never ends it, is given up on after this long.
+  trustBundleTimeoutMs: z.optional(intSchema(1_000, 300_000)),
 });
 
 // metrics.textfile (docs/design.md §12): the node_exporter textfile the helper keeps.

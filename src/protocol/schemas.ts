@@ -92,6 +92,13 @@ export const updateRequestSchema = z.strictObject({
   // node runs this app's version for this attempt. A helper from before it refuses the key as a
   // malformed request, and the agent asks again without it.
   directive: z.optional(envelopeSchema),
+  // Under TUF (docs/design.md §21.3): the control plane offered newer metadata than this helper
+  // trusts and the agent could not fetch it (a slow, endless or failing GET /v1/trust/bundle):
+  // why, in the agent's words. A refusal that newer metadata might have lifted (TRUST_UNSIGNED,
+  // TRUST_EXPIRED, TRUST_NOT_DIRECTED) is then made FETCH_FAILED, the node's trouble, not the
+  // release's; it never lets anything through. A helper from before it refuses the key, and the
+  // agent asks again without it.
+  trustFetchFailed: z.optional(z.string().check(z.minLength(1), z.maxLength(1024), z.regex(PLAIN_TEXT_RE, 'no control characters'))),
 });
 export const rollbackRequestSchema = z.strictObject({
   ...base,

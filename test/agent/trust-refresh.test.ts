@@ -14,6 +14,8 @@ import type { TrustStatus } from '../../src/protocol/answers.js';
 import { keyIdOf } from '../../src/platform/keys.js';
 import { FakeControlPlane } from '../helpers/fake-control-plane.js';
 import { scratchDir } from '../helpers/scratch.js';
+import { envelopeOf } from '../helpers/tuf-host.js';
+import { signDirective } from '../../src/platform/trust/directive.js';
 
 const NOW = 1_800_000_000_000;
 
@@ -136,4 +138,87 @@ test("the trust report's age is of a valid timestamp only; the bundle is fetched
   assert.equal(asked[0]!.maxBytes, MAX_TRUST_BUNDLE_ANSWER_BYTES);
   await assert.rejects(fetchTrustBundle({ get: async () => ({ status: 404, json: undefined }), authorization: () => 'x' }, 1), (e: unknown) => e instanceof StewardError && e.code === 'CONTROL_PLANE_REFUSED');
   await assert.rejects(fetchTrustBundle({ get: async () => ({ status: 200, json: { v: 1, files: { 'x.json': 'e30=' } } }), authorization: () => 'x' }, 1), (e: unknown) => e instanceof StewardError && e.code === 'TRUST_INVALID');
+});
+
+// Slow retrieval (test/security/tuf-slow-retrieval.test.ts end to end): a bundle that takes its
+// time holds up no heartbeat; the desired entries of that answer wait for the refresh; a fetch
+// that failed goes with them to the helper (trustFetchFailed) while the helper trusts older
+// versions than those offered, and no more once a refresh got them.
+test('a slow bundle holds up no heartbeat; entries wait for it, and carry why its fetch failed', async () => {
+  const dir = scratchDir('steward-agent-trust-slow-');
+  const node = generateKeyPairSync('ed25519');
+  const helperKey = generateKeyPairSync('ed25519');
+  const cp = new FakeControlPlane();
+  cp.now = () => NOW;
+  cp.addNode('node-1', node.publicKey, helperKey.publicKey);
+  const clock = { t: NOW, mono: 0, now: () => clock.t, monotonic: () => clock.mono, sleep: async () => {} };
+  let trust: TrustStatus = { scheme: 'tuf', rootVersion: 1, timestampVersion: 1, timestampSignedAt: NOW - 1000, timestampExpired: false };
+  const updates: Array<{ attemptId: string; trustFetchFailed: string | undefined }> = [];
+  const helper: HelperPort = {
+    receipts: async () => ({ helperKeyId: keyIdOf(helperKey.publicKey), receipts: [] }),
+    status: async () => ({ root: '/', pid: 1, startedAt: NOW, recovering: false, apps: [], trust }),
+    update: async (e, _auth, _mirrors, trustFetchFailed) => {
+      updates.push({ attemptId: e.attemptId, trustFetchFailed });
+      throw new StewardError('FETCH_FAILED', 'refused');
+    },
+    rollback: async () => {
+      throw new Error('no rollback');
+    },
+    confirm: async () => {
+      throw new StewardError('FORBIDDEN', 'none waits');
+    },
+    trustRefresh: async () => {
+      trust = { ...trust, timestampVersion: 3 };
+      return { scheme: 'tuf', rootVersion: 1, timestampVersion: 3, timestampSignedAt: NOW };
+    },
+  };
+  let offered = { rootVersion: 1, timestampVersion: 2 };
+  let release: ((r: 'fail' | 'ok') => void) | null = null;
+  const director = generateKeyPairSync('ed25519').privateKey;
+  const desired = (attemptId: string) => [{ app: 'web', version: '1.0.0', attemptId, manifest: envelopeOf(Buffer.from('{}')), directive: signDirective({ nodeId: 'node-1', app: 'web', version: '1.0.0', attemptId, issuedAt: NOW, notAfter: NOW + 60_000 }, director) }];
+  cp.desired = desired('a-1') as typeof cp.desired;
+  const loop = new HeartbeatLoop({
+    clock,
+    random: () => 0,
+    helper,
+    controlPlane: {
+      post: async (endpoint, body) => {
+        const r = cp.handle('POST', endpoint, Buffer.from(JSON.stringify(body)));
+        return { status: r.status, json: r.status === 200 ? { ...(r.json as object), heartbeatVersions: [1, 2, 3, 4, 5, 6, 7, 8], trust: offered } : r.json };
+      },
+    },
+    seq: await SeqStore.open(path.join(dir, 'seq.json')),
+    outbox: await Outbox.open(path.join(dir, 'outbox.json')),
+    acted: await ActedStore.open(path.join(dir, 'acted.json')),
+    nodeId: 'node-1',
+    nodeKey: node.privateKey,
+    loadHelperKey: async () => helperKey.publicKey,
+    bootId: 'boot-1',
+    agentVersion: '0.1.0',
+    heartbeatSeconds: 30,
+    trust: {
+      fetchBundle: () =>
+        new Promise((resolve, reject) => {
+          release = (r) => (r === 'ok' ? resolve({ v: 1, files: { 'timestamp.json': 'e30=' } }) : reject(new StewardError('CONTROL_PLANE_UNREACHABLE', 'no complete answer within 30000 ms')));
+        }),
+    },
+    log: () => {},
+  });
+  const settle = () => new Promise((r) => setImmediate(r));
+  // The fetch hangs: both ticks are answered, the entry is not handed over.
+  assert.equal((await loop.tick()).outcome.kind, 'ok');
+  assert.equal((await loop.tick()).outcome.kind, 'ok');
+  assert.equal(cp.heartbeats.length, 2);
+  await settle();
+  assert.deepEqual(updates, [], 'the entry waits for the refresh');
+  release!('fail');
+  await loop.idle();
+  assert.deepEqual(updates, [{ attemptId: 'a-1', trustFetchFailed: 'CONTROL_PLANE_UNREACHABLE: no complete answer within 30000 ms' }]);
+  // Newer versions offered: fetched at once, and this time got; the next entry carries nothing.
+  offered = { rootVersion: 1, timestampVersion: 3 };
+  cp.desired = desired('a-2') as typeof cp.desired;
+  await loop.tick();
+  release!('ok');
+  await loop.idle();
+  assert.deepEqual(updates.at(-1), { attemptId: 'a-2', trustFetchFailed: undefined });
 });

@@ -126,7 +126,7 @@ export interface DirectiveOptions {
 
 // update over helper.sock of web `version` for `attemptId`: the manifest of the release added,
 // the director's directive for this node and attempt (unless told otherwise), the tarball uploaded.
-export function tufUpdate(h: TufHost, version: string, attemptId: string, o: DirectiveOptions & { manifestBytes?: Buffer; tgz?: Buffer; downgrade?: Envelope; indexedManifest?: Envelope } = {}) {
+export function tufUpdate(h: TufHost, version: string, attemptId: string, o: DirectiveOptions & { manifestBytes?: Buffer; tgz?: Buffer; downgrade?: Envelope; indexedManifest?: Envelope; trustFetchFailed?: string } = {}) {
   const tgz = o.tgz ?? h.tgz.get(version);
   assert.ok(tgz, `a tarball of web ${version}`);
   const manifestBytes = o.manifestBytes ?? h.manifests.get(version) ?? canonicalBytes(manifestFor('web', version, tgz));
@@ -135,7 +135,7 @@ export function tufUpdate(h: TufHost, version: string, attemptId: string, o: Dir
     ? undefined
     : signDirective({ nodeId: o.nodeId ?? NODE_ID, app: 'web', version: o.version ?? version, attemptId: o.attemptId ?? attemptId, issuedAt: o.issuedAt ?? now - 1000, notAfter: o.notAfter ?? now + 3_600_000 }, h.repo.keys.director);
   return h.helperSock.update(
-    { app: 'web', version, manifest: envelopeOf(manifestBytes), attemptId, upload: tgz.length, by: 'steward-agent', ...(directive ? { directive } : {}), ...(o.downgrade ? { downgrade: o.downgrade } : {}), ...(o.indexedManifest ? { indexedManifest: o.indexedManifest } : {}) },
+    { app: 'web', version, manifest: envelopeOf(manifestBytes), attemptId, upload: tgz.length, by: 'steward-agent', ...(directive ? { directive } : {}), ...(o.downgrade ? { downgrade: o.downgrade } : {}), ...(o.indexedManifest ? { indexedManifest: o.indexedManifest } : {}), ...(o.trustFetchFailed ? { trustFetchFailed: o.trustFetchFailed } : {}) },
     { upload: { size: tgz.length, stream: Readable.from([tgz]) } },
   );
 }

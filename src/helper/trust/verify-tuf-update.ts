@@ -34,6 +34,8 @@ export interface TufUpdateRequest {
   indexedManifest?: Envelope | undefined;
   directive?: Envelope | undefined;
   downgrade?: Envelope | undefined;
+  // The agent could not fetch the newer metadata the control plane offered (schemas.ts).
+  trustFetchFailed?: string | undefined;
 }
 
 export interface TufVerified {
@@ -57,9 +59,26 @@ function payloadBytes(e: Envelope, what: string): Buffer {
   return b;
 }
 
+// Refusals that metadata newer than the stored one might have lifted: the release is a target of
+// a later app targets, the directive is signed by a rotated-in director, the stored metadata expired.
+const BEHIND_CODES: ReadonlySet<string> = new Set(['TRUST_UNSIGNED', 'TRUST_EXPIRED', 'TRUST_NOT_DIRECTED']);
+
 // `directed: false` for a `stage` (nothing is activated: no directive is asked for, and a
-// version below the floor is left to the stage's own refusal).
+// version below the floor is left to the stage's own refusal). When the agent says it could not
+// fetch the newer metadata the control plane offered (`trustFetchFailed`), a refusal of
+// BEHIND_CODES is FETCH_FAILED instead, naming both: the node could not get what would decide,
+// which a rollout counts as the node's trouble (its fetch-failure budget), not the release's.
+// Nothing more is let through than without it.
 export async function verifyTufUpdate(paths: HostPaths, req: TufUpdateRequest, state: Pick<AppState, 'highestActive'>, now: number, opts: { directed?: boolean } = {}): Promise<TufVerified> {
+  try {
+    return await verifyAgainstStored(paths, req, state, now, opts);
+  } catch (err) {
+    if (req.trustFetchFailed === undefined || !(err instanceof StewardError) || !BEHIND_CODES.has(err.code)) throw err;
+    throw new StewardError('FETCH_FAILED', `${err.message} (${err.code}); the control plane offered newer TUF metadata than this host trusts, and the agent could not fetch it: ${req.trustFetchFailed}`);
+  }
+}
+
+async function verifyAgainstStored(paths: HostPaths, req: TufUpdateRequest, state: Pick<AppState, 'highestActive'>, now: number, opts: { directed?: boolean }): Promise<TufVerified> {
   const directed = opts.directed !== false;
   const { app, version } = req;
   const what = `${app} ${version}`;
@@ -135,9 +154,11 @@ export async function verifyTufUpdate(paths: HostPaths, req: TufUpdateRequest, s
   // 3. Below the floor: the delegation's own downgrade authorization (docs/design.md §18).
   let downgrade: AuthorizedDowngrade | null = null;
   if (downgrading) {
-    const command = allowDowngradeCommand(app, version);
+    // Under TUF one release key is not enough (the CLI refuses fewer keys than the delegation's
+    // threshold): the command names one --key per key of that threshold.
+    const command = `${allowDowngradeCommand(app, version).replace(/ --key <[^>]*>$/, '')} --key <a key of ${role}> --key <another>...`;
     const refuse = (why: string): never => {
-      throw new StewardError('DOWNGRADE_REFUSED', `${what} is below ${below}, the highest version that was active here, and ${why}: \`${command}\` adds the target ${downgradeTargetPath(app, version)} to the ${role} delegation; the control plane sends its bytes with the update`);
+      throw new StewardError('DOWNGRADE_REFUSED', `${what} is below ${below}, the highest version that was active here, and ${why}: \`${command}\`, with a threshold of the ${role} delegation's keys, adds the target ${downgradeTargetPath(app, version)} to it; the control plane sends its bytes with the update`);
     };
     const t = targets.get(downgradeTargetPath(app, version));
     if (!t) refuse(`the ${role} delegation signs no ${downgradeTargetPath(app, version)}`);
