@@ -3,7 +3,7 @@
 // every node's state, the run's status and the nodes to issue the version to now come out.
 // No I/O, no Date.now: calling it twice with the same input gives the same plan. The dry run
 // (rollout-simulate.ts) and the control plane both decide through it.
-import { allowDowngradeCommand } from './downgrade-limits.js';
+import { allowDowngradeRemedy, type DowngradeSigners } from './downgrade-limits.js';
 import { HOST_TRUST_CODES, RELEASE_PROBLEM_CODES } from './errors.js';
 import { heartbeatFresh } from './heartbeat-freshness.js';
 import { batchSizeOf, formatAmount, pickCanaries, refusalLimitOf, type Amount } from './rollout-policy.js';
@@ -98,6 +98,9 @@ export interface PlanInput {
   now: number;
   // The run's automated analysis (docs/design.md §19) and the judgements recorded so far; absent: off.
   analysis?: AnalysisFacts;
+  // The app's TUF delegation when the fleet's repository delegates it: a DOWNGRADE_REFUSED halt
+  // then names a threshold of its keys for `release allow-downgrade`; absent: one release key.
+  downgradeSigners?: DowngradeSigners | null;
 }
 
 // off: no judgement. observe: each step is judged and recorded, nothing waits or halts.
@@ -411,7 +414,7 @@ export function planRollout(input: PlanInput): Plan {
   }
   const tooMany = refusals[refusedLimit];
   if (tooMany) {
-    halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${formatAmount(p.maxRefused)}${remedyOfRefusal(tooMany.code, run.app, run.version)}`, at: tooMany.at });
+    halts.push({ code: 'TOO_MANY_REFUSED', nodeId: tooMany.nodeId, message: `${refusedLimit + 1} of ${targets.length} targets refused ${run.app} ${run.version} (the last: node ${tooMany.nodeId}, ${tooMany.code}), over --max-refused ${formatAmount(p.maxRefused)}${remedyOfRefusal(tooMany.code, run.app, run.version, input.downgradeSigners)}`, at: tooMany.at });
   }
   // The analysis (docs/design.md §19): which steps are analysed, which are due, and an enforced fail.
   const mode = input.analysis?.mode ?? 'off';
@@ -551,9 +554,9 @@ export function retryNodes(previous: Plan): string[] {
 
 // What the operator runs when the refusal that halted a run has a remedy on the control plane:
 // a host refuses a version below the highest it ran without a signed downgrade authorization
-// (docs/design.md §18).
-function remedyOfRefusal(code: string | null | undefined, app: string, version: string): string {
-  if (code === 'DOWNGRADE_REFUSED') return `; the hosts ran a newer version: to go back, \`${allowDowngradeCommand(app, version)}\`, then start the rollout again`;
+// (docs/design.md §18), signed under TUF by a threshold of the app's delegation keys (docs/trust.md).
+function remedyOfRefusal(code: string | null | undefined, app: string, version: string, signers: DowngradeSigners | null | undefined): string {
+  if (code === 'DOWNGRADE_REFUSED') return `; the hosts ran a newer version: to go back, ${allowDowngradeRemedy(app, version, signers)}, then start the rollout again`;
   if (code && HOST_TRUST.has(code)) {
     return `; ${code} is the hosts' own trust state, not the release: \`steward-control nodes\` flags metadata-stale hosts (their agent has not fetched a fresh trust bundle) and \`steward-control trust status\` says whether the fleet's timestamp is fresh; once the hosts have caught up, \`steward-control rollout retry ${app}\``;
   }

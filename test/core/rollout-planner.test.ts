@@ -552,6 +552,22 @@ test('a run halted by refusals whose last is DOWNGRADE_REFUSED names the command
   assert.doesNotMatch(halted('HELD'), /allow-downgrade/);
 });
 
+test("under TUF a DOWNGRADE_REFUSED halt names one --key per key up to the app's delegation threshold", () => {
+  const r = run({ canaries: 0, batch: { percent: 100 }, maxRefused: { count: 0 } });
+  const issued: Issued[] = [{ nodeId: 'n1', attemptId: 'a1', issuedAt: T0, notAfter: null, batch: 1 }];
+  const verdicts: VerdictFact[] = [{ nodeId: 'n1', attemptId: 'a1', outcome: 'refused', reasonCode: 'DOWNGRADE_REFUSED', at: T0 + min }];
+  const message = (downgradeSigners: { role: string; threshold: number } | null | undefined) =>
+    planRollout({ run: r, nodes: fleet('n1'), issued, verdicts, reverts: [], now: T0 + min, ...(downgradeSigners === undefined ? {} : { downgradeSigners }) }).haltReason?.message ?? '';
+  const tail = (cmd: string) => new RegExp(`; the hosts ran a newer version: to go back, ${cmd.replace(/[.()<>[\]]/g, '\\$&')}, then start the rollout again$`);
+  assert.match(message({ role: 'app.web', threshold: 2 }), tail("`steward-control release allow-downgrade web 1.2.0 --key <K1> --key <K2>` (2 of the app.web delegation's keys)"));
+  assert.match(message({ role: 'app.web', threshold: 1 }), tail('`steward-control release allow-downgrade web 1.2.0 --key <a key of the app.web delegation>`'));
+  assert.match(message({ role: 'app.web', threshold: 7 }), tail("`steward-control release allow-downgrade web 1.2.0 --key <K1> --key <K2> ... --key <K7>` (7 of the app.web delegation's keys)"));
+  // A fleet on keys, and a threshold no delegation can have: the one-key form.
+  for (const s of [undefined, null, { role: 'app.web', threshold: 0 }, { role: 'app.web', threshold: 1.5 }]) {
+    assert.match(message(s), tail('`steward-control release allow-downgrade web 1.2.0 --key <a release key of web>`'), JSON.stringify(s));
+  }
+});
+
 // docs/design.md §21.5: what each TRUST_* refusal means for a run. The table names every TRUST_*
 // code of errors.ts, so a new one fails here until it is decided.
 test('a TRUST_* refusal halts the run as a release problem, except the host-state ones, which are refused and counted against --max-refused', () => {

@@ -2,6 +2,7 @@
 import type { AnalysisFacts, NodeFacts, Plan, PlanInput, RevertFact, RolloutRun, VerdictFact } from '../../core/rollout-planner.js';
 import { planRollout } from '../../core/rollout-planner.js';
 import type { HeartbeatApp } from '../../core/heartbeat-schema.js';
+import { appDelegation } from '../trust/repository.js';
 import type { IssuedRow, JudgementRow, ReceiptFact, RunRow, StoreReader } from '../store/store.js';
 import { plannerPolicy } from './run-options.js';
 
@@ -65,7 +66,9 @@ export async function readPlanInput(tx: StoreReader, run: RunRow, now: number): 
   const nodes = (await tx.runs.nodes(run.id)).map((n) => nodeFacts(n, byNode.get(n.nodeId) ?? []));
   const verdicts = verdictFacts(issued, await tx.receipts.countingForRun(run.id));
   const analysis = run.analysis.mode === 'off' ? undefined : analysisFacts(run, await tx.runs.judgements(run.id));
-  return { run: toRolloutRun(run), nodes, issued, verdicts, reverts: revertFacts(reverts), now, ...(analysis ? { analysis } : {}) };
+  // The app's TUF delegation, whose keys a DOWNGRADE_REFUSED halt names.
+  const downgradeSigners = await appDelegation(tx, run.app);
+  return { run: toRolloutRun(run), nodes, issued, verdicts, reverts: revertFacts(reverts), now, ...(analysis ? { analysis } : {}), ...(downgradeSigners ? { downgradeSigners } : {}) };
 }
 
 // The analysis as the planner takes it (docs/design.md §19): the run's mode and window, and each

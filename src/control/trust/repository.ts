@@ -93,6 +93,22 @@ export const currentTargets = (tx: StoreReader) => latestOf<Metadata<Targets>>(t
 export const currentSnapshot = (tx: StoreReader) => latestOf<Metadata<Snapshot>>(tx, 'snapshot', MetadataKind.Snapshot);
 export const currentTimestamp = (tx: StoreReader) => latestOf<Metadata<Timestamp>>(tx, 'timestamp', MetadataKind.Timestamp);
 
+// The threshold of `app`'s delegation in the published top-level targets, or null when the
+// repository delegates nothing to it (or has no targets, or targets this cannot read back): what
+// `release allow-downgrade` and `release add` sign with under TUF (docs/trust.md).
+export async function appDelegation(tx: StoreReader, app: string): Promise<{ role: string; threshold: number } | null> {
+  const row = await tx.trust.latest('targets');
+  if (!row) return null;
+  try {
+    const md = Metadata.fromJSON(MetadataKind.Targets, JSON.parse(row.bytes) as JsonObject);
+    const role = delegatedRoleName(app);
+    const r = md.signed.delegations?.roles?.[role];
+    return r ? { role, threshold: r.threshold } : null;
+  } catch {
+    return null;
+  }
+}
+
 function roleKeys(root: Root, role: string): { keys: Key[]; threshold: number } {
   const r = root.roles[role];
   if (!r) return { keys: [], threshold: 1 };
