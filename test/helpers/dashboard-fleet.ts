@@ -22,6 +22,9 @@ export interface DemoNode {
   fake: FakeNode;
   // Decides the node's answer to each attempt it is issued; default: confirm it.
   answer: (app: string, version: string) => Answer;
+  // The trust report its heartbeats carry (heartbeat v8, docs/design.md §21.2); default: none, as an
+  // older agent's.
+  trust: Record<string, unknown> | null;
 }
 
 export interface DashboardFleet {
@@ -66,7 +69,7 @@ export function brokenAnswer(app: string, attempt: string): Answer {
 }
 
 // Starts the fleet with the demo's history; `extra` nodes join it (enrolled after the others).
-export async function startDashboardFleet(o: { extra?: Array<{ hostname: string; labels?: Labels; apps: Array<[string, string | null]> }> } = {}): Promise<DashboardFleet> {
+export async function startDashboardFleet(o: { extra?: Array<{ hostname: string; labels?: Labels; apps: Array<[string, string | null]>; trust?: Record<string, unknown> }> } = {}): Promise<DashboardFleet> {
   // The store's clock follows the wall clock (moved on at each beat), so "3 s ago" is true.
   const clock = new FakeClock(Date.now());
   const control = await startControlInProcess({ clock, heartbeatSeconds: 1 });
@@ -79,16 +82,16 @@ export async function startDashboardFleet(o: { extra?: Array<{ hostname: string;
     const run = (op: Operation, input: Record<string, unknown>): Promise<any> => runOperation(opCtx, op, input);
     for (const v of ['1.0.0', '2.0.0', BROKEN]) await control.addRelease('web', v);
     const nodes: DemoNode[] = [];
-    for (const h of [...FLEET.map((f) => ({ hostname: f.name, labels: { env: f.env }, apps: f.apps })), ...(o.extra ?? [])]) {
+    for (const h of [...FLEET.map((f) => ({ hostname: f.name, labels: { env: f.env }, apps: f.apps, trust: undefined })), ...(o.extra ?? [])]) {
       const fake = await new FakeNode(control, h.hostname).enroll(await control.token(3_600_000, h.labels ?? {}));
       for (const [app, version] of h.apps) fake.setCurrent(app, version);
-      nodes.push({ name: h.hostname, fake, answer: () => ({ outcome: 'active' }) });
+      nodes.push({ name: h.hostname, fake, answer: () => ({ outcome: 'active' }), trust: h.trust ?? null });
     }
     const beat = async (maxAnswers = Infinity) => {
       let answers = 0;
       clock.advance(Math.max(0, Date.now() - clock.now()));
       for (const n of nodes) {
-        const first = await n.fake.heartbeat();
+        const first = await n.fake.heartbeat(n.trust ? { v: 8, trust: n.trust } : {});
         if (first.status !== 200) throw new Error(`${n.name}: heartbeat ${first.status} ${JSON.stringify(first.body)}`);
         const desired = (first.body.desired ?? []) as Array<{ app: string; version: string; attemptId: string }>;
         if (desired.length === 0 || answers >= maxAnswers) continue;
@@ -102,7 +105,7 @@ export async function startDashboardFleet(o: { extra?: Array<{ hostname: string;
           if (a.outcome === 'active') n.fake.setCurrent(d.app, d.version);
         }
         if (receipts.length === 0) continue;
-        const second = await n.fake.heartbeat({ receipts });
+        const second = await n.fake.heartbeat({ receipts, ...(n.trust ? { v: 8, trust: n.trust } : {}) });
         if (second.status !== 200) throw new Error(`${n.name}: heartbeat ${second.status} ${JSON.stringify(second.body)}`);
       }
       await control.server.tick();

@@ -5,7 +5,7 @@ import type { NodeView, ReceiptView } from '../api-types.js';
 import { h, table, type Child } from '../dom.js';
 import { exactTime, flag, mono, state, when } from '../format.js';
 import type { Page, PageContext } from '../page.js';
-import { appCell, heartbeat, labels, skew } from './fleet.js';
+import { appCell, heartbeat, labels, skew, trust } from './fleet.js';
 import { receiptRows } from './receipts.js';
 
 export function nodePage(ctx: PageContext, nodeId: string): Page {
@@ -22,8 +22,8 @@ export function nodePage(ctx: PageContext, nodeId: string): Page {
         {},
         h('h2', { class: 'host' }, n.hostname),
         table(
-          ['node', 'labels', 'heartbeat', 'clock skew', 'enrolled', 'agent', 'boot', 'receipts lost'],
-          [[mono(n.nodeId), labels(n.labels), heartbeat(n), skew(n), when(n.enrolledAt, now), mono(n.agentVersion), mono(n.bootId), n.receiptLost.length ? flag(n.receiptLost.join(', '), 'bad') : '-']],
+          ['node', 'labels', 'heartbeat', 'clock skew', 'trust', 'enrolled', 'agent', 'boot', 'receipts lost'],
+          [[mono(n.nodeId), labels(n.labels), heartbeat(n), skew(n), trust(n), when(n.enrolledAt, now), mono(n.agentVersion), mono(n.bootId), n.receiptLost.length ? flag(n.receiptLost.join(', '), 'bad') : '-']],
           { class: 'narrow' },
         ),
         h('h2', {}, 'Apps'),
