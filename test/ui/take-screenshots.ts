@@ -1,12 +1,15 @@
 // npm run screenshots: the README's pictures of the dashboard (docs/screenshots/*.png), taken
 // from the browser tests' demo fleet, so they show what the code draws today. The rollout is
-// caught mid-way: its canary confirmed, its first batch issued.
+// caught mid-way: its canary confirmed, its first batch issued. The fleet has a TUF repository
+// (docs/trust.md): the web hosts trust by it, prod-3 with a timestamp 3 h old (metadata-stale), and
+// prod-cache by keys.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { rolloutStart } from '../../src/control/operations/rollout-ops.js';
 import { logIn, openPage, startChromium } from '../helpers/browser.js';
 import { startDashboardFleet } from '../helpers/dashboard-fleet.js';
 import { REPO } from '../helpers/host.js';
+import { seedRepository } from '../helpers/trust-admin.js';
 
 export const SCREENSHOTS = ['fleet', 'rollout', 'node'] as const;
 
@@ -16,6 +19,8 @@ async function main(): Promise<void> {
   const fleet = await startDashboardFleet();
   const browser = await startChromium();
   try {
+    await seedRepository(fleet.control.store, fleet.control.clock.now());
+    for (const n of fleet.nodes) n.trust = n.name === 'prod-cache' ? { scheme: 'keys' } : { scheme: 'tuf', rootVersion: 1, timestampVersion: 12, timestampAgeSeconds: n.name === 'prod-3' ? 3 * 3600 : 240 };
     await fleet.run(rolloutStart, { app: 'web', version: '2.0.0', select: 'env=prod', canaries: '1', batch: '1', bake: '10m', maxFailures: '1', verdictTimeout: '10m', seed: '7' });
     await fleet.beat(1);
     const p = await openPage(browser, { width: 1280, height: 720 });
