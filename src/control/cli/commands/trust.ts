@@ -13,6 +13,14 @@ const lib = async () => {
 
 const ONLINE_ROLES = ['snapshot', 'timestamp', 'director'] as const;
 
+// The roles of --new-online: each one of ONLINE_ROLES, once.
+function newOnlineRoles(text: string): string[] {
+  const roles = text.split(',').map((r) => r.trim());
+  for (const r of roles) if (!(ONLINE_ROLES as readonly string[]).includes(r)) throw new StewardError('USAGE', `--new-online ${JSON.stringify(r)} is not one of ${ONLINE_ROLES.join(', ')}`);
+  if (new Set(roles).size !== roles.length) throw new StewardError('USAGE', `--new-online names a role twice: ${text}`);
+  return roles;
+}
+
 const out = (lines: string[]) => process.stdout.write(lines.map((l) => l + '\n').join(''));
 
 // The command a key holder runs to sign what is pending, against the same server.
@@ -120,7 +128,7 @@ export function registerTrust(program: Command): void {
         const may = roles.flatMap((r) => L.signerGroups(status, r).map((g) => `${r}: ${g.label}: ${g.keys.map((k) => k.keyID).join(', ')}`));
         throw new StewardError('FORBIDDEN', `key ${id} (${o.key}) may not sign what is pending (${roles.map((r) => `${r} v${status.pending[r]!.signed.version}`).join(', ')}); the keys that may: ${may.join('; ')}`);
       }
-      const results: Array<{ role: string; version: number; keyid: string; published: boolean; thresholdsMet: boolean; signatures: Array<{ of: string; signed: number; threshold: number; keyids: string[] }> }> = [];
+      const results: Array<{ role: string; version: number; keyid: string; published: boolean; thresholdsMet: boolean; switchedOnlineKeys: string[]; signatures: Array<{ of: string; signed: number; threshold: number; keyids: string[] }> }> = [];
       const lines: string[] = [];
       for (let i = 0; i < signable.length; i++) {
         const role = signable[i] as 'root' | 'targets';
@@ -135,13 +143,15 @@ export function registerTrust(program: Command): void {
         }
         L.signMetadata(md, key);
         const sig = md.signatures[id]!;
-        const answer = (await api.postSignatures(role, [{ keyid: id, sig: sig.sig }])) as { published?: unknown } | null;
+        const answer = (await api.postSignatures(role, [{ keyid: id, sig: sig.sig }])) as { published?: unknown; switched?: unknown } | null;
+        const switched = Array.isArray(answer?.switched) ? answer.switched.filter((r): r is string => typeof r === 'string') : [];
         const counts = L.countSignatures(md, L.signerGroups(status, role));
         const met = L.thresholdsMet(counts);
         const published = answer?.published === true;
-        results.push({ role, version: md.signed.version, keyid: id, published, thresholdsMet: met, signatures: counts.map((c) => ({ of: c.label, signed: c.signed.length, threshold: c.threshold, keyids: c.signed })) });
+        results.push({ role, version: md.signed.version, keyid: id, published, thresholdsMet: met, switchedOnlineKeys: switched, signatures: counts.map((c) => ({ of: c.label, signed: c.signed.length, threshold: c.threshold, keyids: c.signed })) });
         lines.push(`signed ${role} v${md.signed.version} with key ${id}`, ...L.countLines(counts).map((l) => '  ' + l));
         if (published) lines.push(`  published ${role} v${md.signed.version}`);
+        if (switched.length) lines.push(`  the control plane now signs with its new ${switched.join(', ')} keys only (the old private keys are deleted); hosts take root v${md.signed.version} at their next refresh`);
         else if (met) lines.push(`  the thresholds are met: the server publishes ${role} v${md.signed.version} (\`steward-control trust status\`)`);
         else lines.push(`  another key holder runs: ${signCommand(api.target.url)}`);
         // Root v1 just published and no top-level targets yet (a server that takes them only under
@@ -174,11 +184,7 @@ export function registerTrust(program: Command): void {
       const L = await lib();
       const rootKeys = o.keys ? L.readPublicKeys(o.keys, '--keys') : null;
       const targetsKeys = o.targetsKeys ? L.readPublicKeys(o.targetsKeys, '--targets-keys') : null;
-      const roles = o.newOnline === undefined ? [] : o.newOnline.split(',').map((r) => r.trim());
-      for (const r of roles) if (!(ONLINE_ROLES as readonly string[]).includes(r)) throw new StewardError('USAGE', `--new-online ${JSON.stringify(r)} is not one of ${ONLINE_ROLES.join(', ')}`);
-      // Why refused here: the control plane makes its online keys once and cannot make new ones
-      // yet; asking it would only fail on its side with a message about the first making.
-      if (roles.length > 0) throw new StewardError('USAGE', '--new-online is not built yet: the control plane makes its online keys (snapshot, timestamp, director) once and cannot make new ones; a rotation can change the root and targets keys and thresholds');
+      const roles = o.newOnline === undefined ? [] : newOnlineRoles(o.newOnline);
       const expires = L.daysFromNow(expiresDaysOf(o.expiresDays));
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
@@ -193,7 +199,9 @@ export function registerTrust(program: Command): void {
       if (!rootKeys && !targetsKeys && roles.length === 0 && threshold === undefined && targetsThreshold === undefined) {
         process.stderr.write('note: no key or threshold changes: the new root only moves the expiry\n');
       }
-      const online = roles.length ? await api.onlineKeys(roles) : null;
+      // The server makes the new keys (or answers the ones it made for the same request before)
+      // and keeps them pending: they sign nothing until this root is published.
+      const online = roles.length ? await api.onlineKeys(roles, null, o.replace === true) : null;
       let next;
       try {
         next = L.rotateRoot(status.root, {
@@ -213,8 +221,9 @@ export function registerTrust(program: Command): void {
       const oldRole = was.roles['root']!;
       const newRole = next.signed.roles['root']!;
       const command = signCommand(api.target.url);
+      const newOnline = Object.fromEntries(roles.map((r) => [r, online![r as (typeof ONLINE_ROLES)[number]].keyID]));
       if (jsonOf(cmd)) {
-        return printJson({ pending: { root: { version: next.signed.version, threshold: newRole.threshold, keyids: newRole.keyIDs, expires: next.signed.expires } }, mustSign: [{ of: `root v${was.version}`, threshold: oldRole.threshold, keyids: oldRole.keyIDs }, { of: `root v${next.signed.version}`, threshold: newRole.threshold, keyids: newRole.keyIDs }], next: command });
+        return printJson({ pending: { root: { version: next.signed.version, threshold: newRole.threshold, keyids: newRole.keyIDs, expires: next.signed.expires } }, newOnline, mustSign: [{ of: `root v${was.version}`, threshold: oldRole.threshold, keyids: oldRole.keyIDs }, { of: `root v${next.signed.version}`, threshold: newRole.threshold, keyids: newRole.keyIDs }], next: command });
       }
       out([
         'pending:',
@@ -222,6 +231,12 @@ export function registerTrust(program: Command): void {
         `signing it needs both thresholds: ${oldRole.threshold} of root v${was.version}'s keys (${oldRole.keyIDs.join(', ')})`,
         `  and ${newRole.threshold} of root v${next.signed.version}'s keys (${newRole.keyIDs.join(', ')}); a key in both counts toward both`,
         `each key holder runs: ${command}`,
+        ...(roles.length
+          ? [
+              `new online keys (made and held by the control plane, pending): ${roles.map((r) => `${r} ${newOnline[r]}`).join(', ')}`,
+              `  the control plane goes on signing with the current ones until root v${next.signed.version} is published; then it signs with these only and deletes the old private keys`,
+            ]
+          : []),
       ]);
     });
   trust
