@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import type { TrustBundle } from '../../src/core/control-api.js';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { addReleaseTargets, metadataBytes, newSnapshot, newTimestamp, rotateRoot } from '../../src/core/trust/build.js';
-import { openStore } from '../../src/control/store/open-store.js';
+import { migrateStore, openStore } from '../../src/control/store/open-store.js';
 import type { ControlStore } from '../../src/control/store/store.js';
 import { trustBundle } from '../../src/control/trust/bundle-route.js';
 import { onlineKeys, putAppTargets, putPending, rotateOnlineKeys, type OnlineKeys } from '../../src/control/trust/repository.js';
@@ -29,7 +29,9 @@ const DAY = 86_400_000;
 // timestamp, a snapshot, a directive) is refused, each with its reason; the new keys' is taken.
 test('a host on root 1 follows the root that names new online keys; the stolen keys sign nothing it takes', { timeout: 180_000 }, async (t) => {
   const clock = new FakeClock(Date.now());
-  const store: ControlStore = await openStore(path.join(scratchDir('steward-online-rotation-'), 'control.db'), { clock });
+  const db = path.join(scratchDir('steward-online-rotation-'), 'control.db');
+  await migrateStore(db, { create: true });
+  const store: ControlStore = await openStore(db, { clock });
   t.after(() => store.close());
   const repo = await seedRepository(store, clock.now());
   // web 1.1.0, a real release, a target of app.web signed by two of web's keys.
