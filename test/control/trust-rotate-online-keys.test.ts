@@ -5,7 +5,8 @@
 // published the old keys still sign everything; the publication switches both instances to the
 // new keys in its transaction (a timestamp, snapshot and directive verify under the new root's
 // keys only, never under the old), deletes the old private keys, and a host's tuf-js on root 1
-// follows to root 2 and refuses what the stolen keys sign. An abandoned rotation drops its keys.
+// follows to root 2 and refuses what the stolen keys sign. An abandoned rotation drops its keys;
+// two instances adding the last signature at once switch the keys once.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,12 +15,12 @@ import path from 'node:path';
 import type http from 'node:http';
 import { MetadataKind, type Metadata, type Root } from '@tufjs/models';
 import { DESIRED_FIELDS_HEADER } from '../../src/core/control-api.js';
-import { metadataBytes, newTimestamp } from '../../src/core/trust/build.js';
+import { metadataBytes, newTimestamp, rotateRoot } from '../../src/core/trust/build.js';
 import { openStore } from '../../src/control/store/open-store.js';
 import type { ControlStore } from '../../src/control/store/store.js';
 import { trustBundle } from '../../src/control/trust/bundle-route.js';
 import { readTrustState, withTrust } from '../../src/control/trust/heartbeat-trust.js';
-import { onlineKeys, parseMetadata, resignIfDue, type OnlineKeys } from '../../src/control/trust/repository.js';
+import { addSignatures, currentRoot, onlineKeys, parseMetadata, putPending, resignIfDue, rotateOnlineKeys, type OnlineKeys } from '../../src/control/trust/repository.js';
 import { directorKeysOf, openDirective } from '../../src/platform/trust/directive.js';
 import { signMetadata } from '../../src/platform/trust/tuf-keys.js';
 import { TIMESTAMP_RESIGN_MS } from '../../src/core/trust/roles.js';
@@ -30,7 +31,7 @@ import type { OperatorRole } from '../../src/control/store/store.js';
 import { adminCall } from '../helpers/admin-client.js';
 import { FakeClock, startControlOn, type Control } from '../helpers/control-harness.js';
 import { describeEachBackend } from '../helpers/store-backends.js';
-import { bytesOf, filesOf, seedRepository, updaterOver, type SeededRepository } from '../helpers/trust-admin.js';
+import { bytesOf, filesOf, seedRepository, signaturesOf, signedBy, updaterOver, type SeededRepository } from '../helpers/trust-admin.js';
 import { controlAt, type KeyFiles } from '../helpers/trust-cli.js';
 
 const ROLES = ['snapshot', 'timestamp', 'director'] as const;
@@ -222,5 +223,26 @@ describeEachBackend((backend) => {
     assert.equal(s.pendingOnlineKeys, null);
     assert.deepEqual(s.onlineKeys, before, 'the keys in use stay');
     assert.equal((await privateKeysInDb()).length, 3);
+  });
+
+  test('two instances adding the last signature at once: one publishes and switches, the other is refused; the keys switch once', async () => {
+    const made = await c.store.write((tx) => rotateOnlineKeys(tx, ['timestamp', 'director'], false));
+    const current = (await c.store.read((tx) => currentRoot(tx)))!.md;
+    const next = rotateRoot(current, { timestampKey: made.keys.timestamp.tuf, directorKey: made.keys.director.tuf, expires: clock.now() + 365 * 86_400_000 });
+    await c.store.write((tx) => putPending(tx, 'root', bytesOf(signedBy(next, repo.rootKeys.slice(0, 1))).toString('utf8'), 'test'));
+    const last = signaturesOf(next, [repo.rootKeys[1]!]);
+    const sign = (store: ControlStore) => store.write((tx) => addSignatures(tx, 'root', last, 'test'));
+    // Why one after the other on SQLite: one serving instance (see trust-resign.test.ts).
+    const settled = backend.name === 'postgres' ? await Promise.allSettled([sign(c.store), sign(other)]) : [await Promise.allSettled([sign(c.store)]), await Promise.allSettled([sign(other)])].flat();
+    const won = settled.filter((r) => r.status === 'fulfilled');
+    assert.equal(won.length, 1, JSON.stringify(settled));
+    assert.deepEqual((won[0] as PromiseFulfilledResult<{ switched: string[] }>).value.switched, ['timestamp', 'director']);
+    for (const r of settled.filter((x) => x.status === 'rejected')) assert.ok(['STATE_INVALID', 'NOT_FOUND'].includes((r as PromiseRejectedResult).reason?.code), String((r as PromiseRejectedResult).reason));
+    const keys = (await c.store.read((tx) => onlineKeys(tx)))!;
+    assert.deepEqual([keys.timestamp.tuf.keyID, keys.director.tuf.keyID], [made.keys.timestamp.tuf.keyID, made.keys.director.tuf.keyID]);
+    assert.deepEqual(await c.store.read((tx) => tx.trust.pendingKeys()), []);
+    assert.equal((await privateKeysInDb()).length, 3);
+    // The other instance signs the next directive with the new director key.
+    assert.equal(opens(await directiveFrom(other), (await c.store.read((tx) => currentRoot(tx)))!.md).ok, true);
   });
 });
