@@ -115,6 +115,9 @@ describeEachBackend((backend) => {
     assert.deepEqual(s.pendingOnlineKeys, newIds);
     assert.deepEqual(s.onlineKeys, { snapshot: stolen.snapshot.tuf.keyID, timestamp: stolen.timestamp.tuf.keyID, director: stolen.director.tuf.keyID }, 'the old keys are still in use');
     assert.equal(s.pending.root.version, 2);
+    const human = await run(['trust', 'status']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, new RegExp(`\\nonline keys in use: snapshot ${stolen.snapshot.tuf.keyID.slice(0, 16)}, timestamp ${stolen.timestamp.tuf.keyID.slice(0, 16)}, director ${stolen.director.tuf.keyID.slice(0, 16)}\\nNEW online keys pending \\(in use once the root naming them is published\\): director ${newIds['director']!.slice(0, 16)}, snapshot ${newIds['snapshot']!.slice(0, 16)}, timestamp ${newIds['timestamp']!.slice(0, 16)}\\n`));
     const pendingRoot = parseMetadata(MetadataKind.Root, JSON.stringify(s.pending.root.metadata));
     assert.deepEqual([pendingRoot.signed.roles['timestamp']!.keyIDs, pendingRoot.signed.roles['snapshot']!.keyIDs, [...directorKeysOf(pendingRoot.signed).keys()].length], [[newIds['timestamp']], [newIds['snapshot']], 1]);
     // The same request again: the same keys, no second set.

@@ -151,9 +151,9 @@ export function registerTrust(program: Command): void {
         results.push({ role, version: md.signed.version, keyid: id, published, thresholdsMet: met, switchedOnlineKeys: switched, signatures: counts.map((c) => ({ of: c.label, signed: c.signed.length, threshold: c.threshold, keyids: c.signed })) });
         lines.push(`signed ${role} v${md.signed.version} with key ${id}`, ...L.countLines(counts).map((l) => '  ' + l));
         if (published) lines.push(`  published ${role} v${md.signed.version}`);
-        if (switched.length) lines.push(`  the control plane now signs with its new ${switched.join(', ')} keys only (the old private keys are deleted); hosts take root v${md.signed.version} at their next refresh`);
         else if (met) lines.push(`  the thresholds are met: the server publishes ${role} v${md.signed.version} (\`steward-control trust status\`)`);
         else lines.push(`  another key holder runs: ${signCommand(api.target.url)}`);
+        if (switched.length) lines.push(`  the control plane now signs with its new ${switched.join(', ')} keys only (the old private keys are deleted); hosts take root v${md.signed.version} at their next refresh`);
         // Root v1 just published and no top-level targets yet (a server that takes them only under
         // a published root): the empty targets v1 goes pending now, and this key signs it if it may.
         if (role === 'root' && published && md.signed.version === 1 && !status.targets && !status.pending.targets) {
