@@ -1,9 +1,9 @@
 // The fleet's TUF repository as steward-control keeps it (docs/design.md §21.2, §21.4): the online
-// keys (made once; new ones only pending until the root naming them is published), the pending root and top-level targets gathering the offline keys'
-// signatures, each app's delegated targets, and the snapshot and timestamp signed online at
-// every publication. Every check of a signature is @tufjs/models' own (`verifyDelegate`,
-// `Key.verifySignature`), the one tuf-js runs on a host: what publishes here is what verifies
-// there. Each function runs inside the caller's write transaction.
+// keys (made once; new ones pending until the root naming them is published), the pending root
+// and top-level targets gathering the offline keys' signatures, each app's delegated targets, and
+// the snapshot and timestamp signed online at every publication. Every check of a signature is
+// @tufjs/models' own (`verifyDelegate`, `Key.verifySignature`), the one tuf-js runs on a host:
+// what publishes here is what verifies there. Each function runs inside the caller's write transaction.
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { Metadata, MetadataKind, Signature, type Key, type Root, type Snapshot, type Targets, type Timestamp } from '@tufjs/models';
 import { StewardError } from '../../core/errors.js';
