@@ -1,3 +1,7 @@
+// Recovery from a compromised control plane (docs/trust.md): the control plane makes new online
+// keys, the root key holders publish root 2 naming them, and a real helper on root 1 follows to
+// root 2 from the control plane's own bundle. From then on what the stolen online keys sign (a
+// timestamp, a snapshot, a directive) is refused, each with its reason; the new keys' is taken.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -23,10 +27,6 @@ import { envelopeOf, NODE_ID, refusedWith, trustedVersions, webRelease, type Tuf
 
 const DAY = 86_400_000;
 
-// Recovery from a compromised control plane (docs/trust.md): the control plane makes new online
-// keys, the root key holders publish root 2 naming them, and a real helper on root 1 follows to
-// root 2 from the control plane's own bundle. From then on what the stolen online keys sign (a
-// timestamp, a snapshot, a directive) is refused, each with its reason; the new keys' is taken.
 test('a host on root 1 follows the root that names new online keys; the stolen keys sign nothing it takes', { timeout: 180_000 }, async (t) => {
   const clock = new FakeClock(Date.now());
   const db = path.join(scratchDir('steward-online-rotation-'), 'control.db');
