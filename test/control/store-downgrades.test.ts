@@ -142,14 +142,14 @@ describePostgres((backend) => {
     // Back to schema 5: without the downgrades table (6), the runs' maxFetchFailures (7), the
     // targets' tables (8), with one running run per app again (9), without the signal samples (10), the runs'
     // and targets' analysis and the judgements (11), and the hooks (12).
-    await pgQuery(url, 'DROP TABLE downgrades, targets, run_owners, pins, signal_samples, run_judgements, hooks, hook_deliveries, hook_marks, trust_metadata, trust_keys, trust_pending');
+    await pgQuery(url, 'DROP TABLE downgrades, targets, run_owners, pins, signal_samples, run_judgements, hooks, hook_deliveries, hook_marks, trust_metadata, trust_keys, trust_pending, trust_pending_keys');
     await pgQuery(url, 'ALTER TABLE nodes DROP COLUMN trust, DROP COLUMN "trustAt"');
     await pgQuery(url, `DROP INDEX running_runs_by_app; CREATE UNIQUE INDEX one_running_run_per_app ON runs (app) WHERE status = 'running'`);
     await pgQuery(url, 'ALTER TABLE runs DROP COLUMN "maxFetchFailures", DROP COLUMN analysis');
     await pgQuery(url, 'ALTER TABLE releases DROP COLUMN "indexedManifest"');
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 6');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 5, older than/.test(err.message));
-    assert.deepEqual((await migrateStore(url)).applied, [6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    assert.deepEqual((await migrateStore(url)).applied, [6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
     assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 6`)).rows, [{ compatibleFrom: 5 }]);
     const store = await openStore(url);
     try {

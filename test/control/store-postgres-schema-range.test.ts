@@ -33,7 +33,7 @@ const refusal = (pattern: RegExp) => (err: Error & { code?: string }) => err.cod
 
 describePostgres((backend) => {
   test('two migrates at once apply each migration once, and the store opens on the result', async () => {
-    const url = await backend.createDatabase().then((u) => pgQuery(u, 'DROP TABLE steward_migrations, settings, tokens, nodes, receipts, releases, runs, run_nodes, issued, app_keys, operators, sessions, auth_failures, audit, downgrades, targets, run_owners, pins, signal_samples, run_judgements, hooks, hook_deliveries, hook_marks, trust_metadata, trust_keys, trust_pending').then(() => u));
+    const url = await backend.createDatabase().then((u) => pgQuery(u, 'DROP TABLE steward_migrations, settings, tokens, nodes, receipts, releases, runs, run_nodes, issued, app_keys, operators, sessions, auth_failures, audit, downgrades, targets, run_owners, pins, signal_samples, run_judgements, hooks, hook_deliveries, hook_marks, trust_metadata, trust_keys, trust_pending, trust_pending_keys').then(() => u));
     const [a, b] = await Promise.all([migrateStore(url), migrateStore(url)]);
     assert.deepEqual([...(a.applied ?? []), ...(b.applied ?? [])].sort((x, y) => x - y), Array.from({ length: newest }, (_, i) => i + 1));
     assert.deepEqual((await pgQuery(url, 'SELECT version FROM steward_migrations ORDER BY version')).rows.map((r) => r.version), Array.from({ length: newest }, (_, i) => i + 1));

@@ -181,14 +181,14 @@ describePostgres((backend) => {
   test('a PostgreSQL database of schema 9 is refused until `migrate` adds the signal samples, an expansion schema-9 instances go on using', async () => {
     const url = await backend.createDatabase();
     // And 11 (the runs' analysis and judgements) and 12 (hooks), after it.
-    await pgQuery(url, 'DROP TABLE signal_samples, run_judgements, hook_marks, hook_deliveries, hooks, trust_metadata, trust_keys, trust_pending');
+    await pgQuery(url, 'DROP TABLE signal_samples, run_judgements, hook_marks, hook_deliveries, hooks, trust_metadata, trust_keys, trust_pending, trust_pending_keys');
     await pgQuery(url, 'ALTER TABLE nodes DROP COLUMN trust, DROP COLUMN "trustAt"');
     await pgQuery(url, 'ALTER TABLE runs DROP COLUMN analysis');
     await pgQuery(url, 'ALTER TABLE targets DROP COLUMN analysis');
     await pgQuery(url, 'ALTER TABLE releases DROP COLUMN "indexedManifest"');
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 10');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 9, older than/.test(err.message));
-    assert.deepEqual((await migrateStore(url)).applied, [10, 11, 12, 13, 14]);
+    assert.deepEqual((await migrateStore(url)).applied, [10, 11, 12, 13, 14, 15]);
     assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 10`)).rows, [{ compatibleFrom: 9 }]);
     const store = await openStore(url);
     try {

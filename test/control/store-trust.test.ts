@@ -110,11 +110,11 @@ test('a SQLite store of schema 13 is upgraded when opened: its nodes have no tru
 describePostgres((backend) => {
   test('a PostgreSQL database of schema 13 is refused until `migrate` adds the repository, an expansion schema-13 instances go on using', async () => {
     const url = await backend.createDatabase();
-    await pgQuery(url, 'DROP TABLE trust_metadata, trust_keys, trust_pending');
+    await pgQuery(url, 'DROP TABLE trust_metadata, trust_keys, trust_pending, trust_pending_keys');
     await pgQuery(url, 'ALTER TABLE nodes DROP COLUMN trust, DROP COLUMN "trustAt"');
     await pgQuery(url, 'DELETE FROM steward_migrations WHERE version >= 14');
     await assert.rejects(openStore(url), (err: unknown) => err instanceof StewardError && err.code === 'STATE_INVALID' && /schema version 13, older than/.test(err.message));
-    assert.deepEqual((await migrateStore(url)).applied, [14]);
+    assert.deepEqual((await migrateStore(url)).applied, [14, 15]);
     assert.deepEqual((await pgQuery(url, `SELECT "compatibleFrom" FROM steward_migrations WHERE version = 14`)).rows, [{ compatibleFrom: 13 }]);
     const store = await openStore(url);
     try {

@@ -1,5 +1,5 @@
 // The admin API of the fleet's TUF repository end to end against a real server (docs/design.md
-// §21.2, §21.4): online keys made once; a root with three offline keys one signature short stays
+// §21.2, §21.4): online keys made once (the same answered again); a root with three offline keys one signature short stays
 // pending, the threshold met publishes it; the top-level targets under the root's targets role;
 // an app's delegated targets under its delegation only (another app's keys refused, an older
 // version replayed refused); a root rotation needing both the old and the new threshold; every
@@ -42,7 +42,7 @@ const status = async () => (await adminCall(c.server.url, '/v1/admin/trust', { t
 const bundle = (root: number) => getBundle(c.server.url, node.nodeId, node.node.privateKey, now(), `?root=${root}`);
 const auditActions = async () => (await c.store.read((tx) => tx.audit.page(0, 0, 1000))).map((a) => a.action).filter((a) => a.startsWith('trust.') || a === 'denied');
 
-test('before a repository: the status says so, a node is told 404, the online keys are made once', async () => {
+test('before a repository: the status says so, a node is told 404, the online keys are made once and answered again', async () => {
   const s = await status();
   assert.deepEqual([s.repository, s.root, s.onlineKeys, s.pending], [false, null, null, { root: null, targets: null }]);
   assert.equal((await bundle(1)).status, 404);
@@ -50,8 +50,13 @@ test('before a repository: the status says so, a node is told 404, the online ke
   const made = await adminCall(c.server.url, '/v1/admin/trust/online-keys', { method: 'POST', token: admin, json: {} });
   assert.equal(made.status, 200, JSON.stringify(made.body));
   online = made.body.onlineKeys;
+  // The same request again (a retry, trust init --replace) gets the same keys, never new ones.
   const again = await adminCall(c.server.url, '/v1/admin/trust/online-keys', { method: 'POST', token: admin, json: {} });
-  assert.equal(again.status, 409);
+  assert.equal(again.status, 200, JSON.stringify(again.body));
+  assert.deepEqual(again.body.onlineKeys, online);
+  // New keys before a root is published: refused (a rotation is of a published root).
+  const early = await adminCall(c.server.url, '/v1/admin/trust/online-keys', { method: 'POST', token: admin, json: { rotate: ['timestamp'] } });
+  assert.deepEqual([early.status, early.body.error.code], [400, 'USAGE']);
   assert.deepEqual((await status()).onlineKeys, { snapshot: online.snapshot.keyid, timestamp: online.timestamp.keyid, director: online.director.keyid });
 });
 

@@ -1,6 +1,6 @@
 // A backup carries the fleet's TUF repository (docs/design.md §21.4), on each backend and onto the
 // other: every published version byte for byte, the online keys, a pending root with its
-// signatures, and a node's trust report; a restored control plane re-signs with the same keys and
+// signatures and the new online key it names, and a node's trust report; a restored control plane re-signs with the same keys and
 // a host on root 1 verifies the result with tuf-js.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { rotateRoot } from '../../src/core/trust/build.js';
 import { openStore } from '../../src/control/store/open-store.js';
 import type { ControlStore } from '../../src/control/store/store.js';
 import { trustBundle } from '../../src/control/trust/bundle-route.js';
-import { putPending, resignIfDue } from '../../src/control/trust/repository.js';
+import { putPending, resignIfDue, rotateOnlineKeys } from '../../src/control/trust/repository.js';
 import { tufKeyOf } from '../../src/platform/trust/tuf-keys.js';
 import { testBackupKey } from '../helpers/backup-file.js';
 import { FakeClock } from '../helpers/control-harness.js';
@@ -23,6 +23,7 @@ const everything = (store: ControlStore) =>
   store.read(async (tx) => ({
     metadata: (await Promise.all(['root', 'targets', 'snapshot', 'timestamp', 'app.web'].map((r) => tx.trust.after(r, 0)))).flat(),
     keys: await tx.trust.keys(),
+    pendingKeys: await tx.trust.pendingKeys(),
     pending: await tx.trust.pending('root'),
   }));
 
@@ -39,10 +40,13 @@ describeEachBackend((backend) => {
     const store = await openStore(db, { clock });
     stores.push(store);
     const repo = await seedRepository(store, clock.now());
-    const next = signedBy(rotateRoot(repo.root, { rootKeys: [newKey(), newKey()].map(tufKeyOf), threshold: 1, expires: clock.now() + 86_400_000 * 30 }), repo.rootKeys.slice(0, 1));
+    // A rotation under way, naming a new director key the server keeps pending.
+    const rotated = await store.write((tx) => rotateOnlineKeys(tx, ['director'], false));
+    const next = signedBy(rotateRoot(repo.root, { rootKeys: [newKey(), newKey()].map(tufKeyOf), threshold: 1, directorKey: rotated.keys.director.tuf, expires: clock.now() + 86_400_000 * 30 }), repo.rootKeys.slice(0, 1));
     await store.write((tx) => putPending(tx, 'root', bytesOf(next).toString('utf8'), 'adam'));
     const before = await everything(store);
     assert.ok(before.pending);
+    assert.equal(before.pendingKeys.length, 1);
     const file = path.join(dir, `${backend.name}.backup`);
     const artifacts = path.join(dir, `${backend.name}-artifacts`);
     const made = await controlCli(db, ['--artifacts', artifacts, 'backup', '--key', testBackupKey().key, '--out', file, '--json']);

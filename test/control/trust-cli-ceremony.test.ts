@@ -182,14 +182,14 @@ test('trust status: versions, thresholds, expiries with days left, delegations, 
   fake.extra = {};
 });
 
-test('trust rotate: root v2 with a lost key replaced, signed by both thresholds; new online keys refused as not built', async () => {
+test('trust rotate: root v2 with a lost key replaced, signed by both thresholds; a bad --new-online refused before asking the server', async () => {
   const bad = await run(['trust', 'rotate', '--keys', `${a.pub},${d.pub}`, '--threshold', '3', '--json']);
   assert.deepEqual([bad.code, bad.json.error.code], [2, 'USAGE']);
   const roles = await run(['trust', 'rotate', '--new-online', 'snapshot,nope', '--json']);
   assert.match(roles.json.error.message, /--new-online "nope" is not one of snapshot, timestamp, director/);
-  const online = await run(['trust', 'rotate', '--new-online', 'timestamp', '--json']);
-  assert.deepEqual([online.code, online.json.error.code], [2, 'USAGE']);
-  assert.match(online.json.error.message, /--new-online is not built yet/);
+  const twice = await run(['trust', 'rotate', '--new-online', 'timestamp,timestamp', '--json']);
+  assert.deepEqual([twice.code, twice.json.error.code], [2, 'USAGE']);
+  assert.match(twice.json.error.message, /--new-online names a role twice/);
   assert.equal(fake.pending.root, null, 'nothing was put pending');
   // c is lost: the new root's keys are a, b, d.
   const r = await run(['trust', 'rotate', '--keys', `${a.pub},${b.pub},${d.pub}`, '--threshold', '2']);

@@ -10,7 +10,7 @@ import { recordAudit, type Actor } from '../audit/record-audit.js';
 import { roleAllows } from '../operators/roles.js';
 import { readBody } from '../server/read-body.js';
 import type { OperatorRole, PendingRole } from '../store/store.js';
-import { addSignatures, makeOnlineKeys, MAX_METADATA_BYTES, onlineKeysJson, putAppTargets, putPending } from '../trust/repository.js';
+import { addSignatures, makeOnlineKeys, MAX_METADATA_BYTES, onlineKeysJson, putAppTargets, putPending, rotateOnlineKeys } from '../trust/repository.js';
 import { trustStatus } from '../trust/trust-status.js';
 import { sendAdminError, sendAdminJson } from './admin-answers.js';
 import { jsonBodyOf, sendWrongMethod, unreadBody, type AdminContext } from './run-operation.js';
@@ -32,6 +32,22 @@ const signaturesSchema = z.strictObject({
   signatures: z
     .array(z.strictObject({ keyid: z.string().check(z.regex(/^[0-9a-f]{64}$/, 'a TUF key id (64 hex)')), sig: z.string().check(z.regex(/^[0-9a-f]{1,1024}$/, 'a hex signature')) }))
     .check(z.minLength(1), z.maxLength(64)),
+});
+
+// `{}` for the online keys (made the first time), or `{rotate: [roles], replace?}` for new keys
+// of those roles, pending until a root naming them is published (trust rotate --new-online).
+const ONLINE_ROLE_NAMES = ['snapshot', 'timestamp', 'director'] as const;
+const onlineKeysSchema = z.strictObject({
+  rotate: z.optional(
+    z
+      .array(z.enum(ONLINE_ROLE_NAMES))
+      .check(
+        z.minLength(1),
+        z.maxLength(3),
+        z.refine((roles) => new Set(roles).size === roles.length, 'each role once'),
+      ),
+  ),
+  replace: z.optional(z.boolean()),
 });
 
 // The route a path names and its parameter, or null.
@@ -88,9 +104,20 @@ export async function serveTrustRoute(ctx: AdminContext, actor: Actor, req: Inco
       answer = await store.read((tx) => trustStatus(tx));
       break;
     case '/v1/admin/trust/online-keys':
+      const parsed = onlineKeysSchema.safeParse(await jsonBodyOf(req));
+      if (!parsed.success) throw new StewardError('USAGE', `the body is {} or {rotate: [snapshot|timestamp|director, ...], replace?: boolean}: ${formatIssues(parsed.error.issues)}`);
+      const { rotate, replace } = parsed.data;
       answer = await audited(ctx, actor, path, route.action, async (tx) => {
-        const keys = onlineKeysJson(await makeOnlineKeys(tx));
-        return { answer: { onlineKeys: keys }, details: { snapshot: keys.snapshot.keyid, timestamp: keys.timestamp.keyid, director: keys.director.keyid } };
+        if (!rotate) {
+          const keys = onlineKeysJson(await makeOnlineKeys(tx));
+          return { answer: { onlineKeys: keys, pending: [] }, details: { snapshot: keys.snapshot.keyid, timestamp: keys.timestamp.keyid, director: keys.director.keyid } };
+        }
+        const r = await rotateOnlineKeys(tx, rotate, replace === true);
+        const keys = onlineKeysJson(r.keys);
+        return {
+          answer: { onlineKeys: keys, pending: r.rotated },
+          details: { snapshot: keys.snapshot.keyid, timestamp: keys.timestamp.keyid, director: keys.director.keyid, pending: r.rotated, made: r.made, dropped: r.dropped },
+        };
       });
       break;
     case '/v1/admin/trust/pending/{root|targets}': {

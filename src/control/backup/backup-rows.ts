@@ -263,6 +263,7 @@ export const COLUMNS: Readonly<Record<string, Readonly<Record<string, Check>>>> 
   // the database does. What clients verify is checked by them, not here.
   trust_metadata: { role: text(128, (s) => /^(root|targets|snapshot|timestamp|app\.[a-z0-9][a-z0-9_-]{0,62})$/.test(s), 'a TUF role name'), version: int, bytes: text(MAX_FIELD_CHARS), createdAt: int },
   trust_keys: { role: oneOf(['snapshot', 'timestamp', 'director']), privateKey: pem, publicKey: pem, createdAt: int },
+  trust_pending_keys: { role: oneOf(['snapshot', 'timestamp', 'director']), privateKey: pem, publicKey: pem, createdAt: int },
   trust_pending: { role: oneOf(['root', 'targets']), bytes: text(MAX_FIELD_CHARS), updatedAt: int, updatedBy: nullable(text(256)) },
   signal_samples: {
     nodeId,

@@ -66,7 +66,7 @@ export interface StoreLoader {
 
 // The store's tables that others reference come first; a table this list does not name (a
 // newer schema's, which restores refuse anyway) goes after them by name.
-const TABLE_ORDER = ['settings', 'tokens', 'nodes', 'releases', 'app_keys', 'downgrades', 'runs', 'run_nodes', 'issued', 'receipts', 'operators', 'sessions', 'auth_failures', 'audit', 'targets', 'run_owners', 'pins', 'signal_samples', 'hooks', 'hook_deliveries', 'hook_marks', 'trust_metadata', 'trust_keys', 'trust_pending'];
+const TABLE_ORDER = ['settings', 'tokens', 'nodes', 'releases', 'app_keys', 'downgrades', 'runs', 'run_nodes', 'issued', 'receipts', 'operators', 'sessions', 'auth_failures', 'audit', 'targets', 'run_owners', 'pins', 'signal_samples', 'hooks', 'hook_deliveries', 'hook_marks', 'trust_metadata', 'trust_keys', 'trust_pending_keys', 'trust_pending'];
 
 // `names` in load order.
 export function orderTables(names: readonly string[]): string[] {

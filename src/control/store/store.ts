@@ -905,6 +905,9 @@ export interface TrustReads {
   // The newest version of each role whose name starts with `prefix` (`app.`), by role.
   latestOf(prefix: string): Promise<TrustMetadataRow[]>;
   keys(): Promise<TrustKeyRow[]>;
+  // The new online keys a rotation made (`trust rotate --new-online`), not yet in use: what a
+  // pending root names until it is published (docs/design.md §21.4).
+  pendingKeys(): Promise<TrustKeyRow[]>;
   pending(role: PendingRole): Promise<TrustPendingRow | null>;
 }
 
@@ -914,6 +917,13 @@ export interface TrustWrites {
   publish(row: TrustMetadataRow): Promise<boolean>;
   // Inserts the online keys; false when any is there already (they are made once).
   insertKeys(rows: readonly TrustKeyRow[]): Promise<boolean>;
+  // Inserts new pending online keys; false when a role has one already.
+  insertPendingKeys(rows: readonly TrustKeyRow[]): Promise<boolean>;
+  // Drops the pending keys of these roles (a rotation abandoned): their private keys are deleted.
+  dropPendingKeys(roles: readonly OnlineRole[]): Promise<void>;
+  // Puts the pending key of `role` whose public key is `publicKey` in the current one's place and
+  // deletes the current private key; false (nothing changed) when no such pending key is there.
+  promotePendingKey(role: OnlineRole, publicKey: string): Promise<boolean>;
   setPending(row: TrustPendingRow): Promise<void>;
   clearPending(role: PendingRole): Promise<void>;
 }

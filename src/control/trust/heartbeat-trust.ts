@@ -17,9 +17,12 @@ export async function readTrustState(tx: StoreReader): Promise<TrustState> {
   return { rootVersion: (await tx.trust.latest('root'))?.version ?? null, timestampVersion: (await tx.trust.latest('timestamp'))?.version ?? null, now: await tx.now() };
 }
 
-// The director key never changes once made (a new one is a new root and new keys are refused):
-// read once per store.
-const directors = new WeakMap<ControlStore, KeyObject>();
+// The director key, read once per store and root version: a new director key takes over only in
+// the transaction that publishes a root (trust rotate --new-online), so a key read with root
+// version N is the key while N is the newest. A heartbeat whose commit read a newer root than the
+// one cached reads the key again; no instance goes on signing with the key a rotation replaced
+// (its private key is deleted in that transaction).
+const directors = new WeakMap<ControlStore, { rootVersion: number | null; key: KeyObject }>();
 
 export async function withTrust(req: http.IncomingMessage, answer: Answer, store: ControlStore, nodeId: string | null): Promise<Answer> {
   if (answer.status !== 200 || nodeId === null) return answer;
@@ -31,7 +34,9 @@ export async function withTrust(req: http.IncomingMessage, answer: Answer, store
   // A fleet with no repository (its commit read no root) has no director key to read: without
   // this, every answer with desired entries to a new agent took one more transaction.
   const noRepository = answer.trust !== undefined && answer.trust.rootVersion === null;
-  const needKey = wantDirective && !noRepository && Array.isArray(body.desired) && body.desired.length > 0 && !directors.has(store);
+  const cached = directors.get(store);
+  const stale = !cached || answer.trust === undefined || answer.trust.rootVersion !== cached.rootVersion;
+  const needKey = wantDirective && !noRepository && Array.isArray(body.desired) && body.desired.length > 0 && stale;
   // The heartbeat's commit read the versions and its time (group-commit.ts); a held answer made
   // again, or the director key not yet known here, reads them now.
   const read =
@@ -42,11 +47,13 @@ export async function withTrust(req: http.IncomingMessage, answer: Answer, store
           directorPem: needKey ? ((await tx.trust.keys()).find((k) => k.role === 'director')?.privateKey ?? null) : null,
         }));
   const { rootVersion: root, timestampVersion: timestamp, now, directorPem } = read;
-  if (directorPem !== null) directors.set(store, parsePrivateKey(directorPem));
+  // Cached with the root version read in the same transaction as the key.
+  if (directorPem !== null) directors.set(store, { rootVersion: root, key: parsePrivateKey(directorPem) });
+  else if (needKey) directors.delete(store);
   let out = body as Record<string, unknown>;
   // Only once the fleet has a repository: before it, a host has no root to check against.
   if (wantTrust && root !== null && timestamp !== null) out = { ...out, trust: { rootVersion: root, timestampVersion: timestamp } };
-  const director = directors.get(store);
+  const director = directors.get(store)?.key;
   if (wantDirective && director && Array.isArray(body.desired)) {
     out = {
       ...out,

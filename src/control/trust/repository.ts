@@ -1,9 +1,9 @@
 // The fleet's TUF repository as steward-control keeps it (docs/design.md §21.2, §21.4): the online
-// keys (made once), the pending root and top-level targets gathering the offline keys'
-// signatures, each app's delegated targets, and the snapshot and timestamp signed online at
-// every publication. Every check of a signature is @tufjs/models' own (`verifyDelegate`,
-// `Key.verifySignature`), the one tuf-js runs on a host: what publishes here is what verifies
-// there. Each function runs inside the caller's write transaction.
+// keys (made once; new ones pending until the root naming them is published), the pending root
+// and top-level targets gathering the offline keys' signatures, each app's delegated targets, and
+// the snapshot and timestamp signed online at every publication. Every check of a signature is
+// @tufjs/models' own (`verifyDelegate`, `Key.verifySignature`), the one tuf-js runs on a host:
+// what publishes here is what verifies there. Each function runs inside the caller's write transaction.
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { Metadata, MetadataKind, Signature, type Key, type Root, type Snapshot, type Targets, type Timestamp } from '@tufjs/models';
 import { StewardError } from '../../core/errors.js';
@@ -11,7 +11,7 @@ import { metadataBytes, newSnapshot, newTimestamp } from '../../core/trust/build
 import { appOfRole, delegatedRoleName, DIRECTOR_FIELD, SIGNED_AT_FIELD, TIMESTAMP_RESIGN_MS } from '../../core/trust/roles.js';
 import { parsePrivateKey } from '../../platform/keys.js';
 import { signatureCount, signMetadata, tufKeyOf } from '../../platform/trust/tuf-keys.js';
-import type { OnlineRole, PendingRole, StoreReader, StoreTx, TrustMetadataRow } from '../store/store.js';
+import type { OnlineRole, PendingRole, StoreReader, StoreTx, TrustKeyRow, TrustMetadataRow } from '../store/store.js';
 
 type AnyMetadata = Metadata<Root | Targets | Snapshot | Timestamp>;
 type JsonObject = Parameters<typeof Metadata.fromJSON>[1];
@@ -59,16 +59,83 @@ export async function onlineKeys(tx: StoreReader): Promise<OnlineKeys | null> {
   return out.snapshot && out.timestamp && out.director ? (out as OnlineKeys) : null;
 }
 
-// Makes the online keys, once: a second call is refused (CONFLICT-like STATE_INVALID).
+// A fresh Ed25519 key pair for an online role, as trust_keys keeps it.
+function newKeyRow(role: OnlineRole, now: number): TrustKeyRow {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return { role, privateKey: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), publicKey: publicKey.export({ format: 'pem', type: 'spki' }).toString(), createdAt: now };
+}
+
+// Makes the online keys the first time; after that answers the same ones (a request sent again,
+// by a retry or trust init --replace, gets what the first got: new keys come only by rotation).
 export async function makeOnlineKeys(tx: StoreTx): Promise<OnlineKeys> {
-  if ((await tx.trust.keys()).length > 0) throw conflict('the online keys exist already: they are made once (rotating one is a root rotation naming a new key)');
+  if ((await tx.trust.keys()).length === 0) {
+    const now = await tx.now();
+    // Another instance making them at the same moment: its insert won, and its keys are answered.
+    await tx.trust.insertKeys(ONLINE_ROLES.map((role) => newKeyRow(role, now)));
+  }
+  const keys = await onlineKeys(tx);
+  if (!keys) throw new StewardError('STATE_INVALID', 'the online keys are incomplete in the database (a role is missing): restore them from a backup');
+  return keys;
+}
+
+// The pending new online keys by role (trust_pending_keys), each with its TUF key.
+export async function pendingOnlineKeys(tx: StoreReader): Promise<Partial<OnlineKeys>> {
+  const out: Partial<OnlineKeys> = {};
+  for (const r of await tx.trust.pendingKeys()) {
+    const key = parsePrivateKey(r.privateKey);
+    out[r.role] = { key, tuf: tufKeyOf(key) };
+  }
+  return out;
+}
+
+// The online key ids a root names, by role (the director's in its x-steward-director field).
+function namedOnlineKeyIds(root: Root): Record<OnlineRole, string | null> {
+  const one = (ids: readonly string[] | undefined) => (ids && ids.length === 1 ? (ids[0] as string) : null);
+  const director = root.unrecognizedFields[DIRECTOR_FIELD] as { keyids?: unknown } | undefined;
+  return {
+    snapshot: one(root.roles['snapshot']?.keyIDs),
+    timestamp: one(root.roles['timestamp']?.keyIDs),
+    director: Array.isArray(director?.keyids) ? one(director.keyids.filter((k): k is string => typeof k === 'string')) : null,
+  };
+}
+
+export interface RotatedKeys {
+  // The keys a root built on this answer names: the pending new key of each role asked for, the
+  // current key of the others.
+  keys: OnlineKeys;
+  // The roles whose key is a pending new one, and whether this request made any of them.
+  rotated: OnlineRole[];
+  made: OnlineRole[];
+  dropped: OnlineRole[];
+}
+
+// New online keys for `roles` (trust rotate --new-online), pending beside the ones in use until a
+// root naming them is published. Idempotent: the pending key of a role asked for again is
+// answered again, never made anew. A pending key of a role not asked for is dropped, unless the
+// pending root names it: then only `replace` (trust rotate --replace) may drop it.
+export async function rotateOnlineKeys(tx: StoreTx, roles: readonly OnlineRole[], replace: boolean): Promise<RotatedKeys> {
+  const current = await onlineKeys(tx);
+  if (!current) throw new StewardError('USAGE', 'this control plane has no online keys yet: `steward-control trust init` makes them (and root v1 naming them)');
+  if (!(await currentRoot(tx))) throw new StewardError('USAGE', 'no root is published yet: finish the ceremony of root v1 (trust sign-root), or start it over with `trust init --replace`; new online keys are named by a rotation of a published root');
+  const pending = await pendingOnlineKeys(tx);
+  const held = ONLINE_ROLES.filter((r) => pending[r] !== undefined);
+  const drop = held.filter((r) => !roles.includes(r));
+  if (drop.length > 0 && !replace) {
+    const row = await tx.trust.pending('root');
+    const named = row ? namedOnlineKeyIds(parseMetadata(MetadataKind.Root, row.bytes).signed) : null;
+    const inUse = named ? drop.filter((r) => named[r] === pending[r]!.tuf.keyID) : [];
+    if (inUse.length > 0) {
+      throw conflict(`a rotation is pending: root v${parseMetadata(MetadataKind.Root, row!.bytes).signed.version} names new online keys for ${inUse.join(', ')}; sign it (trust sign-root), or start over with \`trust rotate --new-online ... --replace\``);
+    }
+  }
+  await tx.trust.dropPendingKeys(drop);
   const now = await tx.now();
-  const rows = ONLINE_ROLES.map((role) => {
-    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    return { role, privateKey: privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(), publicKey: publicKey.export({ format: 'pem', type: 'spki' }).toString(), createdAt: now };
-  });
-  if (!(await tx.trust.insertKeys(rows))) throw conflict('the online keys exist already (made by another instance just now)');
-  return (await onlineKeys(tx)) as OnlineKeys;
+  const made = roles.filter((r) => pending[r] === undefined);
+  if (!(await tx.trust.insertPendingKeys(made.map((r) => newKeyRow(r, now))))) throw new StewardError('BUSY', 'another request made new online keys at the same time; retry');
+  const fresh = await pendingOnlineKeys(tx);
+  const keys = { ...current };
+  for (const r of roles) keys[r] = fresh[r]!;
+  return { keys, rotated: [...roles], made, dropped: drop };
 }
 
 // A wrong version or a second making: 409, under the admin API's existing code for a state that
@@ -171,17 +238,48 @@ async function checkNextVersion(tx: StoreReader, role: PendingRole, md: AnyMetad
   if (md.signed.version !== next) throw conflict(`${role} version ${md.signed.version} is not the next one: ${latest ? `version ${latest.version} is published` : 'none is published'}, so it is ${next}`);
 }
 
-// A root must name this control plane's online keys as its snapshot, timestamp and director keys
-// (one each): the control plane signs with no other.
-function checkRootNamesOnlineKeys(root: Root, keys: OnlineKeys | null): void {
+// A root must name, for its snapshot, timestamp and director, one key each that this control plane
+// holds: the one in use or a pending new one (trust rotate --new-online); it signs with no other.
+// Answers, by role, whether the root names the pending key (the switch its publication makes).
+async function checkRootNamesOnlineKeys(tx: StoreReader, root: Root): Promise<Record<OnlineRole, boolean>> {
+  const keys = await onlineKeys(tx);
   if (!keys) throw new StewardError('USAGE', 'make the online keys first (POST /v1/admin/trust/online-keys): a root names them');
-  const one = (role: string, ids: readonly string[] | undefined, want: Key) => {
-    if (!ids || ids.length !== 1 || ids[0] !== want.keyID) throw new StewardError('USAGE', `the root's ${role} key is not this control plane's online ${role} key ${want.keyID}`);
-  };
-  one('snapshot', root.roles['snapshot']?.keyIDs, keys.snapshot.tuf);
-  one('timestamp', root.roles['timestamp']?.keyIDs, keys.timestamp.tuf);
-  const director = root.unrecognizedFields[DIRECTOR_FIELD] as { keyids?: string[] } | undefined;
-  one('director', director?.keyids, keys.director.tuf);
+  const pending = await pendingOnlineKeys(tx);
+  const named = namedOnlineKeyIds(root);
+  const out = { snapshot: false, timestamp: false, director: false };
+  for (const role of ONLINE_ROLES) {
+    const id = named[role];
+    if (id !== null && id === pending[role]?.tuf.keyID) out[role] = true;
+    else if (id !== keys[role].tuf.keyID) {
+      const also = pending[role] ? ` nor its pending new ${role} key ${pending[role]!.tuf.keyID}` : '';
+      throw new StewardError('USAGE', `the root's ${role} key is not this control plane's online ${role} key ${keys[role].tuf.keyID}${also}`);
+    }
+  }
+  return out;
+}
+
+// Drops the pending online keys a root does not name: nothing will ever sign with them.
+async function dropUnnamedPendingKeys(tx: StoreTx, names: Record<OnlineRole, boolean>): Promise<OnlineRole[]> {
+  const drop = (await tx.trust.pendingKeys()).map((r) => r.role).filter((r) => !names[r]);
+  await tx.trust.dropPendingKeys(drop);
+  return drop;
+}
+
+// The switch a root's publication makes, in its transaction: each pending key it names takes the
+// place of the key in use (whose private key is deleted), every other pending key is dropped.
+// Signing after this (the snapshot and timestamp below, directives) reads the new keys.
+async function switchOnlineKeys(tx: StoreTx, names: Record<OnlineRole, boolean>): Promise<OnlineRole[]> {
+  const pending = await pendingOnlineKeys(tx);
+  const rows = new Map((await tx.trust.pendingKeys()).map((r) => [r.role, r]));
+  const switched: OnlineRole[] = [];
+  for (const role of ONLINE_ROLES) {
+    if (!names[role]) continue;
+    const row = rows.get(role);
+    if (!row || !pending[role] || !(await tx.trust.promotePendingKey(role, row.publicKey))) throw conflict(`the new online ${role} key this root names was dropped just now by another request`);
+    switched.push(role);
+  }
+  await dropUnnamedPendingKeys(tx, names);
+  return switched;
 }
 
 function checkNotExpired(md: AnyMetadata, now: number, what: string): void {
@@ -195,6 +293,8 @@ export interface PendingResult {
   signatures: Tally[];
   // What the operator must do next (a root whose targets role no longer signs the published targets).
   warnings: string[];
+  // The online roles whose new keys took over at this publication (a root naming them).
+  switched: OnlineRole[];
 }
 
 // Stores the next root or top-level targets, unsigned or partly signed; publishes it when its
@@ -204,7 +304,9 @@ export async function putPending(tx: StoreTx, role: PendingRole, text: string, b
   const now = await tx.now();
   checkNotExpired(md, now, `the pending ${role}`);
   await checkNextVersion(tx, role, md);
-  if (role === 'root') checkRootNamesOnlineKeys((md as Metadata<Root>).signed, await onlineKeys(tx));
+  // A pending root that replaces one naming new online keys (trust rotate --replace) abandons
+  // the keys it does not name.
+  if (role === 'root') await dropUnnamedPendingKeys(tx, await checkRootNamesOnlineKeys(tx, (md as Metadata<Root>).signed));
   else if (!(await currentRoot(tx))) throw new StewardError('USAGE', 'publish a root first: the targets are signed under its targets role');
   checkSignatures(md, await signersOf(tx, role, md), `${role} version ${md.signed.version}`);
   return settlePending(tx, role, md, by);
@@ -232,8 +334,11 @@ async function settlePending(tx: StoreTx, role: PendingRole, md: AnyMetadata, by
   await checkNextVersion(tx, role, md);
   if (!met) {
     await tx.trust.setPending({ role, bytes: metadataBytes(md).toString('utf8'), updatedAt: now, updatedBy: by });
-    return { role, version, published: false, signatures: tally, warnings: [] };
+    return { role, version, published: false, signatures: tally, warnings: [], switched: [] };
   }
+  // Checked again at publication: the keys it names must still be held (a pending key may have
+  // been dropped since it was made pending).
+  const names = role === 'root' ? await checkRootNamesOnlineKeys(tx, (md as Metadata<Root>).signed) : null;
   // The check a host makes, through @tufjs/models: the previous root's and its own thresholds
   // for a root, the root's targets role for the targets.
   const root = await currentRoot(tx);
@@ -251,6 +356,7 @@ async function settlePending(tx: StoreTx, role: PendingRole, md: AnyMetadata, by
     throw conflict(`${role} version ${version} was published just now by another request`);
   }
   await tx.trust.clearPending(role);
+  const switched = names ? await switchOnlineKeys(tx, names) : [];
   const warnings: string[] = [];
   const top = await currentTargets(tx);
   if (top) {
@@ -259,7 +365,7 @@ async function settlePending(tx: StoreTx, role: PendingRole, md: AnyMetadata, by
       warnings.push(`the published targets version ${top.md.signed.version} are not signed by this root's targets role: hosts refuse them until targets version ${top.md.signed.version + 1}, signed by its keys, is published (PUT /v1/admin/trust/pending/targets)`);
     }
   }
-  return { role, version, published: true, signatures: tally, warnings };
+  return { role, version, published: true, signatures: tally, warnings, switched };
 }
 
 // Whether `targets` verify under `root`'s targets role (what a host checks).

@@ -7,11 +7,14 @@ import { MetadataKind, type Metadata, type Root } from '@tufjs/models';
 import { appOfRole } from '../../core/trust/roles.js';
 import type { NodeRow, PendingRole, StoreReader } from '../store/store.js';
 import { isMetadataStale } from './freshness.js';
-import { currentRoot, currentSnapshot, currentTargets, currentTimestamp, onlineKeys, parseMetadata, signedAtOf, tallyOf, targetsVerify, type Tally } from './repository.js';
+import { currentRoot, currentSnapshot, currentTargets, currentTimestamp, onlineKeys, parseMetadata, pendingOnlineKeys, signedAtOf, tallyOf, targetsVerify, type Tally } from './repository.js';
 
 export interface TrustStatus {
   repository: boolean;
   onlineKeys: { snapshot: string; timestamp: string; director: string } | null;
+  // New online keys a rotation made, by role, not yet in use (null: none): the pending root names
+  // them, and its publication makes them the only ones the control plane signs with.
+  pendingOnlineKeys: Partial<Record<'snapshot' | 'timestamp' | 'director', string>> | null;
   // Each published item carries its metadata file as stored (`metadata`), which the trust commands
   // build on and sign over on the operator's machine, never a summary of it.
   root: { version: number; expires: string; keyids: string[]; threshold: number; targets: { keyids: string[]; threshold: number }; metadata: unknown } | null;
@@ -29,6 +32,7 @@ export interface TrustStatus {
 
 export async function trustStatus(tx: StoreReader, nodes?: readonly NodeRow[]): Promise<TrustStatus> {
   const keys = await onlineKeys(tx);
+  const newKeys = Object.entries(await pendingOnlineKeys(tx)).map(([role, k]) => [role, k.tuf.keyID] as const);
   const root = await currentRoot(tx);
   const top = await currentTargets(tx);
   const snapshot = await currentSnapshot(tx);
@@ -58,6 +62,7 @@ export async function trustStatus(tx: StoreReader, nodes?: readonly NodeRow[]): 
   return {
     repository: !!timestamp,
     onlineKeys: keys && { snapshot: keys.snapshot.tuf.keyID, timestamp: keys.timestamp.tuf.keyID, director: keys.director.tuf.keyID },
+    pendingOnlineKeys: newKeys.length ? Object.fromEntries(newKeys) : null,
     root: root && { ...rootView(root.md), metadata: JSON.parse(root.row.bytes) as unknown },
     pending: { root: await pending('root'), targets: await pending('targets') },
     targets: top && { version: top.md.signed.version, expires: top.md.signed.expires, verifies: root !== null && targetsVerify(root.md, top.md), metadata: JSON.parse(top.row.bytes) as unknown },

@@ -13,6 +13,14 @@ const lib = async () => {
 
 const ONLINE_ROLES = ['snapshot', 'timestamp', 'director'] as const;
 
+// The roles of --new-online: each one of ONLINE_ROLES, once.
+function newOnlineRoles(text: string): string[] {
+  const roles = text.split(',').map((r) => r.trim());
+  for (const r of roles) if (!(ONLINE_ROLES as readonly string[]).includes(r)) throw new StewardError('USAGE', `--new-online ${JSON.stringify(r)} is not one of ${ONLINE_ROLES.join(', ')}`);
+  if (new Set(roles).size !== roles.length) throw new StewardError('USAGE', `--new-online names a role twice: ${text}`);
+  return roles;
+}
+
 const out = (lines: string[]) => process.stdout.write(lines.map((l) => l + '\n').join(''));
 
 // The command a key holder runs to sign what is pending, against the same server.
@@ -138,8 +146,8 @@ export function registerTrust(program: Command): void {
         if (!jsonOf(cmd)) showSigning(L, status, role);
         L.signMetadata(md, key);
         const sig = md.signatures[id]!;
-        const answer = (await api.postSignatures(role, [{ keyid: id, sig: sig.sig }])) as { published?: unknown } | null;
-        const r = resultOf(L, status, role, id, answer?.published === true);
+        const answer = (await api.postSignatures(role, [{ keyid: id, sig: sig.sig }])) as { published?: unknown; switched?: unknown } | null;
+        const r = resultOf(L, status, role, id, answer?.published === true, switchedOf(answer));
         results.push(r);
         lines.push(`signed ${role} v${md.signed.version} with key ${id}`, ...resultLines(L, status, r, api.target.url));
         // Root v1 just published and no top-level targets yet (a server that takes them only under
@@ -168,11 +176,7 @@ export function registerTrust(program: Command): void {
       const L = await lib();
       const rootKeys = o.keys ? L.readPublicKeys(o.keys, '--keys') : null;
       const targetsKeys = o.targetsKeys ? L.readPublicKeys(o.targetsKeys, '--targets-keys') : null;
-      const roles = o.newOnline === undefined ? [] : o.newOnline.split(',').map((r) => r.trim());
-      for (const r of roles) if (!(ONLINE_ROLES as readonly string[]).includes(r)) throw new StewardError('USAGE', `--new-online ${JSON.stringify(r)} is not one of ${ONLINE_ROLES.join(', ')}`);
-      // Why refused here: the control plane makes its online keys once and cannot make new ones
-      // yet; asking it would only fail on its side with a message about the first making.
-      if (roles.length > 0) throw new StewardError('USAGE', '--new-online is not built yet: the control plane makes its online keys (snapshot, timestamp, director) once and cannot make new ones; a rotation can change the root and targets keys and thresholds');
+      const roles = o.newOnline === undefined ? [] : newOnlineRoles(o.newOnline);
       const expires = L.daysFromNow(expiresDaysOf(o.expiresDays));
       const api = new L.TrustApi(L.trustTarget(cmd));
       const status = await api.status();
@@ -187,7 +191,9 @@ export function registerTrust(program: Command): void {
       if (!rootKeys && !targetsKeys && roles.length === 0 && threshold === undefined && targetsThreshold === undefined) {
         process.stderr.write('note: no key or threshold changes: the new root only moves the expiry\n');
       }
-      const online = roles.length ? await api.onlineKeys(roles) : null;
+      // The server makes the new keys (or answers the ones it made for the same request before)
+      // and keeps them pending: they sign nothing until this root is published.
+      const online = roles.length ? await api.onlineKeys(roles, null, o.replace === true) : null;
       let next;
       try {
         next = L.rotateRoot(status.root, {
@@ -207,8 +213,9 @@ export function registerTrust(program: Command): void {
       const oldRole = was.roles['root']!;
       const newRole = next.signed.roles['root']!;
       const command = signCommand(api.target.url);
+      const newOnline = Object.fromEntries(roles.map((r) => [r, online![r as (typeof ONLINE_ROLES)[number]].keyID]));
       if (jsonOf(cmd)) {
-        return printJson({ pending: { root: { version: next.signed.version, threshold: newRole.threshold, keyids: newRole.keyIDs, expires: next.signed.expires } }, mustSign: [{ of: `root v${was.version}`, threshold: oldRole.threshold, keyids: oldRole.keyIDs }, { of: `root v${next.signed.version}`, threshold: newRole.threshold, keyids: newRole.keyIDs }], next: command });
+        return printJson({ pending: { root: { version: next.signed.version, threshold: newRole.threshold, keyids: newRole.keyIDs, expires: next.signed.expires } }, newOnline, mustSign: [{ of: `root v${was.version}`, threshold: oldRole.threshold, keyids: oldRole.keyIDs }, { of: `root v${next.signed.version}`, threshold: newRole.threshold, keyids: newRole.keyIDs }], next: command });
       }
       out([
         'pending:',
@@ -216,6 +223,12 @@ export function registerTrust(program: Command): void {
         `signing it needs both thresholds: ${oldRole.threshold} of root v${was.version}'s keys (${oldRole.keyIDs.join(', ')})`,
         `  and ${newRole.threshold} of root v${next.signed.version}'s keys (${newRole.keyIDs.join(', ')}); a key in both counts toward both`,
         `each key holder runs: ${command}`,
+        ...(roles.length
+          ? [
+              `new online keys (made and held by the control plane, pending): ${roles.map((r) => `${r} ${newOnline[r]}`).join(', ')}`,
+              `  the control plane goes on signing with the current ones until root v${next.signed.version} is published; then it signs with these only and deletes the old private keys`,
+            ]
+          : []),
       ]);
     });
   trust
@@ -289,7 +302,7 @@ export function registerTrust(program: Command): void {
 
 type Lib = Awaited<ReturnType<typeof lib>>;
 type Status = Awaited<ReturnType<InstanceType<Lib['TrustApi']>['status']>>;
-type SignResult = { role: string; version: number; keyid: string; published: boolean; thresholdsMet: boolean; signatures: Array<{ of: string; signed: number; threshold: number; keyids: string[] }> };
+type SignResult = { role: string; version: number; keyid: string; published: boolean; thresholdsMet: boolean; switchedOnlineKeys: string[]; signatures: Array<{ of: string; signed: number; threshold: number; keyids: string[] }> };
 
 // What is pending, and what of it key `id` may sign (FORBIDDEN, naming the keys that may, when nothing).
 function signableRoles(L: Lib, status: Status, id: string, keyFile: string): { roles: Array<'root' | 'targets'>; signable: Array<'root' | 'targets'> } {
@@ -314,10 +327,10 @@ function showSigning(L: Lib, status: Status, role: 'root' | 'targets'): void {
 }
 
 // Where the pending `role` stands once signed by `id` (its signatures as `status` holds them).
-function resultOf(L: Lib, status: Status, role: 'root' | 'targets', id: string, published: boolean): SignResult {
+function resultOf(L: Lib, status: Status, role: 'root' | 'targets', id: string, published: boolean, switched: string[]): SignResult {
   const md = status.pending[role]!;
   const counts = L.countSignatures(md, L.signerGroups(status, role));
-  return { role, version: md.signed.version, keyid: id, published, thresholdsMet: L.thresholdsMet(counts), signatures: counts.map((c) => ({ of: c.label, signed: c.signed.length, threshold: c.threshold, keyids: c.signed })) };
+  return { role, version: md.signed.version, keyid: id, published, thresholdsMet: L.thresholdsMet(counts), switchedOnlineKeys: switched, signatures: counts.map((c) => ({ of: c.label, signed: c.signed.length, threshold: c.threshold, keyids: c.signed })) };
 }
 
 function resultLines(L: Lib, status: Status, r: SignResult, server: URL): string[] {
@@ -326,7 +339,13 @@ function resultLines(L: Lib, status: Status, r: SignResult, server: URL): string
   if (r.published) lines.push(`  published ${r.role} v${r.version}`);
   else if (r.thresholdsMet) lines.push(`  the thresholds are met: the server publishes ${r.role} v${r.version} (\`steward-control trust status\`)`);
   else lines.push(`  another key holder runs: ${signCommand(server)}`);
+  if (r.switchedOnlineKeys.length) lines.push(`  the control plane now signs with its new ${r.switchedOnlineKeys.join(', ')} keys only (the old private keys are deleted); hosts take root v${r.version} at their next refresh`);
   return lines;
+}
+
+// The online roles whose new keys the publication switched to (the server's `switched`).
+function switchedOf(answer: { switched?: unknown } | null): string[] {
+  return Array.isArray(answer?.switched) ? answer.switched.filter((r): r is string => typeof r === 'string') : [];
 }
 
 // Root v1 just published and no top-level targets: puts the empty targets v1 pending (the server
@@ -359,7 +378,7 @@ async function signOffline(L: Lib, o: { key: string; in: string; out: string }, 
     if (!jsonOf(cmd)) showSigning(L, status, role);
     L.signMetadata(md, key);
     entries.push({ role, version: md.signed.version, keyid: id, sig: md.signatures[id]!.sig, signedSha256: S.signedDigest(md) });
-    const r = resultOf(L, status, role, id, false);
+    const r = resultOf(L, status, role, id, false, []);
     results.push(r);
     lines.push(`signed ${role} v${md.signed.version} with key ${id}, offline: nothing was sent`, ...r.signatures.map((c) => `  with it, ${Math.min(c.signed, c.threshold)} of ${c.threshold} signatures of ${c.of}`));
   }
@@ -383,9 +402,9 @@ async function submitSignatures(L: Lib, file: string, cmd: Command): Promise<voi
     const status = await api.status();
     L.needMetadata(status, 'send the signatures');
     const md = S.checkStillPending(status, e, file);
-    const answer = (await api.postSignatures(e.role, [{ keyid: e.keyid, sig: e.sig }])) as { published?: unknown } | null;
+    const answer = (await api.postSignatures(e.role, [{ keyid: e.keyid, sig: e.sig }])) as { published?: unknown; switched?: unknown } | null;
     S.addSignature(md, e);
-    const r = resultOf(L, status, e.role, e.keyid, answer?.published === true);
+    const r = resultOf(L, status, e.role, e.keyid, answer?.published === true, switchedOf(answer));
     results.push(r);
     lines.push(`sent the signature of key ${e.keyid} over ${e.role} v${e.version} (made ${sigs.signedAt})`, ...resultLines(L, status, r, api.target.url));
     if (await pendTargetsAfterRootV1(L, api, status, e.role, r.published)) {

@@ -151,13 +151,17 @@ export class TrustApi {
   // The server's online public keys. A server that makes them once and refuses to answer them
   // again (the server's branch: STATE_INVALID) is answered from `named`, a root that names them
   // (the pending root being replaced), when there is one.
-  async onlineKeys(rotate: string[] = [], named: Metadata<Root> | null = null): Promise<OnlineKeys> {
+  // With `rotate`, the server's new pending keys for those roles (the same ones when asked again),
+  // the current keys for the others; `replace` lets it drop new keys a pending root names.
+  async onlineKeys(rotate: string[] = [], named: Metadata<Root> | null = null, replace = false): Promise<OnlineKeys> {
     let a: Record<string, unknown>;
     try {
-      a = (await callAdminRoute(this.target, 'POST', `${TRUST_ROUTE}/online-keys`, json(rotate.length ? { rotate } : {}))) as Record<string, unknown>;
+      a = (await callAdminRoute(this.target, 'POST', `${TRUST_ROUTE}/online-keys`, json(rotate.length ? { rotate, ...(replace ? { replace: true } : {}) } : {}))) as Record<string, unknown>;
     } catch (err) {
       if (!(err instanceof StewardError && err.code === 'STATE_INVALID')) throw err;
       if (named && rotate.length === 0) return onlineKeysOf(named);
+      // The server's own refusal of a rotation (one pending already): its words are the reason.
+      if (rotate.length && !/online keys exist already/.test(err.message)) throw err;
       throw new StewardError(
         'STATE_INVALID',
         `${rotate.length ? `cannot get new online keys for ${rotate.join(', ')}` : 'cannot get the online public keys'}: the server answered "${err.message}" to POST ${TRUST_ROUTE}/online-keys and its status does not carry the keys; the steward-control at --server must answer its online keys again${rotate.length ? ' and make new ones on request' : ''}`,

@@ -56,6 +56,7 @@ export function renderStatus(s: TrustStatus, now: number): string[] {
     lines.push(`PENDING ${role} v${md.signed.version}:`, ...(role === 'root' ? describeRoot(s.pending.root!, now) : describeTargets(s.pending.targets!, now)).slice(1).map((l) => '  ' + l));
     lines.push(...countLines(countSignatures(md, signerGroups(s, role))).map((l) => '  ' + l), '  still to sign: a key holder runs `steward-control trust sign-root --key <key>.pem`');
   }
+  lines.push(...onlineKeyLines(s));
   const apps = new Set<string>([...s.delegations.map((d) => d.app)]);
   for (const r of Object.values(s.targets?.signed.delegations?.roles ?? {})) if (r.name.startsWith('app.')) apps.add(r.name.slice(4));
   for (const app of [...apps].sort()) {
@@ -69,6 +70,22 @@ export function renderStatus(s: TrustStatus, now: number): string[] {
     }
   }
   return [...lines, ...tail(s, now)];
+}
+
+// The online keys the control plane signs with, and the new ones a rotation keeps pending.
+function onlineKeyLines(s: TrustStatus): string[] {
+  const inUse = s.raw['onlineKeys'] as Record<string, string> | null | undefined;
+  const pending = s.raw['pendingOnlineKeys'] as Record<string, string> | null | undefined;
+  // Only role names and key ids the server could mean are printed: its answer is not trusted text.
+  const list = (m: Record<string, string>) =>
+    Object.entries(m)
+      .filter(([r, id]) => /^(snapshot|timestamp|director)$/.test(r) && typeof id === 'string' && /^[0-9a-f]{64}$/.test(id))
+      .map(([r, id]) => `${r} ${id.slice(0, 16)}`)
+      .join(', ');
+  const lines: string[] = [];
+  if (inUse && typeof inUse === 'object') lines.push(`online keys in use: ${list(inUse)}`);
+  if (pending && typeof pending === 'object' && Object.keys(pending).length > 0) lines.push(`NEW online keys pending (in use once the root naming them is published): ${list(pending)}`);
+  return lines;
 }
 
 // The timestamp's age and the nodes by scheme.

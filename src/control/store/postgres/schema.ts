@@ -316,6 +316,16 @@ CREATE TABLE trust_pending (
 ALTER TABLE nodes ADD COLUMN trust text COLLATE "C", ADD COLUMN "trustAt" bigint;
 `;
 
+// docs/design.md §21.4: the pending new online keys of a rotation, as SQLite's migration 15.
+const V15 = `
+CREATE TABLE trust_pending_keys (
+  role text COLLATE "C" PRIMARY KEY CHECK (role IN ('snapshot', 'timestamp', 'director')),
+  "privateKey" text COLLATE "C" NOT NULL,
+  "publicKey" text COLLATE "C" NOT NULL,
+  "createdAt" bigint NOT NULL
+);
+`;
+
 // Migrations 1 to 3 came before PostgreSQL: each is as old as the code written for it.
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   { version: 1, compatibleFrom: 1, sql: V1 },
@@ -378,6 +388,10 @@ CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
   // steward-control of schema 13 works on it; it keeps no repository, never re-signs a timestamp,
   // and the heartbeats it accepts leave a node's trust report as it was.
   { version: 14, compatibleFrom: 13, sql: V14 },
+  // docs/design.md §21.4: new online keys pending beside the ones in use (trust rotate
+  // --new-online). An expansion (a new table): a steward-control of schema 14 works on it; it
+  // makes no new online keys, and refuses a pending root that names them.
+  { version: 15, compatibleFrom: 14, sql: V15 },
 ];
 
 // The schema versions this steward-control works on: from `oldest` (the code needs what it
@@ -386,4 +400,5 @@ CREATE INDEX running_runs_by_app ON runs (app) WHERE status = 'running';` },
 // only expanded.
 // 13: this code reads and writes each release's indexed manifest (docs/design.md §20.2).
 // 14: this code keeps the fleet's TUF repository and each node's trust report (docs/design.md §21.2).
-export const PG_SCHEMA_RANGE = { oldest: 14, newest: PG_MIGRATIONS.length } as const;
+// 15: this code keeps new online keys pending until the root naming them is published.
+export const PG_SCHEMA_RANGE = { oldest: 15, newest: PG_MIGRATIONS.length } as const;

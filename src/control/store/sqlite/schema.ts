@@ -363,9 +363,22 @@ ALTER TABLE nodes ADD COLUMN trust TEXT;       -- JSON: the heartbeat's trust re
 ALTER TABLE nodes ADD COLUMN trustAt INTEGER;  -- when it was reported
 `;
 
+// docs/design.md §21.4: the new online keys a rotation made (`trust rotate --new-online`), kept
+// beside the ones in use until the root naming them is published, which puts them in trust_keys'
+// place in its transaction (the old private keys deleted); dropped when no root will name them.
+const V15 = `
+CREATE TABLE trust_pending_keys (
+  role TEXT PRIMARY KEY CHECK (role IN ('snapshot', 'timestamp', 'director')),
+  privateKey TEXT NOT NULL,         -- Ed25519 PKCS#8 PEM: as secret as the database
+  publicKey TEXT NOT NULL,          -- SPKI PEM
+  createdAt INTEGER NOT NULL
+);
+`;
+
 export const MIGRATIONS: ReadonlyArray<(db: Database.Database) => void> = [
   (db) => db.exec(V1), (db) => db.exec(V2), (db) => db.exec(V3), (db) => db.exec(V4), (db) => db.exec(V5), (db) => db.exec(V6), (db) => db.exec(V7), (db) => db.exec(V8),
   (db) => db.exec(V9), (db) => db.exec(V10), (db) => db.exec(V11), (db) => db.exec(V12), (db) => db.exec(V13), (db) => db.exec(V14),
+  (db) => db.exec(V15),
 ];
 
 export const STORE_SCHEMA_VERSION = MIGRATIONS.length;

@@ -3,7 +3,7 @@ import type { Prepare } from './prepare.js';
 
 const META = 'role, version, bytes, createdAt';
 
-// The trust_metadata, trust_keys and trust_pending tables (docs/design.md §21.2).
+// The trust_metadata, trust_keys, trust_pending_keys and trust_pending tables (docs/design.md §21.2).
 export function sqliteTrust(q: Prepare): TrustReads & TrustWrites {
   return {
     async latest(role) {
@@ -24,6 +24,9 @@ export function sqliteTrust(q: Prepare): TrustReads & TrustWrites {
     async keys() {
       return q('SELECT role, privateKey, publicKey, createdAt FROM trust_keys ORDER BY role').all() as TrustKeyRow[];
     },
+    async pendingKeys() {
+      return q('SELECT role, privateKey, publicKey, createdAt FROM trust_pending_keys ORDER BY role').all() as TrustKeyRow[];
+    },
     async pending(role) {
       return (q('SELECT role, bytes, updatedAt, updatedBy FROM trust_pending WHERE role = ?').get(role) as TrustPendingRow | undefined) ?? null;
     },
@@ -37,6 +40,25 @@ export function sqliteTrust(q: Prepare): TrustReads & TrustWrites {
         if (n !== 1) all = false;
       }
       return all;
+    },
+    async insertPendingKeys(rows) {
+      let all = true;
+      for (const r of rows) {
+        const n = q('INSERT INTO trust_pending_keys (role, privateKey, publicKey, createdAt) VALUES (?, ?, ?, ?) ON CONFLICT (role) DO NOTHING').run(r.role, r.privateKey, r.publicKey, r.createdAt).changes;
+        if (n !== 1) all = false;
+      }
+      return all;
+    },
+    async dropPendingKeys(roles) {
+      for (const role of roles) q('DELETE FROM trust_pending_keys WHERE role = ?').run(role);
+    },
+    async promotePendingKey(role, publicKey) {
+      const row = q('SELECT role, privateKey, publicKey, createdAt FROM trust_pending_keys WHERE role = ? AND publicKey = ?').get(role, publicKey) as TrustKeyRow | undefined;
+      if (!row) return false;
+      q('DELETE FROM trust_keys WHERE role = ?').run(role);
+      q('INSERT INTO trust_keys (role, privateKey, publicKey, createdAt) VALUES (?, ?, ?, ?)').run(row.role, row.privateKey, row.publicKey, row.createdAt);
+      q('DELETE FROM trust_pending_keys WHERE role = ?').run(role);
+      return true;
     },
     async setPending(r) {
       q(
