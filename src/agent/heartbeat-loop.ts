@@ -66,6 +66,12 @@ const TRUST_RETRY_MS = 5 * 60_000;
 // After BUSY (the helper verifying another bundle, or past its bound on trust-refresh: docs/design.md
 // §21.3): tried again at the first heartbeat this long after, not five minutes later.
 const TRUST_BUSY_RETRY_MS = 15_000;
+// The helper verified nothing: none answered (a self-update's handover restarts it), it is still
+// recovering after its start (a steward trial stays so until it commits, up to agentTimeoutMs),
+// or it is handing over. The bundle already fetched is handed over again at the next heartbeat,
+// before the desired entries are acted on: held back five minutes, updates needing it would be
+// refused TRUST_UNSIGNED by the helper that is back meanwhile (docs/self-update.md, "Under TUF").
+const TRUST_NOT_VERIFIED = new Set(['HELPER_UNREACHABLE', 'RECOVERING', 'HANDOVER']);
 
 export interface TickResult {
   // 'preempted': a held heartbeat given up by the agent (an update ended: its receipt goes now).
@@ -115,6 +121,9 @@ export class HeartbeatLoop {
   private helperTrust: TrustStatus | undefined;
   // The versions of the last refresh that failed, and the monotonic ms until which they are not tried again.
   private trustFailed: { key: string; until: number } | null = null;
+  // A bundle fetched that the helper has not verified yet (TRUST_NOT_VERIFIED), for the helper's
+  // root and the versions offered: handed over again without fetching it again.
+  private trustKept: { key: string; bundle: TrustBundle } | null = null;
   private watching: Promise<void> | null = null;
 
   constructor(private readonly d: HeartbeatDeps) {
@@ -281,14 +290,22 @@ export class HeartbeatLoop {
     const key = `${offered.rootVersion}/${offered.timestampVersion}`;
     if (this.trustFailed && this.trustFailed.key === key && this.d.clock.monotonic() < this.trustFailed.until) return;
     const root = this.helperTrust?.rootVersion as number;
+    const keptKey = `${root}>${key}`;
+    let bundle: TrustBundle | null = this.trustKept?.key === keptKey ? this.trustKept.bundle : null;
+    this.trustKept = null;
     try {
-      const bundle = await this.d.trust.fetchBundle(root, this.signal);
+      bundle ??= await this.d.trust.fetchBundle(root, this.signal);
       const a = await helper.trustRefresh(bundle);
       this.helperTrust = { ...this.helperTrust, ...a, timestampExpired: false };
       this.trustFailed = null;
       this.d.log('trust refreshed: root %s timestamp %s (the control plane offered root %d timestamp %d)', a.rootVersion ?? '-', a.timestampVersion ?? '-', offered.rootVersion, offered.timestampVersion);
     } catch (err) {
       const e = err as Error & { code?: string };
+      if (bundle && e.code !== undefined && TRUST_NOT_VERIFIED.has(e.code)) {
+        this.trustKept = { key: keptKey, bundle };
+        this.d.log('trust refresh to root %d timestamp %d not verified by the helper, code=%s: %s; handed over again at the next heartbeat', offered.rootVersion, offered.timestampVersion, e.code, e.message);
+        return;
+      }
       const wait = e.code === 'BUSY' ? TRUST_BUSY_RETRY_MS : TRUST_RETRY_MS;
       this.trustFailed = { key, until: this.d.clock.monotonic() + wait };
       this.d.log('WARNING: trust refresh to root %d timestamp %d failed code=%s: %s; tried again in %d s', offered.rootVersion, offered.timestampVersion, e.code ?? '-', e.message, wait / 1000);
