@@ -6,9 +6,11 @@
 // launcher again, as systemd's Restart= would), enrolled with `--trust-root`, with no release key
 // for steward, and a real agent process. A rollout of steward 2.0.0 reaches the helper through the
 // agent with its directive, runs once on trial and commits, and the run succeeds on its receipt.
-// Then a steward 2.1.0 written into the control plane's database, signed by a key its catalog
-// allows but no delegation names, is rolled out: the host refuses it (TRUST_UNSIGNED), the run
-// halts, and steward 2.0.0 runs on.
+// steward 2.0.1, added while that trial ran (the helper RECOVERING, so the new metadata could not
+// be verified then), rolls out right after it: the agent hands the bundle over again once the
+// helper can verify it. Then a steward 2.1.0 written into the control plane's database, signed
+// by a key its catalog allows but no delegation names, is rolled out: the host refuses it
+// (TRUST_UNSIGNED), the run halts, and steward 2.0.1 runs on.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -112,7 +114,8 @@ test('steward delegated, packed and added by the operator under TUF rolls out to
   phase('repository, pack-steward, release add');
 
   // 3. The host: steward's package 1.0.0 run by the launcher, no release key for steward.
-  const h = await makeSelfHost('1.0.0', { apps: { steward: { runner: 'self', stableMs: 300 } } });
+  // stableMs: the trial long enough for a `release add` while it runs.
+  const h = await makeSelfHost('1.0.0', { apps: { steward: { runner: 'self', stableMs: 5000 } } });
   hosts.push(h);
   rmSync(trustedKeysFor(h.paths, 'steward'), { recursive: true, force: true });
   const helperNow = unit(h);
@@ -128,9 +131,17 @@ test('steward delegated, packed and added by the operator under TUF rolls out to
   });
   phase('host enrolled');
 
-  // 4. The rollout: handed over, run once on trial by the next start, committed.
+  // 4. The rollout: handed over, run once on trial by the next start, committed. While the trial
+  // runs (RECOVERING until it commits), the operator adds 2.0.1: the agent is offered metadata
+  // that no helper can verify then, and must hand it to the helper that committed before it
+  // relays 2.0.1's update (not five minutes later, which refused that update TRUST_UNSIGNED).
+  const tgz201 = path.join(dir, 'steward-2.0.1.tgz');
+  await op('release', 'pack-steward', '--out', tgz201, '--version', '2.0.1');
   const firstPid = helperNow().pid;
   await ctl('rollout', 'start', 'steward', '2.0.0', '--bake', '0', '--batch', '100%');
+  await waitUntil('the trial of 2.0.0', 30_000, async () => ((await stewardOnHost(h).catch(() => null))?.self?.decision === 'trial' ? true : undefined));
+  await op('release', 'add', 'steward', '2.0.1', '--file', tgz201, '--base-url', control.url, '--key', s1!.key, '--key', s2!.key);
+  await waitUntil('the agent to offer the trial the new metadata', 15_000, async () => (/trust refresh to root \d+ timestamp \d+[^\n]*code=RECOVERING/.test(agent!.stderr()) ? true : undefined));
   const run = await runEnded();
   assert.equal(run.status, 'succeeded', `${JSON.stringify(run, null, 2)}\n${agent.stderr().slice(-4000)}`);
   const st = await stewardOnHost(h);
@@ -139,6 +150,11 @@ test('steward delegated, packed and added by the operator under TUF rolls out to
   const good = (await controlReceipts(db, 'steward')).find((r) => r.targetVersion === '2.0.0');
   assert.equal(good?.outcome, 'active', JSON.stringify(good));
   phase('rollout of 2.0.0 succeeded');
+  await ctl('rollout', 'start', 'steward', '2.0.1', '--bake', '0', '--batch', '100%');
+  const next = await runEnded();
+  assert.equal(next.status, 'succeeded', `${JSON.stringify(next, null, 2)}\n${agent.stderr().slice(-4000)}`);
+  assert.equal((await stewardOnHost(h)).self.version, '2.0.1');
+  phase('rollout of 2.0.1, added during the trial, succeeded');
 
   // 5. The control plane compromised: a steward 2.1.0 signed by a key of its own, written into
   // its database, rolled out. The director directs it; no delegation signed it.
@@ -163,6 +179,6 @@ test('steward delegated, packed and added by the operator under TUF rolls out to
   assert.equal(existsSync(path.join(h.paths.selfDir, 'candidate')), false);
   assert.equal(existsSync(versionDir(h.paths, 'steward', '2.1.0')), false, 'nothing of 2.1.0 was staged');
   const after = await stewardOnHost(h);
-  assert.deepEqual([after.self.version, after.current], ['2.0.0', '2.0.0']);
+  assert.deepEqual([after.self.version, after.current], ['2.0.1', '2.0.1']);
   phase('2.1.0 refused');
 });
