@@ -10,7 +10,8 @@
 // whose database was written to would send it) is refused TRUST_UNSIGNED, one with no directive
 // TRUST_NOT_DIRECTED, and one below steward's floor DOWNGRADE_REFUSED with or without the
 // delegation's downgrade.json: each with a signed `refused` receipt, nothing staged, no
-// candidate, and the running steward unchanged.
+// candidate, and the running steward unchanged. An apt upgrade's package trial (the package's own
+// tree, apt's) still commits on such a host.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ import { signDirective } from '../../src/platform/trust/directive.js';
 import { callHelper } from '../../src/protocol/client.js';
 import { helperClient } from '../../src/protocol/helper-client.js';
 import { helperReceipts, helperStatus } from '../helpers/helper-status.js';
-import { cleanedUpAfter, currentOf, exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, waitReady, type SelfBehaviour, type SelfHost } from '../helpers/self-host.js';
+import { cleanedUpAfter, currentOf, exited, makeSelfHost, ranVersions, startLauncher, stewardRelease, upgradePackage, waitReady, type SelfBehaviour, type SelfHost } from '../helpers/self-host.js';
 import { addRelease, bundleOf, envelopeOf } from '../helpers/tuf-host.js';
 import { makeTufRepo, type TufRepo } from '../helpers/tuf-repo.js';
 import { skipUnlessCI } from '../helpers/skip.js';
@@ -182,6 +183,17 @@ test('on a tuf host, steward releases of the app.steward delegation that the dir
   const r3 = await receiptOf(h, 'run-5.steward.1');
   assert.deepEqual([r3.outcome, r3.reason?.code], ['rolled-back', 'REPLACEMENT_UNHEALTHY']);
   assert.deepEqual(ranVersions(h).filter((v) => v === '3.0.0'), ['3.0.0'], 'the failed candidate ran once');
+  helper.kill('SIGTERM');
+  await exited(helper);
+
+  // An apt upgrade to a newer package: its trial stages the package's own tree (apt's, root's),
+  // which TUF has no say in, and commits it on this host with no release key for steward.
+  await upgradePackage(h, '4.0.0');
+  helper = launch();
+  await waitReady(h, helper);
+  s = await steward(h);
+  assert.deepEqual([s.self.version, s.self.decision, s.current], ['4.0.0', 'trial', '4.0.0'], JSON.stringify(s.self));
+  assert.equal(currentOf(h), 'versions/4.0.0');
   helper.kill('SIGTERM');
   await exited(helper);
   console.log(`in all: ${Date.now() - t0} ms`);
