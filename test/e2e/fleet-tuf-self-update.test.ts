@@ -150,6 +150,8 @@ test('steward delegated, packed and added by the operator under TUF rolls out to
   const good = (await controlReceipts(db, 'steward')).find((r) => r.targetVersion === '2.0.0');
   assert.equal(good?.outcome, 'active', JSON.stringify(good));
   phase('rollout of 2.0.0 succeeded');
+  // The next trial needs no window: read by the helper that starts it.
+  h.writeConfig({ apps: { steward: { runner: 'self', stableMs: 300 } } });
   await ctl('rollout', 'start', 'steward', '2.0.1', '--bake', '0', '--batch', '100%');
   const next = await runEnded();
   assert.equal(next.status, 'succeeded', `${JSON.stringify(next, null, 2)}\n${agent.stderr().slice(-4000)}`);
