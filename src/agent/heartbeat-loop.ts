@@ -67,6 +67,12 @@ const TRUST_RETRY_MS = 5 * 60_000;
 // After BUSY (the helper verifying another bundle, or past its bound on trust-refresh: docs/design.md
 // §21.3): tried again at the first heartbeat this long after, not five minutes later.
 const TRUST_BUSY_RETRY_MS = 15_000;
+// The helper verified nothing: none answered (a self-update's handover restarts it), it is still
+// recovering after its start (a steward trial stays so until it commits, up to agentTimeoutMs),
+// or it is handing over. The bundle already fetched is handed over again at the next heartbeat,
+// before the desired entries are acted on: held back five minutes, updates needing it would be
+// refused TRUST_UNSIGNED by the helper that is back meanwhile (docs/self-update.md, "Under TUF").
+const TRUST_NOT_VERIFIED = new Set(['HELPER_UNREACHABLE', 'RECOVERING', 'HANDOVER']);
 
 export interface TickResult {
   // 'preempted': a held heartbeat given up by the agent (an update ended: its receipt goes now).
@@ -121,6 +127,9 @@ export class HeartbeatLoop {
   // The versions the control plane offered whose bundle could not be fetched, and why (cleared
   // by a refresh that got one): handed on with updates while the helper trusts older ones.
   private trustFetchError: { offered: { rootVersion: number; timestampVersion: number }; message: string } | null = null;
+  // A bundle fetched that the helper has not verified yet (TRUST_NOT_VERIFIED), for the helper's
+  // root and the versions offered: handed over again without fetching it again.
+  private trustKept: { key: string; bundle: TrustBundle } | null = null;
   private watching: Promise<void> | null = null;
 
   constructor(private readonly d: HeartbeatDeps) {
@@ -307,10 +316,15 @@ export class HeartbeatLoop {
     const key = `${offered.rootVersion}/${offered.timestampVersion}`;
     if (this.trustFailed && this.trustFailed.key === key && this.d.clock.monotonic() < this.trustFailed.until) return;
     const root = this.helperTrust?.rootVersion as number;
+    const keptKey = `${root}>${key}`;
+    const kept = this.trustKept?.key === keptKey ? this.trustKept.bundle : null;
+    this.trustKept = null;
+    // The bundle fetched (or kept), to keep again when the helper could not verify it.
+    let fetched: TrustBundle | null = null;
     try {
       let bundle: TrustBundle;
       try {
-        bundle = await this.d.trust.fetchBundle(root, this.signal);
+        bundle = kept ?? (await this.d.trust.fetchBundle(root, this.signal));
       } catch (err) {
         const e = err as Error & { code?: string };
         // Plain text, bounded: it goes to the helper, and into a receipt.
@@ -318,6 +332,7 @@ export class HeartbeatLoop {
         this.trustFetchError = { offered: { rootVersion: offered.rootVersion, timestampVersion: offered.timestampVersion }, message: why };
         throw err;
       }
+      fetched = bundle;
       const a = await helper.trustRefresh(bundle);
       this.helperTrust = { ...this.helperTrust, ...a, timestampExpired: false };
       this.trustFailed = null;
@@ -325,6 +340,11 @@ export class HeartbeatLoop {
       this.d.log('trust refreshed: root %s timestamp %s (the control plane offered root %d timestamp %d)', a.rootVersion ?? '-', a.timestampVersion ?? '-', offered.rootVersion, offered.timestampVersion);
     } catch (err) {
       const e = err as Error & { code?: string };
+      if (fetched && e.code !== undefined && TRUST_NOT_VERIFIED.has(e.code)) {
+        this.trustKept = { key: keptKey, bundle: fetched };
+        this.d.log('trust refresh to root %d timestamp %d not verified by the helper, code=%s: %s; handed over again at the next heartbeat', offered.rootVersion, offered.timestampVersion, e.code, e.message);
+        return;
+      }
       const wait = e.code === 'BUSY' ? TRUST_BUSY_RETRY_MS : TRUST_RETRY_MS;
       this.trustFailed = { key, until: this.d.clock.monotonic() + wait };
       this.d.log('WARNING: trust refresh to root %d timestamp %d failed code=%s: %s; tried again in %d s', offered.rootVersion, offered.timestampVersion, e.code ?? '-', e.message, wait / 1000);

@@ -35,7 +35,7 @@ test('the agent fetches the bundle for the root its helper trusts, hands it over
   let trust: TrustStatus = { scheme: 'tuf', rootVersion: 1, timestampVersion: 1, timestampSignedAt: NOW - 90_000, timestampExpired: false };
   const handed: TrustBundle[] = [];
   const fetched: number[] = [];
-  let refreshFails: false | 'TRUST_ROLLBACK' | 'BUSY' = false;
+  let refreshFails: false | 'TRUST_ROLLBACK' | 'BUSY' | 'HELPER_UNREACHABLE' | 'RECOVERING' = false;
   const helper: HelperPort = {
     receipts: async () => ({ helperKeyId: keyIdOf(helperKey.publicKey), receipts: [] }),
     status: async () => ({ root: '/', pid: 1, startedAt: NOW, recovering: false, apps: [], trust }),
@@ -116,6 +116,24 @@ test('the agent fetches the bundle for the root its helper trusts, hands it over
   await loop.tick();
   assert.deepEqual(fetched, [1, 2, 2, 2, 2]);
   assert.ok(logs.some((l) => / BUSY trust-refresh: .* 15$/.test(l)), logs.join('\n'));
+
+  // The helper going away and coming back, as a self-update of steward makes it (the handover's
+  // restart: unreachable; the new helper on trial: RECOVERING until it commits, up to its
+  // agentTimeoutMs): it verified nothing, so the bundle, fetched once, is handed over again at
+  // each next heartbeat, never held back five minutes while updates that need it are refused
+  // TRUST_UNSIGNED.
+  clock.mono += 5 * 60_000 + 1;
+  const [f0, h0] = [fetched.length, handed.length];
+  for (const code of ['HELPER_UNREACHABLE', 'RECOVERING', 'RECOVERING'] as const) {
+    refreshFails = code;
+    await loop.tick();
+    clock.mono += 30_000;
+  }
+  refreshFails = false;
+  await loop.tick();
+  assert.deepEqual([fetched.length - f0, handed.length - h0], [1, 4], 'fetched once, handed over at each heartbeat until the helper verified it');
+  assert.deepEqual([trust.rootVersion, trust.timestampVersion], [2, 5]);
+  assert.ok(logs.some((l) => /handed over again at the next heartbeat 2 5 RECOVERING/.test(l)), logs.join('\n'));
 });
 
 test("the trust report's age is of a valid timestamp only; the bundle is fetched as /v1/wait is authorized, under its own cap", async () => {

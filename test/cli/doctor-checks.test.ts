@@ -208,6 +208,12 @@ test('keys: not enrolled and no trusted keys are warnings', () => {
   assert.deepEqual(statuses(r), ['ok helper key', 'warn trusted keys', 'warn enrollment']);
 });
 
+test('keys: no trusted keys on a host that trusts a TUF root is fine: the agent\'s updates, steward\'s own among them, need none', () => {
+  const r = checkKeys(keys({ trustedKeys: [], tufRoot: true }));
+  assert.deepEqual(statuses(r), ['ok helper key', 'ok trusted keys', 'ok enrollment']);
+  assert.match(r.find((x) => x.name === 'trusted keys')?.detail ?? '', /TUF root/);
+});
+
 test('config: loads with apps is ok, without apps warns, an error fails with its message', () => {
   const base = { file: '/etc/steward/steward.json', controlPlane: null, caFiles: [], diskReserveBytes: 0 };
   assert.equal(checkConfig({ ok: true, ...base, apps: [{ name: 'web', runner: 'process' }] }).status, 'ok');

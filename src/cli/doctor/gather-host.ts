@@ -124,6 +124,8 @@ export async function gatherKeys(paths: HostPaths): Promise<KeysObservation> {
     helperKey: await readKey(paths.helperKey, 'private'),
     helperPub: await readKey(paths.helperPub, 'public'),
     trustedKeys: await listTrustedKeys(paths),
+    // Its presence only: the helper reads it under the trust rule, and `status` says how it went.
+    tufRoot: await fsp.lstat(path.join(paths.trustDir, 'metadata', 'root.json')).then((st) => st.isFile(), () => false),
     nodeStateFile: paths.nodeState,
     enrollmentFile: files.enrollment,
     nodeState: await readRecord(async () => {

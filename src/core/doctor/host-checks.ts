@@ -100,7 +100,8 @@ export function checkKeys(obs: KeysObservation): CheckResult[] {
   const bad = obs.trustedKeys.filter((t) => t.error !== null);
   for (const t of bad) out.push(fail('trusted keys', `${t.file}: ${t.error}; the helper ignores it`));
   if (bad.length === 0) {
-    if (obs.trustedKeys.length === 0) out.push(warn('trusted keys', 'no trusted release keys: signed updates will be refused (SIGNATURE_INVALID)'));
+    if (obs.trustedKeys.length === 0 && obs.tufRoot) out.push(ok('trusted keys', "none, and none needed for the agent's updates: this host trusts a TUF root (docs/trust.md); only an update over admin.sock asks for a release key"));
+    else if (obs.trustedKeys.length === 0) out.push(warn('trusted keys', 'no trusted release keys: signed updates will be refused (SIGNATURE_INVALID)'));
     else out.push(ok('trusted keys', `${obs.trustedKeys.length} Ed25519 key(s) parse and pass the trust rule`));
   }
   out.push(checkEnrollment(obs));

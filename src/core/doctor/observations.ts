@@ -81,6 +81,9 @@ export interface KeysObservation {
   helperPub: KeyFile;
   // Each *.pub (or a folder none of whose keys is trusted) and why the helper ignores it, or null.
   trustedKeys: Array<{ file: string; error: string | null }>;
+  // Whether a TUF root is stored (the scheme is `tuf`, docs/design.md §21.3): then the agent's
+  // updates, steward's own among them, are held to the fleet's metadata, not to these keys.
+  tufRoot?: boolean;
   nodeStateFile: string;
   enrollmentFile: string;
   nodeState: NodeIdFile;

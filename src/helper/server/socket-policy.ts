@@ -4,9 +4,10 @@ import { ADMIN_ONLY_OPS, type OpName, type SocketKind } from '../../protocol/ops
 
 // The ops on the app steward that admin.sock alone may ask for. Not `update`: over helper.sock
 // it is what a rollout of steward relays, and it is held to the rules of any app's update there
-// (a manifest signed by a key in trusted-keys/steward/, never a downgrade, a quarantined
-// version or a local path), so a group member can only move steward forward to a version its
-// signer released, which then goes through the launcher's trial. A rollback or a stop of steward
+// (a manifest signed by a key in trusted-keys/steward/, or under TUF a directed target of
+// app.steward, ops/update.ts; never a downgrade, a quarantined version or a local path), so a
+// group member can only move steward forward to a version its signer released, which then goes
+// through the launcher's trial. A rollback or a stop of steward
 // would take a host back or down on a group member's word alone.
 const SELF_ADMIN_OPS = ['rollback', 'stop', 'start', 'restart'] as const;
 

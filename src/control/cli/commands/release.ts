@@ -164,7 +164,7 @@ export function registerRelease(program: Command): void {
       }
       const size = statSync(o.out).size;
       if (jsonOf(cmd)) return printJson({ app: AGENT_APP, version, file: path.resolve(o.out), size });
-      process.stdout.write(`packed ${AGENT_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${AGENT_APP} ${version} --file ${o.out} --key <agent release key> --base-url <url>\n`);
+      process.stdout.write(`packed ${AGENT_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${AGENT_APP} ${version} --file ${o.out} --key <agent release key> --base-url <url>\n  (under TUF: a --key for each of a threshold of the keys its delegation names)\n`);
     });
   release
     .command('pack-steward')
@@ -188,7 +188,7 @@ export function registerRelease(program: Command): void {
       }
       const size = statSync(o.out).size;
       if (jsonOf(cmd)) return printJson({ app: SELF_APP, version, file: path.resolve(o.out), size });
-      process.stdout.write(`packed ${SELF_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${SELF_APP} ${version} --file ${o.out} --key <steward release key> --base-url <url>\n`);
+      process.stdout.write(`packed ${SELF_APP} ${version}: ${path.resolve(o.out)} (${size} bytes)\nnext: steward-control release add ${SELF_APP} ${version} --file ${o.out} --key <steward release key> --base-url <url>\n  (under TUF: a --key for each of a threshold of the keys its delegation names)\n`);
     });
   release
     .command('remove <app> <version>')
