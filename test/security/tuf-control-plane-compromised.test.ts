@@ -36,8 +36,9 @@ import { makeTufRepo, newKey } from '../helpers/tuf-repo.js';
 //      authorization of the attacker's key, then with a downgrade.json target the attacker put
 //      in app.web and re-signed the snapshot over;
 //   5. (what works, by design) a directive to web 1.2.0, which the delegation signed: installed.
-// Each refusal: the helper refuses the forged bundle (TRUST_SIGNATURE), then the update with its
-// reason; a signed `refused` receipt reaches the hostile control plane; `current` stays 1.1.0,
+// Each refusal: the helper refuses the forged bundle (TRUST_SIGNATURE, naming the role a threshold
+// of whose keys did not sign: app.web, targets, root), then the update with its reason
+// (TRUST_UNSIGNED: no target of the delegation it trusts; DOWNGRADE_REFUSED); a signed `refused` receipt reaches the hostile control plane; `current` stays 1.1.0,
 // nothing is staged; the helper's metadata store is byte for byte what it was; the agent goes on
 // heartbeating. A stolen control plane picks among signed releases at or above a host's floor;
 // it installs nothing else.
@@ -139,7 +140,7 @@ test('a stolen control plane (database and online keys) installs nothing the off
   // One attack: the heartbeat answer offers `offered` (its bundle) and the entry; the refusal is
   // checked as the header says.
   let run = 0;
-  const refused = async (what: string, o: { offered?: { bundle: TrustBundle; timestampVersion: number }; refresh?: string; version: string; manifestBytes: Buffer; downgrade?: Envelope; code: string; why: RegExp }) => {
+  const refused = async (what: string, o: { offered?: { bundle: TrustBundle; timestampVersion: number }; unsignedRole?: 'root' | 'targets' | 'app.web'; version: string; manifestBytes: Buffer; downgrade?: Envelope; code: string; why: RegExp }) => {
     const attemptId = `run-${++run}.web.1`;
     const offered = o.offered ?? legit;
     cp.trustBundle = offered.bundle;
@@ -151,7 +152,7 @@ test('a stolen control plane (database and online keys) installs nothing the off
     if (o.offered) {
       // The agent handed the bundle over and the helper refused it (verified; should the
       // helper's bound have answered BUSY, the agent hands it over again 15 s later).
-      const line = new RegExp(`trust refresh to root 1 timestamp ${offered.timestampVersion} failed code=${o.refresh ?? 'TRUST_SIGNATURE'}: `);
+      const line = new RegExp(`trust refresh to root 1 timestamp ${offered.timestampVersion} failed code=TRUST_SIGNATURE: the trust bundle was refused; nothing was trusted from it: .*\\b${o.unsignedRole!.replace('.', '\\.')} was signed by 0/2 keys`);
       await agent.waitFor(`${what}: the helper refused the bundle`, () => line.test(agent.stderr()), 20_000);
     }
     const st = await webStatus();
@@ -172,19 +173,19 @@ test('a stolen control plane (database and online keys) installs nothing the off
   // over five: the fleet's, cases 1, 2, 3 and the second of 4.)
   const evilApp = () => addReleaseTargets(repo.apps.get('web')!, { app: 'web', version: '9.9.9', manifestBytes: evilManifest });
   const unsigned = /web\/9\.9\.9\/manifest\.json is not a target the app\.web delegation signs/;
-  await refused('9.9.9 in an app.web the online keys signed', { offered: forge({ app: signed(evilApp(), online) }), version: '9.9.9', manifestBytes: evilManifest, code: 'TRUST_UNSIGNED', why: unsigned });
+  await refused('9.9.9 in an app.web the online keys signed', { offered: forge({ app: signed(evilApp(), online) }), unsignedRole: 'app.web', version: '9.9.9', manifestBytes: evilManifest, code: 'TRUST_UNSIGNED', why: unsigned });
 
   // 2. The top-level targets re-delegating web to the attacker's keys (signed by them and the
   // online keys, not the root's), and 9.9.9 signed by the attacker's keys under it.
   const redelegated = signed(delegateApp(repo.targets, 'web', attacker.map(tufKeyOf), 2), [...attacker, ...online]);
   const theirs = signed(addReleaseTargets(newAppTargets({ expires: Date.now() + 365 * DAY, version: repo.apps.get('web')!.signed.version }), { app: 'web', version: '9.9.9', manifestBytes: evilManifest }), attacker.slice(0, 2));
-  await refused('web re-delegated to the attacker', { offered: forge({ targets: redelegated, app: theirs }), version: '9.9.9', manifestBytes: evilManifest, code: 'TRUST_UNSIGNED', why: unsigned });
+  await refused('web re-delegated to the attacker', { offered: forge({ targets: redelegated, app: theirs }), unsignedRole: 'targets', version: '9.9.9', manifestBytes: evilManifest, code: 'TRUST_UNSIGNED', why: unsigned });
 
   // 3. A root 2 naming the attacker's keys as root and targets keys, signed by those and the
   // online keys; under it, the re-delegation signed by the attacker's keys alone.
   const root2 = signed(rotateRoot(repo.roots[0]!, { rootKeys: attacker.map(tufKeyOf), targetsKeys: attacker.map(tufKeyOf), expires: Date.now() + 365 * DAY }), [...attacker, ...online]);
   const theirTargets = signed(delegateApp(repo.targets, 'web', attacker.map(tufKeyOf), 2), attacker);
-  await refused('a root 2 of the attacker', { offered: forge({ root: root2, targets: theirTargets, app: theirs }), version: '9.9.9', manifestBytes: evilManifest, code: 'TRUST_UNSIGNED', why: unsigned });
+  await refused('a root 2 of the attacker', { offered: forge({ root: root2, targets: theirTargets, app: theirs }), unsignedRole: 'root', version: '9.9.9', manifestBytes: evilManifest, code: 'TRUST_UNSIGNED', why: unsigned });
 
   // 4. web 1.0.0, signed by the delegation but below the floor (1.1.0): with an authorization of
   // the attacker's key, then with a downgrade.json target the attacker added to app.web (signed by
@@ -194,7 +195,7 @@ test('a stolen control plane (database and online keys) installs nothing the off
   const belowFloor = /signs no web\/1\.0\.0\/downgrade\.json/;
   await refused('1.0.0 below the floor', { version: '1.0.0', manifestBytes: manifests.get('1.0.0')!, downgrade: authorization, code: 'DOWNGRADE_REFUSED', why: belowFloor });
   const withDowngrade = signed(addReleaseTargets(repo.apps.get('web')!, { app: 'web', version: '1.0.0', manifestBytes: manifests.get('1.0.0')!, downgradeBytes: down }), online);
-  await refused('1.0.0 with a forged downgrade.json', { offered: forge({ app: withDowngrade }), version: '1.0.0', manifestBytes: manifests.get('1.0.0')!, downgrade: authorization, code: 'DOWNGRADE_REFUSED', why: belowFloor });
+  await refused('1.0.0 with a forged downgrade.json', { offered: forge({ app: withDowngrade }), unsignedRole: 'app.web', version: '1.0.0', manifestBytes: manifests.get('1.0.0')!, downgrade: authorization, code: 'DOWNGRADE_REFUSED', why: belowFloor });
 
   // 5. What a stolen control plane can do: point the host at a release the delegation signed, at
   // or above its floor. web 1.2.0 installs, authorized by the delegation's target.
