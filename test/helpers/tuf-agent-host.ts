@@ -160,6 +160,8 @@ export async function keepsHeartbeating(h: TufAgentHost): Promise<void> {
   await h.agent.waitFor('a heartbeat answered after that', () => h.cp.heartbeats.filter((x) => x.status === 200).length > n, 10_000);
 }
 
+// The receipt of `attemptId` as the control plane stored it: FakeControlPlane stores only receipts
+// that verify under the node's helper key (verifyHeartbeat), so a receipt here is a signed one.
 export async function receiptOf(h: TufAgentHost, attemptId: string, timeoutMs = 45_000): Promise<ReceiptPayload> {
   await h.agent.waitFor(`the receipt of ${attemptId}`, () => h.cp.storedReceipts().some((x) => x.attemptId === attemptId), timeoutMs);
   return h.cp.storedReceipts().find((x) => x.attemptId === attemptId)!;
