@@ -49,8 +49,9 @@ test('through a real agent: an expired timestamp or root is refused TRUST_EXPIRE
   h.repo.files.clear();
   for (const [n, b] of files) h.repo.files.set(n, b);
   h.repo.roots.pop();
-  // A timestamp that expires in 8 s, trusted through the agent; the update once it has expired.
-  const expires = Date.now() + 8000;
+  // A timestamp that expires in 15 s (room for the agent to hand it over on a loaded machine),
+  // trusted through the agent; the update once it has expired.
+  const expires = Date.now() + 15_000;
   h.repo.publish(expires - DAY);
   const r = await serveBundle(h, repoBundle(h.repo));
   assert.ok(r.ok, JSON.stringify(r));
