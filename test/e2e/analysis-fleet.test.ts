@@ -97,12 +97,21 @@ describeEachBackend((backend) => {
         const issued = await fleet.store.read((tx) => tx.runs.issued(run.id));
         const view = await fleet.store.read(async (tx) => describeRun(tx, (await tx.runs.get(run.id))!));
         const audit = (await fleet.store.read((tx) => tx.audit.page(0, 0, 1000))).filter((e) => e.action === 'rollout.analysis');
-        return { status: view.status, audit: audit.map((e) => [e.details.mode, e.details.verdict, e.details.effect]), batches: [...new Set(issued.map((i) => `${i.batch}@${Math.floor((i.issuedAt - issued[0]!.issuedAt) / MINUTE)}`))], view };
+        // Each batch and the minute it was issued in, from the first batch's.
+        const at = new Map<number, number>();
+        for (const i of issued) if (!at.has(i.batch)) at.set(i.batch, Math.floor((i.issuedAt - issued[0]!.issuedAt) / MINUTE));
+        return { status: view.status, audit: audit.map((e) => [e.details.mode, e.details.verdict, e.details.effect]), batches: [...at], view };
       });
     const off = await play('off');
     const observe = await play('observe');
     assert.equal(observe.status, 'succeeded');
-    assert.deepEqual(observe.batches, off.batches);
+    // The same batches, each in the same minute give or take one. Why one: tickThrough moves the
+    // fake clock 1 s for every 10 ms a tick runs (test/helpers/control-harness.ts), and observe's
+    // ticks also judge, so on a loaded machine its clock can run a few seconds ahead and put a
+    // batch across a minute boundary (4@13 against 4@12 under load 13). What observe must not do,
+    // hold a batch for its analysis window (5 minutes) or halt, is far outside that.
+    assert.deepEqual(observe.batches.map(([b]) => b), off.batches.map(([b]) => b));
+    for (const [i, [b, m]] of observe.batches.entries()) assert.ok(Math.abs(m - off.batches[i]![1]) <= 1, `batch ${b}: minute ${m} with observe, ${off.batches[i]![1]} with analysis off`);
     const judged = observe.view.analysis.steps.filter((s) => s.verdict !== null);
     assert.ok(judged.length >= 1, 'observe judged a step');
     assert.deepEqual([judged[0]!.verdict, judged[0]!.mode, judged[0]!.effect], ['fail', 'observe', 'would have halted']);
