@@ -4,9 +4,13 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StewardError } from '../../core/errors.js';
 
+// How long a closing listener lets the answers in flight finish before it cuts their connections.
+export const CLOSE_DRAIN_MS = 10_000;
+
 export interface Listening {
   url: string;
-  // Stops listening and drops idle connections (`before` first, once). Idempotent.
+  // Stops listening, answers what is in flight with `connection: close` and cuts what is left
+  // after CLOSE_DRAIN_MS (`before` first, once). Idempotent.
   close(before?: () => void): Promise<void>;
 }
 
@@ -30,7 +34,21 @@ export async function listen(server: http.Server, host: string, port: number, se
     close: (before) =>
       (closed ??= new Promise<void>((resolve) => {
         before?.();
-        server.close(() => resolve());
+        // Why more than server.close(): on Node 20 a connection that is never idle when close()
+        // drops the idle ones (an agent heartbeating every 2 s under the 5 s keep-alive) kept
+        // close() from ending for minutes. From now on every answer closes its connection, the
+        // idle ones are dropped as they become idle, and whatever is left after CLOSE_DRAIN_MS
+        // (a download in flight: the helper resumes it elsewhere) is cut.
+        server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+          if (!res.headersSent) res.setHeader('connection', 'close');
+        });
+        const sweep = setInterval(() => server.closeIdleConnections(), 250);
+        const cut = setTimeout(() => server.closeAllConnections(), CLOSE_DRAIN_MS);
+        server.close(() => {
+          clearInterval(sweep);
+          clearTimeout(cut);
+          resolve();
+        });
         server.closeIdleConnections();
       })),
   };
