@@ -176,6 +176,13 @@ const SLOWEST = [
   'package/control-deb-install-upgrade-purge',
   'security/refused-receipt-flood-before-relay',
   'systemd/steward-launcher-garbage',
+  // 40-60 s each, and late in path order (security/ after every other folder): the TUF attack
+  // files through a real agent ended a Node 24 run alone in its last minute.
+  'e2e/fleet-tuf-rotation-downgrade-stale',
+  'e2e/watch-window.',
+  'e2e/fleet-downgrade-authorized',
+  'security/downgrade-without-a-valid-authorization',
+  'security/tuf-',
   'e2e/systemd/',
   'package/',
   'crash/explore-',
