@@ -41,11 +41,14 @@ export class TrustRefreshGate {
 
   // Runs `read` (the bundle's bytes) then `verify` under the bound. `current` answers an
   // identical bundle that verified before (what the store trusts now).
+  // The bundle is read before the bound is taken: a client that sends its upload a byte at a time
+  // (just inside the connection's idle timeout) holds only its own connection, never the bound
+  // every other refresh waits on.
   async run<T>(read: () => Promise<Buffer>, verify: (bytes: Buffer) => Promise<T>, current: () => Promise<T>): Promise<T> {
+    const bytes = await read();
     if (this.running) throw new StewardError('BUSY', 'trust-refresh: a trust bundle is being verified; one at a time: try again when it is done');
     this.running = true;
     try {
-      const bytes = await read();
       const digest = createHash('sha256').update(bytes).digest('hex');
       const now = this.clock.monotonic();
       const last = this.last;

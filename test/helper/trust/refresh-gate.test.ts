@@ -41,6 +41,16 @@ test('a second bundle while one is being verified is BUSY, and the first still a
   assert.equal(await g.run(async () => Buffer.from('b'), async () => 'b done', async () => 'now'), 'b done', 'free again once it ended');
 });
 
+test('a bundle still being read (a slow upload) holds nothing: another is verified meanwhile', async () => {
+  const g = new TrustRefreshGate({ monotonic: () => 0 });
+  let arrive!: () => void;
+  const slow = g.run(() => new Promise<Buffer>((r) => (arrive = () => r(Buffer.from('slow')))), async () => 'slow done', async () => 'now');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(await g.run(async () => Buffer.from('quick'), async () => 'quick done', async () => 'now'), 'quick done');
+  arrive();
+  assert.equal(await slow, 'slow done');
+});
+
 test('a bundle identical to the last verified one is answered from the store, never verified again; one set-root later it is', async () => {
   const { g, run, verified } = gate();
   assert.equal(await run('bundle-1'), 'verified bundle-1');
