@@ -66,8 +66,9 @@ export async function readPlanInput(tx: StoreReader, run: RunRow, now: number): 
   const nodes = (await tx.runs.nodes(run.id)).map((n) => nodeFacts(n, byNode.get(n.nodeId) ?? []));
   const verdicts = verdictFacts(issued, await tx.receipts.countingForRun(run.id));
   const analysis = run.analysis.mode === 'off' ? undefined : analysisFacts(run, await tx.runs.judgements(run.id));
-  // The app's TUF delegation, whose keys a DOWNGRADE_REFUSED halt names.
-  const downgradeSigners = await appDelegation(tx, run.app);
+  // The app's TUF delegation, whose keys a DOWNGRADE_REFUSED halt names: read (the top-level
+  // targets parsed) only when a node refused so, not at every tick of every run.
+  const downgradeSigners = verdicts.some((v) => v.reasonCode === 'DOWNGRADE_REFUSED') ? await appDelegation(tx, run.app) : null;
   return { run: toRolloutRun(run), nodes, issued, verdicts, reverts: revertFacts(reverts), now, ...(analysis ? { analysis } : {}), ...(downgradeSigners ? { downgradeSigners } : {}) };
 }
 
