@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, type KeyPairKeyObjectResult } from 'node:crypto';
 import path from 'node:path';
 import { ActedStore } from '../../src/agent/acted-store.js';
-import { HeartbeatLoop } from '../../src/agent/heartbeat-loop.js';
+import { HeartbeatLoop, type HeartbeatDeps } from '../../src/agent/heartbeat-loop.js';
 import type { HelperPort } from '../../src/agent/helper-port.js';
 import { Outbox } from '../../src/agent/outbox.js';
 import { SeqStore } from '../../src/agent/seq-store.js';
@@ -18,6 +18,43 @@ import { envelopeOf } from '../helpers/tuf-host.js';
 import { signDirective } from '../../src/platform/trust/directive.js';
 
 const NOW = 1_800_000_000_000;
+
+// node-1's heartbeat loop against `cp`, whose answers list heartbeat v8 and offer `offered()`.
+async function trustLoop(o: {
+  dir: string;
+  cp: FakeControlPlane;
+  node: KeyPairKeyObjectResult;
+  helperKey: KeyPairKeyObjectResult;
+  clock: HeartbeatDeps['clock'];
+  helper: HelperPort;
+  random: number;
+  offered: () => { rootVersion: number; timestampVersion: number };
+  fetchBundle: NonNullable<HeartbeatDeps['trust']>['fetchBundle'];
+  log: HeartbeatDeps['log'];
+}): Promise<HeartbeatLoop> {
+  return new HeartbeatLoop({
+    clock: o.clock,
+    random: () => o.random,
+    helper: o.helper,
+    controlPlane: {
+      post: async (endpoint, body) => {
+        const r = o.cp.handle('POST', endpoint, Buffer.from(JSON.stringify(body)));
+        return { status: r.status, json: r.status === 200 ? { ...(r.json as object), heartbeatVersions: [1, 2, 3, 4, 5, 6, 7, 8], trust: o.offered() } : r.json };
+      },
+    },
+    seq: await SeqStore.open(path.join(o.dir, 'seq.json')),
+    outbox: await Outbox.open(path.join(o.dir, 'outbox.json')),
+    acted: await ActedStore.open(path.join(o.dir, 'acted.json')),
+    nodeId: 'node-1',
+    nodeKey: o.node.privateKey,
+    loadHelperKey: async () => o.helperKey.publicKey,
+    bootId: 'boot-1',
+    agentVersion: '0.1.0',
+    heartbeatSeconds: 30,
+    trust: { fetchBundle: o.fetchBundle },
+    log: o.log,
+  });
+}
 
 // docs/design.md §21.2, the agent's side: an answer naming newer versions than the helper trusts
 // makes the agent fetch the bundle for the helper's root and hand it to the helper, before it
@@ -57,30 +94,11 @@ test('the agent fetches the bundle for the root its helper trusts, hands it over
   };
   const offered = { rootVersion: 2, timestampVersion: 5 };
   const logs: string[] = [];
-  const loop = new HeartbeatLoop({
-    clock,
-    random: () => 0.5,
-    helper,
-    controlPlane: {
-      post: async (endpoint, body) => {
-        const r = cp.handle('POST', endpoint, Buffer.from(JSON.stringify(body)));
-        return { status: r.status, json: r.status === 200 ? { ...(r.json as object), heartbeatVersions: [1, 2, 3, 4, 5, 6, 7, 8], trust: offered } : r.json };
-      },
-    },
-    seq: await SeqStore.open(path.join(dir, 'seq.json')),
-    outbox: await Outbox.open(path.join(dir, 'outbox.json')),
-    acted: await ActedStore.open(path.join(dir, 'acted.json')),
-    nodeId: 'node-1',
-    nodeKey: node.privateKey,
-    loadHelperKey: async () => helperKey.publicKey,
-    bootId: 'boot-1',
-    agentVersion: '0.1.0',
-    heartbeatSeconds: 30,
-    trust: {
-      fetchBundle: async (root) => {
-        fetched.push(root);
-        return { v: 1, files: { 'timestamp.json': 'e30=' } };
-      },
+  const loop = await trustLoop({
+    dir, cp, node, helperKey, clock, helper, random: 0.5, offered: () => offered,
+    fetchBundle: async (root) => {
+      fetched.push(root);
+      return { v: 1, files: { 'timestamp.json': 'e30=' } };
     },
     log: (fmt: string, ...args: unknown[]) => logs.push([fmt, ...args.map(String)].join(' ')),
   });
@@ -195,31 +213,12 @@ test('a slow bundle holds up no heartbeat; entries wait for it, and carry why it
   const director = generateKeyPairSync('ed25519').privateKey;
   const desired = (attemptId: string) => [{ app: 'web', version: '1.0.0', attemptId, manifest: envelopeOf(Buffer.from('{}')), directive: signDirective({ nodeId: 'node-1', app: 'web', version: '1.0.0', attemptId, issuedAt: NOW, notAfter: NOW + 60_000 }, director) }];
   cp.desired = desired('a-1') as typeof cp.desired;
-  const loop = new HeartbeatLoop({
-    clock,
-    random: () => 0,
-    helper,
-    controlPlane: {
-      post: async (endpoint, body) => {
-        const r = cp.handle('POST', endpoint, Buffer.from(JSON.stringify(body)));
-        return { status: r.status, json: r.status === 200 ? { ...(r.json as object), heartbeatVersions: [1, 2, 3, 4, 5, 6, 7, 8], trust: offered } : r.json };
-      },
-    },
-    seq: await SeqStore.open(path.join(dir, 'seq.json')),
-    outbox: await Outbox.open(path.join(dir, 'outbox.json')),
-    acted: await ActedStore.open(path.join(dir, 'acted.json')),
-    nodeId: 'node-1',
-    nodeKey: node.privateKey,
-    loadHelperKey: async () => helperKey.publicKey,
-    bootId: 'boot-1',
-    agentVersion: '0.1.0',
-    heartbeatSeconds: 30,
-    trust: {
-      fetchBundle: () =>
-        new Promise((resolve, reject) => {
-          release = (r) => (r === 'ok' ? resolve({ v: 1, files: { 'timestamp.json': 'e30=' } }) : reject(new StewardError('CONTROL_PLANE_UNREACHABLE', 'no complete answer within 30000 ms')));
-        }),
-    },
+  const loop = await trustLoop({
+    dir, cp, node, helperKey, clock, helper, random: 0, offered: () => offered,
+    fetchBundle: () =>
+      new Promise((resolve, reject) => {
+        release = (r) => (r === 'ok' ? resolve({ v: 1, files: { 'timestamp.json': 'e30=' } }) : reject(new StewardError('CONTROL_PLANE_UNREACHABLE', 'no complete answer within 30000 ms')));
+      }),
     log: () => {},
   });
   const settle = () => new Promise((r) => setImmediate(r));
