@@ -5,14 +5,13 @@
 // whatever is written straight into the control plane's database (a desired entry with no
 // authorization, one signed by another app's key, an expired one) is refused by every host and
 // nothing moves; with `release allow-downgrade`, the rollout goes back in batches.
-import { ANALYSIS_OFF } from '../../src/core/run-analysis.js';
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openStore } from '../../src/control/store/open-store.js';
-import type { NewRun } from '../../src/control/store/store.js';
+import { forgeRun } from '../helpers/forge-run.js';
 import type { Envelope } from '../../src/core/release-schemas.js';
 import { DOMAINS, parsePrivateKey, signEnvelope } from '../../src/platform/keys.js';
 import { appRelease } from '../fixtures/app-releases.js';
@@ -53,36 +52,6 @@ async function webOnHosts(): Promise<string[]> {
   return out;
 }
 
-// A run issued to every node at once, written straight into the database (as someone holding it
-// could), with the desired version's downgrade authorization as `authorization` says.
-async function forgeRun(n: number, authorization: Envelope | null): Promise<string[]> {
-  const store = await openStore(db);
-  try {
-    return await store.write(async (tx) => {
-      const now = await tx.now();
-      const active = await tx.runs.active('web');
-      if (active) await tx.runs.end(active.id, 'stopped', undefined, now);
-      const run: NewRun = {
-        app: 'web', version: '1.1.0', startedAt: now, heartbeatIntervalMs: 1000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '100%', bakeMs: 0,
-        maxFailures: 3, maxRefused: '100%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, analysis: ANALYSIS_OFF,
-      };
-      const id = await tx.runs.insert(run, hosts.map((h) => ({ nodeId: h.nodeId, lastHeartbeatAt: now, listedApp: true })));
-      const ids: string[] = [];
-      for (const h of hosts) {
-        const attemptId = `forged-${n}.${h.nodeId}`;
-        await tx.runs.insertIssued(id, { nodeId: h.nodeId, attemptId, issuedAt: now, notAfter: null, batch: 0 });
-        ids.push(attemptId);
-      }
-      if (authorization) {
-        const p = JSON.parse(Buffer.from(authorization.payload, 'base64').toString('utf8'));
-        await tx.releases.putDowngrade({ app: 'web', version: '1.1.0', keyId: authorization.keyId, notAfter: p.notAfter, authorization, addedAt: now });
-      }
-      return ids;
-    });
-  } finally {
-    await store.close();
-  }
-}
 
 test('a fleet on 1.5.0 goes back to 1.1.0 in batches only with a signed downgrade authorization; forged, misdirected or expired ones written into the database move nothing', { timeout: 400_000 }, async () => {
   control = await startControlDaemon(db, 0, 1);
@@ -131,7 +100,7 @@ test('a fleet on 1.5.0 goes back to 1.1.0 in batches only with a signed downgrad
   ];
   let n = 0;
   for (const [what, authorization, why] of forgeries) {
-    const ids = await forgeRun(++n, authorization);
+    const ids = await forgeRun(db, hosts.map((h) => h.nodeId), ++n, '1.1.0', authorization);
     const receipts = await waitUntil(`every host to answer the forged run (${what})`, 60_000, async () => {
       const mine = (await controlReceipts(db, 'web')).filter((r) => ids.includes(r.attemptId));
       return mine.length === ids.length ? mine : undefined;

@@ -19,11 +19,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openStore } from '../../src/control/store/open-store.js';
-import type { NewRun } from '../../src/control/store/store.js';
+import { forgeRun } from '../helpers/forge-run.js';
 import { onlineKeys } from '../../src/control/trust/repository.js';
 import { metadataBytes, newTimestamp } from '../../src/core/trust/build.js';
-import { ANALYSIS_OFF } from '../../src/core/run-analysis.js';
-import type { Envelope } from '../../src/core/release-schemas.js';
 import { DOMAINS, parsePrivateKey, signEnvelope } from '../../src/platform/keys.js';
 import { signMetadata } from '../../src/platform/trust/tuf-keys.js';
 import { freePort } from '../fixtures/app-releases.js';
@@ -42,36 +40,6 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-// A run of web `version` issued to every node at once, written straight into the database (as
-// whoever holds it could), with a downgrade authorization stored for the version when given.
-async function forgeRun(f: TufFleet, n: number, version: string, authorization: Envelope | null = null): Promise<string[]> {
-  const store = await openStore(f.db);
-  try {
-    return await store.write(async (tx) => {
-      const now = await tx.now();
-      const active = await tx.runs.active('web');
-      if (active) await tx.runs.end(active.id, 'stopped', undefined, now);
-      const run: NewRun = {
-        app: 'web', version, startedAt: now, heartbeatIntervalMs: 1000, selector: '', canaries: 1, namedCanaries: [], canarySeed: 1, batch: '100%', bakeMs: 0,
-        maxFailures: 3, maxRefused: '100%', maxFetchFailures: '20%', failuresCarried: 0, verdictTimeoutMs: 600_000, allowRetryReverted: false, windows: [], tz: 'UTC', startAt: null, behind: false, retryOf: null, analysis: ANALYSIS_OFF,
-      };
-      const id = await tx.runs.insert(run, f.hosts.map((h) => ({ nodeId: h.nodeId, lastHeartbeatAt: now, listedApp: true })));
-      const ids: string[] = [];
-      for (const h of f.hosts) {
-        const attemptId = `forged-${n}.${h.nodeId}`;
-        await tx.runs.insertIssued(id, { nodeId: h.nodeId, attemptId, issuedAt: now, notAfter: null, batch: 0 });
-        ids.push(attemptId);
-      }
-      if (authorization) {
-        const p = JSON.parse(Buffer.from(authorization.payload, 'base64').toString('utf8'));
-        await tx.releases.putDowngrade({ app: 'web', version, keyId: authorization.keyId, notAfter: p.notAfter, authorization, addedAt: now });
-      }
-      return ids;
-    });
-  } finally {
-    await store.close();
-  }
-}
 
 // A timestamp signed with the control plane's own timestamp key, as of `signedAt`, naming the
 // newest snapshot, stored as published now (so the server's re-signing, due an hour after that,
@@ -153,12 +121,12 @@ test('root rotation, an authorized downgrade, a compromised director and metadat
   // by one of the delegation's own keys stored beside it: only the target downgrade.json is the
   // delegation's word.
   await f.addRelease('1.3.0');
-  const [up] = await forgeRun(f, 1, '1.3.0');
+  const [up] = await forgeRun(f.db, f.hosts.map((h) => h.nodeId), 1, '1.3.0');
   const upReceipt = await waitUntil('the receipt of the forged 1.3.0', 60_000, async () => receiptOf(up!));
   assert.equal(upReceipt.outcome, 'active', JSON.stringify(upReceipt));
   assert.deepEqual(await f.webOnHosts(), ['1.3.0/1.3.0']);
   const w1Signed = signEnvelope(DOMAINS.downgrade, { app: 'web', version: '1.0.0', notAfter: Date.now() + 2 * DAY }, parsePrivateKey(readFileSync(keys.w1.key, 'utf8')));
-  const [down] = await forgeRun(f, 2, '1.0.0', w1Signed);
+  const [down] = await forgeRun(f.db, f.hosts.map((h) => h.nodeId), 2, '1.0.0', w1Signed);
   const downReceipt = await waitUntil('the receipt of the forged 1.0.0', 60_000, async () => receiptOf(down!));
   assert.deepEqual([downReceipt.outcome, downReceipt.reasonCode], ['refused', 'DOWNGRADE_REFUSED'], JSON.stringify(downReceipt));
   assert.match(downReceipt.reasonMessage ?? '', /web\/1\.0\.0\/downgrade\.json/, String(downReceipt.reasonMessage));
