@@ -129,4 +129,20 @@ test('release add signs the plain manifest and the indexed one and keeps the fil
   assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
   assert.ok(first.fallback?.code === null, JSON.stringify(first.fallback));
   assert.ok((second.fetchedBytes ?? Infinity) < (second.reusedBytes ?? 0) / 10, `fetched ${second.fetchedBytes}, reused ${second.reusedBytes}`);
+
+  // The control plane keeps the last indexes it parsed for packs (packs.ts): a version removed and
+  // added again with other files is answered from its new index, never the one it parsed before.
+  const removed = await controlCli(db, ['release', 'remove', 'web', '1.1.0', '--json']);
+  assert.equal(removed.code, 0, removed.stderr);
+  const redone = path.join(dir, 'web-1.1.0-again.tgz');
+  writeFileSync(redone, releaseOf('1.1.0', 'two, made again\n'));
+  const readd = await controlCli(db, ['release', 'add', 'web', '1.1.0', '--file', redone, '--base-url', control.url, '--key', keys.json.privateKeyFile, '--json']);
+  assert.equal(readd.code, 0, readd.stderr);
+  const newIndex = parseFileIndex(gunzipSync((await call(`${control.url}/v1/artifacts/web/1.1.0.index.json`)).body), { maxEntries: 1000, maxPathBytes: 4096, maxDepth: 64, maxTotalBytes: 1e9 });
+  const newFile = newIndex.find((e) => e.path === 'server.js');
+  assert.ok(newFile && newFile.type === 'file' && newFile.sha256 !== file.sha256);
+  assert.equal((await call(`${control.url}/v1/artifacts/web/1.1.0.pack`, 'POST', JSON.stringify({ sha256: [file.sha256] }))).status, 400, 'the old file is no file of the release now');
+  const newPack = await call(`${control.url}/v1/artifacts/web/1.1.0.pack`, 'POST', JSON.stringify({ sha256: [newFile.sha256] }));
+  assert.equal(newPack.status, 200);
+  assert.equal(gunzipSync(newPack.body).subarray(0, 32).toString('hex'), newFile.sha256);
 });
