@@ -81,6 +81,9 @@ export interface StageDeps {
   // File the tree's files as objects and link them (docs/design.md §20); true unless set false
   // (tests stage "the old way" with false, to compare and to upgrade from).
   objects?: boolean;
+  // A tree from objects has its folders made 0555 at once, or 0700 and chmodded at the end
+  // (stage-from-index.ts finds which this process may; tests set it to take either way).
+  sealFoldersAtMkdir?: boolean;
 }
 
 export interface StageInput {
@@ -205,7 +208,11 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
   // Started now so that its start-up runs while the bytes are obtained; ended in `finally`.
   let extractor: ReturnType<StageIO['prepareExtraction']> | null = null;
   try {
-    extractor = io.prepareExtraction();
+    // Not for a release with a file index the objects path will try first: most stage without a
+    // tarball, and a worker thread started for nothing takes a core from the stage (and from a
+    // control plane on the same machine) for its start-up. The fallback starts it when it needs it.
+    const sources = fetchedFrom(deps, input, trust);
+    if (!(sources && trust.index && deps.objects !== false)) extractor = io.prepareExtraction();
     // Why not const: a fetch try that failed ends its worker, and the next try starts another.
     const tree = path.join(work, 'tree');
     // The extraction's progress is told once the bytes are all here (a fetch's comes first).
@@ -235,7 +242,6 @@ async function stageOnce(deps: StageDeps, input: StageInput): Promise<StageResul
     };
     let ex: ExtractResultLike;
     const archive = path.join(work, 'archive.tgz');
-    const sources = fetchedFrom(deps, input, trust);
     // docs/design.md §20: a release with a signed file index is built from the objects the host has
     // and a pack of those it lacks; the tarball when that is most of it, or anything fails.
     const byIndex = sources && trust.index && deps.objects !== false ? await tryIndex(deps, input, trust as Trust & { index: FileIndexRef }, work, attemptId) : null;
@@ -649,6 +655,7 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
       limits: deps.config.extract,
       faults,
       tarballBytes: trust.size,
+      ...(deps.sealFoldersAtMkdir !== undefined ? { sealFoldersAtMkdir: deps.sealFoldersAtMkdir } : {}),
       syncFileSystem: (dir) => deps.io.syncFileSystem(dir),
       fetchIndex: async () => {
         const delta = await indexByDelta(deps, input, index, work, patches, sourcesOf);
