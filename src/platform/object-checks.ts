@@ -12,15 +12,22 @@ import { CHECKED_FILE, OBJECT_NAME_RE, objectPath } from './object-store.js';
 // else (no record, another inode or change time, an unreadable record) is hashed as before.
 // Losing the file costs time, never trust: it is written to a temporary name and renamed, never
 // fsynced, and a record that does not read whole is ignored.
+// A stage from an index notes the objects it links by a window instead, one lstat for all of them
+// rather than one each (`noteLinked`): `<object name> <inode> <from> <to>`, the change times of
+// its first and its last link, between which each of its links set the object's (§20.3).
 
 // The change time in ms as lstat gives it, a double (the shortest text that reads back as it).
-const LINE_RE = /^([0-9a-f]{64}-[rx]) (\d{1,16}) (\d{1,16}(?:\.\d{1,20})?)$/;
+const TIME = '(\\d{1,16}(?:\\.\\d{1,20})?)';
+const LINE_RE = new RegExp(`^([0-9a-f]{64}-[rx]) (\\d{1,16}) ${TIME}(?: ${TIME})?$`);
 // A record over this is not read (an app has one line per object: 100,000 objects are ~10 MB).
 const MAX_RECORD_BYTES = 64 * 1024 * 1024;
 
+// The inode, and the change times it may have: one (`from` = `to`) when an lstat noted it, the
+// window of a stage's links when the stage did.
 interface Seen {
   ino: number;
-  ctimeMs: number;
+  from: number;
+  to: number;
 }
 
 export class CheckedObjects {
@@ -43,12 +50,14 @@ export class CheckedObjects {
     for (const line of text.split('\n')) {
       if (line === '') continue;
       const m = LINE_RE.exec(line);
-      if (!m) {
+      // A window that ends before it starts is no record the helper wrote.
+      if (!m || (m[4] !== undefined && Number(m[4]) < Number(m[3]))) {
         // Why all or nothing: a torn or foreign file says nothing reliable about any object.
         r.seen.clear();
         return r;
       }
-      r.seen.set(m[1] as string, { ino: Number(m[2]), ctimeMs: Number(m[3]) });
+      const from = Number(m[3]);
+      r.seen.set(m[1] as string, { ino: Number(m[2]), from, to: m[4] === undefined ? from : Number(m[4]) });
     }
     return r;
   }
@@ -60,7 +69,7 @@ export class CheckedObjects {
   // Whether the object `name`, whose lstat is `st`, is unchanged since the helper checked it.
   unchanged(name: string, st: fs.Stats): boolean {
     const s = this.seen.get(name);
-    return !!s && s.ino === st.ino && s.ctimeMs === st.ctimeMs;
+    return !!s && s.ino === st.ino && st.ctimeMs >= s.from && st.ctimeMs <= s.to;
   }
 
   // Records `name` as checked now, by its lstat taken after the helper's last link of it; an
@@ -69,7 +78,7 @@ export class CheckedObjects {
     try {
       const st = fs.lstatSync(objectPath(this.objectsDir, name));
       if (st.isFile()) {
-        this.seen.set(name, { ino: st.ino, ctimeMs: st.ctimeMs });
+        this.seen.set(name, { ino: st.ino, from: st.ctimeMs, to: st.ctimeMs });
         return;
       }
     } catch {
@@ -80,6 +89,16 @@ export class CheckedObjects {
 
   names(): string[] {
     return [...this.seen.keys()];
+  }
+
+  // Records `name`, inode `ino`, as checked and then linked by a stage whose first link set its
+  // object's change time to `from` and whose last link set its object's to `to`: each link in
+  // between set this one's within them (the kernel's clock does not run back), and the lstat a
+  // link of each would take is saved. A window that is no window (the clock set back meanwhile)
+  // notes nothing.
+  noteLinked(name: string, ino: number, from: number, to: number): void {
+    if (to >= from) this.seen.set(name, { ino, from, to });
+    else this.seen.delete(name);
   }
 
   forget(name: string): void {
@@ -104,7 +123,7 @@ export class CheckedObjects {
   // old record or the new one).
   save(): void {
     let text = '';
-    for (const [name, s] of this.seen) if (OBJECT_NAME_RE.test(name)) text += `${name} ${s.ino} ${s.ctimeMs}\n`;
+    for (const [name, s] of this.seen) if (OBJECT_NAME_RE.test(name)) text += s.to === s.from ? `${name} ${s.ino} ${s.from}\n` : `${name} ${s.ino} ${s.from} ${s.to}\n`;
     const file = path.join(this.objectsDir, CHECKED_FILE);
     const tmp = path.join(this.objectsDir, `.tmp-checked-${randomBytes(6).toString('hex')}`);
     try {

@@ -48,7 +48,11 @@ export async function hashFile(file: string): Promise<string> {
   }
 }
 
-export type ObjectCheck = { ok: true; size: number } | { ok: false; why: string };
+export type ObjectCheck = { ok: true; size: number; ino: number } | { ok: false; why: string };
+
+// Whether this process runs as root, asked once: a stage checks thousands of objects, and the
+// helper never changes its user.
+let asRoot: boolean | undefined;
 
 // What an object's lstat says against its name, or null: a regular file of its name's mode, owned
 // by root when the helper is root, of the expected size.
@@ -56,7 +60,8 @@ function statProblem(st: fs.Stats, name: string, expectSize: number | undefined)
   if (!st.isFile()) return 'is not a regular file';
   const mode = st.mode & 0o7777;
   if (mode !== objectMode(name)) return `has mode ${mode.toString(8)}, not ${objectMode(name).toString(8)}`;
-  if (process.getuid?.() === 0 && (st.uid !== 0 || st.gid !== 0)) return `is owned by ${st.uid}:${st.gid}, not root`;
+  asRoot ??= process.getuid?.() === 0;
+  if (asRoot && (st.uid !== 0 || st.gid !== 0)) return `is owned by ${st.uid}:${st.gid}, not root`;
   if (expectSize !== undefined && st.size !== expectSize) return `is ${st.size} bytes, not ${expectSize}`;
   return null;
 }
@@ -76,7 +81,7 @@ export async function checkObject(file: string, name: string, expectSize?: numbe
   const why = statProblem(st, name, expectSize);
   if (why) return { ok: false, why };
   if ((await hashFile(file)) !== m[1]) return { ok: false, why: 'holds bytes whose sha256 is not its name' };
-  return { ok: true, size: st.size };
+  return { ok: true, size: st.size, ino: st.ino };
 }
 
 // checkObject without the thread pool: the stage's hot loop over thousands of small objects,
@@ -96,8 +101,8 @@ export function checkObjectSync(file: string, name: string, expectSize?: number,
   }
   const why = statProblem(st, name, expectSize);
   if (why) return { ok: false, why };
-  const size = st.size;
-  if (unchanged?.(st)) return { ok: true, size };
+  const { size, ino } = st;
+  if (unchanged?.(st)) return { ok: true, size, ino };
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   const hash = createHash('sha256');
   try {
@@ -111,7 +116,7 @@ export function checkObjectSync(file: string, name: string, expectSize?: number,
     fs.closeSync(fd);
   }
   if (hash.digest('hex') !== m[1]) return { ok: false, why: 'holds bytes whose sha256 is not its name' };
-  return { ok: true, size };
+  return { ok: true, size, ino };
 }
 
 // Whether the object `name` is present (not checked: linkObjectSync checks what it links).
@@ -129,14 +134,41 @@ export function objectStatSync(objectsDir: string, name: string): fs.Stats | und
   }
 }
 
+// The names under each shard of `objectsDir` (a readdir each, no lstat): which objects a stage
+// need not fetch. Not checked: linkObjectSync checks each object it links. Empty when there is no
+// `objectsDir` yet; a shard that is no folder holds no object.
+export function objectNamesSync(objectsDir: string): Set<string> {
+  const names = new Set<string>();
+  let shards: string[];
+  try {
+    shards = fs.readdirSync(objectsDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return names;
+    throw err;
+  }
+  for (const shard of shards) {
+    if (shard.length !== 2 || !/^[0-9a-f]{2}$/.test(shard)) continue;
+    let inShard: string[];
+    try {
+      inShard = fs.readdirSync(`${objectsDir}/${shard}`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' || (err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    for (const name of inShard) names.add(name);
+  }
+  return names;
+}
+
 // Links the object `name` at `dest` (which must not exist) after checking it (unless the caller
 // made or checked it moments ago, `checked`; `unchanged`, `seen` as checkObjectSync takes them).
-// Throws INTEGRITY_MISMATCH (and removes the object) when it does not check out. Synchronous: a
-// stage links thousands of small files, where thread-pool round trips cost more than the work.
-export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean, seen?: fs.Stats): void {
+// Throws INTEGRITY_MISMATCH (and removes the object) when it does not check out. Returns the
+// inode checked, or null when `checked`. Synchronous: a stage links thousands of small files,
+// where thread-pool round trips cost more than the work.
+export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean, seen?: fs.Stats): number | null {
   const target = objectPath(objectsDir, name);
-  const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged, seen);
-  if (!check.ok) {
+  const check: ObjectCheck | null = checked ? null : checkObjectSync(target, name, size, unchanged, seen);
+  if (check && !check.ok) {
     try {
       fs.unlinkSync(target);
     } catch {
@@ -145,6 +177,7 @@ export function linkObjectSync(objectsDir: string, name: string, dest: string, s
     throw new StewardError('INTEGRITY_MISMATCH', `object ${name} ${check.why}; it was removed`);
   }
   fs.linkSync(target, dest);
+  return check ? check.ino : null;
 }
 
 // Runs `op`, a link or rename that puts a name at `target` (an object's path); the shard folder is
@@ -177,7 +210,7 @@ export function fileAsObject(objectsDir: string, file: string, name: string, siz
   if (st) {
     const own = fs.lstatSync(file);
     if (st.ino === own.ino && st.dev === own.dev) return { reused: false };
-    const check: ObjectCheck = checked ? { ok: true, size } : checkObjectSync(target, name, size, unchanged);
+    const check: ObjectCheck = checked ? { ok: true, size, ino: st.ino } : checkObjectSync(target, name, size, unchanged);
     if (check.ok) {
       // Why a temporary name and a rename: the tree's name always holds a whole file.
       const tmp = path.join(path.dirname(file), `${TMP_PREFIX}${randomBytes(6).toString('hex')}`);

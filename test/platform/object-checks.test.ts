@@ -66,6 +66,47 @@ test('a noted object is unchanged until its inode changes: a write (even with it
   assert.equal(checkObjectSync(objectPath(dir, d), d, 4, (st) => again.unchanged(d, st)).ok, true);
 });
 
+// A stage from an index notes the objects it links by the window of its links' change times (the
+// first link's and the last's), not by an lstat after each (docs/design.md §20.3).
+test('objects noted by the window of a stage\'s links are unchanged until one changes after the window', async (t) => {
+  const { dir, names, cleanup } = objectsWith(['one', 'two', 'three']);
+  t.after(cleanup);
+  const [a, b, c] = names as [string, string, string];
+  const treeName = (n: string) => path.join(dir, '..', `tree-${n}`);
+  // Links a tick of the file system's clock apart, as a stage's first, middle and last.
+  const links: number[] = [];
+  for (const n of names) {
+    await new Promise((res) => setTimeout(res, 20));
+    fs.linkSync(objectPath(dir, n), treeName(n));
+    links.push(fs.lstatSync(treeName(n)).ctimeMs);
+  }
+  const [from, , to] = links as [number, number, number];
+  assert.ok(to > from, 'the window spans the links');
+  const r = CheckedObjects.load(dir);
+  for (const n of names) r.noteLinked(n, lstat(dir, n).ino, from, to);
+  r.save();
+  const text = fs.readFileSync(path.join(dir, CHECKED_FILE), 'utf8');
+  assert.match(text, new RegExp(`^${b} \\d+ ${from} ${to}$`, 'm'), 'a window is written as its two ends');
+  const again = CheckedObjects.load(dir);
+  for (const n of names) assert.ok(again.unchanged(n, lstat(dir, n)), `${n}, linked within the window, reads back as unchanged`);
+
+  // A change after the window closed sets a change time past it.
+  await new Promise((res) => setTimeout(res, 20));
+  fs.chmodSync(objectPath(dir, b), 0o444);
+  assert.equal(again.unchanged(b, lstat(dir, b)), false, 'a chmod after the window is seen');
+  await new Promise((res) => setTimeout(res, 20));
+  fs.linkSync(objectPath(dir, c), `${treeName(c)}-2`);
+  assert.equal(again.unchanged(c, lstat(dir, c)), false, 'so is a link');
+  assert.ok(again.unchanged(a, lstat(dir, a)), 'an object untouched since stays unchanged');
+  // Another inode under the name, even with a change time in the window, is not the one checked.
+  assert.equal(again.unchanged(a, { ...lstat(dir, a), ino: lstat(dir, a).ino + 1, ctimeMs: from } as fs.Stats), false);
+
+  // A window the clock ran back across notes nothing.
+  const back = CheckedObjects.load(dir);
+  back.noteLinked(a, lstat(dir, a).ino, to, from);
+  assert.equal(back.unchanged(a, lstat(dir, a)), false);
+});
+
 test('an object replaced by another inode under its name is not unchanged', (t) => {
   const { dir, names, cleanup } = objectsWith(['one']);
   t.after(cleanup);
@@ -88,6 +129,7 @@ test('a torn or foreign record is ignored whole; the record is no object to list
   r.save();
   const text = fs.readFileSync(path.join(dir, CHECKED_FILE), 'utf8');
   assert.equal(text.split('\n').filter(Boolean).length, 2);
+  // The last: a window that ends before it starts (at 1 ms after 1970).
   for (const bad of [text.slice(0, -5), `${text}garbage\n`, 'x'.repeat(100), `${text.trimEnd()} 1\n`]) {
     fs.writeFileSync(path.join(dir, CHECKED_FILE), bad);
     assert.equal(CheckedObjects.load(dir).size, 0, `ignored: ${JSON.stringify(bad.slice(-20))}`);

@@ -12,7 +12,7 @@ import { receivePatch, type PatchSource } from './stage-from-patch.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
 import { CheckedObjects } from '../../platform/object-checks.js';
-import { adoptVerifiedFileSync, hasObjectSync, linkObjectSync, objectName, objectPath, objectStatSync } from '../../platform/object-store.js';
+import { adoptVerifiedFileSync, linkObjectSync, objectName, objectNamesSync, objectPath } from '../../platform/object-store.js';
 import { findSymlinkEscape } from '../../platform/symlink-jail.js';
 import { unsafeMessage } from '../../platform/tar-entry-rules.js';
 import { logger } from '../../platform/log.js';
@@ -42,6 +42,9 @@ export interface IndexStageDeps {
   // Where static patches from versions the host has come from, best first (stage-from-patch.ts):
   // the next is tried only when the one before is not offered (nothing came).
   patches?: readonly PatchSource[];
+  // Whether to make the tree's folders 0555 at once rather than 0700 and chmod them at the end;
+  // found by trying when unset (readOnlyFoldersTakeEntries). Tests set it to take either way.
+  sealFoldersAtMkdir?: boolean;
 }
 
 // What became of the patch a stage tried (docs/design.md §20.5): used, or why not.
@@ -60,7 +63,20 @@ export type IndexStage =
 // Objects are put in place only once verified and durable; the tree holds links to objects only.
 export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   const phases = new Phases();
-  const { bytes: indexBytes, wireBytes } = await d.fetchIndex();
+  // While the index comes: the record of checked objects, and which objects the host has (the
+  // names in objects/, a readdir per shard rather than an lstat per file; each object is still
+  // checked by the lstat its link takes).
+  const indexing = d.fetchIndex();
+  let record: CheckedObjects;
+  let have: Set<string>;
+  try {
+    record = CheckedObjects.load(d.objectsDir);
+    have = objectNamesSync(d.objectsDir);
+  } catch (err) {
+    await indexing.catch(() => undefined);
+    throw err;
+  }
+  const { bytes: indexBytes, wireBytes } = await indexing;
   phases.mark('index');
   const entries = parseFileIndex(indexBytes, { maxEntries: d.limits.maxEntries, maxPathBytes: d.limits.maxPathLength, maxDepth: d.limits.maxDepth, maxTotalBytes: d.limits.maxBytes });
   // The bytes each file needs, once per sha256, and which the host lacks in either mode.
@@ -75,18 +91,9 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   }
   const missing: Array<{ sha256: string; size: number; mode: number }> = [];
   let reusedBytes = 0;
-  // The object names found here, with the lstat that found them: the tree's links neither look
-  // for them again nor take their lstat again to check them.
-  const present = new Map<string, fs.Stats>();
   for (const [sha, size] of sizes) {
     const mode = modes.get(sha) as number;
-    const first = objectName(sha, mode);
-    const other = objectName(sha, mode === 0o555 ? 0o444 : 0o555);
-    const st = objectStatSync(d.objectsDir, first);
-    const otherSt = st ? undefined : objectStatSync(d.objectsDir, other);
-    if (st) present.set(first, st);
-    else if (otherSt) present.set(other, otherSt);
-    if (st || otherSt) reusedBytes += size;
+    if (have.has(objectName(sha, mode)) || have.has(objectName(sha, mode === 0o555 ? 0o444 : 0o555))) reusedBytes += size;
     else missing.push({ sha256: sha, size, mode });
   }
   const missingBytes = missing.reduce((n, m) => n + m.size, 0);
@@ -102,8 +109,9 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   await fsp.mkdir(incoming, { mode: 0o700 });
   let fetchedBytes = wireBytes;
   const fresh = new Set(missing.map((m) => m.sha256));
-  const tree = new TreeBuilder(d, path.join(d.work, 'tree'), entries, present);
+  const tree = new TreeBuilder(d, path.join(d.work, 'tree'), entries, have, record);
   let patch: PatchTry | undefined;
+  let treeDigest = '';
   try {
     // The folders and the links to objects the host has are made while the patch or the pack
     // comes: on a real network the wait for it is the longer part, and this work fills it. Not
@@ -143,7 +151,10 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     await fsp.chmod(tree.root, 0o755);
     phases.mark('finish');
     d.faults.io('objects', 'fsync');
-    await d.syncFileSystem(d.work);
+    const syncing = d.syncFileSystem(d.work);
+    // The listing's digest while the disk works (the syncfs runs in the thread pool).
+    treeDigest = treeDigestOf(entries);
+    await syncing;
     phases.mark('syncfs');
     const slicer = new TimeSlicer();
     for (const made of [...missing.map((m) => ({ file: path.join(incoming, m.sha256), name: objectName(m.sha256, m.mode) })), ...copies]) {
@@ -157,8 +168,6 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   }
   phases.mark('adopt');
   const bytes = entries.reduce((n, e) => n + (e.type === 'file' ? e.size : 0), 0);
-  const treeDigest = treeDigestOf(entries);
-  phases.mark('digest');
   log('staged from objects entries=%d missing=%d phases(ms) %s', entries.length, missing.length, phases.text());
   return { done: true, ex: { entries: entries.length, bytes, treeDigest, listing: entries, integrity: null }, fetchedBytes, reusedBytes, ...(patch ? { patch } : {}), indexBytes };
 }
@@ -288,21 +297,27 @@ async function receivePackOnce(
 // pack, the symlinks, the folders sealed) after.
 class TreeBuilder {
   private readonly sorted: TreeEntry[];
-  private readonly checked = new Set<string>();
-  private readonly record: CheckedObjects;
+  // The objects this stage checked (or made), each linked once checked, with its inode.
+  private readonly checked = new Map<string, number>();
   private first = true;
   private stopped = false;
+  // Whether the folders were made 0555 (readOnlyFoldersTakeEntries), so need no chmod at the end.
+  private sealedAtMkdir = false;
   private readonly slicer = new TimeSlicer();
+  // The change time the stage's first link set, and the tree's name of the latest object it
+  // linked (the window of its links' change times: `noteLinks`).
+  private linksFrom: number | null = null;
+  private lastLinked: string | null = null;
 
   constructor(
     private readonly d: IndexStageDeps,
     readonly root: string,
     entries: readonly TreeEntry[],
-    // Object names the host has, with the lstat that found them: no lookup needed before a link.
-    private readonly present: ReadonlyMap<string, fs.Stats>,
+    // The object names the host has (not checked: each link checks its object).
+    private readonly have: Set<string>,
+    private readonly record: CheckedObjects,
   ) {
     this.sorted = sortByPathBytes(entries);
-    this.record = CheckedObjects.load(d.objectsDir);
   }
 
   // Why synchronous calls, a slice at a time: thousands of small links and hashes cost more in
@@ -319,13 +334,19 @@ class TreeBuilder {
 
   async layOut(fresh: ReadonlySet<string>): Promise<void> {
     await fsp.mkdir(this.root, { mode: 0o700 });
+    this.sealedAtMkdir = this.d.sealFoldersAtMkdir ?? readOnlyFoldersTakeEntries(this.root);
+    const mode = this.sealedAtMkdir ? 0o555 : 0o700;
     // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
     for (const e of this.sorted) {
       if (e.type !== 'dir') continue;
-      fs.mkdirSync(`${this.root}/${e.path}`, { mode: 0o700 });
+      fs.mkdirSync(`${this.root}/${e.path}`, { mode });
       await this.step();
     }
-    for (const e of this.sorted) if (e.type === 'file' && !fresh.has(e.sha256)) await this.link(e);
+    try {
+      for (const e of this.sorted) if (e.type === 'file' && !fresh.has(e.sha256)) await this.link(e);
+    } finally {
+      this.noteLinks();
+    }
   }
 
   // `incoming`: where the pack's verified files are (`<incoming>/<sha256>`, each in the mode
@@ -359,9 +380,11 @@ class TreeBuilder {
       if (escape) throw new StewardError('UNSAFE_ARCHIVE', unsafeMessage(e.path, escape));
     }
     // Children before parents: a folder is made read-only once nothing below it changes.
-    for (let i = sorted.length - 1; i >= 0; i--) {
-      const e = sorted[i] as TreeEntry;
-      if (e.type === 'dir') fs.chmodSync(path.join(tree, e.path), 0o555);
+    if (!this.sealedAtMkdir) {
+      for (let i = sorted.length - 1; i >= 0; i--) {
+        const e = sorted[i] as TreeEntry;
+        if (e.type === 'dir') fs.chmodSync(path.join(tree, e.path), 0o555);
+      }
     }
     this.d.faults.hit('after-objects-before-rename');
     return [...copies.values()];
@@ -387,21 +410,65 @@ class TreeBuilder {
   private async link(e: TreeEntry & { type: 'file' }): Promise<void> {
     const { d, record, checked } = this;
     const name = objectName(e.sha256, e.mode);
-    const seen = this.present.get(name);
-    if (seen === undefined && !checked.has(name) && !hasObjectSync(d.objectsDir, name)) await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
+    if (!checked.has(name) && !this.have.has(name)) {
+      await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
+      this.have.add(name);
+    }
     this.firstLink();
+    const dest = `${this.root}/${e.path}`;
     try {
-      linkObjectSync(d.objectsDir, name, `${this.root}/${e.path}`, e.size, checked.has(name), (st) => record.unchanged(name, st), seen);
+      const ino = linkObjectSync(d.objectsDir, name, dest, e.size, checked.has(name), (st) => record.unchanged(name, st));
+      if (ino !== null) checked.set(name, ino);
     } catch (err) {
       record.forget(name);
       throw err;
     }
-    // Noted by its lstat right after this link (which set its change time), so that nothing
-    // done to it between its check and the note goes unseen.
-    record.note(name);
-    checked.add(name);
+    // Read at once: a later link of the same object (a tree has many identical files) moves it.
+    this.linksFrom ??= fs.lstatSync(dest).ctimeMs;
+    this.lastLinked = dest;
     await this.step();
   }
+
+  // Notes every object this stage checked and linked by the window of its links' change times
+  // (docs/design.md §20.3): the first link's (read right after it) and the last's (read after
+  // it). Each link set its object's change time within them, so two lstats serve every object
+  // rather than one after each link. What changes an object after its check and before the
+  // window closes (a root process racing the stage) goes unseen, as a change right after the
+  // lstat of a note would.
+  private noteLinks(): void {
+    if (this.linksFrom === null || this.lastLinked === null) return;
+    let to: number;
+    try {
+      to = fs.lstatSync(this.lastLinked).ctimeMs;
+    } catch {
+      // The tree went: its objects are hashed at the next stage.
+      for (const name of this.checked.keys()) this.record.forget(name);
+      return;
+    }
+    for (const [name, ino] of this.checked) this.record.noteLinked(name, ino, this.linksFrom, to);
+  }
+}
+
+// Whether this process may make entries in a folder it made 0555, so that a tree's folders are
+// made in their final mode and spared a chmod each at the end (1,600 of them in node-red): root
+// may (CAP_DAC_OVERRIDE), unless a unit took that capability away. Found once by trying, beside
+// `root` (the staging folder's tree, 0700 and the helper's own), and also that the umask leaves
+// 0555 whole.
+let foldersTakeEntries: boolean | undefined;
+function readOnlyFoldersTakeEntries(root: string): boolean {
+  if (foldersTakeEntries !== undefined) return foldersTakeEntries;
+  if (process.getuid?.() !== 0) return (foldersTakeEntries = false);
+  const probe = `${root}.probe`;
+  try {
+    fs.mkdirSync(probe, { mode: 0o555 });
+    fs.mkdirSync(`${probe}/entry`, { mode: 0o555 });
+    foldersTakeEntries = (fs.lstatSync(probe).mode & 0o7777) === 0o555 && (fs.lstatSync(`${probe}/entry`).mode & 0o7777) === 0o555;
+  } catch {
+    foldersTakeEntries = false;
+  } finally {
+    fs.rmSync(probe, { recursive: true, force: true });
+  }
+  return foldersTakeEntries;
 }
 
 // Makes the object of `sha256` in `mode` from the one the host has in the other mode: its bytes

@@ -13,37 +13,43 @@ import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
 // staged from its signed index and a pack of the files the host lacks, and its tree is the tree
 // its tarball gives, byte for byte and mode for mode.
 
-test('the second of two releases that share most files fetches only the difference, and its tree is the one its tarball gives', async (t) => {
-  const srv = await startObjectServer();
-  const s = await hostWithCurrent();
-  const peer = await hostWithCurrent();
-  t.after(() => {
-    srv.close();
-    s.host.cleanup();
-    peer.host.cleanup();
-  });
-  const v1 = releaseOf('1.0.0', 'console.log(1)\n');
-  const v2 = releaseOf('1.1.0', `console.log(2, ${JSON.stringify(randomBytes(3000).toString('base64'))})\n`);
-  // The first: nothing of it on the host, so more than half is missing: the tarball, as before.
-  const first = await stageIndexed(s, srv, '1.0.0', v1);
-  assert.equal(first.via, 'tarball');
-  assert.equal(first.fallback?.code, null, 'a choice, not a failure');
-  assert.match(first.fallback?.message ?? '', /more than half/);
-  const before = { ...srv.moved };
-  const second = await stageIndexed(s, srv, '1.1.0', v2);
-  assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
-  assert.equal(srv.moved.tgz, before.tgz, 'the tarball of 1.1.0 was never fetched');
-  const moved = srv.moved.index - before.index + (srv.moved.pack - before.pack);
-  assert.equal(second.fetchedBytes, moved, 'fetchedBytes is what went over the wire');
-  assert.ok(moved < v2.length / 2, `moved ${moved} of a ${v2.length}-byte tarball`);
-  assert.ok((second.reusedBytes ?? 0) >= 40 * 4096, `reused ${second.reusedBytes}`);
-  assert.ok(srv.requests.some((r) => r.startsWith('POST /v1/artifacts/web/1.1.0.pack')));
+// Either way the tree's folders are made: 0555 at once (root, able to write in them), or 0700 and
+// chmodded once the tree is whole (stage-from-index.ts).
+for (const sealed of [false, true]) {
+  const skip = sealed && process.getuid?.() !== 0 ? 'only root writes in a folder it made 0555' : false;
+  test(`the second of two releases that share most files fetches only the difference, and its tree is the one its tarball gives (folders ${sealed ? '0555 from the start' : 'sealed at the end'})`, { skip }, async (t) => {
+    const srv = await startObjectServer();
+    const s = await hostWithCurrent();
+    s.deps.sealFoldersAtMkdir = sealed;
+    const peer = await hostWithCurrent();
+    t.after(() => {
+      srv.close();
+      s.host.cleanup();
+      peer.host.cleanup();
+    });
+    const v1 = releaseOf('1.0.0', 'console.log(1)\n');
+    const v2 = releaseOf('1.1.0', `console.log(2, ${JSON.stringify(randomBytes(3000).toString('base64'))})\n`);
+    // The first: nothing of it on the host, so more than half is missing: the tarball, as before.
+    const first = await stageIndexed(s, srv, '1.0.0', v1);
+    assert.equal(first.via, 'tarball');
+    assert.equal(first.fallback?.code, null, 'a choice, not a failure');
+    assert.match(first.fallback?.message ?? '', /more than half/);
+    const before = { ...srv.moved };
+    const second = await stageIndexed(s, srv, '1.1.0', v2);
+    assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
+    assert.equal(srv.moved.tgz, before.tgz, 'the tarball of 1.1.0 was never fetched');
+    const moved = srv.moved.index - before.index + (srv.moved.pack - before.pack);
+    assert.equal(second.fetchedBytes, moved, 'fetchedBytes is what went over the wire');
+    assert.ok(moved < v2.length / 2, `moved ${moved} of a ${v2.length}-byte tarball`);
+    assert.ok((second.reusedBytes ?? 0) >= 40 * 4096, `reused ${second.reusedBytes}`);
+    assert.ok(srv.requests.some((r) => r.startsWith('POST /v1/artifacts/web/1.1.0.pack')));
 
-  // The same tarball staged the old way on another host: the same walk and the same digest.
-  await assertTreeAsTarballGives(s, second, peer, '1.1.0', v2);
-  assert.deepEqual(readdirSync(stagingDir(s.host.paths, 'web')), []);
-  assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
-});
+    // The same tarball staged the old way on another host: the same walk and the same digest.
+    await assertTreeAsTarballGives(s, second, peer, '1.1.0', v2);
+    assert.deepEqual(readdirSync(stagingDir(s.host.paths, 'web')), []);
+    assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
+  });
+}
 
 test('a third release with nothing new fetches the index and no pack', async (t) => {
   const srv = await startObjectServer();
