@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { lstatSync, promises as fsp, statSync } from 'node:fs';
+import { lstatSync, promises as fsp, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { objectsDir, versionDir } from '../../src/core/paths.js';
 import { CheckedObjects } from '../../src/platform/object-checks.js';
-import { checkObject, objectName, objectPath } from '../../src/platform/object-store.js';
+import { CHECKED_FILE, checkObject, objectName, objectPath } from '../../src/platform/object-store.js';
 import { rereadTree } from '../../src/platform/tree-reread.js';
 import { verifyApp } from '../../src/helper/ops/verify.js';
 import { stageIndexed } from '../helpers/object-server.js';
@@ -74,4 +74,35 @@ test('an object flipped behind the record is forgotten by verify, and the next s
   const r = await stageIndexed(s, srv, '1.1.0', releaseOf('1.1.0', 'two\n'));
   assert.equal(r.fallback?.code, 'INTEGRITY_MISMATCH', JSON.stringify(r));
   assert.ok((await checkObject(file, name)).ok, 'the object holds its bytes again');
+});
+
+// docs/design.md §20.3: a stage from an index notes the objects it links by the window of its
+// links' change times. An object it linked is trusted at the next stage while untouched; a flip
+// after that stage moves its change time past the window, and the next stage hashes it and finds it.
+test('an object a stage from an index linked, flipped after that stage, is found by the next stage', async (t) => {
+  const { s, srv, cleanup } = await objectAttackHost();
+  t.after(cleanup);
+  await stageIndexed(s, srv, '1.0.0', releaseOf('1.0.0', 'one\n'));
+  const linked = await stageIndexed(s, srv, '1.1.0', releaseOf('1.1.0', 'two\n'));
+  assert.equal(linked.via, 'objects', JSON.stringify(linked.fallback));
+  const dir = objectsDir(s.host.paths, 'web');
+  const entry = (await rereadTree(versionDir(s.host.paths, 'web', '1.1.0'))).find((e) => e.path === 'lib/m5.js');
+  assert.ok(entry && entry.type === 'file');
+  const name = objectName(entry.sha256, entry.mode);
+  const file = objectPath(dir, name);
+  assert.ok(CheckedObjects.load(dir).unchanged(name, lstatSync(file)), 'the stage noted the object it linked: the next stage would not read it');
+  assert.match(readFileSync(path.join(dir, CHECKED_FILE), 'latin1'), new RegExp(`^${name} \\d+ [\\d.]+ [\\d.]+$`, 'm'), 'by a window');
+
+  // A tick of the file system's clock after the stage, the object's bytes flipped in place.
+  await new Promise((res) => setTimeout(res, 20));
+  await fsp.chmod(file, 0o644);
+  const bytes = await fsp.readFile(file);
+  bytes[0] = (bytes[0] as number) ^ 1;
+  await fsp.writeFile(file, bytes);
+  await fsp.chmod(file, 0o444);
+  assert.equal(CheckedObjects.load(dir).unchanged(name, lstatSync(file)), false, 'past the window');
+  const r = await stageIndexed(s, srv, '1.2.0', releaseOf('1.2.0', 'three\n'));
+  assert.equal(r.fallback?.code, 'INTEGRITY_MISMATCH', JSON.stringify(r));
+  assert.ok((await checkObject(file, name)).ok, 'the object holds its bytes again');
+  assert.equal(statSync(path.join(versionDir(s.host.paths, 'web', '1.2.0'), 'lib/m5.js')).ino, statSync(file).ino, '1.2.0 links the good object');
 });
