@@ -17,7 +17,7 @@ interface ZstdZlib {
   zstdCompressSync(b: Buffer, o?: { params?: Record<number, number> }): Buffer;
   zstdDecompressSync(b: Buffer, o?: { maxOutputLength?: number; params?: Record<number, number> }): Buffer;
   createZstdCompress(o?: { params?: Record<number, number>; dictionary?: Buffer }): Transform;
-  createZstdDecompress(o?: { params?: Record<number, number>; dictionary?: Buffer; maxOutputLength?: number }): Transform;
+  createZstdDecompress(o?: { params?: Record<number, number>; dictionary?: Buffer; maxOutputLength?: number; chunkSize?: number }): Transform;
 }
 
 const z = zlib as unknown as Partial<ZstdZlib> & { constants: Record<string, number> };
@@ -106,11 +106,17 @@ export function decompressSync(bytes: Buffer, maxOutput: number, what: string): 
 // A streaming decompressor of `c` (zstd with at most a 2^windowLogMax window, and a raw-content
 // dictionary when given: a static patch's bases, docs/design.md §20.5).
 export function createDecompressor(c: Compression, what: string, windowLogMax = 27, dictionary?: Buffer): Transform {
-  if (c === 'gzip') return zlib.createGunzip();
+  if (c === 'gzip') return zlib.createGunzip({ chunkSize: DECOMPRESS_CHUNK_BYTES });
   const zs = zstdOf();
   if (!zs) throw noZstd(what);
-  return zs.createZstdDecompress({ params: { [zstdConstant('ZSTD_d_windowLogMax')]: windowLogMax }, ...(dictionary && dictionary.length > 0 ? { dictionary } : {}) });
+  return zs.createZstdDecompress({ chunkSize: DECOMPRESS_CHUNK_BYTES, params: { [zstdConstant('ZSTD_d_windowLogMax')]: windowLogMax }, ...(dictionary && dictionary.length > 0 ? { dictionary } : {}) });
 }
+
+// The decompressed bytes a stream hands on at a time. Each chunk is a round trip to the thread
+// pool, and a stage lays out its tree on the main thread while a pack or patch decodes (turns of
+// 2 ms, time-slice.ts): zlib's 16 KiB made a 900 KB pack 56 round trips waiting on those turns,
+// most of a patch's time in node-red's stage (bench/objects.ts).
+const DECOMPRESS_CHUNK_BYTES = 256 * 1024;
 
 // The refusal of zstd bytes on a runtime without zstd.
 export function noZstd(what: string): StewardError {

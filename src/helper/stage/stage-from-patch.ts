@@ -74,14 +74,16 @@ export async function receivePatch(d: PatchDeps, src: PatchSource, incoming: str
 // The patch into `file`, resumed by Range after a cut (at most PATCH_TRIES GETs, each bringing
 // bytes); how many came over the wire.
 async function download(src: PatchSource, file: string, maxBytes: number): Promise<number> {
-  const fh = await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+  const fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
   let have = 0;
   try {
     for (let attempt = 1; ; attempt++) {
       const before = have;
       try {
+        // Written synchronously: a chunk's write is less work than a thread-pool round trip, which
+        // waits on the tree's layout running beside it (time-slice.ts).
         await src.fetchPatch(have, maxBytes - have, async (chunk) => {
-          await fh.write(chunk);
+          writeAllSync(fd, chunk);
           have += chunk.length;
         });
         return have;
@@ -91,8 +93,12 @@ async function download(src: PatchSource, file: string, maxBytes: number): Promi
       }
     }
   } finally {
-    await fh.close();
+    fs.closeSync(fd);
   }
+}
+
+function writeAllSync(fd: number, chunk: Uint8Array): void {
+  for (let at = 0; at < chunk.length; ) at += fs.writeSync(fd, chunk, at, chunk.length - at);
 }
 
 async function readAt(fh: fs.promises.FileHandle, at: number, n: number): Promise<Buffer> {
@@ -128,7 +134,7 @@ async function applyPatch(d: PatchDeps, from: string, to: string, file: string, 
   const dict: Buffer[] = [];
   let dictBytes = 0;
   for (const base of patchDictionary(header.objects)) {
-    const bytes = await readBase(d.objectsDir, base);
+    const bytes = readBase(d.objectsDir, base);
     dictBytes += bytes.length;
     if (patchWindowLog(dictBytes, 0) === null) throw new StewardError('UNSAFE_ARCHIVE', `the patch's bases pass a 2^${PATCH_WINDOW_LOG_MAX}-byte window`);
     dict.push(bytes);
@@ -139,15 +145,21 @@ async function applyPatch(d: PatchDeps, from: string, to: string, file: string, 
 
 // The bytes of object `sha256` the host has (either mode), hashed against its name. A base the
 // host lacks, or one that does not check out (then removed: never trusted again), is NOT_FOUND.
-async function readBase(objectsDir: string, sha256: string): Promise<Buffer> {
+// Read synchronously: a patch's bases are the old versions of the few files that changed, and a
+// thread-pool round trip per read waits on the tree's layout running beside it (time-slice.ts).
+function readBase(objectsDir: string, sha256: string): Buffer {
   for (const mode of [0o444, 0o555]) {
     const name = objectName(sha256, mode);
     if (!hasObjectSync(objectsDir, name)) continue;
     const file = objectPath(objectsDir, name);
-    const bytes = await fsp.readFile(file);
+    const bytes = readNoFollowSync(file);
     if (createHash('sha256').update(bytes).digest('hex') === sha256) return bytes;
     // Why unlink: an object whose bytes are not its name is never linked or read again.
-    await fsp.unlink(file).catch(() => undefined);
+    try {
+      fs.unlinkSync(file);
+    } catch {
+      // already gone
+    }
   }
   throw new StewardError('NOT_FOUND', `the patch's base ${sha256.slice(0, 16)}… is no object the host has`);
 }
@@ -192,6 +204,16 @@ async function decode(file: string, at: number, dictionary: Buffer, header: Patc
     // below and the caller's unlink of what was written.
     await decoder.stop();
     (out as IncomingObject | null)?.abandon();
+  }
+}
+
+// A file's bytes through an fd opened O_NOFOLLOW (an object is never read through a symlink).
+function readNoFollowSync(file: string): Buffer {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  try {
+    return fs.readFileSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
