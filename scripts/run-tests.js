@@ -176,8 +176,10 @@ const SLOWEST = [
   'package/control-deb-install-upgrade-purge',
   'security/refused-receipt-flood-before-relay',
   'systemd/steward-launcher-garbage',
-  // 40-60 s each, and late in path order (security/ after every other folder): the TUF attack
-  // files through a real agent ended a Node 24 run alone in its last minute.
+  // Late in path order (security/ after every other folder): the TUF attack files through a real
+  // agent, 40-60 s each then, ended a Node 24 run alone in its last minute. Since their releases
+  // stay up the stableMs they ask for (test/fixtures/app-releases.ts), 15-30 s each and
+  // fleet-downgrade-authorized 23 s, fleet-tuf-rotation-downgrade-stale still 60 s (Node 20).
   'e2e/fleet-tuf-rotation-downgrade-stale',
   'e2e/watch-window.',
   'e2e/fleet-downgrade-authorized',

@@ -4,7 +4,7 @@
 // helper's start and the invariants, or the agent's outbox) and reports what broke.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { processesUnder } from '../helpers/app-processes.js';
 import { mulberry32 } from '../helpers/prng.js';
@@ -157,7 +157,7 @@ export async function explore(
       t = Date.now();
       result.checked++;
       if (problems.length) result.violations.push({ state: item.state, problems, how: describeState(rec.ops, item.state) });
-      await fsp.rm(root, { recursive: true, force: true });
+      rmSync(root, { recursive: true, force: true });
       ms.clean += Date.now() - t;
     }
   };

@@ -2,7 +2,7 @@
 // and what a crash state holds after replaying the operations that survived. Pure apart from
 // `loadTree` and `writeTree`, which read a real folder into a model and write one out.
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { chmodSync, lchownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export type Inode =
@@ -203,60 +203,65 @@ export class FsModel {
   }
 }
 
+// loadTree and writeTree use the synchronous calls: an exploration writes out and reads back
+// every state it checks (hundreds a scenario) in the test process, where each of the promised
+// calls paid a trip through libuv's thread pool and, under node:test, its async hook on every
+// promise (test/crash/explorer.ts). Still async, for their callers.
+
 // Reads the folder `dir` into a model, skipping relative paths for which `skip` is true.
 export async function loadTree(dir: string, skip: (rel: string) => boolean = () => false): Promise<FsModel> {
   const m = new FsModel();
-  const top = await fsp.lstat(dir);
+  const top = lstatSync(dir);
   const root = m.get(ROOT_INO) as Extract<Inode, { type: 'dir' }>;
   root.mode = top.mode & 0o7777;
   root.uid = top.uid;
   root.gid = top.gid;
-  const walk = async (abs: string, ino: number, rel: string) => {
+  const walk = (abs: string, ino: number, rel: string): void => {
     const d = m.get(ino) as Extract<Inode, { type: 'dir' }>;
-    for (const name of (await fsp.readdir(abs)).sort()) {
+    for (const name of readdirSync(abs).sort()) {
       const r = rel ? `${rel}/${name}` : name;
       if (skip(r)) continue;
       const p = path.join(abs, name);
-      const st = await fsp.lstat(p);
+      const st = lstatSync(p);
       const child = m.allocIno();
       const own = { uid: st.uid, gid: st.gid };
       if (st.isDirectory()) {
         m.inodes.set(child, { type: 'dir', entries: new Map(), mode: st.mode & 0o7777, ...own });
         d.entries.set(name, child);
-        await walk(p, child, r);
+        walk(p, child, r);
       } else if (st.isSymbolicLink()) {
-        m.inodes.set(child, { type: 'symlink', target: await fsp.readlink(p), ...own });
+        m.inodes.set(child, { type: 'symlink', target: readlinkSync(p), ...own });
         d.entries.set(name, child);
       } else if (st.isFile()) {
-        m.inodes.set(child, { type: 'file', data: await fsp.readFile(p), mode: st.mode & 0o7777, ...own });
+        m.inodes.set(child, { type: 'file', data: readFileSync(p), mode: st.mode & 0o7777, ...own });
         d.entries.set(name, child);
       }
       // Sockets and FIFOs are not state that survives a power cut: left out.
     }
   };
-  await walk(dir, ROOT_INO, '');
+  walk(dir, ROOT_INO, '');
   return m;
 }
 
 // Writes the model out as the folder `dir` (which must not exist), owners and modes included.
 export async function writeTree(m: FsModel, dir: string): Promise<void> {
   const asRoot = process.getuid?.() === 0;
-  const walk = async (ino: number, abs: string) => {
+  const walk = (ino: number, abs: string): void => {
     const n = m.get(ino);
     if (n.type === 'dir') {
-      await fsp.mkdir(abs, { mode: 0o700 });
-      for (const [name, child] of n.entries) await walk(child, path.join(abs, name));
-      if (asRoot) await fsp.lchown(abs, n.uid, n.gid);
+      mkdirSync(abs, { mode: 0o700 });
+      for (const [name, child] of n.entries) walk(child, path.join(abs, name));
+      if (asRoot) lchownSync(abs, n.uid, n.gid);
       // Last, so a read-only folder was still writable while it was filled.
-      await fsp.chmod(abs, n.mode);
+      chmodSync(abs, n.mode);
     } else if (n.type === 'symlink') {
-      await fsp.symlink(n.target, abs);
-      if (asRoot) await fsp.lchown(abs, n.uid, n.gid);
+      symlinkSync(n.target, abs);
+      if (asRoot) lchownSync(abs, n.uid, n.gid);
     } else {
-      await fsp.writeFile(abs, n.data, { mode: 0o600 });
-      if (asRoot) await fsp.lchown(abs, n.uid, n.gid);
-      await fsp.chmod(abs, n.mode);
+      writeFileSync(abs, n.data, { mode: 0o600 });
+      if (asRoot) lchownSync(abs, n.uid, n.gid);
+      chmodSync(abs, n.mode);
     }
   };
-  await walk(ROOT_INO, dir);
+  walk(ROOT_INO, dir);
 }

@@ -45,9 +45,10 @@ async function runEnded(version: string): Promise<any> {
 const SHARED = randomBytes(48 * 1024).toString('base64');
 
 // A runnable release of web (no probe, no port: the host stays up for stableMs) that shares all
-// but its release file with every other version.
+// but its release file with every other version. The health block holds stableMs alone: without
+// one, the helper's default of 5 s applies (src/helper/update/app-process.ts probeSpecOf).
 function release(version: string): Buffer {
-  const manifest = { name: 'web', version, start: { command: ['node', 'server.js'], env: { PORT: '0', BEHAVIOR: JSON.stringify({ probe: 'none', stableMs: 300 }) } } };
+  const manifest = { name: 'web', version, start: { command: ['node', 'server.js'], env: { PORT: '0', BEHAVIOR: JSON.stringify({ probe: 'none', stableMs: 300 }) } }, health: { stableMs: 300 } };
   return gzipTar(makeTar([{ path: 'steward-release.json', content: JSON.stringify(manifest) }, ...appFiles(), { path: 'lib/shared.js', content: SHARED }]));
 }
 

@@ -121,6 +121,17 @@ test('root rotation, an authorized downgrade, a compromised director and metadat
   // by one of the delegation's own keys stored beside it: only the target downgrade.json is the
   // delegation's word.
   await f.addRelease('1.3.0');
+  // The forged run once the node trusts the metadata that lists 1.3.0: the director's choice is
+  // between releases the host can know of. Handed in the same answer as the new timestamp, its
+  // verification may meet the helper's bound on trust-refresh (4, then one per 15 s:
+  // src/helper/trust/refresh-gate.ts) after the refreshes above, and be refused TRUST_UNSIGNED
+  // against the older metadata; while each update stayed up 5 s (test/fixtures/app-releases.ts),
+  // the bound had refilled by then.
+  const listing = (await f.status()).timestamp.version as number;
+  await waitUntil(`the node to trust timestamp v${listing}, which lists 1.3.0`, 60_000, async () => {
+    const [n] = await f.nodes();
+    return (n?.trust?.timestampVersion ?? 0) >= listing ? true : undefined;
+  });
   const [up] = await forgeRun(f.db, f.hosts.map((h) => h.nodeId), 1, '1.3.0');
   const upReceipt = await waitUntil('the receipt of the forged 1.3.0', 60_000, async () => receiptOf(up!));
   assert.equal(upReceipt.outcome, 'active', JSON.stringify(upReceipt));
