@@ -324,7 +324,13 @@ class TreeBuilder {
   // thread-pool round trips than in work (bench/objects.ts); the turn between slices lets the
   // pack come in and keeps the helper answering (status, other apps) while it stages.
   private async step(): Promise<void> {
-    if (this.slicer.due()) await this.slicer.pass();
+    if (this.slicer.due()) await this.pass();
+  }
+
+  // The turn at a slice's end (`step` and the loops that test `slicer.due()` themselves: an
+  // await per file, even of nothing, cost more than a link's JavaScript).
+  private async pass(): Promise<void> {
+    await this.slicer.pass();
     if (this.stopped) throw new StewardError('IO_ERROR', 'the tree was left unfinished: the pack failed');
   }
 
@@ -340,10 +346,19 @@ class TreeBuilder {
     for (const e of this.sorted) {
       if (e.type !== 'dir') continue;
       fs.mkdirSync(`${this.root}/${e.path}`, { mode });
-      await this.step();
+      if (this.slicer.due()) await this.pass();
     }
     try {
-      for (const e of this.sorted) if (e.type === 'file' && !fresh.has(e.sha256)) await this.link(e);
+      for (const e of this.sorted) {
+        if (e.type !== 'file' || fresh.has(e.sha256)) continue;
+        const name = objectName(e.sha256, e.mode);
+        if (!this.checked.has(name) && !this.have.has(name)) {
+          await objectInOtherMode(this.d.objectsDir, e.sha256, e.mode, e.size);
+          this.have.add(name);
+        }
+        this.link(e, name);
+        if (this.slicer.due()) await this.pass();
+      }
     } finally {
       this.noteLinks();
     }
@@ -406,14 +421,9 @@ class TreeBuilder {
     this.record.note(name);
   }
 
-  // Links the file `e` to the object the host has (made from the other mode's when only that exists).
-  private async link(e: TreeEntry & { type: 'file' }): Promise<void> {
+  // Links the file `e` to the object `name` the host has (its name for `e`'s bytes and mode).
+  private link(e: TreeEntry & { type: 'file' }, name: string): void {
     const { d, record, checked } = this;
-    const name = objectName(e.sha256, e.mode);
-    if (!checked.has(name) && !this.have.has(name)) {
-      await objectInOtherMode(d.objectsDir, e.sha256, e.mode, e.size);
-      this.have.add(name);
-    }
     this.firstLink();
     const dest = `${this.root}/${e.path}`;
     try {
@@ -426,7 +436,6 @@ class TreeBuilder {
     // Read at once: a later link of the same object (a tree has many identical files) moves it.
     this.linksFrom ??= fs.lstatSync(dest).ctimeMs;
     this.lastLinked = dest;
-    await this.step();
   }
 
   // Notes every object this stage checked and linked by the window of its links' change times
