@@ -12,7 +12,7 @@ import { CHECKED_FILE, OBJECT_NAME_RE, objectPath } from './object-store.js';
 // else (no record, another inode or change time, an unreadable record) is hashed as before.
 // Losing the file costs time, never trust: it is written to a temporary name and renamed, never
 // fsynced, and a record that does not read whole is ignored.
-// A stage from an index notes the objects it links by a window instead, one lstat for all of them
+// A stage from an index notes the objects it links by a window instead, two lstats for all of them
 // rather than one each (`noteLinked`): `<object name> <inode> <from> <to>`, the change times of
 // its first and its last link, between which each of its links set the object's (§20.3).
 
