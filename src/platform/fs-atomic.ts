@@ -117,7 +117,7 @@ function removeTemp(tmp: string): void {
 }
 
 // writeSync may write less than asked (a signal, a nearly full disk): loop until all is written.
-function writeAll(fd: number, bytes: Uint8Array): void {
+export function writeAll(fd: number, bytes: Uint8Array): void {
   let off = 0;
   while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
 }

@@ -89,13 +89,12 @@ export async function checkObject(file: string, name: string, expectSize?: numbe
 // 4 MiB are read in chunks all the same. `unchanged`: whether the helper's record of checked
 // objects (object-checks.ts) says this inode has not changed since it was checked; then its
 // bytes are not read again (its lstat is still held to its name).
-// `seen`: the object's lstat, taken by the caller moments ago (its lookup), so not taken again.
-export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.Stats) => boolean, seen?: fs.Stats): ObjectCheck {
+export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.Stats) => boolean): ObjectCheck {
   const m = OBJECT_NAME_RE.exec(name);
   if (!m) return { ok: false, why: 'is not an object name' };
   let st: fs.Stats;
   try {
-    st = seen ?? fs.lstatSync(file);
+    st = fs.lstatSync(file);
   } catch (err) {
     return { ok: false, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : (err as Error).message };
   }
@@ -147,7 +146,7 @@ export function objectNamesSync(objectsDir: string): Set<string> {
     throw err;
   }
   for (const shard of shards) {
-    if (shard.length !== 2 || !/^[0-9a-f]{2}$/.test(shard)) continue;
+    if (!/^[0-9a-f]{2}$/.test(shard)) continue;
     let inShard: string[];
     try {
       inShard = fs.readdirSync(`${objectsDir}/${shard}`);
@@ -161,13 +160,13 @@ export function objectNamesSync(objectsDir: string): Set<string> {
 }
 
 // Links the object `name` at `dest` (which must not exist) after checking it (unless the caller
-// made or checked it moments ago, `checked`; `unchanged`, `seen` as checkObjectSync takes them).
+// made or checked it moments ago, `checked`; `unchanged` as checkObjectSync takes it).
 // Throws INTEGRITY_MISMATCH (and removes the object) when it does not check out. Returns the
 // inode checked, or null when `checked`. Synchronous: a stage links thousands of small files,
 // where thread-pool round trips cost more than the work.
-export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean, seen?: fs.Stats): number | null {
+export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean): number | null {
   const target = objectPath(objectsDir, name);
-  const check: ObjectCheck | null = checked ? null : checkObjectSync(target, name, size, unchanged, seen);
+  const check: ObjectCheck | null = checked ? null : checkObjectSync(target, name, size, unchanged);
   if (check && !check.ok) {
     try {
       fs.unlinkSync(target);

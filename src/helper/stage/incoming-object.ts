@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { writeAll } from '../../platform/fs-atomic.js';
 
 // One object's bytes being written from a pack or a patch to `objects-in/<sha256>` (never an object
 // name: stage-from-index.ts puts it in place once it is verified and durable). Synchronous calls:
@@ -26,7 +27,7 @@ export class IncomingObject {
 
   write(chunk: Uint8Array): void {
     if (this.fd === null) throw new Error(`${this.file} is closed`);
-    for (let at = 0; at < chunk.length; ) at += fs.writeSync(this.fd, chunk, at, chunk.length - at);
+    writeAll(this.fd, chunk);
   }
 
   // Closes the file (once; a second call does nothing).

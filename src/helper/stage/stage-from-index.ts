@@ -322,13 +322,9 @@ class TreeBuilder {
 
   // Why synchronous calls, a slice at a time: thousands of small links and hashes cost more in
   // thread-pool round trips than in work (bench/objects.ts); the turn between slices lets the
-  // pack come in and keeps the helper answering (status, other apps) while it stages.
-  private async step(): Promise<void> {
-    if (this.slicer.due()) await this.pass();
-  }
-
-  // The turn at a slice's end (`step` and the loops that test `slicer.due()` themselves: an
-  // await per file, even of nothing, cost more than a link's JavaScript).
+  // pack come in and keeps the helper answering (status, other apps) while it stages. The loops
+  // test `slicer.due()` themselves and await only this turn at a slice's end: an await per file,
+  // even of nothing, cost more than a link's JavaScript.
   private async pass(): Promise<void> {
     await this.slicer.pass();
     if (this.stopped) throw new StewardError('IO_ERROR', 'the tree was left unfinished: the pack failed');
@@ -385,7 +381,7 @@ class TreeBuilder {
       }
       this.firstLink();
       fs.linkSync(from, `${this.root}/${e.path}`);
-      await this.step();
+      if (this.slicer.due()) await this.pass();
     }
     const { sorted, root: tree } = this;
     for (const e of sorted) if (e.type === 'symlink') fs.symlinkSync(e.target, path.join(tree, e.path));

@@ -10,6 +10,7 @@ import { StewardError, toStewardError } from '../../core/errors.js';
 import { PackReader, packBytes } from '../../core/object-pack.js';
 import { parsePatchHeader, patchDictionary, patchHeaderLength, patchWindowLog, PATCH_HEADER_MAX, PATCH_WINDOW_LOG_MAX, type PatchHeader } from '../../core/object-patch.js';
 import type { Faults } from '../../platform/faults.js';
+import { writeAll } from '../../platform/fs-atomic.js';
 import { hasObjectSync, objectName, objectPath } from '../../platform/object-store.js';
 import { logger } from '../../platform/log.js';
 import { IncomingObject } from './incoming-object.js';
@@ -83,7 +84,7 @@ async function download(src: PatchSource, file: string, maxBytes: number): Promi
         // Written synchronously: a chunk's write is less work than a thread-pool round trip, which
         // waits on the tree's layout running beside it (time-slice.ts).
         await src.fetchPatch(have, maxBytes - have, async (chunk) => {
-          writeAllSync(fd, chunk);
+          writeAll(fd, chunk);
           have += chunk.length;
         });
         return have;
@@ -95,10 +96,6 @@ async function download(src: PatchSource, file: string, maxBytes: number): Promi
   } finally {
     fs.closeSync(fd);
   }
-}
-
-function writeAllSync(fd: number, chunk: Uint8Array): void {
-  for (let at = 0; at < chunk.length; ) at += fs.writeSync(fd, chunk, at, chunk.length - at);
 }
 
 async function readAt(fh: fs.promises.FileHandle, at: number, n: number): Promise<Buffer> {
