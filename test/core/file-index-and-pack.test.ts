@@ -24,6 +24,15 @@ test('an index encodes canonically, parses back to its entries, and keeps the tr
   assert.equal(JSON.stringify(JSON.parse(bytes.toString())), bytes.toString(), 'no whitespace');
 });
 
+test('an index in any order, with paths of any script, parses to the same entries', () => {
+  const sorted = parseFileIndex(encodeFileIndex(ENTRIES), LIMITS);
+  const shuffled = Buffer.from(JSON.stringify({ entries: JSON.parse(encodeFileIndex(ENTRIES).toString()).entries.reverse(), v: 1 }));
+  assert.deepEqual(new Set(parseFileIndex(shuffled, LIMITS).map((e) => JSON.stringify(e))), new Set(sorted.map((e) => JSON.stringify(e))));
+  const long = { path: `${'ü'.repeat(127)}/${'a'.repeat(255)}`, type: 'file' as const, mode: 0o444, size: 0, sha256: sha('') };
+  const parsed = parseFileIndex(encodeFileIndex([...ENTRIES, { path: 'ü'.repeat(127), type: 'dir', mode: 0o555, size: 0 }, long]), LIMITS);
+  assert.ok(parsed.some((e) => e.path === long.path), 'a 254-byte component of 127 characters and a 255-byte one are taken');
+});
+
 test('an index that breaks a rule is refused UNSAFE_ARCHIVE with the rule', () => {
   const bad = (entries: unknown[], v: unknown = 1) => Buffer.from(JSON.stringify({ entries, v }));
   const file = { mode: 0o444, path: 'a', sha256: sha('x'), size: 1, type: 'file' };
@@ -31,6 +40,22 @@ test('an index that breaks a rule is refused UNSAFE_ARCHIVE with the rule', () =
     [Buffer.from('nope'), /not JSON/],
     [bad([file], 2), /version 2/],
     [bad([file, file]), /listed twice/],
+    // Out of order (accepted) and then listed again: the sorted fast path must not miss it.
+    [bad([{ ...file, path: 'b' }, file, { ...file, path: 'c' }, { ...file, path: 'b' }]), /"b" is listed twice/],
+    [bad([{ ...file, path: 'a/b' }]), /no folder "a" listed/],
+    [bad([file, { ...file, path: 'a/b' }]), /no folder "a" listed/],
+    [bad([{ ...file, path: '/a' }]), /absolute path/],
+    [bad([{ ...file, path: 'a/' }]), /empty component/],
+    [bad([{ ...file, path: '..' }]), /"\.\." component/],
+    [bad([{ ...file, path: 'x/../y' }]), /"\.\." component/],
+    [bad([{ ...file, path: 'a\u0000b' }]), /NUL/],
+    [bad([{ ...file, path: 'é/..' }]), /"\.\." component/],
+    [bad([{ ...file, path: Array.from({ length: 65 }, () => 'd').join('/') }]), /deeper than 64/],
+    [bad([{ ...file, path: 'p'.repeat(4097) }]), /longer than 4096 bytes/],
+    [bad([{ ...file, path: 'é'.repeat(2049) }]), /longer than 4096 bytes/],
+    [bad([{ ...file, path: 'q'.repeat(256) }]), /component longer than 255/],
+    [bad([{ ...file, sha256: sha('x').toUpperCase() }]), /no sha256/],
+    [bad([{ ...file, sha256: sha('x').slice(1) }]), /no sha256/],
     [bad([{ ...file, mode: 0o644 }]), /mode 420/],
     [bad([{ ...file, mode: 0o4555 }]), /mode/],
     [bad([{ ...file, path: 'a/./b' }]), /"\." component/],
