@@ -25,23 +25,45 @@ const MAX_RECORD_BYTES = 64 * 1024 * 1024;
 // The inode, and the change times it may have: one (`from` = `to`) when an lstat noted it, the
 // window of a stage's links when the stage did.
 interface Seen {
-  ino: number;
-  from: number;
-  to: number;
+  readonly ino: number;
+  readonly from: number;
+  readonly to: number;
+  // The line's text after the inode (" <from>" or " <from> <to>"): a stage notes thousands of
+  // objects by one window, whose text is made once rather than twice per object at each save.
+  readonly times: string;
+}
+
+function timesText(from: number, to: number): string {
+  return to === from ? ` ${from}` : ` ${from} ${to}`;
 }
 
 export class CheckedObjects {
-  private readonly seen = new Map<string, Seen>();
-  private constructor(private readonly objectsDir: string) {}
+  private readonly seen: Map<string, Seen>;
+  // The last window noteLinked was given, with its text.
+  private window: { from: number; to: number; times: string } | null = null;
+  // The record's text but for the objects `later`, made by prepareSave; dropped by a change to
+  // any other object.
+  private prepared: { text: string; kept: Map<string, Seen>; later: ReadonlySet<string> } | null = null;
+  private constructor(
+    private readonly objectsDir: string,
+    from?: ReadonlyMap<string, Seen>,
+  ) {
+    this.seen = new Map(from);
+  }
 
-  // The record of `objectsDir`, empty when there is none or it does not read whole.
+  // The record of `objectsDir`, empty when there is none or it does not read whole. What this
+  // process saved last is taken from memory while the file is still the one it wrote (the same
+  // inode, size and change time: `remembered`); reading 8,000 lines again cost a stage 8-10 ms.
   static load(objectsDir: string): CheckedObjects {
     const r = new CheckedObjects(objectsDir);
+    const file = path.join(objectsDir, CHECKED_FILE);
     let text: string;
+    let st: fs.Stats;
     try {
-      const file = path.join(objectsDir, CHECKED_FILE);
-      const st = fs.lstatSync(file);
+      st = fs.lstatSync(file);
       if (!st.isFile() || st.size > MAX_RECORD_BYTES) return r;
+      const kept = remembered.get(objectsDir);
+      if (kept && kept.identity === identityOf(st)) return new CheckedObjects(objectsDir, kept.seen);
       text = fs.readFileSync(file, 'latin1');
     } catch {
       return r;
@@ -57,7 +79,15 @@ export class CheckedObjects {
         return r;
       }
       const from = Number(m[3]);
-      r.seen.set(m[1] as string, { ino: Number(m[2]), from, to: m[4] === undefined ? from : Number(m[4]) });
+      const to = m[4] === undefined ? from : Number(m[4]);
+      r.seen.set(m[1] as string, { ino: Number(m[2]), from, to, times: timesText(from, to) });
+    }
+    // Read whole: kept only if the file did not change while it was read.
+    try {
+      const after = fs.lstatSync(file);
+      if (identityOf(after) === identityOf(st) && after.size === text.length) remember(objectsDir, after, r.seen);
+    } catch {
+      // gone meanwhile: not remembered
     }
     return r;
   }
@@ -77,14 +107,15 @@ export class CheckedObjects {
   note(name: string): void {
     try {
       const st = fs.lstatSync(objectPath(this.objectsDir, name));
+      this.changed(name);
       if (st.isFile()) {
-        this.seen.set(name, { ino: st.ino, from: st.ctimeMs, to: st.ctimeMs });
+        this.seen.set(name, { ino: st.ino, from: st.ctimeMs, to: st.ctimeMs, times: timesText(st.ctimeMs, st.ctimeMs) });
         return;
       }
     } catch {
       // gone: forgotten below
     }
-    this.seen.delete(name);
+    this.forget(name);
   }
 
   names(): string[] {
@@ -97,12 +128,22 @@ export class CheckedObjects {
   // link of each would take is saved. A window that is no window (the clock set back meanwhile)
   // notes nothing.
   noteLinked(name: string, ino: number, from: number, to: number): void {
-    if (to >= from) this.seen.set(name, { ino, from, to });
-    else this.seen.delete(name);
+    this.changed(name);
+    if (to < from) {
+      this.seen.delete(name);
+      return;
+    }
+    const w = this.window?.from === from && this.window.to === to ? this.window : (this.window = { from, to, times: timesText(from, to) });
+    this.seen.set(name, { ino, from, to, times: w.times });
   }
 
   forget(name: string): void {
+    this.changed(name);
     this.seen.delete(name);
+  }
+
+  private changed(name: string): void {
+    if (this.prepared && !this.prepared.later.has(name)) this.prepared = null;
   }
 
   // The objects recorded whose lstat still matches: those a change to other links (a prune) may
@@ -119,20 +160,73 @@ export class CheckedObjects {
     return out;
   }
 
+  // Makes the text save() will write, but for the objects `later` (those a stage makes after its
+  // syncfs): 8,000 lines took 5-10 ms, which the stage spends here while the disk works instead.
+  prepareSave(later: ReadonlySet<string>): void {
+    this.prepared = { ...this.textOf(later), later };
+  }
+
+  // The lines of the objects recorded, but for those in `skip`, and the entries they hold.
+  private textOf(skip: ReadonlySet<string>): { text: string; kept: Map<string, Seen> } {
+    const kept = new Map<string, Seen>();
+    let text = '';
+    for (const [name, s] of this.seen) {
+      if (skip.has(name) || !OBJECT_NAME_RE.test(name)) continue;
+      kept.set(name, s);
+      text += `${name} ${s.ino}${s.times}\n`;
+    }
+    return { text, kept };
+  }
+
   // Replaces the record with what this holds (a temporary name, then a rename: a reader sees the
   // old record or the new one).
   save(): void {
-    let text = '';
-    for (const [name, s] of this.seen) if (OBJECT_NAME_RE.test(name)) text += s.to === s.from ? `${name} ${s.ino} ${s.from}\n` : `${name} ${s.ino} ${s.from} ${s.to}\n`;
+    const p = this.prepared;
+    this.prepared = null;
+    const made = p ?? this.textOf(new Set());
+    const kept = made.kept;
+    let text = made.text;
+    if (p) {
+      for (const name of p.later) {
+        const s = this.seen.get(name);
+        if (!s || !OBJECT_NAME_RE.test(name)) continue;
+        kept.set(name, s);
+        text += `${name} ${s.ino}${s.times}\n`;
+      }
+    }
     const file = path.join(this.objectsDir, CHECKED_FILE);
     const tmp = path.join(this.objectsDir, `.tmp-checked-${randomBytes(6).toString('hex')}`);
+    remembered.delete(this.objectsDir);
     try {
       fs.writeFileSync(tmp, text, { mode: 0o600, flag: 'wx' });
+      // The temporary file's identity is the record's once renamed (a rename keeps the inode
+      // and sets its change time, so the lstat comes after).
       fs.renameSync(tmp, file);
+      remember(this.objectsDir, fs.lstatSync(file), kept);
     } catch {
       // Why not thrown: the record only saves time; without it the next stage hashes again.
       fs.rmSync(tmp, { force: true });
     }
+  }
+}
+
+// What the record file of an objects folder said when this process last wrote or read it whole,
+// by the file's identity then: a stage's record is taken from here while that is still the file's
+// (a write by anyone else changes its change time, a replacement its inode). Entries are never
+// changed in place (a note sets a new one), so a load shares them. The last few folders only.
+const REMEMBERED_MAX = 4;
+const remembered = new Map<string, { identity: string; seen: ReadonlyMap<string, Seen> }>();
+
+function identityOf(st: fs.Stats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+
+function remember(objectsDir: string, st: fs.Stats, seen: ReadonlyMap<string, Seen>): void {
+  remembered.delete(objectsDir);
+  remembered.set(objectsDir, { identity: identityOf(st), seen });
+  for (const oldest of remembered.keys()) {
+    if (remembered.size <= REMEMBERED_MAX) break;
+    remembered.delete(oldest);
   }
 }
 

@@ -168,3 +168,68 @@ test('keepingChecks notes again the objects a change to other links touched, and
   assert.equal(after.unchanged(b, lstat(dir, b)), false, 'b, written before the prune, is not');
   assert.deepEqual(after.names().sort(), [a].sort(), 'b and the collected c are forgotten');
 });
+
+// A stage takes the record this process last saved from memory while the file is still the one it
+// wrote (object-checks.ts `remembered`): anyone else's write must be read, never overlooked.
+test('a record is taken from memory only while its file is the one saved: a rewrite or a replacement is read', async (t) => {
+  const { dir, names, cleanup } = objectsWith(['one', 'two', 'three']);
+  t.after(cleanup);
+  const [a, b, c] = names as [string, string, string];
+  const r = CheckedObjects.load(dir);
+  for (const n of names) r.note(n);
+  r.save();
+  const file = path.join(dir, CHECKED_FILE);
+  const text = fs.readFileSync(file, 'utf8');
+  const mine = CheckedObjects.load(dir);
+  assert.deepEqual(mine.names().sort(), [...names].sort(), 'the saved record');
+  mine.forget(a);
+  assert.equal(CheckedObjects.load(dir).size, 3, 'a change to a loaded record is not the remembered one');
+
+  // Rewritten in place (the same inode) without a's line: read again.
+  await new Promise((res) => setTimeout(res, 20));
+  const withoutA = text.split('\n').filter((l) => l !== '' && !l.startsWith(a)).join('\n') + '\n';
+  fs.writeFileSync(file, withoutA);
+  assert.deepEqual(CheckedObjects.load(dir).names().sort(), [b, c].sort(), 'a rewrite in place is read');
+
+  // Replaced by another inode of the very bytes saved, with one line torn: ignored whole.
+  r.save();
+  const tmp = `${file}.other`;
+  fs.writeFileSync(tmp, text.slice(0, -3) + 'x\n');
+  fs.renameSync(tmp, file);
+  assert.equal(CheckedObjects.load(dir).size, 0, 'a replacement is read, and a torn one ignored');
+
+  // Read whole once, then remembered: the same entries again.
+  r.save();
+  assert.equal(CheckedObjects.load(dir).size, 3);
+  fs.rmSync(file);
+  assert.equal(CheckedObjects.load(dir).size, 0, 'a record removed is no record, whatever was remembered');
+});
+
+test('a save prepared ahead writes what a save would: the later objects as they are then, and nothing stale', (t) => {
+  const { dir, names, cleanup } = objectsWith(['one', 'two', 'three', 'four']);
+  t.after(cleanup);
+  const [a, b, c, d] = names as [string, string, string, string];
+  const file = path.join(dir, CHECKED_FILE);
+  const lines = () => fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).sort();
+  const r = CheckedObjects.load(dir);
+  for (const n of [a, b, c]) r.note(n);
+  r.prepareSave(new Set([c, d]));
+  r.forget(c);
+  r.note(d);
+  r.save();
+  const prepared = lines();
+  const plain = CheckedObjects.load(dir);
+  plain.save();
+  assert.deepEqual(prepared.map((l) => l.split(' ')[0]).sort(), [a, b, d].sort(), 'c forgotten and d noted after the prepare');
+  // The same record made without a prepare.
+  const fresh = CheckedObjects.load(dir);
+  for (const n of [a, b, d]) assert.ok(fresh.unchanged(n, lstat(dir, n)));
+  assert.deepEqual(lines(), prepared);
+
+  // A change to an object outside the later ones after the prepare: the prepared text is dropped.
+  const s = CheckedObjects.load(dir);
+  s.prepareSave(new Set([d]));
+  s.forget(a);
+  s.save();
+  assert.deepEqual(lines().map((l) => l.split(' ')[0]).sort(), [b, d].sort(), 'a, forgotten after the prepare, is not written');
+});
