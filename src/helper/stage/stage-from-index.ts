@@ -12,7 +12,7 @@ import { receivePatch, type PatchSource } from './stage-from-patch.js';
 import { sortByPathBytes, treeDigestOf, type TreeEntry } from '../../core/tree-listing.js';
 import type { Faults } from '../../platform/faults.js';
 import { CheckedObjects } from '../../platform/object-checks.js';
-import { adoptVerifiedFileSync, linkObjectSync, objectName, objectNamesSync, objectPath } from '../../platform/object-store.js';
+import { adoptVerifiedFileSync, linkObjectSync, objectName, objectNames, objectPath } from '../../platform/object-store.js';
 import { findSymlinkEscape } from '../../platform/symlink-jail.js';
 import { unsafeMessage } from '../../platform/tar-entry-rules.js';
 import { logger } from '../../platform/log.js';
@@ -63,15 +63,16 @@ export type IndexStage =
 // Objects are put in place only once verified and durable; the tree holds links to objects only.
 export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   const phases = new Phases();
-  // While the index comes: the record of checked objects, and which objects the host has (the
-  // names in objects/, a readdir per shard rather than an lstat per file; each object is still
-  // checked by the lstat its link takes).
+  // While the index comes: which objects the host has (the names in objects/, a readdir per
+  // shard rather than an lstat per file; each object is still checked by the lstat its link
+  // takes), taking turns with the fetch, and the record of checked objects.
   const indexing = d.fetchIndex();
   let record: CheckedObjects;
   let have: Set<string>;
   try {
+    have = await objectNames(d.objectsDir);
     record = CheckedObjects.load(d.objectsDir);
-    have = objectNamesSync(d.objectsDir);
+    phases.mark('names+record');
   } catch (err) {
     await indexing.catch(() => undefined);
     throw err;
@@ -151,16 +152,19 @@ export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
     await fsp.chmod(tree.root, 0o755);
     phases.mark('finish');
     d.faults.io('objects', 'fsync');
+    const made = [...missing.map((m) => ({ file: path.join(incoming, m.sha256), name: objectName(m.sha256, m.mode) })), ...copies];
     const syncing = d.syncFileSystem(d.work);
-    // The listing's digest while the disk works (the syncfs runs in the thread pool).
+    // While the disk works (the syncfs runs in the thread pool): the listing's digest, and the
+    // record of checked objects but for those made after it.
     treeDigest = treeDigestOf(entries);
+    tree.prepareChecks(new Set(made.map((m) => m.name)));
     await syncing;
     phases.mark('syncfs');
     const slicer = new TimeSlicer();
-    for (const made of [...missing.map((m) => ({ file: path.join(incoming, m.sha256), name: objectName(m.sha256, m.mode) })), ...copies]) {
+    for (const m of made) {
       d.faults.io('objects', 'rename');
-      adoptVerifiedFileSync(d.objectsDir, made.file, made.name);
-      tree.noteMade(made.name);
+      adoptVerifiedFileSync(d.objectsDir, m.file, m.name);
+      tree.noteMade(m.name);
       if (slicer.due()) await slicer.pass();
     }
   } finally {
@@ -409,6 +413,11 @@ class TreeBuilder {
 
   saveChecks(): void {
     this.record.save();
+  }
+
+  // Makes the record's text ahead of saveChecks, but for the objects `later` (made after the syncfs).
+  prepareChecks(later: ReadonlySet<string>): void {
+    this.record.prepareSave(later);
   }
 
   // Notes the object `name`, made by this stage from bytes it hashed, as checked (after its rename

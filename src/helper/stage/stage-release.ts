@@ -661,23 +661,21 @@ async function tryIndex(deps: StageDeps, input: StageInput, trust: Trust & { ind
         const delta = await indexByDelta(deps, input, index, work, patches, sourcesOf);
         if ('bytes' in delta) return delta;
         spent = delta.spent;
-        const file = path.join(work, 'index.json');
         let last: unknown = new StewardError('FETCH_FAILED', `${app} ${version}: no usable URL for the file index ${index.url}`);
         for (const url of sourcesOf(index.url)) {
           try {
             // gzip- or zstd-compressed on the wire (docs/protocol.md): at most gzipBound of its
             // signed size, and it must decompress to at most that size, to the bytes the manifest signs.
-            const got = await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: acceptEncoding(), ...fetchSettings(deps, input), ...authOf(deps, input, url) });
+            const wire = await fetchSmall(deps, input, url, path.join(work, 'index.json'), gzipBound(index.size), acceptEncoding());
             let bytes: Buffer;
             try {
-              bytes = decompressSync(await fsp.readFile(file), index.size, `${app} ${version}: the file index from ${url}`);
+              bytes = decompressSync(wire, index.size, `${app} ${version}: the file index from ${url}`);
             } catch (err) {
               throw new StewardError('INTEGRITY_MISMATCH', (err as Error).message);
             }
             if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `${app} ${version}: the file index from ${url} does not match the integrity the manifest signs`);
-            return { bytes, wireBytes: got.bytes + spent };
+            return { bytes, wireBytes: wire.length + spent };
           } catch (err) {
-            await fsp.rm(file, { force: true });
             if (err instanceof StewardError && err.code === 'INTEGRITY_MISMATCH') throw err;
             last = err;
           }
@@ -741,6 +739,28 @@ async function patchSources(deps: StageDeps, input: StageInput, indexUrl: string
   return sources;
 }
 
+// The body at `url`, at most `maxBytes` of it on the wire, as it came (still compressed). Held in
+// memory over http(s): an index and its delta are small (at most gzipBound(FILE_INDEX_MAX_BYTES)),
+// and a file written only to be read back cost a stage five thread-pool round trips, each behind
+// whatever the disk was doing. A `file:` URL (an admin stage) is copied through `file` in the
+// staging folder, as fetchToFile copies one, and read back.
+async function fetchSmall(deps: StageDeps, input: StageInput, url: string, file: string, maxBytes: number, encoding: string): Promise<Buffer> {
+  if (/^https?:/i.test(url)) {
+    const chunks: Buffer[] = [];
+    await deps.io.fetchInto({ url, maxBytes, atMost: true, acceptEncoding: encoding, ...fetchSettings(deps, input), ...authOf(deps, input, url) }, async (chunk) => {
+      // A copy: the sink's chunk is not promised to stay the caller's after it returns.
+      chunks.push(Buffer.from(chunk));
+    });
+    return Buffer.concat(chunks);
+  }
+  try {
+    await deps.io.fetchToFile({ url, destFile: file, maxBytes, atMost: true, acceptEncoding: encoding, ...fetchSettings(deps, input), ...authOf(deps, input, url) });
+    return await fsp.readFile(file);
+  } finally {
+    await fsp.rm(file, { force: true });
+  }
+}
+
 // The signed index from a zstd delta against the index of the version a patch would come from
 // (docs/design.md §20.5), made again from that version's tree and objects (staged-index.ts):
 // `<index url>.from-<from>.zst`, decoded with the old index as its dictionary to at most the signed
@@ -753,15 +773,16 @@ async function indexByDelta(deps: StageDeps, input: StageInput, index: FileIndex
   for (const src of patches) {
     const url = sourcesOf(`${index.url}.from-${src.from}.zst`)[0];
     if (!url) break;
-    const file = path.join(work, 'index.delta');
     let got = 0;
+    // The old index as kept (a file read) while the delta comes; made again by a walk of that
+    // tree (~100 ms) only once a delta came and none is kept.
+    const kept = readMarker(deps.paths, input.app, src.from).then((m) => (m ? keptIndex(objectsDir(deps.paths, input.app), m.treeDigest) : null)).catch(() => null);
     try {
-      // The delta first: the old index is made again (a walk of that tree) only when there is one.
-      got = (await deps.io.fetchToFile({ url, destFile: file, maxBytes: gzipBound(index.size), atMost: true, acceptEncoding: 'zstd', ...fetchSettings(deps, input), ...authOf(deps, input, url) })).bytes;
-      const fromMarker = await readMarker(deps.paths, input.app, src.from);
-      const old = (fromMarker && (await keptIndex(objectsDir(deps.paths, input.app), fromMarker.treeDigest))) ?? indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
+      const delta = await fetchSmall(deps, input, url, path.join(work, 'index.delta'), gzipBound(index.size), 'zstd');
+      got = delta.length;
+      const old = (await kept) ?? indexOfStagedTree(versionDir(deps.paths, input.app, src.from), objectsDir(deps.paths, input.app));
       if (!old) throw new StewardError('IO_ERROR', `the tree of ${src.from} does not give its index again`);
-      const bytes = zs.zstdDecompressSync(await fsp.readFile(file), { dictionary: old, maxOutputLength: Math.max(1, index.size), params: { [zstdConstant('ZSTD_d_windowLogMax')]: PATCH_WINDOW_LOG_MAX } } as { maxOutputLength: number });
+      const bytes = zs.zstdDecompressSync(delta, { dictionary: old, maxOutputLength: Math.max(1, index.size), params: { [zstdConstant('ZSTD_d_windowLogMax')]: PATCH_WINDOW_LOG_MAX } } as { maxOutputLength: number });
       if (bytes.length !== index.size || integrityOf(bytes) !== index.integrity) throw new StewardError('INTEGRITY_MISMATCH', `the delta of the file index from ${src.from} does not decode to the index the manifest signs`);
       log('index of %s %s by its delta from %s: %d bytes on the wire', input.app, input.version, src.from, got);
       return { bytes, wireBytes: spent + got };
@@ -770,8 +791,6 @@ async function indexByDelta(deps: StageDeps, input: StageInput, index: FileIndex
       log('index delta of %s %s from %s not used: %s', input.app, input.version, src.from, (err as Error).message);
       // The next source only when this one offered nothing (a 404).
       if (got > 0) break;
-    } finally {
-      await fsp.rm(file, { force: true });
     }
   }
   return { spent };
