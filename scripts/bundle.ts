@@ -45,11 +45,13 @@ export const PROGRAMS: Program[] = [
 
 // The extraction worker, its own entry in every program that stages: platform/tarball.ts starts
 // it as `new URL('./tarball-worker.js', import.meta.url)`, i.e. beside whichever output file
-// holds that code, and every output of a program sits in the program's one folder.
+// holds that code, and every output of a program sits in the program's one folder. The lstat
+// worker of a stage from objects (platform/stat-ahead.ts, `./stat-worker.js`) likewise.
 // The socket keeper (docs/design.md §17), likewise: sockets/keeper-client.ts starts
 // `new URL('./socket-keeper.js', import.meta.url)` as a process of its own.
 const WORKERS = [
   { name: 'tarball-worker', entry: 'dist/src/platform/tarball-worker.js', startedBy: 'dist/src/platform/tarball.js' },
+  { name: 'stat-worker', entry: 'dist/src/platform/stat-worker.js', startedBy: 'dist/src/platform/stat-ahead.js' },
   { name: 'socket-keeper', entry: 'dist/src/helper/sockets/socket-keeper.js', startedBy: 'dist/src/helper/sockets/keeper-client.js' },
 ];
 

@@ -97,7 +97,7 @@ export class CheckedObjects {
   }
 
   // Whether the object `name`, whose lstat is `st`, is unchanged since the helper checked it.
-  unchanged(name: string, st: fs.Stats): boolean {
+  unchanged(name: string, st: Pick<fs.Stats, 'ino' | 'ctimeMs'>): boolean {
     const s = this.seen.get(name);
     return !!s && s.ino === st.ino && st.ctimeMs >= s.from && st.ctimeMs <= s.to;
   }

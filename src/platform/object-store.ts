@@ -3,6 +3,7 @@ import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { StewardError } from '../core/errors.js';
 import { TimeSlicer } from './time-slice.js';
+import type { ObjectStat } from './stat-ahead.js';
 
 // File objects by content (docs/design.md §20): `objects/<2 hex>/<sha256 hex>-<r|x>`, one inode per
 // distinct (bytes, executable bit), root-owned and read-only (0444, or 0555 for `x`). A release
@@ -57,7 +58,7 @@ let asRoot: boolean | undefined;
 
 // What an object's lstat says against its name, or null: a regular file of its name's mode, owned
 // by root when the helper is root, of the expected size.
-function statProblem(st: fs.Stats, name: string, expectSize: number | undefined): string | null {
+function statProblem(st: ObjectStat, name: string, expectSize: number | undefined): string | null {
   if (!st.isFile()) return 'is not a regular file';
   const mode = st.mode & 0o7777;
   if (mode !== objectMode(name)) return `has mode ${mode.toString(8)}, not ${objectMode(name).toString(8)}`;
@@ -89,13 +90,14 @@ export async function checkObject(file: string, name: string, expectSize?: numbe
 // where a round trip per lstat and read cost more than the work (bench/objects.ts). Files above
 // 4 MiB are read in chunks all the same. `unchanged`: whether the helper's record of checked
 // objects (object-checks.ts) says this inode has not changed since it was checked; then its
-// bytes are not read again (its lstat is still held to its name).
-export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: fs.Stats) => boolean): ObjectCheck {
+// bytes are not read again (its lstat is still held to its name). `taken`: the file's lstat,
+// taken just before by the caller (stat-ahead.ts), used instead of one here.
+export function checkObjectSync(file: string, name: string, expectSize?: number, unchanged?: (st: ObjectStat) => boolean, taken?: ObjectStat): ObjectCheck {
   const m = OBJECT_NAME_RE.exec(name);
   if (!m) return { ok: false, why: 'is not an object name' };
-  let st: fs.Stats;
+  let st: ObjectStat;
   try {
-    st = fs.lstatSync(file);
+    st = taken ?? fs.lstatSync(file);
   } catch (err) {
     return { ok: false, why: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing' : (err as Error).message };
   }
@@ -164,13 +166,13 @@ export async function objectNames(objectsDir: string, slicer = new TimeSlicer())
 }
 
 // Links the object `name` at `dest` (which must not exist) after checking it (unless the caller
-// made or checked it moments ago, `checked`; `unchanged` as checkObjectSync takes it).
+// made or checked it moments ago, `checked`; `unchanged` and `taken` as checkObjectSync takes them).
 // Throws INTEGRITY_MISMATCH (and removes the object) when it does not check out. Returns the
 // inode checked, or null when `checked`. Synchronous: a stage links thousands of small files,
 // where thread-pool round trips cost more than the work.
-export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean): number | null {
+export function linkObjectSync(objectsDir: string, name: string, dest: string, size: number, checked = false, unchanged?: (st: ObjectStat) => boolean, taken?: ObjectStat): number | null {
   const target = objectPath(objectsDir, name);
-  const check: ObjectCheck | null = checked ? null : checkObjectSync(target, name, size, unchanged);
+  const check: ObjectCheck | null = checked ? null : checkObjectSync(target, name, size, unchanged, taken);
   if (check && !check.ok) {
     try {
       fs.unlinkSync(target);
@@ -205,7 +207,7 @@ function intoShard(target: string, op: () => void): void {
 // `checked`: the caller checked (or made) this object moments ago, under the same lock.
 // Synchronous: a stage calls it for each of thousands of small files, where thread-pool round
 // trips cost more than the work (its caller yields between batches).
-export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false, unchanged?: (st: fs.Stats) => boolean): { reused: boolean; replaced?: string } {
+export function fileAsObject(objectsDir: string, file: string, name: string, size: number, checked = false, unchanged?: (st: ObjectStat) => boolean): { reused: boolean; replaced?: string } {
   const target = objectPath(objectsDir, name);
   // Why throwIfNoEntry: most objects of a first stage are new, and an exception per file costs.
   const st = fs.lstatSync(target, { throwIfNoEntry: false });

@@ -17,6 +17,7 @@ import { findSymlinkEscape } from '../../platform/symlink-jail.js';
 import { unsafeMessage } from '../../platform/tar-entry-rules.js';
 import { logger } from '../../platform/log.js';
 import { TimeSlicer } from '../../platform/time-slice.js';
+import { prepareStatWorker, StatAhead, type ObjectStat } from '../../platform/stat-ahead.js';
 import type { ExtractResultLike } from './stage-io.js';
 
 const log = logger('helper:objects');
@@ -63,6 +64,8 @@ export type IndexStage =
 // Objects are put in place only once verified and durable; the tree holds links to objects only.
 export async function stageFromIndex(d: IndexStageDeps): Promise<IndexStage> {
   const phases = new Phases();
+  // The lstat worker's start-up (TreeBuilder) runs while the index comes.
+  prepareStatWorker();
   // While the index comes: which objects the host has (the names in objects/, a readdir per
   // shard rather than an lstat per file; each object is still checked by the lstat its link
   // takes), taking turns with the fetch, and the record of checked objects.
@@ -342,25 +345,38 @@ class TreeBuilder {
     await fsp.mkdir(this.root, { mode: 0o700 });
     this.sealedAtMkdir = this.d.sealFoldersAtMkdir ?? readOnlyFoldersTakeEntries(this.root);
     const mode = this.sealedAtMkdir ? 0o555 : 0o700;
-    // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
+    // The objects to link, each once, in the order the links come, lstatted by a worker from now
+    // on (stat-ahead.ts): its lstats run beside the folders' mkdirs and the links below.
+    const toCheck = new Map<string, number>();
     for (const e of this.sorted) {
-      if (e.type !== 'dir') continue;
-      fs.mkdirSync(`${this.root}/${e.path}`, { mode });
-      if (this.slicer.due()) await this.pass();
+      if (e.type !== 'file' || fresh.has(e.sha256)) continue;
+      const name = objectName(e.sha256, e.mode);
+      if (!toCheck.has(name)) toCheck.set(name, toCheck.size);
     }
+    const ahead = StatAhead.start([...toCheck.keys()].map((name) => objectPath(this.d.objectsDir, name)));
     try {
+      // Parents sort before their children by path bytes ('a' < 'a/b'), so a folder exists before its entries.
       for (const e of this.sorted) {
-        if (e.type !== 'file' || fresh.has(e.sha256)) continue;
-        const name = objectName(e.sha256, e.mode);
-        if (!this.checked.has(name) && !this.have.has(name)) {
-          await objectInOtherMode(this.d.objectsDir, e.sha256, e.mode, e.size);
-          this.have.add(name);
-        }
-        this.link(e, name);
+        if (e.type !== 'dir') continue;
+        fs.mkdirSync(`${this.root}/${e.path}`, { mode });
         if (this.slicer.due()) await this.pass();
       }
+      try {
+        for (const e of this.sorted) {
+          if (e.type !== 'file' || fresh.has(e.sha256)) continue;
+          const name = objectName(e.sha256, e.mode);
+          if (!this.checked.has(name) && !this.have.has(name)) {
+            await objectInOtherMode(this.d.objectsDir, e.sha256, e.mode, e.size);
+            this.have.add(name);
+          }
+          this.link(e, name, this.checked.has(name) ? undefined : ahead.stat(toCheck.get(name) as number));
+          if (this.slicer.due()) await this.pass();
+        }
+      } finally {
+        this.noteLinks();
+      }
     } finally {
-      this.noteLinks();
+      ahead.stop();
     }
   }
 
@@ -426,13 +442,14 @@ class TreeBuilder {
     this.record.note(name);
   }
 
-  // Links the file `e` to the object `name` the host has (its name for `e`'s bytes and mode).
-  private link(e: TreeEntry & { type: 'file' }, name: string): void {
+  // Links the file `e` to the object `name` the host has (its name for `e`'s bytes and mode),
+  // checked by `taken`, its lstat made since the last change this stage made to it, when given.
+  private link(e: TreeEntry & { type: 'file' }, name: string, taken: ObjectStat | undefined): void {
     const { d, record, checked } = this;
     this.firstLink();
     const dest = `${this.root}/${e.path}`;
     try {
-      const ino = linkObjectSync(d.objectsDir, name, dest, e.size, checked.has(name), (st) => record.unchanged(name, st));
+      const ino = linkObjectSync(d.objectsDir, name, dest, e.size, checked.has(name), (st) => record.unchanged(name, st), taken);
       if (ino !== null) checked.set(name, ino);
     } catch (err) {
       record.forget(name);

@@ -99,3 +99,37 @@ test('the same bytes as a plain file and an executable, new or held only in the 
   await assertTreeAsTarballGives(s, r, peer, '1.1.0', v2);
   assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
 });
+
+// Past STAT_AHEAD_MIN objects, their lstats are made on a worker thread ahead of the links
+// (platform/stat-ahead.ts): each link must be checked by its own object's lstat, also where many
+// files share one object (linked once checked) and the same bytes are an object in each mode.
+test('a tree of hundreds of objects, many under several names and in both modes, stages from objects as its tarball gives it', async (t) => {
+  const srv = await startObjectServer();
+  const s = await hostWithCurrent();
+  const peer = await hostWithCurrent();
+  t.after(() => {
+    srv.close();
+    s.host.cleanup();
+    peer.host.cleanup();
+  });
+  const bodies = Array.from({ length: 400 }, (_, i) => `module.exports = ${i}; // ${randomBytes(2048).toString('base64')}\n`);
+  const big = (version: string, changed: string) =>
+    gzipTar(
+      makeReleaseTar('web', version, [
+        { path: 'server.js', content: changed, mode: 0o644 },
+        { path: 'a/', type: 'dir' },
+        { path: 'b/', type: 'dir' },
+        ...bodies.map((content, i) => ({ path: `a/m${i}.js`, content, mode: 0o644 })),
+        // The same bytes again: under other names, and executable.
+        ...bodies.slice(0, 150).map((content, i) => ({ path: `b/copy${i}.js`, content, mode: 0o644 })),
+        ...bodies.slice(100, 200).map((content, i) => ({ path: `b/run${i}`, content, mode: 0o755 })),
+      ]),
+    );
+  const v1 = big('1.0.0', 'console.log(1)\n');
+  const v2 = big('1.1.0', `console.log(2, ${JSON.stringify(randomBytes(3000).toString('base64'))})\n`);
+  assert.equal((await stageIndexed(s, srv, '1.0.0', v1)).via, 'tarball');
+  const second = await stageIndexed(s, srv, '1.1.0', v2);
+  assert.equal(second.via, 'objects', JSON.stringify(second.fallback));
+  await assertTreeAsTarballGives(s, second, peer, '1.1.0', v2);
+  assert.deepEqual((await verifyApp(s.host.paths, 'web')).problems, []);
+});
