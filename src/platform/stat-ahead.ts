@@ -128,12 +128,15 @@ export class StatAhead {
     const job = this.job;
     if (job && !this.done) {
       let seen = Atomics.load(job.progress, 0);
+      // A stall is counted from this call or the worker's last move, whichever is later: the
+      // folders made before the first call are no time the worker kept the loop waiting.
+      const asked = seen <= i ? performance.now() : 0;
       while (seen <= i) {
         const now = performance.now();
         if (seen !== this.lastSeen) {
           this.lastSeen = seen;
           this.lastMove = now;
-        } else if (now - this.lastMove > STALL_MS) {
+        } else if (now - Math.max(this.lastMove, asked) > STALL_MS) {
           log('lstat worker stalled at %d of %d; the rest on the main thread', seen, this.paths.length);
           this.stop();
           break;
