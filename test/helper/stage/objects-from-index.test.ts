@@ -13,20 +13,27 @@ import { gzipTar, makeReleaseTar } from '../../fixtures/tar-writer.js';
 // staged from its signed index and a pack of the files the host lacks, and its tree is the tree
 // its tarball gives, byte for byte and mode for mode.
 
+// The object server, the host that stages from objects, and a peer that stages the same tarball
+// the old way (assertTreeAsTarballGives); all gone after the test.
+async function serverAndTwoHosts(t: { after(fn: () => void): void }) {
+  const srv = await startObjectServer();
+  const s = await hostWithCurrent();
+  const peer = await hostWithCurrent();
+  t.after(() => {
+    srv.close();
+    s.host.cleanup();
+    peer.host.cleanup();
+  });
+  return { srv, s, peer };
+}
+
 // Either way the tree's folders are made: 0555 at once (root, able to write in them), or 0700 and
 // chmodded once the tree is whole (stage-from-index.ts).
 for (const sealed of [false, true]) {
   const skip = sealed && process.getuid?.() !== 0 ? 'only root writes in a folder it made 0555' : false;
   test(`the second of two releases that share most files fetches only the difference, and its tree is the one its tarball gives (folders ${sealed ? '0555 from the start' : 'sealed at the end'})`, { skip }, async (t) => {
-    const srv = await startObjectServer();
-    const s = await hostWithCurrent();
+    const { srv, s, peer } = await serverAndTwoHosts(t);
     s.deps.sealFoldersAtMkdir = sealed;
-    const peer = await hostWithCurrent();
-    t.after(() => {
-      srv.close();
-      s.host.cleanup();
-      peer.host.cleanup();
-    });
     const v1 = releaseOf('1.0.0', 'console.log(1)\n');
     const v2 = releaseOf('1.1.0', `console.log(2, ${JSON.stringify(randomBytes(3000).toString('base64'))})\n`);
     // The first: nothing of it on the host, so more than half is missing: the tarball, as before.
@@ -69,14 +76,7 @@ test('a third release with nothing new fetches the index and no pack', async (t)
 // once, in the first file's mode, and the stage makes the other; bytes the host has only in the
 // other mode are copied into a new object of this one. Either way the tree is the tarball's.
 test('the same bytes as a plain file and an executable, new or held only in the other mode, stage as the tarball gives them', async (t) => {
-  const srv = await startObjectServer();
-  const s = await hostWithCurrent();
-  const peer = await hostWithCurrent();
-  t.after(() => {
-    srv.close();
-    s.host.cleanup();
-    peer.host.cleanup();
-  });
+  const { srv, s, peer } = await serverAndTwoHosts(t);
   const shared = Array.from({ length: 40 }, (_, i) => ({ path: `lib/m${i}.js`, content: randomBytes(4096).toString('base64') }));
   const held = randomBytes(2048).toString('base64');
   const fresh = randomBytes(2048).toString('base64');
@@ -104,14 +104,7 @@ test('the same bytes as a plain file and an executable, new or held only in the 
 // (platform/stat-ahead.ts): each link must be checked by its own object's lstat, also where many
 // files share one object (linked once checked) and the same bytes are an object in each mode.
 test('a tree of hundreds of objects, many under several names and in both modes, stages from objects as its tarball gives it', async (t) => {
-  const srv = await startObjectServer();
-  const s = await hostWithCurrent();
-  const peer = await hostWithCurrent();
-  t.after(() => {
-    srv.close();
-    s.host.cleanup();
-    peer.host.cleanup();
-  });
+  const { srv, s, peer } = await serverAndTwoHosts(t);
   const bodies = Array.from({ length: 400 }, (_, i) => `module.exports = ${i}; // ${randomBytes(2048).toString('base64')}\n`);
   const big = (version: string, changed: string) =>
     gzipTar(
