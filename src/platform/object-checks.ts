@@ -37,6 +37,11 @@ function timesText(from: number, to: number): string {
   return to === from ? ` ${from}` : ` ${from} ${to}`;
 }
 
+// The record's line for the object `name`.
+function lineOf(name: string, s: Seen): string {
+  return `${name} ${s.ino}${s.times}\n`;
+}
+
 export class CheckedObjects {
   private readonly seen: Map<string, Seen>;
   // The last window noteLinked was given, with its text.
@@ -173,7 +178,7 @@ export class CheckedObjects {
     for (const [name, s] of this.seen) {
       if (skip.has(name) || !OBJECT_NAME_RE.test(name)) continue;
       kept.set(name, s);
-      text += `${name} ${s.ino}${s.times}\n`;
+      text += lineOf(name, s);
     }
     return { text, kept };
   }
@@ -191,7 +196,7 @@ export class CheckedObjects {
         const s = this.seen.get(name);
         if (!s || !OBJECT_NAME_RE.test(name)) continue;
         kept.set(name, s);
-        text += `${name} ${s.ino}${s.times}\n`;
+        text += lineOf(name, s);
       }
     }
     const file = path.join(this.objectsDir, CHECKED_FILE);

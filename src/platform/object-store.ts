@@ -139,9 +139,10 @@ export function objectStatSync(objectsDir: string, name: string): fs.Stats | und
 // The names under each shard of `objectsDir` (a readdir each, no lstat): which objects a stage
 // need not fetch. Not checked: linkObjectSync checks each object it links. Empty when there is no
 // `objectsDir` yet; a shard that is no folder holds no object. Synchronous readdirs, with a turn
-// of the event loop every couple of ms (`slicer`): a stage reads them while its index comes, and
-// 257 of them in one go (7-12 ms) held back the very request they were to overlap.
-export async function objectNames(objectsDir: string, slicer = new TimeSlicer()): Promise<Set<string>> {
+// of the event loop every couple of ms: a stage reads them while its index comes, and 257 of
+// them in one go (7-12 ms) held back the very request they were to overlap.
+export async function objectNames(objectsDir: string): Promise<Set<string>> {
+  const slicer = new TimeSlicer();
   const names = new Set<string>();
   let shards: string[];
   try {
